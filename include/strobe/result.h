@@ -1,0 +1,141 @@
+/* strobe/result.h: what a session recorded, and saving it as a trace.
+ *
+ * A result is owned by the caller of strobe_stop() and freed with strobe_result_free(). Reading
+ * it from several threads at once is safe; changing it (set_arg, set_name, save) is not.
+ *
+ * Events are grouped by thread: each strobe_thread_info names a contiguous run of events sorted by
+ * start time (parents before their children). Within a thread, ranges and instants form a tree
+ * (parent / first_child / next_sibling); counters are outside the tree. Times are integer
+ * nanoseconds on one clock (CLOCK_REALTIME-based: nanoseconds since the Unix epoch). */
+#ifndef STROBE_RESULT_H
+#define STROBE_RESULT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "export.h"
+#include "session.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An index meaning "no event" in parent / first_child / next_sibling. */
+#define STROBE_NO_EVENT UINT32_MAX
+
+typedef enum strobe_event_kind {
+    STROBE_EVENT_RANGE = 0,   /* "ph":"X" */
+    STROBE_EVENT_INSTANT = 1, /* "ph":"i" */
+    STROBE_EVENT_COUNTER = 2  /* "ph":"C" */
+} strobe_event_kind;
+
+typedef enum strobe_device_type {
+    STROBE_DEVICE_CPU = 0,
+    STROBE_DEVICE_CUDA = 1,
+    STROBE_DEVICE_XPU = 2,
+    STROBE_DEVICE_HPU = 3,
+    STROBE_DEVICE_MTIA = 4,
+    STROBE_DEVICE_PRIVATEUSE1 = 5
+} strobe_device_type;
+
+/* Event flags. */
+#define STROBE_EVENT_UNFINISHED 0x1u /* still open at stop: closed at stop time */
+#define STROBE_EVENT_TRUNCATED 0x2u  /* open when its thread's buffer filled: closed then */
+
+/* One extra argument of an event: a key and a JSON value (both owned by the result). */
+typedef struct strobe_arg {
+    const char *key;
+    const char *json;
+    const struct strobe_arg *next;
+} strobe_arg;
+
+/* One event. All pointers are owned by the result. */
+typedef struct strobe_event {
+    const char *name;
+    const char *category;         /* "cpu_op", "user_annotation", "cpu_instant_event", ... */
+    int64_t start_ns;             /* epoch ns */
+    int64_t end_ns;               /* == start_ns for instants and counters */
+    double value;                 /* counters: the sample */
+    uint64_t correlation_id;      /* external correlation id current at begin, 0: none */
+    uint64_t user_correlation_id; /* user correlation id current at begin, 0: none */
+    const strobe_arg *args;       /* extra args (set by post-processing), NULL: none */
+    int64_t tid;                  /* OS thread id */
+    uint32_t thread_index;        /* index into the result's threads */
+    uint32_t parent, first_child, next_sibling; /* event indexes or STROBE_NO_EVENT */
+    uint32_t depth;                             /* 0 for a root */
+    uint16_t flags;                             /* STROBE_EVENT_* */
+    uint8_t kind;                               /* strobe_event_kind */
+    uint8_t scope;                              /* strobe_record_scope */
+    int16_t device_type;                        /* strobe_device_type */
+    int16_t device_index;                       /* -1 for the CPU */
+} strobe_event;
+
+/* Duration of an event in ns. */
+static inline int64_t strobe_event_dur_ns(const strobe_event *e) { return e->end_ns - e->start_ns; }
+
+/* One thread that recorded in the session. */
+typedef struct strobe_thread_info {
+    int64_t tid;
+    const char *name;        /* "" when never named */
+    size_t first_event;      /* index of its first event */
+    size_t event_count;      /* its events are [first_event, first_event + event_count) */
+    uint64_t dropped_records; /* records this thread lost to the buffer cap */
+    int exited;              /* 1 when the thread exited before stop */
+} strobe_thread_info;
+
+/* What was lost or repaired, and buffer use. Nothing is lost without appearing here. */
+typedef struct strobe_stats {
+    uint64_t dropped_records;   /* buffer cap reached: records not written */
+    uint64_t unmatched_ends;    /* range ends with no begin in the session */
+    uint64_t unfinished_ranges; /* ranges open at stop, closed at stop time */
+    uint64_t truncated_ranges;  /* ranges open when their thread's buffer filled */
+    uint64_t signal_dropped;    /* records from a signal handler that interrupted another record */
+    uint64_t truncated_names;   /* names longer than 1024 bytes, cut */
+    uint64_t scope_depth_overflow; /* filtered ranges nested deeper than 256: kept instead */
+    uint64_t correlation_overflow; /* correlation id pushes deeper than 64: not kept */
+    uint64_t buffer_bytes_used;
+    uint64_t buffer_bytes_cap;
+    uint64_t threads;
+} strobe_stats;
+
+/* Accessors. `r` must not be NULL. */
+STROBE_API int64_t strobe_result_trace_start_ns(const strobe_result *r);
+STROBE_API int64_t strobe_result_trace_end_ns(const strobe_result *r);
+STROBE_API size_t strobe_result_event_count(const strobe_result *r);
+/* The events array (strobe_result_event_count() entries). */
+STROBE_API const strobe_event *strobe_result_events(const strobe_result *r);
+STROBE_API size_t strobe_result_thread_count(const strobe_result *r);
+STROBE_API const strobe_thread_info *strobe_result_threads(const strobe_result *r);
+STROBE_API const strobe_stats *strobe_result_stats(const strobe_result *r);
+STROBE_API const char *strobe_result_trace_id(const strobe_result *r);
+/* The process id the session ran in. */
+STROBE_API int64_t strobe_result_pid(const strobe_result *r);
+/* Warnings of the session (e.g. an activity that was not traced), each one line. */
+STROBE_API size_t strobe_result_warning_count(const strobe_result *r);
+STROBE_API const char *strobe_result_warning(const strobe_result *r, size_t i);
+/* Metadata added with strobe_add_metadata_json(), in insertion order. @return 0 or STROBE_ERANGE. */
+STROBE_API size_t strobe_result_metadata_count(const strobe_result *r);
+STROBE_API int strobe_result_metadata(const strobe_result *r, size_t i, const char **key,
+                                      const char **json_value);
+
+/* Post-processing: sets an extra argument (a JSON value, checked and copied) on event `index`;
+ * setting a key twice keeps the last value. @return 0, STROBE_ERANGE, STROBE_EINVAL, STROBE_EJSON
+ * or STROBE_ENOMEM. */
+STROBE_API int strobe_event_set_arg(strobe_result *r, size_t index, const char *key,
+                                    const char *json_value);
+/* Post-processing: renames event `index` (copied). @return 0, STROBE_ERANGE, STROBE_EINVAL or
+ * STROBE_ENOMEM. */
+STROBE_API int strobe_event_set_name(strobe_result *r, size_t index, const char *name);
+
+/* Saves the result as a Chrome trace JSON file in Kineto's schema, gzip-compressed when the path
+ * ends in ".gz". The file is written to a temporary name beside `path` and renamed, so a failed
+ * save leaves no partial file. A result is saved at most once. @return 0, STROBE_EINVAL,
+ * STROBE_EALREADY ("trace is already saved"), STROBE_EIO or STROBE_ENOMEM. */
+STROBE_API int strobe_result_save(strobe_result *r, const char *path);
+
+/* Frees a result. Accepts NULL. */
+STROBE_API void strobe_result_free(strobe_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STROBE_RESULT_H */

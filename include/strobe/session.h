@@ -1,0 +1,116 @@
+/* strobe/session.h: configuring, starting and stopping a profiling session.
+ *
+ * One session per process at a time: strobe_start() ... strobe_stop(). Cold path: every call
+ * returns 0 or a negative STROBE_E* code (see error.h) and is thread-safe unless noted. The library
+ * never prints on its own: diagnostics go to the log sink set with strobe_set_log_fn(). */
+#ifndef STROBE_SESSION_H
+#define STROBE_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct strobe_result strobe_result;
+
+/* Activities a session can trace (bit mask). Only CPU is traced by this build: asking for another
+ * device profiles the CPU and leaves a warning in the result and the trace saying why the device
+ * was not traced. A config without CPU is rejected with STROBE_ENOTSUP. */
+typedef enum strobe_activity {
+    STROBE_ACTIVITY_CPU = 1u << 0,
+    STROBE_ACTIVITY_CUDA = 1u << 1,
+    STROBE_ACTIVITY_XPU = 1u << 2,
+    STROBE_ACTIVITY_HPU = 1u << 3,
+    STROBE_ACTIVITY_MTIA = 1u << 4,
+    STROBE_ACTIVITY_PRIVATEUSE1 = 1u << 5
+} strobe_activity;
+
+/* Which threads record. ALL: every thread of the process (global mode). OPT_IN: only the thread
+ * that called strobe_start() and threads that call strobe_enable_in_child_thread() (the seed's
+ * per-thread mode). */
+typedef enum strobe_thread_mode { STROBE_THREADS_ALL = 0, STROBE_THREADS_OPT_IN = 1 } strobe_thread_mode;
+
+/* All record scopes: the default of strobe_config.scopes. */
+#define STROBE_SCOPES_ALL 0xffu
+/* The bit of one record scope in strobe_config.scopes. */
+#define STROBE_SCOPE_BIT(scope) (1u << (scope))
+
+/* Called by strobe_stop() after the result is built and before it is handed back. It may enrich
+ * events (strobe_event_set_arg(), strobe_event_set_name()). Runs on the thread calling stop. */
+typedef void (*strobe_postprocess_fn)(strobe_result *result, void *ctx);
+
+/* A session's configuration. Fill it with strobe_config_init() first, then change what you need:
+ * fields may be added at the end in later versions. */
+typedef struct strobe_config {
+    uint32_t activities;            /* strobe_activity bits; default CPU */
+    uint32_t scopes;                /* STROBE_SCOPE_BIT()s to keep; default STROBE_SCOPES_ALL */
+    strobe_thread_mode thread_mode; /* default STROBE_THREADS_ALL */
+    size_t buffer_bytes;   /* cap on record buffer memory; default 512 MiB. Reaching it drops and
+                              counts records, never blocks. */
+    size_t chunk_bytes;    /* per-thread chunk size, 4 KiB .. 16 MiB; default 64 KiB */
+    const char *trace_id;  /* copied; NULL: a random 128-bit hex id is generated */
+    const char *trace_name; /* "traceName" in the trace; copied; NULL: none */
+    strobe_postprocess_fn postprocess; /* NULL: none */
+    void *postprocess_ctx;
+} strobe_config;
+
+/* Fills *cfg with the defaults above. */
+STROBE_API void strobe_config_init(strobe_config *cfg);
+
+/* Starts the session. @return 0, STROBE_EINVAL (bad config), STROBE_EBUSY (a session already runs),
+ * STROBE_ENOTSUP (no CPU activity), STROBE_ENOMEM or STROBE_ESYS. The calling thread is
+ * enabled in both thread modes. */
+STROBE_API int strobe_start(const strobe_config *cfg);
+
+/* Stops the session: quiesces writers, collects every thread's records (also from threads that
+ * exited), closes ranges still open (flagged unfinished), and builds the result. On success
+ * *out owns the result: free it with strobe_result_free(). @return 0, STROBE_EINVAL (out is NULL),
+ * STROBE_ENOSESSION, STROBE_EFORK (called in a child after fork()), or STROBE_ENOMEM. */
+STROBE_API int strobe_stop(strobe_result **out);
+
+/* Returns 1 while a session runs in this process (started and not stopped), else 0. */
+STROBE_API int strobe_is_running(void);
+
+/* Adds a top-level metadata entry to the session's trace. `json_value` must be one valid JSON
+ * value (it is checked and copied); a key given twice keeps the last value. @return 0,
+ * STROBE_ENOSESSION, STROBE_EINVAL (NULL or empty key, reserved key) or STROBE_EJSON. */
+STROBE_API int strobe_add_metadata_json(const char *key, const char *json_value);
+
+/* Per-thread mode (STROBE_THREADS_OPT_IN): enables / disables recording on the calling thread for
+ * the running session (the seed's enableProfilerInChildThread / disableProfilerInChildThread).
+ * @return 0 or STROBE_ENOSESSION. In global mode enabling is a no-op and disabling stops the
+ * calling thread from recording for the rest of the session. */
+STROBE_API int strobe_enable_in_child_thread(void);
+STROBE_API int strobe_disable_in_child_thread(void);
+
+/* Returns 1 when a session runs and the thread that started it records
+ * (isProfilerEnabledInMainThread), else 0. */
+STROBE_API int strobe_is_enabled_in_main_thread(void);
+
+typedef enum strobe_log_level {
+    STROBE_LOG_DEBUG = 0,
+    STROBE_LOG_INFO = 1,
+    STROBE_LOG_WARN = 2,
+    STROBE_LOG_ERROR = 3
+} strobe_log_level;
+
+/* A log sink. `msg` is one line without a newline, valid only during the call. */
+typedef void (*strobe_log_fn)(strobe_log_level level, const char *msg, void *ctx);
+
+/* Replaces the log sink (NULL: discard, the default). Not to be called while a session starts or
+ * stops on another thread. */
+STROBE_API void strobe_set_log_fn(strobe_log_fn fn, void *ctx);
+
+/* A ready sink that prints "strobe: LEVEL: msg" to stderr for levels >= (intptr_t)ctx. */
+STROBE_API void strobe_log_stderr(strobe_log_level level, const char *msg, void *ctx);
+
+/* Returns the library version, "MAJOR.MINOR.PATCH". */
+STROBE_API const char *strobe_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STROBE_SESSION_H */

@@ -1,0 +1,140 @@
+/* result.c: a result's accessors, post-processing edits and lifetime. Building a result from
+ * records is session.c's job; writing it out is the writers'. */
+#include "result_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "json_check.h"
+#include "strobe/error.h"
+
+strobe_result *strobe__result_alloc(void) {
+    strobe_result *r = calloc(1, sizeof *r);
+    if (r == NULL) return NULL;
+    r->pid = (int64_t)getpid();
+    r->trace_id = "";
+    r->clock_source = "clock_monotonic";
+    r->clock_ns_per_tick = 1.0;
+    return r;
+}
+
+int strobe__result_add_warning(strobe_result *r, const char *msg) {
+    const char **w = realloc((void *)r->warnings, (r->warning_count + 1) * sizeof *w);
+    if (w == NULL) return STROBE_ENOMEM;
+    r->warnings = w;
+    const char *copy = strobe__pool_strdup(&r->pool, msg);
+    if (copy == NULL) return STROBE_ENOMEM;
+    w[r->warning_count++] = copy;
+    return 0;
+}
+
+int strobe__result_set_meta(strobe_result *r, const char *key, const char *json) {
+    const char *v = strobe__pool_strdup(&r->pool, json);
+    if (v == NULL) return STROBE_ENOMEM;
+    for (size_t i = 0; i < r->meta_count; i++) {
+        if (strcmp(r->meta[i].key, key) == 0) {
+            r->meta[i].json = v;
+            return 0;
+        }
+    }
+    strobe__meta *m = realloc(r->meta, (r->meta_count + 1) * sizeof *m);
+    if (m == NULL) return STROBE_ENOMEM;
+    r->meta = m;
+    const char *k = strobe__pool_strdup(&r->pool, key);
+    if (k == NULL) return STROBE_ENOMEM;
+    m[r->meta_count].key = k;
+    m[r->meta_count].json = v;
+    r->meta_count++;
+    return 0;
+}
+
+int64_t strobe_result_trace_start_ns(const strobe_result *r) { return r->trace_start_ns; }
+int64_t strobe_result_trace_end_ns(const strobe_result *r) { return r->trace_end_ns; }
+size_t strobe_result_event_count(const strobe_result *r) { return r->event_count; }
+const strobe_event *strobe_result_events(const strobe_result *r) { return r->events; }
+size_t strobe_result_thread_count(const strobe_result *r) { return r->thread_count; }
+const strobe_thread_info *strobe_result_threads(const strobe_result *r) { return r->threads; }
+const strobe_stats *strobe_result_stats(const strobe_result *r) { return &r->stats; }
+const char *strobe_result_trace_id(const strobe_result *r) { return r->trace_id; }
+int64_t strobe_result_pid(const strobe_result *r) { return r->pid; }
+size_t strobe_result_warning_count(const strobe_result *r) { return r->warning_count; }
+
+const char *strobe_result_warning(const strobe_result *r, size_t i) {
+    return i < r->warning_count ? r->warnings[i] : NULL;
+}
+
+size_t strobe_result_metadata_count(const strobe_result *r) { return r->meta_count; }
+
+int strobe_result_metadata(const strobe_result *r, size_t i, const char **key,
+                           const char **json_value) {
+    if (i >= r->meta_count) return STROBE_ERANGE;
+    if (key) *key = r->meta[i].key;
+    if (json_value) *json_value = r->meta[i].json;
+    return 0;
+}
+
+int strobe_event_set_arg(strobe_result *r, size_t index, const char *key, const char *json_value) {
+    if (r == NULL || key == NULL || key[0] == '\0' || json_value == NULL) return STROBE_EINVAL;
+    if (index >= r->event_count) return STROBE_ERANGE;
+    if (!strobe__json_valid(json_value, strlen(json_value))) return STROBE_EJSON;
+    /* Keys become JSON object keys: they must be valid as JSON strings once quoted. The writer
+     * escapes them, so any bytes are fine. */
+    strobe_event *e = &r->events[index];
+    const char *v = strobe__pool_strdup(&r->pool, json_value);
+    if (v == NULL) return STROBE_ENOMEM;
+    for (strobe_arg *a = (strobe_arg *)e->args; a; a = (strobe_arg *)a->next) {
+        if (strcmp(a->key, key) == 0) {
+            a->json = v;
+            return 0;
+        }
+    }
+    strobe_arg *a = strobe__pool_alloc(&r->pool, sizeof *a);
+    const char *k = strobe__pool_strdup(&r->pool, key);
+    if (a == NULL || k == NULL) return STROBE_ENOMEM;
+    a->key = k;
+    a->json = v;
+    a->next = NULL;
+    /* Append, so args keep the order they were set in. */
+    if (e->args == NULL) {
+        e->args = a;
+    } else {
+        strobe_arg *last = (strobe_arg *)e->args;
+        while (last->next) last = (strobe_arg *)last->next;
+        last->next = a;
+    }
+    return 0;
+}
+
+int strobe_event_set_name(strobe_result *r, size_t index, const char *name) {
+    if (r == NULL || name == NULL) return STROBE_EINVAL;
+    if (index >= r->event_count) return STROBE_ERANGE;
+    const char *copy = strobe__pool_strdup(&r->pool, name);
+    if (copy == NULL) return STROBE_ENOMEM;
+    r->events[index].name = copy;
+    return 0;
+}
+
+/* The event array can be large (10 million events is a gigabyte): it is mapped, not malloc'ed,
+ * so that freeing it returns the memory to the system at once. */
+int strobe__result_alloc_events(strobe_result *r, size_t count) {
+    size_t bytes = (count ? count : 1) * sizeof(strobe_event);
+    bytes = (bytes + 4095u) & ~(size_t)4095u;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return STROBE_ENOMEM;
+    r->events = p;
+    r->events_map_bytes = bytes;
+    r->event_count = count;
+    return 0;
+}
+
+void strobe_result_free(strobe_result *r) {
+    if (r == NULL) return;
+    if (r->events) munmap(r->events, r->events_map_bytes);
+    free(r->threads);
+    free(r->meta);
+    free((void *)r->warnings);
+    strobe__pool_release(&r->pool);
+    free(r);
+}

@@ -1,0 +1,48 @@
+/* result_internal.h: the layout of strobe_result, shared by the core (which builds it), the
+ * writers and the analysis code (which read it). Not installed. */
+#ifndef STROBE_RESULT_INTERNAL_H
+#define STROBE_RESULT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "strobe/result.h"
+#include "strpool.h"
+
+typedef struct strobe__meta {
+    const char *key;  /* in the result's pool */
+    const char *json; /* one valid JSON value, in the result's pool */
+} strobe__meta;
+
+struct strobe_result {
+    int64_t trace_start_ns; /* epoch ns: the session's start; also "baseTimeNanoseconds" */
+    int64_t trace_end_ns;   /* epoch ns: the session's stop */
+    int64_t pid;
+    strobe_event *events; /* from strobe__result_alloc_events() */
+    size_t event_count;
+    size_t events_map_bytes;
+    strobe_thread_info *threads; /* malloc'ed */
+    size_t thread_count;
+    strobe_stats stats;
+    const char *trace_id;   /* never NULL */
+    const char *trace_name; /* NULL: none */
+    strobe__meta *meta;     /* user metadata, insertion order, keys unique */
+    size_t meta_count;
+    const char **warnings;
+    size_t warning_count;
+    const char *clock_source; /* "tsc" or "clock_monotonic" */
+    double clock_ns_per_tick; /* the calibration used (1.0 for clock_monotonic) */
+    int saved;
+    strobe__pool pool; /* owns every string and arg of the result */
+};
+
+/* Allocates an empty result (zeroed, pool ready, pid = getpid(), trace_id = ""). NULL on ENOMEM. */
+strobe_result *strobe__result_alloc(void);
+/* Allocates r->events for `count` zeroed events (mapped memory) and sets r->event_count.
+ * @return 0 or STROBE_ENOMEM. */
+int strobe__result_alloc_events(strobe_result *r, size_t count);
+/* Appends a warning (copied). @return 0 or STROBE_ENOMEM. */
+int strobe__result_add_warning(strobe_result *r, const char *msg);
+/* Appends or replaces a metadata entry (both copied; json must be valid). @return 0 or ENOMEM. */
+int strobe__result_set_meta(strobe_result *r, const char *key, const char *json);
+
+#endif /* STROBE_RESULT_INTERNAL_H */
