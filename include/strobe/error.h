@@ -15,12 +15,12 @@ extern "C" {
 #define STROBE_ERRNO_MAP(X)                                                                        \
     X(EINVAL, -1, "invalid argument")                                                              \
     X(ENOMEM, -2, "out of memory")                                                                 \
-    X(EBUSY, -3, "a profiling session is already running in this process")                       \
-    X(ENOSESSION, -4, "no profiling session is running")                                          \
-    X(ENOTSUP, -5, "not supported by this build or machine")                                      \
+    X(EBUSY, -3, "a profiling session is already running in this process")                         \
+    X(ENOSESSION, -4, "no profiling session is running")                                           \
+    X(ENOTSUP, -5, "not supported by this build or machine")                                       \
     X(EIO, -6, "input/output error")                                                               \
     X(EALREADY, -7, "trace is already saved")                                                      \
-    X(EFORK, -8, "the session belongs to the parent process (called after fork)")                 \
+    X(EFORK, -8, "the session belongs to the parent process (called after fork)")                  \
     X(EJSON, -9, "value is not valid JSON")                                                        \
     X(ERANGE, -10, "index or value out of range")                                                  \
     X(EFORMAT, -11, "malformed input")                                                             \

@@ -94,7 +94,9 @@ STROBE_API void strobe_pop_user_correlation_id(void);
 #endif
 
 /* Returns nonzero while a session records (in any thread). */
-static inline int strobe_is_active(void) { return STROBE__ACTIVE(); }
+static inline int strobe_is_active(void) {
+    return STROBE__ACTIVE();
+}
 
 /* Begins a USER_SCOPE range named `name` on the calling thread. The name is copied (names longer
  * than 1024 bytes are cut and counted). End it with strobe_range_end() on the same thread. */
@@ -138,27 +140,43 @@ static inline uint32_t strobe__guard_open_name(const char *name, int scope) {
 static inline void strobe__guard_close(uint32_t token) {
     if (STROBE__UNLIKELY(token != 0u)) strobe__guard_end(token);
 }
-static inline void strobe__guard_cleanup(strobe_guard *g) { strobe__guard_close(g->token); }
+static inline void strobe__guard_cleanup(strobe_guard *g) {
+    strobe__guard_close(g->token);
+}
 
 #else /* !STROBE_ENABLED: everything compiles to nothing. */
 
-static inline int strobe_is_active(void) { return 0; }
-static inline void strobe_range_begin(const char *name) { (void)name; }
+static inline int strobe_is_active(void) {
+    return 0;
+}
+static inline void strobe_range_begin(const char *name) {
+    (void)name;
+}
 static inline void strobe_range_begin_scope(const char *name, int scope) {
     (void)name;
     (void)scope;
 }
-static inline void strobe_range_begin_site(const strobe_site *site) { (void)site; }
+static inline void strobe_range_begin_site(const strobe_site *site) {
+    (void)site;
+}
 static inline void strobe_range_end(void) {}
-static inline void strobe_instant(const char *name) { (void)name; }
+static inline void strobe_instant(const char *name) {
+    (void)name;
+}
 static inline void strobe_counter(const char *name, double value) {
     (void)name;
     (void)value;
 }
-static inline void strobe_set_thread_name(const char *name) { (void)name; }
-static inline void strobe_push_correlation_id(uint64_t id) { (void)id; }
+static inline void strobe_set_thread_name(const char *name) {
+    (void)name;
+}
+static inline void strobe_push_correlation_id(uint64_t id) {
+    (void)id;
+}
 static inline void strobe_pop_correlation_id(void) {}
-static inline void strobe_push_user_correlation_id(uint64_t id) { (void)id; }
+static inline void strobe_push_user_correlation_id(uint64_t id) {
+    (void)id;
+}
 static inline void strobe_pop_user_correlation_id(void) {}
 
 #endif /* STROBE_ENABLED */
@@ -220,7 +238,8 @@ struct strobe__scope_guard {
 /* A range that ends with the enclosing block. One per source line. */
 #define STROBE_SCOPE_AS(name, scope)                                                               \
     STROBE_SITE_DEFINE(STROBE__UNIQ(strobe__site_), name, scope);                                  \
-    STROBE__GUARD_DECL(STROBE__UNIQ(strobe__guard_), strobe__guard_open(&STROBE__UNIQ(strobe__site_)))
+    STROBE__GUARD_DECL(STROBE__UNIQ(strobe__guard_),                                               \
+                       strobe__guard_open(&STROBE__UNIQ(strobe__site_)))
 /* A user region (USER_SCOPE, "user_annotation"). */
 #define STROBE_SCOPE(name) STROBE_SCOPE_AS(name, STROBE_SCOPE_USER_SCOPE)
 /* An operator (FUNCTION scope, "cpu_op"). */

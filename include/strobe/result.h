@@ -70,16 +70,18 @@ typedef struct strobe_event {
 } strobe_event;
 
 /* Duration of an event in ns. */
-static inline int64_t strobe_event_dur_ns(const strobe_event *e) { return e->end_ns - e->start_ns; }
+static inline int64_t strobe_event_dur_ns(const strobe_event *e) {
+    return e->end_ns - e->start_ns;
+}
 
 /* One thread that recorded in the session. */
 typedef struct strobe_thread_info {
     int64_t tid;
-    const char *name;        /* "" when never named */
-    size_t first_event;      /* index of its first event */
-    size_t event_count;      /* its events are [first_event, first_event + event_count) */
+    const char *name;         /* "" when never named */
+    size_t first_event;       /* index of its first event */
+    size_t event_count;       /* its events are [first_event, first_event + event_count) */
     uint64_t dropped_records; /* records this thread lost to the buffer cap */
-    int exited;              /* 1 when the thread exited before stop */
+    int exited;               /* 1 when the thread exited before stop */
 } strobe_thread_info;
 
 /* What was lost or repaired, and buffer use. Nothing is lost without appearing here. */
@@ -112,7 +114,8 @@ STROBE_API int64_t strobe_result_pid(const strobe_result *r);
 /* Warnings of the session (e.g. an activity that was not traced), each one line. */
 STROBE_API size_t strobe_result_warning_count(const strobe_result *r);
 STROBE_API const char *strobe_result_warning(const strobe_result *r, size_t i);
-/* Metadata added with strobe_add_metadata_json(), in insertion order. @return 0 or STROBE_ERANGE. */
+/* Metadata added with strobe_add_metadata_json(), in insertion order. @return 0 or STROBE_ERANGE.
+ */
 STROBE_API size_t strobe_result_metadata_count(const strobe_result *r);
 STROBE_API int strobe_result_metadata(const strobe_result *r, size_t i, const char **key,
                                       const char **json_value);

@@ -31,7 +31,10 @@ typedef enum strobe_activity {
 /* Which threads record. ALL: every thread of the process (global mode). OPT_IN: only the thread
  * that called strobe_start() and threads that call strobe_enable_in_child_thread() (the seed's
  * per-thread mode). */
-typedef enum strobe_thread_mode { STROBE_THREADS_ALL = 0, STROBE_THREADS_OPT_IN = 1 } strobe_thread_mode;
+typedef enum strobe_thread_mode {
+    STROBE_THREADS_ALL = 0,
+    STROBE_THREADS_OPT_IN = 1
+} strobe_thread_mode;
 
 /* All record scopes: the default of strobe_config.scopes. */
 #define STROBE_SCOPES_ALL 0xffu
@@ -48,10 +51,12 @@ typedef struct strobe_config {
     uint32_t activities;            /* strobe_activity bits; default CPU */
     uint32_t scopes;                /* STROBE_SCOPE_BIT()s to keep; default STROBE_SCOPES_ALL */
     strobe_thread_mode thread_mode; /* default STROBE_THREADS_ALL */
-    size_t buffer_bytes;   /* cap on record buffer memory; default 512 MiB. Reaching it drops and
-                              counts records, never blocks. */
-    size_t chunk_bytes;    /* per-thread chunk size, 4 KiB .. 16 MiB; default 64 KiB */
-    const char *trace_id;  /* copied; NULL: a random 128-bit hex id is generated */
+    size_t buffer_bytes;    /* cap on record buffer memory; default 512 MiB. Reaching it drops and
+                               counts records, never blocks. */
+    size_t chunk_bytes;     /* per-thread chunk size, 4 KiB .. 16 MiB; default 64 KiB */
+    size_t prefault_bytes;  /* buffer bytes faulted in at start, so that the first records take
+                               no page faults; default 32 MiB (capped by buffer_bytes); 0: none */
+    const char *trace_id;   /* copied; NULL: a random 128-bit hex id is generated */
     const char *trace_name; /* "traceName" in the trace; copied; NULL: none */
     strobe_postprocess_fn postprocess; /* NULL: none */
     void *postprocess_ctx;

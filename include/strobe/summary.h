@@ -36,7 +36,8 @@ typedef struct strobe_summary_row {
 typedef struct strobe_summary strobe_summary;
 
 /* Builds the table from a result. The summary does not refer to the result after this returns.
- * @return 0, STROBE_EINVAL or STROBE_ENOMEM; on success *out is freed with strobe_summary_free(). */
+ * @return 0, STROBE_EINVAL or STROBE_ENOMEM; on success *out is freed with strobe_summary_free().
+ */
 STROBE_API int strobe_summary_create(const strobe_result *r, strobe_sort_key sort,
                                      strobe_summary **out);
 STROBE_API size_t strobe_summary_row_count(const strobe_summary *s);

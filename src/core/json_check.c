@@ -23,7 +23,8 @@ static int lit(cur *c, const char *word) {
 
 static int digits(cur *c) {
     const unsigned char *start = c->p;
-    while (c->p < c->end && *c->p >= '0' && *c->p <= '9') c->p++;
+    while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
+        c->p++;
     return c->p > start;
 }
 

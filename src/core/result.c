@@ -4,9 +4,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
+#include "bigmem.h"
 #include "json_check.h"
 #include "strobe/error.h"
 
@@ -50,22 +50,44 @@ int strobe__result_set_meta(strobe_result *r, const char *key, const char *json)
     return 0;
 }
 
-int64_t strobe_result_trace_start_ns(const strobe_result *r) { return r->trace_start_ns; }
-int64_t strobe_result_trace_end_ns(const strobe_result *r) { return r->trace_end_ns; }
-size_t strobe_result_event_count(const strobe_result *r) { return r->event_count; }
-const strobe_event *strobe_result_events(const strobe_result *r) { return r->events; }
-size_t strobe_result_thread_count(const strobe_result *r) { return r->thread_count; }
-const strobe_thread_info *strobe_result_threads(const strobe_result *r) { return r->threads; }
-const strobe_stats *strobe_result_stats(const strobe_result *r) { return &r->stats; }
-const char *strobe_result_trace_id(const strobe_result *r) { return r->trace_id; }
-int64_t strobe_result_pid(const strobe_result *r) { return r->pid; }
-size_t strobe_result_warning_count(const strobe_result *r) { return r->warning_count; }
+int64_t strobe_result_trace_start_ns(const strobe_result *r) {
+    return r->trace_start_ns;
+}
+int64_t strobe_result_trace_end_ns(const strobe_result *r) {
+    return r->trace_end_ns;
+}
+size_t strobe_result_event_count(const strobe_result *r) {
+    return r->event_count;
+}
+const strobe_event *strobe_result_events(const strobe_result *r) {
+    return r->events;
+}
+size_t strobe_result_thread_count(const strobe_result *r) {
+    return r->thread_count;
+}
+const strobe_thread_info *strobe_result_threads(const strobe_result *r) {
+    return r->threads;
+}
+const strobe_stats *strobe_result_stats(const strobe_result *r) {
+    return &r->stats;
+}
+const char *strobe_result_trace_id(const strobe_result *r) {
+    return r->trace_id;
+}
+int64_t strobe_result_pid(const strobe_result *r) {
+    return r->pid;
+}
+size_t strobe_result_warning_count(const strobe_result *r) {
+    return r->warning_count;
+}
 
 const char *strobe_result_warning(const strobe_result *r, size_t i) {
     return i < r->warning_count ? r->warnings[i] : NULL;
 }
 
-size_t strobe_result_metadata_count(const strobe_result *r) { return r->meta_count; }
+size_t strobe_result_metadata_count(const strobe_result *r) {
+    return r->meta_count;
+}
 
 int strobe_result_metadata(const strobe_result *r, size_t i, const char **key,
                            const char **json_value) {
@@ -101,7 +123,8 @@ int strobe_event_set_arg(strobe_result *r, size_t index, const char *key, const 
         e->args = a;
     } else {
         strobe_arg *last = (strobe_arg *)e->args;
-        while (last->next) last = (strobe_arg *)last->next;
+        while (last->next)
+            last = (strobe_arg *)last->next;
         last->next = a;
     }
     return 0;
@@ -120,9 +143,8 @@ int strobe_event_set_name(strobe_result *r, size_t index, const char *name) {
  * so that freeing it returns the memory to the system at once. */
 int strobe__result_alloc_events(strobe_result *r, size_t count) {
     size_t bytes = (count ? count : 1) * sizeof(strobe_event);
-    bytes = (bytes + 4095u) & ~(size_t)4095u;
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return STROBE_ENOMEM;
+    void *p = strobe__big_map(bytes, 1);
+    if (p == NULL) return STROBE_ENOMEM;
     r->events = p;
     r->events_map_bytes = bytes;
     r->event_count = count;
@@ -131,7 +153,7 @@ int strobe__result_alloc_events(strobe_result *r, size_t count) {
 
 void strobe_result_free(strobe_result *r) {
     if (r == NULL) return;
-    if (r->events) munmap(r->events, r->events_map_bytes);
+    strobe__big_unmap(r->events, r->events_map_bytes);
     free(r->threads);
     free(r->meta);
     free((void *)r->warnings);

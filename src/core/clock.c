@@ -1,0 +1,85 @@
+/* clock.c: choosing the raw clock and calibrating it (see clock.h). */
+#include "clock.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if STROBE__HAVE_TSC
+#include <cpuid.h>
+#endif
+
+int strobe__clock_is_tsc;
+
+/* The process's first anchor: the long baseline for measuring the tick rate. */
+static strobe__clock_anchor first_anchor;
+static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+
+static int64_t real_ns_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int tsc_is_invariant(void) {
+#if STROBE__HAVE_TSC
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u) return 0;
+    __get_cpuid(0x80000007u, &a, &b, &c, &d);
+    return (d >> 8) & 1u;
+#else
+    return 0;
+#endif
+}
+
+static void clock_init_once(void) {
+    const char *force = getenv("STROBE_CLOCK");
+    int want_tsc = !(force && strcmp(force, "monotonic") == 0);
+    strobe__clock_is_tsc = want_tsc && tsc_is_invariant();
+    first_anchor = strobe__clock_anchor_now();
+}
+
+void strobe__clock_init(void) {
+    pthread_once(&clock_once, clock_init_once);
+}
+
+strobe__clock_anchor strobe__clock_anchor_now(void) {
+    /* The raw clock is read before and after the system clocks; the try with the smallest gap
+     * brackets them most tightly, and its midpoint is the anchor. */
+    strobe__clock_anchor best = {0, 0, 0};
+    uint64_t best_gap = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t r0 = strobe__now_raw();
+        int64_t mono = (int64_t)strobe__mono_ns();
+        int64_t real = real_ns_now();
+        uint64_t r1 = strobe__now_raw();
+        if (r1 - r0 < best_gap) {
+            best_gap = r1 - r0;
+            best.raw = r0 + (r1 - r0) / 2;
+            best.mono_ns = mono;
+            best.real_ns = real;
+        }
+    }
+    if (!strobe__clock_is_tsc) best.raw = (uint64_t)best.mono_ns;
+    return best;
+}
+
+strobe__clock_conv strobe__clock_calibrate(strobe__clock_anchor start, strobe__clock_anchor stop) {
+    strobe__clock_conv c;
+    c.anchor = start;
+    if (!strobe__clock_is_tsc) {
+        c.ns_per_tick = 1.0;
+        return c;
+    }
+    /* The rate is measured over the longest baseline available: from the process's first anchor
+     * to this stop. A baseline under 20 ms is extended by waiting, so that the anchor jitter (tens
+     * of ns) stays below a few ppm of the rate. */
+    strobe__clock_anchor from = first_anchor;
+    if (stop.mono_ns - from.mono_ns < 20000000) {
+        while ((int64_t)strobe__mono_ns() - from.mono_ns < 20000000) {
+        }
+        stop = strobe__clock_anchor_now();
+    }
+    c.ns_per_tick = (double)(stop.mono_ns - from.mono_ns) / (double)(stop.raw - from.raw);
+    return c;
+}

@@ -1,0 +1,415 @@
+/* collect.c: turns the quiesced threads' records into a result (stage 3 of DESIGN.md).
+ *
+ * Each thread's records are read in order. Begins become events in start order (parents before
+ * children) and go on a stack; ends pop it, so the event tree (parent, first_child, next_sibling)
+ * comes out of the same pass. Names are copied into the result once each: static call sites by
+ * address, run-time names by content.
+ *
+ * Repairs, each counted in the stats: an end with no open begin is dropped (unmatched_ends);
+ * ranges open when a thread's buffer filled close at that time (truncated_ranges) and ranges
+ * open at stop close at stop (unfinished_ranges). A thread's timestamps are kept monotonic, so a
+ * child never starts before its parent. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+#include "result_internal.h"
+#include "state.h"
+#include "strobe/error.h"
+#include "strobe/instrument.h"
+
+/* ---- name interning -------------------------------------------------------------------- */
+
+typedef struct {
+    const void *site;
+    const char *name;
+} site_slot;
+
+typedef struct {
+    uint64_t hash;
+    const char *name; /* NUL-terminated copy; length `len` */
+    uint32_t len;
+} name_slot;
+
+typedef struct {
+    strobe_result *r;
+    site_slot *sites;
+    size_t site_cap, site_count;
+    name_slot *names;
+    size_t name_cap, name_count;
+    const void *cache_site[64]; /* direct-mapped cache in front of the site table */
+    const char *cache_name[64];
+} interner;
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t hash_ptr(const void *p) {
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static int grow_sites(interner *in) {
+    size_t cap = in->site_cap ? in->site_cap * 2 : 256;
+    site_slot *n = calloc(cap, sizeof *n);
+    if (n == NULL) return STROBE_ENOMEM;
+    for (size_t i = 0; i < in->site_cap; i++) {
+        if (!in->sites[i].site) continue;
+        size_t j = hash_ptr(in->sites[i].site) & (cap - 1);
+        while (n[j].site)
+            j = (j + 1) & (cap - 1);
+        n[j] = in->sites[i];
+    }
+    free(in->sites);
+    in->sites = n;
+    in->site_cap = cap;
+    return 0;
+}
+
+static const char *site_name(interner *in, const strobe_site *site) {
+    size_t c = ((uintptr_t)site >> 3) & 63u;
+    if (in->cache_site[c] == site) return in->cache_name[c];
+    if ((in->site_count + 1) * 2 > in->site_cap && grow_sites(in)) return NULL;
+    size_t j = hash_ptr(site) & (in->site_cap - 1);
+    while (in->sites[j].site && in->sites[j].site != site)
+        j = (j + 1) & (in->site_cap - 1);
+    if (!in->sites[j].site) {
+        const char *src = site->name ? site->name : "(null)";
+        size_t len = strnlen(src, STROBE__MAX_NAME);
+        const char *copy = strobe__pool_strndup(&in->r->pool, src, len);
+        if (copy == NULL) return NULL;
+        in->sites[j].site = site;
+        in->sites[j].name = copy;
+        in->site_count++;
+    }
+    in->cache_site[c] = site;
+    in->cache_name[c] = in->sites[j].name;
+    return in->sites[j].name;
+}
+
+static int grow_names(interner *in) {
+    size_t cap = in->name_cap ? in->name_cap * 2 : 256;
+    name_slot *n = calloc(cap, sizeof *n);
+    if (n == NULL) return STROBE_ENOMEM;
+    for (size_t i = 0; i < in->name_cap; i++) {
+        if (!in->names[i].name) continue;
+        size_t j = in->names[i].hash & (cap - 1);
+        while (n[j].name)
+            j = (j + 1) & (cap - 1);
+        n[j] = in->names[i];
+    }
+    free(in->names);
+    in->names = n;
+    in->name_cap = cap;
+    return 0;
+}
+
+static const char *bytes_name(interner *in, const char *s, uint32_t len) {
+    if ((in->name_count + 1) * 2 > in->name_cap && grow_names(in)) return NULL;
+    uint64_t h = hash_bytes(s, len);
+    size_t j = h & (in->name_cap - 1);
+    while (in->names[j].name) {
+        if (in->names[j].hash == h && in->names[j].len == len &&
+            memcmp(in->names[j].name, s, len) == 0)
+            return in->names[j].name;
+        j = (j + 1) & (in->name_cap - 1);
+    }
+    const char *copy = strobe__pool_strndup(&in->r->pool, s, len);
+    if (copy == NULL) return NULL;
+    in->names[j].hash = h;
+    in->names[j].len = len;
+    in->names[j].name = copy;
+    in->name_count++;
+    return copy;
+}
+
+/* ---- per-thread pass ------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t *idx;  /* open ranges */
+    uint32_t *last; /* last child of each open range */
+    size_t depth, cap;
+    uint32_t root_last;
+} open_stack;
+
+static int stack_push(open_stack *st, uint32_t idx) {
+    if (st->depth == st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 64;
+        uint32_t *a = realloc(st->idx, cap * sizeof *a);
+        if (a == NULL) return STROBE_ENOMEM;
+        st->idx = a;
+        uint32_t *b = realloc(st->last, cap * sizeof *b);
+        if (b == NULL) return STROBE_ENOMEM;
+        st->last = b;
+        st->cap = cap;
+    }
+    st->idx[st->depth] = idx;
+    st->last[st->depth] = STROBE_NO_EVENT;
+    st->depth++;
+    return 0;
+}
+
+static const char *category_of(int kind, int scope) {
+    if (kind == STROBE_EVENT_INSTANT) return "cpu_instant_event";
+    if (kind == STROBE_EVENT_COUNTER) return "cpu_counter";
+    return scope == STROBE_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op";
+}
+
+/* Appends an event and links it under the innermost open range (or as a root). */
+static strobe_event *add_event(strobe_result *r, open_stack *st, const strobe__tstate *t,
+                               uint32_t thread_index, int kind, int scope, const char *name,
+                               int64_t ts) {
+    uint32_t idx = (uint32_t)r->event_count++;
+    strobe_event *e = &r->events[idx];
+    e->name = name;
+    e->category = category_of(kind, scope);
+    e->start_ns = e->end_ns = ts;
+    e->tid = t->tid;
+    e->thread_index = thread_index;
+    e->first_child = e->next_sibling = STROBE_NO_EVENT;
+    e->kind = (uint8_t)kind;
+    e->scope = (uint8_t)scope;
+    e->device_type = STROBE_DEVICE_CPU;
+    e->device_index = -1;
+    if (kind == STROBE_EVENT_COUNTER) {
+        e->parent = STROBE_NO_EVENT;
+        return e;
+    }
+    if (st->depth) {
+        uint32_t parent = st->idx[st->depth - 1];
+        uint32_t *last = &st->last[st->depth - 1];
+        e->parent = parent;
+        e->depth = (uint32_t)st->depth;
+        if (*last == STROBE_NO_EVENT) {
+            r->events[parent].first_child = idx;
+        } else {
+            r->events[*last].next_sibling = idx;
+        }
+        *last = idx;
+    } else {
+        e->parent = STROBE_NO_EVENT;
+        if (st->root_last != STROBE_NO_EVENT) r->events[st->root_last].next_sibling = idx;
+        st->root_last = idx;
+    }
+    return e;
+}
+
+static size_t chunk_used(const strobe__tstate *t, const strobe__chunk *c) {
+    return c == t->cur ? (size_t)(t->pos - (const char *)(c + 1)) : (size_t)c->used;
+}
+
+static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread_index,
+                          const strobe__clock_conv *conv, int64_t stop_ns, strobe_stats *stats) {
+    strobe_result *r = in->r;
+    open_stack st = {NULL, NULL, 0, 0, STROBE_NO_EVENT};
+    uint64_t pend_ext = 0, pend_user = 0;
+    int64_t prev = INT64_MIN;
+    int rc = 0;
+    int64_t trunc_ns = INT64_MIN;
+
+    for (const strobe__chunk *c = t->first; c && rc == 0; c = c->next) {
+        const char *p = (const char *)(c + 1);
+        const char *end = p + chunk_used(t, c);
+        while (p < end && rc == 0) {
+            uint64_t w0;
+            memcpy(&w0, p, 8);
+            unsigned kind = STROBE__REC_KIND(w0);
+            int64_t ts = strobe__clock_to_ns(conv, STROBE__REC_TS(w0));
+            if (kind != STROBE__REC_CORR) {
+                if (ts < prev) ts = prev;
+                prev = ts;
+            }
+            const uint64_t *w = (const uint64_t *)p;
+            size_t size;
+            const char *name = NULL;
+            strobe_event *e = NULL;
+            switch (kind) {
+            case STROBE__REC_END:
+                size = 8;
+                if (st.depth == 0) {
+                    stats->unmatched_ends++;
+                } else {
+                    r->events[st.idx[--st.depth]].end_ns = ts;
+                }
+                break;
+            case STROBE__REC_BEGIN_SITE:
+            case STROBE__REC_INSTANT_SITE: {
+                size = 16;
+                const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
+                name = site_name(in, site);
+                if (name == NULL) {
+                    rc = STROBE_ENOMEM;
+                    break;
+                }
+                int range = kind == STROBE__REC_BEGIN_SITE;
+                e = add_event(r, &st, t, thread_index,
+                              range ? STROBE_EVENT_RANGE : STROBE_EVENT_INSTANT, site->scope, name,
+                              ts);
+                if (range) rc = stack_push(&st, (uint32_t)(e - r->events));
+                break;
+            }
+            case STROBE__REC_BEGIN_NAME:
+            case STROBE__REC_INSTANT_NAME: {
+                uint32_t len = (uint32_t)w[1];
+                size = 16 + STROBE__NAME_PAD(len);
+                if (len > STROBE__MAX_NAME || (size_t)(end - p) < size) {
+                    size = (size_t)(end - p);
+                    break;
+                }
+                name = bytes_name(in, p + 16, len);
+                if (name == NULL) {
+                    rc = STROBE_ENOMEM;
+                    break;
+                }
+                int range = kind == STROBE__REC_BEGIN_NAME;
+                int scope = range ? (int)(w[1] >> 32) : STROBE_SCOPE_USER_SCOPE;
+                e = add_event(r, &st, t, thread_index,
+                              range ? STROBE_EVENT_RANGE : STROBE_EVENT_INSTANT, scope, name, ts);
+                if (range) rc = stack_push(&st, (uint32_t)(e - r->events));
+                break;
+            }
+            case STROBE__REC_COUNTER_SITE:
+            case STROBE__REC_COUNTER_NAME: {
+                uint32_t len = 0;
+                if (kind == STROBE__REC_COUNTER_SITE) {
+                    size = 24;
+                    name = site_name(in, (const strobe_site *)(uintptr_t)w[1]);
+                } else {
+                    len = (uint32_t)w[1];
+                    size = 24 + STROBE__NAME_PAD(len);
+                    if (len > STROBE__MAX_NAME || (size_t)(end - p) < size) {
+                        size = (size_t)(end - p);
+                        break;
+                    }
+                    name = bytes_name(in, p + 24, len);
+                }
+                if (name == NULL) {
+                    rc = STROBE_ENOMEM;
+                    break;
+                }
+                e = add_event(r, &st, t, thread_index, STROBE_EVENT_COUNTER,
+                              STROBE_SCOPE_USER_SCOPE, name, ts);
+                memcpy(&e->value, &w[2], sizeof e->value);
+                break;
+            }
+            case STROBE__REC_CORR:
+                size = 24;
+                pend_ext = w[1];
+                pend_user = w[2];
+                break;
+            case STROBE__REC_TRUNC:
+                size = 8;
+                trunc_ns = ts;
+                break;
+            default:
+                /* Cannot happen unless memory was overwritten: skip the rest of the chunk. */
+                size = (size_t)(end - p);
+                break;
+            }
+            if (e != NULL && e->kind != STROBE_EVENT_COUNTER) {
+                e->correlation_id = pend_ext;
+                e->user_correlation_id = pend_user;
+                pend_ext = pend_user = 0;
+            }
+            p += size;
+        }
+    }
+    if (rc == 0 && trunc_ns != INT64_MIN) {
+        stats->truncated_ranges += st.depth;
+        while (st.depth) {
+            strobe_event *e = &r->events[st.idx[--st.depth]];
+            e->end_ns = trunc_ns;
+            e->flags |= STROBE_EVENT_TRUNCATED;
+        }
+        add_event(r, &st, t, thread_index, STROBE_EVENT_INSTANT, STROBE_SCOPE_USER_SCOPE,
+                  "[strobe] buffer full: records dropped", trunc_ns);
+    }
+    if (rc == 0) {
+        stats->unfinished_ranges += st.depth;
+        while (st.depth) {
+            strobe_event *e = &r->events[st.idx[--st.depth]];
+            e->end_ns = stop_ns > e->start_ns ? stop_ns : e->start_ns;
+            e->flags |= STROBE_EVENT_UNFINISHED;
+        }
+    }
+    free(st.idx);
+    free(st.last);
+    return rc;
+}
+
+int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns,
+                    strobe_result *r) {
+    size_t n = 0, bytes = 0;
+    for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
+        n++;
+        for (const strobe__chunk *c = t->first; c; c = c->next)
+            bytes += chunk_used(t, c);
+    }
+    strobe__tstate **list = calloc(n ? n : 1, sizeof *list);
+    r->threads = calloc(n ? n : 1, sizeof *r->threads);
+    /* Every event takes at least 16 bytes of records; a thread adds at most one synthetic event. */
+    size_t upper = bytes / 16 + n + 1;
+    int rc = (list && r->threads) ? strobe__result_alloc_events(r, upper) : STROBE_ENOMEM;
+    if (rc) {
+        free(list);
+        return rc;
+    }
+    r->event_count = 0;
+    /* The session list is newest first; report threads in the order they attached. */
+    size_t i = n;
+    for (strobe__tstate *t = s->threads; t; t = t->sess_next)
+        list[--i] = t;
+
+    interner in;
+    memset(&in, 0, sizeof in);
+    in.r = r;
+    strobe_stats *st = &r->stats;
+    st->buffer_bytes_used = bytes;
+    st->buffer_bytes_cap = s->arena_bytes;
+    st->threads = n;
+    for (i = 0; i < n && rc == 0; i++) {
+        strobe__tstate *t = list[i];
+        strobe_thread_info *ti = &r->threads[i];
+        ti->tid = t->tid;
+        ti->name = strobe__pool_strdup(&r->pool, t->name);
+        ti->first_event = r->event_count;
+        ti->dropped_records = t->dropped;
+        ti->exited = t->exited;
+        if (ti->name == NULL) rc = STROBE_ENOMEM;
+        if (rc == 0) rc = collect_thread(&in, t, (uint32_t)i, conv, stop_ns, st);
+        ti->event_count = r->event_count - ti->first_event;
+        st->dropped_records += t->dropped;
+        st->signal_dropped += t->signal_dropped;
+        st->truncated_names += t->truncated_names;
+        st->scope_depth_overflow += t->scope_overflow;
+        st->correlation_overflow += t->corr_overflow;
+    }
+    r->thread_count = n;
+    /* The synthetic "buffer full" instants carry their thread's count. */
+    for (i = 0; i < n && rc == 0; i++) {
+        const strobe_thread_info *ti = &r->threads[i];
+        if (!ti->dropped_records || !ti->event_count) continue;
+        size_t last = ti->first_event + ti->event_count - 1;
+        for (size_t k = ti->first_event; k <= last && rc == 0; k++) {
+            if (r->events[k].kind == STROBE_EVENT_INSTANT &&
+                r->events[k].parent == STROBE_NO_EVENT &&
+                strcmp(r->events[k].name, "[strobe] buffer full: records dropped") == 0) {
+                char num[32];
+                snprintf(num, sizeof num, "%llu", (unsigned long long)ti->dropped_records);
+                rc = strobe_event_set_arg(r, k, "dropped records", num);
+            }
+        }
+    }
+    free(in.sites);
+    free(in.names);
+    free(list);
+    return rc;
+}

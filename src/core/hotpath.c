@@ -1,0 +1,349 @@
+/* hotpath.c: the instrumentation entry points (stage 1 of DESIGN.md's data flow).
+ *
+ * A record is written by its own thread into its own chunk: no lock, no allocation, no syscall,
+ * no formatting. The inline wrappers in instrument.h only call in here while a session records.
+ *
+ * Each entry point brackets its work with the thread's `busy` flag. The flag serves two purposes:
+ * - quiescence: strobe_stop() clears strobe__gen, runs membarrier() (which orders every thread's
+ *   earlier `busy = 1` store before the stopper's loads), then waits for busy == 0 on every
+ *   thread; a writer that set busy after that sees the new generation and backs off;
+ * - signal safety: a signal handler that records while its thread is inside an entry point finds
+ *   busy set and drops its record (counted in stats.signal_dropped) instead of interleaving with
+ *   the interrupted record.
+ *
+ * Contents: enter/leave, buffer refill, filter stack, record writers, public entry points. */
+#include <string.h>
+
+#include "record.h"
+#include "state.h"
+#include "strobe/instrument.h"
+
+int strobe__active;
+
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define SIGNAL_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+
+static inline void leave(strobe__tstate *t) {
+    SIGNAL_FENCE();
+    __atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* With busy set: checks that the thread records in the current session (attaching it if needed)
+ * and has room. @return 1 to go on; 0 when busy was cleared and nothing is to be recorded. */
+static int admit(strobe__tstate *t) {
+    uint32_t g = __atomic_load_n(&strobe__gen, __ATOMIC_RELAXED);
+    if (UNLIKELY(t->gen != g)) {
+        if (g == 0 || t->denied_gen == g || !strobe__tstate_attach(t)) {
+            leave(t);
+            return 0;
+        }
+    }
+    if (UNLIKELY(t->full)) {
+        t->dropped++;
+        leave(t);
+        return 0;
+    }
+    return 1;
+}
+
+/* Returns the calling thread's state ready to record (busy set), or NULL when this call records
+ * nothing. */
+static strobe__tstate *enter(void) {
+    strobe__tstate *t = strobe__tls;
+    if (UNLIKELY(t == NULL)) {
+        t = strobe__tstate_get();
+        if (t == NULL) return NULL;
+    }
+    if (UNLIKELY(__atomic_load_n(&t->busy, __ATOMIC_RELAXED))) {
+        t->signal_dropped++;
+        return NULL;
+    }
+    __atomic_store_n(&t->busy, 1, __ATOMIC_RELAXED);
+    SIGNAL_FENCE();
+    return admit(t) ? t : NULL;
+}
+
+/* The fast path: the thread is attached to the recording session, records every scope, has no
+ * correlation id (`mask` says which slow bits matter) and its chunk has `need` bytes. Sets busy
+ * and returns 1; else returns 0 with busy untouched, and the caller takes the full path. */
+static inline int fast_enter(strobe__tstate *t, unsigned mask, size_t need) {
+    if (UNLIKELY(t == NULL || __atomic_load_n(&t->busy, __ATOMIC_RELAXED))) return 0;
+    __atomic_store_n(&t->busy, 1, __ATOMIC_RELAXED);
+    SIGNAL_FENCE();
+    if (LIKELY(t->gen == __atomic_load_n(&strobe__gen, __ATOMIC_RELAXED) && !(t->slow & mask) &&
+               (size_t)(t->end - t->pos) >= need))
+        return 1;
+    leave(t);
+    return 0;
+}
+
+int strobe__chunk_refill(strobe__tstate *t, size_t need) {
+    strobe__session *s = t->sess;
+    size_t cb = s->chunk_bytes;
+    uint64_t off = __atomic_fetch_add(&s->arena_next, (uint64_t)cb, __ATOMIC_RELAXED);
+    if (off + cb > s->arena_bytes || need > cb - STROBE__CHUNK_HDR - STROBE__CHUNK_RESERVE) {
+        /* The cap is reached. The reserve at the end of the current chunk always has room for
+         * the TRUNC record that tells the collector when this thread stopped recording. */
+        if (t->cur != NULL) {
+            *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_TRUNC, strobe__now_raw());
+            t->pos += 8;
+        }
+        t->full = 1;
+        t->slow |= STROBE__SLOW_FULL;
+        t->dropped++;
+        return 0;
+    }
+    strobe__chunk *c = (strobe__chunk *)(s->arena + off);
+    c->next = NULL;
+    c->used = 0;
+    if (t->cur != NULL) {
+        t->cur->used = (uint64_t)(t->pos - (char *)(t->cur + 1));
+        t->cur->next = c;
+    } else {
+        t->first = c;
+    }
+    t->cur = c;
+    t->pos = (char *)(c + 1);
+    t->end = (char *)c + cb - STROBE__CHUNK_RESERVE;
+    return 1;
+}
+
+/* Makes room for `need` bytes; 0 when the record must be dropped (already counted). */
+static inline int reserve(strobe__tstate *t, size_t need) {
+    if (LIKELY((size_t)(t->end - t->pos) >= need)) return 1;
+    return strobe__chunk_refill(t, need);
+}
+
+/* Raw begins of a scope the session does not keep must also skip their ends: a bit per nesting
+ * level remembers which were skipped. Beyond STROBE__FILTER_DEPTH levels, ranges are kept. */
+static int filter_push(strobe__tstate *t, int scope) {
+    int skip = !((t->scopes >> (scope & 31)) & 1u);
+    uint32_t d = t->filter_depth++;
+    if (d >= STROBE__FILTER_DEPTH) {
+        if (skip) t->scope_overflow++;
+        return 0;
+    }
+    uint64_t bit = UINT64_C(1) << (d % 64);
+    if (skip) {
+        t->filter_bits[d / 64] |= bit;
+    } else {
+        t->filter_bits[d / 64] &= ~bit;
+    }
+    return skip;
+}
+
+static int filter_pop(strobe__tstate *t) {
+    if (t->filter_depth == 0) return 0; /* an end without a begin: the collector counts it */
+    uint32_t d = --t->filter_depth;
+    if (d >= STROBE__FILTER_DEPTH) return 0;
+    return (int)((t->filter_bits[d / 64] >> (d % 64)) & 1u);
+}
+
+static inline size_t corr_bytes(const strobe__tstate *t) {
+    return (t->corr_ext | t->corr_user) ? 24u : 0u;
+}
+
+static inline void put_corr(strobe__tstate *t) {
+    uint64_t *w = (uint64_t *)t->pos;
+    w[0] = STROBE__REC_WORD(STROBE__REC_CORR, 0);
+    w[1] = t->corr_ext;
+    w[2] = t->corr_user;
+    t->pos += 24;
+}
+
+static inline void put_site(strobe__tstate *t, unsigned kind, const strobe_site *site,
+                            int with_corr) {
+    if (UNLIKELY(!reserve(t, 16u + corr_bytes(t)))) return;
+    if (UNLIKELY(with_corr && corr_bytes(t))) put_corr(t);
+    uint64_t *w = (uint64_t *)t->pos;
+    w[1] = (uint64_t)(uintptr_t)site;
+    w[0] = STROBE__REC_WORD(kind, strobe__now_raw());
+    t->pos += 16;
+}
+
+static void put_name(strobe__tstate *t, unsigned kind, const char *name, uint64_t extra,
+                     int with_value, double value) {
+    if (name == NULL) name = "(null)";
+    size_t len = strnlen(name, STROBE__MAX_NAME + 1);
+    if (len > STROBE__MAX_NAME) {
+        len = STROBE__MAX_NAME;
+        t->truncated_names++;
+    }
+    size_t head = with_value ? 24u : 16u;
+    size_t cb =
+        kind == STROBE__REC_BEGIN_NAME || kind == STROBE__REC_INSTANT_NAME ? corr_bytes(t) : 0;
+    if (!reserve(t, cb + head + STROBE__NAME_PAD(len))) return;
+    if (cb) put_corr(t);
+    uint64_t *w = (uint64_t *)t->pos;
+    w[1] = (uint64_t)len | extra << 32;
+    if (with_value) memcpy(&w[2], &value, sizeof value);
+    char *bytes = t->pos + head;
+    memcpy(bytes, name, len);
+    memset(bytes + len, 0, STROBE__NAME_PAD(len) - len);
+    w[0] = STROBE__REC_WORD(kind, strobe__now_raw());
+    t->pos += head + STROBE__NAME_PAD(len);
+}
+
+static inline void put_end(strobe__tstate *t) {
+    uint64_t now = strobe__now_raw();
+    if (UNLIKELY(!reserve(t, 8))) return;
+    *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_END, now);
+    t->pos += 8;
+}
+
+/* ---- Entry points ---------------------------------------------------------------------- */
+
+__attribute__((noinline)) static void begin_site_full(const strobe_site *site) {
+    strobe__tstate *t = enter();
+    if (t == NULL) return;
+    if (UNLIKELY(t->filtering) && filter_push(t, site->scope)) {
+        leave(t);
+        return;
+    }
+    put_site(t, STROBE__REC_BEGIN_SITE, site, 1);
+    leave(t);
+}
+
+void strobe__begin_site(const strobe_site *site) {
+    strobe__tstate *t = strobe__tls;
+    if (LIKELY(fast_enter(t, STROBE__SLOW_FULL | STROBE__SLOW_FILTER | STROBE__SLOW_CORR, 16))) {
+        uint64_t *w = (uint64_t *)t->pos;
+        w[1] = (uint64_t)(uintptr_t)site;
+        w[0] = STROBE__REC_WORD(STROBE__REC_BEGIN_SITE, strobe__now_raw());
+        t->pos += 16;
+        leave(t);
+        return;
+    }
+    begin_site_full(site);
+}
+
+void strobe__begin_name(const char *name, int scope) {
+    strobe__tstate *t = enter();
+    if (t == NULL) return;
+    if (UNLIKELY(t->filtering) && filter_push(t, scope)) {
+        leave(t);
+        return;
+    }
+    put_name(t, STROBE__REC_BEGIN_NAME, name, (uint64_t)(uint32_t)scope, 0, 0.0);
+    leave(t);
+}
+
+__attribute__((noinline)) static void end_full(void) {
+    strobe__tstate *t = enter();
+    if (t == NULL) return;
+    if (UNLIKELY(t->filtering) && filter_pop(t)) {
+        leave(t);
+        return;
+    }
+    put_end(t);
+    leave(t);
+}
+
+void strobe__end(void) {
+    strobe__tstate *t = strobe__tls;
+    if (LIKELY(fast_enter(t, STROBE__SLOW_FULL | STROBE__SLOW_FILTER, 8))) {
+        *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_END, strobe__now_raw());
+        t->pos += 8;
+        leave(t);
+        return;
+    }
+    end_full();
+}
+
+/* Scoped ranges know whether their begin was recorded: the token is the session generation, so a
+ * filtered begin, or one from an earlier session, skips its end without any per-thread stack. */
+__attribute__((noinline)) static uint32_t guard_begin_site_full(const strobe_site *site) {
+    strobe__tstate *t = enter();
+    if (t == NULL) return 0;
+    uint32_t token = 0;
+    if (LIKELY(((t->scopes >> (site->scope & 31)) & 1u) != 0)) {
+        put_site(t, STROBE__REC_BEGIN_SITE, site, 1);
+        token = t->gen;
+    }
+    leave(t);
+    return token;
+}
+
+uint32_t strobe__guard_begin_name(const char *name, int scope) {
+    strobe__tstate *t = enter();
+    if (t == NULL) return 0;
+    uint32_t token = 0;
+    if (((t->scopes >> (scope & 31)) & 1u) != 0) {
+        put_name(t, STROBE__REC_BEGIN_NAME, name, (uint64_t)(uint32_t)scope, 0, 0.0);
+        token = t->gen;
+    }
+    leave(t);
+    return token;
+}
+
+uint32_t strobe__guard_begin_site(const strobe_site *site) {
+    strobe__tstate *t = strobe__tls;
+    if (LIKELY(fast_enter(t, STROBE__SLOW_FULL | STROBE__SLOW_FILTER | STROBE__SLOW_CORR, 16))) {
+        uint64_t *w = (uint64_t *)t->pos;
+        w[1] = (uint64_t)(uintptr_t)site;
+        w[0] = STROBE__REC_WORD(STROBE__REC_BEGIN_SITE, strobe__now_raw());
+        t->pos += 16;
+        uint32_t token = t->gen;
+        leave(t);
+        return token;
+    }
+    return guard_begin_site_full(site);
+}
+
+__attribute__((noinline)) static void guard_end_full(uint32_t token) {
+    strobe__tstate *t = strobe__tls;
+    if (t == NULL || t->gen != token) return;
+    t = enter();
+    if (t == NULL) return;
+    if (LIKELY(t->gen == token)) put_end(t);
+    leave(t);
+}
+
+void strobe__guard_end(uint32_t token) {
+    strobe__tstate *t = strobe__tls;
+    /* A guard's end needs no filter stack: its begin was recorded in session `token`. */
+    if (LIKELY(fast_enter(t, STROBE__SLOW_FULL, 8))) {
+        if (LIKELY(t->gen == token)) {
+            *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_END, strobe__now_raw());
+            t->pos += 8;
+        }
+        leave(t);
+        return;
+    }
+    guard_end_full(token);
+}
+
+void strobe__instant_site(const strobe_site *site) {
+    strobe__tstate *t = enter();
+    if (t == NULL) return;
+    put_site(t, STROBE__REC_INSTANT_SITE, site, 1);
+    leave(t);
+}
+
+void strobe__instant_name(const char *name) {
+    strobe__tstate *t = enter();
+    if (t == NULL) return;
+    put_name(t, STROBE__REC_INSTANT_NAME, name, 0, 0, 0.0);
+    leave(t);
+}
+
+void strobe__counter_site(const strobe_site *site, double value) {
+    strobe__tstate *t = enter();
+    if (t == NULL) return;
+    if (reserve(t, 24)) {
+        uint64_t *w = (uint64_t *)t->pos;
+        w[1] = (uint64_t)(uintptr_t)site;
+        memcpy(&w[2], &value, sizeof value);
+        w[0] = STROBE__REC_WORD(STROBE__REC_COUNTER_SITE, strobe__now_raw());
+        t->pos += 24;
+    }
+    leave(t);
+}
+
+void strobe__counter_name(const char *name, double value) {
+    strobe__tstate *t = enter();
+    if (t == NULL) return;
+    put_name(t, STROBE__REC_COUNTER_NAME, name, 0, 1, value);
+    leave(t);
+}

@@ -1,0 +1,375 @@
+/* session.c: strobe_start() and strobe_stop() (stage 3 of DESIGN.md), metadata, fork handling.
+ *
+ * Start reserves the session's buffer arena (one mapping, handed out in chunks), takes the clock
+ * anchor and opens the gate (strobe__gen, strobe__active). Stop closes the gate, waits for every
+ * writer to leave the hot path (membarrier + the threads' busy flags, see hotpath.c), converts
+ * records into a result (collect.c), and releases the arena.
+ *
+ * After fork() the child has no session: instrumentation records nothing there, strobe_stop()
+ * returns STROBE_EFORK, and strobe_start() may begin a new session of the child's own. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bigmem.h"
+#include "json_check.h"
+#include "result_internal.h"
+#include "state.h"
+#include "strobe/error.h"
+#include "strobe/instrument.h"
+#include "strobe/session.h"
+
+#ifndef STROBE_VERSION_STRING
+#define STROBE_VERSION_STRING "0.0.0"
+#endif
+
+#define DEFAULT_BUFFER_BYTES ((size_t)512 << 20)
+#define DEFAULT_CHUNK_BYTES ((size_t)64 << 10)
+#define DEFAULT_PREFAULT_BYTES ((size_t)32 << 20)
+#define QUIESCE_TIMEOUT_NS 2000000000LL
+
+/* Serializes start, stop and metadata. Taken before the registry lock, never after. */
+static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t process_once = PTHREAD_ONCE_INIT;
+static int have_membarrier;
+static uint32_t last_gen;
+
+const char *strobe_version(void) {
+    return STROBE_VERSION_STRING;
+}
+
+void strobe_config_init(strobe_config *cfg) {
+    if (cfg == NULL) return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->activities = STROBE_ACTIVITY_CPU;
+    cfg->scopes = STROBE_SCOPES_ALL;
+    cfg->thread_mode = STROBE_THREADS_ALL;
+    cfg->buffer_bytes = DEFAULT_BUFFER_BYTES;
+    cfg->chunk_bytes = DEFAULT_CHUNK_BYTES;
+    cfg->prefault_bytes = DEFAULT_PREFAULT_BYTES;
+}
+
+int strobe_is_running(void) {
+    pthread_mutex_lock(&session_lock);
+    int on = strobe__current != NULL && strobe__current->pid == getpid();
+    pthread_mutex_unlock(&session_lock);
+    return on;
+}
+
+/* ---- fork ------------------------------------------------------------------------------ */
+
+static void fork_prepare(void) {
+    pthread_mutex_lock(&session_lock);
+    pthread_mutex_lock(&strobe__registry_lock);
+}
+
+static void fork_parent(void) {
+    pthread_mutex_unlock(&strobe__registry_lock);
+    pthread_mutex_unlock(&session_lock);
+}
+
+static void fork_child(void) {
+    /* The child has one thread and a copy of the parent's session, which it must not record
+     * into nor report as its own: close the gate; the copy is dropped at the next start. */
+    __atomic_store_n(&strobe__active, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&strobe__gen, 0, __ATOMIC_SEQ_CST);
+    if (strobe__current) strobe__current->recording = 0;
+    strobe__registry_after_fork_child();
+    pthread_mutex_unlock(&strobe__registry_lock);
+    pthread_mutex_unlock(&session_lock);
+}
+
+static void process_init(void) {
+    strobe__clock_init();
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    have_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+/* ---- helpers --------------------------------------------------------------------------- */
+
+static int add_warning(strobe__session *s, const char *msg) {
+    const char **w = realloc((void *)s->warnings, (s->warning_count + 1) * sizeof *w);
+    if (w == NULL) return STROBE_ENOMEM;
+    s->warnings = w;
+    w[s->warning_count] = strobe__pool_strdup(&s->pool, msg);
+    if (w[s->warning_count] == NULL) return STROBE_ENOMEM;
+    s->warning_count++;
+    strobe__log(STROBE_LOG_WARN, "%s", msg);
+    return 0;
+}
+
+static void make_trace_id(char out[33]) {
+    unsigned char b[16];
+    if (getrandom(b, sizeof b, GRND_NONBLOCK) != (ssize_t)sizeof b) {
+        uint64_t x = strobe__mono_ns() ^ ((uint64_t)getpid() << 32);
+        for (int i = 0; i < 16; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            b[i] = (unsigned char)x;
+        }
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+static void session_free(strobe__session *s, int unmap_arena) {
+    if (s == NULL) return;
+    if (unmap_arena) strobe__big_unmap(s->arena, s->arena_bytes);
+    free(s->meta);
+    free((void *)s->warnings);
+    strobe__pool_release(&s->pool);
+    free(s);
+}
+
+static int check_config(const strobe_config *cfg) {
+    if (cfg->chunk_bytes < 4096 || cfg->chunk_bytes > ((size_t)16 << 20) || cfg->chunk_bytes % 8)
+        return STROBE_EINVAL;
+    if (cfg->buffer_bytes < cfg->chunk_bytes) return STROBE_EINVAL;
+    if (cfg->thread_mode != STROBE_THREADS_ALL && cfg->thread_mode != STROBE_THREADS_OPT_IN)
+        return STROBE_EINVAL;
+    if (cfg->activities & ~(uint32_t)0x3f) return STROBE_EINVAL;
+    if (!(cfg->activities & STROBE_ACTIVITY_CPU)) return STROBE_ENOTSUP;
+    return 0;
+}
+
+/* ---- start ----------------------------------------------------------------------------- */
+
+int strobe_start(const strobe_config *cfg) {
+    if (cfg == NULL) return STROBE_EINVAL;
+    int rc = check_config(cfg);
+    if (rc) return rc;
+    pthread_once(&process_once, process_init);
+    strobe__tstate *me = strobe__tstate_get();
+    if (me == NULL) return STROBE_ENOMEM;
+
+    pthread_mutex_lock(&session_lock);
+    if (strobe__current != NULL) {
+        if (strobe__current->pid == getpid()) {
+            pthread_mutex_unlock(&session_lock);
+            return STROBE_EBUSY;
+        }
+        /* A session inherited through fork(): drop the child's copy. */
+        pthread_mutex_lock(&strobe__registry_lock);
+        strobe__session *old = strobe__current;
+        strobe__current = NULL;
+        strobe__registry_sweep();
+        pthread_mutex_unlock(&strobe__registry_lock);
+        session_free(old, 1);
+    }
+
+    strobe__session *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        pthread_mutex_unlock(&session_lock);
+        return STROBE_ENOMEM;
+    }
+    s->pid = getpid();
+    s->cfg = *cfg;
+    s->chunk_bytes = cfg->chunk_bytes;
+    s->arena_bytes = (cfg->buffer_bytes / cfg->chunk_bytes) * cfg->chunk_bytes;
+    char id[33];
+    make_trace_id(id);
+    s->trace_id = strobe__pool_strdup(&s->pool, cfg->trace_id ? cfg->trace_id : id);
+    s->trace_name = cfg->trace_name ? strobe__pool_strdup(&s->pool, cfg->trace_name) : NULL;
+    rc = (s->trace_id == NULL || (cfg->trace_name && s->trace_name == NULL)) ? STROBE_ENOMEM : 0;
+
+    static const struct {
+        uint32_t bit;
+        const char *name;
+    } devices[] = {{STROBE_ACTIVITY_CUDA, "CUDA"},
+                   {STROBE_ACTIVITY_XPU, "XPU"},
+                   {STROBE_ACTIVITY_HPU, "HPU"},
+                   {STROBE_ACTIVITY_MTIA, "MTIA"},
+                   {STROBE_ACTIVITY_PRIVATEUSE1, "PrivateUse1"}};
+    for (size_t i = 0; rc == 0 && i < sizeof devices / sizeof devices[0]; i++) {
+        if (cfg->activities & devices[i].bit) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "%s activity requested but not traced: this build of strobe has no %s "
+                     "backend; only CPU activity is recorded",
+                     devices[i].name, devices[i].name);
+            rc = add_warning(s, msg);
+        }
+    }
+
+    if (rc == 0) {
+        s->arena = strobe__big_map(s->arena_bytes, 1);
+        if (s->arena == NULL) rc = STROBE_ENOMEM;
+    }
+    if (rc == 0 && cfg->prefault_bytes) {
+        /* Faulting pages in now keeps page faults out of the hot path for the first chunks. */
+        size_t pre = cfg->prefault_bytes < s->arena_bytes ? cfg->prefault_bytes : s->arena_bytes;
+#ifdef MADV_POPULATE_WRITE
+        if (madvise(s->arena, pre, MADV_POPULATE_WRITE) != 0)
+#endif
+            for (size_t off = 0; off < pre; off += 4096)
+                s->arena[off] = 0;
+    }
+    if (rc) {
+        session_free(s, 1);
+        pthread_mutex_unlock(&session_lock);
+        return rc;
+    }
+
+    if (++last_gen == STROBE__GEN_NONE || last_gen == 0) last_gen = 1;
+    s->gen = last_gen;
+    pthread_mutex_lock(&strobe__registry_lock);
+    strobe__registry_sweep();
+    strobe__current = s;
+    s->starter = me;
+    s->recording = 1;
+    pthread_mutex_unlock(&strobe__registry_lock);
+
+    s->start = strobe__clock_anchor_now();
+    __atomic_store_n(&strobe__gen, s->gen, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&strobe__active, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&session_lock);
+    strobe__log(STROBE_LOG_INFO, "session %s started (clock %s, buffer cap %zu bytes)", s->trace_id,
+                strobe__clock_is_tsc ? "tsc" : "clock_monotonic", s->arena_bytes);
+    return 0;
+}
+
+/* ---- stop ------------------------------------------------------------------------------ */
+
+/* Waits until no thread of the session is inside the hot path. @return 1 when every thread left
+ * it, 0 when one stayed busy past the timeout (its records up to now are still collected). */
+static int quiesce(strobe__session *s) {
+    if (have_membarrier) {
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    } else {
+        /* Without membarrier, a writer that read the old generation just before the gate closed
+         * is given a grace period to finish: it runs a few dozen instructions. */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        struct timespec grace = {0, 20000000};
+        nanosleep(&grace, NULL);
+    }
+    int all = 1;
+    int64_t deadline = (int64_t)strobe__mono_ns() + QUIESCE_TIMEOUT_NS;
+    for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
+        if (t == strobe__tls) continue; /* the caller is not in the hot path */
+        while (__atomic_load_n(&t->busy, __ATOMIC_ACQUIRE)) {
+            if ((int64_t)strobe__mono_ns() > deadline) {
+                all = 0;
+                break;
+            }
+            sched_yield();
+        }
+    }
+    return all;
+}
+
+int strobe_stop(strobe_result **out) {
+    if (out == NULL) return STROBE_EINVAL;
+    *out = NULL;
+    pthread_mutex_lock(&session_lock);
+    strobe__session *s = strobe__current;
+    if (s == NULL) {
+        pthread_mutex_unlock(&session_lock);
+        return STROBE_ENOSESSION;
+    }
+    if (s->pid != getpid()) {
+        pthread_mutex_unlock(&session_lock);
+        return STROBE_EFORK;
+    }
+
+    pthread_mutex_lock(&strobe__registry_lock);
+    s->recording = 0;
+    __atomic_store_n(&strobe__active, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&strobe__gen, 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&strobe__registry_lock);
+    int quiet = quiesce(s);
+
+    strobe__clock_anchor stop = strobe__clock_anchor_now();
+    strobe__clock_conv conv = strobe__clock_calibrate(s->start, stop);
+    int64_t stop_ns = strobe__clock_to_ns(&conv, stop.raw);
+
+    strobe_result *r = strobe__result_alloc();
+    int rc = r ? 0 : STROBE_ENOMEM;
+    if (rc == 0) {
+        r->trace_start_ns = s->start.real_ns;
+        r->trace_end_ns = stop_ns;
+        r->clock_source = strobe__clock_is_tsc ? "tsc" : "clock_monotonic";
+        r->clock_ns_per_tick = conv.ns_per_tick;
+        r->trace_id = strobe__pool_strdup(&r->pool, s->trace_id);
+        r->trace_name = s->trace_name ? strobe__pool_strdup(&r->pool, s->trace_name) : NULL;
+        if (r->trace_id == NULL || (s->trace_name && r->trace_name == NULL)) rc = STROBE_ENOMEM;
+    }
+    if (rc == 0) rc = strobe__collect(s, &conv, stop_ns, r);
+    for (size_t i = 0; rc == 0 && i < s->meta_count; i++)
+        rc = strobe__result_set_meta(r, s->meta[i].key, s->meta[i].json);
+    for (size_t i = 0; rc == 0 && i < s->warning_count; i++)
+        rc = strobe__result_add_warning(r, s->warnings[i]);
+    if (rc == 0 && !quiet)
+        rc = strobe__result_add_warning(
+            r, "a thread stayed inside a strobe call for 2 s at stop: its last record may be "
+               "missing, and the buffer was not released");
+
+    strobe_postprocess_fn post = s->cfg.postprocess;
+    void *post_ctx = s->cfg.postprocess_ctx;
+    pthread_mutex_lock(&strobe__registry_lock);
+    strobe__current = NULL;
+    strobe__registry_sweep();
+    pthread_mutex_unlock(&strobe__registry_lock);
+    /* A thread that never left the hot path may still write into the arena: keep it mapped. */
+    session_free(s, quiet);
+    pthread_mutex_unlock(&session_lock);
+
+    if (rc != 0) {
+        strobe_result_free(r);
+        return rc;
+    }
+    /* The callback runs without locks held, so it may call any strobe function. */
+    if (post) post(r, post_ctx);
+    *out = r;
+    return 0;
+}
+
+/* ---- metadata -------------------------------------------------------------------------- */
+
+static const char *const reserved_keys[] = {
+    "schemaVersion", "deviceProperties", "displayTimeUnit", "baseTimeNanoseconds",
+    "traceEvents",   "traceName",        "trace_id",        "strobe"};
+
+int strobe_add_metadata_json(const char *key, const char *json_value) {
+    if (key == NULL || key[0] == '\0' || json_value == NULL) return STROBE_EINVAL;
+    for (size_t i = 0; i < sizeof reserved_keys / sizeof reserved_keys[0]; i++)
+        if (strcmp(key, reserved_keys[i]) == 0) return STROBE_EINVAL;
+    if (!strobe__json_valid(json_value, strlen(json_value))) return STROBE_EJSON;
+    pthread_mutex_lock(&session_lock);
+    strobe__session *s = strobe__current;
+    int rc = 0;
+    if (s == NULL || s->pid != getpid()) {
+        rc = STROBE_ENOSESSION;
+    } else {
+        const char *v = strobe__pool_strdup(&s->pool, json_value);
+        size_t i = 0;
+        while (i < s->meta_count && strcmp(s->meta[i].key, key) != 0)
+            i++;
+        if (v == NULL) {
+            rc = STROBE_ENOMEM;
+        } else if (i < s->meta_count) {
+            s->meta[i].json = v;
+        } else {
+            void *m = realloc(s->meta, (s->meta_count + 1) * sizeof *s->meta);
+            const char *k = strobe__pool_strdup(&s->pool, key);
+            if (m == NULL || k == NULL) {
+                if (m) s->meta = m;
+                rc = STROBE_ENOMEM;
+            } else {
+                s->meta = m;
+                s->meta[s->meta_count].key = k;
+                s->meta[s->meta_count].json = v;
+                s->meta_count++;
+            }
+        }
+    }
+    pthread_mutex_unlock(&session_lock);
+    return rc;
+}

@@ -1,0 +1,157 @@
+/* state.h: the process-wide and per-thread state shared by the hot path (hotpath.c), thread
+ * registration (thread.c), the session (session.c) and collection at stop (collect.c).
+ *
+ * Who writes what:
+ * - A thread's hot fields (pos, end, busy, full, filter stack, correlation ids) are written only by
+ *   that thread (and read by the stopper after quiescence).
+ * - gen / sess_gen and the chunk list are set by the owning thread when it attaches to a session,
+ *   under the registry lock.
+ * - The session's thread list and the registry list are changed under the registry lock. */
+#ifndef STROBE_STATE_H
+#define STROBE_STATE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "clock.h"
+#include "strobe/session.h"
+#include "strpool.h"
+
+/* A chunk of a thread's buffer: header, then records. `used` is set when the chunk is closed; the
+ * thread's current chunk is measured by its pos at stop. */
+typedef struct strobe__chunk {
+    struct strobe__chunk *next;
+    uint64_t used;
+} strobe__chunk;
+#define STROBE__CHUNK_HDR sizeof(strobe__chunk)
+/* Bytes kept free at the end of every chunk for a TRUNC record. */
+#define STROBE__CHUNK_RESERVE 8u
+
+#define STROBE__CORR_DEPTH 64
+#define STROBE__FILTER_DEPTH 256
+
+typedef struct strobe__tstate {
+    /* Hot: written by the owning thread on every record. */
+    char *pos;         /* next record */
+    char *end;         /* end of the current chunk, less the reserve */
+    uint32_t gen;      /* session generation this thread records for; 0: none */
+    uint32_t busy;     /* 1 while a record is being written (atomic) */
+    uint8_t full;      /* the session's buffer cap was reached: drop everything */
+    uint8_t filtering; /* the session keeps a subset of scopes: track raw begins */
+    uint8_t slow;      /* STROBE__SLOW_* bits: the fast path does not apply */
+    uint8_t pad_;
+    uint32_t scopes;    /* the session's kept scopes */
+    uint64_t corr_ext;  /* current external correlation id */
+    uint64_t corr_user; /* current user correlation id */
+    uint32_t filter_depth;
+    uint64_t
+        filter_bits[STROBE__FILTER_DEPTH / 64]; /* 1: the raw begin at that depth was skipped */
+
+    /* Per-session counters, reset when the thread attaches. */
+    uint64_t dropped;
+    uint64_t signal_dropped;
+    uint64_t truncated_names;
+    uint64_t scope_overflow;
+    uint64_t corr_overflow;
+
+    /* Session data. */
+    uint32_t sess_gen;            /* session whose chunks this thread holds; 0: none */
+    uint32_t denied_gen;          /* session in which this thread must not record */
+    uint32_t optin_gen;           /* session this thread opted into (per-thread mode) */
+    struct strobe__session *sess; /* session sess_gen (valid while it records or stops) */
+    strobe__chunk *first;         /* chunk list of session sess_gen */
+    strobe__chunk *cur;
+    struct strobe__tstate *sess_next; /* the session's thread list */
+
+    /* Correlation stacks (persist across sessions). */
+    uint32_t corr_ext_depth, corr_user_depth;
+    uint64_t corr_ext_stack[STROBE__CORR_DEPTH];
+    uint64_t corr_user_stack[STROBE__CORR_DEPTH];
+
+    /* Identity. */
+    int64_t tid;
+    char name[64];
+    int user_named;                  /* name set by strobe_set_thread_name() */
+    int exited;                      /* the thread has exited (under registry lock) */
+    struct strobe__tstate *all_next; /* the registry list */
+} strobe__tstate;
+
+typedef struct strobe__session {
+    uint32_t gen;
+    int recording; /* under the registry lock: attach is allowed */
+    pid_t pid;
+    strobe_config cfg;
+    strobe__tstate *starter;
+    strobe__tstate *threads; /* attached threads, via sess_next */
+
+    /* The buffer arena: one reserved mapping, handed out in chunks by an atomic bump. */
+    char *arena;
+    size_t arena_bytes;
+    size_t chunk_bytes;
+    uint64_t arena_next; /* atomic: offset of the next free chunk */
+
+    strobe__clock_anchor start;
+    strobe__pool pool; /* metadata and copied config strings */
+    const char *trace_id;
+    const char *trace_name;
+    struct {
+        const char *key, *json;
+    } * meta;
+    size_t meta_count;
+    const char **warnings;
+    size_t warning_count;
+} strobe__session;
+
+/* Reasons a record cannot take the hot path's fast path (bits of strobe__tstate.slow). */
+#define STROBE__SLOW_FULL 1u   /* buffer cap reached */
+#define STROBE__SLOW_FILTER 2u /* scope filtering: raw begins and ends use the filter stack */
+#define STROBE__SLOW_CORR 4u   /* a correlation id is current: begins write a CORR record */
+
+/* Internal globals are hidden: the hot path reaches them without a GOT load. */
+#define STROBE__HIDDEN __attribute__((visibility("hidden")))
+
+/* t->gen of a thread that records for no session (never equal to strobe__gen). */
+#define STROBE__GEN_NONE UINT32_MAX
+
+/* The calling thread's state (NULL until its first strobe call). */
+extern STROBE__HIDDEN __thread strobe__tstate *strobe__tls;
+
+/* Process-wide state. */
+extern STROBE__HIDDEN pthread_mutex_t strobe__registry_lock;
+extern STROBE__HIDDEN strobe__session *strobe__current; /* under strobe__registry_lock */
+extern STROBE__HIDDEN uint32_t
+    strobe__gen; /* atomic: generation of the recording session; 0 none */
+
+/* thread.c */
+/* Returns the calling thread's state, creating and registering it on first use (allocates; not
+ * async-signal-safe). NULL when out of memory. */
+strobe__tstate *strobe__tstate_get(void);
+/* Attaches the calling thread to the recording session if it may record. Called with t->busy set.
+ * @return 1 when the thread now records (t->gen == strobe__gen), else 0. */
+int strobe__tstate_attach(strobe__tstate *t);
+/* Frees the states of threads that exited and hold no session data. Under the registry lock. */
+void strobe__registry_sweep(void);
+/* Marks every state except the caller's as exited (in a child after fork). */
+void strobe__registry_after_fork_child(void);
+
+/* hotpath.c */
+/* Takes a new chunk for t (the current one is full). Writes a TRUNC record and marks the thread
+ * full when the arena is exhausted. @return 1 when a chunk with `need` free bytes is current. */
+int strobe__chunk_refill(strobe__tstate *t, size_t need);
+
+/* collect.c */
+struct strobe_result;
+/* Builds the result from the session's quiesced threads. @return 0 or STROBE_ENOMEM. */
+int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns,
+                    struct strobe_result *r);
+
+/* log.c */
+void strobe__log(strobe_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#endif

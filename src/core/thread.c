@@ -1,0 +1,232 @@
+/* thread.c: per-thread state (stage 2 of DESIGN.md: buffers), the registry of all threads, and
+ * the calls that act on the calling thread: attach to a session, per-thread mode, names,
+ * correlation ids.
+ *
+ * A thread's state is created on its first strobe call and kept in the registry. When the thread
+ * exits its state is only marked exited: the records it wrote in a session stay reachable until
+ * strobe_stop() collects them, and the registry frees exited states after that. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "state.h"
+#include "strobe/error.h"
+#include "strobe/instrument.h"
+#include "strobe/session.h"
+
+__thread strobe__tstate *strobe__tls;
+pthread_mutex_t strobe__registry_lock = PTHREAD_MUTEX_INITIALIZER;
+strobe__session *strobe__current;
+uint32_t strobe__gen;
+
+static strobe__tstate *all_states;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void on_thread_exit(void *p) {
+    strobe__tstate *t = p;
+    pthread_mutex_lock(&strobe__registry_lock);
+    t->exited = 1;
+    pthread_mutex_unlock(&strobe__registry_lock);
+    /* A later strobe call on this thread (from another key's destructor) makes a fresh state. */
+    strobe__tls = NULL;
+}
+
+static void make_exit_key(void) {
+    (void)pthread_key_create(&exit_key, on_thread_exit);
+}
+
+strobe__tstate *strobe__tstate_get(void) {
+    strobe__tstate *t = strobe__tls;
+    if (t != NULL) return t;
+    pthread_once(&exit_key_once, make_exit_key);
+    t = calloc(1, sizeof *t);
+    if (t == NULL) return NULL;
+    t->gen = STROBE__GEN_NONE;
+    t->tid = (int64_t)syscall(SYS_gettid);
+    pthread_mutex_lock(&strobe__registry_lock);
+    t->all_next = all_states;
+    all_states = t;
+    pthread_mutex_unlock(&strobe__registry_lock);
+    (void)pthread_setspecific(exit_key, t);
+    strobe__tls = t;
+    return t;
+}
+
+int strobe__tstate_attach(strobe__tstate *t) {
+    int ok = 0;
+    pthread_mutex_lock(&strobe__registry_lock);
+    strobe__session *s = strobe__current;
+    if (s != NULL && s->recording) {
+        int allowed = t->denied_gen != s->gen && (s->cfg.thread_mode == STROBE_THREADS_ALL ||
+                                                  t == s->starter || t->optin_gen == s->gen);
+        if (!allowed) {
+            /* Remembered so that later calls return before taking the lock. */
+            t->denied_gen = s->gen;
+        } else {
+            if (t->sess_gen != s->gen) {
+                t->sess_gen = s->gen;
+                t->sess = s;
+                t->first = t->cur = NULL;
+                t->pos = t->end = NULL;
+                t->full = 0;
+                t->slow = (uint8_t)((t->slow & STROBE__SLOW_CORR) |
+                                    (((s->cfg.scopes & STROBE_SCOPES_ALL) != STROBE_SCOPES_ALL)
+                                         ? STROBE__SLOW_FILTER
+                                         : 0u));
+                t->dropped = t->signal_dropped = t->truncated_names = 0;
+                t->scope_overflow = t->corr_overflow = 0;
+                t->filter_depth = 0;
+                t->scopes = s->cfg.scopes;
+                t->filtering = (s->cfg.scopes & STROBE_SCOPES_ALL) != STROBE_SCOPES_ALL;
+                t->sess_next = s->threads;
+                s->threads = t;
+                if (!t->user_named && t == strobe__tls) {
+                    char comm[17] = {0};
+                    if (prctl(PR_GET_NAME, comm, 0, 0, 0) == 0) memcpy(t->name, comm, sizeof comm);
+                }
+            }
+            t->gen = s->gen;
+            ok = 1;
+        }
+    }
+    pthread_mutex_unlock(&strobe__registry_lock);
+    return ok;
+}
+
+void strobe__registry_sweep(void) {
+    strobe__tstate **link = &all_states;
+    while (*link) {
+        strobe__tstate *t = *link;
+        int in_use = strobe__current != NULL && t->sess_gen == strobe__current->gen;
+        if (t->exited && !in_use) {
+            *link = t->all_next;
+            free(t);
+        } else {
+            link = &t->all_next;
+        }
+    }
+}
+
+void strobe__registry_after_fork_child(void) {
+    for (strobe__tstate *t = all_states; t; t = t->all_next) {
+        if (t != strobe__tls) t->exited = 1;
+    }
+    if (strobe__tls) strobe__tls->tid = (int64_t)syscall(SYS_gettid);
+}
+
+/* ---- Per-thread mode ------------------------------------------------------------------- */
+
+int strobe_enable_in_child_thread(void) {
+    strobe__tstate *t = strobe__tstate_get();
+    if (t == NULL) return STROBE_ENOMEM;
+    int rc = 0;
+    pthread_mutex_lock(&strobe__registry_lock);
+    strobe__session *s = strobe__current;
+    if (s == NULL || !s->recording) {
+        rc = STROBE_ENOSESSION;
+    } else {
+        t->optin_gen = s->gen;
+        if (t->denied_gen == s->gen) t->denied_gen = 0;
+    }
+    pthread_mutex_unlock(&strobe__registry_lock);
+    return rc;
+}
+
+int strobe_disable_in_child_thread(void) {
+    strobe__tstate *t = strobe__tstate_get();
+    if (t == NULL) return STROBE_ENOMEM;
+    int rc = 0;
+    pthread_mutex_lock(&strobe__registry_lock);
+    strobe__session *s = strobe__current;
+    if (s == NULL || !s->recording) {
+        rc = STROBE_ENOSESSION;
+    } else {
+        t->optin_gen = 0;
+        t->denied_gen = s->gen;
+        t->gen = STROBE__GEN_NONE;
+    }
+    pthread_mutex_unlock(&strobe__registry_lock);
+    return rc;
+}
+
+int strobe_is_enabled_in_main_thread(void) {
+    pthread_mutex_lock(&strobe__registry_lock);
+    strobe__session *s = strobe__current;
+    int on = s != NULL && s->recording && s->starter != NULL && s->starter->denied_gen != s->gen;
+    pthread_mutex_unlock(&strobe__registry_lock);
+    return on;
+}
+
+/* ---- Names and correlation ids -------------------------------------------------------- */
+
+void strobe_set_thread_name(const char *name) {
+    strobe__tstate *t = strobe__tstate_get();
+    if (t == NULL || name == NULL) return;
+    pthread_mutex_lock(&strobe__registry_lock);
+    size_t n = strnlen(name, sizeof t->name - 1);
+    memcpy(t->name, name, n);
+    t->name[n] = '\0';
+    t->user_named = 1;
+    pthread_mutex_unlock(&strobe__registry_lock);
+}
+
+static void corr_push(strobe__tstate *t, uint64_t *stack, uint32_t *depth, uint64_t *current,
+                      uint64_t id) {
+    if (*depth < STROBE__CORR_DEPTH) {
+        stack[*depth] = id;
+        *current = id;
+    } else {
+        t->corr_overflow++;
+    }
+    (*depth)++;
+}
+
+static void corr_pop(uint64_t *stack, uint32_t *depth, uint64_t *current) {
+    if (*depth == 0) return;
+    (*depth)--;
+    uint32_t kept = *depth < STROBE__CORR_DEPTH ? *depth : STROBE__CORR_DEPTH;
+    *current = kept ? stack[kept - 1] : 0;
+}
+
+/* Keeps the CORR bit of the fast-path flags in step with the current ids. The hot path of this
+ * thread may be interrupted by a signal handler that pushes ids; both run on this thread, so a
+ * compiler barrier orders them. */
+static void corr_changed(strobe__tstate *t) {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (t->corr_ext | t->corr_user) {
+        t->slow |= STROBE__SLOW_CORR;
+    } else {
+        t->slow &= (uint8_t)~STROBE__SLOW_CORR;
+    }
+}
+
+void strobe_push_correlation_id(uint64_t id) {
+    strobe__tstate *t = strobe__tstate_get();
+    if (t == NULL) return;
+    corr_push(t, t->corr_ext_stack, &t->corr_ext_depth, &t->corr_ext, id);
+    corr_changed(t);
+}
+
+void strobe_pop_correlation_id(void) {
+    strobe__tstate *t = strobe__tstate_get();
+    if (t == NULL) return;
+    corr_pop(t->corr_ext_stack, &t->corr_ext_depth, &t->corr_ext);
+    corr_changed(t);
+}
+
+void strobe_push_user_correlation_id(uint64_t id) {
+    strobe__tstate *t = strobe__tstate_get();
+    if (t == NULL) return;
+    corr_push(t, t->corr_user_stack, &t->corr_user_depth, &t->corr_user, id);
+    corr_changed(t);
+}
+
+void strobe_pop_user_correlation_id(void) {
+    strobe__tstate *t = strobe__tstate_get();
+    if (t == NULL) return;
+    corr_pop(t->corr_user_stack, &t->corr_user_depth, &t->corr_user);
+    corr_changed(t);
+}
