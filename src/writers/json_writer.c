@@ -1,0 +1,546 @@
+/* json_writer.c: Chrome trace JSON in Kineto's schema.
+ *
+ * Contents:
+ *   1. Formatting primitives: integers, microsecond timestamps, doubles, escaped strings.
+ *   2. The top-level object: schemaVersion, deviceProperties, metadata, displayTimeUnit,
+ *      baseTimeNanoseconds (write_header), traceName (write_footer).
+ *   3. traceEvents: process and thread metadata events, then one line per event.
+ *
+ * Speed matters here: a result can hold tens of millions of events, and saving it is the one
+ * cost a user waits for. Events are formatted straight into the sink's buffer with hand-written
+ * integer and string formatting, one buffer reservation per event; no stdio on the per-event path
+ * except for counter values, which are rare. Timestamps never go through a double: consumers
+ * parse them as doubles already, and a second rounding here would let children end after their
+ * parents. */
+#include "json_writer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "strobe/error.h"
+#include "writer.h"
+
+#ifndef STROBE_VERSION_STRING
+#define STROBE_VERSION_STRING "unknown"
+#endif
+
+/* ---- 1. Formatting primitives ---------------------------------------------------------------- */
+
+static const char digit_pairs[201] = "00010203040506070809"
+                                     "10111213141516171819"
+                                     "20212223242526272829"
+                                     "30313233343536373839"
+                                     "40414243444546474849"
+                                     "50515253545556575859"
+                                     "60616263646566676869"
+                                     "70717273747576777879"
+                                     "80818283848586878889"
+                                     "90919293949596979899";
+
+/* Two digits at a time from the right: half the divisions of the digit-by-digit loop. */
+static inline char *put_u64(char *p, uint64_t v) {
+    char tmp[20];
+    char *t = tmp + sizeof tmp;
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        t -= 2;
+        memcpy(t, digit_pairs + 2 * r, 2);
+    }
+    if (v >= 10) {
+        t -= 2;
+        memcpy(t, digit_pairs + 2 * v, 2);
+    } else {
+        *--t = (char)('0' + v);
+    }
+    size_t n = (size_t)(tmp + sizeof tmp - t);
+    memcpy(p, t, n);
+    return p + n;
+}
+
+static inline char *put_i64(char *p, int64_t v) {
+    if (v < 0) {
+        *p++ = '-';
+        /* Negating in unsigned arithmetic is defined also for INT64_MIN. */
+        return put_u64(p, 0 - (uint64_t)v);
+    }
+    return put_u64(p, (uint64_t)v);
+}
+
+static inline char *put_ts(char *p, int64_t ns, int64_t base_ns) {
+    /* The difference of two int64 values always fits in 64 bits as a magnitude and a sign, even
+     * where the signed subtraction would overflow. */
+    uint64_t mag;
+    if (ns >= base_ns) {
+        mag = (uint64_t)ns - (uint64_t)base_ns;
+    } else {
+        mag = (uint64_t)base_ns - (uint64_t)ns;
+        *p++ = '-';
+    }
+    p = put_u64(p, mag / 1000);
+    unsigned frac = (unsigned)(mag % 1000);
+    p[0] = '.';
+    p[1] = (char)('0' + frac / 100);
+    memcpy(p + 2, digit_pairs + 2 * (frac % 100), 2);
+    return p + 4;
+}
+
+char *strobe__json_put_ts(char *p, int64_t ns, int64_t base_ns) {
+    return put_ts(p, ns, base_ns);
+}
+
+char *strobe__json_put_double(char *p, double v) {
+    if (!isfinite(v)) return NULL;
+    char tmp[40];
+    int n = snprintf(tmp, sizeof tmp, "%.15g", v);
+    if (n <= 0 || (size_t)n >= sizeof tmp || strtod(tmp, NULL) != v)
+        n = snprintf(tmp, sizeof tmp, "%.17g", v);
+    if (n <= 0 || (size_t)n >= sizeof tmp) return NULL;
+    /* printf follows LC_NUMERIC, and a program may have set a locale whose decimal point is a
+     * comma (or several bytes). %g of a finite number prints only a sign, digits, the decimal
+     * point and an exponent "e+NN": anything else is the decimal point, written as '.'. */
+    char *start = p;
+    int in_point = 0;
+    for (int i = 0; i < n; i++) {
+        char c = tmp[i];
+        if ((c >= '0' && c <= '9') || c == '-' || c == '+' || c == 'e') {
+            *p++ = c;
+            in_point = 0;
+        } else if (!in_point) {
+            *p++ = '.';
+            in_point = 1;
+        }
+    }
+    if (p == start) *p++ = '0';
+    return p;
+}
+
+/* Bytes that leave the fast path of put_string(): control characters, '"', '\\', DEL (escaped
+ * so that traces stay printable), and every byte of a multi-byte UTF-8 sequence (checked). */
+/* clang-format off */
+#define ROW(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
+static const unsigned char special[256] = {
+    ROW(1),                                         /* 0x00 */
+    ROW(1),                                         /* 0x10 */
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x20: '"' */
+    ROW(0),                                         /* 0x30 */
+    ROW(0),                                         /* 0x40 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, /* 0x50: '\\' */
+    ROW(0),                                         /* 0x60 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, /* 0x70: DEL */
+    ROW(1), ROW(1), ROW(1), ROW(1),                 /* 0x80..0xbf */
+    ROW(1), ROW(1), ROW(1), ROW(1),                 /* 0xc0..0xff */
+};
+#undef ROW
+/* clang-format on */
+
+static const char hex_digits[16] = "0123456789abcdef";
+
+static inline char *put_u_escape(char *p, unsigned c) {
+    memcpy(p, "\\u00", 4);
+    p[4] = hex_digits[(c >> 4) & 0xf];
+    p[5] = hex_digits[c & 0xf];
+    return p + 6;
+}
+
+static inline char *put_replacement(char *p) {
+    memcpy(p, "\\ufffd", 6);
+    return p + 6;
+}
+
+/* The length of the well-formed UTF-8 sequence at u (lead byte >= 0x80), or 0 when it is not one
+ * (stray continuation, overlong form, surrogate, above U+10FFFF, or cut short). `*bad` gets how
+ * many bytes make up the ill-formed prefix, so that it becomes one U+FFFD (Unicode's "maximal
+ * subpart" practice) rather than one per byte. */
+static inline size_t utf8_len(const unsigned char *u, const unsigned char *end, size_t *bad) {
+    unsigned c = u[0];
+    unsigned lo = 0x80, hi = 0xBF;
+    size_t n;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0) lo = 0xA0; /* overlong below U+0800 */
+        if (c == 0xED) hi = 0x9F; /* surrogates U+D800..U+DFFF */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0) lo = 0x90; /* overlong below U+10000 */
+        if (c == 0xF4) hi = 0x8F; /* above U+10FFFF */
+    } else {
+        *bad = 1;
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (u + i >= end || u[i] < lo || u[i] > hi) {
+            *bad = i;
+            return 0;
+        }
+        lo = 0x80;
+        hi = 0xBF;
+    }
+    return n;
+}
+
+static inline char *put_string(char *p, const char *s, size_t n) {
+    const unsigned char *u = (const unsigned char *)s, *end = u + n;
+    *p++ = '"';
+    while (u < end) {
+        /* The fast path: plain ASCII, copied byte by byte with one table lookup. */
+        unsigned c = *u;
+        if (!special[c]) {
+            *p++ = (char)c;
+            u++;
+            continue;
+        }
+        if (c >= 0x80) {
+            size_t bad = 0, len = utf8_len(u, end, &bad);
+            if (len) {
+                memcpy(p, u, len);
+                p += len;
+                u += len;
+            } else {
+                p = put_replacement(p);
+                u += bad;
+            }
+            continue;
+        }
+        u++;
+        switch (c) {
+        case '"':
+            *p++ = '\\', *p++ = '"';
+            break;
+        case '\\':
+            *p++ = '\\', *p++ = '\\';
+            break;
+        case '\n':
+            *p++ = '\\', *p++ = 'n';
+            break;
+        case '\t':
+            *p++ = '\\', *p++ = 't';
+            break;
+        case '\r':
+            *p++ = '\\', *p++ = 'r';
+            break;
+        case '\b':
+            *p++ = '\\', *p++ = 'b';
+            break;
+        case '\f':
+            *p++ = '\\', *p++ = 'f';
+            break;
+        default:
+            p = put_u_escape(p, c);
+            break;
+        }
+    }
+    *p++ = '"';
+    return p;
+}
+
+char *strobe__json_put_string(char *p, const char *s, size_t n) {
+    return put_string(p, s, n);
+}
+
+#define LIT(p, s) (memcpy((p), (s), sizeof(s) - 1), (p) + sizeof(s) - 1)
+
+/* Sink-level helpers for the header and metadata, where speed does not matter. Errors are sticky
+ * in the sink, so callers check s->err once at the end. */
+static void emit(strobe__sink *s, const char *text) {
+    strobe__sink_write(s, text, strlen(text));
+}
+
+static void emit_string(strobe__sink *s, const char *str) {
+    size_t n = strlen(str);
+    char *p = strobe__sink_reserve(s, STROBE__JSON_STRING_MAX(n));
+    if (p) strobe__sink_commit(s, put_string(p, str, n));
+}
+
+static void emit_i64(strobe__sink *s, int64_t v) {
+    char *p = strobe__sink_reserve(s, 24);
+    if (p) strobe__sink_commit(s, put_i64(p, v));
+}
+
+static void emit_u64(strobe__sink *s, uint64_t v) {
+    char *p = strobe__sink_reserve(s, 24);
+    if (p) strobe__sink_commit(s, put_u64(p, v));
+}
+
+/* ---- 2. The top-level object ----------------------------------------------------------------- */
+
+/* Keys the writer owns: a user metadata entry with one of these names is left out (the core
+ * already refuses them, this keeps the file valid if one slips through). */
+static const char *const reserved_keys[] = {
+    "schemaVersion",   "deviceProperties",    "trace_id",    "strobe",
+    "displayTimeUnit", "baseTimeNanoseconds", "traceEvents", "traceName",
+};
+
+static int is_reserved(const char *key) {
+    for (size_t i = 0; i < sizeof reserved_keys / sizeof reserved_keys[0]; i++)
+        if (strcmp(key, reserved_keys[i]) == 0) return 1;
+    return 0;
+}
+
+/* Every field of strobe_stats, by its C name. The static assertion below fails when a field is
+ * added to the struct and not here, so the trace never silently omits a loss counter. */
+#define STATS_FIELDS(X)                                                                            \
+    X(dropped_events)                                                                             \
+    X(unmatched_ends)                                                                              \
+    X(unfinished_ranges)                                                                           \
+    X(truncated_ranges)                                                                            \
+    X(signal_dropped)                                                                              \
+    X(truncated_names)                                                                             \
+    X(scope_depth_overflow)                                                                        \
+    X(correlation_overflow)                                                                        \
+    X(buffer_bytes_used)                                                                           \
+    X(buffer_bytes_cap)                                                                            \
+    X(threads)
+#define COUNT_FIELD(f) +1
+_Static_assert(sizeof(strobe_stats) == (0 STATS_FIELDS(COUNT_FIELD)) * sizeof(uint64_t),
+               "json_writer.c: STATS_FIELDS must list every field of strobe_stats");
+#undef COUNT_FIELD
+
+static void write_header(const strobe_result *r, strobe__sink *s, uint64_t skipped_counters) {
+    emit(s, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"trace_id\": ");
+    emit_string(s, r->trace_id ? r->trace_id : "");
+
+    emit(s, ",\n  \"strobe\": {\"version\": ");
+    emit_string(s, STROBE_VERSION_STRING);
+    emit(s, ", \"clock\": ");
+    emit_string(s, r->clock_source ? r->clock_source : "unknown");
+    emit(s, ", \"ns_per_tick\": ");
+    char *p = strobe__sink_reserve(s, STROBE__JSON_DOUBLE_MAX);
+    if (p) {
+        char *e = strobe__json_put_double(p, r->clock_ns_per_tick);
+        strobe__sink_commit(s, e ? e : LIT(p, "null"));
+    }
+    emit(s, ", \"stats\": {");
+    const char *sep = "";
+#define EMIT_FIELD(f)                                                                              \
+    emit(s, sep);                                                                                  \
+    emit(s, "\"" #f "\": ");                                                                       \
+    emit_u64(s, r->stats.f);                                                                       \
+    sep = ", ";
+    STATS_FIELDS(EMIT_FIELD)
+#undef EMIT_FIELD
+    emit(s, "}, \"skipped_counter_samples\": ");
+    emit_u64(s, skipped_counters);
+    emit(s, ", \"warnings\": [");
+    for (size_t i = 0; i < r->warning_count; i++) {
+        if (i) emit(s, ", ");
+        emit_string(s, r->warnings[i] ? r->warnings[i] : "");
+    }
+    emit(s, "]}");
+
+    /* User metadata values were validated as JSON when they were added: pasted verbatim. */
+    for (size_t i = 0; i < r->meta_count; i++) {
+        const strobe__meta *m = &r->meta[i];
+        if (m->key == NULL || m->json == NULL || is_reserved(m->key)) continue;
+        emit(s, ",\n  ");
+        emit_string(s, m->key);
+        emit(s, ": ");
+        emit(s, m->json);
+    }
+
+    emit(s, ",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
+    emit_i64(s, r->trace_start_ns);
+    emit(s, ",\n  \"traceEvents\": [\n");
+}
+
+static void write_footer(const strobe_result *r, strobe__sink *s) {
+    emit(s, "\n  ]");
+    if (r->trace_name) {
+        emit(s, ",\n  \"traceName\": ");
+        emit_string(s, r->trace_name);
+    }
+    emit(s, "\n}\n");
+}
+
+/* ---- 3. traceEvents -------------------------------------------------------------------------- */
+
+/* One metadata event ("ph":"M") at the trace's start, Kineto's way of naming and ordering
+ * processes and threads. Exactly one of str_value / int_value is used. */
+static void write_meta_event(strobe__sink *s, int first, const char *name, int64_t pid, int64_t tid,
+                             const char *arg, const char *str_value, int64_t int_value) {
+    emit(s, first ? "  {\"name\": \"" : ",\n  {\"name\": \"");
+    emit(s, name);
+    emit(s, "\", \"ph\": \"M\", \"ts\": 0.000, \"pid\": ");
+    emit_i64(s, pid);
+    emit(s, ", \"tid\": ");
+    emit_i64(s, tid);
+    emit(s, ", \"args\": {\"");
+    emit(s, arg);
+    emit(s, "\": ");
+    if (str_value)
+        emit_string(s, str_value);
+    else
+        emit_i64(s, int_value);
+    emit(s, "}}");
+}
+
+/* The process's name from /proc when the result is this process's own, else "strobe". */
+static void process_name(const strobe_result *r, char *buf, size_t size) {
+    snprintf(buf, size, "strobe");
+    if (r->pid != (int64_t)getpid()) return;
+    FILE *f = fopen("/proc/self/comm", "re");
+    if (f == NULL) return;
+    if (fgets(buf, (int)size, f) == NULL) snprintf(buf, size, "strobe");
+    fclose(f);
+    buf[strcspn(buf, "\n")] = '\0';
+    if (buf[0] == '\0') snprintf(buf, size, "strobe");
+}
+
+static void write_metadata_events(const strobe_result *r, strobe__sink *s) {
+    char pname[64];
+    process_name(r, pname, sizeof pname);
+    write_meta_event(s, 1, "process_name", r->pid, 0, "name", pname, 0);
+    write_meta_event(s, 0, "process_labels", r->pid, 0, "labels", "CPU", 0);
+    write_meta_event(s, 0, "process_sort_index", r->pid, 0, "sort_index", NULL, r->pid);
+    for (size_t i = 0; i < r->thread_count; i++) {
+        const strobe_thread_info *t = &r->threads[i];
+        char fallback[40];
+        const char *tname = t->name;
+        if (tname == NULL || tname[0] == '\0') {
+            snprintf(fallback, sizeof fallback, "thread %lld", (long long)t->tid);
+            tname = fallback;
+        }
+        write_meta_event(s, 0, "thread_name", r->pid, t->tid, "name", tname, 0);
+        write_meta_event(s, 0, "thread_sort_index", r->pid, t->tid, "sort_index", NULL, t->tid);
+    }
+}
+
+/* Room for everything of an event line except its strings and extra args: the literals
+ * (about 150 bytes) and at most eight numbers of at most 24 bytes. */
+#define EVENT_FIXED 512
+
+/* Writes the extra args of an event (after the ones the writer makes), then closes the args
+ * object and the event. Returns 0 or the sink's error. */
+static int write_args_tail(strobe__sink *s, const strobe_arg *a) {
+    for (; a; a = a->next) {
+        if (a->key == NULL || a->json == NULL) continue;
+        size_t klen = strlen(a->key), vlen = strlen(a->json);
+        char *p = strobe__sink_reserve(s, STROBE__JSON_STRING_MAX(klen) + vlen + 4);
+        if (p == NULL) return s->err;
+        p = LIT(p, ", ");
+        p = put_string(p, a->key, klen);
+        p = LIT(p, ": ");
+        memcpy(p, a->json, vlen);
+        strobe__sink_commit(s, p + vlen);
+    }
+    char *p = strobe__sink_reserve(s, 2);
+    if (p == NULL) return s->err;
+    strobe__sink_commit(s, LIT(p, "}}"));
+    return 0;
+}
+
+/* Writes one event as one line, preceded by the separator from the previous element. */
+static int write_event(const strobe_result *r, strobe__sink *s, const strobe_event *e,
+                       size_t index) {
+    const char *name = e->name ? e->name : "";
+    const char *cat = e->category && e->category[0] ? e->category : "cpu_op";
+    size_t nlen = strlen(name), clen = strlen(cat);
+    /* A counter writes its name twice: as the event's name and as its series in args. */
+    size_t need = EVENT_FIXED + 2 * STROBE__JSON_STRING_MAX(nlen) + STROBE__JSON_STRING_MAX(clen);
+    char *p = strobe__sink_reserve(s, need);
+    if (p == NULL) return s->err;
+    /* Device work goes under the device's index as pid, like Kineto; CPU work under the OS pid. */
+    int64_t pid = e->device_type == STROBE_DEVICE_CPU ? r->pid : (int64_t)e->device_index;
+
+    switch (e->kind) {
+    case STROBE_EVENT_RANGE:
+        p = LIT(p, ",\n  {\"ph\": \"X\", \"cat\": ");
+        break;
+    case STROBE_EVENT_COUNTER:
+        p = LIT(p, ",\n  {\"ph\": \"C\", \"cat\": ");
+        break;
+    default:
+        /* Instants, and (defensively) any kind this writer does not know, which a point in time
+         * represents without claiming a duration. */
+        p = LIT(p, ",\n  {\"ph\": \"i\", \"s\": \"t\", \"cat\": ");
+        break;
+    }
+    p = put_string(p, cat, clen);
+    p = LIT(p, ", \"name\": ");
+    p = put_string(p, name, nlen);
+    p = LIT(p, ", \"pid\": ");
+    p = put_i64(p, pid);
+    p = LIT(p, ", \"tid\": ");
+    p = put_i64(p, e->tid);
+    p = LIT(p, ", \"ts\": ");
+    p = put_ts(p, e->start_ns, r->trace_start_ns);
+
+    if (e->kind == STROBE_EVENT_COUNTER) {
+        /* A counter's args are its series: nothing else may go there, or it becomes a series. */
+        p = LIT(p, ", \"args\": {");
+        p = put_string(p, name, nlen);
+        p = LIT(p, ": ");
+        char *v = strobe__json_put_double(p, e->value);
+        p = v ? v : LIT(p, "0"); /* non-finite samples were skipped by the caller */
+        p = LIT(p, "}}");
+        strobe__sink_commit(s, p);
+        return 0;
+    }
+    if (e->kind == STROBE_EVENT_RANGE) {
+        p = LIT(p, ", \"dur\": ");
+        p = put_ts(p, e->end_ns, e->start_ns);
+    }
+    p = LIT(p, ", \"args\": {");
+    if (e->correlation_id) {
+        p = LIT(p, "\"External id\": ");
+        p = put_u64(p, e->correlation_id);
+        p = LIT(p, ", ");
+    }
+    if (e->user_correlation_id) {
+        p = LIT(p, "\"User External id\": ");
+        p = put_u64(p, e->user_correlation_id);
+        p = LIT(p, ", ");
+    }
+    p = LIT(p, "\"Ev Idx\": ");
+    p = put_u64(p, index);
+    if (e->flags & STROBE_EVENT_UNFINISHED) p = LIT(p, ", \"strobe_unfinished\": 1");
+    if (e->flags & STROBE_EVENT_TRUNCATED) p = LIT(p, ", \"strobe_truncated\": 1");
+    if (e->args == NULL) {
+        p = LIT(p, "}}");
+        strobe__sink_commit(s, p);
+        return 0;
+    }
+    strobe__sink_commit(s, p);
+    return write_args_tail(s, e->args);
+}
+
+static int is_skipped(const strobe_event *e) {
+    return e->kind == STROBE_EVENT_COUNTER && !isfinite(e->value);
+}
+
+static int json_write(const strobe_result *r, strobe__sink *s) {
+    /* JSON has no NaN or infinity, and a made-up value would mislead: such counter samples are
+     * left out and counted in the header, which comes first, hence this pass. */
+    uint64_t skipped = 0;
+    for (size_t i = 0; i < r->event_count; i++)
+        skipped += (uint64_t)is_skipped(&r->events[i]);
+
+    write_header(r, s, skipped);
+    write_metadata_events(r, s);
+    if (s->err) return s->err;
+    for (size_t i = 0; i < r->event_count; i++) {
+        const strobe_event *e = &r->events[i];
+        if (is_skipped(e)) continue;
+        int rc = write_event(r, s, e, i);
+        if (rc) return rc;
+    }
+    write_footer(r, s);
+    return s->err;
+}
+
+/* The default format: any path that no other writer claims is written as JSON. */
+static int json_accepts_path(const char *path) {
+    (void)path;
+    return 1;
+}
+
+const strobe__writer_ops strobe__json_writer = {
+    .name = "json",
+    .accepts_path = json_accepts_path,
+    .write = json_write,
+};
