@@ -1,0 +1,457 @@
+/* summary.c: the per-operator table of torch's key_averages().table(), built from a result.
+ *
+ * Contents:
+ *   name table   an open-addressing hash table from operator name to row, fronted by a small
+ *                cache keyed by the name's address
+ *   sorting      the four sort keys, ties broken by name
+ *   building     one sequential pass over the events (strobe_summary_create)
+ *   printing     torch's _build_table and _format_time, CPU columns only
+ *
+ * A result can hold ten million events (a gigabyte of strobe_event), so building the table reads
+ * the event array once, front to back, and does O(1) work per event. */
+#include "strobe/summary.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/result_internal.h"
+#include "core/strpool.h"
+#include "strobe/error.h"
+
+struct strobe_summary {
+    strobe_summary_row *rows; /* malloc'ed, sorted by the key given to create */
+    size_t count;
+    int64_t self_total_ns;
+    strobe__pool pool; /* owns every row name */
+};
+
+/* ---- Name table ----------------------------------------------------------------------------- */
+
+/* Names reach the summary either as pointers to static call-site strings or as strings interned
+ * by the core, so most events of one operator share a single address. A direct-mapped cache from
+ * address to row answers those without hashing the string; a miss (a name seen at a new address)
+ * falls back to the string hash table and refreshes the cache entry. The cache stays small and
+ * fixed, so a result whose every event has its own copy of the name costs no extra memory. */
+#define PTR_CACHE_SLOTS 1024u
+
+typedef struct ptr_cache_entry {
+    const char *ptr;
+    uint32_t row;
+} ptr_cache_entry;
+
+typedef struct name_table {
+    uint32_t *slots;  /* row index + 1; 0 marks an empty slot */
+    uint64_t *hashes; /* per row: the full hash, so that probing rarely compares strings */
+    size_t *lens;     /* per row: the name's length in bytes */
+    size_t cap;       /* slots; a power of two, kept at most half full */
+    strobe_summary_row *rows;
+    size_t row_count, row_cap;
+    strobe__pool *pool;
+    ptr_cache_entry cache[PTR_CACHE_SLOTS];
+} name_table;
+
+/* FNV-1a over the bytes, returning the length too so that the caller scans the name once. The
+ * final multiply-shift mixes the high bits down, since the table uses the low bits. */
+static uint64_t hash_name(const char *s, size_t *len_out) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        h ^= *p++;
+        h *= 0x100000001b3ull;
+    }
+    *len_out = (size_t)(p - (const unsigned char *)s);
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return h;
+}
+
+static size_t ptr_cache_index(const char *p) {
+    uint64_t x = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+    return (size_t)(x >> 54) & (PTR_CACHE_SLOTS - 1u);
+}
+
+static int table_init(name_table *t, strobe__pool *pool) {
+    memset(t, 0, sizeof *t);
+    t->cap = 256;
+    t->slots = calloc(t->cap, sizeof *t->slots);
+    t->pool = pool;
+    return t->slots ? 0 : STROBE_ENOMEM;
+}
+
+/* Frees the table's own arrays. The rows are handed to the summary, or freed by the caller. */
+static void table_release(name_table *t) {
+    free(t->slots);
+    free(t->hashes);
+    free(t->lens);
+    t->slots = NULL;
+    t->hashes = NULL;
+    t->lens = NULL;
+}
+
+static int table_grow_slots(name_table *t) {
+    size_t cap = t->cap * 2;
+    uint32_t *slots = calloc(cap, sizeof *slots);
+    if (slots == NULL) return STROBE_ENOMEM;
+    for (size_t r = 0; r < t->row_count; r++) {
+        size_t i = (size_t)t->hashes[r] & (cap - 1);
+        while (slots[i] != 0)
+            i = (i + 1) & (cap - 1);
+        slots[i] = (uint32_t)(r + 1);
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->cap = cap;
+    return 0;
+}
+
+static int table_add_row(name_table *t, const char *name, size_t len, uint64_t h, size_t slot,
+                         uint32_t *row_out) {
+    if (t->row_count >= UINT32_MAX - 1u) return STROBE_ENOMEM;
+    if (t->row_count == t->row_cap) {
+        size_t cap = t->row_cap ? t->row_cap * 2 : 64;
+        strobe_summary_row *rows = realloc(t->rows, cap * sizeof *rows);
+        if (rows == NULL) return STROBE_ENOMEM;
+        t->rows = rows;
+        uint64_t *hashes = realloc(t->hashes, cap * sizeof *hashes);
+        if (hashes == NULL) return STROBE_ENOMEM;
+        t->hashes = hashes;
+        size_t *lens = realloc(t->lens, cap * sizeof *lens);
+        if (lens == NULL) return STROBE_ENOMEM;
+        t->lens = lens;
+        t->row_cap = cap;
+    }
+    const char *copy = strobe__pool_strndup(t->pool, name, len);
+    if (copy == NULL) return STROBE_ENOMEM;
+    size_t r = t->row_count++;
+    t->rows[r].name = copy;
+    t->rows[r].calls = 0;
+    t->rows[r].self_ns = 0;
+    t->rows[r].total_ns = 0;
+    t->hashes[r] = h;
+    t->lens[r] = len;
+    t->slots[slot] = (uint32_t)(r + 1);
+    *row_out = (uint32_t)r;
+    if (t->row_count * 2 > t->cap) return table_grow_slots(t);
+    return 0;
+}
+
+/* Finds the row of `name`, adding an empty one the first time the name is seen. */
+static int table_lookup(name_table *t, const char *name, uint32_t *row_out) {
+    ptr_cache_entry *c = &t->cache[ptr_cache_index(name)];
+    if (c->ptr == name) {
+        *row_out = c->row;
+        return 0;
+    }
+    size_t len;
+    uint64_t h = hash_name(name, &len);
+    size_t i = (size_t)h & (t->cap - 1);
+    for (;;) {
+        uint32_t s = t->slots[i];
+        if (s == 0) break;
+        uint32_t r = s - 1;
+        if (t->hashes[r] == h && t->lens[r] == len && memcmp(t->rows[r].name, name, len) == 0) {
+            c->ptr = name;
+            c->row = r;
+            *row_out = r;
+            return 0;
+        }
+        i = (i + 1) & (t->cap - 1);
+    }
+    int err = table_add_row(t, name, len, h, i, row_out);
+    if (err) return err;
+    c->ptr = name;
+    c->row = *row_out;
+    return 0;
+}
+
+/* ---- Sorting -------------------------------------------------------------------------------- */
+
+/* Equal keys fall back to the name, so that the order never depends on the events' order. */
+static int compare_name(const void *a, const void *b) {
+    const strobe_summary_row *x = a, *y = b;
+    return strcmp(x->name, y->name);
+}
+
+#define DESCENDING(field)                                                                          \
+    do {                                                                                           \
+        const strobe_summary_row *x = a, *y = b;                                                   \
+        if (x->field != y->field) return x->field > y->field ? -1 : 1;                             \
+        return strcmp(x->name, y->name);                                                           \
+    } while (0)
+
+static int compare_cpu_total(const void *a, const void *b) {
+    DESCENDING(total_ns);
+}
+static int compare_self_cpu(const void *a, const void *b) {
+    DESCENDING(self_ns);
+}
+static int compare_calls(const void *a, const void *b) {
+    DESCENDING(calls);
+}
+
+#undef DESCENDING
+
+/* ---- Building ------------------------------------------------------------------------------- */
+
+/* The table has CPU columns only: device work (kernels, copies, device annotations) takes no
+ * CPU time, and torch shows it in device columns that this table does not have. */
+static int is_cpu_range(const strobe_event *e) {
+    return e->kind == STROBE_EVENT_RANGE && e->device_type == STROBE_DEVICE_CPU;
+}
+
+static const char *event_name(const strobe_event *e) {
+    return e->name ? e->name : "";
+}
+
+/* The rows of the ranges currently open at each depth of the thread being scanned. Events come
+ * sorted by start with parents before children, so an event's parent is almost always the last
+ * range seen one level up: remembering it saves a hash lookup per event. Deeper levels, or an
+ * order the stack does not predict, fall back to looking the parent's name up. */
+#define DEPTH_STACK 256u
+
+int strobe_summary_create(const strobe_result *r, strobe_sort_key sort, strobe_summary **out) {
+    if (out) *out = NULL;
+    if (r == NULL || out == NULL) return STROBE_EINVAL;
+    int (*compare)(const void *, const void *);
+    switch (sort) {
+    case STROBE_SORT_CPU_TOTAL:
+        compare = compare_cpu_total;
+        break;
+    case STROBE_SORT_SELF_CPU:
+        compare = compare_self_cpu;
+        break;
+    case STROBE_SORT_CALLS:
+        compare = compare_calls;
+        break;
+    case STROBE_SORT_NAME:
+        compare = compare_name;
+        break;
+    default:
+        return STROBE_EINVAL;
+    }
+    if (r->event_count > 0 && r->events == NULL) return STROBE_EINVAL;
+
+    strobe_summary *s = calloc(1, sizeof *s);
+    if (s == NULL) return STROBE_ENOMEM;
+    name_table t;
+    int err = table_init(&t, &s->pool);
+    if (err) goto fail;
+
+    uint32_t stack_event[DEPTH_STACK], stack_row[DEPTH_STACK];
+    for (size_t d = 0; d < DEPTH_STACK; d++) {
+        stack_event[d] = STROBE_NO_EVENT;
+        stack_row[d] = 0;
+    }
+
+    const strobe_event *ev = r->events;
+    const size_t n = r->event_count;
+    for (size_t i = 0; i < n; i++) {
+        const strobe_event *e = &ev[i];
+        if (!is_cpu_range(e)) continue;
+        uint32_t row;
+        err = table_lookup(&t, event_name(e), &row);
+        if (err) goto fail;
+        int64_t dur = strobe_event_dur_ns(e);
+        strobe_summary_row *rw = &t.rows[row];
+        rw->calls++;
+        rw->total_ns += dur;
+        rw->self_ns += dur;
+
+        /* A range's self time is its duration less its direct children's: charge this range's
+         * duration against its parent's row rather than walking each parent's child list, so the
+         * event array is read once, in order. */
+        uint32_t p = e->parent;
+        if (p != STROBE_NO_EVENT && (size_t)p < n) {
+            uint32_t d = e->depth;
+            if (d >= 1 && d - 1 < DEPTH_STACK && stack_event[d - 1] == p) {
+                t.rows[stack_row[d - 1]].self_ns -= dur;
+            } else if (is_cpu_range(&ev[p])) {
+                uint32_t prow;
+                err = table_lookup(&t, event_name(&ev[p]), &prow);
+                if (err) goto fail;
+                t.rows[prow].self_ns -= dur;
+            }
+        }
+        if (e->depth < DEPTH_STACK) {
+            stack_event[e->depth] = (uint32_t)i;
+            stack_row[e->depth] = row;
+        }
+    }
+
+    s->rows = t.rows;
+    s->count = t.row_count;
+    t.rows = NULL;
+    table_release(&t);
+    for (size_t k = 0; k < s->count; k++)
+        s->self_total_ns += s->rows[k].self_ns;
+    if (s->count > 1) qsort(s->rows, s->count, sizeof *s->rows, compare);
+    *out = s;
+    return 0;
+
+fail:
+    free(t.rows);
+    table_release(&t);
+    strobe__pool_release(&s->pool);
+    free(s);
+    return err;
+}
+
+/* ---- Accessors ------------------------------------------------------------------------------ */
+
+size_t strobe_summary_row_count(const strobe_summary *s) {
+    return s ? s->count : 0;
+}
+
+const strobe_summary_row *strobe_summary_rows(const strobe_summary *s) {
+    return s ? s->rows : NULL;
+}
+
+int64_t strobe_summary_self_total_ns(const strobe_summary *s) {
+    return s ? s->self_total_ns : 0;
+}
+
+void strobe_summary_free(strobe_summary *s) {
+    if (s == NULL) return;
+    free(s->rows);
+    strobe__pool_release(&s->pool);
+    free(s);
+}
+
+/* ---- Printing ------------------------------------------------------------------------------- */
+
+/* torch's layout: every column is followed by two spaces (also the last one, so lines end in two
+ * spaces), numeric columns are 12 wide, and the name column is as wide as the longest name plus 4,
+ * at most 55. Names of 52 characters or more are cut to 52 and get "...". Widths count characters
+ * (code points), as Python's len() does, not bytes. */
+#define COL_WIDTH 12
+#define NAME_MAX_WIDTH 55
+#define NAME_CUT (NAME_MAX_WIDTH - 3)
+#define SPACING "  "
+
+/* Number of code points in a UTF-8 string (continuation bytes are not counted). */
+static size_t utf8_len(const char *s) {
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if ((*p & 0xC0u) != 0x80u) n++;
+    return n;
+}
+
+/* Byte length of the first `cps` code points of s. */
+static size_t utf8_prefix_bytes(const char *s, size_t cps) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t seen = 0;
+    while (*p) {
+        if ((*p & 0xC0u) != 0x80u) {
+            if (seen == cps) break;
+            seen++;
+        }
+        p++;
+    }
+    return (size_t)(p - (const unsigned char *)s);
+}
+
+/* torch's _format_time. torch holds times as float microseconds and formats them with "%.3f";
+ * doing the same on a double gives the same digits. */
+static void format_us(char *buf, size_t size, double us) {
+    if (us >= 1000.0 * 1000.0)
+        snprintf(buf, size, "%.3fs", us / (1000.0 * 1000.0));
+    else if (us >= 1000.0)
+        snprintf(buf, size, "%.3fms", us / 1000.0);
+    else
+        snprintf(buf, size, "%.3fus", us);
+}
+
+static void format_time(char *buf, size_t size, int64_t ns) {
+    format_us(buf, size, (double)ns / 1000.0);
+}
+
+/* torch's _format_time_share: a share of a zero total prints "NaN". */
+static void format_share(char *buf, size_t size, int64_t ns, int64_t total_ns) {
+    if (total_ns == 0)
+        snprintf(buf, size, "NaN");
+    else
+        snprintf(buf, size, "%.2f%%", (double)ns * 100.0 / (double)total_ns);
+}
+
+static void put_spaces(FILE *out, size_t n) {
+    while (n--)
+        fputc(' ', out);
+}
+
+static void put_dashes(FILE *out, size_t n) {
+    while (n--)
+        fputc('-', out);
+}
+
+/* Writes `bytes` bytes of s right-aligned in `width` characters, `cps` of which it takes. */
+static void put_right(FILE *out, const char *s, size_t bytes, size_t cps, size_t width) {
+    if (cps < width) put_spaces(out, width - cps);
+    fwrite(s, 1, bytes, out);
+}
+
+static void put_separator(FILE *out, size_t name_width) {
+    put_dashes(out, name_width);
+    fputs(SPACING, out);
+    for (int c = 0; c < 6; c++) {
+        put_dashes(out, COL_WIDTH);
+        fputs(SPACING, out);
+    }
+    fputc('\n', out);
+}
+
+int strobe_summary_print(const strobe_summary *s, FILE *out, size_t limit) {
+    if (s == NULL || out == NULL) return STROBE_EINVAL;
+
+    size_t longest = 0;
+    for (size_t i = 0; i < s->count; i++) {
+        size_t len = utf8_len(s->rows[i].name);
+        if (len > longest) longest = len;
+    }
+    size_t name_width = longest + 4 < NAME_MAX_WIDTH ? longest + 4 : NAME_MAX_WIDTH;
+
+    static const char *const headers[] = {"Self CPU %", "Self CPU",     "CPU total %",
+                                          "CPU total",  "CPU time avg", "# of Calls"};
+    put_separator(out, name_width);
+    put_right(out, "Name", 4, 4, name_width);
+    fputs(SPACING, out);
+    for (int c = 0; c < 6; c++)
+        fprintf(out, "%*s" SPACING, COL_WIDTH, headers[c]);
+    fputc('\n', out);
+    put_separator(out, name_width);
+
+    size_t shown = limit == 0 || limit > s->count ? s->count : limit;
+    for (size_t i = 0; i < shown; i++) {
+        const strobe_summary_row *row = &s->rows[i];
+        size_t cps = utf8_len(row->name);
+        if (cps >= NAME_CUT) {
+            /* A cut name is 55 characters: exactly the widest name column, so no padding. */
+            fwrite(row->name, 1, utf8_prefix_bytes(row->name, NAME_CUT), out);
+            fputs("...", out);
+        } else {
+            put_right(out, row->name, strlen(row->name), cps, name_width);
+        }
+        fputs(SPACING, out);
+
+        char self_pct[32], self_t[32], total_pct[32], total_t[32], avg_t[32];
+        format_share(self_pct, sizeof self_pct, row->self_ns, s->self_total_ns);
+        format_time(self_t, sizeof self_t, row->self_ns);
+        format_share(total_pct, sizeof total_pct, row->total_ns, s->self_total_ns);
+        format_time(total_t, sizeof total_t, row->total_ns);
+        /* torch's "CPU time avg" divides the total in microseconds by the calls. */
+        format_us(avg_t, sizeof avg_t,
+                  row->calls ? (double)row->total_ns / 1000.0 / (double)row->calls : 0.0);
+        fprintf(out,
+                "%*s" SPACING "%*s" SPACING "%*s" SPACING "%*s" SPACING "%*s" SPACING
+                "%*" PRIu64 SPACING "\n",
+                COL_WIDTH, self_pct, COL_WIDTH, self_t, COL_WIDTH, total_pct, COL_WIDTH, total_t,
+                COL_WIDTH, avg_t, COL_WIDTH, row->calls);
+    }
+
+    put_separator(out, name_width);
+    char total[32];
+    format_time(total, sizeof total, s->self_total_ns);
+    fprintf(out, "Self CPU time total: %s\n", total);
+    return ferror(out) ? STROBE_EIO : 0;
+}
