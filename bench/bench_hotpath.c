@@ -223,7 +223,7 @@ int main(int argc, char **argv) {
            (double)st->buffer_bytes_used / (double)big_pairs);
     printf("%-34s %8.3f s for %ld pairs, %zu events, dropped %llu (goal < 1 s)\n", "strobe_stop",
            stop_s, big_pairs, strobe_result_event_count(r),
-           (unsigned long long)st->dropped_records);
+           (unsigned long long)st->dropped_events);
     char path[4096];
     snprintf(path, sizeof path, "%s/strobe_bench_%ld.json", out_dir, (long)getpid());
     t0 = now_s();

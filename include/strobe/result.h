@@ -80,13 +80,16 @@ typedef struct strobe_thread_info {
     const char *name;         /* "" when never named */
     size_t first_event;       /* index of its first event */
     size_t event_count;       /* its events are [first_event, first_event + event_count) */
-    uint64_t dropped_records; /* records this thread lost to the buffer cap */
+    uint64_t dropped_events; /* events this thread lost to the buffer cap (see strobe_stats) */
     int exited;               /* 1 when the thread exited before stop */
 } strobe_thread_info;
 
 /* What was lost or repaired, and buffer use. Nothing is lost without appearing here. */
 typedef struct strobe_stats {
-    uint64_t dropped_records;   /* buffer cap reached: records not written */
+    uint64_t dropped_events;   /* buffer cap reached: events (ranges, instants, counter samples)
+                                   not recorded. A range counts once; a range whose begin was
+                                   recorded but whose end was not is kept, closed when the
+                                   buffer filled, and counted in truncated_ranges instead. */
     uint64_t unmatched_ends;    /* range ends with no begin in the session */
     uint64_t unfinished_ranges; /* ranges open at stop, closed at stop time */
     uint64_t truncated_ranges;  /* ranges open when their thread's buffer filled */

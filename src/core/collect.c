@@ -381,12 +381,12 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
         ti->tid = t->tid;
         ti->name = strobe__pool_strdup(&r->pool, t->name);
         ti->first_event = r->event_count;
-        ti->dropped_records = t->dropped;
+        ti->dropped_events = t->dropped;
         ti->exited = t->exited;
         if (ti->name == NULL) rc = STROBE_ENOMEM;
         if (rc == 0) rc = collect_thread(&in, t, (uint32_t)i, conv, stop_ns, st);
         ti->event_count = r->event_count - ti->first_event;
-        st->dropped_records += t->dropped;
+        st->dropped_events += t->dropped;
         st->signal_dropped += t->signal_dropped;
         st->truncated_names += t->truncated_names;
         st->scope_depth_overflow += t->scope_overflow;
@@ -396,14 +396,14 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     /* The synthetic "buffer full" instants carry their thread's count. */
     for (i = 0; i < n && rc == 0; i++) {
         const strobe_thread_info *ti = &r->threads[i];
-        if (!ti->dropped_records || !ti->event_count) continue;
+        if (!ti->dropped_events || !ti->event_count) continue;
         size_t last = ti->first_event + ti->event_count - 1;
         for (size_t k = ti->first_event; k <= last && rc == 0; k++) {
             if (r->events[k].kind == STROBE_EVENT_INSTANT &&
                 r->events[k].parent == STROBE_NO_EVENT &&
                 strcmp(r->events[k].name, "[strobe] buffer full: records dropped") == 0) {
                 char num[32];
-                snprintf(num, sizeof num, "%llu", (unsigned long long)ti->dropped_records);
+                snprintf(num, sizeof num, "%llu", (unsigned long long)ti->dropped_events);
                 rc = strobe_event_set_arg(r, k, "dropped records", num);
             }
         }

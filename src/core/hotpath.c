@@ -30,8 +30,10 @@ static inline void leave(strobe__tstate *t) {
 }
 
 /* With busy set: checks that the thread records in the current session (attaching it if needed)
- * and has room. @return 1 to go on; 0 when busy was cleared and nothing is to be recorded. */
-static int admit(strobe__tstate *t) {
+ * and has room. A record that cannot be written because the buffer is full is counted when it
+ * starts an event (`counts`): drops are counted in events, so a range counts once, by its begin.
+ * @return 1 to go on; 0 when busy was cleared and nothing is to be recorded. */
+static int admit(strobe__tstate *t, int counts) {
     uint32_t g = __atomic_load_n(&strobe__gen, __ATOMIC_RELAXED);
     if (UNLIKELY(t->gen != g)) {
         if (g == 0 || t->denied_gen == g || !strobe__tstate_attach(t)) {
@@ -40,7 +42,7 @@ static int admit(strobe__tstate *t) {
         }
     }
     if (UNLIKELY(t->full)) {
-        t->dropped++;
+        t->dropped += (uint64_t)counts;
         leave(t);
         return 0;
     }
@@ -49,7 +51,7 @@ static int admit(strobe__tstate *t) {
 
 /* Returns the calling thread's state ready to record (busy set), or NULL when this call records
  * nothing. */
-static strobe__tstate *enter(void) {
+static strobe__tstate *enter(int counts) {
     strobe__tstate *t = strobe__tls;
     if (UNLIKELY(t == NULL)) {
         t = strobe__tstate_get();
@@ -61,7 +63,7 @@ static strobe__tstate *enter(void) {
     }
     __atomic_store_n(&t->busy, 1, __ATOMIC_RELAXED);
     SIGNAL_FENCE();
-    return admit(t) ? t : NULL;
+    return admit(t, counts) ? t : NULL;
 }
 
 /* The fast path: the thread is attached to the recording session, records every scope, has no
@@ -78,7 +80,7 @@ static inline int fast_enter(strobe__tstate *t, unsigned mask, size_t need) {
     return 0;
 }
 
-int strobe__chunk_refill(strobe__tstate *t, size_t need) {
+int strobe__chunk_refill(strobe__tstate *t, size_t need, int counts) {
     strobe__session *s = t->sess;
     size_t cb = s->chunk_bytes;
     uint64_t off = __atomic_fetch_add(&s->arena_next, (uint64_t)cb, __ATOMIC_RELAXED);
@@ -91,7 +93,7 @@ int strobe__chunk_refill(strobe__tstate *t, size_t need) {
         }
         t->full = 1;
         t->slow |= STROBE__SLOW_FULL;
-        t->dropped++;
+        t->dropped += (uint64_t)counts;
         return 0;
     }
     strobe__chunk *c = (strobe__chunk *)(s->arena + off);
@@ -110,9 +112,9 @@ int strobe__chunk_refill(strobe__tstate *t, size_t need) {
 }
 
 /* Makes room for `need` bytes; 0 when the record must be dropped (already counted). */
-static inline int reserve(strobe__tstate *t, size_t need) {
+static inline int reserve(strobe__tstate *t, size_t need, int counts) {
     if (LIKELY((size_t)(t->end - t->pos) >= need)) return 1;
-    return strobe__chunk_refill(t, need);
+    return strobe__chunk_refill(t, need, counts);
 }
 
 /* Raw begins of a scope the session does not keep must also skip their ends: a bit per nesting
@@ -154,7 +156,7 @@ static inline void put_corr(strobe__tstate *t) {
 
 static inline void put_site(strobe__tstate *t, unsigned kind, const strobe_site *site,
                             int with_corr) {
-    if (UNLIKELY(!reserve(t, 16u + corr_bytes(t)))) return;
+    if (UNLIKELY(!reserve(t, 16u + corr_bytes(t), 1))) return;
     if (UNLIKELY(with_corr && corr_bytes(t))) put_corr(t);
     uint64_t *w = (uint64_t *)t->pos;
     w[1] = (uint64_t)(uintptr_t)site;
@@ -173,7 +175,7 @@ static void put_name(strobe__tstate *t, unsigned kind, const char *name, uint64_
     size_t head = with_value ? 24u : 16u;
     size_t cb =
         kind == STROBE__REC_BEGIN_NAME || kind == STROBE__REC_INSTANT_NAME ? corr_bytes(t) : 0;
-    if (!reserve(t, cb + head + STROBE__NAME_PAD(len))) return;
+    if (!reserve(t, cb + head + STROBE__NAME_PAD(len), 1)) return;
     if (cb) put_corr(t);
     uint64_t *w = (uint64_t *)t->pos;
     w[1] = (uint64_t)len | extra << 32;
@@ -187,7 +189,7 @@ static void put_name(strobe__tstate *t, unsigned kind, const char *name, uint64_
 
 static inline void put_end(strobe__tstate *t) {
     uint64_t now = strobe__now_raw();
-    if (UNLIKELY(!reserve(t, 8))) return;
+    if (UNLIKELY(!reserve(t, 8, 0))) return;
     *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_END, now);
     t->pos += 8;
 }
@@ -195,7 +197,7 @@ static inline void put_end(strobe__tstate *t) {
 /* ---- Entry points ---------------------------------------------------------------------- */
 
 __attribute__((noinline)) static void begin_site_full(const strobe_site *site) {
-    strobe__tstate *t = enter();
+    strobe__tstate *t = enter(1);
     if (t == NULL) return;
     if (UNLIKELY(t->filtering) && filter_push(t, site->scope)) {
         leave(t);
@@ -219,7 +221,7 @@ void strobe__begin_site(const strobe_site *site) {
 }
 
 void strobe__begin_name(const char *name, int scope) {
-    strobe__tstate *t = enter();
+    strobe__tstate *t = enter(1);
     if (t == NULL) return;
     if (UNLIKELY(t->filtering) && filter_push(t, scope)) {
         leave(t);
@@ -230,7 +232,7 @@ void strobe__begin_name(const char *name, int scope) {
 }
 
 __attribute__((noinline)) static void end_full(void) {
-    strobe__tstate *t = enter();
+    strobe__tstate *t = enter(0);
     if (t == NULL) return;
     if (UNLIKELY(t->filtering) && filter_pop(t)) {
         leave(t);
@@ -254,7 +256,7 @@ void strobe__end(void) {
 /* Scoped ranges know whether their begin was recorded: the token is the session generation, so a
  * filtered begin, or one from an earlier session, skips its end without any per-thread stack. */
 __attribute__((noinline)) static uint32_t guard_begin_site_full(const strobe_site *site) {
-    strobe__tstate *t = enter();
+    strobe__tstate *t = enter(1);
     if (t == NULL) return 0;
     uint32_t token = 0;
     if (LIKELY(((t->scopes >> (site->scope & 31)) & 1u) != 0)) {
@@ -266,7 +268,7 @@ __attribute__((noinline)) static uint32_t guard_begin_site_full(const strobe_sit
 }
 
 uint32_t strobe__guard_begin_name(const char *name, int scope) {
-    strobe__tstate *t = enter();
+    strobe__tstate *t = enter(1);
     if (t == NULL) return 0;
     uint32_t token = 0;
     if (((t->scopes >> (scope & 31)) & 1u) != 0) {
@@ -294,7 +296,7 @@ uint32_t strobe__guard_begin_site(const strobe_site *site) {
 __attribute__((noinline)) static void guard_end_full(uint32_t token) {
     strobe__tstate *t = strobe__tls;
     if (t == NULL || t->gen != token) return;
-    t = enter();
+    t = enter(0);
     if (t == NULL) return;
     if (LIKELY(t->gen == token)) put_end(t);
     leave(t);
@@ -315,23 +317,23 @@ void strobe__guard_end(uint32_t token) {
 }
 
 void strobe__instant_site(const strobe_site *site) {
-    strobe__tstate *t = enter();
+    strobe__tstate *t = enter(1);
     if (t == NULL) return;
     put_site(t, STROBE__REC_INSTANT_SITE, site, 1);
     leave(t);
 }
 
 void strobe__instant_name(const char *name) {
-    strobe__tstate *t = enter();
+    strobe__tstate *t = enter(1);
     if (t == NULL) return;
     put_name(t, STROBE__REC_INSTANT_NAME, name, 0, 0, 0.0);
     leave(t);
 }
 
 void strobe__counter_site(const strobe_site *site, double value) {
-    strobe__tstate *t = enter();
+    strobe__tstate *t = enter(1);
     if (t == NULL) return;
-    if (reserve(t, 24)) {
+    if (reserve(t, 24, 1)) {
         uint64_t *w = (uint64_t *)t->pos;
         w[1] = (uint64_t)(uintptr_t)site;
         memcpy(&w[2], &value, sizeof value);
@@ -342,7 +344,7 @@ void strobe__counter_site(const strobe_site *site, double value) {
 }
 
 void strobe__counter_name(const char *name, double value) {
-    strobe__tstate *t = enter();
+    strobe__tstate *t = enter(1);
     if (t == NULL) return;
     put_name(t, STROBE__REC_COUNTER_NAME, name, 0, 1, value);
     leave(t);

@@ -246,7 +246,8 @@ static int quiesce(strobe__session *s) {
     } else {
         /* Without membarrier, a writer that read the old generation just before the gate closed
          * is given a grace period to finish: it runs a few dozen instructions. */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        static int fence_word;
+        __atomic_exchange_n(&fence_word, 1, __ATOMIC_SEQ_CST); /* a full barrier */
         struct timespec grace = {0, 20000000};
         nanosleep(&grace, NULL);
     }

@@ -138,8 +138,9 @@ void strobe__registry_after_fork_child(void);
 
 /* hotpath.c */
 /* Takes a new chunk for t (the current one is full). Writes a TRUNC record and marks the thread
- * full when the arena is exhausted. @return 1 when a chunk with `need` free bytes is current. */
-int strobe__chunk_refill(strobe__tstate *t, size_t need);
+ * full when the arena is exhausted, counting the lost record as a dropped event when `counts`.
+ * @return 1 when a chunk with `need` free bytes is current. */
+int strobe__chunk_refill(strobe__tstate *t, size_t need, int counts);
 
 /* collect.c */
 struct strobe_result;
