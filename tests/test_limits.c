@@ -30,7 +30,8 @@ static void test_buffer_cap(void) {
     long trunc_inner = 0;
     const strobe_event *ev = strobe_result_events(r);
     for (size_t i = 0; i < strobe_result_event_count(r); i++)
-        if ((ev[i].flags & STROBE_EVENT_TRUNCATED) && strcmp(ev[i].name, "inner") == 0) trunc_inner++;
+        if ((ev[i].flags & STROBE_EVENT_TRUNCATED) && strcmp(ev[i].name, "inner") == 0)
+            trunc_inner++;
     CHECK_INT(trunc_inner, <=, 1);
     CHECK_EQ(inner + st->dropped_events, (uint64_t)pairs);
     CHECK_INT(st->buffer_bytes_used, <=, 64 << 10);

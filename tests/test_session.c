@@ -46,7 +46,9 @@ static void test_errors(void) {
     strobe_result_free(NULL);
 }
 
-static void leaf(void) { STROBE_FUNC(); }
+static void leaf(void) {
+    STROBE_FUNC();
+}
 
 static void test_nesting(void) {
     strobe_config c = default_cfg();
@@ -142,6 +144,8 @@ static void test_repairs(void) {
     CHECK(ev[0].flags & STROBE_EVENT_UNFINISHED);
     CHECK(ev[1].flags & STROBE_EVENT_UNFINISHED);
     CHECK_EQ(ev[0].end_ns, strobe_result_trace_end_ns(r));
+    /* Nested ranges closed together end 1 ns apart, so that viewers keep their nesting. */
+    CHECK_EQ(ev[1].end_ns, strobe_result_trace_end_ns(r) - 1);
     strobe_result_free(r);
 
     /* A scope opened before the session and closed inside it records nothing. */
@@ -175,7 +179,8 @@ static void test_names(void) {
     strobe_config c = default_cfg();
     start_or_die(&c);
     char all[256];
-    for (int i = 0; i < 255; i++) all[i] = (char)(i + 1);
+    for (int i = 0; i < 255; i++)
+        all[i] = (char)(i + 1);
     all[255] = '\0';
     strobe_range_begin(all);
     strobe_range_end();
@@ -219,10 +224,12 @@ static void test_correlation(void) {
     STROBE_RANGE_BEGIN("after");
     STROBE_RANGE_END();
     /* Deeper than 64: counted, and the 64th stays current. */
-    for (uint64_t i = 1; i <= 70; i++) strobe_push_correlation_id(i);
+    for (uint64_t i = 1; i <= 70; i++)
+        strobe_push_correlation_id(i);
     STROBE_RANGE_BEGIN("deep");
     STROBE_RANGE_END();
-    for (int i = 0; i < 70; i++) strobe_pop_correlation_id();
+    for (int i = 0; i < 70; i++)
+        strobe_pop_correlation_id();
     STROBE_RANGE_BEGIN("popped");
     STROBE_RANGE_END();
     strobe_result *r = stop_or_die();
@@ -359,8 +366,10 @@ static void test_scope_filter(void) {
 
     /* Deeper than the filter stack: ranges are kept and counted. */
     start_or_die(&c);
-    for (int i = 0; i < 300; i++) strobe_range_begin_scope("deep user", STROBE_SCOPE_USER_SCOPE);
-    for (int i = 0; i < 300; i++) strobe_range_end();
+    for (int i = 0; i < 300; i++)
+        strobe_range_begin_scope("deep user", STROBE_SCOPE_USER_SCOPE);
+    for (int i = 0; i < 300; i++)
+        strobe_range_end();
     r = stop_or_die();
     CHECK_EQ(check_wellformed(r), 0);
     CHECK_EQ(strobe_result_event_count(r), 300 - 256);

@@ -7,8 +7,8 @@
  *
  * Repairs, each counted in the stats: an end with no open begin is dropped (unmatched_ends);
  * ranges open when a thread's buffer filled close at that time (truncated_ranges) and ranges
- * open at stop close at stop (unfinished_ranges). A thread's timestamps are kept monotonic, so a
- * child never starts before its parent. */
+ * open at stop close at stop (unfinished_ranges), nested ones 1 ns apart (see close_open). A
+ * thread's timestamps are kept monotonic, so a child never starts before its parent. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +202,23 @@ static strobe_event *add_event(strobe_result *r, open_stack *st, const strobe__t
     return e;
 }
 
+/* Closes every open range at time `at` (stop, or when the buffer filled), flagging it. Nested
+ * ranges closed together end 1 ns apart, innermost first: viewers order ends that share a
+ * timestamp arbitrarily, and would then see a parent end before its child. */
+static void close_open(strobe_result *r, open_stack *st, int64_t at, uint16_t flag) {
+    int64_t child_end = INT64_MIN;
+    for (size_t j = st->depth; j-- > 0;) {
+        strobe_event *e = &r->events[st->idx[j]];
+        int64_t end = at - (int64_t)j;
+        if (end < e->start_ns) end = e->start_ns;
+        if (child_end != INT64_MIN && end <= child_end) end = child_end + 1;
+        e->end_ns = end;
+        e->flags |= flag;
+        child_end = end;
+    }
+    st->depth = 0;
+}
+
 static size_t chunk_used(const strobe__tstate *t, const strobe__chunk *c) {
     return c == t->cur ? (size_t)(t->pos - (const char *)(c + 1)) : (size_t)c->used;
 }
@@ -324,21 +341,13 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
     }
     if (rc == 0 && trunc_ns != INT64_MIN) {
         stats->truncated_ranges += st.depth;
-        while (st.depth) {
-            strobe_event *e = &r->events[st.idx[--st.depth]];
-            e->end_ns = trunc_ns;
-            e->flags |= STROBE_EVENT_TRUNCATED;
-        }
+        close_open(r, &st, trunc_ns, STROBE_EVENT_TRUNCATED);
         add_event(r, &st, t, thread_index, STROBE_EVENT_INSTANT, STROBE_SCOPE_USER_SCOPE,
                   "[strobe] buffer full: records dropped", trunc_ns);
     }
     if (rc == 0) {
         stats->unfinished_ranges += st.depth;
-        while (st.depth) {
-            strobe_event *e = &r->events[st.idx[--st.depth]];
-            e->end_ns = stop_ns > e->start_ns ? stop_ns : e->start_ns;
-            e->flags |= STROBE_EVENT_UNFINISHED;
-        }
+        close_open(r, &st, stop_ns, STROBE_EVENT_UNFINISHED);
     }
     free(st.idx);
     free(st.last);

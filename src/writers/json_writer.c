@@ -285,7 +285,7 @@ static int is_reserved(const char *key) {
 /* Every field of strobe_stats, by its C name. The static assertion below fails when a field is
  * added to the struct and not here, so the trace never silently omits a loss counter. */
 #define STATS_FIELDS(X)                                                                            \
-    X(dropped_events)                                                                             \
+    X(dropped_events)                                                                              \
     X(unmatched_ends)                                                                              \
     X(unfinished_ranges)                                                                           \
     X(truncated_ranges)                                                                            \
@@ -300,6 +300,13 @@ static int is_reserved(const char *key) {
 _Static_assert(sizeof(strobe_stats) == (0 STATS_FIELDS(COUNT_FIELD)) * sizeof(uint64_t),
                "json_writer.c: STATS_FIELDS must list every field of strobe_stats");
 #undef COUNT_FIELD
+
+/* "baseTimeNanoseconds": 1 us before the session start. Every ts is relative to it, so no event
+ * sits at ts 0, which the Chrome DevTools engine takes for "unset" and leaves out of the trace's
+ * bounds; absolute times (base + ts) stay exact. */
+static int64_t base_ns(const strobe_result *r) {
+    return r->trace_start_ns - 1000;
+}
 
 static void write_header(const strobe_result *r, strobe__sink *s, uint64_t skipped_counters) {
     emit(s, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"trace_id\": ");
@@ -344,7 +351,7 @@ static void write_header(const strobe_result *r, strobe__sink *s, uint64_t skipp
     }
 
     emit(s, ",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
-    emit_i64(s, r->trace_start_ns);
+    emit_i64(s, base_ns(r));
     emit(s, ",\n  \"traceEvents\": [\n");
 }
 
@@ -391,6 +398,34 @@ static void process_name(const strobe_result *r, char *buf, size_t size) {
     if (buf[0] == '\0') snprintf(buf, size, "strobe");
 }
 
+/* The whole session as one span on its own track (tid 0, named "Spans"), as Kineto writes its
+ * "PyTorch Profiler (N)" span: viewers show the true extent of the profile, and a session that
+ * recorded nothing still has a well-defined time range. */
+static void write_session_span(const strobe_result *r, strobe__sink *s) {
+    write_meta_event(s, 0, "thread_name", r->pid, 0, "name", "Spans", 0);
+    write_meta_event(s, 0, "thread_sort_index", r->pid, 0, "sort_index", NULL, 0);
+    int64_t dur = r->trace_end_ns > r->trace_start_ns ? r->trace_end_ns - r->trace_start_ns : 0;
+    char *p = strobe__sink_reserve(s, 256);
+    if (p == NULL) return;
+    static const char head[] =
+        ",\n  {\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"strobe session\", \"pid\": ";
+    memcpy(p, head, sizeof head - 1);
+    p += sizeof head - 1;
+    p = put_i64(p, r->pid);
+    static const char mid[] = ", \"tid\": 0, \"ts\": ";
+    memcpy(p, mid, sizeof mid - 1);
+    p += sizeof mid - 1;
+    p = put_ts(p, r->trace_start_ns, base_ns(r));
+    static const char d[] = ", \"dur\": ";
+    memcpy(p, d, sizeof d - 1);
+    p += sizeof d - 1;
+    p = put_ts(p, dur, 0);
+    static const char tail[] = ", \"args\": {}}";
+    memcpy(p, tail, sizeof tail - 1);
+    p += sizeof tail - 1;
+    strobe__sink_commit(s, p);
+}
+
 static void write_metadata_events(const strobe_result *r, strobe__sink *s) {
     char pname[64];
     process_name(r, pname, sizeof pname);
@@ -408,6 +443,7 @@ static void write_metadata_events(const strobe_result *r, strobe__sink *s) {
         write_meta_event(s, 0, "thread_name", r->pid, t->tid, "name", tname, 0);
         write_meta_event(s, 0, "thread_sort_index", r->pid, t->tid, "sort_index", NULL, t->tid);
     }
+    write_session_span(r, s);
 }
 
 /* Room for everything of an event line except its strings and extra args: the literals
@@ -468,7 +504,7 @@ static int write_event(const strobe_result *r, strobe__sink *s, const strobe_eve
     p = LIT(p, ", \"tid\": ");
     p = put_i64(p, e->tid);
     p = LIT(p, ", \"ts\": ");
-    p = put_ts(p, e->start_ns, r->trace_start_ns);
+    p = put_ts(p, e->start_ns, base_ns(r));
 
     if (e->kind == STROBE_EVENT_COUNTER) {
         /* A counter's args are its series: nothing else may go there, or it becomes a series. */

@@ -1,0 +1,51 @@
+// test_cpp_scope.cpp: the instrumentation from C++: RAII scopes end with their block, also when
+// an exception unwinds it, and every macro compiles in C++.
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "strobe/strobe.h"
+#include "use_all_macros.h"
+
+static int failures;
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            std::fprintf(stderr, "%s:%d: EXPECT failed: %s\n", __FILE__, __LINE__, #cond);         \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static void throws() {
+    STROBE_FUNC();
+    throw std::runtime_error("boom");
+}
+
+int main() {
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    if (strobe_start(&cfg) != 0) return 1;
+    {
+        STROBE_SCOPE("cpp outer");
+        { STROBE_OP("cpp inner"); }
+        try {
+            throws();
+        } catch (const std::exception &) {
+        }
+        use_all_macros(2);
+    }
+    strobe_result *r = nullptr;
+    if (strobe_stop(&r) != 0) return 1;
+    const strobe_event *ev = strobe_result_events(r);
+    size_t n = strobe_result_event_count(r);
+    EXPECT(n > 4);
+    EXPECT(std::strcmp(ev[0].name, "cpp outer") == 0);
+    EXPECT(std::strcmp(ev[1].name, "cpp inner") == 0 && ev[1].parent == 0);
+    EXPECT(std::strcmp(ev[2].name, "throws") == 0 && ev[2].parent == 0);
+    // Unwinding closed "throws" before "cpp outer" ended, and nothing was left open.
+    EXPECT(ev[2].end_ns <= ev[0].end_ns);
+    EXPECT(strobe_result_stats(r)->unfinished_ranges == 0);
+    EXPECT(strobe_result_stats(r)->unmatched_ends == 0);
+    strobe_result_free(r);
+    return failures ? 1 : 0;
+}

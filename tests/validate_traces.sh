@@ -1,0 +1,26 @@
+#!/bin/bash
+# Runs the independent trace checkers (Perfetto's trace processor, the Chrome DevTools engine,
+# speedscope) with --strict on every trace the trace zoo and the demo write.
+# Usage: validate_traces.sh ZOO_BINARY DEMO_BINARY OUT_DIR SHARED_DIR
+# Exit 77 (skipped) when SHARED_DIR/validators is absent, as in a user's clone.
+set -u
+zoo=$1 demo=$2 out=$3 shared=$4
+check="$shared/validators/check_all.sh"
+if [ ! -x "$check" ]; then
+  echo "SKIP: $check not found (no ../shared beside the project); traces were not validated"
+  exit 77
+fi
+rm -rf "$out" && mkdir -p "$out" || exit 1
+traces=$("$zoo" "$out") || { echo "trace_zoo failed"; exit 1; }
+"$demo" "$out/demo_trace.json" >/dev/null || { echo "demo failed"; exit 1; }
+traces="$traces $out/demo_trace.json"
+fail=0
+for t in $traces; do
+  log="$t.check.log"
+  if "$check" "$t" --strict >"$log" 2>&1; then
+    echo "ok    $t"
+  else
+    echo "FAIL  $t"; cat "$log"; fail=1
+  fi
+done
+exit $fail
