@@ -39,9 +39,8 @@ static inline int check_wellformed(const strobe_result *r) {
                 WF(e->parent < i, "event %zu parent %u after it", i, e->parent);
                 WF(p->kind == STROBE_EVENT_RANGE, "event %zu parent is not a range", i);
                 WF(p->start_ns <= e->start_ns && e->end_ns <= p->end_ns,
-                   "event %zu [%lld,%lld] outside parent %u [%lld,%lld]", i,
-                   (long long)e->start_ns, (long long)e->end_ns, e->parent,
-                   (long long)p->start_ns, (long long)p->end_ns);
+                   "event %zu [%lld,%lld] outside parent %u [%lld,%lld]", i, (long long)e->start_ns,
+                   (long long)e->end_ns, e->parent, (long long)p->start_ns, (long long)p->end_ns);
                 WF(e->depth == p->depth + 1, "event %zu depth %u, parent depth %u", i, e->depth,
                    p->depth);
             } else {

@@ -18,7 +18,8 @@ int main(void) {
     for (size_t i = 0; i < n; i++) {
         CHECK_INT(codes[i], <, 0);
         CHECK(strcmp(strobe_strerror(codes[i]), "unknown error") != 0);
-        for (size_t j = i + 1; j < n; j++) CHECK(codes[i] != codes[j]);
+        for (size_t j = i + 1; j < n; j++)
+            CHECK(codes[i] != codes[j]);
     }
     return check_result();
 }

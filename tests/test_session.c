@@ -42,7 +42,10 @@ static void test_errors(void) {
     CHECK_EQ(strobe_is_running(), 1);
     CHECK_EQ(strobe_start(&c), STROBE_EBUSY);
     r = stop_or_die();
+    strobe_result_free(r);
+    r = (strobe_result *)&c; /* a failed stop sets *out to NULL */
     CHECK_EQ(strobe_stop(&r), STROBE_ENOSESSION);
+    CHECK(r == NULL);
     strobe_result_free(NULL);
 }
 

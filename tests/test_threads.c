@@ -27,8 +27,10 @@ static void test_stress(void) {
     strobe_config_init(&c);
     start_or_die(&c);
     pthread_t th[STRESS_THREADS];
-    for (int i = 0; i < STRESS_THREADS; i++) pthread_create(&th[i], NULL, stress_body, (void *)(intptr_t)i);
-    for (int i = 0; i < STRESS_THREADS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < STRESS_THREADS; i++)
+        pthread_create(&th[i], NULL, stress_body, (void *)(intptr_t)i);
+    for (int i = 0; i < STRESS_THREADS; i++)
+        pthread_join(th[i], NULL);
     strobe_result *r = stop_or_die();
     CHECK_EQ(check_wellformed(r), 0);
     CHECK_EQ(strobe_result_stats(r)->dropped_events, 0);
@@ -121,7 +123,8 @@ static void *racer_body(void *arg) {
 static void test_stop_races_writers(void) {
     atomic_store(&keep_running, 1);
     pthread_t th[2];
-    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, racer_body, NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, racer_body, NULL);
     strobe_config c;
     strobe_config_init(&c);
     c.buffer_bytes = 4 << 20;
@@ -142,7 +145,8 @@ static void test_stop_races_writers(void) {
         strobe_result_free(r);
     }
     atomic_store(&keep_running, 0);
-    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
 }
 
 int main(void) {

@@ -1,0 +1,904 @@
+/* trace_reader.c: the Kineto trace reader on top of the JSON tokenizer (see trace_reader.h).
+ *
+ * Contents:
+ *   1. Exact decimal parsing (strobe_rd_us_to_ns and friends).
+ *   2. The reader object: open, close, errors.
+ *   3. Top-level members (metadata) and the base-time look-ahead.
+ *   4. Events.
+ *   5. strobe_rd_next(): the top-level state machine.
+ *   6. Lookups over raw JSON text (args).
+ */
+#include "trace_reader.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_pull.h"
+
+/* ---- 1. Exact decimal parsing ------------------------------------------------------------- */
+
+/* Significant digits kept: an int64 has 19, and rounding needs the one after those. The rest only
+ * matter as "zero or not". */
+#define SIG_KEEP 24
+
+/* Parses the JSON number text t[0..n) as an integer count of units of 10^-scale, exactly, with no
+ * floating point: the digits and the decimal exponent are kept apart and combined in integers.
+ * Digits below the unit are rounded half away from zero, and *inexact (may be NULL) says whether
+ * any were nonzero. @return 0, STROBE_EFORMAT or STROBE_ERANGE. */
+static int decimal_scaled(const char *t, size_t n, int scale, int64_t *out, int *inexact) {
+    char sig[SIG_KEEP];
+    long long nsig = 0, frac = 0, exp = 0;
+    int sticky = 0; /* a nonzero digit beyond SIG_KEEP */
+    size_t i = 0;
+    int neg = 0;
+    if (inexact) *inexact = 0;
+    if (i < n && t[i] == '-') {
+        neg = 1;
+        i++;
+    }
+    if (i >= n || t[i] < '0' || t[i] > '9') return STROBE_EFORMAT;
+    int in_frac = 0;
+    if (t[i] == '0') {
+        i++;
+        if (i < n && t[i] >= '0' && t[i] <= '9') return STROBE_EFORMAT; /* "01" is not JSON */
+    }
+    for (;;) {
+        while (i < n && t[i] >= '0' && t[i] <= '9') {
+            int d = t[i++] - '0';
+            if (in_frac) frac++;
+            if (nsig == 0 && d == 0) continue; /* a leading zero is no significant digit */
+            if (nsig < SIG_KEEP)
+                sig[nsig] = (char)d;
+            else if (d)
+                sticky = 1;
+            nsig++;
+        }
+        if (!in_frac && i < n && t[i] == '.') {
+            i++;
+            if (i >= n || t[i] < '0' || t[i] > '9') return STROBE_EFORMAT;
+            in_frac = 1;
+            continue;
+        }
+        break;
+    }
+    if (i < n && (t[i] == 'e' || t[i] == 'E')) {
+        i++;
+        int eneg = 0;
+        if (i < n && (t[i] == '+' || t[i] == '-')) eneg = t[i++] == '-';
+        if (i >= n || t[i] < '0' || t[i] > '9') return STROBE_EFORMAT;
+        while (i < n && t[i] >= '0' && t[i] <= '9') {
+            if (exp < 100000000) exp = exp * 10 + (t[i] - '0'); /* beyond: clearly out of range */
+            i++;
+        }
+        if (eneg) exp = -exp;
+    }
+    if (i != n) return STROBE_EFORMAT;
+    if (nsig == 0) {
+        *out = 0;
+        return 0;
+    }
+    /* value = D * 10^e10, where D is the integer made of the significant digits. */
+    long long e10 = exp - frac + scale;
+    long long keep = nsig + e10; /* digits of D left of the unit */
+    if (keep > 19) return STROBE_ERANGE;
+    uint64_t acc = 0;
+    long long have = keep < nsig ? keep : nsig;
+    for (long long k = 0; k < have; k++)
+        acc = acc * 10 + (uint64_t)sig[k];
+    for (long long k = have; k < keep; k++)
+        acc *= 10; /* trailing zeros from the exponent */
+    /* 19 digits can exceed INT64_MAX; acc itself cannot wrap (at most 10^19 - 1 < 2^64). */
+    if (acc > (uint64_t)INT64_MAX) return STROBE_ERANGE;
+    if (keep < nsig) {
+        int round_digit = keep >= 0 ? sig[keep] : 0;
+        int rest = sticky;
+        for (long long k = keep >= 0 ? keep : 0; k < nsig && k < SIG_KEEP; k++)
+            rest |= sig[k] != 0;
+        if (inexact) *inexact = rest;
+        if (round_digit >= 5) {
+            if (acc == (uint64_t)INT64_MAX) return STROBE_ERANGE;
+            acc++;
+        }
+    }
+    *out = neg ? -(int64_t)acc : (int64_t)acc;
+    return 0;
+}
+
+int strobe_rd_us_to_ns(const char *text, size_t len, int64_t *ns) {
+    if (!text || !ns) return STROBE_EINVAL;
+    return decimal_scaled(text, len, 3, ns, NULL);
+}
+
+/* An exact integer: a number whose value has no fraction. */
+static int exact_int(const char *t, size_t n, int64_t *out) {
+    int inexact;
+    int rc = decimal_scaled(t, n, 0, out, &inexact);
+    if (rc == 0 && inexact) return STROBE_EFORMAT;
+    return rc;
+}
+
+/* A string that spells an integer in plain decimal ("25738", "-1"). */
+static int digits_int(const char *s, size_t n, int64_t *out) {
+    size_t i = n && s[0] == '-';
+    if (i == n) return 0;
+    for (size_t k = i; k < n; k++)
+        if (s[k] < '0' || s[k] > '9') return 0;
+    return exact_int(s, n, out) == 0;
+}
+
+/* ---- 2. The reader object ----------------------------------------------------------------- */
+
+enum { M_START, M_TOP, M_EVENTS, M_DONE };
+enum { ABS_UNKNOWN, ABS_BASE, ABS_TS };
+
+struct strobe_rd {
+    strobe_jp jp;
+    gzFile gz;
+    char *name; /* path, or a name for memory input, used in messages */
+    const void *mem;
+    size_t mem_len;
+    int is_mem;
+    strobe_rd_options opt;
+    int mode, seen_events, abs_mode;
+    int err;
+    int64_t err_off;
+    char errmsg[640];
+    strobe_rd_info info;
+    char *display_time_unit, *trace_name, *device_properties; /* owned copies behind info */
+    strobe_rd_event ev;
+    strobe_rd_meta meta;
+    char *arena; /* decoded strings of the current item */
+    size_t arena_len, arena_cap;
+};
+
+void strobe_rd_options_init(strobe_rd_options *opt) {
+    memset(opt, 0, sizeof *opt);
+    opt->max_depth = 512;
+    opt->max_string = (size_t)64 << 20;
+    opt->max_value = (size_t)256 << 20;
+}
+
+static int fail(strobe_rd *r, int err, int64_t off, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static int fail(strobe_rd *r, int err, int64_t off, const char *fmt, ...) {
+    if (r->err) return r->err;
+    char why[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    r->err = err;
+    r->err_off = off;
+    if (off >= 0)
+        snprintf(r->errmsg, sizeof r->errmsg, "%s: byte %lld: %s", r->name, (long long)off, why);
+    else
+        snprintf(r->errmsg, sizeof r->errmsg, "%s: %s", r->name, why);
+    r->mode = M_DONE;
+    return err;
+}
+
+/* Takes over the tokenizer's error. */
+static int fail_jp(strobe_rd *r) {
+    int err = r->jp.err ? r->jp.err : STROBE_EFORMAT;
+    return fail(r, err, r->jp.err_off, "%s", r->jp.err ? r->jp.err_msg : "tokenizer error");
+}
+
+static strobe_rd *rd_new(const char *name, const strobe_rd_options *opt) {
+    strobe_rd *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->name = strdup(name);
+    if (!r->name) {
+        free(r);
+        return NULL;
+    }
+    if (opt)
+        r->opt = *opt;
+    else
+        strobe_rd_options_init(&r->opt);
+    r->err_off = -1;
+    return r;
+}
+
+static void apply_limits(strobe_jp *jp, const strobe_rd_options *opt) {
+    jp->max_depth = opt->max_depth ? opt->max_depth : 512;
+    if (jp->max_depth > STROBE_JP_DEPTH_CAP) jp->max_depth = STROBE_JP_DEPTH_CAP;
+    if (opt->max_string) jp->max_string = opt->max_string;
+    if (opt->max_value) jp->max_capture = opt->max_value;
+}
+
+int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *opt) {
+    *out = NULL;
+    if (!path) return STROBE_EINVAL;
+    strobe_rd *r = rd_new(path, opt);
+    if (!r) return STROBE_ENOMEM;
+    *out = r;
+    strobe_jp_init_mem(&r->jp, NULL, 0); /* so that close works whatever fails below */
+    errno = 0;
+    r->gz = gzopen(path, "rb");
+    if (!r->gz)
+        return fail(r, STROBE_EIO, -1, "cannot open: %s",
+                    errno ? strerror(errno) : "out of memory in zlib");
+    /* A larger zlib input buffer halves the read calls; 256 KiB is where the gain flattens. */
+    gzbuffer(r->gz, 256 * 1024);
+    if (strobe_jp_init_gz(&r->jp, r->gz)) {
+        strobe_rd_close(r);
+        *out = NULL;
+        return STROBE_ENOMEM;
+    }
+    apply_limits(&r->jp, &r->opt);
+    return 0;
+}
+
+int strobe_rd_open_mem(strobe_rd **out, const void *data, size_t len, const char *name,
+                       const strobe_rd_options *opt) {
+    *out = NULL;
+    strobe_rd *r = rd_new(name ? name : "<memory>", opt);
+    if (!r) return STROBE_ENOMEM;
+    r->is_mem = 1;
+    r->mem = data;
+    r->mem_len = data ? len : 0;
+    strobe_jp_init_mem(&r->jp, data, r->mem_len);
+    strobe_jp_set_chunk(&r->jp, r->opt.mem_chunk);
+    apply_limits(&r->jp, &r->opt);
+    *out = r;
+    return 0;
+}
+
+void strobe_rd_close(strobe_rd *r) {
+    if (!r) return;
+    strobe_jp_free(&r->jp);
+    if (r->gz) gzclose(r->gz);
+    free(r->name);
+    free(r->display_time_unit);
+    free(r->trace_name);
+    free(r->device_properties);
+    free(r->arena);
+    free(r);
+}
+
+const strobe_rd_info *strobe_rd_get_info(const strobe_rd *r) {
+    return &r->info;
+}
+
+const char *strobe_rd_errmsg(const strobe_rd *r) {
+    return r && r->err ? r->errmsg : "";
+}
+
+int64_t strobe_rd_error_offset(const strobe_rd *r) {
+    return r && r->err ? r->err_off : -1;
+}
+
+/* The arena holds the decoded strings of one item; offsets are kept while it may still move. */
+static size_t arena_put(strobe_rd *r, const char *s, size_t n) {
+    if (n + 1 > r->arena_cap - r->arena_len) {
+        size_t cap = r->arena_cap ? r->arena_cap : 1024;
+        while (cap - r->arena_len < n + 1) {
+            if (cap > SIZE_MAX / 2) return SIZE_MAX;
+            cap *= 2;
+        }
+        char *p = realloc(r->arena, cap);
+        if (!p) return SIZE_MAX;
+        r->arena = p;
+        r->arena_cap = cap;
+    }
+    size_t off = r->arena_len;
+    memcpy(r->arena + off, s, n);
+    r->arena[off + n] = '\0';
+    r->arena_len += n + 1;
+    return off;
+}
+
+static char *dup_n(const char *s, size_t n) {
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+static int key_is(const strobe_jp *jp, const char *key) {
+    size_t n = strlen(key);
+    return jp->str_len == n && memcmp(jp->str, key, n) == 0;
+}
+
+static strobe_rd_type type_of(int tok) {
+    switch (tok) {
+    case STROBE_JP_NULL:
+        return STROBE_RD_T_NULL;
+    case STROBE_JP_FALSE:
+        return STROBE_RD_T_FALSE;
+    case STROBE_JP_TRUE:
+        return STROBE_RD_T_TRUE;
+    case STROBE_JP_NUMBER:
+        return STROBE_RD_T_NUMBER;
+    case STROBE_JP_STRING:
+        return STROBE_RD_T_STRING;
+    case STROBE_JP_ARR_BEGIN:
+        return STROBE_RD_T_ARRAY;
+    case STROBE_JP_OBJ_BEGIN:
+        return STROBE_RD_T_OBJECT;
+    default:
+        return STROBE_RD_T_NONE;
+    }
+}
+
+/* ---- 3. Top-level members ------------------------------------------------------------------ */
+
+/* Reads the value of a top-level member whose key was just returned, and fills r->meta. */
+static int read_meta(strobe_rd *r, strobe_rd_item *item) {
+    strobe_jp *jp = &r->jp;
+    r->arena_len = 0;
+    size_t koff = arena_put(r, jp->str, jp->str_len);
+    if (koff == SIZE_MAX) return fail(r, STROBE_ENOMEM, -1, "out of memory");
+    size_t klen = jp->str_len;
+    strobe_jp_capture_begin(jp, 0);
+    int tok = strobe_jp_next(jp);
+    if (tok == STROBE_JP_ERROR) return fail_jp(r);
+    if (tok == STROBE_JP_EOF)
+        return fail(r, STROBE_EFORMAT, strobe_jp_offset(jp),
+                    "unexpected end of input: member \"%.60s\" has no value", r->arena + koff);
+    const char *key = r->arena + koff;
+    /* Keep the decoded string of a string value before anything else uses the tokenizer. */
+    char *sval = NULL;
+    if (tok == STROBE_JP_STRING &&
+        (strcmp(key, "traceName") == 0 || strcmp(key, "displayTimeUnit") == 0)) {
+        sval = dup_n(jp->str, jp->str_len);
+        if (!sval) return fail(r, STROBE_ENOMEM, -1, "out of memory");
+    }
+    if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN) {
+        int end = strobe_jp_skip_container(jp);
+        if (end == STROBE_JP_ERROR || end == STROBE_JP_EOF) {
+            free(sval);
+            if (end == STROBE_JP_ERROR) return fail_jp(r);
+            return fail(r, STROBE_EFORMAT, strobe_jp_offset(jp),
+                        "unexpected end of input inside the value of \"%.60s\"", key);
+        }
+    }
+    const char *raw;
+    size_t raw_len;
+    int64_t off;
+    if (strobe_jp_capture_end(jp, &raw, &raw_len, &off)) {
+        free(sval);
+        return fail_jp(r);
+    }
+    strobe_rd_type type = type_of(tok);
+    if (strcmp(key, "schemaVersion") == 0) {
+        int64_t v;
+        r->info.has_schema_version = type == STROBE_RD_T_NUMBER && exact_int(raw, raw_len, &v) == 0;
+        r->info.schema_version = r->info.has_schema_version ? v : 0;
+    } else if (strcmp(key, "baseTimeNanoseconds") == 0) {
+        /* Every absolute time depends on it, so an unusable one is an error, not a guess. */
+        int64_t v;
+        if (type != STROBE_RD_T_NUMBER || exact_int(raw, raw_len, &v) != 0)
+            return fail(r, STROBE_EFORMAT, off, "baseTimeNanoseconds is not an integer");
+        r->info.has_base_time = 1;
+        r->info.base_time_ns = v;
+    } else if (sval && strcmp(key, "traceName") == 0) {
+        free(r->trace_name);
+        r->trace_name = sval;
+        r->info.trace_name.s = sval;
+        r->info.trace_name.len = jp->str_len;
+        sval = NULL;
+    } else if (sval) {
+        free(r->display_time_unit);
+        r->display_time_unit = sval;
+        r->info.display_time_unit.s = sval;
+        r->info.display_time_unit.len = jp->str_len;
+        sval = NULL;
+    } else if (strcmp(key, "deviceProperties") == 0) {
+        char *p = dup_n(raw, raw_len);
+        if (!p) return fail(r, STROBE_ENOMEM, -1, "out of memory");
+        free(r->device_properties);
+        r->device_properties = p;
+        r->info.device_properties = p;
+        r->info.device_properties_len = raw_len;
+    }
+    free(sval);
+    r->meta.key.s = r->arena + koff;
+    r->meta.key.len = klen;
+    r->meta.value.type = type;
+    r->meta.value.raw = raw;
+    r->meta.value.len = raw_len;
+    r->meta.offset = off;
+    r->info.metas++;
+    item->kind = STROBE_RD_META;
+    item->meta = &r->meta;
+    return STROBE_RD_META;
+}
+
+/* Looks ahead for a top-level baseTimeNanoseconds in a second pass over the input, skipping
+ * values without decoding them. Any problem just ends the look-ahead: the main pass reports it. */
+static void prescan_base(strobe_rd *r) {
+    strobe_jp pj;
+    gzFile g = NULL;
+    if (r->is_mem) {
+        strobe_jp_init_mem(&pj, r->mem, r->mem_len);
+        strobe_jp_set_chunk(&pj, r->opt.mem_chunk);
+    } else {
+        g = gzopen(r->name, "rb");
+        if (!g) return;
+        gzbuffer(g, 256 * 1024);
+        if (strobe_jp_init_gz(&pj, g)) {
+            strobe_jp_free(&pj);
+            gzclose(g);
+            return;
+        }
+    }
+    apply_limits(&pj, &r->opt);
+    pj.skip = 1;
+    if (strobe_jp_next(&pj) == STROBE_JP_OBJ_BEGIN) {
+        for (;;) {
+            int tok = strobe_jp_next(&pj);
+            if (tok == STROBE_JP_OBJ_END) {
+                r->abs_mode = ABS_TS; /* the whole object was read: there is no base time */
+                break;
+            }
+            if (tok != STROBE_JP_KEY) break;
+            int is_base = key_is(&pj, "baseTimeNanoseconds");
+            tok = strobe_jp_next(&pj);
+            int64_t v;
+            if (is_base) {
+                if (tok == STROBE_JP_NUMBER && exact_int(pj.num, pj.num_len, &v) == 0) {
+                    r->info.has_base_time = 1;
+                    r->info.base_time_ns = v;
+                    r->abs_mode = ABS_BASE;
+                }
+                break;
+            }
+            if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN)
+                tok = strobe_jp_skip_container(&pj);
+            if (tok <= STROBE_JP_EOF) break;
+        }
+    }
+    strobe_jp_free(&pj);
+    if (g) gzclose(g);
+}
+
+/* ---- 4. Events ---------------------------------------------------------------------------- */
+
+enum { F_PH, F_NAME, F_CAT, F_BP, F_S, F_PID, F_TID, F_ID, F_TS, F_DUR, F_ARGS, F_NFIELDS };
+#define F_NSTR (F_ID + 1) /* fields with a decoded string: ph .. id */
+
+static int field_of(const strobe_jp *jp) {
+    const char *k = jp->str;
+    switch (jp->str_len) {
+    case 1:
+        return k[0] == 's' ? F_S : -1;
+    case 2:
+        if (memcmp(k, "ph", 2) == 0) return F_PH;
+        if (memcmp(k, "ts", 2) == 0) return F_TS;
+        if (memcmp(k, "id", 2) == 0) return F_ID;
+        if (memcmp(k, "bp", 2) == 0) return F_BP;
+        return -1;
+    case 3:
+        if (memcmp(k, "pid", 3) == 0) return F_PID;
+        if (memcmp(k, "tid", 3) == 0) return F_TID;
+        if (memcmp(k, "cat", 3) == 0) return F_CAT;
+        if (memcmp(k, "dur", 3) == 0) return F_DUR;
+        return -1;
+    case 4:
+        if (memcmp(k, "name", 4) == 0) return F_NAME;
+        if (memcmp(k, "args", 4) == 0) return F_ARGS;
+        return -1;
+    default:
+        return -1;
+    }
+}
+
+static void mark(strobe_rd_event *ev, unsigned bit, const char *why) {
+    if (!ev->bad_reason) ev->bad_reason = why;
+    ev->bad |= bit;
+}
+
+static const unsigned field_bad[F_NFIELDS] = {
+    [F_PH] = STROBE_RD_BAD_PH,    [F_NAME] = STROBE_RD_BAD_NAME, [F_CAT] = STROBE_RD_BAD_CAT,
+    [F_BP] = STROBE_RD_BAD_FIELD, [F_S] = STROBE_RD_BAD_FIELD,   [F_PID] = STROBE_RD_BAD_PID,
+    [F_TID] = STROBE_RD_BAD_TID,  [F_ID] = STROBE_RD_BAD_ID,     [F_TS] = STROBE_RD_BAD_TS,
+    [F_DUR] = STROBE_RD_BAD_DUR,  [F_ARGS] = STROBE_RD_BAD_ARGS};
+static const char *const field_why[F_NFIELDS] = {[F_PH] = "ph is not a string",
+                                                 [F_NAME] = "name is not a string",
+                                                 [F_CAT] = "cat is not a string",
+                                                 [F_BP] = "bp is not a string",
+                                                 [F_S] = "s is not a string",
+                                                 [F_PID] = "pid is neither an integer nor a string",
+                                                 [F_TID] = "tid is neither an integer nor a string",
+                                                 [F_ID] = "id is neither an integer nor a string",
+                                                 [F_TS] = "ts is not a number",
+                                                 [F_DUR] = "dur is not a number",
+                                                 [F_ARGS] = "args is not an object"};
+
+static int eof_in_event(strobe_rd *r, int64_t start) {
+    return fail(r, STROBE_EFORMAT, strobe_jp_offset(&r->jp),
+                "unexpected end of input inside the event that starts at byte %lld",
+                (long long)start);
+}
+
+/* Reads the event object whose '{' was just returned (the capture began before it). */
+static int read_event(strobe_rd *r, strobe_rd_item *item, int64_t start) {
+    strobe_jp *jp = &r->jp;
+    strobe_rd_event *ev = &r->ev;
+    memset(ev, 0, sizeof *ev);
+    ev->index = r->info.events;
+    ev->offset = start;
+    r->arena_len = 0;
+    size_t soff[F_NSTR], slen[F_NSTR] = {0}; /* arena offsets (SIZE_MAX: absent) and lengths */
+    for (int i = 0; i < F_NSTR; i++)
+        soff[i] = SIZE_MAX;
+    strobe_rd_id *ids[F_NSTR] = {[F_PID] = &ev->pid, [F_TID] = &ev->tid, [F_ID] = &ev->id};
+    unsigned seen = 0;
+    int64_t args_start = -1, args_end = -1;
+    for (;;) {
+        int tok = strobe_jp_next(jp);
+        if (tok == STROBE_JP_OBJ_END) break;
+        if (tok == STROBE_JP_ERROR) return fail_jp(r);
+        if (tok == STROBE_JP_EOF) return eof_in_event(r, start);
+        int f = field_of(jp); /* tok is a key: the tokenizer allows nothing else here */
+        if (f >= 0) {
+            if (seen & (1u << f)) mark(ev, STROBE_RD_BAD_DUP_KEY, "a member is repeated");
+            seen |= 1u << f;
+        }
+        int vt = strobe_jp_next(jp);
+        if (vt == STROBE_JP_ERROR) return fail_jp(r);
+        if (vt == STROBE_JP_EOF) return eof_in_event(r, start);
+        int usable = 1;
+        switch (f) {
+        case F_PH:
+        case F_NAME:
+        case F_CAT:
+        case F_BP:
+        case F_S:
+            soff[f] = SIZE_MAX;
+            if (vt == STROBE_JP_STRING) {
+                soff[f] = arena_put(r, jp->str, jp->str_len);
+                slen[f] = jp->str_len;
+                if (soff[f] == SIZE_MAX) return fail(r, STROBE_ENOMEM, -1, "out of memory");
+            } else {
+                usable = 0;
+            }
+            break;
+        case F_PID:
+        case F_TID:
+        case F_ID: {
+            strobe_rd_id *id = ids[f];
+            memset(id, 0, sizeof *id);
+            soff[f] = SIZE_MAX;
+            if (vt == STROBE_JP_STRING) {
+                id->kind = STROBE_RD_ID_STRING;
+                id->has_num = digits_int(jp->str, jp->str_len, &id->num);
+                if (!id->has_num) id->num = 0;
+                soff[f] = arena_put(r, jp->str, jp->str_len);
+                slen[f] = jp->str_len;
+                if (soff[f] == SIZE_MAX) return fail(r, STROBE_ENOMEM, -1, "out of memory");
+            } else if (vt == STROBE_JP_NUMBER && exact_int(jp->num, jp->num_len, &id->num) == 0) {
+                id->kind = STROBE_RD_ID_INT;
+                id->has_num = 1;
+            } else {
+                id->kind = STROBE_RD_ID_OTHER;
+                id->num = 0;
+                usable = 0;
+            }
+            break;
+        }
+        case F_TS:
+        case F_DUR: {
+            int64_t *dst = f == F_TS ? &ev->ts_ns : &ev->dur_ns;
+            int *has = f == F_TS ? &ev->has_ts : &ev->has_dur;
+            *has = 0;
+            *dst = 0;
+            if (vt != STROBE_JP_NUMBER) {
+                usable = 0;
+                break;
+            }
+            if (decimal_scaled(jp->num, jp->num_len, 3, dst, NULL) != 0) {
+                *dst = 0;
+                mark(ev, f == F_TS ? STROBE_RD_BAD_TS : STROBE_RD_BAD_DUR,
+                     f == F_TS ? "ts is out of range" : "dur is out of range");
+                break;
+            }
+            *has = 1;
+            break;
+        }
+        case F_ARGS:
+            args_start = args_end = -1;
+            if (vt == STROBE_JP_OBJ_BEGIN) {
+                args_start = jp->tok_off;
+                int end = strobe_jp_skip_container(jp);
+                if (end == STROBE_JP_ERROR) return fail_jp(r);
+                if (end == STROBE_JP_EOF) return eof_in_event(r, start);
+                args_end = strobe_jp_offset(jp);
+                vt = STROBE_JP_OBJ_END; /* consumed */
+            } else {
+                usable = 0;
+            }
+            break;
+        default:
+            break;
+        }
+        if (!usable) mark(ev, field_bad[f], field_why[f]);
+        if (vt == STROBE_JP_OBJ_BEGIN || vt == STROBE_JP_ARR_BEGIN) {
+            int end = strobe_jp_skip_container(jp);
+            if (end == STROBE_JP_ERROR) return fail_jp(r);
+            if (end == STROBE_JP_EOF) return eof_in_event(r, start);
+        }
+    }
+    int64_t raw_off;
+    if (strobe_jp_capture_end(jp, &ev->raw, &ev->raw_len, &raw_off)) return fail_jp(r);
+    if (args_start >= 0) {
+        ev->args = ev->raw + (args_start - raw_off);
+        ev->args_len = (size_t)(args_end - args_start);
+    }
+    strobe_rd_str *strs[F_NSTR] = {
+        [F_PH] = &ev->ph, [F_NAME] = &ev->name,   [F_CAT] = &ev->cat,     [F_BP] = &ev->bp,
+        [F_S] = &ev->s,   [F_PID] = &ev->pid.str, [F_TID] = &ev->tid.str, [F_ID] = &ev->id.str};
+    for (int i = 0; i < F_NSTR; i++) {
+        if (soff[i] == SIZE_MAX) continue;
+        strs[i]->s = r->arena + soff[i];
+        strs[i]->len = slen[i];
+    }
+
+    /* Fields a viewer needs, by phase (Trace Event Format): ph always; name except on "E"; ts
+     * except on metadata; dur on complete events; pid and tid always. */
+    int is_e = ev->ph.s && strcmp(ev->ph.s, "E") == 0;
+    int is_m = ev->ph.s && strcmp(ev->ph.s, "M") == 0;
+    int is_x = ev->ph.s && strcmp(ev->ph.s, "X") == 0;
+    if (!(seen & (1u << F_PH)))
+        mark(ev, STROBE_RD_BAD_PH, "missing ph");
+    else if (ev->ph.s && ev->ph.len == 0)
+        mark(ev, STROBE_RD_BAD_PH, "empty ph");
+    if (!(seen & (1u << F_NAME)) && !is_e) mark(ev, STROBE_RD_BAD_NAME, "missing name");
+    if (!(seen & (1u << F_TS)) && !is_m) mark(ev, STROBE_RD_BAD_TS, "missing ts");
+    if (is_x && !(seen & (1u << F_DUR))) mark(ev, STROBE_RD_BAD_DUR, "complete event without dur");
+    if (ev->has_dur && ev->dur_ns < 0) mark(ev, STROBE_RD_BAD_DUR, "negative dur");
+    if (!(seen & (1u << F_PID))) mark(ev, STROBE_RD_BAD_PID, "missing pid");
+    if (!(seen & (1u << F_TID)) && !is_m) mark(ev, STROBE_RD_BAD_TID, "missing tid");
+
+    if (ev->has_ts && r->abs_mode == ABS_TS) {
+        ev->has_abs = 1;
+        ev->abs_ts_ns = ev->ts_ns;
+    } else if (ev->has_ts && r->abs_mode == ABS_BASE) {
+        int64_t base = r->info.base_time_ns;
+        if ((ev->ts_ns > 0 && base > INT64_MAX - ev->ts_ns) ||
+            (ev->ts_ns < 0 && base < INT64_MIN - ev->ts_ns)) {
+            mark(ev, STROBE_RD_BAD_TS, "ts plus baseTimeNanoseconds is out of range");
+        } else {
+            ev->has_abs = 1;
+            ev->abs_ts_ns = base + ev->ts_ns;
+        }
+    }
+    if (ev->bad) r->info.bad_events++;
+    r->info.events++;
+    item->kind = STROBE_RD_EVENT;
+    item->event = ev;
+    return STROBE_RD_EVENT;
+}
+
+/* An element of traceEvents that is not an object: returned as a bad event with its raw text. */
+static int read_non_object(strobe_rd *r, strobe_rd_item *item, int tok) {
+    strobe_jp *jp = &r->jp;
+    strobe_rd_event *ev = &r->ev;
+    memset(ev, 0, sizeof *ev);
+    ev->index = r->info.events;
+    ev->offset = jp->tok_off;
+    if (tok == STROBE_JP_ARR_BEGIN) {
+        int end = strobe_jp_skip_container(jp);
+        if (end == STROBE_JP_ERROR) return fail_jp(r);
+        if (end == STROBE_JP_EOF) return eof_in_event(r, ev->offset);
+    }
+    int64_t off;
+    if (strobe_jp_capture_end(jp, &ev->raw, &ev->raw_len, &off)) return fail_jp(r);
+    mark(ev, STROBE_RD_BAD_NOT_OBJECT, "the event is not an object");
+    r->info.bad_events++;
+    r->info.events++;
+    item->kind = STROBE_RD_EVENT;
+    item->event = ev;
+    return STROBE_RD_EVENT;
+}
+
+/* ---- 5. The top-level state machine ------------------------------------------------------- */
+
+/* After the top-level value: only whitespace may follow. */
+static int finish(strobe_rd *r) {
+    int tok = strobe_jp_next(&r->jp);
+    if (tok == STROBE_JP_ERROR) return fail_jp(r);
+    r->mode = M_DONE;
+    return STROBE_RD_END;
+}
+
+int strobe_rd_next(strobe_rd *r, strobe_rd_item *item) {
+    strobe_jp *jp = &r->jp;
+    memset(item, 0, sizeof *item);
+    if (r->err) return r->err;
+    for (;;) {
+        int tok, rc;
+        switch (r->mode) {
+        case M_START:
+            tok = strobe_jp_next(jp);
+            if (tok == STROBE_JP_OBJ_BEGIN) {
+                r->mode = M_TOP;
+                continue;
+            }
+            if (tok == STROBE_JP_ARR_BEGIN) {
+                r->info.bare_array = 1;
+                r->seen_events = 1;
+                r->abs_mode = ABS_TS; /* a bare array has no base time */
+                r->mode = M_EVENTS;
+                continue;
+            }
+            if (tok == STROBE_JP_ERROR) return fail_jp(r);
+            if (tok == STROBE_JP_EOF) return fail(r, STROBE_EFORMAT, jp->tok_off, "empty input");
+            return fail(r, STROBE_EFORMAT, jp->tok_off,
+                        "the top level is neither an object nor an array");
+        case M_TOP:
+            tok = strobe_jp_next(jp);
+            if (tok == STROBE_JP_KEY) {
+                if (!key_is(jp, "traceEvents")) {
+                    rc = read_meta(r, item);
+                    if (rc > 0) r->info.bytes = strobe_jp_offset(jp);
+                    return rc;
+                }
+                tok = strobe_jp_next(jp);
+                if (tok == STROBE_JP_ERROR) return fail_jp(r);
+                if (tok != STROBE_JP_ARR_BEGIN) {
+                    if (tok == STROBE_JP_EOF)
+                        return fail(r, STROBE_EFORMAT, strobe_jp_offset(jp),
+                                    "unexpected end of input after \"traceEvents\"");
+                    return fail(r, STROBE_EFORMAT, jp->tok_off, "traceEvents is not an array");
+                }
+                r->seen_events = 1;
+                if (r->abs_mode == ABS_UNKNOWN) {
+                    if (r->info.has_base_time)
+                        r->abs_mode = ABS_BASE;
+                    else if (r->opt.prescan_base)
+                        prescan_base(r);
+                }
+                r->mode = M_EVENTS;
+                continue;
+            }
+            if (tok == STROBE_JP_OBJ_END) {
+                int64_t end = jp->tok_off;
+                if (finish(r) < 0) return r->err;
+                r->info.bytes = strobe_jp_offset(jp);
+                if (!r->seen_events)
+                    return fail(r, STROBE_EFORMAT, end,
+                                "the top-level object has no traceEvents array");
+                return STROBE_RD_END;
+            }
+            if (tok == STROBE_JP_ERROR) return fail_jp(r);
+            return fail(r, STROBE_EFORMAT, strobe_jp_offset(jp),
+                        "unexpected end of input: the top-level object is not closed");
+        case M_EVENTS: {
+            strobe_jp_capture_begin(jp, 1);
+            tok = strobe_jp_next(jp);
+            if (tok == STROBE_JP_OBJ_BEGIN) {
+                rc = read_event(r, item, jp->tok_off);
+                if (rc > 0) r->info.bytes = strobe_jp_offset(jp);
+                return rc;
+            }
+            if (tok == STROBE_JP_ERROR) return fail_jp(r);
+            if (tok == STROBE_JP_ARR_END || tok == STROBE_JP_EOF) {
+                const char *t;
+                size_t n;
+                int64_t o;
+                if (strobe_jp_capture_end(jp, &t, &n, &o)) return fail_jp(r);
+                if (tok == STROBE_JP_EOF) {
+                    /* The input ended between two events: an unterminated array, accepted. */
+                    r->info.unterminated = 1;
+                    r->mode = M_DONE;
+                    r->info.bytes = strobe_jp_offset(jp);
+                    return STROBE_RD_END;
+                }
+                if (r->info.bare_array) {
+                    if (finish(r) < 0) return r->err;
+                    r->info.bytes = strobe_jp_offset(jp);
+                    return STROBE_RD_END;
+                }
+                r->mode = M_TOP;
+                continue;
+            }
+            rc = read_non_object(r, item, tok);
+            if (rc > 0) r->info.bytes = strobe_jp_offset(jp);
+            return rc;
+        }
+        default:
+            return STROBE_RD_END;
+        }
+    }
+}
+
+/* ---- 6. Lookups over raw JSON text -------------------------------------------------------- */
+
+int strobe_rd_obj_get(const char *text, size_t len, const char *key, strobe_rd_value *out) {
+    if (!text || !key || !out) return STROBE_EINVAL;
+    strobe_jp jp;
+    strobe_jp_init_mem(&jp, text, len);
+    jp.skip = 1; /* values are returned raw; keys are still decoded to compare them */
+    size_t klen = strlen(key);
+    int rc = STROBE_EFORMAT;
+    if (strobe_jp_next(&jp) == STROBE_JP_OBJ_BEGIN) {
+        for (;;) {
+            int tok = strobe_jp_next(&jp);
+            if (tok == STROBE_JP_OBJ_END) {
+                rc = 0;
+                break;
+            }
+            if (tok != STROBE_JP_KEY) break;
+            int match = jp.str_len == klen && memcmp(jp.str, key, klen) == 0;
+            tok = strobe_jp_next(&jp);
+            if (tok <= STROBE_JP_EOF) break;
+            int64_t start = jp.tok_off;
+            if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN) {
+                int end = strobe_jp_skip_container(&jp);
+                if (end <= STROBE_JP_EOF) break;
+            }
+            if (match) {
+                out->type = type_of(tok);
+                out->raw = text + start;
+                out->len = (size_t)(strobe_jp_offset(&jp) - start);
+                rc = 1;
+                break;
+            }
+        }
+    }
+    strobe_jp_free(&jp);
+    if (rc != 1) memset(out, 0, sizeof *out);
+    return rc;
+}
+
+int strobe_rd_event_arg(const strobe_rd_event *ev, const char *key, strobe_rd_value *out) {
+    if (!ev || !out) return STROBE_EINVAL;
+    if (!ev->args) {
+        memset(out, 0, sizeof *out);
+        return 0;
+    }
+    return strobe_rd_obj_get(ev->args, ev->args_len, key, out);
+}
+
+int strobe_rd_value_int(const strobe_rd_value *v, int64_t *out) {
+    if (!v || !out) return STROBE_EINVAL;
+    if (v->type != STROBE_RD_T_NUMBER || !v->raw) return STROBE_EFORMAT;
+    return exact_int(v->raw, v->len, out);
+}
+
+int strobe_rd_value_double(const strobe_rd_value *v, double *out) {
+    if (!v || !out) return STROBE_EINVAL;
+    if (v->type != STROBE_RD_T_NUMBER || !v->raw || v->len == 0 || v->len > STROBE_JP_NUM_MAX)
+        return STROBE_EFORMAT;
+    int64_t dummy;
+    if (decimal_scaled(v->raw, v->len, 0, &dummy, NULL) == STROBE_EFORMAT) return STROBE_EFORMAT;
+    char buf[STROBE_JP_NUM_MAX + 1];
+    memcpy(buf, v->raw, v->len);
+    buf[v->len] = '\0';
+    char *end;
+    *out = strtod(buf, &end);
+    return *end == '\0' ? 0 : STROBE_EFORMAT;
+}
+
+int strobe_rd_value_str(const strobe_rd_value *v, char *buf, size_t cap, size_t *len) {
+    if (!v || (!buf && cap)) return STROBE_EINVAL;
+    if (v->type != STROBE_RD_T_STRING || !v->raw) return STROBE_EFORMAT;
+    strobe_jp jp;
+    strobe_jp_init_mem(&jp, v->raw, v->len);
+    int rc = STROBE_EFORMAT;
+    if (strobe_jp_next(&jp) == STROBE_JP_STRING && strobe_jp_next(&jp) == STROBE_JP_EOF) {
+        if (len) *len = jp.str_len;
+        rc = 0;
+        if (cap) {
+            size_t n = jp.str_len < cap ? jp.str_len : cap - 1;
+            memcpy(buf, jp.str, n);
+            buf[n] = '\0';
+            if (n < jp.str_len) rc = STROBE_ERANGE;
+        } else if (jp.str_len) {
+            rc = STROBE_ERANGE;
+        }
+    }
+    strobe_jp_free(&jp);
+    return rc;
+}
