@@ -223,14 +223,18 @@ static size_t chunk_used(const strobe__tstate *t, const strobe__chunk *c) {
     return c == t->cur ? (size_t)(t->pos - (const char *)(c + 1)) : (size_t)c->used;
 }
 
+/* Collects one thread's records. *marker is set to the index of the "buffer full" instant, or
+ * STROBE_NO_EVENT when the thread's buffer never filled. */
 static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread_index,
-                          const strobe__clock_conv *conv, int64_t stop_ns, strobe_stats *stats) {
+                          const strobe__clock_conv *conv, int64_t stop_ns, strobe_stats *stats,
+                          uint32_t *marker) {
     strobe_result *r = in->r;
     open_stack st = {NULL, NULL, 0, 0, STROBE_NO_EVENT};
     uint64_t pend_ext = 0, pend_user = 0;
     int64_t prev = INT64_MIN;
     int rc = 0;
     int64_t trunc_ns = INT64_MIN;
+    *marker = STROBE_NO_EVENT;
 
     for (const strobe__chunk *c = t->first; c && rc == 0; c = c->next) {
         const char *p = (const char *)(c + 1);
@@ -342,8 +346,10 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
     if (rc == 0 && trunc_ns != INT64_MIN) {
         stats->truncated_ranges += st.depth;
         close_open(r, &st, trunc_ns, STROBE_EVENT_TRUNCATED);
-        add_event(r, &st, t, thread_index, STROBE_EVENT_INSTANT, STROBE_SCOPE_USER_SCOPE,
-                  "[strobe] buffer full: records dropped", trunc_ns);
+        strobe_event *m =
+            add_event(r, &st, t, thread_index, STROBE_EVENT_INSTANT, STROBE_SCOPE_USER_SCOPE,
+                      "[strobe] buffer full: records dropped", trunc_ns);
+        *marker = (uint32_t)(m - r->events);
     }
     if (rc == 0) {
         stats->unfinished_ranges += st.depth;
@@ -393,30 +399,22 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
         ti->dropped_events = t->dropped;
         ti->exited = t->exited;
         if (ti->name == NULL) rc = STROBE_ENOMEM;
-        if (rc == 0) rc = collect_thread(&in, t, (uint32_t)i, conv, stop_ns, st);
+        uint32_t marker = STROBE_NO_EVENT;
+        if (rc == 0) rc = collect_thread(&in, t, (uint32_t)i, conv, stop_ns, st, &marker);
         ti->event_count = r->event_count - ti->first_event;
         st->dropped_events += t->dropped;
         st->signal_dropped += t->signal_dropped;
         st->truncated_names += t->truncated_names;
         st->scope_depth_overflow += t->scope_overflow;
         st->correlation_overflow += t->corr_overflow;
-    }
-    r->thread_count = n;
-    /* The synthetic "buffer full" instants carry their thread's count. */
-    for (i = 0; i < n && rc == 0; i++) {
-        const strobe_thread_info *ti = &r->threads[i];
-        if (!ti->dropped_events || !ti->event_count) continue;
-        size_t last = ti->first_event + ti->event_count - 1;
-        for (size_t k = ti->first_event; k <= last && rc == 0; k++) {
-            if (r->events[k].kind == STROBE_EVENT_INSTANT &&
-                r->events[k].parent == STROBE_NO_EVENT &&
-                strcmp(r->events[k].name, "[strobe] buffer full: records dropped") == 0) {
-                char num[32];
-                snprintf(num, sizeof num, "%llu", (unsigned long long)ti->dropped_events);
-                rc = strobe_event_set_arg(r, k, "dropped records", num);
-            }
+        if (rc == 0 && marker != STROBE_NO_EVENT) {
+            /* The marker instant carries its thread's count. */
+            char num[32];
+            snprintf(num, sizeof num, "%llu", (unsigned long long)t->dropped);
+            rc = strobe_event_set_arg(r, marker, "dropped records", num);
         }
     }
+    r->thread_count = n;
     free(in.sites);
     free(in.names);
     free(list);

@@ -154,10 +154,9 @@ static inline void put_corr(strobe__tstate *t) {
     t->pos += 24;
 }
 
-static inline void put_site(strobe__tstate *t, unsigned kind, const strobe_site *site,
-                            int with_corr) {
+static inline void put_site(strobe__tstate *t, unsigned kind, const strobe_site *site) {
     if (UNLIKELY(!reserve(t, 16u + corr_bytes(t), 1))) return;
-    if (UNLIKELY(with_corr && corr_bytes(t))) put_corr(t);
+    if (UNLIKELY(corr_bytes(t))) put_corr(t);
     uint64_t *w = (uint64_t *)t->pos;
     w[1] = (uint64_t)(uintptr_t)site;
     w[0] = STROBE__REC_WORD(kind, strobe__now_raw());
@@ -203,7 +202,7 @@ __attribute__((noinline)) static void begin_site_full(const strobe_site *site) {
         leave(t);
         return;
     }
-    put_site(t, STROBE__REC_BEGIN_SITE, site, 1);
+    put_site(t, STROBE__REC_BEGIN_SITE, site);
     leave(t);
 }
 
@@ -260,7 +259,7 @@ __attribute__((noinline)) static uint32_t guard_begin_site_full(const strobe_sit
     if (t == NULL) return 0;
     uint32_t token = 0;
     if (LIKELY(((t->scopes >> (site->scope & 31)) & 1u) != 0)) {
-        put_site(t, STROBE__REC_BEGIN_SITE, site, 1);
+        put_site(t, STROBE__REC_BEGIN_SITE, site);
         token = t->gen;
     }
     leave(t);
@@ -319,7 +318,7 @@ void strobe__guard_end(uint32_t token) {
 void strobe__instant_site(const strobe_site *site) {
     strobe__tstate *t = enter(1);
     if (t == NULL) return;
-    put_site(t, STROBE__REC_INSTANT_SITE, site, 1);
+    put_site(t, STROBE__REC_INSTANT_SITE, site);
     leave(t);
 }
 
