@@ -31,6 +31,13 @@ void *strobe__big_map(size_t bytes, int noreserve) {
     return (void *)aligned;
 }
 
+void strobe__big_populate(void *p, size_t bytes) {
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels reject it with EINVAL */
+#endif
+    if (p != NULL && bytes) (void)madvise(p, round_page(bytes), MADV_POPULATE_WRITE);
+}
+
 void strobe__big_unmap(void *p, size_t bytes) {
     if (p != NULL) munmap(p, round_page(bytes ? bytes : 1));
 }

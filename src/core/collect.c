@@ -219,6 +219,47 @@ static void close_open(strobe_result *r, open_stack *st, int64_t at, uint16_t fl
     st->depth = 0;
 }
 
+/* The size of the record at p (avail bytes left in its chunk), and whether it starts an event.
+ * 0 for a record that cannot be read (unknown kind, or longer than what is left), which cannot
+ * happen unless memory was overwritten: the rest of the chunk is then skipped. */
+static size_t rec_size(const char *p, size_t avail, int *starts_event) {
+    uint64_t w[2] = {0, 0};
+    memcpy(w, p, avail >= 16 ? 16 : 8);
+    size_t size = 0;
+    *starts_event = 1;
+    switch (STROBE__REC_KIND(w[0])) {
+    case STROBE__REC_END:
+        *starts_event = 0;
+        size = 8;
+        break;
+    case STROBE__REC_TRUNC: /* becomes the "buffer full" marker */
+        size = 8;
+        break;
+    case STROBE__REC_CORR:
+        *starts_event = 0;
+        size = 24;
+        break;
+    case STROBE__REC_BEGIN_SITE:
+    case STROBE__REC_INSTANT_SITE:
+        size = 16;
+        break;
+    case STROBE__REC_COUNTER_SITE:
+        size = 24;
+        break;
+    case STROBE__REC_BEGIN_NAME:
+    case STROBE__REC_INSTANT_NAME:
+    case STROBE__REC_COUNTER_NAME: {
+        if (avail < 16 || (uint32_t)w[1] > STROBE__MAX_NAME) return 0;
+        size_t head = STROBE__REC_KIND(w[0]) == STROBE__REC_COUNTER_NAME ? 24 : 16;
+        size = head + STROBE__NAME_PAD((uint32_t)w[1]);
+        break;
+    }
+    default:
+        return 0;
+    }
+    return size <= avail ? size : 0;
+}
+
 static size_t chunk_used(const strobe__tstate *t, const strobe__chunk *c) {
     return c == t->cur ? (size_t)(t->pos - (const char *)(c + 1)) : (size_t)c->used;
 }
@@ -249,12 +290,13 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
                 prev = ts;
             }
             const uint64_t *w = (const uint64_t *)p;
-            size_t size;
+            int starts_event;
+            size_t size = rec_size(p, (size_t)(end - p), &starts_event);
+            if (size == 0) break;
             const char *name = NULL;
             strobe_event *e = NULL;
             switch (kind) {
             case STROBE__REC_END:
-                size = 8;
                 if (st.depth == 0) {
                     stats->unmatched_ends++;
                 } else {
@@ -263,7 +305,6 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
                 break;
             case STROBE__REC_BEGIN_SITE:
             case STROBE__REC_INSTANT_SITE: {
-                size = 16;
                 const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
                 name = site_name(in, site);
                 if (name == NULL) {
@@ -280,11 +321,6 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
             case STROBE__REC_BEGIN_NAME:
             case STROBE__REC_INSTANT_NAME: {
                 uint32_t len = (uint32_t)w[1];
-                size = 16 + STROBE__NAME_PAD(len);
-                if (len > STROBE__MAX_NAME || (size_t)(end - p) < size) {
-                    size = (size_t)(end - p);
-                    break;
-                }
                 name = bytes_name(in, p + 16, len);
                 if (name == NULL) {
                     rc = STROBE_ENOMEM;
@@ -301,15 +337,9 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
             case STROBE__REC_COUNTER_NAME: {
                 uint32_t len = 0;
                 if (kind == STROBE__REC_COUNTER_SITE) {
-                    size = 24;
                     name = site_name(in, (const strobe_site *)(uintptr_t)w[1]);
                 } else {
                     len = (uint32_t)w[1];
-                    size = 24 + STROBE__NAME_PAD(len);
-                    if (len > STROBE__MAX_NAME || (size_t)(end - p) < size) {
-                        size = (size_t)(end - p);
-                        break;
-                    }
                     name = bytes_name(in, p + 24, len);
                 }
                 if (name == NULL) {
@@ -322,17 +352,13 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
                 break;
             }
             case STROBE__REC_CORR:
-                size = 24;
                 pend_ext = w[1];
                 pend_user = w[2];
                 break;
             case STROBE__REC_TRUNC:
-                size = 8;
                 trunc_ns = ts;
                 break;
-            default:
-                /* Cannot happen unless memory was overwritten: skip the rest of the chunk. */
-                size = (size_t)(end - p);
+            default: /* rec_size() accepted no other kind */
                 break;
             }
             if (e != NULL && e->kind != STROBE_EVENT_COUNTER) {
@@ -362,17 +388,26 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
 
 int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns,
                     strobe_result *r) {
-    size_t n = 0, bytes = 0;
+    /* A first pass counts the events, so that the event array is mapped at its exact size and
+     * faulted in with one call: page faults one by one cost microseconds each on a VM. */
+    size_t n = 0, bytes = 0, events = 0;
     for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
         n++;
-        for (const strobe__chunk *c = t->first; c; c = c->next)
-            bytes += chunk_used(t, c);
+        for (const strobe__chunk *c = t->first; c; c = c->next) {
+            size_t used = chunk_used(t, c);
+            const char *p = (const char *)(c + 1), *end = p + used;
+            int starts_event;
+            size_t size;
+            while (p < end && (size = rec_size(p, (size_t)(end - p), &starts_event)) != 0) {
+                events += (size_t)starts_event;
+                p += size;
+            }
+            bytes += used;
+        }
     }
     strobe__tstate **list = calloc(n ? n : 1, sizeof *list);
     r->threads = calloc(n ? n : 1, sizeof *r->threads);
-    /* Every event takes at least 16 bytes of records; a thread adds at most one synthetic event. */
-    size_t upper = bytes / 16 + n + 1;
-    int rc = (list && r->threads) ? strobe__result_alloc_events(r, upper) : STROBE_ENOMEM;
+    int rc = (list && r->threads) ? strobe__result_alloc_events(r, events) : STROBE_ENOMEM;
     if (rc) {
         free(list);
         return rc;

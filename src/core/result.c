@@ -143,8 +143,9 @@ int strobe_event_set_name(strobe_result *r, size_t index, const char *name) {
  * so that freeing it returns the memory to the system at once. */
 int strobe__result_alloc_events(strobe_result *r, size_t count) {
     size_t bytes = (count ? count : 1) * sizeof(strobe_event);
-    void *p = strobe__big_map(bytes, 1);
+    void *p = strobe__big_map(bytes, 0);
     if (p == NULL) return STROBE_ENOMEM;
+    strobe__big_populate(p, bytes);
     r->events = p;
     r->events_map_bytes = bytes;
     r->event_count = count;

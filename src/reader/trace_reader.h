@@ -102,13 +102,12 @@ typedef struct strobe_rd_event {
     strobe_rd_str bp, s; /* flow binding point, instant scope */
     strobe_rd_id pid, tid, id;
     int has_ts, has_dur;
-    int64_t
-        ts_ns; /* ts in ns exactly as written (relative to the base time if the trace has one) */
-    int64_t dur_ns; /* dur in ns */
+    /* ts and dur in ns, exactly as written (ts is relative to the base time if there is one). */
+    int64_t ts_ns, dur_ns;
     /* Absolute start in ns: baseTimeNanoseconds + ts_ns when the trace has a base time, ts_ns when
      * it has none. Known (has_abs) when the base time came before traceEvents, when the file is a
-     * bare array, or when options.prescan_base looked ahead; otherwise read strobe_rd_info()
-     * after the last event and add base_time_ns yourself. */
+     * bare array, or when options.prescan_base looked ahead; otherwise read
+     * strobe_rd_get_info() after the last event and add base_time_ns yourself. */
     int has_abs;
     int64_t abs_ts_ns;
     const char *args; /* raw text of the "args" object, NULL when absent or not an object */
