@@ -263,7 +263,7 @@ static void print_stats(const strobe_result *r) {
     const strobe_stats *st = strobe_result_stats(r);
     printf("\nrecorded %zu events on %zu threads\n", strobe_result_event_count(r),
            strobe_result_thread_count(r));
-    printf("dropped records: %llu, unmatched ends: %llu, unfinished ranges: %llu, truncated "
+    printf("dropped events: %llu, unmatched ends: %llu, unfinished ranges: %llu, truncated "
            "ranges: %llu, signal-dropped: %llu, truncated names: %llu\n",
            (unsigned long long)st->dropped_events, (unsigned long long)st->unmatched_ends,
            (unsigned long long)st->unfinished_ranges, (unsigned long long)st->truncated_ranges,

@@ -446,7 +446,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
             /* The marker instant carries its thread's count. */
             char num[32];
             snprintf(num, sizeof num, "%llu", (unsigned long long)t->dropped);
-            rc = strobe_event_set_arg(r, marker, "dropped records", num);
+            rc = strobe_event_set_arg(r, marker, "dropped events", num);
         }
     }
     r->thread_count = n;
