@@ -1,8 +1,8 @@
 /* summary.c: the per-operator table of torch's key_averages().table(), built from a result.
  *
  * Contents:
- *   name table   an open-addressing hash table from operator name to row, fronted by a small
- *                cache keyed by the name's address
+ *   name table   operator name to row, through the core's string table (strtab.h), fronted by
+ *                a small cache keyed by the name's address
  *   sorting      the four sort keys, ties broken by name
  *   building     one sequential pass over the events (strobe_summary_create)
  *   printing     torch's _build_table and _format_time, CPU columns only
@@ -17,6 +17,7 @@
 
 #include "core/result_internal.h"
 #include "core/strpool.h"
+#include "core/strtab.h"
 #include "strobe/error.h"
 
 struct strobe_summary {
@@ -41,31 +42,11 @@ typedef struct ptr_cache_entry {
 } ptr_cache_entry;
 
 typedef struct name_table {
-    uint32_t *slots;  /* row index + 1; 0 marks an empty slot */
-    uint64_t *hashes; /* per row: the full hash, so that probing rarely compares strings */
-    size_t *lens;     /* per row: the name's length in bytes */
-    size_t cap;       /* slots; a power of two, kept at most half full */
-    strobe_summary_row *rows;
+    strobe__strtab names;     /* name -> row: a row's index is its name's id */
+    strobe_summary_row *rows; /* per id; handed to the summary when built */
     size_t row_count, row_cap;
-    strobe__pool *pool;
     ptr_cache_entry cache[PTR_CACHE_SLOTS];
 } name_table;
-
-/* FNV-1a over the bytes, returning the length too so that the caller scans the name once. The
- * final multiply-shift mixes the high bits down, since the table uses the low bits. */
-static uint64_t hash_name(const char *s, size_t *len_out) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        h ^= *p++;
-        h *= 0x100000001b3ull;
-    }
-    *len_out = (size_t)(p - (const unsigned char *)s);
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 32;
-    return h;
-}
 
 static size_t ptr_cache_index(const char *p) {
     uint64_t x = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
@@ -74,67 +55,13 @@ static size_t ptr_cache_index(const char *p) {
 
 static int table_init(name_table *t, strobe__pool *pool) {
     memset(t, 0, sizeof *t);
-    t->cap = 256;
-    t->slots = calloc(t->cap, sizeof *t->slots);
-    t->pool = pool;
-    return t->slots ? 0 : STROBE_ENOMEM;
+    strobe__strtab_init(&t->names, pool);
+    return 0;
 }
 
 /* Frees the table's own arrays. The rows are handed to the summary, or freed by the caller. */
 static void table_release(name_table *t) {
-    free(t->slots);
-    free(t->hashes);
-    free(t->lens);
-    t->slots = NULL;
-    t->hashes = NULL;
-    t->lens = NULL;
-}
-
-static int table_grow_slots(name_table *t) {
-    size_t cap = t->cap * 2;
-    uint32_t *slots = calloc(cap, sizeof *slots);
-    if (slots == NULL) return STROBE_ENOMEM;
-    for (size_t r = 0; r < t->row_count; r++) {
-        size_t i = (size_t)t->hashes[r] & (cap - 1);
-        while (slots[i] != 0)
-            i = (i + 1) & (cap - 1);
-        slots[i] = (uint32_t)(r + 1);
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->cap = cap;
-    return 0;
-}
-
-static int table_add_row(name_table *t, const char *name, size_t len, uint64_t h, size_t slot,
-                         uint32_t *row_out) {
-    if (t->row_count >= UINT32_MAX - 1u) return STROBE_ENOMEM;
-    if (t->row_count == t->row_cap) {
-        size_t cap = t->row_cap ? t->row_cap * 2 : 64;
-        strobe_summary_row *rows = realloc(t->rows, cap * sizeof *rows);
-        if (rows == NULL) return STROBE_ENOMEM;
-        t->rows = rows;
-        uint64_t *hashes = realloc(t->hashes, cap * sizeof *hashes);
-        if (hashes == NULL) return STROBE_ENOMEM;
-        t->hashes = hashes;
-        size_t *lens = realloc(t->lens, cap * sizeof *lens);
-        if (lens == NULL) return STROBE_ENOMEM;
-        t->lens = lens;
-        t->row_cap = cap;
-    }
-    const char *copy = strobe__pool_strndup(t->pool, name, len);
-    if (copy == NULL) return STROBE_ENOMEM;
-    size_t r = t->row_count++;
-    t->rows[r].name = copy;
-    t->rows[r].calls = 0;
-    t->rows[r].self_ns = 0;
-    t->rows[r].total_ns = 0;
-    t->hashes[r] = h;
-    t->lens[r] = len;
-    t->slots[slot] = (uint32_t)(r + 1);
-    *row_out = (uint32_t)r;
-    if (t->row_count * 2 > t->cap) return table_grow_slots(t);
-    return 0;
+    strobe__strtab_release(&t->names);
 }
 
 /* Finds the row of `name`, adding an empty one the first time the name is seen. */
@@ -144,25 +71,23 @@ static int table_lookup(name_table *t, const char *name, uint32_t *row_out) {
         *row_out = c->row;
         return 0;
     }
-    size_t len;
-    uint64_t h = hash_name(name, &len);
-    size_t i = (size_t)h & (t->cap - 1);
-    for (;;) {
-        uint32_t s = t->slots[i];
-        if (s == 0) break;
-        uint32_t r = s - 1;
-        if (t->hashes[r] == h && t->lens[r] == len && memcmp(t->rows[r].name, name, len) == 0) {
-            c->ptr = name;
-            c->row = r;
-            *row_out = r;
-            return 0;
+    int64_t id = strobe__strtab_intern(&t->names, name, strlen(name));
+    if (id < 0) return (int)id;
+    if ((size_t)id == t->row_count) { /* a new name: a new, empty row */
+        if (t->row_count == t->row_cap) {
+            size_t cap = t->row_cap ? t->row_cap * 2 : 64;
+            strobe_summary_row *rows = realloc(t->rows, cap * sizeof *rows);
+            if (rows == NULL) return STROBE_ENOMEM;
+            t->rows = rows;
+            t->row_cap = cap;
         }
-        i = (i + 1) & (t->cap - 1);
+        strobe_summary_row *rw = &t->rows[t->row_count++];
+        memset(rw, 0, sizeof *rw);
+        rw->name = strobe__strtab_str(&t->names, (uint32_t)id);
     }
-    int err = table_add_row(t, name, len, h, i, row_out);
-    if (err) return err;
     c->ptr = name;
-    c->row = *row_out;
+    c->row = (uint32_t)id;
+    *row_out = (uint32_t)id;
     return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "record.h"
 #include "result_internal.h"
 #include "state.h"
+#include "strtab.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
 
@@ -27,27 +28,13 @@ typedef struct {
 } site_slot;
 
 typedef struct {
-    uint64_t hash;
-    const char *name; /* NUL-terminated copy; length `len` */
-    uint32_t len;
-} name_slot;
-
-typedef struct {
     strobe_result *r;
     site_slot *sites;
     size_t site_cap, site_count;
-    name_slot *names;
-    size_t name_cap, name_count;
+    strobe__strtab names;       /* run-time names, by content */
     const void *cache_site[64]; /* direct-mapped cache in front of the site table */
     const char *cache_name[64];
 } interner;
-
-static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
 
 static uint64_t hash_ptr(const void *p) {
     uint64_t x = (uint64_t)(uintptr_t)p;
@@ -95,40 +82,9 @@ static const char *site_name(interner *in, const strobe_site *site) {
     return in->sites[j].name;
 }
 
-static int grow_names(interner *in) {
-    size_t cap = in->name_cap ? in->name_cap * 2 : 256;
-    name_slot *n = calloc(cap, sizeof *n);
-    if (n == NULL) return STROBE_ENOMEM;
-    for (size_t i = 0; i < in->name_cap; i++) {
-        if (!in->names[i].name) continue;
-        size_t j = in->names[i].hash & (cap - 1);
-        while (n[j].name)
-            j = (j + 1) & (cap - 1);
-        n[j] = in->names[i];
-    }
-    free(in->names);
-    in->names = n;
-    in->name_cap = cap;
-    return 0;
-}
-
 static const char *bytes_name(interner *in, const char *s, uint32_t len) {
-    if ((in->name_count + 1) * 2 > in->name_cap && grow_names(in)) return NULL;
-    uint64_t h = hash_bytes(s, len);
-    size_t j = h & (in->name_cap - 1);
-    while (in->names[j].name) {
-        if (in->names[j].hash == h && in->names[j].len == len &&
-            memcmp(in->names[j].name, s, len) == 0)
-            return in->names[j].name;
-        j = (j + 1) & (in->name_cap - 1);
-    }
-    const char *copy = strobe__pool_strndup(&in->r->pool, s, len);
-    if (copy == NULL) return NULL;
-    in->names[j].hash = h;
-    in->names[j].len = len;
-    in->names[j].name = copy;
-    in->name_count++;
-    return copy;
+    int64_t id = strobe__strtab_intern(&in->names, s, len);
+    return id < 0 ? NULL : strobe__strtab_str(&in->names, (uint32_t)id);
 }
 
 /* ---- per-thread pass ------------------------------------------------------------------- */
@@ -421,6 +377,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     interner in;
     memset(&in, 0, sizeof in);
     in.r = r;
+    strobe__strtab_init(&in.names, &r->pool);
     strobe_stats *st = &r->stats;
     st->buffer_bytes_used = bytes;
     st->buffer_bytes_cap = s->arena_bytes;
@@ -451,7 +408,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     }
     r->thread_count = n;
     free(in.sites);
-    free(in.names);
+    strobe__strtab_release(&in.names);
     free(list);
     return rc;
 }

@@ -193,6 +193,19 @@ static inline void put_end(strobe__tstate *t) {
     t->pos += 8;
 }
 
+/* The fast path's writes: fast_enter() checked the room. */
+static inline void fast_put_begin_site(strobe__tstate *t, const strobe_site *site) {
+    uint64_t *w = (uint64_t *)t->pos;
+    w[1] = (uint64_t)(uintptr_t)site;
+    w[0] = STROBE__REC_WORD(STROBE__REC_BEGIN_SITE, strobe__now_raw());
+    t->pos += 16;
+}
+
+static inline void fast_put_end(strobe__tstate *t) {
+    *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_END, strobe__now_raw());
+    t->pos += 8;
+}
+
 /* ---- Entry points ---------------------------------------------------------------------- */
 
 __attribute__((noinline)) static void begin_site_full(const strobe_site *site) {
@@ -209,10 +222,7 @@ __attribute__((noinline)) static void begin_site_full(const strobe_site *site) {
 void strobe__begin_site(const strobe_site *site) {
     strobe__tstate *t = strobe__tls;
     if (LIKELY(fast_enter(t, STROBE__SLOW_FULL | STROBE__SLOW_FILTER | STROBE__SLOW_CORR, 16))) {
-        uint64_t *w = (uint64_t *)t->pos;
-        w[1] = (uint64_t)(uintptr_t)site;
-        w[0] = STROBE__REC_WORD(STROBE__REC_BEGIN_SITE, strobe__now_raw());
-        t->pos += 16;
+        fast_put_begin_site(t, site);
         leave(t);
         return;
     }
@@ -244,8 +254,7 @@ __attribute__((noinline)) static void end_full(void) {
 void strobe__end(void) {
     strobe__tstate *t = strobe__tls;
     if (LIKELY(fast_enter(t, STROBE__SLOW_FULL | STROBE__SLOW_FILTER, 8))) {
-        *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_END, strobe__now_raw());
-        t->pos += 8;
+        fast_put_end(t);
         leave(t);
         return;
     }
@@ -281,10 +290,7 @@ uint32_t strobe__guard_begin_name(const char *name, int scope) {
 uint32_t strobe__guard_begin_site(const strobe_site *site) {
     strobe__tstate *t = strobe__tls;
     if (LIKELY(fast_enter(t, STROBE__SLOW_FULL | STROBE__SLOW_FILTER | STROBE__SLOW_CORR, 16))) {
-        uint64_t *w = (uint64_t *)t->pos;
-        w[1] = (uint64_t)(uintptr_t)site;
-        w[0] = STROBE__REC_WORD(STROBE__REC_BEGIN_SITE, strobe__now_raw());
-        t->pos += 16;
+        fast_put_begin_site(t, site);
         uint32_t token = t->gen;
         leave(t);
         return token;
@@ -305,10 +311,7 @@ void strobe__guard_end(uint32_t token) {
     strobe__tstate *t = strobe__tls;
     /* A guard's end needs no filter stack: its begin was recorded in session `token`. */
     if (LIKELY(fast_enter(t, STROBE__SLOW_FULL, 8))) {
-        if (LIKELY(t->gen == token)) {
-            *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_END, strobe__now_raw());
-            t->pos += 8;
-        }
+        if (LIKELY(t->gen == token)) fast_put_end(t);
         leave(t);
         return;
     }

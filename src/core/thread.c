@@ -173,28 +173,30 @@ void strobe_set_thread_name(const char *name) {
     pthread_mutex_unlock(&strobe__registry_lock);
 }
 
-static void corr_push(strobe__tstate *t, uint64_t *stack, uint32_t *depth, uint64_t *current,
-                      uint64_t id) {
-    if (*depth < STROBE__CORR_DEPTH) {
-        stack[*depth] = id;
-        *current = id;
-    } else {
-        t->corr_overflow++;
+/* Pushes (push != 0) or pops the calling thread's external (user == 0) or user correlation id,
+ * and keeps the CORR bit of the fast-path flags in step with the current ids. The hot path of
+ * this thread may be interrupted by a signal handler that pushes ids; both run on this thread,
+ * so a compiler barrier orders them. Deeper than STROBE__CORR_DEPTH, pushes are counted and the
+ * deepest kept id stays current; a pop with nothing pushed does nothing. */
+static void corr_update(int user, int push, uint64_t id) {
+    strobe__tstate *t = strobe__tstate_get();
+    if (t == NULL) return;
+    uint64_t *stack = user ? t->corr_user_stack : t->corr_ext_stack;
+    uint32_t *depth = user ? &t->corr_user_depth : &t->corr_ext_depth;
+    uint64_t *current = user ? &t->corr_user : &t->corr_ext;
+    if (push) {
+        if (*depth < STROBE__CORR_DEPTH) {
+            stack[*depth] = id;
+            *current = id;
+        } else {
+            t->corr_overflow++;
+        }
+        (*depth)++;
+    } else if (*depth > 0) {
+        (*depth)--;
+        uint32_t kept = *depth < STROBE__CORR_DEPTH ? *depth : STROBE__CORR_DEPTH;
+        *current = kept ? stack[kept - 1] : 0;
     }
-    (*depth)++;
-}
-
-static void corr_pop(uint64_t *stack, uint32_t *depth, uint64_t *current) {
-    if (*depth == 0) return;
-    (*depth)--;
-    uint32_t kept = *depth < STROBE__CORR_DEPTH ? *depth : STROBE__CORR_DEPTH;
-    *current = kept ? stack[kept - 1] : 0;
-}
-
-/* Keeps the CORR bit of the fast-path flags in step with the current ids. The hot path of this
- * thread may be interrupted by a signal handler that pushes ids; both run on this thread, so a
- * compiler barrier orders them. */
-static void corr_changed(strobe__tstate *t) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (t->corr_ext | t->corr_user) {
         t->slow |= STROBE__SLOW_CORR;
@@ -204,29 +206,14 @@ static void corr_changed(strobe__tstate *t) {
 }
 
 void strobe_push_correlation_id(uint64_t id) {
-    strobe__tstate *t = strobe__tstate_get();
-    if (t == NULL) return;
-    corr_push(t, t->corr_ext_stack, &t->corr_ext_depth, &t->corr_ext, id);
-    corr_changed(t);
+    corr_update(0, 1, id);
 }
-
 void strobe_pop_correlation_id(void) {
-    strobe__tstate *t = strobe__tstate_get();
-    if (t == NULL) return;
-    corr_pop(t->corr_ext_stack, &t->corr_ext_depth, &t->corr_ext);
-    corr_changed(t);
+    corr_update(0, 0, 0);
 }
-
 void strobe_push_user_correlation_id(uint64_t id) {
-    strobe__tstate *t = strobe__tstate_get();
-    if (t == NULL) return;
-    corr_push(t, t->corr_user_stack, &t->corr_user_depth, &t->corr_user, id);
-    corr_changed(t);
+    corr_update(1, 1, id);
 }
-
 void strobe_pop_user_correlation_id(void) {
-    strobe__tstate *t = strobe__tstate_get();
-    if (t == NULL) return;
-    corr_pop(t->corr_user_stack, &t->corr_user_depth, &t->corr_user);
-    corr_changed(t);
+    corr_update(1, 0, 0);
 }
