@@ -106,7 +106,8 @@ typedef enum strobe_log_level {
 typedef void (*strobe_log_fn)(strobe_log_level level, const char *msg, void *ctx);
 
 /* Replaces the log sink (NULL: discard, the default). Not to be called while a session starts or
- * stops on another thread. */
+ * stops on another thread. The sink may be called with strobe's internal locks held: it must not
+ * call strobe functions. */
 STROBE_API void strobe_set_log_fn(strobe_log_fn fn, void *ctx);
 
 /* A ready sink that prints "strobe: LEVEL: msg" to stderr for levels >= (intptr_t)ctx. */
