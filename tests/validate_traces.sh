@@ -1,10 +1,12 @@
 #!/bin/bash
 # Runs the independent trace checkers (Perfetto's trace processor, the Chrome DevTools engine,
-# speedscope) with --strict on every trace the trace zoo and the demo write.
-# Usage: validate_traces.sh ZOO_BINARY DEMO_BINARY OUT_DIR SHARED_DIR
+# speedscope) with --strict on every trace the trace zoo and the demo write into OUT_DIR, and on
+# every trace other tests saved with strobe under TESTS_OUT_DIR (CTest runs this test after them).
+# Files named reader_* are the reader tests' own hand-made inputs, some malformed on purpose.
+# Usage: validate_traces.sh ZOO_BINARY DEMO_BINARY OUT_DIR SHARED_DIR TESTS_OUT_DIR
 # Exit 77 (skipped) when SHARED_DIR/validators is absent, as in a user's clone.
 set -u
-zoo=$1 demo=$2 out=$3 shared=$4
+zoo=$1 demo=$2 out=$3 shared=$4 tests_out=${5:-}
 check="$shared/validators/check_all.sh"
 if [ ! -x "$check" ]; then
   echo "SKIP: $check not found (no ../shared beside the project); traces were not validated"
@@ -14,6 +16,12 @@ rm -rf "$out" && mkdir -p "$out" || exit 1
 traces=$("$zoo" "$out") || { echo "trace_zoo failed"; exit 1; }
 "$demo" "$out/demo_trace.json" >/dev/null || { echo "demo failed"; exit 1; }
 traces="$traces $out/demo_trace.json"
+if [ -n "$tests_out" ]; then
+  others=$(find "$tests_out" -path "$out" -prune -o -type f \( -name '*.json' -o -name '*.json.gz' \) \
+           ! -name 'reader_*' -print | sort)
+  [ -n "$others" ] || { echo "no traces from other tests under $tests_out"; exit 1; }
+  traces="$traces $others"
+fi
 fail=0
 for t in $traces; do
   log="$t.check.log"
