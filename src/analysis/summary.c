@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "core/result_internal.h"
-#include "core/strpool.h"
-#include "core/strtab.h"
+#include "util/strpool.h"
+#include "util/strtab.h"
 #include "strobe/error.h"
 
 struct strobe_summary {

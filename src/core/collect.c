@@ -16,7 +16,7 @@
 #include "record.h"
 #include "result_internal.h"
 #include "state.h"
-#include "strtab.h"
+#include "util/strtab.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
 

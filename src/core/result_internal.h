@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "strobe/result.h"
-#include "strpool.h"
+#include "util/strpool.h"
 
 typedef struct strobe__meta {
     const char *key;  /* in the result's pool */

@@ -17,7 +17,7 @@
 
 #include "clock.h"
 #include "strobe/session.h"
-#include "strpool.h"
+#include "util/strpool.h"
 
 /* A chunk of a thread's buffer: header, then records. `used` is set when the chunk is closed; the
  * thread's current chunk is measured by its pos at stop. */
