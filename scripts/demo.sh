@@ -3,9 +3,9 @@
 #
 #   scripts/demo.sh [--gz]
 #
-# On a fresh Debian (or Ubuntu) machine it installs what the build needs with apt-get (cmake,
-# gcc, g++, make, pkg-config, zlib1g-dev), using sudo only when not root and skipping apt
-# entirely when everything is already there. Then it configures and builds into build/
+# On a fresh Debian (or Ubuntu) machine it installs what the build needs with apt-get
+# (scripts/deps.sh: cmake, gcc, g++, make, pkg-config, zlib1g-dev), using sudo only when not root
+# and skipping apt entirely when everything is already there. Then it configures and builds into build/
 # (RelWithDebInfo), runs build/examples/strobe_demo, which profiles a small multi-threaded
 # training loop and prints torch's per-operator table, and says where the trace is and how to
 # open it. --gz writes the trace gzip-compressed.
@@ -33,40 +33,8 @@ for arg in "$@"; do
 done
 demo_args+=("$trace")
 
-# ---- Build dependencies --------------------------------------------------------------------
-# The library is C, but CMakeLists.txt enables C++ too (the public headers are also compiled as
-# C++), and CMake stops at configure time without a C++ compiler: g++ is needed as well.
-missing=()
-for tool in cmake:cmake gcc:gcc g++:g++ make:make pkg-config:pkg-config; do
-    command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
-done
-if command -v dpkg >/dev/null 2>&1; then
-    if ! dpkg -s zlib1g-dev 2>/dev/null | grep -q '^Status: install ok installed'; then
-        missing+=(zlib1g-dev)
-    fi
-elif [ ! -e /usr/include/zlib.h ]; then
-    missing+=(zlib1g-dev)
-fi
-
-if [ "${#missing[@]}" -gt 0 ]; then
-    if ! command -v apt-get >/dev/null 2>&1; then
-        echo "demo.sh: missing ${missing[*]}, and there is no apt-get to install them with." >&2
-        echo "demo.sh: install them with your package manager and run this again." >&2
-        exit 1
-    fi
-    sudo=
-    if [ "$(id -u)" -ne 0 ]; then
-        if ! command -v sudo >/dev/null 2>&1; then
-            echo "demo.sh: missing ${missing[*]}; run as root or install sudo." >&2
-            exit 1
-        fi
-        sudo=sudo
-    fi
-    echo "demo.sh: installing ${missing[*]} with apt-get"
-    $sudo apt-get update
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        "${missing[@]}"
-fi
+# ---- Build dependencies (apt-get, only what is missing) ----------------------------------------
+scripts/deps.sh
 
 # ---- Build ---------------------------------------------------------------------------------
 jobs=$(nproc 2>/dev/null || echo 2)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Installs what building and testing strobe needs on Debian, and nothing when it is all there.
 # Uses sudo only when not root. Usage: scripts/deps.sh [--test] (--test adds the sanitizer
-# toolchain: clang and its runtimes).
+# toolchain: clang and its runtimes). The C++ compiler is needed too: the public headers are
+# compiled as C++ in the tests, and CMake enables C++ at configure time.
 set -euo pipefail
 want=(cmake make gcc g++ pkg-config zlib1g-dev)
 if [ "${1:-}" = "--test" ]; then
@@ -12,8 +13,15 @@ for p in "${want[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "strobe: missing ${missing[*]}, and there is no apt-get: install them and run again" >&2
+  exit 1
+fi
 echo "strobe: installing ${missing[*]}" >&2
 sudo=""
-[ "$(id -u)" -eq 0 ] || sudo=sudo
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "strobe: missing ${missing[*]}: run as root or install sudo" >&2; exit 1; }
+  sudo=sudo
+fi
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
