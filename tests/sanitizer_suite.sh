@@ -10,7 +10,8 @@ cmake -S "$src" -B "$bin" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=c
   -DCMAKE_CXX_COMPILER=clang++ -DSTROBE_SANITIZE="$san" -DSTROBE_SANITIZER_SUITES=OFF >/dev/null
 cmake --build "$bin" -j2 >/dev/null
 cd "$bin"
-# The checkers and the install test do not exercise strobe's code: they run in the main suite.
+# The checkers, the install test and the fuzzers (which build their own sanitized binaries) run
+# in the main suite only.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-ctest --output-on-failure -E "validate_traces|install_consumer|header_compile"
+ctest --output-on-failure -E "validate_traces|install_consumer|header_compile|fuzz_bounded"

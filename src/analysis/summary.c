@@ -5,7 +5,7 @@
  *                a small cache keyed by the name's address
  *   sorting      the four sort keys, ties broken by name
  *   building     one sequential pass over the events (strobe_summary_create)
- *   printing     torch's _build_table and _format_time, CPU columns only
+ *   printing     torch's _build_table, CPU columns only (formatting shared: util/table.h)
  *
  * A result can hold ten million events (a gigabyte of strobe_event), so building the table reads
  * the event array once, front to back, and does O(1) work per event. */
@@ -18,6 +18,7 @@
 #include "core/result_internal.h"
 #include "util/strpool.h"
 #include "util/strtab.h"
+#include "util/table.h"
 #include "strobe/error.h"
 
 struct strobe_summary {
@@ -246,137 +247,53 @@ void strobe_summary_free(strobe_summary *s) {
 
 /* ---- Printing ------------------------------------------------------------------------------- */
 
-/* torch's layout: every column is followed by two spaces (also the last one, so lines end in two
- * spaces), numeric columns are 12 wide, and the name column is as wide as the longest name plus 4,
- * at most 55. Names of 52 characters or more are cut to 52 and get "...". Widths count characters
- * (code points), as Python's len() does, not bytes. */
-#define COL_WIDTH 12
-#define NAME_MAX_WIDTH 55
-#define NAME_CUT (NAME_MAX_WIDTH - 3)
-#define SPACING "  "
-
-/* Number of code points in a UTF-8 string (continuation bytes are not counted). */
-static size_t utf8_len(const char *s) {
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if ((*p & 0xC0u) != 0x80u) n++;
-    return n;
-}
-
-/* Byte length of the first `cps` code points of s. */
-static size_t utf8_prefix_bytes(const char *s, size_t cps) {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t seen = 0;
-    while (*p) {
-        if ((*p & 0xC0u) != 0x80u) {
-            if (seen == cps) break;
-            seen++;
-        }
-        p++;
-    }
-    return (size_t)(p - (const unsigned char *)s);
-}
-
-/* torch's _format_time. torch holds times as float microseconds and formats them with "%.3f";
- * doing the same on a double gives the same digits. */
-static void format_us(char *buf, size_t size, double us) {
-    if (us >= 1000.0 * 1000.0)
-        snprintf(buf, size, "%.3fs", us / (1000.0 * 1000.0));
-    else if (us >= 1000.0)
-        snprintf(buf, size, "%.3fms", us / 1000.0);
-    else
-        snprintf(buf, size, "%.3fus", us);
-}
-
-static void format_time(char *buf, size_t size, int64_t ns) {
-    format_us(buf, size, (double)ns / 1000.0);
-}
-
-/* torch's _format_time_share: a share of a zero total prints "NaN". */
-static void format_share(char *buf, size_t size, int64_t ns, int64_t total_ns) {
-    if (total_ns == 0)
-        snprintf(buf, size, "NaN");
-    else
-        snprintf(buf, size, "%.2f%%", (double)ns * 100.0 / (double)total_ns);
-}
-
-static void put_spaces(FILE *out, size_t n) {
-    while (n--)
-        fputc(' ', out);
-}
-
-static void put_dashes(FILE *out, size_t n) {
-    while (n--)
-        fputc('-', out);
-}
-
-/* Writes `bytes` bytes of s right-aligned in `width` characters, `cps` of which it takes. */
-static void put_right(FILE *out, const char *s, size_t bytes, size_t cps, size_t width) {
-    if (cps < width) put_spaces(out, width - cps);
-    fwrite(s, 1, bytes, out);
-}
-
-static void put_separator(FILE *out, size_t name_width) {
-    put_dashes(out, name_width);
-    fputs(SPACING, out);
-    for (int c = 0; c < 6; c++) {
-        put_dashes(out, COL_WIDTH);
-        fputs(SPACING, out);
-    }
-    fputc('\n', out);
-}
+/* torch's layout (src/util/table.h): numeric columns are 12 wide, and the name column is as wide
+ * as the longest name plus 4, at most 55. Names of 52 characters or more are cut to 52 and get
+ * "...". */
+#define NCOLS 7
 
 int strobe_summary_print(const strobe_summary *s, FILE *out, size_t limit) {
     if (s == NULL || out == NULL) return STROBE_EINVAL;
 
     size_t longest = 0;
     for (size_t i = 0; i < s->count; i++) {
-        size_t len = utf8_len(s->rows[i].name);
+        size_t len = strobe__utf8_len(s->rows[i].name);
         if (len > longest) longest = len;
     }
-    size_t name_width = longest + 4 < NAME_MAX_WIDTH ? longest + 4 : NAME_MAX_WIDTH;
+    size_t name_width = longest + 4 < STROBE__TABLE_NAME_MAX ? longest + 4 : STROBE__TABLE_NAME_MAX;
+    size_t widths[NCOLS] = {name_width};
+    for (int c = 1; c < NCOLS; c++)
+        widths[c] = STROBE__TABLE_COL_WIDTH;
 
-    static const char *const headers[] = {"Self CPU %", "Self CPU",     "CPU total %",
-                                          "CPU total",  "CPU time avg", "# of Calls"};
-    put_separator(out, name_width);
-    put_right(out, "Name", 4, 4, name_width);
-    fputs(SPACING, out);
-    for (int c = 0; c < 6; c++)
-        fprintf(out, "%*s" SPACING, COL_WIDTH, headers[c]);
+    static const char *const headers[NCOLS] = {
+        "Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls"};
+    strobe__table_separator(out, widths, NCOLS);
+    for (int c = 0; c < NCOLS; c++)
+        strobe__table_cell(out, headers[c], widths[c], 0, 0);
     fputc('\n', out);
-    put_separator(out, name_width);
+    strobe__table_separator(out, widths, NCOLS);
 
     size_t shown = limit == 0 || limit > s->count ? s->count : limit;
     for (size_t i = 0; i < shown; i++) {
         const strobe_summary_row *row = &s->rows[i];
-        size_t cps = utf8_len(row->name);
-        if (cps >= NAME_CUT) {
-            /* A cut name is 55 characters: exactly the widest name column, so no padding. */
-            fwrite(row->name, 1, utf8_prefix_bytes(row->name, NAME_CUT), out);
-            fputs("...", out);
-        } else {
-            put_right(out, row->name, strlen(row->name), cps, name_width);
-        }
-        fputs(SPACING, out);
-
-        char self_pct[32], self_t[32], total_pct[32], total_t[32], avg_t[32];
-        format_share(self_pct, sizeof self_pct, row->self_ns, s->self_total_ns);
-        format_time(self_t, sizeof self_t, row->self_ns);
-        format_share(total_pct, sizeof total_pct, row->total_ns, s->self_total_ns);
-        format_time(total_t, sizeof total_t, row->total_ns);
+        char cell[NCOLS - 1][32];
+        strobe__fmt_share(cell[0], sizeof cell[0], row->self_ns, s->self_total_ns);
+        strobe__fmt_time_ns(cell[1], sizeof cell[1], row->self_ns);
+        strobe__fmt_share(cell[2], sizeof cell[2], row->total_ns, s->self_total_ns);
+        strobe__fmt_time_ns(cell[3], sizeof cell[3], row->total_ns);
         /* torch's "CPU time avg" divides the total in microseconds by the calls. */
-        format_us(avg_t, sizeof avg_t,
-                  row->calls ? (double)row->total_ns / 1000.0 / (double)row->calls : 0.0);
-        fprintf(out,
-                "%*s" SPACING "%*s" SPACING "%*s" SPACING "%*s" SPACING "%*s" SPACING
-                "%*" PRIu64 SPACING "\n",
-                COL_WIDTH, self_pct, COL_WIDTH, self_t, COL_WIDTH, total_pct, COL_WIDTH, total_t,
-                COL_WIDTH, avg_t, COL_WIDTH, row->calls);
+        strobe__fmt_time_us(cell[4], sizeof cell[4],
+                            row->calls ? (double)row->total_ns / 1000.0 / (double)row->calls : 0.0);
+        snprintf(cell[5], sizeof cell[5], "%" PRIu64, row->calls);
+        strobe__table_cell(out, row->name, name_width, 0, STROBE__TABLE_NAME_MAX - 3);
+        for (int c = 1; c < NCOLS; c++)
+            strobe__table_cell(out, cell[c - 1], widths[c], 0, 0);
+        fputc('\n', out);
     }
 
-    put_separator(out, name_width);
+    strobe__table_separator(out, widths, NCOLS);
     char total[32];
-    format_time(total, sizeof total, s->self_total_ns);
+    strobe__fmt_time_ns(total, sizeof total, s->self_total_ns);
     fprintf(out, "Self CPU time total: %s\n", total);
     return ferror(out) ? STROBE_EIO : 0;
 }

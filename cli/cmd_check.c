@@ -1,0 +1,472 @@
+/* cmd_check.c: `strobe check TRACE`: what is wrong with a trace, by kind of problem, with a count
+ * and the first examples of each; exit 1 when anything is found.
+ *
+ * Contents: the usage text, the problem table and its report, nesting (partial overlaps and
+ * children that outlive their parents), B/E pairing, flow matching, and the command itself.
+ *
+ * What is a problem. Only what breaks a consumer or an analysis: events the reader flagged (no ph,
+ * name or ts, a string ts, a null element ...), X events with a negative or missing dur, X events
+ * on one thread that cross instead of nesting, unpaired B/E events, flows with a start and no end
+ * or the reverse, and phases the Trace Event Format does not define. Unsorted events, string tids,
+ * a missing cat and an unterminated event array are legal in the format, so they are not
+ * reported. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "model.h"
+#include "trace_reader.h"
+
+const char cmd_check_usage[] =
+    "NAME\n"
+    "    strobe check - list what is wrong with a trace\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    strobe check [--examples N] TRACE\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Reads TRACE (Kineto-format Chrome trace JSON, .json or .json.gz, written by strobe or by\n"
+    "    the PyTorch profiler, either schema) and reports, for each kind of problem found, how\n"
+    "    many events have it and the first examples (name, ts as written in the file, pid and\n"
+    "    tid, and the event's index in the traceEvents array):\n"
+    "\n"
+    "      bad_event             an element a viewer cannot use: not an object (null), no ph,\n"
+    "                            name, ts, pid or tid, a ts or dur that is not a number or is\n"
+    "                            out of range, a repeated member ...; grouped by reason\n"
+    "      negative_dur          an X event with a negative dur\n"
+    "      x_without_dur         an X event with no dur\n"
+    "      end_out_of_range      an X event whose end (ts + dur) is beyond the int64 ns range\n"
+    "      partial_overlap       an X event that starts inside another X event of the same\n"
+    "                            thread and ends after it, lying mostly after it (siblings that\n"
+    "                            cross)\n"
+    "      child_outlives_parent the same, but lying mostly inside it (a child that ends late,\n"
+    "                            as from timestamps rounded through doubles)\n"
+    "      b_without_e           a B event that no E event closes on its thread\n"
+    "      e_without_b           an E event with no open B event on its thread\n"
+    "      be_name_mismatch      an E event whose name differs from the B event it closes\n"
+    "      flow_without_end      a flow start (ph s) with no end (ph f) of the same id and cat\n"
+    "      flow_without_start    a flow end (ph f) with no start (ph s) of the same id and cat\n"
+    "      flow_without_id       a flow event with no usable id\n"
+    "      unknown_phase         a ph the Trace Event Format does not define\n"
+    "      bad_metadata_event    a malformed ph M event (counted only)\n"
+    "\n"
+    "    Unsorted events, string pids and tids, a missing cat and an unterminated traceEvents\n"
+    "    array are legal in the format and are not reported. Traces written by strobe come out\n"
+    "    clean; traces written by PyTorch usually have some partial overlaps.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --examples N   show at most N examples of each kind (default 5; 0 shows counts only)\n"
+    "    -h, --help     show this text\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0  the trace is clean\n"
+    "    1  problems were found (listed on stdout)\n"
+    "    2  bad input or usage: the file cannot be read or is not a trace (one line on stderr\n"
+    "       names the file and the problem, with the byte offset of a JSON syntax error)\n";
+
+/* ---- problems ------------------------------------------------------------------------------ */
+
+enum {
+    P_BAD_EVENT,
+    P_NEGATIVE_DUR,
+    P_X_WITHOUT_DUR,
+    P_END_OUT_OF_RANGE,
+    P_PARTIAL_OVERLAP,
+    P_CHILD_OUTLIVES_PARENT,
+    P_B_WITHOUT_E,
+    P_E_WITHOUT_B,
+    P_BE_NAME_MISMATCH,
+    P_FLOW_WITHOUT_END,
+    P_FLOW_WITHOUT_START,
+    P_FLOW_WITHOUT_ID,
+    P_UNKNOWN_PHASE,
+    P_COUNT
+};
+
+static const char *const problem_names[P_COUNT] = {
+    "bad_event",        "negative_dur",          "x_without_dur",      "end_out_of_range",
+    "partial_overlap",  "child_outlives_parent", "b_without_e",        "e_without_b",
+    "be_name_mismatch", "flow_without_end",      "flow_without_start", "flow_without_id",
+    "unknown_phase"};
+
+/* One example: the event, and for a nesting problem or a name mismatch the other event. */
+typedef struct example {
+    uint32_t ev, other;
+} example;
+
+typedef struct problem {
+    uint64_t count;
+    example *ex; /* the first `limit` examples */
+    size_t nex;
+} problem;
+
+typedef struct checker {
+    const md_model *m;
+    size_t limit;
+    problem p[P_COUNT];
+    /* bad_event counts by the reader's reason (string ids), in order of first sight. */
+    uint32_t *reasons;
+    uint64_t *reason_counts;
+    size_t nreasons, reason_cap;
+    int oom;
+} checker;
+
+static void add(checker *c, int kind, uint32_t ev, uint32_t other) {
+    problem *p = &c->p[kind];
+    p->count++;
+    if (p->nex >= c->limit) return;
+    if (p->ex == NULL) {
+        p->ex = malloc(c->limit * sizeof *p->ex);
+        if (p->ex == NULL) {
+            c->oom = 1;
+            return;
+        }
+    }
+    p->ex[p->nex].ev = ev;
+    p->ex[p->nex].other = other;
+    p->nex++;
+}
+
+static void add_reason(checker *c, uint32_t why) {
+    for (size_t i = 0; i < c->nreasons; i++) {
+        if (c->reasons[i] == why) {
+            c->reason_counts[i]++;
+            return;
+        }
+    }
+    if (c->nreasons == c->reason_cap) {
+        size_t cap = c->reason_cap ? c->reason_cap * 2 : 8;
+        uint32_t *r = realloc(c->reasons, cap * sizeof *r);
+        if (r != NULL) c->reasons = r;
+        uint64_t *n = realloc(c->reason_counts, cap * sizeof *n);
+        if (n != NULL) c->reason_counts = n;
+        if (r == NULL || n == NULL) {
+            c->oom = 1;
+            return;
+        }
+        c->reason_cap = cap;
+    }
+    c->reasons[c->nreasons] = why;
+    c->reason_counts[c->nreasons++] = 1;
+}
+
+/* ---- per-event checks ---------------------------------------------------------------------- */
+
+/* Every phase the Trace Event Format defines. Phases strobe's analysis ignores (async, object,
+ * sample, mark ...) are legal, so they are not problems. */
+static int known_phase(char ph) {
+    return ph != '?' && strchr("BEXiIsCtfMbenNODPpSTFRc()Vv", ph) != NULL;
+}
+
+static void check_events(checker *c) {
+    const md_model *m = c->m;
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        uint32_t id = (uint32_t)i;
+        if (e->dur_state == MD_DUR_NEGATIVE)
+            add(c, P_NEGATIVE_DUR, id, MD_NONE);
+        else if (e->dur_state == MD_DUR_MISSING)
+            add(c, P_X_WITHOUT_DUR, id, MD_NONE);
+        else if (e->dur_state == MD_DUR_INVALID && !e->bad)
+            add(c, P_END_OUT_OF_RANGE, id, MD_NONE); /* ts + dur beyond int64 ns: see model.c */
+        else if (e->bad) {
+            add(c, P_BAD_EVENT, id, MD_NONE);
+            add_reason(c, e->bad_why);
+        }
+        /* A bad event without a ph is reported as bad, not again as of an unknown phase. */
+        if (e->kind == MD_UNKNOWN_PHASE &&
+            !(e->bad_bits & (STROBE_RD_BAD_PH | STROBE_RD_BAD_NOT_OBJECT)) && !known_phase(e->ph))
+            add(c, P_UNKNOWN_PHASE, id, MD_NONE);
+    }
+}
+
+/* X events that start inside their parent (the innermost X event enclosing their start, which
+ * the model found) but end after it. Which of the two problems it is depends on where most of
+ * the event lies: mostly inside, it is a child that ends late; mostly after, it is a sibling that
+ * starts before its neighbour ends. Both break a viewer's tree all the same. */
+static void check_nesting(checker *c) {
+    const md_model *m = c->m;
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if (e->ph != 'X' || !e->has_time || e->parent == MD_NONE) continue;
+        const md_event *p = &m->events[e->parent];
+        int64_t end = e->ts + e->dur, pend = p->ts + p->dur;
+        if (end <= pend) continue;
+        int64_t inside = pend - e->ts, after = end - pend;
+        add(c, inside > after ? P_CHILD_OUTLIVES_PARENT : P_PARTIAL_OVERLAP, (uint32_t)i,
+            e->parent);
+    }
+}
+
+/* B/E pairs, per thread in time order (the model's order), as a viewer pairs them: an E closes
+ * the innermost open B of its thread. */
+static void check_begin_end(checker *c) {
+    const md_model *m = c->m;
+    uint32_t *stack = NULL;
+    size_t cap = 0;
+    for (size_t t = 0; t < m->thread_count && !c->oom; t++) {
+        const md_thread *th = &m->threads[t];
+        size_t depth = 0;
+        for (size_t k = 0; k < th->count; k++) {
+            uint32_t id = th->order[k];
+            const md_event *e = &m->events[id];
+            if (!e->has_time || (e->ph != 'B' && e->ph != 'E')) continue;
+            if (e->ph == 'B') {
+                if (depth == cap) {
+                    size_t ncap = cap ? cap * 2 : 64;
+                    uint32_t *s = realloc(stack, ncap * sizeof *s);
+                    if (s == NULL) {
+                        c->oom = 1;
+                        break;
+                    }
+                    stack = s;
+                    cap = ncap;
+                }
+                stack[depth++] = id;
+            } else if (depth == 0) {
+                add(c, P_E_WITHOUT_B, id, MD_NONE);
+            } else {
+                uint32_t b = stack[--depth];
+                /* An E may leave out its name (the format allows it); only a different one is
+                 * wrong. */
+                if (e->name != 0 && e->name != m->events[b].name) add(c, P_BE_NAME_MISMATCH, id, b);
+            }
+        }
+        while (depth)
+            add(c, P_B_WITHOUT_E, stack[--depth], MD_NONE);
+    }
+    free(stack);
+}
+
+static const md_event *flow_events;
+
+/* By cat, then id, then file order: the events of one flow end up next to each other. */
+static int by_flow(const void *a, const void *b) {
+    const md_event *x = &flow_events[*(const uint32_t *)a], *y = &flow_events[*(const uint32_t *)b];
+    if (x->cat != y->cat) return x->cat < y->cat ? -1 : 1;
+    if (x->flow_id != y->flow_id) return x->flow_id < y->flow_id ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Flows match by (id, cat), as Perfetto and DevTools bind them. A flow with starts and ends is
+ * matched; a flow with only one of the two is reported, every event of it. */
+static void check_flows(checker *c) {
+    const md_model *m = c->m;
+    size_t n = 0;
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if (e->kind != MD_FLOW_START && e->kind != MD_FLOW_END) continue;
+        if (e->flow_id < 0)
+            add(c, P_FLOW_WITHOUT_ID, (uint32_t)i, MD_NONE);
+        else
+            n++;
+    }
+    if (n == 0) return;
+    uint32_t *f = malloc(n * sizeof *f);
+    if (f == NULL) {
+        c->oom = 1;
+        return;
+    }
+    n = 0;
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if ((e->kind == MD_FLOW_START || e->kind == MD_FLOW_END) && e->flow_id >= 0)
+            f[n++] = (uint32_t)i;
+    }
+    flow_events = m->events;
+    qsort(f, n, sizeof *f, by_flow);
+    for (size_t i = 0, j; i < n; i = j) {
+        const md_event *first = &m->events[f[i]];
+        size_t starts = 0, ends = 0;
+        for (j = i; j < n && m->events[f[j]].cat == first->cat &&
+                    m->events[f[j]].flow_id == first->flow_id;
+             j++) {
+            if (m->events[f[j]].kind == MD_FLOW_START)
+                starts++;
+            else
+                ends++;
+        }
+        if (starts && ends) continue;
+        for (size_t k = i; k < j; k++)
+            add(c, starts ? P_FLOW_WITHOUT_END : P_FLOW_WITHOUT_START, f[k], MD_NONE);
+    }
+    free(f);
+}
+
+/* ---- report -------------------------------------------------------------------------------- */
+
+/* A time in µs with three decimals, from integer ns, as the file writes it. */
+static void print_us(int64_t ns) {
+    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    printf("%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000),
+           (unsigned long long)(a % 1000));
+}
+
+/* ts as written in the file: relative to the base time when the trace has one. */
+static int64_t file_ts(const md_model *m, const md_event *e) {
+    return m->has_base ? e->ts - m->base_time_ns : e->ts;
+}
+
+/* A pid or tid: the model numbers a string id 2^62 + its string's id (see model.c), which also
+ * covers the empty string "" (string id 0). */
+static void print_id(const md_model *m, int64_t num) {
+    if (num >= (int64_t)1 << 62)
+        printf("\"%s\"", md_str(m, (uint32_t)(num - ((int64_t)1 << 62))));
+    else
+        printf("%lld", (long long)num);
+}
+
+static void print_thread(const md_model *m, const md_event *e) {
+    const md_thread *t = &m->threads[e->thread];
+    printf("pid ");
+    print_id(m, t->pid);
+    printf(" tid ");
+    print_id(m, t->tid);
+}
+
+static void print_event(const md_model *m, const md_event *e) {
+    printf("#%u \"%s\"", e->index, md_str(m, e->name));
+    if (e->has_time) {
+        printf(" ts ");
+        print_us(file_ts(m, e));
+        printf(" us");
+        if (e->ph == 'X' && e->dur_state == MD_DUR_OK) {
+            printf(" dur ");
+            print_us(e->dur);
+            printf(" us");
+        }
+    }
+    printf(", ");
+    print_thread(m, e);
+}
+
+static void print_example(const checker *c, int kind, const example *x) {
+    const md_model *m = c->m;
+    const md_event *e = &m->events[x->ev];
+    printf("    ");
+    print_event(m, e);
+    if (kind == P_BAD_EVENT && e->bad_why) printf(": %s", md_str(m, e->bad_why));
+    if (kind == P_FLOW_WITHOUT_END || kind == P_FLOW_WITHOUT_START) {
+        printf(", cat \"%s\", id ", md_str(m, e->cat));
+        if (e->flow_id >= (int64_t)1 << 62)
+            printf("\"%s\"", md_str(m, (uint32_t)(e->flow_id - ((int64_t)1 << 62))));
+        else
+            printf("%lld", (long long)e->flow_id);
+    }
+    if (x->other != MD_NONE) {
+        const md_event *o = &m->events[x->other];
+        if (kind == P_BE_NAME_MISMATCH) {
+            printf(": closes \"%s\" (#%u)", md_str(m, o->name), o->index);
+        } else {
+            printf(": starts inside \"%s\" (#%u, ends ", md_str(m, o->name), o->index);
+            print_us(file_ts(m, o) + o->dur);
+            printf(" us) and ends ");
+            print_us(e->ts + e->dur - (o->ts + o->dur));
+            printf(" us after it");
+        }
+    }
+    if (kind == P_UNKNOWN_PHASE) printf(": unknown ph");
+    putchar('\n');
+}
+
+static int report(const checker *c) {
+    const md_model *m = c->m;
+    uint64_t total = m->bad_metadata_events;
+    int kinds = m->bad_metadata_events ? 1 : 0;
+    for (int k = 0; k < P_COUNT; k++) {
+        total += c->p[k].count;
+        kinds += c->p[k].count != 0;
+    }
+    if (total == 0) {
+        printf("%s: no problems found (%zu events, %llu metadata events)\n", m->path, m->count,
+               (unsigned long long)m->metadata_events);
+        return CLI_OK;
+    }
+    printf("%s: %llu problem%s of %d kind%s (%zu events, %llu metadata events)\n", m->path,
+           (unsigned long long)total, total == 1 ? "" : "s", kinds, kinds == 1 ? "" : "s", m->count,
+           (unsigned long long)m->metadata_events);
+    for (int k = 0; k < P_COUNT; k++) {
+        const problem *p = &c->p[k];
+        if (p->count == 0) continue;
+        printf("%s: %llu\n", problem_names[k], (unsigned long long)p->count);
+        if (k == P_BAD_EVENT)
+            for (size_t r = 0; r < c->nreasons; r++)
+                printf("  %llu: %s\n", (unsigned long long)c->reason_counts[r],
+                       c->reasons[r] ? md_str(m, c->reasons[r]) : "bad event");
+        for (size_t i = 0; i < p->nex; i++)
+            print_example(c, k, &p->ex[i]);
+        if (p->count > p->nex && p->nex)
+            printf("    ... and %llu more\n", (unsigned long long)(p->count - p->nex));
+    }
+    if (m->bad_metadata_events)
+        printf("bad_metadata_event: %llu\n", (unsigned long long)m->bad_metadata_events);
+    return CLI_FINDINGS;
+}
+
+/* ---- the command --------------------------------------------------------------------------- */
+
+static int usage_error(const char *fmt, const char *arg) {
+    fputs("strobe check: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs(" (usage: strobe check [--examples N] TRACE; strobe check --help)\n", stderr);
+    return CLI_BAD_INPUT;
+}
+
+int cmd_check(int argc, char **argv) {
+    const char *path = NULL;
+    size_t limit = 5;
+    int opts = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (opts && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
+            fputs(cmd_check_usage, stdout);
+            return CLI_OK;
+        } else if (opts && strcmp(a, "--") == 0) {
+            opts = 0;
+        } else if (opts && strcmp(a, "--examples") == 0) {
+            if (i + 1 >= argc) return usage_error("%s needs a number", a);
+            char *end;
+            const char *v = argv[++i];
+            unsigned long long n = strtoull(v, &end, 10);
+            if (*v < '0' || *v > '9' || *end != '\0' || n > 1000000)
+                return usage_error("bad --examples value '%s'", v);
+            limit = (size_t)n;
+        } else if (opts && a[0] == '-' && a[1] != '\0') {
+            return usage_error("unknown option '%s'", a);
+        } else if (path == NULL) {
+            path = a;
+        } else {
+            return usage_error("unexpected argument '%s'", a);
+        }
+    }
+    if (path == NULL) return usage_error("%s", "missing TRACE");
+
+    md_model m;
+    if (md_load(&m, path) != 0) {
+        fprintf(stderr, "strobe check: %s\n", m.err);
+        md_free(&m);
+        return CLI_BAD_INPUT;
+    }
+    checker c;
+    memset(&c, 0, sizeof c);
+    c.m = &m;
+    c.limit = limit;
+    check_events(&c);
+    check_nesting(&c);
+    check_begin_end(&c);
+    check_flows(&c);
+    int rc;
+    if (c.oom) {
+        fprintf(stderr, "strobe check: %s: out of memory\n", path);
+        rc = CLI_BAD_INPUT;
+    } else {
+        rc = report(&c);
+    }
+    for (int k = 0; k < P_COUNT; k++)
+        free(c.p[k].ex);
+    free(c.reasons);
+    free(c.reason_counts);
+    md_free(&m);
+    return rc;
+}

@@ -1,0 +1,286 @@
+/* cmd_info.c: `strobe info TRACE`: what a trace holds, before opening a viewer: schema, time span,
+ * base time, processes, threads, devices, event counts by phase and by category, metadata keys.
+ *
+ * Contents: the usage text, small counting helpers, the deviceProperties scan, and the report. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "model.h"
+#include "trace_reader.h"
+
+const char cmd_info_usage[] =
+    "NAME\n"
+    "    strobe info - what a trace holds\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    strobe info TRACE\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Reads TRACE (Kineto-format Chrome trace JSON, .json or .json.gz, written by strobe or by\n"
+    "    the PyTorch profiler, either schema) and prints:\n"
+    "\n"
+    "      schema version   schemaVersion, or \"none\"\n"
+    "      time span        first ts and last end (ts + dur) over all events with a time, as\n"
+    "                       written in the file (us), and the duration between them\n"
+    "      base time        baseTimeNanoseconds, or \"none\" (2021 traces use absolute ts)\n"
+    "      events           events read (ph M metadata events apart), of which bad\n"
+    "      unterminated     whether the traceEvents array was left open (legal)\n"
+    "      processes        pid and process_name of each process\n"
+    "      threads          pid, tid, number of events and thread_name of each thread\n"
+    "      devices          each pid that holds GPU work (kernels, copies, memsets, GPU\n"
+    "                       annotations) with its streams and events, and each entry of\n"
+    "                       deviceProperties (id, name, memory, compute capability, SMs)\n"
+    "      by phase         event counts by ph (M included)\n"
+    "      by category      event counts by cat (M excluded; \"\" for none)\n"
+    "      metadata keys    the top-level keys other than traceEvents, in file order\n"
+    "\n"
+    "    Bad events are counted and otherwise left out; `strobe check` lists them.\n"
+    "\n"
+    "OPTIONS\n"
+    "    -h, --help   show this text\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0  success\n"
+    "    2  bad input or usage: the file cannot be read or is not a trace (one line on stderr\n"
+    "       names the file and the problem, with the byte offset of a JSON syntax error)\n";
+
+/* ---- counting ------------------------------------------------------------------------------ */
+
+/* A small map from a 64-bit key to a count, kept in order of first sight: few distinct keys
+ * (phases, categories, devices), so a linear search is enough. */
+typedef struct tally {
+    int64_t *keys;
+    uint64_t *counts;
+    size_t n, cap;
+} tally;
+
+static int tally_add(tally *t, int64_t key, uint64_t by) {
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->keys[i] == key) {
+            t->counts[i] += by;
+            return 0;
+        }
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        int64_t *k = realloc(t->keys, cap * sizeof *k);
+        if (k != NULL) t->keys = k;
+        uint64_t *c = realloc(t->counts, cap * sizeof *c);
+        if (c != NULL) t->counts = c;
+        if (k == NULL || c == NULL) return -1;
+        t->cap = cap;
+    }
+    t->keys[t->n] = key;
+    t->counts[t->n++] = by;
+    return 0;
+}
+
+static void tally_free(tally *t) {
+    free(t->keys);
+    free(t->counts);
+}
+
+/* ---- printing helpers ---------------------------------------------------------------------- */
+
+static void print_us(int64_t ns) {
+    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    printf("%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000),
+           (unsigned long long)(a % 1000));
+}
+
+/* A pid or tid: the model numbers a string id 2^62 + its string's id (see model.c), which also
+ * covers the empty string "" (string id 0). */
+static void print_id(const md_model *m, int64_t num) {
+    if (num >= (int64_t)1 << 62)
+        printf("\"%s\"", md_str(m, (uint32_t)(num - ((int64_t)1 << 62))));
+    else
+        printf("%lld", (long long)num);
+}
+
+/* Prints a string value of obj[key] decoded, or a number as written; nothing when absent. */
+static void print_member(const char *obj, size_t len, const char *label, const char *key) {
+    strobe_rd_value v;
+    if (strobe_rd_obj_get(obj, len, key, &v) != 1) return;
+    if (v.type == STROBE_RD_T_STRING) {
+        char buf[256];
+        if (strobe_rd_value_str(&v, buf, sizeof buf, NULL) < 0) return;
+        printf(" %s \"%s\"", label, buf);
+    } else if (v.type == STROBE_RD_T_NUMBER) {
+        printf(" %s %.*s", label, (int)v.len, v.raw);
+    }
+}
+
+/* The deviceProperties array, one line per object in it. The text was checked as JSON by the
+ * reader, so a scan for the objects at depth one (skipping strings) is enough. */
+static void print_device_properties(const char *s, size_t len) {
+    int depth = 0;
+    size_t start = 0, n = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = s[i];
+        if (ch == '"') {
+            for (i++; i < len && s[i] != '"'; i++)
+                if (s[i] == '\\') i++;
+        } else if (ch == '[' || ch == '{') {
+            if (ch == '{' && depth == 1) start = i;
+            depth++;
+        } else if (ch == ']' || ch == '}') {
+            depth--;
+            if (ch == '}' && depth == 1) {
+                const char *obj = s + start;
+                size_t olen = i + 1 - start;
+                printf("  deviceProperties[%zu]:", n++);
+                print_member(obj, olen, "id", "id");
+                print_member(obj, olen, "name", "name");
+                print_member(obj, olen, "totalGlobalMem", "totalGlobalMem");
+                print_member(obj, olen, "computeMajor", "computeMajor");
+                print_member(obj, olen, "computeMinor", "computeMinor");
+                print_member(obj, olen, "numSms", "numSms");
+                putchar('\n');
+            }
+        }
+    }
+    if (n == 0) printf("  deviceProperties: present, no objects\n");
+}
+
+/* ---- the report ---------------------------------------------------------------------------- */
+
+static int report(const md_model *m) {
+    printf("file:           %s\n", m->path);
+    if (m->has_schema)
+        printf("schema version: %lld\n", (long long)m->schema_version);
+    else
+        printf("schema version: none\n");
+    int64_t base = m->has_base ? m->base_time_ns : 0;
+    if (m->min_ts <= m->max_ts) {
+        printf("time span:      first ts ");
+        print_us(m->min_ts - base);
+        printf(" us, last end ");
+        print_us(m->max_ts - base);
+        printf(" us, duration ");
+        print_us(m->max_ts - m->min_ts);
+        printf(" us\n");
+    } else {
+        printf("time span:      none (no event has a time)\n");
+    }
+    if (m->has_base)
+        printf("base time:      %lld ns\n", (long long)m->base_time_ns);
+    else
+        printf("base time:      none\n");
+    printf("events:         %zu (%llu metadata events; %llu bad)\n", m->count,
+           (unsigned long long)m->metadata_events, (unsigned long long)m->bad_events);
+    printf("unterminated:   %s\n", m->unterminated ? "yes" : "no");
+
+    printf("processes (%zu):\n", m->proc_count);
+    for (size_t i = 0; i < m->proc_count; i++) {
+        printf("  pid ");
+        print_id(m, m->procs[i].pid);
+        printf(" \"%s\"\n", md_str(m, m->procs[i].name));
+    }
+
+    printf("threads (%zu):\n", m->thread_count);
+    for (size_t i = 0; i < m->thread_count; i++) {
+        const md_thread *t = &m->threads[i];
+        printf("  pid ");
+        print_id(m, t->pid);
+        printf(" tid ");
+        print_id(m, t->tid);
+        printf(" events %zu", t->count);
+        if (t->name) printf(" \"%s\"", md_str(m, t->name));
+        putchar('\n');
+    }
+
+    /* Devices: GPU events carry the device index as pid and the stream as tid. */
+    int rc = 0;
+    tally dev_events = {0}, dev_streams = {0}, cats = {0}, phases = {0};
+    for (size_t i = 0; i < m->thread_count && rc == 0; i++) {
+        const md_thread *t = &m->threads[i];
+        uint64_t gpu = 0;
+        for (size_t k = 0; k < t->count; k++) {
+            int kind = m->events[t->order[k]].kind;
+            gpu += md_is_device_work(kind) || kind == MD_GPU_USER_ANNOTATION;
+        }
+        if (gpu == 0) continue;
+        rc |= tally_add(&dev_events, t->pid, gpu);
+        rc |= tally_add(&dev_streams, t->pid, 1);
+    }
+    size_t ndev = dev_events.n;
+    printf("devices (%zu):\n", ndev);
+    for (size_t i = 0; i < ndev; i++) {
+        printf("  pid ");
+        print_id(m, dev_events.keys[i]);
+        printf(" streams %llu gpu events %llu\n", (unsigned long long)dev_streams.counts[i],
+               (unsigned long long)dev_events.counts[i]);
+    }
+    if (m->device_props) {
+        const char *dp = md_str(m, m->device_props);
+        print_device_properties(dp, strlen(dp));
+    }
+
+    if (m->metadata_events) rc |= tally_add(&phases, 'M', m->metadata_events);
+    for (size_t i = 0; i < m->count && rc == 0; i++) {
+        rc |= tally_add(&phases, (unsigned char)m->events[i].ph, 1);
+        rc |= tally_add(&cats, m->events[i].cat, 1);
+    }
+    if (rc == 0) {
+        printf("by phase:\n");
+        for (size_t i = 0; i < phases.n; i++)
+            printf("  %c %llu\n", (char)phases.keys[i], (unsigned long long)phases.counts[i]);
+        printf("by category:\n");
+        for (size_t i = 0; i < cats.n; i++)
+            printf("  \"%s\" %llu\n", md_str(m, (uint32_t)cats.keys[i]),
+                   (unsigned long long)cats.counts[i]);
+        printf("metadata keys (%zu):", m->meta_count);
+        for (size_t i = 0; i < m->meta_count; i++)
+            printf("%s %s", i ? "," : "", md_str(m, m->meta_keys[i]));
+        putchar('\n');
+    }
+    tally_free(&dev_events);
+    tally_free(&dev_streams);
+    tally_free(&cats);
+    tally_free(&phases);
+    if (rc) {
+        fflush(stdout);
+        fprintf(stderr, "strobe info: %s: out of memory\n", m->path);
+        return CLI_BAD_INPUT;
+    }
+    return CLI_OK;
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+    fputs("strobe info: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs(" (usage: strobe info TRACE; strobe info --help)\n", stderr);
+    return CLI_BAD_INPUT;
+}
+
+int cmd_info(int argc, char **argv) {
+    const char *path = NULL;
+    int opts = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (opts && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
+            fputs(cmd_info_usage, stdout);
+            return CLI_OK;
+        } else if (opts && strcmp(a, "--") == 0) {
+            opts = 0;
+        } else if (opts && a[0] == '-' && a[1] != '\0') {
+            return usage_error("unknown option '%s'", a);
+        } else if (path == NULL) {
+            path = a;
+        } else {
+            return usage_error("unexpected argument '%s'", a);
+        }
+    }
+    if (path == NULL) return usage_error("%s", "missing TRACE");
+    md_model m;
+    if (md_load(&m, path) != 0) {
+        fprintf(stderr, "strobe info: %s\n", m.err);
+        md_free(&m);
+        return CLI_BAD_INPUT;
+    }
+    int rc = report(&m);
+    md_free(&m);
+    return rc;
+}

@@ -1,0 +1,346 @@
+/* cmd_kernels.c: `strobe kernels`, a per-kernel table and the busy and idle time of each device
+ * stream and device.
+ *
+ * Contents: usage, the per-name rows, interval unions (busy time), output (table, CSV, JSON). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "emit.h"
+#include "model.h"
+#include "strobe/error.h"
+#include "util/table.h"
+
+const char cmd_kernels_usage[] =
+    "NAME\n"
+    "    strobe kernels - per-kernel table; busy and idle time per device and stream\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    strobe kernels TRACE [--limit N] [--format table|csv|json]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    One row per kernel name (cat kernel, or Kernel in the 2021 schema): calls, total,\n"
+    "    average, shortest and longest duration, and the share of all kernels' time, sorted by\n"
+    "    total time. Then, per stream (a device event's tid) and per device (its pid): busy\n"
+    "    time, the union of its kernels', copies' and memsets' intervals (overlaps count once);\n"
+    "    span, from its first start to its last end; idle = span - busy. A device's row ('all')\n"
+    "    unites the intervals of all its streams.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --limit N      print the first N kernel rows only (0: all, the default)\n"
+    "    --format F     table (default); csv (the kernel rows, a blank line, the stream rows)\n"
+    "                   or json; times in microseconds\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 success; 2 bad input (the trace cannot be read) or bad usage.\n";
+
+typedef struct krow {
+    uint32_t name;
+    uint64_t calls;
+    int64_t total, min, max;
+} krow;
+
+typedef struct srow {
+    int64_t pid;
+    uint32_t thread; /* MD_NONE for a device's 'all' row */
+    int64_t busy, span;
+} srow;
+
+static const md_model *g_m;
+
+static int by_total(const void *a, const void *b) {
+    const krow *x = a, *y = b;
+    if (x->total != y->total) return x->total > y->total ? -1 : 1;
+    return strcmp(md_str(g_m, x->name), md_str(g_m, y->name));
+}
+
+static int by_start(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* Union of n [start, end) pairs sorted by start: the busy time; *span gets last end - first
+ * start. */
+static int64_t union_len(const int64_t *iv, size_t n, int64_t *span) {
+    int64_t busy = 0, cs = 0, ce = 0, lo = 0, hi = 0;
+    for (size_t k = 0; k < n; k++) {
+        int64_t s = iv[2 * k], e = iv[2 * k + 1];
+        if (k == 0 || s < lo) lo = s;
+        if (k == 0 || e > hi) hi = e;
+        if (k == 0 || s > ce) {
+            busy += ce - cs;
+            cs = s;
+            ce = e;
+        } else if (e > ce) {
+            ce = e;
+        }
+    }
+    if (n) busy += ce - cs;
+    *span = n ? hi - lo : 0;
+    return busy;
+}
+
+static void stream_name(const md_model *m, const srow *r, char *buf, size_t n) {
+    if (r->thread == MD_NONE)
+        snprintf(buf, n, "all");
+    else if (m->threads[r->thread].tid_str)
+        snprintf(buf, n, "%s", md_str(m, m->threads[r->thread].tid_str));
+    else
+        snprintf(buf, n, "%" PRId64, m->threads[r->thread].tid);
+}
+
+static void device_name(const md_model *m, const srow *r, char *buf, size_t n) {
+    const md_thread *t = NULL;
+    for (size_t k = 0; k < m->thread_count && t == NULL; k++)
+        if (m->threads[k].pid == r->pid) t = &m->threads[k];
+    if (t && t->pid_str)
+        snprintf(buf, n, "%s", md_str(m, t->pid_str));
+    else
+        snprintf(buf, n, "%" PRId64, r->pid);
+}
+
+static int usage_error(const char *msg, const char *arg) {
+    fprintf(stderr, "strobe kernels: %s%s%s (strobe kernels --help)\n", msg, arg ? ": " : "",
+            arg ? arg : "");
+    return CLI_BAD_INPUT;
+}
+
+static int run(const md_model *m, size_t limit, int format) {
+    /* Rows per kernel name, indexed by the name's string id. */
+    size_t nstr = m->strings.count;
+    uint32_t *row_of = malloc((nstr ? nstr : 1) * sizeof *row_of);
+    krow *rows = malloc((nstr ? nstr : 1) * sizeof *rows);
+    srow *streams = malloc((2 * m->thread_count + 1) * sizeof *streams);
+    int64_t *iv = NULL;
+    size_t nrows = 0, nstreams = 0;
+    int64_t all = 0;
+    int err = row_of && rows && streams ? 0 : STROBE_ENOMEM;
+    for (size_t k = 0; !err && k < nstr; k++)
+        row_of[k] = MD_NONE;
+    for (size_t i = 0; !err && i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if (e->kind != MD_KERNEL || !e->has_time) continue;
+        if (row_of[e->name] == MD_NONE) {
+            krow *r = &rows[nrows];
+            memset(r, 0, sizeof *r);
+            r->name = e->name;
+            r->min = e->dur;
+            r->max = e->dur;
+            row_of[e->name] = (uint32_t)nrows++;
+        }
+        krow *r = &rows[row_of[e->name]];
+        r->calls++;
+        r->total += e->dur;
+        if (e->dur < r->min) r->min = e->dur;
+        if (e->dur > r->max) r->max = e->dur;
+        all += e->dur;
+    }
+    /* Busy time per stream: its device work, already sorted by start in the thread's order. */
+    iv = malloc(2 * (m->count ? m->count : 1) * sizeof *iv);
+    if (!err && iv == NULL) err = STROBE_ENOMEM;
+    for (size_t t = 0; !err && t < m->thread_count; t++) {
+        const md_thread *th = &m->threads[t];
+        size_t n = 0;
+        for (size_t k = 0; k < th->count; k++) {
+            const md_event *e = &m->events[th->order[k]];
+            if (!md_is_device_work(e->kind) || !e->has_time) continue;
+            iv[2 * n] = e->ts;
+            iv[2 * n + 1] = e->ts + e->dur;
+            n++;
+        }
+        if (n == 0) continue;
+        srow *s = &streams[nstreams++];
+        s->pid = th->pid;
+        s->thread = (uint32_t)t;
+        s->busy = union_len(iv, n, &s->span);
+    }
+    /* Per device: the union across its streams, after its own streams' rows. */
+    size_t nstream_rows = nstreams;
+    for (size_t k = 0; !err && k < nstream_rows; k++) {
+        int seen = 0;
+        for (size_t j = 0; j < k; j++)
+            seen |= streams[j].pid == streams[k].pid;
+        if (seen) continue;
+        size_t n = 0;
+        for (size_t i = 0; i < m->count; i++) {
+            const md_event *e = &m->events[i];
+            if (!md_is_device_work(e->kind) || !e->has_time ||
+                m->threads[e->thread].pid != streams[k].pid)
+                continue;
+            iv[2 * n] = e->ts;
+            iv[2 * n + 1] = e->ts + e->dur;
+            n++;
+        }
+        qsort(iv, n, 2 * sizeof *iv, by_start);
+        srow *s = &streams[nstreams++];
+        s->pid = streams[k].pid;
+        s->thread = MD_NONE;
+        s->busy = union_len(iv, n, &s->span);
+    }
+    if (err) goto out;
+    g_m = m;
+    qsort(rows, nrows, sizeof *rows, by_total);
+    size_t shown = limit == 0 || limit > nrows ? nrows : limit;
+    char b[6][64];
+    if (format == CL_TABLE) {
+        size_t longest = 4;
+        for (size_t k = 0; k < shown; k++) {
+            size_t len = strobe__utf8_len(md_str(m, rows[k].name));
+            if (len > longest) longest = len;
+        }
+        size_t w[7] = {longest + 4 < STROBE__TABLE_NAME_MAX ? longest + 4 : STROBE__TABLE_NAME_MAX};
+        for (int c = 1; c < 7; c++)
+            w[c] = STROBE__TABLE_COL_WIDTH;
+        static const char *const hk[] = {"Name", "# of Calls", "Total",     "Avg",
+                                         "Min",  "Max",        "% GPU time"};
+        strobe__table_separator(stdout, w, 7);
+        for (int c = 0; c < 7; c++)
+            strobe__table_cell(stdout, hk[c], w[c], 0, 0);
+        putchar('\n');
+        strobe__table_separator(stdout, w, 7);
+        for (size_t k = 0; k < shown; k++) {
+            const krow *r = &rows[k];
+            snprintf(b[0], sizeof b[0], "%" PRIu64, r->calls);
+            strobe__fmt_time_ns(b[1], sizeof b[1], r->total);
+            strobe__fmt_time_us(b[2], sizeof b[2], (double)r->total / 1000.0 / (double)r->calls);
+            strobe__fmt_time_ns(b[3], sizeof b[3], r->min);
+            strobe__fmt_time_ns(b[4], sizeof b[4], r->max);
+            strobe__fmt_share(b[5], sizeof b[5], r->total, all);
+            strobe__table_cell(stdout, md_str(m, r->name), w[0], 0, STROBE__TABLE_NAME_MAX - 3);
+            for (int c = 1; c < 7; c++)
+                strobe__table_cell(stdout, b[c - 1], w[c], 0, 0);
+            putchar('\n');
+        }
+        strobe__table_separator(stdout, w, 7);
+        strobe__fmt_time_ns(b[0], sizeof b[0], all);
+        printf("Kernel time total: %s\n\n", b[0]);
+
+        size_t sw[6] = {12, 16, 12, 12, 12, 12};
+        static const char *const hs[] = {"Device", "Stream", "Busy", "Idle", "Span", "Busy %"};
+        strobe__table_separator(stdout, sw, 6);
+        for (int c = 0; c < 6; c++)
+            strobe__table_cell(stdout, hs[c], sw[c], 0, 0);
+        putchar('\n');
+        strobe__table_separator(stdout, sw, 6);
+        for (size_t k = 0; k < nstreams; k++) {
+            const srow *s = &streams[k];
+            device_name(m, s, b[0], sizeof b[0]);
+            stream_name(m, s, b[1], sizeof b[1]);
+            strobe__fmt_time_ns(b[2], sizeof b[2], s->busy);
+            strobe__fmt_time_ns(b[3], sizeof b[3], s->span - s->busy);
+            strobe__fmt_time_ns(b[4], sizeof b[4], s->span);
+            strobe__fmt_share(b[5], sizeof b[5], s->busy, s->span);
+            for (int c = 0; c < 6; c++)
+                strobe__table_cell(stdout, b[c], sw[c], 0, 0);
+            putchar('\n');
+        }
+        strobe__table_separator(stdout, sw, 6);
+    } else {
+        int json = format == CL_JSON;
+        printf(json ? "{\"kernel_time_total_us\": "
+                    : "Name,# of Calls,Total,Avg,Min,Max,%% GPU time\n");
+        if (json) {
+            cl_put_us(stdout, all);
+            printf(",\n \"kernels\": [");
+        }
+        for (size_t k = 0; k < shown; k++) {
+            const krow *r = &rows[k];
+            double pct = all ? (double)r->total * 100.0 / (double)all : 0.0;
+            if (json) {
+                printf("%s\n  {\"Name\": ", k ? "," : "");
+                cl_json_str(stdout, md_str(m, r->name));
+                printf(", \"# of Calls\": %" PRIu64 ", \"Total\": ", r->calls);
+            } else {
+                cl_csv_str(stdout, md_str(m, r->name));
+                printf(",%" PRIu64 ",", r->calls);
+            }
+            cl_put_us(stdout, r->total);
+            printf(json ? ", \"Avg\": %.3f, \"Min\": " : ",%.3f,",
+                   (double)r->total / 1000.0 / (double)r->calls);
+            cl_put_us(stdout, r->min);
+            printf(json ? ", \"Max\": " : ",");
+            cl_put_us(stdout, r->max);
+            printf(json ? ", \"%% GPU time\": %.4f}" : ",%.4f\n", pct);
+        }
+        printf(json ? "\n ],\n \"streams\": [" : "\nDevice,Stream,Busy,Idle,Span\n");
+        for (size_t k = 0; k < nstreams; k++) {
+            const srow *s = &streams[k];
+            device_name(m, s, b[0], sizeof b[0]);
+            stream_name(m, s, b[1], sizeof b[1]);
+            if (json) {
+                printf("%s\n  {\"Device\": ", k ? "," : "");
+                cl_json_str(stdout, b[0]);
+                printf(", \"Stream\": ");
+                cl_json_str(stdout, b[1]);
+                printf(", \"Busy\": ");
+            } else {
+                cl_csv_str(stdout, b[0]);
+                putchar(',');
+                cl_csv_str(stdout, b[1]);
+                putchar(',');
+            }
+            cl_put_us(stdout, s->busy);
+            printf(json ? ", \"Idle\": " : ",");
+            cl_put_us(stdout, s->span - s->busy);
+            printf(json ? ", \"Span\": " : ",");
+            cl_put_us(stdout, s->span);
+            printf(json ? "}" : "\n");
+        }
+        if (json) printf("\n ]}\n");
+    }
+out:
+    free(row_of);
+    free(rows);
+    free(streams);
+    free(iv);
+    return err;
+}
+
+int cmd_kernels(int argc, char **argv) {
+    const char *path = NULL;
+    size_t limit = 0;
+    int format = CL_TABLE;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(cmd_kernels_usage, stdout);
+            return CLI_OK;
+        }
+        if ((strcmp(a, "--limit") == 0 || strcmp(a, "--format") == 0) && i + 1 >= argc)
+            return usage_error("option needs a value", a);
+        if (strcmp(a, "--limit") == 0) {
+            char *end;
+            const char *v = argv[++i];
+            long long n = strtoll(v, &end, 10);
+            if (*v == '\0' || *end != '\0' || n < 0) return usage_error("bad --limit", v);
+            limit = (size_t)n;
+        } else if (strcmp(a, "--format") == 0) {
+            format = cl_parse_format(argv[++i]);
+            if (format < 0) return usage_error("unknown --format", argv[i]);
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return usage_error("unknown option", a);
+        } else if (path) {
+            return usage_error("more than one trace", a);
+        } else {
+            path = a;
+        }
+    }
+    if (path == NULL) return usage_error("no trace given", NULL);
+    md_model *m = malloc(sizeof *m);
+    if (m == NULL) return usage_error("out of memory", NULL);
+    int rc = CLI_OK;
+    if (md_load(m, path) != 0) {
+        fprintf(stderr, "strobe kernels: %s\n", m->err);
+        rc = CLI_BAD_INPUT;
+    } else if (run(m, limit, format) != 0) {
+        fprintf(stderr, "strobe kernels: %s: out of memory\n", path);
+        rc = CLI_BAD_INPUT;
+    } else if (fflush(stdout) != 0 || ferror(stdout)) {
+        rc = CLI_BAD_INPUT;
+    }
+    md_free(m);
+    free(m);
+    return rc;
+}

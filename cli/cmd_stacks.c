@@ -1,0 +1,233 @@
+/* cmd_stacks.c: `strobe stacks`, folded stacks (Brendan Gregg's format) for flamegraph.pl and
+ * speedscope, weighted by self CPU or self device time.
+ *
+ * Contents: usage, frames of an event, aggregation of equal stacks, the command.
+ *
+ * Each operator (and runtime call) is one sample of its self time. Its frames, root first, are:
+ * the Python frames of its "Call stack" (the trace lists them innermost first) followed by its
+ * own name; an event without a "Call stack" takes the frames of its enclosing operator and adds
+ * its own name, so that a trace without stacks gives the nesting of operators. Equal stacks are
+ * summed in nanoseconds and printed rounded to the nearest microsecond; a stack whose weight
+ * rounds to 0 is left out. Unlike torch's export_stacks, the operator's name is the leaf frame,
+ * so that a flame graph shows which operator the time went to. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "link.h"
+#include "model.h"
+#include "strobe/error.h"
+#include "util/strtab.h"
+
+const char cmd_stacks_usage[] =
+    "NAME\n"
+    "    strobe stacks - folded stacks for flamegraph.pl and speedscope\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    strobe stacks TRACE [--metric self_cpu|self_cuda]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Prints one line per distinct stack: frames from the root to the leaf joined by ';',\n"
+    "    a space, and the weight in microseconds (rounded to the nearest; lines whose weight is\n"
+    "    0 are left out). Lines are sorted by stack.\n"
+    "\n"
+    "    Each operator, user annotation and runtime call contributes its self time. Its frames\n"
+    "    are the Python frames of its \"Call stack\" argument, root first, then its own name;\n"
+    "    without a \"Call stack\", the frames of the operator enclosing it on its thread, then\n"
+    "    its own name (so a trace without stacks gives the nesting of operators). Within a\n"
+    "    frame, ';' and control characters are replaced by '_'.\n"
+    "\n"
+    "    Example: strobe stacks t.json.gz | flamegraph.pl > t.svg\n"
+    "\n"
+    "OPTIONS\n"
+    "    --metric M     self_cpu (default): self CPU time, as `strobe summary` computes it;\n"
+    "                   self_cuda: the device time (kernels, copies, memsets) launched directly\n"
+    "                   inside each operator\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 success; 2 bad input (the trace cannot be read) or bad usage.\n";
+
+/* A growable byte buffer; put() keeps room for one more byte and the NUL, for a separator. */
+typedef struct buf {
+    char *p;
+    size_t len, cap;
+} buf;
+
+static int put(buf *b, const char *s, size_t n) {
+    if (b->len + n + 2 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (b->len + n + 2 > cap)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) return STROBE_ENOMEM;
+        b->p = p;
+        b->cap = cap;
+    }
+    for (size_t k = 0; k < n; k++) {
+        unsigned char c = (unsigned char)s[k];
+        b->p[b->len++] = c == ';' || c < 0x20 ? '_' : (char)c;
+    }
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+/* Appends the frames of event i (see the file comment), root first, each followed by ';'. */
+static int frames(const md_model *m, uint32_t i, buf *b) {
+    /* The chain of operators up to the first that has a "Call stack" (or the root). */
+    uint32_t chain[512];
+    size_t n = 0;
+    uint32_t e = i;
+    while (e != MD_NONE && n < sizeof chain / sizeof chain[0]) {
+        chain[n++] = e;
+        if (m->events[e].stack) break;
+        e = cl_op_parent(m, e);
+    }
+    const md_event *top = &m->events[chain[n - 1]];
+    if (top->stack) {
+        /* Kineto writes the Python frames innermost first: emit them in reverse. */
+        const char *s = md_str(m, top->stack);
+        size_t end = strlen(s);
+        while (end > 0) {
+            size_t start = end;
+            while (start > 0 && s[start - 1] != ';')
+                start--;
+            if (end > start && (put(b, s + start, end - start) || put(b, "", 0)))
+                return STROBE_ENOMEM;
+            if (end > start) b->p[b->len++] = ';';
+            end = start ? start - 1 : 0;
+        }
+    }
+    for (size_t k = n; k-- > 0;) {
+        const char *name = md_str(m, m->events[chain[k]].name);
+        if (put(b, name, strlen(name))) return STROBE_ENOMEM;
+        if (k) {
+            if (put(b, "", 0)) return STROBE_ENOMEM;
+            b->p[b->len++] = ';';
+        }
+    }
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+static const char *const *g_keys;
+
+static int by_key(const void *a, const void *b) {
+    return strcmp(g_keys[*(const uint32_t *)a], g_keys[*(const uint32_t *)b]);
+}
+
+static int run(const md_model *m, int cuda) {
+    strobe__pool pool = {0};
+    strobe__strtab tab;
+    strobe__strtab_init(&tab, &pool);
+    int64_t *weight = NULL, *self = calloc(m->count ? m->count : 1, sizeof *self);
+    uint32_t *owner = malloc((m->count ? m->count : 1) * sizeof *owner);
+    uint32_t *order = NULL;
+    buf b = {0};
+    size_t wcap = 0;
+    int err = self && owner ? 0 : STROBE_ENOMEM;
+    if (!err && cuda) err = cl_link(m, owner);
+    /* Per event: the metric. */
+    for (size_t i = 0; !err && i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if (!cuda && cl_is_row(e->kind) && e->has_time) {
+            self[i] += e->dur;
+            uint32_t p = cl_row_parent(m, (uint32_t)i);
+            if (p != MD_NONE) self[p] -= e->dur;
+        }
+        if (cuda && md_is_device_work(e->kind) && owner[i] != MD_NONE) self[owner[i]] += e->dur;
+    }
+    for (size_t i = 0; !err && i < m->count; i++) {
+        if (self[i] == 0 || !cl_is_row(m->events[i].kind)) continue;
+        b.len = 0;
+        err = frames(m, (uint32_t)i, &b);
+        int64_t id = err ? 0 : strobe__strtab_intern(&tab, b.p, b.len);
+        if (id < 0) err = (int)id;
+        if (err) break;
+        if ((size_t)id >= wcap) {
+            size_t cap = wcap ? wcap * 2 : 1024;
+            int64_t *w = realloc(weight, cap * sizeof *w);
+            if (w == NULL) {
+                err = STROBE_ENOMEM;
+                break;
+            }
+            memset(w + wcap, 0, (cap - wcap) * sizeof *w);
+            weight = w;
+            wcap = cap;
+        }
+        weight[id] += self[i];
+    }
+    if (!err && tab.count) {
+        order = malloc(tab.count * sizeof *order);
+        if (order == NULL) err = STROBE_ENOMEM;
+    }
+    if (!err && tab.count) {
+        for (size_t k = 0; k < tab.count; k++)
+            order[k] = (uint32_t)k;
+        g_keys = tab.strs;
+        qsort(order, tab.count, sizeof *order, by_key);
+        for (size_t k = 0; k < tab.count; k++) {
+            int64_t us = (weight[order[k]] + 500) / 1000;
+            if (us > 0) printf("%s %" PRId64 "\n", tab.strs[order[k]], us);
+        }
+    }
+    free(b.p);
+    free(order);
+    free(weight);
+    free(self);
+    free(owner);
+    strobe__strtab_release(&tab);
+    strobe__pool_release(&pool);
+    return err;
+}
+
+static int usage_error(const char *msg, const char *arg) {
+    fprintf(stderr, "strobe stacks: %s%s%s (strobe stacks --help)\n", msg, arg ? ": " : "",
+            arg ? arg : "");
+    return CLI_BAD_INPUT;
+}
+
+int cmd_stacks(int argc, char **argv) {
+    const char *path = NULL;
+    int cuda = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(cmd_stacks_usage, stdout);
+            return CLI_OK;
+        }
+        if (strcmp(a, "--metric") == 0) {
+            if (i + 1 >= argc) return usage_error("option needs a value", a);
+            const char *v = argv[++i];
+            if (strcmp(v, "self_cpu") == 0 || strcmp(v, "self_cpu_time_total") == 0)
+                cuda = 0;
+            else if (strcmp(v, "self_cuda") == 0 || strcmp(v, "self_cuda_time_total") == 0 ||
+                     strcmp(v, "self_device") == 0)
+                cuda = 1;
+            else
+                return usage_error("unknown --metric", v);
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return usage_error("unknown option", a);
+        } else if (path) {
+            return usage_error("more than one trace", a);
+        } else {
+            path = a;
+        }
+    }
+    if (path == NULL) return usage_error("no trace given", NULL);
+    md_model *m = malloc(sizeof *m);
+    if (m == NULL) return usage_error("out of memory", NULL);
+    int rc = CLI_OK;
+    if (md_load(m, path) != 0) {
+        fprintf(stderr, "strobe stacks: %s\n", m->err);
+        rc = CLI_BAD_INPUT;
+    } else if (run(m, cuda) != 0) {
+        fprintf(stderr, "strobe stacks: %s: out of memory\n", path);
+        rc = CLI_BAD_INPUT;
+    } else if (fflush(stdout) != 0 || ferror(stdout)) {
+        rc = CLI_BAD_INPUT;
+    }
+    md_free(m);
+    free(m);
+    return rc;
+}

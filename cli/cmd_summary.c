@@ -1,0 +1,714 @@
+/* cmd_summary.c: `strobe summary`, the per-operator table of torch's key_averages().table(),
+ * from any Kineto-format trace.
+ *
+ * Contents:
+ *   usage        the man page
+ *   grouping     the row of each event: by name, name and shapes, or name and stack frames
+ *   building     self and total CPU time, device time through the correlation chain (link.h),
+ *                memory, FLOPs
+ *   sorting      the --sort keys
+ *   output       torch's table (util/table.h), CSV and JSON */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "emit.h"
+#include "link.h"
+#include "model.h"
+#include "strobe/error.h"
+#include "util/table.h"
+
+const char cmd_summary_usage[] =
+    "NAME\n"
+    "    strobe summary - per-operator table, like torch's key_averages().table()\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    strobe summary TRACE [--sort KEY] [--limit N] [--group-by name|shape|stack[:N]]\n"
+    "                         [--format table|csv|json]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Reads a Kineto-format trace (.json or .json.gz, from strobe or PyTorch, either schema)\n"
+    "    and prints one row per operator: CPU operators, user annotations and the CPU side of\n"
+    "    the device runtime (cudaLaunchKernel ...), as torch does. Python functions and kernels\n"
+    "    are not rows (see `strobe kernels`).\n"
+    "\n"
+    "    Self CPU is an event's duration less that of the rows directly nested in it on its\n"
+    "    thread; CPU total is the whole duration. Device (CUDA) time is that of the kernels,\n"
+    "    copies and memsets linked to an operator through the correlation chain (device event\n"
+    "    -> runtime call with the same \"correlation\" -> the operator enclosing that call;\n"
+    "    else the operator with the same \"External id\"): self counts the work launched\n"
+    "    directly inside it, total also the work of its children. Memory columns add the\n"
+    "    [memory] events' bytes (frees are negative) directly inside (Self) and anywhere\n"
+    "    inside an operator. Columns with no data are left out, as torch does.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --sort KEY     cpu_time_total (default), self_cpu_time_total, cuda_time_total,\n"
+    "                   self_cuda_time_total, cpu_memory_usage, self_cpu_memory_usage,\n"
+    "                   cuda_memory_usage, self_cuda_memory_usage, flops, count, name\n"
+    "                   (device_time_total and self_device_time_total are accepted too)\n"
+    "    --limit N      print the first N rows only (0: all, the default)\n"
+    "    --group-by G   name (default); shape: name and \"Input Dims\", adds Input Shapes;\n"
+    "                   stack[:N]: name and the first N (default 5) frames of \"Call stack\",\n"
+    "                   adds Source Location\n"
+    "    --format F     table (default); csv or json: the same columns with raw numbers\n"
+    "                   (times in microseconds, memory in bytes, FLOPs unscaled)\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 success; 2 bad input (the trace cannot be read) or bad usage.\n";
+
+typedef enum sort_key {
+    S_CPU_TOTAL,
+    S_SELF_CPU,
+    S_DEV_TOTAL,
+    S_SELF_DEV,
+    S_CPU_MEM,
+    S_SELF_CPU_MEM,
+    S_DEV_MEM,
+    S_SELF_DEV_MEM,
+    S_FLOPS,
+    S_COUNT,
+    S_NAME
+} sort_key;
+
+static const struct {
+    const char *name;
+    sort_key key;
+} sort_names[] = {
+    {"cpu_time_total", S_CPU_TOTAL},
+    {"self_cpu_time_total", S_SELF_CPU},
+    {"cuda_time_total", S_DEV_TOTAL},
+    {"device_time_total", S_DEV_TOTAL},
+    {"self_cuda_time_total", S_SELF_DEV},
+    {"self_device_time_total", S_SELF_DEV},
+    {"cpu_memory_usage", S_CPU_MEM},
+    {"self_cpu_memory_usage", S_SELF_CPU_MEM},
+    {"cuda_memory_usage", S_DEV_MEM},
+    {"self_cuda_memory_usage", S_SELF_DEV_MEM},
+    {"flops", S_FLOPS},
+    {"count", S_COUNT},
+    {"name", S_NAME},
+};
+
+typedef struct row {
+    uint32_t name, aux; /* aux: shapes or stack key string id (0: none) */
+    uint64_t calls;
+    int64_t self_ns, total_ns, self_dev, total_dev;
+    int64_t cpu_mem, self_cpu_mem, dev_mem, self_dev_mem;
+    double flops;
+} row;
+
+typedef struct summary {
+    md_model m;
+    strobe__pool pool;
+    strobe__strtab aux; /* stack keys */
+    row *rows;
+    size_t count, cap;
+    uint32_t *slots; /* (name, aux) -> row + 1 */
+    size_t slot_cap;
+    uint32_t *row_of; /* per event: its row, MD_NONE for events that are not rows */
+    int group;        /* 0 name, 1 shape, 2 stack */
+    int stack_n;
+    int has_dev, has_mem, has_dev_mem, has_flops;
+    int64_t self_total, self_dev_total;
+} summary;
+
+/* ---- grouping ----------------------------------------------------------------------------- */
+
+static size_t slot_of(const summary *s, uint32_t name, uint32_t aux) {
+    uint64_t x = ((uint64_t)name << 32 | aux) * 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(x ^ (x >> 31)) & (s->slot_cap - 1);
+    for (uint32_t r; (r = s->slots[i]) != 0; i = (i + 1) & (s->slot_cap - 1))
+        if (s->rows[r - 1].name == name && s->rows[r - 1].aux == aux) break;
+    return i;
+}
+
+static int64_t row_for(summary *s, uint32_t name, uint32_t aux) {
+    if ((s->count + 1) * 2 > s->slot_cap) {
+        size_t cap = s->slot_cap ? s->slot_cap * 2 : 1024;
+        uint32_t *old = s->slots;
+        size_t old_cap = s->slot_cap;
+        s->slots = calloc(cap, sizeof *s->slots);
+        if (s->slots == NULL) {
+            s->slots = old;
+            return STROBE_ENOMEM;
+        }
+        s->slot_cap = cap;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i])
+                s->slots[slot_of(s, s->rows[old[i] - 1].name, s->rows[old[i] - 1].aux)] = old[i];
+        free(old);
+    }
+    size_t i = slot_of(s, name, aux);
+    if (s->slots[i]) return s->slots[i] - 1;
+    if (s->count == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        row *r = realloc(s->rows, cap * sizeof *r);
+        if (r == NULL) return STROBE_ENOMEM;
+        s->rows = r;
+        s->cap = cap;
+    }
+    row *r = &s->rows[s->count];
+    memset(r, 0, sizeof *r);
+    r->name = name;
+    r->aux = aux;
+    s->slots[i] = (uint32_t)++s->count;
+    return (int64_t)s->count - 1;
+}
+
+/* Python's str() of a list of lists: "[[1, 2], []]", from the raw JSON of "Input Dims". */
+static int64_t shapes_key(summary *s, const char *json) {
+    size_t n = strlen(json);
+    char *buf = malloc(2 * n + 1);
+    if (buf == NULL) return STROBE_ENOMEM;
+    size_t k = 0;
+    for (const char *p = json; *p; p++) {
+        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') continue;
+        buf[k++] = *p;
+        if (*p == ',') buf[k++] = ' ';
+    }
+    int64_t id = strobe__strtab_intern(&s->aux, buf, k);
+    free(buf);
+    return id;
+}
+
+/* The first N frames of "Call stack" (innermost first, as torch's evt.stack), kept joined by
+ * ';' as they are in the trace. */
+static int64_t stack_key(summary *s, const char *stack) {
+    const char *p = stack;
+    for (int k = 0; k < s->stack_n && *p; k++) {
+        const char *semi = strchr(p, ';');
+        if (semi == NULL) {
+            p += strlen(p);
+            break;
+        }
+        p = k + 1 < s->stack_n ? semi + 1 : semi;
+    }
+    return strobe__strtab_intern(&s->aux, stack, (size_t)(p - stack));
+}
+
+/* ---- building ----------------------------------------------------------------------------- */
+
+static int build(summary *s) {
+    md_model *m = &s->m;
+    int err = 0;
+    uint32_t *owner = malloc((m->count ? m->count : 1) * sizeof *owner);
+    s->row_of = malloc((m->count ? m->count : 1) * sizeof *s->row_of);
+    if (owner == NULL || s->row_of == NULL) {
+        free(owner);
+        return STROBE_ENOMEM;
+    }
+    if (strobe__strtab_intern(&s->aux, "", 0) != 0) err = STROBE_ENOMEM;
+    for (size_t i = 0; i < m->count && !err; i++) {
+        const md_event *e = &m->events[i];
+        s->row_of[i] = MD_NONE;
+        if (!cl_is_row(e->kind) || !e->has_time) continue;
+        int64_t aux = 0;
+        if (s->group == 1 && e->shapes) aux = shapes_key(s, md_str(m, e->shapes));
+        if (s->group == 2 && e->stack) aux = stack_key(s, md_str(m, e->stack));
+        int64_t r = aux < 0 ? aux : row_for(s, e->name, (uint32_t)aux);
+        if (r < 0)
+            err = (int)r;
+        else
+            s->row_of[i] = (uint32_t)r;
+    }
+    if (!err) err = cl_link(m, owner);
+    for (size_t i = 0; i < m->count && !err; i++) {
+        const md_event *e = &m->events[i];
+        if (s->row_of[i] != MD_NONE) {
+            row *r = &s->rows[s->row_of[i]];
+            r->calls++;
+            r->total_ns += e->dur;
+            r->self_ns += e->dur;
+            r->flops += e->flops;
+            /* Self time: charge this event's duration against the row directly enclosing it,
+             * rather than walking each event's children. */
+            uint32_t p = cl_row_parent(m, (uint32_t)i);
+            if (p != MD_NONE && s->row_of[p] != MD_NONE) s->rows[s->row_of[p]].self_ns -= e->dur;
+        }
+        uint32_t o = owner[i];
+        if (o == MD_NONE || s->row_of[o] == MD_NONE) continue;
+        if (md_is_device_work(e->kind)) {
+            s->rows[s->row_of[o]].self_dev += e->dur;
+            for (uint32_t a = o; a != MD_NONE; a = cl_op_parent(m, a))
+                if (s->row_of[a] != MD_NONE) s->rows[s->row_of[a]].total_dev += e->dur;
+            s->has_dev = 1;
+        } else if (e->kind == MD_MEMORY) {
+            int dev = e->mem_device > 0;
+            row *r = &s->rows[s->row_of[o]];
+            if (dev)
+                r->self_dev_mem += e->bytes;
+            else
+                r->self_cpu_mem += e->bytes;
+            for (uint32_t a = o; a != MD_NONE; a = cl_op_parent(m, a)) {
+                if (s->row_of[a] == MD_NONE) continue;
+                if (dev)
+                    s->rows[s->row_of[a]].dev_mem += e->bytes;
+                else
+                    s->rows[s->row_of[a]].cpu_mem += e->bytes;
+            }
+            s->has_mem = 1;
+            if (dev) s->has_dev_mem = 1;
+        }
+    }
+    free(owner);
+    for (size_t k = 0; k < s->count; k++) {
+        s->self_total += s->rows[k].self_ns;
+        s->self_dev_total += s->rows[k].self_dev;
+        if (s->rows[k].flops > 0) s->has_flops = 1;
+    }
+    return err;
+}
+
+/* ---- sorting ------------------------------------------------------------------------------ */
+
+static const summary *sort_s;
+static sort_key sort_by;
+
+static int64_t key_of(const row *r) {
+    switch (sort_by) {
+    case S_CPU_TOTAL:
+        return r->total_ns;
+    case S_SELF_CPU:
+        return r->self_ns;
+    case S_DEV_TOTAL:
+        return r->total_dev;
+    case S_SELF_DEV:
+        return r->self_dev;
+    case S_CPU_MEM:
+        return r->cpu_mem;
+    case S_SELF_CPU_MEM:
+        return r->self_cpu_mem;
+    case S_DEV_MEM:
+        return r->dev_mem;
+    case S_SELF_DEV_MEM:
+        return r->self_dev_mem;
+    case S_COUNT:
+        return (int64_t)r->calls;
+    default:
+        return 0;
+    }
+}
+
+/* Descending by the key (FLOPs compare as doubles), ascending by name for ties and for "name",
+ * then by the grouping string, so that the order never depends on the file's order. */
+static int compare_rows(const void *a, const void *b) {
+    const row *x = a, *y = b;
+    if (sort_by == S_FLOPS && x->flops != y->flops) return x->flops > y->flops ? -1 : 1;
+    if (sort_by != S_FLOPS && sort_by != S_NAME) {
+        int64_t kx = key_of(x), ky = key_of(y);
+        if (kx != ky) return kx > ky ? -1 : 1;
+    }
+    int c = strcmp(md_str(&sort_s->m, x->name), md_str(&sort_s->m, y->name));
+    if (c) return c;
+    return strcmp(strobe__strtab_str(&sort_s->aux, x->aux),
+                  strobe__strtab_str(&sort_s->aux, y->aux));
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+typedef enum col {
+    C_NAME,
+    C_SELF_PCT,
+    C_SELF,
+    C_TOTAL_PCT,
+    C_TOTAL,
+    C_AVG,
+    C_SELF_DEV,
+    C_SELF_DEV_PCT,
+    C_DEV_TOTAL,
+    C_DEV_AVG,
+    C_CPU_MEM,
+    C_SELF_CPU_MEM,
+    C_DEV_MEM,
+    C_SELF_DEV_MEM,
+    C_CALLS,
+    C_SHAPES,
+    C_SOURCE,
+    C_FLOPS,
+    C_NCOLS
+} col;
+
+static const char *const col_names[C_NCOLS] = {
+    "Name",      "Self CPU %",    "Self CPU",   "CPU total %",   "CPU total",       "CPU time avg",
+    "Self CUDA", "Self CUDA %",   "CUDA total", "CUDA time avg", "CPU Mem",         "Self CPU Mem",
+    "CUDA Mem",  "Self CUDA Mem", "# of Calls", "Input Shapes",  "Source Location", "Total FLOPs"};
+
+/* The columns shown, in torch's order: those with no data are left out. */
+static size_t pick_columns(const summary *s, col *cols) {
+    size_t n = 0;
+    for (int c = 0; c < C_NCOLS; c++) {
+        if (c >= C_SELF_DEV && c <= C_DEV_AVG && !s->has_dev) continue;
+        if ((c == C_CPU_MEM || c == C_SELF_CPU_MEM) && !s->has_mem) continue;
+        if ((c == C_DEV_MEM || c == C_SELF_DEV_MEM) && !s->has_dev_mem) continue;
+        if (c == C_SHAPES && s->group != 1) continue;
+        if (c == C_SOURCE && s->group != 2) continue;
+        if (c == C_FLOPS && !s->has_flops) continue;
+        cols[n++] = (col)c;
+    }
+    return n;
+}
+
+/* torch's _auto_scale_flops on the smallest non-zero FLOPs: the scale and the header's prefix. */
+static double flops_scale(const summary *s, const char **header) {
+    static const char *const names[] = {"Total FLOPs",  "Total KFLOPs", "Total MFLOPs",
+                                        "Total GFLOPs", "Total TFLOPs", "Total PFLOPs"};
+    double lo = 0;
+    for (size_t k = 0; k < s->count; k++)
+        if (s->rows[k].flops > 0 && (lo == 0 || s->rows[k].flops < lo)) lo = s->rows[k].flops;
+    double l = lo > 0 ? log10(lo) / 3.0 : 0;
+    if (l < 0) l = 0;
+    if (l > 5) l = 5;
+    int e = (int)floor(l);
+    *header = names[e];
+    return pow(10.0, -3.0 * e);
+}
+
+/* Python's repr() is not needed: the text cell of one row and column. */
+static void cell_text(const summary *s, const row *r, col c, double fscale, char *buf, size_t n) {
+    double calls = r->calls ? (double)r->calls : 1.0;
+    switch (c) {
+    case C_SELF_PCT:
+        strobe__fmt_share(buf, n, r->self_ns, s->self_total);
+        break;
+    case C_SELF:
+        strobe__fmt_time_ns(buf, n, r->self_ns);
+        break;
+    case C_TOTAL_PCT:
+        strobe__fmt_share(buf, n, r->total_ns, s->self_total);
+        break;
+    case C_TOTAL:
+        strobe__fmt_time_ns(buf, n, r->total_ns);
+        break;
+    case C_AVG:
+        strobe__fmt_time_us(buf, n, (double)r->total_ns / 1000.0 / calls);
+        break;
+    case C_SELF_DEV:
+        strobe__fmt_time_ns(buf, n, r->self_dev);
+        break;
+    case C_SELF_DEV_PCT:
+        strobe__fmt_share(buf, n, r->self_dev, s->self_dev_total);
+        break;
+    case C_DEV_TOTAL:
+        strobe__fmt_time_ns(buf, n, r->total_dev);
+        break;
+    case C_DEV_AVG:
+        strobe__fmt_time_us(buf, n, (double)r->total_dev / 1000.0 / calls);
+        break;
+    case C_CPU_MEM:
+        strobe__fmt_memory(buf, n, r->cpu_mem);
+        break;
+    case C_SELF_CPU_MEM:
+        strobe__fmt_memory(buf, n, r->self_cpu_mem);
+        break;
+    case C_DEV_MEM:
+        strobe__fmt_memory(buf, n, r->dev_mem);
+        break;
+    case C_SELF_DEV_MEM:
+        strobe__fmt_memory(buf, n, r->self_dev_mem);
+        break;
+    case C_CALLS:
+        snprintf(buf, n, "%" PRIu64, r->calls);
+        break;
+    case C_FLOPS:
+        if (r->flops <= 0)
+            snprintf(buf, n, "--");
+        else
+            snprintf(buf, n, "%8.3f", r->flops * fscale);
+        break;
+    default:
+        buf[0] = '\0';
+        break;
+    }
+}
+
+/* The frame at position k (0: innermost) of a ';'-joined stack key, into buf. */
+static int stack_frame(const char *stack, size_t k, char *buf, size_t n) {
+    const char *p = stack;
+    for (size_t i = 0; i < k; i++) {
+        p = strchr(p, ';');
+        if (p == NULL) return 0;
+        p++;
+    }
+    if (*p == '\0') return 0;
+    size_t len = strcspn(p, ";");
+    if (len >= n) len = n - 1;
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+    return 1;
+}
+
+static void print_table(const summary *s, size_t shown) {
+    col cols[C_NCOLS];
+    size_t nc = pick_columns(s, cols);
+    size_t widths[C_NCOLS];
+    const char *headers[C_NCOLS];
+    const char *fheader = "Total FLOPs";
+    double fscale = s->has_flops ? flops_scale(s, &fheader) : 1.0;
+    size_t longest = 0, shapes = 0, src = 0;
+    for (size_t k = 0; k < s->count; k++) {
+        size_t len = strobe__utf8_len(md_str(&s->m, s->rows[k].name));
+        if (len > longest) longest = len;
+        const char *aux = strobe__strtab_str(&s->aux, s->rows[k].aux);
+        if (s->group == 1 && strobe__utf8_len(aux) > shapes) shapes = strobe__utf8_len(aux);
+        char frame[1024];
+        for (size_t f = 0; s->group == 2 && stack_frame(aux, f, frame, sizeof frame); f++)
+            if (strobe__utf8_len(frame) > src) src = strobe__utf8_len(frame);
+    }
+    for (size_t c = 0; c < nc; c++) {
+        headers[c] = cols[c] == C_FLOPS ? fheader : col_names[cols[c]];
+        widths[c] = STROBE__TABLE_COL_WIDTH;
+        if (cols[c] == C_NAME)
+            widths[c] = longest + 4 < STROBE__TABLE_NAME_MAX ? longest + 4 : STROBE__TABLE_NAME_MAX;
+        if (cols[c] == C_SHAPES) widths[c] = shapes + 4 < 80 ? shapes + 4 : 80;
+        if (cols[c] == C_SOURCE) widths[c] = src + 4 < 75 ? src + 4 : 75;
+    }
+    FILE *out = stdout;
+    strobe__table_separator(out, widths, nc);
+    for (size_t c = 0; c < nc; c++)
+        strobe__table_cell(out, headers[c], widths[c], cols[c] == C_SOURCE, 0);
+    fputc('\n', out);
+    strobe__table_separator(out, widths, nc);
+    for (size_t k = 0; k < shown; k++) {
+        const row *r = &s->rows[k];
+        const char *aux = strobe__strtab_str(&s->aux, r->aux);
+        char buf[1024];
+        for (size_t c = 0; c < nc; c++) {
+            switch (cols[c]) {
+            case C_NAME:
+                strobe__table_cell(out, md_str(&s->m, r->name), widths[c], 0,
+                                   STROBE__TABLE_NAME_MAX - 3);
+                break;
+            case C_SHAPES:
+                /* torch cuts the shapes to the column's width, without "...". */
+                snprintf(buf, sizeof buf, "%s", aux);
+                buf[strobe__utf8_prefix_bytes(buf, widths[c])] = '\0';
+                strobe__table_cell(out, buf, widths[c], 0, 0);
+                break;
+            case C_SOURCE:
+                if (!stack_frame(aux, 0, buf, sizeof buf)) buf[0] = '\0';
+                strobe__table_cell(out, buf, widths[c], 1, widths[c] - 3);
+                break;
+            default:
+                cell_text(s, r, cols[c], fscale, buf, sizeof buf);
+                strobe__table_cell(out, buf, widths[c], 0, 0);
+            }
+        }
+        fputc('\n', out);
+        /* torch prints the further frames of a stack group on lines of their own. */
+        for (size_t f = 1; s->group == 2 && stack_frame(aux, f, buf, sizeof buf); f++) {
+            for (size_t c = 0; c < nc; c++) {
+                if (cols[c] == C_SOURCE)
+                    strobe__table_cell(out, buf, widths[c], 1, widths[c] - 3);
+                else
+                    strobe__table_blank(out, widths[c]);
+            }
+            fputc('\n', out);
+        }
+    }
+    strobe__table_separator(out, widths, nc);
+    char t[64];
+    strobe__fmt_time_ns(t, sizeof t, s->self_total);
+    printf("Self CPU time total: %s\n", t);
+    if (s->has_dev) {
+        strobe__fmt_time_ns(t, sizeof t, s->self_dev_total);
+        printf("Self CUDA time total: %s\n", t);
+    }
+}
+
+/* A raw value for CSV and JSON: microseconds, bytes, counts, percentages as numbers. */
+static void put_raw(const summary *s, const row *r, col c, int json) {
+    FILE *out = stdout;
+    double pct_base = (double)s->self_total, dev_base = (double)s->self_dev_total;
+    switch (c) {
+    case C_NAME:
+        json ? cl_json_str(out, md_str(&s->m, r->name)) : cl_csv_str(out, md_str(&s->m, r->name));
+        break;
+    case C_SHAPES:
+    case C_SOURCE:
+        json ? cl_json_str(out, strobe__strtab_str(&s->aux, r->aux))
+             : cl_csv_str(out, strobe__strtab_str(&s->aux, r->aux));
+        break;
+    case C_SELF_PCT:
+        printf("%.4f", pct_base ? (double)r->self_ns * 100.0 / pct_base : 0.0);
+        break;
+    case C_TOTAL_PCT:
+        printf("%.4f", pct_base ? (double)r->total_ns * 100.0 / pct_base : 0.0);
+        break;
+    case C_SELF_DEV_PCT:
+        printf("%.4f", dev_base ? (double)r->self_dev * 100.0 / dev_base : 0.0);
+        break;
+    case C_SELF:
+        cl_put_us(out, r->self_ns);
+        break;
+    case C_TOTAL:
+        cl_put_us(out, r->total_ns);
+        break;
+    case C_AVG:
+        printf("%.3f", r->calls ? (double)r->total_ns / 1000.0 / (double)r->calls : 0.0);
+        break;
+    case C_SELF_DEV:
+        cl_put_us(out, r->self_dev);
+        break;
+    case C_DEV_TOTAL:
+        cl_put_us(out, r->total_dev);
+        break;
+    case C_DEV_AVG:
+        printf("%.3f", r->calls ? (double)r->total_dev / 1000.0 / (double)r->calls : 0.0);
+        break;
+    case C_CPU_MEM:
+        printf("%" PRId64, r->cpu_mem);
+        break;
+    case C_SELF_CPU_MEM:
+        printf("%" PRId64, r->self_cpu_mem);
+        break;
+    case C_DEV_MEM:
+        printf("%" PRId64, r->dev_mem);
+        break;
+    case C_SELF_DEV_MEM:
+        printf("%" PRId64, r->self_dev_mem);
+        break;
+    case C_CALLS:
+        printf("%" PRIu64, r->calls);
+        break;
+    case C_FLOPS:
+        printf("%.17g", r->flops);
+        break;
+    default:
+        break;
+    }
+}
+
+static void print_machine(const summary *s, size_t shown, int json) {
+    col cols[C_NCOLS];
+    size_t nc = pick_columns(s, cols);
+    if (!json) {
+        for (size_t c = 0; c < nc; c++)
+            printf("%s%s", c ? "," : "", col_names[cols[c]]);
+        putchar('\n');
+        for (size_t k = 0; k < shown; k++) {
+            for (size_t c = 0; c < nc; c++) {
+                if (c) putchar(',');
+                put_raw(s, &s->rows[k], cols[c], 0);
+            }
+            putchar('\n');
+        }
+        return;
+    }
+    printf("{\"self_cpu_time_total_us\": ");
+    cl_put_us(stdout, s->self_total);
+    if (s->has_dev) {
+        printf(", \"self_cuda_time_total_us\": ");
+        cl_put_us(stdout, s->self_dev_total);
+    }
+    printf(",\n \"rows\": [");
+    for (size_t k = 0; k < shown; k++) {
+        printf("%s\n  {", k ? "," : "");
+        for (size_t c = 0; c < nc; c++) {
+            printf("%s\"%s\": ", c ? ", " : "", col_names[cols[c]]);
+            put_raw(s, &s->rows[k], cols[c], 1);
+        }
+        putchar('}');
+    }
+    printf("\n]}\n");
+}
+
+/* ---- the command -------------------------------------------------------------------------- */
+
+static int usage_error(const char *msg, const char *arg) {
+    fprintf(stderr, "strobe summary: %s%s%s (strobe summary --help)\n", msg, arg ? ": " : "",
+            arg ? arg : "");
+    return CLI_BAD_INPUT;
+}
+
+int cmd_summary(int argc, char **argv) {
+    const char *path = NULL;
+    sort_key key = S_CPU_TOTAL;
+    size_t limit = 0;
+    int format = CL_TABLE, group = 0, stack_n = 5;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(cmd_summary_usage, stdout);
+            return CLI_OK;
+        }
+        int takes = strcmp(a, "--sort") == 0 || strcmp(a, "--limit") == 0 ||
+                    strcmp(a, "--group-by") == 0 || strcmp(a, "--format") == 0;
+        if (takes && i + 1 >= argc) return usage_error("option needs a value", a);
+        if (strcmp(a, "--sort") == 0) {
+            const char *v = argv[++i];
+            size_t k = 0, n = sizeof sort_names / sizeof sort_names[0];
+            while (k < n && strcmp(sort_names[k].name, v) != 0)
+                k++;
+            if (k == n) return usage_error("unknown sort key", v);
+            key = sort_names[k].key;
+        } else if (strcmp(a, "--limit") == 0) {
+            char *end;
+            const char *v = argv[++i];
+            long long n = strtoll(v, &end, 10);
+            if (*v == '\0' || *end != '\0' || n < 0) return usage_error("bad --limit", v);
+            limit = (size_t)n;
+        } else if (strcmp(a, "--group-by") == 0) {
+            const char *v = argv[++i];
+            if (strcmp(v, "name") == 0)
+                group = 0;
+            else if (strcmp(v, "shape") == 0)
+                group = 1;
+            else if (strncmp(v, "stack", 5) == 0 && (v[5] == '\0' || v[5] == ':')) {
+                group = 2;
+                if (v[5] == ':') {
+                    char *end;
+                    long n = strtol(v + 6, &end, 10);
+                    if (v[6] == '\0' || *end != '\0' || n < 1 || n > 1000)
+                        return usage_error("bad --group-by stack:N", v);
+                    stack_n = (int)n;
+                }
+            } else {
+                return usage_error("unknown --group-by", v);
+            }
+        } else if (strcmp(a, "--format") == 0) {
+            format = cl_parse_format(argv[++i]);
+            if (format < 0) return usage_error("unknown --format", argv[i]);
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return usage_error("unknown option", a);
+        } else if (path) {
+            return usage_error("more than one trace", a);
+        } else {
+            path = a;
+        }
+    }
+    if (path == NULL) return usage_error("no trace given", NULL);
+
+    summary *s = calloc(1, sizeof *s);
+    if (s == NULL) return usage_error("out of memory", NULL);
+    s->group = group;
+    s->stack_n = stack_n;
+    strobe__strtab_init(&s->aux, &s->pool);
+    int rc = CLI_OK;
+    if (md_load(&s->m, path) != 0) {
+        fprintf(stderr, "strobe summary: %s\n", s->m.err);
+        rc = CLI_BAD_INPUT;
+    } else if (build(s) != 0) {
+        fprintf(stderr, "strobe summary: %s: out of memory\n", path);
+        rc = CLI_BAD_INPUT;
+    } else {
+        sort_s = s;
+        sort_by = key;
+        if (s->count > 1) qsort(s->rows, s->count, sizeof *s->rows, compare_rows);
+        size_t shown = limit == 0 || limit > s->count ? s->count : limit;
+        if (format == CL_TABLE)
+            print_table(s, shown);
+        else
+            print_machine(s, shown, format == CL_JSON);
+        if (fflush(stdout) != 0 || ferror(stdout)) rc = CLI_BAD_INPUT;
+    }
+    md_free(&s->m);
+    free(s->rows);
+    free(s->slots);
+    free(s->row_of);
+    strobe__strtab_release(&s->aux);
+    strobe__pool_release(&s->pool);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,43 @@
+/* emit.c: CSV and JSON output helpers (see emit.h). */
+#include "emit.h"
+
+#include <string.h>
+
+int cl_parse_format(const char *s) {
+    if (strcmp(s, "table") == 0) return CL_TABLE;
+    if (strcmp(s, "csv") == 0) return CL_CSV;
+    if (strcmp(s, "json") == 0) return CL_JSON;
+    return -1;
+}
+
+void cl_csv_str(FILE *out, const char *s) {
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+void cl_json_str(FILE *out, const char *s) {
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+void cl_put_us(FILE *out, long long ns) {
+    /* Integer arithmetic, so that 1.005 us prints as 1.005 and not 1.004999. */
+    unsigned long long a = ns < 0 ? 0ull - (unsigned long long)ns : (unsigned long long)ns;
+    fprintf(out, "%s%llu.%03llu", ns < 0 ? "-" : "", a / 1000, a % 1000);
+}

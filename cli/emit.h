@@ -1,0 +1,19 @@
+/* emit.h: machine-readable output shared by the subcommands: CSV fields (RFC 4180 quoting) and
+ * JSON strings, and the --format option's values. */
+#ifndef STROBE_CLI_EMIT_H
+#define STROBE_CLI_EMIT_H
+
+#include <stdio.h>
+
+enum { CL_TABLE = 0, CL_CSV, CL_JSON };
+
+/* Parses a --format value: "table", "csv" or "json". @return the CL_* value, or -1. */
+int cl_parse_format(const char *s);
+/* Writes s as one CSV field, quoted when it holds a comma, quote, CR or LF. */
+void cl_csv_str(FILE *out, const char *s);
+/* Writes s as a JSON string, with quotes; control characters are escaped. */
+void cl_json_str(FILE *out, const char *s);
+/* Writes a duration in ns as microseconds with three decimals, exactly (no double rounding). */
+void cl_put_us(FILE *out, long long ns);
+
+#endif

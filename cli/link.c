@@ -1,0 +1,172 @@
+/* link.c: operator ancestry and the device-work correlation chain (see link.h).
+ *
+ * Contents: ancestry walks, a small int64 -> event hash map, the operator at a time on a
+ * thread, and cl_link. */
+#include "link.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "strobe/error.h"
+
+uint32_t cl_row_parent(const md_model *m, uint32_t i) {
+    uint32_t p = m->events[i].parent;
+    while (p != MD_NONE && !cl_is_row(m->events[p].kind))
+        p = m->events[p].parent;
+    return p;
+}
+
+uint32_t cl_op_parent(const md_model *m, uint32_t i) {
+    uint32_t p = m->events[i].parent;
+    while (p != MD_NONE && !cl_is_op(m->events[p].kind))
+        p = m->events[p].parent;
+    return p;
+}
+
+/* ---- int64 -> event map ---------------------------------------------------------------------- */
+
+/* Open addressing, at most half full; keys are non-negative ids, so -1 marks an empty slot. */
+typedef struct idmap {
+    int64_t *keys;
+    uint32_t *vals;
+    size_t cap;
+} idmap;
+
+static int idmap_init(idmap *h, size_t n) {
+    h->cap = 64;
+    while (h->cap < n * 2)
+        h->cap *= 2;
+    h->keys = malloc(h->cap * sizeof *h->keys);
+    h->vals = malloc(h->cap * sizeof *h->vals);
+    if (h->keys == NULL || h->vals == NULL) return STROBE_ENOMEM;
+    for (size_t i = 0; i < h->cap; i++)
+        h->keys[i] = -1;
+    return 0;
+}
+
+static void idmap_free(idmap *h) {
+    free(h->keys);
+    free(h->vals);
+}
+
+static size_t idmap_slot(const idmap *h, int64_t key) {
+    uint64_t x = (uint64_t)key * 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(x ^ (x >> 29)) & (h->cap - 1);
+    while (h->keys[i] != -1 && h->keys[i] != key)
+        i = (i + 1) & (h->cap - 1);
+    return i;
+}
+
+static uint32_t idmap_get(const idmap *h, int64_t key) {
+    if (key < 0) return MD_NONE;
+    size_t i = idmap_slot(h, key);
+    return h->keys[i] == key ? h->vals[i] : MD_NONE;
+}
+
+/* ---- The operator at a time on a thread ------------------------------------------------------ */
+
+/* The innermost operator of thread t that contains time ts: the last event starting at or
+ * before ts, then up its parents until one contains ts. */
+static uint32_t op_at(const md_model *m, const md_thread *t, int64_t ts) {
+    size_t lo = 0, hi = t->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->events[t->order[mid]].ts <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    while (lo > 0) {
+        const md_event *e = &m->events[t->order[lo - 1]];
+        /* Flows and counters take no part in the nesting (their parent is never set). */
+        if (e->has_time && e->kind != MD_COUNTER && e->kind != MD_FLOW_START &&
+            e->kind != MD_FLOW_STEP && e->kind != MD_FLOW_END)
+            break;
+        lo--;
+    }
+    if (lo == 0) return MD_NONE;
+    uint32_t p = t->order[lo - 1];
+    while (p != MD_NONE) {
+        const md_event *e = &m->events[p];
+        if (cl_is_op(e->kind) && e->ts <= ts && ts < e->ts + e->dur) return p;
+        p = e->parent;
+    }
+    return MD_NONE;
+}
+
+/* The thread with the same pid whose string tid spells thread t's numeric tid, or MD_NONE. */
+static uint32_t string_twin(const md_model *m, uint32_t t) {
+    const md_thread *th = &m->threads[t];
+    if (th->tid_str != 0) return MD_NONE;
+    for (size_t k = 0; k < m->thread_count; k++) {
+        const md_thread *o = &m->threads[k];
+        if (k == t || o->tid_str == 0) continue;
+        if (o->pid != th->pid && !(o->pid_str == 0 && th->pid_str == 0 && o->pid == th->pid))
+            continue;
+        char *end;
+        long long v = strtoll(md_str(m, o->tid_str), &end, 10);
+        if (*end == '\0' && v == th->tid) return (uint32_t)k;
+    }
+    return MD_NONE;
+}
+
+int cl_link(const md_model *m, uint32_t *owner) {
+    /* Size the maps by what goes into them, so that they never need to grow. */
+    size_t nc = 0, ne = 0;
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if ((e->kind == MD_RUNTIME || e->kind == MD_DRIVER) && e->corr >= 0) nc++;
+        if (cl_is_op(e->kind) && e->ext_id >= 0) ne++;
+    }
+    idmap by_corr = {0}, by_ext = {0};
+    if (idmap_init(&by_corr, nc + 1) || idmap_init(&by_ext, ne + 1)) {
+        idmap_free(&by_corr);
+        idmap_free(&by_ext);
+        return STROBE_ENOMEM;
+    }
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if ((e->kind == MD_RUNTIME || e->kind == MD_DRIVER) && e->corr >= 0) {
+            size_t s = idmap_slot(&by_corr, e->corr);
+            by_corr.keys[s] = e->corr;
+            by_corr.vals[s] = (uint32_t)i;
+        }
+        if (cl_is_op(e->kind) && e->ext_id >= 0) {
+            /* Nested operators may share an External id; the innermost (latest start) is the one
+             * that launched the work. */
+            size_t s = idmap_slot(&by_ext, e->ext_id);
+            if (by_ext.keys[s] == -1 || m->events[by_ext.vals[s]].ts <= e->ts) {
+                by_ext.keys[s] = e->ext_id;
+                by_ext.vals[s] = (uint32_t)i;
+            }
+        }
+    }
+    uint32_t *twin = calloc(m->thread_count ? m->thread_count : 1, sizeof *twin);
+    if (twin == NULL) {
+        idmap_free(&by_corr);
+        idmap_free(&by_ext);
+        return STROBE_ENOMEM;
+    }
+    for (size_t t = 0; t < m->thread_count; t++)
+        twin[t] = string_twin(m, (uint32_t)t);
+
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        uint32_t o = MD_NONE;
+        if (md_is_device_work(e->kind)) {
+            uint32_t rt = idmap_get(&by_corr, e->corr);
+            if (rt != MD_NONE) o = cl_op_parent(m, rt);
+            if (o == MD_NONE) o = idmap_get(&by_ext, e->ext_id);
+            if (o == MD_NONE && rt != MD_NONE) o = idmap_get(&by_ext, m->events[rt].ext_id);
+        } else if (e->kind == MD_MEMORY && e->has_time) {
+            o = cl_op_parent(m, (uint32_t)i);
+            if (o == MD_NONE && twin[e->thread] != MD_NONE)
+                o = op_at(m, &m->threads[twin[e->thread]], e->ts);
+        }
+        owner[i] = o;
+    }
+    free(twin);
+    idmap_free(&by_corr);
+    idmap_free(&by_ext);
+    return 0;
+}

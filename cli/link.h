@@ -1,0 +1,41 @@
+/* link.h: what the CLI's tables need beyond the model's nesting: which events are rows of the
+ * operator table, each event's enclosing operator, and the correlation chain that ties device
+ * work (kernels, copies, memsets) to the CPU operator that launched it. */
+#ifndef STROBE_CLI_LINK_H
+#define STROBE_CLI_LINK_H
+
+#include <stdint.h>
+
+#include "model.h"
+
+/* An operator: the events torch's key_averages() groups and that own device work and memory. */
+static inline int cl_is_op(int kind) {
+    return kind == MD_CPU_OP || kind == MD_USER_ANNOTATION;
+}
+
+/* A row of the operator table: operators, and the CPU side of the device runtime (cudaLaunchKernel,
+ * cudaMemcpyAsync, cudaDeviceSynchronize ...), which torch's table lists too. Python functions
+ * are not rows (torch leaves them out of key_averages()). */
+static inline int cl_is_row(int kind) {
+    return cl_is_op(kind) || kind == MD_RUNTIME || kind == MD_DRIVER || kind == MD_SYNC;
+}
+
+/* The innermost row enclosing event i on its thread (skipping python functions and other
+ * ranges in between), or MD_NONE. */
+uint32_t cl_row_parent(const md_model *m, uint32_t i);
+/* The innermost operator enclosing event i on its thread, or MD_NONE. */
+uint32_t cl_op_parent(const md_model *m, uint32_t i);
+
+/* Fills owner[i] (an array of m->count) with the operator that each event belongs to, MD_NONE
+ * where none:
+ *   - device work: the operator enclosing the runtime or driver call with the same
+ *     "correlation" (a CUPTI correlation id); failing that, the operator whose "External id"
+ *     equals the device event's (or the runtime call's) own. Flow events are not needed: they
+ *     repeat the correlation id.
+ *   - [memory] events: the innermost operator enclosing them on their thread. The 2021 schema
+ *     writes memory events with a numeric tid and operators with the same tid as a string; such
+ *     a memory event is matched against that string thread at its time.
+ * @return 0, or STROBE_ENOMEM. */
+int cl_link(const md_model *m, uint32_t *owner);
+
+#endif

@@ -1,0 +1,459 @@
+/* model.c: loading a trace into md_model (see model.h).
+ *
+ * Contents: classification by ph/cat, the thread table, argument extraction, the streaming load,
+ * and the per-thread sort and nesting pass. */
+#include "model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strobe/error.h"
+#include "trace_reader.h"
+
+static const char *const kind_names[MD_KIND_COUNT] = {
+    "other",     "cpu_op",     "user_annotation", "python_function", "gpu_user_annotation",
+    "kernel",    "gpu_memcpy", "gpu_memset",      "cuda_runtime",    "cuda_driver",
+    "cuda_sync", "instant",    "memory",          "counter",         "flow_start",
+    "flow_step", "flow_end",   "unknown_phase"};
+
+const char *md_kind_name(int kind) {
+    return kind >= 0 && kind < MD_KIND_COUNT ? kind_names[kind] : "?";
+}
+
+static int cat_is(const strobe_rd_str *cat, const char *a, const char *b) {
+    return cat->s && (strcmp(cat->s, a) == 0 || (b && strcmp(cat->s, b) == 0));
+}
+
+static int classify(const strobe_rd_event *e) {
+    char ph = e->ph.s && e->ph.len == 1 ? e->ph.s[0] : '?';
+    switch (ph) {
+    case 'X':
+        if (cat_is(&e->cat, "cpu_op", "Operator")) return MD_CPU_OP;
+        if (cat_is(&e->cat, "user_annotation", NULL)) return MD_USER_ANNOTATION;
+        if (cat_is(&e->cat, "python_function", NULL)) return MD_PYTHON;
+        if (cat_is(&e->cat, "gpu_user_annotation", NULL)) return MD_GPU_USER_ANNOTATION;
+        if (cat_is(&e->cat, "kernel", "Kernel")) return MD_KERNEL;
+        if (cat_is(&e->cat, "gpu_memcpy", "Memcpy")) return MD_MEMCPY;
+        if (cat_is(&e->cat, "gpu_memset", "Memset")) return MD_MEMSET;
+        if (cat_is(&e->cat, "cuda_runtime", "Runtime")) return MD_RUNTIME;
+        if (cat_is(&e->cat, "cuda_driver", NULL)) return MD_DRIVER;
+        if (cat_is(&e->cat, "cuda_sync", NULL)) return MD_SYNC;
+        return MD_OTHER;
+    case 'i':
+    case 'I':
+        return e->name.s && strcmp(e->name.s, "[memory]") == 0 ? MD_MEMORY : MD_INSTANT;
+    case 'C':
+        return MD_COUNTER;
+    case 's':
+        return MD_FLOW_START;
+    case 't':
+        return MD_FLOW_STEP;
+    case 'f':
+        return MD_FLOW_END;
+    default:
+        return MD_UNKNOWN_PHASE;
+    }
+}
+
+static int64_t intern(md_model *m, const char *s, size_t len) {
+    return strobe__strtab_intern(&m->strings, s ? s : "", s ? len : 0);
+}
+
+/* ---- threads and processes ---------------------------------------------------------------- */
+
+/* A numeric id for a pid or tid: its number, or for a non-numeric string a distinct number
+ * above 2^62 built from the string's id. */
+static int64_t id_key(md_model *m, const strobe_rd_id *id, uint32_t *str_out, int *err) {
+    *str_out = 0;
+    if (id->has_num) return id->num;
+    if (id->kind == STROBE_RD_ID_STRING) {
+        int64_t s = intern(m, id->str.s, id->str.len);
+        if (s < 0) {
+            *err = (int)s;
+            return 0;
+        }
+        *str_out = (uint32_t)s;
+        return ((int64_t)1 << 62) + s;
+    }
+    return -1;
+}
+
+static uint64_t mix(int64_t pid, int64_t tid) {
+    uint64_t x = (uint64_t)pid * 0x9e3779b97f4a7c15ull ^ (uint64_t)tid;
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return x ^ (x >> 29);
+}
+
+static int grow_thread_slots(md_model *m) {
+    size_t cap = m->thread_slot_cap ? m->thread_slot_cap * 2 : 64;
+    uint32_t *slots = malloc(cap * sizeof *slots);
+    if (slots == NULL) return STROBE_ENOMEM;
+    for (size_t i = 0; i < cap; i++)
+        slots[i] = MD_NONE;
+    for (size_t t = 0; t < m->thread_count; t++) {
+        size_t i = mix(m->threads[t].pid, m->threads[t].tid) & (cap - 1);
+        while (slots[i] != MD_NONE)
+            i = (i + 1) & (cap - 1);
+        slots[i] = (uint32_t)t;
+    }
+    free(m->thread_slots);
+    m->thread_slots = slots;
+    m->thread_slot_cap = cap;
+    return 0;
+}
+
+/* The thread (pid, tid), added on first sight. @return its index, or a negative error. */
+static int64_t thread_of(md_model *m, int64_t pid, int64_t tid, uint32_t pid_str,
+                         uint32_t tid_str) {
+    if ((m->thread_count + 1) * 2 > m->thread_slot_cap && grow_thread_slots(m))
+        return STROBE_ENOMEM;
+    size_t i = mix(pid, tid) & (m->thread_slot_cap - 1);
+    for (uint32_t t; (t = m->thread_slots[i]) != MD_NONE; i = (i + 1) & (m->thread_slot_cap - 1))
+        if (m->threads[t].pid == pid && m->threads[t].tid == tid) return t;
+    if (m->thread_count == m->thread_cap) {
+        size_t cap = m->thread_cap ? m->thread_cap * 2 : 16;
+        md_thread *th = realloc(m->threads, cap * sizeof *th);
+        if (th == NULL) return STROBE_ENOMEM;
+        m->threads = th;
+        m->thread_cap = cap;
+    }
+    md_thread *t = &m->threads[m->thread_count];
+    memset(t, 0, sizeof *t);
+    t->pid = pid;
+    t->tid = tid;
+    t->pid_str = pid_str;
+    t->tid_str = tid_str;
+    m->thread_slots[i] = (uint32_t)m->thread_count;
+    return (int64_t)m->thread_count++;
+}
+
+static int set_process_name(md_model *m, int64_t pid, uint32_t name) {
+    for (size_t i = 0; i < m->proc_count; i++) {
+        if (m->procs[i].pid == pid) {
+            m->procs[i].name = name;
+            return 0;
+        }
+    }
+    if (m->proc_count == m->proc_cap) {
+        size_t cap = m->proc_cap ? m->proc_cap * 2 : 8;
+        md_process *p = realloc(m->procs, cap * sizeof *p);
+        if (p == NULL) return STROBE_ENOMEM;
+        m->procs = p;
+        m->proc_cap = cap;
+    }
+    m->procs[m->proc_count].pid = pid;
+    m->procs[m->proc_count].name = name;
+    m->proc_count++;
+    return 0;
+}
+
+/* ---- arguments ----------------------------------------------------------------------------- */
+
+static int64_t arg_int(const strobe_rd_event *e, const char *key, const char *alt, int64_t dflt) {
+    strobe_rd_value v;
+    int64_t out;
+    if (strobe_rd_event_arg(e, key, &v) == 1 && strobe_rd_value_int(&v, &out) == 0) return out;
+    if (alt && strobe_rd_event_arg(e, alt, &v) == 1 && strobe_rd_value_int(&v, &out) == 0)
+        return out;
+    return dflt;
+}
+
+/* A string argument decoded, or a non-string value's raw JSON text, interned. 0 when absent. */
+static int64_t arg_text(md_model *m, const strobe_rd_event *e, const char *key, int decode) {
+    strobe_rd_value v;
+    if (strobe_rd_event_arg(e, key, &v) != 1) return 0;
+    if (decode && v.type == STROBE_RD_T_STRING) {
+        size_t cap = v.len + 1, len = 0;
+        char *buf = malloc(cap);
+        if (buf == NULL) return STROBE_ENOMEM;
+        int rc = strobe_rd_value_str(&v, buf, cap, &len);
+        int64_t id = rc == 0 ? intern(m, buf, len) : 0;
+        free(buf);
+        return id;
+    }
+    return intern(m, v.raw, v.len);
+}
+
+/* ---- loading ------------------------------------------------------------------------------- */
+
+static int add_event(md_model *m, const strobe_rd_event *e) {
+    if (m->count == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 1024;
+        md_event *ev = realloc(m->events, cap * sizeof *ev);
+        if (ev == NULL) return STROBE_ENOMEM;
+        m->events = ev;
+        m->cap = cap;
+    }
+    int err = 0;
+    uint32_t pid_str, tid_str;
+    int64_t pid = id_key(m, &e->pid, &pid_str, &err);
+    int64_t tid = id_key(m, &e->tid, &tid_str, &err);
+    if (err) return err;
+    int64_t th = thread_of(m, pid, tid, pid_str, tid_str);
+    int64_t name = intern(m, e->name.s, e->name.len);
+    int64_t cat = intern(m, e->cat.s, e->cat.len);
+    if (th < 0 || name < 0 || cat < 0) return STROBE_ENOMEM;
+    md_event *x = &m->events[m->count];
+    memset(x, 0, sizeof *x);
+    x->kind = (uint8_t)classify(e);
+    /* A phase longer than one letter is unknown; '?' keeps it from passing for its first letter
+     * (an "XY" event must not nest like an X). */
+    x->ph = e->ph.s && e->ph.len == 1 ? e->ph.s[0] : '?';
+    x->bad = e->bad != 0;
+    x->bad_bits = (uint16_t)e->bad;
+    if (e->bad) {
+        int64_t why = e->bad_reason ? intern(m, e->bad_reason, strlen(e->bad_reason)) : 0;
+        if (why < 0) return STROBE_ENOMEM;
+        x->bad_why = (uint32_t)why;
+    }
+    if (x->ph == 'X' && (e->bad & STROBE_RD_BAD_DUR)) {
+        /* The reader says only that dur is unusable; `check` reports why, so tell apart a dur
+         * that is absent, negative, or not a number in range. */
+        strobe_rd_value v;
+        if (e->has_dur && e->dur_ns < 0)
+            x->dur_state = MD_DUR_NEGATIVE;
+        else if (strobe_rd_obj_get(e->raw, e->raw_len, "dur", &v) != 1)
+            x->dur_state = MD_DUR_MISSING;
+        else
+            x->dur_state = MD_DUR_INVALID;
+    }
+    x->has_time = e->has_ts && !(e->bad & STROBE_RD_BAD_TS);
+    x->ts = !x->has_time ? 0 : e->has_abs ? e->abs_ts_ns : e->ts_ns;
+    x->dur = x->ph == 'X' && e->has_dur && !(e->bad & STROBE_RD_BAD_DUR) ? e->dur_ns : 0;
+    x->name = (uint32_t)name;
+    x->cat = (uint32_t)cat;
+    x->thread = (uint32_t)th;
+    x->parent = MD_NONE;
+    x->index = (uint32_t)e->index;
+    x->ext_id = arg_int(e, "External id", "external id", -1);
+    x->corr = arg_int(e, "correlation", NULL, -1);
+    x->flow_id = -1;
+    if (x->kind == MD_FLOW_START || x->kind == MD_FLOW_STEP || x->kind == MD_FLOW_END) {
+        /* Flows match by id; a string id that is not a decimal number ("0x1f") gets a distinct
+         * number from its string, as thread ids do. */
+        if (e->id.has_num) {
+            x->flow_id = e->id.num;
+        } else if (e->id.kind == STROBE_RD_ID_STRING) {
+            int64_t sid = intern(m, e->id.str.s, e->id.str.len);
+            if (sid < 0) return STROBE_ENOMEM;
+            x->flow_id = ((int64_t)1 << 62) + sid;
+        }
+    }
+    x->mem_device = -1;
+    if (x->kind == MD_MEMORY) {
+        x->bytes = arg_int(e, "Bytes", NULL, 0);
+        int64_t dt = arg_int(e, "Device Type", NULL, -1);
+        x->mem_device = (int8_t)(dt < -1 ? -1 : dt > 127 ? 127 : dt);
+    }
+    if (e->args) {
+        strobe_rd_value v;
+        if (strobe_rd_event_arg(e, "flops", &v) == 1) strobe_rd_value_double(&v, &x->flops);
+        int64_t shapes = arg_text(m, e, "Input Dims", 0);
+        int64_t stack = arg_text(m, e, "Call stack", 1);
+        if (shapes < 0 || stack < 0) return STROBE_ENOMEM;
+        x->shapes = (uint32_t)shapes;
+        x->stack = (uint32_t)stack;
+    }
+    int64_t end;
+    if (x->has_time && __builtin_add_overflow(x->ts, x->dur, &end)) {
+        /* An end beyond int64 nanoseconds (ts and dur near 9e15 us) cannot be placed on the
+         * timeline: the duration is treated as out of range, so that no later sum overflows. */
+        x->dur = 0;
+        x->dur_state = MD_DUR_INVALID;
+        end = x->ts;
+    }
+    if (x->has_time) {
+        if (x->ts < m->min_ts) m->min_ts = x->ts;
+        if (end > m->max_ts) m->max_ts = end;
+    }
+    m->count++;
+    return 0;
+}
+
+/* Thread and process names from "M" events; the events themselves are not kept. */
+static int metadata_event(md_model *m, const strobe_rd_event *e) {
+    m->metadata_events++;
+    if (e->bad) m->bad_metadata_events++;
+    if (!e->name.s) return 0;
+    int thread_name = strcmp(e->name.s, "thread_name") == 0;
+    int process_name = strcmp(e->name.s, "process_name") == 0;
+    if (!thread_name && !process_name) return 0;
+    int64_t name = arg_text(m, e, "name", 1);
+    if (name <= 0) return name < 0 ? (int)name : 0;
+    int err = 0;
+    uint32_t pid_str, tid_str;
+    int64_t pid = id_key(m, &e->pid, &pid_str, &err);
+    if (err) return err;
+    if (process_name) return set_process_name(m, pid, (uint32_t)name);
+    int64_t tid = id_key(m, &e->tid, &tid_str, &err);
+    if (err) return err;
+    int64_t th = thread_of(m, pid, tid, pid_str, tid_str);
+    if (th < 0) return (int)th;
+    m->threads[th].name = (uint32_t)name;
+    return 0;
+}
+
+static const md_event *sort_events;
+
+/* By start, then longer first (a parent before the children it starts with), then file order. */
+static int by_time(const void *a, const void *b) {
+    const md_event *x = &sort_events[*(const uint32_t *)a], *y = &sort_events[*(const uint32_t *)b];
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    if (x->dur != y->dur) return x->dur > y->dur ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Sorts each thread's events and sets each event's parent: the innermost X event that contains
+ * it. An event that starts inside a range but ends after it (a partial overlap, which `check`
+ * reports) is given that range as parent all the same. */
+static int nest(md_model *m) {
+    for (size_t t = 0; t < m->thread_count; t++)
+        m->threads[t].count = 0;
+    for (size_t i = 0; i < m->count; i++)
+        m->threads[m->events[i].thread].count++;
+    for (size_t t = 0; t < m->thread_count; t++) {
+        m->threads[t].order =
+            malloc((m->threads[t].count ? m->threads[t].count : 1) * sizeof(uint32_t));
+        if (m->threads[t].order == NULL) return STROBE_ENOMEM;
+        m->threads[t].count = 0;
+    }
+    for (size_t i = 0; i < m->count; i++) {
+        md_thread *t = &m->threads[m->events[i].thread];
+        t->order[t->count++] = (uint32_t)i;
+    }
+    uint32_t *stack = NULL;
+    size_t cap = 0;
+    sort_events = m->events;
+    for (size_t t = 0; t < m->thread_count; t++) {
+        md_thread *th = &m->threads[t];
+        qsort(th->order, th->count, sizeof *th->order, by_time);
+        size_t depth = 0;
+        for (size_t k = 0; k < th->count; k++) {
+            md_event *e = &m->events[th->order[k]];
+            if (!e->has_time || e->kind == MD_COUNTER || e->kind == MD_FLOW_START ||
+                e->kind == MD_FLOW_STEP || e->kind == MD_FLOW_END)
+                continue;
+            while (depth &&
+                   e->ts >= m->events[stack[depth - 1]].ts + m->events[stack[depth - 1]].dur)
+                depth--;
+            e->parent = depth ? stack[depth - 1] : MD_NONE;
+            if (e->ph == 'X') {
+                if (depth == cap) {
+                    cap = cap ? cap * 2 : 64;
+                    uint32_t *s = realloc(stack, cap * sizeof *s);
+                    if (s == NULL) {
+                        free(stack);
+                        return STROBE_ENOMEM;
+                    }
+                    stack = s;
+                }
+                stack[depth++] = th->order[k];
+            }
+        }
+    }
+    free(stack);
+    return 0;
+}
+
+/* Reads everything from an opened reader (rd may be NULL when opening failed with rc). */
+static int load_from(md_model *m, strobe_rd *rd, int rc) {
+    strobe_rd_item it;
+    while (rc == 0 && (rc = strobe_rd_next(rd, &it)) > 0) {
+        if (it.kind == STROBE_RD_META) {
+            int64_t key = intern(m, it.meta->key.s, it.meta->key.len);
+            if (key < 0) {
+                rc = (int)key;
+                break;
+            }
+            if (m->meta_count == m->meta_cap) {
+                size_t cap = m->meta_cap ? m->meta_cap * 2 : 16;
+                uint32_t *k = realloc(m->meta_keys, cap * sizeof *k);
+                if (k == NULL) {
+                    rc = STROBE_ENOMEM;
+                    break;
+                }
+                m->meta_keys = k;
+                m->meta_cap = cap;
+            }
+            m->meta_keys[m->meta_count++] = (uint32_t)key;
+            rc = 0;
+            continue;
+        }
+        const strobe_rd_event *e = it.event;
+        if (e->bad) m->bad_events++;
+        rc = e->ph.s && strcmp(e->ph.s, "M") == 0 ? metadata_event(m, e) : add_event(m, e);
+    }
+    if (rc == 0) {
+        const strobe_rd_info *info = strobe_rd_get_info(rd);
+        m->has_base = info->has_base_time;
+        m->base_time_ns = info->base_time_ns;
+        m->has_schema = info->has_schema_version;
+        m->schema_version = info->schema_version;
+        m->unterminated = info->unterminated;
+        if (info->device_properties) {
+            int64_t dp = intern(m, info->device_properties, info->device_properties_len);
+            if (dp < 0) rc = (int)dp;
+            m->device_props = dp < 0 ? 0 : (uint32_t)dp;
+        }
+        if (rc == 0) rc = nest(m);
+    } else if (rd && strobe_rd_errmsg(rd)[0]) {
+        snprintf(m->err, sizeof m->err, "%s", strobe_rd_errmsg(rd));
+    }
+    if (rc != 0 && m->err[0] == '\0')
+        snprintf(m->err, sizeof m->err, "%.960s: %s", m->path, strobe_strerror(rc));
+    strobe_rd_close(rd);
+    return rc;
+}
+
+static int init_model(md_model *m, const char *path) {
+    memset(m, 0, sizeof *m);
+    snprintf(m->path, sizeof m->path, "%s", path);
+    strobe__strtab_init(&m->strings, &m->pool);
+    m->min_ts = INT64_MAX;
+    m->max_ts = INT64_MIN;
+    if (intern(m, "", 0) != 0) {
+        snprintf(m->err, sizeof m->err, "%s: out of memory", path);
+        return STROBE_ENOMEM;
+    }
+    return 0;
+}
+
+static void load_options(strobe_rd_options *opt) {
+    strobe_rd_options_init(opt);
+    opt->prescan_base = 1;
+}
+
+int md_load(md_model *m, const char *path) {
+    int rc = init_model(m, path);
+    if (rc) return rc;
+    strobe_rd_options opt;
+    load_options(&opt);
+    strobe_rd *rd = NULL;
+    rc = strobe_rd_open(&rd, path, &opt);
+    return load_from(m, rd, rc);
+}
+
+int md_load_mem(md_model *m, const void *data, size_t len, const char *name) {
+    int rc = init_model(m, name ? name : "<memory>");
+    if (rc) return rc;
+    strobe_rd_options opt;
+    load_options(&opt);
+    strobe_rd *rd = NULL;
+    rc = strobe_rd_open_mem(&rd, data, len, m->path, &opt);
+    return load_from(m, rd, rc);
+}
+
+void md_free(md_model *m) {
+    for (size_t t = 0; t < m->thread_count; t++)
+        free(m->threads[t].order);
+    free(m->threads);
+    free(m->events);
+    free(m->procs);
+    free(m->meta_keys);
+    free(m->thread_slots);
+    strobe__strtab_release(&m->strings);
+    strobe__pool_release(&m->pool);
+    memset(m, 0, sizeof *m);
+}

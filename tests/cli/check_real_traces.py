@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Checks `strobe summary`, `strobe kernels` and `strobe stacks` on the real traces in
+shared/traces by independent sums computed here from the JSON (json and gzip modules only):
+
+  - kernels: the kernel rows' totals add up to the sum of the kernel durations in the file, and
+    their calls to the number of kernel events; each row's calls equal the count of that name;
+  - summary: each row's "# of Calls" equals the number of X events of that name among the row
+    categories; Self CPU adds up to the footer total; the linked device time (Self CUDA) is at
+    most the device work in the file; CPU total >= Self CPU;
+  - stacks: the weights add up to the self CPU total within the rounding (0.5 us per line);
+  - the JSON output parses, and the hand-made traces' JSON agrees with their CSV.
+
+usage: check_real_traces.py STROBE SHARED_DIR CLI_TEST_DIR   (exit 77 when SHARED_DIR is absent)
+"""
+import collections, glob, gzip, json, os, subprocess, sys
+
+strobe, shared, cli_dir = sys.argv[1:4]
+traces_dir = os.path.join(shared, "traces")
+if not os.path.isdir(traces_dir):
+    print("no %s: skipped" % traces_dir)
+    sys.exit(77)
+
+ROW_CATS = {"cpu_op", "Operator", "user_annotation", "cuda_runtime", "Runtime", "cuda_driver",
+            "cuda_sync"}
+KERNEL_CATS = {"kernel", "Kernel"}
+DEVICE_CATS = KERNEL_CATS | {"gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
+failures = 0
+
+
+def fail(msg):
+    global failures
+    failures += 1
+    print("FAIL:", msg)
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        d = json.load(f)
+    return d["traceEvents"] if isinstance(d, dict) else d
+
+
+def dur_ns(e):
+    # The file's microseconds with three decimals, to integer nanoseconds.
+    return int(round(float(e.get("dur", 0)) * 1000))
+
+
+def strobe_json(*args):
+    out = subprocess.run([strobe] + list(args) + ["--format", "json"], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def us_ns(v):
+    return int(round(v * 1000))
+
+
+for path in sorted(glob.glob(os.path.join(traces_dir, "*.json*"))):
+    name = os.path.basename(path)
+    events = [e for e in load(path) if isinstance(e, dict)]
+    xs = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    kernels = [e for e in xs if e.get("cat") in KERNEL_CATS]
+    device = [e for e in xs if e.get("cat") in DEVICE_CATS]
+
+    k = strobe_json("kernels", path)
+    total = sum(us_ns(r["Total"]) for r in k["kernels"])
+    expect = sum(dur_ns(e) for e in kernels)
+    if abs(total - expect) > len(kernels):  # at most 1 ns of rounding per kernel
+        fail("%s: kernel rows add up to %d ns, the file's kernels to %d ns" % (name, total, expect))
+    if sum(r["# of Calls"] for r in k["kernels"]) != len(kernels):
+        fail("%s: kernel calls != %d kernel events" % (name, len(kernels)))
+    kcount = collections.Counter(e["name"] for e in kernels)
+    for r in k["kernels"]:
+        if kcount[r["Name"]] != r["# of Calls"]:
+            fail("%s: kernel %r: %d calls, %d in the file" % (name, r["Name"], r["# of Calls"],
+                                                              kcount[r["Name"]]))
+
+    s = strobe_json("summary", path)
+    count = collections.Counter(e["name"] for e in xs if e.get("cat") in ROW_CATS)
+    if len(s["rows"]) != len(count):
+        fail("%s: %d rows, %d distinct names" % (name, len(s["rows"]), len(count)))
+    for r in s["rows"]:
+        if count[r["Name"]] != r["# of Calls"]:
+            fail("%s: %r: %d calls, %d in the file" % (name, r["Name"], r["# of Calls"],
+                                                       count[r["Name"]]))
+        if r["CPU total"] + 1e-9 < r["Self CPU"]:
+            fail("%s: %r: CPU total < Self CPU" % (name, r["Name"]))
+    self_sum = sum(us_ns(r["Self CPU"]) for r in s["rows"])
+    if self_sum != us_ns(s["self_cpu_time_total_us"]):
+        fail("%s: Self CPU adds up to %d ns, footer %s us" % (name, self_sum,
+                                                              s["self_cpu_time_total_us"]))
+    dev = sum(dur_ns(e) for e in device)
+    linked = us_ns(s.get("self_cuda_time_total_us", 0))
+    if linked > dev + len(device):
+        fail("%s: linked device time %d ns > device work %d ns" % (name, linked, dev))
+
+    out = subprocess.run([strobe, "stacks", path], check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    weights = sum(int(line.rsplit(" ", 1)[1]) for line in out)
+    total_us = s["self_cpu_time_total_us"]
+    # Stacks with a zero (or, for a negative self time, negative) weight are left out.
+    if abs(weights - total_us) > 0.5 * len(out) + 1 and not any(r["Self CPU"] < 0 for r in s["rows"]):
+        fail("%s: stack weights %d us vs self CPU total %.3f us" % (name, weights, total_us))
+    print("ok %s: %d kernels (%d ns), %d rows, linked device %d of %d ns, %d stacks" %
+          (name, len(kernels), expect, len(s["rows"]), linked, dev, len(out)))
+
+# The hand-made traces: JSON and CSV say the same.
+for t in ("summary_basic.json", "stacks_oldschema.json"):
+    p = os.path.join(cli_dir, t)
+    j = strobe_json("summary", p)
+    csv_out = subprocess.run([strobe, "summary", p, "--format", "csv"], check=True,
+                             capture_output=True, text=True).stdout.splitlines()
+    header = csv_out[0].split(",")
+    for line, row in zip(csv_out[1:], j["rows"]):
+        for col, val in zip(header, line.split(",")):
+            if str(row[col]) != val and abs(float(row[col]) - float(val)) > 1e-9:
+                fail("%s: %s: csv %s, json %s" % (t, col, val, row[col]))
+sys.exit(1 if failures else 0)

@@ -1,0 +1,75 @@
+/* fuzz_model.c: libFuzzer harness for the CLI's trace model (cli/model.c) and for the two
+ * subcommands that look at every event, `strobe check` and `strobe info`.
+ *
+ * Build and run: tests/fuzz_bounded.sh (it compiles this file with the model, the subcommands, the
+ * reader, the util layer and the error table, under -fsanitize=fuzzer,address,undefined).
+ *
+ * Each input is loaded with md_load_mem(), and the model's invariants are checked: every parent
+ * is an X event of the same thread that starts no later than its child, each thread's order is a
+ * permutation sorted by time, and a failed load leaves a message. The input is then given to
+ * cmd_check and cmd_info through a memfd, as a file, so that the report code runs on every shape
+ * of model too; run it with -close_fd_mask=3 to keep their output out of the fuzzer's log
+ * (libFuzzer still prints its own and the sanitizers' reports). A crasher found here goes into
+ * tests/corpus/model/, which test_cli_check replays. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "model.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_invariants(const md_model *m) {
+    size_t total = 0;
+    for (size_t t = 0; t < m->thread_count; t++) {
+        const md_thread *th = &m->threads[t];
+        total += th->count;
+        for (size_t k = 0; k < th->count; k++) {
+            uint32_t id = th->order[k];
+            if (id >= m->count || m->events[id].thread != t) abort();
+            if (k && m->events[th->order[k - 1]].ts > m->events[id].ts) abort();
+        }
+    }
+    if (total != m->count) abort();
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        (void)md_str(m, e->name);
+        (void)md_str(m, e->cat);
+        if (e->parent == MD_NONE) continue;
+        if (e->parent >= m->count) abort();
+        const md_event *p = &m->events[e->parent];
+        if (p->ph != 'X' || p->thread != e->thread || p->ts > e->ts) abort();
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    md_model m;
+    if (md_load_mem(&m, data, size, "fuzz.json") == 0)
+        check_invariants(&m);
+    else if (m.err[0] == '\0')
+        abort();
+    md_free(&m);
+
+    int fd = memfd_create("fuzz", 0);
+    if (fd < 0) return 0;
+    size_t off = 0;
+    while (off < size) {
+        ssize_t n = write(fd, data + off, size - off);
+        if (n <= 0) break;
+        off += (size_t)n;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    char *check_argv[] = {"check", path, NULL};
+    char *info_argv[] = {"info", path, NULL};
+    int rc = cmd_check(2, check_argv);
+    if (rc < 0 || rc > 2) abort();
+    rc = cmd_info(2, info_argv);
+    if (rc != 0 && rc != 2) abort();
+    close(fd);
+    return 0;
+}

@@ -1,0 +1,346 @@
+/* test_cli_check.c: `strobe check` and `strobe info` on hand-made traces (tests/cli/), whose
+ * expected findings were worked out by hand; md_load_mem() against md_load(); the fuzzers'
+ * regression inputs replayed through the model; usage errors.
+ *
+ * Usage: test_cli_check                 the self-contained tests
+ *        test_cli_check --shared DIR    check and info on every trace in DIR/traces (exit 77 when
+ *                                       DIR/traces is missing): no crash, exit 0 or 1, counts shown
+ *
+ * The subcommands print to stdout; the test sends stdout to a temporary file while one runs, and
+ * reads it back. */
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cli.h"
+#include "model.h"
+
+static char out_path[4096];
+
+/* Runs a subcommand with stdout sent to out_path; @return its exit code, *text its output
+ * (malloc'd, NUL-terminated). */
+static int run(int (*cmd)(int, char **), char **text, int argc, ...) {
+    char *argv[8];
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 0; i < argc && i < 8; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    fflush(stdout);
+    int saved = dup(1);
+    REQUIRE(saved >= 0);
+    FILE *f = fopen(out_path, "w");
+    REQUIRE(f != NULL);
+    REQUIRE(dup2(fileno(f), 1) >= 0);
+    fclose(f);
+    int rc = cmd(argc, argv);
+    fflush(stdout);
+    REQUIRE(dup2(saved, 1) >= 0);
+    close(saved);
+    f = fopen(out_path, "rb");
+    REQUIRE(f != NULL);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    REQUIRE(buf != NULL);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    if (text)
+        *text = buf;
+    else
+        free(buf);
+    return rc;
+}
+
+/* The count on the report line "KIND: N", or 0 when the kind is not reported. */
+static long long count_of(const char *text, const char *kind) {
+    size_t klen = strlen(kind);
+    for (const char *line = text; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (strncmp(line, kind, klen) == 0 && line[klen] == ':' && line[klen + 1] == ' ')
+            return atoll(line + klen + 2);
+    return 0;
+}
+
+static void cli_path(char *buf, size_t cap, const char *name) {
+    snprintf(buf, cap, "%s/tests/cli/%s", STROBE_SOURCE_DIR, name);
+}
+
+/* Expected findings per hand-made trace, kind by kind (the comments say why). */
+typedef struct expect {
+    const char *kind;
+    long long count;
+} expect;
+
+static void check_trace(const char *name, int want_rc, const expect *want, size_t nwant) {
+    static const char *const kinds[] = {
+        "bad_event",          "negative_dur",          "x_without_dur",
+        "partial_overlap",    "child_outlives_parent", "b_without_e",
+        "e_without_b",        "be_name_mismatch",      "flow_without_end",
+        "flow_without_start", "flow_without_id",       "unknown_phase",
+        "bad_metadata_event"};
+    char path[4096];
+    cli_path(path, sizeof path, name);
+    char *text;
+    int rc = run(cmd_check, &text, 2, "check", path);
+    if (rc != want_rc) fprintf(stderr, "%s: output:\n%s", name, text);
+    CHECK_EQ(rc, want_rc);
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        long long expected = 0;
+        for (size_t w = 0; w < nwant; w++)
+            if (strcmp(want[w].kind, kinds[k]) == 0) expected = want[w].count;
+        long long got = count_of(text, kinds[k]);
+        if (got != expected) fprintf(stderr, "%s: %s\n", name, kinds[k]);
+        CHECK_EQ(got, expected);
+    }
+    free(text);
+}
+
+static void test_check(void) {
+    /* A [0,100] holds B and C; D [95,110] starts inside A and lies mostly after it (5 in, 10 out):
+     * a partial overlap. F [210,305] lies mostly inside E [200,300] (90 in, 5 out): a child that
+     * outlives its parent. H has G's span exactly: nested, fine. On tid 2, J [5,15] crosses
+     * I [0,10] by 5 in and 5 out: not mostly inside, so a partial overlap. K is alone on tid 3. */
+    const expect nesting[] = {{"partial_overlap", 2}, {"child_outlives_parent", 1}};
+    check_trace("check_nesting.json", 1, nesting, 2);
+    /* neg: negative dur; nodur: X without dur; null, the nameless X and the string ts: bad events
+     * (3); ph "Q" and ph "XY": unknown phases (2); async b/e and a missing cat are legal; the
+     * thread_name event without pid is a bad metadata event. */
+    const expect events[] = {{"bad_event", 3},
+                             {"negative_dur", 1},
+                             {"x_without_dur", 1},
+                             {"unknown_phase", 2},
+                             {"bad_metadata_event", 1}};
+    check_trace("check_events.json", 1, events, 5);
+    /* id 1 and id "0x10" match; s id 2 has no end; f id 3 has no start; id 4 has a start in cat a
+     * and an end in cat b, which do not match; the last s has no id. */
+    const expect flows[] = {
+        {"flow_without_end", 2}, {"flow_without_start", 2}, {"flow_without_id", 1}};
+    check_trace("check_flows.json", 1, flows, 3);
+    /* tid 1: B a, B b, E b, E (nameless, closes a), B c, E d (closes c: name mismatch), E e (no
+     * open B), B f (never closed); tid 2: an E with no B. */
+    const expect be[] = {{"b_without_e", 1}, {"e_without_b", 2}, {"be_name_mismatch", 1}};
+    check_trace("check_be.json", 1, be, 3);
+    /* Unsorted, same spans, a child ending with its parent, zero dur, no cat, string tid, old flow
+     * cat, instants, counters, and an unterminated bare array: all legal. */
+    check_trace("check_clean.json", 0, NULL, 0);
+
+    /* A trace strobe wrote (the writer's golden file) is clean. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/golden/sample.json", STROBE_SOURCE_DIR);
+    char *text;
+    CHECK_EQ(run(cmd_check, &text, 2, "check", path), 0);
+    CHECK(strstr(text, "no problems found") != NULL);
+    free(text);
+
+    /* --examples 0 keeps the counts and drops the examples. */
+    cli_path(path, sizeof path, "check_nesting.json");
+    CHECK_EQ(run(cmd_check, &text, 4, "check", "--examples", "0", path), 1);
+    CHECK_EQ(count_of(text, "partial_overlap"), 2);
+    CHECK(strstr(text, "D_crosses_A") == NULL);
+    free(text);
+    CHECK_EQ(run(cmd_check, &text, 4, "check", "--examples", "1", path), 1);
+    CHECK(strstr(text, "D_crosses_A") != NULL);
+    CHECK(strstr(text, "J_crosses_I") == NULL);
+    CHECK(strstr(text, "... and 1 more") != NULL);
+    free(text);
+}
+
+static void test_info(void) {
+    char path[4096], want[8192];
+    cli_path(path, sizeof path, "info_basic.json");
+    /* Worked out by hand from info_basic.json: the span runs from aten::mm at 5 µs to the end of
+     * k2 at 12.25 + 4 µs; the thread with a thread_name comes first (first seen in a metadata
+     * event); pid 0 holds the kernels on two streams; bad_neg (negative dur) counts as bad. */
+    snprintf(want, sizeof want,
+             "file:           %s\n"
+             "schema version: 1\n"
+             "time span:      first ts 5.000 us, last end 16.250 us, duration 11.250 us\n"
+             "base time:      1000000000 ns\n"
+             "events:         8 (3 metadata events; 1 bad)\n"
+             "unterminated:   no\n"
+             "processes (2):\n"
+             "  pid 10 \"main\"\n"
+             "  pid 0 \"GPU 0\"\n"
+             "threads (3):\n"
+             "  pid 10 tid 11 events 5 \"worker\"\n"
+             "  pid 0 tid 7 events 2\n"
+             "  pid 0 tid 8 events 1\n"
+             "devices (1):\n"
+             "  pid 0 streams 2 gpu events 2\n"
+             "  deviceProperties[0]: id 0 name \"GPU A\" totalGlobalMem 1024 computeMajor 8 "
+             "computeMinor 0 numSms 108\n"
+             "by phase:\n"
+             "  M 3\n"
+             "  X 5\n"
+             "  s 1\n"
+             "  f 1\n"
+             "  i 1\n"
+             "by category:\n"
+             "  \"cpu_op\" 1\n"
+             "  \"cuda_runtime\" 1\n"
+             "  \"ac2g\" 2\n"
+             "  \"kernel\" 2\n"
+             "  \"cpu_instant_event\" 1\n"
+             "  \"c\" 1\n"
+             "metadata keys (5): schemaVersion, deviceProperties, trace_id, baseTimeNanoseconds, "
+             "traceName\n",
+             path);
+    char *text;
+    CHECK_EQ(run(cmd_info, &text, 2, "info", path), 0);
+    CHECK_STR(text, want);
+    free(text);
+    /* The 2021-style unterminated bare array: no schema, no base time, string tid. */
+    cli_path(path, sizeof path, "check_clean.json");
+    CHECK_EQ(run(cmd_info, &text, 2, "info", path), 0);
+    CHECK(strstr(text, "schema version: none\n") != NULL);
+    CHECK(strstr(text, "base time:      none\n") != NULL);
+    CHECK(strstr(text, "unterminated:   yes\n") != NULL);
+    CHECK(strstr(text, "tid \"stream 7\" events 2 \"stream 7\"\n") != NULL);
+    free(text);
+}
+
+static void test_usage(void) {
+    char *text;
+    CHECK_EQ(run(cmd_check, &text, 2, "check", "--help"), 0);
+    CHECK(strstr(text, "SYNOPSIS") && strstr(text, "EXIT STATUS"));
+    free(text);
+    CHECK_EQ(run(cmd_info, &text, 2, "info", "-h"), 0);
+    CHECK(strstr(text, "SYNOPSIS") && strstr(text, "EXIT STATUS"));
+    free(text);
+    CHECK_EQ(run(cmd_check, NULL, 1, "check"), 2);
+    CHECK_EQ(run(cmd_check, NULL, 3, "check", "--bogus", "x.json"), 2);
+    CHECK_EQ(run(cmd_check, NULL, 3, "check", "a.json", "b.json"), 2);
+    CHECK_EQ(run(cmd_check, NULL, 3, "check", "--examples", "x"), 2);
+    CHECK_EQ(run(cmd_info, NULL, 1, "info"), 2);
+    CHECK_EQ(run(cmd_info, NULL, 3, "info", "--bogus", "x.json"), 2);
+    CHECK_EQ(run(cmd_info, NULL, 3, "info", "a.json", "b.json"), 2);
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc(n > 0 ? (size_t)n : 1);
+    *len = buf ? fread(buf, 1, (size_t)(n > 0 ? n : 0), f) : 0;
+    fclose(f);
+    return buf;
+}
+
+/* md_load_mem() reads what md_load() reads. */
+static void test_load_mem(void) {
+    static const char *const names[] = {"check_nesting.json", "check_events.json",
+                                        "check_flows.json",   "check_be.json",
+                                        "check_clean.json",   "info_basic.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[4096];
+        cli_path(path, sizeof path, names[i]);
+        size_t len;
+        char *data = slurp(path, &len);
+        REQUIRE(data != NULL);
+        md_model a, b;
+        int ra = md_load(&a, path), rb = md_load_mem(&b, data, len, path);
+        free(data);
+        CHECK_EQ(ra, 0);
+        CHECK_EQ(rb, 0);
+        CHECK_EQ(a.count, b.count);
+        CHECK_EQ(a.thread_count, b.thread_count);
+        CHECK_EQ(a.bad_events, b.bad_events);
+        for (size_t e = 0; e < a.count && e < b.count; e++) {
+            CHECK_EQ(a.events[e].ts, b.events[e].ts);
+            CHECK_EQ(a.events[e].parent, b.events[e].parent);
+        }
+        md_free(&a);
+        md_free(&b);
+    }
+    /* A syntax error names the input and the byte. */
+    md_model m;
+    CHECK(md_load_mem(&m, "{\"traceEvents\":[}", 17, "mem.json") < 0);
+    CHECK(strstr(m.err, "mem.json: byte 16") != NULL);
+    md_free(&m);
+}
+
+/* Every input the fuzzers kept (tests/corpus/reader and tests/corpus/model) goes through the model
+ * and `check` without a crash; under ASan this is the regression test for their crashers. */
+static void test_corpus(void) {
+    static const char *const dirs[] = {"tests/corpus/reader", "tests/corpus/model"};
+    for (size_t d = 0; d < 2; d++) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", STROBE_SOURCE_DIR, dirs[d]);
+        DIR *dp = opendir(dir);
+        if (dp == NULL) continue;
+        for (struct dirent *de; (de = readdir(dp)) != NULL;) {
+            if (de->d_name[0] == '.') continue;
+            char path[8192];
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+            size_t len;
+            char *data = slurp(path, &len);
+            if (data == NULL) continue;
+            md_model m;
+            int rc = md_load_mem(&m, data, len, de->d_name);
+            if (rc != 0) CHECK(m.err[0] != '\0');
+            md_free(&m);
+            free(data);
+            rc = run(cmd_check, NULL, 2, "check", path);
+            CHECK(rc >= 0 && rc <= 2);
+        }
+        closedir(dp);
+    }
+}
+
+/* check and info on the real traces: they must load; PyTorch's have findings, which is fine. */
+static int test_shared(const char *shared) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/traces", shared);
+    DIR *dp = opendir(dir);
+    if (dp == NULL) {
+        printf("SKIP: %s not found\n", dir);
+        return 77;
+    }
+    for (struct dirent *de; (de = readdir(dp)) != NULL;) {
+        size_t n = strlen(de->d_name);
+        if (!((n > 5 && strcmp(de->d_name + n - 5, ".json") == 0) ||
+              (n > 8 && strcmp(de->d_name + n - 8, ".json.gz") == 0)))
+            continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        char *text;
+        int rc = run(cmd_check, &text, 4, "check", "--examples", "0", path);
+        CHECK(rc == 0 || rc == 1);
+        /* The first line sums up; print it so that the log shows the counts. */
+        char *nl = strchr(text, '\n');
+        printf("check rc=%d: %.*s\n", rc, nl ? (int)(nl - text) : (int)strlen(text), text);
+        free(text);
+        CHECK_EQ(run(cmd_info, NULL, 2, "info", path), 0);
+    }
+    closedir(dp);
+    return check_result();
+}
+
+int main(int argc, char **argv) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(out_path, sizeof out_path, "%s/test_cli_check.%ld.out", tmp && *tmp ? tmp : "/tmp",
+             (long)getpid());
+    int rc;
+    if (argc == 3 && strcmp(argv[1], "--shared") == 0) {
+        rc = test_shared(argv[2]);
+    } else {
+        test_check();
+        test_info();
+        test_usage();
+        test_load_mem();
+        test_corpus();
+        rc = check_result();
+    }
+    remove(out_path);
+    return rc;
+}

@@ -1,0 +1,294 @@
+/* test_cli_summary.c: `strobe summary`, `strobe kernels` and `strobe stacks` on hand-made traces
+ * (tests/cli/), whose expected numbers are worked out below. The subcommands are called in
+ * process with stdout redirected to a temporary file.
+ *
+ * tests/cli/summary_basic.json (times in us; one CPU thread 1/1, device 0 streams 7 and 8):
+ *   outer (user_annotation)   [0, 100)   ext 1
+ *     aten::linear #1         [10, 60)   ext 2, Input Dims [[2,3],[3]], flops 2e6
+ *       aten::addmm #1        [15, 45)   ext 3, Input Dims [[2, 3]], flops 1e6
+ *         cudaLaunchKernel    [20, 25)   correlation 100
+ *       cudaLaunchKernel      [50, 54)   correlation 101
+ *     aten::linear #2         [70, 90)   ext 4, Input Dims [[4, 3], [3]]
+ *       py (python_function)  [72, 82)   not a row: transparent for nesting
+ *         aten::addmm #2      [74, 80.5) ext 5, Input Dims [[4, 3]]
+ *   [memory] +1024 CPU at 16 (in addmm #1), +4096 device at 12 (in linear #1 directly),
+ *            -512 CPU at 75 (in addmm #2)
+ *   k_gemm [30, 38) corr 100 -> runtime at 20 -> addmm #1
+ *   k_bias [60, 62) corr 101 -> runtime at 50 -> linear #1
+ *   k_gemm [80, 86) corr 999: no runtime -> External id 5 -> addmm #2
+ *   Memcpy [95, 96) corr 998: no runtime -> External id 1 -> outer
+ *   k_orphan [96, 97) linked to nothing; k_side [31, 35) on stream 8, linked to nothing
+ *
+ * CPU total: outer 100, linear 50 + 20 = 70, addmm 30 + 6.5 = 36.5, cudaLaunchKernel 9.
+ * Self CPU: outer 100 - 50 - 20 = 30; linear (50 - 30 - 4) + (20 - 6.5) = 29.5;
+ *   addmm (30 - 5) + 6.5 = 31.5; cudaLaunchKernel 9. Total 100.
+ * Self CUDA: outer 1 (memcpy), linear 2, addmm 8 + 6 = 14; total 17.
+ * CUDA total: outer 8 + 2 + 6 + 1 = 17; linear (8 + 2) + 6 = 16; addmm 14.
+ * CPU Mem: addmm 1024 - 512 = 512 (self too); linear and outer 512 (self 0).
+ * CUDA Mem: linear 4096 (self too), outer 4096.
+ * FLOPs: smallest non-zero 1e6 -> MFLOPs: linear 2.000, addmm 1.000.
+ * Kernels: k_gemm 2 calls 14 (6..8), k_side 4, k_bias 2, k_orphan 1; all kernels 21.
+ * Stream 7 busy: 8 + 2 + 6 + 1 + 1 = 18 over [30, 97): idle 49. Stream 8: busy 4, span 4.
+ *   Device 0: [31, 35) lies inside [30, 38): busy 18, span 67.
+ * Stacks (self CPU, rounded to the nearest us): outer 30, outer;aten::linear 29.5 -> 30,
+ *   ...;aten::addmm 31.5 -> 32, ...;aten::addmm;cudaLaunchKernel 5, ...;linear;cudaLaunchKernel 4.
+ *
+ * tests/cli/stacks_oldschema.json (2021 schema: cat Operator/Runtime/Kernel, string tids):
+ *   A [1000, 1010) with Call stack "inner.py(2): f;outer.py(1): <module>" (innermost first)
+ *     B [1002, 1006)
+ *       cudaLaunchKernel [1003, 1004) correlation 50 -> kern (3 us)
+ *   kern2 (2 us) correlation 51 has no runtime: "external id" 1 -> A.
+ *   [memory] +100 at 1003 on the numeric tid 5: the ops are on the string tid "5" -> B.
+ * Self CPU: A 6, B 3, cudaLaunchKernel 1. Self CUDA: A 2, B 3; CUDA total A 5, B 3. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cli.h"
+
+static char dir[4096];
+
+/* Runs a subcommand with stdout in a temporary file. @return its output (malloc'ed). */
+static char *run(int (*cmd)(int, char **), int *rc, const char *const *args) {
+    char *argv[16];
+    int argc = 0;
+    while (args[argc] && argc < 15) {
+        argv[argc] = (char *)args[argc];
+        argc++;
+    }
+    argv[argc] = NULL;
+    FILE *tmp = tmpfile();
+    REQUIRE(tmp != NULL);
+    fflush(stdout);
+    int saved = dup(1);
+    REQUIRE(saved >= 0 && dup2(fileno(tmp), 1) >= 0);
+    *rc = cmd(argc, argv);
+    fflush(stdout);
+    REQUIRE(dup2(saved, 1) >= 0);
+    close(saved);
+    off_t n = lseek(fileno(tmp), 0, SEEK_END);
+    REQUIRE(n >= 0);
+    char *out = calloc(1, (size_t)n + 1);
+    REQUIRE(out != NULL);
+    REQUIRE(lseek(fileno(tmp), 0, SEEK_SET) == 0);
+    REQUIRE(read(fileno(tmp), out, (size_t)n) == n);
+    fclose(tmp);
+    return out;
+}
+
+static const char *trace(const char *name) {
+    static char path[2][4200];
+    static int k;
+    k ^= 1;
+    snprintf(path[k], sizeof path[k], "%s/%s", dir, name);
+    return path[k];
+}
+
+#define EXPECT_OUTPUT(cmd, expected, ...)                                                          \
+    do {                                                                                           \
+        const char *a_[] = {__VA_ARGS__, NULL};                                                    \
+        int rc_;                                                                                   \
+        char *out_ = run(cmd, &rc_, a_);                                                           \
+        CHECK_EQ(rc_, 0);                                                                          \
+        CHECK_STR(out_, expected);                                                                 \
+        free(out_);                                                                                \
+    } while (0)
+
+#define EXPECT_LINE(out, line)                                                                     \
+    do {                                                                                           \
+        if (strstr(out, line "\n") == NULL) {                                                      \
+            fprintf(stderr, "%s:%d: missing line \"%s\" in:\n%s\n", __FILE__, __LINE__, line,      \
+                    out);                                                                          \
+            check__failures++;                                                                     \
+        }                                                                                          \
+    } while (0)
+
+static void test_summary_csv(void) {
+    EXPECT_OUTPUT(cmd_summary,
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,Self CUDA,Self "
+                  "CUDA %,CUDA total,CUDA time avg,CPU Mem,Self CPU Mem,CUDA Mem,Self CUDA "
+                  "Mem,# of Calls,Total FLOPs\n"
+                  "outer,30.0000,30.000,100.0000,100.000,100.000,1.000,5.8824,17.000,17.000,512,"
+                  "0,4096,0,1,0\n"
+                  "aten::linear,29.5000,29.500,70.0000,70.000,35.000,2.000,11.7647,16.000,8.000,"
+                  "512,0,4096,4096,2,2000000\n"
+                  "aten::addmm,31.5000,31.500,36.5000,36.500,18.250,14.000,82.3529,14.000,7.000,"
+                  "512,512,0,0,2,1000000\n"
+                  "cudaLaunchKernel,9.0000,9.000,9.0000,9.000,4.500,0.000,0.0000,0.000,0.000,0,0,"
+                  "0,0,2,0\n",
+                  "summary", trace("summary_basic.json"), "--format", "csv");
+    /* Sorted by self CUDA, limited to two rows. */
+    EXPECT_OUTPUT(cmd_summary,
+                  "{\"self_cpu_time_total_us\": 100.000, \"self_cuda_time_total_us\": 17.000,\n"
+                  " \"rows\": [\n"
+                  "  {\"Name\": \"aten::addmm\", \"Self CPU %\": 31.5000, \"Self CPU\": 31.500, "
+                  "\"CPU total %\": 36.5000, \"CPU total\": 36.500, \"CPU time avg\": 18.250, "
+                  "\"Self CUDA\": 14.000, \"Self CUDA %\": 82.3529, \"CUDA total\": 14.000, "
+                  "\"CUDA time avg\": 7.000, \"CPU Mem\": 512, \"Self CPU Mem\": 512, \"CUDA "
+                  "Mem\": 0, \"Self CUDA Mem\": 0, \"# of Calls\": 2, \"Total FLOPs\": 1000000},\n"
+                  "  {\"Name\": \"aten::linear\", \"Self CPU %\": 29.5000, \"Self CPU\": 29.500, "
+                  "\"CPU total %\": 70.0000, \"CPU total\": 70.000, \"CPU time avg\": 35.000, "
+                  "\"Self CUDA\": 2.000, \"Self CUDA %\": 11.7647, \"CUDA total\": 16.000, "
+                  "\"CUDA time avg\": 8.000, \"CPU Mem\": 512, \"Self CPU Mem\": 0, \"CUDA Mem\": "
+                  "4096, \"Self CUDA Mem\": 4096, \"# of Calls\": 2, \"Total FLOPs\": 2000000}\n"
+                  "]}\n",
+                  "summary", trace("summary_basic.json"), "--format", "json", "--sort",
+                  "self_cuda_time_total", "--limit", "2");
+}
+
+static void test_summary_table(void) {
+    const char *a[] = {"summary", trace("summary_basic.json"), NULL};
+    int rc;
+    char *out = run(cmd_summary, &rc, a);
+    CHECK_EQ(rc, 0);
+    EXPECT_LINE(out, "                Name    Self CPU %      Self CPU   CPU total %     CPU total "
+                     " CPU time avg     Self CUDA   Self CUDA %    CUDA total  CUDA time avg     "
+                     "  CPU Mem  Self CPU Mem      CUDA Mem  Self CUDA Mem    # of Calls  Total "
+                     "MFLOPs  ");
+    EXPECT_LINE(out, "        aten::linear        29.50%      29.500us        70.00%      70.000us "
+                     "     35.000us       2.000us        11.76%      16.000us       8.000us      "
+                     "   512 b           0 b       4.00 Kb       4.00 Kb             2         "
+                     "2.000  ");
+    EXPECT_LINE(out, "    cudaLaunchKernel         9.00%       9.000us         9.00%       9.000us "
+                     "      4.500us       0.000us         0.00%       0.000us       0.000us      "
+                     "     0 b           0 b           0 b           0 b             2            "
+                     "--  ");
+    EXPECT_LINE(out, "Self CPU time total: 100.000us");
+    EXPECT_LINE(out, "Self CUDA time total: 17.000us");
+    free(out);
+
+    /* Grouped by shape: the shapes are printed as Python prints lists. */
+    const char *b[] = {"summary", trace("summary_basic.json"), "--group-by", "shape", NULL};
+    out = run(cmd_summary, &rc, b);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, "      [[2, 3], [3]]         2.000  \n") != NULL);
+    CHECK(strstr(out, "           [[4, 3]]            --  \n") != NULL);
+    EXPECT_LINE(out, "         aten::addmm        25.00%      25.000us        30.00%      30.000us "
+                     "     30.000us       8.000us        47.06%       8.000us       8.000us      "
+                     " 1.00 Kb       1.00 Kb           0 b           0 b             1           "
+                     "[[2, 3]]         1.000  ");
+    free(out);
+
+    /* The 2021 schema: correlation through "Runtime", "external id" fallback, memory on the
+     * numeric twin of a string tid; no device memory, so no CUDA Mem columns. */
+    EXPECT_OUTPUT(cmd_summary,
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,Self CUDA,Self "
+                  "CUDA %,CUDA total,CUDA time avg,CPU Mem,Self CPU Mem,# of Calls\n"
+                  "A,60.0000,6.000,100.0000,10.000,10.000,2.000,40.0000,5.000,5.000,100,0,1\n"
+                  "B,30.0000,3.000,40.0000,4.000,4.000,3.000,60.0000,3.000,3.000,100,100,1\n"
+                  "cudaLaunchKernel,10.0000,1.000,10.0000,1.000,1.000,0.000,0.0000,0.000,0.000,0,"
+                  "0,1\n",
+                  "summary", "--format", "csv", trace("stacks_oldschema.json"));
+}
+
+/* Grouped by the first frame of "Call stack" (innermost first): only A has one. */
+static void test_summary_stack_group(void) {
+    EXPECT_OUTPUT(cmd_summary,
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,Self CUDA,Self "
+                  "CUDA %,CUDA total,CUDA time avg,CPU Mem,Self CPU Mem,# of Calls,Source "
+                  "Location\n"
+                  "A,60.0000,6.000,100.0000,10.000,10.000,2.000,40.0000,5.000,5.000,100,0,1,"
+                  "inner.py(2): f\n"
+                  "B,30.0000,3.000,40.0000,4.000,4.000,3.000,60.0000,3.000,3.000,100,100,1,\n"
+                  "cudaLaunchKernel,10.0000,1.000,10.0000,1.000,1.000,0.000,0.0000,0.000,0.000,0,"
+                  "0,1,\n",
+                  "summary", trace("stacks_oldschema.json"), "--group-by", "stack:1", "--format",
+                  "csv");
+    /* In the table, the further frames of a group go on lines of their own. */
+    const char *a[] = {"summary", trace("stacks_oldschema.json"), "--group-by", "stack", NULL};
+    int rc;
+    char *out = run(cmd_summary, &rc, a);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, "             1  inner.py(2): f             \n") != NULL);
+    CHECK(strstr(out, "                outer.py(1): <module>      \n") != NULL);
+    free(out);
+}
+
+static void test_kernels(void) {
+    EXPECT_OUTPUT(cmd_kernels,
+                  "Name,# of Calls,Total,Avg,Min,Max,% GPU time\n"
+                  "k_gemm,2,14.000,7.000,6.000,8.000,66.6667\n"
+                  "k_side,1,4.000,4.000,4.000,4.000,19.0476\n"
+                  "k_bias,1,2.000,2.000,2.000,2.000,9.5238\n"
+                  "k_orphan,1,1.000,1.000,1.000,1.000,4.7619\n"
+                  "\n"
+                  "Device,Stream,Busy,Idle,Span\n"
+                  "0,7,18.000,49.000,67.000\n"
+                  "0,8,4.000,0.000,4.000\n"
+                  "0,all,18.000,49.000,67.000\n",
+                  "kernels", trace("summary_basic.json"), "--format", "csv");
+    const char *a[] = {"kernels", trace("stacks_oldschema.json"), NULL};
+    int rc;
+    char *out = run(cmd_kernels, &rc, a);
+    CHECK_EQ(rc, 0);
+    EXPECT_LINE(out, "           0          stream 7       5.000us       7.000us      12.000us     "
+                     "   41.67%  ");
+    EXPECT_LINE(out, "Kernel time total: 5.000us");
+    free(out);
+}
+
+static void test_stacks(void) {
+    EXPECT_OUTPUT(cmd_stacks,
+                  "outer 30\n"
+                  "outer;aten::linear 30\n"
+                  "outer;aten::linear;aten::addmm 32\n"
+                  "outer;aten::linear;aten::addmm;cudaLaunchKernel 5\n"
+                  "outer;aten::linear;cudaLaunchKernel 4\n",
+                  "stacks", trace("summary_basic.json"));
+    EXPECT_OUTPUT(cmd_stacks, "outer 1\nouter;aten::linear 2\nouter;aten::linear;aten::addmm 14\n",
+                  "stacks", "--metric", "self_cuda", trace("summary_basic.json"));
+    EXPECT_OUTPUT(cmd_stacks,
+                  "outer.py(1): <module>;inner.py(2): f;A 6\n"
+                  "outer.py(1): <module>;inner.py(2): f;A;B 3\n"
+                  "outer.py(1): <module>;inner.py(2): f;A;B;cudaLaunchKernel 1\n",
+                  "stacks", trace("stacks_oldschema.json"));
+}
+
+/* Usage and input errors: exit 2 with one line on stderr; --help exits 0 with the man page. */
+static void test_usage(void) {
+    int (*cmds[])(int, char **) = {cmd_summary, cmd_kernels, cmd_stacks};
+    const char *names[] = {"summary", "kernels", "stacks"};
+    for (int c = 0; c < 3; c++) {
+        int rc;
+        const char *help[] = {names[c], "--help", NULL};
+        char *out = run(cmds[c], &rc, help);
+        CHECK_EQ(rc, 0);
+        CHECK(strncmp(out, "NAME\n", 5) == 0);
+        CHECK(strstr(out, "\nSYNOPSIS\n") && strstr(out, "\nDESCRIPTION\n") &&
+              strstr(out, "\nOPTIONS\n") && strstr(out, "\nEXIT STATUS\n"));
+        free(out);
+        const char *missing[] = {names[c], trace("no_such_file.json"), NULL};
+        free(run(cmds[c], &rc, missing));
+        CHECK_EQ(rc, 2);
+        const char *none[] = {names[c], NULL};
+        free(run(cmds[c], &rc, none));
+        CHECK_EQ(rc, 2);
+        const char *bad[] = {names[c], trace("summary_basic.json"), "--bogus", NULL};
+        free(run(cmds[c], &rc, bad));
+        CHECK_EQ(rc, 2);
+    }
+    int rc;
+    const char *sort[] = {"summary", trace("summary_basic.json"), "--sort", "nope", NULL};
+    free(run(cmd_summary, &rc, sort));
+    CHECK_EQ(rc, 2);
+    const char *group[] = {"summary", trace("summary_basic.json"), "--group-by", "stack:0", NULL};
+    free(run(cmd_summary, &rc, group));
+    CHECK_EQ(rc, 2);
+    const char *limit[] = {"summary", trace("summary_basic.json"), "--limit", NULL};
+    free(run(cmd_summary, &rc, limit));
+    CHECK_EQ(rc, 2);
+}
+
+int main(int argc, char **argv) {
+    snprintf(dir, sizeof dir, "%s", argc > 1 ? argv[1] : STROBE_SOURCE_DIR "/tests/cli");
+    test_summary_csv();
+    test_summary_table();
+    test_summary_stack_group();
+    test_kernels();
+    test_stacks();
+    test_usage();
+    return check_result();
+}
