@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common.h"
+#include "strobe/error.h"
 #include "model.h"
 #include "trace_reader.h"
 
@@ -406,11 +408,8 @@ static int report(const checker *c) {
 
 /* ---- the command --------------------------------------------------------------------------- */
 
-static int usage_error(const char *fmt, const char *arg) {
-    fputs("strobe check: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (usage: strobe check [--examples N] TRACE; strobe check --help)\n", stderr);
-    return CLI_BAD_INPUT;
+static int usage_error(const char *msg, const char *arg) {
+    return cli_usage_error("check", msg, arg);
 }
 
 int cmd_check(int argc, char **argv) {
@@ -425,29 +424,25 @@ int cmd_check(int argc, char **argv) {
         } else if (opts && strcmp(a, "--") == 0) {
             opts = 0;
         } else if (opts && strcmp(a, "--examples") == 0) {
-            if (i + 1 >= argc) return usage_error("%s needs a number", a);
+            if (i + 1 >= argc) return usage_error("option needs a value", a);
             char *end;
             const char *v = argv[++i];
             unsigned long long n = strtoull(v, &end, 10);
             if (*v < '0' || *v > '9' || *end != '\0' || n > 1000000)
-                return usage_error("bad --examples value '%s'", v);
+                return usage_error("bad --examples", v);
             limit = (size_t)n;
         } else if (opts && a[0] == '-' && a[1] != '\0') {
-            return usage_error("unknown option '%s'", a);
+            return usage_error("unknown option", a);
         } else if (path == NULL) {
             path = a;
         } else {
-            return usage_error("unexpected argument '%s'", a);
+            return usage_error("more than one trace", a);
         }
     }
-    if (path == NULL) return usage_error("%s", "missing TRACE");
+    if (path == NULL) return usage_error("no trace given", NULL);
 
     md_model m;
-    if (md_load(&m, path) != 0) {
-        fprintf(stderr, "strobe check: %s\n", m.err);
-        md_free(&m);
-        return CLI_BAD_INPUT;
-    }
+    if (cli_load(&m, "check", path) != 0) return CLI_BAD_INPUT;
     checker c;
     memset(&c, 0, sizeof c);
     c.m = &m;
@@ -456,13 +451,8 @@ int cmd_check(int argc, char **argv) {
     check_nesting(&c);
     check_begin_end(&c);
     check_flows(&c);
-    int rc;
-    if (c.oom) {
-        fprintf(stderr, "strobe check: %s: out of memory\n", path);
-        rc = CLI_BAD_INPUT;
-    } else {
-        rc = report(&c);
-    }
+    int found = c.oom ? CLI_OK : report(&c);
+    int rc = cli_finish("check", path, c.oom ? STROBE_ENOMEM : 0, found);
     for (int k = 0; k < P_COUNT; k++)
         free(c.p[k].ex);
     free(c.reasons);

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common.h"
+#include "strobe/error.h"
 #include "model.h"
 #include "trace_reader.h"
 
@@ -146,6 +148,8 @@ static void print_device_properties(const char *s, size_t len) {
 
 /* ---- the report ---------------------------------------------------------------------------- */
 
+/* Prints the report. @return 0, or STROBE_ENOMEM when a tally could not grow. */
+
 static int report(const md_model *m) {
     printf("file:           %s\n", m->path);
     if (m->has_schema)
@@ -240,19 +244,11 @@ static int report(const md_model *m) {
     tally_free(&dev_streams);
     tally_free(&cats);
     tally_free(&phases);
-    if (rc) {
-        fflush(stdout);
-        fprintf(stderr, "strobe info: %s: out of memory\n", m->path);
-        return CLI_BAD_INPUT;
-    }
-    return CLI_OK;
+    return rc ? STROBE_ENOMEM : 0;
 }
 
-static int usage_error(const char *fmt, const char *arg) {
-    fputs("strobe info: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs(" (usage: strobe info TRACE; strobe info --help)\n", stderr);
-    return CLI_BAD_INPUT;
+static int usage_error(const char *msg, const char *arg) {
+    return cli_usage_error("info", msg, arg);
 }
 
 int cmd_info(int argc, char **argv) {
@@ -266,21 +262,17 @@ int cmd_info(int argc, char **argv) {
         } else if (opts && strcmp(a, "--") == 0) {
             opts = 0;
         } else if (opts && a[0] == '-' && a[1] != '\0') {
-            return usage_error("unknown option '%s'", a);
+            return usage_error("unknown option", a);
         } else if (path == NULL) {
             path = a;
         } else {
-            return usage_error("unexpected argument '%s'", a);
+            return usage_error("more than one trace", a);
         }
     }
-    if (path == NULL) return usage_error("%s", "missing TRACE");
+    if (path == NULL) return usage_error("no trace given", NULL);
     md_model m;
-    if (md_load(&m, path) != 0) {
-        fprintf(stderr, "strobe info: %s\n", m.err);
-        md_free(&m);
-        return CLI_BAD_INPUT;
-    }
-    int rc = report(&m);
+    if (cli_load(&m, "info", path) != 0) return CLI_BAD_INPUT;
+    int rc = cli_finish("info", path, report(&m), CLI_OK);
     md_free(&m);
     return rc;
 }

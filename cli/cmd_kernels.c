@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common.h"
 #include "emit.h"
 #include "model.h"
 #include "strobe/error.h"
@@ -102,9 +103,7 @@ static void device_name(const md_model *m, const srow *r, char *buf, size_t n) {
 }
 
 static int usage_error(const char *msg, const char *arg) {
-    fprintf(stderr, "strobe kernels: %s%s%s (strobe kernels --help)\n", msg, arg ? ": " : "",
-            arg ? arg : "");
-    return CLI_BAD_INPUT;
+    return cli_usage_error("kernels", msg, arg);
 }
 
 static int run(const md_model *m, size_t limit, int format) {
@@ -330,17 +329,11 @@ int cmd_kernels(int argc, char **argv) {
     if (path == NULL) return usage_error("no trace given", NULL);
     md_model *m = malloc(sizeof *m);
     if (m == NULL) return usage_error("out of memory", NULL);
-    int rc = CLI_OK;
-    if (md_load(m, path) != 0) {
-        fprintf(stderr, "strobe kernels: %s\n", m->err);
-        rc = CLI_BAD_INPUT;
-    } else if (run(m, limit, format) != 0) {
-        fprintf(stderr, "strobe kernels: %s: out of memory\n", path);
-        rc = CLI_BAD_INPUT;
-    } else if (fflush(stdout) != 0 || ferror(stdout)) {
-        rc = CLI_BAD_INPUT;
+    int rc = cli_load(m, "kernels", path);
+    if (rc == CLI_OK) {
+        rc = cli_finish("kernels", path, run(m, limit, format) != 0 ? STROBE_ENOMEM : 0, CLI_OK);
+        md_free(m);
     }
-    md_free(m);
     free(m);
     return rc;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common.h"
 #include "link.h"
 #include "model.h"
 #include "strobe/error.h"
@@ -182,9 +183,7 @@ static int run(const md_model *m, int cuda) {
 }
 
 static int usage_error(const char *msg, const char *arg) {
-    fprintf(stderr, "strobe stacks: %s%s%s (strobe stacks --help)\n", msg, arg ? ": " : "",
-            arg ? arg : "");
-    return CLI_BAD_INPUT;
+    return cli_usage_error("stacks", msg, arg);
 }
 
 int cmd_stacks(int argc, char **argv) {
@@ -217,17 +216,11 @@ int cmd_stacks(int argc, char **argv) {
     if (path == NULL) return usage_error("no trace given", NULL);
     md_model *m = malloc(sizeof *m);
     if (m == NULL) return usage_error("out of memory", NULL);
-    int rc = CLI_OK;
-    if (md_load(m, path) != 0) {
-        fprintf(stderr, "strobe stacks: %s\n", m->err);
-        rc = CLI_BAD_INPUT;
-    } else if (run(m, cuda) != 0) {
-        fprintf(stderr, "strobe stacks: %s: out of memory\n", path);
-        rc = CLI_BAD_INPUT;
-    } else if (fflush(stdout) != 0 || ferror(stdout)) {
-        rc = CLI_BAD_INPUT;
+    int rc = cli_load(m, "stacks", path);
+    if (rc == CLI_OK) {
+        rc = cli_finish("stacks", path, run(m, cuda) != 0 ? STROBE_ENOMEM : 0, CLI_OK);
+        md_free(m);
     }
-    md_free(m);
     free(m);
     return rc;
 }

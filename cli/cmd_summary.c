@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "common.h"
 #include "emit.h"
 #include "link.h"
 #include "model.h"
@@ -617,9 +618,7 @@ static void print_machine(const summary *s, size_t shown, int json) {
 /* ---- the command -------------------------------------------------------------------------- */
 
 static int usage_error(const char *msg, const char *arg) {
-    fprintf(stderr, "strobe summary: %s%s%s (strobe summary --help)\n", msg, arg ? ": " : "",
-            arg ? arg : "");
-    return CLI_BAD_INPUT;
+    return cli_usage_error("summary", msg, arg);
 }
 
 int cmd_summary(int argc, char **argv) {
@@ -685,25 +684,22 @@ int cmd_summary(int argc, char **argv) {
     s->group = group;
     s->stack_n = stack_n;
     strobe__strtab_init(&s->aux, &s->pool);
-    int rc = CLI_OK;
-    if (md_load(&s->m, path) != 0) {
-        fprintf(stderr, "strobe summary: %s\n", s->m.err);
-        rc = CLI_BAD_INPUT;
-    } else if (build(s) != 0) {
-        fprintf(stderr, "strobe summary: %s: out of memory\n", path);
-        rc = CLI_BAD_INPUT;
-    } else {
-        sort_s = s;
-        sort_by = key;
-        if (s->count > 1) qsort(s->rows, s->count, sizeof *s->rows, compare_rows);
-        size_t shown = limit == 0 || limit > s->count ? s->count : limit;
-        if (format == CL_TABLE)
-            print_table(s, shown);
-        else
-            print_machine(s, shown, format == CL_JSON);
-        if (fflush(stdout) != 0 || ferror(stdout)) rc = CLI_BAD_INPUT;
+    int rc = cli_load(&s->m, "summary", path);
+    if (rc == CLI_OK) {
+        int work = build(s) != 0 ? STROBE_ENOMEM : 0;
+        if (work == 0) {
+            sort_s = s;
+            sort_by = key;
+            if (s->count > 1) qsort(s->rows, s->count, sizeof *s->rows, compare_rows);
+            size_t shown = limit == 0 || limit > s->count ? s->count : limit;
+            if (format == CL_TABLE)
+                print_table(s, shown);
+            else
+                print_machine(s, shown, format == CL_JSON);
+        }
+        rc = cli_finish("summary", path, work, CLI_OK);
+        md_free(&s->m);
     }
-    md_free(&s->m);
     free(s->rows);
     free(s->slots);
     free(s->row_of);
