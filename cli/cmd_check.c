@@ -431,12 +431,8 @@ int cmd_check(int argc, char **argv) {
             if (*v < '0' || *v > '9' || *end != '\0' || n > 1000000)
                 return usage_error("bad --examples", v);
             limit = (size_t)n;
-        } else if (opts && a[0] == '-' && a[1] != '\0') {
-            return usage_error("unknown option", a);
-        } else if (path == NULL) {
-            path = a;
-        } else {
-            return usage_error("more than one trace", a);
+        } else if (cli_operand("check", a, opts, &path) != 0) {
+            return CLI_BAD_INPUT;
         }
     }
     if (path == NULL) return usage_error("no trace given", NULL);

@@ -261,12 +261,8 @@ int cmd_info(int argc, char **argv) {
             return CLI_OK;
         } else if (opts && strcmp(a, "--") == 0) {
             opts = 0;
-        } else if (opts && a[0] == '-' && a[1] != '\0') {
-            return usage_error("unknown option", a);
-        } else if (path == NULL) {
-            path = a;
-        } else {
-            return usage_error("more than one trace", a);
+        } else if (cli_operand("info", a, opts, &path) != 0) {
+            return CLI_BAD_INPUT;
         }
     }
     if (path == NULL) return usage_error("no trace given", NULL);

@@ -205,12 +205,8 @@ int cmd_stacks(int argc, char **argv) {
                 cuda = 1;
             else
                 return usage_error("unknown --metric", v);
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return usage_error("unknown option", a);
-        } else if (path) {
-            return usage_error("more than one trace", a);
-        } else {
-            path = a;
+        } else if (cli_operand("stacks", a, 1, &path) != 0) {
+            return CLI_BAD_INPUT;
         }
     }
     if (path == NULL) return usage_error("no trace given", NULL);

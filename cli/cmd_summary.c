@@ -669,12 +669,8 @@ int cmd_summary(int argc, char **argv) {
         } else if (strcmp(a, "--format") == 0) {
             format = cl_parse_format(argv[++i]);
             if (format < 0) return usage_error("unknown --format", argv[i]);
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return usage_error("unknown option", a);
-        } else if (path) {
-            return usage_error("more than one trace", a);
-        } else {
-            path = a;
+        } else if (cli_operand("summary", a, 1, &path) != 0) {
+            return CLI_BAD_INPUT;
         }
     }
     if (path == NULL) return usage_error("no trace given", NULL);

@@ -14,6 +14,14 @@ int cli_usage_error(const char *cmd, const char *msg, const char *arg) {
     return CLI_BAD_INPUT;
 }
 
+int cli_operand(const char *cmd, const char *arg, int options, const char **path) {
+    if (options && arg[0] == '-' && arg[1] != '\0')
+        return cli_usage_error(cmd, "unknown option", arg);
+    if (*path != NULL) return cli_usage_error(cmd, "more than one trace", arg);
+    *path = arg;
+    return 0;
+}
+
 int cli_load(md_model *m, const char *cmd, const char *path) {
     if (md_load(m, path) == 0) return 0;
     fprintf(stderr, "strobe %s: %s\n", cmd, m->err);
