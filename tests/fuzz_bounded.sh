@@ -32,7 +32,7 @@ fi
 FLAGS=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
     -fno-sanitize-recover=undefined -I"$SRC/include" -I"$SRC/src" -I"$SRC/src/reader" -I"$SRC/cli")
 READER=("$SRC"/src/reader/*.c)
-MODEL=("$SRC/cli/model.c" "$SRC/cli/cmd_check.c" "$SRC/cli/cmd_info.c" "$SRC/src/util/strpool.c"
+MODEL=("$SRC/cli/model.c" "$SRC/cli/common.c" "$SRC/cli/cmd_check.c" "$SRC/cli/cmd_info.c" "$SRC/src/util/strpool.c"
     "$SRC/src/util/strtab.c" "$SRC/src/core/error.c")
 
 echo "building the harnesses with $("$CC" --version | head -n 1)"
