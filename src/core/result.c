@@ -30,6 +30,15 @@ int strobe__result_add_warning(strobe_result *r, const char *msg) {
     return 0;
 }
 
+int strobe__meta_key_reserved(const char *key) {
+    static const char *const reserved[] = {
+        "schemaVersion",   "deviceProperties",    "trace_id",    "strobe",
+        "displayTimeUnit", "baseTimeNanoseconds", "traceEvents", "traceName"};
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+        if (strcmp(key, reserved[i]) == 0) return 1;
+    return 0;
+}
+
 int strobe__result_set_meta(strobe_result *r, const char *key, const char *json) {
     const char *v = strobe__pool_strdup(&r->pool, json);
     if (v == NULL) return STROBE_ENOMEM;

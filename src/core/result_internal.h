@@ -42,6 +42,9 @@ strobe_result *strobe__result_alloc(void);
 int strobe__result_alloc_events(strobe_result *r, size_t count);
 /* Appends a warning (copied). @return 0 or STROBE_ENOMEM. */
 int strobe__result_add_warning(strobe_result *r, const char *msg);
+/* Returns 1 for a top-level key the trace writer owns ("schemaVersion", "traceEvents", ...),
+ * which user metadata may not use. */
+int strobe__meta_key_reserved(const char *key);
 /* Appends or replaces a metadata entry (both copied; json must be valid). @return 0 or ENOMEM. */
 int strobe__result_set_meta(strobe_result *r, const char *key, const char *json);
 

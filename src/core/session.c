@@ -97,14 +97,8 @@ static void process_init(void) {
 /* ---- helpers --------------------------------------------------------------------------- */
 
 static int add_warning(strobe__session *s, const char *msg) {
-    const char **w = realloc((void *)s->warnings, (s->warning_count + 1) * sizeof *w);
-    if (w == NULL) return STROBE_ENOMEM;
-    s->warnings = w;
-    w[s->warning_count] = strobe__pool_strdup(&s->pool, msg);
-    if (w[s->warning_count] == NULL) return STROBE_ENOMEM;
-    s->warning_count++;
     strobe__log(STROBE_LOG_WARN, "%s", msg);
-    return 0;
+    return strobe__result_add_warning(s->result, msg);
 }
 
 static void make_trace_id(char out[33]) {
@@ -123,9 +117,7 @@ static void make_trace_id(char out[33]) {
 static void session_free(strobe__session *s, int unmap_arena) {
     if (s == NULL) return;
     if (unmap_arena) strobe__big_unmap(s->arena, s->arena_bytes);
-    free(s->meta);
-    free((void *)s->warnings);
-    strobe__pool_release(&s->pool);
+    strobe_result_free(s->result);
     free(s);
 }
 
@@ -176,9 +168,13 @@ int strobe_start(const strobe_config *cfg) {
     s->arena_bytes = (cfg->buffer_bytes / cfg->chunk_bytes) * cfg->chunk_bytes;
     char id[33];
     make_trace_id(id);
-    s->trace_id = strobe__pool_strdup(&s->pool, cfg->trace_id ? cfg->trace_id : id);
-    s->trace_name = cfg->trace_name ? strobe__pool_strdup(&s->pool, cfg->trace_name) : NULL;
-    rc = (s->trace_id == NULL || (cfg->trace_name && s->trace_name == NULL)) ? STROBE_ENOMEM : 0;
+    strobe_result *r = s->result = strobe__result_alloc();
+    rc = r ? 0 : STROBE_ENOMEM;
+    if (rc == 0) {
+        r->trace_id = strobe__pool_strdup(&r->pool, cfg->trace_id ? cfg->trace_id : id);
+        r->trace_name = cfg->trace_name ? strobe__pool_strdup(&r->pool, cfg->trace_name) : NULL;
+        if (r->trace_id == NULL || (cfg->trace_name && r->trace_name == NULL)) rc = STROBE_ENOMEM;
+    }
 
     static const struct {
         uint32_t bit;
@@ -231,7 +227,7 @@ int strobe_start(const strobe_config *cfg) {
     __atomic_store_n(&strobe__gen, s->gen, __ATOMIC_SEQ_CST);
     __atomic_store_n(&strobe__active, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&session_lock);
-    strobe__log(STROBE_LOG_INFO, "session %s started (clock %s, buffer cap %zu bytes)", s->trace_id,
+    strobe__log(STROBE_LOG_INFO, "session %s started (clock %s, buffer cap %zu bytes)", r->trace_id,
                 strobe__clock_is_tsc ? "tsc" : "clock_monotonic", s->arena_bytes);
     return 0;
 }
@@ -291,22 +287,14 @@ int strobe_stop(strobe_result **out) {
     strobe__clock_conv conv = strobe__clock_calibrate(s->start, stop);
     int64_t stop_ns = strobe__clock_to_ns(&conv, stop.raw);
 
-    strobe_result *r = strobe__result_alloc();
-    int rc = r ? 0 : STROBE_ENOMEM;
-    if (rc == 0) {
-        r->trace_start_ns = s->start.real_ns;
-        r->trace_end_ns = stop_ns;
-        r->clock_source = strobe__clock_is_tsc ? "tsc" : "clock_monotonic";
-        r->clock_ns_per_tick = conv.ns_per_tick;
-        r->trace_id = strobe__pool_strdup(&r->pool, s->trace_id);
-        r->trace_name = s->trace_name ? strobe__pool_strdup(&r->pool, s->trace_name) : NULL;
-        if (r->trace_id == NULL || (s->trace_name && r->trace_name == NULL)) rc = STROBE_ENOMEM;
-    }
-    if (rc == 0) rc = strobe__collect(s, &conv, stop_ns, r);
-    for (size_t i = 0; rc == 0 && i < s->meta_count; i++)
-        rc = strobe__result_set_meta(r, s->meta[i].key, s->meta[i].json);
-    for (size_t i = 0; rc == 0 && i < s->warning_count; i++)
-        rc = strobe__result_add_warning(r, s->warnings[i]);
+    /* The result already holds the trace id, metadata and warnings; the events go in now. */
+    strobe_result *r = s->result;
+    s->result = NULL;
+    r->trace_start_ns = s->start.real_ns;
+    r->trace_end_ns = stop_ns;
+    r->clock_source = strobe__clock_is_tsc ? "tsc" : "clock_monotonic";
+    r->clock_ns_per_tick = conv.ns_per_tick;
+    int rc = strobe__collect(s, &conv, stop_ns, r);
     if (rc == 0 && !quiet)
         rc = strobe__result_add_warning(
             r, "a thread stayed inside a strobe call for 2 s at stop: its last record may be "
@@ -334,14 +322,9 @@ int strobe_stop(strobe_result **out) {
 
 /* ---- metadata -------------------------------------------------------------------------- */
 
-static const char *const reserved_keys[] = {
-    "schemaVersion", "deviceProperties", "displayTimeUnit", "baseTimeNanoseconds",
-    "traceEvents",   "traceName",        "trace_id",        "strobe"};
-
 int strobe_add_metadata_json(const char *key, const char *json_value) {
     if (key == NULL || key[0] == '\0' || json_value == NULL) return STROBE_EINVAL;
-    for (size_t i = 0; i < sizeof reserved_keys / sizeof reserved_keys[0]; i++)
-        if (strcmp(key, reserved_keys[i]) == 0) return STROBE_EINVAL;
+    if (strobe__meta_key_reserved(key)) return STROBE_EINVAL;
     if (!strobe__json_valid(json_value, strlen(json_value))) return STROBE_EJSON;
     pthread_mutex_lock(&session_lock);
     strobe__session *s = strobe__current;
@@ -349,27 +332,7 @@ int strobe_add_metadata_json(const char *key, const char *json_value) {
     if (s == NULL || s->pid != getpid()) {
         rc = STROBE_ENOSESSION;
     } else {
-        const char *v = strobe__pool_strdup(&s->pool, json_value);
-        size_t i = 0;
-        while (i < s->meta_count && strcmp(s->meta[i].key, key) != 0)
-            i++;
-        if (v == NULL) {
-            rc = STROBE_ENOMEM;
-        } else if (i < s->meta_count) {
-            s->meta[i].json = v;
-        } else {
-            void *m = realloc(s->meta, (s->meta_count + 1) * sizeof *s->meta);
-            const char *k = strobe__pool_strdup(&s->pool, key);
-            if (m == NULL || k == NULL) {
-                if (m) s->meta = m;
-                rc = STROBE_ENOMEM;
-            } else {
-                s->meta = m;
-                s->meta[s->meta_count].key = k;
-                s->meta[s->meta_count].json = v;
-                s->meta_count++;
-            }
-        }
+        rc = strobe__result_set_meta(s->result, key, json_value);
     }
     pthread_mutex_unlock(&session_lock);
     return rc;

@@ -17,7 +17,6 @@
 
 #include "clock.h"
 #include "strobe/session.h"
-#include "util/strpool.h"
 
 /* A chunk of a thread's buffer: header, then records. `used` is set when the chunk is closed; the
  * thread's current chunk is measured by its pos at stop. */
@@ -93,15 +92,9 @@ typedef struct strobe__session {
     uint64_t arena_next; /* atomic: offset of the next free chunk */
 
     strobe__clock_anchor start;
-    strobe__pool pool; /* metadata and copied config strings */
-    const char *trace_id;
-    const char *trace_name;
-    struct {
-        const char *key, *json;
-    } * meta;
-    size_t meta_count;
-    const char **warnings;
-    size_t warning_count;
+    /* The session's result, made at start: trace id and name, metadata and warnings go into it
+     * as they come; stop adds the events and hands it over. */
+    struct strobe_result *result;
 } strobe__session;
 
 /* Reasons a record cannot take the hot path's fast path (bits of strobe__tstate.slow). */

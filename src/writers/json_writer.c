@@ -269,19 +269,6 @@ static void emit_u64(strobe__sink *s, uint64_t v) {
 
 /* ---- 2. The top-level object ----------------------------------------------------------------- */
 
-/* Keys the writer owns: a user metadata entry with one of these names is left out (the core
- * already refuses them, this keeps the file valid if one slips through). */
-static const char *const reserved_keys[] = {
-    "schemaVersion",   "deviceProperties",    "trace_id",    "strobe",
-    "displayTimeUnit", "baseTimeNanoseconds", "traceEvents", "traceName",
-};
-
-static int is_reserved(const char *key) {
-    for (size_t i = 0; i < sizeof reserved_keys / sizeof reserved_keys[0]; i++)
-        if (strcmp(key, reserved_keys[i]) == 0) return 1;
-    return 0;
-}
-
 /* Every field of strobe_stats, by its C name. The static assertion below fails when a field is
  * added to the struct and not here, so the trace never silently omits a loss counter. */
 #define STATS_FIELDS(X)                                                                            \
@@ -343,7 +330,7 @@ static void write_header(const strobe_result *r, strobe__sink *s, uint64_t skipp
     /* User metadata values were validated as JSON when they were added: pasted verbatim. */
     for (size_t i = 0; i < r->meta_count; i++) {
         const strobe__meta *m = &r->meta[i];
-        if (m->key == NULL || m->json == NULL || is_reserved(m->key)) continue;
+        if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key)) continue;
         emit(s, ",\n  ");
         emit_string(s, m->key);
         emit(s, ": ");
