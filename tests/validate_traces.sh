@@ -1,8 +1,9 @@
 #!/bin/bash
 # Runs the independent trace checkers (Perfetto's trace processor, the Chrome DevTools engine,
 # speedscope) with --strict on every trace the trace zoo and the demo write into OUT_DIR, and on
-# every trace other tests saved with strobe under TESTS_OUT_DIR (CTest runs this test after them).
-# Files named reader_* are the reader tests' own hand-made inputs, some malformed on purpose.
+# every trace other tests saved with strobe's writer under TESTS_OUT_DIR (CTest runs this test
+# after them): json_writer/, install/ and roundtrip.json*. Other files there (the reader's and the
+# fuzzers' inputs) are malformed on purpose and are not strobe's output.
 # Usage: validate_traces.sh ZOO_BINARY DEMO_BINARY OUT_DIR SHARED_DIR TESTS_OUT_DIR
 # Exit 77 (skipped) when SHARED_DIR/validators is absent, as in a user's clone.
 set -u
@@ -17,8 +18,10 @@ traces=$("$zoo" "$out") || { echo "trace_zoo failed"; exit 1; }
 "$demo" "$out/demo_trace.json" >/dev/null || { echo "demo failed"; exit 1; }
 traces="$traces $out/demo_trace.json"
 if [ -n "$tests_out" ]; then
-  others=$(find "$tests_out" -path "$out" -prune -o -type f \( -name '*.json' -o -name '*.json.gz' \) \
-           ! -name 'reader_*' -print | sort)
+  others=$({ find "$tests_out/json_writer" "$tests_out/install" -maxdepth 1 -type f \
+             \( -name '*.json' -o -name '*.json.gz' \)
+           find "$tests_out" -maxdepth 1 -type f -name 'roundtrip.json*' ! -name '*.log'; } \
+           2>/dev/null | sort)
   [ -n "$others" ] || { echo "no traces from other tests under $tests_out"; exit 1; }
   traces="$traces $others"
 fi
