@@ -459,7 +459,7 @@ static int write_args_tail(strobe__sink *s, const strobe_arg *a) {
 
 /* Writes one event as one line, preceded by the separator from the previous element. */
 static int write_event(const strobe_result *r, strobe__sink *s, const strobe_event *e,
-                       size_t index) {
+                       int64_t end_ns, size_t index) {
     const char *name = e->name ? e->name : "";
     const char *cat = e->category && e->category[0] ? e->category : "cpu_op";
     size_t nlen = strlen(name), clen = strlen(cat);
@@ -506,7 +506,7 @@ static int write_event(const strobe_result *r, strobe__sink *s, const strobe_eve
     }
     if (e->kind == STROBE_EVENT_RANGE) {
         p = LIT(p, ", \"dur\": ");
-        p = put_ts(p, e->end_ns, e->start_ns);
+        p = put_ts(p, end_ns, e->start_ns);
     }
     p = LIT(p, ", \"args\": {");
     if (e->correlation_id) {
@@ -536,6 +536,34 @@ static int is_skipped(const strobe_event *e) {
     return e->kind == STROBE_EVENT_COUNTER && !isfinite(e->value);
 }
 
+/* The end each range is written with.
+ *
+ * Viewers compute with doubles: Chrome DevTools and speedscope take ts relative to the first event
+ * and add dur to it, and the sum lands an ulp either side of the same instant computed another
+ * way (0.07 + 0.01 != 0.08). A range that ends in the very nanosecond its parent ends, or its next
+ * sibling begins (the clock did not advance between the two reads), then looks mis-nested. Such a
+ * range is written ending 1 ns earlier (never before its start), which no rounding can undo; the
+ * result itself keeps the times as read. Ranges come after their parents, so one pass does. */
+static int64_t *display_ends(const strobe_result *r) {
+    int64_t *end = malloc((r->event_count ? r->event_count : 1) * sizeof *end);
+    if (end == NULL) return NULL;
+    for (size_t i = 0; i < r->event_count; i++) {
+        const strobe_event *e = &r->events[i];
+        int64_t d = e->end_ns;
+        if (e->kind == STROBE_EVENT_RANGE) {
+            if (e->next_sibling != STROBE_NO_EVENT && e->next_sibling < r->event_count) {
+                const strobe_event *nx = &r->events[e->next_sibling];
+                if (nx->kind == STROBE_EVENT_RANGE && d >= nx->start_ns) d = nx->start_ns - 1;
+            }
+            if (e->parent != STROBE_NO_EVENT && e->parent < i && d >= end[e->parent])
+                d = end[e->parent] - 1;
+            if (d < e->start_ns) d = e->start_ns;
+        }
+        end[i] = d;
+    }
+    return end;
+}
+
 static int json_write(const strobe_result *r, strobe__sink *s) {
     /* JSON has no NaN or infinity, and a made-up value would mislead: such counter samples are
      * left out and counted in the header, which comes first, hence this pass. */
@@ -543,15 +571,21 @@ static int json_write(const strobe_result *r, strobe__sink *s) {
     for (size_t i = 0; i < r->event_count; i++)
         skipped += (uint64_t)is_skipped(&r->events[i]);
 
+    int64_t *end = display_ends(r);
+    if (end == NULL) return STROBE_ENOMEM;
     write_header(r, s, skipped);
     write_metadata_events(r, s);
-    if (s->err) return s->err;
-    for (size_t i = 0; i < r->event_count; i++) {
+    for (size_t i = 0; i < r->event_count && s->err == 0; i++) {
         const strobe_event *e = &r->events[i];
         if (is_skipped(e)) continue;
-        int rc = write_event(r, s, e, i);
-        if (rc) return rc;
+        int rc = write_event(r, s, e, end[i], i);
+        if (rc) {
+            free(end);
+            return rc;
+        }
     }
+    free(end);
+    if (s->err) return s->err;
     write_footer(r, s);
     return s->err;
 }
