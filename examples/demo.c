@@ -1,7 +1,12 @@
 /* demo.c: profiles a small multi-threaded "training loop" with strobe, writes a Kineto-format
  * trace and prints torch's per-operator table.
  *
- *   usage: strobe_demo [--gz] [TRACE_PATH]     (default TRACE_PATH: demo_trace.json)
+ *   usage: strobe_demo [--gz] [--all] [TRACE_PATH]     (default TRACE_PATH: demo_trace.json)
+ *
+ * --all turns on every operator detail: input shapes, FLOPs, module scopes ("mlp.fc1", ...),
+ * memory events for the activations the model allocates, native call stacks, perf counters
+ * (task-clock, page-faults, context-switches, and cycles and instructions where the machine has
+ * them), and events from a pretend "delegate" backend that times the optimizer step itself.
  *
  * Three worker threads each train a two-layer perceptron on a 128x128 batch for a few steps:
  * naive float matrix multiplications, element-wise operators and reductions, named like the
@@ -15,6 +20,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +33,35 @@
 #define STEPS 48  /* training steps per worker */
 #define LR 0.001f /* learning rate */
 #define DEFAULT_TRACE "demo_trace.json"
+
+static const int64_t dims_nn[2] = {N, N}, dims_n[1] = {N};
+
+/* Inputs of an operator on N x N float matrices (and vectors, when `vec` is set for the second). */
+static void inputs2(int vec) {
+    strobe_input in[2] = {
+        {STROBE_INPUT_TENSOR, "float", dims_nn, 2, 0, 0.0},
+        {STROBE_INPUT_TENSOR, "float", vec ? dims_n : dims_nn, vec ? 1 : 2, 0, 0.0}};
+    strobe_range_inputs(in, 2);
+}
+
+/* Activations are allocated per step and reported as memory events, as an allocator would. */
+static atomic_llong heap_bytes;
+
+static void *demo_alloc(size_t bytes) {
+    void *p = malloc(bytes);
+    if (p != NULL) {
+        long long total = atomic_fetch_add(&heap_bytes, (long long)bytes) + (long long)bytes;
+        strobe_record_alloc(STROBE_DEVICE_CPU_ID, p, (int64_t)bytes, total, total);
+    }
+    return p;
+}
+
+static void demo_free(void *p, size_t bytes) {
+    if (p == NULL) return;
+    long long total = atomic_fetch_sub(&heap_bytes, (long long)bytes) - (long long)bytes;
+    strobe_record_free(STROBE_DEVICE_CPU_ID, p, (int64_t)bytes, total, total);
+    free(p);
+}
 
 /* ---- Tensors and kernels ---------------------------------------------------------------------
  * Every kernel is an operator: a STROBE_OP range for its whole body. A matrix is N*N floats,
@@ -61,6 +96,7 @@ static void zero_(float *x, size_t n) {
  * innermost loop contiguous in b and c for the common, untransposed case. */
 static void mm(const matrix *a, int ta, const matrix *b, int tb, matrix *c) {
     STROBE_OP("aten::mm");
+    inputs2(0); /* with_flops counts 2*N^3 from these */
     memset(c->v, 0, sizeof c->v);
     for (int i = 0; i < N; i++) {
         for (int k = 0; k < N; k++) {
@@ -81,6 +117,7 @@ static void mm(const matrix *a, int ta, const matrix *b, int tb, matrix *c) {
 /* x[i][j] += bias[j] (broadcast over the batch). */
 static void add_bias(matrix *x, const vector *bias) {
     STROBE_OP("aten::add");
+    inputs2(1);
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++)
             x->v[i * N + j] += bias->v[j];
@@ -88,10 +125,13 @@ static void add_bias(matrix *x, const vector *bias) {
 
 /* torch's linear: a matrix product and a broadcast add, recorded as one operator with two
  * children, as aten::linear shows in a torch trace. */
-static void linear(const matrix *x, const matrix *w, const vector *b, matrix *y) {
+static void linear(const char *module, const matrix *x, const matrix *w, const vector *b,
+                   matrix *y) {
+    strobe_module_push(module);
     STROBE_OP("aten::linear");
     mm(x, 0, w, 0, y);
     add_bias(y, b);
+    strobe_module_pop();
 }
 
 static void relu(const matrix *x, matrix *y) {
@@ -108,6 +148,7 @@ static void mul_scalar(const matrix *x, float s, matrix *y) {
 
 static void mul(const matrix *x, const matrix *z, matrix *y) {
     STROBE_OP("aten::mul");
+    inputs2(0);
     for (int i = 0; i < N * N; i++)
         y->v[i] = x->v[i] * z->v[i];
 }
@@ -168,11 +209,17 @@ static void init_model(model *m, uint32_t seed) {
 
 static void forward(model *m) {
     STROBE_SCOPE("forward");
-    linear(&m->x, &m->w1, &m->b1, &m->h_pre);
+    strobe_module_push("mlp");
+    linear("fc1", &m->x, &m->w1, &m->b1, &m->h_pre);
     relu(&m->h_pre, &m->h);
-    linear(&m->h, &m->w2, &m->b2, &m->y);
-    mul(&m->y, &m->y, &m->yy);
-    m->loss = sum(&m->yy) / (N * N);
+    linear("fc2", &m->h, &m->w2, &m->b2, &m->y);
+    /* The squared outputs are a temporary, allocated and freed here. */
+    matrix *yy = demo_alloc(sizeof *yy);
+    if (yy == NULL) yy = &m->yy;
+    mul(&m->y, &m->y, yy);
+    m->loss = sum(yy) / (N * N);
+    if (yy != &m->yy) demo_free(yy, sizeof *yy);
+    strobe_module_pop();
 }
 
 static void backward(model *m) {
@@ -207,12 +254,19 @@ static void backward(model *m) {
     }
 }
 
+/* The optimizer step runs on a pretend delegate that times its own work, as an accelerator
+ * runtime would, and reports it as backend events (debug handles 1 and 2: one per layer). */
 static void optimizer_step(model *m) {
     STROBE_SCOPE("optimizer step");
+    int64_t t0 = strobe_clock_now_ns();
     add_(m->w1.v, m->dw1.v, -LR, N * N);
     add_(m->b1.v, m->db1.v, -LR, N);
+    int64_t t1 = strobe_clock_now_ns();
     add_(m->w2.v, m->dw2.v, -LR, N * N);
     add_(m->b2.v, m->db2.v, -LR, N);
+    int64_t t2 = strobe_clock_now_ns();
+    strobe_record_backend_event_ns(t0, t1, 1, "sgd_update fc1", "demo_delegate");
+    strobe_record_backend_event_ns(t1, t2, 2, "sgd_update fc2", "demo_delegate");
 }
 
 /* ---- Worker threads ------------------------------------------------------------------------- */
@@ -276,15 +330,18 @@ static void print_stats(const strobe_result *r) {
 
 int main(int argc, char **argv) {
     const char *path_arg = NULL;
-    int gz = 0;
+    int gz = 0, all = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--gz") == 0) {
             gz = 1;
+        } else if (strcmp(argv[i], "--all") == 0) {
+            all = 1;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: %s [--gz] [TRACE_PATH]   (default %s)\n", argv[0], DEFAULT_TRACE);
+            printf("usage: %s [--gz] [--all] [TRACE_PATH]   (default %s)\n", argv[0],
+                   DEFAULT_TRACE);
             return 0;
         } else if (argv[i][0] == '-' || path_arg != NULL) {
-            fprintf(stderr, "usage: %s [--gz] [TRACE_PATH]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--gz] [--all] [TRACE_PATH]\n", argv[0]);
             return 2;
         } else {
             path_arg = argv[i];
@@ -311,6 +368,13 @@ int main(int argc, char **argv) {
     strobe_config cfg;
     strobe_config_init(&cfg);
     cfg.trace_name = "strobe demo";
+    if (all) {
+        cfg.record_shapes = cfg.with_flops = cfg.with_modules = cfg.profile_memory = 1;
+        cfg.with_stack = 1;
+        cfg.stack_depth = 16;
+        /* Events this machine cannot count are skipped, with a warning in the result. */
+        cfg.perf_events = "task-clock,page-faults,context-switches,cycles,instructions";
+    }
     int err = strobe_start(&cfg);
     if (err) {
         free(models);

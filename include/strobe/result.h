@@ -77,19 +77,19 @@ static inline int64_t strobe_event_dur_ns(const strobe_event *e) {
 /* One thread that recorded in the session. */
 typedef struct strobe_thread_info {
     int64_t tid;
-    const char *name;         /* "" when never named */
-    size_t first_event;       /* index of its first event */
-    size_t event_count;       /* its events are [first_event, first_event + event_count) */
+    const char *name;        /* "" when never named */
+    size_t first_event;      /* index of its first event */
+    size_t event_count;      /* its events are [first_event, first_event + event_count) */
     uint64_t dropped_events; /* events this thread lost to the buffer cap (see strobe_stats) */
-    int exited;               /* 1 when the thread exited before stop */
+    int exited;              /* 1 when the thread exited before stop */
 } strobe_thread_info;
 
 /* What was lost or repaired, and buffer use. Nothing is lost without appearing here. */
 typedef struct strobe_stats {
-    uint64_t dropped_events;   /* buffer cap reached: events (ranges, instants, counter samples)
-                                   not recorded. A range counts once; a range whose begin was
-                                   recorded but whose end was not is kept, closed when the
-                                   buffer filled, and counted in truncated_ranges instead. */
+    uint64_t dropped_events;    /* buffer cap reached: events (ranges, instants, counter samples)
+                                    not recorded. A range counts once; a range whose begin was
+                                    recorded but whose end was not is kept, closed when the
+                                    buffer filled, and counted in truncated_ranges instead. */
     uint64_t unmatched_ends;    /* range ends with no begin in the session */
     uint64_t unfinished_ranges; /* ranges open at stop, closed at stop time */
     uint64_t truncated_ranges;  /* ranges open when their thread's buffer filled */
@@ -100,6 +100,14 @@ typedef struct strobe_stats {
     uint64_t buffer_bytes_used;
     uint64_t buffer_bytes_cap;
     uint64_t threads;
+    uint64_t truncated_details;      /* inputs beyond 64 per range, dims beyond 32, dtype names
+                                        beyond 64 bytes, stacks beyond 64 frames: cut */
+    uint64_t orphan_details;         /* inputs, FLOPs or counters given with no open range */
+    uint64_t unmatched_module_pops;  /* module pops with no push in the session */
+    uint64_t clipped_backend_events; /* backend events moved to nest: those that overlapped an
+                                        earlier one on their track without nesting in it (ended
+                                        at its end), and those outside the session (brought
+                                        inside it) */
 } strobe_stats;
 
 /* Accessors. `r` must not be NULL. */
@@ -122,6 +130,11 @@ STROBE_API const char *strobe_result_warning(const strobe_result *r, size_t i);
 STROBE_API size_t strobe_result_metadata_count(const strobe_result *r);
 STROBE_API int strobe_result_metadata(const strobe_result *r, size_t i, const char **key,
                                       const char **json_value);
+
+/* Returns the JSON text of event `index`'s extra argument `key` ("Input Dims", "Call stack",
+ * "flops", "Module Hierarchy", "Backend", a perf event's name, ...), or NULL when it has none or
+ * the index is out of range. The text is owned by the result. */
+STROBE_API const char *strobe_event_arg(const strobe_result *r, size_t index, const char *key);
 
 /* Post-processing: sets an extra argument (a JSON value, checked and copied) on event `index`;
  * setting a key twice keeps the last value. @return 0, STROBE_ERANGE, STROBE_EINVAL, STROBE_EJSON

@@ -60,6 +60,21 @@ typedef struct strobe_config {
     const char *trace_name; /* "traceName" in the trace; copied; NULL: none */
     strobe_postprocess_fn postprocess; /* NULL: none */
     void *postprocess_ctx;
+    /* Operator details (op.h), each off by default and free when off. */
+    int record_shapes;  /* keep ranges' inputs: "Input Dims", "Input type", "Concrete Inputs" */
+    int profile_memory; /* keep memory events: "[memory]" instants and allocation counters */
+    int with_stack;     /* capture the native call stack at every range begin: "Call stack" */
+    int with_flops;     /* keep ranges' FLOP counts (given, or computed from inputs): "flops" */
+    int with_modules;   /* keep module scopes: "Module Hierarchy" */
+    int stack_depth;    /* frames kept per stack, 1 .. 64; default 16 */
+    /* perf events counted per range, comma-separated (copied): "cycles", "instructions",
+     * "cache-references", "cache-misses", "branches", "branch-misses", "bus-cycles",
+     * "ref-cycles", "stalled-cycles-frontend", "stalled-cycles-backend", "task-clock",
+     * "cpu-clock", "page-faults", "minor-faults", "major-faults", "context-switches",
+     * "cpu-migrations", "alignment-faults", "emulation-faults"; at most 8. Each range gets
+     * its deltas as args named like the event. An unknown name fails start with STROBE_EINVAL;
+     * an event this machine cannot count is skipped with a warning in the result. NULL: none. */
+    const char *perf_events;
 } strobe_config;
 
 /* Fills *cfg with the defaults above. */

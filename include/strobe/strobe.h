@@ -3,7 +3,9 @@
  *   session.h     config, start/stop, per-thread mode, metadata, log sink
  *   result.h      events, threads, stats, event tree, saving traces
  *   summary.h     the per-operator summary table
- *   error.h       error codes and strobe_strerror() */
+ *   error.h       error codes and strobe_strerror()
+ *   op.h          operator details: inputs, FLOPs, module scopes, memory events
+ *   backend.h     backend events, backend clock maps, the module (edge) profiler */
 #ifndef STROBE_STROBE_H
 #define STROBE_STROBE_H
 
@@ -12,5 +14,7 @@
 #include "session.h"
 #include "result.h"
 #include "summary.h"
+#include "op.h"
+#include "backend.h"
 
 #endif /* STROBE_STROBE_H */

@@ -13,12 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "details.h"
 #include "record.h"
 #include "result_internal.h"
+#include "stack.h"
 #include "state.h"
 #include "util/strtab.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
+#include "strobe/op.h"
 
 /* ---- name interning -------------------------------------------------------------------- */
 
@@ -34,7 +37,40 @@ typedef struct {
     strobe__strtab names;       /* run-time names, by content */
     const void *cache_site[64]; /* direct-mapped cache in front of the site table */
     const char *cache_name[64];
+
+    /* Operator details. */
+    const strobe__session *s;
+    strobe__buf dims, types, concrete, path; /* formatting scratch */
+    strobe_input inputs[STROBE_MAX_INPUTS];
+    int64_t dims_store[STROBE_MAX_INPUTS * STROBE__MAX_DIMS];
+    char dtype_store[STROBE_MAX_INPUTS][65];
+    uint64_t *pcs; /* every stack's frames, one after another */
+    size_t pcs_count, pcs_cap;
+    struct stack_ref {
+        uint32_t event;
+        uint32_t n;
+        size_t off;
+    } * stacks;
+    size_t stack_count, stack_cap;
+    struct backend_ev {
+        int64_t start, end, handle;
+        const char *name, *backend;
+    } * backend;
+    size_t backend_count, backend_cap;
 } interner;
+
+/* Grows a dynamic array of `size`-byte items to hold `need` items. @return 0 or ENOMEM. */
+static int grow(void **a, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap * 2 : 64;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*a, n * size);
+    if (p == NULL) return STROBE_ENOMEM;
+    *a = p;
+    *cap = n;
+    return 0;
+}
 
 static uint64_t hash_ptr(const void *p) {
     uint64_t x = (uint64_t)(uintptr_t)p;
@@ -175,7 +211,7 @@ static void close_open(strobe_result *r, open_stack *st, int64_t at, uint16_t fl
     st->depth = 0;
 }
 
-/* The size of the record at p (avail bytes left in its chunk), and whether it starts an event.
+/* The size of the record at p (avail bytes left in its chunk), and the number of events it starts.
  * 0 for a record that cannot be read (unknown kind, or longer than what is left), which cannot
  * happen unless memory was overwritten: the rest of the chunk is then skipped. */
 static size_t rec_size(const char *p, size_t avail, int *starts_event) {
@@ -210,6 +246,29 @@ static size_t rec_size(const char *p, size_t avail, int *starts_event) {
         size = head + STROBE__NAME_PAD((uint32_t)w[1]);
         break;
     }
+    case STROBE__REC_SHAPES:
+        if (avail < 16 || w[1] % 8 || w[1] > avail) return 0;
+        *starts_event = 0;
+        size = 16 + (size_t)w[1];
+        break;
+    case STROBE__REC_FLOPS:
+        *starts_event = 0;
+        size = 16;
+        break;
+    case STROBE__REC_STACK:
+    case STROBE__REC_PERF:
+        *starts_event = 0;
+        size = 8 + 8 * (size_t)(STROBE__REC_TS(w[0]) & 0xff);
+        break;
+    case STROBE__REC_MEM: /* a [memory] instant and two counter samples */
+        *starts_event = 3;
+        size = 48;
+        break;
+    case STROBE__REC_EXT:
+        if (avail < 16) return 0;
+        *starts_event = (w[1] & 0xff) == STROBE__EXT_BACKEND;
+        size = 16 + (size_t)((w[1] >> 8) & 0xffffff);
+        break;
     default:
         return 0;
     }
@@ -220,6 +279,188 @@ static size_t chunk_used(const strobe__tstate *t, const strobe__chunk *c) {
     return c == t->cur ? (size_t)(t->pos - (const char *)(c + 1)) : (size_t)c->used;
 }
 
+/* ---- operator details ------------------------------------------------------------------ */
+
+/* A thread's module scopes and the counters read at each open range's begin. */
+typedef struct {
+    const char **mod; /* interned module names */
+    size_t mod_depth, mod_cap;
+    const char *mod_path; /* the joined path of the current stack, NULL: to be built */
+    uint64_t *perf;       /* STROBE__PERF_MAX values per open depth */
+    uint8_t *perf_have;
+    size_t perf_cap;
+} thread_details;
+
+static void thread_details_free(thread_details *d) {
+    free(d->mod);
+    free(d->perf);
+    free(d->perf_have);
+}
+
+static int put_arg_buf(strobe_result *r, uint32_t ev, const char *key, const strobe__buf *b) {
+    return strobe__event_put_arg(r, ev, key, b->s, 1, 1);
+}
+
+static int put_arg_i64(strobe_result *r, uint32_t ev, const char *key, int64_t v, int replace) {
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)v);
+    return strobe__event_put_arg(r, ev, key, num, 1, replace);
+}
+
+/* "Module Hierarchy" of ranges that begin now: the module names joined by '.', interned. */
+static const char *module_path(interner *in, thread_details *d) {
+    if (d->mod_depth == 0) return NULL;
+    if (d->mod_path) return d->mod_path;
+    in->path.len = 0;
+    int rc = 0;
+    for (size_t i = 0; i < d->mod_depth && rc == 0; i++) {
+        if (i) rc = strobe__buf_put(&in->path, ".", 1);
+        if (rc == 0) rc = strobe__buf_put(&in->path, d->mod[i], strlen(d->mod[i]));
+    }
+    if (rc) return NULL;
+    /* Stored as its JSON string, ready for the arg. */
+    strobe__buf json = {0};
+    rc = strobe__buf_put_json_string(&json, in->path.s, in->path.len);
+    const char *p = rc ? NULL : bytes_name(in, json.s, (uint32_t)json.len);
+    strobe__buf_free(&json);
+    d->mod_path = p;
+    return p;
+}
+
+static int on_shapes(interner *in, uint32_t ev, const uint64_t *w) {
+    strobe_result *r = in->r;
+    uint32_t count = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
+    if (count > STROBE_MAX_INPUTS) return 0;
+    int rc = strobe__format_inputs(w + 2, (size_t)w[1], count, in->inputs, in->dims_store,
+                                   in->dtype_store, &in->dims, &in->types, &in->concrete);
+    if (rc == -1) return 0; /* unreadable: skipped like any unreadable record */
+    if (rc) return rc;
+    if (in->s->cfg.record_shapes) {
+        rc = put_arg_buf(r, ev, "Input Dims", &in->dims);
+        if (rc == 0) rc = put_arg_buf(r, ev, "Input type", &in->types);
+        if (rc == 0) rc = put_arg_buf(r, ev, "Concrete Inputs", &in->concrete);
+    }
+    if (rc == 0 && in->s->cfg.with_flops) {
+        /* Computed FLOPs never replace a count the program gave. */
+        int64_t f = strobe_flops_from_inputs(r->events[ev].name, in->inputs, (int)count);
+        if (f >= 0) rc = put_arg_i64(r, ev, "flops", f, 0);
+    }
+    return rc;
+}
+
+static int on_stack(interner *in, uint32_t ev, const uint64_t *w) {
+    uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
+    if (n == 0) return 0;
+    if (grow((void **)&in->pcs, &in->pcs_cap, in->pcs_count + n, sizeof *in->pcs) ||
+        grow((void **)&in->stacks, &in->stack_cap, in->stack_count + 1, sizeof *in->stacks))
+        return STROBE_ENOMEM;
+    memcpy(in->pcs + in->pcs_count, w + 1, 8u * n);
+    in->stacks[in->stack_count++] = (struct stack_ref){ev, n, in->pcs_count};
+    in->pcs_count += n;
+    return 0;
+}
+
+static int on_perf(interner *in, thread_details *d, const open_stack *st, const uint64_t *w) {
+    uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
+    int at_end = (int)((STROBE__REC_TS(w[0]) >> 8) & 1u);
+    size_t depth = st->depth - 1;
+    if (n > STROBE__PERF_MAX || n > (uint32_t)in->s->perf.n) return 0;
+    if (!at_end) {
+        if (grow((void **)&d->perf_have, &d->perf_cap, depth + 1, 1)) return STROBE_ENOMEM;
+        size_t cap = d->perf_cap;
+        uint64_t *p = realloc(d->perf, cap * STROBE__PERF_MAX * sizeof *p);
+        if (p == NULL) return STROBE_ENOMEM;
+        d->perf = p;
+        memcpy(d->perf + depth * STROBE__PERF_MAX, w + 1, 8u * n);
+        d->perf_have[depth] = 1;
+        return 0;
+    }
+    if (depth >= d->perf_cap || !d->perf_have[depth]) return 0;
+    d->perf_have[depth] = 0;
+    uint32_t ev = st->idx[depth];
+    const uint64_t *begin = d->perf + depth * STROBE__PERF_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        /* A failed read gives zeros: never report a negative count. */
+        uint64_t delta = w[1 + i] >= begin[i] ? w[1 + i] - begin[i] : 0;
+        int rc = put_arg_i64(in->r, ev, in->s->perf.ev[i].name, (int64_t)delta, 1);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* A memory record: the [memory] instant (torch's args) and a sample on each of the device's
+ * two counter tracks. */
+static int on_memory(interner *in, open_stack *st, const strobe__tstate *t, uint32_t ti,
+                     const uint64_t *w, int64_t ts) {
+    strobe_result *r = in->r;
+    int32_t dev = (int32_t)(uint32_t)w[5];
+    int type = (int)((uint32_t)dev >> 16);
+    int index = (int)(int16_t)(dev & 0xffff);
+    strobe_event *e =
+        add_event(r, st, t, ti, STROBE_EVENT_INSTANT, STROBE_SCOPE_USER_SCOPE, "[memory]", ts);
+    uint32_t ev = (uint32_t)(e - r->events);
+    char addr[32];
+    snprintf(addr, sizeof addr, "%llu", (unsigned long long)w[1]);
+    int rc = put_arg_i64(r, ev, "Device Type", strobe__c10_device_type(type), 1);
+    if (rc == 0) rc = put_arg_i64(r, ev, "Device Id", index, 1);
+    if (rc == 0) rc = strobe__event_put_arg(r, ev, "Addr", addr, 1, 1);
+    if (rc == 0) rc = put_arg_i64(r, ev, "Bytes", (int64_t)w[2], 1);
+    if (rc == 0) rc = put_arg_i64(r, ev, "Total Allocated", (int64_t)w[3], 1);
+    if (rc == 0) rc = put_arg_i64(r, ev, "Total Reserved", (int64_t)w[4], 1);
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        char name[64];
+        if (type == STROBE_DEVICE_CPU) {
+            snprintf(name, sizeof name, "%s bytes (cpu)", k ? "reserved" : "allocated");
+        } else {
+            snprintf(name, sizeof name, "%s bytes (%s:%d)", k ? "reserved" : "allocated",
+                     strobe__device_name(type), index);
+        }
+        const char *n = bytes_name(in, name, (uint32_t)strlen(name));
+        if (n == NULL) return STROBE_ENOMEM;
+        strobe_event *c =
+            add_event(r, st, t, ti, STROBE_EVENT_COUNTER, STROBE_SCOPE_USER_SCOPE, n, ts);
+        c->value = (double)(int64_t)w[3 + k];
+    }
+    return rc;
+}
+
+static int on_ext(interner *in, thread_details *d, const uint64_t *w, strobe_stats *stats) {
+    unsigned sub = (unsigned)(w[1] & 0xff);
+    size_t len = (size_t)(w[1] >> 32);
+    const char *bytes = (const char *)(w + 2);
+    if (sub == STROBE__EXT_MODULE_PUSH) {
+        const char *n = bytes_name(in, bytes, (uint32_t)len);
+        if (n == NULL || grow((void **)&d->mod, &d->mod_cap, d->mod_depth + 1, sizeof *d->mod))
+            return STROBE_ENOMEM;
+        d->mod[d->mod_depth++] = n;
+        d->mod_path = NULL;
+    } else if (sub == STROBE__EXT_MODULE_POP) {
+        if (d->mod_depth == 0) {
+            stats->unmatched_module_pops++;
+        } else {
+            d->mod_depth--;
+            d->mod_path = NULL;
+        }
+    } else if (sub == STROBE__EXT_BACKEND && len >= 32) {
+        if (grow((void **)&in->backend, &in->backend_cap, in->backend_count + 1,
+                 sizeof *in->backend))
+            return STROBE_ENOMEM;
+        size_t nl = (size_t)(uint32_t)w[5], bl = (size_t)(w[5] >> 32);
+        if (32 + nl + bl > len) return 0;
+        struct backend_ev *b = &in->backend[in->backend_count];
+        b->start = (int64_t)w[2];
+        b->end = (int64_t)w[3];
+        b->handle = (int64_t)w[4];
+        b->name = bytes_name(in, (const char *)(w + 6), (uint32_t)nl);
+        b->backend = bytes_name(in, (const char *)(w + 6) + nl, (uint32_t)bl);
+        if (b->name == NULL || b->backend == NULL) return STROBE_ENOMEM;
+        in->backend_count++;
+    }
+    return 0;
+}
+
+/* ---- per-thread pass (continued) ------------------------------------------------------- */
+
 /* Collects one thread's records. *marker is set to the index of the "buffer full" instant, or
  * STROBE_NO_EVENT when the thread's buffer never filled. */
 static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread_index,
@@ -227,6 +468,9 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
                           uint32_t *marker) {
     strobe_result *r = in->r;
     open_stack st = {NULL, NULL, 0, 0, STROBE_NO_EVENT};
+    thread_details det;
+    memset(&det, 0, sizeof det);
+    int modules = in->s->cfg.with_modules;
     uint64_t pend_ext = 0, pend_user = 0;
     int64_t prev = INT64_MIN;
     int rc = 0;
@@ -240,8 +484,13 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
             uint64_t w0;
             memcpy(&w0, p, 8);
             unsigned kind = STROBE__REC_KIND(w0);
-            int64_t ts = strobe__clock_to_ns(conv, STROBE__REC_TS(w0));
-            if (kind != STROBE__REC_CORR) {
+            /* Records that carry no time: correlation ids and the details after a begin. */
+            int timed = kind != STROBE__REC_CORR && kind != STROBE__REC_SHAPES &&
+                        kind != STROBE__REC_FLOPS && kind != STROBE__REC_STACK &&
+                        kind != STROBE__REC_PERF;
+            int64_t ts = 0;
+            if (timed) {
+                ts = strobe__clock_to_ns(conv, STROBE__REC_TS(w0));
                 if (ts < prev) ts = prev;
                 prev = ts;
             }
@@ -251,6 +500,7 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
             if (size == 0) break;
             const char *name = NULL;
             strobe_event *e = NULL;
+            uint32_t top = st.depth ? st.idx[st.depth - 1] : STROBE_NO_EVENT;
             switch (kind) {
             case STROBE__REC_END:
                 if (st.depth == 0) {
@@ -314,6 +564,28 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
             case STROBE__REC_TRUNC:
                 trunc_ns = ts;
                 break;
+            case STROBE__REC_SHAPES:
+            case STROBE__REC_FLOPS:
+            case STROBE__REC_STACK:
+            case STROBE__REC_PERF:
+                if (top == STROBE_NO_EVENT) {
+                    stats->orphan_details++;
+                } else if (kind == STROBE__REC_SHAPES) {
+                    rc = on_shapes(in, top, w);
+                } else if (kind == STROBE__REC_FLOPS) {
+                    if (in->s->cfg.with_flops) rc = put_arg_i64(r, top, "flops", (int64_t)w[1], 1);
+                } else if (kind == STROBE__REC_STACK) {
+                    rc = on_stack(in, top, w);
+                } else {
+                    rc = on_perf(in, &det, &st, w);
+                }
+                break;
+            case STROBE__REC_MEM:
+                rc = on_memory(in, &st, t, thread_index, w, ts);
+                break;
+            case STROBE__REC_EXT:
+                rc = on_ext(in, &det, w, stats);
+                break;
             default: /* rec_size() accepted no other kind */
                 break;
             }
@@ -321,6 +593,12 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
                 e->correlation_id = pend_ext;
                 e->user_correlation_id = pend_user;
                 pend_ext = pend_user = 0;
+                if (modules && det.mod_depth && e->kind == STROBE_EVENT_RANGE && rc == 0) {
+                    const char *path = module_path(in, &det);
+                    rc = path ? strobe__event_put_arg(r, (size_t)(e - r->events),
+                                                      "Module Hierarchy", path, 0, 1)
+                              : STROBE_ENOMEM;
+                }
             }
             p += size;
         }
@@ -339,6 +617,147 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
     }
     free(st.idx);
     free(st.last);
+    thread_details_free(&det);
+    return rc;
+}
+
+/* Symbolizes every distinct frame once and gives each stack's range its "Call stack": frames
+ * innermost first, joined by ';' as torch joins them. */
+static int finish_stacks(interner *in) {
+    if (in->stack_count == 0) return 0;
+    size_t n = in->pcs_count;
+    uint64_t *uniq = malloc(n * sizeof *uniq);
+    const char **sym = calloc(n, sizeof *sym);
+    int rc = uniq && sym ? 0 : STROBE_ENOMEM;
+    size_t u = 0;
+    if (rc == 0) {
+        memcpy(uniq, in->pcs, n * sizeof *uniq);
+        /* Sort and dedupe, so each address is looked up once. */
+        for (size_t gap = n / 2; gap > 0; gap /= 2)
+            for (size_t i = gap; i < n; i++)
+                for (size_t j = i; j >= gap && uniq[j - gap] > uniq[j]; j -= gap) {
+                    uint64_t x = uniq[j];
+                    uniq[j] = uniq[j - gap];
+                    uniq[j - gap] = x;
+                }
+        for (size_t i = 0; i < n; i++)
+            if (u == 0 || uniq[u - 1] != uniq[i]) uniq[u++] = uniq[i];
+    }
+    strobe__symbolizer *sz = rc == 0 ? strobe__symbolize(uniq, u, sym) : NULL;
+    if (rc == 0 && sz == NULL) rc = STROBE_ENOMEM;
+    strobe__buf text = {0}, json = {0};
+    for (size_t k = 0; k < in->stack_count && rc == 0; k++) {
+        const struct stack_ref *sr = &in->stacks[k];
+        text.len = 0;
+        for (uint32_t f = 0; f < sr->n && rc == 0; f++) {
+            uint64_t pc = in->pcs[sr->off + f];
+            size_t lo = 0, hi = u;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (uniq[mid] < pc) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            const char *name = lo < u && sym[lo] ? sym[lo] : "??";
+            if (f) rc = strobe__buf_put(&text, ";", 1);
+            if (rc == 0) rc = strobe__buf_put(&text, name, strlen(name));
+        }
+        json.len = 0;
+        if (rc == 0) rc = strobe__buf_put_json_string(&json, text.s, text.len);
+        const char *v = rc ? NULL : bytes_name(in, json.s, (uint32_t)json.len);
+        if (rc == 0 && v == NULL) rc = STROBE_ENOMEM;
+        if (rc == 0) rc = strobe__event_put_arg(in->r, sr->event, "Call stack", v, 0, 1);
+    }
+    strobe__buf_free(&text);
+    strobe__buf_free(&json);
+    strobe__symbolizer_free(sz);
+    free(uniq);
+    free(sym);
+    return rc;
+}
+
+static int cmp_backend(const void *a, const void *b) {
+    const struct backend_ev *x = a, *y = b;
+    int c = strcmp(x->backend, y->backend);
+    if (c) return c;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->end != y->end) return x->end > y->end ? -1 : 1; /* outer first */
+    return 0;
+}
+
+/* Backend events go on one track per backend ("Backend: NAME", a thread of their own), sorted
+ * and nested there: an event that overlaps an earlier one without nesting in it is ended at the
+ * outer one's end (counted in stats.clipped_backend_events), so the track always nests. */
+static int finish_backend(interner *in, int64_t tid_base) {
+    strobe_result *r = in->r;
+    if (in->backend_count == 0) return 0;
+    qsort(in->backend, in->backend_count, sizeof *in->backend, cmp_backend);
+    size_t tracks = 0;
+    for (size_t i = 0; i < in->backend_count; i++)
+        tracks += i == 0 || strcmp(in->backend[i].backend, in->backend[i - 1].backend) != 0;
+    strobe_thread_info *ti = realloc(r->threads, (r->thread_count + tracks) * sizeof *ti);
+    if (ti == NULL) return STROBE_ENOMEM;
+    r->threads = ti;
+    int rc = 0;
+    size_t i = 0;
+    while (i < in->backend_count && rc == 0) {
+        size_t j = i;
+        while (j < in->backend_count && strcmp(in->backend[j].backend, in->backend[i].backend) == 0)
+            j++;
+        uint32_t tindex = (uint32_t)r->thread_count;
+        strobe_thread_info *th = &r->threads[r->thread_count++];
+        memset(th, 0, sizeof *th);
+        /* A made-up tid that no OS thread of this process has: above the kernel's pid limit. */
+        th->tid = tid_base + (int64_t)tindex;
+        char tname[300];
+        snprintf(tname, sizeof tname, "Backend: %s", in->backend[i].backend);
+        th->name = strobe__pool_strdup(&r->pool, tname);
+        th->first_event = r->event_count;
+        if (th->name == NULL) return STROBE_ENOMEM;
+        strobe__tstate fake;
+        memset(&fake, 0, sizeof fake);
+        fake.tid = th->tid;
+        open_stack st = {NULL, NULL, 0, 0, STROBE_NO_EVENT};
+        for (size_t k = i; k < j && rc == 0; k++) {
+            struct backend_ev *b = &in->backend[k];
+            /* Times outside the session are brought inside it, and counted. */
+            int64_t start = b->start, end = b->end < b->start ? b->start : b->end;
+            if (start < r->trace_start_ns || end > r->trace_end_ns) {
+                r->stats.clipped_backend_events++;
+                if (start < r->trace_start_ns) start = r->trace_start_ns;
+                if (start > r->trace_end_ns) start = r->trace_end_ns;
+                if (end > r->trace_end_ns) end = r->trace_end_ns;
+                if (end < start) end = start;
+            }
+            /* Close the ranges that ended before this one starts. */
+            while (st.depth && r->events[st.idx[st.depth - 1]].end_ns <= start)
+                st.depth--;
+            if (st.depth) {
+                int64_t outer_end = r->events[st.idx[st.depth - 1]].end_ns;
+                if (end > outer_end) {
+                    end = outer_end;
+                    r->stats.clipped_backend_events++;
+                }
+            }
+            strobe_event *e = add_event(r, &st, &fake, tindex, STROBE_EVENT_RANGE,
+                                        STROBE_SCOPE_LITE_INTERPRETER, b->name, start);
+            e->end_ns = end;
+            e->category = "cpu_op";
+            uint32_t ev = (uint32_t)(e - r->events);
+            rc = stack_push(&st, ev);
+            strobe__buf bj = {0};
+            if (rc == 0) rc = strobe__buf_put_json_string(&bj, b->backend, strlen(b->backend));
+            if (rc == 0) rc = strobe__event_put_arg(r, ev, "Backend", bj.s, 1, 1);
+            strobe__buf_free(&bj);
+            if (rc == 0) rc = put_arg_i64(r, ev, "Debug handle", b->handle, 1);
+        }
+        free(st.idx);
+        free(st.last);
+        th->event_count = r->event_count - th->first_event;
+        i = j;
+    }
     return rc;
 }
 
@@ -377,6 +796,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     interner in;
     memset(&in, 0, sizeof in);
     in.r = r;
+    in.s = s;
     strobe__strtab_init(&in.names, &r->pool);
     strobe_stats *st = &r->stats;
     st->buffer_bytes_used = bytes;
@@ -399,6 +819,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
         st->truncated_names += t->truncated_names;
         st->scope_depth_overflow += t->scope_overflow;
         st->correlation_overflow += t->corr_overflow;
+        st->truncated_details += t->truncated_details;
         if (rc == 0 && marker != STROBE_NO_EVENT) {
             /* The marker instant carries its thread's count. */
             char num[32];
@@ -407,7 +828,17 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
         }
     }
     r->thread_count = n;
+    if (rc == 0) rc = finish_stacks(&in);
+    /* Backend tracks get tids above any the kernel hands out (pid_max is at most 2^22). */
+    if (rc == 0) rc = finish_backend(&in, INT64_C(0x7fff0000));
     free(in.sites);
+    free(in.pcs);
+    free(in.stacks);
+    free(in.backend);
+    strobe__buf_free(&in.dims);
+    strobe__buf_free(&in.types);
+    strobe__buf_free(&in.concrete);
+    strobe__buf_free(&in.path);
     strobe__strtab_release(&in.names);
     free(list);
     return rc;

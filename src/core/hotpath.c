@@ -17,6 +17,7 @@
 #include "record.h"
 #include "state.h"
 #include "strobe/instrument.h"
+#include "strobe/op.h"
 
 int strobe__active;
 
@@ -193,6 +194,65 @@ static inline void put_end(strobe__tstate *t) {
     t->pos += 8;
 }
 
+/* ---- Details that follow a begin or precede an end (with_stack, perf_events) ------------ */
+
+/* Walks frame pointers from `fp` (the frame of the entry point the user called), so the first
+ * address kept is the return address into the user's code. Every frame read lies within the
+ * thread's stack, and frames must move up the stack, so a frame built without a frame pointer
+ * ends the walk instead of faulting. */
+static int walk_frames(const strobe__tstate *t, const void *fp, uint64_t *pcs, int max) {
+    uintptr_t f = (uintptr_t)fp, lo = t->stack_lo, hi = t->stack_hi;
+    int n = 0;
+    while (n < max && f >= lo && f + 16 <= hi && (f & 7u) == 0) {
+        const uintptr_t *frame = (const uintptr_t *)f;
+        uintptr_t next = frame[0], ret = frame[1];
+        if (ret == 0) break;
+        pcs[n++] = (uint64_t)ret;
+        if (next <= f) break;
+        f = next;
+    }
+    return n;
+}
+
+static void put_stack(strobe__tstate *t, const void *fp) {
+    size_t need = 8u + 8u * (size_t)t->stack_depth;
+    if (!reserve(t, need, 0)) return;
+    uint64_t *w = (uint64_t *)t->pos;
+    int n = walk_frames(t, fp, w + 1, t->stack_depth);
+    w[0] = STROBE__REC_WORD(STROBE__REC_STACK, (uint64_t)n);
+    t->pos += 8u + 8u * (size_t)n;
+}
+
+static void put_perf(strobe__tstate *t, int at_end) {
+    int n = t->perf_n;
+    if (!reserve(t, 8u + 8u * (size_t)n, 0)) return;
+    uint64_t *w = (uint64_t *)t->pos;
+    (void)strobe__perf_read(t->perf_fds[0], n, w + 1);
+    w[0] = STROBE__REC_WORD(STROBE__REC_PERF, (uint64_t)n | (uint64_t)at_end << 8);
+    t->pos += 8u + 8u * (size_t)n;
+}
+
+/* After a begin record: the stack, then the counters (read last, closest to the user's code). */
+static inline void put_begin_details(strobe__tstate *t, const void *fp) {
+    if (UNLIKELY(t->slow & (STROBE__SLOW_STACK | STROBE__SLOW_PERF))) {
+        if ((t->slow & STROBE__SLOW_STACK) && !t->full) put_stack(t, fp);
+        if ((t->slow & STROBE__SLOW_PERF) && !t->full) put_perf(t, 0);
+    }
+}
+
+/* Before an end record: the counters (read first, closest to the user's code). */
+static inline void put_end_details(strobe__tstate *t) {
+    if (UNLIKELY(t->slow & STROBE__SLOW_PERF)) put_perf(t, 1);
+}
+
+/* With scope filtering, whether the innermost open range was recorded (details given inside a
+ * skipped range belong to nothing that is kept). */
+static int innermost_recorded(const strobe__tstate *t) {
+    if (!t->filtering || t->filter_depth == 0 || t->filter_depth > STROBE__FILTER_DEPTH) return 1;
+    uint32_t d = t->filter_depth - 1;
+    return !((t->filter_bits[d / 64] >> (d % 64)) & 1u);
+}
+
 /* The fast path's writes: fast_enter() checked the room. */
 static inline void fast_put_begin_site(strobe__tstate *t, const strobe_site *site) {
     uint64_t *w = (uint64_t *)t->pos;
@@ -208,7 +268,14 @@ static inline void fast_put_end(strobe__tstate *t) {
 
 /* ---- Entry points ---------------------------------------------------------------------- */
 
-__attribute__((noinline)) static void begin_site_full(const strobe_site *site) {
+/* Slow bits that send a begin, or an end, off the fast path. */
+#define BEGIN_SLOW                                                                                 \
+    (STROBE__SLOW_FULL | STROBE__SLOW_FILTER | STROBE__SLOW_CORR | STROBE__SLOW_STACK |            \
+     STROBE__SLOW_PERF)
+#define END_SLOW (STROBE__SLOW_FULL | STROBE__SLOW_FILTER | STROBE__SLOW_PERF)
+
+/* `fp` is the frame of the entry point the user called: stacks start at its return address. */
+__attribute__((noinline)) static void begin_site_full(const strobe_site *site, const void *fp) {
     strobe__tstate *t = enter(1);
     if (t == NULL) return;
     if (UNLIKELY(t->filtering) && filter_push(t, site->scope)) {
@@ -216,17 +283,18 @@ __attribute__((noinline)) static void begin_site_full(const strobe_site *site) {
         return;
     }
     put_site(t, STROBE__REC_BEGIN_SITE, site);
+    put_begin_details(t, fp);
     leave(t);
 }
 
 void strobe__begin_site(const strobe_site *site) {
     strobe__tstate *t = strobe__tls;
-    if (LIKELY(fast_enter(t, STROBE__SLOW_FULL | STROBE__SLOW_FILTER | STROBE__SLOW_CORR, 16))) {
+    if (LIKELY(fast_enter(t, BEGIN_SLOW, 16))) {
         fast_put_begin_site(t, site);
         leave(t);
         return;
     }
-    begin_site_full(site);
+    begin_site_full(site, __builtin_frame_address(0));
 }
 
 void strobe__begin_name(const char *name, int scope) {
@@ -237,6 +305,7 @@ void strobe__begin_name(const char *name, int scope) {
         return;
     }
     put_name(t, STROBE__REC_BEGIN_NAME, name, (uint64_t)(uint32_t)scope, 0, 0.0);
+    put_begin_details(t, __builtin_frame_address(0));
     leave(t);
 }
 
@@ -247,13 +316,14 @@ __attribute__((noinline)) static void end_full(void) {
         leave(t);
         return;
     }
+    put_end_details(t);
     put_end(t);
     leave(t);
 }
 
 void strobe__end(void) {
     strobe__tstate *t = strobe__tls;
-    if (LIKELY(fast_enter(t, STROBE__SLOW_FULL | STROBE__SLOW_FILTER, 8))) {
+    if (LIKELY(fast_enter(t, END_SLOW, 8))) {
         fast_put_end(t);
         leave(t);
         return;
@@ -262,15 +332,28 @@ void strobe__end(void) {
 }
 
 /* Scoped ranges know whether their begin was recorded: the token is the session generation, so a
- * filtered begin, or one from an earlier session, skips its end without any per-thread stack. */
-__attribute__((noinline)) static uint32_t guard_begin_site_full(const strobe_site *site) {
+ * filtered begin, or one from an earlier session, skips its end without any per-thread stack.
+ * Only while scopes are filtered do they also keep the filter stack (a skipped begin's token
+ * carries STROBE__TOKEN_FILTERED), so that details given inside a skipped range are dropped with
+ * it rather than landing on its parent. */
+__attribute__((noinline)) static uint32_t guard_begin_site_full(const strobe_site *site,
+                                                                const void *fp) {
     strobe__tstate *t = enter(1);
     if (t == NULL) return 0;
     uint32_t token = 0;
-    if (LIKELY(((t->scopes >> (site->scope & 31)) & 1u) != 0)) {
-        put_site(t, STROBE__REC_BEGIN_SITE, site);
-        token = t->gen;
+    if (UNLIKELY(t->filtering)) {
+        if (filter_push(t, site->scope)) {
+            token = t->gen | STROBE__TOKEN_FILTERED;
+            leave(t);
+            return token;
+        }
+    } else if (UNLIKELY(((t->scopes >> (site->scope & 31)) & 1u) == 0)) {
+        leave(t);
+        return 0;
     }
+    put_site(t, STROBE__REC_BEGIN_SITE, site);
+    put_begin_details(t, fp);
+    token = t->gen;
     leave(t);
     return token;
 }
@@ -279,38 +362,55 @@ uint32_t strobe__guard_begin_name(const char *name, int scope) {
     strobe__tstate *t = enter(1);
     if (t == NULL) return 0;
     uint32_t token = 0;
-    if (((t->scopes >> (scope & 31)) & 1u) != 0) {
-        put_name(t, STROBE__REC_BEGIN_NAME, name, (uint64_t)(uint32_t)scope, 0, 0.0);
-        token = t->gen;
+    if (UNLIKELY(t->filtering)) {
+        if (filter_push(t, scope)) {
+            token = t->gen | STROBE__TOKEN_FILTERED;
+            leave(t);
+            return token;
+        }
+    } else if (((t->scopes >> (scope & 31)) & 1u) == 0) {
+        leave(t);
+        return 0;
     }
+    put_name(t, STROBE__REC_BEGIN_NAME, name, (uint64_t)(uint32_t)scope, 0, 0.0);
+    put_begin_details(t, __builtin_frame_address(0));
+    token = t->gen;
     leave(t);
     return token;
 }
 
 uint32_t strobe__guard_begin_site(const strobe_site *site) {
     strobe__tstate *t = strobe__tls;
-    if (LIKELY(fast_enter(t, STROBE__SLOW_FULL | STROBE__SLOW_FILTER | STROBE__SLOW_CORR, 16))) {
+    if (LIKELY(fast_enter(t, BEGIN_SLOW, 16))) {
         fast_put_begin_site(t, site);
         uint32_t token = t->gen;
         leave(t);
         return token;
     }
-    return guard_begin_site_full(site);
+    return guard_begin_site_full(site, __builtin_frame_address(0));
 }
 
 __attribute__((noinline)) static void guard_end_full(uint32_t token) {
+    uint32_t gen = token & ~STROBE__TOKEN_FILTERED;
     strobe__tstate *t = strobe__tls;
-    if (t == NULL || t->gen != token) return;
+    if (t == NULL || t->gen != gen) return;
     t = enter(0);
     if (t == NULL) return;
-    if (LIKELY(t->gen == token)) put_end(t);
+    if (LIKELY(t->gen == gen)) {
+        int skipped = t->filtering ? filter_pop(t) : 0;
+        if (!skipped && !(token & STROBE__TOKEN_FILTERED)) {
+            put_end_details(t);
+            put_end(t);
+        }
+    }
     leave(t);
 }
 
 void strobe__guard_end(uint32_t token) {
     strobe__tstate *t = strobe__tls;
-    /* A guard's end needs no filter stack: its begin was recorded in session `token`. */
-    if (LIKELY(fast_enter(t, STROBE__SLOW_FULL, 8))) {
+    /* A guard's end needs no filter stack unless scopes are filtered: its begin was recorded in
+     * session `token`. */
+    if (LIKELY(fast_enter(t, END_SLOW, 8))) {
         if (LIKELY(t->gen == token)) fast_put_end(t);
         leave(t);
         return;
@@ -349,5 +449,175 @@ void strobe__counter_name(const char *name, double value) {
     strobe__tstate *t = enter(1);
     if (t == NULL) return;
     put_name(t, STROBE__REC_COUNTER_NAME, name, 0, 1, value);
+    leave(t);
+}
+
+/* ---- Operator details (op.h) ------------------------------------------------------------- */
+
+/* Words of one input in a SHAPES record, beyond its header word (dtype bytes not included). */
+static size_t input_words(const strobe_input *in, uint32_t ndims) {
+    if (in->kind == STROBE_INPUT_TENSOR) return ndims;
+    if (in->kind == STROBE_INPUT_NONE) return 0;
+    return 1;
+}
+
+void strobe__range_inputs(const strobe_input *inputs, int n) {
+    if (inputs == NULL || n <= 0) return;
+    strobe__tstate *t = enter(0);
+    if (t == NULL) return;
+    if (!innermost_recorded(t)) {
+        leave(t);
+        return;
+    }
+    uint32_t count = (uint32_t)n;
+    if (count > STROBE_MAX_INPUTS) {
+        t->truncated_details++;
+        count = STROBE_MAX_INPUTS;
+    }
+    /* Sizes first, so the record is reserved once. */
+    size_t payload = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const strobe_input *in = &inputs[i];
+        uint32_t nd =
+            in->kind == STROBE_INPUT_TENSOR && in->ndims > 0 && in->dims ? (uint32_t)in->ndims : 0;
+        if (nd > STROBE__MAX_DIMS) nd = STROBE__MAX_DIMS;
+        size_t dl = in->dtype ? strnlen(in->dtype, STROBE__MAX_DTYPE) : 0;
+        payload += 8u + 8u * input_words(in, nd) + STROBE__NAME_PAD(dl);
+    }
+    if (!reserve(t, 16u + payload, 0)) {
+        leave(t);
+        return;
+    }
+    uint64_t *w = (uint64_t *)t->pos;
+    uint64_t *o = w + 2;
+    for (uint32_t i = 0; i < count; i++) {
+        const strobe_input *in = &inputs[i];
+        uint32_t kind = (uint32_t)in->kind;
+        if (kind > STROBE_INPUT_NONE) kind = STROBE_INPUT_NONE;
+        uint32_t nd =
+            kind == STROBE_INPUT_TENSOR && in->ndims > 0 && in->dims ? (uint32_t)in->ndims : 0;
+        if (nd > STROBE__MAX_DIMS) {
+            nd = STROBE__MAX_DIMS;
+            t->truncated_details++;
+        }
+        size_t dl = in->dtype ? strnlen(in->dtype, STROBE__MAX_DTYPE) : 0;
+        if (dl == STROBE__MAX_DTYPE && in->dtype[dl] != '\0') t->truncated_details++;
+        *o++ = (uint64_t)kind | (uint64_t)nd << 8 | (uint64_t)dl << 16;
+        if (kind == STROBE_INPUT_TENSOR) {
+            memcpy(o, in->dims, 8u * nd);
+            o += nd;
+        } else if (kind == STROBE_INPUT_DOUBLE) {
+            memcpy(o++, &in->double_value, 8);
+        } else if (kind != STROBE_INPUT_NONE) {
+            memcpy(o++, &in->int_value, 8);
+        }
+        if (dl) {
+            char *b = (char *)o;
+            memcpy(b, in->dtype, dl);
+            memset(b + dl, 0, STROBE__NAME_PAD(dl) - dl);
+            o += STROBE__NAME_PAD(dl) / 8;
+        }
+    }
+    w[1] = (uint64_t)((char *)o - (char *)(w + 2));
+    w[0] = STROBE__REC_WORD(STROBE__REC_SHAPES, count);
+    t->pos = (char *)o;
+    leave(t);
+}
+
+void strobe__range_flops(int64_t flops) {
+    strobe__tstate *t = enter(0);
+    if (t == NULL) return;
+    if (innermost_recorded(t) && reserve(t, 16, 0)) {
+        uint64_t *w = (uint64_t *)t->pos;
+        w[1] = (uint64_t)flops;
+        w[0] = STROBE__REC_WORD(STROBE__REC_FLOPS, 0);
+        t->pos += 16;
+    }
+    leave(t);
+}
+
+/* An EXT record: subkind, then `len` payload bytes from `a` and `b` (each padded to 8). */
+static void put_ext(strobe__tstate *t, unsigned sub, const void *a, size_t alen, int counts) {
+    size_t padded = STROBE__NAME_PAD(alen);
+    if (!reserve(t, 16u + padded, counts)) return;
+    uint64_t *w = (uint64_t *)t->pos;
+    w[1] = (uint64_t)sub | (uint64_t)padded << 8 | (uint64_t)alen << 32;
+    if (alen) {
+        memcpy(w + 2, a, alen);
+        memset((char *)(w + 2) + alen, 0, padded - alen);
+    }
+    w[0] = STROBE__REC_WORD(STROBE__REC_EXT, strobe__now_raw());
+    t->pos += 16u + padded;
+}
+
+void strobe__module_push(const char *name) {
+    strobe__tstate *t = enter(0);
+    if (t == NULL) return;
+    if (name == NULL) name = "(null)";
+    size_t len = strnlen(name, STROBE__MAX_NAME + 1);
+    if (len > STROBE__MAX_NAME) {
+        len = STROBE__MAX_NAME;
+        t->truncated_names++;
+    }
+    put_ext(t, STROBE__EXT_MODULE_PUSH, name, len, 0);
+    leave(t);
+}
+
+void strobe__module_pop(void) {
+    strobe__tstate *t = enter(0);
+    if (t == NULL) return;
+    put_ext(t, STROBE__EXT_MODULE_POP, NULL, 0, 0);
+    leave(t);
+}
+
+void strobe__memory(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
+                    int64_t total_reserved) {
+    strobe__tstate *t = enter(1);
+    if (t == NULL) return;
+    if (reserve(t, 48, 1)) {
+        uint64_t *w = (uint64_t *)t->pos;
+        w[1] = (uint64_t)(uintptr_t)ptr;
+        w[2] = (uint64_t)bytes;
+        w[3] = (uint64_t)total_allocated;
+        w[4] = (uint64_t)total_reserved;
+        w[5] = (uint64_t)(uint32_t)device;
+        w[0] = STROBE__REC_WORD(STROBE__REC_MEM, strobe__now_raw());
+        t->pos += 48;
+    }
+    leave(t);
+}
+
+void strobe__backend_record(int64_t start_ns, int64_t end_ns, int64_t debug_handle,
+                            const char *event_name, const char *backend_name) {
+    strobe__tstate *t = enter(1);
+    if (t == NULL) return;
+    size_t nl = strnlen(event_name ? event_name : "", STROBE__MAX_NAME + 1);
+    size_t bl = strnlen(backend_name ? backend_name : "", 256 + 1);
+    if (nl > STROBE__MAX_NAME) {
+        nl = STROBE__MAX_NAME;
+        t->truncated_names++;
+    }
+    if (bl > 256) {
+        bl = 256;
+        t->truncated_names++;
+    }
+    /* Payload: start, end, handle, lengths, then the two names (the EXT header's length counts
+     * the whole payload). */
+    size_t len = 32u + nl + bl;
+    size_t padded = STROBE__NAME_PAD(len);
+    if (reserve(t, 16u + padded, 1)) {
+        uint64_t *w = (uint64_t *)t->pos;
+        w[1] = (uint64_t)STROBE__EXT_BACKEND | (uint64_t)padded << 8 | (uint64_t)len << 32;
+        w[2] = (uint64_t)start_ns;
+        w[3] = (uint64_t)end_ns;
+        w[4] = (uint64_t)debug_handle;
+        w[5] = (uint64_t)nl | (uint64_t)bl << 32;
+        char *b = (char *)(w + 6);
+        if (nl) memcpy(b, event_name, nl);
+        if (bl) memcpy(b + nl, backend_name, bl);
+        memset(b + nl + bl, 0, padded - len);
+        w[0] = STROBE__REC_WORD(STROBE__REC_EXT, strobe__now_raw());
+        t->pos += 16u + padded;
+    }
     leave(t);
 }

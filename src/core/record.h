@@ -14,6 +14,20 @@
  *   COUNTER_NAME 24+n  word0, len, value, name bytes
  *   CORR          24   word0 (no time), external id, user id: applies to the next begin/instant
  *   TRUNC          8   word0: the thread's buffer filled at this time; nothing follows
+ *
+ * Operator details (op.h) follow the record they belong to, or stand alone:
+ *   SHAPES      16+n   word0 (no time, low bits: input count), payload bytes n, payload: per
+ *                      input one word (kind | ndims << 8 | dtype length << 16), then kind-specific
+ *                      words (dims, or the scalar), then the dtype bytes padded to 8
+ *   FLOPS         16   word0 (no time), the count: applies to the innermost open range
+ *   STACK       8+8n   word0 (no time, low bits: n), n return addresses: follows a begin
+ *   PERF        8+8n   word0 (no time, low bits: n | end flag << 8), n counter values: follows a
+ *                      begin (the values at begin) or precedes an end (the values at end)
+ *   MEM           48   word0, address, bytes (negative: free), total allocated, total reserved,
+ *                      device (strobe_device_type << 16 | index)
+ *   EXT        16+n    word0, subkind | payload bytes << 8, payload: module push (name bytes),
+ *                      module pop (none), backend event (start ns, end ns, debug handle, name
+ *                      length | backend length << 32, the two names' bytes padded to 8)
  */
 #ifndef STROBE_RECORD_H
 #define STROBE_RECORD_H
@@ -29,8 +43,22 @@ enum {
     STROBE__REC_COUNTER_SITE = 6,
     STROBE__REC_COUNTER_NAME = 7,
     STROBE__REC_CORR = 8,
-    STROBE__REC_TRUNC = 9
+    STROBE__REC_TRUNC = 9,
+    STROBE__REC_SHAPES = 10,
+    STROBE__REC_FLOPS = 11,
+    STROBE__REC_STACK = 12,
+    STROBE__REC_PERF = 13,
+    STROBE__REC_MEM = 14,
+    STROBE__REC_EXT = 15
 };
+
+/* Subkinds of STROBE__REC_EXT. */
+enum { STROBE__EXT_MODULE_PUSH = 1, STROBE__EXT_MODULE_POP = 2, STROBE__EXT_BACKEND = 3 };
+
+/* Input words of a SHAPES record. */
+#define STROBE__MAX_DIMS 32u
+#define STROBE__MAX_DTYPE 64u
+#define STROBE__MAX_STACK 64u
 
 #define STROBE__REC_KIND_SHIFT 60
 #define STROBE__REC_TS_MASK ((UINT64_C(1) << STROBE__REC_KIND_SHIFT) - 1)

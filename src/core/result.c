@@ -139,6 +139,41 @@ int strobe_event_set_arg(strobe_result *r, size_t index, const char *key, const 
     return 0;
 }
 
+int strobe__event_put_arg(strobe_result *r, size_t index, const char *key, const char *json,
+                          int copy, int replace) {
+    strobe_event *e = &r->events[index];
+    if (copy) {
+        json = strobe__pool_strdup(&r->pool, json);
+        if (json == NULL) return STROBE_ENOMEM;
+    }
+    strobe_arg *last = NULL;
+    for (strobe_arg *a = (strobe_arg *)e->args; a; a = (strobe_arg *)a->next) {
+        if (strcmp(a->key, key) == 0) {
+            if (replace) a->json = json;
+            return 0;
+        }
+        last = a;
+    }
+    strobe_arg *a = strobe__pool_alloc(&r->pool, sizeof *a);
+    if (a == NULL) return STROBE_ENOMEM;
+    a->key = key;
+    a->json = json;
+    a->next = NULL;
+    if (last) {
+        last->next = a;
+    } else {
+        e->args = a;
+    }
+    return 0;
+}
+
+const char *strobe_event_arg(const strobe_result *r, size_t index, const char *key) {
+    if (r == NULL || key == NULL || index >= r->event_count) return NULL;
+    for (const strobe_arg *a = r->events[index].args; a; a = a->next)
+        if (a->key && strcmp(a->key, key) == 0) return a->json;
+    return NULL;
+}
+
 int strobe_event_set_name(strobe_result *r, size_t index, const char *name) {
     if (r == NULL || name == NULL) return STROBE_EINVAL;
     if (index >= r->event_count) return STROBE_ERANGE;

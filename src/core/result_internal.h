@@ -48,4 +48,10 @@ int strobe__meta_key_reserved(const char *key);
 /* Appends or replaces a metadata entry (both copied; json must be valid). @return 0 or ENOMEM. */
 int strobe__result_set_meta(strobe_result *r, const char *key, const char *json);
 
+/* Adds an arg to event `index` without checking the JSON (the caller made it). `key` must live as
+ * long as the result (a literal, or in its pool); `json` is copied into the pool when `copy`. An
+ * existing key keeps its value unless `replace`. @return 0 or STROBE_ENOMEM. */
+int strobe__event_put_arg(strobe_result *r, size_t index, const char *key, const char *json,
+                          int copy, int replace);
+
 #endif /* STROBE_RESULT_INTERNAL_H */

@@ -22,6 +22,8 @@
 
 #include "bigmem.h"
 #include "json_check.h"
+#include "record.h"
+#include "strobe/op.h"
 #include "result_internal.h"
 #include "state.h"
 #include "strobe/error.h"
@@ -42,6 +44,7 @@ static pthread_mutex_t session_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 static int have_membarrier;
 static uint32_t last_gen;
+int64_t strobe__epoch_offset_ns;
 
 const char *strobe_version(void) {
     return STROBE_VERSION_STRING;
@@ -56,6 +59,7 @@ void strobe_config_init(strobe_config *cfg) {
     cfg->buffer_bytes = DEFAULT_BUFFER_BYTES;
     cfg->chunk_bytes = DEFAULT_CHUNK_BYTES;
     cfg->prefault_bytes = DEFAULT_PREFAULT_BYTES;
+    cfg->stack_depth = 16;
 }
 
 int strobe_is_running(void) {
@@ -129,7 +133,47 @@ static int check_config(const strobe_config *cfg) {
         return STROBE_EINVAL;
     if (cfg->activities & ~(uint32_t)0x3f) return STROBE_EINVAL;
     if (!(cfg->activities & STROBE_ACTIVITY_CPU)) return STROBE_ENOTSUP;
+    if (cfg->with_stack && (cfg->stack_depth < 1 || cfg->stack_depth > (int)STROBE__MAX_STACK)) {
+        strobe__log(STROBE_LOG_ERROR, "stack_depth %d is out of range (1 .. %u)", cfg->stack_depth,
+                    STROBE__MAX_STACK);
+        return STROBE_EINVAL;
+    }
     return 0;
+}
+
+/* Keeps the config's perf events that this machine can count, with a warning for each one it
+ * cannot, and records their names in the trace ("strobe_perf_events", which `strobe summary`
+ * reads to find the per-range args). @return 0, STROBE_EINVAL (an unknown name) or ENOMEM. */
+static int setup_perf(strobe__session *s) {
+    strobe__perf_set want;
+    char err[256];
+    if (strobe__perf_parse(s->cfg.perf_events, &want, err, sizeof err) != 0) {
+        strobe__log(STROBE_LOG_ERROR, "perf_events: %s", err);
+        return STROBE_EINVAL;
+    }
+    s->perf.n = 0;
+    char names[STROBE__PERF_MAX * 40 + 8] = "[";
+    for (int i = 0; i < want.n; i++) {
+        int rc = strobe__perf_probe(&want.ev[i]);
+        if (rc != 0) {
+            char msg[256];
+            snprintf(msg, sizeof msg,
+                     "perf event \"%s\" is not counted: this machine cannot open it (%s%s)",
+                     want.ev[i].name, strerror(-rc),
+                     rc == -EACCES || rc == -EPERM ? "; see /proc/sys/kernel/perf_event_paranoid"
+                                                   : "");
+            rc = add_warning(s, msg);
+            if (rc) return rc;
+            continue;
+        }
+        size_t len = strlen(names);
+        snprintf(names + len, sizeof names - len, "%s\"%s\"", s->perf.n ? ", " : "",
+                 want.ev[i].name);
+        s->perf.ev[s->perf.n++] = want.ev[i];
+    }
+    if (s->perf.n == 0) return 0;
+    strcat(names, "]");
+    return strobe__result_set_meta(s->result, "strobe_perf_events", names);
 }
 
 /* ---- start ----------------------------------------------------------------------------- */
@@ -195,7 +239,12 @@ int strobe_start(const strobe_config *cfg) {
         }
     }
 
+    if (rc == 0) rc = setup_perf(s);
     if (rc == 0) {
+        s->features = ((cfg->record_shapes || cfg->with_flops) ? STROBE__ACTIVE_SHAPES : 0) |
+                      (cfg->with_flops ? STROBE__ACTIVE_FLOPS : 0) |
+                      (cfg->with_modules ? STROBE__ACTIVE_MODULES : 0) |
+                      (cfg->profile_memory ? STROBE__ACTIVE_MEMORY : 0);
         s->arena = strobe__big_map(s->arena_bytes, 1);
         if (s->arena == NULL) rc = STROBE_ENOMEM;
     }
@@ -214,7 +263,7 @@ int strobe_start(const strobe_config *cfg) {
         return rc;
     }
 
-    if (++last_gen == STROBE__GEN_NONE || last_gen == 0) last_gen = 1;
+    if (++last_gen >= STROBE__TOKEN_FILTERED || last_gen == 0) last_gen = 1;
     s->gen = last_gen;
     pthread_mutex_lock(&strobe__registry_lock);
     strobe__registry_sweep();
@@ -224,8 +273,10 @@ int strobe_start(const strobe_config *cfg) {
     pthread_mutex_unlock(&strobe__registry_lock);
 
     s->start = strobe__clock_anchor_now();
+    __atomic_store_n(&strobe__epoch_offset_ns, s->start.real_ns - s->start.mono_ns,
+                     __ATOMIC_RELAXED);
     __atomic_store_n(&strobe__gen, s->gen, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&strobe__active, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&strobe__active, 1 | s->features, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&session_lock);
     strobe__log(STROBE_LOG_INFO, "session %s started (clock %s, buffer cap %zu bytes)", r->trace_id,
                 strobe__clock_is_tsc ? "tsc" : "clock_monotonic", s->arena_bytes);
@@ -282,6 +333,16 @@ int strobe_stop(strobe_result **out) {
     __atomic_store_n(&strobe__gen, 0, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&strobe__registry_lock);
     int quiet = quiesce(s);
+    /* No thread reads its counters after quiescence: close them, and say where they failed. */
+    int perf_failed = 0;
+    char perf_why[128] = "";
+    for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
+        if (t->perf_failed && !perf_failed++)
+            snprintf(perf_why, sizeof perf_why, "%s", strerror(-t->perf_failed));
+        strobe__perf_close(t->perf_fds, t->perf_n);
+        t->perf_n = 0;
+        t->slow &= (uint8_t)~STROBE__SLOW_PERF;
+    }
 
     strobe__clock_anchor stop = strobe__clock_anchor_now();
     strobe__clock_conv conv = strobe__clock_calibrate(s->start, stop);
@@ -295,6 +356,14 @@ int strobe_stop(strobe_result **out) {
     r->clock_source = strobe__clock_is_tsc ? "tsc" : "clock_monotonic";
     r->clock_ns_per_tick = conv.ns_per_tick;
     int rc = strobe__collect(s, &conv, stop_ns, r);
+    if (rc == 0 && perf_failed) {
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "perf counters could not be opened on %d thread(s) (%s): their ranges have no "
+                 "counter args",
+                 perf_failed, perf_why);
+        rc = strobe__result_add_warning(r, msg);
+    }
     if (rc == 0 && !quiet)
         rc = strobe__result_add_warning(
             r, "a thread stayed inside a strobe call for 2 s at stop: its last record may be "

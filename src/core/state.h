@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "clock.h"
+#include "perf.h"
 #include "strobe/session.h"
 
 /* A chunk of a thread's buffer: header, then records. `used` is set when the chunk is closed; the
@@ -54,6 +55,14 @@ typedef struct strobe__tstate {
     uint64_t truncated_names;
     uint64_t scope_overflow;
     uint64_t corr_overflow;
+    uint64_t truncated_details;
+
+    /* Operator details of the session (with_stack, perf_events). */
+    int stack_depth;                /* frames per stack; 0: no stacks */
+    uintptr_t stack_lo, stack_hi;   /* the thread's stack bounds; 0, 0: unknown */
+    int perf_n;                     /* counters open on this thread (0: none) */
+    int perf_fds[STROBE__PERF_MAX]; /* perf_fds[0] leads the group */
+    int perf_failed;                /* opening the counters failed on this thread (-errno) */
 
     /* Session data. */
     uint32_t sess_gen;            /* session whose chunks this thread holds; 0: none */
@@ -92,6 +101,8 @@ typedef struct strobe__session {
     uint64_t arena_next; /* atomic: offset of the next free chunk */
 
     strobe__clock_anchor start;
+    int features;          /* STROBE__ACTIVE_* bits of strobe__active (op.h) */
+    strobe__perf_set perf; /* the perf events every thread opens */
     /* The session's result, made at start: trace id and name, metadata and warnings go into it
      * as they come; stop adds the events and hands it over. */
     struct strobe_result *result;
@@ -101,6 +112,12 @@ typedef struct strobe__session {
 #define STROBE__SLOW_FULL 1u   /* buffer cap reached */
 #define STROBE__SLOW_FILTER 2u /* scope filtering: raw begins and ends use the filter stack */
 #define STROBE__SLOW_CORR 4u   /* a correlation id is current: begins write a CORR record */
+#define STROBE__SLOW_STACK 8u  /* with_stack: begins capture a stack */
+#define STROBE__SLOW_PERF 16u  /* perf events: begins and ends read the counters */
+
+/* A scoped range's token for a begin that scope filtering skipped (ORed with the generation):
+ * its end must still pop the filter stack. Generations stay below this bit. */
+#define STROBE__TOKEN_FILTERED 0x80000000u
 
 /* Internal globals are hidden: the hot path reaches them without a GOT load. */
 #define STROBE__HIDDEN __attribute__((visibility("hidden")))
@@ -116,6 +133,10 @@ extern STROBE__HIDDEN pthread_mutex_t strobe__registry_lock;
 extern STROBE__HIDDEN strobe__session *strobe__current; /* under strobe__registry_lock */
 extern STROBE__HIDDEN uint32_t
     strobe__gen; /* atomic: generation of the recording session; 0 none */
+
+/* Epoch ns minus CLOCK_MONOTONIC ns at the start of the latest session (0: none yet): the offset
+ * that puts monotonic readings on session times (strobe_clock_now_ns). */
+extern STROBE__HIDDEN int64_t strobe__epoch_offset_ns;
 
 /* thread.c */
 /* Returns the calling thread's state, creating and registering it on first use (allocates; not
@@ -134,6 +155,10 @@ void strobe__registry_after_fork_child(void);
  * full when the arena is exhausted, counting the lost record as a dropped event when `counts`.
  * @return 1 when a chunk with `need` free bytes is current. */
 int strobe__chunk_refill(strobe__tstate *t, size_t need, int counts);
+
+/* Records a backend event (backend.c's entry point; times already on the session's clock). */
+void strobe__backend_record(int64_t start_ns, int64_t end_ns, int64_t debug_handle,
+                            const char *event_name, const char *backend_name);
 
 /* collect.c */
 struct strobe_result;

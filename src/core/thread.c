@@ -5,12 +5,14 @@
  * A thread's state is created on its first strobe call and kept in the registry. When the thread
  * exits its state is only marked exited: the records it wrote in a session stay reachable until
  * strobe_stop() collects them, and the registry frees exited states after that. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "stack.h"
 #include "state.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
@@ -55,6 +57,32 @@ strobe__tstate *strobe__tstate_get(void) {
     return t;
 }
 
+/* Sets up the session's per-thread details: the stack bounds (with_stack) and the thread's
+ * perf counter group. Runs on the thread itself (attach is called by the thread that records),
+ * which both need: bounds and perf_event_open(pid 0) are about the calling thread. */
+static void attach_details(strobe__tstate *t, const strobe__session *s) {
+    t->stack_depth = 0;
+    t->perf_n = 0;
+    t->perf_failed = 0;
+    if (s->cfg.with_stack && t == strobe__tls) {
+        if (t->stack_hi == 0 && strobe__stack_bounds(&t->stack_lo, &t->stack_hi) != 0)
+            t->stack_lo = t->stack_hi = 0;
+        if (t->stack_hi != 0) {
+            t->stack_depth = s->cfg.stack_depth;
+            t->slow |= STROBE__SLOW_STACK;
+        }
+    }
+    if (s->perf.n > 0) {
+        int rc = t == strobe__tls ? strobe__perf_open_thread(&s->perf, t->perf_fds) : -ESRCH;
+        if (rc == 0) {
+            t->perf_n = s->perf.n;
+            t->slow |= STROBE__SLOW_PERF;
+        } else {
+            t->perf_failed = rc;
+        }
+    }
+}
+
 int strobe__tstate_attach(strobe__tstate *t) {
     int ok = 0;
     pthread_mutex_lock(&strobe__registry_lock);
@@ -76,7 +104,9 @@ int strobe__tstate_attach(strobe__tstate *t) {
                                     (((s->cfg.scopes & STROBE_SCOPES_ALL) != STROBE_SCOPES_ALL)
                                          ? STROBE__SLOW_FILTER
                                          : 0u));
+                attach_details(t, s);
                 t->dropped = t->signal_dropped = t->truncated_names = 0;
+                t->truncated_details = 0;
                 t->scope_overflow = t->corr_overflow = 0;
                 t->filter_depth = 0;
                 t->scopes = s->cfg.scopes;
