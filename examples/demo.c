@@ -195,6 +195,7 @@ typedef struct model {
     matrix dy, dh, dh_pre;  /* activation gradients */
     matrix dw1, dw2;        /* weight gradients */
     vector db1, db2;        /* bias gradients */
+    matrix *saved;          /* forward's squared outputs, kept for backward (heap) */
     double loss;
 } model;
 
@@ -213,12 +214,13 @@ static void forward(model *m) {
     linear("fc1", &m->x, &m->w1, &m->b1, &m->h_pre);
     relu(&m->h_pre, &m->h);
     linear("fc2", &m->h, &m->w2, &m->b2, &m->y);
-    /* The squared outputs are a temporary, allocated and freed here. */
+    /* The squared outputs go to the heap and stay there until backward is done with the step, as
+     * saved activations do: forward shows the allocation, backward the free. */
     matrix *yy = demo_alloc(sizeof *yy);
+    m->saved = yy;
     if (yy == NULL) yy = &m->yy;
     mul(&m->y, &m->y, yy);
     m->loss = sum(yy) / (N * N);
-    if (yy != &m->yy) demo_free(yy, sizeof *yy);
     strobe_module_pop();
 }
 
@@ -252,6 +254,8 @@ static void backward(model *m) {
         STROBE_SCOPE_AS("MmBackward0", STROBE_SCOPE_BACKWARD_FUNCTION);
         mm(&m->x, 1, &m->dh_pre, 0, &m->dw1);
     }
+    if (m->saved != NULL) demo_free(m->saved, sizeof *m->saved);
+    m->saved = NULL;
 }
 
 /* The optimizer step runs on a pretend delegate that times its own work, as an accelerator

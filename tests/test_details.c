@@ -282,12 +282,19 @@ __attribute__((noinline)) void details_caller(void) {
     __asm__ volatile("" ::: "memory");
 }
 
+/* Inlined into its caller: only debug info (addr2line -i) can name it in a stack. */
+static inline __attribute__((always_inline)) void details_inlined(void) {
+    STROBE_OP("inlined_op");
+    __asm__ volatile("" ::: "memory");
+}
+
 __attribute__((noinline)) static void test_stack(void) {
     strobe_config c = base_config();
     c.with_stack = 1;
     c.stack_depth = 8;
     start_or_die(&c);
     details_caller();
+    details_inlined();
     strobe_range_begin("named_range");
     strobe_range_end();
     strobe_result *r = stop_or_die();
@@ -302,6 +309,17 @@ __attribute__((noinline)) static void test_stack(void) {
     CHECK(strstr(stack, "strobe__") == NULL); /* strobe's own frames are not shown */
     const char *named = strobe_event_arg(r, (size_t)find_named(r, "named_range"), "Call stack");
     CHECK(named != NULL && strstr(named, "test_stack") != NULL);
+    if (system("command -v addr2line >/dev/null 2>&1") == 0) {
+        /* The inlined function is a frame of its own, inside the one it was inlined into. */
+        const char *in = strobe_event_arg(r, (size_t)find_named(r, "inlined_op"), "Call stack");
+        printf("inlined_op stack: %s\n", in ? in : "(none)");
+        const char *x = in ? strstr(in, "details_inlined (") : NULL;
+        const char *y = in ? strstr(in, "test_stack (") : NULL;
+        CHECK(x != NULL && y != NULL && x < y);
+        CHECK(in != NULL && strstr(in, "strobe_") == NULL);
+    } else {
+        printf("SKIP inlined frames: addr2line is not installed\n");
+    }
     save_as(r, "stack.json");
     strobe_result_free(r);
 

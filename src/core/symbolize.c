@@ -386,7 +386,8 @@ static int is_address_line(const char *line, uint64_t addr) {
  * answer that does not match ends the parse, so a different output format costs the locations,
  * never wrong ones. A missing or failing addr2line leaves everything NULL. @return 0, or -1 when
  * out of memory. */
-static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char **fn, char **loc) {
+static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char **fn, char **loc,
+                         char **inl) {
     enum { FIXED = 6 };
     char **argv = malloc((n + FIXED + 1) * sizeof *argv);
     char *text = malloc(n * 24);
@@ -455,6 +456,20 @@ static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char
                 a = NULL;
                 break;
             }
+            /* An inner level is a frame of its own in the stack, innermost first, except strobe's
+             * own inline functions (strobe_range_begin ... from strobe/instrument.h), which the
+             * range's call goes through and which say nothing about the caller. */
+            if (f != NULL && rc == 0 && strcmp(f, "??") != 0 && strncmp(f, "strobe_", 7) != 0) {
+                char *c = clean_location(l), *prev = inl[i];
+                int w =
+                    c ? asprintf(&inl[i], "%s%s%s (%s)", prev ? prev : "", prev ? ";" : "", f, c)
+                      : asprintf(&inl[i], "%s%s%s", prev ? prev : "", prev ? ";" : "", f);
+                if (w < 0) {
+                    inl[i] = NULL;
+                    rc = -1;
+                }
+                free(prev);
+            }
             f = nf;
             l = nl;
         }
@@ -494,7 +509,8 @@ static int symbolize_module(strobe__symbolizer *s, struct module *m, const uint6
 
     uint64_t *addrs = malloc(k * sizeof *addrs);
     char **fn = calloc(k, sizeof *fn), **loc = calloc(k, sizeof *loc);
-    int rc = addrs && fn && loc ? 0 : -1;
+    char **inl = calloc(k, sizeof *inl); /* inlined frames above the function's own, or NULL */
+    int rc = addrs && fn && loc && inl ? 0 : -1;
     /* Return addresses point after the call: pc - 1 lies in the call instruction, in its
      * function and on its line even where the call is a function's last instruction. */
     for (size_t j = 0; j < k && rc == 0; j++)
@@ -514,7 +530,7 @@ static int symbolize_module(strobe__symbolizer *s, struct module *m, const uint6
         }
         for (size_t j = 0; j < k && rc == 0; j += ADDR2LINE_BATCH) {
             size_t b = k - j < ADDR2LINE_BATCH ? k - j : ADDR2LINE_BATCH;
-            rc = run_addr2line(a2l_path, addrs + j, b, fn + j, loc + j);
+            rc = run_addr2line(a2l_path, addrs + j, b, fn + j, loc + j, inl + j);
         }
     }
     for (size_t j = 0; j < k && rc == 0; j++) {
@@ -524,7 +540,9 @@ static int symbolize_module(strobe__symbolizer *s, struct module *m, const uint6
          * address, whatever its size, which in a stripped program is often a wrong one. */
         const char *name = sy ? sy->name : loc[j] ? fn[j] : NULL;
         const char *r;
-        if (name && loc[j]) {
+        if (inl[j] && name && loc[j]) {
+            r = arena_printf(s, "%s;%s (%s)", inl[j], name, loc[j]);
+        } else if (name && loc[j]) {
             r = arena_printf(s, "%s (%s)", name, loc[j]);
         } else if (name) {
             r = arena_printf(s, "%s", name);
@@ -540,9 +558,11 @@ static int symbolize_module(strobe__symbolizer *s, struct module *m, const uint6
     for (size_t j = 0; j < k; j++) {
         if (fn) free(fn[j]);
         if (loc) free(loc[j]);
+        if (inl) free(inl[j]);
     }
     free(fn);
     free(loc);
+    free(inl);
     free(addrs);
     return rc;
 }
