@@ -3,9 +3,10 @@
  *
  * Contents:
  *   usage        the man page
- *   grouping     the row of each event: by name, name and shapes, or name and stack frames
+ *   grouping     the row of each event: by name, name and shapes, name and stack frames, or
+ *                name and module
  *   building     self and total CPU time, device time through the correlation chain (link.h),
- *                memory, FLOPs
+ *                memory, FLOPs, perf counters
  *   sorting      the --sort keys
  *   output       torch's table (util/table.h), CSV and JSON */
 #include <inttypes.h>
@@ -26,8 +27,8 @@ const char cmd_summary_usage[] =
     "    strobe summary - per-operator table, like torch's key_averages().table()\n"
     "\n"
     "SYNOPSIS\n"
-    "    strobe summary TRACE [--sort KEY] [--limit N] [--group-by name|shape|stack[:N]]\n"
-    "                         [--format table|csv|json]\n"
+    "    strobe summary TRACE [--sort KEY] [--limit N]\n"
+    "                         [--group-by name|shape|stack[:N]|module] [--format table|csv|json]\n"
     "\n"
     "DESCRIPTION\n"
     "    Reads a Kineto-format trace (.json or .json.gz, from strobe or PyTorch, either schema)\n"
@@ -44,17 +45,25 @@ const char cmd_summary_usage[] =
     "    [memory] events' bytes (frees are negative) directly inside (Self) and anywhere\n"
     "    inside an operator. Columns with no data are left out, as torch does.\n"
     "\n"
+    "    Perf counters: when the trace names them in its top-level \"strobe_perf_events\"\n"
+    "    (strobe's perf_events option), each event adds a column of its name (task-clock,\n"
+    "    page-faults ...) with the sum of the rows' per-range deltas (inclusive of nested\n"
+    "    ranges), and a Self column (less the rows directly nested in it, as Self CPU).\n"
+    "\n"
     "OPTIONS\n"
     "    --sort KEY     cpu_time_total (default), self_cpu_time_total, cuda_time_total,\n"
     "                   self_cuda_time_total, cpu_memory_usage, self_cpu_memory_usage,\n"
-    "                   cuda_memory_usage, self_cuda_memory_usage, flops, count, name\n"
+    "                   cuda_memory_usage, self_cuda_memory_usage, flops, count, name,\n"
+    "                   perf:EVENT, self_perf:EVENT (a perf counter of the trace's\n"
+    "                   \"strobe_perf_events\"; another name is a usage error)\n"
     "                   (device_time_total and self_device_time_total are accepted too)\n"
     "    --limit N      print the first N rows only (0: all, the default)\n"
     "    --group-by G   name (default); shape: name and \"Input Dims\", adds Input Shapes;\n"
     "                   stack[:N]: name and the first N (default 5) frames of \"Call stack\",\n"
-    "                   adds Source Location\n"
+    "                   adds Source Location; module: name and \"Module Hierarchy\" (events\n"
+    "                   without one form a group with an empty module), adds Module Hierarchy\n"
     "    --format F     table (default); csv or json: the same columns with raw numbers\n"
-    "                   (times in microseconds, memory in bytes, FLOPs unscaled)\n"
+    "                   (times in microseconds, memory in bytes, FLOPs and counters unscaled)\n"
     "\n"
     "EXIT STATUS\n"
     "    0 success; 2 bad input (the trace cannot be read) or bad usage.\n";
@@ -70,7 +79,9 @@ typedef enum sort_key {
     S_SELF_DEV_MEM,
     S_FLOPS,
     S_COUNT,
-    S_NAME
+    S_NAME,
+    S_PERF,     /* perf:EVENT */
+    S_SELF_PERF /* self_perf:EVENT */
 } sort_key;
 
 static const struct {
@@ -93,7 +104,8 @@ static const struct {
 };
 
 typedef struct row {
-    uint32_t name, aux; /* aux: shapes or stack key string id (0: none) */
+    uint32_t name, aux; /* aux: shapes, stack key or module string id (0: none) */
+    uint32_t id;        /* creation order: the row's perf values are at summary.perf[id * 2 * np] */
     uint64_t calls;
     int64_t self_ns, total_ns, self_dev, total_dev;
     int64_t cpu_mem, self_cpu_mem, dev_mem, self_dev_mem;
@@ -109,11 +121,26 @@ typedef struct summary {
     uint32_t *slots; /* (name, aux) -> row + 1 */
     size_t slot_cap;
     uint32_t *row_of; /* per event: its row, MD_NONE for events that are not rows */
-    int group;        /* 0 name, 1 shape, 2 stack */
+    int group;        /* 0 name, 1 shape, 2 stack, 3 module */
     int stack_n;
     int has_dev, has_mem, has_dev_mem, has_flops;
     int64_t self_total, self_dev_total;
+    size_t np;     /* perf counters: m.perf_count */
+    int64_t *perf; /* per row id, 2 * np values: self, then total, of each counter */
 } summary;
+
+/* a + b, held at the int64 limits: perf values come from the trace, unchecked. */
+static int64_t sat_add(int64_t a, int64_t b) {
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static int64_t sat_sub(int64_t a, int64_t b) {
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
 
 /* ---- grouping ----------------------------------------------------------------------------- */
 
@@ -145,6 +172,12 @@ static int64_t row_for(summary *s, uint32_t name, uint32_t aux) {
     if (s->slots[i]) return s->slots[i] - 1;
     if (s->count == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 256;
+        if (s->np) {
+            int64_t *p = realloc(s->perf, cap * 2 * s->np * sizeof *p);
+            if (p == NULL) return STROBE_ENOMEM;
+            memset(p + s->cap * 2 * s->np, 0, (cap - s->cap) * 2 * s->np * sizeof *p);
+            s->perf = p;
+        }
         row *r = realloc(s->rows, cap * sizeof *r);
         if (r == NULL) return STROBE_ENOMEM;
         s->rows = r;
@@ -154,6 +187,7 @@ static int64_t row_for(summary *s, uint32_t name, uint32_t aux) {
     memset(r, 0, sizeof *r);
     r->name = name;
     r->aux = aux;
+    r->id = (uint32_t)s->count;
     s->slots[i] = (uint32_t)++s->count;
     return (int64_t)s->count - 1;
 }
@@ -194,6 +228,7 @@ static int64_t stack_key(summary *s, const char *stack) {
 static int build(summary *s) {
     md_model *m = &s->m;
     int err = 0;
+    s->np = m->perf_count;
     uint32_t *owner = malloc((m->count ? m->count : 1) * sizeof *owner);
     s->row_of = malloc((m->count ? m->count : 1) * sizeof *s->row_of);
     if (owner == NULL || s->row_of == NULL) {
@@ -208,6 +243,10 @@ static int build(summary *s) {
         int64_t aux = 0;
         if (s->group == 1 && e->shapes) aux = shapes_key(s, md_str(m, e->shapes));
         if (s->group == 2 && e->stack) aux = stack_key(s, md_str(m, e->stack));
+        if (s->group == 3 && e->module) {
+            const char *mod = md_str(m, e->module);
+            aux = strobe__strtab_intern(&s->aux, mod, strlen(mod));
+        }
         int64_t r = aux < 0 ? aux : row_for(s, e->name, (uint32_t)aux);
         if (r < 0)
             err = (int)r;
@@ -227,6 +266,17 @@ static int build(summary *s) {
              * rather than walking each event's children. */
             uint32_t p = cl_row_parent(m, (uint32_t)i);
             if (p != MD_NONE && s->row_of[p] != MD_NONE) s->rows[s->row_of[p]].self_ns -= e->dur;
+            /* Perf deltas include the nested ranges, as durations do: the same for self. */
+            const int64_t *v = s->np ? &m->perf[i * s->np] : NULL;
+            int64_t *mine = s->np ? &s->perf[r->id * 2 * s->np] : NULL;
+            int64_t *parent = s->np && p != MD_NONE && s->row_of[p] != MD_NONE
+                                  ? &s->perf[s->rows[s->row_of[p]].id * 2 * s->np]
+                                  : NULL;
+            for (size_t k = 0; k < s->np; k++) {
+                mine[2 * k] = sat_add(mine[2 * k], v[k]);
+                mine[2 * k + 1] = sat_add(mine[2 * k + 1], v[k]);
+                if (parent) parent[2 * k] = sat_sub(parent[2 * k], v[k]);
+            }
         }
         uint32_t o = owner[i];
         if (o == MD_NONE || s->row_of[o] == MD_NONE) continue;
@@ -266,6 +316,7 @@ static int build(summary *s) {
 
 static const summary *sort_s;
 static sort_key sort_by;
+static size_t sort_perf; /* S_PERF, S_SELF_PERF: the counter */
 
 static int64_t key_of(const row *r) {
     switch (sort_by) {
@@ -287,6 +338,9 @@ static int64_t key_of(const row *r) {
         return r->self_dev_mem;
     case S_COUNT:
         return (int64_t)r->calls;
+    case S_PERF:
+    case S_SELF_PERF:
+        return sort_s->perf[(r->id * sort_s->np + sort_perf) * 2 + (sort_by == S_PERF)];
     default:
         return 0;
     }
@@ -326,18 +380,39 @@ typedef enum col {
     C_SELF_DEV_MEM,
     C_CALLS,
     C_SHAPES,
+    C_MODULE,
     C_SOURCE,
     C_FLOPS,
     C_NCOLS
 } col;
 
-static const char *const col_names[C_NCOLS] = {
-    "Name",      "Self CPU %",    "Self CPU",   "CPU total %",   "CPU total",       "CPU time avg",
-    "Self CUDA", "Self CUDA %",   "CUDA total", "CUDA time avg", "CPU Mem",         "Self CPU Mem",
-    "CUDA Mem",  "Self CUDA Mem", "# of Calls", "Input Shapes",  "Source Location", "Total FLOPs"};
+/* Columns past C_NCOLS are the perf counters': C_NCOLS + 2 k is counter k's Self column,
+ * C_NCOLS + 2 k + 1 its total. A column is therefore an int, not a col. */
+#define PERF_COL(c) ((size_t)((c)-C_NCOLS) / 2)
+#define PERF_TOTAL(c) (((c)-C_NCOLS) % 2)
 
-/* The columns shown, in torch's order: those with no data are left out. */
-static size_t pick_columns(const summary *s, col *cols) {
+static const char *const col_names[C_NCOLS] = {
+    "Name",         "Self CPU %",       "Self CPU",        "CPU total %",   "CPU total",
+    "CPU time avg", "Self CUDA",        "Self CUDA %",     "CUDA total",    "CUDA time avg",
+    "CPU Mem",      "Self CPU Mem",     "CUDA Mem",        "Self CUDA Mem", "# of Calls",
+    "Input Shapes", "Module Hierarchy", "Source Location", "Total FLOPs"};
+
+/* The header of column c; perf columns' are written into buf ("Self task-clock", "task-clock"). */
+static const char *col_name(const summary *s, int c, char *buf, size_t n) {
+    if (c < C_NCOLS) return col_names[c];
+    snprintf(buf, n, "%s%s", PERF_TOTAL(c) ? "" : "Self ",
+             md_str(&s->m, s->m.perf_names[PERF_COL(c)]));
+    return buf;
+}
+
+/* Column c's perf value of row r. */
+static int64_t perf_of(const summary *s, const row *r, int c) {
+    return s->perf[(r->id * s->np + PERF_COL(c)) * 2 + (size_t)PERF_TOTAL(c)];
+}
+
+/* The columns shown, in torch's order, then the perf counters': those with no data are left
+ * out. cols has room for C_NCOLS + 2 np. */
+static size_t pick_columns(const summary *s, int *cols) {
     size_t n = 0;
     for (int c = 0; c < C_NCOLS; c++) {
         if (c >= C_SELF_DEV && c <= C_DEV_AVG && !s->has_dev) continue;
@@ -345,9 +420,12 @@ static size_t pick_columns(const summary *s, col *cols) {
         if ((c == C_DEV_MEM || c == C_SELF_DEV_MEM) && !s->has_dev_mem) continue;
         if (c == C_SHAPES && s->group != 1) continue;
         if (c == C_SOURCE && s->group != 2) continue;
+        if (c == C_MODULE && s->group != 3) continue;
         if (c == C_FLOPS && !s->has_flops) continue;
-        cols[n++] = (col)c;
+        cols[n++] = c;
     }
+    for (size_t k = 0; k < 2 * s->np; k++)
+        cols[n++] = C_NCOLS + (int)k;
     return n;
 }
 
@@ -367,8 +445,12 @@ static double flops_scale(const summary *s, const char **header) {
 }
 
 /* Python's repr() is not needed: the text cell of one row and column. */
-static void cell_text(const summary *s, const row *r, col c, double fscale, char *buf, size_t n) {
+static void cell_text(const summary *s, const row *r, int c, double fscale, char *buf, size_t n) {
     double calls = r->calls ? (double)r->calls : 1.0;
+    if (c >= C_NCOLS) {
+        snprintf(buf, n, "%" PRId64, perf_of(s, r, c));
+        return;
+    }
     switch (c) {
     case C_SELF_PCT:
         strobe__fmt_share(buf, n, r->self_ns, s->self_total);
@@ -440,11 +522,16 @@ static int stack_frame(const char *stack, size_t k, char *buf, size_t n) {
     return 1;
 }
 
-static void print_table(const summary *s, size_t shown) {
-    col cols[C_NCOLS];
+static int print_table(const summary *s, size_t shown) {
+    size_t max = C_NCOLS + 2 * s->np;
+    int *cols = malloc(max * sizeof *cols);
+    size_t *widths = malloc(max * sizeof *widths);
+    if (cols == NULL || widths == NULL) {
+        free(cols);
+        free(widths);
+        return STROBE_ENOMEM;
+    }
     size_t nc = pick_columns(s, cols);
-    size_t widths[C_NCOLS];
-    const char *headers[C_NCOLS];
     const char *fheader = "Total FLOPs";
     double fscale = s->has_flops ? flops_scale(s, &fheader) : 1.0;
     size_t longest = 0, shapes = 0, src = 0;
@@ -452,23 +539,40 @@ static void print_table(const summary *s, size_t shown) {
         size_t len = strobe__utf8_len(md_str(&s->m, s->rows[k].name));
         if (len > longest) longest = len;
         const char *aux = strobe__strtab_str(&s->aux, s->rows[k].aux);
-        if (s->group == 1 && strobe__utf8_len(aux) > shapes) shapes = strobe__utf8_len(aux);
+        if ((s->group == 1 || s->group == 3) && strobe__utf8_len(aux) > shapes)
+            shapes = strobe__utf8_len(aux);
         char frame[1024];
         for (size_t f = 0; s->group == 2 && stack_frame(aux, f, frame, sizeof frame); f++)
             if (strobe__utf8_len(frame) > src) src = strobe__utf8_len(frame);
     }
+    char head[1024];
     for (size_t c = 0; c < nc; c++) {
-        headers[c] = cols[c] == C_FLOPS ? fheader : col_names[cols[c]];
         widths[c] = STROBE__TABLE_COL_WIDTH;
         if (cols[c] == C_NAME)
             widths[c] = longest + 4 < STROBE__TABLE_NAME_MAX ? longest + 4 : STROBE__TABLE_NAME_MAX;
         if (cols[c] == C_SHAPES) widths[c] = shapes + 4 < 80 ? shapes + 4 : 80;
         if (cols[c] == C_SOURCE) widths[c] = src + 4 < 75 ? src + 4 : 75;
+        /* Module paths are cut with "..." as names are; the header fits. */
+        if (cols[c] == C_MODULE)
+            widths[c] = shapes + 4 < 16 ? 16 : shapes + 4 < 80 ? shapes + 4 : 80;
+        if (cols[c] >= C_NCOLS) {
+            /* Counters can be long (cycles), and so can their names: both fit. */
+            size_t w = strobe__utf8_len(col_name(s, cols[c], head, sizeof head));
+            for (size_t k = 0; k < shown; k++) {
+                char num[32];
+                size_t len =
+                    (size_t)snprintf(num, sizeof num, "%" PRId64, perf_of(s, &s->rows[k], cols[c]));
+                if (len > w) w = len;
+            }
+            if (w > widths[c]) widths[c] = w;
+        }
     }
     FILE *out = stdout;
     strobe__table_separator(out, widths, nc);
-    for (size_t c = 0; c < nc; c++)
-        strobe__table_cell(out, headers[c], widths[c], cols[c] == C_SOURCE, 0);
+    for (size_t c = 0; c < nc; c++) {
+        const char *h = cols[c] == C_FLOPS ? fheader : col_name(s, cols[c], head, sizeof head);
+        strobe__table_cell(out, h, widths[c], cols[c] == C_SOURCE, 0);
+    }
     fputc('\n', out);
     strobe__table_separator(out, widths, nc);
     for (size_t k = 0; k < shown; k++) {
@@ -490,6 +594,9 @@ static void print_table(const summary *s, size_t shown) {
             case C_SOURCE:
                 if (!stack_frame(aux, 0, buf, sizeof buf)) buf[0] = '\0';
                 strobe__table_cell(out, buf, widths[c], 1, widths[c] - 3);
+                break;
+            case C_MODULE:
+                strobe__table_cell(out, aux, widths[c], 0, widths[c] - 3);
                 break;
             default:
                 cell_text(s, r, cols[c], fscale, buf, sizeof buf);
@@ -516,17 +623,25 @@ static void print_table(const summary *s, size_t shown) {
         strobe__fmt_time_ns(t, sizeof t, s->self_dev_total);
         printf("Self CUDA time total: %s\n", t);
     }
+    free(cols);
+    free(widths);
+    return 0;
 }
 
 /* A raw value for CSV and JSON: microseconds, bytes, counts, percentages as numbers. */
-static void put_raw(const summary *s, const row *r, col c, int json) {
+static void put_raw(const summary *s, const row *r, int c, int json) {
     FILE *out = stdout;
     double pct_base = (double)s->self_total, dev_base = (double)s->self_dev_total;
+    if (c >= C_NCOLS) {
+        printf("%" PRId64, perf_of(s, r, c));
+        return;
+    }
     switch (c) {
     case C_NAME:
         json ? cl_json_str(out, md_str(&s->m, r->name)) : cl_csv_str(out, md_str(&s->m, r->name));
         break;
     case C_SHAPES:
+    case C_MODULE:
     case C_SOURCE:
         json ? cl_json_str(out, strobe__strtab_str(&s->aux, r->aux))
              : cl_csv_str(out, strobe__strtab_str(&s->aux, r->aux));
@@ -581,12 +696,16 @@ static void put_raw(const summary *s, const row *r, col c, int json) {
     }
 }
 
-static void print_machine(const summary *s, size_t shown, int json) {
-    col cols[C_NCOLS];
+static int print_machine(const summary *s, size_t shown, int json) {
+    int *cols = malloc((C_NCOLS + 2 * s->np) * sizeof *cols);
+    if (cols == NULL) return STROBE_ENOMEM;
     size_t nc = pick_columns(s, cols);
+    char head[1024];
     if (!json) {
-        for (size_t c = 0; c < nc; c++)
-            printf("%s%s", c ? "," : "", col_names[cols[c]]);
+        for (size_t c = 0; c < nc; c++) {
+            if (c) putchar(',');
+            cl_csv_str(stdout, col_name(s, cols[c], head, sizeof head));
+        }
         putchar('\n');
         for (size_t k = 0; k < shown; k++) {
             for (size_t c = 0; c < nc; c++) {
@@ -595,7 +714,8 @@ static void print_machine(const summary *s, size_t shown, int json) {
             }
             putchar('\n');
         }
-        return;
+        free(cols);
+        return 0;
     }
     printf("{\"self_cpu_time_total_us\": ");
     cl_put_us(stdout, s->self_total);
@@ -607,12 +727,16 @@ static void print_machine(const summary *s, size_t shown, int json) {
     for (size_t k = 0; k < shown; k++) {
         printf("%s\n  {", k ? "," : "");
         for (size_t c = 0; c < nc; c++) {
-            printf("%s\"%s\": ", c ? ", " : "", col_names[cols[c]]);
+            if (c) printf(", ");
+            cl_json_str(stdout, col_name(s, cols[c], head, sizeof head));
+            printf(": ");
             put_raw(s, &s->rows[k], cols[c], 1);
         }
         putchar('}');
     }
     printf("\n]}\n");
+    free(cols);
+    return 0;
 }
 
 /* ---- the command -------------------------------------------------------------------------- */
@@ -621,8 +745,24 @@ static int usage_error(const char *msg, const char *arg) {
     return cli_usage_error("summary", msg, arg);
 }
 
+/* The counter that --sort perf:NAME names, known only once the trace is read. @return its index,
+ * or -1 after the usage error, which lists the trace's counters. */
+static int64_t perf_sort_index(const md_model *m, const char *name) {
+    for (size_t k = 0; k < m->perf_count; k++)
+        if (strcmp(md_str(m, m->perf_names[k]), name) == 0) return (int64_t)k;
+    char msg[1024];
+    int len = snprintf(msg, sizeof msg, "--sort: the trace has no perf counter \"%s\" (%s", name,
+                       m->perf_count ? "it has" : "it has none: no \"strobe_perf_events\"");
+    for (size_t k = 0; k < m->perf_count && len > 0 && (size_t)len < sizeof msg; k++)
+        len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%s", k ? ", " : " ",
+                        md_str(m, m->perf_names[k]));
+    if (len > 0 && (size_t)len < sizeof msg - 1) snprintf(msg + len, sizeof msg - (size_t)len, ")");
+    usage_error(msg, NULL);
+    return -1;
+}
+
 int cmd_summary(int argc, char **argv) {
-    const char *path = NULL;
+    const char *path = NULL, *perf_name = NULL;
     sort_key key = S_CPU_TOTAL;
     size_t limit = 0;
     int format = CL_TABLE, group = 0, stack_n = 5;
@@ -640,8 +780,16 @@ int cmd_summary(int argc, char **argv) {
             size_t k = 0, n = sizeof sort_names / sizeof sort_names[0];
             while (k < n && strcmp(sort_names[k].name, v) != 0)
                 k++;
-            if (k == n) return usage_error("unknown sort key", v);
-            key = sort_names[k].key;
+            perf_name = NULL;
+            if (k < n) {
+                key = sort_names[k].key;
+            } else if (strncmp(v, "perf:", 5) == 0 || strncmp(v, "self_perf:", 10) == 0) {
+                key = v[0] == 'p' ? S_PERF : S_SELF_PERF;
+                perf_name = strchr(v, ':') + 1;
+                if (*perf_name == '\0') return usage_error("no perf counter named in --sort", v);
+            } else {
+                return usage_error("unknown sort key", v);
+            }
         } else if (strcmp(a, "--limit") == 0) {
             char *end;
             const char *v = argv[++i];
@@ -654,6 +802,8 @@ int cmd_summary(int argc, char **argv) {
                 group = 0;
             else if (strcmp(v, "shape") == 0)
                 group = 1;
+            else if (strcmp(v, "module") == 0)
+                group = 3;
             else if (strncmp(v, "stack", 5) == 0 && (v[5] == '\0' || v[5] == ':')) {
                 group = 2;
                 if (v[5] == ':') {
@@ -681,21 +831,27 @@ int cmd_summary(int argc, char **argv) {
     s->stack_n = stack_n;
     strobe__strtab_init(&s->aux, &s->pool);
     int rc = cli_load(&s->m, "summary", path);
-    if (rc == CLI_OK) {
+    int64_t pk = rc == CLI_OK && perf_name ? perf_sort_index(&s->m, perf_name) : 0;
+    if (pk < 0) {
+        md_free(&s->m);
+        rc = CLI_BAD_INPUT;
+    } else if (rc == CLI_OK) {
         int work = build(s) != 0 ? STROBE_ENOMEM : 0;
         if (work == 0) {
             sort_s = s;
             sort_by = key;
+            sort_perf = (size_t)pk;
             if (s->count > 1) qsort(s->rows, s->count, sizeof *s->rows, compare_rows);
             size_t shown = limit == 0 || limit > s->count ? s->count : limit;
             if (format == CL_TABLE)
-                print_table(s, shown);
+                work = print_table(s, shown);
             else
-                print_machine(s, shown, format == CL_JSON);
+                work = print_machine(s, shown, format == CL_JSON);
         }
         rc = cli_finish("summary", path, work, CLI_OK);
         md_free(&s->m);
     }
+    free(s->perf);
     free(s->rows);
     free(s->slots);
     free(s->row_of);

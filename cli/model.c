@@ -1,13 +1,14 @@
 /* model.c: loading a trace into md_model (see model.h).
  *
- * Contents: classification by ph/cat, the thread table, argument extraction, the streaming load,
- * and the per-thread sort and nesting pass. */
+ * Contents: classification by ph/cat, the thread table, argument extraction, perf counter
+ * values, the streaming load, and the per-thread sort and nesting pass. */
 #include "model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_pull.h"
 #include "strobe/error.h"
 #include "trace_reader.h"
 
@@ -176,6 +177,62 @@ static int64_t arg_text(md_model *m, const strobe_rd_event *e, const char *key, 
     return intern(m, v.raw, v.len);
 }
 
+/* ---- perf counters ------------------------------------------------------------------------- */
+
+static int add_perf_name(md_model *m, const char *name, size_t len) {
+    int64_t id = intern(m, name, len);
+    if (id < 0) return (int)id;
+    for (size_t k = 0; k < m->perf_count; k++)
+        if (m->perf_names[k] == (uint32_t)id) return 0;
+    uint32_t *names = realloc(m->perf_names, (m->perf_count + 1) * sizeof *names);
+    if (names == NULL) return STROBE_ENOMEM;
+    m->perf_names = names;
+    m->perf_names[m->perf_count++] = (uint32_t)id;
+    return 0;
+}
+
+/* Takes the names of "strobe_perf_events", a JSON array of strings. Whatever else it holds (and
+ * a value that is not an array) is ignored, as are repeats and names that are empty or hold a
+ * NUL, which no event arg could be looked up by. */
+static int perf_names(md_model *m, const strobe_rd_value *v) {
+    if (v->type != STROBE_RD_T_ARRAY) return 0;
+    strobe_jp jp;
+    strobe_jp_init_mem(&jp, v->raw, v->len);
+    int rc = 0, tok = strobe_jp_next(&jp); /* the '[' */
+    while (rc == 0 && (tok = strobe_jp_next(&jp)) > 0 && tok != STROBE_JP_ARR_END) {
+        if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN) {
+            if (strobe_jp_skip_container(&jp) <= 0) break;
+        } else if (tok == STROBE_JP_STRING && jp.str_len > 0 && strlen(jp.str) == jp.str_len) {
+            rc = add_perf_name(m, jp.str, jp.str_len);
+        }
+    }
+    strobe_jp_free(&jp);
+    return rc;
+}
+
+/* Room for the perf values of events up to m->cap, zeroed. */
+static int perf_reserve(md_model *m) {
+    if (m->perf_count == 0 || m->perf_cap >= m->cap) return 0;
+    int64_t *p = realloc(m->perf, m->cap * m->perf_count * sizeof *p);
+    if (p == NULL) return STROBE_ENOMEM;
+    memset(p + m->perf_cap * m->perf_count, 0, (m->cap - m->perf_cap) * m->perf_count * sizeof *p);
+    m->perf = p;
+    m->perf_cap = m->cap;
+    return 0;
+}
+
+/* Event i's perf values from its args; those absent or not integers stay 0. */
+static void perf_values(md_model *m, size_t i, const strobe_rd_event *e) {
+    if (m->perf_count == 0 || e->args == NULL || !e->ph.s || strcmp(e->ph.s, "X") != 0) return;
+    for (size_t k = 0; k < m->perf_count; k++) {
+        strobe_rd_value v;
+        int64_t n;
+        if (strobe_rd_event_arg(e, md_str(m, m->perf_names[k]), &v) == 1 &&
+            strobe_rd_value_int(&v, &n) == 0)
+            m->perf[i * m->perf_count + k] = n;
+    }
+}
+
 /* ---- loading ------------------------------------------------------------------------------- */
 
 static int add_event(md_model *m, const strobe_rd_event *e) {
@@ -252,10 +309,14 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
         if (strobe_rd_event_arg(e, "flops", &v) == 1) strobe_rd_value_double(&v, &x->flops);
         int64_t shapes = arg_text(m, e, "Input Dims", 0);
         int64_t stack = arg_text(m, e, "Call stack", 1);
-        if (shapes < 0 || stack < 0) return STROBE_ENOMEM;
+        int64_t module = arg_text(m, e, "Module Hierarchy", 1);
+        if (shapes < 0 || stack < 0 || module < 0) return STROBE_ENOMEM;
         x->shapes = (uint32_t)shapes;
         x->stack = (uint32_t)stack;
+        x->module = (uint32_t)module;
     }
+    if (perf_reserve(m)) return STROBE_ENOMEM;
+    perf_values(m, m->count, e);
     int64_t end;
     if (x->has_time && __builtin_add_overflow(x->ts, x->dur, &end)) {
         /* An end beyond int64 nanoseconds (ts and dur near 9e15 us) cannot be placed on the
@@ -357,15 +418,57 @@ static int nest(md_model *m) {
     return 0;
 }
 
-/* Reads everything from an opened reader (rd may be NULL when opening failed with rc). */
-static int load_from(md_model *m, strobe_rd *rd, int rc) {
+static void load_options(strobe_rd_options *opt) {
+    strobe_rd_options_init(opt);
+    opt->prescan_base = 1;
+}
+
+/* Opens the trace: the file m->path, or data[0..len) when data is not NULL. */
+static int open_reader(md_model *m, strobe_rd **rd, const void *data, size_t len) {
+    strobe_rd_options opt;
+    load_options(&opt);
+    return data ? strobe_rd_open_mem(rd, data, len, m->path, &opt)
+                : strobe_rd_open(rd, m->path, &opt);
+}
+
+/* "strobe_perf_events" came after events: a second pass reads their perf values. The events
+ * are the same in the same order (every element but the M events is kept), so the k-th one
+ * read is m->events[k]. */
+static int perf_second_pass(md_model *m, const void *data, size_t len) {
+    strobe_rd *rd = NULL;
+    int rc = open_reader(m, &rd, data, len);
     strobe_rd_item it;
+    size_t k = 0;
+    while (rc == 0 && (rc = strobe_rd_next(rd, &it)) > 0) {
+        rc = 0;
+        if (it.kind != STROBE_RD_EVENT || (it.event->ph.s && strcmp(it.event->ph.s, "M") == 0))
+            continue;
+        if (k >= m->count) break;
+        perf_values(m, k++, it.event);
+    }
+    strobe_rd_close(rd);
+    return rc;
+}
+
+/* Reads everything from an opened reader (rd may be NULL when opening failed with rc); data is
+ * the memory input, NULL for a file. */
+static int load_from(md_model *m, strobe_rd *rd, int rc, const void *data, size_t len) {
+    strobe_rd_item it;
+    int perf_seen = 0;
     while (rc == 0 && (rc = strobe_rd_next(rd, &it)) > 0) {
         if (it.kind == STROBE_RD_META) {
             int64_t key = intern(m, it.meta->key.s, it.meta->key.len);
             if (key < 0) {
                 rc = (int)key;
                 break;
+            }
+            /* The first "strobe_perf_events" counts; strobe writes it before the events. */
+            if (!perf_seen && strcmp(md_str(m, (uint32_t)key), "strobe_perf_events") == 0) {
+                perf_seen = 1;
+                rc = perf_names(m, &it.meta->value);
+                if (rc == 0) rc = perf_reserve(m);
+                if (rc) break;
+                m->perf_late = m->count > 0 && m->perf_count > 0;
             }
             if (m->meta_count == m->meta_cap) {
                 size_t cap = m->meta_cap ? m->meta_cap * 2 : 16;
@@ -397,6 +500,7 @@ static int load_from(md_model *m, strobe_rd *rd, int rc) {
             if (dp < 0) rc = (int)dp;
             m->device_props = dp < 0 ? 0 : (uint32_t)dp;
         }
+        if (rc == 0 && m->perf_late) rc = perf_second_pass(m, data, len);
         if (rc == 0) rc = nest(m);
     } else if (rd && strobe_rd_errmsg(rd)[0]) {
         snprintf(m->err, sizeof m->err, "%s", strobe_rd_errmsg(rd));
@@ -420,29 +524,21 @@ static int init_model(md_model *m, const char *path) {
     return 0;
 }
 
-static void load_options(strobe_rd_options *opt) {
-    strobe_rd_options_init(opt);
-    opt->prescan_base = 1;
-}
-
 int md_load(md_model *m, const char *path) {
     int rc = init_model(m, path);
     if (rc) return rc;
-    strobe_rd_options opt;
-    load_options(&opt);
     strobe_rd *rd = NULL;
-    rc = strobe_rd_open(&rd, path, &opt);
-    return load_from(m, rd, rc);
+    rc = open_reader(m, &rd, NULL, 0);
+    return load_from(m, rd, rc, NULL, 0);
 }
 
 int md_load_mem(md_model *m, const void *data, size_t len, const char *name) {
     int rc = init_model(m, name ? name : "<memory>");
     if (rc) return rc;
-    strobe_rd_options opt;
-    load_options(&opt);
     strobe_rd *rd = NULL;
-    rc = strobe_rd_open_mem(&rd, data, len, m->path, &opt);
-    return load_from(m, rd, rc);
+    /* "" rather than NULL: open_reader() takes NULL for a file. */
+    rc = open_reader(m, &rd, data ? data : "", data ? len : 0);
+    return load_from(m, rd, rc, data ? data : "", data ? len : 0);
 }
 
 void md_free(md_model *m) {
@@ -452,6 +548,8 @@ void md_free(md_model *m) {
     free(m->events);
     free(m->procs);
     free(m->meta_keys);
+    free(m->perf_names);
+    free(m->perf);
     free(m->thread_slots);
     strobe__strtab_release(&m->strings);
     strobe__pool_release(&m->pool);

@@ -55,6 +55,7 @@ typedef struct md_event {
     uint32_t name, cat; /* string ids (0 is "") */
     uint32_t shapes;    /* raw JSON text of "Input Dims"; 0 when absent */
     uint32_t stack;     /* "Call stack"; 0 when absent */
+    uint32_t module;    /* "Module Hierarchy" ("mlp.fc1"); 0 when absent */
     uint32_t thread;    /* index into md_model.threads */
     uint32_t parent;    /* innermost enclosing X event on the same thread; MD_NONE */
     uint32_t index;     /* position in the file's event array */
@@ -101,6 +102,15 @@ typedef struct md_model {
     size_t proc_count, proc_cap;
     uint32_t *meta_keys; /* top-level keys other than traceEvents, in file order */
     size_t meta_count, meta_cap;
+    /* Perf counters: the names in strobe's top-level "strobe_perf_events" array (string ids, in
+     * its order, repeats dropped), and perf_count values per event, perf[i * perf_count + k]:
+     * event i's integer arg named perf_names[k] (a per-range delta), 0 when it has none. Only X
+     * events carry them. perf is NULL when perf_count is 0. */
+    uint32_t *perf_names;
+    size_t perf_count;
+    int64_t *perf;
+    size_t perf_cap; /* events that perf has room for */
+    int perf_late;   /* the names came after events: their values are read in a second pass */
     uint64_t metadata_events;     /* ph M events (names, sort indexes): read, not kept */
     uint64_t bad_events;          /* all bad elements the reader flagged, metadata ones too */
     uint64_t bad_metadata_events; /* bad ph M events (not kept, so only counted) */

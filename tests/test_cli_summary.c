@@ -39,7 +39,26 @@
  *       cudaLaunchKernel [1003, 1004) correlation 50 -> kern (3 us)
  *   kern2 (2 us) correlation 51 has no runtime: "external id" 1 -> A.
  *   [memory] +100 at 1003 on the numeric tid 5: the ops are on the string tid "5" -> B.
- * Self CPU: A 6, B 3, cudaLaunchKernel 1. Self CUDA: A 2, B 3; CUDA total A 5, B 3. */
+ * Self CPU: A 6, B 3, cudaLaunchKernel 1. Self CUDA: A 2, B 3; CUDA total A 5, B 3.
+ *
+ * perf_trace() (written by the test into the test output directory; cpu_op on thread 1/1, times
+ * in us, args "Module Hierarchy", "task-clock" tc, "page-faults" pf):
+ *   outer (user_annotation)  [0, 100)                  tc  800  pf 10
+ *     aten::linear           [10, 50)   mlp.fc1        tc  400  pf  4
+ *       aten::mm             [15, 30)   mlp.fc1        tc  150  pf  2
+ *       aten::mm             [32, 45)   mlp.fc1        tc  130  pf  1
+ *     aten::linear           [60, 90)   mlp.fc2        tc  250  pf  1
+ *       aten::mm             [62, 88)   mlp.fc2        tc  200  (no pf: 0)
+ *   aten::mm                 [110, 120) (no module)    tc  700  pf  7
+ * By name: outer total 100, self 30, tc 800 (self 800 - 400 - 250 = 150), pf 10 (self 5);
+ *   aten::linear 2 calls, total 70, self 12 + 4 = 16, tc 650 (self 120 + 50 = 170), pf 5 (self 2);
+ *   aten::mm 4 calls, total 64 = self, tc 1180 = self, pf 10 = self. Self CPU total 110.
+ * By module: outer/"" 100; linear/fc1 40 (self 12, tc 400 self 120, pf 4 self 1); linear/fc2 30
+ *   (self 4, tc 250 self 50, pf 1 self 1); mm/fc1 2 calls 28 (tc 280, pf 3); mm/fc2 26 (tc 200,
+ *   pf 0); mm/"" 10 (tc 700, pf 7).
+ * Orders: cpu_time_total outer, linear, mm; perf:task-clock mm 1180, outer 800, linear 650;
+ *   self_perf:task-clock mm 1180, linear 170, outer 150; perf:page-faults mm 10, outer 10 (a tie:
+ *   by name), linear 5; self_perf:page-faults mm 10, outer 5, linear 2. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,6 +266,135 @@ static void test_stacks(void) {
                   "stacks", trace("stacks_oldschema.json"));
 }
 
+/* Writes the perf trace above with "strobe_perf_events" before the events (meta 1), after them
+ * (2: the values come from a second pass), or not at all (0: the args are then ordinary args and
+ * make no columns). @return its path (static, one per value of meta). */
+static const char *perf_trace(int meta) {
+    static char paths[3][4200];
+    char *path = paths[meta];
+    snprintf(path, sizeof paths[meta], "%s/cli_summary_perf%d.json", STROBE_TEST_OUT_DIR, meta);
+    FILE *f = fopen(path, "w");
+    REQUIRE(f != NULL);
+    static const char *const ev[] = {
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"outer\", \"pid\": 1, \"tid\": "
+        "1, "
+        "\"ts\": 0, \"dur\": 100, \"args\": {\"task-clock\": 800, \"page-faults\": 10}}",
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::linear\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": 10, \"dur\": 40, \"args\": {\"Module Hierarchy\": \"mlp.fc1\", \"task-clock\": "
+        "400, "
+        "\"page-faults\": 4}}",
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": "
+        "15, \"dur\": 15, \"args\": {\"Module Hierarchy\": \"mlp.fc1\", \"task-clock\": 150, "
+        "\"page-faults\": 2}}",
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": "
+        "32, \"dur\": 13, \"args\": {\"page-faults\": 1, \"task-clock\": 130, \"Module "
+        "Hierarchy\": "
+        "\"mlp.fc1\"}}",
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::linear\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": 60, \"dur\": 30, \"args\": {\"Module Hierarchy\": \"mlp.fc2\", \"task-clock\": "
+        "250, "
+        "\"page-faults\": 1}}",
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": "
+        "62, \"dur\": 26, \"args\": {\"Module Hierarchy\": \"mlp.fc2\", \"task-clock\": 200}}",
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": "
+        "110, \"dur\": 10, \"args\": {\"task-clock\": 700, \"page-faults\": 7}}",
+    };
+    const char *names = "\"strobe_perf_events\": [\"task-clock\", \"page-faults\"]";
+    fprintf(f, "{\"schemaVersion\": 1, %s%s\"traceEvents\": [\n", meta == 1 ? names : "",
+            meta == 1 ? ", " : "");
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
+        fprintf(f, "%s%s\n", ev[i], i + 1 < sizeof ev / sizeof ev[0] ? "," : "");
+    fprintf(f, "]%s%s}\n", meta == 2 ? ", " : "", meta == 2 ? names : "");
+    REQUIRE(fclose(f) == 0);
+    return path;
+}
+
+/* --group-by module: one row per (name, "Module Hierarchy"); events without one share the empty
+ * module. Perf columns (Self and total per counter) follow, in the trace's order. */
+static void test_summary_module_perf(void) {
+    const char *by_module =
+        "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,# of Calls,Module "
+        "Hierarchy,Self task-clock,task-clock,Self page-faults,page-faults\n"
+        "outer,27.2727,30.000,90.9091,100.000,100.000,1,,150,800,5,10\n"
+        "aten::linear,10.9091,12.000,36.3636,40.000,40.000,1,mlp.fc1,120,400,1,4\n"
+        "aten::linear,3.6364,4.000,27.2727,30.000,30.000,1,mlp.fc2,50,250,1,1\n"
+        "aten::mm,25.4545,28.000,25.4545,28.000,14.000,2,mlp.fc1,280,280,3,3\n"
+        "aten::mm,23.6364,26.000,23.6364,26.000,26.000,1,mlp.fc2,200,200,0,0\n"
+        "aten::mm,9.0909,10.000,9.0909,10.000,10.000,1,,700,700,7,7\n";
+    EXPECT_OUTPUT(cmd_summary, by_module, "summary", perf_trace(1), "--group-by", "module",
+                  "--format", "csv");
+    /* The names after traceEvents: the same values, from a second pass. */
+    EXPECT_OUTPUT(cmd_summary, by_module, "summary", perf_trace(2), "--group-by", "module",
+                  "--format", "csv");
+    /* Without "strobe_perf_events" the counters' args make no columns. */
+    EXPECT_OUTPUT(cmd_summary,
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,# of Calls,Module "
+                  "Hierarchy\n"
+                  "outer,27.2727,30.000,90.9091,100.000,100.000,1,\n"
+                  "aten::linear,10.9091,12.000,36.3636,40.000,40.000,1,mlp.fc1\n"
+                  "aten::linear,3.6364,4.000,27.2727,30.000,30.000,1,mlp.fc2\n"
+                  "aten::mm,25.4545,28.000,25.4545,28.000,14.000,2,mlp.fc1\n"
+                  "aten::mm,23.6364,26.000,23.6364,26.000,26.000,1,mlp.fc2\n"
+                  "aten::mm,9.0909,10.000,9.0909,10.000,10.000,1,\n",
+                  "summary", perf_trace(0), "--group-by", "module", "--format", "csv");
+
+    /* By name, sorted by each counter: perf:task-clock (mm, outer, linear) differs from
+     * cpu_time_total (outer, linear, mm) and from self_perf:task-clock (mm, linear, outer). */
+    const char *header = "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,# of "
+                         "Calls,Self task-clock,task-clock,Self page-faults,page-faults\n";
+    const char *outer = "outer,27.2727,30.000,90.9091,100.000,100.000,1,150,800,5,10\n";
+    const char *linear = "aten::linear,14.5455,16.000,63.6364,70.000,35.000,2,170,650,2,5\n";
+    const char *mm = "aten::mm,58.1818,64.000,58.1818,64.000,16.000,4,1180,1180,10,10\n";
+    char want[1024];
+    snprintf(want, sizeof want, "%s%s%s%s", header, outer, linear, mm);
+    EXPECT_OUTPUT(cmd_summary, want, "summary", perf_trace(1), "--format", "csv");
+    snprintf(want, sizeof want, "%s%s%s%s", header, mm, outer, linear);
+    EXPECT_OUTPUT(cmd_summary, want, "summary", perf_trace(1), "--format", "csv", "--sort",
+                  "perf:task-clock");
+    /* A tie at 10 page faults (mm, outer) goes by name. */
+    EXPECT_OUTPUT(cmd_summary, want, "summary", perf_trace(1), "--format", "csv", "--sort",
+                  "perf:page-faults");
+    EXPECT_OUTPUT(cmd_summary, want, "summary", perf_trace(1), "--format", "csv", "--sort",
+                  "self_perf:page-faults");
+    snprintf(want, sizeof want, "%s%s%s%s", header, mm, linear, outer);
+    EXPECT_OUTPUT(cmd_summary, want, "summary", perf_trace(1), "--format", "csv", "--sort",
+                  "self_perf:task-clock");
+
+    /* JSON: the counters under their own names; --limit keeps the first row by task-clock. */
+    EXPECT_OUTPUT(cmd_summary,
+                  "{\"self_cpu_time_total_us\": 110.000,\n"
+                  " \"rows\": [\n"
+                  "  {\"Name\": \"aten::mm\", \"Self CPU %\": 58.1818, \"Self CPU\": 64.000, "
+                  "\"CPU total %\": 58.1818, \"CPU total\": 64.000, \"CPU time avg\": 16.000, "
+                  "\"# of Calls\": 4, \"Self task-clock\": 1180, \"task-clock\": 1180, \"Self "
+                  "page-faults\": 10, \"page-faults\": 10}\n"
+                  "]}\n",
+                  "summary", perf_trace(1), "--format", "json", "--sort", "perf:task-clock",
+                  "--limit", "1");
+
+    /* The table: the module column, and counter columns as wide as their names. */
+    const char *a[] = {"summary", perf_trace(1), "--group-by", "module", NULL};
+    int rc;
+    char *out = run(cmd_summary, &rc, a);
+    CHECK_EQ(rc, 0);
+    EXPECT_LINE(out,
+                "            Name    Self CPU %      Self CPU   CPU total %     CPU total  CPU "
+                "time avg    # of Calls  Module Hierarchy  Self task-clock    task-clock  "
+                "Self page-faults   page-faults  ");
+    EXPECT_LINE(out, "        aten::mm        25.45%      28.000us        25.45%      28.000us  "
+                     "    14.000us             2           mlp.fc1              280           "
+                     "280                 3             3  ");
+    EXPECT_LINE(out, "        aten::mm         9.09%      10.000us         9.09%      10.000us  "
+                     "    10.000us             1                                700           "
+                     "700                 7             7  ");
+    EXPECT_LINE(out, "Self CPU time total: 110.000us");
+    free(out);
+}
+
 /* Usage and input errors: exit 2 with one line on stderr; --help exits 0 with the man page. */
 static void test_usage(void) {
     int (*cmds[])(int, char **) = {cmd_summary, cmd_kernels, cmd_stacks};
@@ -280,6 +428,24 @@ static void test_usage(void) {
     const char *limit[] = {"summary", trace("summary_basic.json"), "--limit", NULL};
     free(run(cmd_summary, &rc, limit));
     CHECK_EQ(rc, 2);
+    /* A perf counter the trace does not name, none at all, or a trace without counters: exit 2
+     * and nothing on stdout. */
+    const char *perf[][5] = {
+        {"summary", perf_trace(1), "--sort", "perf:cycles", NULL},
+        {"summary", perf_trace(1), "--sort", "self_perf:task-clock-x", NULL},
+        {"summary", perf_trace(1), "--sort", "perf:", NULL},
+        {"summary", perf_trace(0), "--sort", "perf:task-clock", NULL},
+        {"summary", trace("summary_basic.json"), "--sort", "perf:task-clock", NULL},
+    };
+    for (size_t k = 0; k < sizeof perf / sizeof perf[0]; k++) {
+        char *out = run(cmd_summary, &rc, perf[k]);
+        CHECK_EQ(rc, 2);
+        CHECK_STR(out, "");
+        free(out);
+    }
+    const char *module[] = {"summary", trace("summary_basic.json"), "--group-by", "modules", NULL};
+    free(run(cmd_summary, &rc, module));
+    CHECK_EQ(rc, 2);
 }
 
 int main(int argc, char **argv) {
@@ -287,6 +453,7 @@ int main(int argc, char **argv) {
     test_summary_csv();
     test_summary_table();
     test_summary_stack_group();
+    test_summary_module_perf();
     test_kernels();
     test_stacks();
     test_usage();
