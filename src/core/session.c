@@ -333,16 +333,19 @@ int strobe_stop(strobe_result **out) {
     __atomic_store_n(&strobe__gen, 0, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&strobe__registry_lock);
     int quiet = quiesce(s);
-    /* No thread reads its counters after quiescence: close them, and say where they failed. */
+    /* No thread reads its counters after quiescence: close them, and say where they failed.
+     * Under the registry lock, which a thread holds when it next attaches and resets these; its
+     * slow bits are its own to write (a stale SLOW_PERF is harmless: no session, no records). */
     int perf_failed = 0;
     char perf_why[128] = "";
+    pthread_mutex_lock(&strobe__registry_lock);
     for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
         if (t->perf_failed && !perf_failed++)
             snprintf(perf_why, sizeof perf_why, "%s", strerror(-t->perf_failed));
         strobe__perf_close(t->perf_fds, t->perf_n);
         t->perf_n = 0;
-        t->slow &= (uint8_t)~STROBE__SLOW_PERF;
     }
+    pthread_mutex_unlock(&strobe__registry_lock);
 
     strobe__clock_anchor stop = strobe__clock_anchor_now();
     strobe__clock_conv conv = strobe__clock_calibrate(s->start, stop);
