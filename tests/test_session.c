@@ -326,10 +326,17 @@ static void test_warnings(void) {
     c.activities = STROBE_ACTIVITY_CPU | STROBE_ACTIVITY_CUDA | STROBE_ACTIVITY_XPU;
     start_or_die(&c);
     strobe_result *r = stop_or_die();
-    REQUIRE(strobe_result_warning_count(r) == 2);
-    CHECK(strstr(strobe_result_warning(r, 0), "CUDA") != NULL);
-    CHECK(strstr(strobe_result_warning(r, 1), "XPU") != NULL);
-    CHECK(strobe_result_warning(r, 2) == NULL);
+    /* Here CUDA is not traced either (no GPU, or no CUPTI): one warning each, in any order.
+     * (Where a GPU is traced, there is only the XPU one.) */
+    size_t n = strobe_result_warning_count(r), cuda = 0, xpu = 0;
+    for (size_t i = 0; i < n; i++) {
+        cuda += strstr(strobe_result_warning(r, i), "CUDA activity requested but not") != NULL;
+        xpu += strstr(strobe_result_warning(r, i), "XPU activity requested but not") != NULL;
+    }
+    CHECK_EQ(xpu, 1);
+    CHECK(cuda <= 1);
+    CHECK_EQ(n, cuda + xpu);
+    CHECK(strobe_result_warning(r, n) == NULL);
     strobe_result_free(r);
 }
 

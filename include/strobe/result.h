@@ -108,6 +108,10 @@ typedef struct strobe_stats {
                                         earlier one on their track without nesting in it (ended
                                         at its end), and those outside the session (brought
                                         inside it) */
+    uint64_t cuda_dropped_records;   /* CUPTI records lost: buffers full or the cap reached */
+    uint64_t cuda_outside_window;    /* CUDA records before start or after stop: left out */
+    uint64_t cuda_moved_events;      /* device events that appeared to start before their launch
+                                        call: moved to start with it */
 } strobe_stats;
 
 /* Accessors. `r` must not be NULL. */

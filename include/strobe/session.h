@@ -75,7 +75,23 @@ typedef struct strobe_config {
      * its deltas as args named like the event. An unknown name fails start with STROBE_EINVAL;
      * an event this machine cannot count is skipped with a warning in the result. NULL: none. */
     const char *perf_events;
+    /* CUDA (activities & STROBE_ACTIVITY_CUDA), traced through CUPTI loaded at start. */
+    size_t cuda_buffer_bytes; /* cap on CUPTI activity buffers, all allocated at start so that no
+                                 buffer is requested while the window is open; default 64 MiB,
+                                 at least 1 MiB. Records that do not fit are dropped and counted
+                                 (stats.cuda_dropped_records). */
+    uint32_t cuda_flags;      /* STROBE_CUDA_* bits; default 0 */
+    /* Experimental (the seed's CUPTI range-profiler metrics): comma-separated metric names, per
+     * kernel or per range (STROBE_CUDA_METRICS_PER_RANGE). Where the installed CUPTI cannot
+     * collect them, start fails with STROBE_ENOTSUP and says why. NULL: none. */
+    const char *cuda_metrics;
 } strobe_config;
+
+/* strobe_config.cuda_flags. */
+#define STROBE_CUDA_SYNC 0x1u              /* record synchronization (cuda_sync events) */
+#define STROBE_CUDA_ALL_API 0x2u           /* keep the noisy runtime calls Kineto leaves out */
+#define STROBE_CUDA_NO_DRIVER_API 0x4u     /* leave out driver API calls */
+#define STROBE_CUDA_METRICS_PER_RANGE 0x8u /* cuda_metrics per range instead of per kernel */
 
 /* Fills *cfg with the defaults above. */
 STROBE_API void strobe_config_init(strobe_config *cfg);

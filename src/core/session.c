@@ -25,6 +25,7 @@
 #include "record.h"
 #include "strobe/op.h"
 #include "result_internal.h"
+#include "device.h"
 #include "state.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
@@ -45,6 +46,7 @@ static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 static int have_membarrier;
 static uint32_t last_gen;
 int64_t strobe__epoch_offset_ns;
+const struct strobe__device_backend *strobe__ext_backend;
 
 const char *strobe_version(void) {
     return STROBE_VERSION_STRING;
@@ -60,6 +62,7 @@ void strobe_config_init(strobe_config *cfg) {
     cfg->chunk_bytes = DEFAULT_CHUNK_BYTES;
     cfg->prefault_bytes = DEFAULT_PREFAULT_BYTES;
     cfg->stack_depth = 16;
+    cfg->cuda_buffer_bytes = (size_t)64 << 20;
 }
 
 int strobe_is_running(void) {
@@ -176,6 +179,70 @@ static int setup_perf(strobe__session *s) {
     return strobe__result_set_meta(s->result, "strobe_perf_events", names);
 }
 
+/* ---- device backends ------------------------------------------------------------------- */
+
+static int stop_backends(strobe__session *s, strobe_result *r);
+
+static const strobe__device_backend *find_backend(uint32_t activity) {
+    for (size_t i = 0; strobe__device_backends[i] != NULL; i++)
+        if (strobe__device_backends[i]->activity == activity) return strobe__device_backends[i];
+    return NULL;
+}
+
+/* Starts the backends of the config's device activities. A device that cannot be traced leaves
+ * a warning; a backend that must fail the start fails it (those started are stopped again).
+ * @return 0, a negative STROBE_E* code, or ENOMEM. */
+static int start_backends(strobe__session *s) {
+    for (size_t i = 0; strobe__device_backends[i] != NULL; i++) {
+        const strobe__device_backend *b = strobe__device_backends[i];
+        if (!(s->cfg.activities & b->activity)) continue;
+        char why[256] = "";
+        int rc = b->start(&s->cfg, why, sizeof why);
+        if (rc == 0) {
+            s->dev[s->dev_count++] = b;
+            if (b->push_external) __atomic_store_n(&strobe__ext_backend, b, __ATOMIC_RELEASE);
+            continue;
+        }
+        if (rc > 0) {
+            char msg[400];
+            snprintf(msg, sizeof msg,
+                     "%s activity requested but not traced: %s; only CPU activity "
+                     "is recorded",
+                     b->name, why[0] ? why : "the backend could not start");
+            strobe__log(STROBE_LOG_WARN, "%s", msg);
+            rc = add_warning(s, msg);
+            if (rc == 0) continue;
+        } else {
+            strobe__log(STROBE_LOG_ERROR, "%s: %s", b->name, why[0] ? why : strobe_strerror(rc));
+        }
+        stop_backends(s, NULL);
+        return rc;
+    }
+    return 0;
+}
+
+static int result_warning(void *ctx, const char *line) {
+    return strobe__result_add_warning((strobe_result *)ctx, line);
+}
+
+/* Stops the session's backends. With a result, what they recorded is merged into it. */
+static int stop_backends(strobe__session *s, strobe_result *r) {
+    __atomic_store_n(&strobe__ext_backend, NULL, __ATOMIC_RELEASE);
+    int rc = 0;
+    for (int i = 0; i < s->dev_count; i++) {
+        const strobe__device_backend *b = s->dev[i];
+        strobe__gpu_batch batch;
+        memset(&batch, 0, sizeof batch);
+        int64_t lo = r ? r->trace_start_ns : 0, hi = r ? r->trace_end_ns : 0;
+        int brc = b->stop(lo, hi, &batch, r ? result_warning : NULL, r);
+        if (brc == 0 && r != NULL && rc == 0) rc = strobe__gpu_merge(r, &batch);
+        if (brc != 0 && rc == 0) rc = brc;
+        b->release();
+    }
+    s->dev_count = 0;
+    return rc;
+}
+
 /* ---- start ----------------------------------------------------------------------------- */
 
 int strobe_start(const strobe_config *cfg) {
@@ -220,6 +287,7 @@ int strobe_start(const strobe_config *cfg) {
         if (r->trace_id == NULL || (cfg->trace_name && r->trace_name == NULL)) rc = STROBE_ENOMEM;
     }
 
+    /* Devices without a backend in this build are not traced: the CPU is, with a warning. */
     static const struct {
         uint32_t bit;
         const char *name;
@@ -229,7 +297,7 @@ int strobe_start(const strobe_config *cfg) {
                    {STROBE_ACTIVITY_MTIA, "MTIA"},
                    {STROBE_ACTIVITY_PRIVATEUSE1, "PrivateUse1"}};
     for (size_t i = 0; rc == 0 && i < sizeof devices / sizeof devices[0]; i++) {
-        if (cfg->activities & devices[i].bit) {
+        if ((cfg->activities & devices[i].bit) && find_backend(devices[i].bit) == NULL) {
             char msg[160];
             snprintf(msg, sizeof msg,
                      "%s activity requested but not traced: this build of strobe has no %s "
@@ -257,6 +325,13 @@ int strobe_start(const strobe_config *cfg) {
             for (size_t off = 0; off < pre; off += 4096)
                 s->arena[off] = 0;
     }
+    if (rc) {
+        session_free(s, 1);
+        pthread_mutex_unlock(&session_lock);
+        return rc;
+    }
+
+    rc = start_backends(s);
     if (rc) {
         session_free(s, 1);
         pthread_mutex_unlock(&session_lock);
@@ -359,6 +434,9 @@ int strobe_stop(strobe_result **out) {
     r->clock_source = strobe__clock_is_tsc ? "tsc" : "clock_monotonic";
     r->clock_ns_per_tick = conv.ns_per_tick;
     int rc = strobe__collect(s, &conv, stop_ns, r);
+    /* Device work after the CPU events: linking needs the ranges that launched it. */
+    int drc = stop_backends(s, rc == 0 ? r : NULL);
+    if (rc == 0) rc = drc;
     if (rc == 0 && perf_failed) {
         char msg[256];
         snprintf(msg, sizeof msg,

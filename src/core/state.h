@@ -103,6 +103,9 @@ typedef struct strobe__session {
     strobe__clock_anchor start;
     int features;          /* STROBE__ACTIVE_* bits of strobe__active (op.h) */
     strobe__perf_set perf; /* the perf events every thread opens */
+    /* Device backends tracing in this session (device.h). */
+    const struct strobe__device_backend *dev[4];
+    int dev_count;
     /* The session's result, made at start: trace id and name, metadata and warnings go into it
      * as they come; stop adds the events and hands it over. */
     struct strobe_result *result;
@@ -137,6 +140,10 @@ extern STROBE__HIDDEN uint32_t
 /* Epoch ns minus CLOCK_MONOTONIC ns at the start of the latest session (0: none yet): the offset
  * that puts monotonic readings on session times (strobe_clock_now_ns). */
 extern STROBE__HIDDEN int64_t strobe__epoch_offset_ns;
+
+/* The device backend that takes strobe_push_correlation_id()'s ids as its external correlation
+ * (atomic; NULL: none traces). */
+extern STROBE__HIDDEN const struct strobe__device_backend *strobe__ext_backend;
 
 /* thread.c */
 /* Returns the calling thread's state, creating and registering it on first use (allocates; not

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "stack.h"
+#include "device.h"
 #include "state.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
@@ -228,6 +229,16 @@ static void corr_update(int user, int push, uint64_t id) {
         *current = kept ? stack[kept - 1] : 0;
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (!user) {
+        /* A device backend that traces links the work launched under the id to it. */
+        const strobe__device_backend *b = __atomic_load_n(&strobe__ext_backend, __ATOMIC_ACQUIRE);
+        if (b != NULL) {
+            if (push)
+                b->push_external(id);
+            else
+                b->pop_external();
+        }
+    }
     if (t->corr_ext | t->corr_user) {
         t->slow |= STROBE__SLOW_CORR;
     } else {
