@@ -101,6 +101,15 @@ STROBE_API void strobe_config_init(strobe_config *cfg);
  * enabled in both thread modes. */
 STROBE_API int strobe_start(const strobe_config *cfg);
 
+/* Makes a session without recording yet: everything strobe_start() does that costs time (buffer
+ * reservation and prefault, perf and device setup) happens now, and strobe_start_prepared()
+ * then opens the window at once (a schedule's warm-up). strobe_stop() ends a prepared session
+ * too (its result is empty). @return as strobe_start(). */
+STROBE_API int strobe_prepare(const strobe_config *cfg);
+/* Opens the window of the prepared session. @return 0, STROBE_ENOSESSION (none prepared) or
+ * STROBE_EBUSY (already recording). */
+STROBE_API int strobe_start_prepared(void);
+
 /* Stops the session: quiesces writers, collects every thread's records (also from threads that
  * exited), closes ranges still open (flagged unfinished), and builds the result. On success
  * *out owns the result: free it with strobe_result_free(). @return 0, STROBE_EINVAL (out is NULL),

@@ -16,5 +16,6 @@
 #include "summary.h"
 #include "op.h"
 #include "backend.h"
+#include "schedule.h"
 
 #endif /* STROBE_STROBE_H */

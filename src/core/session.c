@@ -245,7 +245,23 @@ static int stop_backends(strobe__session *s, strobe_result *r) {
 
 /* ---- start ----------------------------------------------------------------------------- */
 
-int strobe_start(const strobe_config *cfg) {
+/* Opens the recording window of a made session: threads attach from now on. Under the session
+ * lock. */
+static void open_window(strobe__session *s) {
+    pthread_mutex_lock(&strobe__registry_lock);
+    s->recording = 1;
+    pthread_mutex_unlock(&strobe__registry_lock);
+    s->window_open = 1;
+    s->start = strobe__clock_anchor_now();
+    __atomic_store_n(&strobe__epoch_offset_ns, s->start.real_ns - s->start.mono_ns,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&strobe__gen, s->gen, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&strobe__active, 1 | s->features, __ATOMIC_SEQ_CST);
+}
+
+/* Makes a session; with `record`, it records at once, else it waits for strobe_start_prepared()
+ * (threads do not attach to it until then). */
+static int begin_session(const strobe_config *cfg, int record) {
     if (cfg == NULL) return STROBE_EINVAL;
     int rc = check_config(cfg);
     if (rc) return rc;
@@ -344,18 +360,35 @@ int strobe_start(const strobe_config *cfg) {
     strobe__registry_sweep();
     strobe__current = s;
     s->starter = me;
-    s->recording = 1;
     pthread_mutex_unlock(&strobe__registry_lock);
-
-    s->start = strobe__clock_anchor_now();
-    __atomic_store_n(&strobe__epoch_offset_ns, s->start.real_ns - s->start.mono_ns,
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&strobe__gen, s->gen, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&strobe__active, 1 | s->features, __ATOMIC_SEQ_CST);
+    if (record) open_window(s);
     pthread_mutex_unlock(&session_lock);
-    strobe__log(STROBE_LOG_INFO, "session %s started (clock %s, buffer cap %zu bytes)", r->trace_id,
-                strobe__clock_is_tsc ? "tsc" : "clock_monotonic", s->arena_bytes);
+    strobe__log(STROBE_LOG_INFO, "session %s %s (clock %s, buffer cap %zu bytes)", r->trace_id,
+                record ? "started" : "prepared", strobe__clock_is_tsc ? "tsc" : "clock_monotonic",
+                s->arena_bytes);
     return 0;
+}
+
+int strobe_start(const strobe_config *cfg) {
+    return begin_session(cfg, 1);
+}
+
+int strobe_prepare(const strobe_config *cfg) {
+    return begin_session(cfg, 0);
+}
+
+int strobe_start_prepared(void) {
+    pthread_mutex_lock(&session_lock);
+    strobe__session *s = strobe__current;
+    int rc = 0;
+    if (s == NULL || s->pid != getpid())
+        rc = STROBE_ENOSESSION;
+    else if (s->window_open)
+        rc = STROBE_EBUSY;
+    else
+        open_window(s);
+    pthread_mutex_unlock(&session_lock);
+    return rc;
 }
 
 /* ---- stop ------------------------------------------------------------------------------ */
@@ -402,6 +435,8 @@ int strobe_stop(strobe_result **out) {
         return STROBE_EFORK;
     }
 
+    /* A prepared session that never recorded gives an empty result over an empty window. */
+    if (!s->window_open) s->start = strobe__clock_anchor_now();
     pthread_mutex_lock(&strobe__registry_lock);
     s->recording = 0;
     __atomic_store_n(&strobe__active, 0, __ATOMIC_SEQ_CST);

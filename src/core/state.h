@@ -88,7 +88,9 @@ typedef struct strobe__tstate {
 
 typedef struct strobe__session {
     uint32_t gen;
-    int recording; /* under the registry lock: attach is allowed */
+    int recording;   /* under the registry lock: attach is allowed */
+    int window_open; /* under the session lock: recording began (strobe_start or
+                        strobe_start_prepared) */
     pid_t pid;
     strobe_config cfg;
     strobe__tstate *starter;

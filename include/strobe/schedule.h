@@ -1,0 +1,94 @@
+/* strobe/schedule.h: iteration steps, and schedules that drive sessions from them (the seed's
+ * torch.profiler.schedule, profile.step() and tensorboard_trace_handler).
+ *
+ * A program calls strobe_step() once per iteration (training step, request batch, frame). With a
+ * schedule installed (strobe_schedule_begin), steps drive sessions: skip_first steps are left
+ * alone, then each cycle waits `wait` steps, warms up `warmup` steps (the session is prepared:
+ * buffers, perf and device setup, nothing recorded), records `active` steps, and after the last
+ * active step stops and hands the result to the on-trace-ready callback; `repeat` cycles (0:
+ * until strobe_schedule_end). Each recorded step is a "ProfilerStep#N" range (user_annotation) on
+ * the thread that called strobe_step().
+ *
+ * Contents: steps, schedule actions, the scheduled profiler, the trace-file handler. */
+#ifndef STROBE_SCHEDULE_H
+#define STROBE_SCHEDULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "export.h"
+#include "result.h"
+#include "session.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Marks an iteration boundary and returns the number of the step that begins (the first call
+ * returns 1; step 0 runs from strobe_schedule_begin or process start to the first call). Cheap
+ * (one atomic add) when no schedule is installed; callable from any thread. */
+STROBE_API uint64_t strobe_step(void);
+/* The number of the current step (strobe_step() calls so far). */
+STROBE_API uint64_t strobe_step_count(void);
+
+typedef struct strobe_schedule {
+    uint32_t skip_first; /* steps left alone before the first cycle */
+    uint32_t wait;       /* per cycle: steps neither prepared nor recorded */
+    uint32_t warmup;     /* per cycle: steps with the session prepared, not recording */
+    uint32_t active;     /* per cycle: steps recorded; at least 1 */
+    uint32_t repeat;     /* cycles; 0: no limit */
+} strobe_schedule;
+
+typedef enum strobe_step_action {
+    STROBE_STEP_NONE = 0,
+    STROBE_STEP_WARMUP = 1,
+    STROBE_STEP_RECORD = 2,
+    STROBE_STEP_RECORD_AND_SAVE = 3 /* the last active step of a cycle */
+} strobe_step_action;
+
+/* The action of step `step` (counted from the schedule's first step, 0) under `s`. A schedule
+ * with active == 0 does nothing (STROBE_STEP_NONE for every step). */
+STROBE_API strobe_step_action strobe_schedule_action(const strobe_schedule *s, uint64_t step);
+
+/* Called with each finished cycle's result, on the thread whose strobe_step() (or
+ * strobe_schedule_end()) stopped it. The result is borrowed: strobe frees it when the callback
+ * returns (strobe_result_save() it, or read it, there). */
+typedef void (*strobe_trace_ready_fn)(strobe_result *result, void *ctx);
+
+/* Installs a schedule for the steps from now on (the current step counts as the schedule's step
+ * 0): sessions use `cfg` (copied, with the strings it points to; NULL: defaults), and each cycle
+ * ends in on_ready(result, ctx). @return 0, STROBE_EINVAL (NULL schedule or callback, active 0,
+ * bad cfg), STROBE_EBUSY (a schedule is installed, or a session runs), or what strobe_start()
+ * returns when step 0 is already a warm-up or recording step. */
+STROBE_API int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *sched,
+                                     strobe_trace_ready_fn on_ready, void *ctx);
+/* Removes the schedule. A cycle in progress is stopped: a recording one is handed to the
+ * callback (as torch does on leaving the profiler), a warming one is dropped. @return 0 or
+ * STROBE_ENOSESSION (none installed). */
+STROBE_API int strobe_schedule_end(void);
+/* Results handed to the callback, and cycles that could not start or stop (each with a logged
+ * reason), since the schedule began. */
+STROBE_API void strobe_schedule_counts(uint64_t *traces_ready, uint64_t *failures);
+
+/* The ready-made on-trace-ready handler: writes each result to
+ * DIR/{worker}.{epoch_ns}.pt.trace.json (".gz" appended with gzip), the naming PyTorch's trace
+ * tools (TensorBoard plugin, HTA) expect. worker NULL: "{hostname}_{pid}". The folder is created
+ * when missing. Failures are logged and counted in the handler. */
+typedef struct strobe_trace_dir_handler {
+    char dir[4096];
+    char worker[256];
+    int gzip;
+    uint64_t written, failed;
+    char last_path[4400]; /* the file written last ("" none) */
+} strobe_trace_dir_handler;
+
+/* Fills *h. @return 0 or STROBE_EINVAL (NULL or too long dir or worker, a worker with '/'). */
+STROBE_API int strobe_trace_dir_handler_init(strobe_trace_dir_handler *h, const char *dir,
+                                             const char *worker, int gzip);
+/* A strobe_trace_ready_fn: ctx is a strobe_trace_dir_handler. */
+STROBE_API void strobe_trace_dir_handler_fn(strobe_result *result, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,352 @@
+/* schedule.c: steps, schedules and the trace-file handler (strobe/schedule.h). */
+#include "strobe/schedule.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "state.h"
+#include "strobe/backend.h"
+#include "strobe/error.h"
+#include "strobe/instrument.h"
+
+/* ---- steps and actions ---------------------------------------------------------------------- */
+
+static uint64_t step_count; /* atomic */
+static int schedule_on;     /* atomic: a schedule is installed */
+
+strobe_step_action strobe_schedule_action(const strobe_schedule *s, uint64_t step) {
+    if (s == NULL || s->active == 0 || step < s->skip_first) return STROBE_STEP_NONE;
+    uint64_t k = step - s->skip_first;
+    uint64_t cycle = (uint64_t)s->wait + s->warmup + s->active;
+    if (s->repeat > 0 && k / cycle >= s->repeat) return STROBE_STEP_NONE;
+    uint64_t m = k % cycle;
+    if (m < s->wait) return STROBE_STEP_NONE;
+    if (m < (uint64_t)s->wait + s->warmup) return STROBE_STEP_WARMUP;
+    return m == cycle - 1 ? STROBE_STEP_RECORD_AND_SAVE : STROBE_STEP_RECORD;
+}
+
+/* ---- the scheduled profiler ----------------------------------------------------------------- */
+
+/* One installed schedule. Its strings are copies (cfg points into them). */
+typedef struct sched_state {
+    strobe_config cfg;
+    char *strings[4];
+    strobe_schedule sched;
+    strobe_trace_ready_fn on_ready;
+    void *ctx;
+    uint64_t first_step;    /* strobe_step_count() when installed: the schedule's step 0 */
+    strobe_step_action cur; /* action of the current step */
+    int session;            /* 0 none, 1 prepared, 2 recording */
+    /* The open "ProfilerStep#N" range: its token and thread. */
+    uint32_t step_token;
+    long step_tid;
+    uint64_t ready, failures;
+    int last_error; /* the last failure's code */
+    int warned_thread;
+} sched_state;
+
+static pthread_mutex_t sched_lock = PTHREAD_MUTEX_INITIALIZER;
+static sched_state *sched;      /* under sched_lock */
+static uint64_t ready_total;    /* under sched_lock: kept after the schedule ends */
+static uint64_t failures_total; /* under sched_lock */
+
+static long this_tid(void) {
+    return (long)syscall(SYS_gettid);
+}
+
+static char *dup_or_null(const char *s, int *oom) {
+    if (s == NULL) return NULL;
+    char *d = strdup(s);
+    if (d == NULL) *oom = 1;
+    return d;
+}
+
+static void free_state(sched_state *st) {
+    if (st == NULL) return;
+    for (int i = 0; i < 4; i++)
+        free(st->strings[i]);
+    free(st);
+}
+
+/* A result ready to hand over, taken out of the lock. */
+typedef struct pending {
+    strobe_result *result;
+    strobe_trace_ready_fn fn;
+    void *ctx;
+} pending;
+
+/* Closes the open ProfilerStep range when the calling thread opened it. */
+static void close_step_range(sched_state *st) {
+    if (st->step_token == 0) return;
+    if (st->step_tid == this_tid()) {
+        strobe__guard_end(st->step_token);
+    } else if (!st->warned_thread) {
+        st->warned_thread = 1;
+        strobe__log(STROBE_LOG_WARN,
+                    "strobe_step() was called from thread %ld while ProfilerStep ranges are "
+                    "recorded on thread %ld: the range that thread opened stays open until the "
+                    "cycle stops (flagged unfinished)",
+                    this_tid(), st->step_tid);
+    }
+    st->step_token = 0;
+}
+
+static void open_step_range(sched_state *st, uint64_t n) {
+    char name[40];
+    snprintf(name, sizeof name, "ProfilerStep#%llu", (unsigned long long)n);
+    st->step_token = strobe__guard_begin_name(name, STROBE_SCOPE_USER_SCOPE);
+    st->step_tid = this_tid();
+}
+
+static void fail(sched_state *st, const char *what, int rc) {
+    st->failures++;
+    st->last_error = rc;
+    failures_total++;
+    strobe__log(STROBE_LOG_ERROR, "schedule: %s failed: %s", what, strobe_strerror(rc));
+}
+
+static void stop_cycle(sched_state *st, int hand_over, pending *out) {
+    if (st->session == 0) return;
+    close_step_range(st);
+    strobe_result *r = NULL;
+    int rc = strobe_stop(&r);
+    st->session = 0;
+    if (rc != 0) {
+        fail(st, "strobe_stop", rc);
+        return;
+    }
+    if (!hand_over) {
+        strobe_result_free(r);
+        return;
+    }
+    st->ready++;
+    ready_total++;
+    out->result = r;
+    out->fn = st->on_ready;
+    out->ctx = st->ctx;
+}
+
+/* Moves the session from the previous step's action to `next` (torch.profiler's transitions). */
+static void transition(sched_state *st, strobe_step_action next, uint64_t step, pending *out) {
+    strobe_step_action prev = st->cur;
+    int was_recording = prev == STROBE_STEP_RECORD || prev == STROBE_STEP_RECORD_AND_SAVE;
+    int recording = next == STROBE_STEP_RECORD || next == STROBE_STEP_RECORD_AND_SAVE;
+    /* The step that ended is closed first: its range ends where the next one begins. */
+    if (was_recording) close_step_range(st);
+    /* A cycle ends after its last active step, or when the schedule moves off recording
+     * (a recording step followed by none or a warm-up: the cycle was cut short). */
+    if (prev == STROBE_STEP_RECORD_AND_SAVE || (was_recording && !recording)) {
+        if (prev != STROBE_STEP_RECORD_AND_SAVE)
+            strobe__log(STROBE_LOG_WARN, "schedule: a recording cycle ended early at step %llu",
+                        (unsigned long long)step);
+        stop_cycle(st, 1, out);
+    }
+    if (prev == STROBE_STEP_WARMUP && next == STROBE_STEP_NONE) stop_cycle(st, 0, out);
+    if ((next == STROBE_STEP_WARMUP || recording) && st->session == 0) {
+        int rc = strobe_prepare(&st->cfg);
+        if (rc == 0)
+            st->session = 1;
+        else
+            fail(st, "strobe_prepare", rc);
+    }
+    if (recording && st->session == 1) {
+        int rc = strobe_start_prepared();
+        if (rc == 0)
+            st->session = 2;
+        else
+            fail(st, "strobe_start_prepared", rc);
+    }
+    if (recording && st->session == 2) open_step_range(st, step);
+    st->cur = next;
+}
+
+static void hand_over(pending *p) {
+    if (p->result == NULL) return;
+    p->fn(p->result, p->ctx);
+    strobe_result_free(p->result);
+    p->result = NULL;
+}
+
+uint64_t strobe_step(void) {
+    uint64_t n = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&schedule_on, __ATOMIC_ACQUIRE)) return n;
+    pending p = {NULL, NULL, NULL};
+    pthread_mutex_lock(&sched_lock);
+    sched_state *st = sched;
+    if (st != NULL && n >= st->first_step) {
+        uint64_t k = n - st->first_step;
+        transition(st, strobe_schedule_action(&st->sched, k), k, &p);
+    }
+    pthread_mutex_unlock(&sched_lock);
+    /* Outside the lock: the callback may save, call strobe_step() or end the schedule. */
+    hand_over(&p);
+    return n;
+}
+
+uint64_t strobe_step_count(void) {
+    return __atomic_load_n(&step_count, __ATOMIC_RELAXED);
+}
+
+int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
+                          strobe_trace_ready_fn on_ready, void *ctx) {
+    if (s == NULL || on_ready == NULL || s->active == 0) return STROBE_EINVAL;
+    sched_state *st = calloc(1, sizeof *st);
+    if (st == NULL) return STROBE_ENOMEM;
+    if (cfg)
+        st->cfg = *cfg;
+    else
+        strobe_config_init(&st->cfg);
+    int oom = 0;
+    st->cfg.trace_id = st->strings[0] = dup_or_null(st->cfg.trace_id, &oom);
+    st->cfg.trace_name = st->strings[1] = dup_or_null(st->cfg.trace_name, &oom);
+    st->cfg.perf_events = st->strings[2] = dup_or_null(st->cfg.perf_events, &oom);
+    st->cfg.cuda_metrics = st->strings[3] = dup_or_null(st->cfg.cuda_metrics, &oom);
+    /* Each cycle's trace gets an id of its own. */
+    st->cfg.trace_id = NULL;
+    if (oom) {
+        free_state(st);
+        return STROBE_ENOMEM;
+    }
+    st->sched = *s;
+    st->on_ready = on_ready;
+    st->ctx = ctx;
+    st->cur = STROBE_STEP_NONE;
+
+    pthread_mutex_lock(&sched_lock);
+    if (sched != NULL || strobe_is_running()) {
+        pthread_mutex_unlock(&sched_lock);
+        free_state(st);
+        return STROBE_EBUSY;
+    }
+    st->first_step = strobe_step_count();
+    pending p = {NULL, NULL, NULL};
+    transition(st, strobe_schedule_action(s, 0), 0, &p);
+    int rc = 0;
+    if (st->failures) {
+        /* Step 0 had to start and could not: nothing is installed. */
+        rc = st->last_error;
+        if (st->session) {
+            strobe_result *r = NULL;
+            if (strobe_stop(&r) == 0) strobe_result_free(r);
+        }
+        free_state(st);
+    } else {
+        sched = st;
+        __atomic_store_n(&schedule_on, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&sched_lock);
+    return rc;
+}
+
+int strobe_schedule_end(void) {
+    pending p = {NULL, NULL, NULL};
+    pthread_mutex_lock(&sched_lock);
+    sched_state *st = sched;
+    if (st == NULL) {
+        pthread_mutex_unlock(&sched_lock);
+        return STROBE_ENOSESSION;
+    }
+    __atomic_store_n(&schedule_on, 0, __ATOMIC_RELEASE);
+    int recording = st->cur == STROBE_STEP_RECORD || st->cur == STROBE_STEP_RECORD_AND_SAVE;
+    stop_cycle(st, recording, &p);
+    sched = NULL;
+    pthread_mutex_unlock(&sched_lock);
+    hand_over(&p);
+    free_state(st);
+    return 0;
+}
+
+void strobe_schedule_counts(uint64_t *traces_ready, uint64_t *failures) {
+    pthread_mutex_lock(&sched_lock);
+    if (traces_ready) *traces_ready = ready_total;
+    if (failures) *failures = failures_total;
+    pthread_mutex_unlock(&sched_lock);
+}
+
+/* ---- the trace-file handler ----------------------------------------------------------------- */
+
+int strobe_trace_dir_handler_init(strobe_trace_dir_handler *h, const char *dir, const char *worker,
+                                  int gzip) {
+    if (h == NULL || dir == NULL || dir[0] == '\0') return STROBE_EINVAL;
+    memset(h, 0, sizeof *h);
+    if (strlen(dir) >= sizeof h->dir) return STROBE_EINVAL;
+    strcpy(h->dir, dir);
+    if (worker != NULL) {
+        if (worker[0] == '\0' || strlen(worker) >= sizeof h->worker || strchr(worker, '/'))
+            return STROBE_EINVAL;
+        strcpy(h->worker, worker);
+    } else {
+        char host[HOST_NAME_MAX + 1] = "";
+        if (gethostname(host, sizeof host) != 0 || host[0] == '\0') strcpy(host, "localhost");
+        host[sizeof host - 1] = '\0';
+        for (char *c = host; *c; c++)
+            if (*c == '/') *c = '_';
+        snprintf(h->worker, sizeof h->worker, "%.200s_%ld", host, (long)getpid());
+    }
+    h->gzip = gzip != 0;
+    return 0;
+}
+
+/* mkdir -p: every missing folder of `path`. @return 0 or -1 (errno set). */
+static int make_dirs(const char *path) {
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        buf[i] = c;
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0) return -1;
+    if (!S_ISDIR(sb.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+void strobe_trace_dir_handler_fn(strobe_result *result, void *ctx) {
+    strobe_trace_dir_handler *h = ctx;
+    if (h == NULL || result == NULL) return;
+    if (make_dirs(h->dir) != 0) {
+        h->failed++;
+        strobe__log(STROBE_LOG_ERROR, "trace handler: cannot create %s: %s", h->dir,
+                    strerror(errno));
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    char path[sizeof h->last_path];
+    int w = snprintf(path, sizeof path, "%s/%s.%lld.pt.trace.json%s", h->dir, h->worker, ns,
+                     h->gzip ? ".gz" : "");
+    if (w < 0 || (size_t)w >= sizeof path) {
+        h->failed++;
+        strobe__log(STROBE_LOG_ERROR, "trace handler: path too long under %s", h->dir);
+        return;
+    }
+    int rc = strobe_result_save(result, path);
+    if (rc != 0) {
+        h->failed++;
+        strobe__log(STROBE_LOG_ERROR, "trace handler: cannot save %s: %s", path,
+                    strobe_strerror(rc));
+        return;
+    }
+    h->written++;
+    memcpy(h->last_path, path, (size_t)w + 1);
+}
