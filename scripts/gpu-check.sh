@@ -1,0 +1,176 @@
+#!/bin/bash
+# The GPU check: runs strobe's CUDA tracing on a real NVIDIA GPU and checks the trace. Run it
+# from anywhere as scripts/gpu-check.sh; its output is meant to be pasted into an issue note.
+#
+#   1. finds a GPU (nvidia-smi -L, libcuda.so.1): none -> prints SKIP and exits 77
+#   2. builds strobe (Release) into build-gpu/ and tests/gpu/workload.cu with nvcc against it
+#   3. runs the workload (kernels, copies, memsets, a CUDA graph, two streams, two host threads)
+#      and tests/gpu/check_gpu_trace.py on its trace and manifest
+#   4. ../shared/validators/check_all.sh TRACE --strict, when present
+#   5. strobe summary and strobe kernels on the trace
+#   6. the overhead mode: 20000 empty kernels, unprofiled and profiled
+#
+# Options: --build-only  do step 2 only (works without a GPU: checks that everything compiles)
+# Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc); CUDA_ARCH_FLAGS
+# (default: the GPU's own compute capability, else sm_75..sm_90 and compute_90 PTX);
+# STROBE_GPU_BUILD_DIR (default build-gpu); STROBE_GPU_LAUNCHES (default 20000).
+# Exit status: 0 every step passed, 1 a step failed, 77 skipped (no GPU), 2 bad usage.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${STROBE_GPU_BUILD_DIR:-$root/build-gpu}
+out=$build/gpu-check
+launches=${STROBE_GPU_LAUNCHES:-20000}
+build_only=0
+case "${1:-}" in
+  "") ;;
+  --build-only) build_only=1 ;;
+  *) echo "usage: scripts/gpu-check.sh [--build-only]" >&2; exit 2 ;;
+esac
+
+step() { printf '\n==== %s\n' "$*"; }
+failures=()
+fail() { echo "FAIL: $*"; failures+=("$*"); }
+
+# ---- 1. Is there a GPU? -------------------------------------------------------------------------
+find_gpu() {
+  local smi_out libcuda=""
+  if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then libcuda=yes; fi
+  for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib/wsl/lib /usr/local/nvidia/lib64; do
+    [ -e "$d/libcuda.so.1" ] && libcuda=yes
+  done
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    if smi_out=$(nvidia-smi -L 2>&1) && grep -q '^GPU ' <<<"$smi_out"; then
+      if [ -z "$libcuda" ]; then
+        gpu_why="nvidia-smi -L lists a GPU but libcuda.so.1 is not in the loader's path"
+        return 1
+      fi
+      return 0
+    fi
+    gpu_why="nvidia-smi -L: $(head -n1 <<<"${smi_out:-no output}")"
+    return 1
+  fi
+  if [ -n "$libcuda" ] && ls /dev/nvidia[0-9]* >/dev/null 2>&1; then return 0; fi
+  gpu_why="nvidia-smi not found; libcuda.so.1 ${libcuda:+found}${libcuda:-not found}; $(
+    ls /dev/nvidia[0-9]* >/dev/null 2>&1 && echo "/dev/nvidia* present" || echo "no /dev/nvidia*")"
+  return 1
+}
+gpu_why=""
+if [ $build_only = 0 ] && ! find_gpu; then
+  echo "SKIP: no NVIDIA GPU/driver here ($gpu_why)"
+  echo "SKIP: scripts/gpu-check.sh --build-only still builds strobe and the CUDA workload"
+  exit 77
+fi
+
+echo "strobe gpu-check: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -srm)"
+echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')$(
+  git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+if [ $build_only = 0 ]; then
+  nvidia-smi --query-gpu=index,name,compute_cap,driver_version,memory.total --format=csv \
+    2>/dev/null || nvidia-smi -L 2>/dev/null || true
+fi
+
+# ---- 2. Build ----------------------------------------------------------------------------------
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if [ ! -x "$nvcc" ]; then
+  echo "FAIL: nvcc not found (set NVCC, or put the CUDA toolkit's bin/ on PATH)"
+  exit 1
+fi
+cuda_home=$(cd "$(dirname "$nvcc")/.." && pwd)
+echo "nvcc: $nvcc ($("$nvcc" --version | grep -o 'release [0-9.]*' || echo '?'))"
+
+if [ -n "${CUDA_ARCH_FLAGS:-}" ]; then
+  arch_flags=$CUDA_ARCH_FLAGS
+else
+  # The GPU's own architecture where nvidia-smi tells it (plus PTX for it); otherwise a list of
+  # real architectures that this toolkit supports (-arch=native fails without a GPU).
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .')
+  if [[ "$cc" =~ ^[0-9]+$ ]]; then
+    arch_flags="-gencode arch=compute_$cc,code=[sm_$cc,compute_$cc]"
+  else
+    arch_flags=""
+    supported=$("$nvcc" --list-gpu-code 2>/dev/null || true)
+    for a in 75 80 86 89 90; do
+      if [ -z "$supported" ] || grep -qx "sm_$a" <<<"$supported"; then
+        arch_flags+=" -gencode arch=compute_$a,code=sm_$a"
+      fi
+    done
+    arch_flags+=" -gencode arch=compute_90,code=compute_90"
+  fi
+fi
+
+step "build strobe (Release) into $build"
+mkdir -p "$build"
+log=$build/gpu-check-cmake.log
+if ! { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$log" 2>&1 &&
+       cmake --build "$build" -j"$(nproc)" >>"$log" 2>&1; }; then
+  tail -n 40 "$log"
+  echo "FAIL: the strobe build failed (log: $log)"
+  exit 1
+fi
+echo "ok: $build/libstrobe.so, $build/strobe"
+
+step "compile tests/gpu/workload.cu"
+mkdir -p "$out"
+workload=$build/gpu-workload
+read -ra arch <<<"$arch_flags"
+cmd=("$nvcc" -std=c++17 -O2 -lineinfo "${arch[@]}" -Xcompiler "-Wall,-Wextra" -I"$root/include"
+     "$root/tests/gpu/workload.cu" -o "$workload" "$build/libstrobe.so"
+     -Xlinker -rpath -Xlinker "$build" -lpthread)
+echo "${cmd[*]}"
+if ! "${cmd[@]}"; then
+  echo "FAIL: nvcc could not build the workload"
+  exit 1
+fi
+echo "ok: $workload"
+if [ $build_only = 1 ]; then
+  echo "build only: done"
+  exit 0
+fi
+
+# strobe loads CUPTI at start: make the toolkit's copy findable where the loader would not.
+for d in "$cuda_home/extras/CUPTI/lib64" "$cuda_home/lib64" "$cuda_home/targets/$(uname -m)-linux/lib"; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+done
+
+# ---- 3. The traced workload and its check -------------------------------------------------------
+trace=$out/workload.pt.trace.json
+manifest=$out/manifest.json
+rm -f "$trace" "$manifest"
+step "run: gpu-workload trace $trace $manifest"
+"$workload" trace "$trace" "$manifest"
+rc=$?
+if [ $rc -ne 0 ] || [ ! -s "$trace" ] || [ ! -s "$manifest" ]; then
+  fail "the workload exited $rc (trace or manifest missing)"
+else
+  echo "manifest:"
+  cat "$manifest"
+  step "tests/gpu/check_gpu_trace.py"
+  python3 "$root/tests/gpu/check_gpu_trace.py" "$trace" "$manifest" || fail "check_gpu_trace.py"
+
+  step "../shared/validators/check_all.sh --strict"
+  validators=$root/../shared/validators/check_all.sh
+  if [ -x "$validators" ]; then
+    "$validators" "$trace" --strict || fail "check_all.sh --strict"
+  else
+    echo "skipped: $validators not present"
+  fi
+
+  step "strobe summary"
+  "$build/strobe" summary "$trace" || fail "strobe summary"
+  step "strobe kernels"
+  "$build/strobe" kernels "$trace" || fail "strobe kernels"
+fi
+
+# ---- 6. Overhead -------------------------------------------------------------------------------
+step "overhead: gpu-workload overhead $launches"
+"$workload" overhead "$launches" || fail "overhead mode"
+
+# ---- Summary -----------------------------------------------------------------------------------
+step "summary"
+if [ ${#failures[@]} -eq 0 ]; then
+  echo "gpu-check: PASS"
+  exit 0
+fi
+printf 'gpu-check: FAIL (%d):\n' "${#failures[@]}"
+printf '  - %s\n' "${failures[@]}"
+exit 1
