@@ -1,0 +1,52 @@
+/* fake_libcuda.c: a stand-in libcuda.so.1 for test_cuda_fake: the few driver calls the CUDA
+ * backend makes, answering for one device (FAKE_CUDA_DEVICES sets how many, FAKE_CUDA_INIT a
+ * cuInit result). Declared without cuda.h, whose macros rename some of these. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+static int env_int(const char *name, int dflt) {
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : dflt;
+}
+
+EXPORT int cuInit(unsigned flags);
+EXPORT int cuInit(unsigned flags) {
+    (void)flags;
+    return env_int("FAKE_CUDA_INIT", 0);
+}
+EXPORT int cuDeviceGetCount(int *n);
+EXPORT int cuDeviceGetCount(int *n) {
+    *n = env_int("FAKE_CUDA_DEVICES", 1);
+    return 0;
+}
+EXPORT int cuDeviceGet(int *dev, int ordinal);
+EXPORT int cuDeviceGet(int *dev, int ordinal) {
+    *dev = ordinal;
+    return 0;
+}
+/* Each attribute answers 1000 + its number, so that the test can tell them apart. */
+EXPORT int cuDeviceGetAttribute(int *v, int attr, int dev);
+EXPORT int cuDeviceGetAttribute(int *v, int attr, int dev) {
+    (void)dev;
+    *v = 1000 + attr;
+    return 0;
+}
+EXPORT int cuDeviceGetName(char *name, int len, int dev);
+EXPORT int cuDeviceGetName(char *name, int len, int dev) {
+    snprintf(name, (size_t)len, "Fake GPU %d", dev);
+    return 0;
+}
+EXPORT int cuDeviceTotalMem_v2(size_t *bytes, int dev);
+EXPORT int cuDeviceTotalMem_v2(size_t *bytes, int dev) {
+    (void)dev;
+    *bytes = (size_t)80 << 30;
+    return 0;
+}
+EXPORT int cuGetErrorName(int rc, const char **s);
+EXPORT int cuGetErrorName(int rc, const char **s) {
+    *s = rc == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_UNKNOWN";
+    return 0;
+}
