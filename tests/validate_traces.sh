@@ -19,7 +19,7 @@ traces=$("$zoo" "$out") || { echo "trace_zoo failed"; exit 1; }
 "$demo" --all "$out/demo_all.json" >/dev/null || { echo "demo --all failed"; exit 1; }
 traces="$traces $out/demo_trace.json $out/demo_all.json"
 if [ -n "$tests_out" ]; then
-  others=$({ find "$tests_out/json_writer" "$tests_out/install" "$tests_out/details" -maxdepth 1 -type f \
+  others=$({ find "$tests_out/json_writer" "$tests_out/install" "$tests_out/details" "$tests_out/gpu" -maxdepth 1 -type f \
              \( -name '*.json' -o -name '*.json.gz' \)
            find "$tests_out/schedule" -maxdepth 3 -type f \( -name '*.json' -o -name '*.json.gz' \)
            find "$tests_out" -maxdepth 1 -type f -name 'roundtrip.json*' ! -name '*.log'; } \

@@ -82,6 +82,8 @@ typedef struct strobe_thread_info {
     size_t event_count;      /* its events are [first_event, first_event + event_count) */
     uint64_t dropped_events; /* events this thread lost to the buffer cap (see strobe_stats) */
     int exited;              /* 1 when the thread exited before stop */
+    int16_t device_type;     /* strobe_device_type: a device track (one CUDA stream) or the CPU */
+    int16_t device_index;    /* the device of a device track, -1 for the CPU */
 } strobe_thread_info;
 
 /* What was lost or repaired, and buffer use. Nothing is lost without appearing here. */

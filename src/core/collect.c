@@ -709,6 +709,7 @@ static int finish_backend(interner *in, int64_t tid_base) {
         uint32_t tindex = (uint32_t)r->thread_count;
         strobe_thread_info *th = &r->threads[r->thread_count++];
         memset(th, 0, sizeof *th);
+        th->device_index = -1;
         /* A made-up tid that no OS thread of this process has: above the kernel's pid limit. */
         th->tid = tid_base + (int64_t)tindex;
         char tname[300];
@@ -810,6 +811,8 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
         ti->first_event = r->event_count;
         ti->dropped_events = t->dropped;
         ti->exited = t->exited;
+        ti->device_type = STROBE_DEVICE_CPU;
+        ti->device_index = -1;
         if (ti->name == NULL) rc = STROBE_ENOMEM;
         uint32_t marker = STROBE_NO_EVENT;
         if (rc == 0) rc = collect_thread(&in, t, (uint32_t)i, conv, stop_ns, st, &marker);

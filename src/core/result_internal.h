@@ -32,7 +32,8 @@ struct strobe_result {
     const char *clock_source; /* "tsc" or "clock_monotonic" */
     double clock_ns_per_tick; /* the calibration used (1.0 for clock_monotonic) */
     int saved;
-    strobe__pool pool; /* owns every string and arg of the result */
+    const char *device_props; /* "deviceProperties": a JSON array (in the pool), NULL: [] */
+    strobe__pool pool;        /* owns every string and arg of the result */
 };
 
 /* Allocates an empty result (zeroed, pool ready, pid = getpid(), trace_id = ""). NULL on ENOMEM. */

@@ -303,7 +303,10 @@ static int64_t base_ns(const strobe_result *r) {
 }
 
 static void write_header(const strobe_result *r, strobe__sink *s, uint64_t skipped_counters) {
-    emit(s, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"trace_id\": ");
+    /* deviceProperties was built as JSON by the device merge (gpu.c). */
+    emit(s, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ");
+    emit(s, r->device_props ? r->device_props : "[]");
+    emit(s, ",\n  \"trace_id\": ");
     emit_string(s, r->trace_id ? r->trace_id : "");
 
     emit(s, ",\n  \"strobe\": {\"version\": ");
@@ -420,6 +423,40 @@ static void write_session_span(const strobe_result *r, strobe__sink *s) {
     strobe__sink_commit(s, p);
 }
 
+/* Device tracks: one process per device (pid = its index, "GPU N"), sorted after the CPU
+ * process (whose sort index is its pid, below 2^22) as Kineto does, and one thread per stream
+ * ("stream S", sorted by stream). */
+static void write_device_metadata(const strobe_result *r, strobe__sink *s) {
+    for (size_t i = 0; i < r->thread_count; i++) {
+        const strobe_thread_info *t = &r->threads[i];
+        if (t->device_type == STROBE_DEVICE_CPU) continue;
+        int seen = 0;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = r->threads[k].device_type == t->device_type &&
+                   r->threads[k].device_index == t->device_index;
+        if (seen) continue;
+        char pname[32];
+        snprintf(pname, sizeof pname, "GPU %d", (int)t->device_index);
+        write_meta_event(s, 0, "process_name", t->device_index, 0, "name", pname, 0);
+        write_meta_event(s, 0, "process_labels", t->device_index, 0, "labels", pname, 0);
+        write_meta_event(s, 0, "process_sort_index", t->device_index, 0, "sort_index", NULL,
+                         INT64_C(16777216) + t->device_index);
+        for (size_t k = i; k < r->thread_count; k++) {
+            const strobe_thread_info *u = &r->threads[k];
+            if (u->device_type != t->device_type || u->device_index != t->device_index) continue;
+            char tname[40];
+            const char *n = u->name;
+            if (n == NULL || n[0] == '\0') {
+                snprintf(tname, sizeof tname, "stream %lld", (long long)u->tid);
+                n = tname;
+            }
+            write_meta_event(s, 0, "thread_name", u->device_index, u->tid, "name", n, 0);
+            write_meta_event(s, 0, "thread_sort_index", u->device_index, u->tid, "sort_index", NULL,
+                             u->tid);
+        }
+    }
+}
+
 static void write_metadata_events(const strobe_result *r, strobe__sink *s) {
     char pname[64];
     process_name(r, pname, sizeof pname);
@@ -434,10 +471,12 @@ static void write_metadata_events(const strobe_result *r, strobe__sink *s) {
             snprintf(fallback, sizeof fallback, "thread %lld", (long long)t->tid);
             tname = fallback;
         }
+        if (t->device_type != STROBE_DEVICE_CPU) continue;
         write_meta_event(s, 0, "thread_name", r->pid, t->tid, "name", tname, 0);
         write_meta_event(s, 0, "thread_sort_index", r->pid, t->tid, "sort_index", NULL, t->tid);
     }
     write_session_span(r, s);
+    write_device_metadata(r, s);
 }
 
 /* Room for everything of an event line except its strings and extra args: the literals
@@ -539,6 +578,114 @@ static int write_event(const strobe_result *r, strobe__sink *s, const strobe_eve
     return write_args_tail(s, e->args);
 }
 
+/* ---- Flows: launch -> device work ("ac2g"), as Kineto writes them ------------------------------
+ */
+
+enum { FLOW_NONE = 0, FLOW_START = 1, FLOW_FINISH = 2 };
+
+typedef struct flow_plan {
+    uint8_t *ph;  /* per event: FLOW_* */
+    uint64_t *id; /* per event: the correlation id of its flow */
+} flow_plan;
+
+static int is_launch(const strobe_event *e) {
+    return e->device_type == STROBE_DEVICE_CPU && e->category &&
+           (strcmp(e->category, "cuda_runtime") == 0 || strcmp(e->category, "cuda_driver") == 0);
+}
+
+static int is_device_work(const strobe_event *e) {
+    return e->device_type != STROBE_DEVICE_CPU && e->category &&
+           (strcmp(e->category, "kernel") == 0 || strcmp(e->category, "gpu_memcpy") == 0 ||
+            strcmp(e->category, "gpu_memset") == 0);
+}
+
+static int event_correlation(const strobe_result *r, size_t i, uint64_t *out) {
+    const char *v = strobe_event_arg(r, i, "correlation");
+    if (v == NULL || *v < '0' || *v > '9') return 0;
+    char *end;
+    unsigned long long c = strtoull(v, &end, 10);
+    if (c == 0) return 0;
+    *out = c;
+    return 1;
+}
+
+/* Pairs each launch with its first device work by "correlation" (a CUDA graph's kernels share one
+ * launch: the earliest gets the flow). Only complete pairs are written. ph stays NULL when the
+ * result has no device work. @return 0 or STROBE_ENOMEM. */
+static int plan_flows(const strobe_result *r, flow_plan *fp) {
+    fp->ph = NULL;
+    fp->id = NULL;
+    size_t launches = 0, work = 0;
+    for (size_t i = 0; i < r->event_count; i++) {
+        launches += (size_t)is_launch(&r->events[i]);
+        work += (size_t)is_device_work(&r->events[i]);
+    }
+    if (launches == 0 || work == 0) return 0;
+    size_t cap = 16;
+    while (cap < 2 * launches)
+        cap *= 2;
+    uint64_t *keys = calloc(cap, sizeof *keys);
+    uint32_t *from = malloc(cap * sizeof *from), *to = malloc(cap * sizeof *to);
+    fp->ph = calloc(r->event_count, 1);
+    fp->id = calloc(r->event_count, sizeof *fp->id);
+    int rc = keys && from && to && fp->ph && fp->id ? 0 : STROBE_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < r->event_count; i++) {
+        uint64_t c;
+        int dev = is_device_work(&r->events[i]);
+        if ((!dev && !is_launch(&r->events[i])) || !event_correlation(r, i, &c)) continue;
+        size_t h = (size_t)((c * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+        while (keys[h] != 0 && keys[h] != c)
+            h = (h + 1) & (cap - 1);
+        if (!dev) {
+            if (keys[h] == 0) {
+                keys[h] = c;
+                from[h] = (uint32_t)i;
+                to[h] = UINT32_MAX;
+            }
+        } else if (keys[h] == c &&
+                   (to[h] == UINT32_MAX || r->events[i].start_ns < r->events[to[h]].start_ns)) {
+            to[h] = (uint32_t)i;
+        }
+    }
+    for (size_t h = 0; rc == 0 && h < cap; h++) {
+        if (keys[h] == 0 || to[h] == UINT32_MAX) continue;
+        fp->ph[from[h]] = FLOW_START;
+        fp->id[from[h]] = keys[h];
+        fp->ph[to[h]] = FLOW_FINISH;
+        fp->id[to[h]] = keys[h];
+    }
+    free(keys);
+    free(from);
+    free(to);
+    if (rc) {
+        free(fp->ph);
+        free(fp->id);
+        fp->ph = NULL;
+        fp->id = NULL;
+    }
+    return rc;
+}
+
+/* The flow event of an event that has one, on its track at its start. */
+static void write_flow(const strobe_result *r, strobe__sink *s, const strobe_event *e, int ph,
+                       uint64_t id) {
+    char *p = strobe__sink_reserve(s, 256);
+    if (p == NULL) return;
+    p = ph == FLOW_START ? LIT(p, ",\n  {\"ph\": \"s\", \"id\": ")
+                         : LIT(p, ",\n  {\"ph\": \"f\", \"id\": ");
+    p = put_u64(p, id);
+    p = LIT(p, ", \"pid\": ");
+    p = put_i64(p, e->device_type == STROBE_DEVICE_CPU ? r->pid : (int64_t)e->device_index);
+    p = LIT(p, ", \"tid\": ");
+    p = put_i64(p, e->tid);
+    p = LIT(p, ", \"ts\": ");
+    p = put_ts(p, e->start_ns, base_ns(r));
+    p = LIT(p, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
+    if (ph == FLOW_FINISH) p = LIT(p, ", \"bp\": \"e\"");
+    p = LIT(p, "}");
+    strobe__sink_commit(s, p);
+}
+
 static int is_skipped(const strobe_event *e) {
     return e->kind == STROBE_EVENT_COUNTER && !isfinite(e->value);
 }
@@ -580,6 +727,11 @@ static int json_write(const strobe_result *r, strobe__sink *s) {
 
     int64_t *end = display_ends(r);
     if (end == NULL) return STROBE_ENOMEM;
+    flow_plan fp;
+    if (plan_flows(r, &fp)) {
+        free(end);
+        return STROBE_ENOMEM;
+    }
     write_header(r, s, skipped);
     write_metadata_events(r, s);
     for (size_t i = 0; i < r->event_count && s->err == 0; i++) {
@@ -588,10 +740,15 @@ static int json_write(const strobe_result *r, strobe__sink *s) {
         int rc = write_event(r, s, e, end[i], i);
         if (rc) {
             free(end);
+            free(fp.ph);
+            free(fp.id);
             return rc;
         }
+        if (fp.ph && fp.ph[i]) write_flow(r, s, e, fp.ph[i], fp.id[i]);
     }
     free(end);
+    free(fp.ph);
+    free(fp.id);
     if (s->err) return s->err;
     write_footer(r, s);
     return s->err;
