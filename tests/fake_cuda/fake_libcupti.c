@@ -42,6 +42,12 @@ static uint64_t now(void) {
     return ts_fn ? ts_fn() : realtime() - 1000000000u;
 }
 
+/* For end-to-end tests: the runtime call and the work the next flush reports happen from now on
+ * (the launch at +1000 ns, its kernel at +1500 ns, on the flushing thread). */
+EXPORT void fake_cupti_mark_launch(void) {
+    t_api_start = now();
+}
+
 EXPORT CUptiResult cuptiGetResultString(CUptiResult r, const char **s) {
     *s = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS"
                                                              : "CUPTI_ERROR_FAKE";
