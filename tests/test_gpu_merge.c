@@ -210,22 +210,26 @@ static void test_merge(void) {
     const strobe_event *ev = strobe_result_events(r);
     int64_t tid = ev[imm].tid;
     size_t cpu_events = strobe_result_event_count(r);
-    int64_t q = (mm.e - mm.s) / 8; /* an eighth of a 400 us range */
+    /* An eighth of each range (400 us when the machine is idle, longer when the thread was
+     * preempted: each range has its own). */
+    int64_t qm = (mm.e - mm.s) / 8, qa = (add.e - add.s) / 8, qr = (relu.e - relu.s) / 8;
+    int64_t qo = (other.e - other.s) / 8;
 
     strobe__gpu_act acts[32];
     size_t n = 0;
     /* aten::mm (External id 41): a launch with a driver call inside it; its kernel appears to
      * start 5 us before the launch (bad clocks): moved. */
-    acts[n++] = host(STROBE__GPU_RUNTIME, "cudaLaunchKernel", tid, mm.s + q, mm.s + 3 * q, 1001);
-    acts[n++] = host(STROBE__GPU_DRIVER, "cuLaunchKernel", tid, mm.s + q + 10, mm.s + 2 * q, 1002);
+    acts[n++] = host(STROBE__GPU_RUNTIME, "cudaLaunchKernel", tid, mm.s + qm, mm.s + 3 * qm, 1001);
     acts[n++] =
-        work(STROBE__GPU_KERNEL, "gemm_kernel", 0, 7, mm.s + q - 5000, mm.s + q + 15000, 1001);
+        host(STROBE__GPU_DRIVER, "cuLaunchKernel", tid, mm.s + qm + 10, mm.s + 2 * qm, 1002);
+    acts[n++] =
+        work(STROBE__GPU_KERNEL, "gemm_kernel", 0, 7, mm.s + qm - 5000, mm.s + qm + 15000, 1001);
     /* A call that starts in aten::mm and ends after it: a leaf of step, cut at mm's end. */
     acts[n++] = host(STROBE__GPU_RUNTIME, "cudaFree", tid, mm.e - 1000, mm.e + 40000, 1010);
     /* aten::add has no External id: it gets a fresh one. A copy of 1 MB in 10 us: 100 GB/s. */
-    acts[n++] = host(STROBE__GPU_RUNTIME, "cudaMemcpyAsync", tid, add.s + q, add.s + 2 * q, 1003);
+    acts[n++] = host(STROBE__GPU_RUNTIME, "cudaMemcpyAsync", tid, add.s + qa, add.s + 2 * qa, 1003);
     strobe__gpu_act cp =
-        work(STROBE__GPU_MEMCPY, NULL, 0, 7, add.s + 3 * q, add.s + 3 * q + 10000, 1003);
+        work(STROBE__GPU_MEMCPY, NULL, 0, 7, add.s + 3 * qa, add.s + 3 * qa + 10000, 1003);
     cp.bytes = 1000000;
     cp.copy_kind = STROBE__COPY_HTOD;
     cp.src_kind = STROBE__MEM_PAGEABLE;
@@ -233,23 +237,25 @@ static void test_merge(void) {
     acts[n++] = cp;
     /* aten::relu, in the nested annotation: a kernel on stream 9, a memset on device 1. */
     acts[n++] =
-        host(STROBE__GPU_RUNTIME, "cudaLaunchKernel", tid, relu.s + q, relu.s + 2 * q, 1004);
-    acts[n++] = work(STROBE__GPU_KERNEL, "relu_kernel", 0, 9, relu.s + 3 * q, relu.s + 4 * q, 1004);
+        host(STROBE__GPU_RUNTIME, "cudaLaunchKernel", tid, relu.s + qr, relu.s + 2 * qr, 1004);
     acts[n++] =
-        host(STROBE__GPU_RUNTIME, "cudaMemsetAsync", tid, relu.s + 5 * q, relu.s + 6 * q, 1005);
-    strobe__gpu_act ms = work(STROBE__GPU_MEMSET, NULL, 1, 7, relu.s + 6 * q, relu.s + 7 * q, 1005);
+        work(STROBE__GPU_KERNEL, "relu_kernel", 0, 9, relu.s + 3 * qr, relu.s + 4 * qr, 1004);
+    acts[n++] =
+        host(STROBE__GPU_RUNTIME, "cudaMemsetAsync", tid, relu.s + 5 * qr, relu.s + 6 * qr, 1005);
+    strobe__gpu_act ms =
+        work(STROBE__GPU_MEMSET, NULL, 1, 7, relu.s + 6 * qr, relu.s + 7 * qr, 1005);
     ms.bytes = 4096;
     ms.dst_kind = STROBE__MEM_DEVICE;
     acts[n++] = ms;
     /* "other": no id around it, but an external correlation record (500); two overlapping
      * kernels on device 1 stream 3 (cannot happen, but must stay well formed); a sync. */
     acts[n++] =
-        host(STROBE__GPU_RUNTIME, "cudaLaunchKernel", tid, other.s + q, other.s + 2 * q, 1006);
-    acts[n++] = work(STROBE__GPU_KERNEL, "k_a", 1, 3, other.s + 2 * q, other.s + 4 * q, 1006);
-    acts[n++] = host(STROBE__GPU_RUNTIME, "cudaLaunchKernel", tid, other.s + 2 * q + 100,
-                     other.s + 3 * q, 1007);
-    acts[n++] = work(STROBE__GPU_KERNEL, "k_b", 1, 3, other.s + 3 * q, other.s + 5 * q, 1007);
-    acts[n++] = host(STROBE__GPU_SYNC, NULL, tid, other.s + 5 * q, other.s + 6 * q, 0);
+        host(STROBE__GPU_RUNTIME, "cudaLaunchKernel", tid, other.s + qo, other.s + 2 * qo, 1006);
+    acts[n++] = work(STROBE__GPU_KERNEL, "k_a", 1, 3, other.s + 2 * qo, other.s + 4 * qo, 1006);
+    acts[n++] = host(STROBE__GPU_RUNTIME, "cudaLaunchKernel", tid, other.s + 2 * qo + 100,
+                     other.s + 3 * qo, 1007);
+    acts[n++] = work(STROBE__GPU_KERNEL, "k_b", 1, 3, other.s + 3 * qo, other.s + 5 * qo, 1007);
+    acts[n++] = host(STROBE__GPU_SYNC, NULL, tid, other.s + 5 * qo, other.s + 6 * qo, 0);
     /* A thread that recorded nothing on the CPU. */
     acts[n++] = host(STROBE__GPU_RUNTIME, "cudaMalloc", 999999, other.s, other.s + 1000, 1008);
     /* Outside the window: left out and counted. */
