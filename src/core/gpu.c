@@ -73,24 +73,10 @@ static int corrmap_get(const corrmap *m, uint32_t key, uint64_t *val) {
     return 1;
 }
 
-/* Appends an arg to an event that is not yet in r->events (strobe__event_put_arg takes an index).
- * `key` is a literal; `json` is copied into the pool. */
+/* Adds an arg to an event that is not yet in r->events. `key` is a literal; `json` is copied into
+ * the pool. */
 static int add_arg(strobe_result *r, strobe_event *e, const char *key, const char *json) {
-    strobe_arg *a = strobe__pool_alloc(&r->pool, sizeof *a);
-    const char *v = strobe__pool_strdup(&r->pool, json);
-    if (a == NULL || v == NULL) return STROBE_ENOMEM;
-    a->key = key;
-    a->json = v;
-    a->next = NULL;
-    if (e->args == NULL) {
-        e->args = a;
-    } else {
-        strobe_arg *last = (strobe_arg *)e->args;
-        while (last->next)
-            last = (strobe_arg *)last->next;
-        last->next = a;
-    }
-    return 0;
+    return strobe__event_add_arg(r, e, key, json, 1, 1);
 }
 
 static int add_arg_u64(strobe_result *r, strobe_event *e, const char *key, uint64_t v) {

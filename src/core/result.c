@@ -111,37 +111,19 @@ int strobe_event_set_arg(strobe_result *r, size_t index, const char *key, const 
     if (index >= r->event_count) return STROBE_ERANGE;
     if (!strobe__json_valid(json_value, strlen(json_value))) return STROBE_EJSON;
     /* Keys become JSON object keys: they must be valid as JSON strings once quoted. The writer
-     * escapes them, so any bytes are fine. */
-    strobe_event *e = &r->events[index];
-    const char *v = strobe__pool_strdup(&r->pool, json_value);
-    if (v == NULL) return STROBE_ENOMEM;
-    for (strobe_arg *a = (strobe_arg *)e->args; a; a = (strobe_arg *)a->next) {
-        if (strcmp(a->key, key) == 0) {
-            a->json = v;
-            return 0;
-        }
-    }
-    strobe_arg *a = strobe__pool_alloc(&r->pool, sizeof *a);
+     * escapes them, so any bytes are fine. Args keep the order they were set in. */
     const char *k = strobe__pool_strdup(&r->pool, key);
-    if (a == NULL || k == NULL) return STROBE_ENOMEM;
-    a->key = k;
-    a->json = v;
-    a->next = NULL;
-    /* Append, so args keep the order they were set in. */
-    if (e->args == NULL) {
-        e->args = a;
-    } else {
-        strobe_arg *last = (strobe_arg *)e->args;
-        while (last->next)
-            last = (strobe_arg *)last->next;
-        last->next = a;
-    }
-    return 0;
+    if (k == NULL) return STROBE_ENOMEM;
+    return strobe__event_add_arg(r, &r->events[index], k, json_value, 1, 1);
 }
 
 int strobe__event_put_arg(strobe_result *r, size_t index, const char *key, const char *json,
                           int copy, int replace) {
-    strobe_event *e = &r->events[index];
+    return strobe__event_add_arg(r, &r->events[index], key, json, copy, replace);
+}
+
+int strobe__event_add_arg(strobe_result *r, strobe_event *e, const char *key, const char *json,
+                          int copy, int replace) {
     if (copy) {
         json = strobe__pool_strdup(&r->pool, json);
         if (json == NULL) return STROBE_ENOMEM;

@@ -54,5 +54,8 @@ int strobe__result_set_meta(strobe_result *r, const char *key, const char *json)
  * existing key keeps its value unless `replace`. @return 0 or STROBE_ENOMEM. */
 int strobe__event_put_arg(strobe_result *r, size_t index, const char *key, const char *json,
                           int copy, int replace);
+/* The same for an event not (yet) in r->events, whose args still live in r's pool. */
+int strobe__event_add_arg(strobe_result *r, strobe_event *e, const char *key, const char *json,
+                          int copy, int replace);
 
 #endif /* STROBE_RESULT_INTERNAL_H */
