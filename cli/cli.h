@@ -20,6 +20,9 @@ int cmd_kernels(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_trigger(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
+int cmd_memory_profile(int argc, char **argv);
 
 /* Each subcommand's usage text (man-page style), printed by `strobe help CMD` and `CMD --help`. */
 extern const char cmd_summary_usage[];
@@ -27,5 +30,8 @@ extern const char cmd_kernels_usage[];
 extern const char cmd_stacks_usage[];
 extern const char cmd_check_usage[];
 extern const char cmd_info_usage[];
+extern const char cmd_trigger_usage[];
+extern const char cmd_ps_usage[];
+extern const char cmd_memory_profile_usage[];
 
 #endif

@@ -17,6 +17,10 @@ static const struct {
     {"stacks", cmd_stacks, cmd_stacks_usage, "folded stacks for flamegraph.pl and speedscope"},
     {"check", cmd_check, cmd_check_usage, "what is wrong with a trace (exit 1 when anything)"},
     {"info", cmd_info, cmd_info_usage, "schema, time span, processes, threads, counts, metadata"},
+    {"trigger", cmd_trigger, cmd_trigger_usage, "start a trace in a running process (on-demand)"},
+    {"ps", cmd_ps, cmd_ps_usage, "this user's processes that can be traced on demand"},
+    {"memory-profile", cmd_memory_profile, cmd_memory_profile_usage,
+     "record a running process's allocations for a while"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -28,7 +32,7 @@ static void usage(FILE *out) {
             "PyTorch profiler, either schema, and answers questions about them.\n\n"
             "Commands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-14s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nExit status: 0 success; 1 findings (check); 2 bad input or usage.\n");
 }
 

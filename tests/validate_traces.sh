@@ -21,6 +21,7 @@ traces="$traces $out/demo_trace.json $out/demo_all.json"
 if [ -n "$tests_out" ]; then
   others=$({ find "$tests_out/json_writer" "$tests_out/install" "$tests_out/details" "$tests_out/gpu" -maxdepth 1 -type f \
              \( -name '*.json' -o -name '*.json.gz' \)
+           find "$tests_out/ondemand" -maxdepth 1 -type f -name '*.json'
            find "$tests_out/schedule" -maxdepth 3 -type f \( -name '*.json' -o -name '*.json.gz' \)
            find "$tests_out" -maxdepth 1 -type f -name 'roundtrip.json*' ! -name '*.log'; } \
            2>/dev/null | sort)

@@ -17,5 +17,6 @@
 #include "op.h"
 #include "backend.h"
 #include "schedule.h"
+#include "ondemand.h"
 
 #endif /* STROBE_STROBE_H */

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ondemand/od_internal.h"
 #include "state.h"
 #include "strobe/backend.h"
 #include "strobe/error.h"
@@ -175,8 +176,14 @@ static void hand_over(pending *p) {
     p->result = NULL;
 }
 
+int strobe__schedule_installed(void) {
+    return __atomic_load_n(&schedule_on, __ATOMIC_ACQUIRE);
+}
+
 uint64_t strobe_step(void) {
     uint64_t n = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED);
+    /* An on-demand trace in iteration mode starts and stops on steps too. */
+    if (__atomic_load_n(&strobe__od_step_hook, __ATOMIC_ACQUIRE)) strobe__od_on_step(n);
     if (!__atomic_load_n(&schedule_on, __ATOMIC_ACQUIRE)) return n;
     pending p = {NULL, NULL, NULL};
     pthread_mutex_lock(&sched_lock);

@@ -1,0 +1,186 @@
+/* cmd_trigger.c: `strobe trigger`: starts a trace in running processes that serve an on-demand
+ * endpoint (strobe/ondemand.h), and reports where each trace went. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common.h"
+#include "od_client.h"
+
+const char cmd_trigger_usage[] =
+    "NAME\n"
+    "    strobe trigger - start a trace in a running process\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    strobe trigger (--pid PID | --all) [--duration-ms N | --iterations N\n"
+    "                   [--start-iteration-roundup N]] --output PATH [--record-shapes]\n"
+    "                   [--profile-memory] [--with-stack] [--with-flops] [--with-modules]\n"
+    "                   [--activities cpu,cuda] [--timeout-ms N] [--no-wait]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Asks the process PID (or every process of this user that serves an endpoint, with\n"
+    "    --all; see `strobe ps`) to record a trace and write it to PATH. The process must run\n"
+    "    with STROBE_ONDEMAND=1 in its environment, or call strobe_ondemand_start().\n"
+    "\n"
+    "    Duration mode (the default, 500 ms): the trace starts at once and stops after N ms.\n"
+    "    Iteration mode: the trace starts at the next step (strobe_step()) whose number is a\n"
+    "    multiple of the round-up (default 1) and records N steps, each a ProfilerStep#K range.\n"
+    "\n"
+    "    The traced process writes the trace itself. PATH is made absolute against this\n"
+    "    command's working directory; when several processes trace, each one's pid is put\n"
+    "    before the file name's first dot (trace.json -> trace.1234.json). The process only\n"
+    "    writes into its allowed folders (by default the temp folder and its working directory),\n"
+    "    never through '..' or a link. The format follows PATH's suffix, as strobe_result_save().\n"
+    "\n"
+    "    One line per process says where its trace went, or why it did not trace: busy (a\n"
+    "    trace, or the program's own session or schedule, runs), refused (another user's\n"
+    "    process), a path outside the allowed folders, or gone.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --pid PID                  the process to trace\n"
+    "    --all                      every process of this user that serves an endpoint\n"
+    "    --duration-ms N            record for N ms (1 .. 86400000)\n"
+    "    --iterations N             record N steps\n"
+    "    --start-iteration-roundup N  start at a step that is a multiple of N\n"
+    "    --output PATH              where the process writes the trace (required)\n"
+    "    --record-shapes, --profile-memory, --with-stack, --with-flops, --with-modules\n"
+    "                               the session's detail flags (strobe_config)\n"
+    "    --activities LIST          cpu (always), cuda\n"
+    "    --timeout-ms N             how long to wait for the traces (default: the duration plus\n"
+    "                               60 s; in iteration mode, 310 s). An iteration trace that has\n"
+    "                               not finished in N ms is ended by the process itself.\n"
+    "    --no-wait                  return once each process has started its trace\n"
+    "    -h, --help                 show this text\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0  every process traced (or, with --no-wait, started)\n"
+    "    1  some process did not trace (the lines say why)\n"
+    "    2  usage error, or no process to trace\n";
+
+int cmd_trigger(int argc, char **argv) {
+    const char *cmd = "trigger";
+    strobe__od_request rq;
+    memset(&rq, 0, sizeof rq);
+    rq.verb = STROBE__OD_TRIGGER;
+    rq.roundup = 1;
+    long pid = -1;
+    int all = 0, no_wait = 0, have_roundup = 0;
+    int64_t timeout = 0;
+    const char *output = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t num;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(cmd_trigger_usage, stdout);
+            return CLI_OK;
+        } else if (strcmp(a, "--all") == 0) {
+            all = 1;
+        } else if (strcmp(a, "--no-wait") == 0) {
+            no_wait = 1;
+        } else if (strcmp(a, "--record-shapes") == 0) {
+            rq.flags |= STROBE__OD_RECORD_SHAPES;
+        } else if (strcmp(a, "--profile-memory") == 0) {
+            rq.flags |= STROBE__OD_PROFILE_MEMORY;
+        } else if (strcmp(a, "--with-stack") == 0) {
+            rq.flags |= STROBE__OD_WITH_STACK;
+        } else if (strcmp(a, "--with-flops") == 0) {
+            rq.flags |= STROBE__OD_WITH_FLOPS;
+        } else if (strcmp(a, "--with-modules") == 0) {
+            rq.flags |= STROBE__OD_WITH_MODULES;
+        } else if (v == NULL && a[0] == '-' && a[1] == '-') {
+            return cli_usage_error(cmd, "option needs a value", a);
+        } else if (strcmp(a, "--pid") == 0) {
+            if (odc_parse_num(v, 4194304, &num) != 0) return cli_usage_error(cmd, "bad pid", v);
+            pid = (long)num;
+            i++;
+        } else if (strcmp(a, "--duration-ms") == 0) {
+            if (odc_parse_num(v, STROBE__OD_MAX_DURATION_MS, &rq.duration_ms) != 0)
+                return cli_usage_error(cmd, "--duration-ms takes 1 .. 86400000", v);
+            i++;
+        } else if (strcmp(a, "--iterations") == 0) {
+            if (odc_parse_num(v, STROBE__OD_MAX_ITERATIONS, &rq.iterations) != 0)
+                return cli_usage_error(cmd, "--iterations takes 1 .. 1000000", v);
+            i++;
+        } else if (strcmp(a, "--start-iteration-roundup") == 0) {
+            if (odc_parse_num(v, STROBE__OD_MAX_ITERATIONS, &rq.roundup) != 0)
+                return cli_usage_error(cmd, "--start-iteration-roundup takes 1 .. 1000000", v);
+            have_roundup = 1;
+            i++;
+        } else if (strcmp(a, "--timeout-ms") == 0) {
+            if (odc_parse_num(v, STROBE__OD_MAX_TIMEOUT_MS, &timeout) != 0)
+                return cli_usage_error(cmd, "bad --timeout-ms", v);
+            i++;
+        } else if (strcmp(a, "--output") == 0) {
+            output = v;
+            i++;
+        } else if (strcmp(a, "--activities") == 0) {
+            char list[256];
+            if (strlen(v) >= sizeof list) return cli_usage_error(cmd, "bad --activities", v);
+            strcpy(list, v);
+            char *save = NULL;
+            for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+                if (strcmp(w, "cpu") == 0)
+                    rq.activities |= 1u;
+                else if (strcmp(w, "cuda") == 0)
+                    rq.activities |= 2u;
+                else
+                    return cli_usage_error(cmd, "unknown activity (cpu, cuda)", w);
+            }
+            i++;
+        } else {
+            return cli_usage_error(cmd, "unknown option", a);
+        }
+    }
+    if ((pid >= 0) == all) return cli_usage_error(cmd, "give one of --pid PID or --all", NULL);
+    if (output == NULL || output[0] == '\0')
+        return cli_usage_error(cmd, "--output is required", NULL);
+    if (rq.duration_ms && rq.iterations)
+        return cli_usage_error(cmd, "--duration-ms and --iterations exclude each other", NULL);
+    if (have_roundup && !rq.iterations)
+        return cli_usage_error(cmd, "--start-iteration-roundup goes with --iterations", NULL);
+    if (!rq.iterations && !rq.duration_ms) rq.duration_ms = 500;
+    if (rq.iterations && timeout) rq.timeout_ms = timeout;
+    int64_t wait = timeout ? timeout : rq.iterations ? 310000 : rq.duration_ms + 60000;
+    if (rq.iterations && timeout) wait = timeout + 10000;
+
+    long *pids = NULL;
+    size_t n = 0;
+    if (all) {
+        int stale;
+        int c = odc_list(cmd, &pids, &stale);
+        if (c < 0) return CLI_BAD_INPUT;
+        if (c == 0) {
+            fprintf(stderr, "strobe trigger: no process of this user serves an endpoint (run it "
+                            "with STROBE_ONDEMAND=1)\n");
+            free(pids);
+            return CLI_BAD_INPUT;
+        }
+        n = (size_t)c;
+    } else {
+        pids = malloc(sizeof *pids);
+        if (pids == NULL) return CLI_BAD_INPUT;
+        pids[0] = pid;
+        n = 1;
+    }
+    odc_target *t = calloc(n, sizeof *t);
+    if (t == NULL) {
+        free(pids);
+        fprintf(stderr, "strobe trigger: out of memory\n");
+        return CLI_BAD_INPUT;
+    }
+    for (size_t i = 0; i < n; i++) {
+        t[i].pid = pids[i];
+        t[i].fd = -1;
+        if (odc_output_path(output, n > 1 ? pids[i] : -1, t[i].output, sizeof t[i].output) != 0) {
+            free(t);
+            free(pids);
+            return cli_usage_error(cmd, "output path too long", output);
+        }
+    }
+    int code = odc_run(t, n, &rq, wait, no_wait);
+    free(t);
+    free(pids);
+    return code;
+}
