@@ -8,6 +8,7 @@
  *
  * Traces go to STROBE_TEST_OUT_DIR/ondemand (validate_traces checks them); sockets to a fresh
  * folder under /tmp (a socket path must stay under 108 bytes). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -395,6 +396,46 @@ static void test_malformed(target *a) {
     close(fd);
 }
 
+/* The endpoint's thread, found by its name: its voluntary context switches (each wake-up is one).
+ */
+static long endpoint_wakeups(pid_t pid) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%ld/task", (long)pid);
+    DIR *d = opendir(dir);
+    if (d == NULL) return -1;
+    long found = -1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && found < 0) {
+        if (e->d_name[0] == '.') continue;
+        char p[600], buf[4096];
+        snprintf(p, sizeof p, "%s/%s/comm", dir, e->d_name);
+        FILE *f = fopen(p, "r");
+        if (f == NULL) continue;
+        int is = fgets(buf, sizeof buf, f) && strncmp(buf, "strobe-ondemand", 15) == 0;
+        fclose(f);
+        if (!is) continue;
+        snprintf(p, sizeof p, "%s/%s/status", dir, e->d_name);
+        f = fopen(p, "r");
+        if (f == NULL) continue;
+        while (fgets(buf, sizeof buf, f))
+            if (strncmp(buf, "voluntary_ctxt_switches:", 24) == 0) found = atol(buf + 24);
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* An idle endpoint sleeps: its thread does not wake while nobody asks (the target meanwhile
+ * runs its steps). */
+static void test_idle(target *a) {
+    long before = endpoint_wakeups(a->pid);
+    usleep(1500 * 1000);
+    long after = endpoint_wakeups(a->pid);
+    printf("endpoint thread wake-ups over 1.5 s idle: %ld -> %ld\n", before, after);
+    CHECK(before >= 0);
+    CHECK_EQ(after, before);
+}
+
 /* A requester that leaves mid-trace: the trace is still written, and the endpoint is idle
  * after. */
 static void test_requester_leaves(target *a) {
@@ -633,6 +674,7 @@ int main(int argc, char **argv) {
         CHECK(0);
         return check_result();
     }
+    test_idle(&a);
     test_modes(&a, &b);
     test_busy_and_timeout(&a);
     test_paths(&a);

@@ -744,6 +744,8 @@ int strobe_ondemand_start(const strobe_ondemand_options *opt) {
         unlink(od.sock_path);
         goto fail;
     }
+    /* A name that shows in top -H and /proc/PID/task/TID/comm. */
+    pthread_setname_np(od.thread, "strobe-ondemand");
     od.started = 1;
     pthread_mutex_unlock(&od.lock);
     strobe__log(STROBE_LOG_INFO, "on-demand: serving %s", od.sock_path);
