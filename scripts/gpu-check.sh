@@ -9,17 +9,22 @@
 #   4. ../shared/validators/check_all.sh TRACE --strict, when present
 #   5. strobe summary and strobe kernels on the trace
 #   6. the overhead mode: 20000 empty kernels, unprofiled and profiled
+#   7. cuda_metrics: an unknown metric refused, then the range profiler per kernel (every kernel
+#      carries each metric of STROBE_GPU_METRICS as an arg); skipped, with the reason, where the
+#      driver keeps the counters from this user
 #
 # Options: --build-only  do step 2 only (works without a GPU: checks that everything compiles)
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc); CUDA_ARCH_FLAGS
 # (default: the GPU's own compute capability, else sm_75..sm_90 and compute_90 PTX);
-# STROBE_GPU_BUILD_DIR (default build-gpu); STROBE_GPU_LAUNCHES (default 20000).
+# STROBE_GPU_BUILD_DIR (default build-gpu); STROBE_GPU_LAUNCHES (default 20000);
+# STROBE_GPU_METRICS (default sm__cycles_elapsed.avg,smsp__inst_executed.sum).
 # Exit status: 0 every step passed, 1 a step failed, 77 skipped (no GPU), 2 bad usage.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${STROBE_GPU_BUILD_DIR:-$root/build-gpu}
 out=$build/gpu-check
 launches=${STROBE_GPU_LAUNCHES:-20000}
+metrics=${STROBE_GPU_METRICS:-sm__cycles_elapsed.avg,smsp__inst_executed.sum}
 build_only=0
 case "${1:-}" in
   "") ;;
@@ -164,6 +169,16 @@ fi
 # ---- 6. Overhead -------------------------------------------------------------------------------
 step "overhead: gpu-workload overhead $launches"
 "$workload" overhead "$launches" || fail "overhead mode"
+
+# ---- 7. Metrics (the CUPTI range profiler) -------------------------------------------------------
+step "metrics: gpu-workload metrics $out/metrics.pt.trace.json $metrics"
+"$workload" metrics "$out/metrics.pt.trace.json" "$metrics"
+rc=$?
+if [ $rc -eq 78 ]; then
+  echo "skipped: the range profiler is not available here (reason above)"
+elif [ $rc -ne 0 ]; then
+  fail "metrics mode (exit $rc)"
+fi
 
 # ---- Summary -----------------------------------------------------------------------------------
 step "summary"

@@ -112,16 +112,37 @@ static void test_bad_config(void) {
     /* The config is checked before the driver: the same error with or without a GPU. */
     strobe_config_init(&c);
     c.activities = STROBE_ACTIVITY_CPU | STROBE_ACTIVITY_CUDA;
-    c.cuda_metrics = "sm__cycles_elapsed.avg";
+    c.cuda_metrics = "sm__cycles_elapsed.avg,";
     last_error[0] = '\0';
-    CHECK_EQ(strobe_start(&c), STROBE_ENOTSUP);
+    CHECK_EQ(strobe_start(&c), STROBE_EINVAL);
     printf("error: %s\n", last_error);
     CHECK(strstr(last_error, "cuda_metrics") != NULL);
-    CHECK(strstr(last_error, "not supported") != NULL);
+    CHECK(strstr(last_error, "empty metric name") != NULL);
     /* Both wrong: the first checked wins, whatever the machine. */
     c.cuda_buffer_bytes = 4096;
+    CHECK_EQ(strobe_start(&c), STROBE_EINVAL);
+    CHECK(strstr(last_error, "empty metric name") != NULL);
+    /* Per range is not supported, on any machine. */
+    strobe_config_init(&c);
+    c.activities = STROBE_ACTIVITY_CPU | STROBE_ACTIVITY_CUDA;
+    c.cuda_metrics = "sm__cycles_elapsed.avg";
+    c.cuda_flags = STROBE_CUDA_METRICS_PER_RANGE;
     CHECK_EQ(strobe_start(&c), STROBE_ENOTSUP);
+    printf("error: %s\n", last_error);
+    CHECK(strstr(last_error, "per range") != NULL);
     strobe_set_log_fn(NULL, NULL);
+    /* Metrics are part of CUDA tracing: where CUDA cannot be traced at all, the session goes on
+     * with the CPU and the same warning as without metrics. */
+    if (!have_driver()) {
+        c.cuda_flags = 0;
+        CHECK_EQ(strobe_start(&c), 0);
+        r = stop_or_die();
+        const char *w = cuda_warning(r);
+        REQUIRE(w != NULL);
+        printf("warning: %s\n", w);
+        CHECK(strstr(w, "not traced: ") != NULL);
+        strobe_result_free(r);
+    }
 
     /* Exactly 1 MiB is accepted; after the failures, sessions start again. */
     strobe_config_init(&c);

@@ -81,9 +81,17 @@ typedef struct strobe_config {
                                  at least 1 MiB. Records that do not fit are dropped and counted
                                  (stats.cuda_dropped_records). */
     uint32_t cuda_flags;      /* STROBE_CUDA_* bits; default 0 */
-    /* Experimental (the seed's CUPTI range-profiler metrics): comma-separated metric names, per
-     * kernel or per range (STROBE_CUDA_METRICS_PER_RANGE). Where the installed CUPTI cannot
-     * collect them, start fails with STROBE_ENOTSUP and says why. NULL: none. */
+    /* Experimental (the seed's CUPTI range-profiler metrics): comma-separated metric names
+     * ("sm__cycles_elapsed.avg,smsp__inst_executed.sum", at most 32), measured per kernel and
+     * added to each kernel event as args named after the metrics. Part of CUDA tracing: where
+     * CUDA cannot be traced at all (no driver, CUPTI or device), the session goes on with the CPU
+     * and a warning, as without metrics. Where CUDA is traced but the metrics cannot be
+     * collected (a CUPTI before 12.6, a device before Turing, counters restricted to
+     * administrators), start fails with STROBE_ENOTSUP; a name CUPTI does not know, or an empty
+     * one, fails it with STROBE_EINVAL; the log says which and why. The range profiler
+     * serializes and replays kernels of the context it measures (the calling thread's, else
+     * device 0's primary context): expect kernels to run slower. Per range
+     * (STROBE_CUDA_METRICS_PER_RANGE) is not supported yet (STROBE_ENOTSUP). NULL: none. */
     const char *cuda_metrics;
 } strobe_config;
 
@@ -91,7 +99,7 @@ typedef struct strobe_config {
 #define STROBE_CUDA_SYNC 0x1u              /* record synchronization (cuda_sync events) */
 #define STROBE_CUDA_ALL_API 0x2u           /* keep the noisy runtime calls Kineto leaves out */
 #define STROBE_CUDA_NO_DRIVER_API 0x4u     /* leave out driver API calls */
-#define STROBE_CUDA_METRICS_PER_RANGE 0x8u /* cuda_metrics per range instead of per kernel */
+#define STROBE_CUDA_METRICS_PER_RANGE 0x8u /* cuda_metrics per range: not supported yet */
 
 /* Fills *cfg with the defaults above. */
 STROBE_API void strobe_config_init(strobe_config *cfg);

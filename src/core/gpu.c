@@ -773,7 +773,7 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
     }
 
     /* Device work, each linked to its launch. */
-    size_t ann_cap = 0;
+    size_t ann_cap = 0, next_arg = 0;
     for (size_t i = 0; i < b->act_count; i++) {
         const strobe__gpu_act *a = &b->acts[i];
         if (!is_dev(a->kind) || !in_window(r, a)) continue;
@@ -823,6 +823,14 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
             e->correlation_id = id;
         }
         rc = device_args(r, e, a, b);
+        /* The backend's own args of this record (args are in act order). */
+        while (rc == 0 && next_arg < b->arg_count && b->args[next_arg].act < i)
+            next_arg++;
+        for (; rc == 0 && next_arg < b->arg_count && b->args[next_arg].act == i; next_arg++) {
+            const char *key = strobe__pool_strdup(&r->pool, b->args[next_arg].key);
+            rc = key ? strobe__event_add_arg(r, e, key, b->args[next_arg].json, 1, 1)
+                     : STROBE_ENOMEM;
+        }
         if (rc) goto fail;
     }
     if (nau) qsort(au, nau, sizeof *au, cmp_ann);

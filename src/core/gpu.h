@@ -98,6 +98,15 @@ typedef struct strobe__gpu_device {
     int32_t max_blocks_per_sm; /* for occupancy; 0 unknown */
 } strobe__gpu_device;
 
+/* An extra arg a backend gives one device record (CUPTI range-profiler metrics on a kernel):
+ * the event made from acts[act] gets `key` = `json` (one JSON value). Strings are owned by the
+ * batch; the merge copies them. */
+typedef struct strobe__gpu_arg {
+    size_t act;
+    const char *key;
+    const char *json;
+} strobe__gpu_arg;
+
 /* Everything a backend collected in one session. */
 typedef struct strobe__gpu_batch {
     const strobe__gpu_act *acts;
@@ -106,12 +115,14 @@ typedef struct strobe__gpu_batch {
     size_t ext_count;
     const strobe__gpu_device *devices;
     size_t device_count;
-    uint64_t dropped_records; /* the backend lost them (buffers full, cap reached) */
-    uint64_t outside_window;  /* records that started before start or ended after stop: left
-                                 out, counted */
-    const char *clock_method; /* "callback" (the backend stamps with strobe's clock) or
-                                 "calibrated" */
-    int64_t clock_offset_ns;  /* what was added to the backend's times (0 with "callback") */
+    uint64_t dropped_records;    /* the backend lost them (buffers full, cap reached) */
+    uint64_t outside_window;     /* records that started before start or ended after stop: left
+                                    out, counted */
+    const char *clock_method;    /* "callback" (the backend stamps with strobe's clock) or
+                                    "calibrated" */
+    int64_t clock_offset_ns;     /* what was added to the backend's times (0 with "callback") */
+    const strobe__gpu_arg *args; /* extra args of device records, in act order; may be NULL */
+    size_t arg_count;
 } strobe__gpu_batch;
 
 /* Adds the batch to `r`, whose CPU events and threads are complete (strobe__collect ran).

@@ -11,6 +11,8 @@
  *   names: demangled kernel names and API names, interned for the batch
  *   clock: CUPTI stamps with strobe's clock (callback), else a calibrated offset
  *   start / stop / release / correlation push and pop
+ * Metrics (cuda_metrics, the range profiler) live in cupti_metrics.c; start, stop and release
+ * call into it.
  *
  * Threads: start, stop and release run under the session lock. CUPTI calls the buffer callbacks
  * on its own thread, hence buf_lock. push/pop run on the application's threads while tracing. */
@@ -20,19 +22,33 @@
 #include <string.h>
 
 #include "core/device.h"
+#include "cuda/cupti_metrics.h"
 #include "strobe/error.h"
 #include "strobe/session.h"
 
 /* ---- config checks ------------------------------------------------------------------------
  * The same in every build, and before anything is loaded: a bad config is reported as such on
- * machines with and without a GPU. */
+ * machines with and without a GPU. Whether the metrics themselves can be collected is known only
+ * once CUPTI and the device are (cupti_metrics.c). */
 static int check_config(const strobe_config *cfg, char *why, size_t why_size) {
     if (cfg->cuda_metrics != NULL) {
-        snprintf(why, why_size,
-                 "cuda_metrics (\"%.60s\"): the CUPTI range profiler is not supported by this "
-                 "build of strobe",
-                 cfg->cuda_metrics);
-        return STROBE_ENOTSUP;
+        char buf[1024];
+        const char *names[STROBE__CUPTI_MAX_METRICS];
+        int n =
+            strobe__cupti_metrics_parse(cfg->cuda_metrics, buf, sizeof buf, names, why, why_size);
+        if (n < 0) return n;
+        if (cfg->cuda_flags & STROBE_CUDA_METRICS_PER_RANGE) {
+            /* CUPTI's user ranges would have to be pushed and popped at strobe's own range begin
+             * and end, from the hot path, which has no hook for a device backend yet. */
+            snprintf(why, why_size,
+                     "cuda_metrics per range (STROBE_CUDA_METRICS_PER_RANGE) is not supported: "
+                     "strobe's ranges do not drive CUPTI's user ranges yet; leave the flag out to "
+                     "get the metrics per kernel");
+            return STROBE_ENOTSUP;
+        }
+    } else if (cfg->cuda_flags & STROBE_CUDA_METRICS_PER_RANGE) {
+        snprintf(why, why_size, "STROBE_CUDA_METRICS_PER_RANGE is set but cuda_metrics is NULL");
+        return STROBE_EINVAL;
     }
     if (cfg->cuda_buffer_bytes < ((size_t)1 << 20)) {
         snprintf(why, why_size, "cuda_buffer_bytes is %zu; it must be at least 1 MiB",
@@ -131,6 +147,10 @@ static const char *cupti_err(CUptiResult rc) {
     if (L.GetResultString == NULL || L.GetResultString(rc, &s) != CUPTI_SUCCESS || s == NULL)
         return "CUPTI error";
     return s;
+}
+
+static const char *cupti_err_int(int rc) {
+    return cupti_err((CUptiResult)rc);
 }
 
 /* Opens the driver and checks that it sees a device. @return 0, or 1 with why. */
@@ -310,6 +330,7 @@ static struct {
     strobe__gpu_act *acts;
     strobe__gpu_extcorr *ext;
     strobe__gpu_device *out_devices;
+    strobe__gpu_arg *out_args;
 } S = {.buf_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void start_warning(const char *fmt, const char *a, const char *b) {
@@ -674,6 +695,20 @@ static int start(const strobe_config *cfg, char *why, size_t why_size) {
         if (rc) return start_failed(rc);
     }
     query_devices();
+    /* Last, so that the kernels of the window are the ones it measures. CUDA is traceable here:
+     * metrics that cannot be collected fail the start (the user asked for them). */
+    if (cfg->cuda_metrics) {
+        static strobe__cupti_metrics_env env;
+        env = (strobe__cupti_metrics_env){L.cupti, L.cuda, L.cupti_path, cupti_err_int, cu_err};
+        rc = strobe__cupti_metrics_start(&env, cfg->cuda_metrics, why, why_size);
+        if (rc) {
+            strobe__cupti_metrics_release();
+            free(S.devices);
+            S.devices = NULL;
+            S.device_n = 0;
+            return start_failed(rc);
+        }
+    }
     S.active = 1;
     strobe__log(STROBE_LOG_INFO, "CUDA: tracing through %s (clock: %s)", L.cupti_path,
                 S.callback_clock ? "callback" : "calibrated");
@@ -793,6 +828,9 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
     S.active = 0;
     int64_t offset = 0;
     if (!S.callback_clock) offset = (S.offset_start + calibrate()) / 2;
+    /* Before the activity buffers come back: stopping the range profiler waits for the kernels
+     * it replays. */
+    strobe__cupti_metrics_stop();
     teardown();
     S.oom = 0;
 
@@ -832,9 +870,14 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
             int k = strobe__cupti_convert(rec, S.flags, offset, &names, &S.acts[nact], &S.ext[next],
                                           &dev);
             if (k == STROBE__CUPTI_ACT) {
-                if (S.acts[nact].kind == STROBE__GPU_KERNEL && S.acts[nact].name == NULL)
-                    S.acts[nact].name = "(unnamed kernel)";
-                if (strobe__cupti_outside(&S.acts[nact], lo, hi))
+                int is_kernel = S.acts[nact].kind == STROBE__GPU_KERNEL;
+                if (is_kernel && S.acts[nact].name == NULL) S.acts[nact].name = "(unnamed kernel)";
+                int out_of_window = strobe__cupti_outside(&S.acts[nact], lo, hi);
+                if (is_kernel)
+                    rc = strobe__cupti_metrics_note_kernel(S.acts[nact].context,
+                                                           S.acts[nact].start_ns,
+                                                           out_of_window ? SIZE_MAX : nact);
+                if (out_of_window)
                     outside++;
                 else
                     nact++;
@@ -874,6 +917,7 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
     }
     if (rc == 0 && S.oom) rc = STROBE_ENOMEM;
     if (rc == 0) rc = fill_sync(S.acts, nact);
+    if (rc == 0) rc = strobe__cupti_metrics_match();
     uint64_t denied = S.denied, dropped = S.dropped, foreign = S.foreign;
     free_buffers();
     finalize();
@@ -893,6 +937,17 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
     out->outside_window = outside;
     out->clock_method = S.callback_clock ? "callback" : "calibrated";
     out->clock_offset_ns = S.callback_clock ? 0 : offset;
+    size_t nargs = 0;
+    const strobe__cupti_metric_arg *margs = strobe__cupti_metrics_args(&nargs);
+    /* The metric values, as args of the kernels they measured. */
+    if (nargs) {
+        S.out_args = malloc(nargs * sizeof *S.out_args);
+        if (S.out_args == NULL) return STROBE_ENOMEM;
+        for (size_t i = 0; i < nargs; i++)
+            S.out_args[i] = (strobe__gpu_arg){margs[i].act, margs[i].key, margs[i].json};
+        out->args = S.out_args;
+        out->arg_count = nargs;
+    }
     strobe__log(STROBE_LOG_DEBUG,
                 "CUDA: %zu records kept, %llu outside the window, %llu noisy calls left out, %zu "
                 "external correlations",
@@ -901,6 +956,7 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
     if (add_warning) {
         for (int i = 0; rc == 0 && i < S.warn_n; i++)
             rc = add_warning(ctx, S.warn[i]);
+        if (rc == 0) rc = strobe__cupti_metrics_warnings(add_warning, ctx);
         char msg[300];
         if (rc == 0 && (denied || dropped)) {
             snprintf(msg, sizeof msg,
@@ -921,6 +977,9 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
 }
 
 static void release(void) {
+    strobe__cupti_metrics_release();
+    free(S.out_args);
+    S.out_args = NULL;
     free(S.acts);
     free(S.ext);
     free(S.out_devices);

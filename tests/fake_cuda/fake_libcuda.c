@@ -1,7 +1,9 @@
 /* fake_libcuda.c: a stand-in libcuda.so.1 for test_cuda_fake: the few driver calls the CUDA
  * backend makes, answering for one device (FAKE_CUDA_DEVICES sets how many, FAKE_CUDA_INIT a
- * cuInit result). Declared without cuda.h, whose macros rename some of these. */
+ * cuInit result), and the context calls of the range profiler. Declared without cuda.h, whose
+ * macros rename some of these. */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -49,4 +51,53 @@ EXPORT int cuGetErrorName(int rc, const char **s);
 EXPORT int cuGetErrorName(int rc, const char **s) {
     *s = rc == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_UNKNOWN";
     return 0;
+}
+
+/* Contexts, for the range profiler: no context is current, and device 0's primary context is a
+ * fixed value the stand-in CUPTI knows (compared, never read). */
+#define FAKE_CTX ((void *)(uintptr_t)0x1000c0)
+static int primary_refs, pushed;
+EXPORT int fake_cuda_primary_refs(void);
+EXPORT int fake_cuda_primary_refs(void) {
+    return primary_refs;
+}
+EXPORT int cuCtxGetCurrent(void **ctx);
+EXPORT int cuCtxGetCurrent(void **ctx) {
+    *ctx = pushed ? FAKE_CTX : NULL;
+    return 0;
+}
+EXPORT int cuCtxGetDevice(int *dev);
+EXPORT int cuCtxGetDevice(int *dev) {
+    *dev = 0;
+    return pushed ? 0 : 201; /* CUDA_ERROR_INVALID_CONTEXT */
+}
+EXPORT int cuDevicePrimaryCtxRetain(void **ctx, int dev);
+EXPORT int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+    if (dev != 0) return 101; /* CUDA_ERROR_INVALID_DEVICE */
+    primary_refs++;
+    *ctx = FAKE_CTX;
+    return 0;
+}
+EXPORT int cuDevicePrimaryCtxRelease_v2(int dev);
+EXPORT int cuDevicePrimaryCtxRelease_v2(int dev) {
+    if (dev != 0 || primary_refs == 0) return 1;
+    primary_refs--;
+    return 0;
+}
+EXPORT int cuCtxPushCurrent_v2(void *ctx);
+EXPORT int cuCtxPushCurrent_v2(void *ctx) {
+    if (ctx != FAKE_CTX) return 1;
+    pushed++;
+    return 0;
+}
+EXPORT int cuCtxPopCurrent_v2(void **ctx);
+EXPORT int cuCtxPopCurrent_v2(void **ctx) {
+    if (pushed == 0) return 1;
+    pushed--;
+    *ctx = FAKE_CTX;
+    return 0;
+}
+EXPORT int cuCtxSynchronize(void);
+EXPORT int cuCtxSynchronize(void) {
+    return pushed ? 0 : 201;
 }

@@ -4,8 +4,16 @@
  * does. Knobs (environment): FAKE_CUPTI_BUSY=1 (another subscriber), FAKE_CUPTI_DROPPED=N (records
  * CUPTI says it dropped), FAKE_CUPTI_NO_TSCB=1 (no timestamp callback: CUPTI's own clock, 1 s
  * behind CLOCK_REALTIME), FAKE_CUPTI_BUFFERS=N (buffers requested at flush). Built a second time
- * with FAKE_NO_TIMESTAMP (no cuptiGetTimestamp) for the missing-symbol case. */
+ * with FAKE_NO_TIMESTAMP (no cuptiGetTimestamp) for the missing-symbol case.
+ *
+ * The range profiler (cuda_metrics) is at the end: its calls check the order CUPTI requires, are
+ * logged for the test (fake_cupti_calls), and give canned values. Knobs: FAKE_CUPTI_EXTRA_KERNELS=N
+ * (more kernels on the profiled context), FAKE_CUPTI_OTHER_CTX=1 (a kernel on another context),
+ * FAKE_CUPTI_RANGE_SKEW=N (N more ranges than kernels), FAKE_CUPTI_PROFILER_UNSUPPORTED=1 (an old
+ * architecture), FAKE_CUPTI_PROFILER_PRIVILEGES=1 (counters for administrators only). Built a
+ * third time with FAKE_NO_RANGE_PROFILER (a CUPTI older than 12.6). */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,6 +21,12 @@
 #include <sys/syscall.h>
 
 #include <cupti.h>
+#ifndef FAKE_NO_RANGE_PROFILER
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+#include "cuda/cupti_host_api.h"
+#endif
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -25,6 +39,7 @@ static int ext_n;
 static uint64_t pushed[16];
 static int pushed_n;
 static uint64_t t_api_start;
+static int profiling; /* the range profiler was started: fill() adds the extra kernels */
 
 static int env_int(const char *name) {
     const char *v = getenv(name);
@@ -128,6 +143,7 @@ EXPORT CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelati
     return CUPTI_SUCCESS;
 }
 EXPORT CUptiResult cuptiFinalize(void) {
+    profiling = 0;
     req_fn = NULL;
     done_fn = NULL;
     ts_fn = NULL;
@@ -224,6 +240,30 @@ static size_t fill(uint8_t *buf) {
     k.blockX = 128, k.blockY = k.blockZ = 1;
     k.name = "_Z6squarePfi";
     k.graphId = 9;
+    k.contextId = 1;
+    /* Extra kernels on the same context, written before it in the buffer (the backend orders
+     * them by start), and one on another context. */
+    int extra = profiling ? env_int("FAKE_CUPTI_EXTRA_KERNELS") : 0;
+    for (int i = extra; i >= 1; i--) {
+        CUpti_ActivityKernel10 x = k;
+        static const char *const names[] = {"kernel_a", "kernel_b", "kernel_c", "kernel_d"};
+        x.name = names[(i - 1) % 4];
+        x.start = t0 + 2100 + (uint64_t)i * 100;
+        x.end = x.start + 50;
+        x.correlationId = 200 + (uint32_t)i;
+        x.graphId = 0;
+        p = put(p, &x, x.kind);
+    }
+    if (profiling && env_int("FAKE_CUPTI_OTHER_CTX")) {
+        CUpti_ActivityKernel10 x = k;
+        x.name = "kernel_other_ctx";
+        x.contextId = 2;
+        x.start = t0 + 600;
+        x.end = t0 + 700;
+        x.correlationId = 300;
+        x.graphId = 0;
+        p = put(p, &x, x.kind);
+    }
     p = put(p, &k, k.kind);
     if (enabled[CUPTI_ACTIVITY_KIND_SYNCHRONIZATION]) {
         CUpti_ActivitySynchronization2 s;
@@ -289,3 +329,256 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
     if (first) done_fn(NULL, 0, first, first_size, fill(first));
     return CUPTI_SUCCESS;
 }
+
+/* ---- the range profiler ---------------------------------------------------------------------- */
+#ifndef FAKE_NO_RANGE_PROFILER
+
+static char calls[8192];
+static int live; /* objects made and not yet destroyed (initialize, host, range profiler) */
+
+/* The calls made since the last reset, one name per line. */
+EXPORT const char *fake_cupti_calls(void) {
+    return calls;
+}
+EXPORT void fake_cupti_reset_calls(void) {
+    calls[0] = '\0';
+}
+EXPORT int fake_cupti_live(void) {
+    return live;
+}
+static void logc(const char *name) {
+    size_t n = strlen(calls);
+    if (n + strlen(name) + 2 < sizeof calls) {
+        strcpy(calls + n, name);
+        strcat(calls, "\n");
+    }
+}
+
+static struct host {
+    int alive;
+    char metrics[16][128];
+    int n;
+} host_obj;
+static struct rp {
+    int alive, configured, started, stopped, decoded;
+    uint8_t *counter_data;
+    size_t counter_data_size;
+} rp_obj;
+static int profiler_init;
+/* The context the stand-in driver hands out (fake_libcuda.c), compared, never read. */
+#define FAKE_CTX ((CUcontext)(void *)(uintptr_t)0x1000c0)
+
+static int known_metric(const char *name) {
+    return name && strstr(name, "__") != NULL;
+}
+
+/* How many ranges the session measured: one per kernel on the profiled context. */
+static size_t ranges(void) {
+    return 1 + (size_t)env_int("FAKE_CUPTI_EXTRA_KERNELS") +
+           (size_t)env_int("FAKE_CUPTI_RANGE_SKEW");
+}
+
+EXPORT CUptiResult cuptiGetContextId(CUcontext c, uint32_t *id) {
+    *id = c == FAKE_CTX ? 1 : 99;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiProfilerInitialize(CUpti_Profiler_Initialize_Params *p) {
+    logc("cuptiProfilerInitialize");
+    if (p->structSize != CUpti_Profiler_Initialize_Params_STRUCT_SIZE)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    if (!profiler_init) live++;
+    profiler_init = 1;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiProfilerDeInitialize(CUpti_Profiler_DeInitialize_Params *p) {
+    (void)p;
+    logc("cuptiProfilerDeInitialize");
+    if (profiler_init) live--;
+    profiler_init = 0;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiProfilerDeviceSupported(CUpti_Profiler_DeviceSupported_Params *p) {
+    logc("cuptiProfilerDeviceSupported");
+    int old = env_int("FAKE_CUPTI_PROFILER_UNSUPPORTED");
+    p->architecture =
+        old ? CUPTI_PROFILER_CONFIGURATION_UNSUPPORTED : CUPTI_PROFILER_CONFIGURATION_SUPPORTED;
+    p->sli = p->vGpu = p->confidentialCompute = p->cmp = p->wsl =
+        CUPTI_PROFILER_CONFIGURATION_SUPPORTED;
+    p->isSupported = p->architecture;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiDeviceGetChipName(CUpti_Device_GetChipName_Params *p) {
+    logc("cuptiDeviceGetChipName");
+    if (!profiler_init) return CUPTI_ERROR_NOT_INITIALIZED;
+    p->pChipName = "GA100";
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult
+cuptiProfilerGetCounterAvailability(CUpti_Profiler_GetCounterAvailability_Params *p) {
+    logc("cuptiProfilerGetCounterAvailability");
+    if (p->ctx != FAKE_CTX) return CUPTI_ERROR_INVALID_CONTEXT;
+    if (p->pCounterAvailabilityImage == NULL) {
+        p->counterAvailabilityImageSize = 64;
+    } else {
+        if (p->counterAvailabilityImageSize < 64) return CUPTI_ERROR_INVALID_PARAMETER;
+        memset(p->pCounterAvailabilityImage, 0xA5, 64);
+    }
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiProfilerHostInitialize(strobe__host_init_params *p) {
+    logc("cuptiProfilerHostInitialize");
+    if (p->structSize != STROBE__SIZE_UP_TO(strobe__host_init_params, pHostObject) ||
+        host_obj.alive || p->pChipName == NULL || strcmp(p->pChipName, "GA100") != 0 ||
+        p->pCounterAvailabilityImage == NULL || p->pCounterAvailabilityImage[63] != 0xA5 ||
+        p->profilerType != STROBE__PROFILER_TYPE_RANGE)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    memset(&host_obj, 0, sizeof host_obj);
+    host_obj.alive = 1;
+    live++;
+    p->pHostObject = (strobe__host_object *)(void *)&host_obj;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiProfilerHostDeinitialize(strobe__host_deinit_params *p) {
+    logc("cuptiProfilerHostDeinitialize");
+    if (p->pHostObject != (strobe__host_object *)(void *)&host_obj || !host_obj.alive)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    host_obj.alive = 0;
+    live--;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiProfilerHostConfigAddMetrics(strobe__host_add_metrics_params *p) {
+    logc("cuptiProfilerHostConfigAddMetrics");
+    if (!host_obj.alive) return CUPTI_ERROR_INVALID_PARAMETER;
+    for (size_t i = 0; i < p->numMetrics; i++) {
+        if (!known_metric(p->ppMetricNames[i])) return CUPTI_ERROR_INVALID_METRIC_NAME;
+        if (host_obj.n < 16)
+            snprintf(host_obj.metrics[host_obj.n++], sizeof host_obj.metrics[0], "%s",
+                     p->ppMetricNames[i]);
+    }
+    return CUPTI_SUCCESS;
+}
+/* The config image: "CFG" and the metric names, comma-separated. */
+EXPORT CUptiResult cuptiProfilerHostGetConfigImageSize(strobe__host_image_size_params *p) {
+    logc("cuptiProfilerHostGetConfigImageSize");
+    if (!host_obj.alive || host_obj.n == 0) return CUPTI_ERROR_INVALID_OPERATION;
+    p->configImageSize = 4 + 129 * (size_t)host_obj.n;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiProfilerHostGetConfigImage(strobe__host_image_params *p) {
+    logc("cuptiProfilerHostGetConfigImage");
+    if (!host_obj.alive || p->configImageSize < 4 + 129 * (size_t)host_obj.n)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    char *c = (char *)p->pConfigImage;
+    strcpy(c, "CFG");
+    for (int i = 0; i < host_obj.n; i++) {
+        strcat(c, i ? "," : ":");
+        strcat(c, host_obj.metrics[i]);
+    }
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiProfilerHostGetNumOfPasses(strobe__host_passes_params *p) {
+    logc("cuptiProfilerHostGetNumOfPasses");
+    p->numOfPasses = 2;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiRangeProfilerEnable(CUpti_RangeProfiler_Enable_Params *p) {
+    logc("cuptiRangeProfilerEnable");
+    if (env_int("FAKE_CUPTI_PROFILER_PRIVILEGES")) return CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+    if (p->ctx != FAKE_CTX || rp_obj.alive || !profiler_init) return CUPTI_ERROR_INVALID_PARAMETER;
+    memset(&rp_obj, 0, sizeof rp_obj);
+    rp_obj.alive = 1;
+    live++;
+    p->pRangeProfilerObject = (CUpti_RangeProfiler_Object *)(void *)&rp_obj;
+    return CUPTI_SUCCESS;
+}
+#define RP(p) ((struct rp *)(void *)(p)->pRangeProfilerObject)
+EXPORT CUptiResult cuptiRangeProfilerDisable(CUpti_RangeProfiler_Disable_Params *p) {
+    logc("cuptiRangeProfilerDisable");
+    if (RP(p) != &rp_obj || !rp_obj.alive) return CUPTI_ERROR_INVALID_PARAMETER;
+    rp_obj.alive = 0;
+    live--;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult
+cuptiRangeProfilerGetCounterDataSize(CUpti_RangeProfiler_GetCounterDataSize_Params *p) {
+    logc("cuptiRangeProfilerGetCounterDataSize");
+    if (RP(p) != &rp_obj || p->numMetrics == 0 || p->maxNumOfRanges == 0 ||
+        p->maxNumRangeTreeNodes < p->maxNumOfRanges)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    for (size_t i = 0; i < p->numMetrics; i++)
+        if (!known_metric(p->pMetricNames[i])) return CUPTI_ERROR_INVALID_METRIC_NAME;
+    p->counterDataSize = 64 + p->maxNumOfRanges * p->numMetrics * 8;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiRangeProfilerCounterDataImageInitialize(
+    CUpti_RangeProfiler_CounterDataImage_Initialize_Params *p) {
+    logc("cuptiRangeProfilerCounterDataImageInitialize");
+    if (RP(p) != &rp_obj || p->counterDataSize < 64 || p->pCounterData == NULL)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    memset(p->pCounterData, 0, p->counterDataSize); /* the whole image is written (ASan) */
+    strcpy((char *)p->pCounterData, "CDI");
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfig_Params *p) {
+    logc("cuptiRangeProfilerSetConfig");
+    if (RP(p) != &rp_obj || p->pConfig == NULL ||
+        strncmp((const char *)p->pConfig, "CFG", 3) != 0 || p->pCounterDataImage == NULL ||
+        strcmp((const char *)p->pCounterDataImage, "CDI") != 0 || p->range != CUPTI_AutoRange ||
+        p->replayMode != CUPTI_KernelReplay || p->numNestingLevels != 1 || p->maxRangesPerPass == 0)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    rp_obj.configured = 1;
+    rp_obj.counter_data = p->pCounterDataImage;
+    rp_obj.counter_data_size = p->counterDataImageSize;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Params *p) {
+    logc("cuptiRangeProfilerStart");
+    if (RP(p) != &rp_obj || !rp_obj.configured) return CUPTI_ERROR_INVALID_OPERATION;
+    rp_obj.started = 1;
+    rp_obj.stopped = rp_obj.decoded = 0;
+    /* The kernels the next flush reports are launched from now on. */
+    t_api_start = now();
+    profiling = 1;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiRangeProfilerStop(CUpti_RangeProfiler_Stop_Params *p) {
+    logc("cuptiRangeProfilerStop");
+    if (RP(p) != &rp_obj || !rp_obj.started) return CUPTI_ERROR_INVALID_OPERATION;
+    rp_obj.started = 0;
+    rp_obj.stopped = 1;
+    p->isAllPassSubmitted = 1;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiRangeProfilerDecodeData(CUpti_RangeProfiler_DecodeData_Params *p) {
+    logc("cuptiRangeProfilerDecodeData");
+    if (RP(p) != &rp_obj || !rp_obj.stopped) return CUPTI_ERROR_INVALID_OPERATION;
+    strcpy((char *)rp_obj.counter_data, "DECODED");
+    rp_obj.decoded = 1;
+    p->numOfRangeDropped = 0;
+    return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult
+cuptiRangeProfilerGetCounterDataInfo(CUpti_RangeProfiler_GetCounterDataInfo_Params *p) {
+    logc("cuptiRangeProfilerGetCounterDataInfo");
+    if (p->pCounterDataImage == NULL || strcmp((const char *)p->pCounterDataImage, "DECODED") != 0)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    p->numTotalRanges = ranges();
+    return CUPTI_SUCCESS;
+}
+/* Range r, metric j: 1000 * (r + 1) + j, plus 0.25 for an average. */
+EXPORT CUptiResult cuptiProfilerHostEvaluateToGpuValues(strobe__host_evaluate_params *p) {
+    logc("cuptiProfilerHostEvaluateToGpuValues");
+    if (p->pHostObject != (strobe__host_object *)(void *)&host_obj || !host_obj.alive ||
+        p->pCounterDataImage == NULL ||
+        strcmp((const char *)p->pCounterDataImage, "DECODED") != 0 || p->rangeIndex >= ranges())
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    for (size_t j = 0; j < p->numMetrics; j++) {
+        const char *m = p->ppMetricNames[j];
+        if (!known_metric(m)) return CUPTI_ERROR_INVALID_METRIC_NAME;
+        size_t l = strlen(m);
+        p->pMetricValues[j] = 1000.0 * (double)(p->rangeIndex + 1) + (double)j +
+                              (l > 4 && strcmp(m + l - 4, ".avg") == 0 ? 0.25 : 0);
+    }
+    return CUPTI_SUCCESS;
+}
+#endif /* FAKE_NO_RANGE_PROFILER */

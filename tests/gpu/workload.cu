@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "strobe/strobe.h"
 
@@ -489,11 +490,125 @@ static int run_overhead(long n, const char *trace_path) {
     return failed;
 }
 
+/* ---- metrics ------------------------------------------------------------------------------ */
+
+static char metrics_error[512];
+static void metrics_log(strobe_log_level level, const char *msg, void *ctx) {
+    (void)ctx;
+    if (level >= STROBE_LOG_ERROR) snprintf(metrics_error, sizeof metrics_error, "%s", msg);
+}
+
+/* cuda_metrics per kernel: an unknown name is refused (EINVAL, named); then a session with the
+ * given metrics around a few kernels, each of which must carry every metric as a numeric arg.
+ * @return 0, 1 (a check failed) or 78 (the range profiler is not available here: the reason is
+ * printed). */
+static int run_metrics(const char *trace_path, const char *metrics) {
+    strobe_set_log_fn(metrics_log, NULL);
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float *d_x = NULL, *d_y = NULL;
+    CK(cudaMalloc(&d_x, N * sizeof(float)));
+    CK(cudaMalloc(&d_y, N * sizeof(float)));
+    CK(cudaDeviceSynchronize());
+    int failed = 0;
+
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    cfg.activities = STROBE_ACTIVITY_CPU | STROBE_ACTIVITY_CUDA;
+    cfg.cuda_metrics = "sm__cycles_elapsed.avg,strobe__no_such_metric.sum";
+    int rc = strobe_start(&cfg);
+    if (rc == STROBE_ENOTSUP) {
+        printf("metrics: not available here: %s\n", metrics_error);
+        return 78;
+    }
+    if (rc != STROBE_EINVAL || !strstr(metrics_error, "strobe__no_such_metric.sum")) {
+        fprintf(stderr, "metrics: an unknown metric gave %s (%s); want EINVAL naming it\n",
+                strobe_strerror(rc), metrics_error);
+        if (rc == 0) {
+            strobe_result *r = NULL;
+            strobe_stop(&r);
+            strobe_result_free(r);
+        }
+        failed = 1;
+    } else {
+        printf("metrics: unknown metric refused: %s\n", metrics_error);
+    }
+
+    cfg.cuda_metrics = metrics;
+    rc = strobe_start(&cfg);
+    if (rc == STROBE_ENOTSUP) {
+        printf("metrics: not available here: %s\n", metrics_error);
+        return 78;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "metrics: strobe_start: %s: %s\n", strobe_strerror(rc), metrics_error);
+        return 1;
+    }
+    const int launches = 6;
+    {
+        STROBE_SCOPE("metrics_kernels");
+        for (int i = 0; i < launches; i++) {
+            if (i % 2 == 0)
+                strobe_k_fill<<<GRID, BLOCK, 0, s>>>(d_x, (float)i, N);
+            else
+                strobe_k_axpy<<<GRID, BLOCK, 0, s>>>(d_y, d_x, 2.0f, N);
+        }
+        CK(cudaStreamSynchronize(s));
+    }
+    strobe_result *res = NULL;
+    rc = strobe_stop(&res);
+    if (rc != 0) {
+        fprintf(stderr, "metrics: strobe_stop: %s\n", strobe_strerror(rc));
+        return 1;
+    }
+    for (size_t i = 0; i < strobe_result_warning_count(res); i++)
+        printf("metrics: trace warning: %s\n", strobe_result_warning(res, i));
+    /* The names, one by one, from the comma-separated list. */
+    std::string list(metrics);
+    std::vector<std::string> names;
+    for (size_t p = 0; p <= list.size();) {
+        size_t q = list.find(',', p);
+        if (q == std::string::npos) q = list.size();
+        names.push_back(list.substr(p, q - p));
+        p = q + 1;
+    }
+    const strobe_event *ev = strobe_result_events(res);
+    int kernels = 0, complete = 0;
+    for (size_t i = 0; i < strobe_result_event_count(res); i++) {
+        if (!ev[i].category || strcmp(ev[i].category, "kernel") != 0) continue;
+        kernels++;
+        int all = 1;
+        for (const std::string &m : names) {
+            const char *v = strobe_event_arg(res, i, m.c_str());
+            char *end = NULL;
+            if (v == NULL || (strtod(v, &end), end == v || *end != '\0')) {
+                all = 0;
+                fprintf(stderr, "metrics: kernel %s lacks a numeric \"%s\" (%s)\n", ev[i].name,
+                        m.c_str(), v ? v : "absent");
+            } else if (complete == 0) {
+                printf("metrics: %s: %s = %s\n", ev[i].name, m.c_str(), v);
+            }
+        }
+        complete += all;
+    }
+    printf("metrics: %d of %d kernels carry all %zu metrics (%d launched)\n", complete, kernels,
+           names.size(), launches);
+    if (kernels != launches || complete != kernels) failed = 1;
+    if (save_result(res, trace_path)) failed = 1;
+    strobe_result_free(res);
+    CK(cudaFree(d_x));
+    CK(cudaFree(d_y));
+    CK(cudaStreamDestroy(s));
+    strobe_set_log_fn(NULL, NULL);
+    return failed;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static int usage(void) {
     fprintf(stderr, "usage: gpu-workload trace TRACE MANIFEST\n"
-                    "       gpu-workload overhead [N [TRACE]]\n");
+                    "       gpu-workload overhead [N [TRACE]]\n"
+                    "       gpu-workload metrics TRACE METRIC[,METRIC...]\n");
     return 2;
 }
 
@@ -506,6 +621,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     if (argc == 4 && strcmp(argv[1], "trace") == 0) return run_trace(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "metrics") == 0) return run_metrics(argv[2], argv[3]);
     if (argc >= 2 && argc <= 4 && strcmp(argv[1], "overhead") == 0) {
         long n = argc >= 3 ? strtol(argv[2], NULL, 10) : 20000;
         if (n <= 0) return usage();
