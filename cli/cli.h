@@ -23,6 +23,7 @@ int cmd_info(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_memory_profile(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 /* Each subcommand's usage text (man-page style), printed by `strobe help CMD` and `CMD --help`. */
 extern const char cmd_summary_usage[];
@@ -33,5 +34,6 @@ extern const char cmd_info_usage[];
 extern const char cmd_trigger_usage[];
 extern const char cmd_ps_usage[];
 extern const char cmd_memory_profile_usage[];
+extern const char cmd_convert_usage[];
 
 #endif

@@ -21,6 +21,8 @@ static const struct {
     {"ps", cmd_ps, cmd_ps_usage, "this user's processes that can be traced on demand"},
     {"memory-profile", cmd_memory_profile, cmd_memory_profile_usage,
      "record a running process's allocations for a while"},
+    {"convert", cmd_convert, cmd_convert_usage,
+     "convert a trace: Kineto JSON <-> Perfetto protobuf (.pftrace)"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -29,7 +31,8 @@ static void usage(FILE *out) {
             "usage: strobe COMMAND [OPTIONS] TRACE\n"
             "       strobe help COMMAND | strobe --help | strobe --version\n\n"
             "Reads Kineto-format Chrome traces (.json or .json.gz) written by strobe or by the\n"
-            "PyTorch profiler, either schema, and answers questions about them.\n\n"
+            "PyTorch profiler, either schema, and Perfetto traces (.pftrace) written by strobe,\n"
+            "and answers questions about them.\n\n"
             "Commands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %-14s %s\n", commands[i].name, commands[i].summary);

@@ -151,11 +151,25 @@ STROBE_API int strobe_event_set_arg(strobe_result *r, size_t index, const char *
  * STROBE_ENOMEM. */
 STROBE_API int strobe_event_set_name(strobe_result *r, size_t index, const char *name);
 
-/* Saves the result as a Chrome trace JSON file in Kineto's schema, gzip-compressed when the path
- * ends in ".gz". The file is written to a temporary name beside `path` and renamed, so a failed
- * save leaves no partial file. A result is saved at most once. @return 0, STROBE_EINVAL,
- * STROBE_EALREADY ("trace is already saved"), STROBE_EIO or STROBE_ENOMEM. */
+/* Saves the result in the format its path asks for: Perfetto's protobuf trace format when the
+ * path ends in ".pftrace" or ".perfetto-trace", else Chrome trace JSON in Kineto's schema; either
+ * gzip-compressed when the path ends in ".gz" (".pftrace.gz"). The file is written to a temporary
+ * name beside `path` and renamed, so a failed save leaves no partial file. A result is saved at
+ * most once. @return 0, STROBE_EINVAL, STROBE_EALREADY ("trace is already saved"), STROBE_EIO or
+ * STROBE_ENOMEM. */
 STROBE_API int strobe_result_save(strobe_result *r, const char *path);
+
+/* Trace file formats for strobe_result_save_as(). */
+typedef enum strobe_format {
+    STROBE_FORMAT_AUTO = 0,    /* by the path's suffix, as strobe_result_save() does */
+    STROBE_FORMAT_JSON = 1,    /* Chrome trace JSON in Kineto's schema, whatever the path */
+    STROBE_FORMAT_PERFETTO = 2 /* Perfetto's protobuf format (TracePacket, TrackEvent) */
+} strobe_format;
+
+/* Saves the result like strobe_result_save(), in format `fmt` whatever the path's suffix (a
+ * trailing ".gz" still asks for gzip). @return as strobe_result_save(); STROBE_EINVAL also for an
+ * unknown format. */
+STROBE_API int strobe_result_save_as(strobe_result *r, const char *path, strobe_format fmt);
 
 /* Frees a result. Accepts NULL. */
 STROBE_API void strobe_result_free(strobe_result *r);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "json_pull.h"
+#include "pftrace_dec.h"
 
 /* ---- 1. Exact decimal parsing ------------------------------------------------------------- */
 
@@ -136,6 +137,7 @@ enum { ABS_UNKNOWN, ABS_BASE, ABS_TS };
 
 struct strobe_rd {
     strobe_jp jp;
+    char *owned; /* JSON decoded from a Perfetto trace, read as memory input */
     gzFile gz;
     char *name; /* path, or a name for memory input, used in messages */
     const void *mem;
@@ -213,6 +215,68 @@ static void apply_limits(strobe_jp *jp, const strobe_rd_options *opt) {
     if (opt->max_value) jp->max_capture = opt->max_value;
 }
 
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+static int is_pftrace_path(const char *path) {
+    return ends_with(path, ".pftrace") || ends_with(path, ".perfetto-trace") ||
+           ends_with(path, ".pftrace.gz") || ends_with(path, ".perfetto-trace.gz");
+}
+
+/* Looks at the first bytes (after gzip, which zlib undoes transparently) and rewinds. */
+static int sniff_pftrace(gzFile gz) {
+    unsigned char head[64];
+    int n = gzread(gz, head, sizeof head);
+    gzrewind(gz);
+    return n > 0 && strobe_rd_pf_sniff(head, (size_t)n);
+}
+
+/* A Perfetto trace is decoded whole into Kineto JSON (pftrace_dec.c), then read from memory like
+ * any trace. Its size is what a strobe writer made of a result that fit in memory. */
+static int open_pftrace(strobe_rd *r) {
+    size_t len = 0, cap = 1 << 20;
+    unsigned char *data = malloc(cap);
+    for (;;) {
+        if (data == NULL) {
+            gzclose(r->gz);
+            r->gz = NULL;
+            return fail(r, STROBE_ENOMEM, -1, "out of memory reading a Perfetto trace");
+        }
+        int n =
+            gzread(r->gz, data + len, (unsigned)(cap - len > (1u << 30) ? 1u << 30 : cap - len));
+        if (n < 0) {
+            free(data);
+            gzclose(r->gz);
+            r->gz = NULL;
+            return fail(r, STROBE_EIO, -1, "read error (or corrupt gzip data)");
+        }
+        if (n == 0) break;
+        len += (size_t)n;
+        if (len == cap) {
+            unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(data, cap * 2) : NULL;
+            if (grown == NULL) free(data);
+            data = grown;
+            cap *= 2;
+        }
+    }
+    gzclose(r->gz);
+    r->gz = NULL;
+    char why[300];
+    size_t jlen = 0;
+    int rc = strobe_rd_pf_to_json(data, len, &r->owned, &jlen, why, sizeof why);
+    free(data);
+    if (rc) return fail(r, rc, -1, "Perfetto trace: %s", why);
+    r->is_mem = 1;
+    r->mem = r->owned;
+    r->mem_len = jlen;
+    strobe_jp_init_mem(&r->jp, r->owned, jlen);
+    strobe_jp_set_chunk(&r->jp, r->opt.mem_chunk);
+    apply_limits(&r->jp, &r->opt);
+    return 0;
+}
+
 int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *opt) {
     *out = NULL;
     if (!path) return STROBE_EINVAL;
@@ -227,6 +291,11 @@ int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *o
                     errno ? strerror(errno) : "out of memory in zlib");
     /* A larger zlib input buffer halves the read calls; 256 KiB is where the gain flattens. */
     gzbuffer(r->gz, 256 * 1024);
+    /* A ".json" name is JSON whatever its bytes; other names not known as Perfetto's are told
+     * by their first bytes. */
+    if (is_pftrace_path(path) ||
+        (!ends_with(path, ".json") && !ends_with(path, ".json.gz") && sniff_pftrace(r->gz)))
+        return open_pftrace(r);
     if (strobe_jp_init_gz(&r->jp, r->gz)) {
         strobe_rd_close(r);
         *out = NULL;
@@ -260,6 +329,7 @@ void strobe_rd_close(strobe_rd *r) {
     free(r->trace_name);
     free(r->device_properties);
     free(r->arena);
+    free(r->owned);
     free(r);
 }
 

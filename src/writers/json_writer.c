@@ -302,14 +302,11 @@ static int64_t base_ns(const strobe_result *r) {
     return r->trace_start_ns - 1000;
 }
 
-static void write_header(const strobe_result *r, strobe__sink *s, uint64_t skipped_counters) {
-    /* deviceProperties was built as JSON by the device merge (gpu.c). */
-    emit(s, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ");
-    emit(s, r->device_props ? r->device_props : "[]");
-    emit(s, ",\n  \"trace_id\": ");
-    emit_string(s, r->trace_id ? r->trace_id : "");
-
-    emit(s, ",\n  \"strobe\": {\"version\": ");
+/* The "strobe" member's value: version, clock, calibration, loss counters and warnings. Shared
+ * with the Perfetto writer, which attaches it to the session slice. */
+void strobe__json_write_strobe_object(const strobe_result *r, strobe__sink *s,
+                                      uint64_t skipped_counters) {
+    emit(s, "{\"version\": ");
     emit_string(s, STROBE_VERSION_STRING);
     emit(s, ", \"clock\": ");
     emit_string(s, r->clock_source ? r->clock_source : "unknown");
@@ -336,7 +333,17 @@ static void write_header(const strobe_result *r, strobe__sink *s, uint64_t skipp
         emit_string(s, r->warnings[i] ? r->warnings[i] : "");
     }
     emit(s, "]}");
+}
 
+static void write_header(const strobe_result *r, strobe__sink *s, uint64_t skipped_counters) {
+    /* deviceProperties was built as JSON by the device merge (gpu.c). */
+    emit(s, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ");
+    emit(s, r->device_props ? r->device_props : "[]");
+    emit(s, ",\n  \"trace_id\": ");
+    emit_string(s, r->trace_id ? r->trace_id : "");
+
+    emit(s, ",\n  \"strobe\": ");
+    strobe__json_write_strobe_object(r, s, skipped_counters);
     /* User metadata values were validated as JSON when they were added: pasted verbatim. */
     for (size_t i = 0; i < r->meta_count; i++) {
         const strobe__meta *m = &r->meta[i];
@@ -384,7 +391,7 @@ static void write_meta_event(strobe__sink *s, int first, const char *name, int64
 }
 
 /* The process's name from /proc when the result is this process's own, else "strobe". */
-static void process_name(const strobe_result *r, char *buf, size_t size) {
+void strobe__json_process_name(const strobe_result *r, char *buf, size_t size) {
     snprintf(buf, size, "strobe");
     if (r->pid != (int64_t)getpid()) return;
     FILE *f = fopen("/proc/self/comm", "re");
@@ -459,7 +466,7 @@ static void write_device_metadata(const strobe_result *r, strobe__sink *s) {
 
 static void write_metadata_events(const strobe_result *r, strobe__sink *s) {
     char pname[64];
-    process_name(r, pname, sizeof pname);
+    strobe__json_process_name(r, pname, sizeof pname);
     write_meta_event(s, 1, "process_name", r->pid, 0, "name", pname, 0);
     write_meta_event(s, 0, "process_labels", r->pid, 0, "labels", "CPU", 0);
     write_meta_event(s, 0, "process_sort_index", r->pid, 0, "sort_index", NULL, r->pid);
@@ -581,12 +588,12 @@ static int write_event(const strobe_result *r, strobe__sink *s, const strobe_eve
 /* ---- Flows: launch -> device work ("ac2g"), as Kineto writes them ------------------------------
  */
 
-enum { FLOW_NONE = 0, FLOW_START = 1, FLOW_FINISH = 2 };
-
-typedef struct flow_plan {
-    uint8_t *ph;  /* per event: FLOW_* */
-    uint64_t *id; /* per event: the correlation id of its flow */
-} flow_plan;
+enum {
+    FLOW_NONE = STROBE__FLOW_NONE,
+    FLOW_START = STROBE__FLOW_START,
+    FLOW_FINISH = STROBE__FLOW_FINISH
+};
+typedef strobe__flow_plan flow_plan;
 
 static int is_launch(const strobe_event *e) {
     return e->device_type == STROBE_DEVICE_CPU && e->category &&
@@ -612,7 +619,7 @@ static int event_correlation(const strobe_result *r, size_t i, uint64_t *out) {
 /* Pairs each launch with its first device work by "correlation" (a CUDA graph's kernels share one
  * launch: the earliest gets the flow). Only complete pairs are written. ph stays NULL when the
  * result has no device work. @return 0 or STROBE_ENOMEM. */
-static int plan_flows(const strobe_result *r, flow_plan *fp) {
+int strobe__json_plan_flows(const strobe_result *r, strobe__flow_plan *fp) {
     fp->ph = NULL;
     fp->id = NULL;
     size_t launches = 0, work = 0;
@@ -728,7 +735,7 @@ static int json_write(const strobe_result *r, strobe__sink *s) {
     int64_t *end = display_ends(r);
     if (end == NULL) return STROBE_ENOMEM;
     flow_plan fp;
-    if (plan_flows(r, &fp)) {
+    if (strobe__json_plan_flows(r, &fp)) {
         free(end);
         return STROBE_ENOMEM;
     }

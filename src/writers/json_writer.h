@@ -26,4 +26,31 @@ char *strobe__json_put_string(char *p, const char *s, size_t n);
  * whatever the C locale. Returns the new end, or NULL (nothing written) for NaN and infinities. */
 char *strobe__json_put_double(char *p, double v);
 
+/* ---- Shared with the Perfetto writer (perfetto_writer.c), so that both formats show the same
+ * flows, process name and session metadata. ---- */
+
+typedef struct strobe_result strobe_result;
+struct strobe__sink;
+
+enum { STROBE__FLOW_NONE = 0, STROBE__FLOW_START = 1, STROBE__FLOW_FINISH = 2 };
+
+/* Which events start or finish an "ac2g" flow (launch -> device work). */
+typedef struct strobe__flow_plan {
+    uint8_t *ph;  /* per event: STROBE__FLOW_*; NULL when the result has no flows */
+    uint64_t *id; /* per event: the correlation id of its flow */
+} strobe__flow_plan;
+
+/* Pairs each launch with its first device work by "correlation" (a CUDA graph's kernels share one
+ * launch: the earliest gets the flow). Only complete pairs are planned. The caller frees ph and
+ * id. @return 0 or STROBE_ENOMEM. */
+int strobe__json_plan_flows(const strobe_result *r, strobe__flow_plan *fp);
+
+/* The process's name from /proc when the result is this process's own, else "strobe". */
+void strobe__json_process_name(const strobe_result *r, char *buf, size_t size);
+
+/* Writes the "strobe" metadata object (version, clock, stats, skipped counter samples, warnings)
+ * as one JSON value. Errors are sticky in the sink. */
+void strobe__json_write_strobe_object(const strobe_result *r, struct strobe__sink *s,
+                                      uint64_t skipped_counters);
+
 #endif /* STROBE_WRITERS_JSON_WRITER_H */

@@ -1,4 +1,5 @@
-/* save.c: strobe_result_save(): picks a writer for the path, and writes the file atomically.
+/* save.c: strobe_result_save() and strobe_result_save_as(): picks a writer for the path, and writes
+ * the file atomically.
  *
  * The trace goes to a temporary file beside the target ("<path>.tmp.XXXXXX", same directory, so
  * the same file system) and is renamed over the target only once every byte is written and the
@@ -17,6 +18,7 @@
 /* The writers, most specific first: the first whose accepts_path() says yes writes the file.
  * JSON accepts every path, so it comes last. */
 static const strobe__writer_ops *const writers[] = {
+    &strobe__perfetto_writer,
     &strobe__json_writer,
 };
 
@@ -56,7 +58,25 @@ static mode_t current_umask(void) {
 }
 
 int strobe_result_save(strobe_result *r, const char *path) {
+    return strobe_result_save_as(r, path, STROBE_FORMAT_AUTO);
+}
+
+int strobe_result_save_as(strobe_result *r, const char *path, strobe_format fmt) {
     if (r == NULL || path == NULL || path[0] == '\0') return STROBE_EINVAL;
+    const strobe__writer_ops *writer;
+    switch (fmt) {
+    case STROBE_FORMAT_AUTO:
+        writer = strobe__writer_for_path(path);
+        break;
+    case STROBE_FORMAT_JSON:
+        writer = &strobe__json_writer;
+        break;
+    case STROBE_FORMAT_PERFETTO:
+        writer = &strobe__perfetto_writer;
+        break;
+    default:
+        return STROBE_EINVAL;
+    }
     if (r->saved) return STROBE_EALREADY;
 
     static const char suffix[] = ".tmp.XXXXXX";
@@ -80,7 +100,7 @@ int strobe_result_save(strobe_result *r, const char *path) {
     if (rc == 0) {
         rc = strobe__sink_open_fd(&sink, fd, ends_with(path, ".gz") ? GZIP_LEVEL : 0);
         if (rc == 0) {
-            rc = strobe__writer_for_path(path)->write(r, &sink);
+            rc = writer->write(r, &sink);
             /* Close also after a failed write: it frees the buffer and the descriptor. */
             int close_rc = strobe__sink_close(&sink);
             if (rc == 0) rc = close_rc;

@@ -24,6 +24,10 @@ typedef struct strobe__writer_ops {
 /* Chrome trace JSON in Kineto's schema (json_writer.c). Accepts every path: it is the default. */
 extern const strobe__writer_ops strobe__json_writer;
 
+/* Perfetto's protobuf trace format (perfetto_writer.c): paths ending in ".pftrace" or
+ * ".perfetto-trace", optionally followed by ".gz". */
+extern const strobe__writer_ops strobe__perfetto_writer;
+
 /* Returns the writer for `path`: the first in the table whose accepts_path() says yes. Never
  * NULL (the JSON writer takes any path). */
 const strobe__writer_ops *strobe__writer_for_path(const char *path);

@@ -1,0 +1,834 @@
+/* cmd_convert.c: `strobe convert IN OUT`: Kineto JSON (strobe's or PyTorch's) to Perfetto
+ * protobuf, and a Perfetto trace written by strobe back to Kineto JSON.
+ *
+ * Contents: the usage text; Perfetto to JSON (the reader's decoder does the work); JSON to
+ * Perfetto: collecting the events, tracks for each (pid, tid), and writing per track.
+ *
+ * JSON to Perfetto. Perfetto's slices are begin/end pairs that must nest on their track, and a
+ * JSON trace lists complete events in any order. So every event is collected first (the trace
+ * fits in memory as its own JSON did), sorted per track by start (longer first on ties), and
+ * written with a stack of open slices. A slice that starts inside another and ends after it (real
+ * PyTorch traces have a few) is cut at its parent's end, and the count is reported on stderr.
+ * Flows ("s", "f") are bound as Perfetto's JSON importer binds them: to the innermost slice of
+ * their thread that encloses their time ("f" without "bp": "e", to the next slice that starts).
+ * The top-level members (trace_id, baseTimeNanoseconds ...) go on strobe's session slice as the
+ * Perfetto writer puts them; a trace without one (PyTorch's) keeps its times relative to its base
+ * and loses its top-level members. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "cli.h"
+#include "json_pull.h"
+#include "pftrace_dec.h"
+#include "strobe/error.h"
+#include "trace_reader.h"
+#include "util/pftrace_enc.h"
+#include "util/strpool.h"
+#include "util/strtab.h"
+
+const char cmd_convert_usage[] =
+    "NAME\n"
+    "    strobe convert - convert a trace between Kineto JSON and Perfetto protobuf\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    strobe convert IN OUT\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    The format of OUT is chosen by its name: \".pftrace\" or \".perfetto-trace\" writes\n"
+    "    Perfetto's protobuf trace format (TrackEvent), anything else Kineto-format JSON\n"
+    "    (gzip-compressed when OUT ends in \".gz\").\n"
+    "\n"
+    "    JSON to Perfetto: IN is a Kineto-format trace (.json or .json.gz) written by strobe or\n"
+    "    by the PyTorch profiler. Complete events (X, and B/E pairs) become slices, instants\n"
+    "    stay instants, counters (C) become counter tracks, flows (s/f) become flows, process\n"
+    "    and thread names (M) name the tracks, and args become debug annotations. A slice that\n"
+    "    ends after the slice it starts in is cut at that slice's end (counted on stderr).\n"
+    "\n"
+    "    Perfetto to JSON: IN is a Perfetto trace (.pftrace, .perfetto-trace, or recognized by\n"
+    "    its bytes) written by strobe, or another TrackEvent trace. The JSON is what strobe's\n"
+    "    JSON writer writes for the same result, with the true end of ranges that end in the\n"
+    "    very nanosecond their parent ends (the JSON writer shortens those by 1 ns).\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 converted; 2 bad usage, unreadable or malformed input, or an output error.\n";
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+static int is_pf_path(const char *p) {
+    return ends_with(p, ".pftrace") || ends_with(p, ".perfetto-trace") ||
+           ends_with(p, ".pftrace.gz") || ends_with(p, ".perfetto-trace.gz");
+}
+
+/* Reads a whole file, gunzipping when it is gzip. NULL with errno-ish message on failure. */
+static unsigned char *read_all(const char *path, size_t *len, const char **why) {
+    errno = 0;
+    gzFile g = gzopen(path, "rb");
+    if (!g) {
+        *why = errno ? strerror(errno) : "cannot open";
+        return NULL;
+    }
+    size_t cap = 1 << 20, n = 0;
+    unsigned char *p = malloc(cap);
+    for (;;) {
+        if (!p) {
+            *why = "out of memory";
+            gzclose(g);
+            return NULL;
+        }
+        int got = gzread(g, p + n, (unsigned)(cap - n > (1u << 30) ? 1u << 30 : cap - n));
+        if (got < 0) {
+            *why = "read error (or corrupt gzip data)";
+            free(p);
+            gzclose(g);
+            return NULL;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+        if (n == cap) {
+            unsigned char *q = realloc(p, cap * 2);
+            if (!q) free(p);
+            p = q;
+            cap *= 2;
+        }
+    }
+    gzclose(g);
+    *len = n;
+    return p;
+}
+
+/* Writes data to path (gzip for ".gz"). @return 0 or -1 with a message printed. */
+static int write_all(const char *path, const void *data, size_t len) {
+    int rc = 0;
+    if (ends_with(path, ".gz")) {
+        gzFile g = gzopen(path, "wb1");
+        if (!g) rc = -1;
+        const char *p = data;
+        while (rc == 0 && len > 0) {
+            unsigned chunk = len > (1u << 30) ? 1u << 30 : (unsigned)len;
+            if (gzwrite(g, p, chunk) != (int)chunk) rc = -1;
+            p += chunk;
+            len -= chunk;
+        }
+        if (g && gzclose(g) != Z_OK) rc = -1;
+    } else {
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(data, 1, len, f) != len) rc = -1;
+        if (f && fclose(f) != 0) rc = -1;
+    }
+    if (rc) fprintf(stderr, "strobe convert: %s: cannot write: %s\n", path, strerror(errno));
+    return rc;
+}
+
+static int pf_to_json(const char *in, const char *out) {
+    size_t len = 0;
+    const char *why = NULL;
+    unsigned char *data = read_all(in, &len, &why);
+    if (!data) {
+        fprintf(stderr, "strobe convert: %s: %s\n", in, why);
+        return CLI_BAD_INPUT;
+    }
+    char err[300], *json = NULL;
+    size_t jlen = 0;
+    int rc = strobe_rd_pf_to_json(data, len, &json, &jlen, err, sizeof err);
+    free(data);
+    if (rc) {
+        fprintf(stderr, "strobe convert: %s: not a readable Perfetto trace: %s\n", in, err);
+        return CLI_BAD_INPUT;
+    }
+    rc = write_all(out, json, jlen);
+    free(json);
+    return rc ? CLI_BAD_INPUT : CLI_OK;
+}
+
+/* ---- JSON to Perfetto ------------------------------------------------------------------------ */
+
+typedef struct item {
+    uint32_t track;
+    char ph; /* 'X', 'i', 'C' */
+    int64_t ts, dur;
+    uint32_t name, cat; /* ids in the string table */
+    size_t args_off;    /* raw args object text in the arena; SIZE_MAX: none */
+    size_t args_len;
+    uint64_t flow_out, flow_in; /* 0: none */
+    uint64_t order;
+    double value;
+} item;
+
+typedef struct ctrack {
+    int64_t pid, tid;
+    int tid_is_num;
+    uint64_t uuid;
+    int is_device_proc;
+    uint32_t name; /* UINT32_MAX: none */
+    int has_sort;
+    int64_t sort;
+    size_t *open; /* B events waiting for E: item indexes */
+    size_t nopen, capopen;
+} ctrack;
+
+typedef struct conv {
+    strobe__pool pool;
+    strobe__strtab strs;
+    item *items;
+    size_t n, cap;
+    ctrack *tracks;
+    size_t ntracks, captracks;
+    char *arena;
+    size_t alen, acap;
+    struct {
+        uint64_t id;
+        char ph;
+        int bp_e;
+        uint32_t track;
+        int64_t ts;
+    } * flows;
+    size_t nflows, capflows;
+    char **meta_keys, **meta_vals;
+    size_t nmeta;
+    int oom;
+} conv;
+
+static uint32_t intern(conv *c, const char *s, size_t len) {
+    int64_t id = strobe__strtab_intern(&c->strs, s ? s : "", s ? len : 0);
+    if (id < 0) {
+        c->oom = 1;
+        return 0;
+    }
+    return (uint32_t)id;
+}
+
+static const char *str(conv *c, uint32_t id) {
+    return strobe__strtab_str(&c->strs, id);
+}
+
+static void *grow_array(void *p, size_t *cap, size_t need, size_t size, int *oom) {
+    if (need <= *cap) return p;
+    size_t n = *cap ? *cap * 2 : 256;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(p, n * size);
+    if (!q) {
+        *oom = 1;
+        return p;
+    }
+    *cap = n;
+    return q;
+}
+
+/* An id from the reader: the number, or a stable number made from a string ("Spans"). */
+static int64_t id_num(const strobe_rd_id *id, int *is_num) {
+    *is_num = id->has_num;
+    if (id->has_num) return id->num;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; id->str.s && i < id->str.len; i++)
+        h = (h ^ (unsigned char)id->str.s[i]) * 1099511628211ull;
+    /* In 24 bits (what a STROBE__PFT_KINETO_UUID holds of a pid) and above Linux's pid range. */
+    return (int64_t)(h % 0x3FFFFFu) + 0xC00000;
+}
+
+static uint32_t track_of(conv *c, int64_t pid, int64_t tid, int tid_is_num) {
+    for (size_t i = c->ntracks; i-- > 0;)
+        if (c->tracks[i].pid == pid && c->tracks[i].tid == tid) return (uint32_t)i;
+    c->tracks = grow_array(c->tracks, &c->captracks, c->ntracks + 1, sizeof *c->tracks, &c->oom);
+    if (c->oom) return 0;
+    ctrack *t = &c->tracks[c->ntracks];
+    memset(t, 0, sizeof *t);
+    t->pid = pid;
+    t->tid = tid;
+    t->tid_is_num = tid_is_num;
+    t->name = UINT32_MAX;
+    return (uint32_t)c->ntracks++;
+}
+
+static item *new_item(conv *c) {
+    c->items = grow_array(c->items, &c->cap, c->n + 1, sizeof *c->items, &c->oom);
+    if (c->oom) return NULL;
+    item *it = &c->items[c->n];
+    memset(it, 0, sizeof *it);
+    it->order = c->n++;
+    it->args_off = SIZE_MAX;
+    return it;
+}
+
+static void keep_args(conv *c, item *it, const strobe_rd_event *e) {
+    if (!e->args || e->args_len <= 2) return;
+    c->arena = grow_array(c->arena, &c->acap, c->alen + e->args_len, 1, &c->oom);
+    if (c->oom) return;
+    memcpy(c->arena + c->alen, e->args, e->args_len);
+    it->args_off = c->alen;
+    it->args_len = e->args_len;
+    c->alen += e->args_len;
+}
+
+static uint64_t flow_key(const strobe_rd_event *e) {
+    int is_num;
+    uint64_t h = (uint64_t)id_num(&e->id, &is_num);
+    /* Flow ids are scoped by category in the JSON format. */
+    for (size_t i = 0; e->cat.s && i < e->cat.len; i++)
+        h = (h ^ (unsigned char)e->cat.s[i]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+static int collect_event(conv *c, const strobe_rd_event *e) {
+    char ph = e->ph.s ? e->ph.s[0] : 0;
+    if (e->bad & ~(unsigned)STROBE_RD_BAD_DUP_KEY) return 0;
+    int pn, tn;
+    int64_t pid = id_num(&e->pid, &pn), tid = id_num(&e->tid, &tn);
+    uint32_t tr = track_of(c, pid, tid, tn);
+    if (c->oom) return STROBE_ENOMEM;
+    ctrack *t = &c->tracks[tr];
+    if (ph == 'M') {
+        strobe_rd_value v;
+        const char *nm = e->name.s ? e->name.s : "";
+        if (strcmp(nm, "process_name") == 0 || strcmp(nm, "thread_name") == 0) {
+            char buf[512];
+            size_t len;
+            if (strobe_rd_event_arg(e, "name", &v) == 1 &&
+                strobe_rd_value_str(&v, buf, sizeof buf, &len) == 0) {
+                uint32_t proc =
+                    strcmp(nm, "process_name") == 0 ? track_of(c, pid, INT64_MIN, 1) : tr;
+                if (c->oom) return STROBE_ENOMEM;
+                c->tracks[proc].name = intern(c, buf, len);
+                if (strncmp(buf, "GPU", 3) == 0 && proc != tr) c->tracks[proc].is_device_proc = 1;
+            }
+        } else if (strcmp(nm, "process_sort_index") == 0 || strcmp(nm, "thread_sort_index") == 0) {
+            int64_t x;
+            if (strobe_rd_event_arg(e, "sort_index", &v) == 1 && strobe_rd_value_int(&v, &x) == 0) {
+                uint32_t proc = nm[0] == 'p' ? track_of(c, pid, INT64_MIN, 1) : tr;
+                if (c->oom) return STROBE_ENOMEM;
+                c->tracks[proc].has_sort = 1;
+                c->tracks[proc].sort = x;
+                if (nm[0] == 'p' && x >= 16777216) c->tracks[proc].is_device_proc = 1;
+            }
+        }
+        return 0;
+    }
+    if (ph == 's' || ph == 'f' || ph == 't') {
+        c->flows = grow_array(c->flows, &c->capflows, c->nflows + 1, sizeof *c->flows, &c->oom);
+        if (c->oom) return STROBE_ENOMEM;
+        c->flows[c->nflows].id = flow_key(e);
+        c->flows[c->nflows].ph = ph;
+        c->flows[c->nflows].bp_e = e->bp.s && strcmp(e->bp.s, "e") == 0;
+        c->flows[c->nflows].track = tr;
+        c->flows[c->nflows].ts = e->ts_ns;
+        c->nflows++;
+        return 0;
+    }
+    if (ph == 'E') {
+        if (t->nopen == 0) return 0;
+        item *b = &c->items[t->open[--t->nopen]];
+        b->dur = e->ts_ns > b->ts ? e->ts_ns - b->ts : 0;
+        return 0;
+    }
+    if (ph != 'X' && ph != 'B' && ph != 'i' && ph != 'I' && ph != 'C') return 0;
+    if (ph == 'C') {
+        /* Each member of args is one series: one counter track per (pid, name, member). */
+        const char *p = e->args;
+        if (!p) return 0;
+        strobe_jp jp;
+        strobe_jp_init_mem(&jp, e->args, e->args_len);
+        int tok = strobe_jp_next(&jp);
+        while (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_KEY || tok == STROBE_JP_NUMBER) {
+            tok = strobe_jp_next(&jp);
+            if (tok != STROBE_JP_KEY) break;
+            char key[256];
+            size_t kl = jp.str_len < sizeof key - 1 ? jp.str_len : sizeof key - 1;
+            memcpy(key, jp.str, kl);
+            key[kl] = '\0';
+            tok = strobe_jp_next(&jp);
+            if (tok != STROBE_JP_NUMBER) {
+                if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN)
+                    tok = strobe_jp_skip_container(&jp);
+                continue;
+            }
+            item *it = new_item(c);
+            if (!it) break;
+            char series[600];
+            size_t nl = e->name.s ? e->name.len : 0;
+            if (nl == kl && memcmp(e->name.s, key, kl) == 0)
+                snprintf(series, sizeof series, "%s", key);
+            else
+                snprintf(series, sizeof series, "%.*s %s", (int)(nl > 300 ? 300 : nl),
+                         e->name.s ? e->name.s : "", key);
+            it->ph = 'C';
+            it->track = track_of(c, pid, INT64_MIN, 1); /* counters belong to the process */
+            it->ts = e->ts_ns;
+            it->name = intern(c, series, strlen(series));
+            it->value = strtod(jp.num, NULL);
+        }
+        strobe_jp_free(&jp);
+        return c->oom ? STROBE_ENOMEM : 0;
+    }
+    item *it = new_item(c);
+    if (!it) return STROBE_ENOMEM;
+    it->ph = ph == 'X' || ph == 'B' ? 'X' : 'i';
+    it->track = tr;
+    it->ts = e->ts_ns;
+    it->dur = ph == 'X' && e->has_dur ? e->dur_ns : 0;
+    it->name = intern(c, e->name.s, e->name.len);
+    it->cat = intern(c, e->cat.s, e->cat.len);
+    keep_args(c, it, e);
+    if (ph == 'B') {
+        t = &c->tracks[tr];
+        t->open = grow_array(t->open, &t->capopen, t->nopen + 1, sizeof *t->open, &c->oom);
+        if (!c->oom) t->open[t->nopen++] = c->n - 1;
+    }
+    return c->oom ? STROBE_ENOMEM : 0;
+}
+
+/* A top-level member (trace_id, deviceProperties, baseTimeNanoseconds ...), kept as JSON text
+ * for the session slice. The members every JSON trace has by construction are left out. */
+static int collect_meta(conv *c, const strobe_rd_meta *m) {
+    const char *k = m->key.s ? m->key.s : "";
+    if (strcmp(k, "schemaVersion") == 0 || strcmp(k, "displayTimeUnit") == 0 ||
+        strcmp(k, "traceEvents") == 0)
+        return 0;
+    size_t n = c->nmeta, cap = n;
+    c->meta_keys = grow_array(c->meta_keys, &cap, n + 1, sizeof *c->meta_keys, &c->oom);
+    cap = n;
+    c->meta_vals = grow_array(c->meta_vals, &cap, n + 1, sizeof *c->meta_vals, &c->oom);
+    if (c->oom) return STROBE_ENOMEM;
+    c->meta_keys[n] = strobe__pool_strndup(&c->pool, k, m->key.len);
+    c->meta_vals[n] = strobe__pool_strndup(&c->pool, m->value.raw, m->value.len);
+    if (!c->meta_keys[n] || !c->meta_vals[n]) return STROBE_ENOMEM;
+    c->nmeta++;
+    return 0;
+}
+
+static int cmp_items(const void *a, const void *b) {
+    const item *x = a, *y = b;
+    if (x->track != y->track) return x->track < y->track ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    /* Slices before instants at one time (an instant at a slice's start is inside it), longer
+     * slices first (the parent before its child). */
+    if (x->ph != y->ph) return x->ph == 'X' ? -1 : y->ph == 'X' ? 1 : x->ph < y->ph ? -1 : 1;
+    if (x->dur != y->dur) return x->dur > y->dur ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Binds the flows to slices (items sorted): the innermost slice of the flow's track that
+ * encloses its time; for "f" without bp "e", the first slice that starts at or after it. */
+static void bind_flows(conv *c) {
+    for (size_t f = 0; f < c->nflows; f++) {
+        size_t lo = 0, hi = c->n;
+        /* The first item of the track at or after ts. */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            const item *m = &c->items[mid];
+            if (m->track < c->flows[f].track ||
+                (m->track == c->flows[f].track && m->ts < c->flows[f].ts))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        long best = -1;
+        int next = c->flows[f].ph != 's' && !c->flows[f].bp_e;
+        if (next) {
+            for (size_t k = lo; k < c->n && c->items[k].track == c->flows[f].track; k++)
+                if (c->items[k].ph == 'X') {
+                    best = (long)k;
+                    break;
+                }
+        } else {
+            /* The innermost enclosing slice: the latest start at or before ts that still covers
+             * it (slices at exactly ts come first, the innermost last). */
+            size_t k = lo;
+            while (k < c->n && c->items[k].track == c->flows[f].track &&
+                   c->items[k].ts == c->flows[f].ts)
+                k++;
+            while (k-- > 0 && c->items[k].track == c->flows[f].track) {
+                const item *s = &c->items[k];
+                if (s->ph == 'X' && s->ts <= c->flows[f].ts && s->ts + s->dur >= c->flows[f].ts) {
+                    best = (long)k;
+                    break;
+                }
+            }
+        }
+        if (best < 0) continue;
+        if (c->flows[f].ph == 's')
+            c->items[best].flow_out = c->flows[f].id;
+        else
+            c->items[best].flow_in = c->flows[f].id;
+    }
+}
+
+/* The args object of an item as debug annotations. Strings and integers keep their type; any
+ * other value is passed as JSON text. */
+static int item_args(conv *c, const item *it, strobe__pft_arg **args, size_t *cap, size_t *n,
+                     char **scratch, size_t *scap) {
+    *n = 0;
+    if (it->args_off == SIZE_MAX) return 0;
+    strobe_jp jp;
+    strobe_jp_init_mem(&jp, c->arena + it->args_off, it->args_len);
+    size_t used = 0;
+    /* Two passes: values are copied into scratch first, pointers taken after it stops moving. */
+    size_t *offs = NULL, *lens = NULL, *koffs = NULL;
+    int *types = NULL;
+    size_t m = 0, mcap = 0;
+    int oom = 0;
+    int tok = strobe_jp_next(&jp);
+    if (tok != STROBE_JP_OBJ_BEGIN) goto done;
+    while ((tok = strobe_jp_next(&jp)) == STROBE_JP_KEY) {
+        size_t need = used + jp.str_len + 1;
+        *scratch = grow_array(*scratch, scap, need, 1, &oom);
+        if (oom) break;
+        size_t koff = used;
+        memcpy(*scratch + used, jp.str, jp.str_len);
+        (*scratch)[used + jp.str_len] = '\0';
+        used = need;
+        strobe_jp_capture_begin(&jp, 0);
+        tok = strobe_jp_next(&jp);
+        int type = STROBE__PFT_JSON;
+        const char *text = NULL;
+        size_t tlen = 0;
+        if (tok == STROBE_JP_STRING) {
+            type = STROBE__PFT_STRING;
+            text = jp.str;
+            tlen = jp.str_len;
+            const char *ct;
+            size_t cl;
+            int64_t off;
+            strobe_jp_capture_end(&jp, &ct, &cl, &off);
+        } else {
+            if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN)
+                tok = strobe_jp_skip_container(&jp);
+            if (tok <= STROBE_JP_EOF) break;
+            int64_t off;
+            if (strobe_jp_capture_end(&jp, &text, &tlen, &off)) break;
+            if (tok == STROBE_JP_NUMBER) {
+                int integer = tlen > 0 && tlen < 19;
+                for (size_t i = text[0] == '-'; integer && i < tlen; i++)
+                    integer = text[i] >= '0' && text[i] <= '9';
+                if (integer && !(tlen > 1 && text[text[0] == '-'] == '0')) type = STROBE__PFT_INT;
+            }
+        }
+        need = used + tlen + 1;
+        *scratch = grow_array(*scratch, scap, need, 1, &oom);
+        if (oom) break;
+        memcpy(*scratch + used, text, tlen);
+        (*scratch)[used + tlen] = '\0';
+        offs = grow_array(offs, &mcap, m + 1, sizeof *offs, &oom);
+        if (oom) break;
+        lens = realloc(lens, mcap * sizeof *lens);
+        koffs = realloc(koffs, mcap * sizeof *koffs);
+        types = realloc(types, mcap * sizeof *types);
+        if (!lens || !koffs || !types) {
+            oom = 1;
+            break;
+        }
+        offs[m] = used;
+        lens[m] = tlen;
+        koffs[m] = koff;
+        types[m++] = type;
+        used = need;
+    }
+done:
+    strobe_jp_free(&jp);
+    if (!oom) {
+        *args = grow_array(*args, cap, m ? m : 1, sizeof **args, &oom);
+        for (size_t i = 0; !oom && i < m; i++) {
+            strobe__pft_arg *a = &(*args)[i];
+            memset(a, 0, sizeof *a);
+            a->name = *scratch + koffs[i];
+            a->type = types[i];
+            a->s = *scratch + offs[i];
+            a->slen = lens[i];
+            if (types[i] == STROBE__PFT_INT) a->i = strtoll(a->s, NULL, 10);
+        }
+        if (!oom) *n = m;
+    }
+    free(offs);
+    free(lens);
+    free(koffs);
+    free(types);
+    return oom ? STROBE_ENOMEM : 0;
+}
+
+/* Writes out what the encoder holds. @return 0 or STROBE_EIO. */
+static int drain(strobe__pft *enc, FILE *out) {
+    size_t len;
+    const uint8_t *d = strobe__pft_data(enc, &len);
+    if (len && fwrite(d, 1, len, out) != len) return STROBE_EIO;
+    strobe__pft_reset_data(enc);
+    return 0;
+}
+
+static int write_pf(conv *c, FILE *out, size_t *clipped) {
+    strobe__pft *enc = strobe__pft_new(1);
+    if (!enc) return STROBE_ENOMEM;
+    int rc = 0;
+    /* Tracks: processes first (CPU ones as processes, GPU ones as plain tracks named "GPU N"),
+     * then threads (CPU threads as threads; streams, tid 0 and named tids as plain tracks). */
+    for (size_t i = 0; rc == 0 && i < c->ntracks; i++) {
+        ctrack *t = &c->tracks[i];
+        if (t->tid != INT64_MIN) continue;
+        const char *name = t->name != UINT32_MAX ? str(c, t->name) : NULL;
+        t->uuid = STROBE__PFT_KINETO_PROC_UUID(t->pid);
+        int32_t sort = t->has_sort ? (int32_t)t->sort : STROBE__PFT_NO_SORT;
+        if (t->is_device_proc)
+            rc = strobe__pft_track(enc, t->uuid, 0, name, sort);
+        else
+            rc = strobe__pft_process(enc, t->uuid, (int32_t)t->pid, name, sort);
+    }
+    for (size_t i = 0; rc == 0 && i < c->ntracks; i++) {
+        ctrack *t = &c->tracks[i];
+        if (t->tid == INT64_MIN) continue;
+        uint32_t proc = track_of(c, t->pid, INT64_MIN, 1);
+        if (c->oom) return STROBE_ENOMEM;
+        t = &c->tracks[i];
+        ctrack *p = &c->tracks[proc];
+        if (p->uuid == 0) {
+            p->uuid = STROBE__PFT_KINETO_PROC_UUID(p->pid);
+            rc = strobe__pft_process(enc, p->uuid, (int32_t)p->pid, NULL, STROBE__PFT_NO_SORT);
+            if (rc) break;
+        }
+        const char *name = t->name != UINT32_MAX ? str(c, t->name) : NULL;
+        char fallback[40];
+        if (!name) {
+            snprintf(fallback, sizeof fallback,
+                     p->is_device_proc ? "stream %" PRId64 : "thread %" PRId64, t->tid);
+            name = fallback;
+        }
+        int32_t sort = t->has_sort ? (int32_t)t->sort : STROBE__PFT_NO_SORT;
+        if (p->is_device_proc || t->tid == 0 || !t->tid_is_num || t->tid < 0 ||
+            t->tid > INT32_MAX) {
+            t->uuid = STROBE__PFT_KINETO_UUID(t->pid, t->tid);
+            rc = strobe__pft_track(enc, t->uuid, p->uuid, name, sort);
+        } else {
+            t->uuid = (UINT64_C(0x54) << 56) | i;
+            rc = strobe__pft_thread(enc, t->uuid, (int32_t)t->pid, (int32_t)t->tid, name, sort);
+        }
+    }
+    /* Counter tracks: one per (process, series), under the process. */
+    strobe__pool cpool = {0};
+    strobe__strtab ctab;
+    strobe__strtab_init(&ctab, &cpool);
+
+    strobe__pft *main_enc = enc;
+    if (rc == 0) rc = drain(main_enc, out);
+    if (c->n) qsort(c->items, c->n, sizeof *c->items, cmp_items);
+    bind_flows(c);
+    size_t *stack = malloc((c->n ? c->n : 1) * sizeof *stack);
+    strobe__pft_arg *args = NULL;
+    size_t acap = 0, nargs = 0, scap = 0;
+    char *scratch = NULL;
+    if (!stack) rc = STROBE_ENOMEM;
+    size_t depth = 0;
+    int session_done = 0;
+    for (size_t i = 0; rc == 0 && i <= c->n; i++) {
+        item *it = i < c->n ? &c->items[i] : NULL;
+        int new_track = !it || (i > 0 && c->items[i - 1].track != it->track);
+        /* Close what ends before this item starts, or everything at a track's end. */
+        while (rc == 0 && depth > 0) {
+            item *top = &c->items[stack[depth - 1]];
+            int64_t end = top->ts + top->dur;
+            if (!new_track && it->ph != 'C' && end > it->ts) break;
+            if (!new_track && it->ph == 'C') break;
+            if (!new_track && it->ph == 'i' && end == it->ts) break;
+            rc = strobe__pft_end(enc, c->tracks[top->track].uuid, end);
+            depth--;
+        }
+        if (!it || rc) continue;
+        uint64_t track = c->tracks[it->track].uuid;
+        if (i == 0 || new_track) {
+            /* Each track is its own packet sequence, with the track as its default (as the
+             * Perfetto writer does per thread): smaller events, and time never goes back. */
+            rc = drain(enc, out);
+            if (enc != main_enc) strobe__pft_free(enc);
+            enc = rc ? main_enc : strobe__pft_new(it->track + 2);
+            if (!enc) {
+                enc = main_enc;
+                rc = STROBE_ENOMEM;
+                break;
+            }
+            if (rc) break;
+            strobe__pft_set_default_track(enc, track);
+        }
+        if (it->ph == 'C') {
+            size_t before = ctab.count;
+            char key[64];
+            int kl = snprintf(key, sizeof key, "%u:%u", it->track, it->name);
+            int64_t id = strobe__strtab_intern(&ctab, key, (size_t)kl);
+            if (id < 0) {
+                rc = STROBE_ENOMEM;
+                break;
+            }
+            uint64_t ct = (UINT64_C(0x43) << 56) | (uint64_t)id;
+            if ((size_t)id >= before)
+                rc = strobe__pft_counter_track(enc, ct, track, str(c, it->name));
+            if (rc == 0) rc = strobe__pft_counter(enc, ct, it->ts, it->value);
+            continue;
+        }
+        if (depth > 0 && it->ph == 'X') {
+            item *top = &c->items[stack[depth - 1]];
+            if (it->ts + it->dur > top->ts + top->dur) {
+                it->dur = top->ts + top->dur - it->ts;
+                (*clipped)++;
+            }
+        }
+        rc = item_args(c, it, &args, &acap, &nargs, &scratch, &scap);
+        if (rc) break;
+        const char *cat = str(c, it->cat);
+        if (!session_done && it->ph == 'X' && strcmp(cat, "Trace") == 0 &&
+            strcmp(str(c, it->name), "strobe session") == 0) {
+            /* strobe's session slice carries the trace's metadata, as the writer puts it. */
+            session_done = 1;
+            args = grow_array(args, &acap, nargs + c->nmeta, sizeof *args, &c->oom);
+            if (c->oom) {
+                rc = STROBE_ENOMEM;
+                break;
+            }
+            for (size_t m = 0; m < c->nmeta; m++) {
+                strobe__pft_arg *a = &args[nargs++];
+                memset(a, 0, sizeof *a);
+                a->name = c->meta_keys[m];
+                a->type = STROBE__PFT_JSON;
+                a->s = c->meta_vals[m];
+                a->slen = (size_t)-1;
+            }
+        }
+        if (it->ph == 'X') {
+            rc = strobe__pft_begin(enc, track, it->ts, cat[0] ? cat : NULL, str(c, it->name), args,
+                                   nargs, &it->flow_out, it->flow_out != 0, &it->flow_in,
+                                   it->flow_in != 0);
+            stack[depth++] = i;
+        } else {
+            rc = strobe__pft_instant(enc, track, it->ts, cat[0] ? cat : NULL, str(c, it->name),
+                                     args, nargs);
+        }
+        size_t len;
+        strobe__pft_data(enc, &len);
+        if (rc == 0 && len >= (1 << 18)) rc = drain(enc, out);
+    }
+    if (rc == 0) rc = drain(enc, out);
+    if (enc != main_enc) strobe__pft_free(enc);
+    enc = main_enc;
+    free(stack);
+    free(args);
+    free(scratch);
+    strobe__strtab_release(&ctab);
+    strobe__pool_release(&cpool);
+    strobe__pft_free(enc);
+    return rc;
+}
+
+static int json_to_pf(const char *in, const char *out) {
+    strobe_rd_options opt;
+    strobe_rd_options_init(&opt);
+    opt.prescan_base = 1;
+    strobe_rd *rd = NULL;
+    int rc = strobe_rd_open(&rd, in, &opt);
+    conv c = {0};
+    strobe__strtab_init(&c.strs, &c.pool);
+    strobe_rd_item it;
+    while (rc == 0 && (rc = strobe_rd_next(rd, &it)) > 0) {
+        rc = 0;
+        if (it.kind == STROBE_RD_EVENT) rc = collect_event(&c, it.event);
+        if (it.kind == STROBE_RD_META) rc = collect_meta(&c, it.meta);
+    }
+    int code = CLI_OK;
+    if (rc < 0) {
+        if (rc == STROBE_ENOMEM)
+            fprintf(stderr, "strobe convert: %s: out of memory\n", in);
+        else
+            fprintf(stderr, "strobe convert: %s\n",
+                    strobe_rd_errmsg(rd)[0] ? strobe_rd_errmsg(rd) : strobe_strerror(rc));
+        code = CLI_BAD_INPUT;
+    } else if (c.n == 0 && c.ntracks == 0) {
+        fprintf(stderr, "strobe convert: %s: no events\n", in);
+        code = CLI_BAD_INPUT;
+    }
+    strobe_rd_close(rd);
+    if (code == CLI_OK) {
+        FILE *f = fopen(out, "wb");
+        size_t clipped = 0;
+        if (!f) {
+            fprintf(stderr, "strobe convert: %s: cannot write: %s\n", out, strerror(errno));
+            code = CLI_BAD_INPUT;
+        } else {
+            rc = write_pf(&c, f, &clipped);
+            if (fclose(f) != 0 && rc == 0) rc = STROBE_EIO;
+            if (rc) {
+                fprintf(stderr, "strobe convert: %s: %s\n", out, strobe_strerror(rc));
+                remove(out);
+                code = CLI_BAD_INPUT;
+            } else if (clipped) {
+                fprintf(stderr,
+                        "strobe convert: %s: %zu slice(s) ended after their parent: cut at its "
+                        "end\n",
+                        in, clipped);
+            }
+        }
+    }
+    for (size_t i = 0; i < c.ntracks; i++)
+        free(c.tracks[i].open);
+    free(c.tracks);
+    free(c.items);
+    free(c.arena);
+    free(c.flows);
+    free(c.meta_keys);
+    free(c.meta_vals);
+    strobe__strtab_release(&c.strs);
+    strobe__pool_release(&c.pool);
+    return code;
+}
+
+int cmd_convert(int argc, char **argv) {
+    const char *in = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(cmd_convert_usage, stdout);
+            return CLI_OK;
+        }
+        if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "strobe convert: unknown option %s (strobe convert --help)\n", argv[i]);
+            return CLI_BAD_INPUT;
+        }
+        if (!in)
+            in = argv[i];
+        else if (!out)
+            out = argv[i];
+        else {
+            fprintf(stderr, "strobe convert: one input and one output (strobe convert --help)\n");
+            return CLI_BAD_INPUT;
+        }
+    }
+    if (!in || !out) {
+        fprintf(stderr, "strobe convert: IN and OUT are required (strobe convert --help)\n");
+        return CLI_BAD_INPUT;
+    }
+    if (ends_with(out, ".gz") && is_pf_path(out)) {
+        fprintf(stderr, "strobe convert: %s: write .pftrace uncompressed\n", out);
+        return CLI_BAD_INPUT;
+    }
+    /* Is IN a Perfetto trace? By its name, else by its first bytes. */
+    int in_pf = is_pf_path(in);
+    if (!in_pf && !ends_with(in, ".json") && !ends_with(in, ".json.gz")) {
+        gzFile g = gzopen(in, "rb");
+        if (g) {
+            unsigned char head[64];
+            int n = gzread(g, head, sizeof head);
+            in_pf = n > 0 && strobe_rd_pf_sniff(head, (size_t)n);
+            gzclose(g);
+        }
+    }
+    if (is_pf_path(out)) {
+        if (in_pf) {
+            fprintf(stderr, "strobe convert: %s is already a Perfetto trace\n", in);
+            return CLI_BAD_INPUT;
+        }
+        return json_to_pf(in, out);
+    }
+    if (!in_pf) {
+        fprintf(stderr, "strobe convert: %s and %s are both JSON: nothing to convert\n", in, out);
+        return CLI_BAD_INPUT;
+    }
+    return pf_to_json(in, out);
+}

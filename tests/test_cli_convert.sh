@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# test_cli_convert.sh: `strobe convert` JSON -> Perfetto -> JSON keeps every slice, the other
+# subcommands read the .pftrace, and bad input fails cleanly (exit 2 with a message).
+#
+# Usage: test_cli_convert.sh STROBE ZOO SHARED_DIR WORK_DIR [generated|shared]
+#   generated  the trace zoo's traces (strobe's own JSON), hand-made bad files and usage errors;
+#              needs nothing from SHARED_DIR
+#   shared     the PyTorch traces in SHARED_DIR/traces and the malformed samples in
+#              SHARED_DIR/validators/samples/bad; exits 77 (skipped) when they are absent
+# Slices are compared by `strobe info`'s count of complete events ("X") before and after the
+# round trip, and by `strobe summary`'s call counts per name.
+set -u
+STROBE=$1 ZOO=$2 SHARED=$3 WORK=$4 MODE=${5:-generated}
+LIMIT=120
+fail=0
+mkdir -p "$WORK"
+TMP=$(mktemp -d "$WORK/run.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+x_count() { "$STROBE" info "$1" | sed -n 's/^  X \([0-9]*\)$/\1/p'; }
+calls() { "$STROBE" summary "$1" 2>/dev/null | awk 'NF > 7 {print $1, $NF}' | sort; }
+
+roundtrip() {
+    local src=$1 name
+    name=$(basename "$src")
+    local pf="$TMP/$name.pftrace" back="$TMP/$name.back.json"
+    if ! timeout $LIMIT "$STROBE" convert "$src" "$pf" 2>"$TMP/err"; then
+        echo "FAIL  convert $src -> .pftrace: $(cat "$TMP/err")"; fail=1; return
+    fi
+    if ! timeout $LIMIT "$STROBE" convert "$pf" "$back" 2>"$TMP/err"; then
+        echo "FAIL  convert $pf -> .json: $(cat "$TMP/err")"; fail=1; return
+    fi
+    local a b
+    a=$(x_count "$src") b=$(x_count "$back")
+    if [ -z "$a" ] || [ "$a" != "$b" ]; then
+        echo "FAIL  $name: $a complete events, $b after the round trip"; fail=1; return
+    fi
+    # The top-level metadata of strobe's traces comes back (it rides on the session slice).
+    if grep -q '"strobe session"' "$src" 2>/dev/null || zgrep -q '"strobe session"' "$src" 2>/dev/null; then
+        if [ "$("$STROBE" info "$src" | grep '^base time')" != "$("$STROBE" info "$back" | grep '^base time')" ]; then
+            echo "FAIL  $name: base time lost in the round trip"; fail=1; return
+        fi
+    fi
+    # The other subcommands read the .pftrace directly.
+    for c in info summary kernels stacks; do
+        timeout $LIMIT "$STROBE" $c "$pf" >/dev/null 2>"$TMP/err"
+        local rc=$?
+        if [ $rc -ne 0 ]; then
+            echo "FAIL  strobe $c $pf: exit $rc: $(cat "$TMP/err")"; fail=1; return
+        fi
+    done
+    # strobe's own traces are clean for `strobe check`, also as .pftrace.
+    if [ "$MODE" = generated ] && ! timeout $LIMIT "$STROBE" check "$pf" >"$TMP/err" 2>&1; then
+        echo "FAIL  strobe check $pf: $(cat "$TMP/err")"; fail=1; return
+    fi
+    if [ "$(calls "$src")" != "$(calls "$pf")" ]; then
+        echo "FAIL  $name: summary call counts differ between JSON and .pftrace"; fail=1; return
+    fi
+    echo "ok    $name ($a slices)"
+}
+
+# A bad input: exit 2, a message on stderr, no output file left behind for .pftrace.
+expect_bad() {
+    local what=$1; shift
+    timeout $LIMIT "$STROBE" convert "$@" >/dev/null 2>"$TMP/err"
+    local rc=$?
+    if [ $rc -ne 2 ] || [ ! -s "$TMP/err" ]; then
+        echo "FAIL  $what: exit $rc, stderr: $(cat "$TMP/err")"; fail=1
+    else
+        echo "ok    $what: $(head -1 "$TMP/err")"
+    fi
+}
+
+if [ "$MODE" = generated ]; then
+    mkdir -p "$TMP/zoo"
+    traces=$("$ZOO" "$TMP/zoo") || { echo "trace_zoo failed"; exit 1; }
+    for t in $traces; do
+        case "$t" in *.json|*.json.gz) roundtrip "$t" ;; esac
+    done
+    printf '\x0a\x7f\x40\x01' >"$TMP/past_end.pftrace"
+    printf '\x0a\x03\x40\xff\xff' >"$TMP/trunc.pftrace"
+    printf 'garbage, not a trace' >"$TMP/garbage.pftrace"
+    : >"$TMP/empty.pftrace"
+    printf '{"traceEvents": [' >"$TMP/cut.json"
+    printf 'not json' >"$TMP/bad.json"
+    expect_bad "length past the end" "$TMP/past_end.pftrace" "$TMP/o.json"
+    expect_bad "truncated varint" "$TMP/trunc.pftrace" "$TMP/o.json"
+    expect_bad "garbage .pftrace" "$TMP/garbage.pftrace" "$TMP/o.json"
+    expect_bad "empty .pftrace" "$TMP/empty.pftrace" "$TMP/o.json"
+    expect_bad "JSON cut inside the event array, no events" "$TMP/cut.json" "$TMP/o.pftrace"
+    expect_bad "not JSON" "$TMP/bad.json" "$TMP/o.pftrace"
+    expect_bad "missing input" "$TMP/nonexistent.json" "$TMP/o.pftrace"
+    expect_bad "no output" "$TMP/bad.json"
+    expect_bad "unknown option" --frobnicate a b
+    expect_bad "JSON to JSON" "$TMP/bad.json" "$TMP/o.json"
+    for c in info summary check; do
+        timeout $LIMIT "$STROBE" $c "$TMP/past_end.pftrace" >/dev/null 2>"$TMP/err"
+        rc=$?
+        if [ $rc -ne 2 ] || ! grep -q "Perfetto trace" "$TMP/err"; then
+            echo "FAIL  strobe $c on a bad .pftrace: exit $rc: $(cat "$TMP/err")"; fail=1
+        fi
+    done
+    exit $fail
+fi
+
+if [ ! -d "$SHARED/traces" ]; then
+    echo "SKIP: $SHARED/traces not found (no ../shared beside the project)"
+    exit 77
+fi
+for t in "$SHARED"/traces/*.json "$SHARED"/traces/*.json.gz; do
+    [ -f "$t" ] && roundtrip "$t"
+done
+for t in "$SHARED"/validators/samples/bad/*; do
+    [ -f "$t" ] || continue
+    name=$(basename "$t")
+    timeout $LIMIT "$STROBE" convert "$t" "$TMP/$name.pftrace" >/dev/null 2>"$TMP/err"
+    rc=$?
+    # Some samples are legal traces (converted: 0); the others must fail with a message (2).
+    if [ $rc -eq 0 ] || { [ $rc -eq 2 ] && [ -s "$TMP/err" ]; }; then
+        echo "ok    sample $name: exit $rc $(head -1 "$TMP/err")"
+    else
+        echo "FAIL  sample $name: exit $rc: $(cat "$TMP/err")"; fail=1
+    fi
+done
+exit $fail
