@@ -93,6 +93,34 @@ typedef struct strobe_config {
      * device 0's primary context): expect kernels to run slower. Per range
      * (STROBE_CUDA_METRICS_PER_RANGE) is not supported yet (STROBE_ENOTSUP). NULL: none. */
     const char *cuda_metrics;
+    /* Streaming (see README, "Streaming and the flight recorder"): the file strobe writes while
+     * the session runs (copied). A background thread turns every full chunk into events and
+     * appends them, so memory stays within buffer_bytes whatever the duration; the hot path never
+     * waits for it, and drops and counts records when the disk falls behind. The file is a
+     * complete JSON trace after every append (complete events, written when each range ends), so
+     * a process that dies leaves a trace that opens. Paths ending in .pftrace or .perfetto-trace
+     * get Perfetto's protobuf format instead (slice begins and ends as whole packets, so a cut
+     * file imports up to its last packet); any other path is JSON.
+     * strobe_stop() then returns a result with no CPU events (device activity is still merged
+     * into it at stop, not streamed): its threads, stats (drops, repairs), warnings and metadata,
+     * with the stream's counts under the metadata key "strobe_stream".
+     * NULL: no streaming (default). Operator details (shapes, stacks, flops, perf counters,
+     * modules, backend events) are not streamed; each skipped detail record is counted. */
+    const char *stream_path;
+    /* Flight recorder: keep only the most recent chunks, at most ring_bytes of them (0: half of
+     * buffer_bytes) and, when ring_ms is nonzero, none that closed more than ring_ms ago. The
+     * window is written out by strobe_flight_dump() or flight_signal, and strobe_stop() returns
+     * it as the result. On when ring_bytes or ring_ms is nonzero; not with stream_path
+     * (STROBE_EINVAL). ring_bytes may not exceed buffer_bytes (STROBE_EINVAL). Defaults 0. */
+    size_t ring_bytes;
+    uint32_t ring_ms;
+    /* A signal (e.g. SIGUSR2) that dumps the flight recorder's window to flight_path; the handler
+     * only writes a byte to a pipe the background thread polls. The previous handler is restored
+     * at stop. 0: none (default). Only with the flight recorder (else STROBE_EINVAL). */
+    int flight_signal;
+    /* Where a flight_signal dump goes (copied; replaced by each dump, through a temporary file
+     * and rename). NULL: "strobe_flight_<pid>.json" in the working directory. */
+    const char *flight_path;
 } strobe_config;
 
 /* strobe_config.cuda_flags. */
@@ -105,8 +133,8 @@ typedef struct strobe_config {
 STROBE_API void strobe_config_init(strobe_config *cfg);
 
 /* Starts the session. @return 0, STROBE_EINVAL (bad config), STROBE_EBUSY (a session already runs),
- * STROBE_ENOTSUP (no CPU activity), STROBE_ENOMEM or STROBE_ESYS. The calling thread is
- * enabled in both thread modes. */
+ * STROBE_ENOTSUP (no CPU activity), STROBE_EIO (stream_path cannot be written), STROBE_ENOMEM or
+ * STROBE_ESYS. The calling thread is enabled in both thread modes. */
 STROBE_API int strobe_start(const strobe_config *cfg);
 
 /* Makes a session without recording yet: everything strobe_start() does that costs time (buffer
@@ -123,6 +151,15 @@ STROBE_API int strobe_start_prepared(void);
  * *out owns the result: free it with strobe_result_free(). @return 0, STROBE_EINVAL (out is NULL),
  * STROBE_ENOSESSION, STROBE_EFORK (called in a child after fork()), or STROBE_ENOMEM. */
 STROBE_API int strobe_stop(strobe_result **out);
+
+/* Writes the flight recorder's current window (the chunks it keeps, every thread's records up to
+ * its last full chunk) to `path`, as strobe_result_save() would write a result: the format
+ * follows the suffix. Recording goes on meanwhile; ranges whose begin fell out of the window are
+ * left out (counted in stats.unmatched_ends), ranges still open end at the dump, flagged
+ * unfinished. Thread-safe; not async-signal-safe (use flight_signal from a signal). @return 0,
+ * STROBE_ENOSESSION (no session, or it has no flight recorder), STROBE_EINVAL (path NULL),
+ * STROBE_ENOMEM or STROBE_EIO. */
+STROBE_API int strobe_flight_dump(const char *path);
 
 /* Returns 1 while a session runs in this process (started and not stopped), else 0. */
 STROBE_API int strobe_is_running(void);

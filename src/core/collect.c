@@ -562,7 +562,18 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
                 pend_user = w[2];
                 break;
             case STROBE__REC_TRUNC:
-                trunc_ns = ts;
+                if (in->s->stream != NULL) {
+                    /* A flight recorder's thread records again once a chunk is free: the ranges
+                     * open when its buffer filled end here, and later records go on. */
+                    stats->truncated_ranges += st.depth;
+                    close_open(r, &st, ts, STROBE_EVENT_TRUNCATED);
+                    strobe_event *m = add_event(r, &st, t, thread_index, STROBE_EVENT_INSTANT,
+                                                STROBE_SCOPE_USER_SCOPE,
+                                                "[strobe] buffer full: records dropped", ts);
+                    *marker = (uint32_t)(m - r->events);
+                } else {
+                    trunc_ns = ts;
+                }
                 break;
             case STROBE__REC_SHAPES:
             case STROBE__REC_FLOPS:

@@ -16,6 +16,7 @@
 
 #include "record.h"
 #include "state.h"
+#include "stream.h"
 #include "strobe/instrument.h"
 #include "strobe/op.h"
 
@@ -43,9 +44,12 @@ static int admit(strobe__tstate *t, int counts) {
         }
     }
     if (UNLIKELY(t->full)) {
-        t->dropped += (uint64_t)counts;
-        leave(t);
-        return 0;
+        /* A streaming session recycles chunks: the thread records again once one is free. */
+        if (t->sess->stream == NULL || !strobe__stream_refill(t, 0, 0)) {
+            t->dropped += (uint64_t)counts;
+            leave(t);
+            return 0;
+        }
     }
     return 1;
 }
@@ -83,6 +87,7 @@ static inline int fast_enter(strobe__tstate *t, unsigned mask, size_t need) {
 
 int strobe__chunk_refill(strobe__tstate *t, size_t need, int counts) {
     strobe__session *s = t->sess;
+    if (s->stream != NULL) return strobe__stream_refill(t, need, counts);
     size_t cb = s->chunk_bytes;
     uint64_t off = __atomic_fetch_add(&s->arena_next, (uint64_t)cb, __ATOMIC_RELAXED);
     if (off + cb > s->arena_bytes || need > cb - STROBE__CHUNK_HDR - STROBE__CHUNK_RESERVE) {

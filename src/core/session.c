@@ -27,6 +27,7 @@
 #include "result_internal.h"
 #include "device.h"
 #include "state.h"
+#include "stream.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
 #include "strobe/session.h"
@@ -123,6 +124,7 @@ static void make_trace_id(char out[33]) {
 
 static void session_free(strobe__session *s, int unmap_arena) {
     if (s == NULL) return;
+    strobe__stream_free(s);
     if (unmap_arena) strobe__big_unmap(s->arena, s->arena_bytes);
     strobe_result_free(s->result);
     free(s);
@@ -141,7 +143,7 @@ static int check_config(const strobe_config *cfg) {
                     STROBE__MAX_STACK);
         return STROBE_EINVAL;
     }
-    return 0;
+    return strobe__stream_check_config(cfg);
 }
 
 /* Keeps the config's perf events that this machine can count, with a warning for each one it
@@ -353,6 +355,18 @@ static int begin_session(const strobe_config *cfg, int record) {
         pthread_mutex_unlock(&session_lock);
         return rc;
     }
+    /* The stream's header carries the session's start, which opening the window sets: a
+     * prepared session starts streaming when it opens (open_window). */
+    if (record) {
+        s->start = strobe__clock_anchor_now();
+        rc = strobe__stream_start(s);
+    }
+    if (rc) {
+        (void)stop_backends(s, NULL);
+        session_free(s, 1);
+        pthread_mutex_unlock(&session_lock);
+        return rc;
+    }
 
     if (++last_gen >= STROBE__TOKEN_FILTERED || last_gen == 0) last_gen = 1;
     s->gen = last_gen;
@@ -361,8 +375,17 @@ static int begin_session(const strobe_config *cfg, int record) {
     strobe__current = s;
     s->starter = me;
     pthread_mutex_unlock(&strobe__registry_lock);
-    if (record) open_window(s);
+    if (record) {
+        open_window(s);
+        rc = strobe__stream_run(s);
+    }
     pthread_mutex_unlock(&session_lock);
+    if (rc) {
+        strobe_result *dummy = NULL;
+        (void)strobe_stop(&dummy);
+        strobe_result_free(dummy);
+        return rc;
+    }
     strobe__log(STROBE_LOG_INFO, "session %s %s (clock %s, buffer cap %zu bytes)", r->trace_id,
                 record ? "started" : "prepared", strobe__clock_is_tsc ? "tsc" : "clock_monotonic",
                 s->arena_bytes);
@@ -385,9 +408,24 @@ int strobe_start_prepared(void) {
         rc = STROBE_ENOSESSION;
     else if (s->window_open)
         rc = STROBE_EBUSY;
-    else
+    if (rc == 0) {
+        s->start = strobe__clock_anchor_now();
+        rc = strobe__stream_start(s);
+    }
+    int run_failed = 0;
+    if (rc == 0) {
         open_window(s);
+        rc = strobe__stream_run(s);
+        run_failed = rc != 0;
+    }
     pthread_mutex_unlock(&session_lock);
+    if (run_failed) {
+        /* The window opened but the background thread did not start: nothing would drain the
+         * chunks, so the session ends here. */
+        strobe_result *dummy = NULL;
+        (void)strobe_stop(&dummy);
+        strobe_result_free(dummy);
+    }
     return rc;
 }
 
@@ -460,6 +498,9 @@ int strobe_stop(strobe_result **out) {
     strobe__clock_anchor stop = strobe__clock_anchor_now();
     strobe__clock_conv conv = strobe__clock_calibrate(s->start, stop);
     int64_t stop_ns = strobe__clock_to_ns(&conv, stop.raw);
+    /* Streaming writes the last records and completes its file; the flight recorder hands its
+     * window to collect. Either way the background thread has ended when this returns. */
+    int src = strobe__stream_finish(s, &conv, stop_ns, s->result);
 
     /* The result already holds the trace id, metadata and warnings; the events go in now. */
     strobe_result *r = s->result;
@@ -469,6 +510,13 @@ int strobe_stop(strobe_result **out) {
     r->clock_source = strobe__clock_is_tsc ? "tsc" : "clock_monotonic";
     r->clock_ns_per_tick = conv.ns_per_tick;
     int rc = strobe__collect(s, &conv, stop_ns, r);
+    strobe__stream_add_stats(s, r);
+    if (rc == 0 && src != 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "streaming failed (%s): the stream file is incomplete",
+                 strobe_strerror(src));
+        rc = strobe__result_add_warning(r, msg);
+    }
     /* Device work after the CPU events: linking needs the ranges that launched it. */
     int drc = stop_backends(s, rc == 0 ? r : NULL);
     if (rc == 0) rc = drc;
@@ -503,6 +551,19 @@ int strobe_stop(strobe_result **out) {
     if (post) post(r, post_ctx);
     *out = r;
     return 0;
+}
+
+/* ---- flight recorder ------------------------------------------------------------------- */
+
+/* Under the session lock, so that the session (and its ring) outlive the dump. */
+int strobe_flight_dump(const char *path) {
+    if (path == NULL || path[0] == '\0') return STROBE_EINVAL;
+    pthread_mutex_lock(&session_lock);
+    strobe__session *s = strobe__current;
+    int rc = s == NULL || s->pid != getpid() || !s->window_open ? STROBE_ENOSESSION
+                                                                : strobe__flight_dump(s, path);
+    pthread_mutex_unlock(&session_lock);
+    return rc;
 }
 
 /* ---- metadata -------------------------------------------------------------------------- */

@@ -20,10 +20,17 @@
 #include "strobe/session.h"
 
 /* A chunk of a thread's buffer: header, then records. `used` is set when the chunk is closed; the
- * thread's current chunk is measured by its pos at stop. */
+ * thread's current chunk is measured by its pos at stop. The fields after `used` serve streaming
+ * and the flight recorder (stream.c), which hand full chunks to a background thread and recycle
+ * them: they are written by the owning thread when it closes the chunk, before the chunk is
+ * published. */
 typedef struct strobe__chunk {
     struct strobe__chunk *next;
     uint64_t used;
+    struct strobe__chunk *qnext;  /* link in the stream's queue or the flight recorder's ring */
+    struct strobe__tstate *owner; /* the thread that wrote the chunk */
+    uint64_t last_raw;            /* raw time at which the chunk was closed */
+    uint64_t free_next;           /* atomic: index + 1 of the next chunk in the free pool */
 } strobe__chunk;
 #define STROBE__CHUNK_HDR sizeof(strobe__chunk)
 /* Bytes kept free at the end of every chunk for a TRUNC record. */
@@ -111,6 +118,8 @@ typedef struct strobe__session {
     /* The session's result, made at start: trace id and name, metadata and warnings go into it
      * as they come; stop adds the events and hands it over. */
     struct strobe_result *result;
+    /* Streaming or flight recorder (stream.c); NULL when the session keeps every chunk. */
+    struct strobe__stream *stream;
 } strobe__session;
 
 /* Reasons a record cannot take the hot path's fast path (bits of strobe__tstate.slow). */

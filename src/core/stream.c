@@ -1,0 +1,1348 @@
+/* stream.c: streaming output and the flight recorder (see stream.h).
+ *
+ * Contents: 1. chunk pool and queue (lock-free), 2. refill, 3. the stream's JSON output,
+ * 4. the incremental decoder, 5. the flight recorder's ring and dumps, 6. the background thread,
+ * 7. start, finish, free.
+ *
+ * Why the pieces are shaped as they are:
+ * - The free pool is a stack of chunk indexes with a tag in the head word, so that a pop that
+ *   raced with a pop and a push (ABA) fails its compare-and-swap. Only the background thread (or
+ *   stop) pushes; any recording thread pops. The queue of full chunks is a plain lock-free stack
+ *   that the background thread empties at once and reverses: every thread pushes its own chunks
+ *   in order, so the reversed batch keeps each thread's order.
+ * - The background thread polls every few milliseconds instead of being woken: a wake-up would
+ *   put a system call into the recording thread's refill.
+ * - The JSON stream is rewritten so that the file is a whole trace after every append: each
+ *   append goes where the previous closing brackets were, with new closing brackets after it, in
+ *   one pwrite(). A process killed at any point leaves a file every consumer opens.
+ * - Ranges are written as complete ("X") events when they end. The DevTools engine pairs B/E
+ *   events with one stack for all threads, so separate begins and ends of several threads do not
+ *   load there; holding the open ranges of each thread costs memory bounded by nesting depth.
+ * - Each thread's times are made strictly increasing by 1 ns where the clock did not advance:
+ *   a range written as ending in the very nanosecond its parent ends or its sibling begins looks
+ *   mis-nested to viewers that compute with doubles (the JSON writer's "display ends" rule), and
+ *   the stream cannot revise an event it has written.
+ * - The Perfetto stream (.pftrace, .perfetto-trace) writes slice begins and ends as they come,
+ *   as whole TracePackets appended to the file: a cut file imports up to its last packet, with the
+ *   ranges open at the cut shown unfinished.
+ * - The flight recorder's dump and its result at stop reuse collect.c over the kept chunks, so a
+ *   dump is written by the ordinary writers and has every operator detail. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "details.h"
+#include "record.h"
+#include "result_internal.h"
+#include "stream.h"
+#include "strobe/error.h"
+#include "strobe/instrument.h"
+#include "strobe/result.h"
+#include "util/pftrace_enc.h"
+#include "writers/json_writer.h"
+
+#define POLL_MS 5
+/* Output bytes gathered before an append is written even in the middle of a batch. */
+#define FLUSH_BYTES ((size_t)4 << 20)
+
+enum { MODE_STREAM = 1, MODE_RING = 2 };
+
+/* One range open on a thread: its name is the site's (static) or copied into the thread's name
+ * stack. */
+typedef struct open_rng {
+    int64_t start;
+    const char *site_name; /* NULL: names[name_off .. name_off + name_len) */
+    uint32_t name_off, name_len;
+    uint8_t scope;
+    uint64_t ext, user;
+} open_rng;
+
+/* The decoder's state of one thread. */
+typedef struct thr {
+    const strobe__tstate *key;
+    int64_t tid;
+    uint64_t track; /* its Perfetto track */
+    int64_t prev;   /* last time given out (strictly increasing) */
+    open_rng *open;
+    size_t depth, cap;
+    char *names;
+    size_t names_len, names_cap;
+    uint64_t pend_ext, pend_user;
+} thr;
+
+/* The stream's output: a buffer appended at `off` with the closing text after it. */
+typedef struct jw {
+    int fd;
+    uint64_t off; /* file offset of the closing text */
+    char *buf;
+    size_t len, cap;
+    int err;
+    int64_t base_ns, pid;
+} jw;
+
+typedef struct strobe__stream {
+    strobe__session *s;
+    int mode;
+    char *path, *flight_path;
+    jw out;
+    strobe__pft *pft; /* the Perfetto encoder; NULL: the stream is JSON */
+    uint64_t next_uuid;
+    struct counter_track {
+        char *name;
+        uint64_t uuid;
+    } * counters;
+    size_t counter_count;
+    pthread_t thread;
+    int thread_started;
+    int quit;          /* atomic */
+    int pipe_fd[2];    /* signal and stop wake-ups */
+    void *queue;       /* atomic: the lock-free stack of full chunks */
+    uint64_t free_top; /* atomic: tag << 32 | (index + 1) of the free pool's top; 0 index: empty */
+    /* The decoder (stream mode; owned by the background thread, then by stop). */
+    thr **map;
+    size_t map_cap, map_count;
+    strobe__clock_conv conv;
+    uint64_t events, skipped_details, skipped_counters, unmatched, truncated, unfinished;
+    uint64_t lost_events; /* events not written because the file could not be written */
+    /* The flight recorder's ring (under ring_lock). */
+    pthread_mutex_t ring_lock;
+    strobe__chunk *ring_head, *ring_tail;
+    size_t ring_now, ring_cap;
+    uint64_t ring_recycled, dumps, dump_errors;
+    int sig;
+    struct sigaction old_action;
+} strobe__stream;
+
+/* The write end of the flight recorder's pipe, for the signal handler (one session at a time). */
+static volatile int signal_fd = -1;
+
+/* ---- 1. chunk pool and queue ------------------------------------------------------------- */
+
+static strobe__chunk *chunk_at(const strobe__session *s, uint32_t index) {
+    return (strobe__chunk *)(s->arena + (size_t)index * s->chunk_bytes);
+}
+
+static uint32_t chunk_index(const strobe__session *s, const strobe__chunk *c) {
+    return (uint32_t)(((const char *)c - s->arena) / s->chunk_bytes);
+}
+
+static strobe__chunk *pool_pop(strobe__stream *st) {
+    strobe__session *s = st->s;
+    uint64_t top = __atomic_load_n(&st->free_top, __ATOMIC_ACQUIRE);
+    for (;;) {
+        uint32_t i1 = (uint32_t)top;
+        if (i1 == 0) return NULL;
+        strobe__chunk *c = chunk_at(s, i1 - 1);
+        uint64_t next = __atomic_load_n(&c->free_next, __ATOMIC_RELAXED);
+        uint64_t want = (((top >> 32) + 1) << 32) | (uint32_t)next;
+        if (__atomic_compare_exchange_n(&st->free_top, &top, want, 1, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            return c;
+    }
+}
+
+static void pool_push(strobe__stream *st, strobe__chunk *c) {
+    uint64_t idx1 = (uint64_t)chunk_index(st->s, c) + 1;
+    uint64_t top = __atomic_load_n(&st->free_top, __ATOMIC_RELAXED);
+    for (;;) {
+        __atomic_store_n(&c->free_next, (uint64_t)(uint32_t)top, __ATOMIC_RELAXED);
+        uint64_t want = (((top >> 32) + 1) << 32) | idx1;
+        if (__atomic_compare_exchange_n(&st->free_top, &top, want, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+            return;
+    }
+}
+
+static void queue_push(strobe__stream *st, strobe__chunk *c) {
+    void *top = __atomic_load_n(&st->queue, __ATOMIC_RELAXED);
+    do {
+        c->qnext = top;
+    } while (
+        !__atomic_compare_exchange_n(&st->queue, &top, c, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+/* Takes every queued chunk, oldest first. */
+static strobe__chunk *queue_take(strobe__stream *st) {
+    strobe__chunk *c = __atomic_exchange_n(&st->queue, NULL, __ATOMIC_ACQUIRE), *fifo = NULL;
+    while (c) {
+        strobe__chunk *next = c->qnext;
+        c->qnext = fifo;
+        fifo = c;
+        c = next;
+    }
+    return fifo;
+}
+
+/* ---- 2. refill --------------------------------------------------------------------------- */
+
+int strobe__stream_refill(strobe__tstate *t, size_t need, int counts) {
+    strobe__session *s = t->sess;
+    strobe__stream *st = s->stream;
+    size_t cb = s->chunk_bytes;
+    if (need > cb - STROBE__CHUNK_HDR - STROBE__CHUNK_RESERVE) {
+        t->dropped += (uint64_t)counts;
+        return 0;
+    }
+    strobe__chunk *c = pool_pop(st);
+    if (c == NULL) {
+        /* The bump allocator is only advanced while it has room, so that a thread retrying
+         * from a full buffer does not push it ever further past the end. */
+        uint64_t off = __atomic_load_n(&s->arena_next, __ATOMIC_RELAXED);
+        while (off + cb <= s->arena_bytes) {
+            if (__atomic_compare_exchange_n(&s->arena_next, &off, off + cb, 1, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED)) {
+                c = (strobe__chunk *)(s->arena + off);
+                break;
+            }
+        }
+    }
+    if (c == NULL) {
+        if (!t->full) {
+            /* The reserve at the end of the chunk has room for the TRUNC record. */
+            if (t->cur != NULL) {
+                *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_TRUNC, strobe__now_raw());
+                t->pos += 8;
+            }
+            t->full = 1;
+            t->slow |= STROBE__SLOW_FULL;
+        }
+        t->dropped += (uint64_t)counts;
+        return 0;
+    }
+    c->next = NULL;
+    c->used = 0;
+    c->qnext = NULL;
+    c->owner = t;
+    c->last_raw = 0;
+    if (t->cur != NULL) {
+        t->cur->used = (uint64_t)(t->pos - (char *)(t->cur + 1));
+        t->cur->last_raw = strobe__now_raw();
+        queue_push(st, t->cur);
+    }
+    t->first = t->cur = c;
+    t->pos = (char *)(c + 1);
+    t->end = (char *)c + cb - STROBE__CHUNK_RESERVE;
+    if (t->full) {
+        t->full = 0;
+        t->slow &= (uint8_t)~STROBE__SLOW_FULL;
+    }
+    return 1;
+}
+
+/* ---- 3. the stream's JSON output ---------------------------------------------------------- */
+
+static char *jw_reserve(jw *w, size_t n) {
+    if (w->cap - w->len >= n) return w->buf + w->len;
+    size_t cap = w->cap ? w->cap : 1 << 16;
+    while (cap - w->len < n)
+        cap *= 2;
+    char *b = realloc(w->buf, cap);
+    if (b == NULL) {
+        if (!w->err) w->err = STROBE_ENOMEM;
+        return NULL;
+    }
+    w->buf = b;
+    w->cap = cap;
+    return b + w->len;
+}
+
+static void jw_commit(jw *w, char *end) {
+    w->len = (size_t)(end - w->buf);
+}
+
+static void jw_text(jw *w, const char *text) {
+    size_t n = strlen(text);
+    char *p = jw_reserve(w, n);
+    if (p) jw_commit(w, (char *)memcpy(p, text, n) + n);
+}
+
+/* Appends the buffer at w->off followed by `closing`, in one pwrite(), and moves w->off past the
+ * buffer only: the next append overwrites the closing text. @return 0 or STROBE_EIO. */
+static int jw_flush(jw *w, const char *closing) {
+    size_t body = w->len;
+    jw_text(w, closing);
+    if (w->err) {
+        w->len = 0;
+        return w->err;
+    }
+    size_t done = 0;
+    while (done < w->len) {
+        ssize_t n = pwrite(w->fd, w->buf + done, w->len - done, (off_t)(w->off + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            w->err = STROBE_EIO;
+            break;
+        }
+        done += (size_t)n;
+    }
+    if (!w->err) w->off += body;
+    w->len = 0;
+    return w->err;
+}
+
+static char *put_lit(char *p, const char *s) {
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+static char *put_u64(char *p, uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+static char *put_i64(char *p, int64_t v) {
+    if (v < 0) {
+        *p++ = '-';
+        return put_u64(p, (uint64_t)0 - (uint64_t)v);
+    }
+    return put_u64(p, (uint64_t)v);
+}
+
+static const char CLOSING_RUNNING[] = "\n  ],\n  \"strobe_stream\": {\"complete\": false}\n}\n";
+
+/* The head of the event line: phase, category, name, pid, tid, ts. */
+static char *event_head(jw *w, char *p, const char *ph, const char *cat, const char *name,
+                        size_t nlen, int64_t tid, int64_t ts) {
+    p = put_lit(p, ",\n  {\"ph\": \"");
+    p = put_lit(p, ph);
+    p = put_lit(p, "\", \"cat\": \"");
+    p = put_lit(p, cat);
+    p = put_lit(p, "\", \"name\": ");
+    p = strobe__json_put_string(p, name, nlen);
+    p = put_lit(p, ", \"pid\": ");
+    p = put_i64(p, w->pid);
+    p = put_lit(p, ", \"tid\": ");
+    p = put_i64(p, tid);
+    p = put_lit(p, ", \"ts\": ");
+    return strobe__json_put_ts(p, ts, w->base_ns);
+}
+
+#define EVENT_FIXED 400
+
+static void write_meta(jw *w, int first, const char *name, int64_t tid, const char *arg,
+                       const char *sval, int64_t ival) {
+    size_t slen = sval ? strlen(sval) : 0;
+    char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(slen));
+    if (p == NULL) return;
+    p = put_lit(p, first ? "  {\"name\": \"" : ",\n  {\"name\": \"");
+    p = put_lit(p, name);
+    p = put_lit(p, "\", \"ph\": \"M\", \"ts\": 0.000, \"pid\": ");
+    p = put_i64(p, w->pid);
+    p = put_lit(p, ", \"tid\": ");
+    p = put_i64(p, tid);
+    p = put_lit(p, ", \"args\": {\"");
+    p = put_lit(p, arg);
+    p = put_lit(p, "\": ");
+    p = sval ? strobe__json_put_string(p, sval, slen) : put_i64(p, ival);
+    jw_commit(w, put_lit(p, "}}"));
+}
+
+/* ---- 4. the incremental decoder ----------------------------------------------------------- */
+
+static thr *thr_find(strobe__stream *st, const strobe__tstate *t) {
+    if ((st->map_count + 1) * 2 > st->map_cap) {
+        size_t cap = st->map_cap ? st->map_cap * 2 : 64;
+        thr **m = calloc(cap, sizeof *m);
+        if (m == NULL) return NULL;
+        for (size_t i = 0; i < st->map_cap; i++) {
+            if (st->map[i] == NULL) continue;
+            size_t j = ((uintptr_t)st->map[i]->key >> 6) & (cap - 1);
+            while (m[j])
+                j = (j + 1) & (cap - 1);
+            m[j] = st->map[i];
+        }
+        free(st->map);
+        st->map = m;
+        st->map_cap = cap;
+    }
+    size_t j = ((uintptr_t)t >> 6) & (st->map_cap - 1);
+    while (st->map[j] && st->map[j]->key != t)
+        j = (j + 1) & (st->map_cap - 1);
+    if (st->map[j]) return st->map[j];
+    thr *h = calloc(1, sizeof *h);
+    if (h == NULL) return NULL;
+    h->key = t;
+    h->prev = INT64_MIN;
+    /* The name may change under the registry lock (strobe_set_thread_name). */
+    char name[64];
+    pthread_mutex_lock(&strobe__registry_lock);
+    h->tid = t->tid;
+    memcpy(name, t->name, sizeof name);
+    pthread_mutex_unlock(&strobe__registry_lock);
+    name[sizeof name - 1] = '\0';
+    char fallback[40];
+    if (name[0] == '\0') {
+        snprintf(fallback, sizeof fallback, "thread %lld", (long long)h->tid);
+        snprintf(name, sizeof name, "%s", fallback);
+    }
+    if (st->pft) {
+        h->track = st->next_uuid++;
+        if (strobe__pft_thread(st->pft, h->track, (int32_t)st->out.pid, (int32_t)h->tid, name,
+                               (int32_t)h->tid)) {
+            free(h);
+            return NULL;
+        }
+    } else {
+        write_meta(&st->out, 0, "thread_name", h->tid, "name", name, 0);
+        write_meta(&st->out, 0, "thread_sort_index", h->tid, "sort_index", NULL, h->tid);
+    }
+    st->map[j] = h;
+    st->map_count++;
+    return h;
+}
+
+static int64_t thr_time(thr *h, const strobe__clock_conv *conv, uint64_t raw) {
+    int64_t ts = strobe__clock_to_ns(conv, raw);
+    if (h->prev != INT64_MIN && ts <= h->prev) ts = h->prev + 1;
+    h->prev = ts;
+    return ts;
+}
+
+/* Correlation ids as Perfetto debug annotations. @return how many. */
+static size_t pft_corr_args(strobe__pft_arg *a, uint64_t ext, uint64_t user) {
+    size_t n = 0;
+    memset(a, 0, 2 * sizeof *a);
+    if (ext) {
+        a[n].name = "External id";
+        a[n].type = STROBE__PFT_UINT;
+        a[n++].u = ext;
+    }
+    if (user) {
+        a[n].name = "User External id";
+        a[n].type = STROBE__PFT_UINT;
+        a[n++].u = user;
+    }
+    return n;
+}
+
+static const char *range_category(int scope) {
+    return scope == STROBE_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op";
+}
+
+static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t end,
+                        const char *flag) {
+    if (st->pft) {
+        /* The begin went out when the range began. */
+        if (strobe__pft_end(st->pft, h->track, end))
+            st->lost_events++;
+        else
+            st->events++;
+        return;
+    }
+    jw *w = &st->out;
+    const char *name = o->site_name ? o->site_name : h->names + o->name_off;
+    size_t nlen = o->site_name ? strnlen(o->site_name, STROBE__MAX_NAME) : o->name_len;
+    char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen));
+    if (p == NULL) {
+        st->lost_events++;
+        return;
+    }
+    p = event_head(w, p, "X", range_category(o->scope), name, nlen, h->tid, o->start);
+    p = put_lit(p, ", \"dur\": ");
+    p = strobe__json_put_ts(p, end, o->start);
+    p = put_lit(p, ", \"args\": {");
+    const char *sep = "";
+    if (o->ext) {
+        p = put_lit(p, "\"External id\": ");
+        p = put_u64(p, o->ext);
+        sep = ", ";
+    }
+    if (o->user) {
+        p = put_lit(p, sep);
+        p = put_lit(p, "\"User External id\": ");
+        p = put_u64(p, o->user);
+        sep = ", ";
+    }
+    if (flag) {
+        p = put_lit(p, sep);
+        p = put_lit(p, flag);
+    }
+    jw_commit(w, put_lit(p, "}}"));
+    st->events++;
+}
+
+static void write_instant(strobe__stream *st, thr *h, const char *name, size_t nlen, int64_t ts,
+                          uint64_t ext, uint64_t user, const char *args) {
+    if (st->pft) {
+        char copy[STROBE__MAX_NAME + 1];
+        if (nlen > STROBE__MAX_NAME) nlen = STROBE__MAX_NAME;
+        memcpy(copy, name, nlen);
+        copy[nlen] = '\0';
+        strobe__pft_arg a[3];
+        size_t n = pft_corr_args(a, ext, user);
+        if (args) {
+            memset(&a[n], 0, sizeof a[n]);
+            a[n].name = "args";
+            a[n].type = STROBE__PFT_JSON;
+            a[n].s = args;
+            a[n++].slen = (size_t)-1;
+        }
+        if (strobe__pft_instant(st->pft, h->track, ts, "cpu_instant_event", copy, a, n))
+            st->lost_events++;
+        else
+            st->events++;
+        return;
+    }
+    jw *w = &st->out;
+    size_t alen = args ? strlen(args) : 0;
+    char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) + alen);
+    if (p == NULL) {
+        st->lost_events++;
+        return;
+    }
+    p = event_head(w, p, "i\", \"s\": \"t", "cpu_instant_event", name, nlen, h->tid, ts);
+    p = put_lit(p, ", \"args\": {");
+    const char *sep = "";
+    if (ext) {
+        p = put_lit(p, "\"External id\": ");
+        p = put_u64(p, ext);
+        sep = ", ";
+    }
+    if (user) {
+        p = put_lit(p, sep);
+        p = put_lit(p, "\"User External id\": ");
+        p = put_u64(p, user);
+        sep = ", ";
+    }
+    if (args) {
+        p = put_lit(p, sep);
+        memcpy(p, args, alen);
+        p += alen;
+    }
+    jw_commit(w, put_lit(p, "}}"));
+    st->events++;
+}
+
+/* The Perfetto counter track of a name (declared on first use); 0 when out of memory. */
+static uint64_t counter_track(strobe__stream *st, const char *name, size_t nlen) {
+    for (size_t i = 0; i < st->counter_count; i++)
+        if (strlen(st->counters[i].name) == nlen && memcmp(st->counters[i].name, name, nlen) == 0)
+            return st->counters[i].uuid;
+    struct counter_track *c = realloc(st->counters, (st->counter_count + 1) * sizeof *c);
+    if (c == NULL) return 0;
+    st->counters = c;
+    char *copy = strndup(name, nlen);
+    if (copy == NULL) return 0;
+    uint64_t uuid = st->next_uuid++;
+    if (strobe__pft_counter_track(st->pft, uuid, 1, copy)) {
+        free(copy);
+        return 0;
+    }
+    c[st->counter_count].name = copy;
+    c[st->counter_count++].uuid = uuid;
+    return uuid;
+}
+
+static void write_counter(strobe__stream *st, thr *h, const char *name, size_t nlen, int64_t ts,
+                          double v) {
+    if (st->pft) {
+        uint64_t track = counter_track(st, name, nlen);
+        if (track == 0 || strobe__pft_counter(st->pft, track, ts, v))
+            st->lost_events++;
+        else
+            st->events++;
+        return;
+    }
+    jw *w = &st->out;
+    char *p = jw_reserve(w, EVENT_FIXED + 2 * STROBE__JSON_STRING_MAX(nlen));
+    if (p == NULL) {
+        st->lost_events++;
+        return;
+    }
+    char *q = event_head(w, p, "C", "cpu_counter", name, nlen, h->tid, ts);
+    q = put_lit(q, ", \"args\": {");
+    q = strobe__json_put_string(q, name, nlen);
+    q = put_lit(q, ": ");
+    char *e = strobe__json_put_double(q, v);
+    if (e == NULL) {
+        /* JSON has no NaN or infinity: the sample is left out and counted. */
+        st->skipped_counters++;
+        return;
+    }
+    jw_commit(w, put_lit(e, "}}"));
+    st->events++;
+}
+
+/* Ends every open range of a thread at `at`: the innermost first, each 1 ns after the one inside
+ * it, so that no two share an end. */
+static void close_all(strobe__stream *st, thr *h, int64_t at, const char *flag) {
+    if (h->prev != INT64_MIN && at <= h->prev) at = h->prev + 1;
+    while (h->depth) {
+        const open_rng *o = &h->open[--h->depth];
+        int64_t end = at < o->start ? o->start : at;
+        write_range(st, h, o, end, flag);
+        at = end + 1;
+    }
+    h->prev = at - 1;
+    h->names_len = 0;
+}
+
+static int push_range(thr *h, int64_t ts, const char *site_name, const char *bytes, uint32_t len,
+                      int scope) {
+    if (h->depth == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 32;
+        open_rng *o = realloc(h->open, cap * sizeof *o);
+        if (o == NULL) return STROBE_ENOMEM;
+        h->open = o;
+        h->cap = cap;
+    }
+    open_rng *o = &h->open[h->depth];
+    o->start = ts;
+    o->site_name = site_name;
+    o->scope = (uint8_t)scope;
+    o->ext = h->pend_ext;
+    o->user = h->pend_user;
+    h->pend_ext = h->pend_user = 0;
+    o->name_off = (uint32_t)h->names_len;
+    o->name_len = len;
+    if (site_name == NULL) {
+        /* Copied with a terminating NUL (the Perfetto encoder takes C strings): the chunk the
+         * name came from is recycled before the range ends. */
+        if (h->names_len + len + 1 > h->names_cap) {
+            size_t cap = h->names_cap ? h->names_cap : 4096;
+            while (cap < h->names_len + len + 1)
+                cap *= 2;
+            char *n = realloc(h->names, cap);
+            if (n == NULL) return STROBE_ENOMEM;
+            h->names = n;
+            h->names_cap = cap;
+        }
+        memcpy(h->names + h->names_len, bytes, len);
+        h->names[h->names_len + len] = '\0';
+        h->names_len += len + 1;
+    }
+    h->depth++;
+    return 0;
+}
+
+/* Perfetto: the begin goes out at once. */
+static void begin_out(strobe__stream *st, thr *h) {
+    if (st->pft == NULL) return;
+    const open_rng *o = &h->open[h->depth - 1];
+    strobe__pft_arg a[2];
+    size_t n = pft_corr_args(a, o->ext, o->user);
+    if (strobe__pft_begin(st->pft, h->track, o->start, range_category(o->scope),
+                          o->site_name ? o->site_name : h->names + o->name_off, a, n, NULL, 0, NULL,
+                          0))
+        st->lost_events++;
+}
+
+static void pop_range(strobe__stream *st, thr *h, int64_t ts) {
+    if (h->depth == 0) {
+        st->unmatched++;
+        return;
+    }
+    const open_rng *o = &h->open[--h->depth];
+    write_range(st, h, o, ts, NULL);
+    if (o->site_name == NULL) h->names_len = o->name_off;
+}
+
+static void on_memory(strobe__stream *st, thr *h, const uint64_t *w, int64_t ts) {
+    int32_t dev = (int32_t)(uint32_t)w[5];
+    int type = (int)((uint32_t)dev >> 16);
+    int index = (int)(int16_t)(dev & 0xffff);
+    char args[256];
+    snprintf(args, sizeof args,
+             "\"Device Type\": %d, \"Device Id\": %d, \"Addr\": %llu, \"Bytes\": %lld, "
+             "\"Total Allocated\": %lld, \"Total Reserved\": %lld",
+             strobe__c10_device_type(type), index, (unsigned long long)w[1], (long long)w[2],
+             (long long)w[3], (long long)w[4]);
+    write_instant(st, h, "[memory]", 8, ts, 0, 0, args);
+    for (int k = 0; k < 2; k++) {
+        char name[64];
+        if (type == STROBE_DEVICE_CPU) {
+            snprintf(name, sizeof name, "%s bytes (cpu)", k ? "reserved" : "allocated");
+        } else {
+            snprintf(name, sizeof name, "%s bytes (%s:%d)", k ? "reserved" : "allocated",
+                     strobe__device_name(type), index);
+        }
+        write_counter(st, h, name, strlen(name), ts, (double)(int64_t)w[3 + k]);
+    }
+}
+
+/* The size of the record at p, or 0 when it cannot be read (the rest of the chunk is skipped). */
+static size_t record_size(const char *p, size_t avail) {
+    uint64_t w[2] = {0, 0};
+    memcpy(w, p, avail >= 16 ? 16 : 8);
+    size_t size;
+    switch (STROBE__REC_KIND(w[0])) {
+    case STROBE__REC_END:
+    case STROBE__REC_TRUNC:
+        size = 8;
+        break;
+    case STROBE__REC_CORR:
+    case STROBE__REC_COUNTER_SITE:
+        size = 24;
+        break;
+    case STROBE__REC_BEGIN_SITE:
+    case STROBE__REC_INSTANT_SITE:
+    case STROBE__REC_FLOPS:
+        size = 16;
+        break;
+    case STROBE__REC_BEGIN_NAME:
+    case STROBE__REC_INSTANT_NAME:
+    case STROBE__REC_COUNTER_NAME:
+        if (avail < 16 || (uint32_t)w[1] > STROBE__MAX_NAME) return 0;
+        size = (STROBE__REC_KIND(w[0]) == STROBE__REC_COUNTER_NAME ? 24u : 16u) +
+               STROBE__NAME_PAD((uint32_t)w[1]);
+        break;
+    case STROBE__REC_SHAPES:
+        if (avail < 16 || w[1] % 8 || w[1] > avail) return 0;
+        size = 16 + (size_t)w[1];
+        break;
+    case STROBE__REC_STACK:
+    case STROBE__REC_PERF:
+        size = 8 + 8 * (size_t)(STROBE__REC_TS(w[0]) & 0xff);
+        break;
+    case STROBE__REC_MEM:
+        size = 48;
+        break;
+    case STROBE__REC_EXT:
+        if (avail < 16) return 0;
+        size = 16 + (size_t)((w[1] >> 8) & 0xffffff);
+        break;
+    default:
+        return 0;
+    }
+    return size <= avail ? size : 0;
+}
+
+/* Turns one chunk's records into events. @return 0 or STROBE_ENOMEM. */
+static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
+    const char *end = p + used;
+    const strobe__clock_conv *conv = &st->conv;
+    while (p < end) {
+        size_t size = record_size(p, (size_t)(end - p));
+        if (size == 0) break;
+        const uint64_t *w = (const uint64_t *)p;
+        unsigned kind = STROBE__REC_KIND(w[0]);
+        int rc = 0;
+        switch (kind) {
+        case STROBE__REC_END:
+            pop_range(st, h, thr_time(h, conv, STROBE__REC_TS(w[0])));
+            break;
+        case STROBE__REC_BEGIN_SITE: {
+            const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
+            rc = push_range(h, thr_time(h, conv, STROBE__REC_TS(w[0])),
+                            site->name ? site->name : "(null)", NULL, 0, site->scope);
+            if (rc == 0) begin_out(st, h);
+            break;
+        }
+        case STROBE__REC_BEGIN_NAME:
+            rc = push_range(h, thr_time(h, conv, STROBE__REC_TS(w[0])), NULL, p + 16,
+                            (uint32_t)w[1], (int)(w[1] >> 32));
+            if (rc == 0) begin_out(st, h);
+            break;
+        case STROBE__REC_INSTANT_SITE:
+        case STROBE__REC_INSTANT_NAME: {
+            const char *name;
+            size_t nlen;
+            if (kind == STROBE__REC_INSTANT_SITE) {
+                const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
+                name = site->name ? site->name : "(null)";
+                nlen = strnlen(name, STROBE__MAX_NAME);
+            } else {
+                name = p + 16;
+                nlen = (uint32_t)w[1];
+            }
+            write_instant(st, h, name, nlen, thr_time(h, conv, STROBE__REC_TS(w[0])), h->pend_ext,
+                          h->pend_user, NULL);
+            h->pend_ext = h->pend_user = 0;
+            break;
+        }
+        case STROBE__REC_COUNTER_SITE:
+        case STROBE__REC_COUNTER_NAME: {
+            const char *name;
+            size_t nlen;
+            if (kind == STROBE__REC_COUNTER_SITE) {
+                const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
+                name = site->name ? site->name : "(null)";
+                nlen = strnlen(name, STROBE__MAX_NAME);
+            } else {
+                name = p + 24;
+                nlen = (uint32_t)w[1];
+            }
+            double v;
+            memcpy(&v, &w[2], sizeof v);
+            write_counter(st, h, name, nlen, thr_time(h, conv, STROBE__REC_TS(w[0])), v);
+            break;
+        }
+        case STROBE__REC_CORR:
+            h->pend_ext = w[1];
+            h->pend_user = w[2];
+            break;
+        case STROBE__REC_TRUNC: {
+            /* The thread's records were dropped from here until it found a free chunk: ranges
+             * open now are ended here, and ends that arrive for them later are counted as
+             * unmatched. */
+            int64_t ts = thr_time(h, conv, STROBE__REC_TS(w[0]));
+            st->truncated += h->depth;
+            close_all(st, h, ts, "\"strobe_truncated\": 1");
+            static const char marker[] = "[strobe] buffer full: records dropped";
+            write_instant(st, h, marker, sizeof marker - 1, h->prev + 1, 0, 0, NULL);
+            h->prev++;
+            break;
+        }
+        case STROBE__REC_MEM:
+            on_memory(st, h, w, thr_time(h, conv, STROBE__REC_TS(w[0])));
+            break;
+        default: /* operator details are not streamed */
+            st->skipped_details++;
+            break;
+        }
+        if (rc) return rc;
+        p += size;
+    }
+    return 0;
+}
+
+/* Bytes encoded and not yet written. */
+static size_t out_pending(const strobe__stream *st) {
+    size_t n = st->out.len;
+    if (st->pft) (void)strobe__pft_data(st->pft, &n);
+    return n;
+}
+
+/* Appends what is encoded: JSON with the closing brackets after it, Perfetto packets as they are.
+ * @return 0 or the output's error. */
+static int out_flush(strobe__stream *st, const char *closing) {
+    if (st->pft == NULL) return jw_flush(&st->out, closing);
+    size_t n = 0;
+    const uint8_t *d = strobe__pft_data(st->pft, &n);
+    char *p = n ? jw_reserve(&st->out, n) : NULL;
+    if (p) jw_commit(&st->out, (char *)memcpy(p, d, n) + n);
+    strobe__pft_reset_data(st->pft);
+    return jw_flush(&st->out, "");
+}
+
+/* Decodes a batch of chunks (oldest first), recycling each into the free pool, and appends the
+ * events to the file. @return 0 or the first error. */
+static int stream_batch(strobe__stream *st, strobe__chunk *c) {
+    int rc = 0;
+    if (c == NULL) return 0;
+    st->conv = strobe__clock_calibrate(st->s->start, strobe__clock_anchor_now());
+    while (c) {
+        strobe__chunk *next = c->qnext;
+        thr *h = thr_find(st, c->owner);
+        int drc = h ? decode(st, h, (const char *)(c + 1), (size_t)c->used) : STROBE_ENOMEM;
+        if (rc == 0) rc = drc;
+        pool_push(st, c);
+        if (out_pending(st) >= FLUSH_BYTES) out_flush(st, CLOSING_RUNNING);
+        c = next;
+    }
+    if (out_pending(st)) out_flush(st, CLOSING_RUNNING);
+    return rc ? rc : st->out.err;
+}
+
+/* ---- 5. the flight recorder's ring and dumps ---------------------------------------------- */
+
+/* Adds a batch to the ring and recycles the oldest chunks beyond the window. Under ring_lock. */
+static void ring_add(strobe__stream *st, strobe__chunk *c) {
+    while (c) {
+        strobe__chunk *next = c->qnext;
+        c->qnext = NULL;
+        if (st->ring_tail)
+            st->ring_tail->qnext = c;
+        else
+            st->ring_head = c;
+        st->ring_tail = c;
+        st->ring_now += st->s->chunk_bytes;
+        c = next;
+    }
+    uint64_t max_age = 0;
+    if (st->s->cfg.ring_ms) {
+        strobe__clock_conv conv = strobe__clock_calibrate(st->s->start, strobe__clock_anchor_now());
+        max_age = (uint64_t)((double)st->s->cfg.ring_ms * 1e6 / conv.ns_per_tick);
+    }
+    uint64_t now = strobe__now_raw();
+    while (st->ring_head &&
+           (st->ring_now > st->ring_cap || (max_age && now - st->ring_head->last_raw > max_age &&
+                                            now > st->ring_head->last_raw))) {
+        strobe__chunk *old = st->ring_head;
+        st->ring_head = old->qnext;
+        if (st->ring_head == NULL) st->ring_tail = NULL;
+        st->ring_now -= st->s->chunk_bytes;
+        st->ring_recycled++;
+        pool_push(st, old);
+    }
+}
+
+/* Links the ring's chunks of thread `owner` through their `next` fields, oldest first, and
+ * returns the first; *tail gets the last (NULL when the ring holds none). Under ring_lock. */
+static strobe__chunk *ring_chain(strobe__stream *st, const strobe__tstate *owner,
+                                 strobe__chunk **tail) {
+    strobe__chunk *first = NULL, *last = NULL;
+    for (strobe__chunk *c = st->ring_head; c; c = c->qnext) {
+        if (c->owner != owner) continue;
+        c->next = NULL;
+        if (last)
+            last->next = c;
+        else
+            first = c;
+        last = c;
+    }
+    *tail = last;
+    return first;
+}
+
+int strobe__flight_dump(strobe__session *s, const char *path) {
+    strobe__stream *st = s->stream;
+    if (st == NULL || st->mode != MODE_RING) return STROBE_ENOSESSION;
+    strobe_result *r = strobe__result_alloc();
+    if (r == NULL) return STROBE_ENOMEM;
+    /* A session of stand-in threads whose chunk lists are the ring's: collect.c reads only the
+     * fields set here. The live threads keep writing their current chunks meanwhile. */
+    strobe__session fake;
+    memset(&fake, 0, sizeof fake);
+    fake.cfg = s->cfg;
+    fake.perf = s->perf;
+    fake.arena_bytes = s->arena_bytes;
+    fake.chunk_bytes = s->chunk_bytes;
+    fake.stream = st;
+    int rc = 0;
+    pthread_mutex_lock(&st->ring_lock);
+    /* The chunks closed since the background thread last looked belong to the window. */
+    ring_add(st, queue_take(st));
+    size_t n = 0;
+    pthread_mutex_lock(&strobe__registry_lock);
+    for (strobe__tstate *t = s->threads; t; t = t->sess_next)
+        n++;
+    strobe__tstate *fakes = calloc(n ? n : 1, sizeof *fakes);
+    strobe__tstate **order = calloc(n ? n : 1, sizeof *order);
+    if (fakes == NULL || order == NULL) {
+        rc = STROBE_ENOMEM;
+    } else {
+        size_t i = 0;
+        for (strobe__tstate *t = s->threads; t; t = t->sess_next)
+            order[i++] = t;
+        /* Stand-ins in the session list's order (newest first), as collect expects. */
+        for (i = 0; i < n; i++) {
+            strobe__tstate *f = &fakes[i];
+            f->tid = order[i]->tid;
+            memcpy(f->name, order[i]->name, sizeof f->name);
+            f->sess_next = i + 1 < n ? &fakes[i + 1] : NULL;
+        }
+        fake.threads = n ? &fakes[0] : NULL;
+    }
+    pthread_mutex_unlock(&strobe__registry_lock);
+    if (rc == 0) {
+        for (size_t i = 0; i < n; i++) {
+            strobe__chunk *tail;
+            fakes[i].first = ring_chain(st, order[i], &tail);
+        }
+        strobe__clock_anchor now = strobe__clock_anchor_now();
+        strobe__clock_conv conv = strobe__clock_calibrate(s->start, now);
+        int64_t now_ns = strobe__clock_to_ns(&conv, now.raw);
+        r->trace_start_ns = s->start.real_ns;
+        r->trace_end_ns = now_ns;
+        r->clock_source = strobe__clock_is_tsc ? "tsc" : "clock_monotonic";
+        r->clock_ns_per_tick = conv.ns_per_tick;
+        r->trace_id = strobe__pool_strdup(&r->pool, s->result ? s->result->trace_id : "");
+        if (r->trace_id == NULL) rc = STROBE_ENOMEM;
+        if (rc == 0) rc = strobe__collect(&fake, &conv, now_ns, r);
+    }
+    pthread_mutex_unlock(&st->ring_lock);
+    free(fakes);
+    free(order);
+    if (rc == 0) {
+        rc = strobe_result_save(r, path);
+        if (rc != 0 && rc != STROBE_ENOMEM) rc = STROBE_EIO;
+    }
+    strobe_result_free(r);
+    return rc;
+}
+
+/* ---- 6. the background thread ------------------------------------------------------------- */
+
+static void on_signal(int sig) {
+    (void)sig;
+    int saved = errno;
+    char b = 'd';
+    int fd = signal_fd;
+    if (fd >= 0) (void)!write(fd, &b, 1);
+    errno = saved;
+}
+
+/* A signal's dump: to a temporary file, then renamed over flight_path, so that the file is
+ * always a whole trace. */
+static void signal_dump(strobe__stream *st) {
+    size_t n = strlen(st->flight_path);
+    char *tmp = malloc(n + 32);
+    if (tmp == NULL) {
+        st->dump_errors++;
+        return;
+    }
+    /* The writers choose the format by suffix: the temporary name keeps it. */
+    const char *dot = strrchr(st->flight_path, '.');
+    const char *slash = strrchr(st->flight_path, '/');
+    if (dot == NULL || (slash && dot < slash)) dot = st->flight_path + n;
+    snprintf(tmp, n + 32, "%.*s.tmp%d%s", (int)(dot - st->flight_path), st->flight_path,
+             (int)getpid(), dot);
+    int rc = strobe__flight_dump(st->s, tmp);
+    if (rc == 0 && rename(tmp, st->flight_path) != 0) rc = STROBE_EIO;
+    if (rc) {
+        unlink(tmp);
+        st->dump_errors++;
+        strobe__log(STROBE_LOG_WARN, "flight recorder: dump to %s failed (%s)", st->flight_path,
+                    strobe_strerror(rc));
+    } else {
+        st->dumps++;
+    }
+    free(tmp);
+}
+
+static void *stream_main(void *arg) {
+    strobe__stream *st = arg;
+    /* This thread records nothing, and its signals belong to the program's threads. */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    int errors_logged = 0;
+    for (;;) {
+        struct pollfd pfd = {st->pipe_fd[0], POLLIN, 0};
+        int dump = 0;
+        if (poll(&pfd, 1, POLL_MS) > 0 && (pfd.revents & POLLIN)) {
+            char b[64];
+            ssize_t got = read(st->pipe_fd[0], b, sizeof b);
+            for (ssize_t i = 0; i < got; i++)
+                dump |= b[i] == 'd';
+        }
+        int quit = __atomic_load_n(&st->quit, __ATOMIC_ACQUIRE);
+        if (quit) break; /* stop takes the last chunks itself */
+        if (st->mode == MODE_STREAM) {
+            int rc = stream_batch(st, queue_take(st));
+            if (rc && !errors_logged++)
+                strobe__log(STROBE_LOG_ERROR, "stream %s: %s", st->path, strobe_strerror(rc));
+        } else {
+            /* Taken under the lock, so that a dump taking the queue meanwhile cannot put newer
+             * chunks in the ring before older ones. */
+            pthread_mutex_lock(&st->ring_lock);
+            ring_add(st, queue_take(st));
+            pthread_mutex_unlock(&st->ring_lock);
+            if (dump) signal_dump(st);
+        }
+    }
+    return NULL;
+}
+
+/* ---- 7. start, finish, free --------------------------------------------------------------- */
+
+static int has_suffix(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+int strobe__stream_check_config(const strobe_config *cfg) {
+    int ring = cfg->ring_bytes != 0 || cfg->ring_ms != 0;
+    if (cfg->stream_path != NULL) {
+        if (cfg->stream_path[0] == '\0' || ring) return STROBE_EINVAL;
+    }
+    if (ring && cfg->ring_bytes > cfg->buffer_bytes) return STROBE_EINVAL;
+    if (ring && cfg->ring_bytes != 0 && cfg->ring_bytes < cfg->chunk_bytes) return STROBE_EINVAL;
+    if (cfg->flight_signal != 0) {
+        if (!ring || cfg->flight_signal < 1 || cfg->flight_signal >= NSIG ||
+            cfg->flight_signal == SIGKILL || cfg->flight_signal == SIGSTOP)
+            return STROBE_EINVAL;
+    }
+    return 0;
+}
+
+static void stream_release(strobe__stream *st) {
+    if (st == NULL) return;
+    if (st->sig) {
+        sigaction(st->sig, &st->old_action, NULL);
+        signal_fd = -1;
+    }
+    if (st->pipe_fd[0] >= 0) close(st->pipe_fd[0]);
+    if (st->pipe_fd[1] >= 0) close(st->pipe_fd[1]);
+    if (st->out.fd >= 0) close(st->out.fd);
+    strobe__pft_free(st->pft);
+    for (size_t i = 0; i < st->counter_count; i++)
+        free(st->counters[i].name);
+    free(st->counters);
+    for (size_t i = 0; i < st->map_cap; i++) {
+        thr *h = st->map[i];
+        if (h == NULL) continue;
+        free(h->open);
+        free(h->names);
+        free(h);
+    }
+    free(st->map);
+    free(st->out.buf);
+    free(st->path);
+    free(st->flight_path);
+    pthread_mutex_destroy(&st->ring_lock);
+    free(st);
+}
+
+int strobe__stream_start(strobe__session *s) {
+    const strobe_config *cfg = &s->cfg;
+    int ring = cfg->ring_bytes != 0 || cfg->ring_ms != 0;
+    if (cfg->stream_path == NULL && !ring) return 0;
+    strobe__stream *st = calloc(1, sizeof *st);
+    if (st == NULL) return STROBE_ENOMEM;
+    st->s = s;
+    st->mode = ring ? MODE_RING : MODE_STREAM;
+    st->out.fd = st->pipe_fd[0] = st->pipe_fd[1] = -1;
+    pthread_mutex_init(&st->ring_lock, NULL);
+    int rc = 0;
+    if (pipe2(st->pipe_fd, O_CLOEXEC | O_NONBLOCK) != 0) rc = STROBE_ESYS;
+    if (rc == 0 && st->mode == MODE_STREAM) {
+        st->path = strdup(cfg->stream_path);
+        if (st->path == NULL) rc = STROBE_ENOMEM;
+        if (rc == 0) {
+            st->out.fd = open(st->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (st->out.fd < 0) {
+                strobe__log(STROBE_LOG_ERROR, "stream %s: %s", st->path, strerror(errno));
+                rc = STROBE_EIO;
+            }
+        }
+        st->out.pid = (int64_t)s->pid;
+        st->out.base_ns = s->start.real_ns - 1000;
+        char pname[64] = "strobe";
+        FILE *f = fopen("/proc/self/comm", "re");
+        if (f) {
+            if (fgets(pname, sizeof pname, f) == NULL) snprintf(pname, sizeof pname, "strobe");
+            fclose(f);
+            pname[strcspn(pname, "\n")] = '\0';
+        }
+        if (rc == 0 &&
+            (has_suffix(st->path, ".pftrace") || has_suffix(st->path, ".perfetto-trace"))) {
+            /* Track 1 is the process; threads and counters get the uuids after it. */
+            st->pft = strobe__pft_new(1);
+            st->next_uuid = 2;
+            rc = st->pft
+                     ? strobe__pft_process(st->pft, 1, (int32_t)s->pid, pname, STROBE__PFT_NO_SORT)
+                     : STROBE_ENOMEM;
+            if (rc == 0) rc = out_flush(st, "");
+        } else if (rc == 0) {
+            /* The header: what is known at start. Stats and the trace name come at the end. */
+            jw *w = &st->out;
+            const strobe_result *r = s->result;
+            jw_text(w, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"trace_id\": ");
+            const char *id = r && r->trace_id ? r->trace_id : "";
+            char *p = jw_reserve(w, STROBE__JSON_STRING_MAX(strlen(id)) + 128);
+            if (p) {
+                p = strobe__json_put_string(p, id, strlen(id));
+                p = put_lit(p, ",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
+                p = put_i64(p, w->base_ns);
+                jw_commit(w, put_lit(p, ",\n  \"traceEvents\": [\n"));
+            }
+            write_meta(w, 1, "process_name", 0, "name", pname, 0);
+            write_meta(w, 0, "process_labels", 0, "labels", "CPU", 0);
+            write_meta(w, 0, "process_sort_index", 0, "sort_index", NULL, w->pid);
+            rc = jw_flush(w, CLOSING_RUNNING);
+        }
+    }
+    if (rc == 0 && st->mode == MODE_RING) {
+        st->ring_cap = cfg->ring_bytes ? cfg->ring_bytes : s->arena_bytes / 2;
+        if (st->ring_cap < s->chunk_bytes) st->ring_cap = s->chunk_bytes;
+        char def[64];
+        snprintf(def, sizeof def, "strobe_flight_%d.json", (int)s->pid);
+        st->flight_path = strdup(cfg->flight_path ? cfg->flight_path : def);
+        if (st->flight_path == NULL) rc = STROBE_ENOMEM;
+        if (rc == 0 && cfg->flight_signal) {
+            signal_fd = st->pipe_fd[1];
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = on_signal;
+            sa.sa_flags = SA_RESTART;
+            sigemptyset(&sa.sa_mask);
+            if (sigaction(cfg->flight_signal, &sa, &st->old_action) != 0) {
+                signal_fd = -1;
+                rc = STROBE_ESYS;
+            } else {
+                st->sig = cfg->flight_signal;
+            }
+        }
+    }
+    if (rc) {
+        stream_release(st);
+        return rc;
+    }
+    s->stream = st;
+    return 0;
+}
+
+int strobe__stream_run(strobe__session *s) {
+    strobe__stream *st = s->stream;
+    if (st == NULL || st->thread_started) return 0;
+    if (pthread_create(&st->thread, NULL, stream_main, st) != 0) return STROBE_ESYS;
+    st->thread_started = 1;
+    return 0;
+}
+
+static void stop_thread(strobe__stream *st) {
+    if (!st->thread_started) return;
+    if (st->s->pid != getpid()) {
+        /* A session inherited through fork(): the background thread stayed in the parent. */
+        st->thread_started = 0;
+        return;
+    }
+    __atomic_store_n(&st->quit, 1, __ATOMIC_RELEASE);
+    char b = 'q';
+    (void)!write(st->pipe_fd[1], &b, 1);
+    pthread_join(st->thread, NULL);
+    st->thread_started = 0;
+}
+
+int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns,
+                          strobe_result *r) {
+    strobe__stream *st = s->stream;
+    if (st == NULL) return 0;
+    stop_thread(st);
+    strobe__chunk *batch = queue_take(st);
+    if (st->mode == MODE_RING) {
+        pthread_mutex_lock(&st->ring_lock);
+        ring_add(st, batch);
+        /* Each thread's chunk list becomes its kept chunks, then its current chunk. */
+        for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
+            strobe__chunk *tail;
+            strobe__chunk *first = ring_chain(st, t, &tail);
+            if (first == NULL) continue;
+            tail->next = t->cur;
+            t->first = first;
+            if (t->cur == NULL) {
+                /* collect measures the current chunk by pos: the last kept chunk stands in. */
+                t->cur = tail;
+                t->pos = (char *)(tail + 1) + tail->used;
+            }
+        }
+        pthread_mutex_unlock(&st->ring_lock);
+        return 0;
+    }
+    int rc = stream_batch(st, batch);
+    st->conv = *conv;
+    for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
+        if (t->cur != NULL) {
+            thr *h = thr_find(st, t);
+            int drc = h ? decode(st, h, (const char *)(t->cur + 1),
+                                 (size_t)(t->pos - (char *)(t->cur + 1)))
+                        : STROBE_ENOMEM;
+            if (rc == 0) rc = drc;
+        }
+        /* The records are in the file: the result gets none. */
+        t->first = t->cur = NULL;
+        t->pos = t->end = NULL;
+    }
+    for (size_t i = 0; i < st->map_cap; i++) {
+        thr *h = st->map[i];
+        if (h == NULL) continue;
+        st->unfinished += h->depth;
+        close_all(st, h, stop_ns, "\"strobe_unfinished\": 1");
+    }
+    jw *w = &st->out;
+    if (st->pft) {
+        int frc = out_flush(st, "");
+        if (rc == 0) rc = frc;
+        if (close(w->fd) != 0 && rc == 0) rc = STROBE_EIO;
+        w->fd = -1;
+        return rc;
+    }
+    /* The session's span on its own track, as the JSON writer writes it. */
+    write_meta(w, 0, "thread_name", 0, "name", "Spans", 0);
+    write_meta(w, 0, "thread_sort_index", 0, "sort_index", NULL, 0);
+    char *p = jw_reserve(w, EVENT_FIXED);
+    if (p) {
+        p = event_head(w, p, "X", "Trace", "strobe session", 14, 0, s->start.real_ns);
+        p = put_lit(p, ", \"dur\": ");
+        p = strobe__json_put_ts(p, stop_ns > s->start.real_ns ? stop_ns : s->start.real_ns,
+                                s->start.real_ns);
+        jw_commit(w, put_lit(p, ", \"args\": {}}"));
+    }
+    char closing[512];
+    const char *tn = r && r->trace_name ? r->trace_name : NULL;
+    int n = snprintf(closing, sizeof closing,
+                     "\n  ],\n  \"strobe_stream\": {\"complete\": true, \"events\": %llu, "
+                     "\"unmatched_ends\": %llu, \"truncated_ranges\": %llu, "
+                     "\"unfinished_ranges\": %llu, \"skipped_details\": %llu}",
+                     (unsigned long long)st->events, (unsigned long long)st->unmatched,
+                     (unsigned long long)st->truncated, (unsigned long long)st->unfinished,
+                     (unsigned long long)st->skipped_details);
+    strobe__buf tail = {0};
+    int brc = strobe__buf_put(&tail, closing, (size_t)n);
+    /* What the result got while the session ran: its warnings, and the user's metadata (values
+     * checked as JSON when added), which the header, written at start, could not hold. */
+    if (brc == 0 && r) {
+        brc = strobe__buf_put(&tail, ",\n  \"strobe\": {\"warnings\": [", 28);
+        for (size_t i = 0; brc == 0 && i < r->warning_count; i++) {
+            const char *wtext = r->warnings[i] ? r->warnings[i] : "";
+            if (i) brc = strobe__buf_put(&tail, ", ", 2);
+            if (brc == 0) brc = strobe__buf_put_json_string(&tail, wtext, strlen(wtext));
+        }
+        if (brc == 0) brc = strobe__buf_put(&tail, "]}", 2);
+        for (size_t i = 0; brc == 0 && i < r->meta_count; i++) {
+            const strobe__meta *m = &r->meta[i];
+            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) ||
+                strcmp(m->key, "strobe_stream") == 0)
+                continue;
+            brc = strobe__buf_put(&tail, ",\n  ", 4);
+            if (brc == 0) brc = strobe__buf_put_json_string(&tail, m->key, strlen(m->key));
+            if (brc == 0) brc = strobe__buf_put(&tail, ": ", 2);
+            if (brc == 0) brc = strobe__buf_put(&tail, m->json, strlen(m->json));
+        }
+    }
+    if (brc == 0 && tn) {
+        brc = strobe__buf_put(&tail, ",\n  \"traceName\": ", 17);
+        if (brc == 0) brc = strobe__buf_put_json_string(&tail, tn, strlen(tn));
+    }
+    if (brc == 0) brc = strobe__buf_put(&tail, "\n}\n", 3);
+    int frc = brc ? brc : jw_flush(w, tail.s);
+    strobe__buf_free(&tail);
+    if (rc == 0) rc = frc;
+    if (close(w->fd) != 0 && rc == 0) rc = STROBE_EIO;
+    w->fd = -1;
+    return rc;
+}
+
+void strobe__stream_add_stats(strobe__session *s, strobe_result *r) {
+    strobe__stream *st = s->stream;
+    if (st == NULL || r == NULL) return;
+    uint64_t used = __atomic_load_n(&s->arena_next, __ATOMIC_RELAXED);
+    r->stats.buffer_bytes_used = used < s->arena_bytes ? used : s->arena_bytes;
+    r->stats.buffer_bytes_cap = s->arena_bytes;
+    char json[512];
+    if (st->mode == MODE_STREAM) {
+        r->stats.unmatched_ends += st->unmatched;
+        r->stats.truncated_ranges += st->truncated;
+        r->stats.unfinished_ranges += st->unfinished;
+        snprintf(json, sizeof json,
+                 "{\"mode\": \"stream\", \"events\": %llu, \"bytes\": %llu, \"dropped_events\": "
+                 "%llu, \"lost_events\": %llu, \"skipped_details\": %llu, "
+                 "\"skipped_counter_samples\": %llu, \"write_error\": %s}",
+                 (unsigned long long)st->events, (unsigned long long)st->out.off,
+                 (unsigned long long)r->stats.dropped_events, (unsigned long long)st->lost_events,
+                 (unsigned long long)st->skipped_details, (unsigned long long)st->skipped_counters,
+                 st->out.err ? "true" : "false");
+    } else {
+        snprintf(json, sizeof json,
+                 "{\"mode\": \"flight\", \"ring_bytes\": %llu, \"kept_bytes\": %llu, "
+                 "\"recycled_chunks\": %llu, \"signal_dumps\": %llu, \"failed_dumps\": %llu, "
+                 "\"dropped_events\": %llu}",
+                 (unsigned long long)st->ring_cap, (unsigned long long)st->ring_now,
+                 (unsigned long long)st->ring_recycled, (unsigned long long)st->dumps,
+                 (unsigned long long)st->dump_errors, (unsigned long long)r->stats.dropped_events);
+    }
+    (void)strobe__result_set_meta(r, "strobe_stream", json);
+}
+
+void strobe__stream_free(strobe__session *s) {
+    if (s->stream == NULL) return;
+    stop_thread(s->stream);
+    stream_release(s->stream);
+    s->stream = NULL;
+}

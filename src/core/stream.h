@@ -1,0 +1,61 @@
+/* stream.h: streaming output and the flight recorder (stage 2 and 3 of DESIGN.md for sessions
+ * that do not keep every chunk until stop).
+ *
+ * Both hand a thread's full chunk to a background thread at the moment the thread takes a new one
+ * (strobe__chunk_refill, the hot path's slow path), through a lock-free queue, and take the new
+ * chunk from a pool of recycled ones before the arena's bump allocator. Streaming turns the
+ * queued chunks into events and appends them to a file; the flight recorder keeps the newest
+ * ones in a ring and recycles the oldest. Neither ever makes a recording thread wait: when no
+ * chunk is free, records are dropped and counted, and recording resumes on the next record
+ * that finds a free chunk. */
+#ifndef STROBE_STREAM_H
+#define STROBE_STREAM_H
+
+#include <stdint.h>
+
+#include "state.h"
+
+struct strobe_result;
+
+/* Checks the streaming and flight-recorder fields of a config. @return 0, STROBE_EINVAL or
+ * STROBE_ENOTSUP. */
+int strobe__stream_check_config(const strobe_config *cfg);
+
+/* Creates the session's stream or flight recorder when its config asks for one (s->stream stays
+ * NULL otherwise): opens the output file and writes its header, installs the signal handler.
+ * Called by start before threads may attach. @return 0, STROBE_EIO (the file cannot be
+ * written), STROBE_ENOMEM or STROBE_ESYS. */
+int strobe__stream_start(strobe__session *s);
+
+/* Starts the background thread, once the window is open (s->start is final then). @return 0 or
+ * STROBE_ESYS. Does nothing for a session without a stream. */
+int strobe__stream_run(strobe__session *s);
+
+/* The refill of a streaming or flight-recorder session (strobe__chunk_refill's contract): closes
+ * the thread's current chunk and publishes it, then makes a recycled or new chunk current. When
+ * none is free, writes a TRUNC record, marks the thread full and counts the record as dropped
+ * when `counts`; a later call with the thread full resumes recording when a chunk is free.
+ * Lock-free; async-signal-safe. @return 1 when a chunk with `need` free bytes is current. */
+int strobe__stream_refill(strobe__tstate *t, size_t need, int counts);
+
+/* Finishes at stop, after quiescence: stops the background thread, then (streaming) writes every
+ * remaining record, closes the ranges still open at `stop_ns` and completes the file, or (flight
+ * recorder) links the kept chunks back into their threads' chunk lists so that strobe__collect
+ * builds the result from the window. In streaming mode the threads' chunk lists are emptied: the
+ * result gets no events. Stats and the "strobe_stream" metadata go into `r`. @return 0 or the
+ * first error (STROBE_EIO, STROBE_ENOMEM); the result is made either way. */
+int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns,
+                          struct strobe_result *r);
+
+/* Adds the stream's counts to a collected result (after strobe__stream_finish and collect). */
+void strobe__stream_add_stats(strobe__session *s, struct strobe_result *r);
+
+/* Frees the stream (after strobe__stream_finish). Accepts a session without one. */
+void strobe__stream_free(strobe__session *s);
+
+/* Writes the flight recorder's window to `path` (strobe_flight_dump's contract). The caller keeps
+ * the session alive (session lock held). @return 0, STROBE_ENOSESSION, STROBE_ENOMEM or
+ * STROBE_EIO. */
+int strobe__flight_dump(strobe__session *s, const char *path);
+
+#endif
