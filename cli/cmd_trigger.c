@@ -17,6 +17,7 @@ const char cmd_trigger_usage[] =
     "                   [--start-iteration-roundup N]] --output PATH [--record-shapes]\n"
     "                   [--profile-memory] [--with-stack] [--with-flops] [--with-modules]\n"
     "                   [--activities cpu,cuda] [--timeout-ms N] [--no-wait]\n"
+    "    strobe trigger (--pid PID | --all) --flight-dump --output PATH\n"
     "\n"
     "DESCRIPTION\n"
     "    Asks the process PID (or every process of this user that serves an endpoint, with\n"
@@ -32,6 +33,9 @@ const char cmd_trigger_usage[] =
     "    before the file name's first dot (trace.json -> trace.1234.json). The process only\n"
     "    writes into its allowed folders (by default the temp folder and its working directory),\n"
     "    never through '..' or a link. The format follows PATH's suffix, as strobe_result_save().\n"
+    "\n"
+    "    --flight-dump writes the window a process's flight recorder keeps (its own session\n"
+    "    with ring_bytes or ring_ms) to PATH, while it goes on recording.\n"
     "\n"
     "    One line per process says where its trace went, or why it did not trace: busy (a\n"
     "    trace, or the program's own session or schedule, runs), refused (another user's\n"
@@ -51,6 +55,7 @@ const char cmd_trigger_usage[] =
     "                               60 s; in iteration mode, 310 s). An iteration trace that has\n"
     "                               not finished in N ms is ended by the process itself.\n"
     "    --no-wait                  return once each process has started its trace\n"
+    "    --flight-dump              write the flight recorder's window instead of tracing\n"
     "    -h, --help                 show this text\n"
     "\n"
     "EXIT STATUS\n"
@@ -65,7 +70,7 @@ int cmd_trigger(int argc, char **argv) {
     rq.verb = STROBE__OD_TRIGGER;
     rq.roundup = 1;
     long pid = -1;
-    int all = 0, no_wait = 0, have_roundup = 0;
+    int all = 0, no_wait = 0, have_roundup = 0, dump = 0;
     int64_t timeout = 0;
     const char *output = NULL;
     for (int i = 1; i < argc; i++) {
@@ -79,6 +84,8 @@ int cmd_trigger(int argc, char **argv) {
             all = 1;
         } else if (strcmp(a, "--no-wait") == 0) {
             no_wait = 1;
+        } else if (strcmp(a, "--flight-dump") == 0) {
+            dump = 1;
         } else if (strcmp(a, "--record-shapes") == 0) {
             rq.flags |= STROBE__OD_RECORD_SHAPES;
         } else if (strcmp(a, "--profile-memory") == 0) {
@@ -140,7 +147,13 @@ int cmd_trigger(int argc, char **argv) {
         return cli_usage_error(cmd, "--duration-ms and --iterations exclude each other", NULL);
     if (have_roundup && !rq.iterations)
         return cli_usage_error(cmd, "--start-iteration-roundup goes with --iterations", NULL);
-    if (!rq.iterations && !rq.duration_ms) rq.duration_ms = 500;
+    if (dump) {
+        if (rq.duration_ms || rq.iterations || rq.flags || rq.activities || no_wait)
+            return cli_usage_error(cmd, "--flight-dump takes only --pid/--all and --output", NULL);
+        rq.verb = STROBE__OD_DUMP;
+    } else if (!rq.iterations && !rq.duration_ms) {
+        rq.duration_ms = 500;
+    }
     if (rq.iterations && timeout) rq.timeout_ms = timeout;
     int64_t wait = timeout ? timeout : rq.iterations ? 310000 : rq.duration_ms + 60000;
     if (rq.iterations && timeout) wait = timeout + 10000;

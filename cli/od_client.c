@@ -160,10 +160,11 @@ static void on_line(odc_target *t, int no_wait) {
             t->outcome = 1;
         }
     } else if (strcmp(w0, "done") == 0) {
-        char events[32] = "?";
+        char events[32] = "";
         strobe__od_get(t->line, t->len, "events", events, sizeof events);
         if (strobe__od_get(t->line, t->len, "path", v, sizeof v) < 0) snprintf(v, sizeof v, "?");
-        printf("%ld: trace written to %s (%s events)", t->pid, v, events);
+        printf("%ld: trace written to %s", t->pid, v);
+        if (events[0]) printf(" (%s events)", events);
         if (strobe__od_get(t->line, t->len, "note", v, sizeof v) >= 0) printf("; note: %s", v);
         printf("\n");
         t->outcome = 1;

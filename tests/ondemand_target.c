@@ -3,11 +3,13 @@
  * steps of a small workload until SECONDS have passed or the file STOPFILE appears:
  *
  *   ondemand_target SECONDS STOPFILE [--api] [--step-ms N] [--no-steps] [--exit-after-ms N]
+ *                   [--flight]
  *
  * Each step: an "aten::mm" operator with an "aten::add" inside, a block allocated and freed
  * (reported with strobe_record_alloc / strobe_record_free), and strobe_step(). It prints
  * "ready SOCKET" once the endpoint serves. --exit-after-ms ends the process abruptly (_exit) after
- * N ms, whatever runs (the "process exits mid-trace" test). */
+ * N ms, whatever runs (the "process exits mid-trace" test). --flight runs the program's own
+ * session as a flight recorder (ring_bytes 4 MiB) for `strobe trigger --flight-dump`. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -35,11 +37,13 @@ int main(int argc, char **argv) {
     }
     double seconds = atof(argv[1]);
     const char *stopfile = argv[2];
-    int api = 0, steps = 1;
+    int api = 0, steps = 1, flight = 0;
     double step_ms = 2, exit_after = -1;
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "--api") == 0)
             api = 1;
+        else if (strcmp(argv[i], "--flight") == 0)
+            flight = 1;
         else if (strcmp(argv[i], "--no-steps") == 0)
             steps = 0;
         else if (strcmp(argv[i], "--step-ms") == 0 && i + 1 < argc)
@@ -55,6 +59,16 @@ int main(int argc, char **argv) {
     if (strobe_ondemand_socket_path(sock, sizeof sock) != 0) {
         fprintf(stderr, "ondemand_target: no endpoint (set STROBE_ONDEMAND=1 or pass --api)\n");
         return 1;
+    }
+    if (flight) {
+        strobe_config cfg;
+        strobe_config_init(&cfg);
+        cfg.ring_bytes = 4u << 20;
+        cfg.chunk_bytes = 4096; /* small chunks: the window fills within a few steps */
+        if (strobe_start(&cfg) != 0) {
+            fprintf(stderr, "ondemand_target: strobe_start (flight recorder) failed\n");
+            return 1;
+        }
     }
     printf("ready %s\n", sock);
     fflush(stdout);
@@ -75,6 +89,10 @@ int main(int argc, char **argv) {
         }
         if (steps) strobe_step();
         usleep((useconds_t)(step_ms * 1000));
+    }
+    if (flight) {
+        strobe_result *r = NULL;
+        if (strobe_stop(&r) == 0) strobe_result_free(r);
     }
     if (api) strobe_ondemand_stop();
     return 0;

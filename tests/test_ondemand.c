@@ -428,6 +428,15 @@ static long endpoint_wakeups(pid_t pid) {
 /* An idle endpoint sleeps: its thread does not wake while nobody asks (the target meanwhile
  * runs its steps). */
 static void test_idle(target *a) {
+    /* One request first, so that the thread has surely run and gone back to sleep in poll()
+     * (on a loaded machine it may not have been scheduled yet since it was created). */
+    char line[4096];
+    int fd = connect_pid(a->pid);
+    CHECK(fd >= 0);
+    send_all(fd, "status\n", 7);
+    CHECK(read_line(fd, line, sizeof line, 3000) > 0);
+    close(fd);
+    usleep(300 * 1000);
     long before = endpoint_wakeups(a->pid);
     usleep(1500 * 1000);
     long after = endpoint_wakeups(a->pid);
@@ -535,6 +544,44 @@ static void test_exit_mid_trace(void) {
         run_cli(out, sizeof out, (const char *[]){"trigger", "--pid", pc, "--output", path, NULL}),
         1);
     CHECK(strstr(out, "no endpoint") != NULL);
+}
+
+/* The flight recorder's window, written on request through the endpoint; a trace cannot start
+ * beside the program's own session (busy); a process without a flight recorder says so. */
+static void test_flight_dump(target *a) {
+    target f;
+    if (start_target(&f, 1, (const char *[]){"--flight", NULL}) != 0) {
+        CHECK(0);
+        return;
+    }
+    usleep(300 * 1000); /* some steps, so that chunks fill */
+    char out[8192], pf[32], pa[32], path[1200];
+    snprintf(pf, sizeof pf, "%ld", (long)f.pid);
+    snprintf(pa, sizeof pa, "%ld", (long)a->pid);
+    snprintf(path, sizeof path, "%s/flight.json", outdir);
+    unlink(path);
+    CHECK_EQ(
+        run_cli(out, sizeof out,
+                (const char *[]){"trigger", "--pid", pf, "--flight-dump", "--output", path, NULL}),
+        0);
+    counts c = read_trace(path);
+    CHECK(c.ok);
+    CHECK(c.mm >= 1);
+    CHECK_EQ(run_cli(out, sizeof out,
+                     (const char *[]){"trigger", "--pid", pf, "--duration-ms", "50", "--output",
+                                      path, NULL}),
+             1);
+    CHECK(strstr(out, "busy") != NULL);
+    CHECK_EQ(
+        run_cli(out, sizeof out,
+                (const char *[]){"trigger", "--pid", pa, "--flight-dump", "--output", path, NULL}),
+        1);
+    CHECK(strstr(out, "no flight recorder") != NULL);
+    CHECK_EQ(run_cli(out, sizeof out,
+                     (const char *[]){"trigger", "--pid", pf, "--flight-dump", "--duration-ms", "5",
+                                      "--output", path, NULL}),
+             2);
+    CHECK_EQ(stop_target(&f), 0);
 }
 
 /* The client interface: this process serves an endpoint with a client that wraps strobe's
@@ -681,6 +728,7 @@ int main(int argc, char **argv) {
     test_malformed(&a);
     test_requester_leaves(&a);
     test_other_user(&a);
+    test_flight_dump(&a);
     CHECK_EQ(stop_target(&a), 0);
     CHECK_EQ(stop_target(&b), 0);
     test_exit_mid_trace();

@@ -14,6 +14,7 @@
  * Contents: enter/leave, buffer refill, filter stack, record writers, public entry points. */
 #include <string.h>
 
+#include "ondemand/od_internal.h"
 #include "record.h"
 #include "state.h"
 #include "stream.h"
@@ -21,6 +22,10 @@
 #include "strobe/op.h"
 
 int strobe__active;
+
+/* Keeps the on-demand endpoint (and its STROBE_ONDEMAND=1 constructor) in a static link: every
+ * instrumented program links this object. */
+__attribute__((used)) static int *const keep_ondemand = &strobe__od_autostart;
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)

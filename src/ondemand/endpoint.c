@@ -367,6 +367,31 @@ static int handle_job(int fd, const strobe__od_request *rq) {
     return 1;
 }
 
+/* Writes the program's flight recorder window (its own session, started with ring_bytes or
+ * ring_ms) to the requested path, on this thread; recording goes on meanwhile. */
+static void handle_dump(int fd, const strobe__od_request *rq) {
+    char err[512], e1[1600], e2[STROBE__OD_MAX_PATH * 3 + 1];
+    int dirfd;
+    char save_path[STROBE__OD_MAX_PATH + 64];
+    if (strobe__od_check_output(rq->output, od.output_dirs, &dirfd, save_path, sizeof save_path,
+                                err, sizeof err) != 0) {
+        reply(fd, "error code=path msg=%s", enc(err, e1, sizeof e1));
+        return;
+    }
+    int rc = strobe_flight_dump(save_path);
+    close(dirfd);
+    if (rc == 0) {
+        reply(fd, "done path=%s", enc(rq->output, e2, sizeof e2));
+    } else {
+        snprintf(err, sizeof err, "%s",
+                 rc == STROBE_ENOSESSION
+                     ? "no flight recorder runs in this process (a session with ring_bytes or "
+                       "ring_ms)"
+                     : strobe_strerror(rc));
+        reply(fd, "failed msg=%s", enc(err, e1, sizeof e1));
+    }
+}
+
 static void handle_line(conn *c) {
     strobe__od_request rq;
     char err[256], e1[800];
@@ -376,8 +401,7 @@ static void handle_line(conn *c) {
     } else if (rq.verb == STROBE__OD_STATUS) {
         handle_status(fd);
     } else if (rq.verb == STROBE__OD_DUMP) {
-        reply(fd, "error code=unsupported msg=%s",
-              enc("no flight recorder runs in this process", e1, sizeof e1));
+        handle_dump(fd, &rq);
     } else if (handle_job(fd, &rq)) {
         c->fd = -1; /* now the waiter */
         return;
@@ -807,7 +831,9 @@ int strobe_ondemand_socket_path(char *buf, size_t cap) {
     return rc;
 }
 
-/* STROBE_ONDEMAND=1: serve from the moment the library is loaded. */
+/* STROBE_ONDEMAND=1: serve from the moment the library is loaded. With the static library, this
+ * object is linked because hotpath.c refers to strobe__od_autostart (every instrumented program
+ * links hotpath.o). */
 __attribute__((constructor)) static void ondemand_from_env(void) {
     const char *v = getenv("STROBE_ONDEMAND");
     if (v == NULL || strcmp(v, "1") != 0) return;
@@ -817,3 +843,6 @@ __attribute__((constructor)) static void ondemand_from_env(void) {
     if (dirs && dirs[0]) opt.output_dirs = dirs;
     strobe_ondemand_start(&opt);
 }
+
+/* Referenced from hotpath.c only so that a static link keeps this object and its constructor. */
+int strobe__od_autostart;

@@ -10,6 +10,10 @@
 extern int strobe__od_step_hook;
 void strobe__od_on_step(uint64_t step);
 
+/* Defined beside the STROBE_ONDEMAND=1 constructor; hotpath.c takes its address so that a static
+ * link keeps the endpoint's object (and the constructor) in every instrumented program. */
+extern int strobe__od_autostart;
+
 /* schedule.c: 1 while a schedule is installed. */
 int strobe__schedule_installed(void);
 
