@@ -211,10 +211,10 @@ static void close_open(strobe_result *r, open_stack *st, int64_t at, uint16_t fl
     st->depth = 0;
 }
 
-/* The size of the record at p (avail bytes left in its chunk), and the number of events it starts.
- * 0 for a record that cannot be read (unknown kind, or longer than what is left), which cannot
- * happen unless memory was overwritten: the rest of the chunk is then skipped. */
-static size_t rec_size(const char *p, size_t avail, int *starts_event) {
+/* See state.h. */
+size_t strobe__rec_size(const char *p, size_t avail, int *starts_event) {
+    int starts_dummy;
+    if (starts_event == NULL) starts_event = &starts_dummy;
     uint64_t w[2] = {0, 0};
     memcpy(w, p, avail >= 16 ? 16 : 8);
     size_t size = 0;
@@ -496,7 +496,7 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
             }
             const uint64_t *w = (const uint64_t *)p;
             int starts_event;
-            size_t size = rec_size(p, (size_t)(end - p), &starts_event);
+            size_t size = strobe__rec_size(p, (size_t)(end - p), &starts_event);
             if (size == 0) break;
             const char *name = NULL;
             strobe_event *e = NULL;
@@ -597,7 +597,7 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
             case STROBE__REC_EXT:
                 rc = on_ext(in, &det, w, stats);
                 break;
-            default: /* rec_size() accepted no other kind */
+            default: /* strobe__rec_size() accepted no other kind */
                 break;
             }
             if (e != NULL && e->kind != STROBE_EVENT_COUNTER) {
@@ -785,7 +785,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
             const char *p = (const char *)(c + 1), *end = p + used;
             int starts_event;
             size_t size;
-            while (p < end && (size = rec_size(p, (size_t)(end - p), &starts_event)) != 0) {
+            while (p < end && (size = strobe__rec_size(p, (size_t)(end - p), &starts_event)) != 0) {
                 events += (size_t)starts_event;
                 p += size;
             }

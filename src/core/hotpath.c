@@ -90,20 +90,24 @@ static inline int fast_enter(strobe__tstate *t, unsigned mask, size_t need) {
     return 0;
 }
 
+void strobe__mark_full(strobe__tstate *t) {
+    /* The reserve at the end of the current chunk always has room for the TRUNC record that
+     * tells the collector when this thread stopped recording. */
+    if (t->cur != NULL) {
+        *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_TRUNC, strobe__now_raw());
+        t->pos += 8;
+    }
+    t->full = 1;
+    t->slow |= STROBE__SLOW_FULL;
+}
+
 int strobe__chunk_refill(strobe__tstate *t, size_t need, int counts) {
     strobe__session *s = t->sess;
     if (s->stream != NULL) return strobe__stream_refill(t, need, counts);
     size_t cb = s->chunk_bytes;
     uint64_t off = __atomic_fetch_add(&s->arena_next, (uint64_t)cb, __ATOMIC_RELAXED);
     if (off + cb > s->arena_bytes || need > cb - STROBE__CHUNK_HDR - STROBE__CHUNK_RESERVE) {
-        /* The cap is reached. The reserve at the end of the current chunk always has room for
-         * the TRUNC record that tells the collector when this thread stopped recording. */
-        if (t->cur != NULL) {
-            *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_TRUNC, strobe__now_raw());
-            t->pos += 8;
-        }
-        t->full = 1;
-        t->slow |= STROBE__SLOW_FULL;
+        strobe__mark_full(t); /* the cap is reached */
         t->dropped += (uint64_t)counts;
         return 0;
     }

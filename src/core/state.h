@@ -174,12 +174,21 @@ void strobe__registry_after_fork_child(void);
  * @return 1 when a chunk with `need` free bytes is current. */
 int strobe__chunk_refill(strobe__tstate *t, size_t need, int counts);
 
+/* Ends t's recording for want of buffer: writes the TRUNC record (when t has a chunk) into the
+ * reserve kept for it and sends t's records to the slow path, which drops and counts them. */
+void strobe__mark_full(strobe__tstate *t);
+
 /* Records a backend event (backend.c's entry point; times already on the session's clock). */
 void strobe__backend_record(int64_t start_ns, int64_t end_ns, int64_t debug_handle,
                             const char *event_name, const char *backend_name);
 
 /* collect.c */
 struct strobe_result;
+/* The size of the record at p (avail bytes left in its chunk), and in *starts_event (may be NULL)
+ * the number of events it starts. 0 for a record that cannot be read (unknown kind, or longer
+ * than what is left), which cannot happen unless memory was overwritten: the rest of the chunk is
+ * then skipped. Shared by the collector and the streaming decoder. */
+size_t strobe__rec_size(const char *p, size_t avail, int *starts_event);
 /* Builds the result from the session's quiesced threads. @return 0 or STROBE_ENOMEM. */
 int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns,
                     struct strobe_result *r);

@@ -71,8 +71,7 @@ typedef struct thr {
     int64_t prev;   /* last time given out (strictly increasing) */
     open_rng *open;
     size_t depth, cap;
-    char *names;
-    size_t names_len, names_cap;
+    strobe__buf names; /* copied names of open ranges, each followed by its NUL */
     uint64_t pend_ext, pend_user;
 } thr;
 
@@ -203,15 +202,7 @@ int strobe__stream_refill(strobe__tstate *t, size_t need, int counts) {
         }
     }
     if (c == NULL) {
-        if (!t->full) {
-            /* The reserve at the end of the chunk has room for the TRUNC record. */
-            if (t->cur != NULL) {
-                *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_TRUNC, strobe__now_raw());
-                t->pos += 8;
-            }
-            t->full = 1;
-            t->slow |= STROBE__SLOW_FULL;
-        }
+        if (!t->full) strobe__mark_full(t);
         t->dropped += (uint64_t)counts;
         return 0;
     }
@@ -444,7 +435,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
         return;
     }
     jw *w = &st->out;
-    const char *name = o->site_name ? o->site_name : h->names + o->name_off;
+    const char *name = o->site_name ? o->site_name : h->names.s + o->name_off;
     size_t nlen = o->site_name ? strnlen(o->site_name, STROBE__MAX_NAME) : o->name_len;
     char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen));
     if (p == NULL) {
@@ -588,7 +579,7 @@ static void close_all(strobe__stream *st, thr *h, int64_t at, const char *flag) 
         at = end + 1;
     }
     h->prev = at - 1;
-    h->names_len = 0;
+    h->names.len = 0;
 }
 
 static int push_range(thr *h, int64_t ts, const char *site_name, const char *bytes, uint32_t len,
@@ -607,23 +598,13 @@ static int push_range(thr *h, int64_t ts, const char *site_name, const char *byt
     o->ext = h->pend_ext;
     o->user = h->pend_user;
     h->pend_ext = h->pend_user = 0;
-    o->name_off = (uint32_t)h->names_len;
+    o->name_off = (uint32_t)h->names.len;
     o->name_len = len;
     if (site_name == NULL) {
         /* Copied with a terminating NUL (the Perfetto encoder takes C strings): the chunk the
          * name came from is recycled before the range ends. */
-        if (h->names_len + len + 1 > h->names_cap) {
-            size_t cap = h->names_cap ? h->names_cap : 4096;
-            while (cap < h->names_len + len + 1)
-                cap *= 2;
-            char *n = realloc(h->names, cap);
-            if (n == NULL) return STROBE_ENOMEM;
-            h->names = n;
-            h->names_cap = cap;
-        }
-        memcpy(h->names + h->names_len, bytes, len);
-        h->names[h->names_len + len] = '\0';
-        h->names_len += len + 1;
+        if (strobe__buf_put(&h->names, bytes, len) != 0) return STROBE_ENOMEM;
+        h->names.len++; /* keep the NUL strobe__buf_put wrote: the next name goes after it */
     }
     h->depth++;
     return 0;
@@ -636,8 +617,8 @@ static void begin_out(strobe__stream *st, thr *h) {
     strobe__pft_arg a[2];
     size_t n = pft_corr_args(a, o->ext, o->user);
     if (strobe__pft_begin(st->pft, h->track, o->start, range_category(o->scope),
-                          o->site_name ? o->site_name : h->names + o->name_off, a, n, NULL, 0, NULL,
-                          0))
+                          o->site_name ? o->site_name : h->names.s + o->name_off, a, n, NULL, 0,
+                          NULL, 0))
         st->lost_events++;
 }
 
@@ -648,7 +629,7 @@ static void pop_range(strobe__stream *st, thr *h, int64_t ts) {
     }
     const open_rng *o = &h->open[--h->depth];
     write_range(st, h, o, ts, NULL);
-    if (o->site_name == NULL) h->names_len = o->name_off;
+    if (o->site_name == NULL) h->names.len = o->name_off;
 }
 
 static void on_memory(strobe__stream *st, thr *h, const uint64_t *w, int64_t ts) {
@@ -674,59 +655,12 @@ static void on_memory(strobe__stream *st, thr *h, const uint64_t *w, int64_t ts)
     }
 }
 
-/* The size of the record at p, or 0 when it cannot be read (the rest of the chunk is skipped). */
-static size_t record_size(const char *p, size_t avail) {
-    uint64_t w[2] = {0, 0};
-    memcpy(w, p, avail >= 16 ? 16 : 8);
-    size_t size;
-    switch (STROBE__REC_KIND(w[0])) {
-    case STROBE__REC_END:
-    case STROBE__REC_TRUNC:
-        size = 8;
-        break;
-    case STROBE__REC_CORR:
-    case STROBE__REC_COUNTER_SITE:
-        size = 24;
-        break;
-    case STROBE__REC_BEGIN_SITE:
-    case STROBE__REC_INSTANT_SITE:
-    case STROBE__REC_FLOPS:
-        size = 16;
-        break;
-    case STROBE__REC_BEGIN_NAME:
-    case STROBE__REC_INSTANT_NAME:
-    case STROBE__REC_COUNTER_NAME:
-        if (avail < 16 || (uint32_t)w[1] > STROBE__MAX_NAME) return 0;
-        size = (STROBE__REC_KIND(w[0]) == STROBE__REC_COUNTER_NAME ? 24u : 16u) +
-               STROBE__NAME_PAD((uint32_t)w[1]);
-        break;
-    case STROBE__REC_SHAPES:
-        if (avail < 16 || w[1] % 8 || w[1] > avail) return 0;
-        size = 16 + (size_t)w[1];
-        break;
-    case STROBE__REC_STACK:
-    case STROBE__REC_PERF:
-        size = 8 + 8 * (size_t)(STROBE__REC_TS(w[0]) & 0xff);
-        break;
-    case STROBE__REC_MEM:
-        size = 48;
-        break;
-    case STROBE__REC_EXT:
-        if (avail < 16) return 0;
-        size = 16 + (size_t)((w[1] >> 8) & 0xffffff);
-        break;
-    default:
-        return 0;
-    }
-    return size <= avail ? size : 0;
-}
-
 /* Turns one chunk's records into events. @return 0 or STROBE_ENOMEM. */
 static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
     const char *end = p + used;
     const strobe__clock_conv *conv = &st->conv;
     while (p < end) {
-        size_t size = record_size(p, (size_t)(end - p));
+        size_t size = strobe__rec_size(p, (size_t)(end - p), NULL);
         if (size == 0) break;
         const uint64_t *w = (const uint64_t *)p;
         unsigned kind = STROBE__REC_KIND(w[0]);
@@ -1078,7 +1012,7 @@ static void stream_release(strobe__stream *st) {
         thr *h = st->map[i];
         if (h == NULL) continue;
         free(h->open);
-        free(h->names);
+        strobe__buf_free(&h->names);
         free(h);
     }
     free(st->map);
