@@ -49,12 +49,13 @@ int cmd_memory_profile(int argc, char **argv) {
         } else if (v == NULL) {
             return cli_usage_error(cmd, a[0] == '-' ? "option needs a value" : "unexpected", a);
         } else if (strcmp(a, "--pid") == 0) {
-            if (odc_parse_num(v, 4194304, &pid) != 0) return cli_usage_error(cmd, "bad pid", v);
+            if (strobe__od_parse_num(v, 4194304, &pid) != 0)
+                return cli_usage_error(cmd, "bad pid", v);
         } else if (strcmp(a, "--duration-ms") == 0) {
-            if (odc_parse_num(v, STROBE__OD_MAX_DURATION_MS, &rq.duration_ms) != 0)
+            if (strobe__od_parse_num(v, STROBE__OD_MAX_DURATION_MS, &rq.duration_ms) != 0)
                 return cli_usage_error(cmd, "--duration-ms takes 1 .. 86400000", v);
         } else if (strcmp(a, "--timeout-ms") == 0) {
-            if (odc_parse_num(v, STROBE__OD_MAX_TIMEOUT_MS, &timeout) != 0)
+            if (strobe__od_parse_num(v, STROBE__OD_MAX_TIMEOUT_MS, &timeout) != 0)
                 return cli_usage_error(cmd, "bad --timeout-ms", v);
         } else if (strcmp(a, "--output") == 0) {
             output = v;

@@ -99,24 +99,25 @@ int cmd_trigger(int argc, char **argv) {
         } else if (v == NULL && a[0] == '-' && a[1] == '-') {
             return cli_usage_error(cmd, "option needs a value", a);
         } else if (strcmp(a, "--pid") == 0) {
-            if (odc_parse_num(v, 4194304, &num) != 0) return cli_usage_error(cmd, "bad pid", v);
+            if (strobe__od_parse_num(v, 4194304, &num) != 0)
+                return cli_usage_error(cmd, "bad pid", v);
             pid = (long)num;
             i++;
         } else if (strcmp(a, "--duration-ms") == 0) {
-            if (odc_parse_num(v, STROBE__OD_MAX_DURATION_MS, &rq.duration_ms) != 0)
+            if (strobe__od_parse_num(v, STROBE__OD_MAX_DURATION_MS, &rq.duration_ms) != 0)
                 return cli_usage_error(cmd, "--duration-ms takes 1 .. 86400000", v);
             i++;
         } else if (strcmp(a, "--iterations") == 0) {
-            if (odc_parse_num(v, STROBE__OD_MAX_ITERATIONS, &rq.iterations) != 0)
+            if (strobe__od_parse_num(v, STROBE__OD_MAX_ITERATIONS, &rq.iterations) != 0)
                 return cli_usage_error(cmd, "--iterations takes 1 .. 1000000", v);
             i++;
         } else if (strcmp(a, "--start-iteration-roundup") == 0) {
-            if (odc_parse_num(v, STROBE__OD_MAX_ITERATIONS, &rq.roundup) != 0)
+            if (strobe__od_parse_num(v, STROBE__OD_MAX_ITERATIONS, &rq.roundup) != 0)
                 return cli_usage_error(cmd, "--start-iteration-roundup takes 1 .. 1000000", v);
             have_roundup = 1;
             i++;
         } else if (strcmp(a, "--timeout-ms") == 0) {
-            if (odc_parse_num(v, STROBE__OD_MAX_TIMEOUT_MS, &timeout) != 0)
+            if (strobe__od_parse_num(v, STROBE__OD_MAX_TIMEOUT_MS, &timeout) != 0)
                 return cli_usage_error(cmd, "bad --timeout-ms", v);
             i++;
         } else if (strcmp(a, "--output") == 0) {

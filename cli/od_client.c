@@ -136,19 +136,6 @@ int odc_output_path(const char *path, long pid, char *out, size_t cap) {
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
-int odc_parse_num(const char *s, int64_t max, int64_t *out) {
-    if (s == NULL || s[0] == '\0' || strlen(s) > 19) return -1;
-    int64_t v = 0;
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9') return -1;
-        v = v * 10 + (*p - '0');
-        if (v > max) return -1;
-    }
-    if (v < 1) return -1;
-    *out = v;
-    return 0;
-}
-
 /* Handles one reply line of target t. */
 static void on_line(odc_target *t, int no_wait) {
     char w0[16], v[STROBE__OD_MAX_LINE];

@@ -39,7 +39,4 @@ int odc_run(odc_target *t, size_t n, const strobe__od_request *req, int64_t time
  * before the file name's first dot (or appends it). @return 0 or -1 (too long). */
 int odc_output_path(const char *path, long pid, char *out, size_t cap);
 
-/* Parses a positive decimal option value. @return 0 or -1. */
-int odc_parse_num(const char *s, int64_t max, int64_t *out);
-
 #endif

@@ -107,9 +107,8 @@ int strobe__od_get(const char *line, size_t len, const char *key, char *out, siz
     return -1;
 }
 
-/* Parses a decimal in [1, max]. */
-static int parse_pos(const char *s, int64_t max, int64_t *out) {
-    if (s[0] == '\0' || strlen(s) > 19) return -1;
+int strobe__od_parse_num(const char *s, int64_t max, int64_t *out) {
+    if (s == NULL || s[0] == '\0' || strlen(s) > 19) return -1;
     int64_t v = 0;
     for (const char *p = s; *p; p++) {
         if (*p < '0' || *p > '9') return -1;
@@ -244,25 +243,25 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
         seen |= bit;
         switch (bit) {
         case K_DUR:
-            if (parse_pos(val, STROBE__OD_MAX_DURATION_MS, &req->duration_ms) != 0) {
+            if (strobe__od_parse_num(val, STROBE__OD_MAX_DURATION_MS, &req->duration_ms) != 0) {
                 set_err(err, errcap, "duration_ms must be 1..%lld", STROBE__OD_MAX_DURATION_MS);
                 return -1;
             }
             break;
         case K_ITER:
-            if (parse_pos(val, STROBE__OD_MAX_ITERATIONS, &req->iterations) != 0) {
+            if (strobe__od_parse_num(val, STROBE__OD_MAX_ITERATIONS, &req->iterations) != 0) {
                 set_err(err, errcap, "iterations must be 1..%lld", STROBE__OD_MAX_ITERATIONS);
                 return -1;
             }
             break;
         case K_ROUND:
-            if (parse_pos(val, STROBE__OD_MAX_ITERATIONS, &req->roundup) != 0) {
+            if (strobe__od_parse_num(val, STROBE__OD_MAX_ITERATIONS, &req->roundup) != 0) {
                 set_err(err, errcap, "roundup must be 1..%lld", STROBE__OD_MAX_ITERATIONS);
                 return -1;
             }
             break;
         case K_TMO:
-            if (parse_pos(val, STROBE__OD_MAX_TIMEOUT_MS, &req->timeout_ms) != 0) {
+            if (strobe__od_parse_num(val, STROBE__OD_MAX_TIMEOUT_MS, &req->timeout_ms) != 0) {
                 set_err(err, errcap, "timeout_ms must be 1..%lld", STROBE__OD_MAX_TIMEOUT_MS);
                 return -1;
             }

@@ -79,6 +79,10 @@ int strobe__od_get(const char *line, size_t len, const char *key, char *out, siz
 /* The first word of a line ("ok", "error", ...), copied into out. @return 0 or -1. */
 int strobe__od_word0(const char *line, size_t len, char *out, size_t cap);
 
+/* Parses a decimal in [1, max] (digits only, as requests and the CLI's options give them).
+ * @return 0, or -1 (empty, not a number, 0, or above max). */
+int strobe__od_parse_num(const char *s, int64_t max, int64_t *out);
+
 /* The folder holding the endpoints' sockets: $STROBE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/strobe
  * when that folder belongs to this user, else /tmp/strobe-UID. @return 0, or -1 (too long). */
 int strobe__od_socket_dir(char *buf, size_t cap);
