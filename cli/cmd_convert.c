@@ -61,11 +61,6 @@ static int ends_with(const char *s, const char *suffix) {
     return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
-static int is_pf_path(const char *p) {
-    return ends_with(p, ".pftrace") || ends_with(p, ".perfetto-trace") ||
-           ends_with(p, ".pftrace.gz") || ends_with(p, ".perfetto-trace.gz");
-}
-
 /* Reads a whole file, gunzipping when it is gzip. NULL with errno-ish message on failure. */
 static unsigned char *read_all(const char *path, size_t *len, const char **why) {
     errno = 0;
@@ -804,12 +799,12 @@ int cmd_convert(int argc, char **argv) {
         fprintf(stderr, "strobe convert: IN and OUT are required (strobe convert --help)\n");
         return CLI_BAD_INPUT;
     }
-    if (ends_with(out, ".gz") && is_pf_path(out)) {
+    if (ends_with(out, ".gz") && strobe__pftrace_path(out)) {
         fprintf(stderr, "strobe convert: %s: write .pftrace uncompressed\n", out);
         return CLI_BAD_INPUT;
     }
     /* Is IN a Perfetto trace? By its name, else by its first bytes. */
-    int in_pf = is_pf_path(in);
+    int in_pf = strobe__pftrace_path(in);
     if (!in_pf && !ends_with(in, ".json") && !ends_with(in, ".json.gz")) {
         gzFile g = gzopen(in, "rb");
         if (g) {
@@ -819,7 +814,7 @@ int cmd_convert(int argc, char **argv) {
             gzclose(g);
         }
     }
-    if (is_pf_path(out)) {
+    if (strobe__pftrace_path(out)) {
         if (in_pf) {
             fprintf(stderr, "strobe convert: %s is already a Perfetto trace\n", in);
             return CLI_BAD_INPUT;

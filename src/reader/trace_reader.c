@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "json_pull.h"
+#include "../util/pftrace_enc.h"
 #include "pftrace_dec.h"
 
 /* ---- 1. Exact decimal parsing ------------------------------------------------------------- */
@@ -220,11 +221,6 @@ static int ends_with(const char *s, const char *suffix) {
     return n >= m && memcmp(s + n - m, suffix, m) == 0;
 }
 
-static int is_pftrace_path(const char *path) {
-    return ends_with(path, ".pftrace") || ends_with(path, ".perfetto-trace") ||
-           ends_with(path, ".pftrace.gz") || ends_with(path, ".perfetto-trace.gz");
-}
-
 /* Looks at the first bytes (after gzip, which zlib undoes transparently) and rewinds. */
 static int sniff_pftrace(gzFile gz) {
     unsigned char head[64];
@@ -293,7 +289,7 @@ int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *o
     gzbuffer(r->gz, 256 * 1024);
     /* A ".json" name is JSON whatever its bytes; other names not known as Perfetto's are told
      * by their first bytes. */
-    if (is_pftrace_path(path) ||
+    if (strobe__pftrace_path(path) ||
         (!ends_with(path, ".json") && !ends_with(path, ".json.gz") && sniff_pftrace(r->gz)))
         return open_pftrace(r);
     if (strobe_jp_init_gz(&r->jp, r->gz)) {

@@ -27,6 +27,20 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+/* 1 when `path` names a Perfetto trace: it ends in ".pftrace" or ".perfetto-trace", optionally
+ * followed by ".gz". The writer, the reader and `strobe convert` all choose the format by it. */
+static inline int strobe__pftrace_path(const char *path) {
+    static const char *const suffixes[] = {".pftrace", ".perfetto-trace", ".pftrace.gz",
+                                           ".perfetto-trace.gz"};
+    size_t n = strlen(path);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t m = strlen(suffixes[i]);
+        if (n >= m && memcmp(path + n - m, suffixes[i], m) == 0) return 1;
+    }
+    return 0;
+}
 
 /* One trusted packet sequence, with its interning tables and its output buffer. */
 typedef struct strobe__pft strobe__pft;

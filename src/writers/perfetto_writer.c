@@ -346,15 +346,9 @@ static int perfetto_write(const strobe_result *r, strobe__sink *s) {
     return rc ? rc : s->err;
 }
 
-static int ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && memcmp(s + n - m, suffix, m) == 0;
-}
-
 /* ".pftrace" and ".perfetto-trace", also with ".gz": the trace processor reads gzip'd traces. */
 static int perfetto_accepts_path(const char *path) {
-    return ends_with(path, ".pftrace") || ends_with(path, ".perfetto-trace") ||
-           ends_with(path, ".pftrace.gz") || ends_with(path, ".perfetto-trace.gz");
+    return strobe__pftrace_path(path);
 }
 
 const strobe__writer_ops strobe__perfetto_writer = {
