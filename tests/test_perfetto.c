@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "reader/pftrace_dec.h"
+#include "mixed_session.h"
 #include "result_check.h"
 #include "result_internal.h"
 #include "trace_reader.h"
@@ -25,36 +26,8 @@
 #endif
 #define OUT_DIR STROBE_TEST_OUT_DIR "/perfetto"
 
-static void *worker(void *arg) {
-    strobe_set_thread_name((const char *)arg);
-    for (int i = 0; i < 40; i++) {
-        STROBE_SCOPE("step");
-        strobe_push_correlation_id((uint64_t)(i + 1));
-        STROBE_OP("aten::mm");
-        strobe_pop_correlation_id();
-        strobe_range_begin("quote \" backslash \\ tab\t nl\n euro \xe2\x82\xac ctl \x01");
-        STROBE_INSTANT("tick");
-        strobe_range_end();
-        STROBE_COUNTER("progress", i * 0.5);
-    }
-    return NULL;
-}
-
 static strobe_result *record(void) {
-    strobe_config c;
-    strobe_config_init(&c);
-    c.trace_name = "perfetto round trip";
-    c.trace_id = "pf-1";
-    start_or_die(&c);
-    REQUIRE(strobe_add_metadata_json("user meta", "{\"a\": [1, 2, {\"b\": null}]}") == 0);
-    REQUIRE(strobe_add_metadata_json("answer", "42") == 0);
-    pthread_t a, b;
-    pthread_create(&a, NULL, worker, "pf worker a");
-    pthread_create(&b, NULL, worker, "pf worker \"b\"");
-    pthread_join(a, NULL);
-    pthread_join(b, NULL);
-    strobe_range_begin("left open");
-    return stop_or_die();
+    return record_mixed_session("perfetto round trip", "pf-1", "pf");
 }
 
 /* ---- Reading a trace back: the slices ("X" events) of each (pid, tid) ----------------------- */

@@ -4,38 +4,12 @@
  * file's times, thread names, and the metadata. */
 #include <pthread.h>
 
+#include "mixed_session.h"
 #include "result_check.h"
 #include "trace_reader.h"
 
-static void *worker(void *arg) {
-    strobe_set_thread_name((const char *)arg);
-    for (int i = 0; i < 50; i++) {
-        STROBE_SCOPE("step");
-        strobe_push_correlation_id((uint64_t)(i + 1));
-        STROBE_OP("aten::mm");
-        strobe_pop_correlation_id();
-        strobe_range_begin("quote \" backslash \\ tab\t nl\n euro \xe2\x82\xac ctl \x01");
-        STROBE_INSTANT("tick");
-        strobe_range_end();
-        STROBE_COUNTER("progress", i * 0.5);
-    }
-    return NULL;
-}
-
 static strobe_result *record(void) {
-    strobe_config c;
-    strobe_config_init(&c);
-    c.trace_name = "round trip";
-    c.trace_id = "rt-1";
-    start_or_die(&c);
-    REQUIRE(strobe_add_metadata_json("user meta", "{\"a\": [1, 2, {\"b\": null}]}") == 0);
-    pthread_t a, b;
-    pthread_create(&a, NULL, worker, "rt worker a");
-    pthread_create(&b, NULL, worker, "rt worker \"b\"");
-    pthread_join(a, NULL);
-    pthread_join(b, NULL);
-    strobe_range_begin("left open");
-    return stop_or_die();
+    return record_mixed_session("round trip", "rt-1", "rt");
 }
 
 static int64_t arg_int(const strobe_rd_event *e, const char *key, int64_t dflt) {
