@@ -9,7 +9,10 @@
  *   (kept in out/stream/ for validate_traces.sh, which runs the independent checkers on it);
  * - flight recorder: the window keeps recent ranges and loses old ones, dumped by the API, by a
  *   signal, and returned by stop;
- * - bad configs are refused with a clear code. */
+ * - bad configs are refused with a clear code;
+ * - operator details: shapes, FLOPs (given and computed), modules, stacks, perf counters and
+ *   backend events are streamed as the args the in-memory result gets (compared range by range),
+ *   with the same nesting. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -621,6 +624,208 @@ static void test_fork(void) {
     CHECK_EQ(tally_count(&got, "leaf"), 1000);
 }
 
+/* ---- operator details ------------------------------------------------------------------------ */
+
+/* Per iteration: module scopes around an aten::mm (inputs: FLOPs computed) holding a run-time named
+ * range with FLOPs given, then two backend events reported inner first (as a delegate reports them
+ * when each ends), on the thread's own backend, apart from the previous iteration's. */
+static void details_workload(int iters, const char *backend) {
+    STROBE_SITE_DEFINE(mm, "aten::mm", STROBE_SCOPE_FUNCTION);
+    static const int64_t a[2] = {4, 8}, b[2] = {8, 2};
+    strobe_input in[3];
+    memset(in, 0, sizeof in);
+    in[0].kind = in[1].kind = STROBE_INPUT_TENSOR;
+    in[0].dtype = in[1].dtype = "float";
+    in[0].dims = a;
+    in[1].dims = b;
+    in[0].ndims = in[1].ndims = 2;
+    in[2].kind = STROBE_INPUT_INT;
+    in[2].int_value = 7;
+    int64_t last = strobe_clock_now_ns();
+    for (int i = 0; i < iters; i++) {
+        strobe_module_push("net");
+        strobe_module_push(i % 2 ? "fc1" : "fc2 \"x\"");
+        strobe_range_begin_site(&mm);
+        strobe_range_inputs(in, 3);
+        strobe_range_begin(i % 3 ? "aten::relu" : "aten::gelu");
+        strobe_range_flops(1000 + i % 7);
+        strobe_range_end();
+        strobe_range_end();
+        strobe_module_pop();
+        strobe_module_pop();
+        int64_t now = strobe_clock_now_ns();
+        while (now < last + 2500)
+            now = strobe_clock_now_ns();
+        last = now;
+        strobe_record_backend_event_ns(now - 1500, now - 1200, 2 * i + 1, "inner_op", backend);
+        strobe_record_backend_event_ns(now - 2000, now - 1000, 2 * i, "delegate_op", backend);
+    }
+}
+
+static int details_iters;
+
+static void *details_thread(void *arg) {
+    (void)arg;
+    details_workload(details_iters, "npu1");
+    return NULL;
+}
+
+static void run_details(int iters) {
+    pthread_t th;
+    details_iters = iters;
+    pthread_create(&th, NULL, details_thread, NULL);
+    details_workload(iters, "npu0");
+    pthread_join(th, NULL);
+}
+
+/* The detail args of every range, one line per range: its name, then each detail key present
+ * with its value (strings decoded; perf counters by presence only, their values differ from run
+ * to run). Sorted, so that two traces compare as multisets. */
+typedef struct sigs {
+    char **line;
+    size_t n, cap;
+} sigs;
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int read_sigs(const char *path, sigs *out) {
+    static const char *const keys[] = {"Input Dims", "Input type",  "Concrete Inputs",
+                                       "flops",      "Call stack",  "Module Hierarchy",
+                                       "Backend",    "Debug handle"};
+    memset(out, 0, sizeof *out);
+    strobe_rd *rd = NULL;
+    strobe_rd_options opt;
+    strobe_rd_options_init(&opt);
+    if (strobe_rd_open(&rd, path, &opt) != 0) {
+        strobe_rd_close(rd);
+        return -1;
+    }
+    strobe_rd_item it;
+    int rc;
+    char *line = malloc(1 << 16);
+    while ((rc = strobe_rd_next(rd, &it)) > 0) {
+        if (it.kind != STROBE_RD_EVENT) continue;
+        const strobe_rd_event *e = it.event;
+        if (e->ph.len != 1 || e->ph.s[0] != 'X' || (e->cat.s && strcmp(e->cat.s, "Trace") == 0))
+            continue;
+        size_t len = (size_t)snprintf(line, 1 << 16, "%s", e->name.s);
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            strobe_rd_value v;
+            if (strobe_rd_event_arg(e, keys[k], &v) != 1) continue;
+            char text[4096];
+            if (v.type == STROBE_RD_T_STRING) {
+                strobe_rd_value_str(&v, text, sizeof text, NULL);
+            } else {
+                snprintf(text, sizeof text, "%.*s", (int)v.len, v.raw);
+            }
+            len += (size_t)snprintf(line + len, (1 << 16) - len, "|%s=%s", keys[k], text);
+        }
+        strobe_rd_value v;
+        if (strobe_rd_event_arg(e, "task-clock", &v) == 1)
+            len += (size_t)snprintf(line + len, (1 << 16) - len, "|task-clock");
+        if (out->n == out->cap) {
+            out->cap = out->cap ? out->cap * 2 : 1024;
+            out->line = realloc(out->line, out->cap * sizeof *out->line);
+        }
+        out->line[out->n++] = strdup(line);
+    }
+    free(line);
+    strobe_rd_close(rd);
+    qsort(out->line, out->n, sizeof *out->line, cmp_str);
+    return rc == 0 ? 0 : -1;
+}
+
+static void sigs_free(sigs *s) {
+    for (size_t i = 0; i < s->n; i++)
+        free(s->line[i]);
+    free(s->line);
+}
+
+static void test_details_streamed(const char *file) {
+    enum { ITERS = 3000 };
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    cfg.chunk_bytes = 4096; /* a range's details and its end often fall in the next chunk */
+    cfg.buffer_bytes = (size_t)64 << 20;
+    cfg.record_shapes = cfg.with_flops = cfg.with_modules = cfg.with_stack = 1;
+    cfg.perf_events = "task-clock";
+    REQUIRE(strobe_start(&cfg) == 0);
+    run_details(ITERS);
+    strobe_result *mem = NULL;
+    REQUIRE(strobe_stop(&mem) == 0);
+    char mem_path[600], path[600];
+    path_in_out(mem_path, sizeof mem_path, "stream/details_memory.json");
+    REQUIRE(strobe_result_save(mem, mem_path) == 0);
+    const strobe_stats *ms = strobe_result_stats(mem);
+    uint64_t mem_clipped = ms->clipped_backend_events, mem_orphans = ms->orphan_details;
+    strobe_result_free(mem);
+
+    path_in_out(path, sizeof path, file);
+    cfg.stream_path = path;
+    REQUIRE(strobe_start(&cfg) == 0);
+    run_details(ITERS);
+    strobe_module_pop();   /* unmatched: counted */
+    strobe_range_flops(5); /* no open range: an orphan */
+    strobe_result *r = NULL;
+    REQUIRE(strobe_stop(&r) == 0);
+    const strobe_stats *st = strobe_result_stats(r);
+    CHECK_EQ(st->dropped_events, 0);
+    CHECK_EQ(st->unmatched_module_pops, 1);
+    CHECK_EQ(st->orphan_details, mem_orphans + 1);
+    CHECK_EQ(st->clipped_backend_events, mem_clipped);
+    const char *sm = meta_value(r, "strobe_stream");
+    CHECK(sm != NULL && strstr(sm, "\"skipped_details\": 0") != NULL);
+    CHECK(sm != NULL && strstr(sm, "\"skipped_backend_events\": 0") != NULL);
+    strobe_result_free(r);
+
+    sigs want, got;
+    REQUIRE(read_sigs(mem_path, &want) == 0);
+    REQUIRE(read_sigs(path, &got) == 0);
+    /* Two threads: per iteration aten::mm, its child and the two backend events. */
+    CHECK_EQ(want.n, 2 * ITERS * 4);
+    CHECK_EQ(got.n, want.n);
+    size_t mismatches = 0;
+    for (size_t i = 0; i < got.n && i < want.n; i++) {
+        if (strcmp(got.line[i], want.line[i]) == 0) continue;
+        if (mismatches++ < 3)
+            fprintf(stderr, "%s: range %zu differs:\n  stream: %s\n  memory: %s\n", file, i,
+                    got.line[i], want.line[i]);
+    }
+    CHECK_EQ(mismatches, 0);
+    /* What the lines must hold, so that two empty traces cannot compare equal. */
+    int mm_ok = 0, relu_ok = 0, stack_ok = 0, backend_ok = 0;
+    for (size_t i = 0; i < got.n; i++) {
+        const char *l = got.line[i];
+        mm_ok += strncmp(l, "aten::mm|", 9) == 0 &&
+                 strstr(l, "|Input Dims=[[4, 8], [8, 2], []]|") != NULL &&
+                 strstr(l, "|flops=128|") != NULL &&
+                 (strstr(l, "|Module Hierarchy=net.fc1") != NULL ||
+                  strstr(l, "|Module Hierarchy=net.fc2 \"x\"") != NULL);
+        relu_ok += strncmp(l, "aten::relu|", 11) == 0 && strstr(l, "|flops=100") != NULL;
+        stack_ok += strstr(l, "|Call stack=") != NULL && strstr(l, "details_workload") != NULL;
+        backend_ok += strncmp(l, "delegate_op|", 12) == 0 && strstr(l, "|Backend=npu") != NULL;
+    }
+    CHECK_EQ(mm_ok, 2 * ITERS);
+    CHECK_EQ(relu_ok, 2 * (ITERS - ITERS / 3));
+    CHECK_INT(stack_ok, >=, 2 * ITERS);
+    CHECK_EQ(backend_ok, 2 * ITERS);
+    sigs_free(&want);
+    sigs_free(&got);
+
+    /* The same nesting: the relu in its mm, the inner backend event in its delegate_op. */
+    tally tw, tg;
+    REQUIRE(read_trace(mem_path, &tw) == 0);
+    REQUIRE(read_trace(path, &tg) == 0);
+    const char *names[] = {"aten::mm", "aten::relu", "aten::gelu", "delegate_op", "inner_op"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        CHECK_EQ(tally_count(&tg, names[i]), tally_count(&tw, names[i]));
+        CHECK_EQ(tally_depth(&tg, names[i]), tally_depth(&tw, names[i]));
+    }
+    CHECK_EQ(tally_depth(&tg, "inner_op"), tally_count(&tg, "inner_op"));
+}
+
 int main(void) {
     snprintf(out_dir, sizeof out_dir, "%s", STROBE_TEST_OUT_DIR);
     mkdir(out_dir, 0755);
@@ -630,6 +835,8 @@ int main(void) {
     test_bad_configs();
     test_same_ranges("stream/same_ranges.json");
     test_same_ranges("stream/same_ranges.pftrace");
+    test_details_streamed("stream/details.json");
+    test_details_streamed("stream/details.pftrace");
     test_bounded();
     test_drops();
     test_killed("stream/killed.json");

@@ -40,9 +40,11 @@
 #include "details.h"
 #include "record.h"
 #include "result_internal.h"
+#include "stack.h"
 #include "stream.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
+#include "strobe/op.h"
 #include "strobe/result.h"
 #include "util/pftrace_enc.h"
 #include "writers/json_writer.h"
@@ -53,14 +55,27 @@
 
 enum { MODE_STREAM = 1, MODE_RING = 2 };
 
+/* Backend event tracks: each backend gets up to BACKEND_LANES tracks ("lanes"); an event that
+ * cannot nest on a lane among the events already written there goes on the next. */
+#define BACKEND_LANES 4
+/* Backend events are held this long after they start before they are written, so that an outer
+ * event reported after its inner ones (a delegate reports each when it ends) is still sorted
+ * before them. */
+#define BACKEND_HOLD_NS INT64_C(1000000000)
+/* Backend tracks' tids: above any the kernel hands out, as collect.c makes them. */
+#define BACKEND_TID_BASE INT64_C(0x7fff0000)
+
 /* One range open on a thread: its name is the site's (static) or copied into the thread's name
- * stack. */
+ * stack; its operator details wait in the thread's args buffer until it ends. */
 typedef struct open_rng {
     int64_t start;
     const char *site_name; /* NULL: names[name_off .. name_off + name_len) */
     uint32_t name_off, name_len;
+    uint32_t args_off; /* its args: h->args from here to the end (details go to the innermost) */
     uint8_t scope;
+    uint8_t perf_have; /* perf[] holds the counters read at its begin */
     uint64_t ext, user;
+    uint64_t perf[STROBE__PERF_MAX];
 } open_rng;
 
 /* The decoder's state of one thread. */
@@ -73,7 +88,32 @@ typedef struct thr {
     size_t depth, cap;
     strobe__buf names; /* copied names of open ranges, each followed by its NUL */
     uint64_t pend_ext, pend_user;
+    /* The open ranges' args, one entry after another: a live byte ('1'; '0' once replaced), the
+     * key and the value's JSON text, each NUL-terminated. */
+    strobe__buf args;
+    strobe__buf mods;  /* the module path (with_modules): the open modules joined by '.' */
+    uint32_t *mod_off; /* where each open module's name starts in mods */
+    size_t mod_depth, mod_cap;
 } thr;
+
+/* A backend event waiting for the end of its batch (names in the stream's bk_names). */
+typedef struct bk_event {
+    int64_t start, end, handle;
+    size_t name_off, backend_off;
+} bk_event;
+
+/* A backend's lanes. */
+typedef struct bk_track {
+    char *backend;
+    struct bk_lane {
+        int64_t tid;
+        uint64_t track;   /* its Perfetto track */
+        int64_t last;     /* the latest start written on it */
+        int64_t ends[64]; /* the written events still open at `last`, outermost first */
+        size_t depth;
+    } lane[BACKEND_LANES];
+    int lanes;
+} bk_track;
 
 /* The stream's output: a buffer appended at `off` with the closing text after it. */
 typedef struct jw {
@@ -109,6 +149,27 @@ typedef struct strobe__stream {
     strobe__clock_conv conv;
     uint64_t events, skipped_details, skipped_counters, unmatched, truncated, unfinished;
     uint64_t lost_events; /* events not written because the file could not be written */
+    uint64_t orphan_details, unmatched_module_pops, clipped_backend, skipped_backend;
+    /* Operator details: formatting scratch, symbols of the stacks seen so far, backend events of
+     * the current batch and the backends' tracks. */
+    strobe__buf dims, types, concrete, text, json;
+    strobe_input inputs[STROBE_MAX_INPUTS];
+    int64_t dims_store[STROBE_MAX_INPUTS * STROBE__MAX_DIMS];
+    char dtype_store[STROBE_MAX_INPUTS][65];
+    strobe__pft_arg *pargs;
+    size_t pargs_cap;
+    struct sym_slot {
+        uint64_t pc;
+        char *name; /* NULL: a free slot */
+    } * syms;
+    size_t sym_cap, sym_count;
+    uint64_t *want_pcs; /* addresses to symbolize before the batch is decoded */
+    size_t want_count, want_cap;
+    bk_event *bk;
+    size_t bk_count, bk_cap;
+    strobe__buf bk_names;
+    bk_track *bkt;
+    size_t bkt_count;
     /* The flight recorder's ring (under ring_lock). */
     pthread_mutex_t ring_lock;
     strobe__chunk *ring_head, *ring_tail;
@@ -424,11 +485,90 @@ static const char *range_category(int scope) {
     return scope == STROBE_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op";
 }
 
+/* Walks the args entries in [p, end): @return the next entry, and the key and value of this one. */
+static const char *arg_next(const char *p, const char **key, const char **json) {
+    *key = p + 1;
+    *json = *key + strlen(*key) + 1;
+    return *json + strlen(*json) + 1;
+}
+
+/* Adds an arg to the innermost open range of `h`: `json` is the value's JSON text. An earlier value
+ * of the key is replaced when `replace`, else kept. @return 0 or STROBE_ENOMEM. */
+static int arg_add(thr *h, const char *key, const char *json, size_t jlen, int replace) {
+    const open_rng *o = &h->open[h->depth - 1];
+    size_t klen = strlen(key);
+    if (h->args.len > o->args_off) {
+        const char *p = h->args.s + o->args_off, *end = h->args.s + h->args.len;
+        while (p < end) {
+            const char *k, *v;
+            const char *next = arg_next(p, &k, &v);
+            if (*p == '1' && strcmp(k, key) == 0) {
+                if (!replace) return 0;
+                h->args.s[p - h->args.s] = '0';
+            }
+            p = next;
+        }
+    }
+    int rc = strobe__buf_put(&h->args, "1", 1);
+    if (rc == 0) rc = strobe__buf_put(&h->args, key, klen + 1);
+    if (rc == 0) rc = strobe__buf_put(&h->args, json, jlen);
+    if (rc == 0) rc = strobe__buf_put(&h->args, "", 1);
+    return rc;
+}
+
+static int arg_i64(thr *h, const char *key, int64_t v, int replace) {
+    char num[32];
+    int n = snprintf(num, sizeof num, "%lld", (long long)v);
+    return arg_add(h, key, num, (size_t)n, replace);
+}
+
+/* Writes a range that ends at `end` with its args (the thread's args from o->args_off: `o` is the
+ * innermost open range) and, when `flag` names one, that flag set to 1. */
 static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t end,
                         const char *flag) {
+    const char *args = h->args.s ? h->args.s + o->args_off : NULL;
+    const char *args_end = h->args.s ? h->args.s + h->args.len : NULL;
+    if (h->args.len < o->args_off) args = args_end = NULL;
     if (st->pft) {
-        /* The begin went out when the range began. */
-        if (strobe__pft_end(st->pft, h->track, end))
+        /* The begin went out when the range began; the details go on the end, which the trace
+         * processor adds to the slice's args. */
+        size_t n = flag != NULL;
+        for (const char *p = args; p && p < args_end;) {
+            const char *k, *v;
+            const char *next = arg_next(p, &k, &v);
+            n += *p == '1';
+            p = next;
+        }
+        if (n > st->pargs_cap) {
+            size_t cap = st->pargs_cap ? st->pargs_cap : 16;
+            while (cap < n)
+                cap *= 2;
+            strobe__pft_arg *a = realloc(st->pargs, cap * sizeof *a);
+            if (a == NULL) {
+                st->lost_events++;
+                return;
+            }
+            st->pargs = a;
+            st->pargs_cap = cap;
+        }
+        size_t k = 0;
+        for (const char *p = args; p && p < args_end;) {
+            const char *key, *v;
+            const char *next = arg_next(p, &key, &v);
+            if (*p == '1') {
+                memset(&st->pargs[k], 0, sizeof st->pargs[k]);
+                st->pargs[k].name = key;
+                strobe__pft_arg_json(&st->pargs[k++], v);
+            }
+            p = next;
+        }
+        if (flag) {
+            memset(&st->pargs[k], 0, sizeof st->pargs[k]);
+            st->pargs[k].name = flag;
+            st->pargs[k].type = STROBE__PFT_INT;
+            st->pargs[k++].i = 1;
+        }
+        if (strobe__pft_end_args(st->pft, h->track, end, st->pargs, k))
             st->lost_events++;
         else
             st->events++;
@@ -437,7 +577,9 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
     jw *w = &st->out;
     const char *name = o->site_name ? o->site_name : h->names.s + o->name_off;
     size_t nlen = o->site_name ? strnlen(o->site_name, STROBE__MAX_NAME) : o->name_len;
-    char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen));
+    size_t alen = args ? (size_t)(args_end - args) : 0;
+    char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) +
+                                STROBE__JSON_STRING_MAX(alen) + alen);
     if (p == NULL) {
         st->lost_events++;
         return;
@@ -458,9 +600,23 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
         p = put_u64(p, o->user);
         sep = ", ";
     }
+    for (const char *a = args; a && a < args_end;) {
+        const char *key, *v;
+        const char *next = arg_next(a, &key, &v);
+        if (*a == '1') {
+            p = put_lit(p, sep);
+            p = strobe__json_put_string(p, key, strlen(key));
+            p = put_lit(p, ": ");
+            p = put_lit(p, v);
+            sep = ", ";
+        }
+        a = next;
+    }
     if (flag) {
         p = put_lit(p, sep);
+        *p++ = '"';
         p = put_lit(p, flag);
+        p = put_lit(p, "\": 1");
     }
     jw_commit(w, put_lit(p, "}}"));
     st->events++;
@@ -576,10 +732,12 @@ static void close_all(strobe__stream *st, thr *h, int64_t at, const char *flag) 
         const open_rng *o = &h->open[--h->depth];
         int64_t end = at < o->start ? o->start : at;
         write_range(st, h, o, end, flag);
+        if (h->args.len > o->args_off) h->args.len = o->args_off;
         at = end + 1;
     }
     h->prev = at - 1;
     h->names.len = 0;
+    h->args.len = 0;
 }
 
 static int push_range(thr *h, int64_t ts, const char *site_name, const char *bytes, uint32_t len,
@@ -600,6 +758,8 @@ static int push_range(thr *h, int64_t ts, const char *site_name, const char *byt
     h->pend_ext = h->pend_user = 0;
     o->name_off = (uint32_t)h->names.len;
     o->name_len = len;
+    o->args_off = (uint32_t)h->args.len;
+    o->perf_have = 0;
     if (site_name == NULL) {
         /* Copied with a terminating NUL (the Perfetto encoder takes C strings): the chunk the
          * name came from is recycled before the range ends. */
@@ -610,9 +770,16 @@ static int push_range(thr *h, int64_t ts, const char *site_name, const char *byt
     return 0;
 }
 
-/* Perfetto: the begin goes out at once. */
-static void begin_out(strobe__stream *st, thr *h) {
-    if (st->pft == NULL) return;
+/* A range has begun: its module path becomes its first arg (with_modules), and a Perfetto begin
+ * goes out at once. @return 0 or STROBE_ENOMEM. */
+static int begin_out(strobe__stream *st, thr *h) {
+    if (st->s->cfg.with_modules && h->mod_depth) {
+        st->json.len = 0;
+        int rc = strobe__buf_put_json_string(&st->json, h->mods.s, h->mods.len);
+        if (rc == 0) rc = arg_add(h, "Module Hierarchy", st->json.s, st->json.len, 0);
+        if (rc) return rc;
+    }
+    if (st->pft == NULL) return 0;
     const open_rng *o = &h->open[h->depth - 1];
     strobe__pft_arg a[2];
     size_t n = pft_corr_args(a, o->ext, o->user);
@@ -620,6 +787,7 @@ static void begin_out(strobe__stream *st, thr *h) {
                           o->site_name ? o->site_name : h->names.s + o->name_off, a, n, NULL, 0,
                           NULL, 0))
         st->lost_events++;
+    return 0;
 }
 
 static void pop_range(strobe__stream *st, thr *h, int64_t ts) {
@@ -630,6 +798,7 @@ static void pop_range(strobe__stream *st, thr *h, int64_t ts) {
     const open_rng *o = &h->open[--h->depth];
     write_range(st, h, o, ts, NULL);
     if (o->site_name == NULL) h->names.len = o->name_off;
+    if (h->args.len > o->args_off) h->args.len = o->args_off;
 }
 
 static void on_memory(strobe__stream *st, thr *h, const uint64_t *w, int64_t ts) {
@@ -655,6 +824,382 @@ static void on_memory(strobe__stream *st, thr *h, const uint64_t *w, int64_t ts)
     }
 }
 
+/* ---- operator details ---------------------------------------------------------------------- */
+
+/* The innermost open range's name (NUL-terminated). */
+static const char *top_name(const thr *h) {
+    const open_rng *o = &h->open[h->depth - 1];
+    return o->site_name ? o->site_name : h->names.s + o->name_off;
+}
+
+/* Adds `text` as a JSON string arg. */
+static int arg_string(strobe__stream *st, thr *h, const char *key, const char *text, size_t len) {
+    st->json.len = 0;
+    int rc = strobe__buf_put_json_string(&st->json, text, len);
+    return rc ? rc : arg_add(h, key, st->json.s, st->json.len, 1);
+}
+
+static int on_shapes(strobe__stream *st, thr *h, const uint64_t *w) {
+    const strobe_config *cfg = &st->s->cfg;
+    uint32_t count = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
+    if (count > STROBE_MAX_INPUTS) return 0;
+    int rc = strobe__format_inputs(w + 2, (size_t)w[1], count, st->inputs, st->dims_store,
+                                   st->dtype_store, &st->dims, &st->types, &st->concrete);
+    if (rc == -1) return 0; /* unreadable: skipped, as collect skips it */
+    if (rc) return rc;
+    if (cfg->record_shapes) {
+        rc = arg_add(h, "Input Dims", st->dims.s, st->dims.len, 1);
+        if (rc == 0) rc = arg_add(h, "Input type", st->types.s, st->types.len, 1);
+        if (rc == 0) rc = arg_add(h, "Concrete Inputs", st->concrete.s, st->concrete.len, 1);
+    }
+    if (rc == 0 && cfg->with_flops) {
+        /* Computed FLOPs never replace a count the program gave. */
+        int64_t f = strobe_flops_from_inputs(top_name(h), st->inputs, (int)count);
+        if (f >= 0) rc = arg_i64(h, "flops", f, 0);
+    }
+    return rc;
+}
+
+static int on_perf(strobe__stream *st, thr *h, const uint64_t *w) {
+    uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
+    int at_end = (int)((STROBE__REC_TS(w[0]) >> 8) & 1u);
+    const strobe__perf_set *set = &st->s->perf;
+    open_rng *o = &h->open[h->depth - 1];
+    if (n > STROBE__PERF_MAX || n > (uint32_t)set->n) return 0;
+    if (!at_end) {
+        memcpy(o->perf, w + 1, 8u * n);
+        o->perf_have = 1;
+        return 0;
+    }
+    if (!o->perf_have) return 0;
+    o->perf_have = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        /* A failed read gives zeros: never report a negative count. */
+        uint64_t delta = w[1 + i] >= o->perf[i] ? w[1 + i] - o->perf[i] : 0;
+        int rc = arg_i64(h, set->ev[i].name, (int64_t)delta, 1);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The symbol of a return address seen before (NULL: not yet symbolized). */
+static const char *sym_get(const strobe__stream *st, uint64_t pc) {
+    if (st->sym_cap == 0) return NULL;
+    size_t j = (size_t)((pc * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (st->sym_cap - 1);
+    while (st->syms[j].name) {
+        if (st->syms[j].pc == pc) return st->syms[j].name;
+        j = (j + 1) & (st->sym_cap - 1);
+    }
+    return NULL;
+}
+
+static int sym_put(strobe__stream *st, uint64_t pc, const char *name) {
+    if ((st->sym_count + 1) * 2 > st->sym_cap) {
+        size_t cap = st->sym_cap ? st->sym_cap * 2 : 256;
+        struct sym_slot *m = calloc(cap, sizeof *m);
+        if (m == NULL) return STROBE_ENOMEM;
+        struct sym_slot *old = st->syms;
+        size_t old_cap = st->sym_cap;
+        st->syms = m;
+        st->sym_cap = cap;
+        st->sym_count = 0;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i].name) {
+                size_t j = (size_t)((old[i].pc * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (cap - 1);
+                while (m[j].name)
+                    j = (j + 1) & (cap - 1);
+                m[j] = old[i];
+                st->sym_count++;
+            }
+        free(old);
+    }
+    char *copy = strdup(name);
+    if (copy == NULL) return STROBE_ENOMEM;
+    size_t j = (size_t)((pc * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (st->sym_cap - 1);
+    while (st->syms[j].name)
+        j = (j + 1) & (st->sym_cap - 1);
+    st->syms[j].pc = pc;
+    st->syms[j].name = copy;
+    st->sym_count++;
+    return 0;
+}
+
+/* Notes the return addresses of a chunk's stacks that have no symbol yet. */
+static int scan_stacks(strobe__stream *st, const char *p, size_t used) {
+    const char *end = p + used;
+    while (p < end) {
+        size_t size = strobe__rec_size(p, (size_t)(end - p), NULL);
+        if (size == 0) break;
+        const uint64_t *w = (const uint64_t *)p;
+        if (STROBE__REC_KIND(w[0]) == STROBE__REC_STACK) {
+            uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
+            for (uint32_t i = 0; i < n; i++) {
+                if (sym_get(st, w[1 + i])) continue;
+                if (st->want_count == st->want_cap) {
+                    size_t cap = st->want_cap ? st->want_cap * 2 : 256;
+                    uint64_t *a = realloc(st->want_pcs, cap * sizeof *a);
+                    if (a == NULL) return STROBE_ENOMEM;
+                    st->want_pcs = a;
+                    st->want_cap = cap;
+                }
+                st->want_pcs[st->want_count++] = w[1 + i];
+            }
+        }
+        p += size;
+    }
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Symbolizes the addresses scan_stacks noted, all in one call (one addr2line run per module):
+ * a long session looks up each address once, in the batch where it first appears. */
+static int resolve_stacks(strobe__stream *st) {
+    if (st->want_count == 0) return 0;
+    qsort(st->want_pcs, st->want_count, sizeof *st->want_pcs, cmp_u64);
+    size_t u = 0;
+    for (size_t i = 0; i < st->want_count; i++)
+        if (u == 0 || st->want_pcs[u - 1] != st->want_pcs[i]) st->want_pcs[u++] = st->want_pcs[i];
+    st->want_count = 0;
+    const char **out = calloc(u, sizeof *out);
+    if (out == NULL) return STROBE_ENOMEM;
+    strobe__symbolizer *sz = strobe__symbolize(st->want_pcs, u, out);
+    int rc = sz ? 0 : STROBE_ENOMEM;
+    for (size_t i = 0; i < u && rc == 0; i++)
+        rc = sym_put(st, st->want_pcs[i], out[i] ? out[i] : "??");
+    strobe__symbolizer_free(sz);
+    free(out);
+    return rc;
+}
+
+static int on_stack(strobe__stream *st, thr *h, const uint64_t *w) {
+    uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
+    if (n == 0) return 0;
+    st->text.len = 0;
+    int rc = 0;
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        const char *name = sym_get(st, w[1 + i]);
+        if (name == NULL) name = "??";
+        if (i) rc = strobe__buf_put(&st->text, ";", 1);
+        if (rc == 0) rc = strobe__buf_put(&st->text, name, strlen(name));
+    }
+    return rc ? rc : arg_string(st, h, "Call stack", st->text.s, st->text.len);
+}
+
+static int on_ext(strobe__stream *st, thr *h, const uint64_t *w) {
+    unsigned sub = (unsigned)(w[1] & 0xff);
+    size_t len = (size_t)(w[1] >> 32);
+    const char *bytes = (const char *)(w + 2);
+    if (sub == STROBE__EXT_MODULE_PUSH) {
+        if (h->mod_depth == h->mod_cap) {
+            size_t cap = h->mod_cap ? h->mod_cap * 2 : 16;
+            uint32_t *m = realloc(h->mod_off, cap * sizeof *m);
+            if (m == NULL) return STROBE_ENOMEM;
+            h->mod_off = m;
+            h->mod_cap = cap;
+        }
+        h->mod_off[h->mod_depth++] = (uint32_t)h->mods.len;
+        int rc = h->mods.len ? strobe__buf_put(&h->mods, ".", 1) : 0;
+        return rc ? rc : strobe__buf_put(&h->mods, bytes, len);
+    }
+    if (sub == STROBE__EXT_MODULE_POP) {
+        if (h->mod_depth == 0) {
+            st->unmatched_module_pops++;
+        } else {
+            h->mods.len = h->mod_off[--h->mod_depth];
+        }
+        return 0;
+    }
+    if (sub != STROBE__EXT_BACKEND || len < 32) return 0;
+    size_t nl = (size_t)(uint32_t)w[5], bl = (size_t)(w[5] >> 32);
+    if (32 + nl + bl > len) return 0;
+    if (st->bk_count == st->bk_cap) {
+        size_t cap = st->bk_cap ? st->bk_cap * 2 : 64;
+        bk_event *a = realloc(st->bk, cap * sizeof *a);
+        if (a == NULL) return STROBE_ENOMEM;
+        st->bk = a;
+        st->bk_cap = cap;
+    }
+    /* The names are copied: the chunk is recycled before the batch's backend events are written. */
+    bk_event *b = &st->bk[st->bk_count];
+    b->start = (int64_t)w[2];
+    b->end = (int64_t)w[3];
+    b->handle = (int64_t)w[4];
+    b->name_off = st->bk_names.len;
+    int rc = strobe__buf_put(&st->bk_names, (const char *)(w + 6), nl);
+    if (rc == 0) rc = strobe__buf_put(&st->bk_names, "", 1);
+    b->backend_off = st->bk_names.len;
+    if (rc == 0) rc = strobe__buf_put(&st->bk_names, (const char *)(w + 6) + nl, bl);
+    if (rc == 0) rc = strobe__buf_put(&st->bk_names, "", 1);
+    if (rc == 0) st->bk_count++;
+    return rc;
+}
+
+static int cmp_bk(const void *a, const void *b, void *arg) {
+    const bk_event *x = a, *y = b;
+    const char *names = ((const strobe__stream *)arg)->bk_names.s;
+    int c = strcmp(names + x->backend_off, names + y->backend_off);
+    if (c) return c;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    return x->end > y->end ? -1 : (x->end < y->end); /* outer first */
+}
+
+/* A lane of `backend`, declared (a track of its own) on first use; NULL when out of memory. */
+static struct bk_lane *bk_lane(strobe__stream *st, const char *backend, int lane) {
+    bk_track *t = NULL;
+    for (size_t i = 0; i < st->bkt_count && t == NULL; i++)
+        if (strcmp(st->bkt[i].backend, backend) == 0) t = &st->bkt[i];
+    if (t == NULL) {
+        bk_track *a = realloc(st->bkt, (st->bkt_count + 1) * sizeof *a);
+        if (a == NULL) return NULL;
+        st->bkt = a;
+        t = &a[st->bkt_count];
+        memset(t, 0, sizeof *t);
+        t->backend = strdup(backend);
+        if (t->backend == NULL) return NULL;
+        st->bkt_count++;
+    }
+    if (lane < t->lanes) return &t->lane[lane];
+    struct bk_lane *l = &t->lane[t->lanes];
+    memset(l, 0, sizeof *l);
+    l->tid = BACKEND_TID_BASE + (int64_t)((size_t)(t - st->bkt) * BACKEND_LANES) + t->lanes;
+    l->last = INT64_MIN;
+    char name[300];
+    if (t->lanes == 0) {
+        snprintf(name, sizeof name, "Backend: %s", backend);
+    } else {
+        snprintf(name, sizeof name, "Backend: %s (%d)", backend, t->lanes + 1);
+    }
+    if (st->pft) {
+        l->track = st->next_uuid++;
+        if (strobe__pft_thread(st->pft, l->track, (int32_t)st->out.pid, (int32_t)l->tid, name,
+                               (int32_t)l->tid))
+            return NULL;
+    } else {
+        write_meta(&st->out, 0, "thread_name", l->tid, "name", name, 0);
+        write_meta(&st->out, 0, "thread_sort_index", l->tid, "sort_index", NULL, l->tid);
+    }
+    t->lanes++;
+    return l;
+}
+
+static void write_backend_event(strobe__stream *st, struct bk_lane *l, const char *name,
+                                const char *backend, int64_t start, int64_t end, int64_t handle) {
+    if (st->pft) {
+        strobe__pft_arg a[2];
+        memset(a, 0, sizeof a);
+        a[0].name = "Backend";
+        a[0].type = STROBE__PFT_STRING;
+        a[0].s = backend;
+        a[0].slen = (size_t)-1;
+        a[1].name = "Debug handle";
+        a[1].type = STROBE__PFT_INT;
+        a[1].i = handle;
+        if (strobe__pft_begin(st->pft, l->track, start, "cpu_op", name, a, 2, NULL, 0, NULL, 0) ||
+            strobe__pft_end(st->pft, l->track, end))
+            st->lost_events++;
+        else
+            st->events++;
+        return;
+    }
+    jw *w = &st->out;
+    size_t nlen = strlen(name), blen = strlen(backend);
+    char *p =
+        jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) + STROBE__JSON_STRING_MAX(blen));
+    if (p == NULL) {
+        st->lost_events++;
+        return;
+    }
+    p = event_head(w, p, "X", "cpu_op", name, nlen, l->tid, start);
+    p = put_lit(p, ", \"dur\": ");
+    p = strobe__json_put_ts(p, end, start);
+    p = put_lit(p, ", \"args\": {\"Backend\": ");
+    p = strobe__json_put_string(p, backend, blen);
+    p = put_lit(p, ", \"Debug handle\": ");
+    p = put_i64(p, handle);
+    jw_commit(w, put_lit(p, "}}"));
+    st->events++;
+}
+
+/* Writes the backend events that started more than BACKEND_HOLD_NS ago (all of them when `all`)
+ * on their backends' lanes, in start order. Each goes on the first lane where it starts no
+ * earlier than the lane's last event and nests in the events still open there (an end past the
+ * enclosing event's is brought inside it and counted, as collect.c does); one that fits no lane
+ * is counted as skipped. Times before the session start are brought to it (counted). Each event
+ * is written 1 ns short of its end, so that an event never ends in the nanosecond its parent ends
+ * or its next sibling begins (the JSON writer's display rule): the stream cannot revise what it
+ * wrote. */
+static void flush_backend(strobe__stream *st, int all) {
+    if (st->bk_count == 0) return;
+    qsort_r(st->bk, st->bk_count, sizeof *st->bk, cmp_bk, st);
+    int64_t session_start = st->s->start.real_ns;
+    int64_t cutoff =
+        all ? INT64_MAX : strobe__clock_to_ns(&st->conv, strobe__now_raw()) - BACKEND_HOLD_NS;
+    size_t kept = 0;
+    strobe__buf keep = {0};
+    for (size_t i = 0; i < st->bk_count; i++) {
+        const bk_event *b = &st->bk[i];
+        const char *name = st->bk_names.s + b->name_off;
+        const char *backend = st->bk_names.s + b->backend_off;
+        if (b->start > cutoff) {
+            /* Held: moved to the front, its names into the new names buffer. */
+            bk_event *k = &st->bk[kept++];
+            int64_t start = b->start, end = b->end, handle = b->handle;
+            size_t no = keep.len;
+            int rc = strobe__buf_put(&keep, name, strlen(name) + 1);
+            size_t bo = keep.len;
+            if (rc == 0) rc = strobe__buf_put(&keep, backend, strlen(backend) + 1);
+            if (rc) {
+                kept--;
+                st->skipped_backend++;
+                continue;
+            }
+            k->start = start;
+            k->end = end;
+            k->handle = handle;
+            k->name_off = no;
+            k->backend_off = bo;
+            continue;
+        }
+        int64_t start = b->start, end = b->end < b->start ? b->start : b->end;
+        if (start < session_start) {
+            st->clipped_backend++;
+            start = session_start;
+            if (end < start) end = start;
+        }
+        struct bk_lane *l = NULL;
+        for (int k = 0; k < BACKEND_LANES; k++) {
+            struct bk_lane *c = bk_lane(st, backend, k);
+            if (c == NULL) break;
+            if (start < c->last) continue;
+            while (c->depth && c->ends[c->depth - 1] <= start)
+                c->depth--;
+            if (c->depth == sizeof c->ends / sizeof c->ends[0]) continue;
+            l = c;
+            break;
+        }
+        if (l == NULL) {
+            st->skipped_backend++;
+            continue;
+        }
+        if (end - start >= 2) end--;
+        if (l->depth && end >= l->ends[l->depth - 1]) {
+            if (end > l->ends[l->depth - 1]) st->clipped_backend++;
+            end = l->ends[l->depth - 1] - 1;
+            if (end < start) end = start;
+        }
+        l->last = start;
+        l->ends[l->depth++] = end;
+        write_backend_event(st, l, name, backend, start, end, b->handle);
+    }
+    st->bk_count = kept;
+    strobe__buf_free(&st->bk_names);
+    st->bk_names = keep;
+}
+
 /* Turns one chunk's records into events. @return 0 or STROBE_ENOMEM. */
 static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
     const char *end = p + used;
@@ -673,13 +1218,13 @@ static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
             const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
             rc = push_range(h, thr_time(h, conv, STROBE__REC_TS(w[0])),
                             site->name ? site->name : "(null)", NULL, 0, site->scope);
-            if (rc == 0) begin_out(st, h);
+            if (rc == 0) rc = begin_out(st, h);
             break;
         }
         case STROBE__REC_BEGIN_NAME:
             rc = push_range(h, thr_time(h, conv, STROBE__REC_TS(w[0])), NULL, p + 16,
                             (uint32_t)w[1], (int)(w[1] >> 32));
-            if (rc == 0) begin_out(st, h);
+            if (rc == 0) rc = begin_out(st, h);
             break;
         case STROBE__REC_INSTANT_SITE:
         case STROBE__REC_INSTANT_NAME: {
@@ -725,7 +1270,7 @@ static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
              * unmatched. */
             int64_t ts = thr_time(h, conv, STROBE__REC_TS(w[0]));
             st->truncated += h->depth;
-            close_all(st, h, ts, "\"strobe_truncated\": 1");
+            close_all(st, h, ts, "strobe_truncated");
             static const char marker[] = "[strobe] buffer full: records dropped";
             write_instant(st, h, marker, sizeof marker - 1, h->prev + 1, 0, 0, NULL);
             h->prev++;
@@ -734,7 +1279,27 @@ static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
         case STROBE__REC_MEM:
             on_memory(st, h, w, thr_time(h, conv, STROBE__REC_TS(w[0])));
             break;
-        default: /* operator details are not streamed */
+        case STROBE__REC_SHAPES:
+        case STROBE__REC_FLOPS:
+        case STROBE__REC_STACK:
+        case STROBE__REC_PERF:
+            /* Details of the innermost open range: written with it when it ends. */
+            if (h->depth == 0) {
+                st->orphan_details++;
+            } else if (kind == STROBE__REC_SHAPES) {
+                rc = on_shapes(st, h, w);
+            } else if (kind == STROBE__REC_FLOPS) {
+                if (st->s->cfg.with_flops) rc = arg_i64(h, "flops", (int64_t)w[1], 1);
+            } else if (kind == STROBE__REC_STACK) {
+                rc = on_stack(st, h, w);
+            } else {
+                rc = on_perf(st, h, w);
+            }
+            break;
+        case STROBE__REC_EXT:
+            rc = on_ext(st, h, w);
+            break;
+        default: /* strobe__rec_size() accepted no other kind */
             st->skipped_details++;
             break;
         }
@@ -769,6 +1334,11 @@ static int stream_batch(strobe__stream *st, strobe__chunk *c) {
     int rc = 0;
     if (c == NULL) return 0;
     st->conv = strobe__clock_calibrate(st->s->start, strobe__clock_anchor_now());
+    if (st->s->cfg.with_stack) {
+        for (strobe__chunk *k = c; k && rc == 0; k = k->qnext)
+            rc = scan_stacks(st, (const char *)(k + 1), (size_t)k->used);
+        if (rc == 0) rc = resolve_stacks(st);
+    }
     while (c) {
         strobe__chunk *next = c->qnext;
         thr *h = thr_find(st, c->owner);
@@ -778,6 +1348,7 @@ static int stream_batch(strobe__stream *st, strobe__chunk *c) {
         if (out_pending(st) >= FLUSH_BYTES) out_flush(st, CLOSING_RUNNING);
         c = next;
     }
+    flush_backend(st, 0);
     if (out_pending(st)) out_flush(st, CLOSING_RUNNING);
     return rc ? rc : st->out.err;
 }
@@ -1013,9 +1584,27 @@ static void stream_release(strobe__stream *st) {
         if (h == NULL) continue;
         free(h->open);
         strobe__buf_free(&h->names);
+        strobe__buf_free(&h->args);
+        strobe__buf_free(&h->mods);
+        free(h->mod_off);
         free(h);
     }
     free(st->map);
+    strobe__buf_free(&st->dims);
+    strobe__buf_free(&st->types);
+    strobe__buf_free(&st->concrete);
+    strobe__buf_free(&st->text);
+    strobe__buf_free(&st->json);
+    free(st->pargs);
+    for (size_t i = 0; i < st->sym_cap; i++)
+        free(st->syms[i].name);
+    free(st->syms);
+    free(st->want_pcs);
+    free(st->bk);
+    strobe__buf_free(&st->bk_names);
+    for (size_t i = 0; i < st->bkt_count; i++)
+        free(st->bkt[i].backend);
+    free(st->bkt);
     free(st->out.buf);
     free(st->path);
     free(st->flight_path);
@@ -1161,6 +1750,13 @@ int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, in
     }
     int rc = stream_batch(st, batch);
     st->conv = *conv;
+    if (s->cfg.with_stack) {
+        for (strobe__tstate *t = s->threads; t && rc == 0; t = t->sess_next)
+            if (t->cur != NULL)
+                rc = scan_stacks(st, (const char *)(t->cur + 1),
+                                 (size_t)(t->pos - (char *)(t->cur + 1)));
+        if (rc == 0) rc = resolve_stacks(st);
+    }
     for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
         if (t->cur != NULL) {
             thr *h = thr_find(st, t);
@@ -1173,11 +1769,12 @@ int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, in
         t->first = t->cur = NULL;
         t->pos = t->end = NULL;
     }
+    flush_backend(st, 1);
     for (size_t i = 0; i < st->map_cap; i++) {
         thr *h = st->map[i];
         if (h == NULL) continue;
         st->unfinished += h->depth;
-        close_all(st, h, stop_ns, "\"strobe_unfinished\": 1");
+        close_all(st, h, stop_ns, "strobe_unfinished");
     }
     jw *w = &st->out;
     if (st->pft) {
@@ -1254,14 +1851,18 @@ void strobe__stream_add_stats(strobe__session *s, strobe_result *r) {
         r->stats.unmatched_ends += st->unmatched;
         r->stats.truncated_ranges += st->truncated;
         r->stats.unfinished_ranges += st->unfinished;
+        r->stats.orphan_details += st->orphan_details;
+        r->stats.unmatched_module_pops += st->unmatched_module_pops;
+        r->stats.clipped_backend_events += st->clipped_backend;
         snprintf(json, sizeof json,
                  "{\"mode\": \"stream\", \"events\": %llu, \"bytes\": %llu, \"dropped_events\": "
                  "%llu, \"lost_events\": %llu, \"skipped_details\": %llu, "
-                 "\"skipped_counter_samples\": %llu, \"write_error\": %s}",
+                 "\"skipped_counter_samples\": %llu, \"skipped_backend_events\": %llu, "
+                 "\"write_error\": %s}",
                  (unsigned long long)st->events, (unsigned long long)st->out.off,
                  (unsigned long long)r->stats.dropped_events, (unsigned long long)st->lost_events,
                  (unsigned long long)st->skipped_details, (unsigned long long)st->skipped_counters,
-                 st->out.err ? "true" : "false");
+                 (unsigned long long)st->skipped_backend, st->out.err ? "true" : "false");
     } else {
         snprintf(json, sizeof json,
                  "{\"mode\": \"flight\", \"ring_bytes\": %llu, \"kept_bytes\": %llu, "

@@ -305,7 +305,9 @@ typedef struct event {
     double value;
     int64_t dur; /* begins, once paired */
     int paired;
-    size_t tix; /* index of its track in declaration order; past the end: no descriptor */
+    size_t end_ev; /* begins: 1 + the index of the end that closed it (its args follow the
+                      begin's), 0: none */
+    size_t tix;    /* index of its track in declaration order; past the end: no descriptor */
 } event;
 
 typedef struct ann {
@@ -975,6 +977,7 @@ static int pair_slices(state *s, int64_t last_ts) {
         } else if (e->type == EV_END && depth > 0) {
             event *b = &AT(s->events, event, stack[--depth]);
             b->dur = e->ts - b->ts;
+            b->end_ev = ix[k] + 1;
         }
     }
     while (depth > 0) {
@@ -1006,15 +1009,21 @@ static void meta_event(buf *b, int *first, const char *name, int64_t pid, int64_
     puts_(b, "}}");
 }
 
+/* The args of an event: its annotations, then (a slice) those of the end that closed it. */
 static void write_args(const state *s, buf *b, const event *e, int skip_all) {
     puts_(b, ", \"args\": {");
-    for (size_t i = 0; !skip_all && i < e->ann_count; i++) {
-        const ann *a = &AT(s->anns, ann, e->ann_first + i);
-        if (i) puts_(b, ", ");
-        const char *k = str_at(s, a->key);
-        put_json_string(b, k, strlen(k));
-        puts_(b, ": ");
-        puts_(b, str_at(s, a->val));
+    const event *end = e->end_ev ? &AT(s->events, event, e->end_ev - 1) : NULL;
+    size_t written = 0;
+    for (int part = 0; part < 2 && !skip_all; part++) {
+        const event *src = part == 0 ? e : end;
+        for (size_t i = 0; src && i < src->ann_count; i++) {
+            const ann *a = &AT(s->anns, ann, src->ann_first + i);
+            if (written++) puts_(b, ", ");
+            const char *k = str_at(s, a->key);
+            put_json_string(b, k, strlen(k));
+            puts_(b, ": ");
+            puts_(b, str_at(s, a->val));
+        }
     }
     puts_(b, "}}");
 }

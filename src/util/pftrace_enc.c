@@ -435,6 +435,12 @@ int strobe__pft_end(strobe__pft *p, uint64_t track, int64_t ts_ns) {
                         NULL);
 }
 
+int strobe__pft_end_args(strobe__pft *p, uint64_t track, int64_t ts_ns, const strobe__pft_arg *args,
+                         size_t nargs) {
+    return event_packet(p, TYPE_SLICE_END, track, ts_ns, NULL, NULL, args, nargs, NULL, 0, NULL, 0,
+                        NULL);
+}
+
 int strobe__pft_instant(strobe__pft *p, uint64_t track, int64_t ts_ns, const char *cat,
                         const char *name, const strobe__pft_arg *args, size_t nargs) {
     return event_packet(p, TYPE_INSTANT, track, ts_ns, cat, name ? name : "", args, nargs, NULL, 0,
@@ -486,4 +492,26 @@ int strobe__pft_track(strobe__pft *p, uint64_t uuid, uint64_t parent_uuid, const
 int strobe__pft_counter_track(strobe__pft *p, uint64_t uuid, uint64_t parent_uuid,
                               const char *name) {
     return descriptor_packet(p, uuid, parent_uuid, name, STROBE__PFT_NO_SORT, F_TD_COUNTER, 1);
+}
+
+void strobe__pft_arg_json(strobe__pft_arg *a, const char *json) {
+    size_t n = strlen(json);
+    a->s = json;
+    a->slen = n;
+    a->type = STROBE__PFT_JSON;
+    if (n >= 2 && json[0] == '"' && json[n - 1] == '"') {
+        for (size_t i = 1; i + 1 < n; i++)
+            if (json[i] == '\\' || json[i] == '"' || (unsigned char)json[i] < 0x20) return;
+        a->type = STROBE__PFT_STRING;
+        a->s = json + 1;
+        a->slen = n - 2;
+        return;
+    }
+    size_t i = json[0] == '-';
+    if (i == n || n - i > 18 || (json[i] == '0' && n - i > 1)) return;
+    for (size_t k = i; k < n; k++)
+        if (json[k] < '0' || json[k] > '9') return;
+    if (i == 1 && n == 2 && json[1] == '0') return; /* "-0" would read back as "0" */
+    a->type = STROBE__PFT_INT;
+    a->i = strtoll(json, NULL, 10);
 }

@@ -68,6 +68,11 @@ typedef struct strobe__pft_arg {
     size_t slen; /* length of s; (size_t)-1: strlen(s) */
 } strobe__pft_arg;
 
+/* Sets `a`'s value from the JSON text of an arg (NUL-terminated; a->name is left alone), as the
+ * most specific annotation type that reads back as the same text: an integer as an int, a string
+ * without escapes as a string, anything else as a JSON value. a->s points into `json`. */
+void strobe__pft_arg_json(strobe__pft_arg *a, const char *json);
+
 /* Track uuids that carry a Kineto (pid, tid) pair, for tracks that have no process or thread
  * descriptor (GPU devices and streams, the session's "Spans" track): the top byte is a marker,
  * then 24 bits of pid and 32 bits of tid. The perfetto writer makes them and the decoder reads
@@ -130,6 +135,12 @@ int strobe__pft_begin(strobe__pft *p, uint64_t track, int64_t ts_ns, const char 
 
 /* Ends the innermost open slice on `track` at `ts_ns`. @return 0 or STROBE_ENOMEM. */
 int strobe__pft_end(strobe__pft *p, uint64_t track, int64_t ts_ns);
+
+/* Ends the innermost open slice on `track` with debug annotations that the trace processor adds
+ * to the slice's args (what is known only at its end: streamed operator details, counter
+ * deltas). @return 0 or STROBE_ENOMEM. */
+int strobe__pft_end_args(strobe__pft *p, uint64_t track, int64_t ts_ns, const strobe__pft_arg *args,
+                         size_t nargs);
 
 /* An instant event on `track`. @return 0 or STROBE_ENOMEM. */
 int strobe__pft_instant(strobe__pft *p, uint64_t track, int64_t ts_ns, const char *cat,

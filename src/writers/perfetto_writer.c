@@ -120,30 +120,6 @@ static int grow_args(pw *w, size_t n) {
     return 0;
 }
 
-/* An arg's JSON text as the most specific annotation type that reads back as the same text: an
- * integer as an int, a string without escapes as a string, anything else as a JSON value. */
-static void classify(strobe__pft_arg *a, const char *json) {
-    size_t n = strlen(json);
-    a->s = json;
-    a->slen = n;
-    a->type = STROBE__PFT_JSON;
-    if (n >= 2 && json[0] == '"' && json[n - 1] == '"') {
-        for (size_t i = 1; i + 1 < n; i++)
-            if (json[i] == '\\' || json[i] == '"' || (unsigned char)json[i] < 0x20) return;
-        a->type = STROBE__PFT_STRING;
-        a->s = json + 1;
-        a->slen = n - 2;
-        return;
-    }
-    size_t i = json[0] == '-';
-    if (i == n || n - i > 18 || (json[i] == '0' && n - i > 1)) return;
-    for (size_t k = i; k < n; k++)
-        if (json[k] < '0' || json[k] > '9') return;
-    if (i == 1 && n == 2 && json[1] == '0') return; /* "-0" would read back as "0" */
-    a->type = STROBE__PFT_INT;
-    a->i = strtoll(json, NULL, 10);
-}
-
 /* The JSON writer's args of a range or instant, in its order. */
 static int event_args(pw *w, const strobe_event *e, size_t index, size_t *count) {
     size_t n = 5;
@@ -179,7 +155,7 @@ static int event_args(pw *w, const strobe_event *e, size_t index, size_t *count)
     for (const strobe_arg *x = e->args; x; x = x->next) {
         if (x->key == NULL || x->json == NULL) continue;
         a[k].name = x->key;
-        classify(&a[k++], x->json);
+        strobe__pft_arg_json(&a[k++], x->json);
     }
     *count = k;
     return 0;
@@ -232,7 +208,7 @@ static int write_session_begin(pw *w, uint64_t skipped) {
             const strobe__meta *m = &r->meta[i];
             if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key)) continue;
             a[k].name = m->key;
-            classify(&a[k++], m->json);
+            strobe__pft_arg_json(&a[k++], m->json);
         }
         a[k] = (strobe__pft_arg){.name = "baseTimeNanoseconds", .type = STROBE__PFT_INT};
         a[k++].i = w->base;
