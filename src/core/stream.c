@@ -123,7 +123,14 @@ typedef struct jw {
     size_t len, cap;
     int err;
     int64_t base_ns, pid;
+    int page_pad; /* JSON: no text committed crosses a PAGE boundary of the file (jw_commit) */
 } jw;
+
+/* The page of the file system's page cache. A write() to a regular file that a SIGKILL cuts
+ * short has written whole pages: with no event across a page boundary, a cut falls between two
+ * events, and the file is a trace whose event array is not closed, which readers accept (ours
+ * does; the Trace Event Format allows it). */
+#define PAGE 4096u
 
 typedef struct strobe__stream {
     strobe__session *s;
@@ -290,6 +297,7 @@ int strobe__stream_refill(strobe__tstate *t, size_t need, int counts) {
 /* ---- 3. the stream's JSON output ---------------------------------------------------------- */
 
 static char *jw_reserve(jw *w, size_t n) {
+    n += PAGE; /* room for jw_commit's padding */
     if (w->cap - w->len >= n) return w->buf + w->len;
     size_t cap = w->cap ? w->cap : 1 << 16;
     while (cap - w->len < n)
@@ -304,8 +312,19 @@ static char *jw_reserve(jw *w, size_t n) {
     return b + w->len;
 }
 
+/* Ends the text written since jw_reserve at `end`. With page_pad, text of at most a page that
+ * would cross a page boundary of the file is moved to the boundary, spaces before it (JSON's
+ * whitespace between two events). */
 static void jw_commit(jw *w, char *end) {
-    w->len = (size_t)(end - w->buf);
+    size_t start = w->len, n = (size_t)(end - (w->buf + start));
+    uint64_t at = w->off + start;
+    if (w->page_pad && n > 0 && n <= PAGE && at / PAGE != (at + n - 1) / PAGE) {
+        size_t pad = PAGE - (size_t)(at % PAGE);
+        memmove(w->buf + start + pad, w->buf + start, n);
+        memset(w->buf + start, ' ', pad);
+        n += pad;
+    }
+    w->len = start + n;
 }
 
 static void jw_text(jw *w, const char *text) {
@@ -1655,6 +1674,7 @@ int strobe__stream_start(strobe__session *s) {
         } else if (rc == 0) {
             /* The header: what is known at start. Stats and the trace name come at the end. */
             jw *w = &st->out;
+            w->page_pad = 1;
             const strobe_result *r = s->result;
             jw_text(w, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"trace_id\": ");
             const char *id = r && r->trace_id ? r->trace_id : "";
