@@ -39,7 +39,7 @@ if [ -n "$tests_out" ]; then
            find "$tests_out/ondemand" -maxdepth 1 -type f -name '*.json'
            find "$tests_out/schedule" -maxdepth 3 -type f \( -name '*.json' -o -name '*.json.gz' \)
            find "$tests_out/stream" -maxdepth 1 -type f \( -name '*.json' -o -name '*.pftrace' \)
-           find "$tests_out/perfetto" -maxdepth 1 -type f -name '*.pftrace'
+           find "$tests_out/perfetto" "$tests_out/gpu" -maxdepth 1 -type f -name '*.pftrace'
            find "$tests_out" -maxdepth 1 -type f -name 'roundtrip.json*' ! -name '*.log'; } \
            2>/dev/null | sort)
   [ -n "$others" ] || { echo "no traces from other tests under $tests_out"; exit 1; }

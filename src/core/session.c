@@ -500,7 +500,7 @@ int strobe_stop(strobe_result **out) {
     int64_t stop_ns = strobe__clock_to_ns(&conv, stop.raw);
     /* Streaming writes the last records and completes its file; the flight recorder hands its
      * window to collect. Either way the background thread has ended when this returns. */
-    int src = strobe__stream_finish(s, &conv, stop_ns, s->result);
+    int src = strobe__stream_finish(s, &conv, stop_ns);
 
     /* The result already holds the trace id, metadata and warnings; the events go in now. */
     strobe_result *r = s->result;
@@ -520,6 +520,16 @@ int strobe_stop(strobe_result **out) {
     /* Device work after the CPU events: linking needs the ranges that launched it. */
     int drc = stop_backends(s, rc == 0 ? r : NULL);
     if (rc == 0) rc = drc;
+    /* A stream gets the device work too, then its closing text. */
+    int crc = strobe__stream_complete(s, rc == 0 ? r : NULL);
+    if (rc == 0 && crc != 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "streaming failed at stop (%s): the stream file lacks the device activity or its "
+                 "closing text",
+                 strobe_strerror(crc));
+        rc = strobe__result_add_warning(r, msg);
+    }
     if (rc == 0 && perf_failed) {
         char msg[256];
         snprintf(msg, sizeof msg,

@@ -48,6 +48,8 @@
 #include "strobe/result.h"
 #include "util/pftrace_enc.h"
 #include "writers/json_writer.h"
+#include "writers/sink.h"
+#include "writers/writer.h"
 
 #define POLL_MS 5
 /* Output bytes gathered before an append is written even in the middle of a batch. */
@@ -64,6 +66,10 @@ enum { MODE_STREAM = 1, MODE_RING = 2 };
 #define BACKEND_HOLD_NS INT64_C(1000000000)
 /* Backend tracks' tids: above any the kernel hands out, as collect.c makes them. */
 #define BACKEND_TID_BASE INT64_C(0x7fff0000)
+
+/* The Perfetto stream's packet sequence and track uuids (a marker byte, then a number). */
+#define STREAM_SEQUENCE 0x53000001u
+#define STREAM_UUID(n) ((UINT64_C(0x53) << 56) | (uint64_t)(n))
 
 /* One range open on a thread: its name is the site's (static) or copied into the thread's name
  * stack; its operator details wait in the thread's args buffer until it ends. */
@@ -155,7 +161,10 @@ typedef struct strobe__stream {
     size_t map_cap, map_count;
     strobe__clock_conv conv;
     uint64_t events, skipped_details, skipped_counters, unmatched, truncated, unfinished;
-    uint64_t lost_events; /* events not written because the file could not be written */
+    uint64_t lost_events;   /* events not written because the file could not be written */
+    uint64_t device_events; /* the result's events appended at stop (strobe__stream_complete) */
+    char pname[64];         /* the process's name */
+    int64_t stop_ns;
     uint64_t orphan_details, unmatched_module_pops, clipped_backend, skipped_backend;
     /* Operator details: formatting scratch, symbols of the stacks seen so far, backend events of
      * the current batch and the backends' tracks. */
@@ -185,6 +194,8 @@ typedef struct strobe__stream {
     int sig;
     struct sigaction old_action;
 } strobe__stream;
+
+static void stream_meta(const strobe__stream *st, strobe_result *r);
 
 /* The write end of the flight recorder's pipe, for the signal handler (one session at a time). */
 static volatile int signal_fd = -1;
@@ -587,7 +598,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
             st->pargs[k].type = STROBE__PFT_INT;
             st->pargs[k++].i = 1;
         }
-        if (strobe__pft_end_args(st->pft, h->track, end, st->pargs, k))
+        if (strobe__pft_end_args(st->pft, h->track, end - st->out.base_ns, st->pargs, k))
             st->lost_events++;
         else
             st->events++;
@@ -657,7 +668,8 @@ static void write_instant(strobe__stream *st, thr *h, const char *name, size_t n
             a[n].s = args;
             a[n++].slen = (size_t)-1;
         }
-        if (strobe__pft_instant(st->pft, h->track, ts, "cpu_instant_event", copy, a, n))
+        if (strobe__pft_instant(st->pft, h->track, ts - st->out.base_ns, "cpu_instant_event", copy,
+                                a, n))
             st->lost_events++;
         else
             st->events++;
@@ -704,7 +716,7 @@ static uint64_t counter_track(strobe__stream *st, const char *name, size_t nlen)
     char *copy = strndup(name, nlen);
     if (copy == NULL) return 0;
     uint64_t uuid = st->next_uuid++;
-    if (strobe__pft_counter_track(st->pft, uuid, 1, copy)) {
+    if (strobe__pft_counter_track(st->pft, uuid, STREAM_UUID(1), copy)) {
         free(copy);
         return 0;
     }
@@ -717,7 +729,7 @@ static void write_counter(strobe__stream *st, thr *h, const char *name, size_t n
                           double v) {
     if (st->pft) {
         uint64_t track = counter_track(st, name, nlen);
-        if (track == 0 || strobe__pft_counter(st->pft, track, ts, v))
+        if (track == 0 || strobe__pft_counter(st->pft, track, ts - st->out.base_ns, v))
             st->lost_events++;
         else
             st->events++;
@@ -802,7 +814,7 @@ static int begin_out(strobe__stream *st, thr *h) {
     const open_rng *o = &h->open[h->depth - 1];
     strobe__pft_arg a[2];
     size_t n = pft_corr_args(a, o->ext, o->user);
-    if (strobe__pft_begin(st->pft, h->track, o->start, range_category(o->scope),
+    if (strobe__pft_begin(st->pft, h->track, o->start - st->out.base_ns, range_category(o->scope),
                           o->site_name ? o->site_name : h->names.s + o->name_off, a, n, NULL, 0,
                           NULL, 0))
         st->lost_events++;
@@ -1117,8 +1129,9 @@ static void write_backend_event(strobe__stream *st, struct bk_lane *l, const cha
         a[1].name = "Debug handle";
         a[1].type = STROBE__PFT_INT;
         a[1].i = handle;
-        if (strobe__pft_begin(st->pft, l->track, start, "cpu_op", name, a, 2, NULL, 0, NULL, 0) ||
-            strobe__pft_end(st->pft, l->track, end))
+        if (strobe__pft_begin(st->pft, l->track, start - st->out.base_ns, "cpu_op", name, a, 2,
+                              NULL, 0, NULL, 0) ||
+            strobe__pft_end(st->pft, l->track, end - st->out.base_ns))
             st->lost_events++;
         else
             st->events++;
@@ -1654,7 +1667,6 @@ int strobe__stream_start(strobe__session *s) {
             }
         }
         st->out.pid = (int64_t)s->pid;
-        st->out.base_ns = s->start.real_ns - 1000;
         char pname[64] = "strobe";
         FILE *f = fopen("/proc/self/comm", "re");
         if (f) {
@@ -1664,31 +1676,18 @@ int strobe__stream_start(strobe__session *s) {
         }
         if (rc == 0 &&
             (has_suffix(st->path, ".pftrace") || has_suffix(st->path, ".perfetto-trace"))) {
-            /* Track 1 is the process; threads and counters get the uuids after it. */
-            st->pft = strobe__pft_new(1);
-            st->next_uuid = 2;
-            rc = st->pft
-                     ? strobe__pft_process(st->pft, 1, (int32_t)s->pid, pname, STROBE__PFT_NO_SORT)
-                     : STROBE_ENOMEM;
+            /* The stream's own sequence and track uuids, apart from those of the Perfetto writer,
+             * whose output for the session's device activity and metadata is appended at stop
+             * (strobe__stream_complete): the process track, then threads and counters. */
+            st->pft = strobe__pft_new(STREAM_SEQUENCE);
+            st->next_uuid = STREAM_UUID(2);
+            rc = st->pft ? strobe__pft_process(st->pft, STREAM_UUID(1), (int32_t)s->pid, pname,
+                                               STROBE__PFT_NO_SORT)
+                         : STROBE_ENOMEM;
             if (rc == 0) rc = out_flush(st, "");
         } else if (rc == 0) {
-            /* The header: what is known at start. Stats and the trace name come at the end. */
-            jw *w = &st->out;
-            w->page_pad = 1;
-            const strobe_result *r = s->result;
-            jw_text(w, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"trace_id\": ");
-            const char *id = r && r->trace_id ? r->trace_id : "";
-            char *p = jw_reserve(w, STROBE__JSON_STRING_MAX(strlen(id)) + 128);
-            if (p) {
-                p = strobe__json_put_string(p, id, strlen(id));
-                p = put_lit(p, ",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
-                p = put_i64(p, w->base_ns);
-                jw_commit(w, put_lit(p, ",\n  \"traceEvents\": [\n"));
-            }
-            write_meta(w, 1, "process_name", 0, "name", pname, 0);
-            write_meta(w, 0, "process_labels", 0, "labels", "CPU", 0);
-            write_meta(w, 0, "process_sort_index", 0, "sort_index", NULL, w->pid);
-            rc = jw_flush(w, CLOSING_RUNNING);
+            st->out.page_pad = 1;
+            snprintf(st->pname, sizeof st->pname, "%s", pname);
         }
     }
     if (rc == 0 && st->mode == MODE_RING) {
@@ -1721,9 +1720,39 @@ int strobe__stream_start(strobe__session *s) {
     return 0;
 }
 
+/* The JSON stream's header: what is known when the window opens. Stats and the trace name come at
+ * the end. @return 0 or the output's error. */
+static int json_header(strobe__stream *st) {
+    jw *w = &st->out;
+    const strobe_result *r = st->s->result;
+    jw_text(w, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"trace_id\": ");
+    const char *id = r && r->trace_id ? r->trace_id : "";
+    char *p = jw_reserve(w, STROBE__JSON_STRING_MAX(strlen(id)) + 128);
+    if (p) {
+        p = strobe__json_put_string(p, id, strlen(id));
+        p = put_lit(p, ",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
+        p = put_i64(p, w->base_ns);
+        jw_commit(w, put_lit(p, ",\n  \"traceEvents\": [\n"));
+    }
+    write_meta(w, 1, "process_name", 0, "name", st->pname, 0);
+    write_meta(w, 0, "process_labels", 0, "labels", "CPU", 0);
+    write_meta(w, 0, "process_sort_index", 0, "sort_index", NULL, w->pid);
+    return jw_flush(w, CLOSING_RUNNING);
+}
+
 int strobe__stream_run(strobe__session *s) {
     strobe__stream *st = s->stream;
     if (st == NULL || st->thread_started) return 0;
+    if (st->mode == MODE_STREAM) {
+        /* Times are written relative to the base the JSON writer gives the result (1 us before the
+         * window opened), in both formats, so that the device activity appended at stop by the
+         * writers lines up with the stream's own events. */
+        st->out.base_ns = s->start.real_ns - 1000;
+        if (st->pft == NULL) {
+            int rc = json_header(st);
+            if (rc) return rc;
+        }
+    }
     if (pthread_create(&st->thread, NULL, stream_main, st) != 0) return STROBE_ESYS;
     st->thread_started = 1;
     return 0;
@@ -1743,8 +1772,7 @@ static void stop_thread(strobe__stream *st) {
     st->thread_started = 0;
 }
 
-int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns,
-                          strobe_result *r) {
+int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns) {
     strobe__stream *st = s->stream;
     if (st == NULL) return 0;
     stop_thread(st);
@@ -1796,12 +1824,49 @@ int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, in
         st->unfinished += h->depth;
         close_all(st, h, stop_ns, "strobe_unfinished");
     }
+    st->stop_ns = stop_ns;
+    return rc;
+}
+
+/* Appends the device activity of `r` and completes the file. */
+int strobe__stream_complete(strobe__session *s, strobe_result *r) {
+    strobe__stream *st = s->stream;
+    if (st == NULL || st->mode != MODE_STREAM) return 0;
+    int64_t stop_ns = st->stop_ns;
     jw *w = &st->out;
+    /* The stream's own packets first (Perfetto), then the writer's. */
+    int rc = st->pft ? out_flush(st, "") : 0;
+    if (rc == 0 && r != NULL && (st->pft || r->event_count)) {
+        /* What the backends merged into the result (kernels, copies, runtime calls, their flows),
+         * written by the writers as they write a result; for Perfetto also the session slice
+         * with the trace's metadata, on tracks and a sequence of its own. */
+        strobe__sink ms;
+        rc = strobe__sink_open_memory(&ms);
+        if (rc == 0) {
+            rc =
+                st->pft ? strobe__perfetto_writer.write(r, &ms) : strobe__json_write_events(r, &ms);
+            size_t len = 0;
+            char *text = strobe__sink_take_memory(&ms, &len);
+            if (rc == 0 && text == NULL) rc = STROBE_ENOMEM;
+            if (rc == 0) {
+                char *p = jw_reserve(w, len);
+                if (p) {
+                    memcpy(p, text, len);
+                    w->len += len; /* not jw_commit: one block, no page padding */
+                }
+                if (rc == 0 && w->err) rc = w->err;
+                if (rc == 0) st->device_events = r->event_count;
+            }
+            free(text);
+        }
+        if (rc) st->lost_events += r->event_count;
+    }
     if (st->pft) {
-        int frc = out_flush(st, "");
+        int frc = jw_flush(w, "");
         if (rc == 0) rc = frc;
         if (close(w->fd) != 0 && rc == 0) rc = STROBE_EIO;
         w->fd = -1;
+        stream_meta(st, r);
         return rc;
     }
     /* The session's span on its own track, as the JSON writer writes it. */
@@ -1819,11 +1884,12 @@ int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, in
     const char *tn = r && r->trace_name ? r->trace_name : NULL;
     int n = snprintf(closing, sizeof closing,
                      "\n  ],\n  \"strobe_stream\": {\"complete\": true, \"events\": %llu, "
-                     "\"unmatched_ends\": %llu, \"truncated_ranges\": %llu, "
-                     "\"unfinished_ranges\": %llu, \"skipped_details\": %llu}",
-                     (unsigned long long)st->events, (unsigned long long)st->unmatched,
-                     (unsigned long long)st->truncated, (unsigned long long)st->unfinished,
-                     (unsigned long long)st->skipped_details);
+                     "\"device_events\": %llu, \"unmatched_ends\": %llu, "
+                     "\"truncated_ranges\": %llu, \"unfinished_ranges\": %llu, "
+                     "\"skipped_details\": %llu}",
+                     (unsigned long long)st->events, (unsigned long long)st->device_events,
+                     (unsigned long long)st->unmatched, (unsigned long long)st->truncated,
+                     (unsigned long long)st->unfinished, (unsigned long long)st->skipped_details);
     strobe__buf tail = {0};
     int brc = strobe__buf_put(&tail, closing, (size_t)n);
     /* What the result got while the session ran: its warnings, and the user's metadata (values
@@ -1857,32 +1923,25 @@ int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, in
     if (rc == 0) rc = frc;
     if (close(w->fd) != 0 && rc == 0) rc = STROBE_EIO;
     w->fd = -1;
+    stream_meta(st, r);
     return rc;
 }
 
-void strobe__stream_add_stats(strobe__session *s, strobe_result *r) {
-    strobe__stream *st = s->stream;
-    if (st == NULL || r == NULL) return;
-    uint64_t used = __atomic_load_n(&s->arena_next, __ATOMIC_RELAXED);
-    r->stats.buffer_bytes_used = used < s->arena_bytes ? used : s->arena_bytes;
-    r->stats.buffer_bytes_cap = s->arena_bytes;
-    char json[512];
+/* The "strobe_stream" metadata of the result: what the stream or the ring did. */
+static void stream_meta(const strobe__stream *st, strobe_result *r) {
+    if (r == NULL) return;
+    char json[640];
     if (st->mode == MODE_STREAM) {
-        r->stats.unmatched_ends += st->unmatched;
-        r->stats.truncated_ranges += st->truncated;
-        r->stats.unfinished_ranges += st->unfinished;
-        r->stats.orphan_details += st->orphan_details;
-        r->stats.unmatched_module_pops += st->unmatched_module_pops;
-        r->stats.clipped_backend_events += st->clipped_backend;
         snprintf(json, sizeof json,
-                 "{\"mode\": \"stream\", \"events\": %llu, \"bytes\": %llu, \"dropped_events\": "
-                 "%llu, \"lost_events\": %llu, \"skipped_details\": %llu, "
-                 "\"skipped_counter_samples\": %llu, \"skipped_backend_events\": %llu, "
-                 "\"write_error\": %s}",
-                 (unsigned long long)st->events, (unsigned long long)st->out.off,
-                 (unsigned long long)r->stats.dropped_events, (unsigned long long)st->lost_events,
-                 (unsigned long long)st->skipped_details, (unsigned long long)st->skipped_counters,
-                 (unsigned long long)st->skipped_backend, st->out.err ? "true" : "false");
+                 "{\"mode\": \"stream\", \"events\": %llu, \"device_events\": %llu, "
+                 "\"bytes\": %llu, \"dropped_events\": %llu, \"lost_events\": %llu, "
+                 "\"skipped_details\": %llu, \"skipped_counter_samples\": %llu, "
+                 "\"skipped_backend_events\": %llu, \"write_error\": %s}",
+                 (unsigned long long)st->events, (unsigned long long)st->device_events,
+                 (unsigned long long)st->out.off, (unsigned long long)r->stats.dropped_events,
+                 (unsigned long long)st->lost_events, (unsigned long long)st->skipped_details,
+                 (unsigned long long)st->skipped_counters, (unsigned long long)st->skipped_backend,
+                 st->out.err ? "true" : "false");
     } else {
         snprintf(json, sizeof json,
                  "{\"mode\": \"flight\", \"ring_bytes\": %llu, \"kept_bytes\": %llu, "
@@ -1893,6 +1952,23 @@ void strobe__stream_add_stats(strobe__session *s, strobe_result *r) {
                  (unsigned long long)st->dump_errors, (unsigned long long)r->stats.dropped_events);
     }
     (void)strobe__result_set_meta(r, "strobe_stream", json);
+}
+
+void strobe__stream_add_stats(strobe__session *s, strobe_result *r) {
+    strobe__stream *st = s->stream;
+    if (st == NULL || r == NULL) return;
+    uint64_t used = __atomic_load_n(&s->arena_next, __ATOMIC_RELAXED);
+    r->stats.buffer_bytes_used = used < s->arena_bytes ? used : s->arena_bytes;
+    r->stats.buffer_bytes_cap = s->arena_bytes;
+    if (st->mode == MODE_STREAM) {
+        r->stats.unmatched_ends += st->unmatched;
+        r->stats.truncated_ranges += st->truncated;
+        r->stats.unfinished_ranges += st->unfinished;
+        r->stats.orphan_details += st->orphan_details;
+        r->stats.unmatched_module_pops += st->unmatched_module_pops;
+        r->stats.clipped_backend_events += st->clipped_backend;
+    }
+    stream_meta(st, r);
 }
 
 void strobe__stream_free(strobe__session *s) {

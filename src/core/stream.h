@@ -39,13 +39,21 @@ int strobe__stream_run(strobe__session *s);
 int strobe__stream_refill(strobe__tstate *t, size_t need, int counts);
 
 /* Finishes at stop, after quiescence: stops the background thread, then (streaming) writes every
- * remaining record, closes the ranges still open at `stop_ns` and completes the file, or (flight
+ * remaining record and closes the ranges still open at `stop_ns` (strobe__stream_complete ends
+ * the file), or (flight
  * recorder) links the kept chunks back into their threads' chunk lists so that strobe__collect
  * builds the result from the window. In streaming mode the threads' chunk lists are emptied: the
- * result gets no events. Stats and the "strobe_stream" metadata go into `r`. @return 0 or the
- * first error (STROBE_EIO, STROBE_ENOMEM); the result is made either way. */
-int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns,
-                          struct strobe_result *r);
+ * result gets no CPU events; the file stays open for strobe__stream_complete.
+ * @return 0 or the first error (STROBE_EIO, STROBE_ENOMEM). */
+int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns);
+
+/* Completes a stream file after the device backends merged their activity into `r` (NULL: the
+ * result could not be made): appends r's events (JSON: device tracks, events and flows as the JSON
+ * writer writes them; Perfetto: the Perfetto writer's whole output for r, on a sequence and
+ * tracks of its own, which also carries the session slice with the trace's metadata), then the
+ * closing text with the stream's counts, warnings and metadata, and closes the file. Does nothing
+ * for a flight recorder or a session without a stream. @return 0 or STROBE_EIO, STROBE_ENOMEM. */
+int strobe__stream_complete(strobe__session *s, struct strobe_result *r);
 
 /* Adds the stream's counts to a collected result (after strobe__stream_finish and collect). */
 void strobe__stream_add_stats(strobe__session *s, struct strobe_result *r);

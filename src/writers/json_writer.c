@@ -761,6 +761,28 @@ static int json_write(const strobe_result *r, strobe__sink *s) {
     return s->err;
 }
 
+int strobe__json_write_events(const strobe_result *r, strobe__sink *s) {
+    int64_t *end = display_ends(r);
+    if (end == NULL) return STROBE_ENOMEM;
+    flow_plan fp;
+    if (strobe__json_plan_flows(r, &fp)) {
+        free(end);
+        return STROBE_ENOMEM;
+    }
+    write_device_metadata(r, s);
+    int rc = 0;
+    for (size_t i = 0; i < r->event_count && s->err == 0 && rc == 0; i++) {
+        const strobe_event *e = &r->events[i];
+        if (is_skipped(e)) continue;
+        rc = write_event(r, s, e, end[i], i);
+        if (rc == 0 && fp.ph && fp.ph[i]) write_flow(r, s, e, fp.ph[i], fp.id[i]);
+    }
+    free(end);
+    free(fp.ph);
+    free(fp.id);
+    return rc ? rc : s->err;
+}
+
 /* The default format: any path that no other writer claims is written as JSON. */
 static int json_accepts_path(const char *path) {
     (void)path;
