@@ -500,6 +500,30 @@ static void test_cut_pages(const char *file) {
     free(data);
 }
 
+/* A thread that records `count` "latest" ranges, says so, and (unless `release` is set already)
+ * waits to be released: its chunk stays current, never handed over. */
+struct waiter {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int recorded, release, count;
+};
+
+static void *waiter_main(void *arg) {
+    struct waiter *w = arg;
+    STROBE_SITE_DEFINE(latest_site, "latest", STROBE_SCOPE_FUNCTION);
+    for (int i = 0; i < w->count; i++) {
+        strobe_range_begin_site(&latest_site);
+        strobe_range_end();
+    }
+    pthread_mutex_lock(&w->lock);
+    w->recorded = 1;
+    pthread_cond_broadcast(&w->cond);
+    while (!w->release)
+        pthread_cond_wait(&w->cond, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
 static void test_flight(void) {
     strobe_config cfg;
     strobe_config_init(&cfg);
@@ -526,11 +550,34 @@ static void test_flight(void) {
         strobe_range_end();
         if (i % 1000 == 0) sleep_ms(1);
     }
+    /* The newest records sit in chunks their threads have not handed over yet: 40 ranges here, 30
+     * on a thread that waits (alive, its chunk current) and 20 on one that has exited. */
+    STROBE_SITE_DEFINE(latest_site, "latest", STROBE_SCOPE_FUNCTION);
+    for (int i = 0; i < 40; i++) {
+        strobe_range_begin_site(&latest_site);
+        strobe_range_end();
+    }
+    struct waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 30};
+    pthread_t live, gone;
+    pthread_create(&live, NULL, waiter_main, &w);
+    struct waiter g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 1, 20};
+    pthread_create(&gone, NULL, waiter_main, &g);
+    pthread_join(gone, NULL);
+    pthread_mutex_lock(&w.lock);
+    while (!w.recorded)
+        pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
     CHECK_EQ(strobe_flight_dump(apipath), 0);
+    pthread_mutex_lock(&w.lock);
+    w.release = 1;
+    pthread_cond_broadcast(&w.cond);
+    pthread_mutex_unlock(&w.lock);
+    pthread_join(live, NULL);
     tally got;
     REQUIRE(read_trace(apipath, &got) == 0);
     CHECK_EQ(tally_count(&got, "old_phase"), 0);
     CHECK_INT(tally_count(&got, "new_phase"), >, 1000);
+    CHECK_EQ(tally_count(&got, "latest"), 40 + 30 + 20);
     /* The window is at most ring_bytes of records: 24 bytes a range. */
     CHECK_INT(tally_count(&got, "new_phase"), <=, (64 << 10) / 24);
     /* Any format the writers know: the suffix chooses. */
@@ -563,6 +610,47 @@ static void test_flight(void) {
     struct sigaction sa;
     sigaction(SIGUSR2, NULL, &sa);
     CHECK(sa.sa_handler == SIG_DFL);
+}
+
+/* Dumps while two threads record without pause: each dump copies the threads' current chunks as
+ * they are being written (under TSan: no race), and reads back whole, its newest ranges later
+ * than the previous dump's. */
+static int busy_stop;
+
+static void *busy_main(void *arg) {
+    (void)arg;
+    while (!__atomic_load_n(&busy_stop, __ATOMIC_RELAXED))
+        workload(10);
+    return NULL;
+}
+
+static void test_flight_busy(void) {
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    cfg.chunk_bytes = 4096;
+    cfg.buffer_bytes = (size_t)2 << 20;
+    cfg.ring_bytes = (size_t)256 << 10;
+    REQUIRE(strobe_start(&cfg) == 0);
+    __atomic_store_n(&busy_stop, 0, __ATOMIC_RELAXED);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, busy_main, NULL);
+    char path[600];
+    path_in_out(path, sizeof path, "stream/flight_busy.json");
+    for (int d = 0; d < 10; d++) {
+        sleep_ms(5);
+        CHECK_EQ(strobe_flight_dump(path), 0);
+        tally got;
+        REQUIRE(read_trace(path, &got) == 0);
+        CHECK_EQ(got.bad, 0);
+        CHECK_INT(tally_count(&got, "leaf"), >, 0);
+    }
+    __atomic_store_n(&busy_stop, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    strobe_result *r = NULL;
+    REQUIRE(strobe_stop(&r) == 0);
+    strobe_result_free(r);
 }
 
 /* ring_ms: chunks older than the window are recycled even when the bytes would fit. */
@@ -903,6 +991,7 @@ int main(void) {
     test_killed("stream/killed.pftrace");
     test_flight();
     test_flight_ms();
+    test_flight_busy();
     test_fork();
     return check_result();
 }

@@ -95,7 +95,7 @@ void strobe__mark_full(strobe__tstate *t) {
      * tells the collector when this thread stopped recording. */
     if (t->cur != NULL) {
         *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_TRUNC, strobe__now_raw());
-        t->pos += 8;
+        strobe__pos_publish(t, t->pos + (8));
     }
     t->full = 1;
     t->slow |= STROBE__SLOW_FULL;
@@ -120,8 +120,7 @@ int strobe__chunk_refill(strobe__tstate *t, size_t need, int counts) {
     } else {
         t->first = c;
     }
-    t->cur = c;
-    t->pos = (char *)(c + 1);
+    strobe__cur_publish(t, c, (char *)(c + 1));
     t->end = (char *)c + cb - STROBE__CHUNK_RESERVE;
     return 1;
 }
@@ -166,7 +165,7 @@ static inline void put_corr(strobe__tstate *t) {
     w[0] = STROBE__REC_WORD(STROBE__REC_CORR, 0);
     w[1] = t->corr_ext;
     w[2] = t->corr_user;
-    t->pos += 24;
+    strobe__pos_publish(t, t->pos + (24));
 }
 
 static inline void put_site(strobe__tstate *t, unsigned kind, const strobe_site *site) {
@@ -175,7 +174,7 @@ static inline void put_site(strobe__tstate *t, unsigned kind, const strobe_site 
     uint64_t *w = (uint64_t *)t->pos;
     w[1] = (uint64_t)(uintptr_t)site;
     w[0] = STROBE__REC_WORD(kind, strobe__now_raw());
-    t->pos += 16;
+    strobe__pos_publish(t, t->pos + (16));
 }
 
 static void put_name(strobe__tstate *t, unsigned kind, const char *name, uint64_t extra,
@@ -198,14 +197,14 @@ static void put_name(strobe__tstate *t, unsigned kind, const char *name, uint64_
     memcpy(bytes, name, len);
     memset(bytes + len, 0, STROBE__NAME_PAD(len) - len);
     w[0] = STROBE__REC_WORD(kind, strobe__now_raw());
-    t->pos += head + STROBE__NAME_PAD(len);
+    strobe__pos_publish(t, t->pos + (head + STROBE__NAME_PAD(len)));
 }
 
 static inline void put_end(strobe__tstate *t) {
     uint64_t now = strobe__now_raw();
     if (UNLIKELY(!reserve(t, 8, 0))) return;
     *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_END, now);
-    t->pos += 8;
+    strobe__pos_publish(t, t->pos + (8));
 }
 
 /* ---- Details that follow a begin or precede an end (with_stack, perf_events) ------------ */
@@ -234,7 +233,7 @@ static void put_stack(strobe__tstate *t, const void *fp) {
     uint64_t *w = (uint64_t *)t->pos;
     int n = walk_frames(t, fp, w + 1, t->stack_depth);
     w[0] = STROBE__REC_WORD(STROBE__REC_STACK, (uint64_t)n);
-    t->pos += 8u + 8u * (size_t)n;
+    strobe__pos_publish(t, t->pos + (8u + 8u * (size_t)n));
 }
 
 static void put_perf(strobe__tstate *t, int at_end) {
@@ -243,7 +242,7 @@ static void put_perf(strobe__tstate *t, int at_end) {
     uint64_t *w = (uint64_t *)t->pos;
     (void)strobe__perf_read(t->perf_fds[0], n, w + 1);
     w[0] = STROBE__REC_WORD(STROBE__REC_PERF, (uint64_t)n | (uint64_t)at_end << 8);
-    t->pos += 8u + 8u * (size_t)n;
+    strobe__pos_publish(t, t->pos + (8u + 8u * (size_t)n));
 }
 
 /* After a begin record: the stack, then the counters (read last, closest to the user's code). */
@@ -272,12 +271,12 @@ static inline void fast_put_begin_site(strobe__tstate *t, const strobe_site *sit
     uint64_t *w = (uint64_t *)t->pos;
     w[1] = (uint64_t)(uintptr_t)site;
     w[0] = STROBE__REC_WORD(STROBE__REC_BEGIN_SITE, strobe__now_raw());
-    t->pos += 16;
+    strobe__pos_publish(t, t->pos + (16));
 }
 
 static inline void fast_put_end(strobe__tstate *t) {
     *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_END, strobe__now_raw());
-    t->pos += 8;
+    strobe__pos_publish(t, t->pos + (8));
 }
 
 /* ---- Entry points ---------------------------------------------------------------------- */
@@ -454,7 +453,7 @@ void strobe__counter_site(const strobe_site *site, double value) {
         w[1] = (uint64_t)(uintptr_t)site;
         memcpy(&w[2], &value, sizeof value);
         w[0] = STROBE__REC_WORD(STROBE__REC_COUNTER_SITE, strobe__now_raw());
-        t->pos += 24;
+        strobe__pos_publish(t, t->pos + (24));
     }
     leave(t);
 }
@@ -534,7 +533,7 @@ void strobe__range_inputs(const strobe_input *inputs, int n) {
     }
     w[1] = (uint64_t)((char *)o - (char *)(w + 2));
     w[0] = STROBE__REC_WORD(STROBE__REC_SHAPES, count);
-    t->pos = (char *)o;
+    strobe__pos_publish(t, (char *)o);
     leave(t);
 }
 
@@ -545,7 +544,7 @@ void strobe__range_flops(int64_t flops) {
         uint64_t *w = (uint64_t *)t->pos;
         w[1] = (uint64_t)flops;
         w[0] = STROBE__REC_WORD(STROBE__REC_FLOPS, 0);
-        t->pos += 16;
+        strobe__pos_publish(t, t->pos + (16));
     }
     leave(t);
 }
@@ -561,7 +560,7 @@ static void put_ext(strobe__tstate *t, unsigned sub, const void *a, size_t alen,
         memset((char *)(w + 2) + alen, 0, padded - alen);
     }
     w[0] = STROBE__REC_WORD(STROBE__REC_EXT, strobe__now_raw());
-    t->pos += 16u + padded;
+    strobe__pos_publish(t, t->pos + (16u + padded));
 }
 
 void strobe__module_push(const char *name) {
@@ -596,7 +595,7 @@ void strobe__memory(int32_t device, const void *ptr, int64_t bytes, int64_t tota
         w[4] = (uint64_t)total_reserved;
         w[5] = (uint64_t)(uint32_t)device;
         w[0] = STROBE__REC_WORD(STROBE__REC_MEM, strobe__now_raw());
-        t->pos += 48;
+        strobe__pos_publish(t, t->pos + (48));
     }
     leave(t);
 }
@@ -631,7 +630,7 @@ void strobe__backend_record(int64_t start_ns, int64_t end_ns, int64_t debug_hand
         if (bl) memcpy(b + nl, backend_name, bl);
         memset(b + nl + bl, 0, padded - len);
         w[0] = STROBE__REC_WORD(STROBE__REC_EXT, strobe__now_raw());
-        t->pos += 16u + padded;
+        strobe__pos_publish(t, t->pos + (16u + padded));
     }
     leave(t);
 }

@@ -41,7 +41,7 @@ typedef struct strobe__chunk {
 
 typedef struct strobe__tstate {
     /* Hot: written by the owning thread on every record. */
-    char *pos;         /* next record */
+    char *pos;         /* next record; written only by the thread, with strobe__pos_publish */
     char *end;         /* end of the current chunk, less the reserve */
     uint32_t gen;      /* session generation this thread records for; 0: none */
     uint32_t busy;     /* 1 while a record is being written (atomic) */
@@ -199,5 +199,18 @@ void strobe__log(strobe_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* Moves the end of the thread's records. A release store: the records before `p` are complete
+ * for whoever reads pos with an acquire load (the flight recorder's dump reads a live thread's
+ * current chunk that way). On x86 it is the same plain store. */
+static inline void strobe__pos_publish(strobe__tstate *t, char *p) {
+    __atomic_store_n(&t->pos, p, __ATOMIC_RELEASE);
+}
+
+/* Makes `c` the thread's current chunk and `p` its end of records (see strobe__pos_publish). */
+static inline void strobe__cur_publish(strobe__tstate *t, strobe__chunk *c, char *p) {
+    __atomic_store_n(&t->cur, c, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->pos, p, __ATOMIC_RELEASE);
+}
 
 #endif

@@ -295,8 +295,8 @@ int strobe__stream_refill(strobe__tstate *t, size_t need, int counts) {
         t->cur->last_raw = strobe__now_raw();
         queue_push(st, t->cur);
     }
-    t->first = t->cur = c;
-    t->pos = (char *)(c + 1);
+    t->first = c;
+    strobe__cur_publish(t, c, (char *)(c + 1));
     t->end = (char *)c + cb - STROBE__CHUNK_RESERVE;
     if (t->full) {
         t->full = 0;
@@ -1436,6 +1436,36 @@ static strobe__chunk *ring_chain(strobe__stream *st, const strobe__tstate *owner
     return first;
 }
 
+/* A copy of the records a thread has written into its current chunk so far (the chunk it has not
+ * handed over yet): its current chunk and end of records, read with acquire loads until both agree
+ * (a refill in between changes them), then the bytes before that end, which the thread published
+ * with release stores and never rewrites. The chunk cannot be recycled meanwhile: that takes
+ * ring_lock, which the caller holds. @return the copy (`used` set, `qnext` the original), or NULL
+ * when the thread has no records there (or no memory: the dump then lacks them). */
+static strobe__chunk *snapshot_current(strobe__session *s, strobe__tstate *t) {
+    strobe__chunk *c = NULL;
+    char *pos = NULL;
+    for (int tries = 0; tries < 1000; tries++) {
+        c = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
+        pos = __atomic_load_n(&t->pos, __ATOMIC_ACQUIRE);
+        if (c == NULL) return NULL;
+        if (__atomic_load_n(&t->cur, __ATOMIC_ACQUIRE) == c && pos >= (char *)(c + 1) &&
+            pos <= (char *)c + s->chunk_bytes)
+            break;
+        c = NULL;
+    }
+    if (c == NULL || pos == (char *)(c + 1)) return NULL;
+    size_t used = (size_t)(pos - (char *)(c + 1));
+    strobe__chunk *copy = malloc(sizeof *copy + used);
+    if (copy == NULL) return NULL;
+    memset(copy, 0, sizeof *copy);
+    memcpy(copy + 1, c + 1, used);
+    copy->used = used;
+    copy->owner = t;
+    copy->qnext = c; /* the original, to tell whether it was handed over since */
+    return copy;
+}
+
 int strobe__flight_dump(strobe__session *s, const char *path) {
     strobe__stream *st = s->stream;
     if (st == NULL || st->mode != MODE_RING) return STROBE_ENOSESSION;
@@ -1475,11 +1505,34 @@ int strobe__flight_dump(strobe__session *s, const char *path) {
         }
         fake.threads = n ? &fakes[0] : NULL;
     }
+    /* Each thread's current chunk, as far as it is written: the newest records of all, which a
+     * flight recorder is for (an exited thread's is final). Taken under the registry lock, so
+     * that no thread attaches or resets its state meanwhile. */
+    strobe__chunk **copies = rc == 0 ? calloc(n ? n : 1, sizeof *copies) : NULL;
+    if (rc == 0 && copies == NULL) rc = STROBE_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        copies[i] = snapshot_current(s, order[i]);
     pthread_mutex_unlock(&strobe__registry_lock);
     if (rc == 0) {
+        /* A chunk handed over while the copies were taken is in the queue now, whole: it goes
+         * into the ring, and the copy of its beginning is dropped. */
+        ring_add(st, queue_take(st));
         for (size_t i = 0; i < n; i++) {
             strobe__chunk *tail;
             fakes[i].first = ring_chain(st, order[i], &tail);
+            strobe__chunk *copy = copies[i];
+            for (strobe__chunk *c = fakes[i].first; c && copy; c = c->next)
+                if (c == copy->qnext) {
+                    free(copy);
+                    copy = copies[i] = NULL;
+                }
+            if (copy == NULL) continue;
+            copy->qnext = NULL;
+            copy->next = NULL;
+            if (tail)
+                tail->next = copy;
+            else
+                fakes[i].first = copy;
         }
         strobe__clock_anchor now = strobe__clock_anchor_now();
         strobe__clock_conv conv = strobe__clock_calibrate(s->start, now);
@@ -1493,6 +1546,9 @@ int strobe__flight_dump(strobe__session *s, const char *path) {
         if (rc == 0) rc = strobe__collect(&fake, &conv, now_ns, r);
     }
     pthread_mutex_unlock(&st->ring_lock);
+    for (size_t i = 0; copies && i < n; i++)
+        free(copies[i]);
+    free(copies);
     free(fakes);
     free(order);
     if (rc == 0) {
