@@ -7,12 +7,18 @@
  *                encoder could not keep up) and whether memory stayed flat after the first minute
  *
  * Usage: strobe_bench_stream [--seconds N] [--out PATH] [--rate PAIRS_PER_S] [--threads T]
- *                            [--buffer MB] [--keep] [--quick]
+ *                            [--buffer MB] [--keep] [--quick] [--punch]
  * --out defaults to /dev/null, which measures the encoder without a disk; a file (.json, or
  * .pftrace for Perfetto) adds the disk, and is removed at the end unless --keep (at full speed
  * the JSON stream writes hundreds of MB a second).
  * --rate 0 (the default) runs as fast as the threads can; a nonzero rate paces each thread to
- * rate / T pairs per second, to find the highest rate that streams without drops. */
+ * rate / T pairs per second, to find the highest rate that streams without drops.
+ * --punch frees the file's blocks behind the writer every second (fallocate PUNCH_HOLE, all but
+ * the last 64 MB), as a consumer draining the stream would: every byte still goes through the file
+ * system to the disk, but a run of many minutes at a disk's full rate fits a disk smaller than
+ * the stream. The file's size stays; "disk MB" shows the blocks it holds. */
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +61,21 @@ static double rss_mb(void) {
 static double file_mb(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 ? (double)sb.st_size / 1048576.0 : 0.0;
+}
+
+static double disk_mb(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (double)sb.st_blocks * 512.0 / 1048576.0 : 0.0;
+}
+
+/* Frees the blocks of `fd` before its last 64 MB (the stream only appends past them). */
+static void punch(int fd, const char *path) {
+    struct stat sb;
+    if (fd < 0 || stat(path, &sb) != 0) return;
+    off_t keep = (off_t)64 << 20;
+    if (sb.st_size <= keep) return;
+    off_t len = (sb.st_size - keep) & ~(off_t)4095;
+    if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, len) != 0) perror("punch");
 }
 
 STROBE_SITE_DEFINE(bench_site, "bench_pair", STROBE_SCOPE_FUNCTION);
@@ -135,8 +156,10 @@ static void *work(void *arg) {
     return NULL;
 }
 
-static void long_run(const char *path, double seconds, double rate, int threads, size_t buffer) {
+static void long_run(const char *path, double seconds, double rate, int threads, size_t buffer,
+                     int do_punch) {
     start(path, buffer);
+    int pfd = do_punch ? open(path, O_WRONLY | O_CLOEXEC) : -1;
     int quit = 0;
     worker w[64];
     for (int i = 0; i < threads; i++) {
@@ -148,7 +171,7 @@ static void long_run(const char *path, double seconds, double rate, int threads,
     double t0 = now_s(), rss_first_min = 0, rss_max_after = 0, rss_min_after = 1e30;
     printf("long run: %s, %d thread(s), rate %s, buffer %zu MB\n", path, threads,
            rate > 0 ? "paced" : "unpaced", buffer >> 20);
-    printf("  %6s %10s %10s %12s\n", "s", "rss MB", "file MB", "pairs");
+    printf("  %6s %10s %10s %10s %12s\n", "s", "rss MB", "file MB", "disk MB", "pairs");
     for (int s = 1; s <= (int)seconds; s++) {
         double next = t0 + s;
         double wait = next - now_s();
@@ -165,8 +188,10 @@ static void long_run(const char *path, double seconds, double rate, int threads,
             if (rss > rss_max_after) rss_max_after = rss;
             if (rss < rss_min_after) rss_min_after = rss;
         }
+        punch(pfd, path);
         if (s <= 10 || s % 10 == 0)
-            printf("  %6d %10.1f %10.1f %12ld\n", s, rss, file_mb(path), done);
+            printf("  %6d %10.1f %10.1f %10.1f %12ld\n", s, rss, file_mb(path), disk_mb(path),
+                   done);
         fflush(stdout);
     }
     __atomic_store_n(&quit, 1, __ATOMIC_RELAXED);
@@ -206,6 +231,7 @@ static void long_run(const char *path, double seconds, double rate, int threads,
         printf("  rss: %.1f .. %.1f MB (run > 60 s for the after-first-minute figure)\n",
                rss_min_after, rss_max_after);
     strobe_result_free(r);
+    if (pfd >= 0) close(pfd);
 }
 
 int main(int argc, char **argv) {
@@ -213,7 +239,7 @@ int main(int argc, char **argv) {
     int threads = 1, quick = 0;
     size_t buffer = (size_t)64 << 20;
     const char *path = "/dev/null";
-    int keep = 0;
+    int keep = 0, do_punch = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
             seconds = atof(argv[++i]);
@@ -229,10 +255,12 @@ int main(int argc, char **argv) {
             quick = 1;
         else if (strcmp(argv[i], "--keep") == 0)
             keep = 1;
+        else if (strcmp(argv[i], "--punch") == 0)
+            do_punch = 1;
         else {
             fprintf(stderr,
                     "usage: %s [--seconds N] [--out PATH] [--rate PAIRS_PER_S] [--threads T] "
-                    "[--buffer MB] [--keep] [--quick]\n",
+                    "[--buffer MB] [--keep] [--quick] [--punch]\n",
                     argv[0]);
             return 2;
         }
@@ -240,7 +268,7 @@ int main(int argc, char **argv) {
     if (threads < 1 || threads > 64) threads = 1;
     if (quick) seconds = 2;
     hot_path(path, quick ? 100000 : 2000000, quick ? 2 : 7);
-    long_run(path, seconds, rate, threads, buffer);
+    long_run(path, seconds, rate, threads, buffer, do_punch);
     struct stat sb;
     if (!keep && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) unlink(path);
     return 0;

@@ -67,9 +67,12 @@ enum { MODE_STREAM = 1, MODE_RING = 2 };
 /* Backend tracks' tids: above any the kernel hands out, as collect.c makes them. */
 #define BACKEND_TID_BASE INT64_C(0x7fff0000)
 
-/* The Perfetto stream's packet sequence and track uuids (a marker byte, then a number). */
-#define STREAM_SEQUENCE 0x53000001u
-#define STREAM_UUID(n) ((UINT64_C(0x53) << 56) | (uint64_t)(n))
+/* The Perfetto stream's packet sequence and track uuids, apart from the Perfetto writer's (whose
+ * sequences are 1 and 2 + a thread's index, its thread tracks 1 + the index, its other tracks
+ * marked in the top byte) and short as varints: each packet carries both, a 2-byte sequence id
+ * and a 3-byte track uuid. */
+#define STREAM_SEQUENCE 0x3FFFu
+#define STREAM_UUID(n) ((UINT64_C(1) << 20) + (uint64_t)(n))
 
 /* One range open on a thread: its name is the site's (static) or copied into the thread's name
  * stack; its operator details wait in the thread's args buffer until it ends. */
