@@ -12,7 +12,8 @@
  * FAKE_CUPTI_RANGE_SKEW=N (N more ranges than kernels), FAKE_CUPTI_PROFILER_UNSUPPORTED=1 (an old
  * architecture), FAKE_CUPTI_PROFILER_PRIVILEGES=1 (counters for administrators only),
  * FAKE_CUPTI_REPLAY_UNTIMED=1 (the kernels the range profiler replays come with start = end = 0,
- * as CUPTI 2025.3 writes them under kernel replay on an H100). Built a third time with
+ * as CUPTI 2025.3 writes them under kernel replay on an H100; =2: and the second extra kernel's
+ * launch record is lost). Built a third time with
  * FAKE_NO_RANGE_PROFILER (a CUPTI older than 12.6). */
 #include <pthread.h>
 #include <stdio.h>
@@ -246,10 +247,11 @@ static size_t fill(uint8_t *buf) {
     k.contextId = 1;
     /* Kernel replay without timestamps: the profiled context's kernels (context 1) lose theirs;
      * the correlation id and the context stay right. */
-    int untimed = profiling && env_int("FAKE_CUPTI_REPLAY_UNTIMED");
+    int untimed = profiling ? env_int("FAKE_CUPTI_REPLAY_UNTIMED") : 0;
     if (untimed) k.start = k.end = k.queued = 0;
     /* Extra kernels on the same context, written before it in the buffer (the backend orders
-     * them by start), and one on another context. */
+     * them by start, or by correlation id when they have no timestamps), and one on another
+     * context. */
     int extra = profiling ? env_int("FAKE_CUPTI_EXTRA_KERNELS") : 0;
     for (int i = extra; i >= 1; i--) {
         CUpti_ActivityKernel10 x = k;
@@ -265,7 +267,7 @@ static size_t fill(uint8_t *buf) {
         launch.start = t0 + 2000 + (uint64_t)i * 100;
         launch.end = launch.start + 60;
         launch.correlationId = x.correlationId;
-        p = put(p, &launch, launch.kind);
+        if (untimed != 2 || i != 2) p = put(p, &launch, launch.kind);
     }
     if (profiling && env_int("FAKE_CUPTI_OTHER_CTX")) {
         CUpti_ActivityKernel10 x = k;
