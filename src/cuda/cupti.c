@@ -1067,12 +1067,20 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
                      (unsigned long long)no_launch, no_launch == 1 ? "" : "s");
             rc = add_warning(ctx, msg);
         }
-        if (rc == 0 && (denied || dropped)) {
+        /* Blame the buffers only where a request was refused: CUPTI also counts records it
+         * dropped for reasons of its own (cuptiActivityGetNumDroppedRecords). */
+        if (rc == 0 && denied) {
             snprintf(msg, sizeof msg,
                      "CUDA: %llu CUPTI records dropped (%llu buffer requests refused: "
                      "cuda_buffer_bytes = %zu MiB was full)",
                      (unsigned long long)out->dropped_records, (unsigned long long)denied,
                      (S.total_bytes >> 20));
+            rc = add_warning(ctx, msg);
+        } else if (rc == 0 && dropped) {
+            snprintf(msg, sizeof msg,
+                     "CUDA: %llu CUPTI records dropped (CUPTI reported them dropped; every buffer "
+                     "request was granted, cuda_buffer_bytes = %zu MiB)",
+                     (unsigned long long)out->dropped_records, (S.total_bytes >> 20));
             rc = add_warning(ctx, msg);
         }
         if (rc == 0 && foreign) {
