@@ -154,8 +154,23 @@ static void test_drops(void) {
     /* CUPTI's count (asked at each completed buffer: one here) covers the refusals. */
     CHECK_EQ(b.dropped_records, 5);
     B->release();
-    unsetenv("FAKE_CUPTI_DROPPED");
+    /* Records CUPTI says it dropped while every buffer request was granted: the warning does not
+     * blame cuda_buffer_bytes (the H100 run: "1 CUPTI records dropped (0 buffer requests
+     * refused: cuda_buffer_bytes = 64 MiB was full)"). */
     unsetenv("FAKE_CUPTI_BUFFERS");
+    setenv("FAKE_CUPTI_DROPPED", "1", 1);
+    CHECK_EQ(B->start(&c, why, sizeof why), 0);
+    nwarn = 0;
+    CHECK_EQ(B->stop(0, INT64_MAX, &b, add_warning, NULL), 0);
+    CHECK_EQ(b.dropped_records, 1);
+    REQUIRE(nwarn == 1);
+    printf("warning: %s\n", warnings[0]);
+    CHECK(strstr(warnings[0], "1 CUPTI records dropped") != NULL);
+    CHECK(strstr(warnings[0], "CUPTI reported them dropped") != NULL);
+    CHECK(strstr(warnings[0], "refused") == NULL);
+    CHECK(strstr(warnings[0], "was full") == NULL);
+    B->release();
+    unsetenv("FAKE_CUPTI_DROPPED");
 }
 
 static void test_refusals(void) {

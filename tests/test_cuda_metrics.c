@@ -3,7 +3,9 @@
  * profiler calls, the values on the right kernels (by launch order, on the profiled context
  * only), unknown metric names (EINVAL, named), a CUPTI without the range profiler and an
  * unsupported device (ENOTSUP, with the reason), a mismatch between ranges and kernels (a
- * warning, no values), and that nothing stays set up after a session or a failed start.
+ * warning, no values), kernels that CUPTI writes without timestamps under kernel replay (they
+ * take their launch's span, marked, and keep their metrics), and that nothing stays set up after
+ * a session or a failed start.
  * argv: the stand-in libcupti.so, the one without the range profiler. LD_LIBRARY_PATH (set by
  * CTest) finds the stand-in libcuda.so.1. */
 #include <dlfcn.h>
@@ -143,6 +145,123 @@ static void test_per_kernel(void) {
     CHECK_EQ(n, 0);
     unsetenv("FAKE_CUPTI_EXTRA_KERNELS");
     unsetenv("FAKE_CUPTI_OTHER_CTX");
+}
+
+/* The API call with correlation id `corr` (the runtime's launch), or -1. */
+static long find_launch(const strobe__gpu_batch *b, uint32_t corr) {
+    for (size_t i = 0; i < b->act_count; i++)
+        if (b->acts[i].kind == STROBE__GPU_RUNTIME && b->acts[i].correlation == corr)
+            return (long)i;
+    return -1;
+}
+
+/* The value of the batch's arg `key` on act `i`, or NULL. */
+static const char *batch_arg(const strobe__gpu_batch *b, size_t i, const char *key) {
+    for (size_t k = 0; k < b->arg_count; k++)
+        if (b->args[k].act == i && strcmp(b->args[k].key, key) == 0) return b->args[k].json;
+    return NULL;
+}
+
+/* Kernel replay as CUPTI 2025.3 does it on an H100: the replayed kernels' records come with
+ * start = end = 0 (right correlation id and context). Each kernel is kept, inside the window,
+ * with its launch call's span (the launch blocks while the kernel is replayed) and an arg that
+ * says so, and carries its range's metrics: ranges in launch order, matched by correlation id
+ * (the records come in another order). With CUPTI's clock (calibrated) as with strobe's. With
+ * lost_launch, kernel_b's launch record is missing: kernel_b is left out (outside the window,
+ * with a warning), and the others still get their ranges. */
+static void replay_batch(int calibrated, int lost_launch) {
+    if (calibrated) setenv("FAKE_CUPTI_NO_TSCB", "1", 1);
+    setenv("FAKE_CUPTI_REPLAY_UNTIMED", lost_launch ? "2" : "1", 1);
+    strobe_config c;
+    metrics_config(&c, "sm__cycles_elapsed.avg,smsp__inst_executed.sum");
+    char why[300] = "";
+    int64_t lo = strobe_clock_now_ns();
+    REQUIRE(B->start(&c, why, sizeof why) == 0);
+    usleep(20000);
+    int64_t hi = strobe_clock_now_ns();
+    strobe__gpu_batch b;
+    nwarn = 0;
+    CHECK_EQ(B->stop(lo, hi, &b, add_warning, NULL), 0);
+    CHECK_STR(b.clock_method, calibrated ? "calibrated" : "callback");
+    for (int i = 0; i < nwarn; i++)
+        printf("warning: %s\n", warnings[i]);
+    if (lost_launch) {
+        REQUIRE(nwarn == 1);
+        CHECK(strstr(warnings[0], "1 kernel came without timestamps") != NULL);
+        CHECK(strstr(warnings[0], "without the launch call") != NULL);
+    } else {
+        CHECK_EQ(nwarn, 0);
+    }
+    /* The kernel from before the window, and kernel_b when its launch is lost. */
+    CHECK_EQ(b.outside_window, lost_launch ? 2 : 1);
+    static const struct {
+        const char *name;
+        uint32_t corr;
+        const char *avg, *sum;
+    } want[] = {{"square(float*, int)", 1, "1000.25", "1001"},
+                {"kernel_a", 201, "2000.25", "2001"},
+                {"kernel_b", 202, "3000.25", "3001"}};
+    size_t nwant = lost_launch ? 2 : 3;
+    for (size_t w = 0; w < nwant; w++) {
+        long k = find_kernel(&b, want[w].name), l = find_launch(&b, want[w].corr);
+        if (k < 0 || l < 0) fprintf(stderr, "kernel %s or its launch missing\n", want[w].name);
+        REQUIRE(k >= 0 && l >= 0);
+        const strobe__gpu_act *ka = &b.acts[k], *la = &b.acts[l];
+        CHECK_EQ(ka->correlation, want[w].corr);
+        CHECK_EQ(ka->start_ns, la->start_ns);
+        CHECK_EQ(ka->end_ns, la->end_ns);
+        CHECK(ka->start_ns >= lo && ka->end_ns <= hi);
+        CHECK_EQ(ka->queued_ns, -1);
+        CHECK_STR(batch_arg(&b, (size_t)k, "timestamps"), "\"launch (kernel replay)\"");
+        CHECK_STR(batch_arg(&b, (size_t)k, "sm__cycles_elapsed.avg"), want[w].avg);
+        CHECK_STR(batch_arg(&b, (size_t)k, "smsp__inst_executed.sum"), want[w].sum);
+    }
+    if (lost_launch) CHECK_EQ(find_kernel(&b, "kernel_b"), -1);
+    CHECK_EQ(b.arg_count, 3 * nwant); /* two metrics and the marker on each kernel kept */
+    for (size_t i = 1; i < b.arg_count; i++)
+        CHECK(b.args[i - 1].act <= b.args[i].act); /* in act order, as the merge walks them */
+    B->release();
+    unsetenv("FAKE_CUPTI_NO_TSCB");
+}
+
+static void test_replay_untimed(void) {
+    setenv("FAKE_CUPTI_EXTRA_KERNELS", "2", 1);
+    replay_batch(0, 0);
+    replay_batch(1, 0);
+    replay_batch(0, 1);
+    unsetenv("FAKE_CUPTI_EXTRA_KERNELS");
+
+    setenv("FAKE_CUPTI_REPLAY_UNTIMED", "1", 1);
+    strobe_config c;
+    metrics_config(&c, "sm__cycles_elapsed.avg,smsp__inst_executed.sum");
+    /* Through the public API: the kernel event has the launch's span, the marker and the
+     * metrics, and nothing is counted outside the window but the kernel from before it. */
+    REQUIRE(strobe_start(&c) == 0);
+    strobe_range_begin("step");
+    fake_mark();
+    usleep(1000);
+    strobe_range_end();
+    strobe_result *r = stop_or_die();
+    CHECK_EQ(check_wellformed(r), 0);
+    const strobe_event *ev = strobe_result_events(r);
+    long k = -1, l = -1;
+    for (size_t i = 0; i < strobe_result_event_count(r); i++) {
+        if (strcmp(ev[i].category, "kernel") == 0) k = (long)i;
+        if (strcmp(ev[i].category, "cuda_runtime") == 0 &&
+            strcmp(ev[i].name, "cudaLaunchKernel") == 0)
+            l = (long)i;
+    }
+    REQUIRE(k >= 0 && l >= 0);
+    CHECK_EQ(ev[k].start_ns, ev[l].start_ns);
+    CHECK_EQ(ev[k].end_ns, ev[l].end_ns);
+    CHECK_STR(strobe_event_arg(r, (size_t)k, "timestamps"), "\"launch (kernel replay)\"");
+    CHECK_STR(strobe_event_arg(r, (size_t)k, "sm__cycles_elapsed.avg"), "1000.25");
+    CHECK_STR(strobe_event_arg(r, (size_t)k, "smsp__inst_executed.sum"), "1001");
+    CHECK_EQ(strobe_result_stats(r)->cuda_outside_window, 1);
+    CHECK_EQ(strobe_result_warning_count(r), 0);
+    strobe_result_free(r);
+    CHECK_EQ(fake_live(), 0);
+    unsetenv("FAKE_CUPTI_REPLAY_UNTIMED");
 }
 
 /* Refusals at start: each fails the start with the reason, and leaves nothing set up. */
@@ -298,6 +417,7 @@ int main(int argc, char **argv) {
     REQUIRE(fake_calls && fake_reset && fake_live && fake_mark && fake_primary_refs);
     strobe_set_log_fn(log_sink, NULL);
     test_per_kernel();
+    test_replay_untimed();
     test_refusals();
     test_mismatch();
     test_config();

@@ -1,5 +1,6 @@
 /* test_cupti.c: the CUDA backend's pure half (src/cuda/cupti_convert.c), on CUPTI activity
- * records built by hand: every kind, field by field, the noisy-call filter and the window test.
+ * records built by hand: every kind, field by field, the noisy-call filter, the window test, and
+ * kernels without timestamps with the spans of the launches they take.
  * Needs the CUPTI headers only; no driver, no GPU. */
 #include <cupti.h>
 
@@ -388,6 +389,51 @@ static void test_window(void) {
     CHECK_EQ(strobe__cupti_outside(&a, 50, 199), 1);
 }
 
+/* Kernels CUPTI wrote without timestamps (kernel replay), and the spans of API calls that the
+ * backend gives them. */
+static void test_untimed(void) {
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof k);
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.correlationId = 45;
+    CHECK_EQ(strobe__cupti_kernel_untimed((const CUpti_Activity *)(const void *)&k), 1);
+    k.kind = CUPTI_ACTIVITY_KIND_KERNEL;
+    CHECK_EQ(strobe__cupti_kernel_untimed((const CUpti_Activity *)(const void *)&k), 1);
+    k.end = 5; /* a kernel at CUPTI's time 0 that lasted: timed */
+    CHECK_EQ(strobe__cupti_kernel_untimed((const CUpti_Activity *)(const void *)&k), 0);
+    k.start = 3;
+    CHECK_EQ(strobe__cupti_kernel_untimed((const CUpti_Activity *)(const void *)&k), 0);
+
+    CUpti_ActivityAPI api;
+    memset(&api, 0, sizeof api);
+    api.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+    api.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020; /* filtered, and still a span */
+    api.start = 1000;
+    api.end = 3000;
+    api.correlationId = 45;
+    uint32_t corr = 0;
+    int64_t start = 0, end = 0;
+    CHECK_EQ(
+        strobe__cupti_api_span((const CUpti_Activity *)(const void *)&api, 7, &corr, &start, &end),
+        1);
+    CHECK_EQ(corr, 45);
+    CHECK_EQ(start, 1007);
+    CHECK_EQ(end, 3007);
+    api.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+    api.end = 500; /* before its start: ends at its start, as converted records do */
+    CHECK_EQ(
+        strobe__cupti_api_span((const CUpti_Activity *)(const void *)&api, 0, &corr, &start, &end),
+        1);
+    CHECK_EQ(start, 1000);
+    CHECK_EQ(end, 1000);
+    /* A kernel record is not an API call, and an API call is not an untimed kernel. */
+    CHECK_EQ(
+        strobe__cupti_api_span((const CUpti_Activity *)(const void *)&k, 0, &corr, &start, &end),
+        0);
+    api.start = api.end = 0;
+    CHECK_EQ(strobe__cupti_kernel_untimed((const CUpti_Activity *)(const void *)&api), 0);
+}
+
 int main(void) {
     test_kernel();
     test_memcpy();
@@ -396,5 +442,6 @@ int main(void) {
     test_sync_and_overhead();
     test_extcorr_and_device();
     test_window();
+    test_untimed();
     return check_result();
 }

@@ -90,7 +90,10 @@ typedef struct strobe_config {
      * administrators), start fails with STROBE_ENOTSUP; a name CUPTI does not know, or an empty
      * one, fails it with STROBE_EINVAL; the log says which and why. The range profiler
      * serializes and replays kernels of the context it measures (the calling thread's, else
-     * device 0's primary context): expect kernels to run slower. Per range
+     * device 0's primary context): expect kernels to run slower. Where CUPTI then records a
+     * kernel without timestamps (CUPTI 2025.3 with CUDA 13.0 does), its event spans its launch
+     * call (which waited for every replay) and has the arg "timestamps": "launch (kernel
+     * replay)": not the kernel's own duration. Per range
      * (STROBE_CUDA_METRICS_PER_RANGE) is not supported yet (STROBE_ENOTSUP). NULL: none. */
     const char *cuda_metrics;
     /* Streaming (see README, "Streaming and the flight recorder"): the file strobe writes while

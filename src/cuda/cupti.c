@@ -10,7 +10,10 @@
  *   buffers: a fixed set allocated at start, handed to CUPTI from a free list
  *   names: demangled kernel names and API names, interned for the batch
  *   clock: CUPTI stamps with strobe's clock (callback), else a calibrated offset
- *   start / stop / release / correlation push and pop
+ *   start
+ *   stop; in it, kernels without timestamps (range profiler, kernel replay) take their launch's
+ *     span
+ *   release / correlation push and pop
  * Metrics (cuda_metrics, the range profiler) live in cupti_metrics.c; start, stop and release
  * call into it.
  *
@@ -821,6 +824,64 @@ static int fill_sync(strobe__gpu_act *acts, size_t n) {
     return 0;
 }
 
+/* ---- kernels without timestamps ---------------------------------------------------------------
+ * Under the range profiler's kernel replay, CUPTI (2025.3 with CUDA 13.0) writes the replayed
+ * kernels with start = end = 0. The launch call returns only once every pass has run, so its span
+ * holds the kernel's (and the replays'): the kernel takes it, with an arg that says so, since it
+ * is not the kernel's own duration. */
+
+#define UNTIMED_KEY "timestamps"
+#define UNTIMED_JSON "\"launch (kernel replay)\""
+
+/* The span of an API call; the runtime and driver calls of one launch share a correlation id and
+ * nest, so the widest is kept. */
+typedef struct launch_span {
+    int64_t start, end;
+} launch_span;
+
+/* The spans of the batch's API calls by correlation id, from a first pass over the buffers: CUPTI
+ * writes a kernel before its launch call. @return 0 or STROBE_ENOMEM; m and *spans are the
+ * caller's to free either way. */
+static int collect_launches(int64_t offset, size_t ndone, corr_map *m, launch_span **spans) {
+    size_t n = 0;
+    uint32_t corr;
+    int64_t start, end;
+    for (size_t b = 0; b < ndone; b++) {
+        CUpti_Activity *rec = NULL;
+        while (L.ActivityGetNextRecord(S.done[b].buf, S.done[b].valid, &rec) == CUPTI_SUCCESS)
+            n += (size_t)strobe__cupti_api_span(rec, offset, &corr, &start, &end);
+    }
+    *spans = malloc((n ? n : 1) * sizeof **spans);
+    if (corr_init(m, n) != 0 || *spans == NULL) return STROBE_ENOMEM;
+    size_t k = 0;
+    for (size_t b = 0; b < ndone; b++) {
+        CUpti_Activity *rec = NULL;
+        while (L.ActivityGetNextRecord(S.done[b].buf, S.done[b].valid, &rec) == CUPTI_SUCCESS) {
+            if (!strobe__cupti_api_span(rec, offset, &corr, &start, &end)) continue;
+            size_t i;
+            if (corr_get(m, corr, &i)) {
+                if (start < (*spans)[i].start) (*spans)[i].start = start;
+                if (end > (*spans)[i].end) (*spans)[i].end = end;
+            } else if (k < n) {
+                (*spans)[k] = (launch_span){start, end};
+                corr_put(m, corr, k++);
+            }
+        }
+    }
+    return 0;
+}
+
+/* Gives a kernel without timestamps its launch's span. @return 1, or 0 when no launch call of
+ * its correlation id is in the batch (it keeps its meaningless times: outside the window). */
+static int at_launch(strobe__gpu_act *a, const corr_map *m, const launch_span *spans) {
+    size_t i;
+    if (!corr_get(m, a->correlation, &i)) return 0;
+    a->start_ns = spans[i].start;
+    a->end_ns = spans[i].end;
+    a->queued_ns = -1;
+    return 1;
+}
+
 static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
                 int (*add_warning)(void *, const char *), void *ctx) {
     memset(out, 0, sizeof *out);
@@ -838,12 +899,19 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
     strobe__strtab_init(&S.names, &S.pool);
     size_t cap = 0;
     size_t nact = 0, next = 0, ndev = 0, capext = 0, capdev = 0;
-    uint64_t outside = 0, filtered = 0;
+    uint64_t outside = 0, filtered = 0, no_launch = 0;
     int rc = 0;
     pthread_mutex_lock(&S.buf_lock);
     size_t ndone = S.done_n;
     pthread_mutex_unlock(&S.buf_lock);
     strobe__cupti_names names = {kernel_name, api_name, NULL};
+    /* Only the range profiler's replay loses kernel timestamps: the launch spans are looked up
+     * then, and the kernels given one are listed (act indices, ascending) for their marker. */
+    int replay = strobe__cupti_metrics_active();
+    corr_map launches = {NULL, NULL, 0};
+    launch_span *spans = NULL;
+    size_t *marked = NULL, nmarked = 0, capmarked = 0;
+    if (replay) rc = collect_launches(offset, ndone, &launches, &spans);
     for (size_t b = 0; rc == 0 && b < ndone; b++) {
         CUpti_Activity *rec = NULL;
         while (rc == 0 &&
@@ -870,13 +938,29 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
             int k = strobe__cupti_convert(rec, S.flags, offset, &names, &S.acts[nact], &S.ext[next],
                                           &dev);
             if (k == STROBE__CUPTI_ACT) {
-                int is_kernel = S.acts[nact].kind == STROBE__GPU_KERNEL;
-                if (is_kernel && S.acts[nact].name == NULL) S.acts[nact].name = "(unnamed kernel)";
-                int out_of_window = strobe__cupti_outside(&S.acts[nact], lo, hi);
+                strobe__gpu_act *a = &S.acts[nact];
+                int is_kernel = a->kind == STROBE__GPU_KERNEL;
+                if (is_kernel && a->name == NULL) a->name = "(unnamed kernel)";
+                int untimed = is_kernel && replay && strobe__cupti_kernel_untimed(rec);
+                int placed = untimed && at_launch(a, &launches, spans);
+                no_launch += untimed && !placed;
+                int out_of_window = strobe__cupti_outside(a, lo, hi);
                 if (is_kernel)
-                    rc = strobe__cupti_metrics_note_kernel(S.acts[nact].context,
-                                                           S.acts[nact].start_ns,
-                                                           out_of_window ? SIZE_MAX : nact);
+                    rc =
+                        strobe__cupti_metrics_note_kernel(a->context, a->correlation, a->start_ns,
+                                                          untimed, out_of_window ? SIZE_MAX : nact);
+                if (rc == 0 && placed && !out_of_window) {
+                    if (nmarked == capmarked) {
+                        capmarked = capmarked ? capmarked * 2 : 64;
+                        size_t *p = realloc(marked, capmarked * sizeof *p);
+                        if (p == NULL) {
+                            rc = STROBE_ENOMEM;
+                            break;
+                        }
+                        marked = p;
+                    }
+                    marked[nmarked++] = nact;
+                }
                 if (out_of_window)
                     outside++;
                 else
@@ -924,7 +1008,13 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
     free(S.devices);
     S.devices = NULL;
     S.device_n = 0;
-    if (rc != 0) return rc;
+    free(launches.keys);
+    free(launches.idx);
+    free(spans);
+    if (rc != 0) {
+        free(marked);
+        return rc;
+    }
 
     out->acts = S.acts;
     out->act_count = nact;
@@ -939,31 +1029,58 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
     out->clock_offset_ns = S.callback_clock ? 0 : offset;
     size_t nargs = 0;
     const strobe__cupti_metric_arg *margs = strobe__cupti_metrics_args(&nargs);
-    /* The metric values, as args of the kernels they measured. */
-    if (nargs) {
-        S.out_args = malloc(nargs * sizeof *S.out_args);
-        if (S.out_args == NULL) return STROBE_ENOMEM;
-        for (size_t i = 0; i < nargs; i++)
-            S.out_args[i] = (strobe__gpu_arg){margs[i].act, margs[i].key, margs[i].json};
+    /* The metric values, as args of the kernels they measured, and the marker of the kernels
+     * timed by their launch; merged in act order (a kernel's metrics before its marker). */
+    if (nargs + nmarked) {
+        S.out_args = malloc((nargs + nmarked) * sizeof *S.out_args);
+        if (S.out_args == NULL) {
+            free(marked);
+            return STROBE_ENOMEM;
+        }
+        size_t i = 0, j = 0, o = 0;
+        while (i < nargs || j < nmarked) {
+            if (j == nmarked || (i < nargs && margs[i].act <= marked[j])) {
+                S.out_args[o++] = (strobe__gpu_arg){margs[i].act, margs[i].key, margs[i].json};
+                i++;
+            } else {
+                S.out_args[o++] = (strobe__gpu_arg){marked[j++], UNTIMED_KEY, UNTIMED_JSON};
+            }
+        }
         out->args = S.out_args;
-        out->arg_count = nargs;
+        out->arg_count = o;
     }
+    free(marked);
     strobe__log(STROBE_LOG_DEBUG,
                 "CUDA: %zu records kept, %llu outside the window, %llu noisy calls left out, %zu "
-                "external correlations",
-                nact, (unsigned long long)outside, (unsigned long long)filtered, next);
+                "external correlations, %zu kernels timed by their launch (kernel replay)",
+                nact, (unsigned long long)outside, (unsigned long long)filtered, next, nmarked);
 
     if (add_warning) {
         for (int i = 0; rc == 0 && i < S.warn_n; i++)
             rc = add_warning(ctx, S.warn[i]);
         if (rc == 0) rc = strobe__cupti_metrics_warnings(add_warning, ctx);
         char msg[300];
-        if (rc == 0 && (denied || dropped)) {
+        if (rc == 0 && no_launch) {
+            snprintf(msg, sizeof msg,
+                     "CUDA: %llu kernel%s came without timestamps (range profiler, kernel "
+                     "replay) and without the launch call to take them from; left out",
+                     (unsigned long long)no_launch, no_launch == 1 ? "" : "s");
+            rc = add_warning(ctx, msg);
+        }
+        /* Blame the buffers only where a request was refused: CUPTI also counts records it
+         * dropped for reasons of its own (cuptiActivityGetNumDroppedRecords). */
+        if (rc == 0 && denied) {
             snprintf(msg, sizeof msg,
                      "CUDA: %llu CUPTI records dropped (%llu buffer requests refused: "
                      "cuda_buffer_bytes = %zu MiB was full)",
                      (unsigned long long)out->dropped_records, (unsigned long long)denied,
                      (S.total_bytes >> 20));
+            rc = add_warning(ctx, msg);
+        } else if (rc == 0 && dropped) {
+            snprintf(msg, sizeof msg,
+                     "CUDA: %llu CUPTI records dropped (CUPTI reported them dropped; every buffer "
+                     "request was granted, cuda_buffer_bytes = %zu MiB)",
+                     (unsigned long long)out->dropped_records, (S.total_bytes >> 20));
             rc = add_warning(ctx, msg);
         }
         if (rc == 0 && foreign) {

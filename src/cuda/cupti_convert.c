@@ -1,7 +1,8 @@
 /* cupti_convert.c: one CUPTI activity record -> strobe's device activity (see cupti_convert.h).
  *
  * Contents: record layouts (static checks), the noisy-call filter, names of sync and overhead
- * kinds, the conversion, the window test. */
+ * kinds, the conversion, kernels without timestamps and the spans of their launches, the window
+ * test. */
 #if STROBE_HAVE_CUPTI_HEADERS
 
 #include "cuda/cupti_convert.h"
@@ -280,6 +281,27 @@ int strobe__cupti_convert(const CUpti_Activity *rec, uint32_t cuda_flags, int64_
     default:
         return STROBE__CUPTI_NONE;
     }
+}
+
+int strobe__cupti_kernel_untimed(const CUpti_Activity *rec) {
+    if (rec->kind != CUPTI_ACTIVITY_KIND_KERNEL &&
+        rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+        return 0;
+    const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)(const void *)rec;
+    return k->start == 0 && k->end == 0;
+}
+
+int strobe__cupti_api_span(const CUpti_Activity *rec, int64_t offset_ns, uint32_t *correlation,
+                           int64_t *start_ns, int64_t *end_ns) {
+    if (rec->kind != CUPTI_ACTIVITY_KIND_RUNTIME && rec->kind != CUPTI_ACTIVITY_KIND_DRIVER)
+        return 0;
+    const CUpti_ActivityAPI *api = (const CUpti_ActivityAPI *)(const void *)rec;
+    strobe__gpu_act a;
+    set_times(&a, api->start, api->end, offset_ns);
+    *correlation = api->correlationId;
+    *start_ns = a.start_ns;
+    *end_ns = a.end_ns;
+    return 1;
 }
 
 int strobe__cupti_outside(const strobe__gpu_act *a, int64_t lo, int64_t hi) {

@@ -47,6 +47,16 @@ int strobe__cupti_convert(const CUpti_Activity *rec, uint32_t cuda_flags, int64_
  * cuLaunchKernelEx, for Triton). 0 otherwise. */
 int strobe__cupti_api_filtered(int driver, uint32_t cbid);
 
+/* 1 when `rec` is a kernel record without timestamps (raw start = end = 0): CUPTI writes the
+ * kernels the range profiler replays so (CUPTI 2025.3 with CUDA 13.0, kernel replay; correlation
+ * id and context are right). 0 otherwise. */
+int strobe__cupti_kernel_untimed(const CUpti_Activity *rec);
+
+/* 1 when `rec` is a runtime or driver API call (filtered or not): *correlation, and its span on
+ * strobe's clock (CUPTI's times plus offset_ns) in *start_ns and *end_ns. 0 otherwise. */
+int strobe__cupti_api_span(const CUpti_Activity *rec, int64_t offset_ns, uint32_t *correlation,
+                           int64_t *start_ns, int64_t *end_ns);
+
 /* 1 when `a` started before lo or ended after hi (strobe's clock): it is left out and counted. */
 int strobe__cupti_outside(const strobe__gpu_act *a, int64_t lo, int64_t hi);
 

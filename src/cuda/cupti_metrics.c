@@ -187,6 +187,8 @@ typedef struct noted_kernel {
     int64_t start_ns;
     size_t act;
     size_t order; /* record order, for a stable sort */
+    uint32_t correlation;
+    int untimed; /* CUPTI wrote it without timestamps */
 } noted_kernel;
 
 static struct {
@@ -487,7 +489,11 @@ static int enable(char *why, size_t why_size) {
         return failed("cuptiRangeProfilerCounterDataImageInitialize", cr, why, why_size);
 
     /* Auto ranges (one per kernel) with kernel replay: CUPTI replays each kernel as many passes
-     * as the metrics need, so any metric set works without the application's help. */
+     * as the metrics need, so any metric set works without the application's help. The price:
+     * the activity records of the replayed kernels may lose their timestamps (CUPTI 2025.3 with
+     * CUDA 13.0 on an H100 writes start = end = 0). The backend then gives each its launch call's
+     * span (the launch returns once every pass ran) and marks it so, and the matching goes by
+     * correlation id. */
     CUpti_RangeProfiler_SetConfig_Params sc = {CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
     sc.pRangeProfilerObject = M.rp;
     sc.configSize = M.config_size;
@@ -637,7 +643,8 @@ void strobe__cupti_metrics_stop(void) {
 
 /* ---- matching ------------------------------------------------------------------------------- */
 
-int strobe__cupti_metrics_note_kernel(uint32_t context, int64_t start_ns, size_t act) {
+int strobe__cupti_metrics_note_kernel(uint32_t context, uint32_t correlation, int64_t start_ns,
+                                      int untimed, size_t act) {
     if (!M.active) return 0;
     if (M.have_ctx_id && context != M.ctx_id) return 0;
     if (M.nkernels == M.cap_kernels) {
@@ -647,7 +654,7 @@ int strobe__cupti_metrics_note_kernel(uint32_t context, int64_t start_ns, size_t
         M.kernels = k;
         M.cap_kernels = cap;
     }
-    M.kernels[M.nkernels] = (noted_kernel){start_ns, act, M.nkernels};
+    M.kernels[M.nkernels] = (noted_kernel){start_ns, act, M.nkernels, correlation, untimed != 0};
     M.nkernels++;
     return 0;
 }
@@ -655,6 +662,13 @@ int strobe__cupti_metrics_note_kernel(uint32_t context, int64_t start_ns, size_t
 static int cmp_kernel(const void *a, const void *b) {
     const noted_kernel *x = a, *y = b;
     if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Launch order: CUPTI numbers API calls as they are made. */
+static int cmp_correlation(const void *a, const void *b) {
+    const noted_kernel *x = a, *y = b;
+    if (x->correlation != y->correlation) return x->correlation < y->correlation ? -1 : 1;
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
@@ -682,12 +696,20 @@ static int cmp_arg(const void *a, const void *b) {
 
 int strobe__cupti_metrics_match(void) {
     if (!M.active) return 0;
-    /* Kernels that started before the profiler ran before it (start drained the context). */
-    size_t keep = 0;
-    for (size_t i = 0; i < M.nkernels; i++)
-        if (M.kernels[i].start_ns >= M.t_start) M.kernels[keep++] = M.kernels[i];
+    /* Kernels that started before the profiler ran before it (start drained the context). Those
+     * without timestamps were replayed by it, so they ran under it; start times cannot order
+     * them, but their correlation ids give the launch order, which is the ranges' order (kernel
+     * replay serializes the context's kernels). */
+    size_t keep = 0, untimed = 0;
+    for (size_t i = 0; i < M.nkernels; i++) {
+        if (M.kernels[i].untimed || M.kernels[i].start_ns >= M.t_start) {
+            untimed += M.kernels[i].untimed != 0;
+            M.kernels[keep++] = M.kernels[i];
+        }
+    }
     M.nkernels = keep;
-    if (M.nkernels > 1) qsort(M.kernels, M.nkernels, sizeof *M.kernels, cmp_kernel);
+    if (M.nkernels > 1)
+        qsort(M.kernels, M.nkernels, sizeof *M.kernels, untimed ? cmp_correlation : cmp_kernel);
     if (M.nranges == 0) {
         if (M.nkernels)
             warn("CUDA: cuda_metrics: the range profiler measured no kernel (%zu ran)", M.nkernels);
@@ -761,8 +783,9 @@ int strobe__cupti_metrics_active(void) {
     return 0;
 }
 void strobe__cupti_metrics_stop(void) {}
-int strobe__cupti_metrics_note_kernel(uint32_t context, int64_t start_ns, size_t act) {
-    (void)context, (void)start_ns, (void)act;
+int strobe__cupti_metrics_note_kernel(uint32_t context, uint32_t correlation, int64_t start_ns,
+                                      int untimed, size_t act) {
+    (void)context, (void)correlation, (void)start_ns, (void)untimed, (void)act;
     return 0;
 }
 int strobe__cupti_metrics_match(void) {

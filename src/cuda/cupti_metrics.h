@@ -3,10 +3,11 @@
  *
  * The range profiler runs in auto range mode with kernel replay: CUPTI serializes the kernels of
  * one context and gives each launch a range, numbered in launch order. At stop the ranges are
- * decoded and evaluated, and range i is matched to the i-th kernel (by start time) that the
- * activity records show on that context. A mismatch in counts (records dropped, kernels from
- * before the start) leaves the values out with a warning rather than putting them on the wrong
- * kernels.
+ * decoded and evaluated, and range i is matched to the i-th kernel that the activity records show
+ * on that context: by start time, or by correlation id (launch order) where CUPTI wrote the
+ * replayed kernels without timestamps (CUPTI 2025.3 with CUDA 13.0 does; the backend then gives
+ * them their launch call's span). A mismatch in counts (records dropped, kernels from before the
+ * start) leaves the values out with a warning rather than putting them on the wrong kernels.
  *
  * The host half of the API (cupti_profiler_host.h) includes <string>, a C++ header, so its
  * parameter structs are declared again here, field for field; CUPTI checks each struct's
@@ -61,10 +62,12 @@ int strobe__cupti_metrics_active(void);
  * the activity buffers are flushed. Problems become warnings (see _warnings). */
 void strobe__cupti_metrics_stop(void);
 
-/* Notes one kernel record of the batch, in record order: its context, start (strobe's clock) and
- * its index in the batch's acts (SIZE_MAX when it was left out of the batch). @return 0 or
- * STROBE_ENOMEM. */
-int strobe__cupti_metrics_note_kernel(uint32_t context, int64_t start_ns, size_t act);
+/* Notes one kernel record of the batch, in record order: its context, correlation id, start
+ * (strobe's clock), whether CUPTI gave it no timestamps (`untimed`: start_ns is then its launch's,
+ * or meaningless), and its index in the batch's acts (SIZE_MAX when it was left out of the batch).
+ * @return 0 or STROBE_ENOMEM. */
+int strobe__cupti_metrics_note_kernel(uint32_t context, uint32_t correlation, int64_t start_ns,
+                                      int untimed, size_t act);
 
 /* Matches ranges to the noted kernels and makes the args. @return 0 or STROBE_ENOMEM. */
 int strobe__cupti_metrics_match(void);

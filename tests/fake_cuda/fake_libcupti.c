@@ -10,8 +10,11 @@
  * logged for the test (fake_cupti_calls), and give canned values. Knobs: FAKE_CUPTI_EXTRA_KERNELS=N
  * (more kernels on the profiled context), FAKE_CUPTI_OTHER_CTX=1 (a kernel on another context),
  * FAKE_CUPTI_RANGE_SKEW=N (N more ranges than kernels), FAKE_CUPTI_PROFILER_UNSUPPORTED=1 (an old
- * architecture), FAKE_CUPTI_PROFILER_PRIVILEGES=1 (counters for administrators only). Built a
- * third time with FAKE_NO_RANGE_PROFILER (a CUPTI older than 12.6). */
+ * architecture), FAKE_CUPTI_PROFILER_PRIVILEGES=1 (counters for administrators only),
+ * FAKE_CUPTI_REPLAY_UNTIMED=1 (the kernels the range profiler replays come with start = end = 0,
+ * as CUPTI 2025.3 writes them under kernel replay on an H100; =2: and the second extra kernel's
+ * launch record is lost). Built a third time with
+ * FAKE_NO_RANGE_PROFILER (a CUPTI older than 12.6). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,7 +196,8 @@ static uint8_t *put(uint8_t *p, const void *rec, CUpti_ActivityKind k) {
 
 /* The session's records: a launch (runtime and driver), its kernel, a filtered runtime call, a
  * synchronization, a copy, the external correlation of each pushed id, a device, and a kernel
- * from before the window. */
+ * from before the window. Under the range profiler, the extra kernels and their launches (each
+ * launch after its kernel, as CUPTI writes them) and the kernel on another context. */
 static size_t fill(uint8_t *buf) {
     uint8_t *p = buf;
     uint64_t t0 = t_api_start + 1000;
@@ -241,8 +245,13 @@ static size_t fill(uint8_t *buf) {
     k.name = "_Z6squarePfi";
     k.graphId = 9;
     k.contextId = 1;
+    /* Kernel replay without timestamps: the profiled context's kernels (context 1) lose theirs;
+     * the correlation id and the context stay right. */
+    int untimed = profiling ? env_int("FAKE_CUPTI_REPLAY_UNTIMED") : 0;
+    if (untimed) k.start = k.end = k.queued = 0;
     /* Extra kernels on the same context, written before it in the buffer (the backend orders
-     * them by start), and one on another context. */
+     * them by start, or by correlation id when they have no timestamps), and one on another
+     * context. */
     int extra = profiling ? env_int("FAKE_CUPTI_EXTRA_KERNELS") : 0;
     for (int i = extra; i >= 1; i--) {
         CUpti_ActivityKernel10 x = k;
@@ -252,7 +261,13 @@ static size_t fill(uint8_t *buf) {
         x.end = x.start + 50;
         x.correlationId = 200 + (uint32_t)i;
         x.graphId = 0;
+        if (untimed) x.start = x.end = 0;
         p = put(p, &x, x.kind);
+        CUpti_ActivityAPI launch = api;
+        launch.start = t0 + 2000 + (uint64_t)i * 100;
+        launch.end = launch.start + 60;
+        launch.correlationId = x.correlationId;
+        if (untimed != 2 || i != 2) p = put(p, &launch, launch.kind);
     }
     if (profiling && env_int("FAKE_CUPTI_OTHER_CTX")) {
         CUpti_ActivityKernel10 x = k;
