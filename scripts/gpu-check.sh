@@ -7,7 +7,8 @@
 #   3. runs the workload (kernels, copies, memsets, a CUDA graph, two streams, two host threads)
 #      and tests/gpu/check_gpu_trace.py on its trace and manifest
 #   4. ../shared/validators/check_all.sh TRACE --strict, when present
-#   5. strobe summary and strobe kernels on the trace
+#   5. strobe summary and strobe kernels on the trace; then the workload streamed to .json and
+#      .pftrace: every kernel and copy of the manifest in the stream file, checkers, CLI
 #   6. the overhead mode: 20000 empty kernels, unprofiled and profiled
 #   7. cuda_metrics: an unknown metric refused, then the range profiler per kernel (every kernel
 #      carries each metric of STROBE_GPU_METRICS as an arg); skipped, with the reason, where the
@@ -22,6 +23,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${STROBE_GPU_BUILD_DIR:-$root/build-gpu}
+validators=$root/../shared/validators/check_all.sh
 out=$build/gpu-check
 launches=${STROBE_GPU_LAUNCHES:-20000}
 metrics=${STROBE_GPU_METRICS:-sm__cycles_elapsed.avg,smsp__inst_executed.sum}
@@ -153,7 +155,6 @@ else
   python3 "$root/tests/gpu/check_gpu_trace.py" "$trace" "$manifest" || fail "check_gpu_trace.py"
 
   step "../shared/validators/check_all.sh --strict"
-  validators=$root/../shared/validators/check_all.sh
   if [ -x "$validators" ]; then
     "$validators" "$trace" --strict || fail "check_all.sh --strict"
   else
@@ -165,6 +166,43 @@ else
   step "strobe kernels"
   "$build/strobe" kernels "$trace" || fail "strobe kernels"
 fi
+
+# ---- 5b. Streaming -----------------------------------------------------------------------------
+# The same workload streamed (issue 7): the device activity is appended to the stream file at
+# stop. Each stream must hold every kernel and copy of its manifest, pass the checkers and read
+# with the CLI (.pftrace through strobe convert).
+for fmt in json pftrace; do
+  sfile=$out/stream.$fmt
+  rm -f "$sfile"
+  step "streaming: STROBE_GPU_STREAM=$sfile gpu-workload trace"
+  if ! STROBE_GPU_STREAM=$sfile "$workload" trace "$out/stream_result.json" "$out/stream_manifest.json" \
+     || [ ! -s "$sfile" ]; then
+    fail "streaming to .$fmt: the workload failed or wrote no stream"
+    continue
+  fi
+  sjson=$sfile
+  if [ "$fmt" = pftrace ]; then
+    sjson=$out/stream.pftrace.json
+    "$build/strobe" convert "$sfile" "$sjson" || { fail "strobe convert $sfile"; continue; }
+  fi
+  python3 - "$sjson" "$out/stream_manifest.json" <<'PY' || fail "streaming to .$fmt: device activity missing"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+m = json.load(open(sys.argv[2]))
+ev = [e for e in doc.get("traceEvents", []) if isinstance(e, dict) and e.get("ph") == "X"]
+kernels = sum(1 for e in ev if e.get("cat") == "kernel")
+copies = sum(1 for e in ev if e.get("cat") == "gpu_memcpy")
+launches = sum(1 for e in ev if e.get("cat") == "cuda_runtime")
+ops = sum(1 for e in ev if e.get("cat") in ("cpu_op", "user_annotation"))
+print("stream: %d kernels (manifest %d), %d copies (manifest %d), %d runtime calls, %d CPU ranges"
+      % (kernels, m["kernels_total"], copies, m["memcpys_total"], launches, ops))
+sys.exit(0 if kernels == m["kernels_total"] and copies == m["memcpys_total"] and ops > 0 else 1)
+PY
+  if [ -x "$validators" ]; then
+    "$validators" "$sfile" --strict >/dev/null 2>&1 || fail "check_all.sh --strict $sfile"
+  fi
+  "$build/strobe" kernels "$sfile" >/dev/null || fail "strobe kernels $sfile"
+done
 
 # ---- 6. Overhead -------------------------------------------------------------------------------
 step "overhead: gpu-workload overhead $launches"

@@ -1,8 +1,9 @@
 /* stream.c: streaming output and the flight recorder (see stream.h).
  *
  * Contents: 1. chunk pool and queue (lock-free), 2. refill, 3. the stream's JSON output,
- * 4. the incremental decoder, 5. the flight recorder's ring and dumps, 6. the background thread,
- * 7. start, finish, free.
+ * 4. the incremental decoder (with operator details: shapes, FLOPs, stacks, perf counters,
+ * modules, backend events), 5. the flight recorder's ring and dumps, 6. the background thread,
+ * 7. start, finish (the CPU records), complete (the device activity, the closing), free.
  *
  * Why the pieces are shaped as they are:
  * - The free pool is a stack of chunk indexes with a tag in the head word, so that a pop that
@@ -14,7 +15,12 @@
  *   put a system call into the recording thread's refill.
  * - The JSON stream is rewritten so that the file is a whole trace after every append: each
  *   append goes where the previous closing brackets were, with new closing brackets after it, in
- *   one pwrite(). A process killed at any point leaves a file every consumer opens.
+ *   one pwrite(). A kill in the middle of a pwrite() leaves whole pages of it: no event crosses a
+ *   page of the file (jw_commit), so the file then ends between two events, an unclosed event
+ *   array that readers accept.
+ * - Operator details wait with their open range (in the thread's args buffer) and are written
+ *   with it when it ends; in Perfetto on the slice's end, whose annotations the trace processor
+ *   adds to the slice. Stacks are symbolized in the background thread, each address once.
  * - Ranges are written as complete ("X") events when they end. The DevTools engine pairs B/E
  *   events with one stack for all threads, so separate begins and ends of several threads do not
  *   load there; holding the open ranges of each thread costs memory bounded by nesting depth.
@@ -26,7 +32,9 @@
  *   as whole TracePackets appended to the file: a cut file imports up to its last packet, with the
  *   ranges open at the cut shown unfinished.
  * - The flight recorder's dump and its result at stop reuse collect.c over the kept chunks, so a
- *   dump is written by the ordinary writers and has every operator detail. */
+ *   dump is written by the ordinary writers and has every operator detail. A dump also copies
+ *   each thread's current chunk up to the end of records the thread published (release store),
+ *   since the newest records are what a flight recorder is for. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

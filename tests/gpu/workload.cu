@@ -288,6 +288,10 @@ static int run_trace(const char *trace_path, const char *manifest_path) {
     cfg.activities = STROBE_ACTIVITY_CPU | STROBE_ACTIVITY_CUDA;
     cfg.cuda_flags = STROBE_CUDA_SYNC;
     cfg.trace_name = "strobe gpu-check";
+    /* gpu-check.sh's streaming pass: the session is streamed to this file (the saved result then
+     * holds the device activity only). */
+    const char *stream_path = getenv("STROBE_GPU_STREAM");
+    if (stream_path && stream_path[0]) cfg.stream_path = stream_path;
     int rc = strobe_start(&cfg);
     if (rc != 0) {
         fprintf(stderr, "gpu-workload: strobe_start: %s\n", strobe_strerror(rc));
