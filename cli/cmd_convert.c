@@ -11,6 +11,8 @@
  * PyTorch traces have a few) is cut at its parent's end, and the count is reported on stderr.
  * Flows ("s", "f") are bound as Perfetto's JSON importer binds them: to the innermost slice of
  * their thread that encloses their time ("f" without "bp": "e", to the next slice that starts).
+ * Several ends of one flow (Kineto's CUDA graph launch: an "f" on each kernel) each get an id of
+ * their own, all listed on the start, as a terminating flow id closes its flow in Perfetto.
  * The top-level members (trace_id, baseTimeNanoseconds ...) go on strobe's session slice as the
  * Perfetto writer puts them; a trace without one (PyTorch's) keeps its times relative to its base
  * and loses its top-level members. */
@@ -152,6 +154,8 @@ typedef struct item {
     size_t args_off;    /* raw args object text in the arena; SIZE_MAX: none */
     size_t args_len;
     uint64_t flow_out, flow_in; /* 0: none */
+    size_t extra_first;         /* more outgoing flow ids: conv.extra[extra_first, + extra_n) */
+    size_t extra_n;
     uint64_t order;
     double value;
 } item;
@@ -183,8 +187,11 @@ typedef struct conv {
         int bp_e;
         uint32_t track;
         int64_t ts;
+        long item; /* the slice it is bound to, -1: none */
     } * flows;
     size_t nflows, capflows;
+    uint64_t *extra; /* outgoing flow ids beyond an item's first (fan_out_flows) */
+    size_t nextra, capextra;
     char **meta_keys, **meta_vals;
     size_t nmeta;
     int oom;
@@ -446,12 +453,65 @@ static void bind_flows(conv *c) {
                 }
             }
         }
+        c->flows[f].item = best;
         if (best < 0) continue;
         if (c->flows[f].ph == 's')
             c->items[best].flow_out = c->flows[f].id;
         else
             c->items[best].flow_in = c->flows[f].id;
     }
+}
+
+static const conv *fan_conv;
+
+/* By id, then file order. */
+static int by_flow_id(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    uint64_t ix = fan_conv->flows[x].id, iy = fan_conv->flows[y].id;
+    if (ix != iy) return ix < iy ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* A flow with one start and several ends (bound flows): the second and later ends get ids of
+ * their own (the id mixed with their rank), which the start lists after its id. The decoder maps
+ * them back to one "s" and an "f" per end with the start's id. */
+static int fan_out_flows(conv *c) {
+    size_t m = 0, *ix = malloc((c->nflows ? c->nflows : 1) * sizeof *ix);
+    if (!ix) return STROBE_ENOMEM;
+    for (size_t f = 0; f < c->nflows; f++)
+        if (c->flows[f].item >= 0) ix[m++] = f;
+    fan_conv = c;
+    qsort(ix, m, sizeof *ix, by_flow_id);
+    size_t b;
+    for (size_t a = 0; a < m && !c->oom; a = b) {
+        uint64_t id = c->flows[ix[a]].id;
+        for (b = a; b < m && c->flows[ix[b]].id == id; b++) {
+        }
+        long start = -1;
+        int starts = 0;
+        for (size_t k = a; k < b; k++) {
+            long it = c->flows[ix[k]].item;
+            if (c->flows[ix[k]].ph == 's' && c->items[it].flow_out == id && it != start)
+                start = it, starts++;
+        }
+        if (starts != 1) continue;
+        uint64_t rank = 0;
+        for (size_t k = a; k < b && !c->oom; k++) {
+            item *end = &c->items[c->flows[ix[k]].item];
+            if (c->flows[ix[k]].ph == 's' || end->flow_in != id || rank++ == 0) continue;
+            uint64_t fresh = id ^ (rank * 0x9e3779b97f4a7c15ull);
+            if (fresh == 0) fresh = 1; /* 0 is "no flow" here */
+            c->extra = grow_array(c->extra, &c->capextra, c->nextra + 1, sizeof *c->extra, &c->oom);
+            if (c->oom) break;
+            item *st = &c->items[start];
+            if (st->extra_n == 0) st->extra_first = c->nextra;
+            st->extra_n++;
+            c->extra[c->nextra++] = fresh;
+            end->flow_in = fresh;
+        }
+    }
+    free(ix);
+    return c->oom ? STROBE_ENOMEM : 0;
 }
 
 /* The args object of an item as debug annotations. Strings and integers keep their type; any
@@ -610,7 +670,10 @@ static int write_pf(conv *c, FILE *out, size_t *clipped) {
     if (rc == 0) rc = drain(main_enc, out);
     if (c->n) qsort(c->items, c->n, sizeof *c->items, cmp_items);
     bind_flows(c);
+    if (rc == 0) rc = fan_out_flows(c);
     size_t *stack = malloc((c->n ? c->n : 1) * sizeof *stack);
+    uint64_t *outs = NULL; /* a slice's outgoing flow ids, when it has more than one */
+    size_t couts = 0;
     strobe__pft_arg *args = NULL;
     size_t acap = 0, nargs = 0, scap = 0;
     char *scratch = NULL;
@@ -690,9 +753,22 @@ static int write_pf(conv *c, FILE *out, size_t *clipped) {
             }
         }
         if (it->ph == 'X') {
+            const uint64_t *fl_out = &it->flow_out;
+            size_t nout = it->flow_out != 0;
+            if (it->extra_n) {
+                int oom = 0;
+                outs = grow_array(outs, &couts, it->extra_n + 1, sizeof *outs, &oom);
+                if (oom) {
+                    rc = STROBE_ENOMEM;
+                    break;
+                }
+                outs[0] = it->flow_out;
+                memcpy(outs + 1, c->extra + it->extra_first, it->extra_n * sizeof *outs);
+                fl_out = outs;
+                nout = it->extra_n + 1;
+            }
             rc = strobe__pft_begin(enc, track, it->ts, cat[0] ? cat : NULL, str(c, it->name), args,
-                                   nargs, &it->flow_out, it->flow_out != 0, &it->flow_in,
-                                   it->flow_in != 0);
+                                   nargs, fl_out, nout, &it->flow_in, it->flow_in != 0);
             stack[depth++] = i;
         } else {
             rc = strobe__pft_instant(enc, track, it->ts, cat[0] ? cat : NULL, str(c, it->name),
@@ -706,6 +782,7 @@ static int write_pf(conv *c, FILE *out, size_t *clipped) {
     if (enc != main_enc) strobe__pft_free(enc);
     enc = main_enc;
     free(stack);
+    free(outs);
     free(args);
     free(scratch);
     strobe__strtab_release(&ctab);
@@ -768,6 +845,7 @@ static int json_to_pf(const char *in, const char *out) {
     free(c.items);
     free(c.arena);
     free(c.flows);
+    free(c.extra);
     free(c.meta_keys);
     free(c.meta_vals);
     strobe__strtab_release(&c.strs);

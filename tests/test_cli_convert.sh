@@ -77,6 +77,48 @@ if [ "$MODE" = generated ]; then
     for t in $traces; do
         case "$t" in *.json|*.json.gz) roundtrip "$t" ;; esac
     done
+    # A CUDA graph launch as Kineto writes it: one "s" on cudaGraphLaunch, an "f" with the same
+    # id on each of its three kernels. Each end gets its own flow id in the .pftrace (a
+    # terminating id closes its flow), and the JSON it converts back to has one "s" and three "f"
+    # with one id again.
+    cat >"$TMP/graph.json" <<'JSON'
+{"schemaVersion": 1, "traceEvents": [
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 10, "tid": 11, "ts": 1.0, "dur": 5.0, "args": {"correlation": 88}},
+  {"ph": "s", "id": 88, "pid": 10, "tid": 11, "ts": 1.0, "cat": "ac2g", "name": "ac2g"},
+  {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": 10.0, "dur": 2.0, "args": {"correlation": 88}},
+  {"ph": "f", "id": 88, "pid": 0, "tid": 7, "ts": 10.0, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 13.0, "dur": 2.0, "args": {"correlation": 88}},
+  {"ph": "f", "id": 88, "pid": 0, "tid": 7, "ts": 13.0, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "X", "cat": "kernel", "name": "k3", "pid": 0, "tid": 9, "ts": 11.0, "dur": 2.0, "args": {"correlation": 88}},
+  {"ph": "f", "id": 88, "pid": 0, "tid": 9, "ts": 11.0, "cat": "ac2g", "name": "ac2g", "bp": "e"}
+]}
+JSON
+    if "$STROBE" convert "$TMP/graph.json" "$TMP/graph.pftrace" 2>"$TMP/err" &&
+        "$STROBE" convert "$TMP/graph.pftrace" "$TMP/graph.back.json" 2>>"$TMP/err"; then
+        sid=$(grep -o '"ph": "s", "id": [0-9]*' "$TMP/graph.back.json" | sed 's/.*: //')
+        ns=$(grep -c '"ph": "s"' "$TMP/graph.back.json")
+        nf=$(grep -c "\"ph\": \"f\", \"id\": $sid," "$TMP/graph.back.json")
+        if [ "$ns" = 1 ] && [ "$nf" = 3 ]; then
+            echo "ok    graph launch: 1 flow start, 3 ends with its id after the round trip"
+        else
+            echo "FAIL  graph launch: $ns flow starts, $nf ends with the start's id (want 1, 3)"
+            fail=1
+        fi
+        tp="${TRACE_VALIDATORS_HOME:-$HOME/.cache/trace-validators}/tp_query"
+        if [ -x "$tp" ]; then
+            n=$("$tp" "$TMP/graph.pftrace" --sql 'select count(*) as n from flow' 2>&1 | tail -1)
+            if [ "$n" = 3 ]; then
+                echo "ok    graph launch: Perfetto draws 3 flows from the .pftrace"
+            else
+                echo "FAIL  graph launch: Perfetto counts $n flows in the .pftrace (want 3)"
+                fail=1
+            fi
+        else
+            echo "SKIP  graph launch: $tp not installed, flows not counted by Perfetto"
+        fi
+    else
+        echo "FAIL  graph launch: convert: $(cat "$TMP/err")"; fail=1
+    fi
     printf '\x0a\x7f\x40\x01' >"$TMP/past_end.pftrace"
     printf '\x0a\x03\x40\xff\xff' >"$TMP/trunc.pftrace"
     printf 'garbage, not a trace' >"$TMP/garbage.pftrace"

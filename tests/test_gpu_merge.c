@@ -423,6 +423,64 @@ static void test_merge(void) {
     free(json);
 }
 
+/* A CUDA graph launched once: one cudaGraphLaunch, one correlation id, three kernels (two on
+ * stream 7, one on stream 9, listed latest first). Kineto's flows: one "s" on the launch, one "f"
+ * on every kernel, all with the correlation id. Saved as JSON and .pftrace (validate_traces
+ * checks both; test_perfetto counts the .pftrace's flows). */
+static void test_graph_launch(void) {
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    cfg.buffer_bytes = 4u << 20;
+    cfg.prefault_bytes = 0;
+    start_or_die(&cfg);
+    span g = timed_range("replay", STROBE_SCOPE_USER_SCOPE, 400);
+    strobe_result *r = stop_or_die();
+    long ig = find_named(r, "replay");
+    CHECK(ig >= 0);
+    if (ig < 0) {
+        strobe_result_free(r);
+        return;
+    }
+    int64_t tid = strobe_result_events(r)[ig].tid, q = (g.e - g.s) / 8;
+    strobe__gpu_act acts[4];
+    acts[0] = host(STROBE__GPU_RUNTIME, "cudaGraphLaunch", tid, g.s + q, g.s + 2 * q, 3001);
+    acts[0].cbid = 311;
+    acts[1] = work(STROBE__GPU_KERNEL, "graph_k3", 0, 7, g.s + 6 * q, g.s + 7 * q, 3001);
+    acts[2] = work(STROBE__GPU_KERNEL, "graph_k1", 0, 7, g.s + 3 * q, g.s + 4 * q, 3001);
+    acts[3] = work(STROBE__GPU_KERNEL, "graph_k2", 0, 9, g.s + 4 * q, g.s + 5 * q, 3001);
+    for (size_t i = 1; i < 4; i++)
+        acts[i].graph_id = 5;
+    strobe__gpu_batch b;
+    memset(&b, 0, sizeof b);
+    b.acts = acts;
+    b.act_count = 4;
+    b.devices = &dev0;
+    b.device_count = 1;
+    b.clock_method = "callback";
+    CHECK_EQ(strobe__gpu_merge(r, &b), 0);
+    CHECK_EQ(check_wellformed(r), 0);
+    CHECK_EQ(count_cat(r, "kernel"), 3);
+    CHECK(find_corr(r, "cuda_runtime", 3001) >= 0);
+
+    mkdir(OUT_DIR, 0755);
+    CHECK_EQ(strobe_result_save(r, OUT_DIR "/graph.json"), 0);
+    r->saved = 0; /* the writers are pure: the same result once more, as Perfetto protobuf */
+    CHECK_EQ(strobe_result_save(r, OUT_DIR "/graph.pftrace"), 0);
+    strobe_result_free(r);
+
+    char *json = read_all(OUT_DIR "/graph.json");
+    CHECK(json != NULL);
+    if (json == NULL) return;
+    CHECK_EQ(count_str(json, "\"ph\": \"s\""), 1);
+    CHECK_EQ(count_str(json, "\"ph\": \"s\", \"id\": 3001, "), 1);
+    CHECK_EQ(count_str(json, "\"ph\": \"f\""), 3);
+    CHECK_EQ(count_str(json, "{\"ph\": \"f\", \"id\": 3001, \"pid\": 0, \"tid\": 7, "), 2);
+    CHECK_EQ(count_str(json, "{\"ph\": \"f\", \"id\": 3001, \"pid\": 0, \"tid\": 9, "), 1);
+    CHECK_EQ(count_str(json, "\"bp\": \"e\""), 3);
+    CHECK_EQ(count_str(json, "\"graph id\": 5"), 3);
+    free(json);
+}
+
 /* Random records (overlapping each other and the recorded ranges any which way, nested and
  * not, on known and unknown threads) merged again and again into one result: it stays well
  * formed, and nothing is lost that is not counted. */
@@ -498,6 +556,7 @@ static void test_random(void) {
 int main(void) {
     test_occupancy_and_names();
     test_merge();
+    test_graph_launch();
     test_random();
     return check_result();
 }

@@ -13,6 +13,7 @@
  *    bounded fuzz of the decoder (random mutations of a valid trace must never crash). */
 #include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "reader/pftrace_dec.h"
 #include "mixed_session.h"
@@ -324,6 +325,162 @@ static void test_ties_and_devices(void) {
     strobe_result_free(r);
 }
 
+/* ---- A CUDA graph launch: one correlation id, several kernels ----------------------------- */
+
+/* Thread 101: cudaGraphLaunch (correlation 88) and cudaLaunchKernel (89) in a step. The graph's
+ * three kernels run on device 0, streams 7 and 9; kernel 89 on stream 7. The device events are
+ * listed before the launches, and the graph's latest kernel before its earliest. */
+static strobe_result *build_graph(void) {
+    strobe_result *r = strobe__result_alloc();
+    REQUIRE(r != NULL);
+    r->pid = 4243;
+    r->trace_start_ns = BASE_NS;
+    r->trace_end_ns = BASE_NS + 20000;
+    r->trace_id = "graph";
+    r->clock_source = "tsc";
+    r->clock_ns_per_tick = 1.0;
+    r->device_props = "[{\"id\": 0, \"name\": \"Fake GPU\"}]";
+    REQUIRE(strobe__result_alloc_events(r, 7) == 0);
+    strobe_event *e;
+    static const struct {
+        const char *name;
+        int64_t tid, start, dur;
+        const char *corr;
+    } dev[] = {{"graph_k1", 7, 1000, 1000, "88"},
+               {"graph_k3", 7, 3000, 500, "88"},
+               {"single_k", 7, 5000, 500, "89"},
+               {"graph_k2", 9, 1500, 1000, "88"}};
+    for (size_t i = 0; i < 4; i++) {
+        e = put_ev(r, i, STROBE_EVENT_RANGE, "kernel", dev[i].name, i < 3 ? 0 : 1, dev[i].tid,
+                   dev[i].start, dev[i].dur);
+        e->device_type = STROBE_DEVICE_CUDA, e->device_index = 0;
+        if (i == 0 || i == 1) e->next_sibling = (uint32_t)i + 1;
+        REQUIRE(strobe_event_set_arg(r, i, "correlation", dev[i].corr) == 0);
+    }
+    e = put_ev(r, 4, STROBE_EVENT_RANGE, "user_annotation", "step", 2, 101, 0, 10000);
+    e->first_child = 5;
+    e = put_ev(r, 5, STROBE_EVENT_RANGE, "cuda_runtime", "cudaGraphLaunch", 2, 101, 100, 500);
+    e->parent = 4, e->depth = 1, e->next_sibling = 6;
+    e = put_ev(r, 6, STROBE_EVENT_RANGE, "cuda_runtime", "cudaLaunchKernel", 2, 101, 700, 200);
+    e->parent = 4, e->depth = 1;
+    REQUIRE(strobe_event_set_arg(r, 5, "correlation", "88") == 0);
+    REQUIRE(strobe_event_set_arg(r, 6, "correlation", "89") == 0);
+    r->threads = calloc(3, sizeof *r->threads);
+    REQUIRE(r->threads != NULL);
+    r->thread_count = 3;
+    r->threads[0] = (strobe_thread_info){.tid = 7,
+                                         .name = "",
+                                         .first_event = 0,
+                                         .event_count = 3,
+                                         .device_type = STROBE_DEVICE_CUDA,
+                                         .device_index = 0};
+    r->threads[1] = r->threads[0];
+    r->threads[1].tid = 9;
+    r->threads[1].first_event = 3;
+    r->threads[1].event_count = 1;
+    r->threads[2] = (strobe_thread_info){
+        .tid = 101, .name = "main", .first_event = 4, .event_count = 3, .device_index = -1};
+    return r;
+}
+
+/* `select count(*) from flow` in Perfetto's trace processor (the validators' tp_query), or -1
+ * where it is not installed. */
+static long tp_flow_count(const char *path) {
+    const char *home = getenv("TRACE_VALIDATORS_HOME");
+    char tp[512], cmd[1200], line[256];
+    if (home)
+        snprintf(tp, sizeof tp, "%s/tp_query", home);
+    else
+        snprintf(tp, sizeof tp, "%s/.cache/trace-validators/tp_query",
+                 getenv("HOME") ? getenv("HOME") : "");
+    if (access(tp, X_OK) != 0) return -1;
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --sql 'select count(*) as n from flow' 2>&1", tp, path);
+    FILE *f = popen(cmd, "r");
+    if (f == NULL) return -1;
+    long n = -2, prev_n = 0;
+    while (fgets(line, sizeof line, f)) {
+        /* The count is the line after the column name "n". */
+        if (prev_n) n = strtol(line, NULL, 10);
+        prev_n = strcmp(line, "n\n") == 0;
+    }
+    if (pclose(f) != 0) return -2;
+    return n;
+}
+
+/* Flow events read back from a trace: how many "s" and "f" with each id, and the "f" that are
+ * at a graph kernel (same pid, tid and ts). */
+typedef struct flows_seen {
+    int s88, f88, s89, f89, other, f88_at_kernel;
+} flows_seen;
+
+static void read_flows(const char *path, flows_seen *o) {
+    memset(o, 0, sizeof *o);
+    strobe_rd *rd = NULL;
+    REQUIRE(strobe_rd_open(&rd, path, NULL) == 0);
+    strobe_rd_item it;
+    int64_t kts[3] = {0}, ktid[3] = {0};
+    int nk = 0;
+    int64_t fts[8] = {0}, ftid[8] = {0};
+    int nf = 0;
+    while (strobe_rd_next(rd, &it) > 0) {
+        if (it.kind != STROBE_RD_EVENT) continue;
+        const strobe_rd_event *e = it.event;
+        char ph = e->ph.s ? e->ph.s[0] : 0;
+        if (ph == 'X' && e->name.s && strncmp(e->name.s, "graph_k", 7) == 0 && nk < 3) {
+            kts[nk] = e->ts_ns, ktid[nk++] = e->tid.num;
+            CHECK_EQ(e->pid.num, 0);
+        }
+        if (ph != 's' && ph != 'f') continue;
+        uint64_t id = (uint64_t)e->id.num;
+        if (ph == 's') {
+            o->s88 += id == 88, o->s89 += id == 89;
+        } else {
+            o->f88 += id == 88, o->f89 += id == 89;
+            if (id == 88 && nf < 8) fts[nf] = e->ts_ns, ftid[nf++] = e->tid.num;
+        }
+        o->other += id != 88 && id != 89;
+    }
+    CHECK(strobe_rd_errmsg(rd)[0] == '\0');
+    strobe_rd_close(rd);
+    CHECK_EQ(nk, 3);
+    for (int k = 0; k < nk; k++) {
+        int here = 0;
+        for (int f = 0; f < nf; f++)
+            here += fts[f] == kts[k] && ftid[f] == ktid[k];
+        CHECK_EQ(here, 1);
+        o->f88_at_kernel += here == 1;
+    }
+}
+
+/* Kineto's flows for a graph: one "s" on the launch, one "f" on each of its kernels, all with the
+ * correlation id; the .pftrace gives each kernel its own flow id, and reads back as the JSON. */
+static void test_graph_launch(void) {
+    strobe_result *r = build_graph();
+    REQUIRE(check_wellformed(r) == 0);
+    const char *json = OUT_DIR "/graph.json", *pf = OUT_DIR "/graph.pftrace";
+    REQUIRE(strobe_result_save(r, json) == 0);
+    REQUIRE(save_again(r, pf, STROBE_FORMAT_AUTO) == 0);
+    compare_files(r, json, pf);
+    const char *paths[] = {json, pf};
+    for (int k = 0; k < 2; k++) {
+        flows_seen o;
+        read_flows(paths[k], &o);
+        CHECK_EQ(o.s88, 1);
+        CHECK_EQ(o.f88, 3);
+        CHECK_EQ(o.f88_at_kernel, 3);
+        CHECK_EQ(o.s89, 1);
+        CHECK_EQ(o.f89, 1);
+        CHECK_EQ(o.other, 0);
+        /* What a viewer draws: an arrow per kernel. */
+        long n = tp_flow_count(paths[k]);
+        if (n == -1)
+            printf("SKIP: tp_query not installed, flows of %s not counted by Perfetto\n", paths[k]);
+        else
+            CHECK_EQ(n, 4);
+    }
+    strobe_result_free(r);
+}
+
 /* ---- The encoder alone --------------------------------------------------------------------- */
 
 static int decode(const uint8_t *d, size_t n, char **json, size_t *len, char *err, size_t errsz) {
@@ -550,6 +707,7 @@ int main(void) {
     mkdir(OUT_DIR, 0777);
     test_roundtrip();
     test_ties_and_devices();
+    test_graph_launch();
     test_encoder();
     test_decode_errors();
     test_fuzz();

@@ -3,8 +3,8 @@
 # speedscope) with --strict on every trace the trace zoo and the demo write into OUT_DIR, and on
 # every trace other tests saved with strobe's writer under TESTS_OUT_DIR (CTest runs this test
 # after them): json_writer/, install/, perfetto/, ondemand/, stream/ (streamed files, one cut by
-# SIGKILL, and flight recorder dumps) and roundtrip.json*. Other files there (the reader's and the
-# fuzzers' inputs) are malformed on purpose and are not strobe's output.
+# SIGKILL, and flight recorder dumps), gpu/ (JSON and .pftrace) and roundtrip.json*. Other files
+# there (the reader's and the fuzzers' inputs) are malformed on purpose and are not strobe's output.
 # Usage: validate_traces.sh ZOO_BINARY DEMO_BINARY OUT_DIR SHARED_DIR TESTS_OUT_DIR [CLI_BINARY]
 # With CLI_BINARY (the strobe CLI), the demo's trace and the zoo's traces are also converted to
 # Perfetto protobuf with `strobe convert` and checked (perfetto/ holds test_perfetto's .pftrace).

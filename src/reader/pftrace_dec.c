@@ -1028,6 +1028,32 @@ static void write_args(const state *s, buf *b, const event *e, int skip_all) {
     puts_(b, "}}");
 }
 
+/* Kineto's JSON has one "s" per launch and an "f" per device event, all with the correlation id;
+ * in protobuf a terminating flow id closes its flow, so a slice that starts several flows (a CUDA
+ * graph's launch) lists one id per device event (strobe's writer: the correlation id first). Such
+ * a slice is written with one "s", with its first id, and every flow it starts maps to that id:
+ * its ends become "f" with the same id, which JSON viewers draw as one arrow each. Flows started
+ * alone keep their id. */
+static int fan_out_ids(state *s, map *rep) {
+    for (size_t i = 0; i < s->events.n; i++) {
+        const event *e = &AT(s->events, event, i);
+        uint64_t first = 0;
+        size_t outgoing = 0;
+        for (size_t f = 0; f < e->flow_count; f++) {
+            const flow *fl = &AT(s->flows, flow, e->flow_first + f);
+            if (fl->terminating) continue;
+            if (outgoing++ == 0) first = fl->id;
+        }
+        if (outgoing < 2) continue;
+        for (size_t f = 0; f < e->flow_count; f++) {
+            const flow *fl = &AT(s->flows, flow, e->flow_first + f);
+            if (!fl->terminating && fl->id != first && map_put(rep, fl->id, 0, first))
+                return nomem(s);
+        }
+    }
+    return 0;
+}
+
 static int write_json(state *s, buf *b) {
     /* The metadata: the annotations of strobe's session slice. */
     const event *session = NULL;
@@ -1094,6 +1120,12 @@ static int write_json(state *s, buf *b) {
     size_t n = s->events.n;
     size_t *ix = malloc((n ? n : 1) * sizeof *ix);
     if (!ix) return nomem(s);
+    map rep = {0};
+    if (fan_out_ids(s, &rep)) {
+        free(ix);
+        map_free(&rep);
+        return s->d.err;
+    }
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         ix[k++] = i;
@@ -1137,12 +1169,16 @@ static int write_json(state *s, buf *b) {
             put_ts(b, e->dur, 0);
         }
         write_args(s, b, e, e == session);
+        int started = 0;
         for (size_t f = 0; f < e->flow_count; f++) {
             const flow *fl = &AT(s->flows, flow, e->flow_first + f);
+            uint64_t id = fl->id;
+            if (!fl->terminating && started++) continue; /* the slice's first "s" stands for all */
+            if (fl->terminating) map_get(&rep, id, 0, &id);
             printf_(b,
                     ",\n  {\"ph\": \"%s\", \"id\": %" PRIu64 ", \"pid\": %" PRId64
                     ", \"tid\": %" PRId64 ", \"ts\": ",
-                    fl->terminating ? "f" : "s", fl->id, pid, tid);
+                    fl->terminating ? "f" : "s", id, pid, tid);
             put_ts(b, e->ts, 0);
             puts_(b, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
             if (fl->terminating) puts_(b, ", \"bp\": \"e\"");
@@ -1150,6 +1186,7 @@ static int write_json(state *s, buf *b) {
         }
     }
     free(ix);
+    map_free(&rep);
     puts_(b, "\n  ]");
     if (trace_name) {
         puts_(b, ",\n  \"traceName\": ");

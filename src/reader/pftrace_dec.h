@@ -7,7 +7,9 @@
  * counter and plain tracks); TrackEvent slices (begin/end), instants, counters, flows and debug
  * annotations. Unknown fields and packets are skipped. Tracks with STROBE__PFT_KINETO_UUID uuids
  * (strobe's device and stream tracks) get back their Kineto pid and tid; the slice named
- * "strobe session" (category "Trace") gives back the trace's top-level metadata.
+ * "strobe session" (category "Trace") gives back the trace's top-level metadata. A slice that
+ * starts several flows (strobe's CUDA graph launch: one id per kernel) becomes one "s" with its
+ * first id, and the ends of all of them "f" with that id, as Kineto writes a graph launch.
  *
  * Malformed input (a truncated varint, a length past the end, a wrong wire type, a field number
  * 0, a group) is an error with a message naming the byte offset; never a crash. Memory use is

@@ -616,12 +616,32 @@ static int event_correlation(const strobe_result *r, size_t i, uint64_t *out) {
     return 1;
 }
 
-/* Pairs each launch with its first device work by "correlation" (a CUDA graph's kernels share one
- * launch: the earliest gets the flow). Only complete pairs are written. ph stays NULL when the
- * result has no device work. @return 0 or STROBE_ENOMEM. */
-int strobe__json_plan_flows(const strobe_result *r, strobe__flow_plan *fp) {
+void strobe__flow_plan_free(strobe__flow_plan *fp) {
+    free(fp->ph);
+    free(fp->id);
+    free(fp->pf_id);
+    free(fp->next);
     fp->ph = NULL;
     fp->id = NULL;
+    fp->pf_id = NULL;
+    fp->next = NULL;
+}
+
+/* The slot of correlation id c in an open-addressing table of cap (a power of two) keys: its own,
+ * or the empty one where it would go. */
+static size_t flow_slot(const uint64_t *keys, size_t cap, uint64_t c) {
+    size_t h = (size_t)((c * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+    while (keys[h] != 0 && keys[h] != c)
+        h = (h + 1) & (cap - 1);
+    return h;
+}
+
+/* Three passes: the launches by correlation id (the first of an id wins), then each device event
+ * onto its launch's list (the earliest first), then the flow ids. A Perfetto id for a second or
+ * later device event of a launch is taken above the largest correlation id, skipping any that is
+ * a launch's (wrapping around, if ever, past 0). */
+int strobe__json_plan_flows(const strobe_result *r, strobe__flow_plan *fp) {
+    memset(fp, 0, sizeof *fp);
     size_t launches = 0, work = 0;
     for (size_t i = 0; i < r->event_count; i++) {
         launches += (size_t)is_launch(&r->events[i]);
@@ -632,44 +652,58 @@ int strobe__json_plan_flows(const strobe_result *r, strobe__flow_plan *fp) {
     while (cap < 2 * launches)
         cap *= 2;
     uint64_t *keys = calloc(cap, sizeof *keys);
-    uint32_t *from = malloc(cap * sizeof *from), *to = malloc(cap * sizeof *to);
+    uint32_t *from = malloc(cap * sizeof *from), *head = malloc(cap * sizeof *head);
     fp->ph = calloc(r->event_count, 1);
     fp->id = calloc(r->event_count, sizeof *fp->id);
-    int rc = keys && from && to && fp->ph && fp->id ? 0 : STROBE_ENOMEM;
+    fp->pf_id = calloc(r->event_count, sizeof *fp->pf_id);
+    fp->next = malloc(r->event_count * sizeof *fp->next);
+    int rc = keys && from && head && fp->ph && fp->id && fp->pf_id && fp->next ? 0 : STROBE_ENOMEM;
+    uint64_t top = 0; /* the largest launch correlation id */
     for (size_t i = 0; rc == 0 && i < r->event_count; i++) {
         uint64_t c;
-        int dev = is_device_work(&r->events[i]);
-        if ((!dev && !is_launch(&r->events[i])) || !event_correlation(r, i, &c)) continue;
-        size_t h = (size_t)((c * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
-        while (keys[h] != 0 && keys[h] != c)
-            h = (h + 1) & (cap - 1);
-        if (!dev) {
-            if (keys[h] == 0) {
-                keys[h] = c;
-                from[h] = (uint32_t)i;
-                to[h] = UINT32_MAX;
-            }
-        } else if (keys[h] == c &&
-                   (to[h] == UINT32_MAX || r->events[i].start_ns < r->events[to[h]].start_ns)) {
-            to[h] = (uint32_t)i;
+        if (!is_launch(&r->events[i]) || !event_correlation(r, i, &c)) continue;
+        size_t h = flow_slot(keys, cap, c);
+        if (keys[h] != 0) continue;
+        keys[h] = c;
+        from[h] = (uint32_t)i;
+        head[h] = STROBE__FLOW_NO_NEXT;
+        if (c > top) top = c;
+    }
+    for (size_t i = 0; rc == 0 && i < r->event_count; i++) {
+        uint64_t c;
+        if (!is_device_work(&r->events[i]) || !event_correlation(r, i, &c)) continue;
+        size_t h = flow_slot(keys, cap, c);
+        if (keys[h] == 0) continue;
+        fp->ph[i] = FLOW_FINISH;
+        fp->id[i] = c;
+        uint32_t first = head[h];
+        if (first == STROBE__FLOW_NO_NEXT || r->events[i].start_ns < r->events[first].start_ns) {
+            fp->next[i] = first;
+            head[h] = (uint32_t)i;
+        } else {
+            fp->next[i] = fp->next[first];
+            fp->next[first] = (uint32_t)i;
         }
     }
+    uint64_t fresh = top;
     for (size_t h = 0; rc == 0 && h < cap; h++) {
-        if (keys[h] == 0 || to[h] == UINT32_MAX) continue;
-        fp->ph[from[h]] = FLOW_START;
-        fp->id[from[h]] = keys[h];
-        fp->ph[to[h]] = FLOW_FINISH;
-        fp->id[to[h]] = keys[h];
+        if (keys[h] == 0 || head[h] == STROBE__FLOW_NO_NEXT) continue;
+        uint32_t l = from[h];
+        fp->ph[l] = FLOW_START;
+        fp->id[l] = fp->pf_id[l] = keys[h];
+        fp->next[l] = head[h];
+        fp->pf_id[head[h]] = keys[h];
+        for (uint32_t k = fp->next[head[h]]; k != STROBE__FLOW_NO_NEXT; k = fp->next[k]) {
+            do
+                fresh++;
+            while (fresh == 0 || keys[flow_slot(keys, cap, fresh)] == fresh);
+            fp->pf_id[k] = fresh;
+        }
     }
     free(keys);
     free(from);
-    free(to);
-    if (rc) {
-        free(fp->ph);
-        free(fp->id);
-        fp->ph = NULL;
-        fp->id = NULL;
-    }
+    free(head);
+    if (rc) strobe__flow_plan_free(fp);
     return rc;
 }
 
@@ -747,15 +781,13 @@ static int json_write(const strobe_result *r, strobe__sink *s) {
         int rc = write_event(r, s, e, end[i], i);
         if (rc) {
             free(end);
-            free(fp.ph);
-            free(fp.id);
+            strobe__flow_plan_free(&fp);
             return rc;
         }
         if (fp.ph && fp.ph[i]) write_flow(r, s, e, fp.ph[i], fp.id[i]);
     }
     free(end);
-    free(fp.ph);
-    free(fp.id);
+    strobe__flow_plan_free(&fp);
     if (s->err) return s->err;
     write_footer(r, s);
     return s->err;

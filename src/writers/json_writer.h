@@ -34,16 +34,33 @@ struct strobe__sink;
 
 enum { STROBE__FLOW_NONE = 0, STROBE__FLOW_START = 1, STROBE__FLOW_FINISH = 2 };
 
-/* Which events start or finish an "ac2g" flow (launch -> device work). */
+/* Which events start or finish an "ac2g" flow (launch -> device work).
+ *
+ * A launch may have several device events: the kernels of a CUDA graph share the correlation id
+ * of its one cudaGraphLaunch. Kineto writes one "f" per device event with id = the correlation
+ * id, and viewers draw an arrow to each (Perfetto's JSON importer binds v1 flow ends without
+ * closing the flow). In Perfetto's protobuf a terminating flow id closes its flow, so there each
+ * device event needs its own flow id, and the launch lists all of them. */
 typedef struct strobe__flow_plan {
-    uint8_t *ph;  /* per event: STROBE__FLOW_*; NULL when the result has no flows */
-    uint64_t *id; /* per event: the correlation id of its flow */
+    uint8_t *ph;     /* per event: STROBE__FLOW_*; NULL when the result has no flows */
+    uint64_t *id;    /* per event: the correlation id of its flow (the JSON flow id) */
+    uint64_t *pf_id; /* per event: its Perfetto flow id. A device event's own: the earliest of a
+                      * launch's keeps the correlation id, the others get ids no launch uses. On a
+                      * launch, the correlation id. */
+    uint32_t *next;  /* per event: on a launch, its first device event (the earliest); on a device
+                      * event, the next of the same launch; STROBE__FLOW_NO_NEXT after the last */
 } strobe__flow_plan;
 
-/* Pairs each launch with its first device work by "correlation" (a CUDA graph's kernels share one
- * launch: the earliest gets the flow). Only complete pairs are planned. The caller frees ph and
- * id. @return 0 or STROBE_ENOMEM. */
+#define STROBE__FLOW_NO_NEXT UINT32_MAX
+
+/* Plans a flow from each launch (cuda_runtime, cuda_driver; the first with a given "correlation")
+ * to every device event (kernel, copy, set) with that "correlation": the launch starts one flow,
+ * each device event finishes it. Device events whose launch is not in the result get none.
+ * Release with strobe__flow_plan_free. @return 0 or STROBE_ENOMEM. */
 int strobe__json_plan_flows(const strobe_result *r, strobe__flow_plan *fp);
+
+/* Frees the plan's arrays (the struct itself is the caller's). */
+void strobe__flow_plan_free(strobe__flow_plan *fp);
 
 /* The process's name from /proc when the result is this process's own, else "strobe". */
 void strobe__json_process_name(const strobe_result *r, char *buf, size_t size);

@@ -8,8 +8,11 @@
  *     converts back to Kineto's JSON;
  *   - ranges as begin/end slices with the JSON writer's args as debug annotations, instants, and
  *     counters on counter tracks (one per thread and name, under the thread's track);
- *   - the JSON writer's "ac2g" flows (the same pairs: strobe__json_plan_flows) as flow ids on the
- *     launch and terminating flow ids on the device work.
+ *   - the JSON writer's "ac2g" flows (the same plan: strobe__json_plan_flows) as terminating flow
+ *     ids on the device work and flow ids on the launch. A terminating id closes its flow, so the
+ *     device events of one launch (a CUDA graph's kernels) each have their own, and the launch
+ *     lists them all, its correlation id first; the decoder maps them back to Kineto's one "s"
+ *     and an "f" per device event, all with the correlation id.
  * The trace's metadata (trace_id, the "strobe" object with stats and warnings, user metadata,
  * deviceProperties, baseTimeNanoseconds, traceName) goes on the session slice as debug
  * annotations: Perfetto shows them in the slice's "Arguments" panel when it is selected.
@@ -50,6 +53,8 @@ typedef struct pw {
     strobe__pool pool;
     strobe__pft_arg *args;
     size_t args_cap;
+    uint64_t *flows; /* a launch's outgoing flow ids */
+    size_t flows_cap;
 } pw;
 
 static int flush_enc(pw *w, strobe__pft *enc, int force) {
@@ -225,6 +230,34 @@ static int write_session_begin(pw *w, uint64_t skipped) {
     return rc;
 }
 
+/* The flows event i starts or finishes (strobe__json_plan_flows): on a launch, the flow ids of all
+ * its device events, the earliest's (its correlation id) first; on a device event, its own. */
+static int event_flows(pw *w, const strobe__flow_plan *fp, size_t i, const uint64_t **out,
+                       size_t *nout, const uint64_t **in, size_t *nin) {
+    *out = *in = NULL;
+    *nout = *nin = 0;
+    if (fp->ph == NULL || fp->ph[i] == STROBE__FLOW_NONE) return 0;
+    if (fp->ph[i] == STROBE__FLOW_FINISH) {
+        *in = &fp->pf_id[i];
+        *nin = 1;
+        return 0;
+    }
+    size_t n = 0;
+    for (uint32_t k = fp->next[i]; k != STROBE__FLOW_NO_NEXT; k = fp->next[k]) {
+        if (n == w->flows_cap) {
+            size_t cap = w->flows_cap ? 2 * w->flows_cap : 16;
+            uint64_t *f = realloc(w->flows, cap * sizeof *f);
+            if (f == NULL) return STROBE_ENOMEM;
+            w->flows = f;
+            w->flows_cap = cap;
+        }
+        w->flows[n++] = fp->pf_id[k];
+    }
+    *out = w->flows;
+    *nout = n;
+    return 0;
+}
+
 /* One thread's events, in the result's order (by start, parents first), as begin/end pairs: a
  * stack holds the open ranges, and each event first ends those that are not its ancestors.
  *
@@ -264,12 +297,13 @@ static int write_thread(pw *w, size_t ti, const strobe__flow_plan *fp, uint32_t 
         size_t nargs;
         rc = event_args(w, e, i, &nargs);
         if (rc) break;
-        uint64_t flow = fp->ph ? fp->id[i] : 0;
-        int ph = fp->ph ? fp->ph[i] : STROBE__FLOW_NONE;
+        const uint64_t *out, *in;
+        size_t nout, nin;
+        rc = event_flows(w, fp, i, &out, &nout, &in, &nin);
+        if (rc) break;
         if (e->kind == STROBE_EVENT_RANGE) {
             rc = strobe__pft_begin(w->enc, track, e->start_ns - w->base, cat, e->name, w->args,
-                                   nargs, &flow, ph == STROBE__FLOW_START, &flow,
-                                   ph == STROBE__FLOW_FINISH);
+                                   nargs, out, nout, in, nin);
             stack[depth++] = (uint32_t)i;
         } else {
             rc = strobe__pft_instant(w->enc, track, e->start_ns - w->base, cat, e->name, w->args,
@@ -311,9 +345,9 @@ static int perfetto_write(const strobe_result *r, strobe__sink *s) {
         rc = strobe__pft_end(w.enc, STROBE__PFT_KINETO_UUID(r->pid, 0), end - w.base);
     }
     if (rc == 0) rc = flush_enc(&w, w.enc, 1);
-    free(fp.ph);
-    free(fp.id);
+    strobe__flow_plan_free(&fp);
     free(stack);
+    free(w.flows);
     free(w.thread_track);
     free(w.args);
     strobe__strtab_release(&w.counters);
