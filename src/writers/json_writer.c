@@ -759,6 +759,19 @@ static int64_t *display_ends(const strobe_result *r) {
     return end;
 }
 
+/* Every event of the result with its display end and its flows. @return 0 or the sink's error. */
+static int write_events(const strobe_result *r, strobe__sink *s, const int64_t *end,
+                        const flow_plan *fp) {
+    for (size_t i = 0; i < r->event_count && s->err == 0; i++) {
+        const strobe_event *e = &r->events[i];
+        if (is_skipped(e)) continue;
+        int rc = write_event(r, s, e, end[i], i);
+        if (rc) return rc;
+        if (fp->ph && fp->ph[i]) write_flow(r, s, e, fp->ph[i], fp->id[i]);
+    }
+    return s->err;
+}
+
 static int json_write(const strobe_result *r, strobe__sink *s) {
     /* JSON has no NaN or infinity, and a made-up value would mislead: such counter samples are
      * left out and counted in the header, which comes first, hence this pass. */
@@ -775,20 +788,10 @@ static int json_write(const strobe_result *r, strobe__sink *s) {
     }
     write_header(r, s, skipped);
     write_metadata_events(r, s);
-    for (size_t i = 0; i < r->event_count && s->err == 0; i++) {
-        const strobe_event *e = &r->events[i];
-        if (is_skipped(e)) continue;
-        int rc = write_event(r, s, e, end[i], i);
-        if (rc) {
-            free(end);
-            strobe__flow_plan_free(&fp);
-            return rc;
-        }
-        if (fp.ph && fp.ph[i]) write_flow(r, s, e, fp.ph[i], fp.id[i]);
-    }
+    int rc = write_events(r, s, end, &fp);
     free(end);
     strobe__flow_plan_free(&fp);
-    if (s->err) return s->err;
+    if (rc) return rc;
     write_footer(r, s);
     return s->err;
 }
@@ -802,17 +805,10 @@ int strobe__json_write_events(const strobe_result *r, strobe__sink *s) {
         return STROBE_ENOMEM;
     }
     write_device_metadata(r, s);
-    int rc = 0;
-    for (size_t i = 0; i < r->event_count && s->err == 0 && rc == 0; i++) {
-        const strobe_event *e = &r->events[i];
-        if (is_skipped(e)) continue;
-        rc = write_event(r, s, e, end[i], i);
-        if (rc == 0 && fp.ph && fp.ph[i]) write_flow(r, s, e, fp.ph[i], fp.id[i]);
-    }
+    int rc = write_events(r, s, end, &fp);
     free(end);
-    free(fp.ph);
-    free(fp.id);
-    return rc ? rc : s->err;
+    strobe__flow_plan_free(&fp);
+    return rc;
 }
 
 /* The default format: any path that no other writer claims is written as JSON. */
