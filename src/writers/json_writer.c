@@ -759,26 +759,15 @@ static int64_t *display_ends(const strobe_result *r) {
     return end;
 }
 
-/* Every event of the result with its display end and its flows. @return 0 or the sink's error. */
-static int write_events(const strobe_result *r, strobe__sink *s, const int64_t *end,
-                        const flow_plan *fp) {
-    for (size_t i = 0; i < r->event_count && s->err == 0; i++) {
-        const strobe_event *e = &r->events[i];
-        if (is_skipped(e)) continue;
-        int rc = write_event(r, s, e, end[i], i);
-        if (rc) return rc;
-        if (fp->ph && fp->ph[i]) write_flow(r, s, e, fp->ph[i], fp->id[i]);
-    }
-    return s->err;
-}
-
-static int json_write(const strobe_result *r, strobe__sink *s) {
+/* Every event of the result with its display end and its flows, after the whole trace's header
+ * and metadata events (`whole`), or after the device tracks' metadata alone (events appended to a
+ * trace that has its header: strobe__json_write_events). @return 0 or the sink's error. */
+static int write_events(const strobe_result *r, strobe__sink *s, int whole) {
     /* JSON has no NaN or infinity, and a made-up value would mislead: such counter samples are
      * left out and counted in the header, which comes first, hence this pass. */
     uint64_t skipped = 0;
     for (size_t i = 0; i < r->event_count; i++)
         skipped += (uint64_t)is_skipped(&r->events[i]);
-
     int64_t *end = display_ends(r);
     if (end == NULL) return STROBE_ENOMEM;
     flow_plan fp;
@@ -786,29 +775,33 @@ static int json_write(const strobe_result *r, strobe__sink *s) {
         free(end);
         return STROBE_ENOMEM;
     }
-    write_header(r, s, skipped);
-    write_metadata_events(r, s);
-    int rc = write_events(r, s, end, &fp);
+    if (whole) {
+        write_header(r, s, skipped);
+        write_metadata_events(r, s);
+    } else {
+        write_device_metadata(r, s);
+    }
+    int rc = 0;
+    for (size_t i = 0; i < r->event_count && s->err == 0 && rc == 0; i++) {
+        const strobe_event *e = &r->events[i];
+        if (is_skipped(e)) continue;
+        rc = write_event(r, s, e, end[i], i);
+        if (rc == 0 && fp.ph && fp.ph[i]) write_flow(r, s, e, fp.ph[i], fp.id[i]);
+    }
     free(end);
     strobe__flow_plan_free(&fp);
+    return rc ? rc : s->err;
+}
+
+static int json_write(const strobe_result *r, strobe__sink *s) {
+    int rc = write_events(r, s, 1);
     if (rc) return rc;
     write_footer(r, s);
     return s->err;
 }
 
 int strobe__json_write_events(const strobe_result *r, strobe__sink *s) {
-    int64_t *end = display_ends(r);
-    if (end == NULL) return STROBE_ENOMEM;
-    flow_plan fp;
-    if (strobe__json_plan_flows(r, &fp)) {
-        free(end);
-        return STROBE_ENOMEM;
-    }
-    write_device_metadata(r, s);
-    int rc = write_events(r, s, end, &fp);
-    free(end);
-    strobe__flow_plan_free(&fp);
-    return rc;
+    return write_events(r, s, 0);
 }
 
 /* The default format: any path that no other writer claims is written as JSON. */
