@@ -14,7 +14,7 @@
  * Contents: enter/leave, buffer refill, filter stack, record writers, public entry points. */
 #include <string.h>
 
-#include "ondemand/od_internal.h"
+#include "hooks.h"
 #include "record.h"
 #include "state.h"
 #include "stream.h"

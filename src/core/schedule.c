@@ -12,11 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ondemand/od_internal.h"
 #include "state.h"
 #include "strobe/backend.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
+#include "hooks.h"
+#include "output.h"
 
 /* ---- steps and actions ---------------------------------------------------------------------- */
 
@@ -176,6 +177,8 @@ static void hand_over(pending *p) {
     p->result = NULL;
 }
 
+void (*strobe__step_hook)(uint64_t);
+
 int strobe__schedule_installed(void) {
     return __atomic_load_n(&schedule_on, __ATOMIC_ACQUIRE);
 }
@@ -183,7 +186,8 @@ int strobe__schedule_installed(void) {
 uint64_t strobe_step(void) {
     uint64_t n = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED);
     /* An on-demand trace in iteration mode starts and stops on steps too. */
-    if (__atomic_load_n(&strobe__od_step_hook, __ATOMIC_ACQUIRE)) strobe__od_on_step(n);
+    void (*hook)(uint64_t) = __atomic_load_n(&strobe__step_hook, __ATOMIC_ACQUIRE);
+    if (hook) hook(n);
     if (!__atomic_load_n(&schedule_on, __ATOMIC_ACQUIRE)) return n;
     pending p = {NULL, NULL, NULL};
     pthread_mutex_lock(&sched_lock);
@@ -347,7 +351,7 @@ void strobe_trace_dir_handler_fn(strobe_result *result, void *ctx) {
         strobe__log(STROBE_LOG_ERROR, "trace handler: path too long under %s", h->dir);
         return;
     }
-    int rc = strobe_result_save(result, path);
+    int rc = strobe__outputs.save(result, path);
     if (rc != 0) {
         h->failed++;
         strobe__log(STROBE_LOG_ERROR, "trace handler: cannot save %s: %s", path,

@@ -55,9 +55,8 @@
 #include "strobe/op.h"
 #include "strobe/result.h"
 #include "util/pftrace_enc.h"
-#include "writers/json_writer.h"
-#include "writers/sink.h"
-#include "writers/writer.h"
+#include "output.h"
+#include "util/json_fmt.h"
 
 #define POLL_MS 5
 /* Output bytes gathered before an append is written even in the middle of a batch. */
@@ -383,26 +382,6 @@ static char *put_lit(char *p, const char *s) {
     size_t n = strlen(s);
     memcpy(p, s, n);
     return p + n;
-}
-
-static char *put_u64(char *p, uint64_t v) {
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        *p++ = tmp[--n];
-    return p;
-}
-
-static char *put_i64(char *p, int64_t v) {
-    if (v < 0) {
-        *p++ = '-';
-        return put_u64(p, (uint64_t)0 - (uint64_t)v);
-    }
-    return put_u64(p, (uint64_t)v);
 }
 
 static const char CLOSING_RUNNING[] = "\n  ],\n  \"strobe_stream\": {\"complete\": false}\n}\n";
@@ -1563,7 +1542,7 @@ int strobe__flight_dump(strobe__session *s, const char *path) {
     free(fakes);
     free(order);
     if (rc == 0) {
-        rc = strobe_result_save(r, path);
+        rc = strobe__outputs.save(r, path);
         if (rc != 0 && rc != STROBE_ENOMEM) rc = STROBE_EIO;
     }
     strobe_result_free(r);
@@ -1907,25 +1886,19 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
         /* What the backends merged into the result (kernels, copies, runtime calls, their flows),
          * written by the writers as they write a result; for Perfetto also the session slice
          * with the trace's metadata, on tracks and a sequence of its own. */
-        strobe__sink ms;
-        rc = strobe__sink_open_memory(&ms);
+        char *text = NULL;
+        size_t len = 0;
+        rc = strobe__outputs.encode(r, st->pft != NULL, &text, &len);
         if (rc == 0) {
-            rc =
-                st->pft ? strobe__perfetto_writer.write(r, &ms) : strobe__json_write_events(r, &ms);
-            size_t len = 0;
-            char *text = strobe__sink_take_memory(&ms, &len);
-            if (rc == 0 && text == NULL) rc = STROBE_ENOMEM;
-            if (rc == 0) {
-                char *p = jw_reserve(w, len);
-                if (p) {
-                    memcpy(p, text, len);
-                    w->len += len; /* not jw_commit: one block, no page padding */
-                }
-                if (rc == 0 && w->err) rc = w->err;
-                if (rc == 0) st->device_events = r->event_count;
+            char *p = jw_reserve(w, len);
+            if (p) {
+                memcpy(p, text, len);
+                w->len += len; /* not jw_commit: one block, no page padding */
             }
-            free(text);
+            rc = w->err;
+            if (rc == 0) st->device_events = r->event_count;
         }
+        free(text);
         if (rc) st->lost_events += r->event_count;
     }
     if (st->pft) {

@@ -39,8 +39,6 @@
 /* An iteration trace that has not finished after this long (no steps, or slow ones) is ended. */
 #define DEFAULT_ITER_TIMEOUT_MS (300LL * 1000)
 
-int strobe__od_step_hook;
-
 /* ---- the default client: strobe's own session ------------------------------------------------ */
 
 static strobe_result *mem_result; /* the memory profile between stop and export */
@@ -203,7 +201,7 @@ static void stop_job(const char *why) {
     od.job_rc = rc;
     if (why) snprintf(od.job_msg, sizeof od.job_msg, "%s", why);
     od.state = JOB_FINISHING;
-    __atomic_store_n(&strobe__od_step_hook, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&strobe__step_hook, NULL, __ATOMIC_RELEASE);
     wake_endpoint();
 }
 
@@ -341,7 +339,7 @@ static int handle_job(int fd, const strobe__od_request *rq) {
                 od.iterations = (uint64_t)rq->iterations;
                 od.state = JOB_ARMED;
                 od.deadline_ms = t + (rq->timeout_ms ? rq->timeout_ms : DEFAULT_ITER_TIMEOUT_MS);
-                __atomic_store_n(&strobe__od_step_hook, 1, __ATOMIC_RELEASE);
+                __atomic_store_n(&strobe__step_hook, strobe__od_on_step, __ATOMIC_RELEASE);
             }
         }
     }
@@ -698,7 +696,7 @@ static void fork_child(void) {
         if (od.conns[i]) drop_conn(i);
     od.state = JOB_IDLE;
     od.result = NULL;
-    __atomic_store_n(&strobe__od_step_hook, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&strobe__step_hook, NULL, __ATOMIC_RELEASE);
 }
 
 static void at_exit(void) {

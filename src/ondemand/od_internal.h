@@ -5,17 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Nonzero (atomic) while the endpoint waits for steps (an iteration-mode trace is armed or
- * recording): strobe_step() then calls strobe__od_on_step() with the step that begins. */
-extern int strobe__od_step_hook;
+#include "core/hooks.h"
+
+/* The step hook (core/hooks.h) while an iteration-mode trace is armed or recording: starts and
+ * stops the trace on the steps it waits for. */
 void strobe__od_on_step(uint64_t step);
-
-/* Defined beside the STROBE_ONDEMAND=1 constructor; hotpath.c takes its address so that a static
- * link keeps the endpoint's object (and the constructor) in every instrumented program. */
-extern int strobe__od_autostart;
-
-/* schedule.c: 1 while a schedule is installed. */
-int strobe__schedule_installed(void);
 
 /* outpath.c: checks an output path against the allowed folders and pins its folder.
  * `roots` is a colon-separated list of folders, or NULL for the defaults (the temp folder and the

@@ -1,30 +1,13 @@
-/* json_writer.h: the JSON writer's formatting primitives, exposed for its tests. The writer itself
- * is reached through strobe__json_writer (writer.h). */
+/* json_writer.h: what the JSON writer shares with the Perfetto writer and the streaming output
+ * (its formatting primitives are util/json_fmt.h). The writer itself is reached through
+ * strobe__json_writer (writer.h). */
 #ifndef STROBE_WRITERS_JSON_WRITER_H
 #define STROBE_WRITERS_JSON_WRITER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* The most bytes strobe__json_put_ts() writes: a sign, 17 integer digits, a point, 3 decimals. */
-#define STROBE__JSON_TS_MAX 24
-/* The most bytes strobe__json_put_double() writes. */
-#define STROBE__JSON_DOUBLE_MAX 32
-/* The most bytes strobe__json_put_string() writes for `n` input bytes: two quotes, and six bytes
- * per input byte (a \u00XX escape, or a \ufffd for a byte of invalid UTF-8). */
-#define STROBE__JSON_STRING_MAX(n) (6 * (size_t)(n) + 2)
-
-/* Writes (ns - base_ns) as microseconds with exactly three decimals ("1234.567", "-0.001"),
- * computed from the integers alone. Returns the new end. */
-char *strobe__json_put_ts(char *p, int64_t ns, int64_t base_ns);
-
-/* Writes s[0..n) as a quoted JSON string: '"', '\\' and control characters escaped, invalid UTF-8
- * replaced by U+FFFD, valid UTF-8 kept as it is. Returns the new end. */
-char *strobe__json_put_string(char *p, const char *s, size_t n);
-
-/* Writes a finite double as a JSON number, the shortest of %.15g / %.17g that reads back exactly,
- * whatever the C locale. Returns the new end, or NULL (nothing written) for NaN and infinities. */
-char *strobe__json_put_double(char *p, double v);
+#include "util/json_fmt.h"
 
 /* ---- Shared with the Perfetto writer (perfetto_writer.c), so that both formats show the same
  * flows, process name and session metadata. ---- */
