@@ -54,6 +54,21 @@ static void metrics_config(strobe_config *c, const char *metrics) {
     c->cuda_metrics = metrics;
 }
 
+/* A session with two metrics through the public API: one "step" range around one launch of the
+ * stand-in. @return the well-formed result. */
+static strobe_result *metrics_step(void) {
+    strobe_config c;
+    metrics_config(&c, "sm__cycles_elapsed.avg,smsp__inst_executed.sum");
+    REQUIRE(strobe_start(&c) == 0);
+    strobe_range_begin("step");
+    fake_mark();
+    usleep(1000);
+    strobe_range_end();
+    strobe_result *r = stop_or_die();
+    CHECK_EQ(check_wellformed(r), 0);
+    return r;
+}
+
 /* The value of `key` among the args made for act `i`, or NULL. */
 static const char *arg_of(size_t i, const char *key) {
     size_t n = 0;
@@ -232,17 +247,9 @@ static void test_replay_untimed(void) {
     unsetenv("FAKE_CUPTI_EXTRA_KERNELS");
 
     setenv("FAKE_CUPTI_REPLAY_UNTIMED", "1", 1);
-    strobe_config c;
-    metrics_config(&c, "sm__cycles_elapsed.avg,smsp__inst_executed.sum");
     /* Through the public API: the kernel event has the launch's span, the marker and the
      * metrics, and nothing is counted outside the window but the kernel from before it. */
-    REQUIRE(strobe_start(&c) == 0);
-    strobe_range_begin("step");
-    fake_mark();
-    usleep(1000);
-    strobe_range_end();
-    strobe_result *r = stop_or_die();
-    CHECK_EQ(check_wellformed(r), 0);
+    strobe_result *r = metrics_step();
     const strobe_event *ev = strobe_result_events(r);
     long k = -1, l = -1;
     for (size_t i = 0; i < strobe_result_event_count(r); i++) {
@@ -350,15 +357,7 @@ static void test_config(void) {
 
 /* Through the public API: the values end up as args of the kernel event. */
 static void test_end_to_end(void) {
-    strobe_config c;
-    metrics_config(&c, "sm__cycles_elapsed.avg,smsp__inst_executed.sum");
-    REQUIRE(strobe_start(&c) == 0);
-    strobe_range_begin("step");
-    fake_mark();
-    usleep(1000);
-    strobe_range_end();
-    strobe_result *r = stop_or_die();
-    CHECK_EQ(check_wellformed(r), 0);
+    strobe_result *r = metrics_step();
     const strobe_event *ev = strobe_result_events(r);
     long k = -1;
     for (size_t i = 0; i < strobe_result_event_count(r); i++)
