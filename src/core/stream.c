@@ -1472,8 +1472,6 @@ int strobe__flight_dump(strobe__session *s, const char *path) {
     fake.stream = st;
     int rc = 0;
     pthread_mutex_lock(&st->ring_lock);
-    /* The chunks closed since the background thread last looked belong to the window. */
-    ring_add(st, queue_take(st));
     size_t n = 0;
     pthread_mutex_lock(&strobe__registry_lock);
     for (strobe__tstate *t = s->threads; t; t = t->sess_next)
@@ -1504,8 +1502,9 @@ int strobe__flight_dump(strobe__session *s, const char *path) {
         copies[i] = snapshot_current(s, order[i]);
     pthread_mutex_unlock(&strobe__registry_lock);
     if (rc == 0) {
-        /* A chunk handed over while the copies were taken is in the queue now, whole: it goes
-         * into the ring, and the copy of its beginning is dropped. */
+        /* The chunks closed since the background thread last looked belong to the window; taken
+         * after the copies, so that a chunk handed over while they were taken is in the ring,
+         * whole, and the copy of its beginning is dropped. */
         ring_add(st, queue_take(st));
         for (size_t i = 0; i < n; i++) {
             strobe__chunk *tail;
