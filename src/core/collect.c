@@ -59,19 +59,6 @@ typedef struct {
     size_t backend_count, backend_cap;
 } interner;
 
-/* Grows a dynamic array of `size`-byte items to hold `need` items. @return 0 or ENOMEM. */
-static int grow(void **a, size_t *cap, size_t need, size_t size) {
-    if (need <= *cap) return 0;
-    size_t n = *cap ? *cap * 2 : 64;
-    while (n < need)
-        n *= 2;
-    void *p = realloc(*a, n * size);
-    if (p == NULL) return STROBE_ENOMEM;
-    *a = p;
-    *cap = n;
-    return 0;
-}
-
 static uint64_t hash_ptr(const void *p) {
     uint64_t x = (uint64_t)(uintptr_t)p;
     x ^= x >> 33;
@@ -351,8 +338,8 @@ static int on_shapes(interner *in, uint32_t ev, const uint64_t *w) {
 static int on_stack(interner *in, uint32_t ev, const uint64_t *w) {
     uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
     if (n == 0) return 0;
-    if (grow((void **)&in->pcs, &in->pcs_cap, in->pcs_count + n, sizeof *in->pcs) ||
-        grow((void **)&in->stacks, &in->stack_cap, in->stack_count + 1, sizeof *in->stacks))
+    if (strobe__grow((void **)&in->pcs, &in->pcs_cap, in->pcs_count + n, sizeof *in->pcs) ||
+        strobe__grow((void **)&in->stacks, &in->stack_cap, in->stack_count + 1, sizeof *in->stacks))
         return STROBE_ENOMEM;
     memcpy(in->pcs + in->pcs_count, w + 1, 8u * n);
     in->stacks[in->stack_count++] = (struct stack_ref){ev, n, in->pcs_count};
@@ -366,7 +353,7 @@ static int on_perf(interner *in, thread_details *d, const open_stack *st, const 
     size_t depth = st->depth - 1;
     if (n > STROBE__PERF_MAX || n > (uint32_t)in->s->perf.n) return 0;
     if (!at_end) {
-        if (grow((void **)&d->perf_have, &d->perf_cap, depth + 1, 1)) return STROBE_ENOMEM;
+        if (strobe__grow((void **)&d->perf_have, &d->perf_cap, depth + 1, 1)) return STROBE_ENOMEM;
         size_t cap = d->perf_cap;
         uint64_t *p = realloc(d->perf, cap * STROBE__PERF_MAX * sizeof *p);
         if (p == NULL) return STROBE_ENOMEM;
@@ -430,7 +417,8 @@ static int on_ext(interner *in, thread_details *d, const uint64_t *w, strobe_sta
     const char *bytes = (const char *)(w + 2);
     if (sub == STROBE__EXT_MODULE_PUSH) {
         const char *n = bytes_name(in, bytes, (uint32_t)len);
-        if (n == NULL || grow((void **)&d->mod, &d->mod_cap, d->mod_depth + 1, sizeof *d->mod))
+        if (n == NULL ||
+            strobe__grow((void **)&d->mod, &d->mod_cap, d->mod_depth + 1, sizeof *d->mod))
             return STROBE_ENOMEM;
         d->mod[d->mod_depth++] = n;
         d->mod_path = NULL;
@@ -442,8 +430,8 @@ static int on_ext(interner *in, thread_details *d, const uint64_t *w, strobe_sta
             d->mod_path = NULL;
         }
     } else if (sub == STROBE__EXT_BACKEND && len >= 32) {
-        if (grow((void **)&in->backend, &in->backend_cap, in->backend_count + 1,
-                 sizeof *in->backend))
+        if (strobe__grow((void **)&in->backend, &in->backend_cap, in->backend_count + 1,
+                         sizeof *in->backend))
             return STROBE_ENOMEM;
         size_t nl = (size_t)(uint32_t)w[5], bl = (size_t)(w[5] >> 32);
         if (32 + nl + bl > len) return 0;

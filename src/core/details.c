@@ -11,6 +11,18 @@
 #include "strobe/error.h"
 #include "strobe/result.h"
 
+int strobe__grow(void **a, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap * 2 : 64;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*a, n * size);
+    if (p == NULL) return STROBE_ENOMEM;
+    *a = p;
+    *cap = n;
+    return 0;
+}
+
 int strobe__buf_put(strobe__buf *b, const char *s, size_t len) {
     if (b->len + len + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 128;

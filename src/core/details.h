@@ -14,6 +14,10 @@ typedef struct strobe__buf {
     size_t len, cap;
 } strobe__buf;
 
+/* Grows a dynamic array (*a) of `size`-byte items to hold `need` items, doubling its capacity
+ * (*cap). @return 0 or STROBE_ENOMEM (the array unchanged). */
+int strobe__grow(void **a, size_t *cap, size_t need, size_t size);
+
 /* @return 0 or STROBE_ENOMEM. */
 int strobe__buf_put(strobe__buf *b, const char *s, size_t len);
 /* Appends s as a JSON string (quoted, escaped). */

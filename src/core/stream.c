@@ -559,17 +559,9 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
             n += *p == '1';
             p = next;
         }
-        if (n > st->pargs_cap) {
-            size_t cap = st->pargs_cap ? st->pargs_cap : 16;
-            while (cap < n)
-                cap *= 2;
-            strobe__pft_arg *a = realloc(st->pargs, cap * sizeof *a);
-            if (a == NULL) {
-                st->lost_events++;
-                return;
-            }
-            st->pargs = a;
-            st->pargs_cap = cap;
+        if (strobe__grow((void **)&st->pargs, &st->pargs_cap, n, sizeof *st->pargs)) {
+            st->lost_events++;
+            return;
         }
         size_t k = 0;
         for (const char *p = args; p && p < args_end;) {
@@ -763,13 +755,8 @@ static void close_all(strobe__stream *st, thr *h, int64_t at, const char *flag) 
 
 static int push_range(thr *h, int64_t ts, const char *site_name, const char *bytes, uint32_t len,
                       int scope) {
-    if (h->depth == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 32;
-        open_rng *o = realloc(h->open, cap * sizeof *o);
-        if (o == NULL) return STROBE_ENOMEM;
-        h->open = o;
-        h->cap = cap;
-    }
+    if (strobe__grow((void **)&h->open, &h->cap, h->depth + 1, sizeof *h->open))
+        return STROBE_ENOMEM;
     open_rng *o = &h->open[h->depth];
     o->start = ts;
     o->site_name = site_name;
@@ -956,13 +943,9 @@ static int scan_stacks(strobe__stream *st, const char *p, size_t used) {
             uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
             for (uint32_t i = 0; i < n; i++) {
                 if (sym_get(st, w[1 + i])) continue;
-                if (st->want_count == st->want_cap) {
-                    size_t cap = st->want_cap ? st->want_cap * 2 : 256;
-                    uint64_t *a = realloc(st->want_pcs, cap * sizeof *a);
-                    if (a == NULL) return STROBE_ENOMEM;
-                    st->want_pcs = a;
-                    st->want_cap = cap;
-                }
+                if (strobe__grow((void **)&st->want_pcs, &st->want_cap, st->want_count + 1,
+                                 sizeof *st->want_pcs))
+                    return STROBE_ENOMEM;
                 st->want_pcs[st->want_count++] = w[1 + i];
             }
         }
@@ -1015,13 +998,8 @@ static int on_ext(strobe__stream *st, thr *h, const uint64_t *w) {
     size_t len = (size_t)(w[1] >> 32);
     const char *bytes = (const char *)(w + 2);
     if (sub == STROBE__EXT_MODULE_PUSH) {
-        if (h->mod_depth == h->mod_cap) {
-            size_t cap = h->mod_cap ? h->mod_cap * 2 : 16;
-            uint32_t *m = realloc(h->mod_off, cap * sizeof *m);
-            if (m == NULL) return STROBE_ENOMEM;
-            h->mod_off = m;
-            h->mod_cap = cap;
-        }
+        if (strobe__grow((void **)&h->mod_off, &h->mod_cap, h->mod_depth + 1, sizeof *h->mod_off))
+            return STROBE_ENOMEM;
         h->mod_off[h->mod_depth++] = (uint32_t)h->mods.len;
         int rc = h->mods.len ? strobe__buf_put(&h->mods, ".", 1) : 0;
         return rc ? rc : strobe__buf_put(&h->mods, bytes, len);
@@ -1037,13 +1015,8 @@ static int on_ext(strobe__stream *st, thr *h, const uint64_t *w) {
     if (sub != STROBE__EXT_BACKEND || len < 32) return 0;
     size_t nl = (size_t)(uint32_t)w[5], bl = (size_t)(w[5] >> 32);
     if (32 + nl + bl > len) return 0;
-    if (st->bk_count == st->bk_cap) {
-        size_t cap = st->bk_cap ? st->bk_cap * 2 : 64;
-        bk_event *a = realloc(st->bk, cap * sizeof *a);
-        if (a == NULL) return STROBE_ENOMEM;
-        st->bk = a;
-        st->bk_cap = cap;
-    }
+    if (strobe__grow((void **)&st->bk, &st->bk_cap, st->bk_count + 1, sizeof *st->bk))
+        return STROBE_ENOMEM;
     /* The names are copied: the chunk is recycled before the batch's backend events are written. */
     bk_event *b = &st->bk[st->bk_count];
     b->start = (int64_t)w[2];
