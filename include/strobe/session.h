@@ -201,7 +201,9 @@ STROBE_API void strobe_set_log_fn(strobe_log_fn fn, void *ctx);
 /* A ready sink that prints "strobe: LEVEL: msg" to stderr for levels >= (intptr_t)ctx. */
 STROBE_API void strobe_log_stderr(strobe_log_level level, const char *msg, void *ctx);
 
-/* Returns the library version, "MAJOR.MINOR.PATCH". */
+/* Returns the version of the running library, "MAJOR.MINOR.PATCH": the STROBE_VERSION_STRING
+ * (version.h) it was built with, which may differ from the headers a program was compiled
+ * against. */
 STROBE_API const char *strobe_version(void);
 
 #ifdef __cplusplus

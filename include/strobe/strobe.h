@@ -1,14 +1,20 @@
 /* strobe/strobe.h: the umbrella header. Includes the whole public API:
+ *   version.h     STROBE_VERSION_MAJOR/MINOR/PATCH and STROBE_VERSION_STRING of these headers
+ *   error.h       error codes, strobe_strerror() and the error names
  *   instrument.h  hot-path instrumentation (ranges, scopes, instants, counters, correlation ids)
- *   session.h     config, start/stop, per-thread mode, metadata, log sink
+ *   op.h          operator details: inputs, FLOPs, module scopes, memory events
+ *   session.h     config, start/stop, flight recorder dumps, per-thread mode, metadata, log sink,
+ *                 strobe_version()
  *   result.h      events, threads, stats, event tree, saving traces
  *   summary.h     the per-operator summary table
- *   error.h       error codes and strobe_strerror()
- *   op.h          operator details: inputs, FLOPs, module scopes, memory events
- *   backend.h     backend events, backend clock maps, the module (edge) profiler */
+ *   backend.h     backend events, backend clock maps, the module (edge) profiler
+ *   schedule.h    iteration steps, schedules and the trace-file handler
+ *   ondemand.h    the on-demand endpoint (traces started from outside) and its client interface
+ * export.h (the STROBE_API visibility macro) comes with each of them. */
 #ifndef STROBE_STROBE_H
 #define STROBE_STROBE_H
 
+#include "version.h"
 #include "error.h"
 #include "instrument.h"
 #include "session.h"

@@ -31,10 +31,7 @@
 #include "strobe/error.h"
 #include "strobe/instrument.h"
 #include "strobe/session.h"
-
-#ifndef STROBE_VERSION_STRING
-#define STROBE_VERSION_STRING "0.0.0"
-#endif
+#include "strobe/version.h"
 
 #define DEFAULT_BUFFER_BYTES ((size_t)512 << 20)
 #define DEFAULT_CHUNK_BYTES ((size_t)64 << 10)

@@ -21,11 +21,8 @@
 #include <unistd.h>
 
 #include "strobe/error.h"
+#include "strobe/version.h"
 #include "writer.h"
-
-#ifndef STROBE_VERSION_STRING
-#define STROBE_VERSION_STRING "unknown"
-#endif
 
 #define LIT(p, s) (memcpy((p), (s), sizeof(s) - 1), (p) + sizeof(s) - 1)
 
