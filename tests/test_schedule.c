@@ -14,9 +14,23 @@
 
 #define OUT STROBE_TEST_OUT_DIR "/schedule"
 
+/* A schedule through its init (a brace initializer would fill struct_size), fields in the
+ * struct's order. */
+static strobe_schedule make_schedule(uint32_t skip_first, uint32_t wait, uint32_t warmup,
+                                     uint32_t active, uint32_t repeat) {
+    strobe_schedule s;
+    strobe_schedule_init(&s);
+    s.skip_first = skip_first;
+    s.wait = wait;
+    s.warmup = warmup;
+    s.active = active;
+    s.repeat = repeat;
+    return s;
+}
+
 static void test_actions(void) {
     /* skip 2, then cycles of wait 1, warm-up 1, active 2, twice. */
-    strobe_schedule s = {2, 1, 1, 2, 2};
+    strobe_schedule s = make_schedule(2, 1, 1, 2, 2);
     static const char want[] = "NNNWRSNWRSNNNNNN";
     for (uint64_t i = 0; i < sizeof want - 1; i++) {
         strobe_step_action a = strobe_schedule_action(&s, i);
@@ -25,13 +39,13 @@ static void test_actions(void) {
             fprintf(stderr, "step %llu: %c, want %c\n", (unsigned long long)i, got, want[i]);
         CHECK_EQ(got, want[i]);
     }
-    strobe_schedule every = {0, 0, 0, 1, 0}; /* each step records and saves, forever */
+    strobe_schedule every = make_schedule(0, 0, 0, 1, 0); /* each step records and saves, forever */
     for (uint64_t i = 0; i < 1000; i += 97)
         CHECK_EQ(strobe_schedule_action(&every, i), STROBE_STEP_RECORD_AND_SAVE);
-    strobe_schedule none = {0, 1, 1, 0, 0};
+    strobe_schedule none = make_schedule(0, 1, 1, 0, 0);
     CHECK_EQ(strobe_schedule_action(&none, 5), STROBE_STEP_NONE);
     CHECK_EQ(strobe_schedule_action(NULL, 5), STROBE_STEP_NONE);
-    strobe_schedule forever = {0, 2, 0, 1, 0};
+    strobe_schedule forever = make_schedule(0, 2, 0, 1, 0);
     CHECK_EQ(strobe_schedule_action(&forever, 3000002), STROBE_STEP_RECORD_AND_SAVE);
     CHECK_EQ(strobe_schedule_action(&forever, 3000001), STROBE_STEP_NONE);
 }
@@ -75,7 +89,7 @@ static void work(int i) {
 static void test_driven(void) {
     collected c;
     memset(&c, 0, sizeof c);
-    strobe_schedule s = {0, 1, 1, 2, 2}; /* N W R S  N W R S  then nothing */
+    strobe_schedule s = make_schedule(0, 1, 1, 2, 2); /* N W R S  N W R S  then nothing */
     CHECK_EQ(strobe_schedule_begin(NULL, &s, collect_fn, &c), 0);
     CHECK_EQ(strobe_schedule_begin(NULL, &s, collect_fn, &c), STROBE_EBUSY);
     for (int i = 0; i < 12; i++) {
@@ -98,7 +112,7 @@ static void test_driven(void) {
 
     /* Ending in the middle of a cycle hands over what was recorded. */
     memset(&c, 0, sizeof c);
-    strobe_schedule rec = {0, 0, 0, 5, 1};
+    strobe_schedule rec = make_schedule(0, 0, 0, 5, 1);
     CHECK_EQ(strobe_schedule_begin(NULL, &rec, collect_fn, &c), 0);
     CHECK(strobe_is_running());
     work(100);
@@ -120,7 +134,7 @@ static void *stepper(void *arg) {
 static void test_other_thread(void) {
     collected c;
     memset(&c, 0, sizeof c);
-    strobe_schedule s = {0, 0, 0, 3, 1};
+    strobe_schedule s = make_schedule(0, 0, 0, 3, 1);
     CHECK_EQ(strobe_schedule_begin(NULL, &s, collect_fn, &c), 0);
     strobe_step(); /* ProfilerStep#1 opens on this thread */
     pthread_t th;
@@ -136,7 +150,7 @@ static void test_other_thread(void) {
 }
 
 static void test_errors(void) {
-    strobe_schedule s = {0, 0, 0, 1, 0}, zero = {0, 1, 1, 0, 0};
+    strobe_schedule s = make_schedule(0, 0, 0, 1, 0), zero = make_schedule(0, 1, 1, 0, 0);
     CHECK_EQ(strobe_schedule_begin(NULL, &s, NULL, NULL), STROBE_EINVAL);
     CHECK_EQ(strobe_schedule_begin(NULL, NULL, collect_fn, NULL), STROBE_EINVAL);
     CHECK_EQ(strobe_schedule_begin(NULL, &zero, collect_fn, NULL), STROBE_EINVAL);
@@ -184,7 +198,7 @@ static void test_handler(void) {
     CHECK_EQ(strobe_trace_dir_handler_init(&h, "", NULL, 0), STROBE_EINVAL);
     CHECK_EQ(strobe_trace_dir_handler_init(&h, OUT, "a/b", 0), STROBE_EINVAL);
     CHECK_EQ(strobe_trace_dir_handler_init(&h, OUT "/tb/run1", "worker0", 0), 0);
-    strobe_schedule s = {0, 0, 0, 2, 2};
+    strobe_schedule s = make_schedule(0, 0, 0, 2, 2);
     CHECK_EQ(strobe_schedule_begin(NULL, &s, strobe_trace_dir_handler_fn, &h), 0);
     for (int i = 0; i < 5; i++) {
         work(i);
@@ -205,7 +219,7 @@ static void test_handler(void) {
     CHECK_EQ(stat(h.last_path, &sb), 0);
     CHECK(sb.st_size > 100);
 
-    strobe_schedule once = {0, 0, 0, 2, 1};
+    strobe_schedule once = make_schedule(0, 0, 0, 2, 1);
     CHECK_EQ(strobe_trace_dir_handler_init(&h, OUT "/tb/gz", NULL, 1), 0);
     char want[64];
     snprintf(want, sizeof want, "_%ld", (long)getpid());

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "export.h"
 #include "op.h"
 #include "result.h"
@@ -67,8 +68,10 @@ STROBE_API int64_t strobe_clock_map_apply(const strobe_clock_map *m, int64_t bac
 
 typedef struct strobe_edge_profiler strobe_edge_profiler;
 
-/* How to profile one module run. Fill with strobe_edge_config_init(). */
+/* How to profile one module run. Fill with strobe_edge_config_init(). Later versions add fields at
+ * the end only, 0 meaning their default (README, "ABI and versions"). */
 typedef struct strobe_edge_config {
+    size_t struct_size;      /* sizeof(strobe_edge_config) in the program's headers; set by init */
     const char *name;        /* the run's name: a root range and the trace's name; copied */
     const char *output_path; /* the trace written at end (.json or .json.gz); copied */
     int record_shapes, profile_memory, with_stack, with_flops, with_modules; /* as strobe_config */
@@ -76,12 +79,22 @@ typedef struct strobe_edge_config {
     size_t buffer_bytes; /* 0: the default of strobe_config */
 } strobe_edge_config;
 
-STROBE_API void strobe_edge_config_init(strobe_edge_config *cfg);
+/* The smallest struct_size taken: the first layout, through buffer_bytes. */
+#define STROBE_EDGE_CONFIG_MIN_SIZE                                                                \
+    (offsetof(strobe_edge_config, buffer_bytes) + sizeof(((strobe_edge_config *)0)->buffer_bytes))
+
+/* Zeroes *cfg (every field's default) and sets struct_size. */
+static inline void strobe_edge_config_init(strobe_edge_config *cfg) {
+    if (cfg == NULL) return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->struct_size = sizeof *cfg;
+}
 
 /* Begins profiling a module run on the calling thread: starts a session with the config's flags
  * and opens a range named cfg->name (and, with with_modules, the module scope cfg->name).
- * @return 0 and *out, STROBE_EINVAL (NULL name or path), STROBE_EBUSY (a session already runs),
- * or strobe_start()'s errors. */
+ * @return 0 and *out, STROBE_EINVAL (NULL cfg, name or path, struct_size below
+ * STROBE_EDGE_CONFIG_MIN_SIZE), STROBE_ENOTSUP (a config from newer headers sets a field this
+ * library lacks), STROBE_EBUSY (a session already runs), or strobe_start()'s errors. */
 STROBE_API int strobe_edge_profiler_begin(const strobe_edge_config *cfg,
                                           strobe_edge_profiler **out);
 /* Registers debug handle -> module path pairs (copied; a handle given twice keeps the last path):

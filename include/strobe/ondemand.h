@@ -22,6 +22,7 @@
 #define STROBE_ONDEMAND_H
 
 #include <stddef.h>
+#include <string.h>
 #include "export.h"
 #include "result.h"
 #include "session.h"
@@ -58,7 +59,10 @@ typedef struct strobe_client_interface {
  * function other than init) or STROBE_EBUSY (an on-demand trace runs). */
 STROBE_API int strobe_ondemand_set_client(const strobe_client_interface *client, void *ctx);
 
+/* The endpoint's options. Fill with strobe_ondemand_options_init(). Later versions add fields at
+ * the end only, 0 meaning their default (README, "ABI and versions"). */
 typedef struct strobe_ondemand_options {
+    size_t struct_size; /* sizeof(strobe_ondemand_options) in the program's headers; set by init */
     /* Colon-separated folders traces may be written into (copied). NULL: the system temp folder
      * ($TMPDIR, else /tmp) and the process's working directory at the time of each request. The
      * environment variable STROBE_ONDEMAND_DIRS sets this for STROBE_ONDEMAND=1. */
@@ -67,12 +71,23 @@ typedef struct strobe_ondemand_options {
     const char *socket_dir;
 } strobe_ondemand_options;
 
-/* Fills *opt with the defaults (NULLs). */
-STROBE_API void strobe_ondemand_options_init(strobe_ondemand_options *opt);
+/* The smallest struct_size taken: the first layout, through socket_dir. */
+#define STROBE_ONDEMAND_OPTIONS_MIN_SIZE                                                           \
+    (offsetof(strobe_ondemand_options, socket_dir) +                                               \
+     sizeof(((strobe_ondemand_options *)0)->socket_dir))
 
-/* Starts the endpoint and its thread. @return 0, STROBE_EBUSY (already started), STROBE_EINVAL
- * (an option is unusable, e.g. a socket folder owned by another user or writable by others:
- * logged with the reason), STROBE_ENOMEM or STROBE_ESYS. */
+/* Fills *opt with the defaults (NULLs) and sets struct_size. */
+static inline void strobe_ondemand_options_init(strobe_ondemand_options *opt) {
+    if (opt == NULL) return;
+    memset(opt, 0, sizeof *opt);
+    opt->struct_size = sizeof *opt;
+}
+
+/* Starts the endpoint and its thread (opt NULL: the defaults). @return 0, STROBE_EBUSY (already
+ * started), STROBE_ENOTSUP (options from newer headers that set a field this library lacks),
+ * STROBE_EINVAL (struct_size below STROBE_ONDEMAND_OPTIONS_MIN_SIZE, an option is unusable, e.g. a
+ * socket folder owned by another user or writable by others: logged with the reason), STROBE_ENOMEM
+ * or STROBE_ESYS. */
 STROBE_API int strobe_ondemand_start(const strobe_ondemand_options *opt);
 
 /* Stops the endpoint: its thread ends and the socket is removed. A trace it started is stopped

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "export.h"
 #include "result.h"
 #include "session.h"
@@ -30,13 +31,28 @@ STROBE_API uint64_t strobe_step(void);
 /* The number of the current step (strobe_step() calls so far). */
 STROBE_API uint64_t strobe_step_count(void);
 
+/* A schedule (torch.profiler.schedule's arguments). Fill it with strobe_schedule_init(), then set
+ * the fields: not with a brace initializer, whose values would land in struct_size. Later versions
+ * add fields at the end only, 0 meaning what the schedule does without them. */
 typedef struct strobe_schedule {
+    size_t struct_size;  /* sizeof(strobe_schedule) in the program's headers; set by the init */
     uint32_t skip_first; /* steps left alone before the first cycle */
     uint32_t wait;       /* per cycle: steps neither prepared nor recorded */
     uint32_t warmup;     /* per cycle: steps with the session prepared, not recording */
     uint32_t active;     /* per cycle: steps recorded; at least 1 */
     uint32_t repeat;     /* cycles; 0: no limit */
 } strobe_schedule;
+
+/* The smallest struct_size taken: the first layout, through `repeat`. */
+#define STROBE_SCHEDULE_MIN_SIZE                                                                   \
+    (offsetof(strobe_schedule, repeat) + sizeof(((strobe_schedule *)0)->repeat))
+
+/* Zeroes *s (every count 0; set at least `active`) and sets struct_size. */
+static inline void strobe_schedule_init(strobe_schedule *s) {
+    if (s == NULL) return;
+    memset(s, 0, sizeof *s);
+    s->struct_size = sizeof *s;
+}
 
 typedef enum strobe_step_action {
     STROBE_STEP_NONE = 0,
@@ -46,7 +62,8 @@ typedef enum strobe_step_action {
 } strobe_step_action;
 
 /* The action of step `step` (counted from the schedule's first step, 0) under `s`. A schedule
- * with active == 0 does nothing (STROBE_STEP_NONE for every step). */
+ * with active == 0, or a NULL one or one whose struct_size is below STROBE_SCHEDULE_MIN_SIZE, does
+ * nothing (STROBE_STEP_NONE for every step). */
 STROBE_API strobe_step_action strobe_schedule_action(const strobe_schedule *s, uint64_t step);
 
 /* Called with each finished cycle's result, on the thread whose strobe_step() (or
@@ -57,8 +74,9 @@ typedef void (*strobe_trace_ready_fn)(strobe_result *result, void *ctx);
 /* Installs a schedule for the steps from now on (the current step counts as the schedule's step
  * 0): sessions use `cfg` (copied, with the strings it points to; NULL: defaults), and each cycle
  * ends in on_ready(result, ctx). @return 0, STROBE_EINVAL (NULL schedule or callback, active 0,
- * bad cfg), STROBE_EBUSY (a schedule is installed, or a session runs), or what strobe_start()
- * returns when step 0 is already a warm-up or recording step. */
+ * a struct_size below its minimum, bad cfg), STROBE_ENOTSUP (a struct from newer headers sets a
+ * field this library lacks), STROBE_EBUSY (a schedule is installed, or a session runs), or what
+ * strobe_start() returns when step 0 is already a warm-up or recording step. */
 STROBE_API int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *sched,
                                      strobe_trace_ready_fn on_ready, void *ctx);
 /* Removes the schedule. A cycle in progress is stopped: a recording one is handed to the

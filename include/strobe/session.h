@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "export.h"
 
 #ifdef __cplusplus
@@ -45,9 +46,15 @@ typedef enum strobe_thread_mode {
  * events (strobe_event_set_arg(), strobe_event_set_name()). Runs on the thread calling stop. */
 typedef void (*strobe_postprocess_fn)(strobe_result *result, void *ctx);
 
-/* A session's configuration. Fill it with strobe_config_init() first, then change what you need:
- * fields may be added at the end in later versions. */
+/* A session's configuration. Fill it with strobe_config_init() first, then change what you need.
+ * Later versions add fields at the end only (README, "ABI and versions"): the library reads
+ * struct_size bytes of it, and gives the fields a program compiled against older headers does not
+ * have their defaults. */
 typedef struct strobe_config {
+    /* sizeof(strobe_config) in the headers the program was compiled with: set by
+     * strobe_config_init(), not by hand. Every call that takes a config refuses one below
+     * STROBE_CONFIG_MIN_SIZE, 0 included, with STROBE_EINVAL. */
+    size_t struct_size;
     uint32_t activities;            /* strobe_activity bits; default CPU */
     uint32_t scopes;                /* STROBE_SCOPE_BIT()s to keep; default STROBE_SCOPES_ALL */
     strobe_thread_mode thread_mode; /* default STROBE_THREADS_ALL */
@@ -132,12 +139,30 @@ typedef struct strobe_config {
 #define STROBE_CUDA_NO_DRIVER_API 0x4u     /* leave out driver API calls */
 #define STROBE_CUDA_METRICS_PER_RANGE 0x8u /* cuda_metrics per range: not supported yet */
 
-/* Fills *cfg with the defaults above. */
-STROBE_API void strobe_config_init(strobe_config *cfg);
+/* The smallest struct_size a config may have: the layout through postprocess_ctx, whose fields
+ * every strobe_config has. Fields past it that a program does not have take their defaults. */
+#define STROBE_CONFIG_MIN_SIZE                                                                     \
+    (offsetof(strobe_config, postprocess_ctx) + sizeof(((strobe_config *)0)->postprocess_ctx))
 
-/* Starts the session. @return 0, STROBE_EINVAL (bad config), STROBE_EBUSY (a session already runs),
- * STROBE_ENOTSUP (no CPU activity), STROBE_EIO (stream_path cannot be written), STROBE_ENOMEM or
- * STROBE_ESYS. The calling thread is enabled in both thread modes. */
+/* Called by strobe_config_init(), not directly: writes the library's defaults into the first `size`
+ * bytes of *cfg and sets cfg->struct_size to `size`; never writes past `size`. Bytes past the
+ * library's own layout (a program built against newer headers) are left as they are. */
+STROBE_API void strobe__config_defaults(strobe_config *cfg, size_t size);
+
+/* Fills *cfg with the defaults above and sets struct_size. Inline, so that struct_size is the size
+ * the program was compiled with: zeroes the whole struct (fields the running library does not know
+ * stay 0, "not asked for"), then takes the library's defaults for the rest. */
+static inline void strobe_config_init(strobe_config *cfg) {
+    if (cfg == NULL) return;
+    memset(cfg, 0, sizeof *cfg);
+    strobe__config_defaults(cfg, sizeof *cfg);
+}
+
+/* Starts the session. @return 0, STROBE_EINVAL (bad config, struct_size below
+ * STROBE_CONFIG_MIN_SIZE), STROBE_EBUSY (a session already runs), STROBE_ENOTSUP (no CPU activity,
+ * or a config from newer headers that sets a field this library does not have), STROBE_EIO
+ * (stream_path cannot be written), STROBE_ENOMEM or STROBE_ESYS. The calling thread is enabled in
+ * both thread modes. */
 STROBE_API int strobe_start(const strobe_config *cfg);
 
 /* Makes a session without recording yet: everything strobe_start() does that costs time (buffer

@@ -14,6 +14,7 @@
 #include "strobe/result.h"
 #include "strobe/session.h"
 #include "output.h"
+#include "util/struct_in.h"
 
 /* ---- clock --------------------------------------------------------------------------------- */
 
@@ -111,11 +112,6 @@ struct strobe_edge_profiler {
 static strobe_edge_profiler *current;
 static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void strobe_edge_config_init(strobe_edge_config *cfg) {
-    if (cfg == NULL) return;
-    memset(cfg, 0, sizeof *cfg);
-}
-
 strobe_edge_profiler *strobe_current_edge_profiler(void) {
     return __atomic_load_n(&current, __ATOMIC_ACQUIRE);
 }
@@ -131,8 +127,15 @@ static void edge_free(strobe_edge_profiler *p) {
     free(p);
 }
 
-int strobe_edge_profiler_begin(const strobe_edge_config *cfg, strobe_edge_profiler **out) {
+int strobe_edge_profiler_begin(const strobe_edge_config *user_cfg, strobe_edge_profiler **out) {
     if (out) *out = NULL;
+    /* The library's own full-size copy (README, "ABI and versions"): fields the caller lacks are 0,
+     * their defaults. */
+    strobe_edge_config full;
+    memset(&full, 0, sizeof full);
+    int irc = strobe__struct_in(&full, sizeof full, user_cfg, STROBE_EDGE_CONFIG_MIN_SIZE);
+    if (irc) return irc;
+    const strobe_edge_config *cfg = &full;
     if (cfg == NULL || out == NULL || cfg->name == NULL || cfg->output_path == NULL ||
         cfg->output_path[0] == '\0')
         return STROBE_EINVAL;

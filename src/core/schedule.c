@@ -18,14 +18,22 @@
 #include "strobe/instrument.h"
 #include "hooks.h"
 #include "output.h"
+#include "util/struct_in.h"
 
 /* ---- steps and actions ---------------------------------------------------------------------- */
 
 static uint64_t step_count; /* atomic */
 static int schedule_on;     /* atomic: a schedule is installed */
 
-strobe_step_action strobe_schedule_action(const strobe_schedule *s, uint64_t step) {
-    if (s == NULL || s->active == 0 || step < s->skip_first) return STROBE_STEP_NONE;
+/* Takes in a caller's schedule (util/struct_in.h): fields it lacks are 0. */
+static int schedule_in(strobe_schedule *dst, const strobe_schedule *src) {
+    memset(dst, 0, sizeof *dst);
+    return strobe__struct_in(dst, sizeof *dst, src, STROBE_SCHEDULE_MIN_SIZE);
+}
+
+/* The action of `step` under a schedule in the library's own layout. */
+static strobe_step_action action_of(const strobe_schedule *s, uint64_t step) {
+    if (s->active == 0 || step < s->skip_first) return STROBE_STEP_NONE;
     uint64_t k = step - s->skip_first;
     uint64_t cycle = (uint64_t)s->wait + s->warmup + s->active;
     if (s->repeat > 0 && k / cycle >= s->repeat) return STROBE_STEP_NONE;
@@ -33,6 +41,12 @@ strobe_step_action strobe_schedule_action(const strobe_schedule *s, uint64_t ste
     if (m < s->wait) return STROBE_STEP_NONE;
     if (m < (uint64_t)s->wait + s->warmup) return STROBE_STEP_WARMUP;
     return m == cycle - 1 ? STROBE_STEP_RECORD_AND_SAVE : STROBE_STEP_RECORD;
+}
+
+strobe_step_action strobe_schedule_action(const strobe_schedule *s, uint64_t step) {
+    strobe_schedule full;
+    if (schedule_in(&full, s) != 0) return STROBE_STEP_NONE;
+    return action_of(&full, step);
 }
 
 /* ---- the scheduled profiler ----------------------------------------------------------------- */
@@ -194,7 +208,7 @@ uint64_t strobe_step(void) {
     sched_state *st = sched;
     if (st != NULL && n >= st->first_step) {
         uint64_t k = n - st->first_step;
-        transition(st, strobe_schedule_action(&st->sched, k), k, &p);
+        transition(st, action_of(&st->sched, k), k, &p);
     }
     pthread_mutex_unlock(&sched_lock);
     /* Outside the lock: the callback may save, call strobe_step() or end the schedule. */
@@ -208,13 +222,22 @@ uint64_t strobe_step_count(void) {
 
 int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
                           strobe_trace_ready_fn on_ready, void *ctx) {
-    if (s == NULL || on_ready == NULL || s->active == 0) return STROBE_EINVAL;
+    if (on_ready == NULL) return STROBE_EINVAL;
     sched_state *st = calloc(1, sizeof *st);
     if (st == NULL) return STROBE_ENOMEM;
-    if (cfg)
-        st->cfg = *cfg;
-    else
-        strobe_config_init(&st->cfg);
+    /* Both are taken in as far as the caller has them (README, "ABI and versions"). */
+    int rc = schedule_in(&st->sched, s);
+    if (rc == 0 && st->sched.active == 0) rc = STROBE_EINVAL;
+    if (rc == 0) {
+        if (cfg)
+            rc = strobe__config_in(&st->cfg, cfg);
+        else
+            strobe_config_init(&st->cfg);
+    }
+    if (rc) {
+        free(st);
+        return rc;
+    }
     int oom = 0;
     st->cfg.trace_id = st->strings[0] = dup_or_null(st->cfg.trace_id, &oom);
     st->cfg.trace_name = st->strings[1] = dup_or_null(st->cfg.trace_name, &oom);
@@ -226,7 +249,6 @@ int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
         free_state(st);
         return STROBE_ENOMEM;
     }
-    st->sched = *s;
     st->on_ready = on_ready;
     st->ctx = ctx;
     st->cur = STROBE_STEP_NONE;
@@ -239,8 +261,7 @@ int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
     }
     st->first_step = strobe_step_count();
     pending p = {NULL, NULL, NULL};
-    transition(st, strobe_schedule_action(s, 0), 0, &p);
-    int rc = 0;
+    transition(st, action_of(&st->sched, 0), 0, &p);
     if (st->failures) {
         /* Step 0 had to start and could not: nothing is installed. */
         rc = st->last_error;

@@ -32,6 +32,7 @@
 #include "strobe/instrument.h"
 #include "strobe/session.h"
 #include "strobe/version.h"
+#include "util/struct_in.h"
 
 #define DEFAULT_BUFFER_BYTES ((size_t)512 << 20)
 #define DEFAULT_CHUNK_BYTES ((size_t)64 << 10)
@@ -50,9 +51,10 @@ const char *strobe_version(void) {
     return STROBE_VERSION_STRING;
 }
 
-void strobe_config_init(strobe_config *cfg) {
-    if (cfg == NULL) return;
+/* The defaults of every field, in the library's own layout. */
+static void config_defaults(strobe_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
+    cfg->struct_size = sizeof *cfg;
     cfg->activities = STROBE_ACTIVITY_CPU;
     cfg->scopes = STROBE_SCOPES_ALL;
     cfg->thread_mode = STROBE_THREADS_ALL;
@@ -61,6 +63,17 @@ void strobe_config_init(strobe_config *cfg) {
     cfg->prefault_bytes = DEFAULT_PREFAULT_BYTES;
     cfg->stack_depth = 16;
     cfg->cuda_buffer_bytes = (size_t)64 << 20;
+}
+
+void strobe__config_defaults(strobe_config *cfg, size_t size) {
+    strobe_config d;
+    config_defaults(&d);
+    strobe__struct_defaults(cfg, size, &d, sizeof d);
+}
+
+int strobe__config_in(strobe_config *dst, const strobe_config *src) {
+    config_defaults(dst);
+    return strobe__struct_in(dst, sizeof *dst, src, STROBE_CONFIG_MIN_SIZE);
 }
 
 int strobe_is_running(void) {
@@ -260,9 +273,13 @@ static void open_window(strobe__session *s) {
 
 /* Makes a session; with `record`, it records at once, else it waits for strobe_start_prepared()
  * (threads do not attach to it until then). */
-static int begin_session(const strobe_config *cfg, int record) {
-    if (cfg == NULL) return STROBE_EINVAL;
-    int rc = check_config(cfg);
+static int begin_session(const strobe_config *user_cfg, int record) {
+    /* From here on the library's own full-size copy: never the caller's struct past its size. */
+    strobe_config full;
+    int rc = strobe__config_in(&full, user_cfg);
+    if (rc) return rc;
+    const strobe_config *cfg = &full;
+    rc = check_config(cfg);
     if (rc) return rc;
     pthread_once(&process_once, process_init);
     strobe__tstate *me = strobe__tstate_get();

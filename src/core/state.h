@@ -182,6 +182,12 @@ void strobe__mark_full(strobe__tstate *t);
 void strobe__backend_record(int64_t start_ns, int64_t end_ns, int64_t debug_handle,
                             const char *event_name, const char *backend_name);
 
+/* session.c */
+/* Takes in a caller's config (util/struct_in.h): *dst becomes the library's defaults overlaid with
+ * the caller's struct_size bytes. @return 0, STROBE_EINVAL (NULL, struct_size below
+ * STROBE_CONFIG_MIN_SIZE) or STROBE_ENOTSUP (a newer program's field this library lacks is set). */
+int strobe__config_in(strobe_config *dst, const strobe_config *src);
+
 /* collect.c */
 struct strobe_result;
 /* The size of the record at p (avail bytes left in its chunk), and in *starts_event (may be NULL)

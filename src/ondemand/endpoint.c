@@ -32,6 +32,7 @@
 #include "strobe/ondemand.h"
 #include "strobe/schedule.h"
 #include "util/od_proto.h"
+#include "util/struct_in.h"
 
 #define MAX_CONNS 16
 /* A requester has this long to send its whole request line. */
@@ -653,10 +654,6 @@ static void *endpoint_main(void *arg) {
 
 /* ---- start and stop -------------------------------------------------------------------------- */
 
-void strobe_ondemand_options_init(strobe_ondemand_options *opt) {
-    if (opt) memset(opt, 0, sizeof *opt);
-}
-
 int strobe_ondemand_set_client(const strobe_client_interface *client, void *ctx) {
     if (client &&
         (!client->prepare || !client->start || !client->stop || !client->start_memory_profile ||
@@ -705,8 +702,16 @@ static void at_exit(void) {
     if (od.started && od.sock_path[0]) unlink(od.sock_path);
 }
 
-int strobe_ondemand_start(const strobe_ondemand_options *opt) {
+int strobe_ondemand_start(const strobe_ondemand_options *user_opt) {
     static int once;
+    /* The library's own full-size copy (README, "ABI and versions"); NULL: the defaults. */
+    strobe_ondemand_options full;
+    memset(&full, 0, sizeof full);
+    if (user_opt) {
+        int irc = strobe__struct_in(&full, sizeof full, user_opt, STROBE_ONDEMAND_OPTIONS_MIN_SIZE);
+        if (irc) return irc;
+    }
+    const strobe_ondemand_options *opt = &full;
     char dir[256], err[512];
     pthread_mutex_lock(&od.lock);
     if (od.started) {
