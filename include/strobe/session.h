@@ -17,9 +17,11 @@ extern "C" {
 
 typedef struct strobe_result strobe_result;
 
-/* Activities a session can trace (bit mask). Only CPU is traced by this build: asking for another
- * device profiles the CPU and leaves a warning in the result and the trace saying why the device
- * was not traced. A config without CPU is rejected with STROBE_ENOTSUP. */
+/* Activities a session can trace (bit mask). CPU is always traced. CUDA is traced through CUPTI,
+ * loaded at start (see strobe_config's cuda_* fields); where it cannot be (no driver, CUPTI or
+ * device), the session goes on with the CPU and a warning in the result and the trace says why.
+ * XPU, HPU, MTIA and PrivateUse1 have no backend in this build: asking for one profiles the CPU,
+ * with such a warning. A config without CPU is rejected with STROBE_ENOTSUP. */
 typedef enum strobe_activity {
     STROBE_ACTIVITY_CPU = 1u << 0,
     STROBE_ACTIVITY_CUDA = 1u << 1,
@@ -111,11 +113,15 @@ typedef struct strobe_config {
      * a process that dies leaves a trace that opens. Paths ending in .pftrace or .perfetto-trace
      * get Perfetto's protobuf format instead (slice begins and ends as whole packets, so a cut
      * file imports up to its last packet); any other path is JSON.
-     * strobe_stop() then returns a result with no CPU events (device activity is still merged
-     * into it at stop, not streamed): its threads, stats (drops, repairs), warnings and metadata,
-     * with the stream's counts under the metadata key "strobe_stream".
-     * NULL: no streaming (default). Operator details (shapes, stacks, flops, perf counters,
-     * modules, backend events) are not streamed; each skipped detail record is counted. */
+     * Operator details (shapes, flops, stacks, perf counters, modules) are written with their
+     * range when it ends, and backend events on their backends' tracks, as in a saved trace.
+     * Device activity (CUDA) is not streamed while the session runs: strobe_stop() merges it
+     * into the result and appends it to the file before closing it. strobe_stop() then returns
+     * a result with no CPU events: its threads, device events, stats (drops, repairs), warnings
+     * and metadata, with the stream's counts under the metadata key "strobe_stream": events and
+     * bytes written, drops, write errors, and what was left out and counted (unknown detail
+     * records, counter samples that are not finite numbers, backend events that fit no lane).
+     * NULL: no streaming (default). */
     const char *stream_path;
     /* Flight recorder: keep only the most recent chunks, at most ring_bytes of them (0: half of
      * buffer_bytes) and, when ring_ms is nonzero, none that closed more than ring_ms ago. The
@@ -180,13 +186,13 @@ STROBE_API int strobe_start_prepared(void);
  * STROBE_ENOSESSION, STROBE_EFORK (called in a child after fork()), or STROBE_ENOMEM. */
 STROBE_API int strobe_stop(strobe_result **out);
 
-/* Writes the flight recorder's current window (the chunks it keeps, every thread's records up to
- * its last full chunk) to `path`, as strobe_result_save() would write a result: the format
- * follows the suffix. Recording goes on meanwhile; ranges whose begin fell out of the window are
- * left out (counted in stats.unmatched_ends), ranges still open end at the dump, flagged
- * unfinished. Thread-safe; not async-signal-safe (use flight_signal from a signal). @return 0,
- * STROBE_ENOSESSION (no session, or it has no flight recorder), STROBE_EINVAL (path NULL),
- * STROBE_ENOMEM or STROBE_EIO. */
+/* Writes the flight recorder's current window (the chunks it keeps, then each thread's current
+ * chunk as far as the thread has written it: the newest records too) to `path`, as
+ * strobe_result_save() would write a result: the format follows the suffix. Recording goes on
+ * meanwhile; ranges whose begin fell out of the window are left out (counted in
+ * stats.unmatched_ends), ranges still open end at the dump, flagged unfinished. Thread-safe; not
+ * async-signal-safe (use flight_signal from a signal). @return 0, STROBE_ENOSESSION (no session, or
+ * it has no flight recorder), STROBE_EINVAL (path NULL), STROBE_ENOMEM or STROBE_EIO. */
 STROBE_API int strobe_flight_dump(const char *path);
 
 /* Returns 1 while a session runs in this process (started and not stopped), else 0. */
