@@ -5,10 +5,11 @@
 #
 # On a fresh Debian (or Ubuntu) machine it installs what the build needs with apt-get
 # (scripts/deps.sh: cmake, gcc, g++, make, pkg-config, zlib1g-dev), using sudo only when not root
-# and skipping apt entirely when everything is already there. Then it configures and builds into build/
-# (RelWithDebInfo), runs build/examples/strobe_demo, which profiles a small multi-threaded
-# training loop and prints torch's per-operator table, and says where the trace is and how to
-# open it. --gz writes the trace gzip-compressed.
+# and skipping apt entirely when everything is already there. Then it configures build/
+# (RelWithDebInfo), builds the library and the demo only (not the tests), runs
+# build/examples/strobe_demo, which profiles a small multi-threaded training loop and prints
+# torch's per-operator table, and says where the trace is and how to open it. --gz writes the
+# trace gzip-compressed.
 set -euo pipefail
 
 # Work from the repository root whatever the caller's directory, so that build/ lands there.
@@ -22,7 +23,7 @@ for arg in "$@"; do
         trace=build/demo_trace.json.gz
         ;;
     -h | --help)
-        sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -37,9 +38,15 @@ demo_args+=("$trace")
 scripts/deps.sh
 
 # ---- Build ---------------------------------------------------------------------------------
+# Only the demo and what it links (libstrobe): the tests, the CLI and the benchmarks are left to
+# scripts/test.sh (build-test/) and to a full `cmake --build build`. A fresh build/ is configured
+# without the tests (configuring them alone takes seconds); one configured before keeps its
+# settings.
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build build -j "$jobs"
+config=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+[ -f build/CMakeCache.txt ] || config+=(-DSTROBE_BUILD_TESTS=OFF)
+cmake -S . -B build "${config[@]}"
+cmake --build build -j "$jobs" --target strobe_demo
 
 # ---- Run -----------------------------------------------------------------------------------
 echo
