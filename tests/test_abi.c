@@ -205,7 +205,7 @@ static void test_sizes_refused(void) {
     strobe_result_free(r);
 
     /* The defaults routine never writes a size it cannot hold, nor past the size it is given. */
-    unsigned char tiny[sizeof(size_t) + 8];
+    _Alignas(strobe_config) unsigned char tiny[sizeof(size_t) + 8];
     memset(tiny, CANARY, sizeof tiny);
     strobe__config_defaults((strobe_config *)(void *)tiny, sizeof(size_t) - 1);
     for (size_t i = 0; i < sizeof tiny; i++)

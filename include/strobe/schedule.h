@@ -41,6 +41,8 @@ typedef struct strobe_schedule {
     uint32_t warmup;     /* per cycle: steps with the session prepared, not recording */
     uint32_t active;     /* per cycle: steps recorded; at least 1 */
     uint32_t repeat;     /* cycles; 0: no limit */
+    /* 4 bytes of padding end the struct on 64-bit machines: a field added later goes past them,
+     * at sizeof of this layout, never into them (README, "ABI and versions"). */
 } strobe_schedule;
 
 /* The smallest struct_size taken: the first layout, through `repeat`. */

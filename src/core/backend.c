@@ -136,8 +136,7 @@ int strobe_edge_profiler_begin(const strobe_edge_config *user_cfg, strobe_edge_p
     int irc = strobe__struct_in(&full, sizeof full, user_cfg, STROBE_EDGE_CONFIG_MIN_SIZE);
     if (irc) return irc;
     const strobe_edge_config *cfg = &full;
-    if (cfg == NULL || out == NULL || cfg->name == NULL || cfg->output_path == NULL ||
-        cfg->output_path[0] == '\0')
+    if (out == NULL || cfg->name == NULL || cfg->output_path == NULL || cfg->output_path[0] == '\0')
         return STROBE_EINVAL;
     strobe_edge_profiler *p = calloc(1, sizeof *p);
     if (p == NULL) return STROBE_ENOMEM;
