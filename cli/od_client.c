@@ -1,6 +1,8 @@
 /* od_client.c: the CLI's side of the on-demand protocol (od_client.h). */
 #include "od_client.h"
 
+#include "common.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -143,23 +145,26 @@ static void on_line(odc_target *t, int no_wait) {
     if (strcmp(w0, "ok") == 0) {
         t->accepted = 1;
         if (no_wait) {
-            printf("%ld: tracing; the process writes %s when done\n", t->pid, t->output);
+            printf("%ld: tracing; the process writes %s when done\n", t->pid, cli_esc(t->output));
             t->outcome = 1;
         }
     } else if (strcmp(w0, "done") == 0) {
         char events[32] = "";
         strobe__od_get(t->line, t->len, "events", events, sizeof events);
         if (strobe__od_get(t->line, t->len, "path", v, sizeof v) < 0) snprintf(v, sizeof v, "?");
-        printf("%ld: trace written to %s", t->pid, v);
-        if (events[0]) printf(" (%s events)", events);
-        if (strobe__od_get(t->line, t->len, "note", v, sizeof v) >= 0) printf("; note: %s", v);
+        /* The reply is the other process's words: escaped, as text from a file is. */
+        printf("%ld: trace written to %s", t->pid, cli_esc(v));
+        if (events[0]) printf(" (%s events)", cli_esc(events));
+        if (strobe__od_get(t->line, t->len, "note", v, sizeof v) >= 0)
+            printf("; note: %s", cli_esc(v));
         printf("\n");
         t->outcome = 1;
     } else if (strcmp(w0, "error") == 0 || strcmp(w0, "failed") == 0) {
         char code[32] = "";
         strobe__od_get(t->line, t->len, "code", code, sizeof code);
         if (strobe__od_get(t->line, t->len, "msg", v, sizeof v) < 0) snprintf(v, sizeof v, "?");
-        printf("%ld: did not trace: %s%s%s\n", t->pid, code[0] ? code : "failed", ": ", v);
+        printf("%ld: did not trace: %s: %s\n", t->pid, code[0] ? cli_esc(code) : "failed",
+               cli_esc(v));
         t->outcome = 2;
     } else {
         printf("%ld: did not trace: unreadable reply\n", t->pid);
