@@ -249,7 +249,8 @@ static void *watch(void *arg) {
     cli_progress *p = arg;
     long long start = now_ms();
     pthread_mutex_lock(&p->lock);
-    while (!p->stop) {
+    /* The first look comes at once: a load that ends before the delay shows nothing. */
+    for (;;) {
         long long elapsed = now_ms() - start;
         long long wait = elapsed < cli_progress_delay_ms ? cli_progress_delay_ms - elapsed : 250;
         if (elapsed >= cli_progress_delay_ms) {
@@ -261,6 +262,7 @@ static void *watch(void *arg) {
                 show(p, line, len);
             }
         }
+        if (p->stop) break;
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += (time_t)(wait / 1000);
@@ -269,7 +271,7 @@ static void *watch(void *arg) {
             until.tv_sec++;
             until.tv_nsec -= 1000000000;
         }
-        if (!p->stop) pthread_cond_timedwait(&p->cond, &p->lock, &until);
+        pthread_cond_timedwait(&p->cond, &p->lock, &until);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;

@@ -95,15 +95,21 @@ static void troff_line(FILE *out, const char *s, size_t len) {
 /* The usage text as a man page: a line at the left margin is a section heading; NAME's line is
  * filled (so that whatis and apropos read it); every other section is kept as written, line for
  * line (no fill), less the text's four spaces of indent, which the man macros add back. */
-static void write_troff(FILE *out, const char *title, const char *text) {
+static void write_troff(FILE *out, const char *title, const char *source, const char *text) {
     fprintf(out,
             ".\\\" Generated from `%s --help` by strobe's build; do not edit.\n"
-            ".TH \"%s\" 1 \"\" \"strobe %s\" \"strobe manual\"\n",
-            title, title, strobe_version());
+            ".TH \"%s\" 1 \"\" \"strobe %s\" \"strobe manual\"\n"
+            ".nh\n"
+            ".ad l\n",
+            source, title, strobe_version());
     int nofill = 0, name = 0;
+    size_t blanks = 0; /* blank lines held back: none is written before a heading */
     for (const char *line = text; *line;) {
         const char *nl = strchr(line, '\n');
         size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        size_t skip = 0;
+        while (skip < len && skip < 4 && line[skip] == ' ')
+            skip++;
         if (len > 0 && line[0] != ' ') {
             if (nofill) fputs(".fi\n", out);
             fputs(".SH ", out);
@@ -111,16 +117,15 @@ static void write_troff(FILE *out, const char *title, const char *text) {
             name = len == 4 && memcmp(line, "NAME", 4) == 0;
             nofill = !name;
             if (nofill) fputs(".nf\n", out);
+            blanks = 0;
+        } else if (len == skip) {
+            blanks++;
         } else {
-            size_t skip = 0;
-            while (skip < len && skip < 4 && line[skip] == ' ')
-                skip++;
-            if (len == skip && name)
-                ; /* a blank line after NAME's would start a paragraph */
-            else if (len == skip)
+            /* In NAME, a blank line would start a paragraph: there are none to keep. */
+            for (; blanks > 0 && !name; blanks--)
                 fputc('\n', out);
-            else
-                troff_line(out, line + skip, len - skip);
+            blanks = 0;
+            troff_line(out, line + skip, len - skip);
         }
         line += len + (nl != NULL);
     }
@@ -138,15 +143,16 @@ int cli_write_man(FILE *out, const char *cmd) {
             free(text);
             return -1;
         }
-        write_troff(out, "strobe", text);
+        write_troff(out, "strobe", "strobe", text);
         free(text);
         return 0;
     }
     for (size_t i = 0; i < cli_command_count; i++) {
         if (strcmp(cli_commands[i].name, cmd) == 0) {
-            char title[64];
+            char title[64], source[64];
             snprintf(title, sizeof title, "strobe-%s", cmd);
-            write_troff(out, title, cli_commands[i].usage);
+            snprintf(source, sizeof source, "strobe %s", cmd);
+            write_troff(out, title, source, cli_commands[i].usage);
             return 0;
         }
     }

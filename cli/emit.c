@@ -35,6 +35,8 @@ void cl_json_str(FILE *out, const char *s) {
             fprintf(out, "\\%c", c);
         else if (c < 0x20 || c == 0x7f)
             fprintf(out, "\\u%04x", c);
+        else if (len == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0)
+            fprintf(out, "\\u%04x", (unsigned char)s[i + 1]); /* a C1 control */
         else if (len == 0)
             fputs("\\ufffd", out); /* not UTF-8: JSON text must be */
         else
