@@ -256,9 +256,10 @@ static void report(const md_model *m, const facts *f) {
     }
 
     printf("by phase:\n");
-    for (size_t i = 0; i < f->phases.n; i++)
-        printf("  %s %llu\n", cli_esc_n(&(char){(char)f->phases.keys[i]}, 1),
-               (unsigned long long)f->phases.counts[i]);
+    for (size_t i = 0; i < f->phases.n; i++) {
+        char ph[2] = {(char)f->phases.keys[i], '\0'};
+        printf("  %s %llu\n", cli_esc(ph), (unsigned long long)f->phases.counts[i]);
+    }
     printf("by category:\n");
     for (size_t i = 0; i < f->cats.n; i++)
         printf("  \"%s\" %llu\n", cli_esc(md_str(m, (uint32_t)f->cats.keys[i])),

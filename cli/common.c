@@ -56,7 +56,8 @@ static int needs_escape(const unsigned char *p, size_t n, size_t *len) {
     return *len == 0 || (p[0] == 0xc2 && p[1] < 0xa0); /* not UTF-8, or a C1 control */
 }
 
-const char *cli_esc_n(const char *s, size_t len) {
+/* s[0..len), NUL-terminated there when `terminated`, which lets it be returned as it is. */
+static const char *escape(const char *s, size_t len, int terminated) {
     static char *bufs[8];
     static size_t caps[8];
     static unsigned next;
@@ -64,7 +65,7 @@ const char *cli_esc_n(const char *s, size_t len) {
     size_t i = 0, step = 0;
     while (i < len && !needs_escape(p + i, len - i, &step))
         i += step;
-    if (i == len && (len == 0 || s[len] == '\0')) return s;
+    if (i == len && terminated) return s;
     /* Each byte becomes at most 6 (\u0080 takes two), so 4 per byte is always enough. */
     unsigned k = next++ % 8;
     size_t need = 4 * len + 1;
@@ -94,8 +95,12 @@ const char *cli_esc_n(const char *s, size_t len) {
     return bufs[k];
 }
 
+const char *cli_esc_n(const char *s, size_t len) {
+    return escape(s, len, 0);
+}
+
 const char *cli_esc(const char *s) {
-    return s ? cli_esc_n(s, strlen(s)) : "(null)";
+    return s ? escape(s, strlen(s), 1) : "(null)";
 }
 
 /* ---- options ------------------------------------------------------------------------------- */
