@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +165,10 @@ int cli_parse_count(const char *cmd, const char *opt, const char *v, unsigned lo
     unsigned long long n = strtoull(v, &end, 10);
     if (*v < '0' || *v > '9' || *end != '\0' || errno || n > max) {
         char msg[96];
-        snprintf(msg, sizeof msg, "bad %s (0 to %llu)", opt, max);
+        if (max >= UINT32_MAX)
+            snprintf(msg, sizeof msg, "bad %s (a count, 0 or more)", opt);
+        else
+            snprintf(msg, sizeof msg, "bad %s (0 to %llu)", opt, max);
         return cli_usage_error(cmd, msg, v);
     }
     *out = n;
