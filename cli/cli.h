@@ -8,6 +8,8 @@
 #ifndef STROBE_CLI_H
 #define STROBE_CLI_H
 
+#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #define CLI_OK 0
@@ -35,5 +37,38 @@ extern const char cmd_trigger_usage[];
 extern const char cmd_ps_usage[];
 extern const char cmd_memory_profile_usage[];
 extern const char cmd_convert_usage[];
+
+/* Each subcommand's options (getopt_long's table, ending in a zeroed entry): the same table
+ * parses the command line and generates the bash completion (doc.c). */
+extern const struct option cmd_summary_options[];
+extern const struct option cmd_kernels_options[];
+extern const struct option cmd_stacks_options[];
+extern const struct option cmd_check_options[];
+extern const struct option cmd_info_options[];
+extern const struct option cmd_trigger_options[];
+extern const struct option cmd_ps_options[];
+extern const struct option cmd_memory_profile_options[];
+extern const struct option cmd_convert_options[];
+
+/* The subcommands, in the order `strobe --help` lists them (doc.c). */
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *usage;
+    const struct option *options;
+    const char *summary; /* one line for the command list */
+} cli_command;
+extern const cli_command cli_commands[];
+extern const size_t cli_command_count;
+
+/* The top-level usage text (`strobe --help`, `strobe help`, and strobe.1), written to out. */
+void cli_main_usage(FILE *out);
+
+/* Writes the man page (troff, man macros) of `strobe` (cmd NULL) or of one subcommand, made from
+ * the same text as its --help. @return 0, or -1 when cmd is not a command. */
+int cli_write_man(FILE *out, const char *cmd);
+
+/* Writes the bash completion script: the commands, and each one's options from its table. */
+void cli_write_completion(FILE *out);
 
 #endif

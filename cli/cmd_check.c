@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "emit.h"
 #include "strobe/error.h"
 #include "model.h"
 #include "trace_reader.h"
@@ -25,13 +26,14 @@ const char cmd_check_usage[] =
     "    strobe check - list what is wrong with a trace\n"
     "\n"
     "SYNOPSIS\n"
-    "    strobe check [--examples N] TRACE\n"
+    "    strobe check [--examples N] [-f text|json] [-q] TRACE\n"
     "\n"
     "DESCRIPTION\n"
     "    Reads TRACE (Kineto-format Chrome trace JSON, .json or .json.gz, written by strobe or by\n"
-    "    the PyTorch profiler, either schema) and reports, for each kind of problem found, how\n"
-    "    many events have it and the first examples (name, ts as written in the file, pid and\n"
-    "    tid, and the event's index in the traceEvents array):\n"
+    "    the PyTorch profiler, either schema, or a .pftrace; \"-\" is standard input) and\n"
+    "    reports, for each kind of problem found, how many events have it and the first\n"
+    "    examples (name, ts as written in the file, pid and tid, and the event's index in the\n"
+    "    traceEvents array):\n"
     "\n"
     "      bad_event             an element a viewer cannot use: not an object (null), no ph,\n"
     "                            name, ts, pid or tid, a ts or dur that is not a number or is\n"
@@ -57,9 +59,20 @@ const char cmd_check_usage[] =
     "    array are legal in the format and are not reported. Traces written by strobe come out\n"
     "    clean; traces written by PyTorch usually have some partial overlaps.\n"
     "\n"
+    "    With --format json the report is one JSON object: file, events, metadata_events,\n"
+    "    problems (the total), and findings: per kind, its count, its examples (index, name,\n"
+    "    ts_us and dur_us as written, pid, tid, and what the text adds: reason, cat and flow\n"
+    "    id, the other event) and how many more; bad_event also has reasons, with counts.\n"
+    "\n"
+    "    Text from the trace (names, string ids, reasons that quote it) is printed with\n"
+    "    control characters escaped (\\n, \\e, \\x01 ...); JSON escapes them by its own rules.\n"
+    "\n"
     "OPTIONS\n"
     "    --examples N   show at most N examples of each kind (default 5; 0 shows counts only)\n"
+    "    -f, --format F text (default) or json\n"
+    "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
+    "    -V, --version  show strobe's version\n"
     "\n"
     "EXIT STATUS\n"
     "    0  the trace is clean\n"
@@ -312,9 +325,11 @@ static int64_t file_ts(const md_model *m, const md_event *e) {
 
 /* A pid or tid: the model numbers a string id 2^62 + its string's id (see model.c), which also
  * covers the empty string "" (string id 0). */
-static void print_id(const md_model *m, int64_t num) {
-    if (num >= (int64_t)1 << 62)
-        printf("\"%s\"", md_str(m, (uint32_t)(num - ((int64_t)1 << 62))));
+static void print_id(const md_model *m, int64_t num, int json) {
+    if (num >= (int64_t)1 << 62 && json)
+        cl_json_str(stdout, md_str(m, (uint32_t)(num - ((int64_t)1 << 62))));
+    else if (num >= (int64_t)1 << 62)
+        printf("\"%s\"", cli_esc(md_str(m, (uint32_t)(num - ((int64_t)1 << 62)))));
     else
         printf("%lld", (long long)num);
 }
@@ -322,13 +337,13 @@ static void print_id(const md_model *m, int64_t num) {
 static void print_thread(const md_model *m, const md_event *e) {
     const md_thread *t = &m->threads[e->thread];
     printf("pid ");
-    print_id(m, t->pid);
+    print_id(m, t->pid, 0);
     printf(" tid ");
-    print_id(m, t->tid);
+    print_id(m, t->tid, 0);
 }
 
 static void print_event(const md_model *m, const md_event *e) {
-    printf("#%u \"%s\"", e->index, md_str(m, e->name));
+    printf("#%u \"%s\"", e->index, cli_esc(md_str(m, e->name)));
     if (e->has_time) {
         printf(" ts ");
         print_us(file_ts(m, e));
@@ -348,20 +363,17 @@ static void print_example(const checker *c, int kind, const example *x) {
     const md_event *e = &m->events[x->ev];
     printf("    ");
     print_event(m, e);
-    if (kind == P_BAD_EVENT && e->bad_why) printf(": %s", md_str(m, e->bad_why));
+    if (kind == P_BAD_EVENT && e->bad_why) printf(": %s", cli_esc(md_str(m, e->bad_why)));
     if (kind == P_FLOW_WITHOUT_END || kind == P_FLOW_WITHOUT_START) {
-        printf(", cat \"%s\", id ", md_str(m, e->cat));
-        if (e->flow_id >= (int64_t)1 << 62)
-            printf("\"%s\"", md_str(m, (uint32_t)(e->flow_id - ((int64_t)1 << 62))));
-        else
-            printf("%lld", (long long)e->flow_id);
+        printf(", cat \"%s\", id ", cli_esc(md_str(m, e->cat)));
+        print_id(m, e->flow_id, 0);
     }
     if (x->other != MD_NONE) {
         const md_event *o = &m->events[x->other];
         if (kind == P_BE_NAME_MISMATCH) {
-            printf(": closes \"%s\" (#%u)", md_str(m, o->name), o->index);
+            printf(": closes \"%s\" (#%u)", cli_esc(md_str(m, o->name)), o->index);
         } else {
-            printf(": starts inside \"%s\" (#%u, ends ", md_str(m, o->name), o->index);
+            printf(": starts inside \"%s\" (#%u, ends ", cli_esc(md_str(m, o->name)), o->index);
             print_us(file_ts(m, o) + o->dur);
             printf(" us) and ends ");
             print_us(e->ts + e->dur - (o->ts + o->dur));
@@ -381,11 +393,11 @@ static int report(const checker *c) {
         kinds += c->p[k].count != 0;
     }
     if (total == 0) {
-        printf("%s: no problems found (%zu events, %llu metadata events)\n", m->path, m->count,
-               (unsigned long long)m->metadata_events);
+        printf("%s: no problems found (%zu events, %llu metadata events)\n", cli_esc(m->path),
+               m->count, (unsigned long long)m->metadata_events);
         return CLI_OK;
     }
-    printf("%s: %llu problem%s of %d kind%s (%zu events, %llu metadata events)\n", m->path,
+    printf("%s: %llu problem%s of %d kind%s (%zu events, %llu metadata events)\n", cli_esc(m->path),
            (unsigned long long)total, total == 1 ? "" : "s", kinds, kinds == 1 ? "" : "s", m->count,
            (unsigned long long)m->metadata_events);
     for (int k = 0; k < P_COUNT; k++) {
@@ -395,7 +407,7 @@ static int report(const checker *c) {
         if (k == P_BAD_EVENT)
             for (size_t r = 0; r < c->nreasons; r++)
                 printf("  %llu: %s\n", (unsigned long long)c->reason_counts[r],
-                       c->reasons[r] ? md_str(m, c->reasons[r]) : "bad event");
+                       c->reasons[r] ? cli_esc(md_str(m, c->reasons[r])) : "bad event");
         for (size_t i = 0; i < p->nex; i++)
             print_example(c, k, &p->ex[i]);
         if (p->count > p->nex && p->nex)
@@ -406,39 +418,140 @@ static int report(const checker *c) {
     return CLI_FINDINGS;
 }
 
+/* ---- JSON report --------------------------------------------------------------------------- */
+
+static void json_event(const md_model *m, const md_event *e) {
+    printf("{\"index\": %u, \"name\": ", e->index);
+    cl_json_str(stdout, md_str(m, e->name));
+    printf(", \"ts_us\": ");
+    if (e->has_time)
+        print_us(file_ts(m, e));
+    else
+        printf("null");
+    if (e->has_time && e->ph == 'X' && e->dur_state == MD_DUR_OK) {
+        printf(", \"dur_us\": ");
+        print_us(e->dur);
+    }
+    const md_thread *t = &m->threads[e->thread];
+    printf(", \"pid\": ");
+    print_id(m, t->pid, 1);
+    printf(", \"tid\": ");
+    print_id(m, t->tid, 1);
+}
+
+static void json_example(const checker *c, int kind, const example *x) {
+    const md_model *m = c->m;
+    const md_event *e = &m->events[x->ev];
+    json_event(m, e);
+    if (kind == P_BAD_EVENT && e->bad_why) {
+        printf(", \"reason\": ");
+        cl_json_str(stdout, md_str(m, e->bad_why));
+    }
+    if (kind == P_FLOW_WITHOUT_END || kind == P_FLOW_WITHOUT_START) {
+        printf(", \"cat\": ");
+        cl_json_str(stdout, md_str(m, e->cat));
+        printf(", \"flow_id\": ");
+        print_id(m, e->flow_id, 1);
+    }
+    if (x->other != MD_NONE) {
+        const md_event *o = &m->events[x->other];
+        printf(", \"%s\": ", kind == P_BE_NAME_MISMATCH ? "closes" : "starts_inside");
+        json_event(m, o);
+        putchar('}');
+        if (kind != P_BE_NAME_MISMATCH) {
+            printf(", \"ends_after_us\": ");
+            print_us(e->ts + e->dur - (o->ts + o->dur));
+        }
+    }
+    putchar('}');
+}
+
+static int report_json(const checker *c) {
+    const md_model *m = c->m;
+    uint64_t total = m->bad_metadata_events;
+    for (int k = 0; k < P_COUNT; k++)
+        total += c->p[k].count;
+    printf("{\"file\": ");
+    cl_json_str(stdout, m->path);
+    printf(", \"events\": %zu, \"metadata_events\": %llu, \"problems\": %llu,\n \"findings\": [",
+           m->count, (unsigned long long)m->metadata_events, (unsigned long long)total);
+    int n = 0;
+    for (int k = 0; k < P_COUNT; k++) {
+        const problem *p = &c->p[k];
+        if (p->count == 0) continue;
+        printf("%s\n  {\"kind\": \"%s\", \"count\": %llu", n++ ? "," : "", problem_names[k],
+               (unsigned long long)p->count);
+        if (k == P_BAD_EVENT) {
+            printf(", \"reasons\": [");
+            for (size_t r = 0; r < c->nreasons; r++) {
+                printf("%s{\"reason\": ", r ? ", " : "");
+                cl_json_str(stdout, c->reasons[r] ? md_str(m, c->reasons[r]) : "bad event");
+                printf(", \"count\": %llu}", (unsigned long long)c->reason_counts[r]);
+            }
+            putchar(']');
+        }
+        printf(",\n   \"examples\": [");
+        for (size_t i = 0; i < p->nex; i++) {
+            printf("%s\n    ", i ? "," : "");
+            json_example(c, k, &p->ex[i]);
+        }
+        printf("], \"more\": %llu}", (unsigned long long)(p->count - p->nex));
+    }
+    if (m->bad_metadata_events)
+        printf("%s\n  {\"kind\": \"bad_metadata_event\", \"count\": %llu, \"examples\": [], "
+               "\"more\": %llu}",
+               n ? "," : "", (unsigned long long)m->bad_metadata_events,
+               (unsigned long long)m->bad_metadata_events);
+    printf("]}\n");
+    return total ? CLI_FINDINGS : CLI_OK;
+}
+
 /* ---- the command --------------------------------------------------------------------------- */
 
 static int usage_error(const char *msg, const char *arg) {
     return cli_usage_error("check", msg, arg);
 }
 
+const struct option cmd_check_options[] = {
+    {"examples", required_argument, NULL, CLI_LONG_ONLY + 1},
+    {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_QUIET,
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
+
 int cmd_check(int argc, char **argv) {
     const char *path = NULL;
     size_t limit = 5;
-    int opts = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (opts && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
-            fputs(cmd_check_usage, stdout);
-            return CLI_OK;
-        } else if (opts && strcmp(a, "--") == 0) {
-            opts = 0;
-        } else if (opts && strcmp(a, "--examples") == 0) {
-            if (i + 1 >= argc) return usage_error("option needs a value", a);
-            char *end;
-            const char *v = argv[++i];
-            unsigned long long n = strtoull(v, &end, 10);
-            if (*v < '0' || *v > '9' || *end != '\0' || n > 1000000)
-                return usage_error("bad --examples", v);
+    int json = 0, quiet = 0, first = 0;
+    for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_check_options, &first)) != -1;) {
+        unsigned long long n;
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_check_usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            quiet = 1;
+            break;
+        case 'f':
+            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0)
+                return usage_error("unknown --format (text, json)", optarg);
+            json = optarg[0] == 'j';
+            break;
+        case CLI_LONG_ONLY + 1:
+            if (cli_parse_count("check", "--examples", optarg, 1000000, &n) != 0)
+                return CLI_BAD_INPUT;
             limit = (size_t)n;
-        } else if (cli_operand("check", a, opts, &path) != 0) {
-            return CLI_BAD_INPUT;
+            break;
+        default:
+            return cli_option_error("check", c, argv, cmd_check_options);
         }
     }
-    if (path == NULL) return usage_error("no trace given", NULL);
+    if (cli_trace_operand("check", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
 
     md_model m;
-    if (cli_load(&m, "check", path) != 0) return CLI_BAD_INPUT;
+    if (cli_load(&m, "check", path, quiet) != 0) return CLI_BAD_INPUT;
     checker c;
     memset(&c, 0, sizeof c);
     c.m = &m;
@@ -447,7 +560,7 @@ int cmd_check(int argc, char **argv) {
     check_nesting(&c);
     check_begin_end(&c);
     check_flows(&c);
-    int found = c.oom ? CLI_OK : report(&c);
+    int found = c.oom ? CLI_OK : json ? report_json(&c) : report(&c);
     int rc = cli_finish("check", path, c.oom ? STROBE_ENOMEM : 0, found);
     for (int k = 0; k < P_COUNT; k++)
         free(c.p[k].ex);

@@ -21,9 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "cli.h"
+#include "common.h"
 #include "json_pull.h"
 #include "pftrace_dec.h"
 #include "strobe/error.h"
@@ -37,23 +40,33 @@ const char cmd_convert_usage[] =
     "    strobe convert - convert a trace between Kineto JSON and Perfetto protobuf\n"
     "\n"
     "SYNOPSIS\n"
-    "    strobe convert IN OUT\n"
+    "    strobe convert [-q] IN OUT\n"
+    "    strobe convert [-q] IN -o OUT\n"
     "\n"
     "DESCRIPTION\n"
     "    The format of OUT is chosen by its name: \".pftrace\" or \".perfetto-trace\" writes\n"
-    "    Perfetto's protobuf trace format (TrackEvent), anything else Kineto-format JSON\n"
-    "    (gzip-compressed when OUT ends in \".gz\").\n"
+    "    Perfetto's protobuf trace format (TrackEvent), anything else Kineto-format JSON;\n"
+    "    either is gzip-compressed when OUT ends in \".gz\" (.pftrace.gz, .json.gz).\n"
     "\n"
-    "    JSON to Perfetto: IN is a Kineto-format trace (.json or .json.gz) written by strobe or\n"
-    "    by the PyTorch profiler. Complete events (X, and B/E pairs) become slices, instants\n"
-    "    stay instants, counters (C) become counter tracks, flows (s/f) become flows, process\n"
-    "    and thread names (M) name the tracks, and args become debug annotations. A slice that\n"
-    "    ends after the slice it starts in is cut at that slice's end (counted on stderr).\n"
+    "    OUT is written to a temporary file in its folder and renamed when complete: a\n"
+    "    conversion that fails leaves an existing OUT as it was, and no partial file.\n"
+    "    JSON to Perfetto: IN is a Kineto-format trace (.json or .json.gz; \"-\" is standard\n"
+    "    input) written by strobe or by the PyTorch profiler. Complete events (X, and B/E\n"
+    "    pairs) become slices, instants stay instants, counters (C) become counter tracks,\n"
+    "    flows (s/f) become flows, process and thread names (M) name the tracks, and args\n"
+    "    become debug annotations. A slice that ends after the slice it starts in is cut at\n"
+    "    that slice's end (counted on stderr).\n"
     "\n"
     "    Perfetto to JSON: IN is a Perfetto trace (.pftrace, .perfetto-trace, or recognized by\n"
     "    its bytes) written by strobe, or another TrackEvent trace. The JSON is what strobe's\n"
     "    JSON writer writes for the same result, with the true end of ranges that end in the\n"
     "    very nanosecond their parent ends (the JSON writer shortens those by 1 ns).\n"
+    "\n"
+    "OPTIONS\n"
+    "    -o, --output OUT   the output (instead of the second operand)\n"
+    "    -q, --quiet        no progress line on standard error\n"
+    "    -h, --help         show this text\n"
+    "    -V, --version      show strobe's version\n"
     "\n"
     "EXIT STATUS\n"
     "    0 converted; 2 bad usage, unreadable or malformed input, or an output error.\n";
@@ -100,35 +113,100 @@ static unsigned char *read_all(const char *path, size_t *len, const char **why) 
     return p;
 }
 
-/* Writes data to path (gzip for ".gz"). @return 0 or -1 with a message printed. */
-static int write_all(const char *path, const void *data, size_t len) {
-    int rc = 0;
-    if (ends_with(path, ".gz")) {
-        gzFile g = gzopen(path, "wb1");
-        if (!g) rc = -1;
-        const char *p = data;
-        while (rc == 0 && len > 0) {
-            unsigned chunk = len > (1u << 30) ? 1u << 30 : (unsigned)len;
-            if (gzwrite(g, p, chunk) != (int)chunk) rc = -1;
-            p += chunk;
-            len -= chunk;
-        }
-        if (g && gzclose(g) != Z_OK) rc = -1;
-    } else {
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(data, 1, len, f) != len) rc = -1;
-        if (f && fclose(f) != 0) rc = -1;
+/* ---- output: through a temporary file ------------------------------------------------------ */
+
+/* The output is written to a temporary file in OUT's folder and renamed over OUT once complete,
+ * as strobe_result_save() does: a failed conversion leaves an existing OUT as it was and no
+ * partial file. The temporary name is short whatever OUT's length, so that it stays within
+ * NAME_MAX. OUT ending in ".gz" is gzip-compressed (.json.gz, .pftrace.gz). */
+typedef struct out_file {
+    const char *path;
+    char tmp[4200];
+    int fd;
+    FILE *f;   /* plain output */
+    gzFile gz; /* ".gz" output */
+    int err;   /* errno of the first failure, or -1 for a zlib one */
+} out_file;
+
+static int out_open(out_file *o, const char *path) {
+    memset(o, 0, sizeof *o);
+    o->path = path;
+    o->fd = -1;
+    const char *slash = strrchr(path, '/');
+    int dir = slash ? (int)(slash - path + 1) : 0;
+    if (snprintf(o->tmp, sizeof o->tmp, "%.*s.strobe-convert.XXXXXX", dir, path) >=
+        (int)sizeof o->tmp) {
+        fprintf(stderr, "strobe convert: %s: the path is too long\n", cli_esc(path));
+        return -1;
     }
-    if (rc) fprintf(stderr, "strobe convert: %s: cannot write: %s\n", path, strerror(errno));
-    return rc;
+    o->fd = mkstemp(o->tmp);
+    if (o->fd < 0) {
+        fprintf(stderr, "strobe convert: %s: cannot create a file in its folder: %s\n",
+                cli_esc(path), strerror(errno));
+        return -1;
+    }
+    /* mkstemp makes the file private; the output gets the mode a new file would. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(o->fd, 0666 & ~mask) != 0) o->err = errno;
+    if (ends_with(path, ".gz")) {
+        int fd2 = dup(o->fd);
+        o->gz = fd2 >= 0 ? gzdopen(fd2, "wb1") : NULL;
+        if (o->gz == NULL) {
+            if (fd2 >= 0) close(fd2);
+            o->err = errno ? errno : ENOMEM;
+        }
+    } else {
+        int fd2 = dup(o->fd);
+        o->f = fd2 >= 0 ? fdopen(fd2, "wb") : NULL;
+        if (o->f == NULL) {
+            if (fd2 >= 0) close(fd2);
+            o->err = errno;
+        }
+    }
+    return 0;
 }
 
-static int pf_to_json(const char *in, const char *out) {
+/* @return 0, or STROBE_EIO (the cause kept for out_commit's message). */
+static int out_write(out_file *o, const void *data, size_t len) {
+    const char *p = data;
+    while (o->err == 0 && len > 0) {
+        size_t chunk = len > (1u << 30) ? 1u << 30 : len;
+        errno = 0;
+        if (o->gz ? gzwrite(o->gz, p, (unsigned)chunk) != (int)chunk
+                  : fwrite(p, 1, chunk, o->f) != chunk)
+            o->err = errno ? errno : -1;
+        p += chunk;
+        len -= chunk;
+    }
+    return o->err ? STROBE_EIO : 0;
+}
+
+/* Finishes the output: with ok, flushes, syncs and renames it over OUT; otherwise (or when any
+ * of that fails) removes the temporary file. @return 0, or -1 after a message. */
+static int out_commit(out_file *o, int ok) {
+    errno = 0;
+    if (o->gz && gzclose(o->gz) != Z_OK && o->err == 0) o->err = errno ? errno : -1;
+    if (o->f && fclose(o->f) != 0 && o->err == 0) o->err = errno;
+    if (ok && o->err == 0 && fsync(o->fd) != 0 && errno != EINVAL) o->err = errno;
+    if (o->fd >= 0) close(o->fd);
+    if (ok && o->err == 0 && rename(o->tmp, o->path) != 0) o->err = errno;
+    if (ok && o->err == 0) return 0;
+    unlink(o->tmp);
+    if (ok)
+        fprintf(stderr, "strobe convert: %s: cannot write: %s\n", cli_esc(o->path),
+                o->err > 0 ? strerror(o->err) : "compression failed");
+    return -1;
+}
+
+static int pf_to_json(const char *in, const char *out, int quiet) {
     size_t len = 0;
     const char *why = NULL;
+    cli_progress *p = cli_progress_start("convert", in, quiet);
     unsigned char *data = read_all(in, &len, &why);
+    cli_progress_stop(p);
     if (!data) {
-        fprintf(stderr, "strobe convert: %s: %s\n", in, why);
+        fprintf(stderr, "strobe convert: %s: %s\n", cli_esc(in), why);
         return CLI_BAD_INPUT;
     }
     char err[300], *json = NULL;
@@ -136,12 +214,18 @@ static int pf_to_json(const char *in, const char *out) {
     int rc = strobe_rd_pf_to_json(data, len, &json, &jlen, err, sizeof err);
     free(data);
     if (rc) {
-        fprintf(stderr, "strobe convert: %s: not a readable Perfetto trace: %s\n", in, err);
+        fprintf(stderr, "strobe convert: %s: not a readable Perfetto trace: %s\n", cli_esc(in),
+                cli_esc(err));
         return CLI_BAD_INPUT;
     }
-    rc = write_all(out, json, jlen);
+    out_file o;
+    if (out_open(&o, out) != 0) {
+        free(json);
+        return CLI_BAD_INPUT;
+    }
+    out_write(&o, json, jlen);
     free(json);
-    return rc ? CLI_BAD_INPUT : CLI_OK;
+    return out_commit(&o, 1) ? CLI_BAD_INPUT : CLI_OK;
 }
 
 /* ---- JSON to Perfetto ------------------------------------------------------------------------ */
@@ -607,15 +691,15 @@ done:
 }
 
 /* Writes out what the encoder holds. @return 0 or STROBE_EIO. */
-static int drain(strobe__pft *enc, FILE *out) {
+static int drain(strobe__pft *enc, out_file *out) {
     size_t len;
     const uint8_t *d = strobe__pft_data(enc, &len);
-    if (len && fwrite(d, 1, len, out) != len) return STROBE_EIO;
+    if (len && out_write(out, d, len) != 0) return STROBE_EIO;
     strobe__pft_reset_data(enc);
     return 0;
 }
 
-static int write_pf(conv *c, FILE *out, size_t *clipped) {
+static int write_pf(conv *c, out_file *out, size_t *clipped) {
     strobe__pft *enc = strobe__pft_new(1);
     if (!enc) return STROBE_ENOMEM;
     int rc = 0;
@@ -791,11 +875,12 @@ static int write_pf(conv *c, FILE *out, size_t *clipped) {
     return rc;
 }
 
-static int json_to_pf(const char *in, const char *out) {
+static int json_to_pf(const char *in, const char *out, int quiet) {
     strobe_rd_options opt;
     strobe_rd_options_init(&opt);
     opt.prescan_base = 1;
     strobe_rd *rd = NULL;
+    cli_progress *progress = cli_progress_start("convert", in, quiet);
     int rc = strobe_rd_open(&rd, in, &opt);
     conv c = {0};
     strobe__strtab_init(&c.strs, &c.pool);
@@ -805,38 +890,36 @@ static int json_to_pf(const char *in, const char *out) {
         if (it.kind == STROBE_RD_EVENT) rc = collect_event(&c, it.event);
         if (it.kind == STROBE_RD_META) rc = collect_meta(&c, it.meta);
     }
+    cli_progress_stop(progress);
     int code = CLI_OK;
     if (rc < 0) {
         if (rc == STROBE_ENOMEM)
-            fprintf(stderr, "strobe convert: %s: out of memory\n", in);
+            fprintf(stderr, "strobe convert: %s: out of memory\n", cli_esc(in));
         else
             fprintf(stderr, "strobe convert: %s\n",
-                    strobe_rd_errmsg(rd)[0] ? strobe_rd_errmsg(rd) : strobe_strerror(rc));
+                    cli_esc(rd && strobe_rd_errmsg(rd)[0] ? strobe_rd_errmsg(rd)
+                                                          : strobe_strerror(rc)));
         code = CLI_BAD_INPUT;
     } else if (c.n == 0 && c.ntracks == 0) {
-        fprintf(stderr, "strobe convert: %s: no events\n", in);
+        fprintf(stderr, "strobe convert: %s: no events\n", cli_esc(in));
         code = CLI_BAD_INPUT;
     }
     strobe_rd_close(rd);
+    out_file o;
+    if (code == CLI_OK && out_open(&o, out) != 0) code = CLI_BAD_INPUT;
     if (code == CLI_OK) {
-        FILE *f = fopen(out, "wb");
         size_t clipped = 0;
-        if (!f) {
-            fprintf(stderr, "strobe convert: %s: cannot write: %s\n", out, strerror(errno));
+        rc = write_pf(&c, &o, &clipped);
+        if (rc && rc != STROBE_EIO) {
+            fprintf(stderr, "strobe convert: %s: %s\n", cli_esc(out), strobe_strerror(rc));
+            out_commit(&o, 0);
             code = CLI_BAD_INPUT;
-        } else {
-            rc = write_pf(&c, f, &clipped);
-            if (fclose(f) != 0 && rc == 0) rc = STROBE_EIO;
-            if (rc) {
-                fprintf(stderr, "strobe convert: %s: %s\n", out, strobe_strerror(rc));
-                remove(out);
-                code = CLI_BAD_INPUT;
-            } else if (clipped) {
-                fprintf(stderr,
-                        "strobe convert: %s: %zu slice(s) ended after their parent: cut at its "
-                        "end\n",
-                        in, clipped);
-            }
+        } else if (out_commit(&o, 1) != 0) {
+            code = CLI_BAD_INPUT;
+        } else if (clipped) {
+            fprintf(stderr,
+                    "strobe convert: %s: %zu slice(s) ended after their parent: cut at its end\n",
+                    cli_esc(in), clipped);
         }
     }
     for (size_t i = 0; i < c.ntracks; i++)
@@ -853,34 +936,37 @@ static int json_to_pf(const char *in, const char *out) {
     return code;
 }
 
+const struct option cmd_convert_options[] = {
+    {"output", required_argument, NULL, 'o'},
+    CLI_OPTION_QUIET,
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
+
 int cmd_convert(int argc, char **argv) {
     const char *in = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(cmd_convert_usage, stdout);
-            return CLI_OK;
-        }
-        if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "strobe convert: unknown option %s (strobe convert --help)\n", argv[i]);
-            return CLI_BAD_INPUT;
-        }
-        if (!in)
-            in = argv[i];
-        else if (!out)
-            out = argv[i];
-        else {
-            fprintf(stderr, "strobe convert: one input and one output (strobe convert --help)\n");
-            return CLI_BAD_INPUT;
+    int quiet = 0, first = 0;
+    for (int c; (c = cli_getopt(argc, argv, ":o:qhV", cmd_convert_options, &first)) != -1;) {
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_convert_usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            quiet = 1;
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        default:
+            return cli_option_error("convert", c, argv, cmd_convert_options);
         }
     }
-    if (!in || !out) {
-        fprintf(stderr, "strobe convert: IN and OUT are required (strobe convert --help)\n");
-        return CLI_BAD_INPUT;
-    }
-    if (ends_with(out, ".gz") && strobe__pftrace_path(out)) {
-        fprintf(stderr, "strobe convert: %s: write .pftrace uncompressed\n", out);
-        return CLI_BAD_INPUT;
-    }
+    if (first < argc) in = argv[first++];
+    if (first < argc && out == NULL) out = argv[first++];
+    if (first < argc) return cli_usage_error("convert", "one input and one output", argv[first]);
+    if (!in || !out) return cli_usage_error("convert", "IN and OUT are required", NULL);
+    if (out[0] == '\0') return cli_usage_error("convert", "OUT is empty", NULL);
     /* Is IN a Perfetto trace? By its name, else by its first bytes. */
     int in_pf = strobe__pftrace_path(in);
     if (!in_pf && !ends_with(in, ".json") && !ends_with(in, ".json.gz")) {
@@ -894,14 +980,15 @@ int cmd_convert(int argc, char **argv) {
     }
     if (strobe__pftrace_path(out)) {
         if (in_pf) {
-            fprintf(stderr, "strobe convert: %s is already a Perfetto trace\n", in);
+            fprintf(stderr, "strobe convert: %s is already a Perfetto trace\n", cli_esc(in));
             return CLI_BAD_INPUT;
         }
-        return json_to_pf(in, out);
+        return json_to_pf(in, out, quiet);
     }
     if (!in_pf) {
-        fprintf(stderr, "strobe convert: %s and %s are both JSON: nothing to convert\n", in, out);
+        fprintf(stderr, "strobe convert: %s and %s are both JSON: nothing to convert\n",
+                cli_esc(in), cli_esc(out));
         return CLI_BAD_INPUT;
     }
-    return pf_to_json(in, out);
+    return pf_to_json(in, out, quiet);
 }

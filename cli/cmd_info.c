@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "emit.h"
 #include "strobe/error.h"
 #include "model.h"
 #include "trace_reader.h"
@@ -17,11 +18,12 @@ const char cmd_info_usage[] =
     "    strobe info - what a trace holds\n"
     "\n"
     "SYNOPSIS\n"
-    "    strobe info TRACE\n"
+    "    strobe info [-f text|json] [-q] TRACE\n"
     "\n"
     "DESCRIPTION\n"
     "    Reads TRACE (Kineto-format Chrome trace JSON, .json or .json.gz, written by strobe or by\n"
-    "    the PyTorch profiler, either schema) and prints:\n"
+    "    the PyTorch profiler, either schema, or a .pftrace; \"-\" is standard input) and\n"
+    "    prints:\n"
     "\n"
     "      schema version   schemaVersion, or \"none\"\n"
     "      time span        first ts and last end (ts + dur) over all events with a time, as\n"
@@ -40,8 +42,19 @@ const char cmd_info_usage[] =
     "\n"
     "    Bad events are counted and otherwise left out; `strobe check` lists them.\n"
     "\n"
+    "    With --format json, the same facts as one JSON object: file, schema_version,\n"
+    "    time_span (first_ts_us, last_end_us, duration_us), base_time_ns (null when none),\n"
+    "    events, metadata_events, bad_events, unterminated, processes, threads, devices,\n"
+    "    device_properties (as the file has it), by_phase, by_category, metadata_keys.\n"
+    "\n"
+    "    Text from the trace (names, string ids, keys) is printed with control characters\n"
+    "    escaped (\\n, \\e, \\x01 ...); JSON escapes them by its own rules.\n"
+    "\n"
     "OPTIONS\n"
-    "    -h, --help   show this text\n"
+    "    -f, --format F   text (default) or json\n"
+    "    -q, --quiet      no progress line on standard error\n"
+    "    -h, --help       show this text\n"
+    "    -V, --version    show strobe's version\n"
     "\n"
     "EXIT STATUS\n"
     "    0  success\n"
@@ -94,9 +107,11 @@ static void print_us(int64_t ns) {
 
 /* A pid or tid: the model numbers a string id 2^62 + its string's id (see model.c), which also
  * covers the empty string "" (string id 0). */
-static void print_id(const md_model *m, int64_t num) {
-    if (num >= (int64_t)1 << 62)
-        printf("\"%s\"", md_str(m, (uint32_t)(num - ((int64_t)1 << 62))));
+static void print_id(const md_model *m, int64_t num, int json) {
+    if (num >= (int64_t)1 << 62 && json)
+        cl_json_str(stdout, md_str(m, (uint32_t)(num - ((int64_t)1 << 62))));
+    else if (num >= (int64_t)1 << 62)
+        printf("\"%s\"", cli_esc(md_str(m, (uint32_t)(num - ((int64_t)1 << 62)))));
     else
         printf("%lld", (long long)num);
 }
@@ -108,9 +123,9 @@ static void print_member(const char *obj, size_t len, const char *label, const c
     if (v.type == STROBE_RD_T_STRING) {
         char buf[256];
         if (strobe_rd_value_str(&v, buf, sizeof buf, NULL) < 0) return;
-        printf(" %s \"%s\"", label, buf);
+        printf(" %s \"%s\"", label, cli_esc(buf));
     } else if (v.type == STROBE_RD_T_NUMBER) {
-        printf(" %s %.*s", label, (int)v.len, v.raw);
+        printf(" %s %s", label, cli_esc_n(v.raw, v.len));
     }
 }
 
@@ -148,10 +163,43 @@ static void print_device_properties(const char *s, size_t len) {
 
 /* ---- the report ---------------------------------------------------------------------------- */
 
-/* Prints the report. @return 0, or STROBE_ENOMEM when a tally could not grow. */
+/* What the report counts beyond the model: devices, phases and categories. */
+typedef struct facts {
+    tally dev_events, dev_streams, cats, phases;
+} facts;
 
-static int report(const md_model *m) {
-    printf("file:           %s\n", m->path);
+static void facts_free(facts *f) {
+    tally_free(&f->dev_events);
+    tally_free(&f->dev_streams);
+    tally_free(&f->cats);
+    tally_free(&f->phases);
+}
+
+/* @return 0, or STROBE_ENOMEM when a tally could not grow. */
+static int count_facts(const md_model *m, facts *f) {
+    int rc = 0;
+    /* Devices: GPU events carry the device index as pid and the stream as tid. */
+    for (size_t i = 0; i < m->thread_count && rc == 0; i++) {
+        const md_thread *t = &m->threads[i];
+        uint64_t gpu = 0;
+        for (size_t k = 0; k < t->count; k++) {
+            int kind = m->events[t->order[k]].kind;
+            gpu += md_is_device_work(kind) || kind == MD_GPU_USER_ANNOTATION;
+        }
+        if (gpu == 0) continue;
+        rc |= tally_add(&f->dev_events, t->pid, gpu);
+        rc |= tally_add(&f->dev_streams, t->pid, 1);
+    }
+    if (m->metadata_events) rc |= tally_add(&f->phases, 'M', m->metadata_events);
+    for (size_t i = 0; i < m->count && rc == 0; i++) {
+        rc |= tally_add(&f->phases, (unsigned char)m->events[i].ph, 1);
+        rc |= tally_add(&f->cats, m->events[i].cat, 1);
+    }
+    return rc ? STROBE_ENOMEM : 0;
+}
+
+static void report(const md_model *m, const facts *f) {
+    printf("file:           %s\n", cli_esc(m->path));
     if (m->has_schema)
         printf("schema version: %lld\n", (long long)m->schema_version);
     else
@@ -179,96 +227,176 @@ static int report(const md_model *m) {
     printf("processes (%zu):\n", m->proc_count);
     for (size_t i = 0; i < m->proc_count; i++) {
         printf("  pid ");
-        print_id(m, m->procs[i].pid);
-        printf(" \"%s\"\n", md_str(m, m->procs[i].name));
+        print_id(m, m->procs[i].pid, 0);
+        printf(" \"%s\"\n", cli_esc(md_str(m, m->procs[i].name)));
     }
 
     printf("threads (%zu):\n", m->thread_count);
     for (size_t i = 0; i < m->thread_count; i++) {
         const md_thread *t = &m->threads[i];
         printf("  pid ");
-        print_id(m, t->pid);
+        print_id(m, t->pid, 0);
         printf(" tid ");
-        print_id(m, t->tid);
+        print_id(m, t->tid, 0);
         printf(" events %zu", t->count);
-        if (t->name) printf(" \"%s\"", md_str(m, t->name));
+        if (t->name) printf(" \"%s\"", cli_esc(md_str(m, t->name)));
         putchar('\n');
     }
 
-    /* Devices: GPU events carry the device index as pid and the stream as tid. */
-    int rc = 0;
-    tally dev_events = {0}, dev_streams = {0}, cats = {0}, phases = {0};
-    for (size_t i = 0; i < m->thread_count && rc == 0; i++) {
-        const md_thread *t = &m->threads[i];
-        uint64_t gpu = 0;
-        for (size_t k = 0; k < t->count; k++) {
-            int kind = m->events[t->order[k]].kind;
-            gpu += md_is_device_work(kind) || kind == MD_GPU_USER_ANNOTATION;
-        }
-        if (gpu == 0) continue;
-        rc |= tally_add(&dev_events, t->pid, gpu);
-        rc |= tally_add(&dev_streams, t->pid, 1);
-    }
-    size_t ndev = dev_events.n;
-    printf("devices (%zu):\n", ndev);
-    for (size_t i = 0; i < ndev; i++) {
+    printf("devices (%zu):\n", f->dev_events.n);
+    for (size_t i = 0; i < f->dev_events.n; i++) {
         printf("  pid ");
-        print_id(m, dev_events.keys[i]);
-        printf(" streams %llu gpu events %llu\n", (unsigned long long)dev_streams.counts[i],
-               (unsigned long long)dev_events.counts[i]);
+        print_id(m, f->dev_events.keys[i], 0);
+        printf(" streams %llu gpu events %llu\n", (unsigned long long)f->dev_streams.counts[i],
+               (unsigned long long)f->dev_events.counts[i]);
     }
     if (m->device_props) {
         const char *dp = md_str(m, m->device_props);
         print_device_properties(dp, strlen(dp));
     }
 
-    if (m->metadata_events) rc |= tally_add(&phases, 'M', m->metadata_events);
-    for (size_t i = 0; i < m->count && rc == 0; i++) {
-        rc |= tally_add(&phases, (unsigned char)m->events[i].ph, 1);
-        rc |= tally_add(&cats, m->events[i].cat, 1);
+    printf("by phase:\n");
+    for (size_t i = 0; i < f->phases.n; i++) {
+        char ph[2] = {(char)f->phases.keys[i], '\0'};
+        printf("  %s %llu\n", cli_esc(ph), (unsigned long long)f->phases.counts[i]);
     }
-    if (rc == 0) {
-        printf("by phase:\n");
-        for (size_t i = 0; i < phases.n; i++)
-            printf("  %c %llu\n", (char)phases.keys[i], (unsigned long long)phases.counts[i]);
-        printf("by category:\n");
-        for (size_t i = 0; i < cats.n; i++)
-            printf("  \"%s\" %llu\n", md_str(m, (uint32_t)cats.keys[i]),
-                   (unsigned long long)cats.counts[i]);
-        printf("metadata keys (%zu):", m->meta_count);
-        for (size_t i = 0; i < m->meta_count; i++)
-            printf("%s %s", i ? "," : "", md_str(m, m->meta_keys[i]));
-        putchar('\n');
+    printf("by category:\n");
+    for (size_t i = 0; i < f->cats.n; i++)
+        printf("  \"%s\" %llu\n", cli_esc(md_str(m, (uint32_t)f->cats.keys[i])),
+               (unsigned long long)f->cats.counts[i]);
+    printf("metadata keys (%zu):", m->meta_count);
+    for (size_t i = 0; i < m->meta_count; i++)
+        printf("%s %s", i ? "," : "", cli_esc(md_str(m, m->meta_keys[i])));
+    putchar('\n');
+}
+
+/* The same facts as one JSON object; times in microseconds as the text report gives them. */
+static void report_json(const md_model *m, const facts *f) {
+    FILE *out = stdout;
+    printf("{\"file\": ");
+    cl_json_str(out, m->path);
+    printf(",\n \"schema_version\": ");
+    if (m->has_schema)
+        printf("%lld", (long long)m->schema_version);
+    else
+        printf("null");
+    int64_t base = m->has_base ? m->base_time_ns : 0;
+    printf(",\n \"time_span\": ");
+    if (m->min_ts <= m->max_ts) {
+        printf("{\"first_ts_us\": ");
+        print_us(m->min_ts - base);
+        printf(", \"last_end_us\": ");
+        print_us(m->max_ts - base);
+        printf(", \"duration_us\": ");
+        print_us(m->max_ts - m->min_ts);
+        printf("}");
+    } else {
+        printf("null");
     }
-    tally_free(&dev_events);
-    tally_free(&dev_streams);
-    tally_free(&cats);
-    tally_free(&phases);
-    return rc ? STROBE_ENOMEM : 0;
+    printf(",\n \"base_time_ns\": ");
+    if (m->has_base)
+        printf("%lld", (long long)m->base_time_ns);
+    else
+        printf("null");
+    printf(",\n \"events\": %zu, \"metadata_events\": %llu, \"bad_events\": %llu", m->count,
+           (unsigned long long)m->metadata_events, (unsigned long long)m->bad_events);
+    printf(",\n \"unterminated\": %s", m->unterminated ? "true" : "false");
+    printf(",\n \"processes\": [");
+    for (size_t i = 0; i < m->proc_count; i++) {
+        printf("%s\n  {\"pid\": ", i ? "," : "");
+        print_id(m, m->procs[i].pid, 1);
+        printf(", \"name\": ");
+        cl_json_str(out, md_str(m, m->procs[i].name));
+        putchar('}');
+    }
+    printf("],\n \"threads\": [");
+    for (size_t i = 0; i < m->thread_count; i++) {
+        const md_thread *t = &m->threads[i];
+        printf("%s\n  {\"pid\": ", i ? "," : "");
+        print_id(m, t->pid, 1);
+        printf(", \"tid\": ");
+        print_id(m, t->tid, 1);
+        printf(", \"events\": %zu, \"name\": ", t->count);
+        if (t->name)
+            cl_json_str(out, md_str(m, t->name));
+        else
+            printf("null");
+        putchar('}');
+    }
+    printf("],\n \"devices\": [");
+    for (size_t i = 0; i < f->dev_events.n; i++) {
+        printf("%s\n  {\"pid\": ", i ? "," : "");
+        print_id(m, f->dev_events.keys[i], 1);
+        printf(", \"streams\": %llu, \"gpu_events\": %llu}",
+               (unsigned long long)f->dev_streams.counts[i],
+               (unsigned long long)f->dev_events.counts[i]);
+    }
+    /* deviceProperties as the file has it: the reader checked it is JSON. */
+    printf("],\n \"device_properties\": %s", m->device_props ? md_str(m, m->device_props) : "null");
+    printf(",\n \"by_phase\": {");
+    for (size_t i = 0; i < f->phases.n; i++) {
+        printf("%s", i ? ", " : "");
+        cl_json_str(out, (char[]){(char)f->phases.keys[i], '\0'});
+        printf(": %llu", (unsigned long long)f->phases.counts[i]);
+    }
+    printf("},\n \"by_category\": {");
+    for (size_t i = 0; i < f->cats.n; i++) {
+        printf("%s", i ? ", " : "");
+        cl_json_str(out, md_str(m, (uint32_t)f->cats.keys[i]));
+        printf(": %llu", (unsigned long long)f->cats.counts[i]);
+    }
+    printf("},\n \"metadata_keys\": [");
+    for (size_t i = 0; i < m->meta_count; i++) {
+        printf("%s", i ? ", " : "");
+        cl_json_str(out, md_str(m, m->meta_keys[i]));
+    }
+    printf("]}\n");
 }
 
 static int usage_error(const char *msg, const char *arg) {
     return cli_usage_error("info", msg, arg);
 }
 
+const struct option cmd_info_options[] = {
+    {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_QUIET,
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
+
 int cmd_info(int argc, char **argv) {
     const char *path = NULL;
-    int opts = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (opts && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
-            fputs(cmd_info_usage, stdout);
-            return CLI_OK;
-        } else if (opts && strcmp(a, "--") == 0) {
-            opts = 0;
-        } else if (cli_operand("info", a, opts, &path) != 0) {
-            return CLI_BAD_INPUT;
+    int json = 0, quiet = 0, first = 0;
+    for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_info_options, &first)) != -1;) {
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_info_usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            quiet = 1;
+            break;
+        case 'f':
+            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0)
+                return usage_error("unknown --format (text, json)", optarg);
+            json = optarg[0] == 'j';
+            break;
+        default:
+            return cli_option_error("info", c, argv, cmd_info_options);
         }
     }
-    if (path == NULL) return usage_error("no trace given", NULL);
+    if (cli_trace_operand("info", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
     md_model m;
-    if (cli_load(&m, "info", path) != 0) return CLI_BAD_INPUT;
-    int rc = cli_finish("info", path, report(&m), CLI_OK);
+    if (cli_load(&m, "info", path, quiet) != 0) return CLI_BAD_INPUT;
+    facts f;
+    memset(&f, 0, sizeof f);
+    int work = count_facts(&m, &f);
+    if (work == 0 && json)
+        report_json(&m, &f);
+    else if (work == 0)
+        report(&m, &f);
+    int rc = cli_finish("info", path, work, CLI_OK);
+    facts_free(&f);
     md_free(&m);
     return rc;
 }

@@ -18,10 +18,12 @@ const char cmd_kernels_usage[] =
     "    strobe kernels - per-kernel table; busy and idle time per device and stream\n"
     "\n"
     "SYNOPSIS\n"
-    "    strobe kernels TRACE [--limit N] [--format table|csv|json]\n"
+    "    strobe kernels [OPTIONS] TRACE\n"
+    "    strobe kernels TRACE [-n N] [-f table|csv|json] [--name-width N] [-q]\n"
     "\n"
     "DESCRIPTION\n"
-    "    One row per kernel name (cat kernel, or Kernel in the 2021 schema): calls, total,\n"
+    "    Reads TRACE (\"-\" is standard input) and prints one row per kernel name (cat kernel, or "
+    "Kernel in the 2021 schema): calls, total,\n"
     "    average, shortest and longest duration, and the share of all kernels' time, sorted by\n"
     "    total time. Then, per stream (a device event's tid) and per device (its pid): busy\n"
     "    time, the union of its kernels', copies' and memsets' intervals (overlaps count once);\n"
@@ -29,9 +31,15 @@ const char cmd_kernels_usage[] =
     "    unites the intervals of all its streams.\n"
     "\n"
     "OPTIONS\n"
-    "    --limit N      print the first N kernel rows only (0: all, the default)\n"
-    "    --format F     table (default); csv (the kernel rows, a blank line, the stream rows)\n"
+    "    -n, --limit N  print the first N kernel rows only (0: all, the default)\n"
+    "    -f, --format F table (default); csv (the kernel rows, a blank line, the stream rows)\n"
     "                   or json; times in microseconds\n"
+    "    --name-width N the name column's widest (default 55, as torch's\n"
+    "                   max_name_column_width): a longer name is cut to N - 3 characters\n"
+    "                   and \"...\"; csv and json keep whole names\n"
+    "    -q, --quiet    no progress line on standard error\n"
+    "    -h, --help     show this text\n"
+    "    -V, --version  show strobe's version\n"
     "\n"
     "EXIT STATUS\n"
     "    0 success; 2 bad input (the trace cannot be read) or bad usage.\n";
@@ -106,7 +114,7 @@ static int usage_error(const char *msg, const char *arg) {
     return cli_usage_error("kernels", msg, arg);
 }
 
-static int run(const md_model *m, size_t limit, int format) {
+static int run(const md_model *m, size_t limit, int format, size_t name_width) {
     /* Rows per kernel name, indexed by the name's string id. */
     size_t nstr = m->strings.count;
     uint32_t *row_of = malloc((nstr ? nstr : 1) * sizeof *row_of);
@@ -186,10 +194,10 @@ static int run(const md_model *m, size_t limit, int format) {
     if (format == CL_TABLE) {
         size_t longest = 4;
         for (size_t k = 0; k < shown; k++) {
-            size_t len = strobe__utf8_len(md_str(m, rows[k].name));
+            size_t len = strobe__utf8_len(cli_esc(md_str(m, rows[k].name)));
             if (len > longest) longest = len;
         }
-        size_t w[7] = {longest + 4 < STROBE__TABLE_NAME_MAX ? longest + 4 : STROBE__TABLE_NAME_MAX};
+        size_t w[7] = {longest + 4 < name_width ? longest + 4 : name_width};
         for (int c = 1; c < 7; c++)
             w[c] = STROBE__TABLE_COL_WIDTH;
         static const char *const hk[] = {"Name", "# of Calls", "Total",     "Avg",
@@ -207,7 +215,7 @@ static int run(const md_model *m, size_t limit, int format) {
             strobe__fmt_time_ns(b[3], sizeof b[3], r->min);
             strobe__fmt_time_ns(b[4], sizeof b[4], r->max);
             strobe__fmt_share(b[5], sizeof b[5], r->total, all);
-            strobe__table_cell(stdout, md_str(m, r->name), w[0], 0, STROBE__TABLE_NAME_MAX - 3);
+            strobe__table_cell(stdout, cli_esc(md_str(m, r->name)), w[0], 0, name_width - 3);
             for (int c = 1; c < 7; c++)
                 strobe__table_cell(stdout, b[c - 1], w[c], 0, 0);
             putchar('\n');
@@ -231,7 +239,10 @@ static int run(const md_model *m, size_t limit, int format) {
             strobe__fmt_time_ns(b[3], sizeof b[3], s->span - s->busy);
             strobe__fmt_time_ns(b[4], sizeof b[4], s->span);
             strobe__fmt_share(b[5], sizeof b[5], s->busy, s->span);
-            for (int c = 0; c < 6; c++)
+            /* Device and stream names can be strings from the trace: escaped and cut. */
+            strobe__table_cell(stdout, cli_esc(b[0]), sw[0], 0, sw[0] - 3);
+            strobe__table_cell(stdout, cli_esc(b[1]), sw[1], 0, sw[1] - 3);
+            for (int c = 2; c < 6; c++)
                 strobe__table_cell(stdout, b[c], sw[c], 0, 0);
             putchar('\n');
         }
@@ -297,37 +308,52 @@ out:
     return err;
 }
 
+const struct option cmd_kernels_options[] = {
+    {"limit", required_argument, NULL, 'n'},
+    {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_NAME_WIDTH,
+    CLI_OPTION_QUIET,
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
+
 int cmd_kernels(int argc, char **argv) {
     const char *path = NULL;
-    size_t limit = 0;
-    int format = CL_TABLE;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(cmd_kernels_usage, stdout);
-            return CLI_OK;
-        }
-        if ((strcmp(a, "--limit") == 0 || strcmp(a, "--format") == 0) && i + 1 >= argc)
-            return usage_error("option needs a value", a);
-        if (strcmp(a, "--limit") == 0) {
-            char *end;
-            const char *v = argv[++i];
-            long long n = strtoll(v, &end, 10);
-            if (*v == '\0' || *end != '\0' || n < 0) return usage_error("bad --limit", v);
+    size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
+    int format = CL_TABLE, quiet = 0, first = 0;
+    for (int c; (c = cli_getopt(argc, argv, ":n:f:qhV", cmd_kernels_options, &first)) != -1;) {
+        unsigned long long n;
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_kernels_usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            quiet = 1;
+            break;
+        case 'n':
+            if (cli_parse_count("kernels", "--limit", optarg, SIZE_MAX, &n) != 0)
+                return CLI_BAD_INPUT;
             limit = (size_t)n;
-        } else if (strcmp(a, "--format") == 0) {
-            format = cl_parse_format(argv[++i]);
-            if (format < 0) return usage_error("unknown --format", argv[i]);
-        } else if (cli_operand("kernels", a, 1, &path) != 0) {
-            return CLI_BAD_INPUT;
+            break;
+        case 'f':
+            format = cl_parse_format(optarg);
+            if (format < 0) return usage_error("unknown --format", optarg);
+            break;
+        case CLI_OPT_NAME_WIDTH:
+            if (cli_parse_name_width("kernels", optarg, &name_width) != 0) return CLI_BAD_INPUT;
+            break;
+        default:
+            return cli_option_error("kernels", c, argv, cmd_kernels_options);
         }
     }
-    if (path == NULL) return usage_error("no trace given", NULL);
+    if (cli_trace_operand("kernels", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
     md_model *m = malloc(sizeof *m);
     if (m == NULL) return usage_error("out of memory", NULL);
-    int rc = cli_load(m, "kernels", path);
+    int rc = cli_load(m, "kernels", path, quiet);
     if (rc == CLI_OK) {
-        rc = cli_finish("kernels", path, run(m, limit, format) != 0 ? STROBE_ENOMEM : 0, CLI_OK);
+        int work = run(m, limit, format, name_width) != 0 ? STROBE_ENOMEM : 0;
+        rc = cli_finish("kernels", path, work, CLI_OK);
         md_free(m);
     }
     free(m);

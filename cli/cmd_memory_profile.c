@@ -13,7 +13,7 @@ const char cmd_memory_profile_usage[] =
     "    strobe memory-profile - record a running process's allocations\n"
     "\n"
     "SYNOPSIS\n"
-    "    strobe memory-profile --pid PID --duration-ms N --output PATH [--timeout-ms N]\n"
+    "    strobe memory-profile --pid PID --duration-ms N -o PATH [--timeout-ms N]\n"
     "\n"
     "DESCRIPTION\n"
     "    Asks the process PID, which serves an on-demand endpoint (STROBE_ONDEMAND=1), to\n"
@@ -25,14 +25,26 @@ const char cmd_memory_profile_usage[] =
     "OPTIONS\n"
     "    --pid PID          the process\n"
     "    --duration-ms N    how long to record (1 .. 86400000)\n"
-    "    --output PATH      where the process writes the profile\n"
+    "    -o, --output PATH  where the process writes the profile\n"
     "    --timeout-ms N     how long to wait (default: the duration plus 60 s)\n"
     "    -h, --help         show this text\n"
+    "    -V, --version      show strobe's version\n"
     "\n"
     "EXIT STATUS\n"
     "    0  the profile was written\n"
     "    1  the process did not record (the line says why)\n"
     "    2  usage error\n";
+
+enum { OPT_PID = CLI_LONG_ONLY + 1, OPT_DURATION, OPT_TIMEOUT };
+
+const struct option cmd_memory_profile_options[] = {
+    {"pid", required_argument, NULL, OPT_PID},
+    {"duration-ms", required_argument, NULL, OPT_DURATION},
+    {"output", required_argument, NULL, 'o'},
+    {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
 
 int cmd_memory_profile(int argc, char **argv) {
     const char *cmd = "memory-profile";
@@ -41,28 +53,34 @@ int cmd_memory_profile(int argc, char **argv) {
     rq.verb = STROBE__OD_MEMORY;
     int64_t pid = 0, timeout = 0;
     const char *output = NULL;
-    for (int i = 1; i < argc; i += 2) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(cmd_memory_profile_usage, stdout);
-            return CLI_OK;
-        } else if (v == NULL) {
-            return cli_usage_error(cmd, a[0] == '-' ? "option needs a value" : "unexpected", a);
-        } else if (strcmp(a, "--pid") == 0) {
+    int first = 0;
+    for (int c; (c = cli_getopt(argc, argv, ":o:hV", cmd_memory_profile_options, &first)) != -1;) {
+        const char *v = optarg;
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_memory_profile_usage);
+        case 'V':
+            return cli_version();
+        case 'o':
+            output = v;
+            break;
+        case OPT_PID:
             if (strobe__od_parse_num(v, 4194304, &pid) != 0)
                 return cli_usage_error(cmd, "bad pid", v);
-        } else if (strcmp(a, "--duration-ms") == 0) {
+            break;
+        case OPT_DURATION:
             if (strobe__od_parse_num(v, STROBE__OD_MAX_DURATION_MS, &rq.duration_ms) != 0)
                 return cli_usage_error(cmd, "--duration-ms takes 1 .. 86400000", v);
-        } else if (strcmp(a, "--timeout-ms") == 0) {
+            break;
+        case OPT_TIMEOUT:
             if (strobe__od_parse_num(v, STROBE__OD_MAX_TIMEOUT_MS, &timeout) != 0)
                 return cli_usage_error(cmd, "bad --timeout-ms", v);
-        } else if (strcmp(a, "--output") == 0) {
-            output = v;
-        } else {
-            return cli_usage_error(cmd, "unknown option", a);
+            break;
+        default:
+            return cli_option_error(cmd, c, argv, cmd_memory_profile_options);
         }
     }
+    if (first < argc) return cli_usage_error(cmd, "unexpected argument", argv[first]);
     if (pid == 0) return cli_usage_error(cmd, "--pid is required", NULL);
     if (rq.duration_ms == 0) return cli_usage_error(cmd, "--duration-ms is required", NULL);
     if (output == NULL || output[0] == '\0')

@@ -26,7 +26,8 @@ const char cmd_ps_usage[] =
     "    with state \"no-answer\". Sockets left by processes that are gone are removed.\n"
     "\n"
     "OPTIONS\n"
-    "    -h, --help   show this text\n"
+    "    -h, --help      show this text\n"
+    "    -V, --version   show strobe's version\n"
     "\n"
     "EXIT STATUS\n"
     "    0  success (also when no process serves an endpoint)\n"
@@ -71,14 +72,19 @@ static int ask_status(long pid, char *line, size_t cap, char *err, size_t errcap
     return -1;
 }
 
+const struct option cmd_ps_options[] = {
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
+
 int cmd_ps(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(cmd_ps_usage, stdout);
-            return CLI_OK;
-        }
-        return cli_usage_error("ps", "unexpected argument", argv[i]);
+    int first = 0;
+    for (int c; (c = cli_getopt(argc, argv, ":hV", cmd_ps_options, &first)) != -1;) {
+        if (c == 'h') return cli_help(cmd_ps_usage);
+        if (c == 'V') return cli_version();
+        return cli_option_error("ps", c, argv, cmd_ps_options);
     }
+    if (first < argc) return cli_usage_error("ps", "unexpected argument", argv[first]);
     long *pids;
     int stale;
     int n = odc_list("ps", &pids, &stale);
@@ -87,7 +93,7 @@ int cmd_ps(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
         char line[STROBE__OD_MAX_LINE + 1], err[256], st[32], steps[32], cmdline[1024];
         if (ask_status(pids[i], line, sizeof line, err, sizeof err) != 0) {
-            printf("%-8ld %-9s %-8s %s\n", pids[i], "no-answer", "-", err);
+            printf("%-8ld %-9s %-8s %s\n", pids[i], "no-answer", "-", cli_esc(err));
             continue;
         }
         size_t len = strlen(line);
@@ -96,7 +102,8 @@ int cmd_ps(int argc, char **argv) {
             snprintf(steps, sizeof steps, "?");
         if (strobe__od_get(line, len, "cmd", cmdline, sizeof cmdline) < 0)
             snprintf(cmdline, sizeof cmdline, "?");
-        printf("%-8ld %-9s %-8s %s\n", pids[i], st, steps, cmdline);
+        /* The reply is the other process's: escaped, as text from a trace is. */
+        printf("%-8ld %-9s %-8s %s\n", pids[i], cli_esc(st), cli_esc(steps), cli_esc(cmdline));
     }
     if (stale)
         fprintf(stderr, "strobe ps: removed %d socket(s) of processes that are gone\n", stale);

@@ -26,7 +26,8 @@ const char cmd_stacks_usage[] =
     "    strobe stacks - folded stacks for flamegraph.pl and speedscope\n"
     "\n"
     "SYNOPSIS\n"
-    "    strobe stacks TRACE [--metric self_cpu|self_cuda]\n"
+    "    strobe stacks [OPTIONS] TRACE\n"
+    "    strobe stacks TRACE [--metric self_cpu|self_cuda] [-q]\n"
     "\n"
     "DESCRIPTION\n"
     "    Prints one line per distinct stack: frames from the root to the leaf joined by ';',\n"
@@ -37,7 +38,8 @@ const char cmd_stacks_usage[] =
     "    are the Python frames of its \"Call stack\" argument, root first, then its own name;\n"
     "    without a \"Call stack\", the frames of the operator enclosing it on its thread, then\n"
     "    its own name (so a trace without stacks gives the nesting of operators). Within a\n"
-    "    frame, ';' and control characters are replaced by '_'.\n"
+    "    frame, ';' and control characters (newlines, escapes, DEL, C1 controls) are replaced\n"
+    "    by '_', so that each stack stays one line. TRACE \"-\" is standard input.\n"
     "\n"
     "    Example: strobe stacks t.json.gz | flamegraph.pl > t.svg\n"
     "\n"
@@ -45,6 +47,9 @@ const char cmd_stacks_usage[] =
     "    --metric M     self_cpu (default): self CPU time, as `strobe summary` computes it;\n"
     "                   self_cuda: the device time (kernels, copies, memsets) launched directly\n"
     "                   inside each operator\n"
+    "    -q, --quiet    no progress line on standard error\n"
+    "    -h, --help     show this text\n"
+    "    -V, --version  show strobe's version\n"
     "\n"
     "EXIT STATUS\n"
     "    0 success; 2 bad input (the trace cannot be read) or bad usage.\n";
@@ -67,7 +72,13 @@ static int put(buf *b, const char *s, size_t n) {
     }
     for (size_t k = 0; k < n; k++) {
         unsigned char c = (unsigned char)s[k];
-        b->p[b->len++] = c == ';' || c < 0x20 ? '_' : (char)c;
+        /* A C1 control (U+0080..U+009F, two bytes in UTF-8) becomes one '_'. */
+        if (c == 0xc2 && k + 1 < n && (unsigned char)s[k + 1] >= 0x80 &&
+            (unsigned char)s[k + 1] < 0xa0) {
+            k++;
+            c = 0;
+        }
+        b->p[b->len++] = c == ';' || c < 0x20 || c == 0x7f ? '_' : (char)c;
     }
     b->p[b->len] = '\0';
     return 0;
@@ -186,18 +197,27 @@ static int usage_error(const char *msg, const char *arg) {
     return cli_usage_error("stacks", msg, arg);
 }
 
+const struct option cmd_stacks_options[] = {
+    {"metric", required_argument, NULL, CLI_LONG_ONLY + 1},
+    CLI_OPTION_QUIET,
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
+
 int cmd_stacks(int argc, char **argv) {
     const char *path = NULL;
-    int cuda = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(cmd_stacks_usage, stdout);
-            return CLI_OK;
-        }
-        if (strcmp(a, "--metric") == 0) {
-            if (i + 1 >= argc) return usage_error("option needs a value", a);
-            const char *v = argv[++i];
+    int cuda = 0, quiet = 0, first = 0;
+    for (int c; (c = cli_getopt(argc, argv, ":qhV", cmd_stacks_options, &first)) != -1;) {
+        const char *v = optarg;
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_stacks_usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            quiet = 1;
+            break;
+        case CLI_LONG_ONLY + 1:
             if (strcmp(v, "self_cpu") == 0 || strcmp(v, "self_cpu_time_total") == 0)
                 cuda = 0;
             else if (strcmp(v, "self_cuda") == 0 || strcmp(v, "self_cuda_time_total") == 0 ||
@@ -205,14 +225,15 @@ int cmd_stacks(int argc, char **argv) {
                 cuda = 1;
             else
                 return usage_error("unknown --metric", v);
-        } else if (cli_operand("stacks", a, 1, &path) != 0) {
-            return CLI_BAD_INPUT;
+            break;
+        default:
+            return cli_option_error("stacks", c, argv, cmd_stacks_options);
         }
     }
-    if (path == NULL) return usage_error("no trace given", NULL);
+    if (cli_trace_operand("stacks", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
     md_model *m = malloc(sizeof *m);
     if (m == NULL) return usage_error("out of memory", NULL);
-    int rc = cli_load(m, "stacks", path);
+    int rc = cli_load(m, "stacks", path, quiet);
     if (rc == CLI_OK) {
         rc = cli_finish("stacks", path, run(m, cuda) != 0 ? STROBE_ENOMEM : 0, CLI_OK);
         md_free(m);

@@ -27,14 +27,15 @@ const char cmd_summary_usage[] =
     "    strobe summary - per-operator table, like torch's key_averages().table()\n"
     "\n"
     "SYNOPSIS\n"
-    "    strobe summary TRACE [--sort KEY] [--limit N]\n"
-    "                         [--group-by name|shape|stack[:N]|module] [--format table|csv|json]\n"
+    "    strobe summary [OPTIONS] TRACE\n"
+    "    strobe summary TRACE [-s KEY] [-n N] [--group-by name|shape|stack[:N]|module]\n"
+    "                         [-f table|csv|json] [--name-width N] [-q]\n"
     "\n"
     "DESCRIPTION\n"
-    "    Reads a Kineto-format trace (.json or .json.gz, from strobe or PyTorch, either schema)\n"
-    "    and prints one row per operator: CPU operators, user annotations and the CPU side of\n"
-    "    the device runtime (cudaLaunchKernel ...), as torch does. Python functions and kernels\n"
-    "    are not rows (see `strobe kernels`).\n"
+    "    Reads a Kineto-format trace (.json or .json.gz, from strobe or PyTorch, either schema;\n"
+    "    or a .pftrace; \"-\" is standard input) and prints one row per operator: CPU\n"
+    "    operators, user annotations and the CPU side of the device runtime (cudaLaunchKernel\n"
+    "    ...), as torch does. Python functions and kernels are not rows (see `strobe kernels`).\n"
     "\n"
     "    Self CPU is an event's duration less that of the rows directly nested in it on its\n"
     "    thread; CPU total is the whole duration. Device (CUDA) time is that of the kernels,\n"
@@ -51,19 +52,28 @@ const char cmd_summary_usage[] =
     "    ranges), and a Self column (less the rows directly nested in it, as Self CPU).\n"
     "\n"
     "OPTIONS\n"
-    "    --sort KEY     cpu_time_total (default), self_cpu_time_total, cuda_time_total,\n"
+    "    -s, --sort KEY cpu_time_total (default), self_cpu_time_total, cuda_time_total,\n"
     "                   self_cuda_time_total, cpu_memory_usage, self_cpu_memory_usage,\n"
     "                   cuda_memory_usage, self_cuda_memory_usage, flops, count, name,\n"
     "                   perf:EVENT, self_perf:EVENT (a perf counter of the trace's\n"
     "                   \"strobe_perf_events\"; another name is a usage error)\n"
     "                   (device_time_total and self_device_time_total are accepted too)\n"
-    "    --limit N      print the first N rows only (0: all, the default)\n"
+    "    -n, --limit N  print the first N rows only (0: all, the default)\n"
     "    --group-by G   name (default); shape: name and \"Input Dims\", adds Input Shapes;\n"
     "                   stack[:N]: name and the first N (default 5) frames of \"Call stack\",\n"
     "                   adds Source Location; module: name and \"Module Hierarchy\" (events\n"
     "                   without one form a group with an empty module), adds Module Hierarchy\n"
-    "    --format F     table (default); csv or json: the same columns with raw numbers\n"
+    "    -f, --format F table (default); csv or json: the same columns with raw numbers\n"
     "                   (times in microseconds, memory in bytes, FLOPs and counters unscaled)\n"
+    "    --name-width N the name column's widest (default 55, as torch's\n"
+    "                   max_name_column_width): a longer name is cut to N - 3 characters\n"
+    "                   and \"...\"; csv and json keep whole names\n"
+    "    -q, --quiet    no progress line on standard error\n"
+    "    -h, --help     show this text\n"
+    "    -V, --version  show strobe's version\n"
+    "\n"
+    "    Names and other text from the trace are printed with control characters escaped\n"
+    "    (\\n, \\e ...) in the table; csv and json quote them by their own rules.\n"
     "\n"
     "EXIT STATUS\n"
     "    0 success; 2 bad input (the trace cannot be read) or bad usage.\n";
@@ -123,6 +133,7 @@ typedef struct summary {
     uint32_t *row_of; /* per event: its row, MD_NONE for events that are not rows */
     int group;        /* 0 name, 1 shape, 2 stack, 3 module */
     int stack_n;
+    size_t name_width; /* --name-width: the name column's widest */
     int has_dev, has_mem, has_dev_mem, has_flops;
     int64_t self_total, self_dev_total;
     size_t np;     /* perf counters: m.perf_count */
@@ -536,9 +547,9 @@ static int print_table(const summary *s, size_t shown) {
     double fscale = s->has_flops ? flops_scale(s, &fheader) : 1.0;
     size_t longest = 0, shapes = 0, src = 0;
     for (size_t k = 0; k < s->count; k++) {
-        size_t len = strobe__utf8_len(md_str(&s->m, s->rows[k].name));
+        size_t len = strobe__utf8_len(cli_esc(md_str(&s->m, s->rows[k].name)));
         if (len > longest) longest = len;
-        const char *aux = strobe__strtab_str(&s->aux, s->rows[k].aux);
+        const char *aux = cli_esc(strobe__strtab_str(&s->aux, s->rows[k].aux));
         if ((s->group == 1 || s->group == 3) && strobe__utf8_len(aux) > shapes)
             shapes = strobe__utf8_len(aux);
         char frame[1024];
@@ -549,7 +560,7 @@ static int print_table(const summary *s, size_t shown) {
     for (size_t c = 0; c < nc; c++) {
         widths[c] = STROBE__TABLE_COL_WIDTH;
         if (cols[c] == C_NAME)
-            widths[c] = longest + 4 < STROBE__TABLE_NAME_MAX ? longest + 4 : STROBE__TABLE_NAME_MAX;
+            widths[c] = longest + 4 < s->name_width ? longest + 4 : s->name_width;
         if (cols[c] == C_SHAPES) widths[c] = shapes + 4 < 80 ? shapes + 4 : 80;
         if (cols[c] == C_SOURCE) widths[c] = src + 4 < 75 ? src + 4 : 75;
         /* Module paths are cut with "..." as names are; the header fits. */
@@ -557,7 +568,7 @@ static int print_table(const summary *s, size_t shown) {
             widths[c] = shapes + 4 < 16 ? 16 : shapes + 4 < 80 ? shapes + 4 : 80;
         if (cols[c] >= C_NCOLS) {
             /* Counters can be long (cycles), and so can their names: both fit. */
-            size_t w = strobe__utf8_len(col_name(s, cols[c], head, sizeof head));
+            size_t w = strobe__utf8_len(cli_esc(col_name(s, cols[c], head, sizeof head)));
             for (size_t k = 0; k < shown; k++) {
                 char num[32];
                 size_t len =
@@ -571,19 +582,19 @@ static int print_table(const summary *s, size_t shown) {
     strobe__table_separator(out, widths, nc);
     for (size_t c = 0; c < nc; c++) {
         const char *h = cols[c] == C_FLOPS ? fheader : col_name(s, cols[c], head, sizeof head);
-        strobe__table_cell(out, h, widths[c], cols[c] == C_SOURCE, 0);
+        strobe__table_cell(out, cli_esc(h), widths[c], cols[c] == C_SOURCE, 0);
     }
     fputc('\n', out);
     strobe__table_separator(out, widths, nc);
     for (size_t k = 0; k < shown; k++) {
         const row *r = &s->rows[k];
-        const char *aux = strobe__strtab_str(&s->aux, r->aux);
+        const char *aux = cli_esc(strobe__strtab_str(&s->aux, r->aux));
         char buf[1024];
         for (size_t c = 0; c < nc; c++) {
             switch (cols[c]) {
             case C_NAME:
-                strobe__table_cell(out, md_str(&s->m, r->name), widths[c], 0,
-                                   STROBE__TABLE_NAME_MAX - 3);
+                strobe__table_cell(out, cli_esc(md_str(&s->m, r->name)), widths[c], 0,
+                                   s->name_width - 3);
                 break;
             case C_SHAPES:
                 /* torch cuts the shapes to the column's width, without "...". */
@@ -761,27 +772,39 @@ static int64_t perf_sort_index(const md_model *m, const char *name) {
     return -1;
 }
 
+const struct option cmd_summary_options[] = {
+    {"sort", required_argument, NULL, 's'},
+    {"limit", required_argument, NULL, 'n'},
+    {"group-by", required_argument, NULL, CLI_LONG_ONLY + 1},
+    {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_NAME_WIDTH,
+    CLI_OPTION_QUIET,
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
+
 int cmd_summary(int argc, char **argv) {
     const char *path = NULL, *perf_name = NULL;
     sort_key key = S_CPU_TOTAL;
-    size_t limit = 0;
-    int format = CL_TABLE, group = 0, stack_n = 5;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(cmd_summary_usage, stdout);
-            return CLI_OK;
-        }
-        int takes = strcmp(a, "--sort") == 0 || strcmp(a, "--limit") == 0 ||
-                    strcmp(a, "--group-by") == 0 || strcmp(a, "--format") == 0;
-        if (takes && i + 1 >= argc) return usage_error("option needs a value", a);
-        if (strcmp(a, "--sort") == 0) {
-            const char *v = argv[++i];
-            size_t k = 0, n = sizeof sort_names / sizeof sort_names[0];
-            while (k < n && strcmp(sort_names[k].name, v) != 0)
+    size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
+    int format = CL_TABLE, group = 0, stack_n = 5, quiet = 0, first = 0;
+    for (int c; (c = cli_getopt(argc, argv, ":s:n:f:qhV", cmd_summary_options, &first)) != -1;) {
+        const char *v = optarg;
+        unsigned long long n;
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_summary_usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            quiet = 1;
+            break;
+        case 's': {
+            size_t k = 0, count = sizeof sort_names / sizeof sort_names[0];
+            while (k < count && strcmp(sort_names[k].name, v) != 0)
                 k++;
             perf_name = NULL;
-            if (k < n) {
+            if (k < count) {
                 key = sort_names[k].key;
             } else if (strncmp(v, "perf:", 5) == 0 || strncmp(v, "self_perf:", 10) == 0) {
                 key = v[0] == 'p' ? S_PERF : S_SELF_PERF;
@@ -790,14 +813,13 @@ int cmd_summary(int argc, char **argv) {
             } else {
                 return usage_error("unknown sort key", v);
             }
-        } else if (strcmp(a, "--limit") == 0) {
-            char *end;
-            const char *v = argv[++i];
-            long long n = strtoll(v, &end, 10);
-            if (*v == '\0' || *end != '\0' || n < 0) return usage_error("bad --limit", v);
+            break;
+        }
+        case 'n':
+            if (cli_parse_count("summary", "--limit", v, SIZE_MAX, &n) != 0) return CLI_BAD_INPUT;
             limit = (size_t)n;
-        } else if (strcmp(a, "--group-by") == 0) {
-            const char *v = argv[++i];
+            break;
+        case CLI_LONG_ONLY + 1:
             if (strcmp(v, "name") == 0)
                 group = 0;
             else if (strcmp(v, "shape") == 0)
@@ -808,29 +830,35 @@ int cmd_summary(int argc, char **argv) {
                 group = 2;
                 if (v[5] == ':') {
                     char *end;
-                    long n = strtol(v + 6, &end, 10);
-                    if (v[6] == '\0' || *end != '\0' || n < 1 || n > 1000)
+                    long sn = strtol(v + 6, &end, 10);
+                    if (v[6] == '\0' || *end != '\0' || sn < 1 || sn > 1000)
                         return usage_error("bad --group-by stack:N", v);
-                    stack_n = (int)n;
+                    stack_n = (int)sn;
                 }
             } else {
                 return usage_error("unknown --group-by", v);
             }
-        } else if (strcmp(a, "--format") == 0) {
-            format = cl_parse_format(argv[++i]);
-            if (format < 0) return usage_error("unknown --format", argv[i]);
-        } else if (cli_operand("summary", a, 1, &path) != 0) {
-            return CLI_BAD_INPUT;
+            break;
+        case 'f':
+            format = cl_parse_format(v);
+            if (format < 0) return usage_error("unknown --format", v);
+            break;
+        case CLI_OPT_NAME_WIDTH:
+            if (cli_parse_name_width("summary", v, &name_width) != 0) return CLI_BAD_INPUT;
+            break;
+        default:
+            return cli_option_error("summary", c, argv, cmd_summary_options);
         }
     }
-    if (path == NULL) return usage_error("no trace given", NULL);
+    if (cli_trace_operand("summary", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
 
     summary *s = calloc(1, sizeof *s);
     if (s == NULL) return usage_error("out of memory", NULL);
     s->group = group;
     s->stack_n = stack_n;
+    s->name_width = name_width;
     strobe__strtab_init(&s->aux, &s->pool);
-    int rc = cli_load(&s->m, "summary", path);
+    int rc = cli_load(&s->m, "summary", path, quiet);
     int64_t pk = rc == CLI_OK && perf_name ? perf_sort_index(&s->m, perf_name) : 0;
     if (pk < 0) {
         md_free(&s->m);

@@ -14,10 +14,10 @@ const char cmd_trigger_usage[] =
     "\n"
     "SYNOPSIS\n"
     "    strobe trigger (--pid PID | --all) [--duration-ms N | --iterations N\n"
-    "                   [--start-iteration-roundup N]] --output PATH [--record-shapes]\n"
+    "                   [--start-iteration-roundup N]] -o PATH [--record-shapes]\n"
     "                   [--profile-memory] [--with-stack] [--with-flops] [--with-modules]\n"
     "                   [--activities cpu,cuda] [--timeout-ms N] [--no-wait]\n"
-    "    strobe trigger (--pid PID | --all) --flight-dump --output PATH\n"
+    "    strobe trigger (--pid PID | --all) --flight-dump -o PATH\n"
     "\n"
     "DESCRIPTION\n"
     "    Asks the process PID (or every process of this user that serves an endpoint, with\n"
@@ -47,7 +47,7 @@ const char cmd_trigger_usage[] =
     "    --duration-ms N            record for N ms (1 .. 86400000)\n"
     "    --iterations N             record N steps\n"
     "    --start-iteration-roundup N  start at a step that is a multiple of N\n"
-    "    --output PATH              where the process writes the trace (required)\n"
+    "    -o, --output PATH          where the process writes the trace (required)\n"
     "    --record-shapes, --profile-memory, --with-stack, --with-flops, --with-modules\n"
     "                               the session's detail flags (strobe_config)\n"
     "    --activities LIST          cpu (always), cuda\n"
@@ -57,11 +57,49 @@ const char cmd_trigger_usage[] =
     "    --no-wait                  return once each process has started its trace\n"
     "    --flight-dump              write the flight recorder's window instead of tracing\n"
     "    -h, --help                 show this text\n"
+    "    -V, --version              show strobe's version\n"
     "\n"
     "EXIT STATUS\n"
     "    0  every process traced (or, with --no-wait, started)\n"
     "    1  some process did not trace (the lines say why)\n"
     "    2  usage error, or no process to trace\n";
+
+enum {
+    OPT_PID = CLI_LONG_ONLY + 1,
+    OPT_ALL,
+    OPT_DURATION,
+    OPT_ITERATIONS,
+    OPT_ROUNDUP,
+    OPT_RECORD_SHAPES,
+    OPT_PROFILE_MEMORY,
+    OPT_WITH_STACK,
+    OPT_WITH_FLOPS,
+    OPT_WITH_MODULES,
+    OPT_ACTIVITIES,
+    OPT_TIMEOUT,
+    OPT_NO_WAIT,
+    OPT_FLIGHT_DUMP,
+};
+
+const struct option cmd_trigger_options[] = {
+    {"pid", required_argument, NULL, OPT_PID},
+    {"all", no_argument, NULL, OPT_ALL},
+    {"duration-ms", required_argument, NULL, OPT_DURATION},
+    {"iterations", required_argument, NULL, OPT_ITERATIONS},
+    {"start-iteration-roundup", required_argument, NULL, OPT_ROUNDUP},
+    {"output", required_argument, NULL, 'o'},
+    {"record-shapes", no_argument, NULL, OPT_RECORD_SHAPES},
+    {"profile-memory", no_argument, NULL, OPT_PROFILE_MEMORY},
+    {"with-stack", no_argument, NULL, OPT_WITH_STACK},
+    {"with-flops", no_argument, NULL, OPT_WITH_FLOPS},
+    {"with-modules", no_argument, NULL, OPT_WITH_MODULES},
+    {"activities", required_argument, NULL, OPT_ACTIVITIES},
+    {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+    {"no-wait", no_argument, NULL, OPT_NO_WAIT},
+    {"flight-dump", no_argument, NULL, OPT_FLIGHT_DUMP},
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
 
 int cmd_trigger(int argc, char **argv) {
     const char *cmd = "trigger";
@@ -73,57 +111,65 @@ int cmd_trigger(int argc, char **argv) {
     int all = 0, no_wait = 0, have_roundup = 0, dump = 0;
     int64_t timeout = 0;
     const char *output = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int first = 0;
+    for (int c; (c = cli_getopt(argc, argv, ":o:hV", cmd_trigger_options, &first)) != -1;) {
+        const char *v = optarg;
         int64_t num;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(cmd_trigger_usage, stdout);
-            return CLI_OK;
-        } else if (strcmp(a, "--all") == 0) {
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_trigger_usage);
+        case 'V':
+            return cli_version();
+        case OPT_ALL:
             all = 1;
-        } else if (strcmp(a, "--no-wait") == 0) {
+            break;
+        case OPT_NO_WAIT:
             no_wait = 1;
-        } else if (strcmp(a, "--flight-dump") == 0) {
+            break;
+        case OPT_FLIGHT_DUMP:
             dump = 1;
-        } else if (strcmp(a, "--record-shapes") == 0) {
+            break;
+        case OPT_RECORD_SHAPES:
             rq.flags |= STROBE__OD_RECORD_SHAPES;
-        } else if (strcmp(a, "--profile-memory") == 0) {
+            break;
+        case OPT_PROFILE_MEMORY:
             rq.flags |= STROBE__OD_PROFILE_MEMORY;
-        } else if (strcmp(a, "--with-stack") == 0) {
+            break;
+        case OPT_WITH_STACK:
             rq.flags |= STROBE__OD_WITH_STACK;
-        } else if (strcmp(a, "--with-flops") == 0) {
+            break;
+        case OPT_WITH_FLOPS:
             rq.flags |= STROBE__OD_WITH_FLOPS;
-        } else if (strcmp(a, "--with-modules") == 0) {
+            break;
+        case OPT_WITH_MODULES:
             rq.flags |= STROBE__OD_WITH_MODULES;
-        } else if (v == NULL && a[0] == '-' && a[1] == '-') {
-            return cli_usage_error(cmd, "option needs a value", a);
-        } else if (strcmp(a, "--pid") == 0) {
+            break;
+        case OPT_PID:
             if (strobe__od_parse_num(v, 4194304, &num) != 0)
                 return cli_usage_error(cmd, "bad pid", v);
             pid = (long)num;
-            i++;
-        } else if (strcmp(a, "--duration-ms") == 0) {
+            break;
+        case OPT_DURATION:
             if (strobe__od_parse_num(v, STROBE__OD_MAX_DURATION_MS, &rq.duration_ms) != 0)
                 return cli_usage_error(cmd, "--duration-ms takes 1 .. 86400000", v);
-            i++;
-        } else if (strcmp(a, "--iterations") == 0) {
+            break;
+        case OPT_ITERATIONS:
             if (strobe__od_parse_num(v, STROBE__OD_MAX_ITERATIONS, &rq.iterations) != 0)
                 return cli_usage_error(cmd, "--iterations takes 1 .. 1000000", v);
-            i++;
-        } else if (strcmp(a, "--start-iteration-roundup") == 0) {
+            break;
+        case OPT_ROUNDUP:
             if (strobe__od_parse_num(v, STROBE__OD_MAX_ITERATIONS, &rq.roundup) != 0)
                 return cli_usage_error(cmd, "--start-iteration-roundup takes 1 .. 1000000", v);
             have_roundup = 1;
-            i++;
-        } else if (strcmp(a, "--timeout-ms") == 0) {
+            break;
+        case OPT_TIMEOUT:
             if (strobe__od_parse_num(v, STROBE__OD_MAX_TIMEOUT_MS, &timeout) != 0)
                 return cli_usage_error(cmd, "bad --timeout-ms", v);
-            i++;
-        } else if (strcmp(a, "--output") == 0) {
+            break;
+        case 'o':
             output = v;
-            i++;
-        } else if (strcmp(a, "--activities") == 0) {
+            break;
+        case OPT_ACTIVITIES: {
             char list[256];
             if (strlen(v) >= sizeof list) return cli_usage_error(cmd, "bad --activities", v);
             strcpy(list, v);
@@ -136,11 +182,13 @@ int cmd_trigger(int argc, char **argv) {
                 else
                     return cli_usage_error(cmd, "unknown activity (cpu, cuda)", w);
             }
-            i++;
-        } else {
-            return cli_usage_error(cmd, "unknown option", a);
+            break;
+        }
+        default:
+            return cli_option_error(cmd, c, argv, cmd_trigger_options);
         }
     }
+    if (first < argc) return cli_usage_error(cmd, "unexpected argument", argv[first]);
     if ((pid >= 0) == all) return cli_usage_error(cmd, "give one of --pid PID or --all", NULL);
     if (output == NULL || output[0] == '\0')
         return cli_usage_error(cmd, "--output is required", NULL);

@@ -2,29 +2,344 @@
 #include "common.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "strobe/error.h"
+#include "strobe/strobe.h"
+
+/* ---- escaping ------------------------------------------------------------------------------ */
+
+size_t cli_utf8_seq(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    if (n == 0) return 0;
+    if (p[0] < 0x80) return 1;
+    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
+    if (len == 0 || p[0] > 0xf4 || (p[0] & 0xfe) == 0xc0 || len > n) return 0;
+    for (size_t k = 1; k < len; k++)
+        if ((p[k] & 0xc0) != 0x80) return 0;
+    if (len == 3 && p[0] == 0xe0 && p[1] < 0xa0) return 0;  /* overlong */
+    if (len == 3 && p[0] == 0xed && p[1] >= 0xa0) return 0; /* surrogate */
+    if (len == 4 && p[0] == 0xf0 && p[1] < 0x90) return 0;  /* overlong */
+    if (len == 4 && p[0] == 0xf4 && p[1] >= 0x90) return 0; /* beyond U+10FFFF */
+    return len;
+}
+
+/* Writes the escape of the character at p (which needs one) into out; @return bytes consumed. */
+static size_t escape_one(const unsigned char *p, size_t n, char *out) {
+    unsigned char c = p[0];
+    if (c == '\n') return (void)strcpy(out, "\\n"), 1;
+    if (c == '\t') return (void)strcpy(out, "\\t"), 1;
+    if (c == '\r') return (void)strcpy(out, "\\r"), 1;
+    if (c == 0x1b) return (void)strcpy(out, "\\e"), 1;
+    if (c == 0xc2 && n >= 2 && p[1] >= 0x80 && p[1] < 0xa0) {
+        snprintf(out, 8, "\\u%04x", p[1]);
+        return 2;
+    }
+    snprintf(out, 8, "\\x%02x", c);
+    return 1;
+}
+
+static int needs_escape(const unsigned char *p, size_t n, size_t *len) {
+    if (p[0] < 0x20 || p[0] == 0x7f) return 1;
+    if (p[0] < 0x80) {
+        *len = 1;
+        return 0;
+    }
+    *len = cli_utf8_seq((const char *)p, n);
+    return *len == 0 || (p[0] == 0xc2 && p[1] < 0xa0); /* not UTF-8, or a C1 control */
+}
+
+/* s[0..len), NUL-terminated there when `terminated`, which lets it be returned as it is. */
+static const char *escape(const char *s, size_t len, int terminated) {
+    static char *bufs[8];
+    static size_t caps[8];
+    static unsigned next;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, step = 0;
+    while (i < len && !needs_escape(p + i, len - i, &step))
+        i += step;
+    if (i == len && terminated) return s;
+    /* Each byte becomes at most 6 (\u0080 takes two), so 4 per byte is always enough. */
+    unsigned k = next++ % 8;
+    size_t need = 4 * len + 1;
+    if (caps[k] < need) {
+        char *b = realloc(bufs[k], need);
+        if (b == NULL) return "(out of memory)";
+        bufs[k] = b;
+        caps[k] = need;
+    }
+    char *o = bufs[k];
+    memcpy(o, s, i);
+    o += i;
+    while (i < len) {
+        if (needs_escape(p + i, len - i, &step)) {
+            char esc[8];
+            i += escape_one(p + i, len - i, esc);
+            size_t el = strlen(esc);
+            memcpy(o, esc, el);
+            o += el;
+        } else {
+            memcpy(o, p + i, step);
+            o += step;
+            i += step;
+        }
+    }
+    *o = '\0';
+    return bufs[k];
+}
+
+const char *cli_esc_n(const char *s, size_t len) {
+    return escape(s, len, 0);
+}
+
+const char *cli_esc(const char *s) {
+    return s ? escape(s, strlen(s), 1) : "(null)";
+}
+
+/* ---- options ------------------------------------------------------------------------------- */
+
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+               int *first_operand) {
+    if (*first_operand == 0) {
+        optind = 0; /* glibc: start over, whatever an earlier command left */
+        opterr = 0; /* the errors are ours: one line, with the help hint */
+        *first_operand = -1;
+    }
+    int c = getopt_long(argc, argv, shortopts, longopts, NULL);
+    if (c == -1) *first_operand = optind;
+    return c;
+}
 
 int cli_usage_error(const char *cmd, const char *msg, const char *arg) {
-    fprintf(stderr, "strobe %s: %s%s%s (strobe %s --help)\n", cmd, msg, arg ? ": " : "",
-            arg ? arg : "", cmd);
+    fprintf(stderr, "strobe %s: %s%s%s (strobe %s --help)\n", cmd, cli_esc(msg), arg ? ": " : "",
+            arg ? cli_esc(arg) : "", cmd);
     return CLI_BAD_INPUT;
 }
 
-int cli_operand(const char *cmd, const char *arg, int options, const char **path) {
-    if (options && arg[0] == '-' && arg[1] != '\0')
-        return cli_usage_error(cmd, "unknown option", arg);
-    if (*path != NULL) return cli_usage_error(cmd, "more than one trace", arg);
-    *path = arg;
+int cli_option_error(const char *cmd, int c, char **argv, const struct option *longopts) {
+    /* A long option is the word before optind (getopt has moved past it); it refused a short
+     * one when optopt names a character that is not that long option's. */
+    const char *word = optind > 0 ? argv[optind - 1] : "";
+    int is_long = strncmp(word, "--", 2) == 0 && word[2] != '\0';
+    if (is_long && optopt != 0) {
+        size_t n = strcspn(word + 2, "=");
+        const struct option *o = longopts;
+        while (o->name && !(strncmp(o->name, word + 2, n) == 0 && o->val == optopt))
+            o++;
+        is_long = o->name != NULL;
+    }
+    char shortopt[3] = {'-', (char)optopt, '\0'};
+    if (!is_long) word = shortopt;
+    return cli_usage_error(cmd, c == ':' ? "option needs a value" : "unknown option", word);
+}
+
+int cli_help(const char *usage) {
+    fputs(usage, stdout);
+    return CLI_OK;
+}
+
+int cli_version(void) {
+    printf("strobe %s\n", strobe_version());
+    return CLI_OK;
+}
+
+int cli_trace_operand(const char *cmd, int argc, char **argv, int first, const char **path) {
+    if (first >= argc) return cli_usage_error(cmd, "no trace given", NULL);
+    if (first + 1 < argc) return cli_usage_error(cmd, "more than one trace", argv[first + 1]);
+    *path = argv[first];
     return 0;
 }
 
-int cli_load(md_model *m, const char *cmd, const char *path) {
-    if (md_load(m, path) == 0) return 0;
-    fprintf(stderr, "strobe %s: %s\n", cmd, m->err);
+int cli_parse_count(const char *cmd, const char *opt, const char *v, unsigned long long max,
+                    unsigned long long *out) {
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end != '\0' || errno || n > max) {
+        char msg[96];
+        if (max >= UINT32_MAX)
+            snprintf(msg, sizeof msg, "bad %s (a count, 0 or more)", opt);
+        else
+            snprintf(msg, sizeof msg, "bad %s (0 to %llu)", opt, max);
+        return cli_usage_error(cmd, msg, v);
+    }
+    *out = n;
+    return 0;
+}
+
+int cli_parse_name_width(const char *cmd, const char *v, size_t *out) {
+    unsigned long long n;
+    if (cli_parse_count(cmd, "--name-width", v, 10000, &n) != 0) return CLI_BAD_INPUT;
+    if (n < 4) return cli_usage_error(cmd, "--name-width takes 4 to 10000", v);
+    *out = (size_t)n;
+    return 0;
+}
+
+/* ---- progress ------------------------------------------------------------------------------ */
+
+int cli_progress_delay_ms = 1000;
+int cli_progress_tty = -1;
+
+struct cli_progress {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int stop;
+    char cmd[64];
+    char path[512]; /* escaped */
+    int stdin_input;
+    dev_t dev;
+    ino_t ino;
+    long long size; /* -1: unknown (a pipe) */
+    int fd;         /* the descriptor last found to hold the file, -1 */
+    size_t shown;   /* length of the line on the terminal, 0 when none */
+};
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+size_t cli_progress_format(char *buf, size_t cap, const char *cmd, const char *path, long long pos,
+                           long long size, long long elapsed_ms) {
+    int n;
+    if (size > 0)
+        n = snprintf(buf, cap, "strobe %s: reading %s: %lld%% (%lld MB)", cmd, path,
+                     pos >= size ? 100 : pos * 100 / size, pos / 1000000);
+    else
+        n = snprintf(buf, cap, "strobe %s: reading %s: %lld s", cmd, path, elapsed_ms / 1000);
+    return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
+}
+
+/* The file's position in whichever descriptor holds it now (the reader may open it twice). */
+static long long file_pos(cli_progress *p) {
+    struct stat st;
+    if (p->fd >= 0 && fstat(p->fd, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino) {
+        off_t pos = lseek(p->fd, 0, SEEK_CUR);
+        if (pos >= 0) return (long long)pos;
+    }
+    p->fd = -1;
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 4096) max = 4096;
+    for (int fd = 3; fd < max; fd++) {
+        if (fstat(fd, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino) {
+            p->fd = fd;
+            off_t pos = lseek(fd, 0, SEEK_CUR);
+            return pos >= 0 ? (long long)pos : -1;
+        }
+    }
+    return -1;
+}
+
+static void show(cli_progress *p, const char *line, size_t len) {
+    char out[1200];
+    size_t n = 0;
+    out[n++] = '\r';
+    memcpy(out + n, line, len);
+    n += len;
+    /* Blank out what is left of a longer line before. */
+    for (size_t k = len; k < p->shown && n < sizeof out - 1; k++)
+        out[n++] = ' ';
+    ssize_t w = write(2, out, n);
+    (void)w;
+    p->shown = len;
+}
+
+static void *watch(void *arg) {
+    cli_progress *p = arg;
+    long long start = now_ms();
+    pthread_mutex_lock(&p->lock);
+    /* The first look comes at once: a load that ends before the delay shows nothing. */
+    for (;;) {
+        long long elapsed = now_ms() - start;
+        long long wait = elapsed < cli_progress_delay_ms ? cli_progress_delay_ms - elapsed : 250;
+        if (elapsed >= cli_progress_delay_ms) {
+            long long pos = p->stdin_input ? (long long)lseek(0, 0, SEEK_CUR) : file_pos(p);
+            if (pos >= 0 || p->size < 0) {
+                char line[1100];
+                size_t len = cli_progress_format(line, sizeof line, p->cmd, p->path, pos,
+                                                 pos >= 0 ? p->size : -1, elapsed);
+                show(p, line, len);
+            }
+        }
+        if (p->stop) break;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += (time_t)(wait / 1000);
+        until.tv_nsec += (long)(wait % 1000) * 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&p->cond, &p->lock, &until);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+cli_progress *cli_progress_start(const char *cmd, const char *path, int quiet) {
+    int tty = cli_progress_tty >= 0 ? cli_progress_tty : isatty(2);
+    if (quiet || !tty) return NULL;
+    cli_progress *p = calloc(1, sizeof *p);
+    if (p == NULL) return NULL;
+    snprintf(p->cmd, sizeof p->cmd, "%s", cmd);
+    snprintf(p->path, sizeof p->path, "%s", cli_esc(path));
+    p->stdin_input = strcmp(path, "-") == 0;
+    p->fd = -1;
+    struct stat st;
+    int ok = p->stdin_input ? fstat(0, &st) == 0 : stat(path, &st) == 0;
+    if (!ok) {
+        free(p);
+        return NULL; /* cli_load says why */
+    }
+    p->dev = st.st_dev;
+    p->ino = st.st_ino;
+    p->size = S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    if (pthread_create(&p->thread, NULL, watch, p) != 0) {
+        pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&p->cond);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void cli_progress_stop(cli_progress *p) {
+    if (p == NULL) return;
+    pthread_mutex_lock(&p->lock);
+    p->stop = 1;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    pthread_join(p->thread, NULL);
+    if (p->shown) {
+        show(p, "", 0);
+        ssize_t w = write(2, "\r", 1);
+        (void)w;
+    }
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+    free(p);
+}
+
+/* ---- loading and finishing ----------------------------------------------------------------- */
+
+int cli_load(md_model *m, const char *cmd, const char *path, int quiet) {
+    cli_progress *p = cli_progress_start(cmd, path, quiet);
+    int rc = md_load(m, path);
+    cli_progress_stop(p);
+    if (rc == 0) return 0;
+    fprintf(stderr, "strobe %s: %s\n", cmd, cli_esc(m->err));
     md_free(m);
     return CLI_BAD_INPUT;
 }
@@ -32,7 +347,7 @@ int cli_load(md_model *m, const char *cmd, const char *path) {
 int cli_finish(const char *cmd, const char *path, int work, int ok_code) {
     if (work != 0) {
         fflush(stdout);
-        fprintf(stderr, "strobe %s: %s: %s\n", cmd, path, strobe_strerror(work));
+        fprintf(stderr, "strobe %s: %s: %s\n", cmd, cli_esc(path), strobe_strerror(work));
         return CLI_BAD_INPUT;
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "common.h"
+
 int cl_parse_format(const char *s) {
     if (strcmp(s, "table") == 0) return CL_TABLE;
     if (strcmp(s, "csv") == 0) return CL_CSV;
@@ -25,13 +27,21 @@ void cl_csv_str(FILE *out, const char *s) {
 
 void cl_json_str(FILE *out, const char *s) {
     fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t len = cli_utf8_seq(s + i, n - i);
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(out, "\\u%04x", c);
+        else if (len == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0)
+            fprintf(out, "\\u%04x", (unsigned char)s[i + 1]); /* a C1 control */
+        else if (len == 0)
+            fputs("\\ufffd", out); /* not UTF-8: JSON text must be */
         else
-            fputc(*p, out);
+            fwrite(s + i, 1, len, out);
+        i += len ? len : 1;
     }
     fputc('"', out);
 }

@@ -11,7 +11,8 @@ enum { CL_TABLE = 0, CL_CSV, CL_JSON };
 int cl_parse_format(const char *s);
 /* Writes s as one CSV field, quoted when it holds a comma, quote, CR or LF. */
 void cl_csv_str(FILE *out, const char *s);
-/* Writes s as a JSON string, with quotes; control characters are escaped. */
+/* Writes s as a JSON string, with quotes; control characters (C0, DEL, C1) are escaped, and a byte
+ * that is not UTF-8 becomes U+FFFD, so that the output is valid JSON whatever the trace held. */
 void cl_json_str(FILE *out, const char *s);
 /* Writes a duration in ns as microseconds with three decimals, exactly (no double rounding). */
 void cl_put_us(FILE *out, long long ns);

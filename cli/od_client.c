@@ -1,6 +1,9 @@
 /* od_client.c: the CLI's side of the on-demand protocol (od_client.h). */
 #include "od_client.h"
 
+#include "common.h"
+#include "model.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -136,30 +139,49 @@ int odc_output_path(const char *path, long pid, char *out, size_t cap) {
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
+/* The events in the trace at path (metadata events apart), or -1 when it cannot be read here. */
+static long long count_events(const char *path) {
+    md_model *m = malloc(sizeof *m);
+    if (m == NULL) return -1;
+    long long n = md_load(m, path) == 0 ? (long long)m->count : -1;
+    md_free(m);
+    free(m);
+    return n;
+}
+
 /* Handles one reply line of target t. */
-static void on_line(odc_target *t, int no_wait) {
+static void on_line(odc_target *t, const strobe__od_request *req, int no_wait) {
     char w0[16], v[STROBE__OD_MAX_LINE];
     if (strobe__od_word0(t->line, t->len, w0, sizeof w0) != 0) w0[0] = '\0';
     if (strcmp(w0, "ok") == 0) {
         t->accepted = 1;
         if (no_wait) {
-            printf("%ld: tracing; the process writes %s when done\n", t->pid, t->output);
+            printf("%ld: tracing; the process writes %s when done\n", t->pid, cli_esc(t->output));
             t->outcome = 1;
         }
     } else if (strcmp(w0, "done") == 0) {
         char events[32] = "";
         strobe__od_get(t->line, t->len, "events", events, sizeof events);
         if (strobe__od_get(t->line, t->len, "path", v, sizeof v) < 0) snprintf(v, sizeof v, "?");
-        printf("%ld: trace written to %s", t->pid, v);
-        if (events[0]) printf(" (%s events)", events);
-        if (strobe__od_get(t->line, t->len, "note", v, sizeof v) >= 0) printf("; note: %s", v);
+        /* The reply is the other process's words: escaped, as text from a file is. */
+        printf("%ld: trace written to %s", t->pid, cli_esc(v));
+        /* A memory profile is written by the program's exporter, not from a trace result, so
+         * the endpoint's count (that of a result) says nothing about it: count the file. */
+        long long counted = req->verb == STROBE__OD_MEMORY ? count_events(v) : -1;
+        if (counted >= 0)
+            printf(" (%lld events)", counted);
+        else if (events[0] && req->verb != STROBE__OD_MEMORY)
+            printf(" (%s events)", cli_esc(events));
+        if (strobe__od_get(t->line, t->len, "note", v, sizeof v) >= 0)
+            printf("; note: %s", cli_esc(v));
         printf("\n");
         t->outcome = 1;
     } else if (strcmp(w0, "error") == 0 || strcmp(w0, "failed") == 0) {
         char code[32] = "";
         strobe__od_get(t->line, t->len, "code", code, sizeof code);
         if (strobe__od_get(t->line, t->len, "msg", v, sizeof v) < 0) snprintf(v, sizeof v, "?");
-        printf("%ld: did not trace: %s%s%s\n", t->pid, code[0] ? code : "failed", ": ", v);
+        printf("%ld: did not trace: %s: %s\n", t->pid, code[0] ? cli_esc(code) : "failed",
+               cli_esc(v));
         t->outcome = 2;
     } else {
         printf("%ld: did not trace: unreadable reply\n", t->pid);
@@ -229,7 +251,7 @@ int odc_run(odc_target *t, size_t n, const strobe__od_request *req, int64_t time
                 size_t l = (size_t)(nl - x->line) + 1;
                 size_t keep = x->len - l;
                 x->len = l;
-                on_line(x, no_wait);
+                on_line(x, req, no_wait);
                 memmove(x->line, x->line + l, keep);
                 x->len = keep;
             }

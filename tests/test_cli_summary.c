@@ -60,13 +60,17 @@
  *   self_perf:task-clock mm 1180, linear 170, outer 150; perf:page-faults mm 10, outer 10 (a tie:
  *   by name), linear 5; self_perf:page-faults mm 10, outer 5, linear 2. */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "cli.h"
+#include "common.h"
 
 static char dir[4096];
 
@@ -448,6 +452,170 @@ static void test_usage(void) {
     CHECK_EQ(rc, 2);
 }
 
+/* GNU conventions: --opt=value, short forms, options after the trace, grouped short options,
+ * "--" ending the options; each spelling gives the same output as the long one. */
+static void test_conventions(void) {
+    const char *base = trace("summary_basic.json");
+    int rc;
+    const char *ref_args[] = {"summary",  "--limit", "2",  "--sort", "self_cpu_time_total",
+                              "--format", "csv",     base, NULL};
+    char *ref = run(cmd_summary, &rc, ref_args);
+    CHECK_EQ(rc, 0);
+    const char *spellings[][10] = {
+        {"summary", base, "--limit=2", "--sort=self_cpu_time_total", "--format=csv", NULL},
+        {"summary", "-n", "2", "-s", "self_cpu_time_total", "-f", "csv", base, NULL},
+        {"summary", "-n2", base, "-sself_cpu_time_total", "-fcsv", NULL},
+        {"summary", "-qn", "2", base, "--so", "self_cpu_time_total", "-f", "csv", NULL},
+        {"summary", "--limit", "2", "-s", "self_cpu_time_total", "-f", "csv", "--", base, NULL},
+    };
+    for (size_t k = 0; k < sizeof spellings / sizeof spellings[0]; k++) {
+        char *out = run(cmd_summary, &rc, spellings[k]);
+        CHECK_EQ(rc, 0);
+        CHECK_STR(out, ref);
+        free(out);
+    }
+    free(ref);
+    /* After "--", a word starting with '-' is an operand: here a second trace. */
+    const char *dashdash[] = {"summary", "--", base, "--limit=2", NULL};
+    free(run(cmd_summary, &rc, dashdash));
+    CHECK_EQ(rc, 2);
+    /* -h and -V in every command, before or after other words. */
+    int (*cmds[])(int, char **) = {cmd_summary, cmd_kernels, cmd_stacks,
+                                   cmd_check,   cmd_info,    cmd_convert,
+                                   cmd_ps,      cmd_trigger, cmd_memory_profile};
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        const char *v[] = {"x", base, "-V", NULL};
+        char *out = run(cmds[c], &rc, v);
+        CHECK_EQ(rc, 0);
+        CHECK(strncmp(out, "strobe ", 7) == 0);
+        free(out);
+        const char *h[] = {"x", "--bogus-first", NULL};
+        free(run(cmds[c], &rc, h));
+        CHECK_EQ(rc, 2);
+        const char *hl[] = {"x", "--version", NULL};
+        out = run(cmds[c], &rc, hl);
+        CHECK_EQ(rc, 0);
+        CHECK(strncmp(out, "strobe ", 7) == 0);
+        free(out);
+        const char *hh[] = {"x", "-h", NULL};
+        out = run(cmds[c], &rc, hh);
+        CHECK_EQ(rc, 0);
+        CHECK(strncmp(out, "NAME\n", 5) == 0);
+        free(out);
+    }
+    /* Every command's options are in its --help text. */
+    for (size_t i = 0; i < cli_command_count; i++) {
+        for (const struct option *o = cli_commands[i].options; o->name; o++) {
+            char opt[64];
+            snprintf(opt, sizeof opt, "--%s", o->name);
+            if (strstr(cli_commands[i].usage, opt) == NULL) {
+                fprintf(stderr, "strobe %s: option %s is not in its usage text\n",
+                        cli_commands[i].name, opt);
+                check__failures++;
+            }
+        }
+    }
+}
+
+/* --name-width: torch's max_name_column_width. A name of N - 3 characters or more is cut to
+ * N - 3 and "..." added; the column is min(longest + 4, N) wide. */
+static void test_name_width(void) {
+    const char *base = trace("summary_basic.json");
+    int rc;
+    const char *a[] = {"summary", base, "--name-width=10", "-s", "name", NULL};
+    char *out = run(cmd_summary, &rc, a);
+    CHECK_EQ(rc, 0);
+    /* aten::addmm (11) -> "aten::a..." in a column of 10; outer (5) stays. */
+    CHECK(strstr(out, "\naten::a...  ") != NULL);
+    CHECK(strstr(out, "\n     outer  ") != NULL);
+    CHECK(strstr(out, "\n----------  ") != NULL);
+    free(out);
+    /* 8: "outer" (5) gets "..." too, as torch cuts at width - 3 (5 >= 5): "outer...". */
+    const char *b[] = {"summary", base, "--name-width", "8", "-s", "name", NULL};
+    out = run(cmd_summary, &rc, b);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, "\nouter...  ") != NULL);
+    free(out);
+    const char *k[] = {"kernels", base, "--name-width=6", NULL};
+    out = run(cmd_kernels, &rc, k);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, "\nk_g...  ") != NULL);
+    free(out);
+    const char *bad[][4] = {{"summary", base, "--name-width=3", NULL},
+                            {"summary", base, "--name-width=x", NULL},
+                            {"kernels", base, "--name-width", NULL}};
+    for (size_t i = 0; i < 3; i++) {
+        free(run(i < 2 ? cmd_summary : cmd_kernels, &rc, bad[i]));
+        CHECK_EQ(rc, 2);
+    }
+}
+
+/* The progress line: its text, and the line a load shows (forced on, with no delay) and clears.
+ * The trace comes through a FIFO, whose size is unknown: the line then gives the time spent. */
+static void test_progress(const char *outdir) {
+    char line[256];
+    cli_progress_format(line, sizeof line, "summary", "t.json", 450, 1000, 0);
+    CHECK_STR(line, "strobe summary: reading t.json: 45% (0 MB)");
+    cli_progress_format(line, sizeof line, "info", "big.json", 412000000, 900000000, 0);
+    CHECK_STR(line, "strobe info: reading big.json: 45% (412 MB)");
+    cli_progress_format(line, sizeof line, "info", "-", -1, -1, 2500);
+    CHECK_STR(line, "strobe info: reading -: 2 s");
+
+    char fifo[4300], errpath[4300];
+    snprintf(fifo, sizeof fifo, "%s/progress_fifo.json", outdir);
+    snprintf(errpath, sizeof errpath, "%s/progress.err", outdir);
+    for (int mode = 0; mode < 3; mode++) { /* 0: shown; 1: --quiet; 2: not a terminal */
+        unlink(fifo);
+        REQUIRE(mkfifo(fifo, 0600) == 0);
+        pid_t child = fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            int fd = open(fifo, O_WRONLY);
+            FILE *in = fopen(trace("summary_basic.json"), "rb");
+            char buf[4096];
+            size_t n;
+            while (fd >= 0 && in && (n = fread(buf, 1, sizeof buf, in)) > 0)
+                if (write(fd, buf, n) != (ssize_t)n) break;
+            _exit(0);
+        }
+        cli_progress_delay_ms = 0;
+        cli_progress_tty = mode == 2 ? 0 : 1;
+        fflush(stderr);
+        int saved = dup(2);
+        int efd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        REQUIRE(saved >= 0 && efd >= 0 && dup2(efd, 2) >= 0);
+        close(efd);
+        int rc;
+        const char *a[] = {"info", fifo, mode == 1 ? "-q" : "-f", mode == 1 ? NULL : "text", NULL};
+        char *out = run(cmd_info, &rc, a);
+        REQUIRE(dup2(saved, 2) >= 0);
+        close(saved);
+        waitpid(child, NULL, 0);
+        cli_progress_delay_ms = 1000;
+        cli_progress_tty = -1;
+        CHECK_EQ(rc, 0);
+        CHECK(strstr(out, "events:") != NULL);
+        free(out);
+        FILE *f = fopen(errpath, "rb");
+        REQUIRE(f != NULL);
+        char err[4096] = "";
+        size_t n = fread(err, 1, sizeof err - 1, f);
+        err[n] = '\0';
+        fclose(f);
+        if (mode == 0) {
+            char want[4400];
+            snprintf(want, sizeof want, "\rstrobe info: reading %s: 0 s", fifo);
+            CHECK(strncmp(err, want, strlen(want)) == 0);
+            /* Cleared at the end: blanks over the line, and the cursor back at its start. */
+            CHECK(n > 2 && err[n - 1] == '\r' && err[n - 2] == ' ');
+            CHECK(strchr(err, '\n') == NULL);
+        } else {
+            CHECK_STR(err, "");
+        }
+    }
+    unlink(fifo);
+}
+
 int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s", argc > 1 ? argv[1] : STROBE_SOURCE_DIR "/tests/cli");
     test_summary_csv();
@@ -457,5 +625,8 @@ int main(int argc, char **argv) {
     test_kernels();
     test_stacks();
     test_usage();
+    test_conventions();
+    test_name_width();
+    test_progress(argc > 2 ? argv[2] : ".");
     return check_result();
 }
