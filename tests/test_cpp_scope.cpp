@@ -45,6 +45,11 @@ int main() {
     // Unwinding closed "throws" before "cpp outer" ended, and nothing was left open.
     EXPECT(ev[2].end_ns <= ev[0].end_ns);
     EXPECT(strobe_result_stats(r)->unfinished_ranges == 0);
+    // Scopes on one line (use_all_macros) each got a range.
+    int same_line = 0;
+    for (size_t i = 0; i < n; i++)
+        same_line += std::strncmp(ev[i].name, "same line ", 10) == 0;
+    EXPECT(same_line == 4);
     EXPECT(strobe_result_stats(r)->unmatched_ends == 0);
     strobe_result_free(r);
     return failures ? 1 : 0;

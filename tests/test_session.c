@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "result_check.h"
+#include "use_all_macros.h"
 
 static strobe_config default_cfg(void) {
     strobe_config c;
@@ -424,7 +425,31 @@ static void test_monotonic_times(void) {
     strobe_result_free(r);
 }
 
+/* Every macro from C, with several scopes on one source line. */
+static void test_all_macros(void) {
+    strobe_config c;
+    strobe_config_init(&c);
+    start_or_die(&c);
+    use_all_macros(2);
+    strobe_result *r = stop_or_die();
+    CHECK_EQ(check_wellformed(r), 0);
+    CHECK_EQ(count_named(r, "loop"), 2);
+    const char *same[] = {"same line a", "same line b", "same line c", "same line d"};
+    long idx[4];
+    for (int k = 0; k < 4; k++) {
+        CHECK_EQ(count_named(r, same[k]), 1);
+        idx[k] = find_named(r, same[k]);
+    }
+    const strobe_event *ev = strobe_result_events(r);
+    for (int k = 1; k < 4; k++)
+        if (idx[k] >= 0 && idx[k - 1] >= 0) CHECK_EQ(ev[idx[k]].parent, (uint32_t)idx[k - 1]);
+    CHECK_EQ(strobe_result_stats(r)->unmatched_ends, 0);
+    CHECK_EQ(strobe_result_stats(r)->unfinished_ranges, 0);
+    strobe_result_free(r);
+}
+
 int main(void) {
+    test_all_macros();
     test_errors();
     test_nesting();
     test_repairs();
