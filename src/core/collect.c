@@ -809,7 +809,9 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
         ti->name = strobe__pool_strdup(&r->pool, t->name);
         ti->first_event = r->event_count;
         ti->dropped_events = t->dropped;
-        ti->exited = t->exited;
+        /* Read without the registry lock: a thread may exit while stop collects (its records
+         * are quiescent; only the flag changes), so the flag is atomic on both sides. */
+        ti->exited = __atomic_load_n(&t->exited, __ATOMIC_RELAXED);
         ti->device_type = STROBE_DEVICE_CPU;
         ti->device_index = -1;
         if (ti->name == NULL) rc = STROBE_ENOMEM;

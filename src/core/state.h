@@ -88,8 +88,9 @@ typedef struct strobe__tstate {
     /* Identity. */
     int64_t tid;
     char name[64];
-    int user_named;                  /* name set by strobe_set_thread_name() */
-    int exited;                      /* the thread has exited (under registry lock) */
+    int user_named; /* name set by strobe_set_thread_name() */
+    int exited; /* the thread has exited: written under the registry lock with atomic stores, read
+                 * atomically where the lock is not held (collect.c) */
     struct strobe__tstate *all_next; /* the registry list */
 } strobe__tstate;
 
