@@ -1916,7 +1916,7 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
         if (brc == 0) brc = strobe__buf_put(&tail, "]}", 2);
         for (size_t i = 0; brc == 0 && i < r->meta_count; i++) {
             const strobe__meta *m = &r->meta[i];
-            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) ||
+            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2 ||
                 strcmp(m->key, "strobe_stream") == 0)
                 continue;
             brc = strobe__buf_put(&tail, ",\n  ", 4);

@@ -131,7 +131,7 @@ static void write_header(const strobe_result *r, strobe__sink *s, uint64_t skipp
     /* User metadata values were validated as JSON when they were added: pasted verbatim. */
     for (size_t i = 0; i < r->meta_count; i++) {
         const strobe__meta *m = &r->meta[i];
-        if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key)) continue;
+        if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2) continue;
         emit(s, ",\n  ");
         emit_string(s, m->key);
         emit(s, ": ");
