@@ -821,6 +821,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
         st->dropped_events += t->dropped;
         st->signal_dropped += t->signal_dropped;
         st->truncated_names += t->truncated_names;
+        st->reversed_backend_events += t->reversed_backend;
         st->scope_depth_overflow += t->scope_overflow;
         st->correlation_overflow += t->corr_overflow;
         st->truncated_details += t->truncated_details;

@@ -60,6 +60,7 @@ typedef struct strobe__tstate {
     uint64_t dropped;
     uint64_t signal_dropped;
     uint64_t truncated_names;
+    uint64_t reversed_backend; /* backend events recorded with end < start */
     uint64_t scope_overflow;
     uint64_t corr_overflow;
     uint64_t truncated_details;

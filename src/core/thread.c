@@ -107,6 +107,7 @@ int strobe__tstate_attach(strobe__tstate *t) {
                                          : 0u));
                 attach_details(t, s);
                 t->dropped = t->signal_dropped = t->truncated_names = 0;
+                t->reversed_backend = 0;
                 t->truncated_details = 0;
                 t->scope_overflow = t->corr_overflow = 0;
                 t->filter_depth = 0;

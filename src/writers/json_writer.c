@@ -73,7 +73,8 @@ static void emit_u64(strobe__sink *s, uint64_t v) {
     X(clipped_backend_events)                                                                      \
     X(cuda_dropped_records)                                                                        \
     X(cuda_outside_window)                                                                         \
-    X(cuda_moved_events)
+    X(cuda_moved_events)                                                                           \
+    X(reversed_backend_events)
 #define COUNT_FIELD(f) +1
 _Static_assert(sizeof(strobe_stats) == (0 STATS_FIELDS(COUNT_FIELD)) * sizeof(uint64_t),
                "json_writer.c: STATS_FIELDS must list every field of strobe_stats");
