@@ -211,7 +211,7 @@ static int start_backends(strobe__session *s) {
                      "%s activity requested but not traced: %s; only CPU activity "
                      "is recorded",
                      b->name, why[0] ? why : "the backend could not start");
-            strobe__log(STROBE_LOG_WARN, "%s", msg);
+            /* add_warning() logs it too: one line per condition. */
             rc = add_warning(s, msg);
             if (rc == 0) continue;
         } else {
