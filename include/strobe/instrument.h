@@ -42,7 +42,9 @@ typedef enum strobe_record_scope {
 /* A static call site: the name of a range, instant or counter known at compile time. The macros
  * below define one per use; records refer to it by address, so a literal name costs nothing per
  * call. The site (and its name) must stay valid until strobe_stop() returns: do not unload a
- * library that recorded through its sites while a session runs. */
+ * library that recorded through its sites while a session runs. libstrobe.so itself is never
+ * unloaded (linked with -z nodelete): dlclose() leaves it mapped, because threads that used it run
+ * its thread-exit destructor, and the on-demand endpoint's thread runs in it, after a dlclose(). */
 typedef struct strobe_site {
     const char *name;
     const char *file;
