@@ -69,22 +69,31 @@ STROBE_API int strobe_schedule_end(void);
  * reason), since the schedule began. */
 STROBE_API void strobe_schedule_counts(uint64_t *traces_ready, uint64_t *failures);
 
-/* The ready-made on-trace-ready handler: writes each result to
+/* The ready-made on-trace-ready handler (tensorboard_trace_handler): writes each result to
  * DIR/{worker}.{epoch_ns}.pt.trace.json (".gz" appended with gzip), the naming PyTorch's trace
- * tools (TensorBoard plugin, HTA) expect. worker NULL: "{hostname}_{pid}". The folder is created
- * when missing. Failures are logged and counted in the handler. */
-typedef struct strobe_trace_dir_handler {
-    char dir[4096];
-    char worker[256];
-    int gzip;
-    uint64_t written, failed;
-    char last_path[4400]; /* the file written last ("" none) */
-} strobe_trace_dir_handler;
+ * tools (TensorBoard plugin, HTA) expect; the nanoseconds of one handler's names strictly
+ * increase, so two traces never share a name. worker NULL: "{hostname}_{pid}". The folder is
+ * created when missing. Failures are logged and counted in the handler. Opaque; every call on a
+ * handler is thread-safe (a mutex inside), so one handler may serve callbacks on any threads. */
+typedef struct strobe_trace_dir_handler strobe_trace_dir_handler;
 
-/* Fills *h. @return 0 or STROBE_EINVAL (NULL or too long dir or worker, a worker with '/'). */
-STROBE_API int strobe_trace_dir_handler_init(strobe_trace_dir_handler *h, const char *dir,
-                                             const char *worker, int gzip);
-/* A strobe_trace_ready_fn: ctx is a strobe_trace_dir_handler. */
+/* Creates a handler writing into `dir` (copied, as is `worker`). @return 0 and *out,
+ * STROBE_EINVAL (NULL out, NULL, empty or too long dir (4095 bytes at most), a worker that is
+ * empty, too long (255 bytes at most) or holds '/') or STROBE_ENOMEM. */
+STROBE_API int strobe_trace_dir_handler_create(strobe_trace_dir_handler **out, const char *dir,
+                                               const char *worker, int gzip);
+/* Frees a handler (NULL: nothing). No callback may be running on it, nor come later: end the
+ * schedule that uses it first. */
+STROBE_API void strobe_trace_dir_handler_destroy(strobe_trace_dir_handler *h);
+/* The traces written and the results that could not be written (each with a logged reason), so
+ * far. Either pointer may be NULL. */
+STROBE_API void strobe_trace_dir_handler_counts(strobe_trace_dir_handler *h, uint64_t *written,
+                                                uint64_t *failed);
+/* Copies the path of the trace written last into buf ("" when none yet). @return 0,
+ * STROBE_EINVAL (NULL h or buf, cap 0) or STROBE_ERANGE (cap too small: buf gets ""). */
+STROBE_API int strobe_trace_dir_handler_last_path(strobe_trace_dir_handler *h, char *buf,
+                                                  size_t cap);
+/* A strobe_trace_ready_fn: ctx is a strobe_trace_dir_handler. Any thread. */
 STROBE_API void strobe_trace_dir_handler_fn(strobe_result *result, void *ctx);
 
 #ifdef __cplusplus

@@ -284,15 +284,28 @@ void strobe_schedule_counts(uint64_t *traces_ready, uint64_t *failures) {
 
 /* ---- the trace-file handler ----------------------------------------------------------------- */
 
-int strobe_trace_dir_handler_init(strobe_trace_dir_handler *h, const char *dir, const char *worker,
-                                  int gzip) {
-    if (h == NULL || dir == NULL || dir[0] == '\0') return STROBE_EINVAL;
-    memset(h, 0, sizeof *h);
-    if (strlen(dir) >= sizeof h->dir) return STROBE_EINVAL;
+struct strobe_trace_dir_handler {
+    char dir[4096];
+    char worker[256];
+    int gzip;
+    pthread_mutex_t lock; /* guards what follows */
+    uint64_t written, failed;
+    long long last_ns;    /* the nanoseconds of the last name given out */
+    char last_path[4400]; /* the file written last ("" none) */
+};
+
+int strobe_trace_dir_handler_create(strobe_trace_dir_handler **out, const char *dir,
+                                    const char *worker, int gzip) {
+    if (out == NULL) return STROBE_EINVAL;
+    *out = NULL;
+    if (dir == NULL || dir[0] == '\0') return STROBE_EINVAL;
+    strobe_trace_dir_handler *h = calloc(1, sizeof *h);
+    if (h == NULL) return STROBE_ENOMEM;
+    if (strlen(dir) >= sizeof h->dir) goto invalid;
     strcpy(h->dir, dir);
     if (worker != NULL) {
         if (worker[0] == '\0' || strlen(worker) >= sizeof h->worker || strchr(worker, '/'))
-            return STROBE_EINVAL;
+            goto invalid;
         strcpy(h->worker, worker);
     } else {
         char host[HOST_NAME_MAX + 1] = "";
@@ -303,7 +316,47 @@ int strobe_trace_dir_handler_init(strobe_trace_dir_handler *h, const char *dir, 
         snprintf(h->worker, sizeof h->worker, "%.200s_%ld", host, (long)getpid());
     }
     h->gzip = gzip != 0;
+    if (pthread_mutex_init(&h->lock, NULL) != 0) {
+        free(h);
+        return STROBE_ENOMEM;
+    }
+    *out = h;
     return 0;
+invalid:
+    free(h);
+    return STROBE_EINVAL;
+}
+
+void strobe_trace_dir_handler_destroy(strobe_trace_dir_handler *h) {
+    if (h == NULL) return;
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}
+
+void strobe_trace_dir_handler_counts(strobe_trace_dir_handler *h, uint64_t *written,
+                                     uint64_t *failed) {
+    uint64_t w = 0, f = 0;
+    if (h != NULL) {
+        pthread_mutex_lock(&h->lock);
+        w = h->written;
+        f = h->failed;
+        pthread_mutex_unlock(&h->lock);
+    }
+    if (written) *written = w;
+    if (failed) *failed = f;
+}
+
+int strobe_trace_dir_handler_last_path(strobe_trace_dir_handler *h, char *buf, size_t cap) {
+    if (h == NULL || buf == NULL || cap == 0) return STROBE_EINVAL;
+    pthread_mutex_lock(&h->lock);
+    size_t n = strlen(h->last_path);
+    int rc = n < cap ? 0 : STROBE_ERANGE;
+    if (rc == 0)
+        memcpy(buf, h->last_path, n + 1);
+    else
+        buf[0] = '\0';
+    pthread_mutex_unlock(&h->lock);
+    return rc;
 }
 
 /* mkdir -p: every missing folder of `path`. @return 0 or -1 (errno set). */
@@ -331,33 +384,50 @@ static int make_dirs(const char *path) {
     return 0;
 }
 
+/* Counts a failure (under the handler's lock). */
+static void handler_failed(strobe_trace_dir_handler *h) {
+    pthread_mutex_lock(&h->lock);
+    h->failed++;
+    pthread_mutex_unlock(&h->lock);
+}
+
 void strobe_trace_dir_handler_fn(strobe_result *result, void *ctx) {
     strobe_trace_dir_handler *h = ctx;
     if (h == NULL || result == NULL) return;
+    /* dir, worker and gzip never change after create: read without the lock. */
     if (make_dirs(h->dir) != 0) {
-        h->failed++;
         strobe__log(STROBE_LOG_ERROR, "trace handler: cannot create %s: %s", h->dir,
                     strerror(errno));
+        handler_failed(h);
         return;
     }
+    /* Names are taken under the lock, their nanoseconds strictly increasing: two threads in the
+     * same nanosecond must not write (and rename over) the same file. */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long long ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    pthread_mutex_lock(&h->lock);
+    if (ns <= h->last_ns) ns = h->last_ns + 1;
+    h->last_ns = ns;
+    pthread_mutex_unlock(&h->lock);
     char path[sizeof h->last_path];
     int w = snprintf(path, sizeof path, "%s/%s.%lld.pt.trace.json%s", h->dir, h->worker, ns,
                      h->gzip ? ".gz" : "");
     if (w < 0 || (size_t)w >= sizeof path) {
-        h->failed++;
         strobe__log(STROBE_LOG_ERROR, "trace handler: path too long under %s", h->dir);
+        handler_failed(h);
         return;
     }
+    /* The save runs without the lock, so that handlers on several threads write in parallel. */
     int rc = strobe__outputs.save(result, path);
     if (rc != 0) {
-        h->failed++;
         strobe__log(STROBE_LOG_ERROR, "trace handler: cannot save %s: %s", path,
                     strobe_strerror(rc));
+        handler_failed(h);
         return;
     }
+    pthread_mutex_lock(&h->lock);
     h->written++;
     memcpy(h->last_path, path, (size_t)w + 1);
+    pthread_mutex_unlock(&h->lock);
 }
