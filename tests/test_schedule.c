@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -129,9 +130,8 @@ static void test_other_thread(void) {
     strobe_step();          /* step 3 ends the cycle */
     CHECK_EQ(c.n, 1);
     CHECK(has(&c, 0, "ProfilerStep#1") && has(&c, 0, "ProfilerStep#2"));
-    /* #1 (this thread) and #2 (the other thread, which left it open) could not be closed by the
-     * step that followed them: both are closed at stop, flagged and counted, not hidden. */
-    CHECK_EQ(c.unfinished[0], 2);
+    /* Steps are closed by the next step whatever thread calls it: nothing is left open. */
+    CHECK_EQ(c.unfinished[0], 0);
     CHECK_EQ(strobe_schedule_end(), 0);
 }
 
@@ -260,6 +260,87 @@ static void test_handler(void) {
     strobe_trace_dir_handler_destroy(h);
 }
 
+/* The ProfilerStep#N ranges of a result, in order: their number, start and end. */
+typedef struct step_ranges {
+    int n;
+    unsigned long long num[16];
+    int64_t start[16], end[16];
+} step_ranges;
+
+static step_ranges steps_of(const strobe_result *r) {
+    step_ranges sr;
+    memset(&sr, 0, sizeof sr);
+    const strobe_event *ev = strobe_result_events(r);
+    for (size_t i = 0; i < strobe_result_event_count(r) && sr.n < 16; i++) {
+        if (strncmp(ev[i].name, "ProfilerStep#", 13) != 0) continue;
+        sr.num[sr.n] = strtoull(ev[i].name + 13, NULL, 10);
+        sr.start[sr.n] = ev[i].start_ns;
+        sr.end[sr.n++] = ev[i].end_ns;
+    }
+    return sr;
+}
+
+/* Each step range runs from its strobe_step() to the next one, whatever the thread has open:
+ * here the step is called inside a user scope. */
+static void check_steps_in_scope(const strobe_result *r, int want, unsigned long long first) {
+    CHECK_EQ(check_wellformed(r), 0);
+    step_ranges sr = steps_of(r);
+    CHECK_EQ(sr.n, want);
+    for (int k = 0; k < sr.n; k++) {
+        CHECK_EQ(sr.num[k], first + (unsigned long long)k);
+        /* Every step holds one 2 ms sleep: neither microseconds long nor the whole trace. */
+        int64_t dur = sr.end[k] - sr.start[k];
+        if (k + 1 < sr.n) {
+            CHECK_EQ(sr.end[k], sr.start[k + 1]);
+            CHECK(dur >= 1500000 && dur < 200000000);
+            if (dur < 1500000)
+                fprintf(stderr, "ProfilerStep#%llu lasts %lld ns\n", sr.num[k], (long long)dur);
+        }
+    }
+    CHECK_EQ(count_named(r, "iter"), 4);
+    CHECK_EQ(strobe_result_stats(r)->unmatched_ends, 0);
+    CHECK_EQ(strobe_result_stats(r)->unfinished_ranges, 0);
+    /* The user's scopes keep their own extent: each holds its sleep. */
+    const strobe_event *ev = strobe_result_events(r);
+    for (size_t i = 0; i < strobe_result_event_count(r); i++)
+        if (strcmp(ev[i].name, "iter") == 0) CHECK(ev[i].end_ns - ev[i].start_ns >= 1500000);
+}
+
+static void iter_then_step(void) {
+    STROBE_SCOPE("iter");
+    usleep(2000);
+    strobe_step();
+}
+
+static void check_sched_fn(strobe_result *r, void *ctx) {
+    ++*(int *)ctx;
+    check_steps_in_scope(r, 5, 0);
+}
+
+static void test_step_in_scope(void) {
+    /* A plain session: every strobe_step() records its ProfilerStep#N range (as torch's
+     * prof.step()): the first opens one, each next closes it and opens the following, stop closes
+     * the last. */
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    start_or_die(&cfg);
+    unsigned long long first = strobe_step_count() + 1;
+    for (int i = 0; i < 4; i++)
+        iter_then_step();
+    strobe_result *r = stop_or_die();
+    check_steps_in_scope(r, 4, first);
+    strobe_result_free(r);
+
+    /* Under a schedule: the schedule's steps 0 .. 4 recorded, #4 closed by the schedule's end. */
+    int calls = 0;
+    strobe_schedule s = {0, 0, 0, 5, 1};
+    CHECK_EQ(strobe_schedule_begin(NULL, &s, check_sched_fn, &calls), 0);
+    for (int i = 0; i < 4; i++)
+        iter_then_step();
+    CHECK_EQ(strobe_schedule_end(), 0);
+    CHECK_EQ(calls, 1);
+}
+
 /* The handler called from several threads at once (strobe_step() may come from any thread, and
  * each cycle's callback runs on the thread that ended it). */
 #define HT_THREADS 4
@@ -342,6 +423,7 @@ int main(void) {
     test_prepare();
     test_handler();
     test_handler_threads();
+    test_step_in_scope();
     uint64_t before = strobe_step_count();
     strobe_step();
     CHECK_EQ(strobe_step_count(), before + 1);

@@ -6,8 +6,11 @@
  * alone, then each cycle waits `wait` steps, warms up `warmup` steps (the session is prepared:
  * buffers, perf and device setup, nothing recorded), records `active` steps, and after the last
  * active step stops and hands the result to the on-trace-ready callback; `repeat` cycles (0:
- * until strobe_schedule_end). Each recorded step is a "ProfilerStep#N" range (user_annotation) on
- * the thread that called strobe_step().
+ * until strobe_schedule_end). Each recorded step is a "ProfilerStep#N" range (user_annotation),
+ * from its strobe_step() to the next one (or the session's stop), whatever the calling thread has
+ * open: step ranges sit on a track of their own ("ProfilerStep"), never paired with the thread's
+ * ranges. The same holds for every strobe_step() during a plain session (no schedule), N being
+ * strobe_step()'s return value; under a schedule N counts from the schedule's step 0.
  *
  * Contents: steps, schedule actions, the scheduled profiler, the trace-file handler. */
 #ifndef STROBE_SCHEDULE_H
@@ -25,7 +28,8 @@ extern "C" {
 
 /* Marks an iteration boundary and returns the number of the step that begins (the first call
  * returns 1; step 0 runs from strobe_schedule_begin or process start to the first call). Cheap
- * (one atomic add) when no schedule is installed; callable from any thread. */
+ * (one atomic add and a load) when no schedule is installed and no session records; while one
+ * records, the step's ProfilerStep range is recorded under a lock. Callable from any thread. */
 STROBE_API uint64_t strobe_step(void);
 /* The number of the current step (strobe_step() calls so far). */
 STROBE_API uint64_t strobe_step_count(void);

@@ -47,22 +47,14 @@ typedef struct sched_state {
     uint64_t first_step;    /* strobe_step_count() when installed: the schedule's step 0 */
     strobe_step_action cur; /* action of the current step */
     int session;            /* 0 none, 1 prepared, 2 recording */
-    /* The open "ProfilerStep#N" range: its token and thread. */
-    uint32_t step_token;
-    long step_tid;
     uint64_t ready, failures;
     int last_error; /* the last failure's code */
-    int warned_thread;
 } sched_state;
 
 static pthread_mutex_t sched_lock = PTHREAD_MUTEX_INITIALIZER;
 static sched_state *sched;      /* under sched_lock */
 static uint64_t ready_total;    /* under sched_lock: kept after the schedule ends */
 static uint64_t failures_total; /* under sched_lock */
-
-static long this_tid(void) {
-    return (long)syscall(SYS_gettid);
-}
 
 static char *dup_or_null(const char *s, int *oom) {
     if (s == NULL) return NULL;
@@ -85,29 +77,6 @@ typedef struct pending {
     void *ctx;
 } pending;
 
-/* Closes the open ProfilerStep range when the calling thread opened it. */
-static void close_step_range(sched_state *st) {
-    if (st->step_token == 0) return;
-    if (st->step_tid == this_tid()) {
-        strobe__guard_end(st->step_token);
-    } else if (!st->warned_thread) {
-        st->warned_thread = 1;
-        strobe__log(STROBE_LOG_WARN,
-                    "strobe_step() was called from thread %ld while ProfilerStep ranges are "
-                    "recorded on thread %ld: the range that thread opened stays open until the "
-                    "cycle stops (flagged unfinished)",
-                    this_tid(), st->step_tid);
-    }
-    st->step_token = 0;
-}
-
-static void open_step_range(sched_state *st, uint64_t n) {
-    char name[40];
-    snprintf(name, sizeof name, "ProfilerStep#%llu", (unsigned long long)n);
-    st->step_token = strobe__guard_begin_name(name, STROBE_SCOPE_USER_SCOPE);
-    st->step_tid = this_tid();
-}
-
 static void fail(sched_state *st, const char *what, int rc) {
     st->failures++;
     st->last_error = rc;
@@ -117,7 +86,7 @@ static void fail(sched_state *st, const char *what, int rc) {
 
 static void stop_cycle(sched_state *st, int hand_over, pending *out) {
     if (st->session == 0) return;
-    close_step_range(st);
+    /* strobe_stop() ends the open ProfilerStep range. */
     strobe_result *r = NULL;
     int rc = strobe_stop(&r);
     st->session = 0;
@@ -141,8 +110,6 @@ static void transition(sched_state *st, strobe_step_action next, uint64_t step, 
     strobe_step_action prev = st->cur;
     int was_recording = prev == STROBE_STEP_RECORD || prev == STROBE_STEP_RECORD_AND_SAVE;
     int recording = next == STROBE_STEP_RECORD || next == STROBE_STEP_RECORD_AND_SAVE;
-    /* The step that ended is closed first: its range ends where the next one begins. */
-    if (was_recording) close_step_range(st);
     /* A cycle ends after its last active step, or when the schedule moves off recording
      * (a recording step followed by none or a warm-up: the cycle was cut short). */
     if (prev == STROBE_STEP_RECORD_AND_SAVE || (was_recording && !recording)) {
@@ -166,7 +133,8 @@ static void transition(sched_state *st, strobe_step_action next, uint64_t step, 
         else
             fail(st, "strobe_start_prepared", rc);
     }
-    if (recording && st->session == 2) open_step_range(st, step);
+    /* The ProfilerStep range of a recording step is opened by the caller once this returns
+     * (strobe__session_step: strobe_step() for its step, strobe_schedule_begin() for step 0). */
     st->cur = next;
 }
 
@@ -188,15 +156,23 @@ uint64_t strobe_step(void) {
     /* An on-demand trace in iteration mode starts and stops on steps too. */
     void (*hook)(uint64_t) = __atomic_load_n(&strobe__step_hook, __ATOMIC_ACQUIRE);
     if (hook) hook(n);
-    if (!__atomic_load_n(&schedule_on, __ATOMIC_ACQUIRE)) return n;
+    if (!__atomic_load_n(&schedule_on, __ATOMIC_ACQUIRE)) {
+        strobe__session_step(n);
+        return n;
+    }
     pending p = {NULL, NULL, NULL};
+    uint64_t number = n;
     pthread_mutex_lock(&sched_lock);
     sched_state *st = sched;
     if (st != NULL && n >= st->first_step) {
         uint64_t k = n - st->first_step;
         transition(st, strobe_schedule_action(&st->sched, k), k, &p);
+        number = k; /* a schedule numbers its steps from its own step 0 */
     }
     pthread_mutex_unlock(&sched_lock);
+    /* After the transitions, which may have stopped a session (ending its open ProfilerStep
+     * range) or started one: the step's range goes into whatever session records now. */
+    strobe__session_step(number);
     /* Outside the lock: the callback may save, call strobe_step() or end the schedule. */
     hand_over(&p);
     return n;
@@ -252,6 +228,7 @@ int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
     } else {
         sched = st;
         __atomic_store_n(&schedule_on, 1, __ATOMIC_RELEASE);
+        if (st->session == 2) strobe__session_step(0);
     }
     pthread_mutex_unlock(&sched_lock);
     return rc;
