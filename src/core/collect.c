@@ -648,6 +648,7 @@ static int finish_stacks(interner *in) {
     for (size_t k = 0; k < in->stack_count && rc == 0; k++) {
         const struct stack_ref *sr = &in->stacks[k];
         text.len = 0;
+        int leading = 1; /* strobe's own frames before the caller's are left out */
         for (uint32_t f = 0; f < sr->n && rc == 0; f++) {
             uint64_t pc = in->pcs[sr->off + f];
             size_t lo = 0, hi = u;
@@ -660,7 +661,9 @@ static int finish_stacks(interner *in) {
                 }
             }
             const char *name = lo < u && sym[lo] ? sym[lo] : "??";
-            if (f) rc = strobe__buf_put(&text, ";", 1);
+            if (leading && strobe__frame_is_own(name) && f + 1 < sr->n) continue;
+            if (!leading) rc = strobe__buf_put(&text, ";", 1);
+            leading = 0;
             if (rc == 0) rc = strobe__buf_put(&text, name, strlen(name));
         }
         json.len = 0;

@@ -984,10 +984,13 @@ static int on_stack(strobe__stream *st, thr *h, const uint64_t *w) {
     if (n == 0) return 0;
     st->text.len = 0;
     int rc = 0;
+    int leading = 1; /* strobe's own frames before the caller's are left out */
     for (uint32_t i = 0; i < n && rc == 0; i++) {
         const char *name = sym_get(st, w[1 + i]);
         if (name == NULL) name = "??";
-        if (i) rc = strobe__buf_put(&st->text, ";", 1);
+        if (leading && strobe__frame_is_own(name) && i + 1 < n) continue;
+        if (!leading) rc = strobe__buf_put(&st->text, ";", 1);
+        leading = 0;
         if (rc == 0) rc = strobe__buf_put(&st->text, name, strlen(name));
     }
     return rc ? rc : arg_string(st, h, "Call stack", st->text.s, st->text.len);
