@@ -157,8 +157,10 @@ STROBE_API int strobe_event_set_name(strobe_result *r, size_t index, const char 
  * path ends in ".pftrace" or ".perfetto-trace", else Chrome trace JSON in Kineto's schema; either
  * gzip-compressed when the path ends in ".gz" (".pftrace.gz"). The file is written to a temporary
  * name beside `path` and renamed, so a failed save leaves no partial file. A result is saved at
- * most once. @return 0, STROBE_EINVAL, STROBE_EALREADY ("trace is already saved"), STROBE_EIO or
- * STROBE_ENOMEM. */
+ * most once. A failure is logged with the path and the system's reason (strobe_set_log_fn).
+ * @return 0, STROBE_EINVAL, STROBE_EALREADY ("trace is already saved"), STROBE_ESYS (the file
+ * could not be created, its mode set or renamed into place: no such folder, no permission, ...),
+ * STROBE_EIO (writing failed: disk full, ...) or STROBE_ENOMEM. */
 STROBE_API int strobe_result_save(strobe_result *r, const char *path);
 
 /* Trace file formats for strobe_result_save_as(). */
