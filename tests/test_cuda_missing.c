@@ -14,6 +14,14 @@ static void log_sink(strobe_log_level level, const char *msg, void *ctx) {
     if (level >= STROBE_LOG_ERROR) snprintf(last_error, sizeof last_error, "%s", msg);
 }
 
+/* Lines logged that say a device is not traced: one per condition. */
+static int not_traced_lines;
+static void count_sink(strobe_log_level level, const char *msg, void *ctx) {
+    (void)level;
+    (void)ctx;
+    if (strstr(msg, "not traced") != NULL) not_traced_lines++;
+}
+
 static int have_driver(void) {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
     if (h == NULL) h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -45,7 +53,10 @@ static strobe_result *cpu_and_cuda(void) {
 
 static void test_cupti_path_missing(void) {
     setenv("STROBE_CUPTI_PATH", "/nonexistent/strobe-test/libcupti.so", 1);
+    strobe_set_log_fn(count_sink, NULL);
+    not_traced_lines = 0;
     strobe_result *r = cpu_and_cuda();
+    strobe_set_log_fn(NULL, NULL);
     CHECK_EQ(check_wellformed(r), 0);
     CHECK_EQ(count_named(r, "outer"), 1);
     CHECK_EQ(count_named(r, "inner"), 1);
@@ -60,6 +71,8 @@ static void test_cupti_path_missing(void) {
         /* A reason follows. */
         const char *why = strstr(w, "not traced: ");
         CHECK(why != NULL && strlen(why) > strlen("not traced: ") + 5);
+        /* The condition is logged once, as it is warned once. */
+        CHECK_EQ(not_traced_lines, 1);
     }
     const strobe_stats *st = strobe_result_stats(r);
     CHECK_EQ(st->cuda_dropped_records, 0);

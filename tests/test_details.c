@@ -390,9 +390,15 @@ static void test_backend(void) {
     strobe_record_backend_event_ns(t0 + 200000, t0 + 400000, 8, "conv", "xnnpack");
     strobe_record_backend_event_ns(t0 + 300000, t0 + 1500000, 9, "overlapping", "xnnpack");
     strobe_record_backend_event((t0 + 500000) / 1000, (t0 + 600000) / 1000, 1, "gemm", "npu");
+    /* An end before its start: kept as a zero-length event, and counted. */
+    strobe_record_backend_event_ns(t0 + 1800000, t0 + 1700000, 2, "reversed", "npu");
     strobe_result *r = stop_or_die();
     CHECK_EQ(check_wellformed(r), 0);
     CHECK_EQ(strobe_result_stats(r)->clipped_backend_events, 1);
+    CHECK_EQ(strobe_result_stats(r)->reversed_backend_events, 1);
+    long rev = find_named(r, "reversed");
+    REQUIRE(rev >= 0);
+    CHECK_EQ(strobe_result_events(r)[rev].end_ns, strobe_result_events(r)[rev].start_ns);
     long conv = find_named(r, "conv");
     REQUIRE(conv >= 0);
     const strobe_event *ev = strobe_result_events(r);
@@ -476,6 +482,20 @@ static void test_edge_profiler(void) {
     CHECK_EQ(strobe_result_events(r)[mm].parent, (uint32_t)root);
     strobe_result_free(r);
     CHECK_EQ(strobe_edge_profiler_end(NULL, NULL), STROBE_EINVAL);
+
+    /* A trace that cannot be written: the error comes back, and so does the run's result. */
+    ec.output_path = "/nonexistent-dir/edge.json";
+    p = NULL;
+    REQUIRE(strobe_edge_profiler_begin(&ec, &p) == 0);
+    record_mm();
+    r = NULL;
+    CHECK(strobe_edge_profiler_end(p, &r) < 0);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK(find_named(r, "aten::mm") >= 0);
+        strobe_result_free(r);
+    }
+    CHECK(strobe_current_edge_profiler() == NULL);
 }
 
 int main(void) {

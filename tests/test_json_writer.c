@@ -570,24 +570,53 @@ static void test_gzip(void) {
     strobe_result_free(r);
 }
 
+static char last_log[1024];
+static void capture_log(strobe_log_level level, const char *msg, void *ctx) {
+    (void)level;
+    (void)ctx;
+    snprintf(last_log, sizeof last_log, "%s", msg);
+}
+
 static void test_save_errors(void) {
     strobe_result *r = build_sample();
     CHECK_EQ(strobe_result_save(NULL, OUT "/x.json"), STROBE_EINVAL);
     CHECK_EQ(strobe_result_save(r, NULL), STROBE_EINVAL);
     CHECK_EQ(strobe_result_save(r, ""), STROBE_EINVAL);
 
-    /* A directory that does not exist: no file, nothing saved. */
-    CHECK_EQ(strobe_result_save(r, OUT "/no/such/dir/t.json"), STROBE_EIO);
+    /* A directory that does not exist: no file, nothing saved, and the log names the path and
+     * the system's reason (not a generic "input/output error"). */
+    strobe_set_log_fn(capture_log, NULL);
+    last_log[0] = '\0';
+    CHECK_EQ(strobe_result_save(r, OUT "/no/such/dir/t.json"), STROBE_ESYS);
     CHECK(!exists(OUT "/no"));
     CHECK_EQ(r->saved, 0);
+    CHECK(strstr(last_log, OUT "/no/such/dir/t.json") != NULL);
+    CHECK(strstr(last_log, strerror(ENOENT)) != NULL);
+    if (strstr(last_log, strerror(ENOENT)) == NULL) fprintf(stderr, "log: %s\n", last_log);
+    strobe_set_log_fn(NULL, NULL);
+
+    /* File names up to NAME_MAX bytes save: the temporary name must fit NAME_MAX too. */
+    for (size_t len = 240; len <= 255; len += 5) {
+        char name[600];
+        int k = snprintf(name, sizeof name, "%s/", OUT);
+        for (size_t i = 0; i < len - 5; i++)
+            name[k++] = (char)('a' + i % 26);
+        memcpy(name + k, ".json", 6);
+        strobe_result *r2 = build_sample();
+        int rc = strobe_result_save(r2, name);
+        CHECK_EQ(rc, 0);
+        CHECK(exists(name));
+        unlink(name);
+        strobe_result_free(r2);
+    }
 
     /* The target is a directory: the rename fails after the whole trace was written. The
      * directory stays, and the temporary file is gone. */
     const char *dir = OUT "/existing_dir";
     mkdir(dir, 0755);
-    CHECK_EQ(strobe_result_save(r, dir), STROBE_EIO);
+    CHECK_EQ(strobe_result_save(r, dir), STROBE_ESYS);
     mkdir(OUT "/existing_dir2.gz", 0755);
-    CHECK_EQ(strobe_result_save(r, OUT "/existing_dir2.gz"), STROBE_EIO);
+    CHECK_EQ(strobe_result_save(r, OUT "/existing_dir2.gz"), STROBE_ESYS);
     struct stat st;
     CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
     CHECK_EQ(count_prefixed(OUT, "existing_dir.tmp."), 0);

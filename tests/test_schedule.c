@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -143,9 +144,8 @@ static void test_other_thread(void) {
     strobe_step();          /* step 3 ends the cycle */
     CHECK_EQ(c.n, 1);
     CHECK(has(&c, 0, "ProfilerStep#1") && has(&c, 0, "ProfilerStep#2"));
-    /* #1 (this thread) and #2 (the other thread, which left it open) could not be closed by the
-     * step that followed them: both are closed at stop, flagged and counted, not hidden. */
-    CHECK_EQ(c.unfinished[0], 2);
+    /* Steps are closed by the next step whatever thread calls it: nothing is left open. */
+    CHECK_EQ(c.unfinished[0], 0);
     CHECK_EQ(strobe_schedule_end(), 0);
 }
 
@@ -193,22 +193,43 @@ static void test_prepare(void) {
     strobe_result_free(r);
 }
 
+static uint64_t written_of(strobe_trace_dir_handler *h) {
+    uint64_t w = 0;
+    strobe_trace_dir_handler_counts(h, &w, NULL);
+    return w;
+}
+static uint64_t failed_of(strobe_trace_dir_handler *h) {
+    uint64_t f = 0;
+    strobe_trace_dir_handler_counts(h, NULL, &f);
+    return f;
+}
+
 static void test_handler(void) {
-    strobe_trace_dir_handler h;
-    CHECK_EQ(strobe_trace_dir_handler_init(&h, "", NULL, 0), STROBE_EINVAL);
-    CHECK_EQ(strobe_trace_dir_handler_init(&h, OUT, "a/b", 0), STROBE_EINVAL);
-    CHECK_EQ(strobe_trace_dir_handler_init(&h, OUT "/tb/run1", "worker0", 0), 0);
+    strobe_trace_dir_handler *h = NULL;
+    CHECK_EQ(strobe_trace_dir_handler_create(&h, "", NULL, 0), STROBE_EINVAL);
+    CHECK_EQ(strobe_trace_dir_handler_create(&h, OUT, "a/b", 0), STROBE_EINVAL);
+    CHECK_EQ(strobe_trace_dir_handler_create(NULL, OUT, NULL, 0), STROBE_EINVAL);
+    CHECK(h == NULL);
+    strobe_trace_dir_handler_destroy(NULL);
+    CHECK_EQ(strobe_trace_dir_handler_create(&h, OUT "/tb/run1", "worker0", 0), 0);
+    char last[4400];
+    CHECK_EQ(strobe_trace_dir_handler_last_path(h, last, sizeof last), 0);
+    CHECK_STR(last, "");
     strobe_schedule s = make_schedule(0, 0, 0, 2, 2);
-    CHECK_EQ(strobe_schedule_begin(NULL, &s, strobe_trace_dir_handler_fn, &h), 0);
+    CHECK_EQ(strobe_schedule_begin(NULL, &s, strobe_trace_dir_handler_fn, h), 0);
     for (int i = 0; i < 5; i++) {
         work(i);
         strobe_step();
     }
     CHECK_EQ(strobe_schedule_end(), 0);
-    CHECK_EQ(h.written, 2);
-    CHECK_EQ(h.failed, 0);
+    CHECK_EQ(written_of(h), 2);
+    CHECK_EQ(failed_of(h), 0);
     /* worker0.<epoch ns>.pt.trace.json in the created folder. */
-    const char *base = strrchr(h.last_path, '/');
+    CHECK_EQ(strobe_trace_dir_handler_last_path(h, last, sizeof last), 0);
+    char small[8];
+    CHECK_EQ(strobe_trace_dir_handler_last_path(h, small, sizeof small), STROBE_ERANGE);
+    CHECK_STR(small, "");
+    const char *base = strrchr(last, '/');
     REQUIRE(base != NULL);
     unsigned long long ns = 0;
     char tail[64] = "";
@@ -216,36 +237,177 @@ static void test_handler(void) {
     CHECK_STR(tail, "pt.trace.json");
     CHECK(ns > 1600000000000000000ull);
     struct stat sb;
-    CHECK_EQ(stat(h.last_path, &sb), 0);
+    CHECK_EQ(stat(last, &sb), 0);
     CHECK(sb.st_size > 100);
+    strobe_trace_dir_handler_destroy(h);
 
     strobe_schedule once = make_schedule(0, 0, 0, 2, 1);
-    CHECK_EQ(strobe_trace_dir_handler_init(&h, OUT "/tb/gz", NULL, 1), 0);
-    char want[64];
-    snprintf(want, sizeof want, "_%ld", (long)getpid());
-    CHECK(strstr(h.worker, want) != NULL);
-    CHECK_EQ(strobe_schedule_begin(NULL, &once, strobe_trace_dir_handler_fn, &h), 0);
+    CHECK_EQ(strobe_trace_dir_handler_create(&h, OUT "/tb/gz", NULL, 1), 0);
+    CHECK_EQ(strobe_schedule_begin(NULL, &once, strobe_trace_dir_handler_fn, h), 0);
     for (int i = 0; i < 3; i++)
         strobe_step();
     CHECK_EQ(strobe_schedule_end(), 0);
-    CHECK_EQ(h.written, 1);
-    size_t len = strlen(h.last_path);
-    CHECK(len > 3 && strcmp(h.last_path + len - 17, ".pt.trace.json.gz") == 0);
-    FILE *f = fopen(h.last_path, "rb");
+    CHECK_EQ(written_of(h), 1);
+    CHECK_EQ(strobe_trace_dir_handler_last_path(h, last, sizeof last), 0);
+    /* The default worker is {hostname}_{pid}. */
+    char want[64];
+    snprintf(want, sizeof want, "_%ld.", (long)getpid());
+    CHECK(strstr(last, want) != NULL);
+    size_t len = strlen(last);
+    CHECK(len > 17 && strcmp(last + len - 17, ".pt.trace.json.gz") == 0);
+    FILE *f = fopen(last, "rb");
     REQUIRE(f != NULL);
     unsigned char magic[2] = {0, 0};
     CHECK_EQ(fread(magic, 1, 2, f), 2);
     fclose(f);
     CHECK(magic[0] == 0x1f && magic[1] == 0x8b);
+    strobe_trace_dir_handler_destroy(h);
 
     /* A folder that cannot be made: counted, logged, no crash. */
-    CHECK_EQ(strobe_trace_dir_handler_init(&h, "/proc/strobe-no/such", "w", 0), 0);
-    CHECK_EQ(strobe_schedule_begin(NULL, &once, strobe_trace_dir_handler_fn, &h), 0);
+    CHECK_EQ(strobe_trace_dir_handler_create(&h, "/proc/strobe-no/such", "w", 0), 0);
+    CHECK_EQ(strobe_schedule_begin(NULL, &once, strobe_trace_dir_handler_fn, h), 0);
     strobe_step();
     strobe_step();
     CHECK_EQ(strobe_schedule_end(), 0);
-    CHECK_EQ(h.written, 0);
-    CHECK_EQ(h.failed, 1);
+    CHECK_EQ(written_of(h), 0);
+    CHECK_EQ(failed_of(h), 1);
+    strobe_trace_dir_handler_destroy(h);
+}
+
+/* The ProfilerStep#N ranges of a result, in order: their number, start and end. */
+typedef struct step_ranges {
+    int n;
+    unsigned long long num[16];
+    int64_t start[16], end[16];
+} step_ranges;
+
+static step_ranges steps_of(const strobe_result *r) {
+    step_ranges sr;
+    memset(&sr, 0, sizeof sr);
+    const strobe_event *ev = strobe_result_events(r);
+    for (size_t i = 0; i < strobe_result_event_count(r) && sr.n < 16; i++) {
+        if (strncmp(ev[i].name, "ProfilerStep#", 13) != 0) continue;
+        sr.num[sr.n] = strtoull(ev[i].name + 13, NULL, 10);
+        sr.start[sr.n] = ev[i].start_ns;
+        sr.end[sr.n++] = ev[i].end_ns;
+    }
+    return sr;
+}
+
+/* Each step range runs from its strobe_step() to the next one, whatever the thread has open:
+ * here the step is called inside a user scope. */
+static void check_steps_in_scope(const strobe_result *r, int want, unsigned long long first) {
+    CHECK_EQ(check_wellformed(r), 0);
+    step_ranges sr = steps_of(r);
+    CHECK_EQ(sr.n, want);
+    for (int k = 0; k < sr.n; k++) {
+        CHECK_EQ(sr.num[k], first + (unsigned long long)k);
+        /* Every step holds one 2 ms sleep: neither microseconds long nor the whole trace. */
+        int64_t dur = sr.end[k] - sr.start[k];
+        if (k + 1 < sr.n) {
+            CHECK_EQ(sr.end[k], sr.start[k + 1]);
+            CHECK(dur >= 1500000 && dur < 200000000);
+            if (dur < 1500000)
+                fprintf(stderr, "ProfilerStep#%llu lasts %lld ns\n", sr.num[k], (long long)dur);
+        }
+    }
+    CHECK_EQ(count_named(r, "iter"), 4);
+    CHECK_EQ(strobe_result_stats(r)->unmatched_ends, 0);
+    CHECK_EQ(strobe_result_stats(r)->unfinished_ranges, 0);
+    /* The user's scopes keep their own extent: each holds its sleep. */
+    const strobe_event *ev = strobe_result_events(r);
+    for (size_t i = 0; i < strobe_result_event_count(r); i++)
+        if (strcmp(ev[i].name, "iter") == 0) CHECK(ev[i].end_ns - ev[i].start_ns >= 1500000);
+}
+
+static void iter_then_step(void) {
+    STROBE_SCOPE("iter");
+    usleep(2000);
+    strobe_step();
+}
+
+static void check_sched_fn(strobe_result *r, void *ctx) {
+    ++*(int *)ctx;
+    check_steps_in_scope(r, 5, 0);
+}
+
+static void test_step_in_scope(void) {
+    /* A plain session: every strobe_step() records its ProfilerStep#N range (as torch's
+     * prof.step()): the first opens one, each next closes it and opens the following, stop closes
+     * the last. */
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    start_or_die(&cfg);
+    unsigned long long first = strobe_step_count() + 1;
+    for (int i = 0; i < 4; i++)
+        iter_then_step();
+    strobe_result *r = stop_or_die();
+    check_steps_in_scope(r, 4, first);
+    strobe_result_free(r);
+
+    /* Under a schedule: the schedule's steps 0 .. 4 recorded, #4 closed by the schedule's end. */
+    int calls = 0;
+    strobe_schedule s = make_schedule(0, 0, 0, 5, 1);
+    CHECK_EQ(strobe_schedule_begin(NULL, &s, check_sched_fn, &calls), 0);
+    for (int i = 0; i < 4; i++)
+        iter_then_step();
+    CHECK_EQ(strobe_schedule_end(), 0);
+    CHECK_EQ(calls, 1);
+}
+
+/* The handler called from several threads at once (strobe_step() may come from any thread, and
+ * each cycle's callback runs on the thread that ended it). */
+#define HT_THREADS 4
+#define HT_EACH 25
+static strobe_result *ht_results[HT_THREADS][HT_EACH];
+static strobe_trace_dir_handler *ht_h;
+
+static void *ht_body(void *arg) {
+    strobe_result **mine = arg;
+    for (int i = 0; i < HT_EACH; i++)
+        strobe_trace_dir_handler_fn(mine[i], ht_h);
+    return NULL;
+}
+
+static size_t count_files(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d == NULL) return 0;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static void test_handler_threads(void) {
+    strobe_config c;
+    strobe_config_init(&c);
+    for (int t = 0; t < HT_THREADS; t++) {
+        for (int i = 0; i < HT_EACH; i++) {
+            start_or_die(&c);
+            work(i);
+            ht_results[t][i] = stop_or_die();
+        }
+    }
+    CHECK_EQ(strobe_trace_dir_handler_create(&ht_h, OUT "/tb/threads", "w", 0), 0);
+    pthread_t th[HT_THREADS];
+    for (int t = 0; t < HT_THREADS; t++)
+        pthread_create(&th[t], NULL, ht_body, ht_results[t]);
+    for (int t = 0; t < HT_THREADS; t++)
+        pthread_join(th[t], NULL);
+    CHECK_EQ(written_of(ht_h), HT_THREADS * HT_EACH);
+    CHECK_EQ(failed_of(ht_h), 0);
+    /* Every trace has a file of its own. */
+    CHECK_EQ(count_files(OUT "/tb/threads"), HT_THREADS * HT_EACH);
+    char last[4400];
+    CHECK_EQ(strobe_trace_dir_handler_last_path(ht_h, last, sizeof last), 0);
+    struct stat sb;
+    CHECK_EQ(stat(last, &sb), 0);
+    strobe_trace_dir_handler_destroy(ht_h);
+    for (int t = 0; t < HT_THREADS; t++)
+        for (int i = 0; i < HT_EACH; i++)
+            strobe_result_free(ht_results[t][i]);
 }
 
 /* Removes the files of an earlier run from `dir` (the handler's names are unique per run). */
@@ -267,12 +429,15 @@ int main(void) {
     mkdir(OUT, 0777);
     clear_dir(OUT "/tb/run1");
     clear_dir(OUT "/tb/gz");
+    clear_dir(OUT "/tb/threads");
     test_actions();
     test_driven();
     test_other_thread();
     test_errors();
     test_prepare();
     test_handler();
+    test_handler_threads();
+    test_step_in_scope();
     uint64_t before = strobe_step_count();
     strobe_step();
     CHECK_EQ(strobe_step_count(), before + 1);

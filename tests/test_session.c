@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "result_check.h"
+#include "use_all_macros.h"
 
 static strobe_config default_cfg(void) {
     strobe_config c;
@@ -268,19 +269,30 @@ static void test_metadata(void) {
     CHECK_EQ(strobe_add_metadata_json("bad", "{"), STROBE_EJSON);
     CHECK_EQ(strobe_add_metadata_json("bad", "1 2"), STROBE_EJSON);
     CHECK_EQ(strobe_add_metadata_json("bad", "\"\xff\""), STROBE_EJSON);
-    CHECK_EQ(strobe_add_metadata_json("traceEvents", "1"), STROBE_EINVAL);
+    /* Every top-level key strobe writes itself is refused: a user value would replace strobe's
+     * (Kineto's header keys, and the keys strobe's own metadata and the CLI read). */
+    static const char *const reserved[] = {
+        "schemaVersion",       "deviceProperties", "traceEvents",     "displayTimeUnit",
+        "baseTimeNanoseconds", "traceName",        "trace_id",        "strobe",
+        "strobe_perf_events",  "strobe_stream",    "strobe_gpu_clock"};
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
+        int rc = strobe_add_metadata_json(reserved[i], "1");
+        if (rc != STROBE_EINVAL) fprintf(stderr, "reserved key %s accepted\n", reserved[i]);
+        CHECK_EQ(rc, STROBE_EINVAL);
+    }
+    CHECK_EQ(strobe_add_metadata_json("strobe_user_key", "1"), 0);
     CHECK_EQ(strobe_add_metadata_json("", "1"), STROBE_EINVAL);
     CHECK_EQ(strobe_add_metadata_json(NULL, "1"), STROBE_EINVAL);
     CHECK_EQ(strobe_add_metadata_json("k", NULL), STROBE_EINVAL);
     strobe_result *r = stop_or_die();
-    REQUIRE(strobe_result_metadata_count(r) == 2);
+    REQUIRE(strobe_result_metadata_count(r) == 3);
     const char *k, *v;
     CHECK_EQ(strobe_result_metadata(r, 0, &k, &v), 0);
     CHECK_STR(k, "model");
     CHECK_STR(v, "\"vit\"");
     CHECK_EQ(strobe_result_metadata(r, 1, &k, &v), 0);
     CHECK_STR(k, "batch");
-    CHECK_EQ(strobe_result_metadata(r, 2, &k, &v), STROBE_ERANGE);
+    CHECK_EQ(strobe_result_metadata(r, 3, &k, &v), STROBE_ERANGE);
     /* A generated trace id is 32 hex digits. */
     CHECK_EQ(strlen(strobe_result_trace_id(r)), 32);
     strobe_result_free(r);
@@ -424,7 +436,31 @@ static void test_monotonic_times(void) {
     strobe_result_free(r);
 }
 
+/* Every macro from C, with several scopes on one source line. */
+static void test_all_macros(void) {
+    strobe_config c;
+    strobe_config_init(&c);
+    start_or_die(&c);
+    use_all_macros(2);
+    strobe_result *r = stop_or_die();
+    CHECK_EQ(check_wellformed(r), 0);
+    CHECK_EQ(count_named(r, "loop"), 2);
+    const char *same[] = {"same line a", "same line b", "same line c", "same line d"};
+    long idx[4];
+    for (int k = 0; k < 4; k++) {
+        CHECK_EQ(count_named(r, same[k]), 1);
+        idx[k] = find_named(r, same[k]);
+    }
+    const strobe_event *ev = strobe_result_events(r);
+    for (int k = 1; k < 4; k++)
+        if (idx[k] >= 0 && idx[k - 1] >= 0) CHECK_EQ(ev[idx[k]].parent, (uint32_t)idx[k - 1]);
+    CHECK_EQ(strobe_result_stats(r)->unmatched_ends, 0);
+    CHECK_EQ(strobe_result_stats(r)->unfinished_ranges, 0);
+    strobe_result_free(r);
+}
+
 int main(void) {
+    test_all_macros();
     test_errors();
     test_nesting();
     test_repairs();

@@ -1,6 +1,7 @@
 /* test_threads.c: many threads at once. Exact counts under concurrency, threads that exit before
  * stop, per-thread (opt-in) mode, and stop/start racing threads that never stop recording. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "result_check.h"
@@ -149,8 +150,44 @@ static void test_stop_races_writers(void) {
         pthread_join(th[i], NULL);
 }
 
+/* A thread that records during the session, waits for stop to close it, and exits a little later,
+ * while stop collects. */
+static void *short_lived_body(void *arg) {
+    for (int i = 0; i < 2000; i++) {
+        STROBE_SCOPE("short");
+    }
+    while (strobe_is_active())
+        sched_yield();
+    struct timespec ts = {0, (long)(intptr_t)arg * 100000};
+    nanosleep(&ts, NULL);
+    return NULL;
+}
+
+/* Threads that exit while strobe_stop() collects: stop reads each thread's exited flag, which the
+ * exiting thread sets (a data race under TSan unless both sides agree on how it is accessed). */
+static void test_stop_races_exits(void) {
+    strobe_config c;
+    strobe_config_init(&c);
+    c.buffer_bytes = 16 << 20;
+    c.prefault_bytes = 0;
+    for (int cycle = 0; cycle < 20; cycle++) {
+        start_or_die(&c);
+        pthread_t th[8];
+        for (int i = 0; i < 8; i++)
+            pthread_create(&th[i], NULL, short_lived_body, (void *)(intptr_t)(i + cycle % 3));
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+        strobe_result *r = stop_or_die();
+        CHECK_EQ(check_wellformed(r), 0);
+        strobe_result_free(r);
+        for (int i = 0; i < 8; i++)
+            pthread_join(th[i], NULL);
+    }
+}
+
 int main(void) {
     test_stress();
+    test_stop_races_exits();
     test_opt_in();
     test_stop_races_writers();
     return check_result();

@@ -20,6 +20,13 @@ static inline int use_all_macros(int n) {
         STROBE_COUNTER("counter", (double)i);
         acc += i;
     }
+    {
+        /* Two scopes on one line each need their own generated names. */
+        // clang-format off
+        STROBE_SCOPE("same line a"); STROBE_OP("same line b"); STROBE_SCOPE_NAME("same line c", STROBE_SCOPE_USER_SCOPE); STROBE_SCOPE_NAME("same line d", STROBE_SCOPE_USER_SCOPE);
+        // clang-format on
+        acc += 0;
+    }
     strobe_range_begin("dyn");
     strobe_range_begin_scope("dyn fn", STROBE_SCOPE_FUNCTION);
     strobe_range_end();

@@ -30,7 +30,9 @@ STROBE_API int64_t strobe_clock_now_ns(void);
  * (strobe_clock_now_ns() / 1000, or mapped with a strobe_clock_map), when a session records.
  * It goes on the backend's own track ("Backend: NAME") with args "Backend" and "Debug handle"
  * (and "Module Hierarchy" when an edge profiler knows the handle). Names are copied. Any thread.
- */
+ * An end before the start gives a zero-length event, counted in stats.reversed_backend_events;
+ * times outside the session or overlapping an earlier event without nesting are moved, counted in
+ * stats.clipped_backend_events. */
 STROBE_API void strobe_record_backend_event(int64_t start_us, int64_t end_us, int64_t debug_handle,
                                             const char *event_name, const char *backend_name);
 /* The same with nanosecond times. */
@@ -105,8 +107,9 @@ STROBE_API int strobe_edge_profiler_register_handles(strobe_edge_profiler *p,
                                                      const char *const *module_paths, size_t n);
 /* Ends the run: closes the root range, stops the session, resolves debug handles, writes the trace
  * to the output path and frees the profiler (on the thread that began it). When `out` is not
- * NULL, the result is handed over too (free it with strobe_result_free()). @return 0, or the
- * first error of stop or save (the profiler is freed in any case). */
+ * NULL, the result is handed over too (free it with strobe_result_free()), also when the trace
+ * could not be written: *out is NULL only when stop gave no result. @return 0, or the first error
+ * of stop, handle resolution or save (the profiler is freed in any case). */
 STROBE_API int strobe_edge_profiler_end(strobe_edge_profiler *p, strobe_result **out);
 
 /* The edge profiler whose run is in progress, or NULL (getCurrentEdgeProfiler). */

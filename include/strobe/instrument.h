@@ -42,7 +42,9 @@ typedef enum strobe_record_scope {
 /* A static call site: the name of a range, instant or counter known at compile time. The macros
  * below define one per use; records refer to it by address, so a literal name costs nothing per
  * call. The site (and its name) must stay valid until strobe_stop() returns: do not unload a
- * library that recorded through its sites while a session runs. */
+ * library that recorded through its sites while a session runs. libstrobe.so itself is never
+ * unloaded (linked with -z nodelete): dlclose() leaves it mapped, because threads that used it run
+ * its thread-exit destructor, and the on-demand endpoint's thread runs in it, after a dlclose(). */
 typedef struct strobe_site {
     const char *name;
     const char *file;
@@ -189,7 +191,13 @@ static inline void strobe_pop_user_correlation_id(void) {}
 
 #define STROBE__CAT2(a, b) a##b
 #define STROBE__CAT(a, b) STROBE__CAT2(a, b)
-#define STROBE__UNIQ(prefix) STROBE__CAT(prefix, __LINE__)
+/* A number unique to each macro use, for the names the scope macros generate: __COUNTER__ (GCC,
+ * Clang, MSVC) so that several scopes fit on one line, else the line number. */
+#ifdef __COUNTER__
+#define STROBE__ID() __COUNTER__
+#else
+#define STROBE__ID() __LINE__
+#endif
 
 #if STROBE_ENABLED
 
@@ -235,11 +243,12 @@ struct strobe__scope_guard {
 #error "STROBE_SCOPE needs GCC or Clang (cleanup attribute) in C, or C++"
 #endif
 
-/* A range that ends with the enclosing block. One per source line. */
-#define STROBE_SCOPE_AS(name, scope)                                                               \
-    STROBE_SITE_DEFINE(STROBE__UNIQ(strobe__site_), name, scope);                                  \
-    STROBE__GUARD_DECL(STROBE__UNIQ(strobe__guard_),                                               \
-                       strobe__guard_open(&STROBE__UNIQ(strobe__site_)))
+/* A range that ends with the enclosing block. Several may share a line. */
+#define STROBE_SCOPE_AS(name, scope) STROBE__SCOPE_AS_ID(name, scope, STROBE__ID())
+#define STROBE__SCOPE_AS_ID(name, scope, id)                                                       \
+    STROBE_SITE_DEFINE(STROBE__CAT(strobe__site_, id), name, scope);                               \
+    STROBE__GUARD_DECL(STROBE__CAT(strobe__guard_, id),                                            \
+                       strobe__guard_open(&STROBE__CAT(strobe__site_, id)))
 /* A user region (USER_SCOPE, "user_annotation"). */
 #define STROBE_SCOPE(name) STROBE_SCOPE_AS(name, STROBE_SCOPE_USER_SCOPE)
 /* An operator (FUNCTION scope, "cpu_op"). */
@@ -248,7 +257,8 @@ struct strobe__scope_guard {
 #define STROBE_FUNC() STROBE_SCOPE_AS(__func__, STROBE_SCOPE_FUNCTION)
 /* A scoped range with a name computed at run time (copied). */
 #define STROBE_SCOPE_NAME(name_expr, scope)                                                        \
-    STROBE__GUARD_DECL(STROBE__UNIQ(strobe__guard_), strobe__guard_open_name((name_expr), (scope)))
+    STROBE__GUARD_DECL(STROBE__CAT(strobe__guard_, STROBE__ID()),                                  \
+                       strobe__guard_open_name((name_expr), (scope)))
 /* Names the calling thread. */
 #define STROBE_THREAD_NAME(name) strobe_set_thread_name(name)
 

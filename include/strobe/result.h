@@ -102,18 +102,20 @@ typedef struct strobe_stats {
     uint64_t buffer_bytes_used;
     uint64_t buffer_bytes_cap;
     uint64_t threads;
-    uint64_t truncated_details;      /* inputs beyond 64 per range, dims beyond 32, dtype names
-                                        beyond 64 bytes, stacks beyond 64 frames: cut */
-    uint64_t orphan_details;         /* inputs, FLOPs or counters given with no open range */
-    uint64_t unmatched_module_pops;  /* module pops with no push in the session */
-    uint64_t clipped_backend_events; /* backend events moved to nest: those that overlapped an
-                                        earlier one on their track without nesting in it (ended
-                                        at its end), and those outside the session (brought
-                                        inside it) */
-    uint64_t cuda_dropped_records;   /* CUPTI records lost: buffers full or the cap reached */
-    uint64_t cuda_outside_window;    /* CUDA records before start or after stop: left out */
-    uint64_t cuda_moved_events;      /* device events that appeared to start before their launch
-                                        call: moved to start with it */
+    uint64_t truncated_details;       /* inputs beyond 64 per range, dims beyond 32, dtype names
+                                         beyond 64 bytes, stacks beyond 64 frames: cut */
+    uint64_t orphan_details;          /* inputs, FLOPs or counters given with no open range */
+    uint64_t unmatched_module_pops;   /* module pops with no push in the session */
+    uint64_t clipped_backend_events;  /* backend events moved to nest: those that overlapped an
+                                         earlier one on their track without nesting in it (ended
+                                         at its end), and those outside the session (brought
+                                         inside it) */
+    uint64_t cuda_dropped_records;    /* CUPTI records lost: buffers full or the cap reached */
+    uint64_t cuda_outside_window;     /* CUDA records before start or after stop: left out */
+    uint64_t cuda_moved_events;       /* device events that appeared to start before their launch
+                                         call: moved to start with it */
+    uint64_t reversed_backend_events; /* backend events whose end preceded their start: kept with
+                                         zero length */
 } strobe_stats;
 
 /* Accessors. `r` must not be NULL. */
@@ -155,8 +157,10 @@ STROBE_API int strobe_event_set_name(strobe_result *r, size_t index, const char 
  * path ends in ".pftrace" or ".perfetto-trace", else Chrome trace JSON in Kineto's schema; either
  * gzip-compressed when the path ends in ".gz" (".pftrace.gz"). The file is written to a temporary
  * name beside `path` and renamed, so a failed save leaves no partial file. A result is saved at
- * most once. @return 0, STROBE_EINVAL, STROBE_EALREADY ("trace is already saved"), STROBE_EIO or
- * STROBE_ENOMEM. */
+ * most once. A failure is logged with the path and the system's reason (strobe_set_log_fn).
+ * @return 0, STROBE_EINVAL, STROBE_EALREADY ("trace is already saved"), STROBE_ESYS (the file
+ * could not be created, its mode set or renamed into place: no such folder, no permission, ...),
+ * STROBE_EIO (writing failed: disk full, ...) or STROBE_ENOMEM. */
 STROBE_API int strobe_result_save(strobe_result *r, const char *path);
 
 /* Trace file formats for strobe_result_save_as(). */

@@ -6,8 +6,11 @@
  * alone, then each cycle waits `wait` steps, warms up `warmup` steps (the session is prepared:
  * buffers, perf and device setup, nothing recorded), records `active` steps, and after the last
  * active step stops and hands the result to the on-trace-ready callback; `repeat` cycles (0:
- * until strobe_schedule_end). Each recorded step is a "ProfilerStep#N" range (user_annotation) on
- * the thread that called strobe_step().
+ * until strobe_schedule_end). Each recorded step is a "ProfilerStep#N" range (user_annotation),
+ * from its strobe_step() to the next one (or the session's stop), whatever the calling thread has
+ * open: step ranges sit on a track of their own ("ProfilerStep"), never paired with the thread's
+ * ranges. The same holds for every strobe_step() during a plain session (no schedule), N being
+ * strobe_step()'s return value; under a schedule N counts from the schedule's step 0.
  *
  * Contents: steps, schedule actions, the scheduled profiler, the trace-file handler. */
 #ifndef STROBE_SCHEDULE_H
@@ -26,7 +29,8 @@ extern "C" {
 
 /* Marks an iteration boundary and returns the number of the step that begins (the first call
  * returns 1; step 0 runs from strobe_schedule_begin or process start to the first call). Cheap
- * (one atomic add) when no schedule is installed; callable from any thread. */
+ * (one atomic add and a load) when no schedule is installed and no session records; while one
+ * records, the step's ProfilerStep range is recorded under a lock. Callable from any thread. */
 STROBE_API uint64_t strobe_step(void);
 /* The number of the current step (strobe_step() calls so far). */
 STROBE_API uint64_t strobe_step_count(void);
@@ -89,22 +93,31 @@ STROBE_API int strobe_schedule_end(void);
  * reason), since the schedule began. */
 STROBE_API void strobe_schedule_counts(uint64_t *traces_ready, uint64_t *failures);
 
-/* The ready-made on-trace-ready handler: writes each result to
+/* The ready-made on-trace-ready handler (tensorboard_trace_handler): writes each result to
  * DIR/{worker}.{epoch_ns}.pt.trace.json (".gz" appended with gzip), the naming PyTorch's trace
- * tools (TensorBoard plugin, HTA) expect. worker NULL: "{hostname}_{pid}". The folder is created
- * when missing. Failures are logged and counted in the handler. */
-typedef struct strobe_trace_dir_handler {
-    char dir[4096];
-    char worker[256];
-    int gzip;
-    uint64_t written, failed;
-    char last_path[4400]; /* the file written last ("" none) */
-} strobe_trace_dir_handler;
+ * tools (TensorBoard plugin, HTA) expect; the nanoseconds of one handler's names strictly
+ * increase, so two traces never share a name. worker NULL: "{hostname}_{pid}". The folder is
+ * created when missing. Failures are logged and counted in the handler. Opaque; every call on a
+ * handler is thread-safe (a mutex inside), so one handler may serve callbacks on any threads. */
+typedef struct strobe_trace_dir_handler strobe_trace_dir_handler;
 
-/* Fills *h. @return 0 or STROBE_EINVAL (NULL or too long dir or worker, a worker with '/'). */
-STROBE_API int strobe_trace_dir_handler_init(strobe_trace_dir_handler *h, const char *dir,
-                                             const char *worker, int gzip);
-/* A strobe_trace_ready_fn: ctx is a strobe_trace_dir_handler. */
+/* Creates a handler writing into `dir` (copied, as is `worker`). @return 0 and *out,
+ * STROBE_EINVAL (NULL out, NULL, empty or too long dir (4095 bytes at most), a worker that is
+ * empty, too long (255 bytes at most) or holds '/') or STROBE_ENOMEM. */
+STROBE_API int strobe_trace_dir_handler_create(strobe_trace_dir_handler **out, const char *dir,
+                                               const char *worker, int gzip);
+/* Frees a handler (NULL: nothing). No callback may be running on it, nor come later: end the
+ * schedule that uses it first. */
+STROBE_API void strobe_trace_dir_handler_destroy(strobe_trace_dir_handler *h);
+/* The traces written and the results that could not be written (each with a logged reason), so
+ * far. Either pointer may be NULL. */
+STROBE_API void strobe_trace_dir_handler_counts(strobe_trace_dir_handler *h, uint64_t *written,
+                                                uint64_t *failed);
+/* Copies the path of the trace written last into buf ("" when none yet). @return 0,
+ * STROBE_EINVAL (NULL h or buf, cap 0) or STROBE_ERANGE (cap too small: buf gets ""). */
+STROBE_API int strobe_trace_dir_handler_last_path(strobe_trace_dir_handler *h, char *buf,
+                                                  size_t cap);
+/* A strobe_trace_ready_fn: ctx is a strobe_trace_dir_handler. Any thread. */
 STROBE_API void strobe_trace_dir_handler_fn(strobe_result *result, void *ctx);
 
 #ifdef __cplusplus

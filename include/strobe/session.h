@@ -200,7 +200,9 @@ STROBE_API int strobe_is_running(void);
 
 /* Adds a top-level metadata entry to the session's trace. `json_value` must be one valid JSON
  * value (it is checked and copied); a key given twice keeps the last value. @return 0,
- * STROBE_ENOSESSION, STROBE_EINVAL (NULL or empty key, reserved key) or STROBE_EJSON. */
+ * STROBE_ENOSESSION, STROBE_EINVAL (NULL or empty key, or a key strobe writes itself: Kineto's
+ * schemaVersion, deviceProperties, traceEvents, ..., and "strobe", "strobe_perf_events",
+ * "strobe_stream", "strobe_gpu_clock") or STROBE_EJSON. */
 STROBE_API int strobe_add_metadata_json(const char *key, const char *json_value);
 
 /* Per-thread mode (STROBE_THREADS_OPT_IN): enables / disables recording on the calling thread for

@@ -268,7 +268,9 @@ int strobe_edge_profiler_end(strobe_edge_profiler *p, strobe_result **out) {
     pthread_mutex_unlock(&current_lock);
     if (rc == 0) rc = resolve_handles(p, r);
     if (rc == 0) rc = strobe__outputs.save(r, p->output_path);
-    if (rc == 0 && out) {
+    /* The run's result goes back to a caller who asked for it also when the trace could not be
+     * written: the data is not lost with the file. */
+    if (r != NULL && out) {
         *out = r;
     } else {
         strobe_result_free(r);

@@ -648,6 +648,7 @@ static int finish_stacks(interner *in) {
     for (size_t k = 0; k < in->stack_count && rc == 0; k++) {
         const struct stack_ref *sr = &in->stacks[k];
         text.len = 0;
+        int leading = 1; /* strobe's own frames before the caller's are left out */
         for (uint32_t f = 0; f < sr->n && rc == 0; f++) {
             uint64_t pc = in->pcs[sr->off + f];
             size_t lo = 0, hi = u;
@@ -660,7 +661,9 @@ static int finish_stacks(interner *in) {
                 }
             }
             const char *name = lo < u && sym[lo] ? sym[lo] : "??";
-            if (f) rc = strobe__buf_put(&text, ";", 1);
+            if (leading && strobe__frame_is_own(name) && f + 1 < sr->n) continue;
+            if (!leading) rc = strobe__buf_put(&text, ";", 1);
+            leading = 0;
             if (rc == 0) rc = strobe__buf_put(&text, name, strlen(name));
         }
         json.len = 0;
@@ -683,6 +686,53 @@ static int cmp_backend(const void *a, const void *b) {
     if (c) return c;
     if (x->start != y->start) return x->start < y->start ? -1 : 1;
     if (x->end != y->end) return x->end > y->end ? -1 : 1; /* outer first */
+    return 0;
+}
+
+/* ProfilerStep ranges go on a track of their own ("ProfilerStep"): each step's range runs from its
+ * strobe_step() to the next (or to stop), whatever the calling thread had open, so on the thread's
+ * own track it could cross the user's ranges. One after the other, they always nest. */
+static int finish_steps(interner *in, const strobe__session *s, const strobe__clock_conv *conv,
+                        int64_t stop_ns, int64_t tid) {
+    strobe_result *r = in->r;
+    r->stats.dropped_events += s->steps_lost;
+    size_t n = s->step_count + (s->step_open ? 1u : 0u);
+    if (n == 0) return 0;
+    strobe_thread_info *ti = realloc(r->threads, (r->thread_count + 1) * sizeof *ti);
+    if (ti == NULL) return STROBE_ENOMEM;
+    r->threads = ti;
+    uint32_t tindex = (uint32_t)r->thread_count;
+    strobe_thread_info *th = &r->threads[r->thread_count++];
+    memset(th, 0, sizeof *th);
+    th->device_index = -1;
+    th->tid = tid;
+    th->name = strobe__pool_strdup(&r->pool, "ProfilerStep");
+    th->first_event = r->event_count;
+    if (th->name == NULL) return STROBE_ENOMEM;
+    strobe__tstate fake;
+    memset(&fake, 0, sizeof fake);
+    fake.tid = tid;
+    open_stack st = {NULL, NULL, 0, 0, STROBE_NO_EVENT};
+    for (size_t k = 0; k < n; k++) {
+        struct strobe__step_range sr =
+            k < s->step_count
+                ? s->steps[k]
+                : (struct strobe__step_range){s->step_open_number, s->step_open_raw, 0};
+        int64_t start = strobe__clock_to_ns(conv, sr.start_raw);
+        int64_t end = k < s->step_count ? strobe__clock_to_ns(conv, sr.end_raw) : stop_ns;
+        /* A flight recorder's window may begin after a step did. */
+        if (start < r->trace_start_ns) start = r->trace_start_ns;
+        if (end > stop_ns) end = stop_ns;
+        if (end < start) end = start;
+        char name[40];
+        int len = snprintf(name, sizeof name, "ProfilerStep#%llu", (unsigned long long)sr.number);
+        const char *iname = bytes_name(in, name, (uint32_t)len);
+        if (iname == NULL) return STROBE_ENOMEM;
+        strobe_event *e = add_event(r, &st, &fake, tindex, STROBE_EVENT_RANGE,
+                                    STROBE_SCOPE_USER_SCOPE, iname, start);
+        e->end_ns = end;
+    }
+    th->event_count = r->event_count - th->first_event;
     return 0;
 }
 
@@ -780,6 +830,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
             bytes += used;
         }
     }
+    events += s->step_count + (s->step_open ? 1u : 0u);
     strobe__tstate **list = calloc(n ? n : 1, sizeof *list);
     r->threads = calloc(n ? n : 1, sizeof *r->threads);
     int rc = (list && r->threads) ? strobe__result_alloc_events(r, events) : STROBE_ENOMEM;
@@ -809,7 +860,9 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
         ti->name = strobe__pool_strdup(&r->pool, t->name);
         ti->first_event = r->event_count;
         ti->dropped_events = t->dropped;
-        ti->exited = t->exited;
+        /* Read without the registry lock: a thread may exit while stop collects (its records
+         * are quiescent; only the flag changes), so the flag is atomic on both sides. */
+        ti->exited = __atomic_load_n(&t->exited, __ATOMIC_RELAXED);
         ti->device_type = STROBE_DEVICE_CPU;
         ti->device_index = -1;
         if (ti->name == NULL) rc = STROBE_ENOMEM;
@@ -819,6 +872,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
         st->dropped_events += t->dropped;
         st->signal_dropped += t->signal_dropped;
         st->truncated_names += t->truncated_names;
+        st->reversed_backend_events += t->reversed_backend;
         st->scope_depth_overflow += t->scope_overflow;
         st->correlation_overflow += t->corr_overflow;
         st->truncated_details += t->truncated_details;
@@ -833,6 +887,8 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     if (rc == 0) rc = finish_stacks(&in);
     /* Backend tracks get tids above any the kernel hands out (pid_max is at most 2^22). */
     if (rc == 0) rc = finish_backend(&in, INT64_C(0x7fff0000));
+    /* The steps' track below the backends' tids, equally out of the kernel's range. */
+    if (rc == 0) rc = finish_steps(&in, s, conv, stop_ns, INT64_C(0x7ffe0000));
     free(in.sites);
     free(in.pcs);
     free(in.stacks);

@@ -631,6 +631,8 @@ void strobe__backend_record(int64_t start_ns, int64_t end_ns, int64_t debug_hand
         memset(b + nl + bl, 0, padded - len);
         w[0] = STROBE__REC_WORD(STROBE__REC_EXT, strobe__now_raw());
         strobe__pos_publish(t, t->pos + (16u + padded));
+        /* Kept as it came; the collector and the stream make it zero-length. */
+        if (end_ns < start_ns) t->reversed_backend++;
     }
     leave(t);
 }

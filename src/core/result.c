@@ -30,12 +30,30 @@ int strobe__result_add_warning(strobe_result *r, const char *msg) {
     return 0;
 }
 
+/* Every top-level key of a strobe trace that is not the user's: the one table of reserved keys. */
+static const struct {
+    const char *key;
+    int kind; /* 2: the writers make it from the result's fields; 1: a metadata entry of strobe's */
+} reserved_keys[] = {
+    /* Kineto's header and footer (json_writer.c). */
+    {"schemaVersion", 2},
+    {"deviceProperties", 2},
+    {"trace_id", 2},
+    {"displayTimeUnit", 2},
+    {"baseTimeNanoseconds", 2},
+    {"traceEvents", 2},
+    {"traceName", 2},
+    /* strobe's own: stats and warnings (json_writer.c), perf event names (session.c, read by
+     * `strobe summary`), the stream's counts (stream.c), the GPU clock fit (gpu.c). */
+    {"strobe", 2},
+    {"strobe_perf_events", 1},
+    {"strobe_stream", 1},
+    {"strobe_gpu_clock", 1},
+};
+
 int strobe__meta_key_reserved(const char *key) {
-    static const char *const reserved[] = {
-        "schemaVersion",   "deviceProperties",    "trace_id",    "strobe",
-        "displayTimeUnit", "baseTimeNanoseconds", "traceEvents", "traceName"};
-    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-        if (strcmp(key, reserved[i]) == 0) return 1;
+    for (size_t i = 0; i < sizeof reserved_keys / sizeof reserved_keys[0]; i++)
+        if (strcmp(key, reserved_keys[i].key) == 0) return reserved_keys[i].kind;
     return 0;
 }
 

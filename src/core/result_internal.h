@@ -43,8 +43,10 @@ strobe_result *strobe__result_alloc(void);
 int strobe__result_alloc_events(strobe_result *r, size_t count);
 /* Appends a warning (copied). @return 0 or STROBE_ENOMEM. */
 int strobe__result_add_warning(strobe_result *r, const char *msg);
-/* Returns 1 for a top-level key the trace writer owns ("schemaVersion", "traceEvents", ...),
- * which user metadata may not use. */
+/* Returns 1 for a top-level key strobe writes itself, which user metadata may not use: 2 for the
+ * keys the writers make from the result's fields ("schemaVersion", "traceEvents", ...), 1 for
+ * those strobe stores as metadata entries ("strobe_perf_events", "strobe_stream", ...); 0 for a
+ * user's key. */
 int strobe__meta_key_reserved(const char *key);
 /* Appends or replaces a metadata entry (both copied; json must be valid). @return 0 or ENOMEM. */
 int strobe__result_set_meta(strobe_result *r, const char *key, const char *json);

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,22 +60,14 @@ typedef struct sched_state {
     uint64_t first_step;    /* strobe_step_count() when installed: the schedule's step 0 */
     strobe_step_action cur; /* action of the current step */
     int session;            /* 0 none, 1 prepared, 2 recording */
-    /* The open "ProfilerStep#N" range: its token and thread. */
-    uint32_t step_token;
-    long step_tid;
     uint64_t ready, failures;
     int last_error; /* the last failure's code */
-    int warned_thread;
 } sched_state;
 
 static pthread_mutex_t sched_lock = PTHREAD_MUTEX_INITIALIZER;
 static sched_state *sched;      /* under sched_lock */
 static uint64_t ready_total;    /* under sched_lock: kept after the schedule ends */
 static uint64_t failures_total; /* under sched_lock */
-
-static long this_tid(void) {
-    return (long)syscall(SYS_gettid);
-}
 
 static char *dup_or_null(const char *s, int *oom) {
     if (s == NULL) return NULL;
@@ -99,29 +90,6 @@ typedef struct pending {
     void *ctx;
 } pending;
 
-/* Closes the open ProfilerStep range when the calling thread opened it. */
-static void close_step_range(sched_state *st) {
-    if (st->step_token == 0) return;
-    if (st->step_tid == this_tid()) {
-        strobe__guard_end(st->step_token);
-    } else if (!st->warned_thread) {
-        st->warned_thread = 1;
-        strobe__log(STROBE_LOG_WARN,
-                    "strobe_step() was called from thread %ld while ProfilerStep ranges are "
-                    "recorded on thread %ld: the range that thread opened stays open until the "
-                    "cycle stops (flagged unfinished)",
-                    this_tid(), st->step_tid);
-    }
-    st->step_token = 0;
-}
-
-static void open_step_range(sched_state *st, uint64_t n) {
-    char name[40];
-    snprintf(name, sizeof name, "ProfilerStep#%llu", (unsigned long long)n);
-    st->step_token = strobe__guard_begin_name(name, STROBE_SCOPE_USER_SCOPE);
-    st->step_tid = this_tid();
-}
-
 static void fail(sched_state *st, const char *what, int rc) {
     st->failures++;
     st->last_error = rc;
@@ -131,7 +99,7 @@ static void fail(sched_state *st, const char *what, int rc) {
 
 static void stop_cycle(sched_state *st, int hand_over, pending *out) {
     if (st->session == 0) return;
-    close_step_range(st);
+    /* strobe_stop() ends the open ProfilerStep range. */
     strobe_result *r = NULL;
     int rc = strobe_stop(&r);
     st->session = 0;
@@ -155,8 +123,6 @@ static void transition(sched_state *st, strobe_step_action next, uint64_t step, 
     strobe_step_action prev = st->cur;
     int was_recording = prev == STROBE_STEP_RECORD || prev == STROBE_STEP_RECORD_AND_SAVE;
     int recording = next == STROBE_STEP_RECORD || next == STROBE_STEP_RECORD_AND_SAVE;
-    /* The step that ended is closed first: its range ends where the next one begins. */
-    if (was_recording) close_step_range(st);
     /* A cycle ends after its last active step, or when the schedule moves off recording
      * (a recording step followed by none or a warm-up: the cycle was cut short). */
     if (prev == STROBE_STEP_RECORD_AND_SAVE || (was_recording && !recording)) {
@@ -180,7 +146,8 @@ static void transition(sched_state *st, strobe_step_action next, uint64_t step, 
         else
             fail(st, "strobe_start_prepared", rc);
     }
-    if (recording && st->session == 2) open_step_range(st, step);
+    /* The ProfilerStep range of a recording step is opened by the caller once this returns
+     * (strobe__session_step: strobe_step() for its step, strobe_schedule_begin() for step 0). */
     st->cur = next;
 }
 
@@ -202,15 +169,23 @@ uint64_t strobe_step(void) {
     /* An on-demand trace in iteration mode starts and stops on steps too. */
     void (*hook)(uint64_t) = __atomic_load_n(&strobe__step_hook, __ATOMIC_ACQUIRE);
     if (hook) hook(n);
-    if (!__atomic_load_n(&schedule_on, __ATOMIC_ACQUIRE)) return n;
+    if (!__atomic_load_n(&schedule_on, __ATOMIC_ACQUIRE)) {
+        strobe__session_step(n);
+        return n;
+    }
     pending p = {NULL, NULL, NULL};
+    uint64_t number = n;
     pthread_mutex_lock(&sched_lock);
     sched_state *st = sched;
     if (st != NULL && n >= st->first_step) {
         uint64_t k = n - st->first_step;
         transition(st, action_of(&st->sched, k), k, &p);
+        number = k; /* a schedule numbers its steps from its own step 0 */
     }
     pthread_mutex_unlock(&sched_lock);
+    /* After the transitions, which may have stopped a session (ending its open ProfilerStep
+     * range) or started one: the step's range goes into whatever session records now. */
+    strobe__session_step(number);
     /* Outside the lock: the callback may save, call strobe_step() or end the schedule. */
     hand_over(&p);
     return n;
@@ -273,6 +248,7 @@ int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
     } else {
         sched = st;
         __atomic_store_n(&schedule_on, 1, __ATOMIC_RELEASE);
+        if (st->session == 2) strobe__session_step(0);
     }
     pthread_mutex_unlock(&sched_lock);
     return rc;
@@ -305,15 +281,28 @@ void strobe_schedule_counts(uint64_t *traces_ready, uint64_t *failures) {
 
 /* ---- the trace-file handler ----------------------------------------------------------------- */
 
-int strobe_trace_dir_handler_init(strobe_trace_dir_handler *h, const char *dir, const char *worker,
-                                  int gzip) {
-    if (h == NULL || dir == NULL || dir[0] == '\0') return STROBE_EINVAL;
-    memset(h, 0, sizeof *h);
-    if (strlen(dir) >= sizeof h->dir) return STROBE_EINVAL;
+struct strobe_trace_dir_handler {
+    char dir[4096];
+    char worker[256];
+    int gzip;
+    pthread_mutex_t lock; /* guards what follows */
+    uint64_t written, failed;
+    long long last_ns;    /* the nanoseconds of the last name given out */
+    char last_path[4400]; /* the file written last ("" none) */
+};
+
+int strobe_trace_dir_handler_create(strobe_trace_dir_handler **out, const char *dir,
+                                    const char *worker, int gzip) {
+    if (out == NULL) return STROBE_EINVAL;
+    *out = NULL;
+    if (dir == NULL || dir[0] == '\0') return STROBE_EINVAL;
+    strobe_trace_dir_handler *h = calloc(1, sizeof *h);
+    if (h == NULL) return STROBE_ENOMEM;
+    if (strlen(dir) >= sizeof h->dir) goto invalid;
     strcpy(h->dir, dir);
     if (worker != NULL) {
         if (worker[0] == '\0' || strlen(worker) >= sizeof h->worker || strchr(worker, '/'))
-            return STROBE_EINVAL;
+            goto invalid;
         strcpy(h->worker, worker);
     } else {
         char host[HOST_NAME_MAX + 1] = "";
@@ -324,7 +313,47 @@ int strobe_trace_dir_handler_init(strobe_trace_dir_handler *h, const char *dir, 
         snprintf(h->worker, sizeof h->worker, "%.200s_%ld", host, (long)getpid());
     }
     h->gzip = gzip != 0;
+    if (pthread_mutex_init(&h->lock, NULL) != 0) {
+        free(h);
+        return STROBE_ENOMEM;
+    }
+    *out = h;
     return 0;
+invalid:
+    free(h);
+    return STROBE_EINVAL;
+}
+
+void strobe_trace_dir_handler_destroy(strobe_trace_dir_handler *h) {
+    if (h == NULL) return;
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}
+
+void strobe_trace_dir_handler_counts(strobe_trace_dir_handler *h, uint64_t *written,
+                                     uint64_t *failed) {
+    uint64_t w = 0, f = 0;
+    if (h != NULL) {
+        pthread_mutex_lock(&h->lock);
+        w = h->written;
+        f = h->failed;
+        pthread_mutex_unlock(&h->lock);
+    }
+    if (written) *written = w;
+    if (failed) *failed = f;
+}
+
+int strobe_trace_dir_handler_last_path(strobe_trace_dir_handler *h, char *buf, size_t cap) {
+    if (h == NULL || buf == NULL || cap == 0) return STROBE_EINVAL;
+    pthread_mutex_lock(&h->lock);
+    size_t n = strlen(h->last_path);
+    int rc = n < cap ? 0 : STROBE_ERANGE;
+    if (rc == 0)
+        memcpy(buf, h->last_path, n + 1);
+    else
+        buf[0] = '\0';
+    pthread_mutex_unlock(&h->lock);
+    return rc;
 }
 
 /* mkdir -p: every missing folder of `path`. @return 0 or -1 (errno set). */
@@ -352,33 +381,50 @@ static int make_dirs(const char *path) {
     return 0;
 }
 
+/* Counts a failure (under the handler's lock). */
+static void handler_failed(strobe_trace_dir_handler *h) {
+    pthread_mutex_lock(&h->lock);
+    h->failed++;
+    pthread_mutex_unlock(&h->lock);
+}
+
 void strobe_trace_dir_handler_fn(strobe_result *result, void *ctx) {
     strobe_trace_dir_handler *h = ctx;
     if (h == NULL || result == NULL) return;
+    /* dir, worker and gzip never change after create: read without the lock. */
     if (make_dirs(h->dir) != 0) {
-        h->failed++;
         strobe__log(STROBE_LOG_ERROR, "trace handler: cannot create %s: %s", h->dir,
                     strerror(errno));
+        handler_failed(h);
         return;
     }
+    /* Names are taken under the lock, their nanoseconds strictly increasing: two threads in the
+     * same nanosecond must not write (and rename over) the same file. */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long long ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    pthread_mutex_lock(&h->lock);
+    if (ns <= h->last_ns) ns = h->last_ns + 1;
+    h->last_ns = ns;
+    pthread_mutex_unlock(&h->lock);
     char path[sizeof h->last_path];
     int w = snprintf(path, sizeof path, "%s/%s.%lld.pt.trace.json%s", h->dir, h->worker, ns,
                      h->gzip ? ".gz" : "");
     if (w < 0 || (size_t)w >= sizeof path) {
-        h->failed++;
         strobe__log(STROBE_LOG_ERROR, "trace handler: path too long under %s", h->dir);
+        handler_failed(h);
         return;
     }
+    /* The save runs without the lock, so that handlers on several threads write in parallel. */
     int rc = strobe__outputs.save(result, path);
     if (rc != 0) {
-        h->failed++;
         strobe__log(STROBE_LOG_ERROR, "trace handler: cannot save %s: %s", path,
                     strobe_strerror(rc));
+        handler_failed(h);
         return;
     }
+    pthread_mutex_lock(&h->lock);
     h->written++;
     memcpy(h->last_path, path, (size_t)w + 1);
+    pthread_mutex_unlock(&h->lock);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bigmem.h"
+#include "details.h"
 #include "json_check.h"
 #include "record.h"
 #include "strobe/op.h"
@@ -134,6 +135,7 @@ static void make_trace_id(char out[33]) {
 
 static void session_free(strobe__session *s, int unmap_arena) {
     if (s == NULL) return;
+    free(s->steps);
     strobe__stream_free(s);
     if (unmap_arena) strobe__big_unmap(s->arena, s->arena_bytes);
     strobe_result_free(s->result);
@@ -221,7 +223,7 @@ static int start_backends(strobe__session *s) {
                      "%s activity requested but not traced: %s; only CPU activity "
                      "is recorded",
                      b->name, why[0] ? why : "the backend could not start");
-            strobe__log(STROBE_LOG_WARN, "%s", msg);
+            /* add_warning() logs it too: one line per condition. */
             rc = add_warning(s, msg);
             if (rc == 0) continue;
         } else {
@@ -575,6 +577,32 @@ int strobe_stop(strobe_result **out) {
     if (post) post(r, post_ctx);
     *out = r;
     return 0;
+}
+
+/* ---- steps ----------------------------------------------------------------------------- */
+
+void strobe__session_step(uint64_t number) {
+    /* The common case, no session: one relaxed load. */
+    if (!strobe_is_active()) return;
+    pthread_mutex_lock(&session_lock);
+    strobe__session *s = strobe__current;
+    /* strobe__active is cleared under this lock when a session stops recording. */
+    if (s != NULL && s->pid == getpid() && s->window_open &&
+        __atomic_load_n(&strobe__active, __ATOMIC_RELAXED)) {
+        uint64_t now = strobe__now_raw();
+        if (s->step_open) {
+            if (strobe__grow((void **)&s->steps, &s->step_cap, s->step_count + 1,
+                             sizeof *s->steps) == 0)
+                s->steps[s->step_count++] =
+                    (struct strobe__step_range){s->step_open_number, s->step_open_raw, now};
+            else
+                s->steps_lost++;
+        }
+        s->step_open = 1;
+        s->step_open_number = number;
+        s->step_open_raw = now;
+    }
+    pthread_mutex_unlock(&session_lock);
 }
 
 /* ---- flight recorder ------------------------------------------------------------------- */

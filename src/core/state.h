@@ -60,6 +60,7 @@ typedef struct strobe__tstate {
     uint64_t dropped;
     uint64_t signal_dropped;
     uint64_t truncated_names;
+    uint64_t reversed_backend; /* backend events recorded with end < start */
     uint64_t scope_overflow;
     uint64_t corr_overflow;
     uint64_t truncated_details;
@@ -88,8 +89,9 @@ typedef struct strobe__tstate {
     /* Identity. */
     int64_t tid;
     char name[64];
-    int user_named;                  /* name set by strobe_set_thread_name() */
-    int exited;                      /* the thread has exited (under registry lock) */
+    int user_named; /* name set by strobe_set_thread_name() */
+    int exited; /* the thread has exited: written under the registry lock with atomic stores, read
+                 * atomically where the lock is not held (collect.c) */
     struct strobe__tstate *all_next; /* the registry list */
 } strobe__tstate;
 
@@ -120,6 +122,16 @@ typedef struct strobe__session {
     struct strobe_result *result;
     /* Streaming or flight recorder (stream.c); NULL when the session keeps every chunk. */
     struct strobe__stream *stream;
+    /* ProfilerStep ranges (strobe__session_step), under the session lock: those closed, and the
+     * open one. Kept apart from the threads' records, so that no range a thread has open pairs
+     * with a step's end. */
+    struct strobe__step_range {
+        uint64_t number, start_raw, end_raw;
+    } * steps;
+    size_t step_count, step_cap;
+    int step_open;
+    uint64_t step_open_number, step_open_raw;
+    uint64_t steps_lost; /* closed steps not kept (out of memory) */
 } strobe__session;
 
 /* Reasons a record cannot take the hot path's fast path (bits of strobe__tstate.slow). */
@@ -198,6 +210,12 @@ size_t strobe__rec_size(const char *p, size_t avail, int *starts_event);
 /* Builds the result from the session's quiesced threads. @return 0 or STROBE_ENOMEM. */
 int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns,
                     struct strobe_result *r);
+
+/* session.c: marks a step boundary in the recording session, if any: the open ProfilerStep range
+ * ends now and "ProfilerStep#<number>" begins. strobe_stop() ends the open one at stop. The
+ * collector puts them on a track of their own ("ProfilerStep"), one after the other. Any thread;
+ * takes the session lock (not from the hot path). */
+void strobe__session_step(uint64_t number);
 
 /* log.c */
 void strobe__log(strobe_log_level level, const char *fmt, ...)

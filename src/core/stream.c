@@ -984,10 +984,13 @@ static int on_stack(strobe__stream *st, thr *h, const uint64_t *w) {
     if (n == 0) return 0;
     st->text.len = 0;
     int rc = 0;
+    int leading = 1; /* strobe's own frames before the caller's are left out */
     for (uint32_t i = 0; i < n && rc == 0; i++) {
         const char *name = sym_get(st, w[1 + i]);
         if (name == NULL) name = "??";
-        if (i) rc = strobe__buf_put(&st->text, ";", 1);
+        if (leading && strobe__frame_is_own(name) && i + 1 < n) continue;
+        if (!leading) rc = strobe__buf_put(&st->text, ";", 1);
+        leading = 0;
         if (rc == 0) rc = strobe__buf_put(&st->text, name, strlen(name));
     }
     return rc ? rc : arg_string(st, h, "Call stack", st->text.s, st->text.len);
@@ -1916,7 +1919,7 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
         if (brc == 0) brc = strobe__buf_put(&tail, "]}", 2);
         for (size_t i = 0; brc == 0 && i < r->meta_count; i++) {
             const strobe__meta *m = &r->meta[i];
-            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) ||
+            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2 ||
                 strcmp(m->key, "strobe_stream") == 0)
                 continue;
             brc = strobe__buf_put(&tail, ",\n  ", 4);

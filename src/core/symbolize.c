@@ -5,19 +5,24 @@
  *   string arena          the symbolizer: it owns every string handed out
  *   loaded modules        dl_iterate_phdr: each module's name, load bias and PT_LOAD ranges
  *   ELF symbol tables     .symtab (or .dynsym) of a module's file, mapped read-only
+ *   demangling            C++ names, through libstdc++'s __cxa_demangle when the process has it
  *   addr2line             file:line for all of a module's addresses in one child process
  *   strobe__symbolize     the driver
  *
  * Only the files on disk are read, never the process's memory at the addresses given, so a
- * bogus address (a frame built without frame pointers) costs a "??", never a fault. Names are
- * not demangled: __cxa_demangle lives in libstdc++, which a C library should not pull in, and
- * torch's own traces show mangled names where it cannot demangle either. */
+ * bogus address (a frame built without frame pointers) costs a "??", never a fault. C++ names
+ * are demangled with __cxa_demangle, looked up at run time (dlsym): a C++ program has libstdc++
+ * loaded, and a C library must not pull it in for C programs, whose names need no demangling.
+ * Inlined levels that are strobe's own (its inline functions, and code whose line lies in
+ * strobe's public headers, such as the C++ scope guard's constructor) are left out. */
 #include "stack.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -319,6 +324,68 @@ static const struct sym *find_sym(const struct module *m, uintptr_t a) {
     return best;
 }
 
+/* ---- demangling -------------------------------------------------------------------------- */
+
+typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+static cxa_demangle_fn cxa_demangle;
+static pthread_once_t cxa_demangle_once = PTHREAD_ONCE_INIT;
+
+static void find_demangler(void) {
+    /* dlsym returns a data pointer; the cast through a union says what it is. */
+    union {
+        void *p;
+        cxa_demangle_fn f;
+    } u;
+    u.p = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    cxa_demangle = u.f;
+}
+
+/* A demangled copy of `name` (malloc'd), or NULL: not an Itanium C++ name ("_Z..."), no
+ * libstdc++ in the process, or a name the demangler refuses. */
+static char *demangle(const char *name) {
+    if (name == NULL || name[0] != '_' || name[1] != 'Z') return NULL;
+    pthread_once(&cxa_demangle_once, find_demangler);
+    if (cxa_demangle == NULL) return NULL;
+    int status = -1;
+    char *d = cxa_demangle(name, NULL, NULL, &status);
+    if (status != 0) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* Replaces *name (malloc'd) by its demangled form where there is one; keeps it otherwise. */
+static void demangle_in_place(char **name) {
+    char *d = demangle(*name);
+    if (d == NULL) return;
+    free(*name);
+    *name = d;
+}
+
+int strobe__frame_is_own(const char *frame) {
+    if (frame == NULL || strncmp(frame, "strobe_", 7) != 0) return 0;
+    /* strobe__* is internal (C functions, the C++ guard and its members); a public strobe_*
+     * function is strobe's, a user's namespace or class that happens to begin so ("strobe_x::f")
+     * is not. */
+    if (frame[7] == '_') return 1;
+    size_t n = 7;
+    while (frame[n] == '_' || (frame[n] >= 'a' && frame[n] <= 'z') ||
+           (frame[n] >= 'A' && frame[n] <= 'Z') || (frame[n] >= '0' && frame[n] <= '9'))
+        n++;
+    return strncmp(frame + n, "::", 2) != 0;
+}
+
+/* Whether an addr2line location lies in one of strobe's public headers (".../strobe/X.h:N"):
+ * inlined code there is strobe's (the C++ scope guard, the inline range calls). */
+static int location_is_own(const char *loc) {
+    const char *p = loc ? strstr(loc, "/strobe/") : NULL;
+    if (p == NULL) return 0;
+    const char *colon = strrchr(p, ':');
+    return colon != NULL && colon - p > 10 && memcmp(colon - 2, ".h", 2) == 0 &&
+           memchr(p + 8, '/', (size_t)(colon - (p + 8))) == NULL;
+}
+
 /* ---- addr2line --------------------------------------------------------------------------- */
 
 /* Reads fd to its end into a NUL-terminated buffer. @return it, or NULL when out of memory. */
@@ -457,24 +524,30 @@ static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char
                 break;
             }
             /* An inner level is a frame of its own in the stack, innermost first, except strobe's
-             * own inline functions (strobe_range_begin ... from strobe/instrument.h), which the
-             * range's call goes through and which say nothing about the caller. */
-            if (f != NULL && rc == 0 && strcmp(f, "??") != 0 && strncmp(f, "strobe_", 7) != 0) {
-                char *c = clean_location(l), *prev = inl[i];
-                int w =
-                    c ? asprintf(&inl[i], "%s%s%s (%s)", prev ? prev : "", prev ? ";" : "", f, c)
-                      : asprintf(&inl[i], "%s%s%s", prev ? prev : "", prev ? ";" : "", f);
+             * own inline code (strobe_range_begin ... and the C++ guard from strobe/instrument.h),
+             * which the range's call goes through and which says nothing about the caller. */
+            char *dm = f != NULL ? demangle(f) : NULL;
+            const char *fname = dm ? dm : f;
+            char *c = f != NULL ? clean_location(l) : NULL;
+            if (f != NULL && rc == 0 && strcmp(f, "??") != 0 && !strobe__frame_is_own(fname) &&
+                !location_is_own(c)) {
+                char *prev = inl[i];
+                int w = c ? asprintf(&inl[i], "%s%s%s (%s)", prev ? prev : "", prev ? ";" : "",
+                                     fname, c)
+                          : asprintf(&inl[i], "%s%s%s", prev ? prev : "", prev ? ";" : "", fname);
                 if (w < 0) {
                     inl[i] = NULL;
                     rc = -1;
                 }
                 free(prev);
             }
+            free(dm);
             f = nf;
             l = nl;
         }
         if (f == NULL) break;
         if (strcmp(f, "??") != 0 && f[0] != '\0' && (fn[i] = strdup(f)) == NULL) rc = -1;
+        if (fn[i] != NULL) demangle_in_place(&fn[i]);
         char *c = clean_location(l);
         if (c != NULL && (loc[i] = strdup(c)) == NULL) rc = -1;
     }
@@ -538,7 +611,8 @@ static int symbolize_module(strobe__symbolizer *s, struct module *m, const uint6
         /* The symbol table's name first. addr2line's is taken only with a location, which
          * means debug info answered: without it, addr2line names the nearest symbol below the
          * address, whatever its size, which in a stripped program is often a wrong one. */
-        const char *name = sy ? sy->name : loc[j] ? fn[j] : NULL;
+        char *dm = sy ? demangle(sy->name) : NULL;
+        const char *name = dm ? dm : sy ? sy->name : loc[j] ? fn[j] : NULL;
         const char *r;
         if (inl[j] && name && loc[j]) {
             r = arena_printf(s, "%s;%s (%s)", inl[j], name, loc[j]);
@@ -552,6 +626,7 @@ static int symbolize_module(strobe__symbolizer *s, struct module *m, const uint6
         } else {
             r = arena_printf(s, "%s+0x%llx", shown, (unsigned long long)(pcs[idx[j]] - m->bias));
         }
+        free(dm);
         if (r == NULL) rc = -1;
         out[idx[j]] = r;
     }

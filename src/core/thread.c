@@ -31,7 +31,7 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static void on_thread_exit(void *p) {
     strobe__tstate *t = p;
     pthread_mutex_lock(&strobe__registry_lock);
-    t->exited = 1;
+    __atomic_store_n(&t->exited, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&strobe__registry_lock);
     /* A later strobe call on this thread (from another key's destructor) makes a fresh state. */
     strobe__tls = NULL;
@@ -107,6 +107,7 @@ int strobe__tstate_attach(strobe__tstate *t) {
                                          : 0u));
                 attach_details(t, s);
                 t->dropped = t->signal_dropped = t->truncated_names = 0;
+                t->reversed_backend = 0;
                 t->truncated_details = 0;
                 t->scope_overflow = t->corr_overflow = 0;
                 t->filter_depth = 0;
@@ -143,7 +144,7 @@ void strobe__registry_sweep(void) {
 
 void strobe__registry_after_fork_child(void) {
     for (strobe__tstate *t = all_states; t; t = t->all_next) {
-        if (t != strobe__tls) t->exited = 1;
+        if (t != strobe__tls) __atomic_store_n(&t->exited, 1, __ATOMIC_RELAXED);
     }
     if (strobe__tls) strobe__tls->tid = (int64_t)syscall(SYS_gettid);
 }

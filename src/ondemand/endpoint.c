@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,9 +121,6 @@ static struct {
     char output[STROBE__OD_MAX_PATH];
     int64_t deadline_ms; /* duration: when to stop; iteration: the timeout; 0 none */
     uint64_t start_at, end_at, iterations;
-    uint32_t step_token; /* the open ProfilerStep range, and the thread that opened it */
-    long step_tid;
-    int warned_thread;
     strobe_result *result; /* a stopped trace, for the endpoint to write */
     int job_rc;            /* a failure while stopping or starting (0 none) */
     char job_msg[256];     /* what to tell the requester besides the path */
@@ -135,10 +131,6 @@ static int64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static long this_tid(void) {
-    return (long)syscall(SYS_gettid);
 }
 
 static void wake_endpoint(void) {
@@ -173,26 +165,8 @@ static const char *enc(const char *s, char *buf, size_t cap) {
 
 /* ---- steps (iteration mode) ------------------------------------------------------------------ */
 
-static void open_step(uint64_t n) {
-    char name[40];
-    snprintf(name, sizeof name, "ProfilerStep#%llu", (unsigned long long)n);
-    od.step_token = strobe__guard_begin_name(name, STROBE_SCOPE_USER_SCOPE);
-    od.step_tid = this_tid();
-}
-
-static void close_step(void) {
-    if (od.step_token == 0) return;
-    if (od.step_tid == this_tid()) {
-        strobe__guard_end(od.step_token);
-    } else if (!od.warned_thread) {
-        od.warned_thread = 1;
-        strobe__log(STROBE_LOG_WARN,
-                    "on-demand: strobe_step() came from thread %ld, and the ProfilerStep range "
-                    "opened on thread %ld stays open (flagged unfinished)",
-                    this_tid(), od.step_tid);
-    }
-    od.step_token = 0;
-}
+/* The ProfilerStep#N ranges are the core's: strobe_step() records one in any recording session
+ * after this hook has started or stopped it, and strobe_stop() ends the last. */
 
 /* Stops the job's session (under lock) and hands the result to the endpoint. */
 static void stop_job(const char *why) {
@@ -220,14 +194,9 @@ void strobe__od_on_step(uint64_t n) {
         } else {
             od.state = JOB_ITER;
             od.end_at = n + od.iterations;
-            open_step(n);
         }
     } else if (od.state == JOB_ITER) {
-        close_step();
-        if (n >= od.end_at)
-            stop_job(NULL);
-        else
-            open_step(n);
+        if (n >= od.end_at) stop_job(NULL);
     }
     pthread_mutex_unlock(&od.lock);
 }
@@ -306,7 +275,6 @@ static int handle_job(int fd, const strobe__od_request *rq) {
     od.job_rc = 0;
     od.job_msg[0] = '\0';
     od.result = NULL;
-    od.warned_thread = 0;
     od.memory = rq->verb == STROBE__OD_MEMORY;
     if (od.memory) {
         rc = od.client.start_memory_profile(od.client_ctx);
@@ -416,7 +384,7 @@ static void on_deadline(void) {
     if (od.state == JOB_DURATION) {
         stop_job(NULL);
     } else if (od.state == JOB_ITER) {
-        close_step();
+        /* strobe_stop() ends the open ProfilerStep range. */
         stop_job("the timeout ended the trace before all its steps were recorded");
     } else if (od.state == JOB_ARMED) {
         stop_job(NULL);
@@ -794,7 +762,6 @@ int strobe_ondemand_stop(void) {
     /* A job still running is ended now and written before the thread goes. */
     if (od.state == JOB_ITER || od.state == JOB_DURATION || od.state == JOB_ARMED ||
         od.state == JOB_MEMORY) {
-        if (od.state == JOB_ITER) close_step();
         od.deadline_ms = 0;
         on_deadline();
         if (od.job_rc == 0 && od.state == JOB_FINISHING && !od.memory)

@@ -70,7 +70,8 @@ static void emit_u64(strobe__sink *s, uint64_t v) {
     X(clipped_backend_events)                                                                      \
     X(cuda_dropped_records)                                                                        \
     X(cuda_outside_window)                                                                         \
-    X(cuda_moved_events)
+    X(cuda_moved_events)                                                                           \
+    X(reversed_backend_events)
 #define COUNT_FIELD(f) +1
 _Static_assert(sizeof(strobe_stats) == (0 STATS_FIELDS(COUNT_FIELD)) * sizeof(uint64_t),
                "json_writer.c: STATS_FIELDS must list every field of strobe_stats");
@@ -128,7 +129,7 @@ static void write_header(const strobe_result *r, strobe__sink *s, uint64_t skipp
     /* User metadata values were validated as JSON when they were added: pasted verbatim. */
     for (size_t i = 0; i < r->meta_count; i++) {
         const strobe__meta *m = &r->meta[i];
-        if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key)) continue;
+        if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2) continue;
         emit(s, ",\n  ");
         emit_string(s, m->key);
         emit(s, ": ");

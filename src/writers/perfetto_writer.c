@@ -211,7 +211,8 @@ static int write_session_begin(pw *w, uint64_t skipped) {
         a[k++].slen = slen;
         for (size_t i = 0; i < r->meta_count; i++) {
             const strobe__meta *m = &r->meta[i];
-            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key)) continue;
+            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2)
+                continue;
             a[k].name = m->key;
             strobe__pft_arg_json(&a[k++], m->json);
         }

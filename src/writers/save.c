@@ -2,16 +2,19 @@
  * the file atomically.
  *
  * The trace goes to a temporary file beside the target ("<path>.tmp.XXXXXX", same directory, so
- * the same file system) and is renamed over the target only once every byte is written and the
- * file is closed without error. A reader never sees a partial trace under the final name, and a
- * failed save leaves nothing behind. */
+ * the same file system; the target's name is shortened in it where the whole would exceed
+ * NAME_MAX) and is renamed over the target only once every byte is written and the file is closed
+ * without error. A reader never sees a partial trace under the final name, and a failed save
+ * leaves nothing behind. A failure is logged with the path and the system's reason. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/state.h"
 #include "strobe/error.h"
 #include "writer.h"
 
@@ -79,8 +82,13 @@ int strobe_result_save_as(strobe_result *r, const char *path, strobe_format fmt)
     }
     if (r->saved) return STROBE_EALREADY;
 
+    /* The temporary name is the target's plus the suffix, its last component cut so that it
+     * fits NAME_MAX: a valid target name of 245 to 255 bytes must not fail the save. */
     static const char suffix[] = ".tmp.XXXXXX";
     size_t n = strlen(path);
+    const char *slash = strrchr(path, '/');
+    size_t base = slash ? n - (size_t)(slash + 1 - path) : n;
+    if (base + sizeof suffix - 1 > NAME_MAX) n -= base + sizeof suffix - 1 - NAME_MAX;
     char *tmp = malloc(n + sizeof suffix);
     if (tmp == NULL) return STROBE_ENOMEM;
     memcpy(tmp, path, n);
@@ -88,13 +96,18 @@ int strobe_result_save_as(strobe_result *r, const char *path, strobe_format fmt)
 
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        int err = errno == ENOMEM ? STROBE_ENOMEM : STROBE_EIO;
+        int e = errno;
+        strobe__log(STROBE_LOG_ERROR, "cannot save %s: creating %s: %s", path, tmp, strerror(e));
         free(tmp);
-        return err;
+        return e == ENOMEM ? STROBE_ENOMEM : STROBE_ESYS;
     }
     /* mkstemp() creates the file 0600; a trace should get the mode any new file of the user
      * would get. */
-    int rc = fchmod(fd, 0666 & ~current_umask()) == 0 ? 0 : STROBE_EIO;
+    int rc = 0;
+    if (fchmod(fd, 0666 & ~current_umask()) != 0) {
+        strobe__log(STROBE_LOG_ERROR, "cannot save %s: chmod: %s", path, strerror(errno));
+        rc = STROBE_ESYS;
+    }
 
     strobe__sink sink;
     if (rc == 0) {
@@ -104,11 +117,18 @@ int strobe_result_save_as(strobe_result *r, const char *path, strobe_format fmt)
             /* Close also after a failed write: it frees the buffer and the descriptor. */
             int close_rc = strobe__sink_close(&sink);
             if (rc == 0) rc = close_rc;
+            if (rc != 0)
+                strobe__log(STROBE_LOG_ERROR, "cannot save %s: writing %s: %s", path, tmp,
+                            sink.sys_errno ? strerror(sink.sys_errno) : strobe_strerror(rc));
         }
     } else {
         close(fd);
     }
-    if (rc == 0 && rename(tmp, path) != 0) rc = STROBE_EIO;
+    if (rc == 0 && rename(tmp, path) != 0) {
+        strobe__log(STROBE_LOG_ERROR, "cannot save %s: renaming %s over it: %s", path, tmp,
+                    strerror(errno));
+        rc = STROBE_ESYS;
+    }
     if (rc != 0) unlink(tmp);
     free(tmp);
     if (rc == 0) r->saved = 1;

@@ -20,7 +20,10 @@
 /* Records the first error. Zeroing the capacity sends every later reserve to the slow path,
  * which refuses: the error is sticky without a test on the fast path. */
 static int fail(strobe__sink *s, int err) {
-    if (s->err == 0) s->err = err;
+    if (s->err == 0) {
+        s->err = err;
+        s->sys_errno = err == STROBE_EIO ? errno : 0;
+    }
     s->len = 0;
     s->cap = 0;
     return s->err;

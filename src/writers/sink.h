@@ -22,6 +22,7 @@ typedef struct strobe__sink {
     int fd;         /* the output file; -1 for a memory sink */
     void *gz;       /* a gzFile when compressing, else NULL */
     int err;        /* the first error (STROBE_EIO or STROBE_ENOMEM), 0 while none */
+    int sys_errno;  /* errno of the failed system call behind err, 0 where none or unknown */
     uint64_t total; /* uncompressed bytes accepted so far */
 } strobe__sink;
 
