@@ -424,6 +424,35 @@ static void clear_dir(const char *dir) {
     closedir(d);
 }
 
+/* The schedule keeps copies of the config's strings: a stream_path the caller reuses after
+ * strobe_schedule_begin() must not redirect the scheduled sessions. */
+static void test_config_strings_copied(void) {
+    char stream[256], name[64];
+    snprintf(stream, sizeof stream, OUT "/copied_stream.json");
+    snprintf(name, sizeof name, "copied name");
+    unlink(stream);
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    cfg.stream_path = stream;
+    cfg.trace_name = name;
+    /* One step of waiting: the session starts at the first strobe_step(), after the change. */
+    strobe_schedule s = make_schedule(0, 1, 0, 1, 1);
+    collected c;
+    memset(&c, 0, sizeof c);
+    REQUIRE(strobe_schedule_begin(&cfg, &s, collect_fn, &c) == 0);
+    /* The caller's buffers change: a path that cannot be created, a different name. */
+    snprintf(stream, sizeof stream, OUT "/no/such/dir/stream.json");
+    snprintf(name, sizeof name, "changed");
+    strobe_step();
+    work(7);
+    strobe_step();
+    CHECK_EQ(strobe_schedule_end(), 0);
+    CHECK_EQ(c.n, 1);
+    struct stat sb;
+    CHECK_EQ(stat(OUT "/copied_stream.json", &sb), 0);
+    CHECK(sb.st_size > 0);
+}
+
 int main(void) {
     mkdir(STROBE_TEST_OUT_DIR, 0777);
     mkdir(OUT, 0777);
@@ -438,6 +467,7 @@ int main(void) {
     test_handler();
     test_handler_threads();
     test_step_in_scope();
+    test_config_strings_copied();
     uint64_t before = strobe_step_count();
     strobe_step();
     CHECK_EQ(strobe_step_count(), before + 1);

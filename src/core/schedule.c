@@ -53,7 +53,7 @@ strobe_step_action strobe_schedule_action(const strobe_schedule *s, uint64_t ste
 /* One installed schedule. Its strings are copies (cfg points into them). */
 typedef struct sched_state {
     strobe_config cfg;
-    char *strings[4];
+    char *strings[6];
     strobe_schedule sched;
     strobe_trace_ready_fn on_ready;
     void *ctx;
@@ -78,7 +78,7 @@ static char *dup_or_null(const char *s, int *oom) {
 
 static void free_state(sched_state *st) {
     if (st == NULL) return;
-    for (int i = 0; i < 4; i++)
+    for (size_t i = 0; i < sizeof st->strings / sizeof st->strings[0]; i++)
         free(st->strings[i]);
     free(st);
 }
@@ -218,6 +218,8 @@ int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
     st->cfg.trace_name = st->strings[1] = dup_or_null(st->cfg.trace_name, &oom);
     st->cfg.perf_events = st->strings[2] = dup_or_null(st->cfg.perf_events, &oom);
     st->cfg.cuda_metrics = st->strings[3] = dup_or_null(st->cfg.cuda_metrics, &oom);
+    st->cfg.stream_path = st->strings[4] = dup_or_null(st->cfg.stream_path, &oom);
+    st->cfg.flight_path = st->strings[5] = dup_or_null(st->cfg.flight_path, &oom);
     /* Each cycle's trace gets an id of its own. */
     st->cfg.trace_id = NULL;
     if (oom) {
