@@ -176,7 +176,9 @@ static run run_opt(const char *text, size_t len, const strobe_rd_options *opt_in
         strobe_rd *r;
         opt.mem_chunk = 0;
         int rc = strobe_rd_open(&r, path, &opt);
-        CHECK_EQ(rc, 0);
+        /* A Perfetto trace (told by content) is decoded at open, which fails there; memory input
+         * fails at the first item with the same error. */
+        if (rc != 0) CHECK_EQ(rc, first.rc);
         if (r) {
             run cur;
             drain(r, &cur);
