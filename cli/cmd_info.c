@@ -50,18 +50,47 @@ const char cmd_info_usage[] =
 
 /* ---- counting ------------------------------------------------------------------------------ */
 
-/* A small map from a 64-bit key to a count, kept in order of first sight: few distinct keys
- * (phases, categories, devices), so a linear search is enough. */
+/* A map from a key (a 64-bit value and its kind: an md_id_kind, or 0 for plain numbers) to a
+ * count, kept in order of first sight, with a hash index: a crafted trace can hold as many
+ * distinct categories or devices as events. */
 typedef struct tally {
     int64_t *keys;
+    uint8_t *kinds;
     uint64_t *counts;
     size_t n, cap;
+    uint32_t *slots; /* indexes into keys, UINT32_MAX: free */
+    size_t slot_cap;
 } tally;
 
-static int tally_add(tally *t, int64_t key, uint64_t by) {
-    for (size_t i = 0; i < t->n; i++) {
-        if (t->keys[i] == key) {
-            t->counts[i] += by;
+static size_t tally_hash(int64_t key, uint8_t kind) {
+    uint64_t x = ((uint64_t)key + kind) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(x ^ (x >> 29) ^ ((uint64_t)kind << 17));
+}
+
+static int tally_rehash(tally *t) {
+    size_t cap = t->slot_cap ? t->slot_cap * 2 : 64;
+    uint32_t *s = malloc(cap * sizeof *s);
+    if (s == NULL) return -1;
+    for (size_t i = 0; i < cap; i++)
+        s[i] = UINT32_MAX;
+    for (size_t k = 0; k < t->n; k++) {
+        size_t i = tally_hash(t->keys[k], t->kinds[k]) & (cap - 1);
+        while (s[i] != UINT32_MAX)
+            i = (i + 1) & (cap - 1);
+        s[i] = (uint32_t)k;
+    }
+    free(t->slots);
+    t->slots = s;
+    t->slot_cap = cap;
+    return 0;
+}
+
+static int tally_add_kind(tally *t, int64_t key, uint8_t kind, uint64_t by) {
+    if ((t->n + 1) * 2 > t->slot_cap && tally_rehash(t)) return -1;
+    size_t i = tally_hash(key, kind) & (t->slot_cap - 1);
+    for (uint32_t k; (k = t->slots[i]) != UINT32_MAX; i = (i + 1) & (t->slot_cap - 1)) {
+        if (t->keys[k] == key && t->kinds[k] == kind) {
+            t->counts[k] += by;
             return 0;
         }
     }
@@ -69,17 +98,27 @@ static int tally_add(tally *t, int64_t key, uint64_t by) {
         size_t cap = t->cap ? t->cap * 2 : 16;
         int64_t *k = realloc(t->keys, cap * sizeof *k);
         if (k != NULL) t->keys = k;
+        uint8_t *d = realloc(t->kinds, cap * sizeof *d);
+        if (d != NULL) t->kinds = d;
         uint64_t *c = realloc(t->counts, cap * sizeof *c);
         if (c != NULL) t->counts = c;
-        if (k == NULL || c == NULL) return -1;
+        if (k == NULL || d == NULL || c == NULL) return -1;
         t->cap = cap;
     }
     t->keys[t->n] = key;
-    t->counts[t->n++] = by;
+    t->kinds[t->n] = kind;
+    t->counts[t->n] = by;
+    t->slots[i] = (uint32_t)t->n++;
     return 0;
 }
 
+static int tally_add(tally *t, int64_t key, uint64_t by) {
+    return tally_add_kind(t, key, 0, by);
+}
+
 static void tally_free(tally *t) {
+    free(t->slots);
+    free(t->kinds);
     free(t->keys);
     free(t->counts);
 }
@@ -92,11 +131,10 @@ static void print_us(int64_t ns) {
            (unsigned long long)(a % 1000));
 }
 
-/* A pid or tid: the model numbers a string id 2^62 + its string's id (see model.c), which also
- * covers the empty string "" (string id 0). */
-static void print_id(const md_model *m, int64_t num) {
-    if (num >= (int64_t)1 << 62)
-        printf("\"%s\"", md_str(m, (uint32_t)(num - ((int64_t)1 << 62))));
+/* A pid or tid: a number, or (kind MD_ID_STR) a string id. */
+static void print_id(const md_model *m, int64_t num, uint8_t kind) {
+    if (kind == MD_ID_STR)
+        printf("\"%s\"", md_str(m, (uint32_t)num));
     else
         printf("%lld", (long long)num);
 }
@@ -159,11 +197,11 @@ static int report(const md_model *m) {
     int64_t base = m->has_base ? m->base_time_ns : 0;
     if (m->min_ts <= m->max_ts) {
         printf("time span:      first ts ");
-        print_us(m->min_ts - base);
+        print_us(md_sub_sat(m->min_ts, base));
         printf(" us, last end ");
-        print_us(m->max_ts - base);
+        print_us(md_sub_sat(m->max_ts, base));
         printf(" us, duration ");
-        print_us(m->max_ts - m->min_ts);
+        print_us(md_sub_sat(m->max_ts, m->min_ts));
         printf(" us\n");
     } else {
         printf("time span:      none (no event has a time)\n");
@@ -174,12 +212,16 @@ static int report(const md_model *m) {
         printf("base time:      none\n");
     printf("events:         %zu (%llu metadata events; %llu bad)\n", m->count,
            (unsigned long long)m->metadata_events, (unsigned long long)m->bad_events);
-    printf("unterminated:   %s\n", m->unterminated ? "yes" : "no");
+    if (m->pf_cut)
+        printf("unterminated:   yes (Perfetto trace cut inside a packet at byte %lld)\n",
+               (long long)m->pf_cut_offset);
+    else
+        printf("unterminated:   %s\n", m->unterminated ? "yes" : "no");
 
     printf("processes (%zu):\n", m->proc_count);
     for (size_t i = 0; i < m->proc_count; i++) {
         printf("  pid ");
-        print_id(m, m->procs[i].pid);
+        print_id(m, m->procs[i].pid, m->procs[i].pid_kind);
         printf(" \"%s\"\n", md_str(m, m->procs[i].name));
     }
 
@@ -187,9 +229,9 @@ static int report(const md_model *m) {
     for (size_t i = 0; i < m->thread_count; i++) {
         const md_thread *t = &m->threads[i];
         printf("  pid ");
-        print_id(m, t->pid);
+        print_id(m, t->pid, t->pid_kind);
         printf(" tid ");
-        print_id(m, t->tid);
+        print_id(m, t->tid, t->tid_kind);
         printf(" events %zu", t->count);
         if (t->name) printf(" \"%s\"", md_str(m, t->name));
         putchar('\n');
@@ -206,14 +248,14 @@ static int report(const md_model *m) {
             gpu += md_is_device_work(kind) || kind == MD_GPU_USER_ANNOTATION;
         }
         if (gpu == 0) continue;
-        rc |= tally_add(&dev_events, t->pid, gpu);
-        rc |= tally_add(&dev_streams, t->pid, 1);
+        rc |= tally_add_kind(&dev_events, t->pid, t->pid_kind, gpu);
+        rc |= tally_add_kind(&dev_streams, t->pid, t->pid_kind, 1);
     }
     size_t ndev = dev_events.n;
     printf("devices (%zu):\n", ndev);
     for (size_t i = 0; i < ndev; i++) {
         printf("  pid ");
-        print_id(m, dev_events.keys[i]);
+        print_id(m, dev_events.keys[i], dev_events.kinds[i]);
         printf(" streams %llu gpu events %llu\n", (unsigned long long)dev_streams.counts[i],
                (unsigned long long)dev_events.counts[i]);
     }

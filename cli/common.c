@@ -23,7 +23,15 @@ int cli_operand(const char *cmd, const char *arg, int options, const char **path
 }
 
 int cli_load(md_model *m, const char *cmd, const char *path) {
-    if (md_load(m, path) == 0) return 0;
+    if (md_load(m, path) == 0) {
+        /* Read all the same, as a cut JSON array is; but a cut packet loses events, so say so. */
+        if (m->pf_cut)
+            fprintf(stderr,
+                    "strobe %s: warning: %s: Perfetto trace cut inside a packet at byte %lld: "
+                    "read up to the last whole packet\n",
+                    cmd, strcmp(path, "-") == 0 ? "<stdin>" : path, (long long)m->pf_cut_offset);
+        return 0;
+    }
     fprintf(stderr, "strobe %s: %s\n", cmd, m->err);
     md_free(m);
     return CLI_BAD_INPUT;
