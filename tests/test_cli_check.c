@@ -320,7 +320,7 @@ static int has_line(const char *text, const char *line) {
 
 #define CHECK_LINE(text, line)                                                                     \
     do {                                                                                           \
-        if (!has_line(text, line)) fprintf(stderr, "no line \"%s\" in:\n%s\n", line, text);       \
+        if (!has_line(text, line)) fprintf(stderr, "no line \"%s\" in:\n%s\n", line, text);        \
         CHECK(has_line(text, line));                                                               \
     } while (0)
 
@@ -406,8 +406,9 @@ static void test_scale(void) {
         addf(&t, "%s\"p%d\"", k ? "," : "", k);
     addf(&t, "],\"traceEvents\":[");
     for (int i = 0; i < EVENTS; i++)
-        addf(&t, "%s{\"ph\":\"X\",\"name\":\"a\",\"ts\":%d,\"dur\":1,\"pid\":1,\"tid\":1,"
-                 "\"args\":{\"p0\":%d,\"p%d\":7}}",
+        addf(&t,
+             "%s{\"ph\":\"X\",\"name\":\"a\",\"ts\":%d,\"dur\":1,\"pid\":1,\"tid\":1,"
+             "\"args\":{\"p0\":%d,\"p%d\":7}}",
              i ? "," : "", i * 2, i, NAMES - 1);
     addf(&t, "]}");
     double t0 = now_s();
@@ -426,8 +427,9 @@ static void test_scale(void) {
     t.len = 0;
     addf(&t, "{\"traceEvents\":[");
     for (int i = 0; i < THREADS; i++)
-        addf(&t, "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":%d,\"dur\":1,"
-                 "\"pid\":%d,\"tid\":7}",
+        addf(&t,
+             "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":%d,\"dur\":1,"
+             "\"pid\":%d,\"tid\":7}",
              i ? "," : "", i, i);
     addf(&t, "]}");
     path = temp_file("threads.json", t.p, t.len);

@@ -1264,14 +1264,17 @@ int strobe_rd_pf_sniff(const void *data, size_t len, int complete) {
         uint64_t n = 0;
         int shift = 0;
         for (;;) {
-            if (p >= end) return !complete;
+            if (p >= end) return packets > 0 || !complete;
             uint8_t b = *p++;
             if (shift < 64) n |= (uint64_t)(b & 0x7f) << shift;
             shift += 7;
             if (!(b & 0x80)) break;
             if (shift >= 70) return 0;
         }
-        if (n > (uint64_t)(end - p)) return !complete && plausible_fields(p, end, 1);
+        /* A packet past the end: the head ends inside it, or the input is cut there, which
+         * counts after whole packets. */
+        if (n > (uint64_t)(end - p))
+            return (packets > 0 || !complete) && plausible_fields(p, end, 1);
         if (!plausible_fields(p, p + n, 0)) return 0;
         p += n;
     }
