@@ -937,17 +937,9 @@ int cmd_convert(int argc, char **argv) {
         fprintf(stderr, "strobe convert: %s: write .pftrace uncompressed\n", out);
         return CLI_BAD_INPUT;
     }
-    /* Is IN a Perfetto trace? By its name, else by its first bytes. */
-    int in_pf = strobe__pftrace_path(in);
-    if (!in_pf && !ends_with(in, ".json") && !ends_with(in, ".json.gz")) {
-        gzFile g = gzopen(in, "rb");
-        if (g) {
-            unsigned char head[64];
-            int n = gzread(g, head, sizeof head);
-            in_pf = n > 0 && strobe_rd_pf_sniff(head, (size_t)n, 0);
-            gzclose(g);
-        }
-    }
+    /* Is IN a Perfetto trace? By its content, whatever its name, as every reader of traces
+     * tells (standard input is read by the JSON path, whose reader decodes a Perfetto trace). */
+    int in_pf = strcmp(in, "-") != 0 && strobe_rd_is_perfetto(in) == 1;
     if (strobe__pftrace_path(out)) {
         if (in_pf) {
             fprintf(stderr, "strobe convert: %s is already a Perfetto trace\n", in);

@@ -401,6 +401,18 @@ int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *o
     return 0;
 }
 
+int strobe_rd_is_perfetto(const char *path) {
+    if (!path) return STROBE_EINVAL;
+    errno = 0;
+    gzFile gz = gzopen(path, "rb");
+    if (!gz) return STROBE_EIO;
+    unsigned char head[HEAD_BYTES];
+    int n = gzread(gz, head, sizeof head);
+    gzclose(gz);
+    if (n < 0) return STROBE_EIO;
+    return n > 0 && strobe_rd_pf_sniff(head, (size_t)n, (size_t)n < sizeof head);
+}
+
 int strobe_rd_rewind(strobe_rd *r) {
     if (!r) return STROBE_EINVAL;
     if (r->err == STROBE_ENOMEM || (!r->is_mem && !r->gz)) return r->err ? r->err : STROBE_EIO;

@@ -201,6 +201,10 @@ int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *o
 int strobe_rd_open_mem(strobe_rd **out, const void *data, size_t len, const char *name,
                        const strobe_rd_options *opt);
 
+/* Whether the file at path (plain or gzip) holds a Perfetto trace rather than JSON, by content, as
+ * strobe_rd_open() tells them apart. @return 1, 0, or STROBE_EIO (it cannot be read). */
+int strobe_rd_is_perfetto(const char *path);
+
 /* Starts reading again from the beginning (also standard input, which was kept), as if just
  * opened; an error is cleared. @return 0, or a negative error (as strobe_rd_next() would give). */
 int strobe_rd_rewind(strobe_rd *r);
