@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "json_pull.h"
@@ -319,6 +320,16 @@ static int decode_pftrace(strobe_rd *r, const void *data, size_t len) {
     return 0;
 }
 
+/* zlib's input buffer for the file at path (or, path NULL, the descriptor fd): a larger one
+ * halves the read calls, and 256 KiB is where the gain flattens; a smaller file gets one of about
+ * its size, as many small files are read (tests, fuzzers) and a large buffer costs a mapping. */
+static unsigned gz_buffer_size(const char *path, int fd) {
+    struct stat st;
+    int ok = path ? stat(path, &st) == 0 : fd >= 0 && fstat(fd, &st) == 0;
+    if (!ok || !S_ISREG(st.st_mode) || st.st_size >= 256 * 1024) return 256 * 1024;
+    return st.st_size < 8192 ? 8192 : (unsigned)st.st_size + 1;
+}
+
 /* Standard input cannot be read twice (the format sniff, the base-time look-ahead), so it is
  * copied into a temporary file, unlinked at once, and read from there as a file would be (zlib
  * tells gzip from plain data by content). @return an open descriptor at offset 0, or -1 with
@@ -379,8 +390,7 @@ int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *o
             return fail(r, STROBE_EIO, -1, "cannot open: %s",
                         errno ? strerror(errno) : "out of memory in zlib");
     }
-    /* A larger zlib input buffer halves the read calls; 256 KiB is where the gain flattens. */
-    gzbuffer(r->gz, 256 * 1024);
+    gzbuffer(r->gz, gz_buffer_size(is_stdin ? NULL : path, r->fd));
     /* The format is told by content, whatever the name: JSON, or a Perfetto trace (either one
      * gzip'd, which zlib undoes). */
     unsigned char head[HEAD_BYTES];
@@ -656,7 +666,7 @@ static void prescan_base(strobe_rd *r) {
             g = gzopen(r->name, "rb");
         }
         if (!g) return;
-        gzbuffer(g, 256 * 1024);
+        gzbuffer(g, gz_buffer_size(r->fd >= 0 ? NULL : r->name, r->fd));
         if (strobe_jp_init_gz(&pj, g)) {
             strobe_jp_free(&pj);
             gzclose(g);
