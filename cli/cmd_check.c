@@ -312,10 +312,12 @@ static int64_t file_ts(const md_model *m, const md_event *e) {
     return m->has_base ? md_sub_sat(e->ts, m->base_time_ns) : e->ts;
 }
 
-/* A pid, tid or flow id: a number, or (kind MD_ID_STR) a string id. */
+/* A pid, tid or flow id: a number, a string id (kind MD_ID_STR), or absent (MD_ID_NONE). */
 static void print_id(const md_model *m, int64_t num, uint8_t kind) {
     if (kind == MD_ID_STR)
         printf("\"%s\"", md_str(m, (uint32_t)num));
+    else if (kind == MD_ID_NONE)
+        printf("(none)");
     else
         printf("%lld", (long long)num);
 }

@@ -131,10 +131,12 @@ static void print_us(int64_t ns) {
            (unsigned long long)(a % 1000));
 }
 
-/* A pid or tid: a number, or (kind MD_ID_STR) a string id. */
+/* A pid or tid: a number, a string id (kind MD_ID_STR), or absent (MD_ID_NONE). */
 static void print_id(const md_model *m, int64_t num, uint8_t kind) {
     if (kind == MD_ID_STR)
         printf("\"%s\"", md_str(m, (uint32_t)num));
+    else if (kind == MD_ID_NONE)
+        printf("(none)");
     else
         printf("%lld", (long long)num);
 }

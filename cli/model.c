@@ -65,7 +65,7 @@ static int64_t intern(md_model *m, const char *s, size_t len) {
 
 /* A pid or tid as the model keeps it: *kind gets MD_ID_NUM and the number, or MD_ID_STR and the
  * string's id for a string that is not a decimal number. Absent or unusable ids (the event is
- * bad) are the number -1. */
+ * bad) are MD_ID_NONE, with the value -1. */
 static int64_t id_key(md_model *m, const strobe_rd_id *id, uint8_t *kind, uint32_t *str_out,
                       int *err) {
     *str_out = 0;
@@ -81,6 +81,7 @@ static int64_t id_key(md_model *m, const strobe_rd_id *id, uint8_t *kind, uint32
         *kind = MD_ID_STR;
         return s;
     }
+    *kind = MD_ID_NONE;
     return -1;
 }
 

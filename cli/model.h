@@ -109,7 +109,7 @@ typedef enum md_dur_state {
 typedef struct md_thread {
     int64_t pid, tid;           /* the numbers, or for a string id (kind MD_ID_STR) its string id */
     uint32_t pid_str, tid_str;  /* the original string ids ("stream 7"), 0 when numeric */
-    uint8_t pid_kind, tid_kind; /* md_id_kind: MD_ID_NUM or MD_ID_STR */
+    uint8_t pid_kind, tid_kind; /* md_id_kind (MD_ID_NONE: absent or unusable, value -1) */
     uint32_t name;              /* from "thread_name" metadata, 0 when none */
     uint32_t *order;            /* its events sorted by ts, then longer first, then file order */
     size_t count;
