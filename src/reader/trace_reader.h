@@ -189,8 +189,9 @@ typedef struct strobe_rd strobe_rd;
  * or gzip'd. opt may be NULL.
  * @return 0, or a negative STROBE_E* error (STROBE_EIO when the file cannot be opened). Except for
  * STROBE_ENOMEM and STROBE_EINVAL (path NULL), after which *out is NULL, *out is set even on
- * failure, so that strobe_rd_errmsg() can say what failed; close it in every case. Nothing is read
- * before the first strobe_rd_next(). */
+ * failure, so that strobe_rd_errmsg() can say what failed; close it in every case. Only the first
+ * 4 KiB are read here (to tell the format), except for a Perfetto trace, which is read and decoded
+ * whole (a decoding error is returned here, STROBE_EFORMAT). */
 int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *opt);
 
 /* Opens a reader over data[0..len), which must stay valid and unchanged until strobe_rd_close().
