@@ -260,6 +260,7 @@ static const md_event *flow_events;
 static int by_flow(const void *a, const void *b) {
     const md_event *x = &flow_events[*(const uint32_t *)a], *y = &flow_events[*(const uint32_t *)b];
     if (x->cat != y->cat) return x->cat < y->cat ? -1 : 1;
+    if (x->flow_kind != y->flow_kind) return x->flow_kind < y->flow_kind ? -1 : 1;
     if (x->flow_id != y->flow_id) return x->flow_id < y->flow_id ? -1 : 1;
     return x->index < y->index ? -1 : x->index > y->index;
 }
@@ -272,7 +273,7 @@ static void check_flows(checker *c) {
     for (size_t i = 0; i < m->count; i++) {
         const md_event *e = &m->events[i];
         if (e->kind != MD_FLOW_START && e->kind != MD_FLOW_END) continue;
-        if (e->flow_id < 0)
+        if (e->flow_kind == MD_ID_NONE)
             add(c, P_FLOW_WITHOUT_ID, (uint32_t)i, MD_NONE);
         else
             n++;
@@ -286,7 +287,7 @@ static void check_flows(checker *c) {
     n = 0;
     for (size_t i = 0; i < m->count; i++) {
         const md_event *e = &m->events[i];
-        if ((e->kind == MD_FLOW_START || e->kind == MD_FLOW_END) && e->flow_id >= 0)
+        if ((e->kind == MD_FLOW_START || e->kind == MD_FLOW_END) && e->flow_kind != MD_ID_NONE)
             f[n++] = (uint32_t)i;
     }
     flow_events = m->events;
@@ -295,6 +296,7 @@ static void check_flows(checker *c) {
         const md_event *first = &m->events[f[i]];
         size_t starts = 0, ends = 0;
         for (j = i; j < n && m->events[f[j]].cat == first->cat &&
+                    m->events[f[j]].flow_kind == first->flow_kind &&
                     m->events[f[j]].flow_id == first->flow_id;
              j++) {
             if (m->events[f[j]].kind == MD_FLOW_START)
@@ -320,26 +322,15 @@ static void print_us(int64_t ns) {
 
 /* ts as written in the file: relative to the base time when the trace has one. */
 static int64_t file_ts(const md_model *m, const md_event *e) {
-    return m->has_base ? e->ts - m->base_time_ns : e->ts;
-}
-
-/* A pid or tid: the model numbers a string id 2^62 + its string's id (see model.c), which also
- * covers the empty string "" (string id 0). */
-static void print_id(const md_model *m, int64_t num, int json) {
-    if (num >= (int64_t)1 << 62 && json)
-        cl_json_str(stdout, md_str(m, (uint32_t)(num - ((int64_t)1 << 62))));
-    else if (num >= (int64_t)1 << 62)
-        printf("\"%s\"", cli_esc(md_str(m, (uint32_t)(num - ((int64_t)1 << 62)))));
-    else
-        printf("%lld", (long long)num);
+    return m->has_base ? md_sub_sat(e->ts, m->base_time_ns) : e->ts;
 }
 
 static void print_thread(const md_model *m, const md_event *e) {
     const md_thread *t = &m->threads[e->thread];
     printf("pid ");
-    print_id(m, t->pid, 0);
+    cli_print_id(m, t->pid, t->pid_kind, 0);
     printf(" tid ");
-    print_id(m, t->tid, 0);
+    cli_print_id(m, t->tid, t->tid_kind, 0);
 }
 
 static void print_event(const md_model *m, const md_event *e) {
@@ -366,7 +357,7 @@ static void print_example(const checker *c, int kind, const example *x) {
     if (kind == P_BAD_EVENT && e->bad_why) printf(": %s", cli_esc(md_str(m, e->bad_why)));
     if (kind == P_FLOW_WITHOUT_END || kind == P_FLOW_WITHOUT_START) {
         printf(", cat \"%s\", id ", cli_esc(md_str(m, e->cat)));
-        print_id(m, e->flow_id, 0);
+        cli_print_id(m, e->flow_id, e->flow_kind, 0);
     }
     if (x->other != MD_NONE) {
         const md_event *o = &m->events[x->other];
@@ -374,7 +365,7 @@ static void print_example(const checker *c, int kind, const example *x) {
             printf(": closes \"%s\" (#%u)", cli_esc(md_str(m, o->name)), o->index);
         } else {
             printf(": starts inside \"%s\" (#%u, ends ", cli_esc(md_str(m, o->name)), o->index);
-            print_us(file_ts(m, o) + o->dur);
+            print_us(md_add_sat(file_ts(m, o), o->dur));
             printf(" us) and ends ");
             print_us(e->ts + e->dur - (o->ts + o->dur));
             printf(" us after it");
@@ -434,9 +425,9 @@ static void json_event(const md_model *m, const md_event *e) {
     }
     const md_thread *t = &m->threads[e->thread];
     printf(", \"pid\": ");
-    print_id(m, t->pid, 1);
+    cli_print_id(m, t->pid, t->pid_kind, 1);
     printf(", \"tid\": ");
-    print_id(m, t->tid, 1);
+    cli_print_id(m, t->tid, t->tid_kind, 1);
 }
 
 static void json_example(const checker *c, int kind, const example *x) {
@@ -451,7 +442,7 @@ static void json_example(const checker *c, int kind, const example *x) {
         printf(", \"cat\": ");
         cl_json_str(stdout, md_str(m, e->cat));
         printf(", \"flow_id\": ");
-        print_id(m, e->flow_id, 1);
+        cli_print_id(m, e->flow_id, e->flow_kind, 1);
     }
     if (x->other != MD_NONE) {
         const md_event *o = &m->events[x->other];

@@ -79,8 +79,10 @@ static int ends_with(const char *s, const char *suffix) {
 /* Reads a whole file, gunzipping when it is gzip. NULL with errno-ish message on failure. */
 static unsigned char *read_all(const char *path, size_t *len, const char **why) {
     errno = 0;
-    gzFile g = gzopen(path, "rb");
+    int fd0 = strcmp(path, "-") == 0 ? dup(0) : -1;
+    gzFile g = fd0 >= 0 ? gzdopen(fd0, "rb") : gzopen(path, "rb");
     if (!g) {
+        if (fd0 >= 0) close(fd0);
         *why = errno ? strerror(errno) : "cannot open";
         return NULL;
     }
@@ -209,15 +211,28 @@ static int pf_to_json(const char *in, const char *out, int quiet) {
         fprintf(stderr, "strobe convert: %s: %s\n", cli_esc(in), why);
         return CLI_BAD_INPUT;
     }
+    if (strcmp(in, "-") == 0 && !strobe_rd_pf_sniff(data, len, 1)) {
+        fprintf(stderr, "strobe convert: standard input and %s are both JSON: nothing to convert\n",
+                cli_esc(out));
+        free(data);
+        return CLI_BAD_INPUT;
+    }
     char err[300], *json = NULL;
     size_t jlen = 0;
-    int rc = strobe_rd_pf_to_json(data, len, &json, &jlen, err, sizeof err);
+    int64_t cut = -1;
+    int rc = strobe_rd_pf_to_json(data, len, &json, &jlen, err, sizeof err, &cut);
     free(data);
     if (rc) {
         fprintf(stderr, "strobe convert: %s: not a readable Perfetto trace: %s\n", cli_esc(in),
                 cli_esc(err));
         return CLI_BAD_INPUT;
     }
+    /* Converted all the same, as the other commands read it; but the cut packet is lost. */
+    if (cut >= 0)
+        fprintf(stderr,
+                "strobe convert: warning: %s: Perfetto trace cut inside a packet at byte %lld: "
+                "converted up to the last whole packet\n",
+                cli_esc(in), (long long)cut);
     out_file o;
     if (out_open(&o, out) != 0) {
         free(json);
@@ -263,6 +278,8 @@ typedef struct conv {
     size_t n, cap;
     ctrack *tracks;
     size_t ntracks, captracks;
+    uint32_t *track_slots; /* (pid, tid) -> index in tracks, open addressing; UINT32_MAX: free */
+    size_t track_slot_cap;
     char *arena;
     size_t alen, acap;
     struct {
@@ -278,6 +295,8 @@ typedef struct conv {
     size_t nextra, capextra;
     char **meta_keys, **meta_vals;
     size_t nmeta;
+    size_t out_of_range; /* events left out: a time at or beyond +-2^62 ns (time_ok) */
+    size_t wide_ids;     /* tracks whose pid or tid does not fit the Perfetto ids (track_of) */
     int oom;
 } conv;
 
@@ -319,9 +338,42 @@ static int64_t id_num(const strobe_rd_id *id, int *is_num) {
     return (int64_t)(h % 0x3FFFFFu) + 0xC00000;
 }
 
+static size_t track_hash(int64_t pid, int64_t tid) {
+    uint64_t x = (uint64_t)pid * 0x9e3779b97f4a7c15ull ^ (uint64_t)tid;
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return (size_t)(x ^ (x >> 29));
+}
+
+/* Doubles the track index. @return 0, or -1 (c->oom set). */
+static int track_rehash(conv *c) {
+    size_t cap = c->track_slot_cap ? c->track_slot_cap * 2 : 256;
+    uint32_t *s = malloc(cap * sizeof *s);
+    if (!s) {
+        c->oom = 1;
+        return -1;
+    }
+    for (size_t i = 0; i < cap; i++)
+        s[i] = UINT32_MAX;
+    for (size_t k = 0; k < c->ntracks; k++) {
+        size_t i = track_hash(c->tracks[k].pid, c->tracks[k].tid) & (cap - 1);
+        while (s[i] != UINT32_MAX)
+            i = (i + 1) & (cap - 1);
+        s[i] = (uint32_t)k;
+    }
+    free(c->track_slots);
+    c->track_slots = s;
+    c->track_slot_cap = cap;
+    return 0;
+}
+
+/* The track of (pid, tid), added on first sight; a hash lookup, as a trace may hold as many
+ * threads as events. */
 static uint32_t track_of(conv *c, int64_t pid, int64_t tid, int tid_is_num) {
-    for (size_t i = c->ntracks; i-- > 0;)
-        if (c->tracks[i].pid == pid && c->tracks[i].tid == tid) return (uint32_t)i;
+    if ((c->ntracks + 1) * 2 > c->track_slot_cap && track_rehash(c)) return 0;
+    size_t i = track_hash(pid, tid) & (c->track_slot_cap - 1);
+    for (uint32_t k; (k = c->track_slots[i]) != UINT32_MAX; i = (i + 1) & (c->track_slot_cap - 1))
+        if (c->tracks[k].pid == pid && c->tracks[k].tid == tid) return k;
     c->tracks = grow_array(c->tracks, &c->captracks, c->ntracks + 1, sizeof *c->tracks, &c->oom);
     if (c->oom) return 0;
     ctrack *t = &c->tracks[c->ntracks];
@@ -330,6 +382,11 @@ static uint32_t track_of(conv *c, int64_t pid, int64_t tid, int tid_is_num) {
     t->tid = tid;
     t->tid_is_num = tid_is_num;
     t->name = UINT32_MAX;
+    /* Perfetto's descriptors hold 32-bit ids, and the uuids of Kineto tracks 24 bits of pid: a
+     * wider id is cut and may land on another id's track, so it is counted and reported. */
+    if (pid < 0 || pid > 0xFFFFFF || (tid != INT64_MIN && (tid < INT32_MIN || tid > INT32_MAX)))
+        c->wide_ids++;
+    c->track_slots[i] = (uint32_t)c->ntracks;
     return (uint32_t)c->ntracks++;
 }
 
@@ -362,9 +419,23 @@ static uint64_t flow_key(const strobe_rd_event *e) {
     return h ? h : 1;
 }
 
+/* Whether the event's start and end lie within +-2^62 ns, so that every difference of two times
+ * (durations, the E that closes a B, nesting) fits in int64. Metadata events have no time. */
+static int time_ok(const strobe_rd_event *e) {
+    const int64_t lim = (int64_t)1 << 62;
+    if (e->ph.s && strcmp(e->ph.s, "M") == 0) return 1;
+    int64_t end;
+    if (e->ts_ns >= lim || e->ts_ns <= -lim) return 0;
+    return !e->has_dur || (!__builtin_add_overflow(e->ts_ns, e->dur_ns, &end) && end < lim);
+}
+
 static int collect_event(conv *c, const strobe_rd_event *e) {
     char ph = e->ph.s ? e->ph.s[0] : 0;
     if (e->bad & ~(unsigned)STROBE_RD_BAD_DUP_KEY) return 0;
+    if (!time_ok(e)) {
+        c->out_of_range++;
+        return 0;
+    }
     int pn, tn;
     int64_t pid = id_num(&e->pid, &pn), tid = id_num(&e->tid, &tn);
     uint32_t tr = track_of(c, pid, tid, tn);
@@ -905,6 +976,16 @@ static int json_to_pf(const char *in, const char *out, int quiet) {
         code = CLI_BAD_INPUT;
     }
     strobe_rd_close(rd);
+    if (code == CLI_OK && c.out_of_range)
+        fprintf(stderr,
+                "strobe convert: %s: %zu event(s) with a time at or beyond +-2^62 ns: left out\n",
+                cli_esc(in), c.out_of_range);
+    if (code == CLI_OK && c.wide_ids)
+        fprintf(stderr,
+                "strobe convert: %s: warning: %zu track(s) with a pid outside 0..16777215 or a "
+                "tid outside 32 bits: their ids are cut in Perfetto's format and may merge with "
+                "other tracks\n",
+                cli_esc(in), c.wide_ids);
     out_file o;
     if (code == CLI_OK && out_open(&o, out) != 0) code = CLI_BAD_INPUT;
     if (code == CLI_OK) {
@@ -925,6 +1006,7 @@ static int json_to_pf(const char *in, const char *out, int quiet) {
     for (size_t i = 0; i < c.ntracks; i++)
         free(c.tracks[i].open);
     free(c.tracks);
+    free(c.track_slots);
     free(c.items);
     free(c.arena);
     free(c.flows);
@@ -967,17 +1049,11 @@ int cmd_convert(int argc, char **argv) {
     if (first < argc) return cli_usage_error("convert", "one input and one output", argv[first]);
     if (!in || !out) return cli_usage_error("convert", "IN and OUT are required", NULL);
     if (out[0] == '\0') return cli_usage_error("convert", "OUT is empty", NULL);
-    /* Is IN a Perfetto trace? By its name, else by its first bytes. */
-    int in_pf = strobe__pftrace_path(in);
-    if (!in_pf && !ends_with(in, ".json") && !ends_with(in, ".json.gz")) {
-        gzFile g = gzopen(in, "rb");
-        if (g) {
-            unsigned char head[64];
-            int n = gzread(g, head, sizeof head);
-            in_pf = n > 0 && strobe_rd_pf_sniff(head, (size_t)n);
-            gzclose(g);
-        }
-    }
+    /* Is IN a Perfetto trace? By its content, whatever its name, as every reader of traces
+     * tells. Standard input cannot be read twice: it is Perfetto when the output is JSON (the
+     * Perfetto path then checks), and read by the JSON path otherwise, whose reader decodes a
+     * Perfetto trace too. */
+    int in_pf = strcmp(in, "-") == 0 ? !strobe__pftrace_path(out) : strobe_rd_is_perfetto(in) == 1;
     if (strobe__pftrace_path(out)) {
         if (in_pf) {
             fprintf(stderr, "strobe convert: %s is already a Perfetto trace\n", cli_esc(in));

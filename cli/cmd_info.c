@@ -30,7 +30,8 @@ const char cmd_info_usage[] =
     "                       written in the file (us), and the duration between them\n"
     "      base time        baseTimeNanoseconds, or \"none\" (2021 traces use absolute ts)\n"
     "      events           events read (ph M metadata events apart), of which bad\n"
-    "      unterminated     whether the traceEvents array was left open (legal)\n"
+    "      unterminated     whether the traceEvents array was left open (legal), or a\n"
+    "                       Perfetto trace cut inside a packet (read up to the cut)\n"
     "      processes        pid and process_name of each process\n"
     "      threads          pid, tid, number of events and thread_name of each thread\n"
     "      devices          each pid that holds GPU work (kernels, copies, memsets, GPU\n"
@@ -44,7 +45,8 @@ const char cmd_info_usage[] =
     "\n"
     "    With --format json, the same facts as one JSON object: file, schema_version,\n"
     "    time_span (first_ts_us, last_end_us, duration_us), base_time_ns (null when none),\n"
-    "    events, metadata_events, bad_events, unterminated, processes, threads, devices,\n"
+    "    events, metadata_events, bad_events, unterminated (and cut_at_byte for a cut\n"
+    "    Perfetto trace), processes, threads, devices,\n"
     "    device_properties (as the file has it), by_phase, by_category, metadata_keys.\n"
     "\n"
     "    Text from the trace (names, string ids, keys) is printed with control characters\n"
@@ -63,18 +65,47 @@ const char cmd_info_usage[] =
 
 /* ---- counting ------------------------------------------------------------------------------ */
 
-/* A small map from a 64-bit key to a count, kept in order of first sight: few distinct keys
- * (phases, categories, devices), so a linear search is enough. */
+/* A map from a key (a 64-bit value and its kind: an md_id_kind, or 0 for plain numbers) to a
+ * count, kept in order of first sight, with a hash index: a crafted trace can hold as many
+ * distinct categories or devices as events. */
 typedef struct tally {
     int64_t *keys;
+    uint8_t *kinds;
     uint64_t *counts;
     size_t n, cap;
+    uint32_t *slots; /* indexes into keys, UINT32_MAX: free */
+    size_t slot_cap;
 } tally;
 
-static int tally_add(tally *t, int64_t key, uint64_t by) {
-    for (size_t i = 0; i < t->n; i++) {
-        if (t->keys[i] == key) {
-            t->counts[i] += by;
+static size_t tally_hash(int64_t key, uint8_t kind) {
+    uint64_t x = ((uint64_t)key + kind) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(x ^ (x >> 29) ^ ((uint64_t)kind << 17));
+}
+
+static int tally_rehash(tally *t) {
+    size_t cap = t->slot_cap ? t->slot_cap * 2 : 64;
+    uint32_t *s = malloc(cap * sizeof *s);
+    if (s == NULL) return -1;
+    for (size_t i = 0; i < cap; i++)
+        s[i] = UINT32_MAX;
+    for (size_t k = 0; k < t->n; k++) {
+        size_t i = tally_hash(t->keys[k], t->kinds[k]) & (cap - 1);
+        while (s[i] != UINT32_MAX)
+            i = (i + 1) & (cap - 1);
+        s[i] = (uint32_t)k;
+    }
+    free(t->slots);
+    t->slots = s;
+    t->slot_cap = cap;
+    return 0;
+}
+
+static int tally_add_kind(tally *t, int64_t key, uint8_t kind, uint64_t by) {
+    if ((t->n + 1) * 2 > t->slot_cap && tally_rehash(t)) return -1;
+    size_t i = tally_hash(key, kind) & (t->slot_cap - 1);
+    for (uint32_t k; (k = t->slots[i]) != UINT32_MAX; i = (i + 1) & (t->slot_cap - 1)) {
+        if (t->keys[k] == key && t->kinds[k] == kind) {
+            t->counts[k] += by;
             return 0;
         }
     }
@@ -82,17 +113,27 @@ static int tally_add(tally *t, int64_t key, uint64_t by) {
         size_t cap = t->cap ? t->cap * 2 : 16;
         int64_t *k = realloc(t->keys, cap * sizeof *k);
         if (k != NULL) t->keys = k;
+        uint8_t *d = realloc(t->kinds, cap * sizeof *d);
+        if (d != NULL) t->kinds = d;
         uint64_t *c = realloc(t->counts, cap * sizeof *c);
         if (c != NULL) t->counts = c;
-        if (k == NULL || c == NULL) return -1;
+        if (k == NULL || d == NULL || c == NULL) return -1;
         t->cap = cap;
     }
     t->keys[t->n] = key;
-    t->counts[t->n++] = by;
+    t->kinds[t->n] = kind;
+    t->counts[t->n] = by;
+    t->slots[i] = (uint32_t)t->n++;
     return 0;
 }
 
+static int tally_add(tally *t, int64_t key, uint64_t by) {
+    return tally_add_kind(t, key, 0, by);
+}
+
 static void tally_free(tally *t) {
+    free(t->slots);
+    free(t->kinds);
     free(t->keys);
     free(t->counts);
 }
@@ -103,17 +144,6 @@ static void print_us(int64_t ns) {
     uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
     printf("%s%llu.%03llu", ns < 0 ? "-" : "", (unsigned long long)(a / 1000),
            (unsigned long long)(a % 1000));
-}
-
-/* A pid or tid: the model numbers a string id 2^62 + its string's id (see model.c), which also
- * covers the empty string "" (string id 0). */
-static void print_id(const md_model *m, int64_t num, int json) {
-    if (num >= (int64_t)1 << 62 && json)
-        cl_json_str(stdout, md_str(m, (uint32_t)(num - ((int64_t)1 << 62))));
-    else if (num >= (int64_t)1 << 62)
-        printf("\"%s\"", cli_esc(md_str(m, (uint32_t)(num - ((int64_t)1 << 62)))));
-    else
-        printf("%lld", (long long)num);
 }
 
 /* Prints a string value of obj[key] decoded, or a number as written; nothing when absent. */
@@ -187,8 +217,8 @@ static int count_facts(const md_model *m, facts *f) {
             gpu += md_is_device_work(kind) || kind == MD_GPU_USER_ANNOTATION;
         }
         if (gpu == 0) continue;
-        rc |= tally_add(&f->dev_events, t->pid, gpu);
-        rc |= tally_add(&f->dev_streams, t->pid, 1);
+        rc |= tally_add_kind(&f->dev_events, t->pid, t->pid_kind, gpu);
+        rc |= tally_add_kind(&f->dev_streams, t->pid, t->pid_kind, 1);
     }
     if (m->metadata_events) rc |= tally_add(&f->phases, 'M', m->metadata_events);
     for (size_t i = 0; i < m->count && rc == 0; i++) {
@@ -207,11 +237,11 @@ static void report(const md_model *m, const facts *f) {
     int64_t base = m->has_base ? m->base_time_ns : 0;
     if (m->min_ts <= m->max_ts) {
         printf("time span:      first ts ");
-        print_us(m->min_ts - base);
+        print_us(md_sub_sat(m->min_ts, base));
         printf(" us, last end ");
-        print_us(m->max_ts - base);
+        print_us(md_sub_sat(m->max_ts, base));
         printf(" us, duration ");
-        print_us(m->max_ts - m->min_ts);
+        print_us(md_sub_sat(m->max_ts, m->min_ts));
         printf(" us\n");
     } else {
         printf("time span:      none (no event has a time)\n");
@@ -222,12 +252,16 @@ static void report(const md_model *m, const facts *f) {
         printf("base time:      none\n");
     printf("events:         %zu (%llu metadata events; %llu bad)\n", m->count,
            (unsigned long long)m->metadata_events, (unsigned long long)m->bad_events);
-    printf("unterminated:   %s\n", m->unterminated ? "yes" : "no");
+    if (m->pf_cut)
+        printf("unterminated:   yes (Perfetto trace cut inside a packet at byte %lld)\n",
+               (long long)m->pf_cut_offset);
+    else
+        printf("unterminated:   %s\n", m->unterminated ? "yes" : "no");
 
     printf("processes (%zu):\n", m->proc_count);
     for (size_t i = 0; i < m->proc_count; i++) {
         printf("  pid ");
-        print_id(m, m->procs[i].pid, 0);
+        cli_print_id(m, m->procs[i].pid, m->procs[i].pid_kind, 0);
         printf(" \"%s\"\n", cli_esc(md_str(m, m->procs[i].name)));
     }
 
@@ -235,9 +269,9 @@ static void report(const md_model *m, const facts *f) {
     for (size_t i = 0; i < m->thread_count; i++) {
         const md_thread *t = &m->threads[i];
         printf("  pid ");
-        print_id(m, t->pid, 0);
+        cli_print_id(m, t->pid, t->pid_kind, 0);
         printf(" tid ");
-        print_id(m, t->tid, 0);
+        cli_print_id(m, t->tid, t->tid_kind, 0);
         printf(" events %zu", t->count);
         if (t->name) printf(" \"%s\"", cli_esc(md_str(m, t->name)));
         putchar('\n');
@@ -246,7 +280,7 @@ static void report(const md_model *m, const facts *f) {
     printf("devices (%zu):\n", f->dev_events.n);
     for (size_t i = 0; i < f->dev_events.n; i++) {
         printf("  pid ");
-        print_id(m, f->dev_events.keys[i], 0);
+        cli_print_id(m, f->dev_events.keys[i], f->dev_events.kinds[i], 0);
         printf(" streams %llu gpu events %llu\n", (unsigned long long)f->dev_streams.counts[i],
                (unsigned long long)f->dev_events.counts[i]);
     }
@@ -284,11 +318,11 @@ static void report_json(const md_model *m, const facts *f) {
     printf(",\n \"time_span\": ");
     if (m->min_ts <= m->max_ts) {
         printf("{\"first_ts_us\": ");
-        print_us(m->min_ts - base);
+        print_us(md_sub_sat(m->min_ts, base));
         printf(", \"last_end_us\": ");
-        print_us(m->max_ts - base);
+        print_us(md_sub_sat(m->max_ts, base));
         printf(", \"duration_us\": ");
-        print_us(m->max_ts - m->min_ts);
+        print_us(md_sub_sat(m->max_ts, m->min_ts));
         printf("}");
     } else {
         printf("null");
@@ -300,11 +334,12 @@ static void report_json(const md_model *m, const facts *f) {
         printf("null");
     printf(",\n \"events\": %zu, \"metadata_events\": %llu, \"bad_events\": %llu", m->count,
            (unsigned long long)m->metadata_events, (unsigned long long)m->bad_events);
-    printf(",\n \"unterminated\": %s", m->unterminated ? "true" : "false");
+    printf(",\n \"unterminated\": %s", m->unterminated || m->pf_cut ? "true" : "false");
+    if (m->pf_cut) printf(", \"cut_at_byte\": %lld", (long long)m->pf_cut_offset);
     printf(",\n \"processes\": [");
     for (size_t i = 0; i < m->proc_count; i++) {
         printf("%s\n  {\"pid\": ", i ? "," : "");
-        print_id(m, m->procs[i].pid, 1);
+        cli_print_id(m, m->procs[i].pid, m->procs[i].pid_kind, 1);
         printf(", \"name\": ");
         cl_json_str(out, md_str(m, m->procs[i].name));
         putchar('}');
@@ -313,9 +348,9 @@ static void report_json(const md_model *m, const facts *f) {
     for (size_t i = 0; i < m->thread_count; i++) {
         const md_thread *t = &m->threads[i];
         printf("%s\n  {\"pid\": ", i ? "," : "");
-        print_id(m, t->pid, 1);
+        cli_print_id(m, t->pid, t->pid_kind, 1);
         printf(", \"tid\": ");
-        print_id(m, t->tid, 1);
+        cli_print_id(m, t->tid, t->tid_kind, 1);
         printf(", \"events\": %zu, \"name\": ", t->count);
         if (t->name)
             cl_json_str(out, md_str(m, t->name));
@@ -326,7 +361,7 @@ static void report_json(const md_model *m, const facts *f) {
     printf("],\n \"devices\": [");
     for (size_t i = 0; i < f->dev_events.n; i++) {
         printf("%s\n  {\"pid\": ", i ? "," : "");
-        print_id(m, f->dev_events.keys[i], 1);
+        cli_print_id(m, f->dev_events.keys[i], f->dev_events.kinds[i], 1);
         printf(", \"streams\": %llu, \"gpu_events\": %llu}",
                (unsigned long long)f->dev_streams.counts[i],
                (unsigned long long)f->dev_events.counts[i]);

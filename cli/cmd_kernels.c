@@ -52,7 +52,9 @@ typedef struct krow {
 
 typedef struct srow {
     int64_t pid;
-    uint32_t thread; /* MD_NONE for a device's 'all' row */
+    uint8_t pid_kind; /* md_id_kind */
+    uint32_t thread;  /* MD_NONE for a device's 'all' row */
+    uint32_t first;   /* the device's first stream's thread: its name */
     int64_t busy, span;
 } srow;
 
@@ -68,6 +70,22 @@ static int by_start(const void *a, const void *b) {
     const int64_t *x = a, *y = b;
     if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
     return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static const srow *g_streams;
+
+/* Stream rows by device (kind, then id), then row order. */
+static int by_device(const void *a, const void *b) {
+    const srow *x = &g_streams[*(const uint32_t *)a], *y = &g_streams[*(const uint32_t *)b];
+    if (x->pid_kind != y->pid_kind) return x->pid_kind < y->pid_kind ? -1 : 1;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* Device rows in the order their first streams were seen (thread order, as the stream rows). */
+static int by_first(const void *a, const void *b) {
+    const srow *x = a, *y = b;
+    return x->first < y->first ? -1 : x->first > y->first;
 }
 
 /* Union of n [start, end) pairs sorted by start: the busy time; *span gets last end - first
@@ -101,10 +119,8 @@ static void stream_name(const md_model *m, const srow *r, char *buf, size_t n) {
 }
 
 static void device_name(const md_model *m, const srow *r, char *buf, size_t n) {
-    const md_thread *t = NULL;
-    for (size_t k = 0; k < m->thread_count && t == NULL; k++)
-        if (m->threads[k].pid == r->pid) t = &m->threads[k];
-    if (t && t->pid_str)
+    const md_thread *t = &m->threads[r->first];
+    if (t->pid_kind == MD_ID_STR)
         snprintf(buf, n, "%s", md_str(m, t->pid_str));
     else
         snprintf(buf, n, "%" PRId64, r->pid);
@@ -139,10 +155,10 @@ static int run(const md_model *m, size_t limit, int format, size_t name_width) {
         }
         krow *r = &rows[row_of[e->name]];
         r->calls++;
-        r->total += e->dur;
+        r->total = md_add_sat(r->total, e->dur);
         if (e->dur < r->min) r->min = e->dur;
         if (e->dur > r->max) r->max = e->dur;
-        all += e->dur;
+        all = md_add_sat(all, e->dur);
     }
     /* Busy time per stream: its device work, already sorted by start in the thread's order. */
     iv = malloc(2 * (m->count ? m->count : 1) * sizeof *iv);
@@ -160,32 +176,48 @@ static int run(const md_model *m, size_t limit, int format, size_t name_width) {
         if (n == 0) continue;
         srow *s = &streams[nstreams++];
         s->pid = th->pid;
+        s->pid_kind = th->pid_kind;
         s->thread = (uint32_t)t;
+        s->first = (uint32_t)t;
         s->busy = union_len(iv, n, &s->span);
     }
-    /* Per device: the union across its streams, after its own streams' rows. */
+    /* Per device: the union across its streams, after all streams' rows, in the order devices
+     * were first seen. The stream rows are grouped by device through a sort, so that many
+     * devices cost no more than many streams. */
     size_t nstream_rows = nstreams;
-    for (size_t k = 0; !err && k < nstream_rows; k++) {
-        int seen = 0;
-        for (size_t j = 0; j < k; j++)
-            seen |= streams[j].pid == streams[k].pid;
-        if (seen) continue;
+    uint32_t *ord = err ? NULL : malloc((nstream_rows ? nstream_rows : 1) * sizeof *ord);
+    if (!err && ord == NULL) err = STROBE_ENOMEM;
+    for (size_t k = 0; !err && k < nstream_rows; k++)
+        ord[k] = (uint32_t)k;
+    if (!err) {
+        g_streams = streams;
+        qsort(ord, nstream_rows, sizeof *ord, by_device);
+    }
+    for (size_t a = 0, b; !err && a < nstream_rows; a = b) {
+        const srow *first = &streams[ord[a]];
         size_t n = 0;
-        for (size_t i = 0; i < m->count; i++) {
-            const md_event *e = &m->events[i];
-            if (!md_is_device_work(e->kind) || !e->has_time ||
-                m->threads[e->thread].pid != streams[k].pid)
-                continue;
-            iv[2 * n] = e->ts;
-            iv[2 * n + 1] = e->ts + e->dur;
-            n++;
+        for (b = a; b < nstream_rows && streams[ord[b]].pid == first->pid &&
+                    streams[ord[b]].pid_kind == first->pid_kind;
+             b++) {
+            const md_thread *th = &m->threads[streams[ord[b]].thread];
+            for (size_t k = 0; k < th->count; k++) {
+                const md_event *e = &m->events[th->order[k]];
+                if (!md_is_device_work(e->kind) || !e->has_time) continue;
+                iv[2 * n] = e->ts;
+                iv[2 * n + 1] = e->ts + e->dur;
+                n++;
+            }
         }
         qsort(iv, n, 2 * sizeof *iv, by_start);
         srow *s = &streams[nstreams++];
-        s->pid = streams[k].pid;
+        s->pid = first->pid;
+        s->pid_kind = first->pid_kind;
         s->thread = MD_NONE;
+        s->first = first->thread; /* the group's first row: the sort keeps row order within */
         s->busy = union_len(iv, n, &s->span);
     }
+    free(ord);
+    if (!err) qsort(streams + nstream_rows, nstreams - nstream_rows, sizeof *streams, by_first);
     if (err) goto out;
     g_m = m;
     qsort(rows, nrows, sizeof *rows, by_total);

@@ -143,11 +143,12 @@ static int run(const md_model *m, int cuda) {
     for (size_t i = 0; !err && i < m->count; i++) {
         const md_event *e = &m->events[i];
         if (!cuda && cl_is_row(e->kind) && e->has_time) {
-            self[i] += e->dur;
+            self[i] = md_add_sat(self[i], e->dur);
             uint32_t p = cl_row_parent(m, (uint32_t)i);
-            if (p != MD_NONE) self[p] -= e->dur;
+            if (p != MD_NONE) self[p] = md_sub_sat(self[p], e->dur);
         }
-        if (cuda && md_is_device_work(e->kind) && owner[i] != MD_NONE) self[owner[i]] += e->dur;
+        if (cuda && md_is_device_work(e->kind) && owner[i] != MD_NONE)
+            self[owner[i]] = md_add_sat(self[owner[i]], e->dur);
     }
     for (size_t i = 0; !err && i < m->count; i++) {
         if (self[i] == 0 || !cl_is_row(m->events[i].kind)) continue;
@@ -167,7 +168,7 @@ static int run(const md_model *m, int cuda) {
             weight = w;
             wcap = cap;
         }
-        weight[id] += self[i];
+        weight[id] = md_add_sat(weight[id], self[i]);
     }
     if (!err && tab.count) {
         order = malloc(tab.count * sizeof *order);
@@ -179,7 +180,7 @@ static int run(const md_model *m, int cuda) {
         g_keys = tab.strs;
         qsort(order, tab.count, sizeof *order, by_key);
         for (size_t k = 0; k < tab.count; k++) {
-            int64_t us = (weight[order[k]] + 500) / 1000;
+            int64_t us = md_add_sat(weight[order[k]], 500) / 1000;
             if (us > 0) printf("%s %" PRId64 "\n", tab.strs[order[k]], us);
         }
     }

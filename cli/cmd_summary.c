@@ -140,18 +140,10 @@ typedef struct summary {
     int64_t *perf; /* per row id, 2 * np values: self, then total, of each counter */
 } summary;
 
-/* a + b, held at the int64 limits: perf values come from the trace, unchecked. */
-static int64_t sat_add(int64_t a, int64_t b) {
-    int64_t r;
-    if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
-    return r;
-}
-
-static int64_t sat_sub(int64_t a, int64_t b) {
-    int64_t r;
-    if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? INT64_MAX : INT64_MIN;
-    return r;
-}
+/* a + b and a - b held at the int64 limits (model.h): durations, bytes and perf values come from
+ * the trace, and their sums over many events can exceed int64. */
+#define sat_add md_add_sat
+#define sat_sub md_sub_sat
 
 /* ---- grouping ----------------------------------------------------------------------------- */
 
@@ -270,13 +262,16 @@ static int build(summary *s) {
         if (s->row_of[i] != MD_NONE) {
             row *r = &s->rows[s->row_of[i]];
             r->calls++;
-            r->total_ns += e->dur;
-            r->self_ns += e->dur;
+            r->total_ns = sat_add(r->total_ns, e->dur);
+            r->self_ns = sat_add(r->self_ns, e->dur);
             r->flops += e->flops;
             /* Self time: charge this event's duration against the row directly enclosing it,
              * rather than walking each event's children. */
             uint32_t p = cl_row_parent(m, (uint32_t)i);
-            if (p != MD_NONE && s->row_of[p] != MD_NONE) s->rows[s->row_of[p]].self_ns -= e->dur;
+            if (p != MD_NONE && s->row_of[p] != MD_NONE) {
+                row *pr = &s->rows[s->row_of[p]];
+                pr->self_ns = sat_sub(pr->self_ns, e->dur);
+            }
             /* Perf deltas include the nested ranges, as durations do: the same for self. */
             const int64_t *v = s->np ? &m->perf[i * s->np] : NULL;
             int64_t *mine = s->np ? &s->perf[r->id * 2 * s->np] : NULL;
@@ -292,23 +287,27 @@ static int build(summary *s) {
         uint32_t o = owner[i];
         if (o == MD_NONE || s->row_of[o] == MD_NONE) continue;
         if (md_is_device_work(e->kind)) {
-            s->rows[s->row_of[o]].self_dev += e->dur;
+            s->rows[s->row_of[o]].self_dev = sat_add(s->rows[s->row_of[o]].self_dev, e->dur);
             for (uint32_t a = o; a != MD_NONE; a = cl_op_parent(m, a))
-                if (s->row_of[a] != MD_NONE) s->rows[s->row_of[a]].total_dev += e->dur;
+                if (s->row_of[a] != MD_NONE)
+                    s->rows[s->row_of[a]].total_dev =
+                        sat_add(s->rows[s->row_of[a]].total_dev, e->dur);
             s->has_dev = 1;
         } else if (e->kind == MD_MEMORY) {
             int dev = e->mem_device > 0;
             row *r = &s->rows[s->row_of[o]];
             if (dev)
-                r->self_dev_mem += e->bytes;
+                r->self_dev_mem = sat_add(r->self_dev_mem, e->bytes);
             else
-                r->self_cpu_mem += e->bytes;
+                r->self_cpu_mem = sat_add(r->self_cpu_mem, e->bytes);
             for (uint32_t a = o; a != MD_NONE; a = cl_op_parent(m, a)) {
                 if (s->row_of[a] == MD_NONE) continue;
                 if (dev)
-                    s->rows[s->row_of[a]].dev_mem += e->bytes;
+                    s->rows[s->row_of[a]].dev_mem =
+                        sat_add(s->rows[s->row_of[a]].dev_mem, e->bytes);
                 else
-                    s->rows[s->row_of[a]].cpu_mem += e->bytes;
+                    s->rows[s->row_of[a]].cpu_mem =
+                        sat_add(s->rows[s->row_of[a]].cpu_mem, e->bytes);
             }
             s->has_mem = 1;
             if (dev) s->has_dev_mem = 1;
@@ -316,8 +315,8 @@ static int build(summary *s) {
     }
     free(owner);
     for (size_t k = 0; k < s->count; k++) {
-        s->self_total += s->rows[k].self_ns;
-        s->self_dev_total += s->rows[k].self_dev;
+        s->self_total = sat_add(s->self_total, s->rows[k].self_ns);
+        s->self_dev_total = sat_add(s->self_dev_total, s->rows[k].self_dev);
         if (s->rows[k].flops > 0) s->has_flops = 1;
     }
     return err;

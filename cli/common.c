@@ -1,5 +1,6 @@
 /* common.c: see common.h. */
 #include "common.h"
+#include "emit.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -338,7 +339,16 @@ int cli_load(md_model *m, const char *cmd, const char *path, int quiet) {
     cli_progress *p = cli_progress_start(cmd, path, quiet);
     int rc = md_load(m, path);
     cli_progress_stop(p);
-    if (rc == 0) return 0;
+    if (rc == 0) {
+        /* Read all the same, as a cut JSON array is; but a cut packet loses events, so say so. */
+        if (m->pf_cut)
+            fprintf(stderr,
+                    "strobe %s: warning: %s: Perfetto trace cut inside a packet at byte %lld: "
+                    "read up to the last whole packet\n",
+                    cmd, strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path),
+                    (long long)m->pf_cut_offset);
+        return 0;
+    }
     fprintf(stderr, "strobe %s: %s\n", cmd, cli_esc(m->err));
     md_free(m);
     return CLI_BAD_INPUT;
@@ -355,4 +365,15 @@ int cli_finish(const char *cmd, const char *path, int work, int ok_code) {
         return CLI_BAD_INPUT;
     }
     return ok_code;
+}
+
+void cli_print_id(const md_model *m, int64_t num, uint8_t kind, int json) {
+    if (kind == MD_ID_STR && json)
+        cl_json_str(stdout, md_str(m, (uint32_t)num));
+    else if (kind == MD_ID_STR)
+        printf("\"%s\"", cli_esc(md_str(m, (uint32_t)num)));
+    else if (kind == MD_ID_NONE)
+        fputs(json ? "null" : "(none)", stdout);
+    else
+        printf("%lld", (long long)num);
 }

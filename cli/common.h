@@ -124,4 +124,9 @@ int cli_load(md_model *m, const char *cmd, const char *path, int quiet);
  * `ok_code` when all went well, else CLI_BAD_INPUT. */
 int cli_finish(const char *cmd, const char *path, int work, int ok_code);
 
+/* Prints a pid, tid or flow id of the model on stdout by its kind: a number, a string id
+ * (quoted; escaped for the terminal, or as a JSON string when `json`), or absent ("(none)", or
+ * null in JSON). */
+void cli_print_id(const md_model *m, int64_t num, uint8_t kind, int json);
+
 #endif

@@ -4,6 +4,7 @@
  * thread, and cl_link. */
 #include "link.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,20 +95,59 @@ static uint32_t op_at(const md_model *m, const md_thread *t, int64_t ts) {
     return MD_NONE;
 }
 
-/* The thread with the same pid whose string tid spells thread t's numeric tid, or MD_NONE. */
-static uint32_t string_twin(const md_model *m, uint32_t t) {
-    const md_thread *th = &m->threads[t];
-    if (th->tid_str != 0) return MD_NONE;
+/* A thread with a string tid that spells a number (" 7", "-3": the reader takes only plain digits
+ * as numbers), for pairing with the thread of that numeric tid in the same process. */
+typedef struct twin_key {
+    int64_t pid, tid;
+    uint8_t pid_kind;
+    uint32_t thread;
+} twin_key;
+
+static int by_twin_key(const void *a, const void *b) {
+    const twin_key *x = a, *y = b;
+    if (x->pid_kind != y->pid_kind) return x->pid_kind < y->pid_kind ? -1 : 1;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+    return x->thread < y->thread ? -1 : x->thread > y->thread;
+}
+
+/* twin[t]: the thread with the same pid (kind and value) whose string tid spells thread t's
+ * numeric tid (the first such thread), or MD_NONE. Sorted keys and a binary search per thread, as
+ * a trace may hold as many threads as events. @return 0 or STROBE_ENOMEM. */
+static int string_twins(const md_model *m, uint32_t *twin) {
+    size_t n = 0;
+    twin_key *keys = malloc((m->thread_count ? m->thread_count : 1) * sizeof *keys);
+    if (keys == NULL) return STROBE_ENOMEM;
     for (size_t k = 0; k < m->thread_count; k++) {
         const md_thread *o = &m->threads[k];
-        if (k == t || o->tid_str == 0) continue;
-        if (o->pid != th->pid && !(o->pid_str == 0 && th->pid_str == 0 && o->pid == th->pid))
-            continue;
+        twin[k] = MD_NONE;
+        if (o->tid_kind != MD_ID_STR || o->tid_str == 0) continue;
+        const char *s = md_str(m, o->tid_str);
         char *end;
-        long long v = strtoll(md_str(m, o->tid_str), &end, 10);
-        if (*end == '\0' && v == th->tid) return (uint32_t)k;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || *end != '\0' || errno == ERANGE) continue;
+        keys[n++] = (twin_key){o->pid, (int64_t)v, o->pid_kind, (uint32_t)k};
     }
-    return MD_NONE;
+    qsort(keys, n, sizeof *keys, by_twin_key);
+    for (size_t t = 0; n && t < m->thread_count; t++) {
+        const md_thread *th = &m->threads[t];
+        if (th->tid_kind != MD_ID_NUM) continue;
+        twin_key want = {th->pid, th->tid, th->pid_kind, 0};
+        size_t lo = 0, hi = n; /* the first key not below want */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (by_twin_key(&keys[mid], &want) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n && keys[lo].pid_kind == th->pid_kind && keys[lo].pid == th->pid &&
+            keys[lo].tid == th->tid)
+            twin[t] = keys[lo].thread;
+    }
+    free(keys);
+    return 0;
 }
 
 int cl_link(const md_model *m, uint32_t *owner) {
@@ -142,13 +182,12 @@ int cl_link(const md_model *m, uint32_t *owner) {
         }
     }
     uint32_t *twin = calloc(m->thread_count ? m->thread_count : 1, sizeof *twin);
-    if (twin == NULL) {
+    if (twin == NULL || string_twins(m, twin)) {
+        free(twin);
         idmap_free(&by_corr);
         idmap_free(&by_ext);
         return STROBE_ENOMEM;
     }
-    for (size_t t = 0; t < m->thread_count; t++)
-        twin[t] = string_twin(m, (uint32_t)t);
 
     for (size_t i = 0; i < m->count; i++) {
         const md_event *e = &m->events[i];

@@ -63,10 +63,13 @@ static int64_t intern(md_model *m, const char *s, size_t len) {
 
 /* ---- threads and processes ---------------------------------------------------------------- */
 
-/* A numeric id for a pid or tid: its number, or for a non-numeric string a distinct number
- * above 2^62 built from the string's id. */
-static int64_t id_key(md_model *m, const strobe_rd_id *id, uint32_t *str_out, int *err) {
+/* A pid or tid as the model keeps it: *kind gets MD_ID_NUM and the number, or MD_ID_STR and the
+ * string's id for a string that is not a decimal number. Absent or unusable ids (the event is
+ * bad) are MD_ID_NONE, with the value -1. */
+static int64_t id_key(md_model *m, const strobe_rd_id *id, uint8_t *kind, uint32_t *str_out,
+                      int *err) {
     *str_out = 0;
+    *kind = MD_ID_NUM;
     if (id->has_num) return id->num;
     if (id->kind == STROBE_RD_ID_STRING) {
         int64_t s = intern(m, id->str.s, id->str.len);
@@ -75,44 +78,70 @@ static int64_t id_key(md_model *m, const strobe_rd_id *id, uint32_t *str_out, in
             return 0;
         }
         *str_out = (uint32_t)s;
-        return ((int64_t)1 << 62) + s;
+        *kind = MD_ID_STR;
+        return s;
     }
+    *kind = MD_ID_NONE;
     return -1;
 }
 
-static uint64_t mix(int64_t pid, int64_t tid) {
-    uint64_t x = (uint64_t)pid * 0x9e3779b97f4a7c15ull ^ (uint64_t)tid;
+static uint64_t mix(int64_t a, int64_t b, unsigned kinds) {
+    uint64_t x = ((uint64_t)a + kinds) * 0x9e3779b97f4a7c15ull ^ (uint64_t)b;
     x ^= x >> 31;
     x *= 0xbf58476d1ce4e5b9ull;
-    return x ^ (x >> 29);
+    x ^= x >> 29;
+    return x + kinds * 0x632be59bd9b4e019ull;
 }
 
-static int grow_thread_slots(md_model *m) {
-    size_t cap = m->thread_slot_cap ? m->thread_slot_cap * 2 : 64;
-    uint32_t *slots = malloc(cap * sizeof *slots);
-    if (slots == NULL) return STROBE_ENOMEM;
+static uint64_t thread_hash(const md_thread *t) {
+    return mix(t->pid, t->tid, (unsigned)t->pid_kind << 2 | t->tid_kind);
+}
+
+static uint64_t proc_hash(const md_process *p) {
+    return mix(p->pid, 0, p->pid_kind);
+}
+
+/* Doubles an open-addressing table of indexes (n entries hashed by hash(i)). */
+static int rehash(uint32_t **slots, size_t *slot_cap, size_t n,
+                  uint64_t (*hash)(const void *, size_t), const void *arr) {
+    size_t cap = *slot_cap ? *slot_cap * 2 : 64;
+    uint32_t *s = malloc(cap * sizeof *s);
+    if (s == NULL) return STROBE_ENOMEM;
     for (size_t i = 0; i < cap; i++)
-        slots[i] = MD_NONE;
-    for (size_t t = 0; t < m->thread_count; t++) {
-        size_t i = mix(m->threads[t].pid, m->threads[t].tid) & (cap - 1);
-        while (slots[i] != MD_NONE)
+        s[i] = MD_NONE;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = hash(arr, k) & (cap - 1);
+        while (s[i] != MD_NONE)
             i = (i + 1) & (cap - 1);
-        slots[i] = (uint32_t)t;
+        s[i] = (uint32_t)k;
     }
-    free(m->thread_slots);
-    m->thread_slots = slots;
-    m->thread_slot_cap = cap;
+    free(*slots);
+    *slots = s;
+    *slot_cap = cap;
     return 0;
 }
 
-/* The thread (pid, tid), added on first sight. @return its index, or a negative error. */
-static int64_t thread_of(md_model *m, int64_t pid, int64_t tid, uint32_t pid_str,
-                         uint32_t tid_str) {
-    if ((m->thread_count + 1) * 2 > m->thread_slot_cap && grow_thread_slots(m))
+static uint64_t thread_hash_at(const void *arr, size_t k) {
+    return thread_hash(&((const md_thread *)arr)[k]);
+}
+
+static uint64_t proc_hash_at(const void *arr, size_t k) {
+    return proc_hash(&((const md_process *)arr)[k]);
+}
+
+/* The thread with t's ids, added (a copy of t) on first sight. @return its index, or a negative
+ * error. */
+static int64_t thread_of(md_model *m, const md_thread *key) {
+    if ((m->thread_count + 1) * 2 > m->thread_slot_cap &&
+        rehash(&m->thread_slots, &m->thread_slot_cap, m->thread_count, thread_hash_at, m->threads))
         return STROBE_ENOMEM;
-    size_t i = mix(pid, tid) & (m->thread_slot_cap - 1);
-    for (uint32_t t; (t = m->thread_slots[i]) != MD_NONE; i = (i + 1) & (m->thread_slot_cap - 1))
-        if (m->threads[t].pid == pid && m->threads[t].tid == tid) return t;
+    size_t i = thread_hash(key) & (m->thread_slot_cap - 1);
+    for (uint32_t t; (t = m->thread_slots[i]) != MD_NONE; i = (i + 1) & (m->thread_slot_cap - 1)) {
+        const md_thread *x = &m->threads[t];
+        if (x->pid == key->pid && x->tid == key->tid && x->pid_kind == key->pid_kind &&
+            x->tid_kind == key->tid_kind)
+            return t;
+    }
     if (m->thread_count == m->thread_cap) {
         size_t cap = m->thread_cap ? m->thread_cap * 2 : 16;
         md_thread *th = realloc(m->threads, cap * sizeof *th);
@@ -120,20 +149,20 @@ static int64_t thread_of(md_model *m, int64_t pid, int64_t tid, uint32_t pid_str
         m->threads = th;
         m->thread_cap = cap;
     }
-    md_thread *t = &m->threads[m->thread_count];
-    memset(t, 0, sizeof *t);
-    t->pid = pid;
-    t->tid = tid;
-    t->pid_str = pid_str;
-    t->tid_str = tid_str;
+    m->threads[m->thread_count] = *key;
     m->thread_slots[i] = (uint32_t)m->thread_count;
     return (int64_t)m->thread_count++;
 }
 
-static int set_process_name(md_model *m, int64_t pid, uint32_t name) {
-    for (size_t i = 0; i < m->proc_count; i++) {
-        if (m->procs[i].pid == pid) {
-            m->procs[i].name = name;
+static int set_process_name(md_model *m, int64_t pid, uint8_t kind, uint32_t name) {
+    md_process key = {.pid = pid, .pid_kind = kind, .name = name};
+    if ((m->proc_count + 1) * 2 > m->proc_slot_cap &&
+        rehash(&m->proc_slots, &m->proc_slot_cap, m->proc_count, proc_hash_at, m->procs))
+        return STROBE_ENOMEM;
+    size_t i = proc_hash(&key) & (m->proc_slot_cap - 1);
+    for (uint32_t p; (p = m->proc_slots[i]) != MD_NONE; i = (i + 1) & (m->proc_slot_cap - 1)) {
+        if (m->procs[p].pid == pid && m->procs[p].pid_kind == kind) {
+            m->procs[p].name = name;
             return 0;
         }
     }
@@ -144,9 +173,8 @@ static int set_process_name(md_model *m, int64_t pid, uint32_t name) {
         m->procs = p;
         m->proc_cap = cap;
     }
-    m->procs[m->proc_count].pid = pid;
-    m->procs[m->proc_count].name = name;
-    m->proc_count++;
+    m->procs[m->proc_count] = key;
+    m->proc_slots[i] = (uint32_t)m->proc_count++;
     return 0;
 }
 
@@ -179,7 +207,17 @@ static int64_t arg_text(md_model *m, const strobe_rd_event *e, const char *key, 
 
 /* ---- perf counters ------------------------------------------------------------------------- */
 
+/* Adds a counter name; the scan for repeats is short, as there are at most MD_PERF_MAX names. A
+ * name past the limit is counted, not interned, so that a long list costs no memory. */
 static int add_perf_name(md_model *m, const char *name, size_t len) {
+    if (m->perf_count == MD_PERF_MAX) {
+        for (size_t k = 0; k < m->perf_count; k++) {
+            const char *have = md_str(m, m->perf_names[k]);
+            if (strlen(have) == len && memcmp(have, name, len) == 0) return 0;
+        }
+        m->perf_dropped++;
+        return 0;
+    }
     int64_t id = intern(m, name, len);
     if (id < 0) return (int)id;
     for (size_t k = 0; k < m->perf_count; k++)
@@ -244,11 +282,11 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
         m->cap = cap;
     }
     int err = 0;
-    uint32_t pid_str, tid_str;
-    int64_t pid = id_key(m, &e->pid, &pid_str, &err);
-    int64_t tid = id_key(m, &e->tid, &tid_str, &err);
+    md_thread key = {0};
+    key.pid = id_key(m, &e->pid, &key.pid_kind, &key.pid_str, &err);
+    key.tid = id_key(m, &e->tid, &key.tid_kind, &key.tid_str, &err);
     if (err) return err;
-    int64_t th = thread_of(m, pid, tid, pid_str, tid_str);
+    int64_t th = thread_of(m, &key);
     int64_t name = intern(m, e->name.s, e->name.len);
     int64_t cat = intern(m, e->cat.s, e->cat.len);
     if (th < 0 || name < 0 || cat < 0) return STROBE_ENOMEM;
@@ -286,16 +324,17 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
     x->index = (uint32_t)e->index;
     x->ext_id = arg_int(e, "External id", "external id", -1);
     x->corr = arg_int(e, "correlation", NULL, -1);
-    x->flow_id = -1;
     if (x->kind == MD_FLOW_START || x->kind == MD_FLOW_STEP || x->kind == MD_FLOW_END) {
-        /* Flows match by id; a string id that is not a decimal number ("0x1f") gets a distinct
-         * number from its string, as thread ids do. */
+        /* Flows match by id; a string id that is not a decimal number ("0x1f") is kept as its
+         * string, as thread ids are. */
         if (e->id.has_num) {
             x->flow_id = e->id.num;
+            x->flow_kind = MD_ID_NUM;
         } else if (e->id.kind == STROBE_RD_ID_STRING) {
             int64_t sid = intern(m, e->id.str.s, e->id.str.len);
             if (sid < 0) return STROBE_ENOMEM;
-            x->flow_id = ((int64_t)1 << 62) + sid;
+            x->flow_id = sid;
+            x->flow_kind = MD_ID_STR;
         }
     }
     x->mem_device = -1;
@@ -317,10 +356,26 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
     }
     if (perf_reserve(m)) return STROBE_ENOMEM;
     perf_values(m, m->count, e);
+    if (x->has_time && (x->ts >= MD_TIME_LIMIT || x->ts <= -MD_TIME_LIMIT)) {
+        /* A start at or beyond +-2^62 ns (see MD_TIME_LIMIT) cannot be placed on the timeline: the
+         * event is bad, as a ts beyond int64 ns is, and its time unknown. */
+        x->has_time = 0;
+        x->ts = 0;
+        x->dur = 0;
+        if (!x->bad) m->bad_events++;
+        x->bad = 1;
+        x->bad_bits |= STROBE_RD_BAD_TS;
+        if (!x->bad_why) {
+            static const char why[] = "ts beyond +-2^62 ns";
+            int64_t w = intern(m, why, sizeof why - 1);
+            if (w < 0) return STROBE_ENOMEM;
+            x->bad_why = (uint32_t)w;
+        }
+    }
     int64_t end;
-    if (x->has_time && __builtin_add_overflow(x->ts, x->dur, &end)) {
-        /* An end beyond int64 nanoseconds (ts and dur near 9e15 us) cannot be placed on the
-         * timeline: the duration is treated as out of range, so that no later sum overflows. */
+    if (x->has_time && (__builtin_add_overflow(x->ts, x->dur, &end) || end >= MD_TIME_LIMIT)) {
+        /* An end beyond the limit: the duration is treated as out of range (`check` reports it
+         * as end_out_of_range), so that no later difference or sum of times overflows. */
         x->dur = 0;
         x->dur_state = MD_DUR_INVALID;
         end = x->ts;
@@ -344,13 +399,13 @@ static int metadata_event(md_model *m, const strobe_rd_event *e) {
     int64_t name = arg_text(m, e, "name", 1);
     if (name <= 0) return name < 0 ? (int)name : 0;
     int err = 0;
-    uint32_t pid_str, tid_str;
-    int64_t pid = id_key(m, &e->pid, &pid_str, &err);
+    md_thread key = {0};
+    key.pid = id_key(m, &e->pid, &key.pid_kind, &key.pid_str, &err);
     if (err) return err;
-    if (process_name) return set_process_name(m, pid, (uint32_t)name);
-    int64_t tid = id_key(m, &e->tid, &tid_str, &err);
+    if (process_name) return set_process_name(m, key.pid, key.pid_kind, (uint32_t)name);
+    key.tid = id_key(m, &e->tid, &key.tid_kind, &key.tid_str, &err);
     if (err) return err;
-    int64_t th = thread_of(m, pid, tid, pid_str, tid_str);
+    int64_t th = thread_of(m, &key);
     if (th < 0) return (int)th;
     m->threads[th].name = (uint32_t)name;
     return 0;
@@ -431,12 +486,11 @@ static int open_reader(md_model *m, strobe_rd **rd, const void *data, size_t len
                 : strobe_rd_open(rd, m->path, &opt);
 }
 
-/* "strobe_perf_events" came after events: a second pass reads their perf values. The events
- * are the same in the same order (every element but the M events is kept), so the k-th one
- * read is m->events[k]. */
-static int perf_second_pass(md_model *m, const void *data, size_t len) {
-    strobe_rd *rd = NULL;
-    int rc = open_reader(m, &rd, data, len);
+/* "strobe_perf_events" came after events: a second pass reads their perf values, from the start
+ * of the same reader (standard input cannot be opened again). The events are the same in the same
+ * order (every element but the M events is kept), so the k-th one read is m->events[k]. */
+static int perf_second_pass(md_model *m, strobe_rd *rd) {
+    int rc = strobe_rd_rewind(rd);
     strobe_rd_item it;
     size_t k = 0;
     while (rc == 0 && (rc = strobe_rd_next(rd, &it)) > 0) {
@@ -446,13 +500,11 @@ static int perf_second_pass(md_model *m, const void *data, size_t len) {
         if (k >= m->count) break;
         perf_values(m, k++, it.event);
     }
-    strobe_rd_close(rd);
     return rc;
 }
 
-/* Reads everything from an opened reader (rd may be NULL when opening failed with rc); data is
- * the memory input, NULL for a file. */
-static int load_from(md_model *m, strobe_rd *rd, int rc, const void *data, size_t len) {
+/* Reads everything from an opened reader (rd may be NULL when opening failed with rc). */
+static int load_from(md_model *m, strobe_rd *rd, int rc) {
     strobe_rd_item it;
     int perf_seen = 0;
     while (rc == 0 && (rc = strobe_rd_next(rd, &it)) > 0) {
@@ -495,12 +547,15 @@ static int load_from(md_model *m, strobe_rd *rd, int rc, const void *data, size_
         m->has_schema = info->has_schema_version;
         m->schema_version = info->schema_version;
         m->unterminated = info->unterminated;
+        m->perfetto = info->perfetto;
+        m->pf_cut = info->pf_cut;
+        m->pf_cut_offset = info->pf_cut_offset;
         if (info->device_properties) {
             int64_t dp = intern(m, info->device_properties, info->device_properties_len);
             if (dp < 0) rc = (int)dp;
             m->device_props = dp < 0 ? 0 : (uint32_t)dp;
         }
-        if (rc == 0 && m->perf_late) rc = perf_second_pass(m, data, len);
+        if (rc == 0 && m->perf_late) rc = perf_second_pass(m, rd);
         if (rc == 0) rc = nest(m);
     } else if (rd && strobe_rd_errmsg(rd)[0]) {
         snprintf(m->err, sizeof m->err, "%s", strobe_rd_errmsg(rd));
@@ -529,7 +584,7 @@ int md_load(md_model *m, const char *path) {
     if (rc) return rc;
     strobe_rd *rd = NULL;
     rc = open_reader(m, &rd, NULL, 0);
-    return load_from(m, rd, rc, NULL, 0);
+    return load_from(m, rd, rc);
 }
 
 int md_load_mem(md_model *m, const void *data, size_t len, const char *name) {
@@ -538,7 +593,7 @@ int md_load_mem(md_model *m, const void *data, size_t len, const char *name) {
     strobe_rd *rd = NULL;
     /* "" rather than NULL: open_reader() takes NULL for a file. */
     rc = open_reader(m, &rd, data ? data : "", data ? len : 0);
-    return load_from(m, rd, rc, data ? data : "", data ? len : 0);
+    return load_from(m, rd, rc);
 }
 
 void md_free(md_model *m) {
@@ -551,6 +606,7 @@ void md_free(md_model *m) {
     free(m->perf_names);
     free(m->perf);
     free(m->thread_slots);
+    free(m->proc_slots);
     strobe__strtab_release(&m->strings);
     strobe__pool_release(&m->pool);
     memset(m, 0, sizeof *m);

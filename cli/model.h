@@ -1,8 +1,8 @@
 /* model.h: a trace loaded for analysis, compactly: the events of a Kineto-format trace (ours or
- * PyTorch's, either schema) without their JSON, each reduced to the fields the subcommands use,
- * classified by kind, grouped by thread and nested by time. A file is read once, streaming
- * (src/reader): memory holds about 100 bytes per event plus each distinct string once, well below
- * the size of the JSON. */
+ * PyTorch's, either schema, or a Perfetto trace read as one) without their JSON, each reduced to
+ * the fields the subcommands use, classified by kind, grouped by thread and nested by time. A file
+ * is read once, streaming (src/reader): memory holds about 100 bytes per event plus each distinct
+ * string once, well below the size of the JSON. */
 #ifndef STROBE_CLI_MODEL_H
 #define STROBE_CLI_MODEL_H
 
@@ -43,13 +43,40 @@ static inline int md_is_device_work(int kind) {
     return kind == MD_KERNEL || kind == MD_MEMCPY || kind == MD_MEMSET;
 }
 
+/* What a pid, tid or flow id holds. An id written as a number, or as a string of decimal digits
+ * ("25738"), is a number; any other string is kept as its string id. Ids are told apart by this
+ * kind first and by value second, so that no number can pass for a string or the reverse. */
+typedef enum md_id_kind { MD_ID_NONE = 0, MD_ID_NUM, MD_ID_STR } md_id_kind;
+
+/* Limits of the times the model keeps: an event whose ts, or whose end (ts + dur), lies at or
+ * beyond +-2^62 ns (about 146 years around 1970) is out of range (see md_event.bad and dur_state),
+ * so that the difference of any two times the model holds fits in int64. */
+#define MD_TIME_LIMIT ((int64_t)1 << 62)
+
+/* At most this many perf counter names are taken from "strobe_perf_events" (strobe writes at most
+ * 8); more would cost memory per event and per name. */
+#define MD_PERF_MAX 32
+
+/* a + b and a - b, held at the int64 limits: sums of durations from a file can exceed them. */
+static inline int64_t md_add_sat(int64_t a, int64_t b) {
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static inline int64_t md_sub_sat(int64_t a, int64_t b) {
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
 typedef struct md_event {
     int64_t ts;      /* absolute start, ns (baseTimeNanoseconds + ts when the trace has a base) */
     int64_t dur;     /* ns; 0 unless ph X */
     int64_t ext_id;  /* "External id" / "external id" arg; -1 when absent */
     int64_t corr;    /* "correlation" arg; -1 when absent */
-    int64_t flow_id; /* flow events: their id (a string id: a distinct number above 2^62); -1
-                        otherwise, also for a flow event without a usable id */
+    int64_t flow_id; /* flow events: their id, a number or (flow_kind MD_ID_STR) a string id; 0
+                        when flow_kind is MD_ID_NONE */
     int64_t bytes;   /* [memory] events: "Bytes" (negative on free); 0 otherwise */
     double flops;    /* "flops" arg; 0 when absent */
     uint32_t name, cat; /* string ids (0 is "") */
@@ -67,6 +94,8 @@ typedef struct md_event {
     uint8_t dur_state; /* md_dur_state: why dur is 0 on an X event, for `check` */
     uint16_t bad_bits; /* STROBE_RD_BAD_* bits as the reader set them */
     uint32_t bad_why;  /* the reader's first reason for a bad event (string id); 0 if good */
+    uint8_t flow_kind; /* md_id_kind of flow_id: MD_ID_NONE for other events, and for a flow
+                          event without a usable id */
 } md_event;
 
 /* What became of an X event's "dur" (dur is 0 in every case but MD_DUR_OK). */
@@ -78,16 +107,18 @@ typedef enum md_dur_state {
 } md_dur_state;
 
 typedef struct md_thread {
-    int64_t pid, tid;          /* numeric ids (string ids get distinct numbers above 2^62) */
-    uint32_t pid_str, tid_str; /* the original string ids ("stream 7"), 0 when numeric */
-    uint32_t name;             /* from "thread_name" metadata, 0 when none */
-    uint32_t *order;           /* its events sorted by ts, then longer first, then file order */
+    int64_t pid, tid;           /* the numbers, or for a string id (kind MD_ID_STR) its string id */
+    uint32_t pid_str, tid_str;  /* the original string ids ("stream 7"), 0 when numeric */
+    uint8_t pid_kind, tid_kind; /* md_id_kind (MD_ID_NONE: absent or unusable, value -1) */
+    uint32_t name;              /* from "thread_name" metadata, 0 when none */
+    uint32_t *order;            /* its events sorted by ts, then longer first, then file order */
     size_t count;
 } md_thread;
 
 typedef struct md_process {
-    int64_t pid;
-    uint32_t name; /* from "process_name" metadata */
+    int64_t pid;      /* as md_thread.pid */
+    uint8_t pid_kind; /* md_id_kind */
+    uint32_t name;    /* from "process_name" metadata */
 } md_process;
 
 typedef struct md_model {
@@ -103,11 +134,13 @@ typedef struct md_model {
     uint32_t *meta_keys; /* top-level keys other than traceEvents, in file order */
     size_t meta_count, meta_cap;
     /* Perf counters: the names in strobe's top-level "strobe_perf_events" array (string ids, in
-     * its order, repeats dropped), and perf_count values per event, perf[i * perf_count + k]:
-     * event i's integer arg named perf_names[k] (a per-range delta), 0 when it has none. Only X
-     * events carry them. perf is NULL when perf_count is 0. */
+     * its order, repeats dropped, at most MD_PERF_MAX: perf_dropped counts the others), and
+     * perf_count values per event, perf[i * perf_count + k]: event i's integer arg named
+     * perf_names[k] (a per-range delta), 0 when it has none. Only X events carry them. perf is NULL
+     * when perf_count is 0. */
     uint32_t *perf_names;
     size_t perf_count;
+    uint64_t perf_dropped;
     int64_t *perf;
     size_t perf_cap; /* events that perf has room for */
     int perf_late;   /* the names came after events: their values are read in a second pass */
@@ -120,14 +153,21 @@ typedef struct md_model {
     int has_schema;
     int64_t schema_version;
     int unterminated;       /* traceEvents was not closed (accepted) */
+    int perfetto;           /* the file is a Perfetto trace (read through its JSON) */
+    int pf_cut;             /* a Perfetto trace cut inside a packet, read up to the last whole
+                               one (accepted, as a cut JSON array is) */
+    int64_t pf_cut_offset;  /* where the incomplete packet starts (decompressed bytes) */
     int64_t min_ts, max_ts; /* span of events with a time; min > max when there are none */
-    /* A lookup from (pid, tid) to thread, open addressing. */
+    /* Lookups from (pid, tid) to thread and from pid to process, open addressing. */
     uint32_t *thread_slots;
     size_t thread_slot_cap;
+    uint32_t *proc_slots;
+    size_t proc_slot_cap;
     char err[1024]; /* "PATH: problem" when md_load fails */
 } md_model;
 
-/* Loads the trace at `path` (plain or gzip JSON). @return 0, or a negative STROBE_E* error with
+/* Loads the trace at `path` ("-": standard input), JSON or Perfetto, plain or gzip (told by
+ * content). @return 0, or a negative STROBE_E* error with
  * m->err set to one line naming the file and the problem (with the byte offset of a syntax
  * error). md_free() in every case. */
 int md_load(md_model *m, const char *path);

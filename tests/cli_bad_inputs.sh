@@ -55,12 +55,40 @@ run_case() {
         why="exit $rc, expected $want"
     elif [ "$rc" -eq 2 ] && [ "$lines" -ne 1 ]; then
         why="$lines lines on stderr, expected 1"
+    elif tr -d '\n' <"$err" | LC_ALL=C grep -q '[[:cntrl:]]'; then
+        why="a control character on stderr (names from the file must be escaped)"
     elif [ "$rc" -eq 2 ] && ! grep -qF -- "$(basename "$file")" "$err"; then
         why="stderr does not name the file"
     fi
     printf '%-8s %-28s -> %s  %s\n' "$cmd" "$(basename "$file")" "$rc" "$(head -c 160 "$err" | head -n 1)"
     if [ -n "$why" ]; then
         echo "FAIL: strobe $cmd $file: $why"
+        sed 's/^/    stderr: /' "$err" | head -20
+        fail=1
+    fi
+}
+
+# stdin_case CMD FILE WANT: `strobe CMD -` with FILE on standard input; as run_case, but an error
+# names "<stdin>".
+stdin_case() {
+    local cmd=$1 file=$2 want=$3
+    local err="$TMP/err"
+    runs=$((runs + 1))
+    timeout -k 5 "$LIMIT" "$STROBE" "$cmd" - <"$file" >/dev/null 2>"$err"
+    local rc=$?
+    local why=""
+    if [ "$rc" -ge 124 ]; then
+        why="exit $rc (timeout or signal)"
+    elif grep -qiE "Sanitizer|runtime error" "$err"; then
+        why="sanitizer report"
+    elif [ "$rc" -ne "$want" ]; then
+        why="exit $rc, expected $want"
+    elif [ "$rc" -eq 2 ] && { [ "$(wc -l <"$err")" -ne 1 ] || ! grep -qF "<stdin>" "$err"; }; then
+        why="stderr is not one line naming <stdin>"
+    fi
+    printf '%-8s %-28s -> %s  %s\n' "$cmd" "- <$(basename "$file")" "$rc" "$(head -n 1 "$err")"
+    if [ -n "$why" ]; then
+        echo "FAIL: strobe $cmd - < $file: $why"
         sed 's/^/    stderr: /' "$err" | head -20
         fail=1
     fi
@@ -146,6 +174,84 @@ generated() {
         if [ "$c" = check ]; then run_case "$c" "$d/end_overflow.json" 1; else
             run_case "$c" "$d/end_overflow.json" 0; fi
     done
+
+    # Times near the int64 ns limit: a ts at 2^62 ns and beyond (a bad event), an end beyond it
+    # (end_out_of_range), and durations whose sums, spans and self times would overflow. No
+    # command may overflow (UBSan) or print a negative duration.
+    {
+        printf '{"traceEvents":['
+        printf '{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":9223372036854775.000,"dur":1},'
+        printf '{"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":-4611686018427387.000,"dur":4611686018427387.000},'
+        printf '{"ph":"X","cat":"cpu_op","name":"c","pid":1,"tid":2,"ts":-4611686018427387.000,"dur":9223372036854775.000},'
+        printf '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":-4611686018427387.000,"dur":4611686018427387.000},'
+        printf '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":4611686018427386.000},'
+        printf '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":8,"ts":1,"dur":4611686018427386.000},'
+        printf '{"ph":"X","cat":"cpu_op","name":"d","pid":1,"tid":1,"ts":1,"dur":4611686018427386.000}]}'
+    } >"$d/huge_times.json"
+    for c in $ACTIVE; do
+        if [ "$c" = check ]; then run_case "$c" "$d/huge_times.json" 1; else
+            run_case "$c" "$d/huge_times.json" 0; fi
+    done
+    if "$STROBE" info "$d/huge_times.json" | grep -q "duration -"; then
+        echo "FAIL: strobe info huge_times.json: a negative duration"
+        fail=1
+    fi
+    if ! "$STROBE" convert "$d/huge_times.json" "$TMP/huge_times.pftrace" 2>"$TMP/err" ||
+        ! grep -q "event(s) with a time at or beyond" "$TMP/err"; then
+        echo "FAIL: strobe convert huge_times.json: not converted, or the skipped events not said"
+        fail=1
+    fi
+
+    # Keys and names from the file in error messages: a newline and a terminal escape, which
+    # must come out escaped (run_case: one line, no control characters).
+    printf '{"traceEvents":[],"a\\nb\\u001b[2J":' >"$d/ctl_in_key.json"
+    printf '{"traceEvents":[{"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":1,"args":{"x\\ny":[' \
+        >"$d/ctl_in_args.json"
+    for c in $ACTIVE; do
+        run_case "$c" "$d/ctl_in_key.json" 2
+        run_case "$c" "$d/ctl_in_args.json" 2
+    done
+
+    # Format by content and standard input: a Perfetto trace named .json, the same gzip'd as
+    # .json.gz and without a suffix, a JSON trace named .pftrace, and each through "-".
+    local pf="$TMP/pf.pftrace"
+    if "$STROBE" convert "$TMP/full.json.gz" "$pf" 2>"$TMP/err"; then
+        cp "$pf" "$d/perfetto_named.json"
+        gzip -c "$pf" >"$d/perfetto_gz.json.gz"
+        gzip -c "$pf" >"$d/perfetto_gz_noext"
+        zcat "$TMP/full.json.gz" >"$d/json_named.pftrace"
+        for f in perfetto_named.json perfetto_gz.json.gz perfetto_gz_noext json_named.pftrace; do
+            for c in $ACTIVE; do
+                run_case "$c" "$d/$f" 0
+                stdin_case "$c" "$d/$f" 0
+            done
+        done
+        stdin_case info "$TMP/full.json.gz" 0
+        # Cut inside a packet (also gzip'd): read up to the last whole packet, with a warning.
+        local n
+        n=$(stat -c %s "$pf")
+        head -c $((n - 5)) "$pf" >"$d/cut.pftrace"
+        gzip -c "$d/cut.pftrace" >"$d/cut.pftrace.gz"
+        for f in cut.pftrace cut.pftrace.gz; do
+            for c in $ACTIVE; do
+                run_case "$c" "$d/$f" 0
+                if ! grep -q "cut inside a packet" "$TMP/err"; then
+                    echo "FAIL: strobe $c $f: the cut is not reported"
+                    fail=1
+                fi
+            done
+            if ! "$STROBE" info "$d/$f" 2>/dev/null | grep -q "^unterminated: *yes"; then
+                echo "FAIL: strobe info $f: not shown as unterminated"
+                fail=1
+            fi
+        done
+    else
+        echo "FAIL: strobe convert full.json.gz $pf:"
+        sed 's/^/    /' "$TMP/err"
+        fail=1
+    fi
+    # Standard input that is not a trace fails as a file does, naming "<stdin>".
+    for c in $ACTIVE; do stdin_case "$c" "$d/not_json.json" 2; done
 
     # Usage errors.
     for c in $ACTIVE; do

@@ -1,16 +1,18 @@
-/* fuzz_model.c: libFuzzer harness for the CLI's trace model (cli/model.c) and for the two
- * subcommands that look at every event, `strobe check` and `strobe info`.
+/* fuzz_model.c: libFuzzer harness for the CLI's trace model (cli/model.c) and the subcommands
+ * that analyse it: check, info, summary, kernels, stacks, and convert both ways.
  *
- * Build and run: tests/fuzz_bounded.sh (it compiles this file with the model, the subcommands, the
- * reader, the util layer and the error table, under -fsanitize=fuzzer,address,undefined).
+ * Build and run: tests/fuzz_bounded.sh (30 s, a CTest test) or scripts/fuzz.sh --minutes N; both
+ * build it through tests/fuzz_build.sh, with the model, the subcommands, the reader, the util layer
+ * and the error table, under -fsanitize=fuzzer,address,undefined.
  *
  * Each input is loaded with md_load_mem(), and the model's invariants are checked: every parent
  * is an X event of the same thread that starts no later than its child, each thread's order is a
  * permutation sorted by time, and a failed load leaves a message. The input is then given to
- * cmd_check and cmd_info through a memfd, as a file, so that the report code runs on every shape
- * of model too; run it with -close_fd_mask=3 to keep their output out of the fuzzer's log
- * (libFuzzer still prints its own and the sanitizers' reports). A crasher found here goes into
- * tests/corpus/model/, which test_cli_check replays. */
+ * the subcommands through a memfd, as a file, so that the report and analysis code runs on every
+ * shape of model too (convert writes into a temporary folder, removed after each input); run it
+ * with -close_fd_mask=3 to keep their output out of the fuzzer's log (libFuzzer still prints its
+ * own and the sanitizers' reports). A crasher found here goes into tests/corpus/model/, which
+ * test_cli_check replays. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +48,16 @@ static void check_invariants(const md_model *m) {
     }
 }
 
+static char out_dir[4096]; /* convert's outputs */
+
+static void remove_out_dir(void) {
+    rmdir(out_dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     md_model m;
-    if (md_load_mem(&m, data, size, "fuzz.json") == 0)
+    int loaded = md_load_mem(&m, data, size, "fuzz.json") == 0;
+    if (loaded)
         check_invariants(&m);
     else if (m.err[0] == '\0')
         abort();
@@ -70,6 +79,40 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc < 0 || rc > 2) abort();
     rc = cmd_info(2, info_argv);
     if (rc != 0 && rc != 2) abort();
+    /* The analyses and convert only on inputs that load (their failure to load is the same
+     * one check and info just met): each subcommand reads the input again, so this keeps the
+     * harness fast on the many inputs that do not. */
+    if (!loaded) {
+        close(fd);
+        return 0;
+    }
+    char *summary_argv[] = {"summary", path, NULL};
+    char *kernels_argv[] = {"kernels", path, NULL};
+    char *stacks_argv[] = {"stacks", path, NULL};
+    if ((rc = cmd_summary(2, summary_argv)) != 0 && rc != 2) abort();
+    if ((rc = cmd_kernels(2, kernels_argv)) != 0 && rc != 2) abort();
+    if ((rc = cmd_stacks(2, stacks_argv)) != 0 && rc != 2) abort();
+    /* JSON to Perfetto, or a Perfetto trace to JSON; the other direction is refused (exit 2). */
+    if (!out_dir[0]) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(out_dir, sizeof out_dir, "%s/fuzz_model.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (mkdtemp(out_dir))
+            atexit(remove_out_dir);
+        else
+            out_dir[0] = '\0';
+    }
+    const char *dir = out_dir;
+    if (dir[0]) {
+        char pf[4200], js[4200];
+        snprintf(pf, sizeof pf, "%s/out.pftrace", dir);
+        snprintf(js, sizeof js, "%s/out.json", dir);
+        char *to_pf[] = {"convert", path, pf, NULL};
+        char *to_js[] = {"convert", path, js, NULL};
+        if ((rc = cmd_convert(3, to_pf)) != 0 && rc != 2) abort();
+        if ((rc = cmd_convert(3, to_js)) != 0 && rc != 2) abort();
+        remove(pf);
+        remove(js);
+    }
     close(fd);
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -297,6 +298,164 @@ static void test_corpus(void) {
     }
 }
 
+/* Writes text[0..len) to a temporary file named after `tag`; @return its path (static). */
+static const char *temp_file(const char *tag, const char *text, size_t len) {
+    static char path[4200];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/test_cli_check.%ld.%s", tmp && *tmp ? tmp : "/tmp",
+             (long)getpid(), tag);
+    FILE *f = fopen(path, "wb");
+    REQUIRE(f != NULL);
+    REQUIRE(fwrite(text, 1, len, f) == len);
+    REQUIRE(fclose(f) == 0);
+    return path;
+}
+
+static int has_line(const char *text, const char *line) {
+    size_t n = strlen(line);
+    for (const char *p = text; (p = strstr(p, line)) != NULL; p++)
+        if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+#define CHECK_LINE(text, line)                                                                     \
+    do {                                                                                           \
+        if (!has_line(text, line)) fprintf(stderr, "no line \"%s\" in:\n%s\n", line, text);        \
+        CHECK(has_line(text, line));                                                               \
+    } while (0)
+
+/* Numeric ids of any size are numbers, and strings are strings, whatever their values: pid
+ * 2^63-1 (which crashed info and check), tid 2^62 beside tid "" (which the model numbered 2^62
+ * + 0, the same), and a flow whose start has the number 2^62 as id and whose end the string "". */
+static void test_id_kinds(void) {
+    static const char text[] =
+        "{\"traceEvents\":["
+        "{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1,\"pid\":9223372036854775807,\"tid\":1},"
+        "{\"ph\":\"X\",\"name\":\"b\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":4611686018427387904},"
+        "{\"ph\":\"X\",\"name\":\"c\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":\"\"},"
+        "{\"ph\":\"s\",\"cat\":\"f\",\"name\":\"s\",\"id\":4611686018427387904,\"ts\":1,"
+        "\"pid\":1,\"tid\":4611686018427387904},"
+        "{\"ph\":\"f\",\"cat\":\"f\",\"name\":\"f\",\"id\":\"\",\"ts\":2,\"bp\":\"e\","
+        "\"pid\":1,\"tid\":\"\"},"
+        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":9223372036854775807,"
+        "\"args\":{\"name\":\"big\"}},"
+        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":\"9x\",\"args\":{\"name\":\"str\"}}]}";
+    const char *path = temp_file("ids.json", text, sizeof text - 1);
+    md_model m;
+    CHECK_EQ(md_load(&m, path), 0);
+    CHECK_EQ(m.thread_count, 3);
+    CHECK_EQ(m.proc_count, 2);
+    md_free(&m);
+    char *out;
+    CHECK_EQ(run(cmd_info, &out, 2, "info", path), 0);
+    CHECK_LINE(out, "threads (3):");
+    CHECK_LINE(out, "  pid 9223372036854775807 tid 1 events 1");
+    CHECK_LINE(out, "  pid 1 tid 4611686018427387904 events 2");
+    CHECK_LINE(out, "  pid 1 tid \"\" events 2");
+    CHECK_LINE(out, "  pid 9223372036854775807 \"big\"");
+    CHECK_LINE(out, "  pid \"9x\" \"str\"");
+    free(out);
+    CHECK_EQ(run(cmd_check, &out, 2, "check", path), 1);
+    CHECK_EQ(count_of(out, "flow_without_end"), 1);
+    CHECK_EQ(count_of(out, "flow_without_start"), 1);
+    CHECK(strstr(out, "id 4611686018427387904") != NULL);
+    CHECK(strstr(out, "id \"\"") != NULL);
+    free(out);
+    remove(path);
+}
+
+/* A growable text buffer for the generated traces below. */
+typedef struct gen_text {
+    char *p;
+    size_t len, cap;
+} gen_text;
+
+static void addf(gen_text *t, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        REQUIRE(n >= 0);
+        if (t->p && (size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = (t->cap + (size_t)n + 1) * 2;
+        t->p = realloc(t->p, t->cap);
+        REQUIRE(t->p != NULL);
+    }
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Shapes that cost quadratic time or memory before: 300,000 perf counter names (a per-event array
+ * per name, names deduplicated by a scan), and 100,000 threads that are each a device's stream
+ * (info's device tally, kernels' per-device scan of every event, summary's search for a thread's
+ * string-tid twin, convert's track lookup). The
+ * counts are checked where they tell (at most MD_PERF_MAX names kept); the time bounds are
+ * generous backups: the quadratic versions took tens of seconds on these. */
+static void test_scale(void) {
+    enum { NAMES = 300000, EVENTS = 100, THREADS = 100000 };
+    gen_text t = {0};
+    addf(&t, "{\"strobe_perf_events\":[");
+    for (int k = 0; k < NAMES; k++)
+        addf(&t, "%s\"p%d\"", k ? "," : "", k);
+    addf(&t, "],\"traceEvents\":[");
+    for (int i = 0; i < EVENTS; i++)
+        addf(&t,
+             "%s{\"ph\":\"X\",\"name\":\"a\",\"ts\":%d,\"dur\":1,\"pid\":1,\"tid\":1,"
+             "\"args\":{\"p0\":%d,\"p%d\":7}}",
+             i ? "," : "", i * 2, i, NAMES - 1);
+    addf(&t, "]}");
+    double t0 = now_s();
+    md_model m;
+    CHECK_EQ(md_load_mem(&m, t.p, t.len, "perf.json"), 0);
+    CHECK_EQ(m.perf_count, MD_PERF_MAX);
+    CHECK_EQ(m.perf_dropped, NAMES - MD_PERF_MAX);
+    CHECK_EQ(m.count, EVENTS);
+    if (m.perf_count == MD_PERF_MAX && m.count == EVENTS) CHECK_EQ(m.perf[5 * m.perf_count], 5);
+    md_free(&m);
+    const char *path = temp_file("perf.json", t.p, t.len);
+    CHECK_EQ(run(cmd_info, NULL, 2, "info", path), 0);
+    double perf_s = now_s() - t0;
+    remove(path);
+
+    t.len = 0;
+    addf(&t, "{\"traceEvents\":[");
+    for (int i = 0; i < THREADS; i++)
+        addf(&t,
+             "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":%d,\"dur\":1,"
+             "\"pid\":%d,\"tid\":7}",
+             i ? "," : "", i, i);
+    addf(&t, "]}");
+    path = temp_file("threads.json", t.p, t.len);
+    t0 = now_s();
+    char *out;
+    CHECK_EQ(run(cmd_info, &out, 2, "info", path), 0);
+    CHECK_LINE(out, "devices (100000):");
+    free(out);
+    CHECK_EQ(run(cmd_kernels, NULL, 4, "kernels", "--format", "csv", path), 0);
+    CHECK_EQ(run(cmd_summary, NULL, 2, "summary", path), 0); /* the link's thread twins */
+    char pf[4300];
+    snprintf(pf, sizeof pf, "%s.pftrace", path);
+    CHECK_EQ(run(cmd_convert, NULL, 3, "convert", path, pf), 0);
+    CHECK_EQ(run(cmd_info, &out, 2, "info", pf), 0);
+    CHECK_LINE(out, "devices (100000):");
+    free(out);
+    double threads_s = now_s() - t0;
+    remove(pf);
+    remove(path);
+    free(t.p);
+    printf("scale: perf names %.2f s, 100000 threads %.2f s\n", perf_s, threads_s);
+    CHECK(perf_s < 20);
+    CHECK(threads_s < 60);
+}
+
 /* check and info on the real traces: they must load; PyTorch's have findings, which is fine. */
 static int test_shared(const char *shared) {
     char dir[4096];
@@ -338,6 +497,8 @@ int main(int argc, char **argv) {
         test_info();
         test_usage();
         test_load_mem();
+        test_id_kinds();
+        test_scale();
         test_corpus();
         rc = check_result();
     }

@@ -142,6 +142,25 @@ JSON
             echo "FAIL  strobe $c on a bad .pftrace: exit $rc: $(cat "$TMP/err")"; fail=1
         fi
     done
+    # Ids that Perfetto's descriptors cannot hold are converted, and said so: never cut silently.
+    printf '{"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":1,"pid":9223372036854775807,"tid":1},{"ph":"X","name":"b","ts":1,"dur":1,"pid":7,"tid":4294967297}]}' >"$TMP/wide.json"
+    timeout $LIMIT "$STROBE" convert "$TMP/wide.json" "$TMP/wide.pftrace" 2>"$TMP/err"
+    rc=$?
+    if [ $rc -ne 0 ] || ! grep -q "2 track(s) with a pid outside" "$TMP/err"; then
+        echo "FAIL  wide ids: exit $rc, stderr: $(cat "$TMP/err")"; fail=1
+    fi
+    # Standard input, either way, and a Perfetto trace on standard input with a JSON output.
+    "$STROBE" convert - "$TMP/stdin.pftrace" <"$TMP/wide.json" 2>/dev/null &&
+        "$STROBE" convert - "$TMP/stdin.json" <"$TMP/stdin.pftrace" 2>"$TMP/err"
+    rc=$?
+    if [ $rc -ne 0 ] || [ "$(x_count "$TMP/stdin.json")" != 2 ]; then
+        echo "FAIL  convert from standard input: exit $rc: $(cat "$TMP/err")"; fail=1
+    fi
+    "$STROBE" convert - "$TMP/stdin2.json" <"$TMP/wide.json" 2>"$TMP/err"
+    rc=$?
+    if [ $rc -ne 2 ] || ! grep -q "both JSON" "$TMP/err"; then
+        echo "FAIL  JSON on standard input to JSON: exit $rc: $(cat "$TMP/err")"; fail=1
+    fi
     exit $fail
 fi
 

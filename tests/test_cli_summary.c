@@ -616,6 +616,58 @@ static void test_progress(const char *outdir) {
     unlink(fifo);
 }
 
+/* Writes text to a temporary file; @return its path (static). */
+static const char *temp_trace(const char *text) {
+    static char path[4200];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/test_cli_summary.%ld.json", tmp && *tmp ? tmp : "/tmp",
+             (long)getpid());
+    FILE *f = fopen(path, "w");
+    REQUIRE(f != NULL);
+    fputs(text, f);
+    REQUIRE(fclose(f) == 0);
+    return path;
+}
+
+/* Durations that are each in range but whose sums exceed int64 ns: four operators, four kernels
+ * and four equal stacks of 3e18 ns each. Sums saturate at the int64 limit instead of wrapping
+ * to negative numbers (and UBSan finds no overflow). */
+static void test_huge_sums(void) {
+    char text[4096];
+    int n = snprintf(text, sizeof text, "{\"traceEvents\":[");
+    for (int t = 1; t <= 4; t++)
+        n += snprintf(text + n, sizeof text - (size_t)n,
+                      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"pid\":1,\"tid\":%d,"
+                      "\"ts\":1,\"dur\":3000000000000000,\"args\":{\"Call stack\":\"f;g\"}},"
+                      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":%d,"
+                      "\"ts\":1,\"dur\":3000000000000000},",
+                      t, t);
+    snprintf(text + n - 1, sizeof text - (size_t)n + 1, "]}");
+    const char *path = temp_trace(text);
+    int rc;
+    const char *a[] = {"summary", path, "--format", "csv", NULL};
+    char *out = run(cmd_summary, &rc, a);
+    CHECK_EQ(rc, 0);
+    if (strstr(out, ",-") != NULL) fprintf(stderr, "a negative sum in:\n%s\n", out);
+    CHECK(strstr(out, ",-") == NULL);
+    CHECK(strstr(out, ",9223372036854775.807,") != NULL);
+    free(out);
+    const char *k[] = {"kernels", path, "--format", "csv", NULL};
+    out = run(cmd_kernels, &rc, k);
+    CHECK_EQ(rc, 0);
+    if (strstr(out, ",-") != NULL) fprintf(stderr, "a negative sum in:\n%s\n", out);
+    CHECK(strstr(out, ",-") == NULL);
+    CHECK(strstr(out, "k,4,9223372036854775.807,") != NULL);
+    free(out);
+    const char *st[] = {"stacks", path, NULL};
+    out = run(cmd_stacks, &rc, st);
+    CHECK_EQ(rc, 0);
+    if (strstr(out, " -") != NULL) fprintf(stderr, "a negative weight in:\n%s\n", out);
+    CHECK(strstr(out, " -") == NULL);
+    free(out);
+    remove(path);
+}
+
 int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s", argc > 1 ? argv[1] : STROBE_SOURCE_DIR "/tests/cli");
     test_summary_csv();
@@ -624,6 +676,7 @@ int main(int argc, char **argv) {
     test_summary_module_perf();
     test_kernels();
     test_stacks();
+    test_huge_sums();
     test_usage();
     test_conventions();
     test_name_width();

@@ -484,7 +484,7 @@ static void test_graph_launch(void) {
 /* ---- The encoder alone --------------------------------------------------------------------- */
 
 static int decode(const uint8_t *d, size_t n, char **json, size_t *len, char *err, size_t errsz) {
-    return strobe_rd_pf_to_json(d, n, json, len, err, errsz);
+    return strobe_rd_pf_to_json(d, n, json, len, err, errsz, NULL);
 }
 
 /* Time going back on one sequence (a second thread's events start before the first's end), and

@@ -324,6 +324,7 @@ typedef struct state {
     buf strs;     /* NUL-terminated strings, by offset */
     map interned; /* (seq << 32 | gen, kind << 60 | iid) -> offset */
     map track_ix; /* (uuid, 0) -> index in tracks */
+    map seq_ix;   /* (trusted_packet_sequence_id, 0) -> index in seqs */
     vec tracks, seqs, events, anns, flows;
     uint32_t order;
 } state;
@@ -418,11 +419,18 @@ static int is_json_value(const char *text, size_t n) {
     return ok;
 }
 
+/* The sequence `id`, added on first sight; a hash lookup, as every packet asks for one and a
+ * trace may hold as many sequences as packets. */
 static seq *get_seq(state *s, uint32_t id) {
-    for (size_t i = 0; i < s->seqs.n; i++)
-        if (AT(s->seqs, seq, i).id == id) return &AT(s->seqs, seq, i);
+    uint64_t ix;
+    if (map_get(&s->seq_ix, id, 0, &ix)) return &AT(s->seqs, seq, ix);
     seq *q = push(&s->seqs);
-    if (q) q->id = id;
+    if (!q) return NULL;
+    q->id = id;
+    if (map_put(&s->seq_ix, id, 0, s->seqs.n - 1)) {
+        s->seqs.n--;
+        return NULL;
+    }
     return q;
 }
 
@@ -944,6 +952,13 @@ static int cmp_events(const void *a, const void *b, void *arg) {
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/* to - from, 0 when negative, held at INT64_MAX: times are unchecked 64-bit values. */
+static int64_t span(int64_t from, int64_t to) {
+    int64_t d;
+    if (to <= from) return 0;
+    return __builtin_sub_overflow(to, from, &d) ? INT64_MAX : d;
+}
+
 /* Pairs begins and ends per track (ends close the innermost open slice). */
 static int pair_slices(state *s, int64_t last_ts) {
     size_t n = s->events.n;
@@ -967,7 +982,7 @@ static int pair_slices(state *s, int64_t last_ts) {
         if (k > 0 && AT(s->events, event, ix[k - 1]).track != e->track) {
             while (depth > 0) { /* left open: closed at the trace's last time */
                 event *b = &AT(s->events, event, stack[--depth]);
-                b->dur = last_ts > b->ts ? last_ts - b->ts : 0;
+                b->dur = span(b->ts, last_ts);
             }
         }
         if (e->type == EV_BEGIN) {
@@ -976,13 +991,13 @@ static int pair_slices(state *s, int64_t last_ts) {
             stack[depth++] = ix[k];
         } else if (e->type == EV_END && depth > 0) {
             event *b = &AT(s->events, event, stack[--depth]);
-            b->dur = e->ts - b->ts;
+            b->dur = span(b->ts, e->ts);
             b->end_ev = ix[k] + 1;
         }
     }
     while (depth > 0) {
         event *b = &AT(s->events, event, stack[--depth]);
-        b->dur = last_ts > b->ts ? last_ts - b->ts : 0;
+        b->dur = span(b->ts, last_ts);
     }
     free(ix);
     free(stack);
@@ -1196,23 +1211,130 @@ static int write_json(state *s, buf *b) {
     return b->err ? nomem(s) : 0;
 }
 
-int strobe_rd_pf_sniff(const void *data, size_t len) {
-    /* A Perfetto trace starts with a packet's tag, 0x0a, which is also a newline: JSON text that
-     * starts with blank lines has '{' or '[' as its first other byte. (A trace whose first packet
-     * is 91 or 123 bytes long looks like JSON here; such files are recognized by their name.) */
-    const uint8_t *p = data;
-    if (len == 0 || p[0] != 0x0a) return 0;
-    for (size_t i = 0; i < len; i++) {
-        if (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r') continue;
-        return p[i] != '{' && p[i] != '[';
+/* Whether p[0..end) reads as the fields of one protobuf message: known wire types, field numbers
+ * above 0, lengths inside. `cut`: the message continues past end (what is there must be valid). */
+static int plausible_fields(const uint8_t *p, const uint8_t *end, int cut) {
+    while (p < end) {
+        uint64_t v[2] = {0, 0};
+        for (int k = 0; k < 2; k++) { /* the tag, then a varint value or a length */
+            int shift = 0;
+            for (;;) {
+                if (p >= end) return cut;
+                uint8_t b = *p++;
+                if (shift < 64) v[k] |= (uint64_t)(b & 0x7f) << shift;
+                shift += 7;
+                if (!(b & 0x80)) break;
+                if (shift >= 70) return 0;
+            }
+            if (k == 0) {
+                int wt = (int)(v[0] & 7);
+                if ((v[0] >> 3) == 0) return 0;
+                if (wt == WT_I64 || wt == WT_I32) {
+                    size_t n = wt == WT_I64 ? 8 : 4;
+                    if ((size_t)(end - p) < n) return cut;
+                    p += n;
+                    break;
+                }
+                if (wt != WT_VARINT && wt != WT_LEN) return 0;
+            } else if ((v[0] & 7) == WT_LEN) {
+                if (v[1] > (uint64_t)(end - p)) return cut;
+                p += v[1];
+            }
+        }
     }
-    return 0;
+    return 1;
+}
+
+int strobe_rd_pf_sniff(const void *data, size_t len, int complete) {
+    /* A Perfetto trace starts with a packet's tag, 0x0a, which is also a newline: JSON text that
+     * starts with blank lines has '{' or '[' as its first other byte. That alone is ambiguous
+     * (a first packet of 91 or 123 bytes has '[' or '{' as its length; a packet of 9, 10, 13 or
+     * 32 bytes a blank), so then the packets in view are checked: each a Trace.packet field
+     * whose payload reads as protobuf fields. JSON text fails that at once: ',', '{' and '['
+     * read as the wire types 4 and 3, which no trace uses. */
+    const uint8_t *p = data, *end = p + len;
+    if (len == 0 || p[0] != 0x0a) return 0;
+    size_t i = 0;
+    while (i < len && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
+        i++;
+    if (i == len) return 0;
+    if (p[i] != '{' && p[i] != '[') return 1;
+    for (int packets = 0; p < end && packets < 16; packets++) {
+        if (*p++ != 0x0a) return 0;
+        uint64_t n = 0;
+        int shift = 0;
+        for (;;) {
+            if (p >= end) return packets > 0 || !complete;
+            uint8_t b = *p++;
+            if (shift < 64) n |= (uint64_t)(b & 0x7f) << shift;
+            shift += 7;
+            if (!(b & 0x80)) break;
+            if (shift >= 70) return 0;
+        }
+        /* A packet past the end: the head ends inside it, or the input is cut there, which
+         * counts after whole packets. */
+        if (n > (uint64_t)(end - p))
+            return (packets > 0 || !complete) && plausible_fields(p, end, 1);
+        if (!plausible_fields(p, p + n, 0)) return 0;
+        p += n;
+    }
+    return 1;
+}
+
+/* The length of the whole Trace fields at the start of data[0..len): the input up to where a
+ * field's tag, length or payload is cut short by its end. */
+static size_t whole_prefix(const uint8_t *p, size_t len) {
+    size_t at = 0;
+    while (at < len) {
+        size_t i = at;
+        uint64_t v[2] = {0, 0};
+        int nv = 1;
+        for (int k = 0; k < nv; k++) {
+            int shift = 0;
+            for (;;) {
+                if (i >= len) return at;
+                uint8_t b = p[i++];
+                if (shift < 64) v[k] |= (uint64_t)(b & 0x7f) << shift;
+                shift += 7;
+                if (!(b & 0x80)) break;
+                if (shift >= 70) return len; /* malformed, not cut: the decoder says so */
+            }
+            if (k == 0) {
+                int wt = (int)(v[0] & 7);
+                if (wt == WT_VARINT || wt == WT_LEN)
+                    nv = 2;
+                else if (wt == WT_I64 || wt == WT_I32) {
+                    size_t n = wt == WT_I64 ? 8 : 4;
+                    if (len - i < n) return at;
+                    i += n;
+                } else {
+                    return len;
+                }
+            }
+        }
+        if ((v[0] & 7) == WT_LEN) {
+            if (v[1] > len - i) return at;
+            i += (size_t)v[1];
+        }
+        at = i;
+    }
+    return at;
 }
 
 int strobe_rd_pf_to_json(const void *data, size_t len, char **json, size_t *json_len, char *err,
-                         size_t errsz) {
+                         size_t errsz, int64_t *cut) {
     *json = NULL;
     *json_len = 0;
+    if (cut) {
+        /* A trace cut inside a packet (the writer died, the copy stopped) is read up to its last
+         * whole packet, as Perfetto's trace processor does; the caller reports the cut. */
+        size_t whole = whole_prefix(data, len);
+        *cut = -1;
+        if (whole > 0 && whole < len) { /* cut inside the first packet: an error, said below */
+            *cut = (int64_t)whole;
+            len = whole;
+        }
+    }
     if (err && errsz) err[0] = '\0';
     state s = {0};
     s.d.start = data;
@@ -1243,6 +1365,7 @@ int strobe_rd_pf_to_json(const void *data, size_t len, char **json, size_t *json
     free(s.strs.p);
     map_free(&s.interned);
     map_free(&s.track_ix);
+    map_free(&s.seq_ix);
     free(s.tracks.p);
     free(s.seqs.p);
     free(s.events.p);

@@ -21,13 +21,17 @@
 #include <stdint.h>
 
 /* Returns 1 when `data` (the first bytes of a file, decompressed) look like a Perfetto trace
- * rather than JSON: a Trace.packet tag (0x0a) first, and no '{' or '[' after blank lines. */
-int strobe_rd_pf_sniff(const void *data, size_t len);
+ * rather than JSON: a Trace.packet tag (0x0a) first, and either no '{' or '[' after blank lines
+ * or packets whose payloads read as protobuf. `complete`: data is the whole input (else a packet
+ * that runs past its end is taken as plausible). */
+int strobe_rd_pf_sniff(const void *data, size_t len, int complete);
 
 /* Decodes the trace data[0..len) into JSON text: *json gets a malloc'ed, NUL-terminated buffer of
  * *json_len bytes, owned by the caller. On error, `err` (of `errsz` bytes) gets a message "byte
- * N: reason". @return 0, STROBE_EFORMAT or STROBE_ENOMEM. */
+ * N: reason". With `cut` not NULL, input cut short inside a packet is read up to its last whole
+ * packet and *cut gets the offset where the incomplete one starts (-1: the input is whole); with
+ * `cut` NULL, or no whole packet, that is an error. @return 0, STROBE_EFORMAT or STROBE_ENOMEM. */
 int strobe_rd_pf_to_json(const void *data, size_t len, char **json, size_t *json_len, char *err,
-                         size_t errsz);
+                         size_t errsz, int64_t *cut);
 
 #endif /* STROBE_READER_PFTRACE_DEC_H */

@@ -15,9 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "json_pull.h"
-#include "../util/pftrace_enc.h"
 #include "pftrace_dec.h"
 
 /* ---- 1. Exact decimal parsing ------------------------------------------------------------- */
@@ -141,6 +142,7 @@ struct strobe_rd {
     char *owned; /* JSON decoded from a Perfetto trace, read as memory input */
     gzFile gz;
     char *name; /* path, or a name for memory input, used in messages */
+    int fd;     /* standard input's temporary file, for the look-ahead; -1: none */
     const void *mem;
     size_t mem_len;
     int is_mem;
@@ -164,6 +166,32 @@ void strobe_rd_options_init(strobe_rd_options *opt) {
     opt->max_value = (size_t)256 << 20;
 }
 
+/* Copies src into dst (cap bytes, NUL-terminated, truncated to fit) with control characters
+ * escaped ("\n", "\t", "\r", others and DEL as "\xNN"): a message quotes keys and names from
+ * the file, and must stay one line that cannot drive a terminal. */
+static void escape_ctl(char *dst, size_t cap, const char *src) {
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p && n + 1 < cap; p++) {
+        char esc[5];
+        size_t len;
+        if (*p >= 0x20 && *p != 0x7f) {
+            esc[0] = (char)*p;
+            len = 1;
+        } else if (*p == '\n' || *p == '\t' || *p == '\r') {
+            esc[0] = '\\';
+            esc[1] = *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r';
+            len = 2;
+        } else {
+            snprintf(esc, sizeof esc, "\\x%02x", (unsigned)*p);
+            len = 4;
+        }
+        if (n + len >= cap) break;
+        memcpy(dst + n, esc, len);
+        n += len;
+    }
+    dst[n] = '\0';
+}
+
 static int fail(strobe_rd *r, int err, int64_t off, const char *fmt, ...)
 #if defined(__GNUC__) || defined(__clang__)
     __attribute__((format(printf, 4, 5)))
@@ -179,10 +207,12 @@ static int fail(strobe_rd *r, int err, int64_t off, const char *fmt, ...) {
     va_end(ap);
     r->err = err;
     r->err_off = off;
+    char raw[sizeof r->errmsg];
     if (off >= 0)
-        snprintf(r->errmsg, sizeof r->errmsg, "%s: byte %lld: %s", r->name, (long long)off, why);
+        snprintf(raw, sizeof raw, "%s: byte %lld: %s", r->name, (long long)off, why);
     else
-        snprintf(r->errmsg, sizeof r->errmsg, "%s: %s", r->name, why);
+        snprintf(raw, sizeof raw, "%s: %s", r->name, why);
+    escape_ctl(r->errmsg, sizeof r->errmsg, raw);
     r->mode = M_DONE;
     return err;
 }
@@ -206,6 +236,7 @@ static strobe_rd *rd_new(const char *name, const strobe_rd_options *opt) {
     else
         strobe_rd_options_init(&r->opt);
     r->err_off = -1;
+    r->fd = -1;
     return r;
 }
 
@@ -216,54 +247,70 @@ static void apply_limits(strobe_jp *jp, const strobe_rd_options *opt) {
     if (opt->max_value) jp->max_capture = opt->max_value;
 }
 
-static int ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && memcmp(s + n - m, suffix, m) == 0;
-}
+/* The first bytes of the input, for telling formats apart by content. */
+#define HEAD_BYTES 4096
 
-/* Looks at the first bytes (after gzip, which zlib undoes transparently) and rewinds. */
-static int sniff_pftrace(gzFile gz) {
-    unsigned char head[64];
-    int n = gzread(gz, head, sizeof head);
-    gzrewind(gz);
-    return n > 0 && strobe_rd_pf_sniff(head, (size_t)n);
-}
-
-/* A Perfetto trace is decoded whole into Kineto JSON (pftrace_dec.c), then read from memory like
- * any trace. Its size is what a strobe writer made of a result that fit in memory. */
-static int open_pftrace(strobe_rd *r) {
-    size_t len = 0, cap = 1 << 20;
-    unsigned char *data = malloc(cap);
+/* Reads all of gz into a malloc'ed buffer (*data, *len). @return 0, or a negative error with the
+ * reader failed. */
+static int slurp_gz(strobe_rd *r, gzFile gz, unsigned char **data, size_t *len) {
+    size_t n = 0, cap = 1 << 20;
+    unsigned char *p = malloc(cap);
     for (;;) {
-        if (data == NULL) {
-            gzclose(r->gz);
-            r->gz = NULL;
-            return fail(r, STROBE_ENOMEM, -1, "out of memory reading a Perfetto trace");
-        }
-        int n =
-            gzread(r->gz, data + len, (unsigned)(cap - len > (1u << 30) ? 1u << 30 : cap - len));
-        if (n < 0) {
-            free(data);
-            gzclose(r->gz);
-            r->gz = NULL;
+        if (p == NULL) return fail(r, STROBE_ENOMEM, -1, "out of memory reading the input");
+        int got = gzread(gz, p + n, (unsigned)(cap - n > (1u << 30) ? 1u << 30 : cap - n));
+        if (got < 0) {
+            free(p);
             return fail(r, STROBE_EIO, -1, "read error (or corrupt gzip data)");
         }
-        if (n == 0) break;
-        len += (size_t)n;
-        if (len == cap) {
-            unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(data, cap * 2) : NULL;
-            if (grown == NULL) free(data);
-            data = grown;
+        if (got == 0) break;
+        n += (size_t)got;
+        if (n == cap) {
+            unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(p, cap * 2) : NULL;
+            if (grown == NULL) free(p);
+            p = grown;
             cap *= 2;
         }
     }
+    *data = p;
+    *len = n;
+    return 0;
+}
+
+static int decode_pftrace(strobe_rd *r, const void *data, size_t len);
+
+/* Reads the input through r->gz to its end (closing it) as a Perfetto trace: it is decoded whole
+ * into Kineto JSON (pftrace_dec.c), then read from memory like any trace. Its size is what a
+ * strobe writer made of a result that fit in memory. */
+static int open_pftrace(strobe_rd *r) {
+    unsigned char *data = NULL;
+    size_t len = 0;
+    int rc = slurp_gz(r, r->gz, &data, &len);
     gzclose(r->gz);
     r->gz = NULL;
+    if (rc) return rc;
+    rc = decode_pftrace(r, data, len);
+    free(data);
+    return rc;
+}
+
+/* Decodes the Perfetto trace data[0..len) into r->owned and reads that. */
+static int decode_pftrace(strobe_rd *r, const void *data, size_t len) {
     char why[300];
     size_t jlen = 0;
-    int rc = strobe_rd_pf_to_json(data, len, &r->owned, &jlen, why, sizeof why);
-    free(data);
-    if (rc) return fail(r, rc, -1, "Perfetto trace: %s", why);
+    int64_t cut = -1;
+    int rc = strobe_rd_pf_to_json(data, len, &r->owned, &jlen, why, sizeof why, &cut);
+    if (rc) {
+        /* The decoder's message starts "byte N: " where an offset applies; keep it as the
+         * error's offset too. */
+        fail(r, rc, -1, "Perfetto trace: %s", why);
+        if (strncmp(why, "byte ", 5) == 0) r->err_off = strtoll(why + 5, NULL, 10);
+        return rc;
+    }
+    r->info.perfetto = 1;
+    if (cut >= 0) {
+        r->info.pf_cut = 1;
+        r->info.pf_cut_offset = cut;
+    }
     r->is_mem = 1;
     r->mem = r->owned;
     r->mem_len = jlen;
@@ -273,29 +320,136 @@ static int open_pftrace(strobe_rd *r) {
     return 0;
 }
 
+/* zlib's input buffer for the file at path (or, path NULL, the descriptor fd): a larger one
+ * halves the read calls, and 256 KiB is where the gain flattens; a smaller file gets one of about
+ * its size, as many small files are read (tests, fuzzers) and a large buffer costs a mapping. */
+static unsigned gz_buffer_size(const char *path, int fd) {
+    struct stat st;
+    int ok = path ? stat(path, &st) == 0 : fd >= 0 && fstat(fd, &st) == 0;
+    if (!ok || !S_ISREG(st.st_mode) || st.st_size >= 256 * 1024) return 256 * 1024;
+    return st.st_size < 8192 ? 8192 : (unsigned)st.st_size + 1;
+}
+
+/* Standard input cannot be read twice (the format sniff, the base-time look-ahead), so it is
+ * copied into a temporary file, unlinked at once, and read from there as a file would be (zlib
+ * tells gzip from plain data by content). @return an open descriptor at offset 0, or -1 with
+ * errno set. */
+static int stdin_to_temp(void) {
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/strobe-stdin-XXXXXX", dir && dir[0] ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    unlink(path);
+    char buf[1 << 16];
+    for (;;) {
+        ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) goto fail;
+        if (n == 0) break;
+        for (ssize_t off = 0; off < n;) {
+            ssize_t w = write(fd, buf + off, (size_t)(n - off));
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) goto fail;
+            off += w;
+        }
+    }
+    if (lseek(fd, 0, SEEK_SET) == 0) return fd;
+fail:;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
 int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *opt) {
     *out = NULL;
     if (!path) return STROBE_EINVAL;
-    strobe_rd *r = rd_new(path, opt);
+    int is_stdin = strcmp(path, "-") == 0;
+    strobe_rd *r = rd_new(is_stdin ? "<stdin>" : path, opt);
     if (!r) return STROBE_ENOMEM;
     *out = r;
     strobe_jp_init_mem(&r->jp, NULL, 0); /* so that close works whatever fails below */
     errno = 0;
-    r->gz = gzopen(path, "rb");
-    if (!r->gz)
-        return fail(r, STROBE_EIO, -1, "cannot open: %s",
-                    errno ? strerror(errno) : "out of memory in zlib");
-    /* A larger zlib input buffer halves the read calls; 256 KiB is where the gain flattens. */
-    gzbuffer(r->gz, 256 * 1024);
-    /* A ".json" name is JSON whatever its bytes; other names not known as Perfetto's are told
-     * by their first bytes. */
-    if (strobe__pftrace_path(path) ||
-        (!ends_with(path, ".json") && !ends_with(path, ".json.gz") && sniff_pftrace(r->gz)))
+    if (is_stdin) {
+        int fd = stdin_to_temp();
+        if (fd < 0)
+            return fail(r, STROBE_EIO, -1, "cannot read standard input: %s", strerror(errno));
+        /* A second descriptor, which zlib does not close, for the look-ahead to open the file
+         * again by. */
+        r->fd = dup(fd);
+        r->gz = r->fd >= 0 ? gzdopen(fd, "rb") : NULL;
+        if (!r->gz) {
+            close(fd);
+            return fail(r, STROBE_EIO, -1, "cannot read standard input: %s",
+                        errno ? strerror(errno) : "out of memory in zlib");
+        }
+    } else {
+        r->gz = gzopen(path, "rb");
+        if (!r->gz)
+            return fail(r, STROBE_EIO, -1, "cannot open: %s",
+                        errno ? strerror(errno) : "out of memory in zlib");
+    }
+    gzbuffer(r->gz, gz_buffer_size(is_stdin ? NULL : path, r->fd));
+    /* The format is told by content, whatever the name: JSON, or a Perfetto trace (either one
+     * gzip'd, which zlib undoes). */
+    unsigned char head[HEAD_BYTES];
+    int n = gzread(r->gz, head, sizeof head);
+    /* A read error (a folder, damaged gzip) is left for the JSON tokenizer to report, at the
+     * first strobe_rd_next(), as for any input. */
+    if (n > 0 && strobe_rd_pf_sniff(head, (size_t)n, (size_t)n < sizeof head)) {
+        if (gzrewind(r->gz) != 0) return fail(r, STROBE_EIO, -1, "cannot rewind the input");
         return open_pftrace(r);
+    }
+    gzrewind(r->gz);
     if (strobe_jp_init_gz(&r->jp, r->gz)) {
         strobe_rd_close(r);
         *out = NULL;
         return STROBE_ENOMEM;
+    }
+    apply_limits(&r->jp, &r->opt);
+    return 0;
+}
+
+int strobe_rd_is_perfetto(const char *path) {
+    if (!path) return STROBE_EINVAL;
+    errno = 0;
+    gzFile gz = gzopen(path, "rb");
+    if (!gz) return STROBE_EIO;
+    unsigned char head[HEAD_BYTES];
+    int n = gzread(gz, head, sizeof head);
+    gzclose(gz);
+    if (n < 0) return STROBE_EIO;
+    return n > 0 && strobe_rd_pf_sniff(head, (size_t)n, (size_t)n < sizeof head);
+}
+
+int strobe_rd_rewind(strobe_rd *r) {
+    if (!r) return STROBE_EINVAL;
+    if (r->err == STROBE_ENOMEM || (!r->is_mem && !r->gz)) return r->err ? r->err : STROBE_EIO;
+    strobe_jp_free(&r->jp);
+    int perfetto = r->info.perfetto, cut = r->info.pf_cut;
+    int64_t cut_at = r->info.pf_cut_offset;
+    free(r->display_time_unit);
+    free(r->trace_name);
+    free(r->device_properties);
+    r->display_time_unit = r->trace_name = r->device_properties = NULL;
+    memset(&r->info, 0, sizeof r->info);
+    r->info.perfetto = perfetto;
+    r->info.pf_cut = cut;
+    r->info.pf_cut_offset = cut_at;
+    r->mode = M_START;
+    r->seen_events = 0;
+    r->abs_mode = ABS_UNKNOWN;
+    r->err = 0;
+    r->err_off = -1;
+    r->errmsg[0] = '\0';
+    if (r->is_mem) {
+        strobe_jp_init_mem(&r->jp, r->mem, r->mem_len);
+        strobe_jp_set_chunk(&r->jp, r->opt.mem_chunk);
+    } else {
+        strobe_jp_init_mem(&r->jp, NULL, 0);
+        if (gzrewind(r->gz) != 0) return fail(r, STROBE_EIO, -1, "cannot rewind the input");
+        if (strobe_jp_init_gz(&r->jp, r->gz)) return fail(r, STROBE_ENOMEM, -1, "out of memory");
     }
     apply_limits(&r->jp, &r->opt);
     return 0;
@@ -306,13 +460,25 @@ int strobe_rd_open_mem(strobe_rd **out, const void *data, size_t len, const char
     *out = NULL;
     strobe_rd *r = rd_new(name ? name : "<memory>", opt);
     if (!r) return STROBE_ENOMEM;
+    *out = r;
+    size_t n = data ? len : 0;
+    /* Told by content, as strobe_rd_open() does: a Perfetto trace is decoded here. */
+    if (n > 0 && strobe_rd_pf_sniff(data, n, 1)) {
+        strobe_jp_init_mem(&r->jp, NULL, 0);
+        /* A trace that cannot be decoded fails the first strobe_rd_next(), which says why. */
+        if (decode_pftrace(r, data, n) == STROBE_ENOMEM) {
+            strobe_rd_close(r);
+            *out = NULL;
+            return STROBE_ENOMEM;
+        }
+        return 0;
+    }
     r->is_mem = 1;
     r->mem = data;
-    r->mem_len = data ? len : 0;
+    r->mem_len = n;
     strobe_jp_init_mem(&r->jp, data, r->mem_len);
     strobe_jp_set_chunk(&r->jp, r->opt.mem_chunk);
     apply_limits(&r->jp, &r->opt);
-    *out = r;
     return 0;
 }
 
@@ -320,6 +486,7 @@ void strobe_rd_close(strobe_rd *r) {
     if (!r) return;
     strobe_jp_free(&r->jp);
     if (r->gz) gzclose(r->gz);
+    if (r->fd >= 0) close(r->fd);
     free(r->name);
     free(r->display_time_unit);
     free(r->trace_name);
@@ -489,9 +656,17 @@ static void prescan_base(strobe_rd *r) {
         strobe_jp_init_mem(&pj, r->mem, r->mem_len);
         strobe_jp_set_chunk(&pj, r->opt.mem_chunk);
     } else {
-        g = gzopen(r->name, "rb");
+        if (r->fd >= 0) {
+            /* Standard input's unlinked temporary file, opened again through /proc so that this
+             * pass has a file offset of its own. */
+            char self[64];
+            snprintf(self, sizeof self, "/proc/self/fd/%d", r->fd);
+            g = gzopen(self, "rb");
+        } else {
+            g = gzopen(r->name, "rb");
+        }
         if (!g) return;
-        gzbuffer(g, 256 * 1024);
+        gzbuffer(g, gz_buffer_size(r->fd >= 0 ? NULL : r->name, r->fd));
         if (strobe_jp_init_gz(&pj, g)) {
             strobe_jp_free(&pj);
             gzclose(g);

@@ -1,4 +1,5 @@
-/* trace_reader.h: a streaming reader of Kineto-format Chrome trace JSON (.json and .json.gz).
+/* trace_reader.h: a streaming reader of Kineto-format Chrome trace JSON (.json and .json.gz), and
+ * of Perfetto traces through their decoding into that JSON.
  *
  * Internal API of strobe (prefix strobe_rd_), used by the round-trip tests and the strobe CLI.
  * It links only zlib and uses strobe/error.h for its error codes.
@@ -154,6 +155,12 @@ typedef struct strobe_rd_info {
     uint64_t bad_events; /* of which bad */
     uint64_t metas;      /* top-level members other than traceEvents */
     int64_t bytes;       /* decoded bytes consumed so far */
+    int perfetto;        /* the input is a Perfetto trace, read as the JSON it was decoded to */
+    /* A Perfetto trace cut inside a packet (accepted, as Perfetto's trace processor does): it was
+     * read up to its last whole packet, and pf_cut_offset is where the incomplete one starts in
+     * the (decompressed) input. */
+    int pf_cut;
+    int64_t pf_cut_offset;
 } strobe_rd_info;
 
 /* Options, filled with defaults by strobe_rd_options_init(). */
@@ -176,18 +183,32 @@ void strobe_rd_options_init(strobe_rd_options *opt);
 
 typedef struct strobe_rd strobe_rd;
 
-/* Opens the trace at path (plain or gzip JSON; zlib tells them apart). opt may be NULL.
+/* Opens the trace at path, "-" for standard input (which is copied into an unlinked temporary
+ * file first, as it is read more than once). The format is told by content, whatever the name:
+ * Kineto JSON or a Perfetto trace (decoded whole into JSON, see pftrace_dec.h), either one plain
+ * or gzip'd. opt may be NULL.
  * @return 0, or a negative STROBE_E* error (STROBE_EIO when the file cannot be opened). Except for
  * STROBE_ENOMEM and STROBE_EINVAL (path NULL), after which *out is NULL, *out is set even on
- * failure, so that strobe_rd_errmsg() can say what failed; close it in every case. Nothing is read
- * before the first strobe_rd_next(). */
+ * failure, so that strobe_rd_errmsg() can say what failed; close it in every case. Only the first
+ * 4 KiB are read here (to tell the format), except for a Perfetto trace, which is read and decoded
+ * whole (a decoding error is returned here, STROBE_EFORMAT). */
 int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *opt);
 
 /* Opens a reader over data[0..len), which must stay valid and unchanged until strobe_rd_close().
- * Gzip data is not decoded here. name (may be NULL: "<memory>") is used in messages.
- * @return 0, or STROBE_ENOMEM (*out is NULL). */
+ * Gzip data is not decoded here; a Perfetto trace (told by content) is decoded at once, into JSON
+ * the reader owns. name (may be NULL: "<memory>") is used in messages.
+ * @return 0, or STROBE_ENOMEM (*out is NULL). A Perfetto trace that cannot be decoded fails the
+ * first strobe_rd_next(), with STROBE_EFORMAT and a message. */
 int strobe_rd_open_mem(strobe_rd **out, const void *data, size_t len, const char *name,
                        const strobe_rd_options *opt);
+
+/* Whether the file at path (plain or gzip) holds a Perfetto trace rather than JSON, by content, as
+ * strobe_rd_open() tells them apart. @return 1, 0, or STROBE_EIO (it cannot be read). */
+int strobe_rd_is_perfetto(const char *path);
+
+/* Starts reading again from the beginning (also standard input, which was kept), as if just
+ * opened; an error is cleared. @return 0, or a negative error (as strobe_rd_next() would give). */
+int strobe_rd_rewind(strobe_rd *r);
 
 /* Closes the reader and frees everything it owns. Accepts NULL. */
 void strobe_rd_close(strobe_rd *r);
