@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -331,6 +332,54 @@ static void check_sched_fn(strobe_result *r, void *ctx) {
     check_steps_in_scope(r, 5, 0);
 }
 
+/* Steps called where nothing is open (the usual training loop) go on the calling thread's track,
+ * as torch's record_function puts them: each iteration's ranges nest inside their step, so the
+ * step's self time is what its children leave, and a step inside a scope stays apart. */
+static void test_step_on_thread(void) {
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    start_or_die(&cfg);
+    strobe_step();
+    for (int i = 0; i < 3; i++) {
+        work(i);
+        usleep(1000);
+        strobe_step();
+    }
+    /* The step called inside "iter" ends the open step in it and begins the next in it: both
+     * cross "iter", so both go apart. */
+    iter_then_step();
+    strobe_result *r = stop_or_die();
+    CHECK_EQ(check_wellformed(r), 0);
+    const strobe_event *ev = strobe_result_events(r);
+    size_t n = strobe_result_event_count(r);
+    int on_thread = 0, apart = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(ev[i].name, "ProfilerStep#", 13) != 0) continue;
+        const strobe_thread_info *th = &strobe_result_threads(r)[ev[i].thread_index];
+        if (strcmp(th->name, "ProfilerStep") == 0) {
+            apart++;
+            continue;
+        }
+        on_thread++;
+        CHECK_EQ(ev[i].depth, 0);
+        CHECK_EQ(ev[i].tid, (int64_t)syscall(SYS_gettid));
+        /* Each holds one "work" range. */
+        CHECK(ev[i].first_child != STROBE_NO_EVENT);
+        if (ev[i].first_child != STROBE_NO_EVENT)
+            CHECK_EQ(strncmp(ev[ev[i].first_child].name, "work ", 5), 0);
+    }
+    CHECK_EQ(on_thread, 3);
+    CHECK_EQ(apart, 2);
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(ev[i].name, "work ", 5) == 0) {
+            CHECK(ev[i].parent != STROBE_NO_EVENT);
+            if (ev[i].parent != STROBE_NO_EVENT)
+                CHECK_EQ(strncmp(ev[ev[i].parent].name, "ProfilerStep#", 13), 0);
+        }
+    CHECK_EQ(strobe_result_stats(r)->unfinished_ranges, 0);
+    strobe_result_free(r);
+}
+
 static void test_step_in_scope(void) {
     /* A plain session: every strobe_step() records its ProfilerStep#N range (as torch's
      * prof.step()): the first opens one, each next closes it and opens the following, stop closes
@@ -467,6 +516,7 @@ int main(void) {
     test_handler();
     test_handler_threads();
     test_step_in_scope();
+    test_step_on_thread();
     test_config_strings_copied();
     uint64_t before = strobe_step_count();
     strobe_step();

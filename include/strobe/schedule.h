@@ -8,8 +8,10 @@
  * active step stops and hands the result to the on-trace-ready callback; `repeat` cycles (0:
  * until strobe_schedule_end). Each recorded step is a "ProfilerStep#N" range (user_annotation),
  * from its strobe_step() to the next one (or the session's stop), whatever the calling thread has
- * open: step ranges sit on a track of their own ("ProfilerStep"), never paired with the thread's
- * ranges. The same holds for every strobe_step() during a plain session (no schedule), N being
+ * open: the session keeps steps apart from the thread's begin/end records, so they never pair
+ * with its ranges. A step goes on the calling thread's track where it nests there (nothing of
+ * that thread open at its begin and its end), else (and in streaming or flight-recorder
+ * sessions) on a track of its own, "ProfilerStep". The same holds for every strobe_step() during a plain session (no schedule), N being
  * strobe_step()'s return value; under a schedule N counts from the schedule's step 0.
  *
  * Contents: steps, schedule actions, the scheduled profiler, the trace-file handler. */

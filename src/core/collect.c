@@ -57,6 +57,9 @@ typedef struct {
         const char *name, *backend;
     } * backend;
     size_t backend_count, backend_cap;
+    /* ProfilerStep ranges: which went onto the track of the thread that opened them (1), so that
+     * finish_steps() leaves them out; NULL when none can (a streaming or flight session). */
+    uint8_t *step_placed;
 } interner;
 
 static uint64_t hash_ptr(const void *p) {
@@ -451,6 +454,150 @@ static int on_ext(interner *in, thread_details *d, const uint64_t *w, strobe_sta
 
 /* Collects one thread's records. *marker is set to the index of the "buffer full" instant, or
  * STROBE_NO_EVENT when the thread's buffer never filled. */
+/* Whether a record carries a time: all but correlation ids and the details after a begin. */
+static int rec_timed(unsigned kind) {
+    return kind != STROBE__REC_CORR && kind != STROBE__REC_SHAPES && kind != STROBE__REC_FLOPS &&
+           kind != STROBE__REC_STACK && kind != STROBE__REC_PERF;
+}
+
+/* ---- ProfilerStep ranges on their thread's track ------------------------------------------- */
+
+/* Step k of the session (the open one last), its times in ns: an open step ends at stop. */
+static size_t step_total(const strobe__session *s) {
+    return s->step_count + (s->step_open ? 1u : 0u);
+}
+static struct strobe__step_range step_at(const strobe__session *s, size_t k) {
+    return k < s->step_count ? s->steps[k]
+                             : (struct strobe__step_range){s->step_open_number, s->step_open_raw, 0,
+                                                           s->step_open_tid};
+}
+static void step_times(const strobe__session *s, size_t k, const strobe__clock_conv *conv,
+                       int64_t stop_ns, int64_t *start, int64_t *end) {
+    struct strobe__step_range sr = step_at(s, k);
+    *start = strobe__clock_to_ns(conv, sr.start_raw);
+    *end = k < s->step_count ? strobe__clock_to_ns(conv, sr.end_raw) : stop_ns;
+    if (*end > stop_ns) *end = stop_ns;
+    if (*end < *start) *end = *start;
+}
+
+/* A begin or end of a step that a thread opened, in time order. */
+typedef struct step_mark {
+    int64_t ns;
+    uint32_t step;
+    uint8_t is_end;
+} step_mark;
+
+typedef struct step_marks {
+    step_mark *m;
+    size_t n, next;
+    uint8_t *nests;  /* per step (session numbering): both its ends fall where nothing is open */
+    uint32_t *event; /* per step: its event, once begun */
+} step_marks;
+
+/* A step goes on the track of the thread that opened it, as torch's record_function does, when
+ * it nests there: nothing of that thread is open at its begin nor at its end (a record with the
+ * same time as a boundary counts as before it). A step called inside a user scope crosses that
+ * scope, and stays on the "ProfilerStep" track (finish_steps). One pass over the thread's
+ * records finds the depth at each boundary. @return 0 or STROBE_ENOMEM. */
+static int steps_for_thread(interner *in, const strobe__tstate *t, const strobe__clock_conv *conv,
+                            int64_t stop_ns, step_marks *sm) {
+    const strobe__session *s = in->s;
+    memset(sm, 0, sizeof *sm);
+    size_t total = step_total(s);
+    if (in->step_placed == NULL || total == 0) return 0;
+    for (size_t k = 0; k < total; k++)
+        sm->n += step_at(s, k).tid == t->tid ? 2u : 0u;
+    if (sm->n == 0) return 0;
+    sm->m = malloc(sm->n * sizeof *sm->m);
+    sm->nests = calloc(total, 1);
+    sm->event = malloc(total * sizeof *sm->event);
+    if (sm->m == NULL || sm->nests == NULL || sm->event == NULL) return STROBE_ENOMEM;
+    uint8_t *depth0 = calloc(sm->n, 1);
+    if (depth0 == NULL) return STROBE_ENOMEM;
+    size_t n = 0;
+    for (size_t k = 0; k < total; k++) {
+        if (step_at(s, k).tid != t->tid) continue;
+        int64_t a, b;
+        step_times(s, k, conv, stop_ns, &a, &b);
+        sm->m[n++] = (step_mark){a, (uint32_t)k, 0};
+        sm->m[n++] = (step_mark){b, (uint32_t)k, 1};
+    }
+    size_t depth = 0, mi = 0;
+    int64_t prev = INT64_MIN;
+    int truncated = 0;
+    for (const strobe__chunk *c = t->first; c && !truncated; c = c->next) {
+        const char *p = (const char *)(c + 1);
+        const char *end = p + chunk_used(t, c);
+        while (p < end) {
+            uint64_t w0;
+            memcpy(&w0, p, 8);
+            unsigned kind = STROBE__REC_KIND(w0);
+            int starts_event;
+            size_t size = strobe__rec_size(p, (size_t)(end - p), &starts_event);
+            if (size == 0) break;
+            if (rec_timed(kind)) {
+                /* The same clamp as collect_thread's, so that both passes agree. */
+                int64_t ts = strobe__clock_to_ns(conv, STROBE__REC_TS(w0));
+                if (ts < prev) ts = prev;
+                prev = ts;
+                for (; mi < n && sm->m[mi].ns < ts; mi++)
+                    depth0[mi] = depth == 0;
+                if (kind == STROBE__REC_END)
+                    depth -= depth > 0;
+                else if (kind == STROBE__REC_TRUNC)
+                    truncated = 1; /* ranges end where the buffer filled: leave steps apart */
+                else if (kind == STROBE__REC_BEGIN_SITE || kind == STROBE__REC_BEGIN_NAME)
+                    depth++;
+            }
+            p += size;
+        }
+    }
+    for (; mi < n; mi++)
+        depth0[mi] = depth == 0;
+    for (size_t i = 0; i + 1 < n && !truncated; i += 2)
+        sm->nests[sm->m[i].step] = depth0[i] && depth0[i + 1];
+    free(depth0);
+    return 0;
+}
+
+static void step_marks_free(step_marks *sm) {
+    free(sm->m);
+    free(sm->nests);
+    free(sm->event);
+}
+
+/* Applies the boundaries before time `before` (all of them with INT64_MAX) to the thread's open
+ * ranges: a nesting step begins as a root range, or ends with nothing open inside it. */
+static int apply_step_marks(interner *in, step_marks *sm, open_stack *st, const strobe__tstate *t,
+                            uint32_t thread_index, int64_t before) {
+    strobe_result *r = in->r;
+    for (; sm->next < sm->n && sm->m[sm->next].ns < before; sm->next++) {
+        const step_mark *mk = &sm->m[sm->next];
+        if (!sm->nests[mk->step]) continue;
+        if (mk->is_end) {
+            uint32_t ev = sm->event[mk->step];
+            if (st->depth == 1 && st->idx[0] == ev) {
+                r->events[ev].end_ns = mk->ns;
+                st->depth = 0;
+            }
+            continue;
+        }
+        char name[40];
+        int len = snprintf(name, sizeof name, "ProfilerStep#%llu",
+                           (unsigned long long)step_at(in->s, mk->step).number);
+        const char *iname = bytes_name(in, name, (uint32_t)len);
+        if (iname == NULL) return STROBE_ENOMEM;
+        strobe_event *e = add_event(r, st, t, thread_index, STROBE_EVENT_RANGE,
+                                    STROBE_SCOPE_USER_SCOPE, iname, mk->ns);
+        e->correlation_id = e->user_correlation_id = 0;
+        sm->event[mk->step] = (uint32_t)(e - r->events);
+        in->step_placed[mk->step] = 1;
+        int rc = stack_push(st, sm->event[mk->step]);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread_index,
                           const strobe__clock_conv *conv, int64_t stop_ns, strobe_stats *stats,
                           uint32_t *marker) {
@@ -464,6 +611,8 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
     int rc = 0;
     int64_t trunc_ns = INT64_MIN;
     *marker = STROBE_NO_EVENT;
+    step_marks sm;
+    rc = steps_for_thread(in, t, conv, stop_ns, &sm);
 
     for (const strobe__chunk *c = t->first; c && rc == 0; c = c->next) {
         const char *p = (const char *)(c + 1);
@@ -472,15 +621,13 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
             uint64_t w0;
             memcpy(&w0, p, 8);
             unsigned kind = STROBE__REC_KIND(w0);
-            /* Records that carry no time: correlation ids and the details after a begin. */
-            int timed = kind != STROBE__REC_CORR && kind != STROBE__REC_SHAPES &&
-                        kind != STROBE__REC_FLOPS && kind != STROBE__REC_STACK &&
-                        kind != STROBE__REC_PERF;
             int64_t ts = 0;
-            if (timed) {
+            if (rec_timed(kind)) {
                 ts = strobe__clock_to_ns(conv, STROBE__REC_TS(w0));
                 if (ts < prev) ts = prev;
                 prev = ts;
+                if (sm.n) rc = apply_step_marks(in, &sm, &st, t, thread_index, ts);
+                if (rc) break;
             }
             const uint64_t *w = (const uint64_t *)p;
             int starts_event;
@@ -602,6 +749,9 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
             p += size;
         }
     }
+    /* The steps that end after the thread's last record (the last one ends at stop). */
+    if (rc == 0 && sm.n) rc = apply_step_marks(in, &sm, &st, t, thread_index, INT64_MAX);
+    step_marks_free(&sm);
     if (rc == 0 && trunc_ns != INT64_MIN) {
         stats->truncated_ranges += st.depth;
         close_open(r, &st, trunc_ns, STROBE_EVENT_TRUNCATED);
@@ -689,14 +839,17 @@ static int cmp_backend(const void *a, const void *b) {
     return 0;
 }
 
-/* ProfilerStep ranges go on a track of their own ("ProfilerStep"): each step's range runs from its
- * strobe_step() to the next (or to stop), whatever the calling thread had open, so on the thread's
- * own track it could cross the user's ranges. One after the other, they always nest. */
+/* The ProfilerStep ranges that could not go on their thread's track (steps_for_thread) go on a
+ * track of their own ("ProfilerStep"): each step's range runs from its strobe_step() to the next
+ * (or to stop), whatever the calling thread had open, so on the thread's own track it would
+ * cross the user's ranges. One after the other, they always nest. */
 static int finish_steps(interner *in, const strobe__session *s, const strobe__clock_conv *conv,
                         int64_t stop_ns, int64_t tid) {
     strobe_result *r = in->r;
     r->stats.dropped_events += s->steps_lost;
-    size_t n = s->step_count + (s->step_open ? 1u : 0u);
+    size_t total = step_total(s), n = 0;
+    for (size_t k = 0; k < total; k++)
+        n += in->step_placed == NULL || !in->step_placed[k];
     if (n == 0) return 0;
     strobe_thread_info *ti = realloc(r->threads, (r->thread_count + 1) * sizeof *ti);
     if (ti == NULL) return STROBE_ENOMEM;
@@ -713,19 +866,16 @@ static int finish_steps(interner *in, const strobe__session *s, const strobe__cl
     memset(&fake, 0, sizeof fake);
     fake.tid = tid;
     open_stack st = {NULL, NULL, 0, 0, STROBE_NO_EVENT};
-    for (size_t k = 0; k < n; k++) {
-        struct strobe__step_range sr =
-            k < s->step_count
-                ? s->steps[k]
-                : (struct strobe__step_range){s->step_open_number, s->step_open_raw, 0};
-        int64_t start = strobe__clock_to_ns(conv, sr.start_raw);
-        int64_t end = k < s->step_count ? strobe__clock_to_ns(conv, sr.end_raw) : stop_ns;
+    for (size_t k = 0; k < total; k++) {
+        if (in->step_placed && in->step_placed[k]) continue;
+        int64_t start, end;
+        step_times(s, k, conv, stop_ns, &start, &end);
         /* A flight recorder's window may begin after a step did. */
         if (start < r->trace_start_ns) start = r->trace_start_ns;
-        if (end > stop_ns) end = stop_ns;
         if (end < start) end = start;
         char name[40];
-        int len = snprintf(name, sizeof name, "ProfilerStep#%llu", (unsigned long long)sr.number);
+        int len = snprintf(name, sizeof name, "ProfilerStep#%llu",
+                           (unsigned long long)step_at(s, k).number);
         const char *iname = bytes_name(in, name, (uint32_t)len);
         if (iname == NULL) return STROBE_ENOMEM;
         strobe_event *e = add_event(r, &st, &fake, tindex, STROBE_EVENT_RANGE,
@@ -849,6 +999,12 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     in.r = r;
     in.s = s;
     strobe__strtab_init(&in.names, &r->pool);
+    /* In memory, steps can go on their thread's track; a stream has written the threads' ranges
+     * already, and a flight recorder's window may hold only part of a step's thread. */
+    if (s->stream == NULL && step_total(s) > 0) {
+        in.step_placed = calloc(step_total(s), 1);
+        if (in.step_placed == NULL) rc = STROBE_ENOMEM;
+    }
     strobe_stats *st = &r->stats;
     st->buffer_bytes_used = bytes;
     st->buffer_bytes_cap = s->arena_bytes;
@@ -893,6 +1049,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     free(in.pcs);
     free(in.stacks);
     free(in.backend);
+    free(in.step_placed);
     strobe__buf_free(&in.dims);
     strobe__buf_free(&in.types);
     strobe__buf_free(&in.concrete);

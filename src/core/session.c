@@ -593,14 +593,18 @@ void strobe__session_step(uint64_t number) {
         if (s->step_open) {
             if (strobe__grow((void **)&s->steps, &s->step_cap, s->step_count + 1,
                              sizeof *s->steps) == 0)
-                s->steps[s->step_count++] =
-                    (struct strobe__step_range){s->step_open_number, s->step_open_raw, now};
+                s->steps[s->step_count++] = (struct strobe__step_range){
+                    s->step_open_number, s->step_open_raw, now, s->step_open_tid};
             else
                 s->steps_lost++;
         }
         s->step_open = 1;
         s->step_open_number = number;
         s->step_open_raw = now;
+        /* The collector puts the range on this thread's track where it nests there. The thread
+         * may not have recorded in this session yet (a step that starts an on-demand trace):
+         * its id comes from the kernel, not from its recording state. */
+        s->step_open_tid = (int64_t)syscall(SYS_gettid);
     }
     pthread_mutex_unlock(&session_lock);
 }

@@ -127,10 +127,12 @@ typedef struct strobe__session {
      * with a step's end. */
     struct strobe__step_range {
         uint64_t number, start_raw, end_raw;
+        int64_t tid; /* the thread whose strobe_step() opened it */
     } * steps;
     size_t step_count, step_cap;
     int step_open;
     uint64_t step_open_number, step_open_raw;
+    int64_t step_open_tid;
     uint64_t steps_lost; /* closed steps not kept (out of memory) */
 } strobe__session;
 
