@@ -53,6 +53,9 @@ const char cmd_check_usage[] =
     "      flow_without_start    a flow end (ph f) with no start (ph s) of the same id and cat\n"
     "      flow_without_id       a flow event with no usable id\n"
     "      unknown_phase         a ph the Trace Event Format does not define\n"
+    "      step_overlap          a ProfilerStep#N range that starts before the process's\n"
+    "                            previous step ended (steps follow one another, as\n"
+    "                            torch.profiler's step() makes them)\n"
     "      bad_metadata_event    a malformed ph M event (counted only)\n"
     "\n"
     "    Unsorted events, string pids and tids, a missing cat and an unterminated traceEvents\n"
@@ -96,6 +99,7 @@ enum {
     P_FLOW_WITHOUT_START,
     P_FLOW_WITHOUT_ID,
     P_UNKNOWN_PHASE,
+    P_STEP_OVERLAP,
     P_COUNT
 };
 
@@ -103,7 +107,7 @@ static const char *const problem_names[P_COUNT] = {
     "bad_event",        "negative_dur",          "x_without_dur",      "end_out_of_range",
     "partial_overlap",  "child_outlives_parent", "b_without_e",        "e_without_b",
     "be_name_mismatch", "flow_without_end",      "flow_without_start", "flow_without_id",
-    "unknown_phase"};
+    "unknown_phase",    "step_overlap"};
 
 /* One example: the event, and for a nesting problem or a name mismatch the other event. */
 typedef struct example {
@@ -212,6 +216,61 @@ static void check_nesting(checker *c) {
         add(c, inside > after ? P_CHILD_OUTLIVES_PARENT : P_PARTIAL_OVERLAP, (uint32_t)i,
             e->parent);
     }
+}
+
+/* ProfilerStep#N ranges of one process follow one another: one that starts before the previous
+ * ended was paired with the wrong end (a step closed by a user's scope) or spans other steps. */
+static const md_model *step_model;
+static int by_process_then_ts(const void *a, const void *b) {
+    const md_event *x = &step_model->events[*(const uint32_t *)a];
+    const md_event *y = &step_model->events[*(const uint32_t *)b];
+    const md_thread *tx = &step_model->threads[x->thread], *ty = &step_model->threads[y->thread];
+    if (tx->pid_kind != ty->pid_kind) return tx->pid_kind < ty->pid_kind ? -1 : 1;
+    if (tx->pid != ty->pid) return tx->pid < ty->pid ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static void check_steps(checker *c) {
+    const md_model *m = c->m;
+    size_t n = 0;
+    uint32_t *ix = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < m->count; i++) {
+            const md_event *e = &m->events[i];
+            if (e->ph != 'X' || !e->has_time || e->dur_state != MD_DUR_OK || e->bad) continue;
+            const char *name = md_str(m, e->name);
+            if (strncmp(name, "ProfilerStep#", 13) != 0) continue;
+            if (pass) ix[n] = (uint32_t)i;
+            n++;
+        }
+        if (pass == 0) {
+            if (n < 2) return;
+            ix = malloc(n * sizeof *ix);
+            if (ix == NULL) {
+                c->oom = 1;
+                return;
+            }
+            n = 0;
+        }
+    }
+    step_model = m;
+    qsort(ix, n, sizeof *ix, by_process_then_ts);
+    /* Against the step of the process that ends last so far: a step spanning several others
+     * shows in each of them. */
+    uint32_t last = ix[0];
+    for (size_t k = 1; k < n; k++) {
+        const md_event *prev = &m->events[last], *e = &m->events[ix[k]];
+        const md_thread *tp = &m->threads[prev->thread], *te = &m->threads[e->thread];
+        if (tp->pid_kind != te->pid_kind || tp->pid != te->pid) {
+            last = ix[k];
+            continue;
+        }
+        int64_t prev_end = md_add_sat(prev->ts, prev->dur);
+        if (e->ts < prev_end) add(c, P_STEP_OVERLAP, ix[k], last);
+        if (md_add_sat(e->ts, e->dur) > prev_end) last = ix[k];
+    }
+    free(ix);
 }
 
 /* B/E pairs, per thread in time order (the model's order), as a viewer pairs them: an E closes
@@ -363,6 +422,10 @@ static void print_example(const checker *c, int kind, const example *x) {
         const md_event *o = &m->events[x->other];
         if (kind == P_BE_NAME_MISMATCH) {
             printf(": closes \"%s\" (#%u)", cli_esc(md_str(m, o->name)), o->index);
+        } else if (kind == P_STEP_OVERLAP) {
+            printf(": starts before \"%s\" (#%u) ends at ", cli_esc(md_str(m, o->name)), o->index);
+            print_us(md_add_sat(file_ts(m, o), o->dur));
+            printf(" us");
         } else {
             printf(": starts inside \"%s\" (#%u, ends ", cli_esc(md_str(m, o->name)), o->index);
             print_us(md_add_sat(file_ts(m, o), o->dur));
@@ -446,10 +509,12 @@ static void json_example(const checker *c, int kind, const example *x) {
     }
     if (x->other != MD_NONE) {
         const md_event *o = &m->events[x->other];
-        printf(", \"%s\": ", kind == P_BE_NAME_MISMATCH ? "closes" : "starts_inside");
+        printf(", \"%s\": ", kind == P_BE_NAME_MISMATCH ? "closes"
+                             : kind == P_STEP_OVERLAP   ? "overlaps"
+                                                        : "starts_inside");
         json_event(m, o);
         putchar('}');
-        if (kind != P_BE_NAME_MISMATCH) {
+        if (kind != P_BE_NAME_MISMATCH && kind != P_STEP_OVERLAP) {
             printf(", \"ends_after_us\": ");
             print_us(e->ts + e->dur - (o->ts + o->dur));
         }
@@ -551,6 +616,7 @@ int cmd_check(int argc, char **argv) {
     check_nesting(&c);
     check_begin_end(&c);
     check_flows(&c);
+    check_steps(&c);
     int found = c.oom ? CLI_OK : json ? report_json(&c) : report(&c);
     int rc = cli_finish("check", path, c.oom ? STROBE_ENOMEM : 0, found);
     for (int k = 0; k < P_COUNT; k++)

@@ -211,9 +211,9 @@ static int pf_to_json(const char *in, const char *out, int quiet) {
         fprintf(stderr, "strobe convert: %s: %s\n", cli_esc(in), why);
         return CLI_BAD_INPUT;
     }
-    if (strcmp(in, "-") == 0 && !strobe_rd_pf_sniff(data, len, 1)) {
-        fprintf(stderr, "strobe convert: standard input and %s are both JSON: nothing to convert\n",
-                cli_esc(out));
+    if (!strobe_rd_pf_sniff(data, len, 1)) {
+        fprintf(stderr, "strobe convert: %s and %s are both JSON: nothing to convert\n",
+                strcmp(in, "-") == 0 ? "standard input" : cli_esc(in), cli_esc(out));
         free(data);
         return CLI_BAD_INPUT;
     }
@@ -1050,10 +1050,13 @@ int cmd_convert(int argc, char **argv) {
     if (!in || !out) return cli_usage_error("convert", "IN and OUT are required", NULL);
     if (out[0] == '\0') return cli_usage_error("convert", "OUT is empty", NULL);
     /* Is IN a Perfetto trace? By its content, whatever its name, as every reader of traces
-     * tells. Standard input cannot be read twice: it is Perfetto when the output is JSON (the
-     * Perfetto path then checks), and read by the JSON path otherwise, whose reader decodes a
+     * tells. Standard input and other pipes cannot be read twice: Perfetto when the output is JSON
+     * (the Perfetto path then checks), and read by the JSON path otherwise, whose reader decodes a
      * Perfetto trace too. */
-    int in_pf = strcmp(in, "-") == 0 ? !strobe__pftrace_path(out) : strobe_rd_is_perfetto(in) == 1;
+    struct stat in_st;
+    int in_pipe = strcmp(in, "-") == 0 ||
+                  (stat(in, &in_st) == 0 && !S_ISREG(in_st.st_mode) && !S_ISDIR(in_st.st_mode));
+    int in_pf = in_pipe ? !strobe__pftrace_path(out) : strobe_rd_is_perfetto(in) == 1;
     if (strobe__pftrace_path(out)) {
         if (in_pf) {
             fprintf(stderr, "strobe convert: %s is already a Perfetto trace\n", cli_esc(in));

@@ -125,6 +125,10 @@ static void test_check(void) {
     const expect flows[] = {
         {"flow_without_end", 2}, {"flow_without_start", 2}, {"flow_without_id", 1}};
     check_trace("check_flows.json", 1, flows, 3);
+    /* Process 1's steps as a step called inside a user scope paired them: #1 spans the trace,
+     * #2 and #3 start inside it. Process 2's steps follow one another across two threads. */
+    const expect steps[] = {{"step_overlap", 2}};
+    check_trace("check_steps.json", 1, steps, 1);
     /* tid 1: B a, B b, E b, E (nameless, closes a), B c, E d (closes c: name mismatch), E e (no
      * open B), B f (never closed); tid 2: an E with no B. */
     const expect be[] = {{"b_without_e", 1}, {"e_without_b", 2}, {"be_name_mismatch", 1}};

@@ -18,10 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "strobe/session.h" /* the config's layout only: nothing of the library is linked */
+
 static const char *lib_path;
 
 /* The library's entry points, looked up by name: this program is not linked with it. */
-typedef void (*config_init_fn)(void *);
+typedef void (*config_defaults_fn)(strobe_config *, size_t);
 typedef int (*start_fn)(const void *);
 typedef int (*stop_fn)(void **);
 typedef void (*free_fn)(void *);
@@ -43,19 +45,21 @@ static void *sym(const char *name) {
  * the library is closed, and exits: the thread-exit destructor runs then. */
 static void *helper(void *arg) {
     (void)arg;
-    config_init_fn config_init = (config_init_fn)sym("strobe_config_init");
+    /* strobe_config_init() is inline in the header: what it does, through the library's
+     * exported defaults routine. */
+    config_defaults_fn config_defaults = (config_defaults_fn)sym("strobe__config_defaults");
     start_fn start = (start_fn)sym("strobe_start");
     stop_fn stop = (stop_fn)sym("strobe_stop");
     free_fn result_free = (free_fn)sym("strobe_result_free");
     begin_fn begin = (begin_fn)sym("strobe__begin_name");
     end_fn end = (end_fn)sym("strobe__end");
     int rc = 1;
-    if (config_init && start && stop && result_free && begin && end) {
-        /* Larger than any strobe_config, zeroed: the library fills in what it knows. */
-        static _Alignas(64) unsigned char cfg[4096];
-        config_init(cfg);
+    if (config_defaults && start && stop && result_free && begin && end) {
+        strobe_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        config_defaults(&cfg, sizeof cfg);
         void *r = NULL;
-        if (start(cfg) == 0) {
+        if (start(&cfg) == 0) {
             begin("on helper", 4);
             end();
             rc = stop(&r);

@@ -1345,7 +1345,7 @@ static void test_message_escapes(void) {
     static const char text[] = "{\"traceEvents\":[],\"a\\nb\\u001b[2J\\t\\u007f\":";
     run r = run_text(text);
     CHECK_EQ(r.rc, STROBE_EFORMAT);
-    CHECK(strstr(r.err, "member \"a\\nb\\x1b[2J\\t\\x7f\" has no value") != NULL);
+    CHECK(strstr(r.err, "member \"a\\nb\\e[2J\\t\\x7f\" has no value") != NULL);
     for (const char *p = r.err; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f) {
             fprintf(stderr, "control character 0x%02x in '%s'\n", (unsigned)*p, r.err);

@@ -11,6 +11,7 @@
 #include "trace_reader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,8 +168,9 @@ void strobe_rd_options_init(strobe_rd_options *opt) {
 }
 
 /* Copies src into dst (cap bytes, NUL-terminated, truncated to fit) with control characters
- * escaped ("\n", "\t", "\r", others and DEL as "\xNN"): a message quotes keys and names from
- * the file, and must stay one line that cannot drive a terminal. */
+ * escaped ("\n", "\t", "\r", "\e", others and DEL as "\xNN", as the CLI's cli_esc() writes
+ * them): a message quotes keys and names from the file, and must stay one line that cannot drive
+ * a terminal. */
 static void escape_ctl(char *dst, size_t cap, const char *src) {
     size_t n = 0;
     for (const unsigned char *p = (const unsigned char *)src; *p && n + 1 < cap; p++) {
@@ -177,9 +179,9 @@ static void escape_ctl(char *dst, size_t cap, const char *src) {
         if (*p >= 0x20 && *p != 0x7f) {
             esc[0] = (char)*p;
             len = 1;
-        } else if (*p == '\n' || *p == '\t' || *p == '\r') {
+        } else if (*p == '\n' || *p == '\t' || *p == '\r' || *p == 0x1b) {
             esc[0] = '\\';
-            esc[1] = *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r';
+            esc[1] = *p == '\n' ? 'n' : *p == '\t' ? 't' : *p == '\r' ? 'r' : 'e';
             len = 2;
         } else {
             snprintf(esc, sizeof esc, "\\x%02x", (unsigned)*p);
@@ -334,7 +336,7 @@ static unsigned gz_buffer_size(const char *path, int fd) {
  * copied into a temporary file, unlinked at once, and read from there as a file would be (zlib
  * tells gzip from plain data by content). @return an open descriptor at offset 0, or -1 with
  * errno set. */
-static int stdin_to_temp(void) {
+static int fd_to_temp(int src) {
     const char *dir = getenv("TMPDIR");
     char path[4096];
     snprintf(path, sizeof path, "%s/strobe-stdin-XXXXXX", dir && dir[0] ? dir : "/tmp");
@@ -343,7 +345,7 @@ static int stdin_to_temp(void) {
     unlink(path);
     char buf[1 << 16];
     for (;;) {
-        ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+        ssize_t n = read(src, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) goto fail;
         if (n == 0) break;
@@ -371,17 +373,28 @@ int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *o
     *out = r;
     strobe_jp_init_mem(&r->jp, NULL, 0); /* so that close works whatever fails below */
     errno = 0;
-    if (is_stdin) {
-        int fd = stdin_to_temp();
-        if (fd < 0)
+    /* A pipe (standard input, a FIFO, a process substitution) can be read only once, but the
+     * format is told from its first bytes and the look-ahead and rewind read it again: it is
+     * copied into an unlinked temporary file first. */
+    struct stat st;
+    int is_pipe =
+        is_stdin || (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
+    if (is_pipe) {
+        int src = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+        int fd = src >= 0 ? fd_to_temp(src) : -1;
+        int e = errno;
+        if (src >= 0 && !is_stdin) close(src);
+        errno = e;
+        if (fd < 0 && is_stdin)
             return fail(r, STROBE_EIO, -1, "cannot read standard input: %s", strerror(errno));
+        if (fd < 0) return fail(r, STROBE_EIO, -1, "cannot read: %s", strerror(errno));
         /* A second descriptor, which zlib does not close, for the look-ahead to open the file
          * again by. */
         r->fd = dup(fd);
         r->gz = r->fd >= 0 ? gzdopen(fd, "rb") : NULL;
         if (!r->gz) {
             close(fd);
-            return fail(r, STROBE_EIO, -1, "cannot read standard input: %s",
+            return fail(r, STROBE_EIO, -1, "cannot read: %s",
                         errno ? strerror(errno) : "out of memory in zlib");
         }
     } else {
@@ -390,7 +403,7 @@ int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *o
             return fail(r, STROBE_EIO, -1, "cannot open: %s",
                         errno ? strerror(errno) : "out of memory in zlib");
     }
-    gzbuffer(r->gz, gz_buffer_size(is_stdin ? NULL : path, r->fd));
+    gzbuffer(r->gz, gz_buffer_size(is_pipe ? NULL : path, r->fd));
     /* The format is told by content, whatever the name: JSON, or a Perfetto trace (either one
      * gzip'd, which zlib undoes). */
     unsigned char head[HEAD_BYTES];
