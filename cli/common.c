@@ -347,6 +347,13 @@ int cli_load(md_model *m, const char *cmd, const char *path, int quiet) {
                     "read up to the last whole packet\n",
                     cmd, strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path),
                     (long long)m->pf_cut_offset);
+        /* strobe writes at most 8 counters; a file naming more keeps the first MD_PERF_MAX. */
+        if (m->perf_dropped)
+            fprintf(stderr,
+                    "strobe %s: warning: %s: %llu perf counter name(s) in strobe_perf_events past "
+                    "the first %d left out\n",
+                    cmd, strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path),
+                    (unsigned long long)m->perf_dropped, MD_PERF_MAX);
         return 0;
     }
     fprintf(stderr, "strobe %s: %s\n", cmd, cli_esc(m->err));

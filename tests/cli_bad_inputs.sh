@@ -202,6 +202,20 @@ generated() {
         fail=1
     fi
 
+    # More perf counter names than the model keeps: the rest are left out, and said so.
+    {
+        printf '{"strobe_perf_events":['
+        for k in $(seq 0 39); do printf '%s"p%d"' "$([ "$k" = 0 ] || echo ,)" "$k"; done
+        printf '],"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1,"dur":1,"args":{"p0":5,"p39":7}}]}'
+    } >"$d/many_perf.json"
+    for c in summary info; do
+        if ! "$STROBE" "$c" "$d/many_perf.json" >/dev/null 2>"$TMP/err" ||
+            ! grep -q "8 perf counter name(s) in strobe_perf_events past the first 32" "$TMP/err"; then
+            echo "FAIL: strobe $c many_perf.json: the names left out are not said: $(cat "$TMP/err")"
+            fail=1
+        fi
+    done
+
     # Keys and names from the file in error messages: a newline and a terminal escape, which
     # must come out escaped (run_case: one line, no control characters).
     printf '{"traceEvents":[],"a\\nb\\u001b[2J":' >"$d/ctl_in_key.json"

@@ -214,9 +214,10 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
                     struct strobe_result *r);
 
 /* session.c: marks a step boundary in the recording session, if any: the open ProfilerStep range
- * ends now and "ProfilerStep#<number>" begins. strobe_stop() ends the open one at stop. The
- * collector puts them on a track of their own ("ProfilerStep"), one after the other. Any thread;
- * takes the session lock (not from the hot path). */
+ * ends now and "ProfilerStep#<number>" begins, opened by the calling thread. strobe_stop() ends
+ * the open one at stop. The collector puts each on its thread's track where it nests there, else
+ * on a track of their own ("ProfilerStep"). Any thread; takes the session lock (not from the hot
+ * path). */
 void strobe__session_step(uint64_t number);
 
 /* log.c */
