@@ -2,6 +2,7 @@
 #include "common.h"
 #include "emit.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -221,24 +222,50 @@ size_t cli_progress_format(char *buf, size_t cap, const char *cmd, const char *p
     return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
 }
 
+/* A descriptor's position, from /proc/self/fdinfo: read by path, so that the watcher never uses
+ * a descriptor the loading thread may close (and the system reuse) meanwhile. -1: unknown. */
+static long long fdinfo_pos(int fd) {
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return -1;
+    long long pos = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "pos: %lld", &pos) == 1) break;
+    fclose(f);
+    return pos;
+}
+
+/* Whether descriptor fd holds the file being read (its /proc link, stat'ed by path). */
+static int holds_input(const cli_progress *p, int fd) {
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return stat(path, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino;
+}
+
 /* The file's position in whichever descriptor holds it now (the reader may open it twice). */
 static long long file_pos(cli_progress *p) {
-    struct stat st;
-    if (p->fd >= 0 && fstat(p->fd, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino) {
-        off_t pos = lseek(p->fd, 0, SEEK_CUR);
-        if (pos >= 0) return (long long)pos;
+    if (p->fd >= 0 && holds_input(p, p->fd)) {
+        long long pos = fdinfo_pos(p->fd);
+        if (pos >= 0) return pos;
     }
     p->fd = -1;
-    long max = sysconf(_SC_OPEN_MAX);
-    if (max < 0 || max > 4096) max = 4096;
-    for (int fd = 3; fd < max; fd++) {
-        if (fstat(fd, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino) {
-            p->fd = fd;
-            off_t pos = lseek(fd, 0, SEEK_CUR);
-            return pos >= 0 ? (long long)pos : -1;
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL) return -1;
+    long long pos = -1;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char *end;
+        long fd = strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end != '\0' || fd < 3 || fd == dirfd(d)) continue;
+        if (holds_input(p, (int)fd)) {
+            p->fd = (int)fd;
+            pos = fdinfo_pos((int)fd);
+            break;
         }
     }
-    return -1;
+    closedir(d);
+    return pos;
 }
 
 static void show(cli_progress *p, const char *line, size_t len) {
@@ -264,7 +291,7 @@ static void *watch(void *arg) {
         long long elapsed = now_ms() - start;
         long long wait = elapsed < cli_progress_delay_ms ? cli_progress_delay_ms - elapsed : 250;
         if (elapsed >= cli_progress_delay_ms) {
-            long long pos = p->stdin_input ? (long long)lseek(0, 0, SEEK_CUR) : file_pos(p);
+            long long pos = p->stdin_input ? fdinfo_pos(0) : file_pos(p);
             if (pos >= 0 || p->size < 0) {
                 char line[1100];
                 size_t len = cli_progress_format(line, sizeof line, p->cmd, p->path, pos,
