@@ -345,26 +345,16 @@ static size_t track_hash(int64_t pid, int64_t tid) {
     return (size_t)(x ^ (x >> 29));
 }
 
+static uint64_t track_hash_at(const void *arr, size_t k) {
+    const ctrack *t = &((const conv *)arr)->tracks[k];
+    return track_hash(t->pid, t->tid);
+}
+
 /* Doubles the track index. @return 0, or -1 (c->oom set). */
 static int track_rehash(conv *c) {
-    size_t cap = c->track_slot_cap ? c->track_slot_cap * 2 : 256;
-    uint32_t *s = malloc(cap * sizeof *s);
-    if (!s) {
-        c->oom = 1;
-        return -1;
-    }
-    for (size_t i = 0; i < cap; i++)
-        s[i] = UINT32_MAX;
-    for (size_t k = 0; k < c->ntracks; k++) {
-        size_t i = track_hash(c->tracks[k].pid, c->tracks[k].tid) & (cap - 1);
-        while (s[i] != UINT32_MAX)
-            i = (i + 1) & (cap - 1);
-        s[i] = (uint32_t)k;
-    }
-    free(c->track_slots);
-    c->track_slots = s;
-    c->track_slot_cap = cap;
-    return 0;
+    if (md_rehash(&c->track_slots, &c->track_slot_cap, c->ntracks, track_hash_at, c) == 0) return 0;
+    c->oom = 1;
+    return -1;
 }
 
 /* The track of (pid, tid), added on first sight; a hash lookup, as a trace may hold as many

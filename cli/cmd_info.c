@@ -73,7 +73,7 @@ typedef struct tally {
     uint8_t *kinds;
     uint64_t *counts;
     size_t n, cap;
-    uint32_t *slots; /* indexes into keys, UINT32_MAX: free */
+    uint32_t *slots; /* indexes into keys, MD_NONE: free (md_rehash) */
     size_t slot_cap;
 } tally;
 
@@ -82,22 +82,13 @@ static size_t tally_hash(int64_t key, uint8_t kind) {
     return (size_t)(x ^ (x >> 29) ^ ((uint64_t)kind << 17));
 }
 
+static uint64_t tally_hash_at(const void *arr, size_t k) {
+    const tally *t = arr;
+    return tally_hash(t->keys[k], t->kinds[k]);
+}
+
 static int tally_rehash(tally *t) {
-    size_t cap = t->slot_cap ? t->slot_cap * 2 : 64;
-    uint32_t *s = malloc(cap * sizeof *s);
-    if (s == NULL) return -1;
-    for (size_t i = 0; i < cap; i++)
-        s[i] = UINT32_MAX;
-    for (size_t k = 0; k < t->n; k++) {
-        size_t i = tally_hash(t->keys[k], t->kinds[k]) & (cap - 1);
-        while (s[i] != UINT32_MAX)
-            i = (i + 1) & (cap - 1);
-        s[i] = (uint32_t)k;
-    }
-    free(t->slots);
-    t->slots = s;
-    t->slot_cap = cap;
-    return 0;
+    return md_rehash(&t->slots, &t->slot_cap, t->n, tally_hash_at, t) ? -1 : 0;
 }
 
 static int tally_add_kind(tally *t, int64_t key, uint8_t kind, uint64_t by) {

@@ -130,6 +130,19 @@ static int usage_error(const char *msg, const char *arg) {
     return cli_usage_error("kernels", msg, arg);
 }
 
+/* Appends the [start, end) of each timed device-work event of thread th to iv (pairs, after the
+ * first n). @return the pairs in iv now. */
+static size_t device_intervals(const md_model *m, const md_thread *th, int64_t *iv, size_t n) {
+    for (size_t k = 0; k < th->count; k++) {
+        const md_event *e = &m->events[th->order[k]];
+        if (!md_is_device_work(e->kind) || !e->has_time) continue;
+        iv[2 * n] = e->ts;
+        iv[2 * n + 1] = e->ts + e->dur;
+        n++;
+    }
+    return n;
+}
+
 static int run(const md_model *m, size_t limit, int format, size_t name_width) {
     /* Rows per kernel name, indexed by the name's string id. */
     size_t nstr = m->strings.count;
@@ -165,14 +178,7 @@ static int run(const md_model *m, size_t limit, int format, size_t name_width) {
     if (!err && iv == NULL) err = STROBE_ENOMEM;
     for (size_t t = 0; !err && t < m->thread_count; t++) {
         const md_thread *th = &m->threads[t];
-        size_t n = 0;
-        for (size_t k = 0; k < th->count; k++) {
-            const md_event *e = &m->events[th->order[k]];
-            if (!md_is_device_work(e->kind) || !e->has_time) continue;
-            iv[2 * n] = e->ts;
-            iv[2 * n + 1] = e->ts + e->dur;
-            n++;
-        }
+        size_t n = device_intervals(m, th, iv, 0);
         if (n == 0) continue;
         srow *s = &streams[nstreams++];
         s->pid = th->pid;
@@ -199,14 +205,7 @@ static int run(const md_model *m, size_t limit, int format, size_t name_width) {
         for (b = a; b < nstream_rows && streams[ord[b]].pid == first->pid &&
                     streams[ord[b]].pid_kind == first->pid_kind;
              b++) {
-            const md_thread *th = &m->threads[streams[ord[b]].thread];
-            for (size_t k = 0; k < th->count; k++) {
-                const md_event *e = &m->events[th->order[k]];
-                if (!md_is_device_work(e->kind) || !e->has_time) continue;
-                iv[2 * n] = e->ts;
-                iv[2 * n + 1] = e->ts + e->dur;
-                n++;
-            }
+            n = device_intervals(m, &m->threads[streams[ord[b]].thread], iv, n);
         }
         qsort(iv, n, 2 * sizeof *iv, by_start);
         srow *s = &streams[nstreams++];

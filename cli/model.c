@@ -101,9 +101,8 @@ static uint64_t proc_hash(const md_process *p) {
     return mix(p->pid, 0, p->pid_kind);
 }
 
-/* Doubles an open-addressing table of indexes (n entries hashed by hash(i)). */
-static int rehash(uint32_t **slots, size_t *slot_cap, size_t n,
-                  uint64_t (*hash)(const void *, size_t), const void *arr) {
+int md_rehash(uint32_t **slots, size_t *slot_cap, size_t n, uint64_t (*hash)(const void *, size_t),
+              const void *arr) {
     size_t cap = *slot_cap ? *slot_cap * 2 : 64;
     uint32_t *s = malloc(cap * sizeof *s);
     if (s == NULL) return STROBE_ENOMEM;
@@ -133,7 +132,8 @@ static uint64_t proc_hash_at(const void *arr, size_t k) {
  * error. */
 static int64_t thread_of(md_model *m, const md_thread *key) {
     if ((m->thread_count + 1) * 2 > m->thread_slot_cap &&
-        rehash(&m->thread_slots, &m->thread_slot_cap, m->thread_count, thread_hash_at, m->threads))
+        md_rehash(&m->thread_slots, &m->thread_slot_cap, m->thread_count, thread_hash_at,
+                  m->threads))
         return STROBE_ENOMEM;
     size_t i = thread_hash(key) & (m->thread_slot_cap - 1);
     for (uint32_t t; (t = m->thread_slots[i]) != MD_NONE; i = (i + 1) & (m->thread_slot_cap - 1)) {
@@ -157,7 +157,7 @@ static int64_t thread_of(md_model *m, const md_thread *key) {
 static int set_process_name(md_model *m, int64_t pid, uint8_t kind, uint32_t name) {
     md_process key = {.pid = pid, .pid_kind = kind, .name = name};
     if ((m->proc_count + 1) * 2 > m->proc_slot_cap &&
-        rehash(&m->proc_slots, &m->proc_slot_cap, m->proc_count, proc_hash_at, m->procs))
+        md_rehash(&m->proc_slots, &m->proc_slot_cap, m->proc_count, proc_hash_at, m->procs))
         return STROBE_ENOMEM;
     size_t i = proc_hash(&key) & (m->proc_slot_cap - 1);
     for (uint32_t p; (p = m->proc_slots[i]) != MD_NONE; i = (i + 1) & (m->proc_slot_cap - 1)) {

@@ -184,4 +184,10 @@ static inline const char *md_str(const md_model *m, uint32_t id) {
 /* The kind's name ("cpu_op", "kernel", ...), for reports. */
 const char *md_kind_name(int kind);
 
+/* Doubles an open-addressing table of indexes (64 slots at first; MD_NONE: free) and puts
+ * entries 0 .. n-1 back, entry k at hash(arr, k). The index of the model's threads and
+ * processes, and of the commands' own tables. @return 0 or STROBE_ENOMEM (the table unchanged). */
+int md_rehash(uint32_t **slots, size_t *slot_cap, size_t n, uint64_t (*hash)(const void *, size_t),
+              const void *arr);
+
 #endif
