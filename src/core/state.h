@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "perf.h"
+#include "log.h"
 #include "strobe/session.h"
 
 /* A chunk of a thread's buffer: header, then records. `used` is set when the chunk is closed; the
@@ -219,13 +220,6 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
  * on a track of their own ("ProfilerStep"). Any thread; takes the session lock (not from the hot
  * path). */
 void strobe__session_step(uint64_t number);
-
-/* log.c */
-void strobe__log(strobe_log_level level, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
 
 /* Moves the end of the thread's records. A release store: the records before `p` are complete
  * for whoever reads pos with an acquire load (the flight recorder's dump reads a live thread's

@@ -88,7 +88,7 @@ const strobe__device_backend strobe__cuda_backend = {
 
 #include <cupti.h>
 
-#include "core/state.h"
+#include "core/log.h"
 #include "cuda/cupti_convert.h"
 #include "strobe/backend.h"
 #include "util/strpool.h"

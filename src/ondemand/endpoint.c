@@ -25,7 +25,8 @@
 #include <unistd.h>
 
 #include "od_internal.h"
-#include "state.h"
+#include "core/hooks.h"
+#include "core/log.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
 #include "strobe/ondemand.h"

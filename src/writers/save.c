@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/state.h"
+#include "core/log.h"
 #include "strobe/error.h"
 #include "writer.h"
 
