@@ -1,6 +1,6 @@
 /* link.c: operator ancestry and the device-work correlation chain (see link.h).
  *
- * Contents: ancestry walks, a small int64 -> event hash map, the operator at a time on a
+ * Contents: ancestry walks, id -> event lookups (util/u64map.h), the operator at a time on a
  * thread, and cl_link. */
 #include "link.h"
 
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "strobe/error.h"
+#include "util/u64map.h"
 
 uint32_t cl_row_parent(const md_model *m, uint32_t i) {
     uint32_t p = m->events[i].parent;
@@ -24,44 +25,14 @@ uint32_t cl_op_parent(const md_model *m, uint32_t i) {
     return p;
 }
 
-/* ---- int64 -> event map ---------------------------------------------------------------------- */
+/* ---- int64 -> event lookups ----------------------------------------------------------------- */
 
-/* Open addressing, at most half full; keys are non-negative ids, so -1 marks an empty slot. */
-typedef struct idmap {
-    int64_t *keys;
-    uint32_t *vals;
-    size_t cap;
-} idmap;
-
-static int idmap_init(idmap *h, size_t n) {
-    h->cap = 64;
-    while (h->cap < n * 2)
-        h->cap *= 2;
-    h->keys = malloc(h->cap * sizeof *h->keys);
-    h->vals = malloc(h->cap * sizeof *h->vals);
-    if (h->keys == NULL || h->vals == NULL) return STROBE_ENOMEM;
-    for (size_t i = 0; i < h->cap; i++)
-        h->keys[i] = -1;
-    return 0;
-}
-
-static void idmap_free(idmap *h) {
-    free(h->keys);
-    free(h->vals);
-}
-
-static size_t idmap_slot(const idmap *h, int64_t key) {
-    uint64_t x = (uint64_t)key * 0x9e3779b97f4a7c15ull;
-    size_t i = (size_t)(x ^ (x >> 29)) & (h->cap - 1);
-    while (h->keys[i] != -1 && h->keys[i] != key)
-        i = (i + 1) & (h->cap - 1);
-    return i;
-}
-
-static uint32_t idmap_get(const idmap *h, int64_t key) {
+/* The event an id maps to; ids are non-negative (a negative one is absent), as are the map's
+ * keys. */
+static uint32_t idmap_get(const strobe__u64map *h, int64_t key) {
     if (key < 0) return MD_NONE;
-    size_t i = idmap_slot(h, key);
-    return h->keys[i] == key ? h->vals[i] : MD_NONE;
+    const uint64_t *v = strobe__u64map_get(h, (uint64_t)key);
+    return v ? (uint32_t)*v : MD_NONE;
 }
 
 /* ---- The operator at a time on a thread ------------------------------------------------------ */
@@ -158,35 +129,32 @@ int cl_link(const md_model *m, uint32_t *owner) {
         if ((e->kind == MD_RUNTIME || e->kind == MD_DRIVER) && e->corr >= 0) nc++;
         if (cl_is_op(e->kind) && e->ext_id >= 0) ne++;
     }
-    idmap by_corr = {0}, by_ext = {0};
-    if (idmap_init(&by_corr, nc + 1) || idmap_init(&by_ext, ne + 1)) {
-        idmap_free(&by_corr);
-        idmap_free(&by_ext);
+    strobe__u64map by_corr = {0}, by_ext = {0};
+    if (strobe__u64map_reserve(&by_corr, nc + 1) || strobe__u64map_reserve(&by_ext, ne + 1)) {
+        strobe__u64map_free(&by_corr);
+        strobe__u64map_free(&by_ext);
         return STROBE_ENOMEM;
     }
     for (size_t i = 0; i < m->count; i++) {
         const md_event *e = &m->events[i];
         if ((e->kind == MD_RUNTIME || e->kind == MD_DRIVER) && e->corr >= 0) {
-            size_t s = idmap_slot(&by_corr, e->corr);
-            by_corr.keys[s] = e->corr;
-            by_corr.vals[s] = (uint32_t)i;
+            uint64_t *v = strobe__u64map_put(&by_corr, (uint64_t)e->corr, NULL);
+            if (v == NULL) goto nomem;
+            *v = i;
         }
         if (cl_is_op(e->kind) && e->ext_id >= 0) {
             /* Nested operators may share an External id; the innermost (latest start) is the one
              * that launched the work. */
-            size_t s = idmap_slot(&by_ext, e->ext_id);
-            if (by_ext.keys[s] == -1 || m->events[by_ext.vals[s]].ts <= e->ts) {
-                by_ext.keys[s] = e->ext_id;
-                by_ext.vals[s] = (uint32_t)i;
-            }
+            int fresh;
+            uint64_t *v = strobe__u64map_put(&by_ext, (uint64_t)e->ext_id, &fresh);
+            if (v == NULL) goto nomem;
+            if (fresh || m->events[*v].ts <= e->ts) *v = i;
         }
     }
     uint32_t *twin = calloc(m->thread_count ? m->thread_count : 1, sizeof *twin);
     if (twin == NULL || string_twins(m, twin)) {
         free(twin);
-        idmap_free(&by_corr);
-        idmap_free(&by_ext);
-        return STROBE_ENOMEM;
+        goto nomem;
     }
 
     for (size_t i = 0; i < m->count; i++) {
@@ -205,7 +173,11 @@ int cl_link(const md_model *m, uint32_t *owner) {
         owner[i] = o;
     }
     free(twin);
-    idmap_free(&by_corr);
-    idmap_free(&by_ext);
+    strobe__u64map_free(&by_corr);
+    strobe__u64map_free(&by_ext);
     return 0;
+nomem:
+    strobe__u64map_free(&by_corr);
+    strobe__u64map_free(&by_ext);
+    return STROBE_ENOMEM;
 }

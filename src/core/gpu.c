@@ -1,7 +1,7 @@
 /* gpu.c: device activity into result events (see gpu.h).
  *
  * Contents:
- *   1. Small helpers: a correlation -> value hash map, args in the result's pool.
+ *   1. Small helpers: correlation id lookups, args in the result's pool.
  *   2. strobe__gpu_occupancy and strobe__gpu_copy_name.
  *   3. Host records: placing runtime/driver/sync/overhead calls as leaves of the CPU tree.
  *   4. Device records: one track per (device, stream), with gpu_user_annotation spans.
@@ -23,54 +23,27 @@
 #include "result_internal.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
+#include "util/u64map.h"
 
 #define NONE STROBE_NO_EVENT
 
 /* ---- 1. Helpers ------------------------------------------------------------------------------ */
 
-/* Open addressing on correlation ids (never 0, which marks an empty slot), at most half full. */
-typedef struct corrmap {
-    uint32_t *keys;
-    uint64_t *vals;
-    size_t cap;
-} corrmap;
-
-static int corrmap_init(corrmap *m, size_t n) {
-    m->cap = 16;
-    while (m->cap < n * 2 + 2)
-        m->cap *= 2;
-    m->keys = calloc(m->cap, sizeof *m->keys);
-    m->vals = calloc(m->cap, sizeof *m->vals);
-    return m->keys && m->vals ? 0 : STROBE_ENOMEM;
-}
-
-static void corrmap_free(corrmap *m) {
-    free(m->keys);
-    free(m->vals);
-}
-
-static size_t corrmap_slot(const corrmap *m, uint32_t key) {
-    size_t i = (size_t)(key * 0x9e3779b1u) & (m->cap - 1);
-    while (m->keys[i] != 0 && m->keys[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    return i;
-}
-
-/* Inserts key -> val unless the key is there (the first insert wins). */
-static void corrmap_put(corrmap *m, uint32_t key, uint64_t val) {
+/* Correlation id -> value maps (util/u64map.h); id 0 means none and is never a key. */
+static void corrmap_put(strobe__u64map *m, uint32_t key, uint64_t val, int *oom) {
     if (key == 0) return;
-    size_t i = corrmap_slot(m, key);
-    if (m->keys[i] == key) return;
-    m->keys[i] = key;
-    m->vals[i] = val;
+    int fresh;
+    uint64_t *v = strobe__u64map_put(m, key, &fresh);
+    if (v == NULL)
+        *oom = 1;
+    else if (fresh) /* the first insert wins */
+        *v = val;
 }
 
-static int corrmap_get(const corrmap *m, uint32_t key, uint64_t *val) {
-    if (key == 0) return 0;
-    size_t i = corrmap_slot(m, key);
-    if (m->keys[i] != key) return 0;
-    *val = m->vals[i];
-    return 1;
+static int corrmap_get(const strobe__u64map *m, uint32_t key, uint64_t *val) {
+    const uint64_t *v = key ? strobe__u64map_get(m, key) : NULL;
+    if (v) *val = *v;
+    return v != NULL;
 }
 
 /* Adds an arg to an event that is not yet in r->events. `key` is a literal; `json` is copied into
@@ -336,7 +309,7 @@ static int place_thread(merge_ctx *c, size_t i0, size_t i1, uint32_t ti, int exi
 
 /* The "External id" of a host call: the innermost enclosing recorded range's, else the external
  * correlation record's, else (for a call with device work) a fresh id given to that range. */
-static uint64_t external_id(merge_ctx *c, const hev *x, const corrmap *ext, int has_work) {
+static uint64_t external_id(merge_ctx *c, const hev *x, const strobe__u64map *ext, int has_work) {
     strobe_event *ev = c->r->events;
     for (uint32_t p = x->parent_old; p != NONE; p = ev[p].parent)
         if (ev[p].correlation_id) return ev[p].correlation_id;
@@ -642,7 +615,8 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
     merge_ctx c;
     memset(&c, 0, sizeof c);
     c.r = r;
-    corrmap launch = {0}, ext = {0}, work = {0};
+    strobe__u64map launch = {0}, ext = {0}, work = {0};
+    int oom = 0;
     const strobe__gpu_act **hp = NULL;
     dev_ev *dv = NULL;
     ann_use *au = NULL;
@@ -670,19 +644,20 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
     c.oldlast = malloc((r->event_count ? r->event_count : 1) * sizeof *c.oldlast);
     if (hp == NULL || c.h == NULL || dv == NULL || c.oldkid == NULL || c.oldlast == NULL)
         goto nomem;
-    if (corrmap_init(&launch, nhost) || corrmap_init(&ext, b->ext_count) ||
-        corrmap_init(&work, ndev))
+    if (strobe__u64map_reserve(&launch, nhost) || strobe__u64map_reserve(&ext, b->ext_count) ||
+        strobe__u64map_reserve(&work, ndev))
         goto nomem;
     for (size_t i = 0; i < r->event_count; i++)
         c.oldkid[i] = NONE;
     for (size_t i = 0; i < b->ext_count; i++)
-        corrmap_put(&ext, b->ext[i].correlation, b->ext[i].external);
+        corrmap_put(&ext, b->ext[i].correlation, b->ext[i].external, &oom);
     for (size_t i = 0; i < b->act_count; i++) {
         const strobe__gpu_act *a = &b->acts[i];
         if (!in_window(r, a)) continue;
         if (is_host(a->kind)) hp[c.nh++] = a;
-        if (is_dev(a->kind)) corrmap_put(&work, a->correlation, 1);
+        if (is_dev(a->kind)) corrmap_put(&work, a->correlation, 1, &oom);
     }
+    if (oom) goto nomem;
     if (c.nh) qsort(hp, c.nh, sizeof *hp, cmp_host);
 
     /* Fresh external ids start above every id the result and the batch hold. */
@@ -761,7 +736,8 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
             if (a->cbid) rc = add_arg_u64(r, &x->e, "cbid", a->cbid);
             if (rc == 0 && a->correlation)
                 rc = add_arg_u64(r, &x->e, "correlation", a->correlation);
-            if (has_work) corrmap_put(&launch, a->correlation, i);
+            if (has_work) corrmap_put(&launch, a->correlation, i, &oom);
+            if (oom) rc = STROBE_ENOMEM;
         } else if (a->kind == STROBE__GPU_SYNC) {
             rc = add_arg_u64(r, &x->e, "device", a->device);
             if (rc == 0) rc = add_arg_u64(r, &x->e, "context", a->context);
@@ -963,8 +939,8 @@ done:
     free(c.oldlast);
     free(c.thread_root);
     free(c.thread_new);
-    corrmap_free(&launch);
-    corrmap_free(&ext);
-    corrmap_free(&work);
+    strobe__u64map_free(&launch);
+    strobe__u64map_free(&ext);
+    strobe__u64map_free(&work);
     return rc;
 }
