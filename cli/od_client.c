@@ -140,6 +140,26 @@ int odc_output_path(const char *path, long pid, char *out, size_t cap) {
 }
 
 /* The events in the trace at path (metadata events apart), or -1 when it cannot be read here. */
+/* Whether process `pid` has exited (gone, or a zombie not yet reaped), waiting up to 300 ms for
+ * it: a closed connection comes first when a process exits, its death a moment later. */
+static int exited(long pid) {
+    for (int i = 0; i < 30; i++) {
+        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) return 1;
+        char path[64], buf[256];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) return 1;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *paren = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+        if (paren && (paren[2] == 'Z' || paren[2] == 'X')) return 1;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 static long long count_events(const char *path) {
     md_model *m = malloc(sizeof *m);
     if (m == NULL) return -1;
@@ -241,7 +261,9 @@ int odc_run(odc_target *t, size_t n, const strobe__od_request *req, int64_t time
             ssize_t r = read(x->fd, x->line + x->len, sizeof x->line - x->len);
             if (r <= 0) {
                 printf("%ld: did not trace: the process %s before the trace was written\n", x->pid,
-                       x->accepted ? "exited or closed the connection" : "closed the connection");
+                       exited(x->pid) ? "exited"
+                       : x->accepted  ? "exited or closed the connection"
+                                      : "closed the connection");
                 x->outcome = 2;
                 continue;
             }

@@ -282,7 +282,7 @@ static int handle_job(int fd, const strobe__od_request *rq) {
         mode = "memory";
         if (rc == 0) {
             od.state = JOB_MEMORY;
-            od.deadline_ms = t + rq->duration_ms;
+            od.deadline_ms = now_ms() + rq->duration_ms;
         }
     } else {
         strobe_config cfg;
@@ -293,8 +293,9 @@ static int handle_job(int fd, const strobe__od_request *rq) {
             if (rc == 0) {
                 rc = od.client.start(od.client_ctx);
                 if (rc == 0) {
+                    /* The duration counts from the start, however long starting took. */
                     od.state = JOB_DURATION;
-                    od.deadline_ms = t + rq->duration_ms;
+                    od.deadline_ms = now_ms() + rq->duration_ms;
                 } else {
                     strobe_result *r = NULL;
                     if (od.client.stop(od.client_ctx, &r) == 0) strobe_result_free(r);
