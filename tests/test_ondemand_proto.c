@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "strobe/error.h"
 #include "ondemand/od_internal.h"
 #include "util/od_proto.h"
 
@@ -87,22 +88,22 @@ static void test_bad(void) {
         char err[256];
         memset(err, 'x', sizeof err);
         int rc = parse(bad[i], &rq, err);
-        if (rc != -1) fprintf(stderr, "accepted: '%s'\n", bad[i]);
-        CHECK_EQ(rc, -1);
+        if (rc != STROBE_EFORMAT) fprintf(stderr, "accepted: '%s'\n", bad[i]);
+        CHECK_EQ(rc, STROBE_EFORMAT);
         CHECK(memchr(err, '\0', sizeof err) != NULL && err[0] != '\0');
     }
     /* A NUL inside, a raw byte above 0x7e, and a line of the maximum length. */
     strobe__od_request rq;
     char err[256];
-    CHECK_EQ(strobe__od_parse_request("status\0x", 8, &rq, err, sizeof err), -1);
-    CHECK_EQ(parse("trigger output=/\xc3\xa9 duration_ms=5", &rq, err), -1);
+    CHECK_EQ(strobe__od_parse_request("status\0x", 8, &rq, err, sizeof err), STROBE_EFORMAT);
+    CHECK_EQ(parse("trigger output=/\xc3\xa9 duration_ms=5", &rq, err), STROBE_EFORMAT);
     char *big = malloc(STROBE__OD_MAX_LINE + 32);
     memcpy(big, "trigger output=/", 16);
     memset(big + 16, 'a', STROBE__OD_MAX_LINE);
     big[STROBE__OD_MAX_LINE + 5] = '\0';
-    CHECK_EQ(parse(big, &rq, err), -1);
+    CHECK_EQ(parse(big, &rq, err), STROBE_EFORMAT);
     free(big);
-    CHECK_EQ(strobe__od_parse_request(NULL, 0, &rq, err, sizeof err), -1);
+    CHECK_EQ(strobe__od_parse_request(NULL, 0, &rq, err, sizeof err), STROBE_EFORMAT);
 }
 
 static uint64_t rng = 88172645463325252ull;
@@ -207,7 +208,7 @@ static void test_fuzz(void) {
         strobe__od_request rq;
         char err[128];
         int rc = strobe__od_parse_request(buf, n, &rq, err, sizeof err);
-        CHECK(rc == 0 || rc == -1);
+        CHECK(rc == 0 || rc == STROBE_EFORMAT);
         CHECK(memchr(err, '\0', sizeof err) != NULL);
         if (rc == 0) {
             accepted++;
@@ -235,8 +236,8 @@ static void test_get(void) {
     CHECK_EQ(strobe__od_get(line, strlen(line), "events", v, sizeof v), 2);
     CHECK_EQ(strobe__od_get(line, strlen(line), "note", v, sizeof v), 3);
     CHECK(strcmp(v, "x=y") == 0);
-    CHECK_EQ(strobe__od_get(line, strlen(line), "pat", v, sizeof v), -1);
-    CHECK_EQ(strobe__od_get(line, strlen(line), "path", v, 5), -1);
+    CHECK_EQ(strobe__od_get(line, strlen(line), "pat", v, sizeof v), STROBE_EINVAL);
+    CHECK_EQ(strobe__od_get(line, strlen(line), "path", v, 5), STROBE_ERANGE);
     CHECK_EQ(strobe__od_word0(line, strlen(line), v, sizeof v), 0);
     CHECK(strcmp(v, "done") == 0);
 }
@@ -277,18 +278,18 @@ static void test_outpath(void) {
     CHECK_EQ(check_path(p, roots, err), 0);
     /* Outside the allowed folder. */
     snprintf(p, sizeof p, "%s/t.json", outside);
-    CHECK_EQ(check_path(p, roots, err), -1);
+    CHECK_EQ(check_path(p, roots, err), STROBE_EINVAL);
     CHECK(strstr(err, "outside") != NULL);
     /* Climbing out with "..", even where it would land inside. */
     snprintf(p, sizeof p, "%s/../allowed/t.json", allowed);
-    CHECK_EQ(check_path(p, roots, err), -1);
+    CHECK_EQ(check_path(p, roots, err), STROBE_EINVAL);
     CHECK(strstr(err, "..") != NULL);
     /* A link in the allowed folder that points outside. */
     char link[PATH_MAX + 20];
     snprintf(link, sizeof link, "%s/escape", allowed);
     CHECK_EQ(symlink(outside, link), 0);
     snprintf(p, sizeof p, "%s/escape/t.json", allowed);
-    CHECK_EQ(check_path(p, roots, err), -1);
+    CHECK_EQ(check_path(p, roots, err), STROBE_EINVAL);
     /* A link outside that points inside resolves inside: allowed. */
     snprintf(link, sizeof link, "%s/in", outside);
     CHECK_EQ(symlink(allowed, link), 0);
@@ -299,15 +300,15 @@ static void test_outpath(void) {
     char target[PATH_MAX + 20];
     snprintf(target, sizeof target, "%s/x.json", outside);
     CHECK_EQ(symlink(target, link), 0);
-    CHECK_EQ(check_path(link, roots, err), -1);
+    CHECK_EQ(check_path(link, roots, err), STROBE_EINVAL);
     CHECK(strstr(err, "link") != NULL);
     /* A folder as the name, a missing folder, a relative path, an empty name. */
     snprintf(p, sizeof p, "%s/", allowed);
-    CHECK_EQ(check_path(p, roots, err), -1);
+    CHECK_EQ(check_path(p, roots, err), STROBE_EINVAL);
     snprintf(p, sizeof p, "%s/missing/t.json", allowed);
-    CHECK_EQ(check_path(p, roots, err), -1);
-    CHECK_EQ(check_path("t.json", roots, err), -1);
-    CHECK_EQ(check_path("", roots, err), -1);
+    CHECK_EQ(check_path(p, roots, err), STROBE_ESYS);
+    CHECK_EQ(check_path("t.json", roots, err), STROBE_EINVAL);
+    CHECK_EQ(check_path("", roots, err), STROBE_EINVAL);
     /* Several roots, and a root that does not exist, are fine. */
     snprintf(roots, sizeof roots, "/nonexistent-strobe:%s", outside);
     snprintf(p, sizeof p, "%s/t.json", outside);

@@ -15,7 +15,9 @@ void strobe__od_on_step(uint64_t step);
  * `roots` is a colon-separated list of folders, or NULL for the defaults (the temp folder and the
  * working directory). On success *dirfd is an open descriptor of the path's folder (the caller
  * closes it) and save_path is "/proc/self/fd/N/NAME", a name that reaches the file through that
- * descriptor whatever happens to the folder's path meanwhile. @return 0, or -1 with a message. */
+ * descriptor whatever happens to the folder's path meanwhile. @return 0, or with a message
+ * STROBE_EINVAL (a path refused), STROBE_ERANGE (too long) or STROBE_ESYS (a system call failed).
+ */
 int strobe__od_check_output(const char *path, const char *roots, int *dirfd, char *save_path,
                             size_t cap, char *err, size_t errcap);
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "od_internal.h"
+#include "strobe/error.h"
 
 static void set_err(char *err, size_t cap, const char *fmt, ...) {
     va_list ap;
@@ -58,11 +59,11 @@ int strobe__od_check_output(const char *path, const char *roots, int *dirfd, cha
     size_t n = path ? strlen(path) : 0;
     if (n == 0 || path[0] != '/') {
         set_err(err, errcap, "the output path must be absolute");
-        return -1;
+        return STROBE_EINVAL;
     }
     if (n >= PATH_MAX) {
         set_err(err, errcap, "the output path is too long");
-        return -1;
+        return STROBE_ERANGE;
     }
     /* No ".." anywhere: a path that climbs is refused before anything is resolved. */
     for (const char *c = path; *c;) {
@@ -70,7 +71,7 @@ int strobe__od_check_output(const char *path, const char *roots, int *dirfd, cha
         size_t len = e ? (size_t)(e - c) : strlen(c);
         if (len == 2 && c[0] == '.' && c[1] == '.') {
             set_err(err, errcap, "'..' is not allowed in an output path");
-            return -1;
+            return STROBE_EINVAL;
         }
         if (!e) break;
         c = e + 1;
@@ -79,7 +80,7 @@ int strobe__od_check_output(const char *path, const char *roots, int *dirfd, cha
     const char *base = slash + 1;
     if (base[0] == '\0' || strcmp(base, ".") == 0) {
         set_err(err, errcap, "the output path names a folder, not a file");
-        return -1;
+        return STROBE_EINVAL;
     }
     char folder[PATH_MAX];
     size_t flen = (size_t)(slash - path);
@@ -90,7 +91,7 @@ int strobe__od_check_output(const char *path, const char *roots, int *dirfd, cha
     int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
         set_err(err, errcap, "cannot open the folder %s: %s", folder, strerror(errno));
-        return -1;
+        return STROBE_ESYS;
     }
     char link[64], real[PATH_MAX];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
@@ -99,7 +100,7 @@ int strobe__od_check_output(const char *path, const char *roots, int *dirfd, cha
         set_err(err, errcap, "cannot resolve the folder %s: %s", folder,
                 rl < 0 ? strerror(errno) : "empty");
         close(fd);
-        return -1;
+        return STROBE_ESYS;
     }
     real[rl] = '\0';
     if (!allowed(real, roots)) {
@@ -107,25 +108,25 @@ int strobe__od_check_output(const char *path, const char *roots, int *dirfd, cha
                 "%s resolves to %s, outside the folders this process writes traces to (%s)", folder,
                 real, roots ? roots : "the temp folder and its working directory");
         close(fd);
-        return -1;
+        return STROBE_EINVAL;
     }
     struct stat sb;
     if (fstatat(fd, base, &sb, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(sb.st_mode)) {
         set_err(err, errcap, "%s exists and is %s", path,
                 S_ISLNK(sb.st_mode) ? "a link (refused)" : "not a regular file");
         close(fd);
-        return -1;
+        return STROBE_EINVAL;
     }
     if (faccessat(fd, ".", W_OK, AT_EACCESS) != 0) {
         set_err(err, errcap, "cannot write into %s: %s", folder, strerror(errno));
         close(fd);
-        return -1;
+        return STROBE_ESYS;
     }
     int w = snprintf(save_path, cap, "%s/%s", link, base);
     if (w < 0 || (size_t)w >= cap) {
         set_err(err, errcap, "the output path is too long");
         close(fd);
-        return -1;
+        return STROBE_ERANGE;
     }
     *dirfd = fd;
     return 0;

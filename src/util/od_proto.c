@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "strobe/error.h"
+
 static void set_err(char *err, size_t cap, const char *fmt, ...) {
     if (err == NULL || cap == 0) return;
     va_list ap;
@@ -27,7 +29,7 @@ int strobe__od_encode(const char *src, size_t len, char *dst, size_t cap) {
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)src[i];
         size_t need = needs_escape(c) ? 3 : 1;
-        if (o + need >= cap) return -1;
+        if (o + need >= cap) return STROBE_ERANGE;
         if (need == 3) {
             dst[o++] = '%';
             dst[o++] = hex[c >> 4];
@@ -36,7 +38,7 @@ int strobe__od_encode(const char *src, size_t len, char *dst, size_t cap) {
             dst[o++] = (char)c;
         }
     }
-    if (o >= cap) return -1;
+    if (o >= cap) return STROBE_ERANGE;
     dst[o] = '\0';
     return (int)o;
 }
@@ -54,18 +56,18 @@ static int decode(const char *src, size_t len, char *dst, size_t cap) {
     for (size_t i = 0; i < len; i++) {
         char c = src[i];
         if (c == '%') {
-            if (i + 2 >= len) return -1;
+            if (i + 2 >= len) return STROBE_EFORMAT;
             int h = hexval(src[i + 1]), l = hexval(src[i + 2]);
-            if (h < 0 || l < 0 || (h == 0 && l == 0)) return -1;
+            if (h < 0 || l < 0 || (h == 0 && l == 0)) return STROBE_EFORMAT;
             c = (char)(h << 4 | l);
             i += 2;
         } else if ((unsigned char)c <= 0x20 || (unsigned char)c >= 0x7f) {
-            return -1;
+            return STROBE_EFORMAT;
         }
-        if (o + 1 >= cap) return -1;
+        if (o + 1 >= cap) return STROBE_ERANGE;
         dst[o++] = c;
     }
-    if (cap == 0) return -1;
+    if (cap == 0) return STROBE_ERANGE;
     dst[o] = '\0';
     return (int)o;
 }
@@ -82,7 +84,7 @@ int strobe__od_word0(const char *line, size_t len, char *out, size_t cap) {
     size_t n = 0;
     while (n < len && line[n] != ' ')
         n++;
-    if (n == 0 || n + 1 > cap) return -1;
+    if (n == 0 || n + 1 > cap) return n == 0 ? STROBE_EFORMAT : STROBE_ERANGE;
     memcpy(out, line, n);
     out[n] = '\0';
     return 0;
@@ -104,18 +106,18 @@ int strobe__od_get(const char *line, size_t len, const char *key, char *out, siz
         if (i - w > klen && memcmp(line + w, key, klen) == 0 && line[w + klen] == '=')
             return decode(line + w + klen + 1, i - w - klen - 1, out, cap);
     }
-    return -1;
+    return STROBE_EINVAL;
 }
 
 int strobe__od_parse_num(const char *s, int64_t max, int64_t *out) {
-    if (s == NULL || s[0] == '\0' || strlen(s) > 19) return -1;
+    if (s == NULL || s[0] == '\0' || strlen(s) > 19) return STROBE_EINVAL;
     int64_t v = 0;
     for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9') return -1;
+        if (*p < '0' || *p > '9') return STROBE_EINVAL;
         v = v * 10 + (*p - '0');
-        if (v > max) return -1;
+        if (v > max) return STROBE_ERANGE;
     }
-    if (v < 1) return -1;
+    if (v < 1) return STROBE_ERANGE;
     *out = v;
     return 0;
 }
@@ -148,7 +150,7 @@ static const struct {
                 if (strlen(table[k_].name) == n_ && memcmp(table[k_].name, p_, n_) == 0) break;    \
             if (k_ == sizeof table / sizeof table[0]) {                                            \
                 set_err(err, errcap, "unknown %s '%.*s'", what, (int)(n_ > 40 ? 40 : n_), p_);     \
-                return -1;                                                                         \
+                return STROBE_EFORMAT;                                                             \
             }                                                                                      \
             bits_ |= table[k_].bit;                                                                \
             if (!e_) break;                                                                        \
@@ -164,20 +166,20 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
     req->roundup = 1;
     if (line == NULL) {
         set_err(err, errcap, "no request");
-        return -1;
+        return STROBE_EFORMAT;
     }
     len = trim_len(line, len);
     if (len == 0) {
         set_err(err, errcap, "empty request");
-        return -1;
+        return STROBE_EFORMAT;
     }
     if (len >= STROBE__OD_MAX_LINE) {
         set_err(err, errcap, "request longer than %d bytes", STROBE__OD_MAX_LINE - 1);
-        return -1;
+        return STROBE_EFORMAT;
     }
     if (memchr(line, '\0', len) || memchr(line, '\n', len)) {
         set_err(err, errcap, "request holds a NUL or a newline");
-        return -1;
+        return STROBE_EFORMAT;
     }
     size_t v = 0;
     while (v < len && line[v] != ' ')
@@ -194,7 +196,7 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
             req->verb = verbs[i].verb;
     if (req->verb == 0) {
         set_err(err, errcap, "unknown request '%.*s'", (int)(v > 40 ? 40 : v), line);
-        return -1;
+        return STROBE_EFORMAT;
     }
     /* Each key once: a bit per known key. */
     enum { K_DUR = 1, K_ITER = 2, K_ROUND = 4, K_OUT = 8, K_FLAGS = 16, K_ACT = 32, K_TMO = 64 };
@@ -204,7 +206,7 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
     while (i < len) {
         if (line[i] != ' ' || i + 1 >= len || line[i + 1] == ' ') {
             set_err(err, errcap, "words must be separated by single spaces");
-            return -1;
+            return STROBE_EFORMAT;
         }
         i++;
         size_t w = i;
@@ -214,13 +216,13 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
         if (eq == NULL || eq == line + w) {
             set_err(err, errcap, "'%.*s' is not key=value", (int)(i - w > 40 ? 40 : i - w),
                     line + w);
-            return -1;
+            return STROBE_EFORMAT;
         }
         size_t klen = (size_t)(eq - (line + w));
         if (decode(eq + 1, (size_t)(line + i - eq - 1), val, sizeof val) < 0) {
             set_err(err, errcap, "bad value for '%.*s' (bad escape, or too long)",
                     (int)(klen > 40 ? 40 : klen), line + w);
-            return -1;
+            return STROBE_EFORMAT;
         }
         static const struct {
             const char *name;
@@ -234,42 +236,42 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
                 bit = keys[k].bit;
         if (bit == 0) {
             set_err(err, errcap, "unknown key '%.*s'", (int)(klen > 40 ? 40 : klen), line + w);
-            return -1;
+            return STROBE_EFORMAT;
         }
         if (seen & bit) {
             set_err(err, errcap, "key '%.*s' given twice", (int)klen, line + w);
-            return -1;
+            return STROBE_EFORMAT;
         }
         seen |= bit;
         switch (bit) {
         case K_DUR:
             if (strobe__od_parse_num(val, STROBE__OD_MAX_DURATION_MS, &req->duration_ms) != 0) {
                 set_err(err, errcap, "duration_ms must be 1..%lld", STROBE__OD_MAX_DURATION_MS);
-                return -1;
+                return STROBE_EFORMAT;
             }
             break;
         case K_ITER:
             if (strobe__od_parse_num(val, STROBE__OD_MAX_ITERATIONS, &req->iterations) != 0) {
                 set_err(err, errcap, "iterations must be 1..%lld", STROBE__OD_MAX_ITERATIONS);
-                return -1;
+                return STROBE_EFORMAT;
             }
             break;
         case K_ROUND:
             if (strobe__od_parse_num(val, STROBE__OD_MAX_ITERATIONS, &req->roundup) != 0) {
                 set_err(err, errcap, "roundup must be 1..%lld", STROBE__OD_MAX_ITERATIONS);
-                return -1;
+                return STROBE_EFORMAT;
             }
             break;
         case K_TMO:
             if (strobe__od_parse_num(val, STROBE__OD_MAX_TIMEOUT_MS, &req->timeout_ms) != 0) {
                 set_err(err, errcap, "timeout_ms must be 1..%lld", STROBE__OD_MAX_TIMEOUT_MS);
-                return -1;
+                return STROBE_EFORMAT;
             }
             break;
         case K_OUT:
             if (val[0] != '/') {
                 set_err(err, errcap, "output must be an absolute path");
-                return -1;
+                return STROBE_EFORMAT;
             }
             strcpy(req->output, val);
             break;
@@ -300,25 +302,25 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
     }
     if (seen & ~allowed) {
         set_err(err, errcap, "a key this request does not take");
-        return -1;
+        return STROBE_EFORMAT;
     }
     if ((seen & required) != required) {
         set_err(err, errcap, "%s",
                 (required & ~seen & K_OUT) ? "output= is required" : "duration_ms= is required");
-        return -1;
+        return STROBE_EFORMAT;
     }
     if (req->verb == STROBE__OD_TRIGGER) {
         if ((seen & K_DUR) && (seen & K_ITER)) {
             set_err(err, errcap, "duration_ms and iterations exclude each other");
-            return -1;
+            return STROBE_EFORMAT;
         }
         if (!(seen & (K_DUR | K_ITER))) {
             set_err(err, errcap, "one of duration_ms= or iterations= is required");
-            return -1;
+            return STROBE_EFORMAT;
         }
         if ((seen & K_ROUND) && !(seen & K_ITER)) {
             set_err(err, errcap, "roundup goes with iterations");
-            return -1;
+            return STROBE_EFORMAT;
         }
     }
     return 0;
@@ -327,10 +329,10 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
 /* Appends " key=<encoded value>". */
 static int put_kv(char *buf, size_t cap, size_t *o, const char *key, const char *value) {
     int n = snprintf(buf + *o, cap - *o, " %s=", key);
-    if (n < 0 || (size_t)n >= cap - *o) return -1;
+    if (n < 0 || (size_t)n >= cap - *o) return STROBE_ERANGE;
     *o += (size_t)n;
     int e = strobe__od_encode(value, strlen(value), buf + *o, cap - *o);
-    if (e < 0) return -1;
+    if (e < 0) return STROBE_ERANGE;
     *o += (size_t)e;
     return 0;
 }
@@ -347,15 +349,18 @@ int strobe__od_format_request(const strobe__od_request *req, char *buf, size_t c
                        : req->verb == STROBE__OD_MEMORY  ? "memory-profile"
                        : req->verb == STROBE__OD_DUMP    ? "dump"
                                                          : NULL;
-    if (verb == NULL || cap < 2) return -1;
+    if (verb == NULL || cap < 2) return STROBE_ERANGE;
     size_t o = (size_t)snprintf(buf, cap, "%s", verb);
-    if (o >= cap) return -1;
-    if (req->output[0] && put_kv(buf, cap, &o, "output", req->output) != 0) return -1;
-    if (req->duration_ms && put_num(buf, cap, &o, "duration_ms", req->duration_ms) != 0) return -1;
-    if (req->iterations && put_num(buf, cap, &o, "iterations", req->iterations) != 0) return -1;
+    if (o >= cap) return STROBE_ERANGE;
+    if (req->output[0] && put_kv(buf, cap, &o, "output", req->output) != 0) return STROBE_ERANGE;
+    if (req->duration_ms && put_num(buf, cap, &o, "duration_ms", req->duration_ms) != 0)
+        return STROBE_ERANGE;
+    if (req->iterations && put_num(buf, cap, &o, "iterations", req->iterations) != 0)
+        return STROBE_ERANGE;
     if (req->iterations && req->roundup > 1 && put_num(buf, cap, &o, "roundup", req->roundup) != 0)
-        return -1;
-    if (req->timeout_ms && put_num(buf, cap, &o, "timeout_ms", req->timeout_ms) != 0) return -1;
+        return STROBE_ERANGE;
+    if (req->timeout_ms && put_num(buf, cap, &o, "timeout_ms", req->timeout_ms) != 0)
+        return STROBE_ERANGE;
     char list[256];
     size_t l = 0;
     list[0] = '\0';
@@ -363,15 +368,15 @@ int strobe__od_format_request(const strobe__od_request *req, char *buf, size_t c
         if (req->flags & flag_names[i].bit)
             l += (size_t)snprintf(list + l, sizeof list - l, "%s%s", l ? "," : "",
                                   flag_names[i].name);
-    if (l && put_kv(buf, cap, &o, "flags", list) != 0) return -1;
+    if (l && put_kv(buf, cap, &o, "flags", list) != 0) return STROBE_ERANGE;
     l = 0;
     list[0] = '\0';
     for (size_t i = 0; i < sizeof activity_names / sizeof activity_names[0]; i++)
         if (req->activities & activity_names[i].bit)
             l += (size_t)snprintf(list + l, sizeof list - l, "%s%s", l ? "," : "",
                                   activity_names[i].name);
-    if (l && put_kv(buf, cap, &o, "activities", list) != 0) return -1;
-    if (o + 2 > cap || o + 1 >= STROBE__OD_MAX_LINE) return -1;
+    if (l && put_kv(buf, cap, &o, "activities", list) != 0) return STROBE_ERANGE;
+    if (o + 2 > cap || o + 1 >= STROBE__OD_MAX_LINE) return STROBE_ERANGE;
     buf[o++] = '\n';
     buf[o] = '\0';
     return (int)o;
@@ -391,7 +396,7 @@ int strobe__od_socket_dir(char *buf, size_t cap) {
         else
             n = snprintf(buf, cap, "/tmp/strobe-%lu", (unsigned long)geteuid());
     }
-    return n < 0 || (size_t)n >= cap ? -1 : 0;
+    return n < 0 || (size_t)n >= cap ? STROBE_ERANGE : 0;
 }
 
 int strobe__od_prepare_dir(const char *dir, int create, char *err, size_t errcap) {
@@ -399,30 +404,30 @@ int strobe__od_prepare_dir(const char *dir, int create, char *err, size_t errcap
     if (lstat(dir, &sb) != 0) {
         if (errno != ENOENT || !create) {
             set_err(err, errcap, "%s: %s", dir, strerror(errno));
-            return -1;
+            return STROBE_ESYS;
         }
         if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
             set_err(err, errcap, "cannot create %s: %s", dir, strerror(errno));
-            return -1;
+            return STROBE_ESYS;
         }
         if (lstat(dir, &sb) != 0) {
             set_err(err, errcap, "%s: %s", dir, strerror(errno));
-            return -1;
+            return STROBE_ESYS;
         }
     }
     if (!S_ISDIR(sb.st_mode)) {
         set_err(err, errcap, "%s is not a folder (a link or a file is refused)", dir);
-        return -1;
+        return STROBE_EINVAL;
     }
     if (sb.st_uid != geteuid()) {
         set_err(err, errcap, "%s belongs to uid %lu, not to this user", dir,
                 (unsigned long)sb.st_uid);
-        return -1;
+        return STROBE_EINVAL;
     }
     if (sb.st_mode & 022) {
         set_err(err, errcap, "%s is writable by other users (mode %03o)", dir,
                 (unsigned)(sb.st_mode & 0777));
-        return -1;
+        return STROBE_EINVAL;
     }
     return 0;
 }

@@ -60,35 +60,40 @@ typedef struct strobe__od_request {
 } strobe__od_request;
 
 /* Parses one request line (without or with its trailing newline; `len` bytes, not necessarily
- * NUL-terminated). @return 0, or -1 with a message in err (always NUL-terminated). The verbs'
- * required and exclusive keys are checked here. */
+ * NUL-terminated). @return 0, or STROBE_EFORMAT with a message in err (always NUL-terminated). The
+ * verbs' required and exclusive keys are checked here. */
 int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *req, char *err,
                              size_t errcap);
 
-/* Writes one request line (with its newline) into buf. @return its length, or -1 when it does
- * not fit or a field is out of range. */
+/* Writes one request line (with its newline) into buf. @return its length, or STROBE_ERANGE when it
+ * does not fit or a field is out of range. */
 int strobe__od_format_request(const strobe__od_request *req, char *buf, size_t cap);
 
-/* Percent-encodes src into dst. @return the encoded length, or -1 when it does not fit. */
+/* Percent-encodes src into dst. @return the encoded length, or STROBE_ERANGE when it does
+ * not fit. */
 int strobe__od_encode(const char *src, size_t len, char *dst, size_t cap);
 
 /* Finds `key=` in a reply or request line and decodes its value into out (NUL-terminated).
- * @return the decoded length, or -1 when the key is absent, the value malformed or too long. */
+ * @return the decoded length; STROBE_EINVAL when the key is absent, STROBE_EFORMAT when the value
+ * is malformed, STROBE_ERANGE when it is too long. */
 int strobe__od_get(const char *line, size_t len, const char *key, char *out, size_t cap);
 
-/* The first word of a line ("ok", "error", ...), copied into out. @return 0 or -1. */
+/* The first word of a line ("ok", "error", ...), copied into out. @return 0, STROBE_EFORMAT (none)
+ * or STROBE_ERANGE (too long). */
 int strobe__od_word0(const char *line, size_t len, char *out, size_t cap);
 
 /* Parses a decimal in [1, max] (digits only, as requests and the CLI's options give them).
- * @return 0, or -1 (empty, not a number, 0, or above max). */
+ * @return 0, STROBE_EINVAL (empty, not a number) or STROBE_ERANGE (0, or above max). */
 int strobe__od_parse_num(const char *s, int64_t max, int64_t *out);
 
 /* The folder holding the endpoints' sockets: $STROBE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/strobe
- * when that folder belongs to this user, else /tmp/strobe-UID. @return 0, or -1 (too long). */
+ * when that folder belongs to this user, else /tmp/strobe-UID. @return 0, or STROBE_ERANGE (too
+ * long). */
 int strobe__od_socket_dir(char *buf, size_t cap);
 
 /* Creates the socket folder if missing (mode 0700) and checks it is safe to use: a real folder
- * (not a link) owned by this user, writable by nobody else. @return 0, or -1 with a message. */
+ * (not a link) owned by this user, writable by nobody else. @return 0, or with a message
+ * STROBE_ESYS (a system call failed) or STROBE_EINVAL (the folder is not safe). */
 int strobe__od_prepare_dir(const char *dir, int create, char *err, size_t errcap);
 
 #endif
