@@ -5,9 +5,9 @@
 
 #include "strobe/error.h"
 #include "strobe/result.h"
-#include "writers/json_writer.h"
-#include "writers/sink.h"
-#include "writers/writer.h"
+#include "trace/json_writer.h"
+#include "trace/sink.h"
+#include "trace/writer.h"
 
 static int save(struct strobe_result *r, const char *path) {
     return strobe_result_save(r, path);
