@@ -10,7 +10,7 @@
 #include "check.h"
 #include "gpu.h"
 #include "result_check.h"
-#include "result_internal.h"
+#include "trace/result_internal.h"
 #include "strobe/backend.h"
 #include "strobe/strobe.h"
 

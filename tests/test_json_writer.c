@@ -20,8 +20,8 @@
 #include <zlib.h>
 
 #include "check.h"
-#include "json_check.h"
-#include "result_internal.h"
+#include "util/json_check.h"
+#include "trace/result_internal.h"
 #include "strobe/strobe.h"
 #include "trace/json_writer.h"
 #include "trace/sink.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "result_internal.h"
+#include "trace/result_internal.h"
 #include "state.h"
 #include "strobe/backend.h"
 #include "strobe/error.h"

@@ -15,7 +15,7 @@
 
 #include "details.h"
 #include "record.h"
-#include "result_internal.h"
+#include "trace/result_internal.h"
 #include "stack.h"
 #include "state.h"
 #include "util/strtab.h"

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bigmem.h"
-#include "result_internal.h"
+#include "util/bigmem.h"
+#include "trace/result_internal.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
 

@@ -47,7 +47,7 @@
 
 #include "details.h"
 #include "record.h"
-#include "result_internal.h"
+#include "trace/result_internal.h"
 #include "stack.h"
 #include "stream.h"
 #include "strobe/error.h"

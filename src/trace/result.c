@@ -1,13 +1,13 @@
 /* result.c: a result's accessors, post-processing edits and lifetime. Building a result from
  * records is session.c's job; writing it out is the writers'. */
-#include "result_internal.h"
+#include "trace/result_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "bigmem.h"
-#include "json_check.h"
+#include "util/bigmem.h"
+#include "util/json_check.h"
 #include "strobe/error.h"
 
 strobe_result *strobe__result_alloc(void) {
