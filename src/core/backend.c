@@ -13,7 +13,6 @@
 #include "strobe/error.h"
 #include "strobe/result.h"
 #include "strobe/session.h"
-#include "output.h"
 #include "util/struct_in.h"
 
 /* ---- clock --------------------------------------------------------------------------------- */
@@ -267,7 +266,7 @@ int strobe_edge_profiler_end(strobe_edge_profiler *p, strobe_result **out) {
     if (current == p) __atomic_store_n(&current, NULL, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&current_lock);
     if (rc == 0) rc = resolve_handles(p, r);
-    if (rc == 0) rc = strobe__outputs.save(r, p->output_path);
+    if (rc == 0) rc = strobe_result_save(r, p->output_path);
     /* The run's result goes back to a caller who asked for it also when the trace could not be
      * written: the data is not lost with the file. */
     if (r != NULL && out) {
