@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "trace/result_internal.h"
+#include "trace/kineto.h"
 #include "state.h"
 #include "strobe/backend.h"
 #include "strobe/error.h"
@@ -248,7 +249,7 @@ static int resolve_handles(strobe_edge_profiler *p, strobe_result *r) {
         }
         *o++ = '"';
         *o = '\0';
-        int rc = strobe_event_set_arg(r, i, "Module Hierarchy", json);
+        int rc = strobe_event_set_arg(r, i, STROBE_KINETO_ARG_MODULE_HIERARCHY, json);
         free(json);
         if (rc) return rc;
     }
