@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
-#include "gpu.h"
+#include "core/gpu.h"
 #include "result_check.h"
 #include "trace/result_internal.h"
 #include "strobe/backend.h"
