@@ -47,7 +47,7 @@ FNR == 1 {
             bad(FILENAME, FNR, inc, "not in " dir "/: a header from another folder is written with its folder")
         next
     }
-    folder = inc; sub(/\/.*$/, "", folder)
+    folder = inc; sub(/\/[^\/]*$/, "", folder)
     target = (folder == "strobe" ? "include/" : "src/") inc
     if (!(target in exists)) { bad(FILENAME, FNR, inc, "names no header of ours (" target ")"); next }
     if (folder == own(dir) || ((dir " " folder) in ok) || ((dir " " inc) in ok)) next
