@@ -1,4 +1,5 @@
-/* backend.c: backend events, backend clock maps and the module (edge) profiler (backend.h).
+/* backend.c: backend events, backend clock maps (strobe/backend.h) and the module (edge) profiler
+ * (strobe/edge.h).
  *
  * Contents: clock, backend events, clock maps, edge profiler. */
 #include <math.h>
