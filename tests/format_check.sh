@@ -14,7 +14,9 @@ fi
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     files=$(git ls-files '*.c' '*.h' '*.cpp')
 else
-    files=$(find . -path ./build -prune -o \( -name '*.c' -o -name '*.h' -o -name '*.cpp' \) -print)
+    # Outside git (a source tarball): every source but the build folders' generated ones.
+    files=$(find . \( -name 'build*' -o -name '.?*' \) -prune -o \
+        \( -name '*.c' -o -name '*.h' -o -name '*.cpp' \) -print | sort)
 fi
 # shellcheck disable=SC2086 # one file name per word
 if ! "$cf" --dry-run -Werror $files; then
