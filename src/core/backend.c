@@ -168,7 +168,7 @@ int strobe_edge_profiler_begin(const strobe_edge_config *user_cfg, strobe_edge_p
         return rc;
     }
     if (p->with_modules) strobe_module_push(p->name);
-    strobe_range_begin_scope(p->name, STROBE_SCOPE_LITE_INTERPRETER);
+    strobe_range_begin_scope(p->name, STROBE_RECORD_SCOPE_LITE_INTERPRETER);
     *out = p;
     return 0;
 }

@@ -722,7 +722,7 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
         e->end_ns = a->end_ns;
         e->tid = a->tid;
         e->kind = STROBE_EVENT_RANGE;
-        e->scope = STROBE_SCOPE_FUNCTION;
+        e->scope = STROBE_RECORD_SCOPE_FUNCTION;
         e->device_type = STROBE_DEVICE_CPU;
         e->device_index = -1;
     }
@@ -806,7 +806,7 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
             }
             /* Every user annotation around the launch spans this work on its stream. */
             for (uint32_t p = x->parent_old; p != NONE; p = r->events[p].parent) {
-                if (r->events[p].scope != STROBE_SCOPE_USER_SCOPE ||
+                if (r->events[p].scope != STROBE_RECORD_SCOPE_USER_SCOPE ||
                     r->events[p].kind != STROBE_EVENT_RANGE)
                     continue;
                 if (nau == ann_cap) {
@@ -859,7 +859,7 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
         d->e.end_ns = hi;
         d->e.tid = au[i].stream;
         d->e.kind = STROBE_EVENT_RANGE;
-        d->e.scope = STROBE_SCOPE_USER_SCOPE;
+        d->e.scope = STROBE_RECORD_SCOPE_USER_SCOPE;
         d->e.device_type = STROBE_DEVICE_CUDA;
         d->e.device_index = au[i].device;
         d->e.correlation_id = ae->correlation_id;

@@ -502,7 +502,7 @@ static size_t pft_corr_args(strobe__pft_arg *a, uint64_t ext, uint64_t user) {
 }
 
 static const char *range_category(int scope) {
-    return scope == STROBE_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op";
+    return scope == STROBE_RECORD_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op";
 }
 
 /* Walks the args entries in [p, end): @return the next entry, and the key and value of this one. */
