@@ -74,7 +74,8 @@ __attribute__((noinline)) static uint64_t loop_floor(long n) {
     return acc;
 }
 
-static const strobe_site bench_site = {"bench::op", __FILE__, __LINE__, STROBE_SCOPE_FUNCTION};
+static const strobe_site bench_site = {"bench::op", __FILE__, __LINE__,
+                                       STROBE_RECORD_SCOPE_FUNCTION};
 
 __attribute__((noinline)) static void loop_site(long n) {
     for (long i = 0; i < n; i++) {

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "result_internal.h"
+#include "trace/result_internal.h"
 #include "strobe/strobe.h"
 
 static double now_s(void) {

@@ -78,7 +78,7 @@ static void punch(int fd, const char *path) {
     if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, len) != 0) perror("punch");
 }
 
-STROBE_SITE_DEFINE(bench_site, "bench_pair", STROBE_SCOPE_FUNCTION);
+STROBE_SITE_DEFINE(bench_site, "bench_pair", STROBE_RECORD_SCOPE_FUNCTION);
 
 __attribute__((noinline)) static void pairs(long n) {
     for (long i = 0; i < n; i++) {

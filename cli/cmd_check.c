@@ -19,7 +19,7 @@
 #include "emit.h"
 #include "strobe/error.h"
 #include "model.h"
-#include "trace_reader.h"
+#include "reader/trace_reader.h"
 
 const char cmd_check_usage[] =
     "NAME\n"

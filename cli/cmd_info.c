@@ -11,7 +11,7 @@
 #include "emit.h"
 #include "strobe/error.h"
 #include "model.h"
-#include "trace_reader.h"
+#include "reader/trace_reader.h"
 
 const char cmd_info_usage[] =
     "NAME\n"

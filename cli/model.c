@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_pull.h"
+#include "reader/json_pull.h"
 #include "strobe/error.h"
-#include "trace_reader.h"
+#include "reader/trace_reader.h"
 
 static const char *const kind_names[MD_KIND_COUNT] = {
     "other",     "cpu_op",     "user_annotation", "python_function", "gpu_user_annotation",

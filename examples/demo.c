@@ -228,30 +228,30 @@ static void backward(model *m) {
     STROBE_SCOPE("backward");
     {
         /* d(mean(y^2))/dy = 2y / (N*N). */
-        STROBE_SCOPE_AS("MulBackward0", STROBE_SCOPE_BACKWARD_FUNCTION);
+        STROBE_SCOPE_AS("MulBackward0", STROBE_RECORD_SCOPE_BACKWARD_FUNCTION);
         mul_scalar(&m->y, 2.0f / (N * N), &m->dy);
     }
     {
-        STROBE_SCOPE_AS("AddBackward0", STROBE_SCOPE_BACKWARD_FUNCTION);
+        STROBE_SCOPE_AS("AddBackward0", STROBE_RECORD_SCOPE_BACKWARD_FUNCTION);
         sum_dim0(&m->dy, &m->db2);
     }
     {
         /* dW2 = h^T dy, dh = dy W2^T. */
-        STROBE_SCOPE_AS("MmBackward0", STROBE_SCOPE_BACKWARD_FUNCTION);
+        STROBE_SCOPE_AS("MmBackward0", STROBE_RECORD_SCOPE_BACKWARD_FUNCTION);
         mm(&m->h, 1, &m->dy, 0, &m->dw2);
         mm(&m->dy, 0, &m->w2, 1, &m->dh);
     }
     {
-        STROBE_SCOPE_AS("ReluBackward0", STROBE_SCOPE_BACKWARD_FUNCTION);
+        STROBE_SCOPE_AS("ReluBackward0", STROBE_RECORD_SCOPE_BACKWARD_FUNCTION);
         threshold_backward(&m->dh, &m->h_pre, &m->dh_pre);
     }
     {
-        STROBE_SCOPE_AS("AddBackward0", STROBE_SCOPE_BACKWARD_FUNCTION);
+        STROBE_SCOPE_AS("AddBackward0", STROBE_RECORD_SCOPE_BACKWARD_FUNCTION);
         sum_dim0(&m->dh_pre, &m->db1);
     }
     {
         /* dW1 = x^T dh_pre; the input needs no gradient. */
-        STROBE_SCOPE_AS("MmBackward0", STROBE_SCOPE_BACKWARD_FUNCTION);
+        STROBE_SCOPE_AS("MmBackward0", STROBE_RECORD_SCOPE_BACKWARD_FUNCTION);
         mm(&m->x, 1, &m->dh_pre, 0, &m->dw1);
     }
     if (m->saved != NULL) demo_free(m->saved, sizeof *m->saved);

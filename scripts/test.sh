@@ -8,6 +8,7 @@
 #   validate_traces                     Perfetto, Chrome DevTools and speedscope on every trace
 #                                       the tests write (when ../shared/validators is present);
 #   install_consumer                    cmake --install, then find_package and pkg-config users.
+#   layering, format                    includes against tests/layers.txt; clang-format.
 # The last line printed is CTest's summary.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -26,7 +26,7 @@ static void streamed(void (*mark)(void), const char *path) {
     c.stream_path = path;
     REQUIRE(strobe_start(&c) == 0);
     strobe_range_begin("step");
-    strobe_range_begin_scope("aten::mm", STROBE_SCOPE_FUNCTION);
+    strobe_range_begin_scope("aten::mm", STROBE_RECORD_SCOPE_FUNCTION);
     mark();
     struct timespec pause = {0, 200000};
     nanosleep(&pause, NULL);
@@ -118,8 +118,8 @@ int main(int argc, char **argv) {
     strobe_config_init(&c);
     c.activities = STROBE_ACTIVITY_CPU | STROBE_ACTIVITY_CUDA;
     REQUIRE(strobe_start(&c) == 0);
-    strobe_range_begin("step");                                  /* a user annotation */
-    strobe_range_begin_scope("aten::mm", STROBE_SCOPE_FUNCTION); /* the operator */
+    strobe_range_begin("step");                                         /* a user annotation */
+    strobe_range_begin_scope("aten::mm", STROBE_RECORD_SCOPE_FUNCTION); /* the operator */
     mark();
     struct timespec pause = {0, 200000}; /* the launch and its kernel fall inside the range */
     nanosleep(&pause, NULL);

@@ -1,13 +1,13 @@
 // test_cuda_host_layout.cpp: strobe's C copies of CUPTI's profiler host structs
-// (src/cuda/cupti_host_api.h) have the layout of NVIDIA's own (cupti_profiler_host.h, a header
-// only C++ can read). Checked at compile time; the program only reports success.
+// (src/devices/cuda/cupti_host_api.h) have the layout of NVIDIA's own (cupti_profiler_host.h, a
+// header only C++ can read). Checked at compile time; the program only reports success.
 #include <cstddef>
 #include <cstdio>
 
 #include <cupti_profiler_host.h>
 
 extern "C" {
-#include "cuda/cupti_host_api.h"
+#include "devices/cuda/cupti_host_api.h"
 }
 
 #define SAME(ours, theirs, field)                                                                  \

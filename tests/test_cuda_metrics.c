@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 
 #include "core/device.h"
-#include "cuda/cupti_metrics.h"
+#include "devices/cuda/cupti_metrics.h"
 #include "result_check.h"
 #include "strobe/backend.h"
 

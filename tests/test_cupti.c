@@ -1,11 +1,11 @@
-/* test_cupti.c: the CUDA backend's pure half (src/cuda/cupti_convert.c), on CUPTI activity
+/* test_cupti.c: the CUDA backend's pure half (src/devices/cuda/cupti_convert.c), on CUPTI activity
  * records built by hand: every kind, field by field, the noisy-call filter, the window test, and
  * kernels without timestamps with the spans of the launches they take.
  * Needs the CUPTI headers only; no driver, no GPU. */
 #include <cupti.h>
 
 #include "check.h"
-#include "cuda/cupti_convert.h"
+#include "devices/cuda/cupti_convert.h"
 #include "strobe/session.h"
 
 /* The tests' name hooks: a fixed kernel name, and "rt:<cbid>" / "drv:<cbid>" for API calls. */

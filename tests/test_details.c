@@ -186,12 +186,12 @@ static void test_filtered_scopes(void) {
     strobe_config c = base_config();
     c.record_shapes = 1;
     c.with_flops = 1;
-    c.scopes = STROBE_SCOPE_BIT(STROBE_SCOPE_USER_SCOPE);
+    c.scopes = STROBE_SCOPE_BIT(STROBE_RECORD_SCOPE_USER_SCOPE);
     start_or_die(&c);
     {
         STROBE_SCOPE("region");
         record_mm(); /* FUNCTION scope: not kept */
-        strobe_range_begin_scope("raw_op", STROBE_SCOPE_FUNCTION);
+        strobe_range_begin_scope("raw_op", STROBE_RECORD_SCOPE_FUNCTION);
         strobe_range_flops(77);
         strobe_range_end();
         {

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 
 #include "check.h"
-#include "gpu.h"
+#include "core/gpu.h"
 #include "result_check.h"
-#include "result_internal.h"
+#include "trace/result_internal.h"
 #include "strobe/backend.h"
 #include "strobe/strobe.h"
 
@@ -183,19 +183,19 @@ static void test_merge(void) {
     cfg.buffer_bytes = 4u << 20;
     cfg.prefault_bytes = 0;
     start_or_die(&cfg);
-    strobe_range_begin_scope("step", STROBE_SCOPE_USER_SCOPE);
+    strobe_range_begin_scope("step", STROBE_RECORD_SCOPE_USER_SCOPE);
     spin_us(50);
     strobe_push_correlation_id(41);
-    span mm = timed_range("aten::mm", STROBE_SCOPE_FUNCTION, 400);
+    span mm = timed_range("aten::mm", STROBE_RECORD_SCOPE_FUNCTION, 400);
     strobe_pop_correlation_id();
     spin_us(100);
-    span add = timed_range("aten::add", STROBE_SCOPE_FUNCTION, 400);
-    strobe_range_begin_scope("inner", STROBE_SCOPE_USER_SCOPE);
-    span relu = timed_range("aten::relu", STROBE_SCOPE_FUNCTION, 400);
+    span add = timed_range("aten::add", STROBE_RECORD_SCOPE_FUNCTION, 400);
+    strobe_range_begin_scope("inner", STROBE_RECORD_SCOPE_USER_SCOPE);
+    span relu = timed_range("aten::relu", STROBE_RECORD_SCOPE_FUNCTION, 400);
     strobe_range_end();
     spin_us(50);
     strobe_range_end();
-    span other = timed_range("other", STROBE_SCOPE_FUNCTION, 400);
+    span other = timed_range("other", STROBE_RECORD_SCOPE_FUNCTION, 400);
     strobe_result *r = stop_or_die();
     CHECK_EQ(check_wellformed(r), 0);
 
@@ -433,7 +433,7 @@ static void test_graph_launch(void) {
     cfg.buffer_bytes = 4u << 20;
     cfg.prefault_bytes = 0;
     start_or_die(&cfg);
-    span g = timed_range("replay", STROBE_SCOPE_USER_SCOPE, 400);
+    span g = timed_range("replay", STROBE_RECORD_SCOPE_USER_SCOPE, 400);
     strobe_result *r = stop_or_die();
     long ig = find_named(r, "replay");
     CHECK(ig >= 0);
@@ -491,12 +491,12 @@ static void test_random(void) {
     cfg.prefault_bytes = 0;
     start_or_die(&cfg);
     for (int i = 0; i < 6; i++) {
-        strobe_range_begin_scope(i % 2 ? "ann" : "op", i % 2 ? STROBE_SCOPE_USER_SCOPE : 0);
+        strobe_range_begin_scope(i % 2 ? "ann" : "op", i % 2 ? STROBE_RECORD_SCOPE_USER_SCOPE : 0);
         spin_us(20);
-        timed_range("leaf", STROBE_SCOPE_FUNCTION, 30);
+        timed_range("leaf", STROBE_RECORD_SCOPE_FUNCTION, 30);
         strobe_instant("mark");
         strobe_counter("ctr", i);
-        timed_range("leaf2", STROBE_SCOPE_USER_SCOPE, 30);
+        timed_range("leaf2", STROBE_RECORD_SCOPE_USER_SCOPE, 30);
         strobe_range_end();
         spin_us(10);
     }

@@ -20,12 +20,12 @@
 #include <zlib.h>
 
 #include "check.h"
-#include "json_check.h"
-#include "result_internal.h"
+#include "util/json_check.h"
+#include "trace/result_internal.h"
 #include "strobe/strobe.h"
-#include "writers/json_writer.h"
-#include "writers/sink.h"
-#include "writers/writer.h"
+#include "trace/json_writer.h"
+#include "trace/sink.h"
+#include "trace/writer.h"
 
 #define OUT STROBE_TEST_OUT_DIR "/json_writer"
 #define GOLDEN_DIR STROBE_SOURCE_DIR "/tests/golden"

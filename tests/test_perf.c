@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 
 #include "check.h"
-#include "perf.h"
+#include "core/perf.h"
 #include "strobe/error.h"
 
 static void test_table(void) {

@@ -18,7 +18,7 @@
 #include "reader/pftrace_dec.h"
 #include "mixed_session.h"
 #include "result_check.h"
-#include "result_internal.h"
+#include "trace/result_internal.h"
 #include "trace_reader.h"
 #include "util/pftrace_enc.h"
 

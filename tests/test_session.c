@@ -65,7 +65,7 @@ static void test_nesting(void) {
             STROBE_OP("aten::mm");
             leaf();
         }
-        strobe_range_begin_scope("dyn", STROBE_SCOPE_BACKWARD_FUNCTION);
+        strobe_range_begin_scope("dyn", STROBE_RECORD_SCOPE_BACKWARD_FUNCTION);
         STROBE_INSTANT("marker");
         strobe_instant("dyn marker");
         strobe_range_end();
@@ -82,7 +82,7 @@ static void test_nesting(void) {
     REQUIRE(outer == 0);
     CHECK_STR(ev[0].category, "user_annotation");
     CHECK_EQ(ev[0].kind, STROBE_EVENT_RANGE);
-    CHECK_EQ(ev[0].scope, STROBE_SCOPE_USER_SCOPE);
+    CHECK_EQ(ev[0].scope, STROBE_RECORD_SCOPE_USER_SCOPE);
     CHECK_EQ(ev[0].device_type, STROBE_DEVICE_CPU);
     CHECK_EQ(ev[0].device_index, -1);
     CHECK_INT(ev[0].start_ns, >=, strobe_result_trace_start_ns(r));
@@ -104,7 +104,7 @@ static void test_nesting(void) {
     CHECK_EQ(k, 4);
     long dyn = find_named(r, "dyn");
     REQUIRE(dyn > 0);
-    CHECK_EQ(ev[dyn].scope, STROBE_SCOPE_BACKWARD_FUNCTION);
+    CHECK_EQ(ev[dyn].scope, STROBE_RECORD_SCOPE_BACKWARD_FUNCTION);
     CHECK_STR(ev[dyn].category, "cpu_op");
     long m = find_named(r, "marker");
     REQUIRE(m > 0);
@@ -353,22 +353,22 @@ static void test_warnings(void) {
 }
 
 static void filtered_ops(void) {
-    strobe_range_begin_scope("kept fn", STROBE_SCOPE_FUNCTION);
-    strobe_range_begin_scope("dropped user", STROBE_SCOPE_USER_SCOPE);
-    strobe_range_begin_scope("kept inner fn", STROBE_SCOPE_FUNCTION);
+    strobe_range_begin_scope("kept fn", STROBE_RECORD_SCOPE_FUNCTION);
+    strobe_range_begin_scope("dropped user", STROBE_RECORD_SCOPE_USER_SCOPE);
+    strobe_range_begin_scope("kept inner fn", STROBE_RECORD_SCOPE_FUNCTION);
     strobe_range_end();
     strobe_range_end();
     {
         STROBE_SCOPE("dropped scope");
         STROBE_OP("kept op");
-        STROBE_SCOPE_NAME("dropped dyn scope", STROBE_SCOPE_USER_SCOPE);
+        STROBE_SCOPE_NAME("dropped dyn scope", STROBE_RECORD_SCOPE_USER_SCOPE);
     }
     strobe_range_end();
 }
 
 static void test_scope_filter(void) {
     strobe_config c = default_cfg();
-    c.scopes = STROBE_SCOPE_BIT(STROBE_SCOPE_FUNCTION);
+    c.scopes = STROBE_SCOPE_BIT(STROBE_RECORD_SCOPE_FUNCTION);
     start_or_die(&c);
     filtered_ops();
     strobe_result *r = stop_or_die();
@@ -389,7 +389,7 @@ static void test_scope_filter(void) {
     /* Deeper than the filter stack: ranges are kept and counted. */
     start_or_die(&c);
     for (int i = 0; i < 300; i++)
-        strobe_range_begin_scope("deep user", STROBE_SCOPE_USER_SCOPE);
+        strobe_range_begin_scope("deep user", STROBE_RECORD_SCOPE_USER_SCOPE);
     for (int i = 0; i < 300; i++)
         strobe_range_end();
     r = stop_or_die();

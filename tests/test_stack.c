@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "stack.h"
+#include "core/stack.h"
 
 #if defined(__clang__)
 #define TEST_NOINLINE __attribute__((noinline))

@@ -49,8 +49,8 @@ static const char *const dyn_names[NAMES] = {"dyn_a", "dyn_b", "dyn \"quoted\"",
 /* Per thread: `iters` times an outer site range holding a dynamic range holding a leaf site range,
  * an instant and a counter sample. */
 static void workload(int iters) {
-    STROBE_SITE_DEFINE(outer, "outer", STROBE_SCOPE_FUNCTION);
-    STROBE_SITE_DEFINE(leaf, "leaf", STROBE_SCOPE_FUNCTION);
+    STROBE_SITE_DEFINE(outer, "outer", STROBE_RECORD_SCOPE_FUNCTION);
+    STROBE_SITE_DEFINE(leaf, "leaf", STROBE_RECORD_SCOPE_FUNCTION);
     for (int i = 0; i < iters; i++) {
         strobe_range_begin_site(&outer);
         strobe_range_begin(dyn_names[i % NAMES]);
@@ -337,7 +337,7 @@ static void test_bounded(void) {
     cfg.prefault_bytes = 0;
     cfg.stream_path = path;
     REQUIRE(strobe_start(&cfg) == 0);
-    STROBE_SITE_DEFINE(s, "bounded", STROBE_SCOPE_FUNCTION);
+    STROBE_SITE_DEFINE(s, "bounded", STROBE_RECORD_SCOPE_FUNCTION);
     for (int r = 0; r < ROUNDS; r++) {
         for (int i = 0; i < PER_ROUND; i++) {
             strobe_range_begin_site(&s);
@@ -384,7 +384,7 @@ static void test_drops(void) {
     cfg.buffer_bytes = 8192;
     cfg.stream_path = path;
     REQUIRE(strobe_start(&cfg) == 0);
-    STROBE_SITE_DEFINE(s, "burst", STROBE_SCOPE_FUNCTION);
+    STROBE_SITE_DEFINE(s, "burst", STROBE_RECORD_SCOPE_FUNCTION);
     for (int i = 0; i < PAIRS; i++) {
         strobe_range_begin_site(&s);
         strobe_range_end();
@@ -510,7 +510,7 @@ struct waiter {
 
 static void *waiter_main(void *arg) {
     struct waiter *w = arg;
-    STROBE_SITE_DEFINE(latest_site, "latest", STROBE_SCOPE_FUNCTION);
+    STROBE_SITE_DEFINE(latest_site, "latest", STROBE_RECORD_SCOPE_FUNCTION);
     for (int i = 0; i < w->count; i++) {
         strobe_range_begin_site(&latest_site);
         strobe_range_end();
@@ -537,8 +537,8 @@ static void test_flight(void) {
     unlink(sigpath);
     cfg.flight_path = sigpath;
     REQUIRE(strobe_start(&cfg) == 0);
-    STROBE_SITE_DEFINE(old_site, "old_phase", STROBE_SCOPE_FUNCTION);
-    STROBE_SITE_DEFINE(new_site, "new_phase", STROBE_SCOPE_FUNCTION);
+    STROBE_SITE_DEFINE(old_site, "old_phase", STROBE_RECORD_SCOPE_FUNCTION);
+    STROBE_SITE_DEFINE(new_site, "new_phase", STROBE_RECORD_SCOPE_FUNCTION);
     for (int i = 0; i < 50000; i++) {
         strobe_range_begin_site(&old_site);
         strobe_range_end();
@@ -552,7 +552,7 @@ static void test_flight(void) {
     }
     /* The newest records sit in chunks their threads have not handed over yet: 40 ranges here, 30
      * on a thread that waits (alive, its chunk current) and 20 on one that has exited. */
-    STROBE_SITE_DEFINE(latest_site, "latest", STROBE_SCOPE_FUNCTION);
+    STROBE_SITE_DEFINE(latest_site, "latest", STROBE_RECORD_SCOPE_FUNCTION);
     for (int i = 0; i < 40; i++) {
         strobe_range_begin_site(&latest_site);
         strobe_range_end();
@@ -661,8 +661,8 @@ static void test_flight_ms(void) {
     cfg.buffer_bytes = (size_t)4 << 20;
     cfg.ring_ms = 50;
     REQUIRE(strobe_start(&cfg) == 0);
-    STROBE_SITE_DEFINE(old_site, "old_phase", STROBE_SCOPE_FUNCTION);
-    STROBE_SITE_DEFINE(new_site, "new_phase", STROBE_SCOPE_FUNCTION);
+    STROBE_SITE_DEFINE(old_site, "old_phase", STROBE_RECORD_SCOPE_FUNCTION);
+    STROBE_SITE_DEFINE(new_site, "new_phase", STROBE_RECORD_SCOPE_FUNCTION);
     for (int i = 0; i < 5000; i++) {
         strobe_range_begin_site(&old_site);
         strobe_range_end();
@@ -774,7 +774,7 @@ static void test_fork(void) {
  * range with FLOPs given, then two backend events reported inner first (as a delegate reports them
  * when each ends), on the thread's own backend, apart from the previous iteration's. */
 static void details_workload(int iters, const char *backend) {
-    STROBE_SITE_DEFINE(mm, "aten::mm", STROBE_SCOPE_FUNCTION);
+    STROBE_SITE_DEFINE(mm, "aten::mm", STROBE_RECORD_SCOPE_FUNCTION);
     static const int64_t a[2] = {4, 8}, b[2] = {8, 2};
     strobe_input in[3];
     memset(in, 0, sizeof in);

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "result_internal.h"
+#include "trace/result_internal.h"
 #include "strobe/strobe.h"
 
 /* ---- Building results ----------------------------------------------------------------------- */

@@ -8,14 +8,14 @@ static inline int use_all_macros(int n) {
     int acc = 0;
     STROBE_THREAD_NAME("worker");
     STROBE_RANGE_BEGIN("literal");
-    STROBE_RANGE_BEGIN_SCOPE("literal fn", STROBE_SCOPE_FUNCTION);
+    STROBE_RANGE_BEGIN_SCOPE("literal fn", STROBE_RECORD_SCOPE_FUNCTION);
     STROBE_RANGE_END();
     STROBE_RANGE_END();
     for (int i = 0; i < n; i++) {
         STROBE_SCOPE("loop");
         STROBE_OP("op");
         STROBE_FUNC();
-        STROBE_SCOPE_NAME("dynamic", STROBE_SCOPE_USER_SCOPE);
+        STROBE_SCOPE_NAME("dynamic", STROBE_RECORD_SCOPE_USER_SCOPE);
         STROBE_INSTANT("instant");
         STROBE_COUNTER("counter", (double)i);
         acc += i;
@@ -23,12 +23,12 @@ static inline int use_all_macros(int n) {
     {
         /* Two scopes on one line each need their own generated names. */
         // clang-format off
-        STROBE_SCOPE("same line a"); STROBE_OP("same line b"); STROBE_SCOPE_NAME("same line c", STROBE_SCOPE_USER_SCOPE); STROBE_SCOPE_NAME("same line d", STROBE_SCOPE_USER_SCOPE);
+        STROBE_SCOPE("same line a"); STROBE_OP("same line b"); STROBE_SCOPE_NAME("same line c", STROBE_RECORD_SCOPE_USER_SCOPE); STROBE_SCOPE_NAME("same line d", STROBE_RECORD_SCOPE_USER_SCOPE);
         // clang-format on
         acc += 0;
     }
     strobe_range_begin("dyn");
-    strobe_range_begin_scope("dyn fn", STROBE_SCOPE_FUNCTION);
+    strobe_range_begin_scope("dyn fn", STROBE_RECORD_SCOPE_FUNCTION);
     strobe_range_end();
     strobe_range_end();
     strobe_instant("dyn instant");

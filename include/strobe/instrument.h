@@ -28,15 +28,15 @@ extern "C" {
  * that is not kept cost a branch and are not recorded. FUNCTION ranges are operators ("cpu_op" in
  * the trace); USER_SCOPE ranges are user regions ("user_annotation"). */
 typedef enum strobe_record_scope {
-    STROBE_SCOPE_FUNCTION = 0,
-    STROBE_SCOPE_BACKWARD_FUNCTION = 1,
-    STROBE_SCOPE_TORCHSCRIPT_FUNCTION = 2,
-    STROBE_SCOPE_CUSTOM_CLASS = 3,
-    STROBE_SCOPE_USER_SCOPE = 4,
-    STROBE_SCOPE_LITE_INTERPRETER = 5,
-    STROBE_SCOPE_STATIC_RUNTIME_OP = 6,
-    STROBE_SCOPE_STATIC_RUNTIME_MODEL = 7,
-    STROBE_SCOPE_COUNT = 8
+    STROBE_RECORD_SCOPE_FUNCTION = 0,
+    STROBE_RECORD_SCOPE_BACKWARD_FUNCTION = 1,
+    STROBE_RECORD_SCOPE_TORCHSCRIPT_FUNCTION = 2,
+    STROBE_RECORD_SCOPE_CUSTOM_CLASS = 3,
+    STROBE_RECORD_SCOPE_USER_SCOPE = 4,
+    STROBE_RECORD_SCOPE_LITE_INTERPRETER = 5,
+    STROBE_RECORD_SCOPE_STATIC_RUNTIME_OP = 6,
+    STROBE_RECORD_SCOPE_STATIC_RUNTIME_MODEL = 7,
+    STROBE_RECORD_SCOPE_COUNT = 8
 } strobe_record_scope;
 
 /* A static call site: the name of a range, instant or counter known at compile time. The macros
@@ -103,7 +103,8 @@ static inline int strobe_is_active(void) {
 /* Begins a USER_SCOPE range named `name` on the calling thread. The name is copied (names longer
  * than 1024 bytes are cut and counted). End it with strobe_range_end() on the same thread. */
 static inline void strobe_range_begin(const char *name) {
-    if (STROBE__UNLIKELY(STROBE__ACTIVE())) strobe__begin_name(name, STROBE_SCOPE_USER_SCOPE);
+    if (STROBE__UNLIKELY(STROBE__ACTIVE()))
+        strobe__begin_name(name, STROBE_RECORD_SCOPE_USER_SCOPE);
 }
 
 /* Begins a range of the given record scope (a strobe_record_scope). */
@@ -206,7 +207,7 @@ static inline void strobe_pop_user_correlation_id(void) {}
     static const strobe_site var = {(name), __FILE__, __LINE__, (scope)}
 
 /* Begins a range named by a string literal (a static call site: nothing copied per call). */
-#define STROBE_RANGE_BEGIN(name) STROBE_RANGE_BEGIN_SCOPE(name, STROBE_SCOPE_USER_SCOPE)
+#define STROBE_RANGE_BEGIN(name) STROBE_RANGE_BEGIN_SCOPE(name, STROBE_RECORD_SCOPE_USER_SCOPE)
 #define STROBE_RANGE_BEGIN_SCOPE(name, scope)                                                      \
     do {                                                                                           \
         STROBE_SITE_DEFINE(strobe__site_, name, scope);                                            \
@@ -217,12 +218,12 @@ static inline void strobe_pop_user_correlation_id(void) {}
 /* Records an instant or a counter sample named by a string literal. */
 #define STROBE_INSTANT(name)                                                                       \
     do {                                                                                           \
-        STROBE_SITE_DEFINE(strobe__site_, name, STROBE_SCOPE_USER_SCOPE);                          \
+        STROBE_SITE_DEFINE(strobe__site_, name, STROBE_RECORD_SCOPE_USER_SCOPE);                   \
         if (STROBE__UNLIKELY(STROBE__ACTIVE())) strobe__instant_site(&strobe__site_);              \
     } while (0)
 #define STROBE_COUNTER(name, value)                                                                \
     do {                                                                                           \
-        STROBE_SITE_DEFINE(strobe__site_, name, STROBE_SCOPE_USER_SCOPE);                          \
+        STROBE_SITE_DEFINE(strobe__site_, name, STROBE_RECORD_SCOPE_USER_SCOPE);                   \
         if (STROBE__UNLIKELY(STROBE__ACTIVE())) strobe__counter_site(&strobe__site_, (value));     \
     } while (0)
 
@@ -250,11 +251,11 @@ struct strobe__scope_guard {
     STROBE__GUARD_DECL(STROBE__CAT(strobe__guard_, id),                                            \
                        strobe__guard_open(&STROBE__CAT(strobe__site_, id)))
 /* A user region (USER_SCOPE, "user_annotation"). */
-#define STROBE_SCOPE(name) STROBE_SCOPE_AS(name, STROBE_SCOPE_USER_SCOPE)
+#define STROBE_SCOPE(name) STROBE_SCOPE_AS(name, STROBE_RECORD_SCOPE_USER_SCOPE)
 /* An operator (FUNCTION scope, "cpu_op"). */
-#define STROBE_OP(name) STROBE_SCOPE_AS(name, STROBE_SCOPE_FUNCTION)
+#define STROBE_OP(name) STROBE_SCOPE_AS(name, STROBE_RECORD_SCOPE_FUNCTION)
 /* The current function, as an operator. */
-#define STROBE_FUNC() STROBE_SCOPE_AS(__func__, STROBE_SCOPE_FUNCTION)
+#define STROBE_FUNC() STROBE_SCOPE_AS(__func__, STROBE_RECORD_SCOPE_FUNCTION)
 /* A scoped range with a name computed at run time (copied). */
 #define STROBE_SCOPE_NAME(name_expr, scope)                                                        \
     STROBE__GUARD_DECL(STROBE__CAT(strobe__guard_, STROBE__ID()),                                  \

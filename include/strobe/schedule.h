@@ -11,8 +11,9 @@
  * open: the session keeps steps apart from the thread's begin/end records, so they never pair
  * with its ranges. A step goes on the calling thread's track where it nests there (nothing of
  * that thread open at its begin and its end), else (and in streaming or flight-recorder
- * sessions) on a track of its own, "ProfilerStep". The same holds for every strobe_step() during a plain session (no schedule), N being
- * strobe_step()'s return value; under a schedule N counts from the schedule's step 0.
+ * sessions) on a track of its own, "ProfilerStep". The same holds for every strobe_step() during a
+ * plain session (no schedule), N being strobe_step()'s return value; under a schedule N counts from
+ * the schedule's step 0.
  *
  * Contents: steps, schedule actions, the scheduled profiler, the trace-file handler. */
 #ifndef STROBE_SCHEDULE_H

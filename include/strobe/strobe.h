@@ -7,7 +7,8 @@
  *                 strobe_version()
  *   result.h      events, threads, stats, event tree, saving traces
  *   summary.h     the per-operator summary table
- *   backend.h     backend events, backend clock maps, the module (edge) profiler
+ *   backend.h     backend events, backend clock maps (includes edge.h)
+ *   edge.h        the module (edge) profiler
  *   schedule.h    iteration steps, schedules and the trace-file handler
  *   ondemand.h    the on-demand endpoint (traces started from outside) and its client interface
  * export.h (the STROBE_API visibility macro) comes with each of them. */
@@ -22,6 +23,7 @@
 #include "summary.h"
 #include "op.h"
 #include "backend.h"
+#include "edge.h"
 #include "schedule.h"
 #include "ondemand.h"
 

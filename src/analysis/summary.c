@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/result_internal.h"
+#include "trace/result_internal.h"
 #include "util/strpool.h"
 #include "util/strtab.h"
 #include "util/table.h"

@@ -1,4 +1,5 @@
-/* backend.c: backend events, backend clock maps and the module (edge) profiler (backend.h).
+/* backend.c: backend events, backend clock maps (strobe/backend.h) and the module (edge) profiler
+ * (strobe/edge.h).
  *
  * Contents: clock, backend events, clock maps, edge profiler. */
 #include <math.h>
@@ -7,13 +8,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "result_internal.h"
+#include "trace/result_internal.h"
+#include "trace/kineto.h"
 #include "state.h"
 #include "strobe/backend.h"
 #include "strobe/error.h"
 #include "strobe/result.h"
 #include "strobe/session.h"
-#include "output.h"
 #include "util/struct_in.h"
 
 /* ---- clock --------------------------------------------------------------------------------- */
@@ -167,7 +168,7 @@ int strobe_edge_profiler_begin(const strobe_edge_config *user_cfg, strobe_edge_p
         return rc;
     }
     if (p->with_modules) strobe_module_push(p->name);
-    strobe_range_begin_scope(p->name, STROBE_SCOPE_LITE_INTERPRETER);
+    strobe_range_begin_scope(p->name, STROBE_RECORD_SCOPE_LITE_INTERPRETER);
     *out = p;
     return 0;
 }
@@ -249,7 +250,7 @@ static int resolve_handles(strobe_edge_profiler *p, strobe_result *r) {
         }
         *o++ = '"';
         *o = '\0';
-        int rc = strobe_event_set_arg(r, i, "Module Hierarchy", json);
+        int rc = strobe_event_set_arg(r, i, STROBE_KINETO_ARG_MODULE_HIERARCHY, json);
         free(json);
         if (rc) return rc;
     }
@@ -267,7 +268,7 @@ int strobe_edge_profiler_end(strobe_edge_profiler *p, strobe_result **out) {
     if (current == p) __atomic_store_n(&current, NULL, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&current_lock);
     if (rc == 0) rc = resolve_handles(p, r);
-    if (rc == 0) rc = strobe__outputs.save(r, p->output_path);
+    if (rc == 0) rc = strobe_result_save(r, p->output_path);
     /* The run's result goes back to a caller who asked for it also when the trace could not be
      * written: the data is not lost with the file. */
     if (r != NULL && out) {

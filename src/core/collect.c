@@ -15,7 +15,7 @@
 
 #include "details.h"
 #include "record.h"
-#include "result_internal.h"
+#include "trace/result_internal.h"
 #include "stack.h"
 #include "state.h"
 #include "util/strtab.h"
@@ -142,7 +142,7 @@ static int stack_push(open_stack *st, uint32_t idx) {
 static const char *category_of(int kind, int scope) {
     if (kind == STROBE_EVENT_INSTANT) return "cpu_instant_event";
     if (kind == STROBE_EVENT_COUNTER) return "cpu_counter";
-    return scope == STROBE_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op";
+    return scope == STROBE_RECORD_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op";
 }
 
 /* Appends an event and links it under the innermost open range (or as a root). */
@@ -386,8 +386,8 @@ static int on_memory(interner *in, open_stack *st, const strobe__tstate *t, uint
     int32_t dev = (int32_t)(uint32_t)w[5];
     int type = (int)((uint32_t)dev >> 16);
     int index = (int)(int16_t)(dev & 0xffff);
-    strobe_event *e =
-        add_event(r, st, t, ti, STROBE_EVENT_INSTANT, STROBE_SCOPE_USER_SCOPE, "[memory]", ts);
+    strobe_event *e = add_event(r, st, t, ti, STROBE_EVENT_INSTANT, STROBE_RECORD_SCOPE_USER_SCOPE,
+                                "[memory]", ts);
     uint32_t ev = (uint32_t)(e - r->events);
     char addr[32];
     snprintf(addr, sizeof addr, "%llu", (unsigned long long)w[1]);
@@ -408,7 +408,7 @@ static int on_memory(interner *in, open_stack *st, const strobe__tstate *t, uint
         const char *n = bytes_name(in, name, (uint32_t)strlen(name));
         if (n == NULL) return STROBE_ENOMEM;
         strobe_event *c =
-            add_event(r, st, t, ti, STROBE_EVENT_COUNTER, STROBE_SCOPE_USER_SCOPE, n, ts);
+            add_event(r, st, t, ti, STROBE_EVENT_COUNTER, STROBE_RECORD_SCOPE_USER_SCOPE, n, ts);
         c->value = (double)(int64_t)w[3 + k];
     }
     return rc;
@@ -588,7 +588,7 @@ static int apply_step_marks(interner *in, step_marks *sm, open_stack *st, const 
         const char *iname = bytes_name(in, name, (uint32_t)len);
         if (iname == NULL) return STROBE_ENOMEM;
         strobe_event *e = add_event(r, st, t, thread_index, STROBE_EVENT_RANGE,
-                                    STROBE_SCOPE_USER_SCOPE, iname, mk->ns);
+                                    STROBE_RECORD_SCOPE_USER_SCOPE, iname, mk->ns);
         e->correlation_id = e->user_correlation_id = 0;
         sm->event[mk->step] = (uint32_t)(e - r->events);
         in->step_placed[mk->step] = 1;
@@ -668,7 +668,7 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
                     break;
                 }
                 int range = kind == STROBE__REC_BEGIN_NAME;
-                int scope = range ? (int)(w[1] >> 32) : STROBE_SCOPE_USER_SCOPE;
+                int scope = range ? (int)(w[1] >> 32) : STROBE_RECORD_SCOPE_USER_SCOPE;
                 e = add_event(r, &st, t, thread_index,
                               range ? STROBE_EVENT_RANGE : STROBE_EVENT_INSTANT, scope, name, ts);
                 if (range) rc = stack_push(&st, (uint32_t)(e - r->events));
@@ -688,7 +688,7 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
                     break;
                 }
                 e = add_event(r, &st, t, thread_index, STROBE_EVENT_COUNTER,
-                              STROBE_SCOPE_USER_SCOPE, name, ts);
+                              STROBE_RECORD_SCOPE_USER_SCOPE, name, ts);
                 memcpy(&e->value, &w[2], sizeof e->value);
                 break;
             }
@@ -703,7 +703,7 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
                     stats->truncated_ranges += st.depth;
                     close_open(r, &st, ts, STROBE_EVENT_TRUNCATED);
                     strobe_event *m = add_event(r, &st, t, thread_index, STROBE_EVENT_INSTANT,
-                                                STROBE_SCOPE_USER_SCOPE,
+                                                STROBE_RECORD_SCOPE_USER_SCOPE,
                                                 "[strobe] buffer full: records dropped", ts);
                     *marker = (uint32_t)(m - r->events);
                 } else {
@@ -756,7 +756,7 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
         stats->truncated_ranges += st.depth;
         close_open(r, &st, trunc_ns, STROBE_EVENT_TRUNCATED);
         strobe_event *m =
-            add_event(r, &st, t, thread_index, STROBE_EVENT_INSTANT, STROBE_SCOPE_USER_SCOPE,
+            add_event(r, &st, t, thread_index, STROBE_EVENT_INSTANT, STROBE_RECORD_SCOPE_USER_SCOPE,
                       "[strobe] buffer full: records dropped", trunc_ns);
         *marker = (uint32_t)(m - r->events);
     }
@@ -879,7 +879,7 @@ static int finish_steps(interner *in, const strobe__session *s, const strobe__cl
         const char *iname = bytes_name(in, name, (uint32_t)len);
         if (iname == NULL) return STROBE_ENOMEM;
         strobe_event *e = add_event(r, &st, &fake, tindex, STROBE_EVENT_RANGE,
-                                    STROBE_SCOPE_USER_SCOPE, iname, start);
+                                    STROBE_RECORD_SCOPE_USER_SCOPE, iname, start);
         e->end_ns = end;
     }
     th->event_count = r->event_count - th->first_event;
@@ -942,7 +942,7 @@ static int finish_backend(interner *in, int64_t tid_base) {
                 }
             }
             strobe_event *e = add_event(r, &st, &fake, tindex, STROBE_EVENT_RANGE,
-                                        STROBE_SCOPE_LITE_INTERPRETER, b->name, start);
+                                        STROBE_RECORD_SCOPE_LITE_INTERPRETER, b->name, start);
             e->end_ns = end;
             e->category = "cpu_op";
             uint32_t ev = (uint32_t)(e - r->events);

@@ -10,6 +10,7 @@
 #include "record.h"
 #include "strobe/error.h"
 #include "strobe/result.h"
+#include "trace/kineto.h"
 
 int strobe__grow(void **a, size_t *cap, size_t need, size_t size) {
     if (need <= *cap) return 0;
@@ -167,23 +168,23 @@ int strobe__format_inputs(const uint64_t *payload, size_t bytes, uint32_t count,
 int strobe__c10_device_type(int t) {
     switch (t) {
     case STROBE_DEVICE_CPU:
-        return 0;
+        return STROBE_KINETO_C10_DEVICE_CPU;
     case STROBE_DEVICE_CUDA:
-        return 1;
+        return STROBE_KINETO_C10_DEVICE_CUDA;
     case STROBE_DEVICE_XPU:
-        return 12;
+        return STROBE_KINETO_C10_DEVICE_XPU;
     case STROBE_DEVICE_HPU:
-        return 15;
+        return STROBE_KINETO_C10_DEVICE_HPU;
     case STROBE_DEVICE_MTIA:
-        return 19;
+        return STROBE_KINETO_C10_DEVICE_MTIA;
     case STROBE_DEVICE_PRIVATEUSE1:
-        return 20;
+        return STROBE_KINETO_C10_DEVICE_PRIVATEUSE1;
     default:
         return t;
     }
 }
 
 const char *strobe__device_name(int t) {
-    static const char *const names[] = {"cpu", "cuda", "xpu", "hpu", "mtia", "privateuse1"};
+    static const char *const names[] = STROBE_KINETO_DEVICE_TYPE_NAMES;
     return t >= 0 && t < (int)(sizeof names / sizeof names[0]) ? names[t] : "device";
 }

@@ -1,5 +1,5 @@
 /* device.h: the seam between the session and the device backends (CUDA through CUPTI, in
- * src/cuda/). The core knows backends only through this table, filled in src/backends.c, so that
+ * src/devices/). The core knows backends only through this table, filled in src/backends.c, so that
  * the dependencies point one way (backends -> core). */
 #ifndef STROBE_DEVICE_H
 #define STROBE_DEVICE_H

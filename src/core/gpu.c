@@ -19,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bigmem.h"
-#include "result_internal.h"
+#include "util/bigmem.h"
+#include "trace/result_internal.h"
+#include "trace/kineto.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
 #include "util/u64map.h"
@@ -111,14 +112,12 @@ double strobe__gpu_occupancy(const strobe__gpu_device *dev, const strobe__gpu_ac
 }
 
 static const char *copy_kind_name(unsigned k) {
-    static const char *const names[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-                                        "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+    static const char *const names[] = STROBE_KINETO_MEMCPY_KIND_NAMES;
     return k < sizeof names / sizeof names[0] ? names[k] : "Unknown";
 }
 
 static const char *mem_kind_name(unsigned k) {
-    static const char *const names[] = {"Unknown", "Pageable", "Pinned",        "Device",
-                                        "Array",   "Managed",  "Device Static", "Managed Static"};
+    static const char *const names[] = STROBE_KINETO_MEMORY_KIND_NAMES;
     return k < sizeof names / sizeof names[0] ? names[k] : "Unknown";
 }
 
@@ -324,13 +323,13 @@ static uint64_t external_id(merge_ctx *c, const hev *x, const strobe__u64map *ex
 static const char *host_category(uint8_t kind) {
     switch (kind) {
     case STROBE__GPU_RUNTIME:
-        return "cuda_runtime";
+        return STROBE_KINETO_CAT_CUDA_RUNTIME;
     case STROBE__GPU_DRIVER:
-        return "cuda_driver";
+        return STROBE_KINETO_CAT_CUDA_DRIVER;
     case STROBE__GPU_SYNC:
-        return "cuda_sync";
+        return STROBE_KINETO_CAT_CUDA_SYNC;
     default:
-        return "overhead";
+        return STROBE_KINETO_CAT_OVERHEAD;
     }
 }
 
@@ -369,9 +368,9 @@ static int cmp_ann(const void *x, const void *y) {
 }
 
 static const char *dev_category(uint8_t kind) {
-    return kind == STROBE__GPU_KERNEL   ? "kernel"
-           : kind == STROBE__GPU_MEMCPY ? "gpu_memcpy"
-                                        : "gpu_memset";
+    return kind == STROBE__GPU_KERNEL   ? STROBE_KINETO_CAT_KERNEL
+           : kind == STROBE__GPU_MEMCPY ? STROBE_KINETO_CAT_GPU_MEMCPY
+                                        : STROBE_KINETO_CAT_GPU_MEMSET;
 }
 
 static const strobe__gpu_device *find_device(const strobe__gpu_batch *b, uint32_t id) {
@@ -386,11 +385,11 @@ static int device_args(strobe_result *r, strobe_event *e, const strobe__gpu_act 
     int rc = 0;
     char tmp[96];
     if (a->kind == STROBE__GPU_KERNEL)
-        rc = add_arg_i64(r, e, "queued", a->queued_ns > 0 ? a->queued_ns : 0);
-    if (rc == 0) rc = add_arg_u64(r, e, "device", a->device);
-    if (rc == 0) rc = add_arg_u64(r, e, "context", a->context);
-    if (rc == 0) rc = add_arg_u64(r, e, "stream", a->stream);
-    if (rc == 0) rc = add_arg_u64(r, e, "correlation", a->correlation);
+        rc = add_arg_i64(r, e, STROBE_KINETO_ARG_QUEUED, a->queued_ns > 0 ? a->queued_ns : 0);
+    if (rc == 0) rc = add_arg_u64(r, e, STROBE_KINETO_ARG_DEVICE, a->device);
+    if (rc == 0) rc = add_arg_u64(r, e, STROBE_KINETO_ARG_CONTEXT, a->context);
+    if (rc == 0) rc = add_arg_u64(r, e, STROBE_KINETO_ARG_STREAM, a->stream);
+    if (rc == 0) rc = add_arg_u64(r, e, STROBE_KINETO_ARG_CORRELATION, a->correlation);
     if (rc) return rc;
     if (a->kind == STROBE__GPU_KERNEL) {
         const strobe__gpu_device *d = find_device(b, a->device);
@@ -402,27 +401,27 @@ static int device_args(strobe_result *r, strobe_event *e, const strobe__gpu_act 
             double max_warps = (double)d->max_threads_per_sm / d->warp_size;
             if (max_warps > 0 && warps / max_warps < occ) occ = warps / max_warps;
         }
-        rc = add_arg_i64(r, e, "registers per thread", a->registers_per_thread);
+        rc = add_arg_i64(r, e, STROBE_KINETO_ARG_REGISTERS_PER_THREAD, a->registers_per_thread);
         if (rc == 0)
-            rc = add_arg_i64(r, e, "shared memory",
+            rc = add_arg_i64(r, e, STROBE_KINETO_ARG_SHARED_MEMORY,
                              (int64_t)a->static_shared + (int64_t)a->dynamic_shared);
-        if (rc == 0) rc = add_arg_f(r, e, "blocks per SM", blocks);
-        if (rc == 0) rc = add_arg_f(r, e, "warps per SM", warps);
+        if (rc == 0) rc = add_arg_f(r, e, STROBE_KINETO_ARG_BLOCKS_PER_SM, blocks);
+        if (rc == 0) rc = add_arg_f(r, e, STROBE_KINETO_ARG_WARPS_PER_SM, warps);
         snprintf(tmp, sizeof tmp, "[%d, %d, %d]", (int)a->grid[0], (int)a->grid[1],
                  (int)a->grid[2]);
-        if (rc == 0) rc = add_arg(r, e, "grid", tmp);
+        if (rc == 0) rc = add_arg(r, e, STROBE_KINETO_ARG_GRID, tmp);
         snprintf(tmp, sizeof tmp, "[%d, %d, %d]", (int)a->block[0], (int)a->block[1],
                  (int)a->block[2]);
-        if (rc == 0) rc = add_arg(r, e, "block", tmp);
-        if (rc == 0) rc = add_arg_i64(r, e, "est. achieved occupancy %", (int64_t)(occ * 100));
-        if (rc == 0 && a->graph_id) rc = add_arg_u64(r, e, "graph id", a->graph_id);
+        if (rc == 0) rc = add_arg(r, e, STROBE_KINETO_ARG_BLOCK, tmp);
+        if (rc == 0) rc = add_arg_i64(r, e, STROBE_KINETO_ARG_OCCUPANCY, (int64_t)(occ * 100));
+        if (rc == 0 && a->graph_id) rc = add_arg_u64(r, e, STROBE_KINETO_ARG_GRAPH_ID, a->graph_id);
         return rc;
     }
-    rc = add_arg_u64(r, e, "bytes", a->bytes);
+    rc = add_arg_u64(r, e, STROBE_KINETO_ARG_BYTES, a->bytes);
     /* Bytes per ns are GB/s. */
     int64_t dur = a->end_ns - a->start_ns;
     if (rc == 0)
-        rc = add_arg_f(r, e, "memory bandwidth (GB/s)", dur > 0 ? (double)a->bytes / dur : 0);
+        rc = add_arg_f(r, e, STROBE_KINETO_ARG_BANDWIDTH, dur > 0 ? (double)a->bytes / dur : 0);
     return rc;
 }
 
@@ -698,7 +697,7 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
         e->end_ns = a->end_ns;
         e->tid = a->tid;
         e->kind = STROBE_EVENT_RANGE;
-        e->scope = STROBE_SCOPE_FUNCTION;
+        e->scope = STROBE_RECORD_SCOPE_FUNCTION;
         e->device_type = STROBE_DEVICE_CPU;
         e->device_index = -1;
     }
@@ -733,17 +732,17 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
         int has_work = corrmap_get(&work, a->correlation, &unused);
         if (a->kind == STROBE__GPU_RUNTIME || a->kind == STROBE__GPU_DRIVER) {
             x->e.correlation_id = external_id(&c, x, &ext, has_work);
-            if (a->cbid) rc = add_arg_u64(r, &x->e, "cbid", a->cbid);
+            if (a->cbid) rc = add_arg_u64(r, &x->e, STROBE_KINETO_ARG_CBID, a->cbid);
             if (rc == 0 && a->correlation)
-                rc = add_arg_u64(r, &x->e, "correlation", a->correlation);
+                rc = add_arg_u64(r, &x->e, STROBE_KINETO_ARG_CORRELATION, a->correlation);
             if (has_work) corrmap_put(&launch, a->correlation, i, &oom);
             if (oom) rc = STROBE_ENOMEM;
         } else if (a->kind == STROBE__GPU_SYNC) {
-            rc = add_arg_u64(r, &x->e, "device", a->device);
-            if (rc == 0) rc = add_arg_u64(r, &x->e, "context", a->context);
-            if (rc == 0) rc = add_arg_u64(r, &x->e, "stream", a->stream);
+            rc = add_arg_u64(r, &x->e, STROBE_KINETO_ARG_DEVICE, a->device);
+            if (rc == 0) rc = add_arg_u64(r, &x->e, STROBE_KINETO_ARG_CONTEXT, a->context);
+            if (rc == 0) rc = add_arg_u64(r, &x->e, STROBE_KINETO_ARG_STREAM, a->stream);
             if (rc == 0 && a->correlation)
-                rc = add_arg_u64(r, &x->e, "correlation", a->correlation);
+                rc = add_arg_u64(r, &x->e, STROBE_KINETO_ARG_CORRELATION, a->correlation);
         }
         if (rc) goto fail;
     }
@@ -783,7 +782,7 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
             }
             /* Every user annotation around the launch spans this work on its stream. */
             for (uint32_t p = x->parent_old; p != NONE; p = r->events[p].parent) {
-                if (r->events[p].scope != STROBE_SCOPE_USER_SCOPE ||
+                if (r->events[p].scope != STROBE_RECORD_SCOPE_USER_SCOPE ||
                     r->events[p].kind != STROBE_EVENT_RANGE)
                     continue;
                 if (nau == ann_cap) {
@@ -831,12 +830,12 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
         memset(d, 0, sizeof *d);
         d->annotation = 1;
         d->e.name = ae->name;
-        d->e.category = "gpu_user_annotation";
+        d->e.category = STROBE_KINETO_CAT_GPU_USER_ANNOTATION;
         d->e.start_ns = lo;
         d->e.end_ns = hi;
         d->e.tid = au[i].stream;
         d->e.kind = STROBE_EVENT_RANGE;
-        d->e.scope = STROBE_SCOPE_USER_SCOPE;
+        d->e.scope = STROBE_RECORD_SCOPE_USER_SCOPE;
         d->e.device_type = STROBE_DEVICE_CUDA;
         d->e.device_index = au[i].device;
         d->e.correlation_id = ae->correlation_id;
@@ -887,7 +886,7 @@ int strobe__gpu_merge(struct strobe_result *r, const strobe__gpu_batch *b) {
         strobe_thread_info *th = &threads[ti];
         memset(th, 0, sizeof *th);
         char tname[48];
-        snprintf(tname, sizeof tname, "stream %lld", (long long)dv[i].e.tid);
+        snprintf(tname, sizeof tname, STROBE_KINETO_STREAM_THREAD_FMT, (long long)dv[i].e.tid);
         th->tid = dv[i].e.tid;
         th->name = strobe__pool_strdup(&r->pool, tname);
         th->device_type = STROBE_DEVICE_CUDA;

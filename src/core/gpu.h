@@ -1,7 +1,7 @@
 /* gpu.h: device activity as a backend hands it to the core, and the pure translation of that
  * activity into result events (gpu.c).
  *
- * A device backend (src/cuda/cupti.c for CUDA) translates its own records (CUPTI activity
+ * A device backend (src/devices/cuda/cupti.c for CUDA) translates its own records (CUPTI activity
  * records) into strobe__gpu_act values, with every time already on strobe's clock (epoch ns, the
  * clock of strobe_event.start_ns). strobe__gpu_merge() then adds them to a result whose CPU events
  * are built: device work on one track per (device, stream), runtime and driver calls on the CPU

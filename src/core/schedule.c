@@ -16,7 +16,7 @@
 #include "strobe/error.h"
 #include "strobe/instrument.h"
 #include "hooks.h"
-#include "output.h"
+#include "strobe/result.h"
 #include "util/struct_in.h"
 
 /* ---- steps and actions ---------------------------------------------------------------------- */
@@ -418,7 +418,7 @@ void strobe_trace_dir_handler_fn(strobe_result *result, void *ctx) {
         return;
     }
     /* The save runs without the lock, so that handlers on several threads write in parallel. */
-    int rc = strobe__outputs.save(result, path);
+    int rc = strobe_result_save(result, path);
     if (rc != 0) {
         strobe__log(STROBE_LOG_ERROR, "trace handler: cannot save %s: %s", path,
                     strobe_strerror(rc));

@@ -20,12 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bigmem.h"
+#include "util/bigmem.h"
 #include "details.h"
-#include "json_check.h"
+#include "util/json_check.h"
 #include "record.h"
 #include "strobe/op.h"
-#include "result_internal.h"
+#include "trace/result_internal.h"
 #include "device.h"
 #include "state.h"
 #include "stream.h"

@@ -47,7 +47,7 @@
 
 #include "details.h"
 #include "record.h"
-#include "result_internal.h"
+#include "trace/result_internal.h"
 #include "stack.h"
 #include "stream.h"
 #include "strobe/error.h"
@@ -55,7 +55,7 @@
 #include "strobe/op.h"
 #include "strobe/result.h"
 #include "util/pftrace_enc.h"
-#include "output.h"
+#include "trace/encode.h"
 #include "util/json_fmt.h"
 
 #define POLL_MS 5
@@ -502,7 +502,7 @@ static size_t pft_corr_args(strobe__pft_arg *a, uint64_t ext, uint64_t user) {
 }
 
 static const char *range_category(int scope) {
-    return scope == STROBE_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op";
+    return scope == STROBE_RECORD_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op";
 }
 
 /* Walks the args entries in [p, end): @return the next entry, and the key and value of this one. */
@@ -1517,7 +1517,7 @@ int strobe__flight_dump(strobe__session *s, const char *path) {
     free(fakes);
     free(order);
     if (rc == 0) {
-        rc = strobe__outputs.save(r, path);
+        rc = strobe_result_save(r, path);
         if (rc != 0 && rc != STROBE_ENOMEM) rc = STROBE_EIO;
     }
     strobe_result_free(r);
@@ -1863,7 +1863,7 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
          * with the trace's metadata, on tracks and a sequence of its own. */
         char *text = NULL;
         size_t len = 0;
-        rc = strobe__outputs.encode(r, st->pft != NULL, &text, &len);
+        rc = strobe__result_encode(r, st->pft != NULL, &text, &len);
         if (rc == 0) {
             char *p = jw_reserve(w, len);
             if (p) {

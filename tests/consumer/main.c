@@ -6,9 +6,7 @@ int main(int argc, char **argv) {
     strobe_config cfg;
     strobe_config_init(&cfg);
     if (strobe_start(&cfg) != 0) return 1;
-    {
-        STROBE_SCOPE("consumer");
-    }
+    { STROBE_SCOPE("consumer"); }
     strobe_result *r = NULL;
     if (strobe_stop(&r) != 0) return 1;
     int rc = argc > 1 ? strobe_result_save(r, argv[1]) : 0;

@@ -28,7 +28,7 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
-#include "cuda/cupti_host_api.h"
+#include "devices/cuda/cupti_host_api.h"
 #endif
 
 #define EXPORT __attribute__((visibility("default")))

@@ -8,7 +8,7 @@
  *   matching ranges to kernel records, and the args
  *
  * Threads: everything runs under the session lock (the backend's start, stop and release). */
-#include "cuda/cupti_metrics.h"
+#include "cupti_metrics.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,7 +70,7 @@ int strobe__cupti_metrics_parse(const char *list, char *buf, size_t buf_size, co
 #include "core/log.h"
 #include "strobe/backend.h"
 
-#include "cuda/cupti_host_api.h"
+#include "cupti_host_api.h"
 
 #define SIZE_UP_TO STROBE__SIZE_UP_TO
 

@@ -6,8 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bigmem.h"
-#include "json_check.h"
+#include "kineto.h"
+#include "util/bigmem.h"
+#include "util/json_check.h"
 #include "strobe/error.h"
 
 strobe_result *strobe__result_alloc(void) {
@@ -36,13 +37,13 @@ static const struct {
     int kind; /* 2: the writers make it from the result's fields; 1: a metadata entry of strobe's */
 } reserved_keys[] = {
     /* Kineto's header and footer (json_writer.c). */
-    {"schemaVersion", 2},
-    {"deviceProperties", 2},
-    {"trace_id", 2},
-    {"displayTimeUnit", 2},
-    {"baseTimeNanoseconds", 2},
-    {"traceEvents", 2},
-    {"traceName", 2},
+    {STROBE_KINETO_KEY_SCHEMA_VERSION, 2},
+    {STROBE_KINETO_KEY_DEVICE_PROPERTIES, 2},
+    {STROBE_KINETO_KEY_TRACE_ID, 2},
+    {STROBE_KINETO_KEY_DISPLAY_TIME_UNIT, 2},
+    {STROBE_KINETO_KEY_BASE_TIME_NS, 2},
+    {STROBE_KINETO_KEY_TRACE_EVENTS, 2},
+    {STROBE_KINETO_KEY_TRACE_NAME, 2},
     /* strobe's own: stats and warnings (json_writer.c), perf event names (session.c, read by
      * `strobe summary`), the stream's counts (stream.c), the GPU clock fit (gpu.c). */
     {"strobe", 2},

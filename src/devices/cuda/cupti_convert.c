@@ -5,7 +5,7 @@
  * test. */
 #if STROBE_HAVE_CUPTI_HEADERS
 
-#include "cuda/cupti_convert.h"
+#include "cupti_convert.h"
 #include "strobe/session.h"
 
 #include <stddef.h>

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "core/device.h"
-#include "cuda/cupti_metrics.h"
+#include "cupti_metrics.h"
 #include "strobe/error.h"
 #include "strobe/session.h"
 
@@ -89,7 +89,7 @@ const strobe__device_backend strobe__cuda_backend = {
 #include <cupti.h>
 
 #include "core/log.h"
-#include "cuda/cupti_convert.h"
+#include "cupti_convert.h"
 #include "strobe/backend.h"
 #include "util/strpool.h"
 #include "util/strtab.h"
