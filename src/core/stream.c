@@ -31,6 +31,11 @@
  * - The Perfetto stream (.pftrace, .perfetto-trace) writes slice begins and ends as they come,
  *   as whole TracePackets appended to the file: a cut file imports up to its last packet, with the
  *   ranges open at the cut shown unfinished.
+ * - Nothing is counted as written before it is in the file: each event's end is marked in the
+ *   output buffer (jw_mark_at), and an append that a full disk cuts short keeps the whole events
+ *   before the cut, truncates the file there and counts the rest in lost_events, as it counts
+ *   every later append's events (jw_flush). The closing part, written at stop, carries the
+ *   result's stats and the stream's counts (json_closing; the Perfetto writer's session slice).
  * - The flight recorder's dump and its result at stop reuse collect.c over the kept chunks, so a
  *   dump is written by the ordinary writers and has every operator detail. A dump also copies
  *   each thread's current chunk up to the end of records the thread published (release store),
@@ -57,6 +62,8 @@
 #include "util/pftrace_enc.h"
 #include "output.h"
 #include "util/json_fmt.h"
+#include "writers/json_writer.h"
+#include "writers/sink.h"
 
 #define POLL_MS 5
 /* Output bytes gathered before an append is written even in the middle of a batch. */
@@ -131,6 +138,13 @@ typedef struct bk_track {
     int lanes;
 } bk_track;
 
+/* Where an event (or a block of events) ends in the output buffer, and how many it holds: an
+ * append cut short by a full disk keeps the whole events before the cut and counts the rest. */
+typedef struct jw_mark {
+    size_t end;
+    uint64_t events;
+} jw_mark;
+
 /* The stream's output: a buffer appended at `off` with the closing text after it. */
 typedef struct jw {
     int fd;
@@ -139,7 +153,13 @@ typedef struct jw {
     size_t len, cap;
     int err;
     int64_t base_ns, pid;
-    int page_pad; /* JSON: no text committed crosses a PAGE boundary of the file (jw_commit) */
+    int page_pad;   /* JSON: no text committed crosses a PAGE boundary of the file (jw_commit) */
+    int failed;     /* a write failed (err may be cleared for a last try at stop) */
+    jw_mark *marks; /* the events in buf (Perfetto: in the encoder's data, which goes first) */
+    size_t mark_count, mark_cap;
+    uint64_t pending; /* events in buf, not yet written */
+    uint64_t events;  /* events in the file */
+    uint64_t lost;    /* events not in the file: encoding failed, or the file took no more */
 } jw;
 
 /* The page of the file system's page cache. A write() to a regular file that a SIGKILL cuts
@@ -170,9 +190,12 @@ typedef struct strobe__stream {
     thr **map;
     size_t map_cap, map_count;
     strobe__clock_conv conv;
-    uint64_t events, skipped_details, skipped_counters, unmatched, truncated, unfinished;
-    uint64_t lost_events;   /* events not written because the file could not be written */
+    uint64_t skipped_details, skipped_counters, unmatched, truncated, unfinished;
     uint64_t device_events; /* the result's events appended at stop (strobe__stream_complete) */
+    uint64_t event_bytes;   /* the file's bytes before what stop appends (device work, closing) */
+    int complete;           /* the file's closing part is written */
+    int stopping;           /* strobe__stream_complete has begun: cpu_events is set */
+    uint64_t cpu_events;    /* the stream's own events in the file (not the device activity) */
     char pname[64];         /* the process's name */
     int64_t stop_ns;
     uint64_t orphan_details, unmatched_module_pops, clipped_backend, skipped_backend;
@@ -204,8 +227,6 @@ typedef struct strobe__stream {
     int sig;
     struct sigaction old_action;
 } strobe__stream;
-
-static void stream_meta(const strobe__stream *st, strobe_result *r);
 
 /* The write end of the flight recorder's pipe, for the signal handler (one session at a time). */
 static volatile int signal_fd = -1;
@@ -354,26 +375,68 @@ static void jw_text(jw *w, const char *text) {
     if (p) jw_commit(w, (char *)memcpy(p, text, n) + n);
 }
 
+/* Marks the end of `events` events at `end` of the bytes to write next. An event that cannot be
+ * marked (out of memory) is counted lost. */
+static void jw_mark_at(jw *w, size_t end, uint64_t events) {
+    if (strobe__grow((void **)&w->marks, &w->mark_cap, w->mark_count + 1, sizeof *w->marks)) {
+        w->lost += events;
+        return;
+    }
+    w->marks[w->mark_count++] = (jw_mark){end, events};
+    w->pending += events;
+}
+
 /* Appends the buffer at w->off followed by `closing`, in one pwrite(), and moves w->off past the
- * buffer only: the next append overwrites the closing text. @return 0 or STROBE_EIO. */
-static int jw_flush(jw *w, const char *closing) {
+ * buffer only: the next append overwrites the closing text. The buffer's events count as written
+ * when it is written whole. A write that fails part way (a full disk, a file size limit) keeps
+ * the whole events before the failure, truncates the file after them (so that it ends between
+ * two events, or after a whole packet), and counts the others lost; so do the events of every
+ * later append, unless `retry` asks to try writing once more (at stop: the file may take the
+ * closing once the cut part is gone). @return 0, STROBE_EIO or STROBE_ENOMEM. */
+static int jw_flush(jw *w, const char *closing, int retry) {
     size_t body = w->len;
+    if (w->err && retry) w->err = 0;
     jw_text(w, closing);
-    if (w->err) {
-        w->len = 0;
-        return w->err;
-    }
     size_t done = 0;
-    while (done < w->len) {
-        ssize_t n = pwrite(w->fd, w->buf + done, w->len - done, (off_t)(w->off + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            w->err = STROBE_EIO;
-            break;
+    if (!w->err) {
+        while (done < w->len) {
+            ssize_t n = pwrite(w->fd, w->buf + done, w->len - done, (off_t)(w->off + done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                w->err = STROBE_EIO;
+                break;
+            }
+            done += (size_t)n;
         }
-        done += (size_t)n;
     }
-    if (!w->err) w->off += body;
+    if (!w->err) {
+        w->off += body;
+        w->events += w->pending;
+    } else {
+        w->failed = 1;
+        /* The whole events before the cut stay: the body's end is an event boundary too. */
+        size_t keep = 0;
+        uint64_t kept = 0;
+        if (done >= body) {
+            keep = body;
+            kept = w->pending;
+        } else {
+            for (size_t i = 0; i < w->mark_count && w->marks[i].end <= done; i++) {
+                keep = w->marks[i].end;
+                kept += w->marks[i].events;
+            }
+        }
+        if (done > keep && w->fd >= 0 && ftruncate(w->fd, (off_t)(w->off + keep)) != 0) {
+            /* The cut part stays in the file: its events cannot be counted as written. */
+            kept = 0;
+            keep = 0;
+        }
+        w->off += keep;
+        w->events += kept;
+        w->lost += w->pending - kept;
+    }
+    w->pending = 0;
+    w->mark_count = 0;
     w->len = 0;
     return w->err;
 }
@@ -542,6 +605,13 @@ static int arg_i64(thr *h, const char *key, int64_t v, int replace) {
     return arg_add(h, key, num, (size_t)n, replace);
 }
 
+/* One event is encoded: it ends here in the bytes to write next. */
+static void out_event(strobe__stream *st) {
+    size_t end = st->out.len;
+    if (st->pft) (void)strobe__pft_data(st->pft, &end);
+    jw_mark_at(&st->out, end, 1);
+}
+
 /* Writes a range that ends at `end` with its args (the thread's args from o->args_off: `o` is the
  * innermost open range) and, when `flag` names one, that flag set to 1. */
 static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t end,
@@ -560,7 +630,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
             p = next;
         }
         if (strobe__grow((void **)&st->pargs, &st->pargs_cap, n, sizeof *st->pargs)) {
-            st->lost_events++;
+            st->out.lost++;
             return;
         }
         size_t k = 0;
@@ -581,9 +651,9 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
             st->pargs[k++].i = 1;
         }
         if (strobe__pft_end_args(st->pft, h->track, end - st->out.base_ns, st->pargs, k))
-            st->lost_events++;
+            st->out.lost++;
         else
-            st->events++;
+            out_event(st);
         return;
     }
     jw *w = &st->out;
@@ -593,7 +663,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
     char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) +
                                 STROBE__JSON_STRING_MAX(alen) + alen);
     if (p == NULL) {
-        st->lost_events++;
+        st->out.lost++;
         return;
     }
     p = event_head(w, p, "X", range_category(o->scope), name, nlen, h->tid, o->start);
@@ -631,7 +701,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
         p = put_lit(p, "\": 1");
     }
     jw_commit(w, put_lit(p, "}}"));
-    st->events++;
+    out_event(st);
 }
 
 static void write_instant(strobe__stream *st, thr *h, const char *name, size_t nlen, int64_t ts,
@@ -652,16 +722,16 @@ static void write_instant(strobe__stream *st, thr *h, const char *name, size_t n
         }
         if (strobe__pft_instant(st->pft, h->track, ts - st->out.base_ns, "cpu_instant_event", copy,
                                 a, n))
-            st->lost_events++;
+            st->out.lost++;
         else
-            st->events++;
+            out_event(st);
         return;
     }
     jw *w = &st->out;
     size_t alen = args ? strlen(args) : 0;
     char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) + alen);
     if (p == NULL) {
-        st->lost_events++;
+        st->out.lost++;
         return;
     }
     p = event_head(w, p, "i\", \"s\": \"t", "cpu_instant_event", name, nlen, h->tid, ts);
@@ -684,7 +754,7 @@ static void write_instant(strobe__stream *st, thr *h, const char *name, size_t n
         p += alen;
     }
     jw_commit(w, put_lit(p, "}}"));
-    st->events++;
+    out_event(st);
 }
 
 /* The Perfetto counter track of a name (declared on first use); 0 when out of memory. */
@@ -712,15 +782,15 @@ static void write_counter(strobe__stream *st, thr *h, const char *name, size_t n
     if (st->pft) {
         uint64_t track = counter_track(st, name, nlen);
         if (track == 0 || strobe__pft_counter(st->pft, track, ts - st->out.base_ns, v))
-            st->lost_events++;
+            st->out.lost++;
         else
-            st->events++;
+            out_event(st);
         return;
     }
     jw *w = &st->out;
     char *p = jw_reserve(w, EVENT_FIXED + 2 * STROBE__JSON_STRING_MAX(nlen));
     if (p == NULL) {
-        st->lost_events++;
+        st->out.lost++;
         return;
     }
     char *q = event_head(w, p, "C", "cpu_counter", name, nlen, h->tid, ts);
@@ -734,7 +804,7 @@ static void write_counter(strobe__stream *st, thr *h, const char *name, size_t n
         return;
     }
     jw_commit(w, put_lit(e, "}}"));
-    st->events++;
+    out_event(st);
 }
 
 /* Ends every open range of a thread at `at`: the innermost first, each 1 ns after the one inside
@@ -794,7 +864,7 @@ static int begin_out(strobe__stream *st, thr *h) {
     if (strobe__pft_begin(st->pft, h->track, o->start - st->out.base_ns, range_category(o->scope),
                           o->site_name ? o->site_name : h->names.s + o->name_off, a, n, NULL, 0,
                           NULL, 0))
-        st->lost_events++;
+        st->out.lost++;
     return 0;
 }
 
@@ -1098,9 +1168,9 @@ static void write_backend_event(strobe__stream *st, struct bk_lane *l, const cha
         if (strobe__pft_begin(st->pft, l->track, start - st->out.base_ns, "cpu_op", name, a, 2,
                               NULL, 0, NULL, 0) ||
             strobe__pft_end(st->pft, l->track, end - st->out.base_ns))
-            st->lost_events++;
+            st->out.lost++;
         else
-            st->events++;
+            out_event(st);
         return;
     }
     jw *w = &st->out;
@@ -1108,7 +1178,7 @@ static void write_backend_event(strobe__stream *st, struct bk_lane *l, const cha
     char *p =
         jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) + STROBE__JSON_STRING_MAX(blen));
     if (p == NULL) {
-        st->lost_events++;
+        st->out.lost++;
         return;
     }
     p = event_head(w, p, "X", "cpu_op", name, nlen, l->tid, start);
@@ -1119,7 +1189,7 @@ static void write_backend_event(strobe__stream *st, struct bk_lane *l, const cha
     p = put_lit(p, ", \"Debug handle\": ");
     p = put_i64(p, handle);
     jw_commit(w, put_lit(p, "}}"));
-    st->events++;
+    out_event(st);
 }
 
 /* Writes the backend events that started more than BACKEND_HOLD_NS ago (all of them when `all`)
@@ -1314,16 +1384,17 @@ static size_t out_pending(const strobe__stream *st) {
     return n;
 }
 
-/* Appends what is encoded: JSON with the closing brackets after it, Perfetto packets as they are.
- * @return 0 or the output's error. */
-static int out_flush(strobe__stream *st, const char *closing) {
-    if (st->pft == NULL) return jw_flush(&st->out, closing);
+/* Appends what is encoded: JSON with the closing brackets after it, Perfetto packets as they are
+ * (their events marked in the encoder's data, which goes first in the buffer). `retry`: see
+ * jw_flush. @return 0 or the output's error. */
+static int out_flush(strobe__stream *st, const char *closing, int retry) {
+    if (st->pft == NULL) return jw_flush(&st->out, closing, retry);
     size_t n = 0;
     const uint8_t *d = strobe__pft_data(st->pft, &n);
     char *p = n ? jw_reserve(&st->out, n) : NULL;
     if (p) jw_commit(&st->out, (char *)memcpy(p, d, n) + n);
     strobe__pft_reset_data(st->pft);
-    return jw_flush(&st->out, "");
+    return jw_flush(&st->out, "", retry);
 }
 
 /* Decodes a batch of chunks (oldest first), recycling each into the free pool, and appends the
@@ -1343,11 +1414,11 @@ static int stream_batch(strobe__stream *st, strobe__chunk *c) {
         int drc = h ? decode(st, h, (const char *)(c + 1), (size_t)c->used) : STROBE_ENOMEM;
         if (rc == 0) rc = drc;
         pool_push(st, c);
-        if (out_pending(st) >= FLUSH_BYTES) out_flush(st, CLOSING_RUNNING);
+        if (out_pending(st) >= FLUSH_BYTES) out_flush(st, CLOSING_RUNNING, 0);
         c = next;
     }
     flush_backend(st, 0);
-    if (out_pending(st)) out_flush(st, CLOSING_RUNNING);
+    if (out_pending(st)) out_flush(st, CLOSING_RUNNING, 0);
     return rc ? rc : st->out.err;
 }
 
@@ -1659,6 +1730,7 @@ static void stream_release(strobe__stream *st) {
         free(st->bkt[i].backend);
     free(st->bkt);
     free(st->out.buf);
+    free(st->out.marks);
     free(st->path);
     free(st->flight_path);
     pthread_mutex_destroy(&st->ring_lock);
@@ -1705,7 +1777,7 @@ int strobe__stream_start(strobe__session *s) {
             rc = st->pft ? strobe__pft_process(st->pft, STREAM_UUID(1), (int32_t)s->pid, pname,
                                                STROBE__PFT_NO_SORT)
                          : STROBE_ENOMEM;
-            if (rc == 0) rc = out_flush(st, "");
+            if (rc == 0) rc = out_flush(st, "", 0);
         } else if (rc == 0) {
             st->out.page_pad = 1;
             snprintf(st->pname, sizeof st->pname, "%s", pname);
@@ -1758,7 +1830,7 @@ static int json_header(strobe__stream *st) {
     write_meta(w, 1, "process_name", 0, "name", st->pname, 0);
     write_meta(w, 0, "process_labels", 0, "labels", "CPU", 0);
     write_meta(w, 0, "process_sort_index", 0, "sort_index", NULL, w->pid);
-    return jw_flush(w, CLOSING_RUNNING);
+    return jw_flush(w, CLOSING_RUNNING, 0);
 }
 
 int strobe__stream_run(strobe__session *s) {
@@ -1849,124 +1921,149 @@ int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, in
     return rc;
 }
 
-/* Appends the device activity of `r` and completes the file. */
-int strobe__stream_complete(strobe__session *s, strobe_result *r) {
-    strobe__stream *st = s->stream;
-    if (st == NULL || st->mode != MODE_STREAM) return 0;
-    int64_t stop_ns = st->stop_ns;
-    jw *w = &st->out;
-    /* The stream's own packets first (Perfetto), then the writer's. */
-    int rc = st->pft ? out_flush(st, "") : 0;
-    if (rc == 0 && r != NULL && (st->pft || r->event_count)) {
-        /* What the backends merged into the result (kernels, copies, runtime calls, their flows),
-         * written by the writers as they write a result; for Perfetto also the session slice
-         * with the trace's metadata, on tracks and a sequence of its own. */
-        char *text = NULL;
-        size_t len = 0;
-        rc = strobe__outputs.encode(r, st->pft != NULL, &text, &len);
-        if (rc == 0) {
-            char *p = jw_reserve(w, len);
-            if (p) {
-                memcpy(p, text, len);
-                w->len += len; /* not jw_commit: one block, no page padding */
-            }
-            rc = w->err;
-            if (rc == 0) st->device_events = r->event_count;
-        }
-        free(text);
-        if (rc) st->lost_events += r->event_count;
-    }
-    if (st->pft) {
-        int frc = jw_flush(w, "");
-        if (rc == 0) rc = frc;
-        if (close(w->fd) != 0 && rc == 0) rc = STROBE_EIO;
-        w->fd = -1;
-        stream_meta(st, r);
-        return rc;
-    }
-    /* The session's span on its own track, as the JSON writer writes it. */
-    write_meta(w, 0, "thread_name", 0, "name", "Spans", 0);
-    write_meta(w, 0, "thread_sort_index", 0, "sort_index", NULL, 0);
-    char *p = jw_reserve(w, EVENT_FIXED);
-    if (p) {
-        p = event_head(w, p, "X", "Trace", "strobe session", 14, 0, s->start.real_ns);
-        p = put_lit(p, ", \"dur\": ");
-        p = strobe__json_put_ts(p, stop_ns > s->start.real_ns ? stop_ns : s->start.real_ns,
-                                s->start.real_ns);
-        jw_commit(w, put_lit(p, ", \"args\": {}}"));
-    }
-    char closing[512];
-    const char *tn = r && r->trace_name ? r->trace_name : NULL;
-    int n = snprintf(closing, sizeof closing,
-                     "\n  ],\n  \"strobe_stream\": {\"complete\": true, \"events\": %llu, "
-                     "\"device_events\": %llu, \"unmatched_ends\": %llu, "
-                     "\"truncated_ranges\": %llu, \"unfinished_ranges\": %llu, "
-                     "\"skipped_details\": %llu}",
-                     (unsigned long long)st->events, (unsigned long long)st->device_events,
-                     (unsigned long long)st->unmatched, (unsigned long long)st->truncated,
-                     (unsigned long long)st->unfinished, (unsigned long long)st->skipped_details);
-    strobe__buf tail = {0};
-    int brc = strobe__buf_put(&tail, closing, (size_t)n);
-    /* What the result got while the session ran: its warnings, and the user's metadata (values
-     * checked as JSON when added), which the header, written at start, could not hold. */
-    if (brc == 0 && r) {
-        brc = strobe__buf_put(&tail, ",\n  \"strobe\": {\"warnings\": [", 28);
-        for (size_t i = 0; brc == 0 && i < r->warning_count; i++) {
-            const char *wtext = r->warnings[i] ? r->warnings[i] : "";
-            if (i) brc = strobe__buf_put(&tail, ", ", 2);
-            if (brc == 0) brc = strobe__buf_put_json_string(&tail, wtext, strlen(wtext));
-        }
-        if (brc == 0) brc = strobe__buf_put(&tail, "]}", 2);
-        for (size_t i = 0; brc == 0 && i < r->meta_count; i++) {
-            const strobe__meta *m = &r->meta[i];
-            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2 ||
-                strcmp(m->key, "strobe_stream") == 0)
-                continue;
-            brc = strobe__buf_put(&tail, ",\n  ", 4);
-            if (brc == 0) brc = strobe__buf_put_json_string(&tail, m->key, strlen(m->key));
-            if (brc == 0) brc = strobe__buf_put(&tail, ": ", 2);
-            if (brc == 0) brc = strobe__buf_put(&tail, m->json, strlen(m->json));
-        }
-    }
-    if (brc == 0 && tn) {
-        brc = strobe__buf_put(&tail, ",\n  \"traceName\": ", 17);
-        if (brc == 0) brc = strobe__buf_put_json_string(&tail, tn, strlen(tn));
-    }
-    if (brc == 0) brc = strobe__buf_put(&tail, "\n}\n", 3);
-    int frc = brc ? brc : jw_flush(w, tail.s);
-    strobe__buf_free(&tail);
-    if (rc == 0) rc = frc;
-    if (close(w->fd) != 0 && rc == 0) rc = STROBE_EIO;
-    w->fd = -1;
-    stream_meta(st, r);
-    return rc;
-}
-
-/* The "strobe_stream" metadata of the result: what the stream or the ring did. */
-static void stream_meta(const strobe__stream *st, strobe_result *r) {
-    if (r == NULL) return;
-    char json[640];
+/* The "strobe_stream" object: what the stream or the ring did. A stream's file ends with the same
+ * object the result gets (`complete`: the file's closing part was written). */
+static void stream_json(const strobe__stream *st, const strobe_result *r, int complete, char *json,
+                        size_t size) {
+    unsigned long long dropped = r ? (unsigned long long)r->stats.dropped_events : 0;
     if (st->mode == MODE_STREAM) {
-        snprintf(json, sizeof json,
-                 "{\"mode\": \"stream\", \"events\": %llu, \"device_events\": %llu, "
-                 "\"bytes\": %llu, \"dropped_events\": %llu, \"lost_events\": %llu, "
-                 "\"skipped_details\": %llu, \"skipped_counter_samples\": %llu, "
-                 "\"skipped_backend_events\": %llu, \"write_error\": %s}",
-                 (unsigned long long)st->events, (unsigned long long)st->device_events,
-                 (unsigned long long)st->out.off, (unsigned long long)r->stats.dropped_events,
-                 (unsigned long long)st->lost_events, (unsigned long long)st->skipped_details,
+        snprintf(json, size,
+                 "{\"mode\": \"stream\", \"complete\": %s, \"events\": %llu, "
+                 "\"device_events\": %llu, \"bytes\": %llu, \"dropped_events\": %llu, "
+                 "\"lost_events\": %llu, \"skipped_details\": %llu, "
+                 "\"skipped_counter_samples\": %llu, \"skipped_backend_events\": %llu, "
+                 "\"write_error\": %s}",
+                 complete ? "true" : "false",
+                 (unsigned long long)(st->stopping ? st->cpu_events : st->out.events),
+                 (unsigned long long)st->device_events, (unsigned long long)st->event_bytes,
+                 dropped, (unsigned long long)st->out.lost, (unsigned long long)st->skipped_details,
                  (unsigned long long)st->skipped_counters, (unsigned long long)st->skipped_backend,
-                 st->out.err ? "true" : "false");
+                 st->out.failed ? "true" : "false");
     } else {
-        snprintf(json, sizeof json,
+        snprintf(json, size,
                  "{\"mode\": \"flight\", \"ring_bytes\": %llu, \"kept_bytes\": %llu, "
                  "\"recycled_chunks\": %llu, \"signal_dumps\": %llu, \"failed_dumps\": %llu, "
                  "\"dropped_events\": %llu}",
                  (unsigned long long)st->ring_cap, (unsigned long long)st->ring_now,
                  (unsigned long long)st->ring_recycled, (unsigned long long)st->dumps,
-                 (unsigned long long)st->dump_errors, (unsigned long long)r->stats.dropped_events);
+                 (unsigned long long)st->dump_errors, dropped);
     }
+}
+
+/* Sets the result's "strobe_stream" metadata. */
+static void stream_meta(const strobe__stream *st, strobe_result *r) {
+    if (r == NULL) return;
+    char json[768];
+    stream_json(st, r, st->complete, json, sizeof json);
     (void)strobe__result_set_meta(r, "strobe_stream", json);
+}
+
+/* The JSON stream's closing text: the "strobe_stream" and "strobe" objects as the result has them
+ * (stats, warnings), the user's metadata (values checked as JSON when added), which the header,
+ * written at start, could not hold, and the trace name. @return 0 or STROBE_ENOMEM. */
+static int json_closing(const strobe__stream *st, const strobe_result *r, strobe__buf *out) {
+    char json[768];
+    stream_json(st, r, 1, json, sizeof json);
+    static const char head[] = "\n  ],\n  \"strobe_stream\": ";
+    int rc = strobe__buf_put(out, head, sizeof head - 1);
+    if (rc == 0) rc = strobe__buf_put(out, json, strlen(json));
+    if (rc == 0 && r) {
+        strobe__sink ms;
+        rc = strobe__sink_open_memory(&ms);
+        if (rc == 0) {
+            strobe__json_write_strobe_object(r, &ms, st->skipped_counters);
+            size_t len = 0;
+            char *obj = strobe__sink_take_memory(&ms, &len);
+            static const char key[] = ",\n  \"strobe\": ";
+            rc = obj ? strobe__buf_put(out, key, sizeof key - 1) : STROBE_ENOMEM;
+            if (rc == 0) rc = strobe__buf_put(out, obj, len);
+            free(obj);
+        }
+        for (size_t i = 0; rc == 0 && i < r->meta_count; i++) {
+            const strobe__meta *m = &r->meta[i];
+            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2 ||
+                strcmp(m->key, "strobe_stream") == 0)
+                continue;
+            rc = strobe__buf_put(out, ",\n  ", 4);
+            if (rc == 0) rc = strobe__buf_put_json_string(out, m->key, strlen(m->key));
+            if (rc == 0) rc = strobe__buf_put(out, ": ", 2);
+            if (rc == 0) rc = strobe__buf_put(out, m->json, strlen(m->json));
+        }
+    }
+    const char *tn = r && r->trace_name ? r->trace_name : NULL;
+    if (rc == 0 && tn) {
+        rc = strobe__buf_put(out, ",\n  \"traceName\": ", 17);
+        if (rc == 0) rc = strobe__buf_put_json_string(out, tn, strlen(tn));
+    }
+    if (rc == 0) rc = strobe__buf_put(out, "\n}\n", 3);
+    return rc;
+}
+
+/* Appends the device activity of `r` (NULL: stop failed) and completes the file. Where earlier
+ * appends failed, one more try is made: the file may take the closing part once the cut part of
+ * a failed append is gone. The closing part carries the stats: the JSON closing text, or the
+ * Perfetto writer's session slice (whose metadata the stream's counts are in before it is
+ * encoded, as if its write succeeds; if it fails, the file does not hold them). */
+int strobe__stream_complete(strobe__session *s, strobe_result *r) {
+    strobe__stream *st = s->stream;
+    if (st == NULL || st->mode != MODE_STREAM) return 0;
+    int64_t stop_ns = st->stop_ns;
+    jw *w = &st->out;
+    /* The stream's own events first (the ranges left open at stop are still in the buffer). */
+    (void)out_flush(st, st->pft ? "" : CLOSING_RUNNING, 0);
+    st->event_bytes = w->off;
+    st->cpu_events = w->events;
+    st->stopping = 1;
+    if (st->pft && r) {
+        st->device_events = r->event_count;
+        st->complete = 1;
+        stream_meta(st, r);
+    }
+    if (r != NULL && (st->pft || r->event_count)) {
+        /* What the backends merged into the result (kernels, copies, runtime calls, their flows),
+         * written by the writers as they write a result; for Perfetto also the session slice
+         * with the trace's metadata, on tracks and a sequence of its own. */
+        char *text = NULL;
+        size_t len = 0;
+        int erc = strobe__outputs.encode(r, st->pft != NULL, &text, &len);
+        char *p = erc == 0 ? jw_reserve(w, len) : NULL;
+        if (p) {
+            memcpy(p, text, len);
+            w->len += len; /* not jw_commit: one block, no page padding */
+            jw_mark_at(w, w->len, r->event_count);
+        } else {
+            w->lost += r->event_count;
+        }
+        free(text);
+    }
+    if (!st->pft) {
+        /* The session's span on its own track, as the JSON writer writes it. */
+        write_meta(w, 0, "thread_name", 0, "name", "Spans", 0);
+        write_meta(w, 0, "thread_sort_index", 0, "sort_index", NULL, 0);
+        char *p = jw_reserve(w, EVENT_FIXED);
+        if (p) {
+            p = event_head(w, p, "X", "Trace", "strobe session", 14, 0, s->start.real_ns);
+            p = put_lit(p, ", \"dur\": ");
+            p = strobe__json_put_ts(p, stop_ns > s->start.real_ns ? stop_ns : s->start.real_ns,
+                                    s->start.real_ns);
+            jw_commit(w, put_lit(p, ", \"args\": {}}"));
+        }
+    }
+    int rc = out_flush(st, st->pft ? "" : CLOSING_RUNNING, 1);
+    st->device_events = w->events - st->cpu_events;
+    st->complete = st->pft && rc == 0 && r != NULL;
+    if (!st->pft) {
+        strobe__buf tail = {0};
+        int crc = json_closing(st, r, &tail);
+        if (crc == 0) crc = jw_flush(w, tail.s, 1);
+        st->complete = crc == 0;
+        if (rc == 0) rc = crc;
+        strobe__buf_free(&tail);
+    }
+    if (close(w->fd) != 0 && rc == 0) rc = STROBE_EIO;
+    w->fd = -1;
+    stream_meta(st, r);
+    return rc;
 }
 
 void strobe__stream_add_stats(strobe__session *s, strobe_result *r) {
