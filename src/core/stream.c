@@ -1,8 +1,9 @@
 /* stream.c: streaming output and the flight recorder (see stream.h).
  *
  * Contents: 1. chunk pool and queue (lock-free), 2. refill, 3. the stream's JSON output,
- * 4. the incremental decoder (with operator details: shapes, FLOPs, stacks, perf counters,
- * modules, backend events), 5. the flight recorder's ring and dumps, 6. the background thread,
+ * 4. the events of the record decoder (decode.c) written as they come: ranges held open with
+ * their details until they end, stacks symbolized per batch, backend events held and laid on
+ * lanes, 5. the flight recorder's ring and dumps, 6. the background thread,
  * 7. start, finish (the CPU records), complete (the device activity, the closing), free.
  *
  * Why the pieces are shaped as they are:
@@ -50,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decode.h"
 #include "details.h"
 #include "record.h"
 #include "result_internal.h"
@@ -96,27 +98,21 @@ typedef struct open_rng {
     uint32_t name_off, name_len;
     uint32_t args_off; /* its args: h->args from here to the end (details go to the innermost) */
     uint8_t scope;
-    uint8_t perf_have; /* perf[] holds the counters read at its begin */
     uint64_t ext, user;
-    uint64_t perf[STROBE__PERF_MAX];
 } open_rng;
 
 /* The decoder's state of one thread. */
 typedef struct thr {
     const strobe__tstate *key;
     int64_t tid;
-    uint64_t track; /* its Perfetto track */
-    int64_t prev;   /* last time given out (strictly increasing) */
+    uint64_t track;        /* its Perfetto track */
+    strobe__dec_thread dt; /* the decoder's state of the thread (dt.prev: the last time) */
     open_rng *open;
     size_t depth, cap;
     strobe__buf names; /* copied names of open ranges, each followed by its NUL */
-    uint64_t pend_ext, pend_user;
     /* The open ranges' args, one entry after another: a live byte ('1'; '0' once replaced), the
      * key and the value's JSON text, each NUL-terminated. */
     strobe__buf args;
-    strobe__buf mods;  /* the module path (with_modules): the open modules joined by '.' */
-    uint32_t *mod_off; /* where each open module's name starts in mods */
-    size_t mod_depth, mod_cap;
 } thr;
 
 /* A backend event waiting for the end of its batch (names in the stream's bk_names). */
@@ -198,13 +194,12 @@ typedef struct strobe__stream {
     uint64_t cpu_events;    /* the stream's own events in the file (not the device activity) */
     char pname[64];         /* the process's name */
     int64_t stop_ns;
-    uint64_t orphan_details, unmatched_module_pops, clipped_backend, skipped_backend;
+    uint64_t clipped_backend, skipped_backend;
     /* Operator details: formatting scratch, symbols of the stacks seen so far, backend events of
      * the current batch and the backends' tracks. */
-    strobe__buf dims, types, concrete, text, json;
-    strobe_input inputs[STROBE_MAX_INPUTS];
-    int64_t dims_store[STROBE_MAX_INPUTS * STROBE__MAX_DIMS];
-    char dtype_store[STROBE_MAX_INPUTS][65];
+    strobe__decoder dec; /* the records' decoder; its events go to the thread `cur` */
+    thr *cur;
+    strobe__buf text, json;
     strobe__pft_arg *pargs;
     size_t pargs_cap;
     struct sym_slot {
@@ -486,7 +481,7 @@ static void write_meta(jw *w, int first, const char *name, int64_t tid, const ch
     jw_commit(w, put_lit(p, "}}"));
 }
 
-/* ---- 4. the incremental decoder ----------------------------------------------------------- */
+/* ---- 4. the decoder's events, written -------------------------------------------------------- */
 
 static thr *thr_find(strobe__stream *st, const strobe__tstate *t) {
     if ((st->map_count + 1) * 2 > st->map_cap) {
@@ -511,7 +506,7 @@ static thr *thr_find(strobe__stream *st, const strobe__tstate *t) {
     thr *h = calloc(1, sizeof *h);
     if (h == NULL) return NULL;
     h->key = t;
-    h->prev = INT64_MIN;
+    strobe__dec_thread_init(&h->dt);
     /* The name may change under the registry lock (strobe_set_thread_name). */
     char name[64];
     pthread_mutex_lock(&strobe__registry_lock);
@@ -540,14 +535,6 @@ static thr *thr_find(strobe__stream *st, const strobe__tstate *t) {
     return h;
 }
 
-static int64_t thr_time(thr *h, const strobe__clock_conv *conv, uint64_t raw) {
-    int64_t ts = strobe__clock_to_ns(conv, raw);
-    if (h->prev != INT64_MIN && ts <= h->prev) ts = h->prev + 1;
-    h->prev = ts;
-    return ts;
-}
-
-/* Correlation ids as Perfetto debug annotations. @return how many. */
 static size_t pft_corr_args(strobe__pft_arg *a, uint64_t ext, uint64_t user) {
     size_t n = 0;
     memset(a, 0, 2 * sizeof *a);
@@ -597,12 +584,6 @@ static int arg_add(thr *h, const char *key, const char *json, size_t jlen, int r
     if (rc == 0) rc = strobe__buf_put(&h->args, json, jlen);
     if (rc == 0) rc = strobe__buf_put(&h->args, "", 1);
     return rc;
-}
-
-static int arg_i64(thr *h, const char *key, int64_t v, int replace) {
-    char num[32];
-    int n = snprintf(num, sizeof num, "%lld", (long long)v);
-    return arg_add(h, key, num, (size_t)n, replace);
 }
 
 /* One event is encoded: it ends here in the bytes to write next. */
@@ -810,7 +791,7 @@ static void write_counter(strobe__stream *st, thr *h, const char *name, size_t n
 /* Ends every open range of a thread at `at`: the innermost first, each 1 ns after the one inside
  * it, so that no two share an end. */
 static void close_all(strobe__stream *st, thr *h, int64_t at, const char *flag) {
-    if (h->prev != INT64_MIN && at <= h->prev) at = h->prev + 1;
+    if (h->dt.prev != INT64_MIN && at <= h->dt.prev) at = h->dt.prev + 1;
     while (h->depth) {
         const open_rng *o = &h->open[--h->depth];
         int64_t end = at < o->start ? o->start : at;
@@ -818,45 +799,36 @@ static void close_all(strobe__stream *st, thr *h, int64_t at, const char *flag) 
         if (h->args.len > o->args_off) h->args.len = o->args_off;
         at = end + 1;
     }
-    h->prev = at - 1;
+    h->dt.prev = at - 1;
     h->names.len = 0;
     h->args.len = 0;
 }
 
-static int push_range(thr *h, int64_t ts, const char *site_name, const char *bytes, uint32_t len,
-                      int scope) {
+static int push_range(thr *h, const strobe__dec_event *e) {
+    const char *site_name = e->site ? e->name : NULL;
     if (strobe__grow((void **)&h->open, &h->cap, h->depth + 1, sizeof *h->open))
         return STROBE_ENOMEM;
     open_rng *o = &h->open[h->depth];
-    o->start = ts;
+    o->start = e->ts;
     o->site_name = site_name;
-    o->scope = (uint8_t)scope;
-    o->ext = h->pend_ext;
-    o->user = h->pend_user;
-    h->pend_ext = h->pend_user = 0;
+    o->scope = (uint8_t)e->scope;
+    o->ext = e->ext;
+    o->user = e->user;
     o->name_off = (uint32_t)h->names.len;
-    o->name_len = len;
+    o->name_len = (uint32_t)e->name_len;
     o->args_off = (uint32_t)h->args.len;
-    o->perf_have = 0;
     if (site_name == NULL) {
         /* Copied with a terminating NUL (the Perfetto encoder takes C strings): the chunk the
          * name came from is recycled before the range ends. */
-        if (strobe__buf_put(&h->names, bytes, len) != 0) return STROBE_ENOMEM;
+        if (strobe__buf_put(&h->names, e->name, e->name_len) != 0) return STROBE_ENOMEM;
         h->names.len++; /* keep the NUL strobe__buf_put wrote: the next name goes after it */
     }
     h->depth++;
     return 0;
 }
 
-/* A range has begun: its module path becomes its first arg (with_modules), and a Perfetto begin
- * goes out at once. @return 0 or STROBE_ENOMEM. */
+/* A range has begun: a Perfetto begin goes out at once. @return 0. */
 static int begin_out(strobe__stream *st, thr *h) {
-    if (st->s->cfg.with_modules && h->mod_depth) {
-        st->json.len = 0;
-        int rc = strobe__buf_put_json_string(&st->json, h->mods.s, h->mods.len);
-        if (rc == 0) rc = arg_add(h, "Module Hierarchy", st->json.s, st->json.len, 0);
-        if (rc) return rc;
-    }
     if (st->pft == NULL) return 0;
     const open_rng *o = &h->open[h->depth - 1];
     strobe__pft_arg a[2];
@@ -879,30 +851,23 @@ static void pop_range(strobe__stream *st, thr *h, int64_t ts) {
     if (h->args.len > o->args_off) h->args.len = o->args_off;
 }
 
-static void on_memory(strobe__stream *st, thr *h, const uint64_t *w, int64_t ts) {
-    int32_t dev = (int32_t)(uint32_t)w[5];
-    int type = (int)((uint32_t)dev >> 16);
-    int index = (int)(int16_t)(dev & 0xffff);
+static int s_memory(void *ctx, const strobe__dec_memory *m) {
+    strobe__stream *st = ctx;
+    thr *h = st->cur;
     char args[256];
     snprintf(args, sizeof args,
              "\"Device Type\": %d, \"Device Id\": %d, \"Addr\": %llu, \"Bytes\": %lld, "
              "\"Total Allocated\": %lld, \"Total Reserved\": %lld",
-             strobe__c10_device_type(type), index, (unsigned long long)w[1], (long long)w[2],
-             (long long)w[3], (long long)w[4]);
-    write_instant(st, h, "[memory]", 8, ts, 0, 0, args);
-    for (int k = 0; k < 2; k++) {
-        char name[64];
-        if (type == STROBE_DEVICE_CPU) {
-            snprintf(name, sizeof name, "%s bytes (cpu)", k ? "reserved" : "allocated");
-        } else {
-            snprintf(name, sizeof name, "%s bytes (%s:%d)", k ? "reserved" : "allocated",
-                     strobe__device_name(type), index);
-        }
-        write_counter(st, h, name, strlen(name), ts, (double)(int64_t)w[3 + k]);
-    }
+             m->c10_type, m->index, (unsigned long long)m->addr, (long long)m->bytes,
+             (long long)m->total_allocated, (long long)m->total_reserved);
+    write_instant(st, h, "[memory]", 8, m->ts, 0, 0, args);
+    for (int k = 0; k < 2; k++)
+        write_counter(st, h, m->counter[k], strlen(m->counter[k]), m->ts,
+                      (double)(k ? m->total_reserved : m->total_allocated));
+    return 0;
 }
 
-/* ---- operator details ---------------------------------------------------------------------- */
+/* ---- stacks ---------------------------------------------------------------------------------- */
 
 /* The innermost open range's name (NUL-terminated). */
 static const char *top_name(const thr *h) {
@@ -915,49 +880,6 @@ static int arg_string(strobe__stream *st, thr *h, const char *key, const char *t
     st->json.len = 0;
     int rc = strobe__buf_put_json_string(&st->json, text, len);
     return rc ? rc : arg_add(h, key, st->json.s, st->json.len, 1);
-}
-
-static int on_shapes(strobe__stream *st, thr *h, const uint64_t *w) {
-    const strobe_config *cfg = &st->s->cfg;
-    uint32_t count = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
-    if (count > STROBE_MAX_INPUTS) return 0;
-    int rc = strobe__format_inputs(w + 2, (size_t)w[1], count, st->inputs, st->dims_store,
-                                   st->dtype_store, &st->dims, &st->types, &st->concrete);
-    if (rc == -1) return 0; /* unreadable: skipped, as collect skips it */
-    if (rc) return rc;
-    if (cfg->record_shapes) {
-        rc = arg_add(h, "Input Dims", st->dims.s, st->dims.len, 1);
-        if (rc == 0) rc = arg_add(h, "Input type", st->types.s, st->types.len, 1);
-        if (rc == 0) rc = arg_add(h, "Concrete Inputs", st->concrete.s, st->concrete.len, 1);
-    }
-    if (rc == 0 && cfg->with_flops) {
-        /* Computed FLOPs never replace a count the program gave. */
-        int64_t f = strobe_flops_from_inputs(top_name(h), st->inputs, (int)count);
-        if (f >= 0) rc = arg_i64(h, "flops", f, 0);
-    }
-    return rc;
-}
-
-static int on_perf(strobe__stream *st, thr *h, const uint64_t *w) {
-    uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
-    int at_end = (int)((STROBE__REC_TS(w[0]) >> 8) & 1u);
-    const strobe__perf_set *set = &st->s->perf;
-    open_rng *o = &h->open[h->depth - 1];
-    if (n > STROBE__PERF_MAX || n > (uint32_t)set->n) return 0;
-    if (!at_end) {
-        memcpy(o->perf, w + 1, 8u * n);
-        o->perf_have = 1;
-        return 0;
-    }
-    if (!o->perf_have) return 0;
-    o->perf_have = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        /* A failed read gives zeros: never report a negative count. */
-        uint64_t delta = w[1 + i] >= o->perf[i] ? w[1 + i] - o->perf[i] : 0;
-        int rc = arg_i64(h, set->ev[i].name, (int64_t)delta, 1);
-        if (rc) return rc;
-    }
-    return 0;
 }
 
 /* The symbol of a return address seen before (NULL: not yet symbolized). */
@@ -1049,14 +971,14 @@ static int resolve_stacks(strobe__stream *st) {
     return rc;
 }
 
-static int on_stack(strobe__stream *st, thr *h, const uint64_t *w) {
-    uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
-    if (n == 0) return 0;
+static int s_stack(void *ctx, const uint64_t *pcs, uint32_t n) {
+    strobe__stream *st = ctx;
+    thr *h = st->cur;
     st->text.len = 0;
     int rc = 0;
     int leading = 1; /* strobe's own frames before the caller's are left out */
     for (uint32_t i = 0; i < n && rc == 0; i++) {
-        const char *name = sym_get(st, w[1 + i]);
+        const char *name = sym_get(st, pcs[i]);
         if (name == NULL) name = "??";
         if (leading && strobe__frame_is_own(name) && i + 1 < n) continue;
         if (!leading) rc = strobe__buf_put(&st->text, ";", 1);
@@ -1066,40 +988,20 @@ static int on_stack(strobe__stream *st, thr *h, const uint64_t *w) {
     return rc ? rc : arg_string(st, h, "Call stack", st->text.s, st->text.len);
 }
 
-static int on_ext(strobe__stream *st, thr *h, const uint64_t *w) {
-    unsigned sub = (unsigned)(w[1] & 0xff);
-    size_t len = (size_t)(w[1] >> 32);
-    const char *bytes = (const char *)(w + 2);
-    if (sub == STROBE__EXT_MODULE_PUSH) {
-        if (strobe__grow((void **)&h->mod_off, &h->mod_cap, h->mod_depth + 1, sizeof *h->mod_off))
-            return STROBE_ENOMEM;
-        h->mod_off[h->mod_depth++] = (uint32_t)h->mods.len;
-        int rc = h->mods.len ? strobe__buf_put(&h->mods, ".", 1) : 0;
-        return rc ? rc : strobe__buf_put(&h->mods, bytes, len);
-    }
-    if (sub == STROBE__EXT_MODULE_POP) {
-        if (h->mod_depth == 0) {
-            st->unmatched_module_pops++;
-        } else {
-            h->mods.len = h->mod_off[--h->mod_depth];
-        }
-        return 0;
-    }
-    if (sub != STROBE__EXT_BACKEND || len < 32) return 0;
-    size_t nl = (size_t)(uint32_t)w[5], bl = (size_t)(w[5] >> 32);
-    if (32 + nl + bl > len) return 0;
+static int s_backend(void *ctx, const strobe__dec_backend *d) {
+    strobe__stream *st = ctx;
     if (strobe__grow((void **)&st->bk, &st->bk_cap, st->bk_count + 1, sizeof *st->bk))
         return STROBE_ENOMEM;
     /* The names are copied: the chunk is recycled before the batch's backend events are written. */
     bk_event *b = &st->bk[st->bk_count];
-    b->start = (int64_t)w[2];
-    b->end = (int64_t)w[3];
-    b->handle = (int64_t)w[4];
+    b->start = d->start;
+    b->end = d->end;
+    b->handle = d->handle;
     b->name_off = st->bk_names.len;
-    int rc = strobe__buf_put(&st->bk_names, (const char *)(w + 6), nl);
+    int rc = strobe__buf_put(&st->bk_names, d->name, d->name_len);
     if (rc == 0) rc = strobe__buf_put(&st->bk_names, "", 1);
     b->backend_off = st->bk_names.len;
-    if (rc == 0) rc = strobe__buf_put(&st->bk_names, (const char *)(w + 6) + nl, bl);
+    if (rc == 0) rc = strobe__buf_put(&st->bk_names, d->backend, d->backend_len);
     if (rc == 0) rc = strobe__buf_put(&st->bk_names, "", 1);
     if (rc == 0) st->bk_count++;
     return rc;
@@ -1268,113 +1170,74 @@ static void flush_backend(strobe__stream *st, int all) {
     st->bk_names = keep;
 }
 
-/* Turns one chunk's records into events. @return 0 or STROBE_ENOMEM. */
-static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
-    const char *end = p + used;
-    const strobe__clock_conv *conv = &st->conv;
-    while (p < end) {
-        size_t size = strobe__rec_size(p, (size_t)(end - p), NULL);
-        if (size == 0) break;
-        const uint64_t *w = (const uint64_t *)p;
-        unsigned kind = STROBE__REC_KIND(w[0]);
-        int rc = 0;
-        switch (kind) {
-        case STROBE__REC_END:
-            pop_range(st, h, thr_time(h, conv, STROBE__REC_TS(w[0])));
-            break;
-        case STROBE__REC_BEGIN_SITE: {
-            const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
-            rc = push_range(h, thr_time(h, conv, STROBE__REC_TS(w[0])),
-                            site->name ? site->name : "(null)", NULL, 0, site->scope);
-            if (rc == 0) rc = begin_out(st, h);
-            break;
-        }
-        case STROBE__REC_BEGIN_NAME:
-            rc = push_range(h, thr_time(h, conv, STROBE__REC_TS(w[0])), NULL, p + 16,
-                            (uint32_t)w[1], (int)(w[1] >> 32));
-            if (rc == 0) rc = begin_out(st, h);
-            break;
-        case STROBE__REC_INSTANT_SITE:
-        case STROBE__REC_INSTANT_NAME: {
-            const char *name;
-            size_t nlen;
-            if (kind == STROBE__REC_INSTANT_SITE) {
-                const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
-                name = site->name ? site->name : "(null)";
-                nlen = strnlen(name, STROBE__MAX_NAME);
-            } else {
-                name = p + 16;
-                nlen = (uint32_t)w[1];
-            }
-            write_instant(st, h, name, nlen, thr_time(h, conv, STROBE__REC_TS(w[0])), h->pend_ext,
-                          h->pend_user, NULL);
-            h->pend_ext = h->pend_user = 0;
-            break;
-        }
-        case STROBE__REC_COUNTER_SITE:
-        case STROBE__REC_COUNTER_NAME: {
-            const char *name;
-            size_t nlen;
-            if (kind == STROBE__REC_COUNTER_SITE) {
-                const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
-                name = site->name ? site->name : "(null)";
-                nlen = strnlen(name, STROBE__MAX_NAME);
-            } else {
-                name = p + 24;
-                nlen = (uint32_t)w[1];
-            }
-            double v;
-            memcpy(&v, &w[2], sizeof v);
-            write_counter(st, h, name, nlen, thr_time(h, conv, STROBE__REC_TS(w[0])), v);
-            break;
-        }
-        case STROBE__REC_CORR:
-            h->pend_ext = w[1];
-            h->pend_user = w[2];
-            break;
-        case STROBE__REC_TRUNC: {
-            /* The thread's records were dropped from here until it found a free chunk: ranges
-             * open now are ended here, and ends that arrive for them later are counted as
-             * unmatched. */
-            int64_t ts = thr_time(h, conv, STROBE__REC_TS(w[0]));
-            st->truncated += h->depth;
-            close_all(st, h, ts, "strobe_truncated");
-            static const char marker[] = "[strobe] buffer full: records dropped";
-            write_instant(st, h, marker, sizeof marker - 1, h->prev + 1, 0, 0, NULL);
-            h->prev++;
-            break;
-        }
-        case STROBE__REC_MEM:
-            on_memory(st, h, w, thr_time(h, conv, STROBE__REC_TS(w[0])));
-            break;
-        case STROBE__REC_SHAPES:
-        case STROBE__REC_FLOPS:
-        case STROBE__REC_STACK:
-        case STROBE__REC_PERF:
-            /* Details of the innermost open range: written with it when it ends. */
-            if (h->depth == 0) {
-                st->orphan_details++;
-            } else if (kind == STROBE__REC_SHAPES) {
-                rc = on_shapes(st, h, w);
-            } else if (kind == STROBE__REC_FLOPS) {
-                if (st->s->cfg.with_flops) rc = arg_i64(h, "flops", (int64_t)w[1], 1);
-            } else if (kind == STROBE__REC_STACK) {
-                rc = on_stack(st, h, w);
-            } else {
-                rc = on_perf(st, h, w);
-            }
-            break;
-        case STROBE__REC_EXT:
-            rc = on_ext(st, h, w);
-            break;
-        default: /* strobe__rec_size() accepted no other kind */
-            st->skipped_details++;
-            break;
-        }
-        if (rc) return rc;
-        p += size;
-    }
+/* ---- the decoder's callbacks ----------------------------------------------------------------- */
+
+static int s_begin(void *ctx, const strobe__dec_event *e) {
+    strobe__stream *st = ctx;
+    int rc = push_range(st->cur, e);
+    return rc ? rc : begin_out(st, st->cur);
+}
+
+static int s_end(void *ctx, int64_t ts) {
+    strobe__stream *st = ctx;
+    pop_range(st, st->cur, ts);
     return 0;
+}
+
+static int s_instant(void *ctx, const strobe__dec_event *e) {
+    strobe__stream *st = ctx;
+    write_instant(st, st->cur, e->name, e->name_len, e->ts, e->ext, e->user, NULL);
+    return 0;
+}
+
+static int s_counter(void *ctx, int64_t ts, const strobe_site *site, const char *name, size_t len,
+                     double value) {
+    strobe__stream *st = ctx;
+    (void)site;
+    write_counter(st, st->cur, name, len, ts, value);
+    return 0;
+}
+
+/* The thread's records were dropped from here until it found a free chunk: ranges open now are
+ * ended here, and ends that arrive for them later are counted as unmatched. */
+static int s_truncated(void *ctx, int64_t ts) {
+    strobe__stream *st = ctx;
+    thr *h = st->cur;
+    st->truncated += h->depth;
+    close_all(st, h, ts, "strobe_truncated");
+    static const char marker[] = "[strobe] buffer full: records dropped";
+    write_instant(st, h, marker, sizeof marker - 1, h->dt.prev + 1, 0, 0, NULL);
+    h->dt.prev++;
+    return 0;
+}
+
+static const char *s_top(void *ctx, size_t *depth) {
+    const thr *h = ((strobe__stream *)ctx)->cur;
+    *depth = h->depth;
+    return h->depth ? top_name(h) : NULL;
+}
+
+static int s_arg(void *ctx, const char *key, const char *json, size_t len, int replace) {
+    return arg_add(((strobe__stream *)ctx)->cur, key, json, len, replace);
+}
+
+static const strobe__dec_ops stream_ops = {
+    .begin = s_begin,
+    .end = s_end,
+    .instant = s_instant,
+    .counter = s_counter,
+    .memory = s_memory,
+    .backend = s_backend,
+    .truncated = s_truncated,
+    .top = s_top,
+    .arg = s_arg,
+    .stack = s_stack,
+};
+
+/* Turns one chunk's records of thread `h` into events. @return 0 or STROBE_ENOMEM. */
+static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
+    st->cur = h;
+    return strobe__decode(&st->dec, &h->dt, p, used);
 }
 
 /* Bytes encoded and not yet written. */
@@ -1709,14 +1572,11 @@ static void stream_release(strobe__stream *st) {
         free(h->open);
         strobe__buf_free(&h->names);
         strobe__buf_free(&h->args);
-        strobe__buf_free(&h->mods);
-        free(h->mod_off);
+        strobe__dec_thread_free(&h->dt);
         free(h);
     }
     free(st->map);
-    strobe__buf_free(&st->dims);
-    strobe__buf_free(&st->types);
-    strobe__buf_free(&st->concrete);
+    strobe__decoder_free(&st->dec);
     strobe__buf_free(&st->text);
     strobe__buf_free(&st->json);
     free(st->pargs);
@@ -1745,6 +1605,11 @@ int strobe__stream_start(strobe__session *s) {
     if (st == NULL) return STROBE_ENOMEM;
     st->s = s;
     st->mode = ring ? MODE_RING : MODE_STREAM;
+    st->dec.s = s;
+    st->dec.conv = &st->conv;
+    st->dec.strict = 1;
+    st->dec.ops = &stream_ops;
+    st->dec.ctx = st;
     st->out.fd = st->pipe_fd[0] = st->pipe_fd[1] = -1;
     pthread_mutex_init(&st->ring_lock, NULL);
     int rc = 0;
@@ -2076,8 +1941,8 @@ void strobe__stream_add_stats(strobe__session *s, strobe_result *r) {
         r->stats.unmatched_ends += st->unmatched;
         r->stats.truncated_ranges += st->truncated;
         r->stats.unfinished_ranges += st->unfinished;
-        r->stats.orphan_details += st->orphan_details;
-        r->stats.unmatched_module_pops += st->unmatched_module_pops;
+        r->stats.orphan_details += st->dec.orphan_details;
+        r->stats.unmatched_module_pops += st->dec.unmatched_module_pops;
         r->stats.clipped_backend_events += st->clipped_backend;
     }
     stream_meta(st, r);
