@@ -17,8 +17,8 @@
  * - The JSON stream is rewritten so that the file is a whole trace after every append: each
  *   append goes where the previous closing brackets were, with new closing brackets after it, in
  *   one pwrite(). A kill in the middle of a pwrite() leaves whole pages of it: no event crosses a
- *   page of the file (jw_commit), so the file then ends between two events, an unclosed event
- *   array that readers accept.
+ *   page of the file (the append sink, writers/sink.h), so the file then ends between two events,
+ * an unclosed event array that readers accept.
  * - Operator details wait with their open range (in the thread's args buffer) and are written
  *   with it when it ends; in Perfetto on the slice's end, whose annotations the trace processor
  *   adds to the slice. Stacks are symbolized in the background thread, each address once.
@@ -33,10 +33,10 @@
  *   as whole TracePackets appended to the file: a cut file imports up to its last packet, with the
  *   ranges open at the cut shown unfinished.
  * - Nothing is counted as written before it is in the file: each event's end is marked in the
- *   output buffer (jw_mark_at), and an append that a full disk cuts short keeps the whole events
- *   before the cut, truncates the file there and counts the rest in lost_events, as it counts
- *   every later append's events (jw_flush). The closing part, written at stop, carries the
- *   result's stats and the stream's counts (json_closing; the Perfetto writer's session slice).
+ *   output buffer (strobe__append_mark), and an append that a full disk cuts short keeps the whole
+ * events before the cut, truncates the file there and counts the rest in lost_events, as it counts
+ *   every later append's events (strobe__append_flush). The closing part, written at stop, carries
+ * the result's stats and the stream's counts (json_closing; the Perfetto writer's session slice).
  * - The flight recorder's dump and its result at stop reuse collect.c over the kept chunks, so a
  *   dump is written by the ordinary writers and has every operator detail. A dump also copies
  *   each thread's current chunk up to the end of records the thread published (release store),
@@ -134,35 +134,11 @@ typedef struct bk_track {
     int lanes;
 } bk_track;
 
-/* Where an event (or a block of events) ends in the output buffer, and how many it holds: an
- * append cut short by a full disk keeps the whole events before the cut and counts the rest. */
-typedef struct jw_mark {
-    size_t end;
-    uint64_t events;
-} jw_mark;
-
-/* The stream's output: a buffer appended at `off` with the closing text after it. */
+/* The stream's output: an append sink (writers/sink.h) and what the event lines need. */
 typedef struct jw {
-    int fd;
-    uint64_t off; /* file offset of the closing text */
-    char *buf;
-    size_t len, cap;
-    int err;
+    strobe__append a;
     int64_t base_ns, pid;
-    int page_pad;   /* JSON: no text committed crosses a PAGE boundary of the file (jw_commit) */
-    int failed;     /* a write failed (err may be cleared for a last try at stop) */
-    jw_mark *marks; /* the events in buf (Perfetto: in the encoder's data, which goes first) */
-    size_t mark_count, mark_cap;
-    uint64_t pending; /* events in buf, not yet written */
-    uint64_t events;  /* events in the file */
-    uint64_t lost;    /* events not in the file: encoding failed, or the file took no more */
 } jw;
-
-/* The page of the file system's page cache. A write() to a regular file that a SIGKILL cuts
- * short has written whole pages: with no event across a page boundary, a cut falls between two
- * events, and the file is a trace whose event array is not closed, which readers accept (ours
- * does; the Trace Event Format allows it). */
-#define PAGE 4096u
 
 typedef struct strobe__stream {
     strobe__session *s;
@@ -333,109 +309,6 @@ int strobe__stream_refill(strobe__tstate *t, size_t need, int counts) {
 
 /* ---- 3. the stream's JSON output ---------------------------------------------------------- */
 
-static char *jw_reserve(jw *w, size_t n) {
-    n += PAGE; /* room for jw_commit's padding */
-    if (w->cap - w->len >= n) return w->buf + w->len;
-    size_t cap = w->cap ? w->cap : 1 << 16;
-    while (cap - w->len < n)
-        cap *= 2;
-    char *b = realloc(w->buf, cap);
-    if (b == NULL) {
-        if (!w->err) w->err = STROBE_ENOMEM;
-        return NULL;
-    }
-    w->buf = b;
-    w->cap = cap;
-    return b + w->len;
-}
-
-/* Ends the text written since jw_reserve at `end`. With page_pad, text of at most a page that
- * would cross a page boundary of the file is moved to the boundary, spaces before it (JSON's
- * whitespace between two events). */
-static void jw_commit(jw *w, char *end) {
-    size_t start = w->len, n = (size_t)(end - (w->buf + start));
-    uint64_t at = w->off + start;
-    if (w->page_pad && n > 0 && n <= PAGE && at / PAGE != (at + n - 1) / PAGE) {
-        size_t pad = PAGE - (size_t)(at % PAGE);
-        memmove(w->buf + start + pad, w->buf + start, n);
-        memset(w->buf + start, ' ', pad);
-        n += pad;
-    }
-    w->len = start + n;
-}
-
-static void jw_text(jw *w, const char *text) {
-    size_t n = strlen(text);
-    char *p = jw_reserve(w, n);
-    if (p) jw_commit(w, (char *)memcpy(p, text, n) + n);
-}
-
-/* Marks the end of `events` events at `end` of the bytes to write next. An event that cannot be
- * marked (out of memory) is counted lost. */
-static void jw_mark_at(jw *w, size_t end, uint64_t events) {
-    if (strobe__grow((void **)&w->marks, &w->mark_cap, w->mark_count + 1, sizeof *w->marks)) {
-        w->lost += events;
-        return;
-    }
-    w->marks[w->mark_count++] = (jw_mark){end, events};
-    w->pending += events;
-}
-
-/* Appends the buffer at w->off followed by `closing`, in one pwrite(), and moves w->off past the
- * buffer only: the next append overwrites the closing text. The buffer's events count as written
- * when it is written whole. A write that fails part way (a full disk, a file size limit) keeps
- * the whole events before the failure, truncates the file after them (so that it ends between
- * two events, or after a whole packet), and counts the others lost; so do the events of every
- * later append, unless `retry` asks to try writing once more (at stop: the file may take the
- * closing once the cut part is gone). @return 0, STROBE_EIO or STROBE_ENOMEM. */
-static int jw_flush(jw *w, const char *closing, int retry) {
-    size_t body = w->len;
-    if (w->err && retry) w->err = 0;
-    jw_text(w, closing);
-    size_t done = 0;
-    if (!w->err) {
-        while (done < w->len) {
-            ssize_t n = pwrite(w->fd, w->buf + done, w->len - done, (off_t)(w->off + done));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                w->err = STROBE_EIO;
-                break;
-            }
-            done += (size_t)n;
-        }
-    }
-    if (!w->err) {
-        w->off += body;
-        w->events += w->pending;
-    } else {
-        w->failed = 1;
-        /* The whole events before the cut stay: the body's end is an event boundary too. */
-        size_t keep = 0;
-        uint64_t kept = 0;
-        if (done >= body) {
-            keep = body;
-            kept = w->pending;
-        } else {
-            for (size_t i = 0; i < w->mark_count && w->marks[i].end <= done; i++) {
-                keep = w->marks[i].end;
-                kept += w->marks[i].events;
-            }
-        }
-        if (done > keep && w->fd >= 0 && ftruncate(w->fd, (off_t)(w->off + keep)) != 0) {
-            /* The cut part stays in the file: its events cannot be counted as written. */
-            kept = 0;
-            keep = 0;
-        }
-        w->off += keep;
-        w->events += kept;
-        w->lost += w->pending - kept;
-    }
-    w->pending = 0;
-    w->mark_count = 0;
-    w->len = 0;
-    return w->err;
-}
-
 static char *put_lit(char *p, const char *s) {
     size_t n = strlen(s);
     memcpy(p, s, n);
@@ -466,7 +339,7 @@ static char *event_head(jw *w, char *p, const char *ph, const char *cat, const c
 static void write_meta(jw *w, int first, const char *name, int64_t tid, const char *arg,
                        const char *sval, int64_t ival) {
     size_t slen = sval ? strlen(sval) : 0;
-    char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(slen));
+    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + STROBE__JSON_STRING_MAX(slen));
     if (p == NULL) return;
     p = put_lit(p, first ? "  {\"name\": \"" : ",\n  {\"name\": \"");
     p = put_lit(p, name);
@@ -478,7 +351,7 @@ static void write_meta(jw *w, int first, const char *name, int64_t tid, const ch
     p = put_lit(p, arg);
     p = put_lit(p, "\": ");
     p = sval ? strobe__json_put_string(p, sval, slen) : put_i64(p, ival);
-    jw_commit(w, put_lit(p, "}}"));
+    strobe__append_commit(&w->a, put_lit(p, "}}"));
 }
 
 /* ---- 4. the decoder's events, written -------------------------------------------------------- */
@@ -588,9 +461,9 @@ static int arg_add(thr *h, const char *key, const char *json, size_t jlen, int r
 
 /* One event is encoded: it ends here in the bytes to write next. */
 static void out_event(strobe__stream *st) {
-    size_t end = st->out.len;
+    size_t end = st->out.a.len;
     if (st->pft) (void)strobe__pft_data(st->pft, &end);
-    jw_mark_at(&st->out, end, 1);
+    strobe__append_mark(&st->out.a, end, 1);
 }
 
 /* Writes a range that ends at `end` with its args (the thread's args from o->args_off: `o` is the
@@ -611,7 +484,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
             p = next;
         }
         if (strobe__grow((void **)&st->pargs, &st->pargs_cap, n, sizeof *st->pargs)) {
-            st->out.lost++;
+            st->out.a.lost++;
             return;
         }
         size_t k = 0;
@@ -632,7 +505,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
             st->pargs[k++].i = 1;
         }
         if (strobe__pft_end_args(st->pft, h->track, end - st->out.base_ns, st->pargs, k))
-            st->out.lost++;
+            st->out.a.lost++;
         else
             out_event(st);
         return;
@@ -641,10 +514,10 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
     const char *name = o->site_name ? o->site_name : h->names.s + o->name_off;
     size_t nlen = o->site_name ? strnlen(o->site_name, STROBE__MAX_NAME) : o->name_len;
     size_t alen = args ? (size_t)(args_end - args) : 0;
-    char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) +
-                                STROBE__JSON_STRING_MAX(alen) + alen);
+    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) +
+                                                STROBE__JSON_STRING_MAX(alen) + alen);
     if (p == NULL) {
-        st->out.lost++;
+        st->out.a.lost++;
         return;
     }
     p = event_head(w, p, "X", range_category(o->scope), name, nlen, h->tid, o->start);
@@ -681,7 +554,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
         p = put_lit(p, flag);
         p = put_lit(p, "\": 1");
     }
-    jw_commit(w, put_lit(p, "}}"));
+    strobe__append_commit(&w->a, put_lit(p, "}}"));
     out_event(st);
 }
 
@@ -703,16 +576,16 @@ static void write_instant(strobe__stream *st, thr *h, const char *name, size_t n
         }
         if (strobe__pft_instant(st->pft, h->track, ts - st->out.base_ns, "cpu_instant_event", copy,
                                 a, n))
-            st->out.lost++;
+            st->out.a.lost++;
         else
             out_event(st);
         return;
     }
     jw *w = &st->out;
     size_t alen = args ? strlen(args) : 0;
-    char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) + alen);
+    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) + alen);
     if (p == NULL) {
-        st->out.lost++;
+        st->out.a.lost++;
         return;
     }
     p = event_head(w, p, "i\", \"s\": \"t", "cpu_instant_event", name, nlen, h->tid, ts);
@@ -734,7 +607,7 @@ static void write_instant(strobe__stream *st, thr *h, const char *name, size_t n
         memcpy(p, args, alen);
         p += alen;
     }
-    jw_commit(w, put_lit(p, "}}"));
+    strobe__append_commit(&w->a, put_lit(p, "}}"));
     out_event(st);
 }
 
@@ -763,15 +636,15 @@ static void write_counter(strobe__stream *st, thr *h, const char *name, size_t n
     if (st->pft) {
         uint64_t track = counter_track(st, name, nlen);
         if (track == 0 || strobe__pft_counter(st->pft, track, ts - st->out.base_ns, v))
-            st->out.lost++;
+            st->out.a.lost++;
         else
             out_event(st);
         return;
     }
     jw *w = &st->out;
-    char *p = jw_reserve(w, EVENT_FIXED + 2 * STROBE__JSON_STRING_MAX(nlen));
+    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + 2 * STROBE__JSON_STRING_MAX(nlen));
     if (p == NULL) {
-        st->out.lost++;
+        st->out.a.lost++;
         return;
     }
     char *q = event_head(w, p, "C", "cpu_counter", name, nlen, h->tid, ts);
@@ -784,7 +657,7 @@ static void write_counter(strobe__stream *st, thr *h, const char *name, size_t n
         st->skipped_counters++;
         return;
     }
-    jw_commit(w, put_lit(e, "}}"));
+    strobe__append_commit(&w->a, put_lit(e, "}}"));
     out_event(st);
 }
 
@@ -836,7 +709,7 @@ static int begin_out(strobe__stream *st, thr *h) {
     if (strobe__pft_begin(st->pft, h->track, o->start - st->out.base_ns, range_category(o->scope),
                           o->site_name ? o->site_name : h->names.s + o->name_off, a, n, NULL, 0,
                           NULL, 0))
-        st->out.lost++;
+        st->out.a.lost++;
     return 0;
 }
 
@@ -1070,17 +943,17 @@ static void write_backend_event(strobe__stream *st, struct bk_lane *l, const cha
         if (strobe__pft_begin(st->pft, l->track, start - st->out.base_ns, "cpu_op", name, a, 2,
                               NULL, 0, NULL, 0) ||
             strobe__pft_end(st->pft, l->track, end - st->out.base_ns))
-            st->out.lost++;
+            st->out.a.lost++;
         else
             out_event(st);
         return;
     }
     jw *w = &st->out;
     size_t nlen = strlen(name), blen = strlen(backend);
-    char *p =
-        jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) + STROBE__JSON_STRING_MAX(blen));
+    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) +
+                                                STROBE__JSON_STRING_MAX(blen));
     if (p == NULL) {
-        st->out.lost++;
+        st->out.a.lost++;
         return;
     }
     p = event_head(w, p, "X", "cpu_op", name, nlen, l->tid, start);
@@ -1090,7 +963,7 @@ static void write_backend_event(strobe__stream *st, struct bk_lane *l, const cha
     p = strobe__json_put_string(p, backend, blen);
     p = put_lit(p, ", \"Debug handle\": ");
     p = put_i64(p, handle);
-    jw_commit(w, put_lit(p, "}}"));
+    strobe__append_commit(&w->a, put_lit(p, "}}"));
     out_event(st);
 }
 
@@ -1242,22 +1115,22 @@ static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
 
 /* Bytes encoded and not yet written. */
 static size_t out_pending(const strobe__stream *st) {
-    size_t n = st->out.len;
+    size_t n = st->out.a.len;
     if (st->pft) (void)strobe__pft_data(st->pft, &n);
     return n;
 }
 
 /* Appends what is encoded: JSON with the closing brackets after it, Perfetto packets as they are
  * (their events marked in the encoder's data, which goes first in the buffer). `retry`: see
- * jw_flush. @return 0 or the output's error. */
+ * strobe__append_flush. @return 0 or the output's error. */
 static int out_flush(strobe__stream *st, const char *closing, int retry) {
-    if (st->pft == NULL) return jw_flush(&st->out, closing, retry);
+    if (st->pft == NULL) return strobe__append_flush(&st->out.a, closing, retry);
     size_t n = 0;
     const uint8_t *d = strobe__pft_data(st->pft, &n);
-    char *p = n ? jw_reserve(&st->out, n) : NULL;
-    if (p) jw_commit(&st->out, (char *)memcpy(p, d, n) + n);
+    char *p = n ? strobe__append_reserve(&st->out.a, n) : NULL;
+    if (p) strobe__append_commit(&st->out.a, (char *)memcpy(p, d, n) + n);
     strobe__pft_reset_data(st->pft);
-    return jw_flush(&st->out, "", retry);
+    return strobe__append_flush(&st->out.a, "", retry);
 }
 
 /* Decodes a batch of chunks (oldest first), recycling each into the free pool, and appends the
@@ -1282,7 +1155,7 @@ static int stream_batch(strobe__stream *st, strobe__chunk *c) {
     }
     flush_backend(st, 0);
     if (out_pending(st)) out_flush(st, CLOSING_RUNNING, 0);
-    return rc ? rc : st->out.err;
+    return rc ? rc : st->out.a.err;
 }
 
 /* ---- 5. the flight recorder's ring and dumps ---------------------------------------------- */
@@ -1561,7 +1434,7 @@ static void stream_release(strobe__stream *st) {
     }
     if (st->pipe_fd[0] >= 0) close(st->pipe_fd[0]);
     if (st->pipe_fd[1] >= 0) close(st->pipe_fd[1]);
-    if (st->out.fd >= 0) close(st->out.fd);
+    if (st->out.a.fd >= 0) close(st->out.a.fd);
     strobe__pft_free(st->pft);
     for (size_t i = 0; i < st->counter_count; i++)
         free(st->counters[i].name);
@@ -1589,8 +1462,7 @@ static void stream_release(strobe__stream *st) {
     for (size_t i = 0; i < st->bkt_count; i++)
         free(st->bkt[i].backend);
     free(st->bkt);
-    free(st->out.buf);
-    free(st->out.marks);
+    strobe__append_free(&st->out.a);
     free(st->path);
     free(st->flight_path);
     pthread_mutex_destroy(&st->ring_lock);
@@ -1610,7 +1482,7 @@ int strobe__stream_start(strobe__session *s) {
     st->dec.strict = 1;
     st->dec.ops = &stream_ops;
     st->dec.ctx = st;
-    st->out.fd = st->pipe_fd[0] = st->pipe_fd[1] = -1;
+    st->out.a.fd = st->pipe_fd[0] = st->pipe_fd[1] = -1;
     pthread_mutex_init(&st->ring_lock, NULL);
     int rc = 0;
     if (pipe2(st->pipe_fd, O_CLOEXEC | O_NONBLOCK) != 0) rc = STROBE_ESYS;
@@ -1618,8 +1490,8 @@ int strobe__stream_start(strobe__session *s) {
         st->path = strdup(cfg->stream_path);
         if (st->path == NULL) rc = STROBE_ENOMEM;
         if (rc == 0) {
-            st->out.fd = open(st->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (st->out.fd < 0) {
+            st->out.a.fd = open(st->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (st->out.a.fd < 0) {
                 strobe__log(STROBE_LOG_ERROR, "stream %s: %s", st->path, strerror(errno));
                 rc = STROBE_EIO;
             }
@@ -1644,7 +1516,7 @@ int strobe__stream_start(strobe__session *s) {
                          : STROBE_ENOMEM;
             if (rc == 0) rc = out_flush(st, "", 0);
         } else if (rc == 0) {
-            st->out.page_pad = 1;
+            st->out.a.page_pad = 1;
             snprintf(st->pname, sizeof st->pname, "%s", pname);
         }
     }
@@ -1683,19 +1555,20 @@ int strobe__stream_start(strobe__session *s) {
 static int json_header(strobe__stream *st) {
     jw *w = &st->out;
     const strobe_result *r = st->s->result;
-    jw_text(w, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"trace_id\": ");
+    strobe__append_text(
+        &w->a, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"trace_id\": ");
     const char *id = r && r->trace_id ? r->trace_id : "";
-    char *p = jw_reserve(w, STROBE__JSON_STRING_MAX(strlen(id)) + 128);
+    char *p = strobe__append_reserve(&w->a, STROBE__JSON_STRING_MAX(strlen(id)) + 128);
     if (p) {
         p = strobe__json_put_string(p, id, strlen(id));
         p = put_lit(p, ",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
         p = put_i64(p, w->base_ns);
-        jw_commit(w, put_lit(p, ",\n  \"traceEvents\": [\n"));
+        strobe__append_commit(&w->a, put_lit(p, ",\n  \"traceEvents\": [\n"));
     }
     write_meta(w, 1, "process_name", 0, "name", st->pname, 0);
     write_meta(w, 0, "process_labels", 0, "labels", "CPU", 0);
     write_meta(w, 0, "process_sort_index", 0, "sort_index", NULL, w->pid);
-    return jw_flush(w, CLOSING_RUNNING, 0);
+    return strobe__append_flush(&w->a, CLOSING_RUNNING, 0);
 }
 
 int strobe__stream_run(strobe__session *s) {
@@ -1799,11 +1672,11 @@ static void stream_json(const strobe__stream *st, const strobe_result *r, int co
                  "\"skipped_counter_samples\": %llu, \"skipped_backend_events\": %llu, "
                  "\"write_error\": %s}",
                  complete ? "true" : "false",
-                 (unsigned long long)(st->stopping ? st->cpu_events : st->out.events),
+                 (unsigned long long)(st->stopping ? st->cpu_events : st->out.a.events),
                  (unsigned long long)st->device_events, (unsigned long long)st->event_bytes,
-                 dropped, (unsigned long long)st->out.lost, (unsigned long long)st->skipped_details,
-                 (unsigned long long)st->skipped_counters, (unsigned long long)st->skipped_backend,
-                 st->out.failed ? "true" : "false");
+                 dropped, (unsigned long long)st->out.a.lost,
+                 (unsigned long long)st->skipped_details, (unsigned long long)st->skipped_counters,
+                 (unsigned long long)st->skipped_backend, st->out.a.failed ? "true" : "false");
     } else {
         snprintf(json, size,
                  "{\"mode\": \"flight\", \"ring_bytes\": %llu, \"kept_bytes\": %llu, "
@@ -1876,8 +1749,8 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
     jw *w = &st->out;
     /* The stream's own events first (the ranges left open at stop are still in the buffer). */
     (void)out_flush(st, st->pft ? "" : CLOSING_RUNNING, 0);
-    st->event_bytes = w->off;
-    st->cpu_events = w->events;
+    st->event_bytes = w->a.off;
+    st->cpu_events = w->a.events;
     st->stopping = 1;
     if (st->pft && r) {
         st->device_events = r->event_count;
@@ -1891,13 +1764,13 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
         char *text = NULL;
         size_t len = 0;
         int erc = strobe__outputs.encode(r, st->pft != NULL, &text, &len);
-        char *p = erc == 0 ? jw_reserve(w, len) : NULL;
+        char *p = erc == 0 ? strobe__append_reserve(&w->a, len) : NULL;
         if (p) {
             memcpy(p, text, len);
-            w->len += len; /* not jw_commit: one block, no page padding */
-            jw_mark_at(w, w->len, r->event_count);
+            w->a.len += len; /* not committed: one block, no page padding */
+            strobe__append_mark(&w->a, w->a.len, r->event_count);
         } else {
-            w->lost += r->event_count;
+            w->a.lost += r->event_count;
         }
         free(text);
     }
@@ -1905,28 +1778,28 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
         /* The session's span on its own track, as the JSON writer writes it. */
         write_meta(w, 0, "thread_name", 0, "name", "Spans", 0);
         write_meta(w, 0, "thread_sort_index", 0, "sort_index", NULL, 0);
-        char *p = jw_reserve(w, EVENT_FIXED);
+        char *p = strobe__append_reserve(&w->a, EVENT_FIXED);
         if (p) {
             p = event_head(w, p, "X", "Trace", "strobe session", 14, 0, s->start.real_ns);
             p = put_lit(p, ", \"dur\": ");
             p = strobe__json_put_ts(p, stop_ns > s->start.real_ns ? stop_ns : s->start.real_ns,
                                     s->start.real_ns);
-            jw_commit(w, put_lit(p, ", \"args\": {}}"));
+            strobe__append_commit(&w->a, put_lit(p, ", \"args\": {}}"));
         }
     }
     int rc = out_flush(st, st->pft ? "" : CLOSING_RUNNING, 1);
-    st->device_events = w->events - st->cpu_events;
+    st->device_events = w->a.events - st->cpu_events;
     st->complete = st->pft && rc == 0 && r != NULL;
     if (!st->pft) {
         strobe__buf tail = {0};
         int crc = json_closing(st, r, &tail);
-        if (crc == 0) crc = jw_flush(w, tail.s, 1);
+        if (crc == 0) crc = strobe__append_flush(&w->a, tail.s, 1);
         st->complete = crc == 0;
         if (rc == 0) rc = crc;
         strobe__buf_free(&tail);
     }
-    if (close(w->fd) != 0 && rc == 0) rc = STROBE_EIO;
-    w->fd = -1;
+    if (close(w->a.fd) != 0 && rc == 0) rc = STROBE_EIO;
+    w->a.fd = -1;
     stream_meta(st, r);
     return rc;
 }
