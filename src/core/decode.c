@@ -289,8 +289,10 @@ int strobe__decode(strobe__decoder *d, strobe__dec_thread *t, const char *p, siz
             e.user = t->pend_user;
             t->pend_ext = t->pend_user = 0;
             rc = ops->begin(d->ctx, &e);
+            /* A new range forgets the counters read at the begin of the last one at its depth. */
             size_t depth = 0;
-            if (rc == 0 && ops->top(d->ctx, &depth) && depth <= t->perf_cap && depth > 0)
+            if (rc == 0 && t->perf_cap && ops->top(d->ctx, &depth) && depth <= t->perf_cap &&
+                depth > 0)
                 t->perf_have[depth - 1] = 0;
             if (rc == 0 && d->s->cfg.with_modules && t->mod_depth) {
                 size_t len = 0;
