@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "details.h"
 #include "record.h"
 #include "trace/result_internal.h"
@@ -40,10 +41,7 @@ typedef struct {
 
     /* Operator details. */
     const strobe__session *s;
-    strobe__buf dims, types, concrete, path; /* formatting scratch */
-    strobe_input inputs[STROBE_MAX_INPUTS];
-    int64_t dims_store[STROBE_MAX_INPUTS * STROBE__MAX_DIMS];
-    char dtype_store[STROBE_MAX_INPUTS][65];
+    strobe__decoder dec;
     uint64_t *pcs; /* every stack's frames, one after another */
     size_t pcs_count, pcs_cap;
     struct stack_ref {
@@ -201,253 +199,8 @@ static void close_open(strobe_result *r, open_stack *st, int64_t at, uint16_t fl
     st->depth = 0;
 }
 
-/* See state.h. */
-size_t strobe__rec_size(const char *p, size_t avail, int *starts_event) {
-    int starts_dummy;
-    if (starts_event == NULL) starts_event = &starts_dummy;
-    uint64_t w[2] = {0, 0};
-    memcpy(w, p, avail >= 16 ? 16 : 8);
-    size_t size = 0;
-    *starts_event = 1;
-    switch (STROBE__REC_KIND(w[0])) {
-    case STROBE__REC_END:
-        *starts_event = 0;
-        size = 8;
-        break;
-    case STROBE__REC_TRUNC: /* becomes the "buffer full" marker */
-        size = 8;
-        break;
-    case STROBE__REC_CORR:
-        *starts_event = 0;
-        size = 24;
-        break;
-    case STROBE__REC_BEGIN_SITE:
-    case STROBE__REC_INSTANT_SITE:
-        size = 16;
-        break;
-    case STROBE__REC_COUNTER_SITE:
-        size = 24;
-        break;
-    case STROBE__REC_BEGIN_NAME:
-    case STROBE__REC_INSTANT_NAME:
-    case STROBE__REC_COUNTER_NAME: {
-        if (avail < 16 || (uint32_t)w[1] > STROBE__MAX_NAME) return 0;
-        size_t head = STROBE__REC_KIND(w[0]) == STROBE__REC_COUNTER_NAME ? 24 : 16;
-        size = head + STROBE__NAME_PAD((uint32_t)w[1]);
-        break;
-    }
-    case STROBE__REC_SHAPES:
-        if (avail < 16 || w[1] % 8 || w[1] > avail) return 0;
-        *starts_event = 0;
-        size = 16 + (size_t)w[1];
-        break;
-    case STROBE__REC_FLOPS:
-        *starts_event = 0;
-        size = 16;
-        break;
-    case STROBE__REC_STACK:
-    case STROBE__REC_PERF:
-        *starts_event = 0;
-        size = 8 + 8 * (size_t)(STROBE__REC_TS(w[0]) & 0xff);
-        break;
-    case STROBE__REC_MEM: /* a [memory] instant and two counter samples */
-        *starts_event = 3;
-        size = 48;
-        break;
-    case STROBE__REC_EXT:
-        if (avail < 16) return 0;
-        *starts_event = (w[1] & 0xff) == STROBE__EXT_BACKEND;
-        size = 16 + (size_t)((w[1] >> 8) & 0xffffff);
-        break;
-    default:
-        return 0;
-    }
-    return size <= avail ? size : 0;
-}
-
 static size_t chunk_used(const strobe__tstate *t, const strobe__chunk *c) {
     return c == t->cur ? (size_t)(t->pos - (const char *)(c + 1)) : (size_t)c->used;
-}
-
-/* ---- operator details ------------------------------------------------------------------ */
-
-/* A thread's module scopes and the counters read at each open range's begin. */
-typedef struct {
-    const char **mod; /* interned module names */
-    size_t mod_depth, mod_cap;
-    const char *mod_path; /* the joined path of the current stack, NULL: to be built */
-    uint64_t *perf;       /* STROBE__PERF_MAX values per open depth */
-    uint8_t *perf_have;
-    size_t perf_cap;
-} thread_details;
-
-static void thread_details_free(thread_details *d) {
-    free(d->mod);
-    free(d->perf);
-    free(d->perf_have);
-}
-
-static int put_arg_buf(strobe_result *r, uint32_t ev, const char *key, const strobe__buf *b) {
-    return strobe__event_put_arg(r, ev, key, b->s, 1, 1);
-}
-
-static int put_arg_i64(strobe_result *r, uint32_t ev, const char *key, int64_t v, int replace) {
-    char num[32];
-    snprintf(num, sizeof num, "%lld", (long long)v);
-    return strobe__event_put_arg(r, ev, key, num, 1, replace);
-}
-
-/* "Module Hierarchy" of ranges that begin now: the module names joined by '.', interned. */
-static const char *module_path(interner *in, thread_details *d) {
-    if (d->mod_depth == 0) return NULL;
-    if (d->mod_path) return d->mod_path;
-    in->path.len = 0;
-    int rc = 0;
-    for (size_t i = 0; i < d->mod_depth && rc == 0; i++) {
-        if (i) rc = strobe__buf_put(&in->path, ".", 1);
-        if (rc == 0) rc = strobe__buf_put(&in->path, d->mod[i], strlen(d->mod[i]));
-    }
-    if (rc) return NULL;
-    /* Stored as its JSON string, ready for the arg. */
-    strobe__buf json = {0};
-    rc = strobe__buf_put_json_string(&json, in->path.s, in->path.len);
-    const char *p = rc ? NULL : bytes_name(in, json.s, (uint32_t)json.len);
-    strobe__buf_free(&json);
-    d->mod_path = p;
-    return p;
-}
-
-static int on_shapes(interner *in, uint32_t ev, const uint64_t *w) {
-    strobe_result *r = in->r;
-    uint32_t count = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
-    if (count > STROBE_MAX_INPUTS) return 0;
-    int rc = strobe__format_inputs(w + 2, (size_t)w[1], count, in->inputs, in->dims_store,
-                                   in->dtype_store, &in->dims, &in->types, &in->concrete);
-    if (rc == -1) return 0; /* unreadable: skipped like any unreadable record */
-    if (rc) return rc;
-    if (in->s->cfg.record_shapes) {
-        rc = put_arg_buf(r, ev, "Input Dims", &in->dims);
-        if (rc == 0) rc = put_arg_buf(r, ev, "Input type", &in->types);
-        if (rc == 0) rc = put_arg_buf(r, ev, "Concrete Inputs", &in->concrete);
-    }
-    if (rc == 0 && in->s->cfg.with_flops) {
-        /* Computed FLOPs never replace a count the program gave. */
-        int64_t f = strobe_flops_from_inputs(r->events[ev].name, in->inputs, (int)count);
-        if (f >= 0) rc = put_arg_i64(r, ev, "flops", f, 0);
-    }
-    return rc;
-}
-
-static int on_stack(interner *in, uint32_t ev, const uint64_t *w) {
-    uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
-    if (n == 0) return 0;
-    if (strobe__grow((void **)&in->pcs, &in->pcs_cap, in->pcs_count + n, sizeof *in->pcs) ||
-        strobe__grow((void **)&in->stacks, &in->stack_cap, in->stack_count + 1, sizeof *in->stacks))
-        return STROBE_ENOMEM;
-    memcpy(in->pcs + in->pcs_count, w + 1, 8u * n);
-    in->stacks[in->stack_count++] = (struct stack_ref){ev, n, in->pcs_count};
-    in->pcs_count += n;
-    return 0;
-}
-
-static int on_perf(interner *in, thread_details *d, const open_stack *st, const uint64_t *w) {
-    uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
-    int at_end = (int)((STROBE__REC_TS(w[0]) >> 8) & 1u);
-    size_t depth = st->depth - 1;
-    if (n > STROBE__PERF_MAX || n > (uint32_t)in->s->perf.n) return 0;
-    if (!at_end) {
-        if (strobe__grow((void **)&d->perf_have, &d->perf_cap, depth + 1, 1)) return STROBE_ENOMEM;
-        size_t cap = d->perf_cap;
-        uint64_t *p = realloc(d->perf, cap * STROBE__PERF_MAX * sizeof *p);
-        if (p == NULL) return STROBE_ENOMEM;
-        d->perf = p;
-        memcpy(d->perf + depth * STROBE__PERF_MAX, w + 1, 8u * n);
-        d->perf_have[depth] = 1;
-        return 0;
-    }
-    if (depth >= d->perf_cap || !d->perf_have[depth]) return 0;
-    d->perf_have[depth] = 0;
-    uint32_t ev = st->idx[depth];
-    const uint64_t *begin = d->perf + depth * STROBE__PERF_MAX;
-    for (uint32_t i = 0; i < n; i++) {
-        /* A failed read gives zeros: never report a negative count. */
-        uint64_t delta = w[1 + i] >= begin[i] ? w[1 + i] - begin[i] : 0;
-        int rc = put_arg_i64(in->r, ev, in->s->perf.ev[i].name, (int64_t)delta, 1);
-        if (rc) return rc;
-    }
-    return 0;
-}
-
-/* A memory record: the [memory] instant (torch's args) and a sample on each of the device's
- * two counter tracks. */
-static int on_memory(interner *in, open_stack *st, const strobe__tstate *t, uint32_t ti,
-                     const uint64_t *w, int64_t ts) {
-    strobe_result *r = in->r;
-    int32_t dev = (int32_t)(uint32_t)w[5];
-    int type = (int)((uint32_t)dev >> 16);
-    int index = (int)(int16_t)(dev & 0xffff);
-    strobe_event *e = add_event(r, st, t, ti, STROBE_EVENT_INSTANT, STROBE_RECORD_SCOPE_USER_SCOPE,
-                                "[memory]", ts);
-    uint32_t ev = (uint32_t)(e - r->events);
-    char addr[32];
-    snprintf(addr, sizeof addr, "%llu", (unsigned long long)w[1]);
-    int rc = put_arg_i64(r, ev, "Device Type", strobe__c10_device_type(type), 1);
-    if (rc == 0) rc = put_arg_i64(r, ev, "Device Id", index, 1);
-    if (rc == 0) rc = strobe__event_put_arg(r, ev, "Addr", addr, 1, 1);
-    if (rc == 0) rc = put_arg_i64(r, ev, "Bytes", (int64_t)w[2], 1);
-    if (rc == 0) rc = put_arg_i64(r, ev, "Total Allocated", (int64_t)w[3], 1);
-    if (rc == 0) rc = put_arg_i64(r, ev, "Total Reserved", (int64_t)w[4], 1);
-    for (int k = 0; k < 2 && rc == 0; k++) {
-        char name[64];
-        if (type == STROBE_DEVICE_CPU) {
-            snprintf(name, sizeof name, "%s bytes (cpu)", k ? "reserved" : "allocated");
-        } else {
-            snprintf(name, sizeof name, "%s bytes (%s:%d)", k ? "reserved" : "allocated",
-                     strobe__device_name(type), index);
-        }
-        const char *n = bytes_name(in, name, (uint32_t)strlen(name));
-        if (n == NULL) return STROBE_ENOMEM;
-        strobe_event *c =
-            add_event(r, st, t, ti, STROBE_EVENT_COUNTER, STROBE_RECORD_SCOPE_USER_SCOPE, n, ts);
-        c->value = (double)(int64_t)w[3 + k];
-    }
-    return rc;
-}
-
-static int on_ext(interner *in, thread_details *d, const uint64_t *w, strobe_stats *stats) {
-    unsigned sub = (unsigned)(w[1] & 0xff);
-    size_t len = (size_t)(w[1] >> 32);
-    const char *bytes = (const char *)(w + 2);
-    if (sub == STROBE__EXT_MODULE_PUSH) {
-        const char *n = bytes_name(in, bytes, (uint32_t)len);
-        if (n == NULL ||
-            strobe__grow((void **)&d->mod, &d->mod_cap, d->mod_depth + 1, sizeof *d->mod))
-            return STROBE_ENOMEM;
-        d->mod[d->mod_depth++] = n;
-        d->mod_path = NULL;
-    } else if (sub == STROBE__EXT_MODULE_POP) {
-        if (d->mod_depth == 0) {
-            stats->unmatched_module_pops++;
-        } else {
-            d->mod_depth--;
-            d->mod_path = NULL;
-        }
-    } else if (sub == STROBE__EXT_BACKEND && len >= 32) {
-        if (strobe__grow((void **)&in->backend, &in->backend_cap, in->backend_count + 1,
-                         sizeof *in->backend))
-            return STROBE_ENOMEM;
-        size_t nl = (size_t)(uint32_t)w[5], bl = (size_t)(w[5] >> 32);
-        if (32 + nl + bl > len) return 0;
-        struct backend_ev *b = &in->backend[in->backend_count];
-        b->start = (int64_t)w[2];
-        b->end = (int64_t)w[3];
-        b->handle = (int64_t)w[4];
-        b->name = bytes_name(in, (const char *)(w + 6), (uint32_t)nl);
-        b->backend = bytes_name(in, (const char *)(w + 6) + nl, (uint32_t)bl);
-        if (b->name == NULL || b->backend == NULL) return STROBE_ENOMEM;
-        in->backend_count++;
-    }
-    return 0;
 }
 
 /* ---- per-thread pass (continued) ------------------------------------------------------- */
@@ -598,175 +351,227 @@ static int apply_step_marks(interner *in, step_marks *sm, open_stack *st, const 
     return 0;
 }
 
+/* ---- the decoder's events, into the result ------------------------------------------------ */
+
+/* One thread's collection: the decoder's consumer. */
+typedef struct cthread {
+    interner *in;
+    strobe_result *r;
+    open_stack st;
+    const strobe__tstate *t;
+    uint32_t ti; /* the thread's index */
+    strobe_stats *stats;
+    step_marks sm;
+    int64_t trunc_ns; /* where the buffer filled (not streaming); INT64_MIN: it never did */
+    uint32_t marker;  /* the "buffer full" instant, or STROBE_NO_EVENT */
+} cthread;
+
+static int c_time(void *ctx, int64_t ts) {
+    cthread *c = ctx;
+    return c->sm.n ? apply_step_marks(c->in, &c->sm, &c->st, c->t, c->ti, ts) : 0;
+}
+
+static const char *c_name(cthread *c, const strobe_site *site, const char *name, size_t len) {
+    return site ? site_name(c->in, site) : bytes_name(c->in, name, (uint32_t)len);
+}
+
+static int c_begin(void *ctx, const strobe__dec_event *d) {
+    cthread *c = ctx;
+    const char *name = c_name(c, d->site, d->name, d->name_len);
+    if (name == NULL) return STROBE_ENOMEM;
+    strobe_event *e =
+        add_event(c->r, &c->st, c->t, c->ti, STROBE_EVENT_RANGE, d->scope, name, d->ts);
+    e->correlation_id = d->ext;
+    e->user_correlation_id = d->user;
+    return stack_push(&c->st, (uint32_t)(e - c->r->events));
+}
+
+static int c_end(void *ctx, int64_t ts) {
+    cthread *c = ctx;
+    if (c->st.depth == 0) {
+        c->stats->unmatched_ends++;
+    } else {
+        c->r->events[c->st.idx[--c->st.depth]].end_ns = ts;
+    }
+    return 0;
+}
+
+static int c_instant(void *ctx, const strobe__dec_event *d) {
+    cthread *c = ctx;
+    const char *name = c_name(c, d->site, d->name, d->name_len);
+    if (name == NULL) return STROBE_ENOMEM;
+    strobe_event *e =
+        add_event(c->r, &c->st, c->t, c->ti, STROBE_EVENT_INSTANT, d->scope, name, d->ts);
+    e->correlation_id = d->ext;
+    e->user_correlation_id = d->user;
+    return 0;
+}
+
+static int c_counter(void *ctx, int64_t ts, const strobe_site *site, const char *name, size_t len,
+                     double value) {
+    cthread *c = ctx;
+    const char *n = c_name(c, site, name, len);
+    if (n == NULL) return STROBE_ENOMEM;
+    strobe_event *e = add_event(c->r, &c->st, c->t, c->ti, STROBE_EVENT_COUNTER,
+                                STROBE_RECORD_SCOPE_USER_SCOPE, n, ts);
+    e->value = value;
+    return 0;
+}
+
+static int put_arg_i64(strobe_result *r, uint32_t ev, const char *key, int64_t v) {
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)v);
+    return strobe__event_put_arg(r, ev, key, num, 1, 1);
+}
+
+/* A memory record: the [memory] instant (torch's args) and a sample on each of the device's
+ * two counter tracks. */
+static int c_memory(void *ctx, const strobe__dec_memory *m) {
+    cthread *c = ctx;
+    strobe_result *r = c->r;
+    strobe_event *e = add_event(r, &c->st, c->t, c->ti, STROBE_EVENT_INSTANT,
+                                STROBE_RECORD_SCOPE_USER_SCOPE, "[memory]", m->ts);
+    uint32_t ev = (uint32_t)(e - r->events);
+    char addr[32];
+    snprintf(addr, sizeof addr, "%llu", (unsigned long long)m->addr);
+    int rc = put_arg_i64(r, ev, "Device Type", m->c10_type);
+    if (rc == 0) rc = put_arg_i64(r, ev, "Device Id", m->index);
+    if (rc == 0) rc = strobe__event_put_arg(r, ev, "Addr", addr, 1, 1);
+    if (rc == 0) rc = put_arg_i64(r, ev, "Bytes", m->bytes);
+    if (rc == 0) rc = put_arg_i64(r, ev, "Total Allocated", m->total_allocated);
+    if (rc == 0) rc = put_arg_i64(r, ev, "Total Reserved", m->total_reserved);
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        const char *n = bytes_name(c->in, m->counter[k], (uint32_t)strlen(m->counter[k]));
+        if (n == NULL) return STROBE_ENOMEM;
+        strobe_event *ce = add_event(r, &c->st, c->t, c->ti, STROBE_EVENT_COUNTER,
+                                     STROBE_RECORD_SCOPE_USER_SCOPE, n, m->ts);
+        ce->value = (double)(k ? m->total_reserved : m->total_allocated);
+    }
+    return rc;
+}
+
+/* Backend events wait for finish_backend, which puts them on their backends' tracks. */
+static int c_backend(void *ctx, const strobe__dec_backend *b) {
+    cthread *c = ctx;
+    interner *in = c->in;
+    if (strobe__grow((void **)&in->backend, &in->backend_cap, in->backend_count + 1,
+                     sizeof *in->backend))
+        return STROBE_ENOMEM;
+    struct backend_ev *e = &in->backend[in->backend_count];
+    e->start = b->start;
+    e->end = b->end;
+    e->handle = b->handle;
+    e->name = bytes_name(in, b->name, (uint32_t)b->name_len);
+    e->backend = bytes_name(in, b->backend, (uint32_t)b->backend_len);
+    if (e->name == NULL || e->backend == NULL) return STROBE_ENOMEM;
+    in->backend_count++;
+    return 0;
+}
+
+static int c_truncated(void *ctx, int64_t ts) {
+    cthread *c = ctx;
+    if (c->in->s->stream == NULL) {
+        c->trunc_ns = ts;
+        return 0;
+    }
+    /* A flight recorder's thread records again once a chunk is free: the ranges open when its
+     * buffer filled end here, and later records go on. */
+    c->stats->truncated_ranges += c->st.depth;
+    close_open(c->r, &c->st, ts, STROBE_EVENT_TRUNCATED);
+    strobe_event *m =
+        add_event(c->r, &c->st, c->t, c->ti, STROBE_EVENT_INSTANT, STROBE_RECORD_SCOPE_USER_SCOPE,
+                  "[strobe] buffer full: records dropped", ts);
+    c->marker = (uint32_t)(m - c->r->events);
+    return 0;
+}
+
+static const char *c_top(void *ctx, size_t *depth) {
+    cthread *c = ctx;
+    *depth = c->st.depth;
+    return c->st.depth ? c->r->events[c->st.idx[c->st.depth - 1]].name : NULL;
+}
+
+static int c_arg(void *ctx, const char *key, const char *json, size_t len, int replace) {
+    cthread *c = ctx;
+    uint32_t top = c->st.idx[c->st.depth - 1];
+    if (strcmp(key, "Module Hierarchy") == 0) {
+        /* The same path for many ranges: stored once. */
+        const char *v = bytes_name(c->in, json, (uint32_t)len);
+        return v ? strobe__event_put_arg(c->r, top, key, v, 0, replace) : STROBE_ENOMEM;
+    }
+    return strobe__event_put_arg(c->r, top, key, json, 1, replace);
+}
+
+/* A stack is symbolized with all the others at the end (finish_stacks). */
+static int c_stack(void *ctx, const uint64_t *pcs, uint32_t n) {
+    cthread *c = ctx;
+    interner *in = c->in;
+    if (strobe__grow((void **)&in->pcs, &in->pcs_cap, in->pcs_count + n, sizeof *in->pcs) ||
+        strobe__grow((void **)&in->stacks, &in->stack_cap, in->stack_count + 1, sizeof *in->stacks))
+        return STROBE_ENOMEM;
+    memcpy(in->pcs + in->pcs_count, pcs, 8u * n);
+    in->stacks[in->stack_count++] =
+        (struct stack_ref){c->st.idx[c->st.depth - 1], n, in->pcs_count};
+    in->pcs_count += n;
+    return 0;
+}
+
+static const strobe__dec_ops collect_ops = {
+    .time = c_time,
+    .begin = c_begin,
+    .end = c_end,
+    .instant = c_instant,
+    .counter = c_counter,
+    .memory = c_memory,
+    .backend = c_backend,
+    .truncated = c_truncated,
+    .top = c_top,
+    .arg = c_arg,
+    .stack = c_stack,
+};
+
+/* Collects one thread's records. *marker is set to the index of the "buffer full" instant, or
+ * STROBE_NO_EVENT when the thread's buffer never filled. */
 static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread_index,
                           const strobe__clock_conv *conv, int64_t stop_ns, strobe_stats *stats,
                           uint32_t *marker) {
+    cthread c;
+    memset(&c, 0, sizeof c);
+    c.in = in;
+    c.r = in->r;
+    c.st.root_last = STROBE_NO_EVENT;
+    c.t = t;
+    c.ti = thread_index;
+    c.stats = stats;
+    c.trunc_ns = INT64_MIN;
+    c.marker = STROBE_NO_EVENT;
+    in->dec.conv = conv;
+    strobe__dec_thread dt;
+    strobe__dec_thread_init(&dt);
+    in->dec.ctx = &c;
+    int rc = steps_for_thread(in, t, conv, stop_ns, &c.sm);
+    for (const strobe__chunk *k = t->first; k && rc == 0; k = k->next)
+        rc = strobe__decode(&in->dec, &dt, (const char *)(k + 1), chunk_used(t, k));
+    strobe__dec_thread_free(&dt);
     strobe_result *r = in->r;
-    open_stack st = {NULL, NULL, 0, 0, STROBE_NO_EVENT};
-    thread_details det;
-    memset(&det, 0, sizeof det);
-    int modules = in->s->cfg.with_modules;
-    uint64_t pend_ext = 0, pend_user = 0;
-    int64_t prev = INT64_MIN;
-    int rc = 0;
-    int64_t trunc_ns = INT64_MIN;
-    *marker = STROBE_NO_EVENT;
-    step_marks sm;
-    rc = steps_for_thread(in, t, conv, stop_ns, &sm);
-
-    for (const strobe__chunk *c = t->first; c && rc == 0; c = c->next) {
-        const char *p = (const char *)(c + 1);
-        const char *end = p + chunk_used(t, c);
-        while (p < end && rc == 0) {
-            uint64_t w0;
-            memcpy(&w0, p, 8);
-            unsigned kind = STROBE__REC_KIND(w0);
-            int64_t ts = 0;
-            if (rec_timed(kind)) {
-                ts = strobe__clock_to_ns(conv, STROBE__REC_TS(w0));
-                if (ts < prev) ts = prev;
-                prev = ts;
-                if (sm.n) rc = apply_step_marks(in, &sm, &st, t, thread_index, ts);
-                if (rc) break;
-            }
-            const uint64_t *w = (const uint64_t *)p;
-            int starts_event;
-            size_t size = strobe__rec_size(p, (size_t)(end - p), &starts_event);
-            if (size == 0) break;
-            const char *name = NULL;
-            strobe_event *e = NULL;
-            uint32_t top = st.depth ? st.idx[st.depth - 1] : STROBE_NO_EVENT;
-            switch (kind) {
-            case STROBE__REC_END:
-                if (st.depth == 0) {
-                    stats->unmatched_ends++;
-                } else {
-                    r->events[st.idx[--st.depth]].end_ns = ts;
-                }
-                break;
-            case STROBE__REC_BEGIN_SITE:
-            case STROBE__REC_INSTANT_SITE: {
-                const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
-                name = site_name(in, site);
-                if (name == NULL) {
-                    rc = STROBE_ENOMEM;
-                    break;
-                }
-                int range = kind == STROBE__REC_BEGIN_SITE;
-                e = add_event(r, &st, t, thread_index,
-                              range ? STROBE_EVENT_RANGE : STROBE_EVENT_INSTANT, site->scope, name,
-                              ts);
-                if (range) rc = stack_push(&st, (uint32_t)(e - r->events));
-                break;
-            }
-            case STROBE__REC_BEGIN_NAME:
-            case STROBE__REC_INSTANT_NAME: {
-                uint32_t len = (uint32_t)w[1];
-                name = bytes_name(in, p + 16, len);
-                if (name == NULL) {
-                    rc = STROBE_ENOMEM;
-                    break;
-                }
-                int range = kind == STROBE__REC_BEGIN_NAME;
-                int scope = range ? (int)(w[1] >> 32) : STROBE_RECORD_SCOPE_USER_SCOPE;
-                e = add_event(r, &st, t, thread_index,
-                              range ? STROBE_EVENT_RANGE : STROBE_EVENT_INSTANT, scope, name, ts);
-                if (range) rc = stack_push(&st, (uint32_t)(e - r->events));
-                break;
-            }
-            case STROBE__REC_COUNTER_SITE:
-            case STROBE__REC_COUNTER_NAME: {
-                uint32_t len = 0;
-                if (kind == STROBE__REC_COUNTER_SITE) {
-                    name = site_name(in, (const strobe_site *)(uintptr_t)w[1]);
-                } else {
-                    len = (uint32_t)w[1];
-                    name = bytes_name(in, p + 24, len);
-                }
-                if (name == NULL) {
-                    rc = STROBE_ENOMEM;
-                    break;
-                }
-                e = add_event(r, &st, t, thread_index, STROBE_EVENT_COUNTER,
-                              STROBE_RECORD_SCOPE_USER_SCOPE, name, ts);
-                memcpy(&e->value, &w[2], sizeof e->value);
-                break;
-            }
-            case STROBE__REC_CORR:
-                pend_ext = w[1];
-                pend_user = w[2];
-                break;
-            case STROBE__REC_TRUNC:
-                if (in->s->stream != NULL) {
-                    /* A flight recorder's thread records again once a chunk is free: the ranges
-                     * open when its buffer filled end here, and later records go on. */
-                    stats->truncated_ranges += st.depth;
-                    close_open(r, &st, ts, STROBE_EVENT_TRUNCATED);
-                    strobe_event *m = add_event(r, &st, t, thread_index, STROBE_EVENT_INSTANT,
-                                                STROBE_RECORD_SCOPE_USER_SCOPE,
-                                                "[strobe] buffer full: records dropped", ts);
-                    *marker = (uint32_t)(m - r->events);
-                } else {
-                    trunc_ns = ts;
-                }
-                break;
-            case STROBE__REC_SHAPES:
-            case STROBE__REC_FLOPS:
-            case STROBE__REC_STACK:
-            case STROBE__REC_PERF:
-                if (top == STROBE_NO_EVENT) {
-                    stats->orphan_details++;
-                } else if (kind == STROBE__REC_SHAPES) {
-                    rc = on_shapes(in, top, w);
-                } else if (kind == STROBE__REC_FLOPS) {
-                    if (in->s->cfg.with_flops) rc = put_arg_i64(r, top, "flops", (int64_t)w[1], 1);
-                } else if (kind == STROBE__REC_STACK) {
-                    rc = on_stack(in, top, w);
-                } else {
-                    rc = on_perf(in, &det, &st, w);
-                }
-                break;
-            case STROBE__REC_MEM:
-                rc = on_memory(in, &st, t, thread_index, w, ts);
-                break;
-            case STROBE__REC_EXT:
-                rc = on_ext(in, &det, w, stats);
-                break;
-            default: /* strobe__rec_size() accepted no other kind */
-                break;
-            }
-            if (e != NULL && e->kind != STROBE_EVENT_COUNTER) {
-                e->correlation_id = pend_ext;
-                e->user_correlation_id = pend_user;
-                pend_ext = pend_user = 0;
-                if (modules && det.mod_depth && e->kind == STROBE_EVENT_RANGE && rc == 0) {
-                    const char *path = module_path(in, &det);
-                    rc = path ? strobe__event_put_arg(r, (size_t)(e - r->events),
-                                                      "Module Hierarchy", path, 0, 1)
-                              : STROBE_ENOMEM;
-                }
-            }
-            p += size;
-        }
-    }
     /* The steps that end after the thread's last record (the last one ends at stop). */
-    if (rc == 0 && sm.n) rc = apply_step_marks(in, &sm, &st, t, thread_index, INT64_MAX);
-    step_marks_free(&sm);
-    if (rc == 0 && trunc_ns != INT64_MIN) {
-        stats->truncated_ranges += st.depth;
-        close_open(r, &st, trunc_ns, STROBE_EVENT_TRUNCATED);
-        strobe_event *m =
-            add_event(r, &st, t, thread_index, STROBE_EVENT_INSTANT, STROBE_RECORD_SCOPE_USER_SCOPE,
-                      "[strobe] buffer full: records dropped", trunc_ns);
-        *marker = (uint32_t)(m - r->events);
+    if (rc == 0 && c.sm.n) rc = apply_step_marks(in, &c.sm, &c.st, t, thread_index, INT64_MAX);
+    step_marks_free(&c.sm);
+    if (rc == 0 && c.trunc_ns != INT64_MIN) {
+        stats->truncated_ranges += c.st.depth;
+        close_open(r, &c.st, c.trunc_ns, STROBE_EVENT_TRUNCATED);
+        strobe_event *m = add_event(r, &c.st, t, thread_index, STROBE_EVENT_INSTANT,
+                                    STROBE_RECORD_SCOPE_USER_SCOPE,
+                                    "[strobe] buffer full: records dropped", c.trunc_ns);
+        c.marker = (uint32_t)(m - r->events);
     }
     if (rc == 0) {
-        stats->unfinished_ranges += st.depth;
-        close_open(r, &st, stop_ns, STROBE_EVENT_UNFINISHED);
+        stats->unfinished_ranges += c.st.depth;
+        close_open(r, &c.st, stop_ns, STROBE_EVENT_UNFINISHED);
     }
-    free(st.idx);
-    free(st.last);
-    thread_details_free(&det);
+    *marker = c.marker;
+    free(c.st.idx);
+    free(c.st.last);
     return rc;
 }
 
@@ -951,7 +756,7 @@ static int finish_backend(interner *in, int64_t tid_base) {
             if (rc == 0) rc = strobe__buf_put_json_string(&bj, b->backend, strlen(b->backend));
             if (rc == 0) rc = strobe__event_put_arg(r, ev, "Backend", bj.s, 1, 1);
             strobe__buf_free(&bj);
-            if (rc == 0) rc = put_arg_i64(r, ev, "Debug handle", b->handle, 1);
+            if (rc == 0) rc = put_arg_i64(r, ev, "Debug handle", b->handle);
         }
         free(st.idx);
         free(st.last);
@@ -998,6 +803,8 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     memset(&in, 0, sizeof in);
     in.r = r;
     in.s = s;
+    in.dec.s = s;
+    in.dec.ops = &collect_ops;
     strobe__strtab_init(&in.names, &r->pool);
     /* In memory, steps can go on their thread's track; a stream has written the threads' ranges
      * already, and a flight recorder's window may hold only part of a step's thread. */
@@ -1050,10 +857,9 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     free(in.stacks);
     free(in.backend);
     free(in.step_placed);
-    strobe__buf_free(&in.dims);
-    strobe__buf_free(&in.types);
-    strobe__buf_free(&in.concrete);
-    strobe__buf_free(&in.path);
+    st->orphan_details += in.dec.orphan_details;
+    st->unmatched_module_pops += in.dec.unmatched_module_pops;
+    strobe__decoder_free(&in.dec);
     strobe__strtab_release(&in.names);
     free(list);
     return rc;

@@ -536,16 +536,7 @@ int strobe_stop(strobe_result **out) {
     /* Device work after the CPU events: linking needs the ranges that launched it. */
     int drc = stop_backends(s, rc == 0 ? r : NULL);
     if (rc == 0) rc = drc;
-    /* A stream gets the device work too, then its closing text. */
-    int crc = strobe__stream_complete(s, rc == 0 ? r : NULL);
-    if (rc == 0 && crc != 0) {
-        char msg[200];
-        snprintf(msg, sizeof msg,
-                 "streaming failed at stop (%s): the stream file lacks the device activity or its "
-                 "closing text",
-                 strobe_strerror(crc));
-        rc = strobe__result_add_warning(r, msg);
-    }
+    /* Warnings before the stream's closing text, which carries them. */
     if (rc == 0 && perf_failed) {
         char msg[256];
         snprintf(msg, sizeof msg,
@@ -558,6 +549,16 @@ int strobe_stop(strobe_result **out) {
         rc = strobe__result_add_warning(
             r, "a thread stayed inside a strobe call for 2 s at stop: its last record may be "
                "missing, and the buffer was not released");
+    /* A stream gets the device work too, then its closing text. */
+    int crc = strobe__stream_complete(s, rc == 0 ? r : NULL);
+    if (rc == 0 && crc != 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "streaming failed at stop (%s): the stream file lacks the device activity or its "
+                 "closing text",
+                 strobe_strerror(crc));
+        rc = strobe__result_add_warning(r, msg);
+    }
 
     strobe_postprocess_fn post = s->cfg.postprocess;
     void *post_ctx = s->cfg.postprocess_ctx;

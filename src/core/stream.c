@@ -1,8 +1,9 @@
 /* stream.c: streaming output and the flight recorder (see stream.h).
  *
  * Contents: 1. chunk pool and queue (lock-free), 2. refill, 3. the stream's JSON output,
- * 4. the incremental decoder (with operator details: shapes, FLOPs, stacks, perf counters,
- * modules, backend events), 5. the flight recorder's ring and dumps, 6. the background thread,
+ * 4. the events of the record decoder (decode.c) written as they come: ranges held open with
+ * their details until they end, stacks symbolized per batch, backend events held and laid on
+ * lanes, 5. the flight recorder's ring and dumps, 6. the background thread,
  * 7. start, finish (the CPU records), complete (the device activity, the closing), free.
  *
  * Why the pieces are shaped as they are:
@@ -16,8 +17,8 @@
  * - The JSON stream is rewritten so that the file is a whole trace after every append: each
  *   append goes where the previous closing brackets were, with new closing brackets after it, in
  *   one pwrite(). A kill in the middle of a pwrite() leaves whole pages of it: no event crosses a
- *   page of the file (jw_commit), so the file then ends between two events, an unclosed event
- *   array that readers accept.
+ *   page of the file (the append sink, trace/sink.h), so the file then ends between two events,
+ * an unclosed event array that readers accept.
  * - Operator details wait with their open range (in the thread's args buffer) and are written
  *   with it when it ends; in Perfetto on the slice's end, whose annotations the trace processor
  *   adds to the slice. Stacks are symbolized in the background thread, each address once.
@@ -31,6 +32,11 @@
  * - The Perfetto stream (.pftrace, .perfetto-trace) writes slice begins and ends as they come,
  *   as whole TracePackets appended to the file: a cut file imports up to its last packet, with the
  *   ranges open at the cut shown unfinished.
+ * - Nothing is counted as written before it is in the file: each event's end is marked in the
+ *   output buffer (strobe__append_mark), and an append that a full disk cuts short keeps the whole
+ * events before the cut, truncates the file there and counts the rest in lost_events, as it counts
+ *   every later append's events (strobe__append_flush). The closing part, written at stop, carries
+ * the result's stats and the stream's counts (json_closing; the Perfetto writer's session slice).
  * - The flight recorder's dump and its result at stop reuse collect.c over the kept chunks, so a
  *   dump is written by the ordinary writers and has every operator detail. A dump also copies
  *   each thread's current chunk up to the end of records the thread published (release store),
@@ -45,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decode.h"
 #include "details.h"
 #include "record.h"
 #include "trace/result_internal.h"
@@ -57,6 +64,8 @@
 #include "util/pftrace_enc.h"
 #include "trace/encode.h"
 #include "util/json_fmt.h"
+#include "trace/json_writer.h"
+#include "trace/sink.h"
 
 #define POLL_MS 5
 /* Output bytes gathered before an append is written even in the middle of a batch. */
@@ -89,27 +98,21 @@ typedef struct open_rng {
     uint32_t name_off, name_len;
     uint32_t args_off; /* its args: h->args from here to the end (details go to the innermost) */
     uint8_t scope;
-    uint8_t perf_have; /* perf[] holds the counters read at its begin */
     uint64_t ext, user;
-    uint64_t perf[STROBE__PERF_MAX];
 } open_rng;
 
 /* The decoder's state of one thread. */
 typedef struct thr {
     const strobe__tstate *key;
     int64_t tid;
-    uint64_t track; /* its Perfetto track */
-    int64_t prev;   /* last time given out (strictly increasing) */
+    uint64_t track;        /* its Perfetto track */
+    strobe__dec_thread dt; /* the decoder's state of the thread (dt.prev: the last time) */
     open_rng *open;
     size_t depth, cap;
     strobe__buf names; /* copied names of open ranges, each followed by its NUL */
-    uint64_t pend_ext, pend_user;
     /* The open ranges' args, one entry after another: a live byte ('1'; '0' once replaced), the
      * key and the value's JSON text, each NUL-terminated. */
     strobe__buf args;
-    strobe__buf mods;  /* the module path (with_modules): the open modules joined by '.' */
-    uint32_t *mod_off; /* where each open module's name starts in mods */
-    size_t mod_depth, mod_cap;
 } thr;
 
 /* A backend event waiting for the end of its batch (names in the stream's bk_names). */
@@ -131,22 +134,11 @@ typedef struct bk_track {
     int lanes;
 } bk_track;
 
-/* The stream's output: a buffer appended at `off` with the closing text after it. */
+/* The stream's output: an append sink (trace/sink.h) and what the event lines need. */
 typedef struct jw {
-    int fd;
-    uint64_t off; /* file offset of the closing text */
-    char *buf;
-    size_t len, cap;
-    int err;
+    strobe__append a;
     int64_t base_ns, pid;
-    int page_pad; /* JSON: no text committed crosses a PAGE boundary of the file (jw_commit) */
 } jw;
-
-/* The page of the file system's page cache. A write() to a regular file that a SIGKILL cuts
- * short has written whole pages: with no event across a page boundary, a cut falls between two
- * events, and the file is a trace whose event array is not closed, which readers accept (ours
- * does; the Trace Event Format allows it). */
-#define PAGE 4096u
 
 typedef struct strobe__stream {
     strobe__session *s;
@@ -170,18 +162,20 @@ typedef struct strobe__stream {
     thr **map;
     size_t map_cap, map_count;
     strobe__clock_conv conv;
-    uint64_t events, skipped_details, skipped_counters, unmatched, truncated, unfinished;
-    uint64_t lost_events;   /* events not written because the file could not be written */
+    uint64_t skipped_details, skipped_counters, unmatched, truncated, unfinished;
     uint64_t device_events; /* the result's events appended at stop (strobe__stream_complete) */
+    uint64_t event_bytes;   /* the file's bytes before what stop appends (device work, closing) */
+    int complete;           /* the file's closing part is written */
+    int stopping;           /* strobe__stream_complete has begun: cpu_events is set */
+    uint64_t cpu_events;    /* the stream's own events in the file (not the device activity) */
     char pname[64];         /* the process's name */
     int64_t stop_ns;
-    uint64_t orphan_details, unmatched_module_pops, clipped_backend, skipped_backend;
+    uint64_t clipped_backend, skipped_backend;
     /* Operator details: formatting scratch, symbols of the stacks seen so far, backend events of
      * the current batch and the backends' tracks. */
-    strobe__buf dims, types, concrete, text, json;
-    strobe_input inputs[STROBE_MAX_INPUTS];
-    int64_t dims_store[STROBE_MAX_INPUTS * STROBE__MAX_DIMS];
-    char dtype_store[STROBE_MAX_INPUTS][65];
+    strobe__decoder dec; /* the records' decoder; its events go to the thread `cur` */
+    thr *cur;
+    strobe__buf text, json;
     strobe__pft_arg *pargs;
     size_t pargs_cap;
     struct sym_slot {
@@ -204,8 +198,6 @@ typedef struct strobe__stream {
     int sig;
     struct sigaction old_action;
 } strobe__stream;
-
-static void stream_meta(const strobe__stream *st, strobe_result *r);
 
 /* The write end of the flight recorder's pipe, for the signal handler (one session at a time). */
 static volatile int signal_fd = -1;
@@ -317,67 +309,6 @@ int strobe__stream_refill(strobe__tstate *t, size_t need, int counts) {
 
 /* ---- 3. the stream's JSON output ---------------------------------------------------------- */
 
-static char *jw_reserve(jw *w, size_t n) {
-    n += PAGE; /* room for jw_commit's padding */
-    if (w->cap - w->len >= n) return w->buf + w->len;
-    size_t cap = w->cap ? w->cap : 1 << 16;
-    while (cap - w->len < n)
-        cap *= 2;
-    char *b = realloc(w->buf, cap);
-    if (b == NULL) {
-        if (!w->err) w->err = STROBE_ENOMEM;
-        return NULL;
-    }
-    w->buf = b;
-    w->cap = cap;
-    return b + w->len;
-}
-
-/* Ends the text written since jw_reserve at `end`. With page_pad, text of at most a page that
- * would cross a page boundary of the file is moved to the boundary, spaces before it (JSON's
- * whitespace between two events). */
-static void jw_commit(jw *w, char *end) {
-    size_t start = w->len, n = (size_t)(end - (w->buf + start));
-    uint64_t at = w->off + start;
-    if (w->page_pad && n > 0 && n <= PAGE && at / PAGE != (at + n - 1) / PAGE) {
-        size_t pad = PAGE - (size_t)(at % PAGE);
-        memmove(w->buf + start + pad, w->buf + start, n);
-        memset(w->buf + start, ' ', pad);
-        n += pad;
-    }
-    w->len = start + n;
-}
-
-static void jw_text(jw *w, const char *text) {
-    size_t n = strlen(text);
-    char *p = jw_reserve(w, n);
-    if (p) jw_commit(w, (char *)memcpy(p, text, n) + n);
-}
-
-/* Appends the buffer at w->off followed by `closing`, in one pwrite(), and moves w->off past the
- * buffer only: the next append overwrites the closing text. @return 0 or STROBE_EIO. */
-static int jw_flush(jw *w, const char *closing) {
-    size_t body = w->len;
-    jw_text(w, closing);
-    if (w->err) {
-        w->len = 0;
-        return w->err;
-    }
-    size_t done = 0;
-    while (done < w->len) {
-        ssize_t n = pwrite(w->fd, w->buf + done, w->len - done, (off_t)(w->off + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            w->err = STROBE_EIO;
-            break;
-        }
-        done += (size_t)n;
-    }
-    if (!w->err) w->off += body;
-    w->len = 0;
-    return w->err;
-}
-
 static char *put_lit(char *p, const char *s) {
     size_t n = strlen(s);
     memcpy(p, s, n);
@@ -408,7 +339,7 @@ static char *event_head(jw *w, char *p, const char *ph, const char *cat, const c
 static void write_meta(jw *w, int first, const char *name, int64_t tid, const char *arg,
                        const char *sval, int64_t ival) {
     size_t slen = sval ? strlen(sval) : 0;
-    char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(slen));
+    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + STROBE__JSON_STRING_MAX(slen));
     if (p == NULL) return;
     p = put_lit(p, first ? "  {\"name\": \"" : ",\n  {\"name\": \"");
     p = put_lit(p, name);
@@ -420,10 +351,10 @@ static void write_meta(jw *w, int first, const char *name, int64_t tid, const ch
     p = put_lit(p, arg);
     p = put_lit(p, "\": ");
     p = sval ? strobe__json_put_string(p, sval, slen) : put_i64(p, ival);
-    jw_commit(w, put_lit(p, "}}"));
+    strobe__append_commit(&w->a, put_lit(p, "}}"));
 }
 
-/* ---- 4. the incremental decoder ----------------------------------------------------------- */
+/* ---- 4. the decoder's events, written -------------------------------------------------------- */
 
 static thr *thr_find(strobe__stream *st, const strobe__tstate *t) {
     if ((st->map_count + 1) * 2 > st->map_cap) {
@@ -448,7 +379,7 @@ static thr *thr_find(strobe__stream *st, const strobe__tstate *t) {
     thr *h = calloc(1, sizeof *h);
     if (h == NULL) return NULL;
     h->key = t;
-    h->prev = INT64_MIN;
+    strobe__dec_thread_init(&h->dt);
     /* The name may change under the registry lock (strobe_set_thread_name). */
     char name[64];
     pthread_mutex_lock(&strobe__registry_lock);
@@ -477,14 +408,6 @@ static thr *thr_find(strobe__stream *st, const strobe__tstate *t) {
     return h;
 }
 
-static int64_t thr_time(thr *h, const strobe__clock_conv *conv, uint64_t raw) {
-    int64_t ts = strobe__clock_to_ns(conv, raw);
-    if (h->prev != INT64_MIN && ts <= h->prev) ts = h->prev + 1;
-    h->prev = ts;
-    return ts;
-}
-
-/* Correlation ids as Perfetto debug annotations. @return how many. */
 static size_t pft_corr_args(strobe__pft_arg *a, uint64_t ext, uint64_t user) {
     size_t n = 0;
     memset(a, 0, 2 * sizeof *a);
@@ -536,10 +459,11 @@ static int arg_add(thr *h, const char *key, const char *json, size_t jlen, int r
     return rc;
 }
 
-static int arg_i64(thr *h, const char *key, int64_t v, int replace) {
-    char num[32];
-    int n = snprintf(num, sizeof num, "%lld", (long long)v);
-    return arg_add(h, key, num, (size_t)n, replace);
+/* One event is encoded: it ends here in the bytes to write next. */
+static void out_event(strobe__stream *st) {
+    size_t end = st->out.a.len;
+    if (st->pft) (void)strobe__pft_data(st->pft, &end);
+    strobe__append_mark(&st->out.a, end, 1);
 }
 
 /* Writes a range that ends at `end` with its args (the thread's args from o->args_off: `o` is the
@@ -560,7 +484,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
             p = next;
         }
         if (strobe__grow((void **)&st->pargs, &st->pargs_cap, n, sizeof *st->pargs)) {
-            st->lost_events++;
+            st->out.a.lost++;
             return;
         }
         size_t k = 0;
@@ -581,19 +505,19 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
             st->pargs[k++].i = 1;
         }
         if (strobe__pft_end_args(st->pft, h->track, end - st->out.base_ns, st->pargs, k))
-            st->lost_events++;
+            st->out.a.lost++;
         else
-            st->events++;
+            out_event(st);
         return;
     }
     jw *w = &st->out;
     const char *name = o->site_name ? o->site_name : h->names.s + o->name_off;
     size_t nlen = o->site_name ? strnlen(o->site_name, STROBE__MAX_NAME) : o->name_len;
     size_t alen = args ? (size_t)(args_end - args) : 0;
-    char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) +
-                                STROBE__JSON_STRING_MAX(alen) + alen);
+    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) +
+                                                STROBE__JSON_STRING_MAX(alen) + alen);
     if (p == NULL) {
-        st->lost_events++;
+        st->out.a.lost++;
         return;
     }
     p = event_head(w, p, "X", range_category(o->scope), name, nlen, h->tid, o->start);
@@ -630,8 +554,8 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
         p = put_lit(p, flag);
         p = put_lit(p, "\": 1");
     }
-    jw_commit(w, put_lit(p, "}}"));
-    st->events++;
+    strobe__append_commit(&w->a, put_lit(p, "}}"));
+    out_event(st);
 }
 
 static void write_instant(strobe__stream *st, thr *h, const char *name, size_t nlen, int64_t ts,
@@ -652,16 +576,16 @@ static void write_instant(strobe__stream *st, thr *h, const char *name, size_t n
         }
         if (strobe__pft_instant(st->pft, h->track, ts - st->out.base_ns, "cpu_instant_event", copy,
                                 a, n))
-            st->lost_events++;
+            st->out.a.lost++;
         else
-            st->events++;
+            out_event(st);
         return;
     }
     jw *w = &st->out;
     size_t alen = args ? strlen(args) : 0;
-    char *p = jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) + alen);
+    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) + alen);
     if (p == NULL) {
-        st->lost_events++;
+        st->out.a.lost++;
         return;
     }
     p = event_head(w, p, "i\", \"s\": \"t", "cpu_instant_event", name, nlen, h->tid, ts);
@@ -683,8 +607,8 @@ static void write_instant(strobe__stream *st, thr *h, const char *name, size_t n
         memcpy(p, args, alen);
         p += alen;
     }
-    jw_commit(w, put_lit(p, "}}"));
-    st->events++;
+    strobe__append_commit(&w->a, put_lit(p, "}}"));
+    out_event(st);
 }
 
 /* The Perfetto counter track of a name (declared on first use); 0 when out of memory. */
@@ -712,15 +636,15 @@ static void write_counter(strobe__stream *st, thr *h, const char *name, size_t n
     if (st->pft) {
         uint64_t track = counter_track(st, name, nlen);
         if (track == 0 || strobe__pft_counter(st->pft, track, ts - st->out.base_ns, v))
-            st->lost_events++;
+            st->out.a.lost++;
         else
-            st->events++;
+            out_event(st);
         return;
     }
     jw *w = &st->out;
-    char *p = jw_reserve(w, EVENT_FIXED + 2 * STROBE__JSON_STRING_MAX(nlen));
+    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + 2 * STROBE__JSON_STRING_MAX(nlen));
     if (p == NULL) {
-        st->lost_events++;
+        st->out.a.lost++;
         return;
     }
     char *q = event_head(w, p, "C", "cpu_counter", name, nlen, h->tid, ts);
@@ -733,14 +657,14 @@ static void write_counter(strobe__stream *st, thr *h, const char *name, size_t n
         st->skipped_counters++;
         return;
     }
-    jw_commit(w, put_lit(e, "}}"));
-    st->events++;
+    strobe__append_commit(&w->a, put_lit(e, "}}"));
+    out_event(st);
 }
 
 /* Ends every open range of a thread at `at`: the innermost first, each 1 ns after the one inside
  * it, so that no two share an end. */
 static void close_all(strobe__stream *st, thr *h, int64_t at, const char *flag) {
-    if (h->prev != INT64_MIN && at <= h->prev) at = h->prev + 1;
+    if (h->dt.prev != INT64_MIN && at <= h->dt.prev) at = h->dt.prev + 1;
     while (h->depth) {
         const open_rng *o = &h->open[--h->depth];
         int64_t end = at < o->start ? o->start : at;
@@ -748,45 +672,36 @@ static void close_all(strobe__stream *st, thr *h, int64_t at, const char *flag) 
         if (h->args.len > o->args_off) h->args.len = o->args_off;
         at = end + 1;
     }
-    h->prev = at - 1;
+    h->dt.prev = at - 1;
     h->names.len = 0;
     h->args.len = 0;
 }
 
-static int push_range(thr *h, int64_t ts, const char *site_name, const char *bytes, uint32_t len,
-                      int scope) {
+static int push_range(thr *h, const strobe__dec_event *e) {
+    const char *site_name = e->site ? e->name : NULL;
     if (strobe__grow((void **)&h->open, &h->cap, h->depth + 1, sizeof *h->open))
         return STROBE_ENOMEM;
     open_rng *o = &h->open[h->depth];
-    o->start = ts;
+    o->start = e->ts;
     o->site_name = site_name;
-    o->scope = (uint8_t)scope;
-    o->ext = h->pend_ext;
-    o->user = h->pend_user;
-    h->pend_ext = h->pend_user = 0;
+    o->scope = (uint8_t)e->scope;
+    o->ext = e->ext;
+    o->user = e->user;
     o->name_off = (uint32_t)h->names.len;
-    o->name_len = len;
+    o->name_len = (uint32_t)e->name_len;
     o->args_off = (uint32_t)h->args.len;
-    o->perf_have = 0;
     if (site_name == NULL) {
         /* Copied with a terminating NUL (the Perfetto encoder takes C strings): the chunk the
          * name came from is recycled before the range ends. */
-        if (strobe__buf_put(&h->names, bytes, len) != 0) return STROBE_ENOMEM;
+        if (strobe__buf_put(&h->names, e->name, e->name_len) != 0) return STROBE_ENOMEM;
         h->names.len++; /* keep the NUL strobe__buf_put wrote: the next name goes after it */
     }
     h->depth++;
     return 0;
 }
 
-/* A range has begun: its module path becomes its first arg (with_modules), and a Perfetto begin
- * goes out at once. @return 0 or STROBE_ENOMEM. */
+/* A range has begun: a Perfetto begin goes out at once. @return 0. */
 static int begin_out(strobe__stream *st, thr *h) {
-    if (st->s->cfg.with_modules && h->mod_depth) {
-        st->json.len = 0;
-        int rc = strobe__buf_put_json_string(&st->json, h->mods.s, h->mods.len);
-        if (rc == 0) rc = arg_add(h, "Module Hierarchy", st->json.s, st->json.len, 0);
-        if (rc) return rc;
-    }
     if (st->pft == NULL) return 0;
     const open_rng *o = &h->open[h->depth - 1];
     strobe__pft_arg a[2];
@@ -794,7 +709,7 @@ static int begin_out(strobe__stream *st, thr *h) {
     if (strobe__pft_begin(st->pft, h->track, o->start - st->out.base_ns, range_category(o->scope),
                           o->site_name ? o->site_name : h->names.s + o->name_off, a, n, NULL, 0,
                           NULL, 0))
-        st->lost_events++;
+        st->out.a.lost++;
     return 0;
 }
 
@@ -809,30 +724,23 @@ static void pop_range(strobe__stream *st, thr *h, int64_t ts) {
     if (h->args.len > o->args_off) h->args.len = o->args_off;
 }
 
-static void on_memory(strobe__stream *st, thr *h, const uint64_t *w, int64_t ts) {
-    int32_t dev = (int32_t)(uint32_t)w[5];
-    int type = (int)((uint32_t)dev >> 16);
-    int index = (int)(int16_t)(dev & 0xffff);
+static int s_memory(void *ctx, const strobe__dec_memory *m) {
+    strobe__stream *st = ctx;
+    thr *h = st->cur;
     char args[256];
     snprintf(args, sizeof args,
              "\"Device Type\": %d, \"Device Id\": %d, \"Addr\": %llu, \"Bytes\": %lld, "
              "\"Total Allocated\": %lld, \"Total Reserved\": %lld",
-             strobe__c10_device_type(type), index, (unsigned long long)w[1], (long long)w[2],
-             (long long)w[3], (long long)w[4]);
-    write_instant(st, h, "[memory]", 8, ts, 0, 0, args);
-    for (int k = 0; k < 2; k++) {
-        char name[64];
-        if (type == STROBE_DEVICE_CPU) {
-            snprintf(name, sizeof name, "%s bytes (cpu)", k ? "reserved" : "allocated");
-        } else {
-            snprintf(name, sizeof name, "%s bytes (%s:%d)", k ? "reserved" : "allocated",
-                     strobe__device_name(type), index);
-        }
-        write_counter(st, h, name, strlen(name), ts, (double)(int64_t)w[3 + k]);
-    }
+             m->c10_type, m->index, (unsigned long long)m->addr, (long long)m->bytes,
+             (long long)m->total_allocated, (long long)m->total_reserved);
+    write_instant(st, h, "[memory]", 8, m->ts, 0, 0, args);
+    for (int k = 0; k < 2; k++)
+        write_counter(st, h, m->counter[k], strlen(m->counter[k]), m->ts,
+                      (double)(k ? m->total_reserved : m->total_allocated));
+    return 0;
 }
 
-/* ---- operator details ---------------------------------------------------------------------- */
+/* ---- stacks ---------------------------------------------------------------------------------- */
 
 /* The innermost open range's name (NUL-terminated). */
 static const char *top_name(const thr *h) {
@@ -845,49 +753,6 @@ static int arg_string(strobe__stream *st, thr *h, const char *key, const char *t
     st->json.len = 0;
     int rc = strobe__buf_put_json_string(&st->json, text, len);
     return rc ? rc : arg_add(h, key, st->json.s, st->json.len, 1);
-}
-
-static int on_shapes(strobe__stream *st, thr *h, const uint64_t *w) {
-    const strobe_config *cfg = &st->s->cfg;
-    uint32_t count = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
-    if (count > STROBE_MAX_INPUTS) return 0;
-    int rc = strobe__format_inputs(w + 2, (size_t)w[1], count, st->inputs, st->dims_store,
-                                   st->dtype_store, &st->dims, &st->types, &st->concrete);
-    if (rc == -1) return 0; /* unreadable: skipped, as collect skips it */
-    if (rc) return rc;
-    if (cfg->record_shapes) {
-        rc = arg_add(h, "Input Dims", st->dims.s, st->dims.len, 1);
-        if (rc == 0) rc = arg_add(h, "Input type", st->types.s, st->types.len, 1);
-        if (rc == 0) rc = arg_add(h, "Concrete Inputs", st->concrete.s, st->concrete.len, 1);
-    }
-    if (rc == 0 && cfg->with_flops) {
-        /* Computed FLOPs never replace a count the program gave. */
-        int64_t f = strobe_flops_from_inputs(top_name(h), st->inputs, (int)count);
-        if (f >= 0) rc = arg_i64(h, "flops", f, 0);
-    }
-    return rc;
-}
-
-static int on_perf(strobe__stream *st, thr *h, const uint64_t *w) {
-    uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
-    int at_end = (int)((STROBE__REC_TS(w[0]) >> 8) & 1u);
-    const strobe__perf_set *set = &st->s->perf;
-    open_rng *o = &h->open[h->depth - 1];
-    if (n > STROBE__PERF_MAX || n > (uint32_t)set->n) return 0;
-    if (!at_end) {
-        memcpy(o->perf, w + 1, 8u * n);
-        o->perf_have = 1;
-        return 0;
-    }
-    if (!o->perf_have) return 0;
-    o->perf_have = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        /* A failed read gives zeros: never report a negative count. */
-        uint64_t delta = w[1 + i] >= o->perf[i] ? w[1 + i] - o->perf[i] : 0;
-        int rc = arg_i64(h, set->ev[i].name, (int64_t)delta, 1);
-        if (rc) return rc;
-    }
-    return 0;
 }
 
 /* The symbol of a return address seen before (NULL: not yet symbolized). */
@@ -979,14 +844,14 @@ static int resolve_stacks(strobe__stream *st) {
     return rc;
 }
 
-static int on_stack(strobe__stream *st, thr *h, const uint64_t *w) {
-    uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
-    if (n == 0) return 0;
+static int s_stack(void *ctx, const uint64_t *pcs, uint32_t n) {
+    strobe__stream *st = ctx;
+    thr *h = st->cur;
     st->text.len = 0;
     int rc = 0;
     int leading = 1; /* strobe's own frames before the caller's are left out */
     for (uint32_t i = 0; i < n && rc == 0; i++) {
-        const char *name = sym_get(st, w[1 + i]);
+        const char *name = sym_get(st, pcs[i]);
         if (name == NULL) name = "??";
         if (leading && strobe__frame_is_own(name) && i + 1 < n) continue;
         if (!leading) rc = strobe__buf_put(&st->text, ";", 1);
@@ -996,40 +861,20 @@ static int on_stack(strobe__stream *st, thr *h, const uint64_t *w) {
     return rc ? rc : arg_string(st, h, "Call stack", st->text.s, st->text.len);
 }
 
-static int on_ext(strobe__stream *st, thr *h, const uint64_t *w) {
-    unsigned sub = (unsigned)(w[1] & 0xff);
-    size_t len = (size_t)(w[1] >> 32);
-    const char *bytes = (const char *)(w + 2);
-    if (sub == STROBE__EXT_MODULE_PUSH) {
-        if (strobe__grow((void **)&h->mod_off, &h->mod_cap, h->mod_depth + 1, sizeof *h->mod_off))
-            return STROBE_ENOMEM;
-        h->mod_off[h->mod_depth++] = (uint32_t)h->mods.len;
-        int rc = h->mods.len ? strobe__buf_put(&h->mods, ".", 1) : 0;
-        return rc ? rc : strobe__buf_put(&h->mods, bytes, len);
-    }
-    if (sub == STROBE__EXT_MODULE_POP) {
-        if (h->mod_depth == 0) {
-            st->unmatched_module_pops++;
-        } else {
-            h->mods.len = h->mod_off[--h->mod_depth];
-        }
-        return 0;
-    }
-    if (sub != STROBE__EXT_BACKEND || len < 32) return 0;
-    size_t nl = (size_t)(uint32_t)w[5], bl = (size_t)(w[5] >> 32);
-    if (32 + nl + bl > len) return 0;
+static int s_backend(void *ctx, const strobe__dec_backend *d) {
+    strobe__stream *st = ctx;
     if (strobe__grow((void **)&st->bk, &st->bk_cap, st->bk_count + 1, sizeof *st->bk))
         return STROBE_ENOMEM;
     /* The names are copied: the chunk is recycled before the batch's backend events are written. */
     bk_event *b = &st->bk[st->bk_count];
-    b->start = (int64_t)w[2];
-    b->end = (int64_t)w[3];
-    b->handle = (int64_t)w[4];
+    b->start = d->start;
+    b->end = d->end;
+    b->handle = d->handle;
     b->name_off = st->bk_names.len;
-    int rc = strobe__buf_put(&st->bk_names, (const char *)(w + 6), nl);
+    int rc = strobe__buf_put(&st->bk_names, d->name, d->name_len);
     if (rc == 0) rc = strobe__buf_put(&st->bk_names, "", 1);
     b->backend_off = st->bk_names.len;
-    if (rc == 0) rc = strobe__buf_put(&st->bk_names, (const char *)(w + 6) + nl, bl);
+    if (rc == 0) rc = strobe__buf_put(&st->bk_names, d->backend, d->backend_len);
     if (rc == 0) rc = strobe__buf_put(&st->bk_names, "", 1);
     if (rc == 0) st->bk_count++;
     return rc;
@@ -1098,17 +943,17 @@ static void write_backend_event(strobe__stream *st, struct bk_lane *l, const cha
         if (strobe__pft_begin(st->pft, l->track, start - st->out.base_ns, "cpu_op", name, a, 2,
                               NULL, 0, NULL, 0) ||
             strobe__pft_end(st->pft, l->track, end - st->out.base_ns))
-            st->lost_events++;
+            st->out.a.lost++;
         else
-            st->events++;
+            out_event(st);
         return;
     }
     jw *w = &st->out;
     size_t nlen = strlen(name), blen = strlen(backend);
-    char *p =
-        jw_reserve(w, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) + STROBE__JSON_STRING_MAX(blen));
+    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) +
+                                                STROBE__JSON_STRING_MAX(blen));
     if (p == NULL) {
-        st->lost_events++;
+        st->out.a.lost++;
         return;
     }
     p = event_head(w, p, "X", "cpu_op", name, nlen, l->tid, start);
@@ -1118,8 +963,8 @@ static void write_backend_event(strobe__stream *st, struct bk_lane *l, const cha
     p = strobe__json_put_string(p, backend, blen);
     p = put_lit(p, ", \"Debug handle\": ");
     p = put_i64(p, handle);
-    jw_commit(w, put_lit(p, "}}"));
-    st->events++;
+    strobe__append_commit(&w->a, put_lit(p, "}}"));
+    out_event(st);
 }
 
 /* Writes the backend events that started more than BACKEND_HOLD_NS ago (all of them when `all`)
@@ -1198,132 +1043,94 @@ static void flush_backend(strobe__stream *st, int all) {
     st->bk_names = keep;
 }
 
-/* Turns one chunk's records into events. @return 0 or STROBE_ENOMEM. */
-static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
-    const char *end = p + used;
-    const strobe__clock_conv *conv = &st->conv;
-    while (p < end) {
-        size_t size = strobe__rec_size(p, (size_t)(end - p), NULL);
-        if (size == 0) break;
-        const uint64_t *w = (const uint64_t *)p;
-        unsigned kind = STROBE__REC_KIND(w[0]);
-        int rc = 0;
-        switch (kind) {
-        case STROBE__REC_END:
-            pop_range(st, h, thr_time(h, conv, STROBE__REC_TS(w[0])));
-            break;
-        case STROBE__REC_BEGIN_SITE: {
-            const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
-            rc = push_range(h, thr_time(h, conv, STROBE__REC_TS(w[0])),
-                            site->name ? site->name : "(null)", NULL, 0, site->scope);
-            if (rc == 0) rc = begin_out(st, h);
-            break;
-        }
-        case STROBE__REC_BEGIN_NAME:
-            rc = push_range(h, thr_time(h, conv, STROBE__REC_TS(w[0])), NULL, p + 16,
-                            (uint32_t)w[1], (int)(w[1] >> 32));
-            if (rc == 0) rc = begin_out(st, h);
-            break;
-        case STROBE__REC_INSTANT_SITE:
-        case STROBE__REC_INSTANT_NAME: {
-            const char *name;
-            size_t nlen;
-            if (kind == STROBE__REC_INSTANT_SITE) {
-                const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
-                name = site->name ? site->name : "(null)";
-                nlen = strnlen(name, STROBE__MAX_NAME);
-            } else {
-                name = p + 16;
-                nlen = (uint32_t)w[1];
-            }
-            write_instant(st, h, name, nlen, thr_time(h, conv, STROBE__REC_TS(w[0])), h->pend_ext,
-                          h->pend_user, NULL);
-            h->pend_ext = h->pend_user = 0;
-            break;
-        }
-        case STROBE__REC_COUNTER_SITE:
-        case STROBE__REC_COUNTER_NAME: {
-            const char *name;
-            size_t nlen;
-            if (kind == STROBE__REC_COUNTER_SITE) {
-                const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
-                name = site->name ? site->name : "(null)";
-                nlen = strnlen(name, STROBE__MAX_NAME);
-            } else {
-                name = p + 24;
-                nlen = (uint32_t)w[1];
-            }
-            double v;
-            memcpy(&v, &w[2], sizeof v);
-            write_counter(st, h, name, nlen, thr_time(h, conv, STROBE__REC_TS(w[0])), v);
-            break;
-        }
-        case STROBE__REC_CORR:
-            h->pend_ext = w[1];
-            h->pend_user = w[2];
-            break;
-        case STROBE__REC_TRUNC: {
-            /* The thread's records were dropped from here until it found a free chunk: ranges
-             * open now are ended here, and ends that arrive for them later are counted as
-             * unmatched. */
-            int64_t ts = thr_time(h, conv, STROBE__REC_TS(w[0]));
-            st->truncated += h->depth;
-            close_all(st, h, ts, "strobe_truncated");
-            static const char marker[] = "[strobe] buffer full: records dropped";
-            write_instant(st, h, marker, sizeof marker - 1, h->prev + 1, 0, 0, NULL);
-            h->prev++;
-            break;
-        }
-        case STROBE__REC_MEM:
-            on_memory(st, h, w, thr_time(h, conv, STROBE__REC_TS(w[0])));
-            break;
-        case STROBE__REC_SHAPES:
-        case STROBE__REC_FLOPS:
-        case STROBE__REC_STACK:
-        case STROBE__REC_PERF:
-            /* Details of the innermost open range: written with it when it ends. */
-            if (h->depth == 0) {
-                st->orphan_details++;
-            } else if (kind == STROBE__REC_SHAPES) {
-                rc = on_shapes(st, h, w);
-            } else if (kind == STROBE__REC_FLOPS) {
-                if (st->s->cfg.with_flops) rc = arg_i64(h, "flops", (int64_t)w[1], 1);
-            } else if (kind == STROBE__REC_STACK) {
-                rc = on_stack(st, h, w);
-            } else {
-                rc = on_perf(st, h, w);
-            }
-            break;
-        case STROBE__REC_EXT:
-            rc = on_ext(st, h, w);
-            break;
-        default: /* strobe__rec_size() accepted no other kind */
-            st->skipped_details++;
-            break;
-        }
-        if (rc) return rc;
-        p += size;
-    }
+/* ---- the decoder's callbacks ----------------------------------------------------------------- */
+
+static int s_begin(void *ctx, const strobe__dec_event *e) {
+    strobe__stream *st = ctx;
+    int rc = push_range(st->cur, e);
+    return rc ? rc : begin_out(st, st->cur);
+}
+
+static int s_end(void *ctx, int64_t ts) {
+    strobe__stream *st = ctx;
+    pop_range(st, st->cur, ts);
     return 0;
+}
+
+static int s_instant(void *ctx, const strobe__dec_event *e) {
+    strobe__stream *st = ctx;
+    write_instant(st, st->cur, e->name, e->name_len, e->ts, e->ext, e->user, NULL);
+    return 0;
+}
+
+static int s_counter(void *ctx, int64_t ts, const strobe_site *site, const char *name, size_t len,
+                     double value) {
+    strobe__stream *st = ctx;
+    (void)site;
+    write_counter(st, st->cur, name, len, ts, value);
+    return 0;
+}
+
+/* The thread's records were dropped from here until it found a free chunk: ranges open now are
+ * ended here, and ends that arrive for them later are counted as unmatched. */
+static int s_truncated(void *ctx, int64_t ts) {
+    strobe__stream *st = ctx;
+    thr *h = st->cur;
+    st->truncated += h->depth;
+    close_all(st, h, ts, "strobe_truncated");
+    static const char marker[] = "[strobe] buffer full: records dropped";
+    write_instant(st, h, marker, sizeof marker - 1, h->dt.prev + 1, 0, 0, NULL);
+    h->dt.prev++;
+    return 0;
+}
+
+static const char *s_top(void *ctx, size_t *depth) {
+    const thr *h = ((strobe__stream *)ctx)->cur;
+    *depth = h->depth;
+    return h->depth ? top_name(h) : NULL;
+}
+
+static int s_arg(void *ctx, const char *key, const char *json, size_t len, int replace) {
+    return arg_add(((strobe__stream *)ctx)->cur, key, json, len, replace);
+}
+
+static const strobe__dec_ops stream_ops = {
+    .begin = s_begin,
+    .end = s_end,
+    .instant = s_instant,
+    .counter = s_counter,
+    .memory = s_memory,
+    .backend = s_backend,
+    .truncated = s_truncated,
+    .top = s_top,
+    .arg = s_arg,
+    .stack = s_stack,
+};
+
+/* Turns one chunk's records of thread `h` into events. @return 0 or STROBE_ENOMEM. */
+static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
+    st->cur = h;
+    return strobe__decode(&st->dec, &h->dt, p, used);
 }
 
 /* Bytes encoded and not yet written. */
 static size_t out_pending(const strobe__stream *st) {
-    size_t n = st->out.len;
+    size_t n = st->out.a.len;
     if (st->pft) (void)strobe__pft_data(st->pft, &n);
     return n;
 }
 
-/* Appends what is encoded: JSON with the closing brackets after it, Perfetto packets as they are.
- * @return 0 or the output's error. */
-static int out_flush(strobe__stream *st, const char *closing) {
-    if (st->pft == NULL) return jw_flush(&st->out, closing);
+/* Appends what is encoded: JSON with the closing brackets after it, Perfetto packets as they are
+ * (their events marked in the encoder's data, which goes first in the buffer). `retry`: see
+ * strobe__append_flush. @return 0 or the output's error. */
+static int out_flush(strobe__stream *st, const char *closing, int retry) {
+    if (st->pft == NULL) return strobe__append_flush(&st->out.a, closing, retry);
     size_t n = 0;
     const uint8_t *d = strobe__pft_data(st->pft, &n);
-    char *p = n ? jw_reserve(&st->out, n) : NULL;
-    if (p) jw_commit(&st->out, (char *)memcpy(p, d, n) + n);
+    char *p = n ? strobe__append_reserve(&st->out.a, n) : NULL;
+    if (p) strobe__append_commit(&st->out.a, (char *)memcpy(p, d, n) + n);
     strobe__pft_reset_data(st->pft);
-    return jw_flush(&st->out, "");
+    return strobe__append_flush(&st->out.a, "", retry);
 }
 
 /* Decodes a batch of chunks (oldest first), recycling each into the free pool, and appends the
@@ -1343,12 +1150,12 @@ static int stream_batch(strobe__stream *st, strobe__chunk *c) {
         int drc = h ? decode(st, h, (const char *)(c + 1), (size_t)c->used) : STROBE_ENOMEM;
         if (rc == 0) rc = drc;
         pool_push(st, c);
-        if (out_pending(st) >= FLUSH_BYTES) out_flush(st, CLOSING_RUNNING);
+        if (out_pending(st) >= FLUSH_BYTES) out_flush(st, CLOSING_RUNNING, 0);
         c = next;
     }
     flush_backend(st, 0);
-    if (out_pending(st)) out_flush(st, CLOSING_RUNNING);
-    return rc ? rc : st->out.err;
+    if (out_pending(st)) out_flush(st, CLOSING_RUNNING, 0);
+    return rc ? rc : st->out.a.err;
 }
 
 /* ---- 5. the flight recorder's ring and dumps ---------------------------------------------- */
@@ -1627,7 +1434,7 @@ static void stream_release(strobe__stream *st) {
     }
     if (st->pipe_fd[0] >= 0) close(st->pipe_fd[0]);
     if (st->pipe_fd[1] >= 0) close(st->pipe_fd[1]);
-    if (st->out.fd >= 0) close(st->out.fd);
+    if (st->out.a.fd >= 0) close(st->out.a.fd);
     strobe__pft_free(st->pft);
     for (size_t i = 0; i < st->counter_count; i++)
         free(st->counters[i].name);
@@ -1638,14 +1445,11 @@ static void stream_release(strobe__stream *st) {
         free(h->open);
         strobe__buf_free(&h->names);
         strobe__buf_free(&h->args);
-        strobe__buf_free(&h->mods);
-        free(h->mod_off);
+        strobe__dec_thread_free(&h->dt);
         free(h);
     }
     free(st->map);
-    strobe__buf_free(&st->dims);
-    strobe__buf_free(&st->types);
-    strobe__buf_free(&st->concrete);
+    strobe__decoder_free(&st->dec);
     strobe__buf_free(&st->text);
     strobe__buf_free(&st->json);
     free(st->pargs);
@@ -1658,7 +1462,7 @@ static void stream_release(strobe__stream *st) {
     for (size_t i = 0; i < st->bkt_count; i++)
         free(st->bkt[i].backend);
     free(st->bkt);
-    free(st->out.buf);
+    strobe__append_free(&st->out.a);
     free(st->path);
     free(st->flight_path);
     pthread_mutex_destroy(&st->ring_lock);
@@ -1673,7 +1477,12 @@ int strobe__stream_start(strobe__session *s) {
     if (st == NULL) return STROBE_ENOMEM;
     st->s = s;
     st->mode = ring ? MODE_RING : MODE_STREAM;
-    st->out.fd = st->pipe_fd[0] = st->pipe_fd[1] = -1;
+    st->dec.s = s;
+    st->dec.conv = &st->conv;
+    st->dec.strict = 1;
+    st->dec.ops = &stream_ops;
+    st->dec.ctx = st;
+    st->out.a.fd = st->pipe_fd[0] = st->pipe_fd[1] = -1;
     pthread_mutex_init(&st->ring_lock, NULL);
     int rc = 0;
     if (pipe2(st->pipe_fd, O_CLOEXEC | O_NONBLOCK) != 0) rc = STROBE_ESYS;
@@ -1681,8 +1490,8 @@ int strobe__stream_start(strobe__session *s) {
         st->path = strdup(cfg->stream_path);
         if (st->path == NULL) rc = STROBE_ENOMEM;
         if (rc == 0) {
-            st->out.fd = open(st->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (st->out.fd < 0) {
+            st->out.a.fd = open(st->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (st->out.a.fd < 0) {
                 strobe__log(STROBE_LOG_ERROR, "stream %s: %s", st->path, strerror(errno));
                 rc = STROBE_EIO;
             }
@@ -1705,9 +1514,9 @@ int strobe__stream_start(strobe__session *s) {
             rc = st->pft ? strobe__pft_process(st->pft, STREAM_UUID(1), (int32_t)s->pid, pname,
                                                STROBE__PFT_NO_SORT)
                          : STROBE_ENOMEM;
-            if (rc == 0) rc = out_flush(st, "");
+            if (rc == 0) rc = out_flush(st, "", 0);
         } else if (rc == 0) {
-            st->out.page_pad = 1;
+            st->out.a.page_pad = 1;
             snprintf(st->pname, sizeof st->pname, "%s", pname);
         }
     }
@@ -1746,19 +1555,20 @@ int strobe__stream_start(strobe__session *s) {
 static int json_header(strobe__stream *st) {
     jw *w = &st->out;
     const strobe_result *r = st->s->result;
-    jw_text(w, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"trace_id\": ");
+    strobe__append_text(
+        &w->a, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"trace_id\": ");
     const char *id = r && r->trace_id ? r->trace_id : "";
-    char *p = jw_reserve(w, STROBE__JSON_STRING_MAX(strlen(id)) + 128);
+    char *p = strobe__append_reserve(&w->a, STROBE__JSON_STRING_MAX(strlen(id)) + 128);
     if (p) {
         p = strobe__json_put_string(p, id, strlen(id));
         p = put_lit(p, ",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
         p = put_i64(p, w->base_ns);
-        jw_commit(w, put_lit(p, ",\n  \"traceEvents\": [\n"));
+        strobe__append_commit(&w->a, put_lit(p, ",\n  \"traceEvents\": [\n"));
     }
     write_meta(w, 1, "process_name", 0, "name", st->pname, 0);
     write_meta(w, 0, "process_labels", 0, "labels", "CPU", 0);
     write_meta(w, 0, "process_sort_index", 0, "sort_index", NULL, w->pid);
-    return jw_flush(w, CLOSING_RUNNING);
+    return strobe__append_flush(&w->a, CLOSING_RUNNING, 0);
 }
 
 int strobe__stream_run(strobe__session *s) {
@@ -1849,124 +1659,149 @@ int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, in
     return rc;
 }
 
-/* Appends the device activity of `r` and completes the file. */
-int strobe__stream_complete(strobe__session *s, strobe_result *r) {
-    strobe__stream *st = s->stream;
-    if (st == NULL || st->mode != MODE_STREAM) return 0;
-    int64_t stop_ns = st->stop_ns;
-    jw *w = &st->out;
-    /* The stream's own packets first (Perfetto), then the writer's. */
-    int rc = st->pft ? out_flush(st, "") : 0;
-    if (rc == 0 && r != NULL && (st->pft || r->event_count)) {
-        /* What the backends merged into the result (kernels, copies, runtime calls, their flows),
-         * written by the writers as they write a result; for Perfetto also the session slice
-         * with the trace's metadata, on tracks and a sequence of its own. */
-        char *text = NULL;
-        size_t len = 0;
-        rc = strobe__result_encode(r, st->pft != NULL, &text, &len);
-        if (rc == 0) {
-            char *p = jw_reserve(w, len);
-            if (p) {
-                memcpy(p, text, len);
-                w->len += len; /* not jw_commit: one block, no page padding */
-            }
-            rc = w->err;
-            if (rc == 0) st->device_events = r->event_count;
-        }
-        free(text);
-        if (rc) st->lost_events += r->event_count;
-    }
-    if (st->pft) {
-        int frc = jw_flush(w, "");
-        if (rc == 0) rc = frc;
-        if (close(w->fd) != 0 && rc == 0) rc = STROBE_EIO;
-        w->fd = -1;
-        stream_meta(st, r);
-        return rc;
-    }
-    /* The session's span on its own track, as the JSON writer writes it. */
-    write_meta(w, 0, "thread_name", 0, "name", "Spans", 0);
-    write_meta(w, 0, "thread_sort_index", 0, "sort_index", NULL, 0);
-    char *p = jw_reserve(w, EVENT_FIXED);
-    if (p) {
-        p = event_head(w, p, "X", "Trace", "strobe session", 14, 0, s->start.real_ns);
-        p = put_lit(p, ", \"dur\": ");
-        p = strobe__json_put_ts(p, stop_ns > s->start.real_ns ? stop_ns : s->start.real_ns,
-                                s->start.real_ns);
-        jw_commit(w, put_lit(p, ", \"args\": {}}"));
-    }
-    char closing[512];
-    const char *tn = r && r->trace_name ? r->trace_name : NULL;
-    int n = snprintf(closing, sizeof closing,
-                     "\n  ],\n  \"strobe_stream\": {\"complete\": true, \"events\": %llu, "
-                     "\"device_events\": %llu, \"unmatched_ends\": %llu, "
-                     "\"truncated_ranges\": %llu, \"unfinished_ranges\": %llu, "
-                     "\"skipped_details\": %llu}",
-                     (unsigned long long)st->events, (unsigned long long)st->device_events,
-                     (unsigned long long)st->unmatched, (unsigned long long)st->truncated,
-                     (unsigned long long)st->unfinished, (unsigned long long)st->skipped_details);
-    strobe__buf tail = {0};
-    int brc = strobe__buf_put(&tail, closing, (size_t)n);
-    /* What the result got while the session ran: its warnings, and the user's metadata (values
-     * checked as JSON when added), which the header, written at start, could not hold. */
-    if (brc == 0 && r) {
-        brc = strobe__buf_put(&tail, ",\n  \"strobe\": {\"warnings\": [", 28);
-        for (size_t i = 0; brc == 0 && i < r->warning_count; i++) {
-            const char *wtext = r->warnings[i] ? r->warnings[i] : "";
-            if (i) brc = strobe__buf_put(&tail, ", ", 2);
-            if (brc == 0) brc = strobe__buf_put_json_string(&tail, wtext, strlen(wtext));
-        }
-        if (brc == 0) brc = strobe__buf_put(&tail, "]}", 2);
-        for (size_t i = 0; brc == 0 && i < r->meta_count; i++) {
-            const strobe__meta *m = &r->meta[i];
-            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2 ||
-                strcmp(m->key, "strobe_stream") == 0)
-                continue;
-            brc = strobe__buf_put(&tail, ",\n  ", 4);
-            if (brc == 0) brc = strobe__buf_put_json_string(&tail, m->key, strlen(m->key));
-            if (brc == 0) brc = strobe__buf_put(&tail, ": ", 2);
-            if (brc == 0) brc = strobe__buf_put(&tail, m->json, strlen(m->json));
-        }
-    }
-    if (brc == 0 && tn) {
-        brc = strobe__buf_put(&tail, ",\n  \"traceName\": ", 17);
-        if (brc == 0) brc = strobe__buf_put_json_string(&tail, tn, strlen(tn));
-    }
-    if (brc == 0) brc = strobe__buf_put(&tail, "\n}\n", 3);
-    int frc = brc ? brc : jw_flush(w, tail.s);
-    strobe__buf_free(&tail);
-    if (rc == 0) rc = frc;
-    if (close(w->fd) != 0 && rc == 0) rc = STROBE_EIO;
-    w->fd = -1;
-    stream_meta(st, r);
-    return rc;
-}
-
-/* The "strobe_stream" metadata of the result: what the stream or the ring did. */
-static void stream_meta(const strobe__stream *st, strobe_result *r) {
-    if (r == NULL) return;
-    char json[640];
+/* The "strobe_stream" object: what the stream or the ring did. A stream's file ends with the same
+ * object the result gets (`complete`: the file's closing part was written). */
+static void stream_json(const strobe__stream *st, const strobe_result *r, int complete, char *json,
+                        size_t size) {
+    unsigned long long dropped = r ? (unsigned long long)r->stats.dropped_events : 0;
     if (st->mode == MODE_STREAM) {
-        snprintf(json, sizeof json,
-                 "{\"mode\": \"stream\", \"events\": %llu, \"device_events\": %llu, "
-                 "\"bytes\": %llu, \"dropped_events\": %llu, \"lost_events\": %llu, "
-                 "\"skipped_details\": %llu, \"skipped_counter_samples\": %llu, "
-                 "\"skipped_backend_events\": %llu, \"write_error\": %s}",
-                 (unsigned long long)st->events, (unsigned long long)st->device_events,
-                 (unsigned long long)st->out.off, (unsigned long long)r->stats.dropped_events,
-                 (unsigned long long)st->lost_events, (unsigned long long)st->skipped_details,
-                 (unsigned long long)st->skipped_counters, (unsigned long long)st->skipped_backend,
-                 st->out.err ? "true" : "false");
+        snprintf(json, size,
+                 "{\"mode\": \"stream\", \"complete\": %s, \"events\": %llu, "
+                 "\"device_events\": %llu, \"bytes\": %llu, \"dropped_events\": %llu, "
+                 "\"lost_events\": %llu, \"skipped_details\": %llu, "
+                 "\"skipped_counter_samples\": %llu, \"skipped_backend_events\": %llu, "
+                 "\"write_error\": %s}",
+                 complete ? "true" : "false",
+                 (unsigned long long)(st->stopping ? st->cpu_events : st->out.a.events),
+                 (unsigned long long)st->device_events, (unsigned long long)st->event_bytes,
+                 dropped, (unsigned long long)st->out.a.lost,
+                 (unsigned long long)st->skipped_details, (unsigned long long)st->skipped_counters,
+                 (unsigned long long)st->skipped_backend, st->out.a.failed ? "true" : "false");
     } else {
-        snprintf(json, sizeof json,
+        snprintf(json, size,
                  "{\"mode\": \"flight\", \"ring_bytes\": %llu, \"kept_bytes\": %llu, "
                  "\"recycled_chunks\": %llu, \"signal_dumps\": %llu, \"failed_dumps\": %llu, "
                  "\"dropped_events\": %llu}",
                  (unsigned long long)st->ring_cap, (unsigned long long)st->ring_now,
                  (unsigned long long)st->ring_recycled, (unsigned long long)st->dumps,
-                 (unsigned long long)st->dump_errors, (unsigned long long)r->stats.dropped_events);
+                 (unsigned long long)st->dump_errors, dropped);
     }
+}
+
+/* Sets the result's "strobe_stream" metadata. */
+static void stream_meta(const strobe__stream *st, strobe_result *r) {
+    if (r == NULL) return;
+    char json[768];
+    stream_json(st, r, st->complete, json, sizeof json);
     (void)strobe__result_set_meta(r, "strobe_stream", json);
+}
+
+/* The JSON stream's closing text: the "strobe_stream" and "strobe" objects as the result has them
+ * (stats, warnings), the user's metadata (values checked as JSON when added), which the header,
+ * written at start, could not hold, and the trace name. @return 0 or STROBE_ENOMEM. */
+static int json_closing(const strobe__stream *st, const strobe_result *r, strobe__buf *out) {
+    char json[768];
+    stream_json(st, r, 1, json, sizeof json);
+    static const char head[] = "\n  ],\n  \"strobe_stream\": ";
+    int rc = strobe__buf_put(out, head, sizeof head - 1);
+    if (rc == 0) rc = strobe__buf_put(out, json, strlen(json));
+    if (rc == 0 && r) {
+        strobe__sink ms;
+        rc = strobe__sink_open_memory(&ms);
+        if (rc == 0) {
+            strobe__json_write_strobe_object(r, &ms, st->skipped_counters);
+            size_t len = 0;
+            char *obj = strobe__sink_take_memory(&ms, &len);
+            static const char key[] = ",\n  \"strobe\": ";
+            rc = obj ? strobe__buf_put(out, key, sizeof key - 1) : STROBE_ENOMEM;
+            if (rc == 0) rc = strobe__buf_put(out, obj, len);
+            free(obj);
+        }
+        for (size_t i = 0; rc == 0 && i < r->meta_count; i++) {
+            const strobe__meta *m = &r->meta[i];
+            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2 ||
+                strcmp(m->key, "strobe_stream") == 0)
+                continue;
+            rc = strobe__buf_put(out, ",\n  ", 4);
+            if (rc == 0) rc = strobe__buf_put_json_string(out, m->key, strlen(m->key));
+            if (rc == 0) rc = strobe__buf_put(out, ": ", 2);
+            if (rc == 0) rc = strobe__buf_put(out, m->json, strlen(m->json));
+        }
+    }
+    const char *tn = r && r->trace_name ? r->trace_name : NULL;
+    if (rc == 0 && tn) {
+        rc = strobe__buf_put(out, ",\n  \"traceName\": ", 17);
+        if (rc == 0) rc = strobe__buf_put_json_string(out, tn, strlen(tn));
+    }
+    if (rc == 0) rc = strobe__buf_put(out, "\n}\n", 3);
+    return rc;
+}
+
+/* Appends the device activity of `r` (NULL: stop failed) and completes the file. Where earlier
+ * appends failed, one more try is made: the file may take the closing part once the cut part of
+ * a failed append is gone. The closing part carries the stats: the JSON closing text, or the
+ * Perfetto writer's session slice (whose metadata the stream's counts are in before it is
+ * encoded, as if its write succeeds; if it fails, the file does not hold them). */
+int strobe__stream_complete(strobe__session *s, strobe_result *r) {
+    strobe__stream *st = s->stream;
+    if (st == NULL || st->mode != MODE_STREAM) return 0;
+    int64_t stop_ns = st->stop_ns;
+    jw *w = &st->out;
+    /* The stream's own events first (the ranges left open at stop are still in the buffer). */
+    (void)out_flush(st, st->pft ? "" : CLOSING_RUNNING, 0);
+    st->event_bytes = w->a.off;
+    st->cpu_events = w->a.events;
+    st->stopping = 1;
+    if (st->pft && r) {
+        st->device_events = r->event_count;
+        st->complete = 1;
+        stream_meta(st, r);
+    }
+    if (r != NULL && (st->pft || r->event_count)) {
+        /* What the backends merged into the result (kernels, copies, runtime calls, their flows),
+         * written by the writers as they write a result; for Perfetto also the session slice
+         * with the trace's metadata, on tracks and a sequence of its own. */
+        char *text = NULL;
+        size_t len = 0;
+        int erc = strobe__result_encode(r, st->pft != NULL, &text, &len);
+        char *p = erc == 0 ? strobe__append_reserve(&w->a, len) : NULL;
+        if (p) {
+            memcpy(p, text, len);
+            w->a.len += len; /* not committed: one block, no page padding */
+            strobe__append_mark(&w->a, w->a.len, r->event_count);
+        } else {
+            w->a.lost += r->event_count;
+        }
+        free(text);
+    }
+    if (!st->pft) {
+        /* The session's span on its own track, as the JSON writer writes it. */
+        write_meta(w, 0, "thread_name", 0, "name", "Spans", 0);
+        write_meta(w, 0, "thread_sort_index", 0, "sort_index", NULL, 0);
+        char *p = strobe__append_reserve(&w->a, EVENT_FIXED);
+        if (p) {
+            p = event_head(w, p, "X", "Trace", "strobe session", 14, 0, s->start.real_ns);
+            p = put_lit(p, ", \"dur\": ");
+            p = strobe__json_put_ts(p, stop_ns > s->start.real_ns ? stop_ns : s->start.real_ns,
+                                    s->start.real_ns);
+            strobe__append_commit(&w->a, put_lit(p, ", \"args\": {}}"));
+        }
+    }
+    int rc = out_flush(st, st->pft ? "" : CLOSING_RUNNING, 1);
+    st->device_events = w->a.events - st->cpu_events;
+    st->complete = st->pft && rc == 0 && r != NULL;
+    if (!st->pft) {
+        strobe__buf tail = {0};
+        int crc = json_closing(st, r, &tail);
+        if (crc == 0) crc = strobe__append_flush(&w->a, tail.s, 1);
+        st->complete = crc == 0;
+        if (rc == 0) rc = crc;
+        strobe__buf_free(&tail);
+    }
+    if (close(w->a.fd) != 0 && rc == 0) rc = STROBE_EIO;
+    w->a.fd = -1;
+    stream_meta(st, r);
+    return rc;
 }
 
 void strobe__stream_add_stats(strobe__session *s, strobe_result *r) {
@@ -1979,8 +1814,8 @@ void strobe__stream_add_stats(strobe__session *s, strobe_result *r) {
         r->stats.unmatched_ends += st->unmatched;
         r->stats.truncated_ranges += st->truncated;
         r->stats.unfinished_ranges += st->unfinished;
-        r->stats.orphan_details += st->orphan_details;
-        r->stats.unmatched_module_pops += st->unmatched_module_pops;
+        r->stats.orphan_details += st->dec.orphan_details;
+        r->stats.unmatched_module_pops += st->dec.unmatched_module_pops;
         r->stats.clipped_backend_events += st->clipped_backend;
     }
     stream_meta(st, r);

@@ -168,3 +168,139 @@ char *strobe__sink_take_memory(strobe__sink *s, size_t *len) {
     s->len = s->cap = 0;
     return buf;
 }
+
+/* ---- Append mode (see sink.h) ---------------------------------------------------------------- */
+
+void strobe__append_init(strobe__append *a, int fd, int page_pad) {
+    memset(a, 0, sizeof *a);
+    a->fd = fd;
+    a->page_pad = page_pad;
+}
+
+void strobe__append_free(strobe__append *a) {
+    free(a->buf);
+    free(a->marks);
+    a->buf = NULL;
+    a->marks = NULL;
+    a->len = a->cap = a->mark_count = a->mark_cap = 0;
+}
+
+char *strobe__append_reserve(strobe__append *w, size_t n) {
+    n += STROBE__APPEND_PAGE; /* room for jw_commit's padding */
+    if (w->cap - w->len >= n) return w->buf + w->len;
+    size_t cap = w->cap ? w->cap : 1 << 16;
+    while (cap - w->len < n)
+        cap *= 2;
+    char *b = realloc(w->buf, cap);
+    if (b == NULL) {
+        if (!w->err) w->err = STROBE_ENOMEM;
+        return NULL;
+    }
+    w->buf = b;
+    w->cap = cap;
+    return b + w->len;
+}
+
+/* Ends the text written since strobe__append_reserve at `end`. With page_pad, text of at most a
+ * page that would cross a page boundary of the file is moved to the boundary, spaces before it
+ * (JSON's whitespace between two events). */
+void strobe__append_commit(strobe__append *w, char *end) {
+    size_t start = w->len, n = (size_t)(end - (w->buf + start));
+    uint64_t at = w->off + start;
+    if (w->page_pad && n > 0 && n <= STROBE__APPEND_PAGE &&
+        at / STROBE__APPEND_PAGE != (at + n - 1) / STROBE__APPEND_PAGE) {
+        size_t pad = STROBE__APPEND_PAGE - (size_t)(at % STROBE__APPEND_PAGE);
+        memmove(w->buf + start + pad, w->buf + start, n);
+        memset(w->buf + start, ' ', pad);
+        n += pad;
+    }
+    w->len = start + n;
+}
+
+void strobe__append_text(strobe__append *w, const char *text) {
+    size_t n = strlen(text);
+    char *p = strobe__append_reserve(w, n);
+    if (p) strobe__append_commit(w, (char *)memcpy(p, text, n) + n);
+}
+
+/* Marks the end of `events` events at `end` of the bytes to write next. Events that end within a
+ * page of the previous mark join its group (the group's end moves to theirs): a failed write
+ * then keeps whole groups, at most a page of events fewer than it could, all of them counted,
+ * and marking costs a compare and two adds per event. An event that cannot be marked (out of
+ * memory) is counted lost. */
+void strobe__append_mark(strobe__append *w, size_t end, uint64_t events) {
+    size_t n = w->mark_count;
+    if (n > 0 && end - (n > 1 ? w->marks[n - 2].end : 0) < STROBE__APPEND_PAGE) {
+        w->marks[n - 1].end = end;
+        w->marks[n - 1].events += events;
+        w->pending += events;
+        return;
+    }
+    if (w->mark_count == w->mark_cap) {
+        size_t cap = w->mark_cap ? w->mark_cap * 2 : 1024;
+        strobe__append_boundary *m = realloc(w->marks, cap * sizeof *m);
+        if (m == NULL) {
+            w->lost += events; /* written or not, it cannot be told apart: counted lost */
+            return;
+        }
+        w->marks = m;
+        w->mark_cap = cap;
+    }
+    w->marks[w->mark_count++] = (strobe__append_boundary){end, events};
+    w->pending += events;
+}
+
+/* Appends the buffer at w->off followed by `closing`, in one pwrite(), and moves w->off past the
+ * buffer only: the next append overwrites the closing text. The buffer's events count as written
+ * when it is written whole. A write that fails part way (a full disk, a file size limit) keeps
+ * the whole events before the failure, truncates the file after them (so that it ends between
+ * two events, or after a whole packet), and counts the others lost; so do the events of every
+ * later append, unless `retry` asks to try writing once more (at stop: the file may take the
+ * closing once the cut part is gone). @return 0, STROBE_EIO or STROBE_ENOMEM. */
+int strobe__append_flush(strobe__append *w, const char *closing, int retry) {
+    size_t body = w->len;
+    if (w->err && retry) w->err = 0;
+    strobe__append_text(w, closing);
+    size_t done = 0;
+    if (!w->err) {
+        while (done < w->len) {
+            ssize_t n = pwrite(w->fd, w->buf + done, w->len - done, (off_t)(w->off + done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                w->err = STROBE_EIO;
+                break;
+            }
+            done += (size_t)n;
+        }
+    }
+    if (!w->err) {
+        w->off += body;
+        w->events += w->pending;
+    } else {
+        w->failed = 1;
+        /* The whole events before the cut stay: the body's end is an event boundary too. */
+        size_t keep = 0;
+        uint64_t kept = 0;
+        if (done >= body) {
+            keep = body;
+            kept = w->pending;
+        } else {
+            for (size_t i = 0; i < w->mark_count && w->marks[i].end <= done; i++) {
+                keep = w->marks[i].end;
+                kept += w->marks[i].events;
+            }
+        }
+        if (done > keep && w->fd >= 0 && ftruncate(w->fd, (off_t)(w->off + keep)) != 0) {
+            /* The cut part stays in the file: its events cannot be counted as written. */
+            kept = 0;
+            keep = 0;
+        }
+        w->off += keep;
+        w->events += kept;
+        w->lost += w->pending - kept;
+    }
+    w->pending = 0;
+    w->mark_count = 0;
+    w->len = 0;
+    return w->err;
+}

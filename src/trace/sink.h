@@ -63,4 +63,62 @@ int strobe__sink_close(strobe__sink *s);
  * closes the sink. NULL when the sink met an error (its buffer is freed). */
 char *strobe__sink_take_memory(strobe__sink *s, size_t *len);
 
+/* ---- Append mode: a file that is a whole trace after every append (the JSON stream) ----------
+ *
+ * Text is gathered in a buffer and appended at `off`, with closing text after it, in one
+ * pwrite(); `off` moves past the text only, so the next append overwrites the closing text. With
+ * page_pad no committed piece of text (an event) crosses a page of the file: a write that a
+ * SIGKILL cuts short leaves whole pages, so the file then ends between two events. Each event's
+ * end is marked (strobe__append_mark): a write that fails part way (a full disk, a file size
+ * limit) keeps the whole events before the failure, truncates the file after them and counts
+ * the others in `lost`, as it counts the events of every later append; nothing is counted in
+ * `events` before it is in the file. Not thread-safe. */
+
+/* The page of the file system's page cache (see above). */
+#define STROBE__APPEND_PAGE 4096u
+
+typedef struct strobe__append_boundary {
+    size_t end;
+    uint64_t events;
+} strobe__append_boundary;
+
+typedef struct strobe__append {
+    int fd;       /* the file; the caller opens and closes it */
+    uint64_t off; /* file offset of the closing text */
+    char *buf;
+    size_t len, cap;
+    int err;      /* the first error since the last retry; appends fail while set */
+    int failed;   /* a write failed (err may be cleared for a last try) */
+    int page_pad; /* no committed text crosses a page boundary of the file */
+    strobe__append_boundary *marks;
+    size_t mark_count, mark_cap;
+    uint64_t pending; /* events in buf, not yet written */
+    uint64_t events;  /* events in the file */
+    uint64_t lost;    /* events not in the file */
+} strobe__append;
+
+/* Starts an append sink over `fd` at offset 0. */
+void strobe__append_init(strobe__append *a, int fd, int page_pad);
+
+/* Room for `n` more bytes (and page padding); NULL when out of memory (a->err set). */
+char *strobe__append_reserve(strobe__append *a, size_t n);
+
+/* Ends the text written since the last reserve at `end`; with page_pad, text of at most a page
+ * that would cross a page boundary of the file is moved to the boundary, spaces before it. */
+void strobe__append_commit(strobe__append *a, char *end);
+
+/* Appends a NUL-terminated text (reserve and commit). */
+void strobe__append_text(strobe__append *a, const char *text);
+
+/* Marks the end of `events` events at `end` of the bytes to write next (an offset in buf). */
+void strobe__append_mark(strobe__append *a, size_t end, uint64_t events);
+
+/* Writes the buffer at `off` followed by `closing`, and moves `off` past the buffer only. After a
+ * failed write every later append fails (its events counted lost) unless `retry` asks for one
+ * more try. @return 0, STROBE_EIO or STROBE_ENOMEM. */
+int strobe__append_flush(strobe__append *a, const char *closing, int retry);
+
+/* Frees the buffers (the descriptor is the caller's). */
+void strobe__append_free(strobe__append *a);
+
 #endif /* STROBE_WRITERS_SINK_H */

@@ -1,0 +1,124 @@
+/* decode.h: the one record decoder (stage 4 of DESIGN.md).
+ *
+ * A thread's records (record.h) become trace events handed to a consumer's callbacks: range
+ * begins and ends, instants, counter samples, memory events, backend events, the "buffer full"
+ * point, and the operator details of the innermost open range as args (shapes, FLOPs given or
+ * computed, perf counter deltas, the module path) or as a stack to symbolize. collect.c builds a
+ * result from them at stop; stream.c writes them to a file while the session runs.
+ *
+ * The decoder keeps, per thread, what a record's meaning depends on: the last time given out,
+ * the correlation ids waiting for the next range or instant, the open modules, and the counters
+ * read at each open range's begin. The consumer keeps the open ranges themselves (it may close
+ * them: at stop, where the buffer filled, around steps) and tells the decoder the innermost one
+ * through `top`. Not thread-safe: one decoder per consuming thread. */
+#ifndef STROBE_CORE_DECODE_H
+#define STROBE_CORE_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "details.h"
+#include "perf.h"
+#include "record.h"
+#include "strobe/instrument.h"
+
+struct strobe__session;
+
+/* A range's begin or an instant: its name is the site's, or bytes in the record (valid only
+ * during the callback: the chunk may be recycled after it). */
+typedef struct strobe__dec_event {
+    int64_t ts;
+    const strobe_site *site; /* NULL: a run-time name */
+    const char *name;        /* the site's name ("(null)" for none) or the record's bytes */
+    size_t name_len;
+    int scope;
+    uint64_t ext, user; /* correlation ids current at the begin; 0: none */
+} strobe__dec_event;
+
+/* A memory record: the [memory] instant's args (torch's) and the samples of the device's two
+ * counter tracks, allocated and reserved. */
+typedef struct strobe__dec_memory {
+    int64_t ts;
+    int c10_type, index; /* "Device Type" (c10's numbering), "Device Id" */
+    uint64_t addr;
+    int64_t bytes, total_allocated, total_reserved;
+    char counter[2][64]; /* the counter tracks' names: "allocated bytes (cpu)", "reserved ..." */
+} strobe__dec_memory;
+
+/* A backend event (strobe_record_backend_event); names valid only during the callback. */
+typedef struct strobe__dec_backend {
+    int64_t start, end, handle;
+    const char *name, *backend;
+    size_t name_len, backend_len;
+} strobe__dec_backend;
+
+/* The consumer's callbacks; each returns 0 or a negative STROBE_E* code, which stops decoding.
+ * `ctx` is strobe__decoder.ctx. */
+typedef struct strobe__dec_ops {
+    /* Optional: called with the time of each timed record before its event. */
+    int (*time)(void *ctx, int64_t ts);
+    int (*begin)(void *ctx, const strobe__dec_event *e);
+    int (*end)(void *ctx, int64_t ts);
+    int (*instant)(void *ctx, const strobe__dec_event *e);
+    int (*counter)(void *ctx, int64_t ts, const strobe_site *site, const char *name, size_t len,
+                   double value);
+    int (*memory)(void *ctx, const strobe__dec_memory *m);
+    int (*backend)(void *ctx, const strobe__dec_backend *b);
+    /* The thread's records were dropped from `ts` until it found a free chunk. */
+    int (*truncated)(void *ctx, int64_t ts);
+    /* The innermost open range's name (NUL-terminated) and depth (1 = outermost); NULL when no
+     * range is open, and the detail is counted as an orphan. */
+    const char *(*top)(void *ctx, size_t *depth);
+    /* An arg of the innermost open range: `key` lives as long as the session; `json` (a JSON
+     * value) only during the call. An existing key keeps its value unless `replace`. */
+    int (*arg)(void *ctx, const char *key, const char *json, size_t len, int replace);
+    /* The innermost open range's call stack, return addresses innermost first. */
+    int (*stack)(void *ctx, const uint64_t *pcs, uint32_t n);
+} strobe__dec_ops;
+
+/* What the decoder keeps of one thread. Zero it (or strobe__dec_thread_init) before use. */
+typedef struct strobe__dec_thread {
+    int64_t prev; /* the last time given out; INT64_MIN before the first */
+    uint64_t pend_ext, pend_user;
+    strobe__buf mods; /* the open modules' names joined by '.' */
+    uint32_t *mod_off;
+    size_t mod_depth, mod_cap;
+    strobe__buf mod_json; /* mods as a JSON string; len 0: to be built */
+    uint64_t *perf;       /* STROBE__PERF_MAX values per open depth */
+    uint8_t *perf_have;
+    size_t perf_cap;
+} strobe__dec_thread;
+
+typedef struct strobe__decoder {
+    const struct strobe__session *s;
+    const strobe__clock_conv *conv;
+    /* 1: each thread's times strictly increase (1 ns steps where the clock did not advance; the
+     * stream cannot revise what it wrote); 0: they never decrease. */
+    int strict;
+    const strobe__dec_ops *ops;
+    void *ctx;
+    uint64_t orphan_details;        /* details with no open range */
+    uint64_t unmatched_module_pops; /* module pops with no open module */
+    /* Formatting scratch. */
+    strobe__buf dims, types, concrete, text;
+    strobe_input inputs[STROBE_MAX_INPUTS];
+    int64_t dims_store[STROBE_MAX_INPUTS * STROBE__MAX_DIMS];
+    char dtype_store[STROBE_MAX_INPUTS][65];
+} strobe__decoder;
+
+void strobe__dec_thread_init(strobe__dec_thread *t);
+void strobe__dec_thread_free(strobe__dec_thread *t);
+void strobe__decoder_free(strobe__decoder *d);
+
+/* Decodes `used` bytes of a thread's records; an unreadable record ends them. @return 0 or the
+ * first error of a callback (or STROBE_ENOMEM). */
+int strobe__decode(strobe__decoder *d, strobe__dec_thread *t, const char *p, size_t used);
+
+/* A thread's time of raw clock reading `raw`, by the decoder's rule (see `strict`). */
+int64_t strobe__dec_time(const strobe__decoder *d, strobe__dec_thread *t, uint64_t raw);
+
+/* The thread's module path as a JSON string (NULL when no module is open). */
+const char *strobe__dec_module_path(strobe__dec_thread *t, size_t *len);
+
+#endif /* STROBE_CORE_DECODE_H */
