@@ -107,12 +107,16 @@ static void test_bounded_memory(void) {
     REQUIRE(strobe_rd_open(&r, path, NULL) == 0);
     strobe_rd_item it;
     long x = 0, inst = 0, ctr = 0, meta = 0, other = 0;
+    uint64_t index_max = 0, index_sum = 0, count = 0;
     int64_t first_ts = -1, last_end = 0;
     int rc;
     while ((rc = strobe_rd_next(r, &it)) > 0) {
         if (it.kind != STROBE_RD_EVENT) continue;
         const strobe_rd_event *e = it.event;
         CHECK_EQ(e->bad, 0);
+        if (e->index > index_max) index_max = e->index;
+        index_sum += e->index;
+        count++;
         char ph = e->ph.s ? e->ph.s[0] : 0;
         if (ph == 'X') {
             x++;
@@ -141,6 +145,9 @@ static void test_bounded_memory(void) {
     CHECK_EQ(ctr, (outer + 63) / 64);
     CHECK_EQ(meta, 2); /* process_name, thread_name */
     CHECK_EQ(other, 0);
+    /* The indices are 0 .. count - 1, in some order. */
+    CHECK_EQ(index_max, count - 1);
+    CHECK_EQ(index_sum, count * (count - 1) / 2);
     CHECK_EQ(first_ts, 1100); /* the first slice to end is the first child */
     CHECK_EQ(last_end, 1000 + (outer - 1) * 1000 + 900);
     long grew = after - before, file_kib = (long)(st.st_size / 1024);
@@ -306,6 +313,38 @@ static void test_late_error(void) {
     free(t.data);
 }
 
+/* A parent and a child with the same start and end: the slices come at their ends (the child
+ * first), but their indices keep the order of the begins, which the CLI's model takes for the
+ * order of equal intervals (parent first), as in the JSON. */
+static void test_tie_order(void) {
+    strobe__pft *p = strobe__pft_new(9);
+    REQUIRE(p != NULL);
+    REQUIRE(strobe__pft_thread(p, THREAD_UUID, PID, TID, "t", STROBE__PFT_NO_SORT) == 0);
+    REQUIRE(strobe__pft_begin(p, THREAD_UUID, 100, "cpu_op", "Parent", NULL, 0, NULL, 0, NULL, 0) ==
+            0);
+    REQUIRE(strobe__pft_begin(p, THREAD_UUID, 100, "cpu_op", "Child", NULL, 0, NULL, 0, NULL, 0) ==
+            0);
+    REQUIRE(strobe__pft_end(p, THREAD_UUID, 200) == 0);
+    REQUIRE(strobe__pft_end(p, THREAD_UUID, 200) == 0);
+    size_t len;
+    const uint8_t *d = strobe__pft_data(p, &len);
+    strobe_rd *r = NULL;
+    REQUIRE(strobe_rd_open_mem(&r, d, len, "tie.pftrace", NULL) == 0);
+    strobe_rd_item it;
+    int64_t parent = -1, child = -1;
+    int rc;
+    while ((rc = strobe_rd_next(r, &it)) > 0) {
+        if (it.kind != STROBE_RD_EVENT || !it.event->name.s) continue;
+        if (strcmp(it.event->name.s, "Parent") == 0) parent = (int64_t)it.event->index;
+        if (strcmp(it.event->name.s, "Child") == 0) child = (int64_t)it.event->index;
+    }
+    CHECK_EQ(rc, 0);
+    CHECK(parent >= 0 && child >= 0);
+    CHECK_INT(parent, <, child);
+    strobe_rd_close(r);
+    strobe__pft_free(p);
+}
+
 /* Rewinding reads the same items again (the CLI's second pass does). */
 static void test_rewind(void) {
     small_trace t = write_small();
@@ -340,6 +379,7 @@ int main(void) {
     test_bounded_memory(); /* first: the peak RSS of the process is what it measures */
     test_cut();
     test_rewind();
+    test_tie_order();
     test_late_error();
     return check_result();
 }

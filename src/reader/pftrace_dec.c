@@ -258,6 +258,7 @@ enum { IN_NAME = 1, IN_CAT = 2, IN_ANN = 3, IN_STR = 4 };
 /* A slice whose begin was read and whose end was not yet: the parts of its JSON text known at
  * the begin, kept until the end gives its duration. */
 typedef struct open_slice {
+    uint64_t index; /* its element's index; its flows have the next ones */
     int64_t ts;
     int64_t pid, tid;
     int session;   /* strobe's session slice: written with empty args */
@@ -341,8 +342,13 @@ struct strobe_rd_pfs {
     int64_t last_ts;
     int content; /* a track event or descriptor was read */
 
-    /* Output: out[out_pos..out.len) not yet handed out. */
+    /* Output: out[out_pos..out.len) not yet handed out. Each element of traceEvents written has
+     * an index, in the order of the begins (see strobe_rd_pfs_next_index), queued in a ring until
+     * the reader takes it. */
     buf out;
+    uint64_t next_index;
+    uint64_t *ring;
+    size_t ring_head, ring_len, ring_cap;
     size_t out_pos;
     int phase;
     int first;          /* no event written yet */
@@ -359,6 +365,23 @@ static int nomem(strobe_rd_pfs *s) {
     s->d.err_off = -1;
     snprintf(s->d.msg, sizeof s->d.msg, "out of memory");
     return STROBE_ENOMEM;
+}
+
+/* Queues the index of the element just written. */
+static int push_index(strobe_rd_pfs *s, uint64_t index) {
+    if (s->ring_len == s->ring_cap) {
+        size_t cap = s->ring_cap ? 2 * s->ring_cap : 256;
+        uint64_t *r = malloc(cap * sizeof *r);
+        if (!r) return nomem(s);
+        for (size_t i = 0; i < s->ring_len; i++)
+            r[i] = s->ring[(s->ring_head + i) % s->ring_cap];
+        free(s->ring);
+        s->ring = r;
+        s->ring_cap = cap;
+        s->ring_head = 0;
+    }
+    s->ring[(s->ring_head + s->ring_len++) % s->ring_cap] = index;
+    return 0;
 }
 
 static char *dup_n(const void *p, size_t n) {
@@ -652,6 +675,7 @@ static void need_header(strobe_rd_pfs *s) {
 static void meta_event(strobe_rd_pfs *s, const char *name, int64_t pid, int64_t tid,
                        const char *arg, const char *str, int64_t num) {
     buf *b = s->phase == PH_HEADER ? &s->pending_m : &s->out;
+    if (push_index(s, s->next_index++)) return;
     if (s->phase == PH_HEADER)
         puts_(b, b->len ? ",\n  " : "  ");
     else
@@ -725,6 +749,8 @@ static size_t put_flows(strobe_rd_pfs *s, buf *b, const tevent *e, int64_t pid, 
 static void close_slice(strobe_rd_pfs *s, open_slice *o, int64_t end_ts, const tevent *end) {
     buf *b = &s->out;
     need_header(s);
+    for (size_t k = 0; k <= o->nflows; k++)
+        if (push_index(s, o->index + k)) break;
     sep(s, b);
     puts_(b, "{\"ph\": \"X\", ");
     puts_(b, o->head);
@@ -1116,11 +1142,14 @@ static int emit_event(strobe_rd_pfs *s, tevent *e) {
         put_args(&args, e);
         put(&flows, "", 0);
         size_t nflows = put_flows(s, &flows, e, pid, tid);
+        uint64_t index = s->next_index; /* the slice's index is that of its begin */
+        s->next_index += 1 + nflows;
         if (head.err || args.err || flows.err || !head.p || !args.p || !flows.p) {
             free(head.p), free(args.p), free(flows.p);
             return nomem(s);
         }
-        t->open[t->nopen++] = (open_slice){.ts = e->ts,
+        t->open[t->nopen++] = (open_slice){.index = index,
+                                           .ts = e->ts,
                                            .pid = pid,
                                            .tid = tid,
                                            .session = session,
@@ -1135,6 +1164,7 @@ static int emit_event(strobe_rd_pfs *s, tevent *e) {
         break;
     case PFW_TYPE_COUNTER: {
         need_header(s);
+        if (push_index(s, s->next_index++)) return s->d.err;
         sep(s, b);
         const char *name = t && t->name ? t->name : "counter";
         puts_(b, "{\"ph\": \"C\", \"cat\": \"counter\", \"name\": ");
@@ -1151,6 +1181,7 @@ static int emit_event(strobe_rd_pfs *s, tevent *e) {
     }
     default: /* instants, and TYPE_UNSPECIFIED (legacy events), shown as instants */
         need_header(s);
+        if (push_index(s, s->next_index++)) return s->d.err;
         sep(s, b);
         puts_(b, "{\"ph\": \"i\", \"s\": \"t\", ");
         put_head(b, e);
@@ -1159,7 +1190,8 @@ static int emit_event(strobe_rd_pfs *s, tevent *e) {
         puts_(b, ", \"args\": {");
         put_args(b, e);
         puts_(b, "}}");
-        put_flows(s, b, e, pid, tid);
+        for (size_t k = put_flows(s, b, e, pid, tid); k > 0; k--)
+            if (push_index(s, s->next_index++)) return s->d.err;
         break;
     }
     return b->err || s->late_meta.err ? nomem(s) : 0;
@@ -1673,6 +1705,7 @@ static void free_state(strobe_rd_pfs *s) {
     free(s->pending_m.p);
     free(s->late_meta.p);
     free(s->trace_name);
+    free(s->ring);
     if (!s->mem) free(s->in);
 }
 
@@ -1770,6 +1803,14 @@ const char *strobe_rd_pfs_errmsg(const strobe_rd_pfs *s) {
 
 int64_t strobe_rd_pfs_error_offset(const strobe_rd_pfs *s) {
     return s->d.err ? s->d.err_off : -1;
+}
+
+uint64_t strobe_rd_pfs_next_index(strobe_rd_pfs *s, uint64_t fallback) {
+    if (s->ring_len == 0) return fallback;
+    uint64_t v = s->ring[s->ring_head];
+    s->ring_head = (s->ring_head + 1) % s->ring_cap;
+    s->ring_len--;
+    return v;
 }
 
 int64_t strobe_rd_pfs_cut(const strobe_rd_pfs *s) {

@@ -70,6 +70,13 @@ int strobe_rd_pfs_rewind(strobe_rd_pfs *s);
 const char *strobe_rd_pfs_errmsg(const strobe_rd_pfs *s);
 int64_t strobe_rd_pfs_error_offset(const strobe_rd_pfs *s);
 
+/* The index of the next element of traceEvents in the text read so far (call once per element,
+ * in order), or fallback when none is queued. Elements are numbered in the order of the begins:
+ * a slice's complete event has the index of its begin (its flows the next ones), so that sorting
+ * by index gives the order the writer wrote the slices in, parents before their children, as a
+ * JSON file has it. The indices of all elements are 0, 1, 2 ... in some order. */
+uint64_t strobe_rd_pfs_next_index(strobe_rd_pfs *s, uint64_t fallback);
+
 /* Where the incomplete field that ends a cut input starts (known once the text was read to its
  * end), or -1 when the input was whole. */
 int64_t strobe_rd_pfs_cut(const strobe_rd_pfs *s);

@@ -756,6 +756,7 @@ static int read_event(strobe_rd *r, strobe_rd_item *item, int64_t start) {
     strobe_rd_event *ev = &r->ev;
     memset(ev, 0, sizeof *ev);
     ev->index = r->info.events;
+    if (r->pfs) ev->index = strobe_rd_pfs_next_index(r->pfs, ev->index); /* see pftrace_dec.h */
     ev->offset = start;
     r->arena_len = 0;
     size_t soff[F_NSTR], slen[F_NSTR] = {0}; /* arena offsets (SIZE_MAX: absent) and lengths */
@@ -915,6 +916,7 @@ static int read_non_object(strobe_rd *r, strobe_rd_item *item, int tok) {
     strobe_rd_event *ev = &r->ev;
     memset(ev, 0, sizeof *ev);
     ev->index = r->info.events;
+    if (r->pfs) ev->index = strobe_rd_pfs_next_index(r->pfs, ev->index);
     ev->offset = jp->tok_off;
     if (tok == STROBE_JP_ARR_BEGIN) {
         int end = strobe_jp_skip_container(jp);

@@ -101,7 +101,8 @@ enum {
 /* One element of traceEvents. Everything it points to is owned by the reader and valid until the
  * next strobe_rd_next() or strobe_rd_close(). */
 typedef struct strobe_rd_event {
-    uint64_t index; /* position in the event array, from 0 */
+    uint64_t index; /* position in the event array, from 0; of a Perfetto trace, in the order of
+                       the begins (strobe_rd_pfs_next_index) */
     int64_t offset; /* stream offset of the element's first byte */
     strobe_rd_str ph, name, cat;
     strobe_rd_str bp, s; /* flow binding point, instant scope */
