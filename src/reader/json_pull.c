@@ -85,14 +85,15 @@ static int fill(strobe_jp *jp) {
     jp->base_off += (int64_t)jp->len;
     jp->len = jp->pos = 0;
     if (jp->src) {
-        long n = jp->src(jp->src_ctx, jp->block, STROBE_JP_BLOCK);
+        const void *text = NULL;
+        long n = jp->src(jp->src_ctx, &text);
         if (n < 0) {
             /* The source keeps its own message; the caller asks it. */
             strobe_jp_fail(jp, (int)n, jp->base_off, "the input's source failed");
             return -1;
         }
         if (n == 0) return 0;
-        jp->buf = jp->block;
+        jp->buf = text; /* read in place: valid until the next call */
         jp->len = (size_t)n;
         return 1;
     }
@@ -159,11 +160,8 @@ int strobe_jp_init_gz(strobe_jp *jp, gzFile gz) {
     return 0;
 }
 
-int strobe_jp_init_src(strobe_jp *jp, long (*src)(void *ctx, void *buf, size_t cap), void *ctx) {
+int strobe_jp_init_src(strobe_jp *jp, long (*src)(void *ctx, const void **text), void *ctx) {
     strobe_jp_init_mem(jp, NULL, 0);
-    jp->block = malloc(STROBE_JP_BLOCK);
-    if (!jp->block) return STROBE_ENOMEM;
-    jp->buf = jp->block;
     jp->src = src;
     jp->src_ctx = ctx;
     return 0;

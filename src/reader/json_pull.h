@@ -50,8 +50,8 @@ typedef struct strobe_jp {
     const unsigned char *buf;
     size_t len, pos;
     int64_t base_off;
-    gzFile gz;                                     /* NULL for memory input */
-    long (*src)(void *ctx, void *buf, size_t cap); /* a source function, or NULL */
+    gzFile gz;                                 /* NULL for memory input */
+    long (*src)(void *ctx, const void **text); /* a source function, or NULL */
     void *src_ctx;
     unsigned char *block;     /* owned input block for gzFile input */
     const unsigned char *mem; /* memory input, and the window size when it is fed in pieces */
@@ -101,11 +101,11 @@ void strobe_jp_set_chunk(strobe_jp *jp, size_t chunk);
  * @return 0, or STROBE_ENOMEM. */
 int strobe_jp_init_gz(strobe_jp *jp, gzFile gz);
 
-/* Prepares a tokenizer over a source function, which copies up to cap bytes of input into buf
- * and returns their number, 0 at the end of the input, or a negative STROBE_E* error (the
- * tokenizer then fails with that code, and the caller asks the source why).
- * @return 0, or STROBE_ENOMEM. */
-int strobe_jp_init_src(strobe_jp *jp, long (*src)(void *ctx, void *buf, size_t cap), void *ctx);
+/* Prepares a tokenizer over a source function, which points *text to the next piece of input
+ * (read in place, so it must stay valid until the next call) and returns its length, 0 at the
+ * end of the input, or a negative STROBE_E* error (the tokenizer then fails with that code, and
+ * the caller asks the source why). @return 0. */
+int strobe_jp_init_src(strobe_jp *jp, long (*src)(void *ctx, const void **text), void *ctx);
 
 /* Frees what the tokenizer allocated (not the gzFile). Safe on a zeroed or freed tokenizer. */
 void strobe_jp_free(strobe_jp *jp);

@@ -13,6 +13,7 @@
 #include "pftrace_dec.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,7 +71,7 @@ static int fail_at(dec *d, int64_t off, const char *fmt, ...) {
 
 #define fail(d, at, ...) fail_at((d), (d)->base + (int64_t)((at) - (d)->start), __VA_ARGS__)
 
-static int get_varint(dec *d, cur *c, uint64_t *out) {
+static int get_varint_slow(dec *d, cur *c, uint64_t *out) {
     uint64_t v = 0;
     *out = 0;
     const uint8_t *at = c->p;
@@ -84,6 +85,15 @@ static int get_varint(dec *d, cur *c, uint64_t *out) {
         }
     }
     return fail(d, at, "varint longer than 10 bytes");
+}
+
+/* A varint; most are one byte. */
+static inline int get_varint(dec *d, cur *c, uint64_t *out) {
+    if (c->p < c->end && !(*c->p & 0x80)) {
+        *out = *c->p++;
+        return 0;
+    }
+    return get_varint_slow(d, c, out);
 }
 
 /* Reads the next field of the message in c. @return 1: a field, 0: end of message, <0: error. */
@@ -192,6 +202,26 @@ static void printf_(buf *b, const char *fmt, ...) {
     if (n > 0) put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
+/* Decimal integers, written without printf: there are several per event. */
+static void put_u64(buf *b, uint64_t v) {
+    char tmp[24];
+    size_t i = sizeof tmp;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(b, tmp + i, sizeof tmp - i);
+}
+
+static void put_i64(buf *b, int64_t v) {
+    if (v < 0) {
+        put(b, "-", 1);
+        put_u64(b, 0 - (uint64_t)v);
+    } else {
+        put_u64(b, (uint64_t)v);
+    }
+}
+
 /* A hash map from a (uint64, uint64) key to a uint64 value, open addressing. */
 typedef struct map {
     uint64_t *k1, *k2, *val;
@@ -261,10 +291,11 @@ typedef struct open_slice {
     uint64_t index; /* its element's index; its flows have the next ones */
     int64_t ts;
     int64_t pid, tid;
-    int session;   /* strobe's session slice: written with empty args */
-    char *head;    /* "\"cat\": C, \"name\": N" */
-    char *args;    /* the begin's annotations as JSON members, "" when none */
-    char *flows;   /* the JSON text of its flow events, each led by ",\n  " */
+    int session; /* strobe's session slice: written with empty args */
+    /* Its text, at `text` in its track's text stack: "\"cat\": C, \"name\": N" (head_len bytes),
+     * the begin's annotations as JSON members (args_len), the JSON text of its flow events, each
+     * led by ",\n  " (the rest). */
+    size_t text, head_len, args_len;
     size_t nflows; /* flow events in it */
 } open_slice;
 
@@ -279,6 +310,7 @@ typedef struct track {
     size_t decl_ix; /* its place among declared tracks, for made-up ids */
     open_slice *open;
     size_t nopen, capopen;
+    buf text; /* the texts of the open slices, innermost last: slices close in reverse order */
 } track;
 
 /* A packet sequence. Its interned strings are dropped when its incremental state is cleared, so
@@ -558,7 +590,20 @@ static void put_ts(buf *b, int64_t ns) {
         mag = 0 - (uint64_t)ns;
         put(b, "-", 1);
     }
-    printf_(b, "%" PRIu64 ".%03u", mag / 1000, (unsigned)(mag % 1000));
+    put_u64(b, mag / 1000);
+    unsigned frac = (unsigned)(mag % 1000);
+    char f[4] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+                 (char)('0' + frac % 10)};
+    put(b, f, 4);
+}
+
+/* ", \"pid\": P, \"tid\": T, \"ts\": " */
+static void put_pid_tid(buf *b, int64_t pid, int64_t tid) {
+    puts_(b, ", \"pid\": ");
+    put_i64(b, pid);
+    puts_(b, ", \"tid\": ");
+    put_i64(b, tid);
+    puts_(b, ", \"ts\": ");
 }
 
 /* to - from, 0 when negative, held at INT64_MAX: times are unchecked 64-bit values. */
@@ -731,10 +776,9 @@ static size_t put_flows(strobe_rd_pfs *s, buf *b, const tevent *e, int64_t pid, 
         int term = e->flow_term[f];
         if (!term && started++) continue; /* the slice's first "s" stands for all */
         if (term) map_get(&s->rep, id, 0, &id);
-        printf_(b,
-                ",\n  {\"ph\": \"%s\", \"id\": %" PRIu64 ", \"pid\": %" PRId64 ", \"tid\": %" PRId64
-                ", \"ts\": ",
-                term ? "f" : "s", id, pid, tid);
+        puts_(b, term ? ",\n  {\"ph\": \"f\", \"id\": " : ",\n  {\"ph\": \"s\", \"id\": ");
+        put_u64(b, id);
+        put_pid_tid(b, pid, tid);
         put_ts(b, e->ts);
         puts_(b, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
         if (term) puts_(b, ", \"bp\": \"e\"");
@@ -744,33 +788,34 @@ static size_t put_flows(strobe_rd_pfs *s, buf *b, const tevent *e, int64_t pid, 
     return n;
 }
 
-/* Writes the complete event of an open slice that ended at end_ts, with the end's annotations
- * (end: may be NULL) after the begin's, and frees it. */
-static void close_slice(strobe_rd_pfs *s, open_slice *o, int64_t end_ts, const tevent *end) {
+/* Writes the complete event of the innermost open slice of t, which ended at end_ts, with the
+ * end's annotations (end: may be NULL) after the begin's, and drops it. */
+static void close_slice(strobe_rd_pfs *s, track *t, int64_t end_ts, const tevent *end) {
+    open_slice *o = &t->open[--t->nopen];
     buf *b = &s->out;
     need_header(s);
     for (size_t k = 0; k <= o->nflows; k++)
         if (push_index(s, o->index + k)) break;
+    const char *head = t->text.p + o->text, *args = head + o->head_len, *flows = args + o->args_len;
+    size_t flows_len = t->text.len - o->text - o->head_len - o->args_len;
     sep(s, b);
     puts_(b, "{\"ph\": \"X\", ");
-    puts_(b, o->head);
-    printf_(b, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64 ", \"ts\": ", o->pid, o->tid);
+    put(b, head, o->head_len);
+    put_pid_tid(b, o->pid, o->tid);
     put_ts(b, o->ts);
     puts_(b, ", \"dur\": ");
     put_ts(b, span(o->ts, end_ts));
     puts_(b, ", \"args\": {");
     if (!o->session) {
-        puts_(b, o->args);
+        put(b, args, o->args_len);
         if (end && end->nann) {
-            if (o->args[0]) puts_(b, ", ");
+            if (o->args_len) puts_(b, ", ");
             put_args(b, end);
         }
     }
     puts_(b, "}}");
-    puts_(b, o->flows);
-    free(o->head);
-    free(o->args);
-    free(o->flows);
+    put(b, flows, flows_len);
+    t->text.len = o->text;
 }
 
 /* ---- 4. Packets ------------------------------------------------------------------------------ */
@@ -986,9 +1031,9 @@ static int parse_annotation(strobe_rd_pfs *s, seq *q, tevent *e, const field *af
             if (f.num == PFW_ANN_BOOL)
                 puts_(b, f.v ? "true" : "false");
             else if (f.num == PFW_ANN_UINT)
-                printf_(b, "%" PRIu64, f.v);
+                put_u64(b, f.v);
             else if (f.num == PFW_ANN_INT)
-                printf_(b, "%" PRId64, (int64_t)f.v);
+                put_i64(b, (int64_t)f.v);
             else
                 printf_(b, "\"0x%" PRIx64 "\"", f.v);
             have = 1;
@@ -1136,31 +1181,29 @@ static int emit_event(strobe_rd_pfs *s, tevent *e) {
             t->open = p;
             t->capopen = cap;
         }
-        buf head = {0}, args = {0}, flows = {0};
-        put_head(&head, e);
-        put(&args, "", 0);
-        put_args(&args, e);
-        put(&flows, "", 0);
-        size_t nflows = put_flows(s, &flows, e, pid, tid);
+        buf *tx = &t->text;
+        size_t text = tx->len;
+        put_head(tx, e);
+        size_t head_len = tx->len - text;
+        put_args(tx, e);
+        size_t args_len = tx->len - text - head_len;
+        size_t nflows = put_flows(s, tx, e, pid, tid);
         uint64_t index = s->next_index; /* the slice's index is that of its begin */
         s->next_index += 1 + nflows;
-        if (head.err || args.err || flows.err || !head.p || !args.p || !flows.p) {
-            free(head.p), free(args.p), free(flows.p);
-            return nomem(s);
-        }
+        if (tx->err) return nomem(s);
         t->open[t->nopen++] = (open_slice){.index = index,
                                            .ts = e->ts,
                                            .pid = pid,
                                            .tid = tid,
                                            .session = session,
-                                           .head = head.p,
-                                           .args = args.p,
-                                           .flows = flows.p,
+                                           .text = text,
+                                           .head_len = head_len,
+                                           .args_len = args_len,
                                            .nflows = nflows};
         break;
     }
     case PFW_TYPE_END:
-        if (t && t->nopen > 0) close_slice(s, &t->open[--t->nopen], e->ts, e);
+        if (t && t->nopen > 0) close_slice(s, t, e->ts, e);
         break;
     case PFW_TYPE_COUNTER: {
         need_header(s);
@@ -1169,7 +1212,7 @@ static int emit_event(strobe_rd_pfs *s, tevent *e) {
         const char *name = t && t->name ? t->name : "counter";
         puts_(b, "{\"ph\": \"C\", \"cat\": \"counter\", \"name\": ");
         put_cstr(b, name);
-        printf_(b, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64 ", \"ts\": ", pid, tid);
+        put_pid_tid(b, pid, tid);
         put_ts(b, e->ts);
         puts_(b, ", \"args\": {");
         put_cstr(b, name);
@@ -1185,7 +1228,7 @@ static int emit_event(strobe_rd_pfs *s, tevent *e) {
         sep(s, b);
         puts_(b, "{\"ph\": \"i\", \"s\": \"t\", ");
         put_head(b, e);
-        printf_(b, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64 ", \"ts\": ", pid, tid);
+        put_pid_tid(b, pid, tid);
         put_ts(b, e->ts);
         puts_(b, ", \"args\": {");
         put_args(b, e);
@@ -1305,11 +1348,16 @@ static int parse_defaults(strobe_rd_pfs *s, seq *q, const field *df) {
     return rc;
 }
 
+/* The fields of a packet that the later steps read, kept from the first walk over it. */
+#define PACKET_KEEP 16
+
 static int parse_packet(strobe_rd_pfs *s, const field *pf) {
-    /* First pass: the fields the others depend on (sequence, flags, defaults, clock, interned
-     * data), wherever they are in the packet. */
+    /* First: the fields the others depend on (sequence, flags, defaults, clock, interned data),
+     * wherever they are in the packet; the message fields are kept for the steps after. */
     cur c = sub(pf);
-    field f;
+    field f, keep[PACKET_KEEP];
+    size_t nkeep = 0;
+    int overflow = 0;
     int rc;
     uint32_t seq_id = 0;
     uint64_t flags = 0, ts = 0, clock = 0;
@@ -1345,6 +1393,10 @@ static int parse_packet(strobe_rd_pfs *s, const field *pf) {
         case PFW_PACKET_DEFAULTS:
         case PFW_PACKET_TRACK_DESCRIPTOR:
             wt = PFW_LEN;
+            if (nkeep < PACKET_KEEP)
+                keep[nkeep++] = f;
+            else
+                overflow = 1;
             break;
         default:
             break;
@@ -1358,29 +1410,42 @@ static int parse_packet(strobe_rd_pfs *s, const field *pf) {
         seq_clear_interned(q);
         q->inc_value = 0;
     }
-    c = sub(pf);
-    while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        if (f.num == PFW_PACKET_DEFAULTS && parse_defaults(s, q, &f)) return s->d.err;
-        if (f.num == PFW_PACKET_CLOCK_SNAPSHOT && parse_clock_snapshot(s, q, &f)) return s->d.err;
-        if (f.num == PFW_PACKET_INTERNED_DATA && parse_interned(s, q, &f)) return s->d.err;
-        if (f.num == PFW_PACKET_TRACK_DESCRIPTOR && parse_descriptor(s, &f)) return s->d.err;
-    }
-    if (rc < 0) return rc;
-
+    /* Then the state the packet sets, then its track events; with more fields than were kept
+     * (no writer makes such packets), the packet is walked again for each. */
     int64_t when = 0;
-    if (has_ts) {
-        uint64_t id = has_clock ? clock : q->def_clock;
-        if (q->inc_clock && id == q->inc_clock) {
-            q->inc_value += ts;
-            when = (int64_t)(q->inc_value + (uint64_t)q->inc_offset);
-        } else {
-            when = (int64_t)ts;
+    for (int pass = 0; pass < 2; pass++) {
+        c = sub(pf);
+        for (size_t k = 0;; k++) {
+            if (overflow) {
+                if ((rc = next_field(&s->d, &c, &f)) <= 0) break;
+            } else {
+                if (k == nkeep) break;
+                f = keep[k];
+            }
+            if (pass == 0) {
+                if (f.num == PFW_PACKET_DEFAULTS && parse_defaults(s, q, &f)) return s->d.err;
+                if (f.num == PFW_PACKET_CLOCK_SNAPSHOT && parse_clock_snapshot(s, q, &f))
+                    return s->d.err;
+                if (f.num == PFW_PACKET_INTERNED_DATA && parse_interned(s, q, &f)) return s->d.err;
+                if (f.num == PFW_PACKET_TRACK_DESCRIPTOR && parse_descriptor(s, &f))
+                    return s->d.err;
+                continue;
+            }
+            if (f.num == PFW_PACKET_TRACK_EVENT && parse_track_event(s, q, &f, when))
+                return s->d.err;
+        }
+        if (rc < 0) return rc;
+        if (pass == 0 && has_ts) { /* the packet's time, once its clock state is known */
+            uint64_t id = has_clock ? clock : q->def_clock;
+            if (q->inc_clock && id == q->inc_clock) {
+                q->inc_value += ts;
+                when = (int64_t)(q->inc_value + (uint64_t)q->inc_offset);
+            } else {
+                when = (int64_t)ts;
+            }
         }
     }
-    c = sub(pf);
-    while ((rc = next_field(&s->d, &c, &f)) > 0)
-        if (f.num == PFW_PACKET_TRACK_EVENT && parse_track_event(s, q, &f, when)) return s->d.err;
-    return rc;
+    return 0;
 }
 
 /* ---- 5. Input -------------------------------------------------------------------------------- */
@@ -1656,7 +1721,7 @@ static int step(strobe_rd_pfs *s) {
             s->close_track++;
         if (s->close_track < s->ntracks) {
             track *t = &s->tracks[s->close_track];
-            close_slice(s, &t->open[--t->nopen], s->last_ts, NULL);
+            close_slice(s, t, s->last_ts, NULL);
         } else {
             s->phase = PH_TRAILER;
         }
@@ -1685,11 +1750,7 @@ static void free_state(strobe_rd_pfs *s) {
     map_free(&s->seq_ix);
     for (size_t i = 0; i < s->ntracks; i++) {
         track *t = &s->tracks[i];
-        for (size_t k = 0; k < t->nopen; k++) {
-            free(t->open[k].head);
-            free(t->open[k].args);
-            free(t->open[k].flows);
-        }
+        free(t->text.p);
         free(t->open);
         free(t->name);
     }
@@ -1782,12 +1843,12 @@ static int pending(strobe_rd_pfs *s) {
     return 1;
 }
 
-long strobe_rd_pfs_read(strobe_rd_pfs *s, void *dst, size_t cap) {
+long strobe_rd_pfs_read(strobe_rd_pfs *s, const void **text) {
     int r = pending(s);
     if (r <= 0) return r;
     size_t n = s->out.len - s->out_pos;
-    if (n > cap) n = cap;
-    memcpy(dst, s->out.p + s->out_pos, n);
+    if (n > LONG_MAX) n = LONG_MAX;
+    *text = s->out.p + s->out_pos;
     s->out_pos += n;
     return (long)n;
 }

@@ -53,10 +53,11 @@ strobe_rd_pfs *strobe_rd_pfs_open_mem(const void *data, size_t len, size_t max_p
 /* Frees the decoder (not its gzFile). Accepts NULL. */
 void strobe_rd_pfs_close(strobe_rd_pfs *s);
 
-/* Copies up to cap bytes of the JSON text into dst, decoding packets as needed.
- * @return the number of bytes (> 0), 0 at the end of the text, or a negative error
- * (STROBE_EFORMAT, STROBE_EIO, STROBE_ENOMEM; see strobe_rd_pfs_errmsg()); an error is sticky. */
-long strobe_rd_pfs_read(strobe_rd_pfs *s, void *dst, size_t cap);
+/* The next piece of the JSON text, decoding packets as needed: *text points to it, valid until
+ * the next call on the decoder. @return its length (> 0), 0 at the end of the text, or a
+ * negative error (STROBE_EFORMAT, STROBE_EIO, STROBE_ENOMEM; see strobe_rd_pfs_errmsg()); an
+ * error is sticky. */
+long strobe_rd_pfs_read(strobe_rd_pfs *s, const void **text);
 
 /* Decodes until the first text is ready, so that an input that is no trace at all fails here.
  * @return 0 or a negative error, as strobe_rd_pfs_read(). */

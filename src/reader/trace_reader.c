@@ -263,9 +263,9 @@ static void apply_limits(strobe_jp *jp, const strobe_rd_options *opt) {
 
 /* The tokenizer's source for a Perfetto trace: the decoder's JSON text. The cut of a cut trace
  * is known once the text ended. */
-static long pf_source(void *ctx, void *buf, size_t cap) {
+static long pf_source(void *ctx, const void **text) {
     strobe_rd *r = ctx;
-    long n = strobe_rd_pfs_read(r->pfs, buf, cap);
+    long n = strobe_rd_pfs_read(r->pfs, text);
     if (n == 0 && strobe_rd_pfs_cut(r->pfs) >= 0) {
         r->info.pf_cut = 1;
         r->info.pf_cut_offset = strobe_rd_pfs_cut(r->pfs);
