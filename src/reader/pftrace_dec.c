@@ -148,7 +148,10 @@ static int want(dec *d, const field *f, int wt) {
     return fail(d, f->at, "field %u: wire type %d, expected %d", f->num, f->wt, wt);
 }
 
+/* The payload of a length-delimited field as a message; empty for any other field (whose data is
+ * NULL, and NULL + 0 is undefined). */
 static cur sub(const field *f) {
+    if (!f->data) return (cur){NULL, NULL};
     return (cur){f->data, f->data + f->len};
 }
 
