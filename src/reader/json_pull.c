@@ -76,7 +76,7 @@ static int cap_append(strobe_jp *jp, const unsigned char *p, size_t n) {
 /* Refills the empty window. @return 1 when bytes are available, 0 at end of input, -1 on error. */
 static int fill(strobe_jp *jp) {
     if (jp->err) return -1;
-    if (!jp->gz && !jp->mem_chunk) return 0;
+    if (!jp->gz && !jp->src && !jp->mem_chunk) return 0;
     if (jp->pos < jp->len) return 1;
     if (jp->capturing) {
         if (cap_append(jp, jp->buf + jp->cap_from, jp->len - jp->cap_from)) return -1;
@@ -84,6 +84,19 @@ static int fill(strobe_jp *jp) {
     }
     jp->base_off += (int64_t)jp->len;
     jp->len = jp->pos = 0;
+    if (jp->src) {
+        const void *text = NULL;
+        long n = jp->src(jp->src_ctx, &text);
+        if (n < 0) {
+            /* The source keeps its own message; the caller asks it. */
+            strobe_jp_fail(jp, (int)n, jp->base_off, "the input's source failed");
+            return -1;
+        }
+        if (n == 0) return 0;
+        jp->buf = text; /* read in place: valid until the next call */
+        jp->len = (size_t)n;
+        return 1;
+    }
     if (!jp->gz) {
         size_t left = jp->mem_len - (size_t)jp->base_off;
         if (left == 0) return 0;
@@ -144,6 +157,13 @@ int strobe_jp_init_gz(strobe_jp *jp, gzFile gz) {
     if (!jp->block) return STROBE_ENOMEM;
     jp->buf = jp->block;
     jp->gz = gz;
+    return 0;
+}
+
+int strobe_jp_init_src(strobe_jp *jp, long (*src)(void *ctx, const void **text), void *ctx) {
+    strobe_jp_init_mem(jp, NULL, 0);
+    jp->src = src;
+    jp->src_ctx = ctx;
     return 0;
 }
 

@@ -1,12 +1,12 @@
 /* json_pull.h: a streaming pull tokenizer for JSON (RFC 8259), the lowest layer of the reader.
  *
- * The tokenizer reads from memory or from a zlib gzFile (which reads gzip and plain files alike)
- * in 64 KiB blocks, and hands out one token per call: container brackets, object keys, strings
- * (escapes decoded to UTF-8), numbers (kept as their text, so that callers can parse them
- * exactly) and literals. It checks the grammar itself, so a caller only ever sees well-formed
- * token sequences, and it enforces limits (nesting depth, string length, number length, size of a
- * captured value) so that no input can make it use unbounded memory. Errors carry the byte
- * offset in the decoded stream and a short reason.
+ * The tokenizer reads from memory, from a zlib gzFile (which reads gzip and plain files alike) or
+ * from a source function (the Perfetto decoder's JSON text) in 64 KiB blocks, and hands out one
+ * token per call: container brackets, object keys, strings (escapes decoded to UTF-8), numbers
+ * (kept as their text, so that callers can parse them exactly) and literals. It checks the grammar
+ * itself, so a caller only ever sees well-formed token sequences, and it enforces limits (nesting
+ * depth, string length, number length, size of a captured value) so that no input can make it use
+ * unbounded memory. Errors carry the byte offset in the decoded stream and a short reason.
  *
  * End of input is reported as a token (STROBE_JP_EOF), not as an error, so that the trace reader
  * can accept an event array that a crashed program never closed; strobe_jp_depth() and
@@ -50,7 +50,9 @@ typedef struct strobe_jp {
     const unsigned char *buf;
     size_t len, pos;
     int64_t base_off;
-    gzFile gz;                /* NULL for memory input */
+    gzFile gz;                                 /* NULL for memory input */
+    long (*src)(void *ctx, const void **text); /* a source function, or NULL */
+    void *src_ctx;
     unsigned char *block;     /* owned input block for gzFile input */
     const unsigned char *mem; /* memory input, and the window size when it is fed in pieces */
     size_t mem_len, mem_chunk;
@@ -98,6 +100,12 @@ void strobe_jp_set_chunk(strobe_jp *jp, size_t chunk);
 /* Prepares a tokenizer over an open gzFile (not closed by the tokenizer).
  * @return 0, or STROBE_ENOMEM. */
 int strobe_jp_init_gz(strobe_jp *jp, gzFile gz);
+
+/* Prepares a tokenizer over a source function, which points *text to the next piece of input
+ * (read in place, so it must stay valid until the next call) and returns its length, 0 at the
+ * end of the input, or a negative STROBE_E* error (the tokenizer then fails with that code, and
+ * the caller asks the source why). @return 0. */
+int strobe_jp_init_src(strobe_jp *jp, long (*src)(void *ctx, const void **text), void *ctx);
 
 /* Frees what the tokenizer allocated (not the gzFile). Safe on a zeroed or freed tokenizer. */
 void strobe_jp_free(strobe_jp *jp);

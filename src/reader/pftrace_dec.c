@@ -2,28 +2,30 @@
  *
  * Contents:
  *   1. Protobuf primitives over a bounds-checked cursor (every read checks what is left).
- *   2. Decoder state: strings, interned tables, sequences, tracks, events, annotations.
- *   3. Packets: descriptors, interned data, clocks, track events.
- *   4. Output: pairing begins and ends per track, then Kineto JSON.
+ *   2. Buffers, maps and the decoder's state: sequences (interned strings, clocks, defaults),
+ *      tracks (descriptor, resolved Kineto ids, open slices).
+ *   3. Output: the JSON text of the header, of metadata and of events.
+ *   4. Packets: descriptors, interned data, clocks, track events.
+ *   5. Input: Trace fields one at a time through a bounded buffer; a cut at the end.
+ *   6. The stream API, strobe_rd_pf_to_json() and the sniff.
  *
- * Field numbers are those of Perfetto's public .proto files, as in src/util/pftrace_enc.c. */
+ * Field numbers are in pftrace_wire.h. */
 #include "pftrace_dec.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/pftrace_enc.h"
 #include "json_pull.h"
+#include "pftrace_wire.h"
 #include "strobe/error.h"
 
-/* ---- 1. Protobuf primitives -------------------------------------------------------------------
+/* ---- 1. Protobuf primitives ------------------------------------------------------------------
  */
-
-typedef struct dec dec;
 
 typedef struct cur {
     const uint8_t *p, *end;
@@ -38,35 +40,38 @@ typedef struct field {
     const uint8_t *at; /* where the field's tag starts, for messages */
 } field;
 
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_SGROUP = 3, WT_EGROUP = 4, WT_I32 = 5 };
-
-struct dec {
+/* Error state. Offsets are stream offsets: `start` is the buffer that holds the packet being
+ * decoded, and `base` the stream offset of start[0]. */
+typedef struct dec {
     const uint8_t *start;
+    int64_t base;
     int err;
-    char *msg;
-    size_t msgsz;
-};
+    int64_t err_off;
+    char msg[300];
+} dec;
 
-static int fail(dec *d, const uint8_t *at, const char *fmt, ...)
+static int fail_at(dec *d, int64_t off, const char *fmt, ...)
 #if defined(__GNUC__) || defined(__clang__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
 
-static int fail(dec *d, const uint8_t *at, const char *fmt, ...) {
+static int fail_at(dec *d, int64_t off, const char *fmt, ...) {
     if (d->err) return d->err;
     d->err = STROBE_EFORMAT;
+    d->err_off = off;
     char why[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    if (d->msg && d->msgsz)
-        snprintf(d->msg, d->msgsz, "byte %lld: %s", (long long)(at - d->start), why);
+    snprintf(d->msg, sizeof d->msg, "byte %lld: %s", (long long)off, why);
     return d->err;
 }
 
-static int get_varint(dec *d, cur *c, uint64_t *out) {
+#define fail(d, at, ...) fail_at((d), (d)->base + (int64_t)((at) - (d)->start), __VA_ARGS__)
+
+static int get_varint_slow(dec *d, cur *c, uint64_t *out) {
     uint64_t v = 0;
     *out = 0;
     const uint8_t *at = c->p;
@@ -80,6 +85,15 @@ static int get_varint(dec *d, cur *c, uint64_t *out) {
         }
     }
     return fail(d, at, "varint longer than 10 bytes");
+}
+
+/* A varint; most are one byte. */
+static inline int get_varint(dec *d, cur *c, uint64_t *out) {
+    if (c->p < c->end && !(*c->p & 0x80)) {
+        *out = *c->p++;
+        return 0;
+    }
+    return get_varint_slow(d, c, out);
 }
 
 /* Reads the next field of the message in c. @return 1: a field, 0: end of message, <0: error. */
@@ -99,11 +113,11 @@ static int next_field(dec *d, cur *c, field *f) {
     if ((tag >> 3) == 0 || (tag >> 3) > 536870911u)
         return fail(d, f->at, "invalid field number %" PRIu64, tag >> 3);
     switch (f->wt) {
-    case WT_VARINT:
+    case PFW_VARINT:
         return get_varint(d, c, &f->v) ? d->err : 1;
-    case WT_I64:
-    case WT_I32: {
-        size_t n = f->wt == WT_I64 ? 8 : 4;
+    case PFW_I64:
+    case PFW_I32: {
+        size_t n = f->wt == PFW_I64 ? 8 : 4;
         if ((size_t)(c->end - c->p) < n)
             return fail(d, f->at, "field %u: fixed%zu value cut short", f->num, 8 * n);
         f->v = 0;
@@ -112,7 +126,7 @@ static int next_field(dec *d, cur *c, field *f) {
         c->p += n;
         return 1;
     }
-    case WT_LEN: {
+    case PFW_LEN: {
         uint64_t n;
         if (get_varint(d, c, &n)) return d->err;
         if (n > (uint64_t)(c->end - c->p))
@@ -134,13 +148,16 @@ static int want(dec *d, const field *f, int wt) {
     return fail(d, f->at, "field %u: wire type %d, expected %d", f->num, f->wt, wt);
 }
 
+/* The payload of a length-delimited field as a message; empty for any other field (whose data is
+ * NULL, and NULL + 0 is undefined). */
 static cur sub(const field *f) {
+    if (!f->data) return (cur){NULL, NULL};
     return (cur){f->data, f->data + f->len};
 }
 
-/* ---- 2. Decoder state ------------------------------------------------------------------------ */
+/* ---- 2. Buffers, maps, state ----------------------------------------------------------------- */
 
-/* A growable byte buffer; `err` is sticky. */
+/* A growable byte buffer, NUL-terminated; `err` is sticky. */
 typedef struct buf {
     char *p;
     size_t len, cap;
@@ -150,7 +167,7 @@ typedef struct buf {
 static int grow(buf *b, size_t n) {
     if (b->err) return b->err;
     if (b->cap - b->len > n) return 0;
-    size_t cap = b->cap ? b->cap : 4096;
+    size_t cap = b->cap ? b->cap : 256;
     while (cap - b->len <= n) {
         if (cap > SIZE_MAX / 4) return b->err = STROBE_ENOMEM;
         cap *= 2;
@@ -188,27 +205,25 @@ static void printf_(buf *b, const char *fmt, ...) {
     if (n > 0) put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
-/* A growable array of fixed-size records. */
-typedef struct vec {
-    void *p;
-    size_t n, cap, size;
-} vec;
-
-static void *push(vec *v) {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? 2 * v->cap : 64;
-        if (cap > SIZE_MAX / v->size) return NULL;
-        void *p = realloc(v->p, cap * v->size);
-        if (!p) return NULL;
-        v->p = p;
-        v->cap = cap;
-    }
-    void *e = (char *)v->p + v->n++ * v->size;
-    memset(e, 0, v->size);
-    return e;
+/* Decimal integers, written without printf: there are several per event. */
+static void put_u64(buf *b, uint64_t v) {
+    char tmp[24];
+    size_t i = sizeof tmp;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(b, tmp + i, sizeof tmp - i);
 }
 
-#define AT(v, T, i) (((T *)(v).p)[i])
+static void put_i64(buf *b, int64_t v) {
+    if (v < 0) {
+        put(b, "-", 1);
+        put_u64(b, 0 - (uint64_t)v);
+    } else {
+        put_u64(b, (uint64_t)v);
+    }
+}
 
 /* A hash map from a (uint64, uint64) key to a uint64 value, open addressing. */
 typedef struct map {
@@ -267,25 +282,45 @@ static int map_get(const map *m, uint64_t a, uint64_t b, uint64_t *v) {
 
 static void map_free(map *m) {
     free(m->k1), free(m->k2), free(m->val), free(m->used);
+    memset(m, 0, sizeof *m);
 }
 
 enum { TK_PLAIN, TK_PROCESS, TK_THREAD, TK_COUNTER };
-enum { EV_BEGIN = 1, EV_END = 2, EV_INSTANT = 3, EV_COUNTER = 4 };
 enum { IN_NAME = 1, IN_CAT = 2, IN_ANN = 3, IN_STR = 4 };
-#define NO_STR UINT64_MAX
+
+/* A slice whose begin was read and whose end was not yet: the parts of its JSON text known at
+ * the begin, kept until the end gives its duration. */
+typedef struct open_slice {
+    uint64_t index; /* its element's index; its flows have the next ones */
+    int64_t ts;
+    int64_t pid, tid;
+    int session; /* strobe's session slice: written with empty args */
+    /* Its text, at `text` in its track's text stack: "\"cat\": C, \"name\": N" (head_len bytes),
+     * the begin's annotations as JSON members (args_len), the JSON text of its flow events, each
+     * led by ",\n  " (the rest). */
+    size_t text, head_len, args_len;
+    size_t nflows; /* flow events in it */
+} open_slice;
 
 typedef struct track {
     uint64_t uuid, parent;
+    int declared; /* a descriptor was read (else only events named it) */
     int kind, has_parent, has_sort;
     int64_t pid, tid, sort;
-    uint64_t name;      /* offset in strs, or NO_STR */
+    char *name;         /* malloc'ed, or NULL */
     int64_t opid, otid; /* resolved Kineto pid and tid */
     int resolved;
+    size_t decl_ix; /* its place among declared tracks, for made-up ids */
+    open_slice *open;
+    size_t nopen, capopen;
+    buf text; /* the texts of the open slices, innermost last: slices close in reverse order */
 } track;
 
+/* A packet sequence. Its interned strings are dropped when its incremental state is cleared, so
+ * that they are bounded by what one state holds. */
 typedef struct seq {
     uint32_t id;
-    uint32_t gen;       /* bumped when incremental state is cleared: part of interning keys */
+    map interned;       /* (kind, iid) -> malloc'ed string */
     uint64_t inc_clock; /* the sequence's incremental clock id, 0: none */
     uint64_t inc_value; /* its current value */
     int64_t inc_offset; /* BOOTTIME - incremental clock, from the snapshot */
@@ -294,51 +329,178 @@ typedef struct seq {
     int has_def_track;
 } seq;
 
-typedef struct event {
+/* The TrackEvent being decoded. */
+typedef struct tevent {
+    int type;
     uint64_t track;
     int64_t ts;
-    uint32_t order;
-    int type;
-    uint64_t name, cat; /* offsets in strs, or NO_STR */
-    size_t ann_first, ann_count;
-    size_t flow_first, flow_count;
+    const char *name, *cat; /* NULL: absent */
+    size_t name_len, cat_len;
     double value;
-    int64_t dur; /* begins, once paired */
-    int paired;
-    size_t end_ev; /* begins: 1 + the index of the end that closed it (its args follow the
-                      begin's), 0: none */
-    size_t tix;    /* index of its track in declaration order; past the end: no descriptor */
-} event;
+    buf anns; /* annotation keys and values (JSON text), NUL-separated; see ann_key() */
+    size_t *ann_off;
+    size_t nann, capann;
+    buf scratch; /* the name and categories given as strings, and a value being formatted */
+    uint64_t *flow_id;
+    uint8_t *flow_term;
+    size_t nflow, capflow;
+} tevent;
 
-typedef struct ann {
-    uint64_t key, val; /* offsets in strs: the name and the value as JSON text */
-} ann;
+enum { PH_HEADER, PH_EVENTS, PH_CLOSE, PH_TRAILER, PH_DONE };
 
-typedef struct flow {
-    uint64_t id;
-    int terminating;
-} flow;
+struct strobe_rd_pfs {
+    /* Input: a gzFile (borrowed) or memory. in[in_pos..in_len) is unread, in[0] is at stream
+     * offset in_base. */
+    gzFile gz;
+    const uint8_t *mem;
+    size_t mem_len;
+    uint8_t *in;
+    size_t in_pos, in_len, in_cap;
+    int64_t in_base;
+    int in_eof;
+    size_t max_packet;
+    int allow_cut;
+    int scanning; /* the first pass, which only gathers fanned-out flows (prescan_flows) */
+    int scanned;
+    int64_t cut;     /* where an incomplete last field starts, -1: none */
+    uint64_t fields; /* whole Trace fields read */
 
-typedef struct state {
     dec d;
-    buf strs;     /* NUL-terminated strings, by offset */
-    map interned; /* (seq << 32 | gen, kind << 60 | iid) -> offset */
+    seq *seqs;
+    size_t nseqs, capseqs;
+    map seq_ix; /* (sequence id, 0) -> index in seqs */
+    track *tracks;
+    size_t ntracks, captracks, ndeclared;
     map track_ix; /* (uuid, 0) -> index in tracks */
-    map seq_ix;   /* (trusted_packet_sequence_id, 0) -> index in seqs */
-    vec tracks, seqs, events, anns, flows;
-    uint32_t order;
-} state;
+    map rep;      /* fanned-out flow id -> the id its launch's "s" carries */
+    tevent ev;
+    int64_t last_ts;
+    int content; /* a track event or descriptor was read */
 
-static uint64_t add_str(state *s, const void *p, size_t n) {
-    uint64_t off = s->strs.len;
-    put(&s->strs, p, n);
-    put(&s->strs, "", 1);
-    return s->strs.err ? NO_STR : off;
+    /* Output: out[out_pos..out.len) not yet handed out. Each element of traceEvents written has
+     * an index, in the order of the begins (see strobe_rd_pfs_next_index), queued in a ring until
+     * the reader takes it. */
+    buf out;
+    uint64_t next_index;
+    uint64_t *ring;
+    size_t ring_head, ring_len, ring_cap;
+    size_t out_pos;
+    int phase;
+    int first;          /* no event written yet */
+    int session;        /* the session slice was seen */
+    buf pending_m;      /* metadata events read before the header was written */
+    buf late_meta;      /* top-level members of a session slice seen after the header */
+    char *trace_name;   /* the traceName member's JSON value, written last */
+    size_t close_track; /* PH_CLOSE: the next track whose open slices are closed */
+};
+
+static int nomem(strobe_rd_pfs *s) {
+    if (s->d.err) return s->d.err;
+    s->d.err = STROBE_ENOMEM;
+    s->d.err_off = -1;
+    snprintf(s->d.msg, sizeof s->d.msg, "out of memory");
+    return STROBE_ENOMEM;
 }
 
-static const char *str_at(const state *s, uint64_t off) {
-    return off == NO_STR || off >= s->strs.len ? "" : s->strs.p + off;
+/* Queues the index of the element just written. */
+static int push_index(strobe_rd_pfs *s, uint64_t index) {
+    if (s->ring_len == s->ring_cap) {
+        size_t cap = s->ring_cap ? 2 * s->ring_cap : 256;
+        uint64_t *r = malloc(cap * sizeof *r);
+        if (!r) return nomem(s);
+        for (size_t i = 0; i < s->ring_len; i++)
+            r[i] = s->ring[(s->ring_head + i) % s->ring_cap];
+        free(s->ring);
+        s->ring = r;
+        s->ring_cap = cap;
+        s->ring_head = 0;
+    }
+    s->ring[(s->ring_head + s->ring_len++) % s->ring_cap] = index;
+    return 0;
 }
+
+static char *dup_n(const void *p, size_t n) {
+    char *c = malloc(n + 1);
+    if (c) {
+        memcpy(c, p, n);
+        c[n] = '\0';
+    }
+    return c;
+}
+
+static seq *get_seq(strobe_rd_pfs *s, uint32_t id) {
+    uint64_t ix;
+    if (map_get(&s->seq_ix, id, 0, &ix)) return &s->seqs[ix];
+    if (s->nseqs == s->capseqs) {
+        size_t cap = s->capseqs ? 2 * s->capseqs : 16;
+        seq *p = realloc(s->seqs, cap * sizeof *p);
+        if (!p) return NULL;
+        s->seqs = p;
+        s->capseqs = cap;
+    }
+    if (map_put(&s->seq_ix, id, 0, s->nseqs)) return NULL;
+    seq *q = &s->seqs[s->nseqs++];
+    memset(q, 0, sizeof *q);
+    q->id = id;
+    return q;
+}
+
+static void seq_clear_interned(seq *q) {
+    for (size_t i = 0; i < q->interned.cap; i++)
+        if (q->interned.used[i]) free((char *)(uintptr_t)q->interned.val[i]);
+    map_free(&q->interned);
+}
+
+/* The track with this uuid; created (undeclared) when `create`. */
+static track *get_track(strobe_rd_pfs *s, uint64_t uuid, int create) {
+    uint64_t ix;
+    if (map_get(&s->track_ix, uuid, 0, &ix)) return &s->tracks[ix];
+    if (!create) return NULL;
+    if (s->ntracks == s->captracks) {
+        size_t cap = s->captracks ? 2 * s->captracks : 16;
+        track *p = realloc(s->tracks, cap * sizeof *p);
+        if (!p) return NULL;
+        s->tracks = p;
+        s->captracks = cap;
+    }
+    if (map_put(&s->track_ix, uuid, 0, s->ntracks)) return NULL;
+    track *t = &s->tracks[s->ntracks++];
+    memset(t, 0, sizeof *t);
+    t->uuid = uuid;
+    return t;
+}
+
+/* Kineto's (pid, tid) of a track: from its descriptor, its uuid (strobe's device tracks), its
+ * parent, or made up (large numbers that no OS id reaches). A track that only events named has
+ * 0 and 0. */
+static void resolve(strobe_rd_pfs *s, track *t, int depth) {
+    if (t->resolved) return;
+    t->resolved = 1;
+    uint64_t u = t->uuid;
+    if (!t->declared) {
+        t->opid = t->otid = 0;
+    } else if (t->kind == TK_THREAD) {
+        t->opid = t->pid, t->otid = t->tid;
+    } else if (t->kind == TK_PROCESS) {
+        t->opid = t->pid, t->otid = 0;
+    } else if (t->kind == TK_PLAIN && (u >> 56) == PFW_KINETO_MARK) {
+        t->opid = (int64_t)((u >> 32) & 0xFFFFFF), t->otid = (int64_t)(int32_t)(uint32_t)u;
+    } else if (t->kind == TK_PLAIN && (u >> 56) == PFW_KINETO_PROC_MARK) {
+        t->opid = (int64_t)(u & 0xFFFFFF), t->otid = 0;
+    } else {
+        track *p = t->has_parent && depth < 64 ? get_track(s, t->parent, 0) : NULL;
+        if (p && !p->declared) p = NULL;
+        if (p) resolve(s, p, depth + 1);
+        t->opid = p ? p->opid : 2000000000 + (int64_t)t->decl_ix;
+        t->otid = t->kind == TK_COUNTER && p ? p->otid : 1000000000 + (int64_t)t->decl_ix;
+    }
+}
+
+/* ---- 3. Output ------------------------------------------------------------------------------- */
+
+/* Times: strobe writes ns relative to the JSON's baseTimeNanoseconds (which it records on the
+ * session slice), so they are written out as they are: "ts" in the JSON is relative to the same
+ * base. A trace from elsewhere has no base, and its absolute times stay absolute. */
 
 /* Appends s[0..n) as a JSON string to b: control characters and quotes escaped, invalid UTF-8 as
  * U+FFFD. */
@@ -401,6 +563,10 @@ static void put_json_string(buf *b, const char *str, size_t n) {
     put(b, "\"", 1);
 }
 
+static void put_cstr(buf *b, const char *s) {
+    put_json_string(b, s ? s : "", s ? strlen(s) : 0);
+}
+
 /* 1 when text[0..n) is exactly one JSON value. */
 static int is_json_value(const char *text, size_t n) {
     strobe_jp jp;
@@ -419,92 +585,296 @@ static int is_json_value(const char *text, size_t n) {
     return ok;
 }
 
-/* The sequence `id`, added on first sight; a hash lookup, as every packet asks for one and a
- * trace may hold as many sequences as packets. */
-static seq *get_seq(state *s, uint32_t id) {
-    uint64_t ix;
-    if (map_get(&s->seq_ix, id, 0, &ix)) return &AT(s->seqs, seq, ix);
-    seq *q = push(&s->seqs);
-    if (!q) return NULL;
-    q->id = id;
-    if (map_put(&s->seq_ix, id, 0, s->seqs.n - 1)) {
-        s->seqs.n--;
-        return NULL;
+static void put_ts(buf *b, int64_t ns) {
+    uint64_t mag;
+    if (ns >= 0) {
+        mag = (uint64_t)ns;
+    } else {
+        mag = 0 - (uint64_t)ns;
+        put(b, "-", 1);
     }
-    return q;
+    put_u64(b, mag / 1000);
+    unsigned frac = (unsigned)(mag % 1000);
+    char f[4] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+                 (char)('0' + frac % 10)};
+    put(b, f, 4);
 }
 
-static track *get_track(state *s, uint64_t uuid, int create) {
-    uint64_t ix;
-    if (map_get(&s->track_ix, uuid, 0, &ix)) return &AT(s->tracks, track, ix);
-    if (!create) return NULL;
-    track *t = push(&s->tracks);
-    if (!t) return NULL;
-    t->uuid = uuid;
-    t->name = NO_STR;
-    if (map_put(&s->track_ix, uuid, 0, s->tracks.n - 1)) {
-        s->tracks.n--;
-        return NULL;
+/* ", \"pid\": P, \"tid\": T, \"ts\": " */
+static void put_pid_tid(buf *b, int64_t pid, int64_t tid) {
+    puts_(b, ", \"pid\": ");
+    put_i64(b, pid);
+    puts_(b, ", \"tid\": ");
+    put_i64(b, tid);
+    puts_(b, ", \"ts\": ");
+}
+
+/* to - from, 0 when negative, held at INT64_MAX: times are unchecked 64-bit values. */
+static int64_t span(int64_t from, int64_t to) {
+    int64_t d;
+    if (to <= from) return 0;
+    return __builtin_sub_overflow(to, from, &d) ? INT64_MAX : d;
+}
+
+/* Starts the next element of traceEvents in b. */
+static void sep(strobe_rd_pfs *s, buf *b) {
+    puts_(b, s->first ? "  " : ",\n  ");
+    s->first = 0;
+}
+
+/* The annotations of the event being decoded: key i at anns.p + ann_off[2i], its value (JSON
+ * text) at anns.p + ann_off[2i + 1]. */
+static const char *ann_key(const tevent *e, size_t i) {
+    return e->anns.p + e->ann_off[2 * i];
+}
+
+static const char *ann_val(const tevent *e, size_t i) {
+    return e->anns.p + e->ann_off[2 * i + 1];
+}
+
+/* Appends the annotations of e as JSON members ("k": v, ...) to b. */
+static void put_args(buf *b, const tevent *e) {
+    for (size_t i = 0; i < e->nann; i++) {
+        if (i) puts_(b, ", ");
+        put_cstr(b, ann_key(e, i));
+        puts_(b, ": ");
+        puts_(b, ann_val(e, i));
     }
-    return t;
 }
 
-/* ---- 3. Packets ------------------------------------------------------------------------------ */
-
-static int nomem(state *s) {
-    s->d.err = STROBE_ENOMEM;
-    if (s->d.msg && s->d.msgsz) snprintf(s->d.msg, s->d.msgsz, "out of memory");
-    return STROBE_ENOMEM;
+static int reserved_key(const char *k) {
+    return strcmp(k, "baseTimeNanoseconds") == 0 || strcmp(k, "deviceProperties") == 0 ||
+           strcmp(k, "traceName") == 0 || strcmp(k, "schemaVersion") == 0 ||
+           strcmp(k, "displayTimeUnit") == 0 || strcmp(k, "traceEvents") == 0;
 }
 
-static int parse_descriptor(state *s, const field *df) {
+/* The top level up to the event array, from the annotations of the session slice `e` (NULL: none
+ * was seen); then the metadata events kept until now. */
+static void write_header(strobe_rd_pfs *s, const tevent *e) {
+    buf *b = &s->out;
+    const char *devprops = "[]";
+    int64_t base = 0;
+    int has_base = 0;
+    for (size_t i = 0; e && i < e->nann; i++) {
+        const char *k = ann_key(e, i), *v = ann_val(e, i);
+        if (strcmp(k, "baseTimeNanoseconds") == 0) {
+            char *end;
+            long long x = strtoll(v, &end, 10);
+            if (*end == '\0' && end != v) base = x, has_base = 1;
+        } else if (strcmp(k, "deviceProperties") == 0) {
+            devprops = v;
+        } else if (strcmp(k, "traceName") == 0) {
+            free(s->trace_name);
+            s->trace_name = dup_n(v, strlen(v));
+            if (!s->trace_name) b->err = STROBE_ENOMEM;
+        }
+    }
+    puts_(b, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ");
+    puts_(b, devprops);
+    for (size_t i = 0; e && i < e->nann; i++) {
+        const char *k = ann_key(e, i);
+        if (reserved_key(k)) continue;
+        puts_(b, ",\n  ");
+        put_cstr(b, k);
+        puts_(b, ": ");
+        puts_(b, ann_val(e, i));
+    }
+    puts_(b, ",\n  \"displayTimeUnit\": \"ms\"");
+    if (has_base) printf_(b, ",\n  \"baseTimeNanoseconds\": %" PRId64, base);
+    puts_(b, ",\n  \"traceEvents\": [\n");
+    s->phase = PH_EVENTS;
+    s->first = 1;
+    if (s->pending_m.len) {
+        s->first = 0;
+        put(b, s->pending_m.p, s->pending_m.len);
+    }
+    free(s->pending_m.p);
+    memset(&s->pending_m, 0, sizeof s->pending_m);
+}
+
+/* A session slice seen after the header: its members are written after the event array, where
+ * the JSON reader takes top-level members too (only the first session slice counts). */
+static void late_session(strobe_rd_pfs *s, const tevent *e) {
+    buf *b = &s->late_meta;
+    for (size_t i = 0; i < e->nann; i++) {
+        const char *k = ann_key(e, i), *v = ann_val(e, i);
+        if (strcmp(k, "traceName") == 0) {
+            free(s->trace_name);
+            s->trace_name = dup_n(v, strlen(v));
+            if (!s->trace_name) b->err = STROBE_ENOMEM;
+            continue;
+        }
+        if (strcmp(k, "schemaVersion") == 0 || strcmp(k, "displayTimeUnit") == 0 ||
+            strcmp(k, "traceEvents") == 0)
+            continue;
+        puts_(b, ",\n  ");
+        put_cstr(b, k);
+        puts_(b, ": ");
+        puts_(b, v);
+    }
+}
+
+/* Makes sure the header was written before an event is. */
+static void need_header(strobe_rd_pfs *s) {
+    if (s->phase == PH_HEADER) write_header(s, NULL);
+}
+
+/* A metadata event ("M"): written at once after the header, else kept for it. */
+static void meta_event(strobe_rd_pfs *s, const char *name, int64_t pid, int64_t tid,
+                       const char *arg, const char *str, int64_t num) {
+    buf *b = s->phase == PH_HEADER ? &s->pending_m : &s->out;
+    if (push_index(s, s->next_index++)) return;
+    if (s->phase == PH_HEADER)
+        puts_(b, b->len ? ",\n  " : "  ");
+    else
+        sep(s, b);
+    printf_(b,
+            "{\"name\": \"%s\", \"ph\": \"M\", \"ts\": 0.000, \"pid\": %" PRId64
+            ", \"tid\": %" PRId64 ", \"args\": {\"%s\": ",
+            name, pid, tid, arg);
+    if (str)
+        put_cstr(b, str);
+    else
+        printf_(b, "%" PRId64, num);
+    puts_(b, "}}");
+}
+
+/* The metadata events of a track whose descriptor was just read. */
+static void track_meta(strobe_rd_pfs *s, track *t) {
+    resolve(s, t, 0);
+    if (t->kind == TK_COUNTER) return;
+    int is_proc =
+        t->kind == TK_PROCESS || (t->kind == TK_PLAIN && (t->uuid >> 56) == PFW_KINETO_PROC_MARK);
+    if (is_proc) {
+        if (t->name) meta_event(s, "process_name", t->opid, 0, "name", t->name, 0);
+        if (t->has_sort)
+            meta_event(s, "process_sort_index", t->opid, 0, "sort_index", NULL, t->sort);
+    } else {
+        if (t->name) meta_event(s, "thread_name", t->opid, t->otid, "name", t->name, 0);
+        if (t->has_sort)
+            meta_event(s, "thread_sort_index", t->opid, t->otid, "sort_index", NULL, t->sort);
+    }
+}
+
+/* The flow events of e, on (pid, tid) at ts, appended to b. Kineto's JSON has one "s" per launch
+ * and an "f" per device event, all with the correlation id; in protobuf a terminating flow id
+ * closes its flow, so a slice that starts several flows (a CUDA graph's launch) lists one id per
+ * device event (strobe's writer: the correlation id first). Such a slice is written with one "s",
+ * with its first id, and every flow it starts maps to that id (s->rep): their ends become "f"
+ * with the same id, which JSON viewers draw as one arrow each. Flows started alone keep their id.
+ * An end read before its launch keeps its own id. @return the number of flow events. */
+static size_t put_flows(strobe_rd_pfs *s, buf *b, const tevent *e, int64_t pid, int64_t tid) {
+    uint64_t first = 0;
+    size_t outgoing = 0, n = 0;
+    for (size_t f = 0; f < e->nflow; f++) {
+        if (e->flow_term[f]) continue;
+        if (outgoing++ == 0) first = e->flow_id[f];
+    }
+    for (size_t f = 0; outgoing > 1 && f < e->nflow; f++)
+        if (!e->flow_term[f] && e->flow_id[f] != first && map_put(&s->rep, e->flow_id[f], 0, first))
+            b->err = STROBE_ENOMEM;
+    int started = 0;
+    for (size_t f = 0; f < e->nflow; f++) {
+        uint64_t id = e->flow_id[f];
+        int term = e->flow_term[f];
+        if (!term && started++) continue; /* the slice's first "s" stands for all */
+        if (term) map_get(&s->rep, id, 0, &id);
+        puts_(b, term ? ",\n  {\"ph\": \"f\", \"id\": " : ",\n  {\"ph\": \"s\", \"id\": ");
+        put_u64(b, id);
+        put_pid_tid(b, pid, tid);
+        put_ts(b, e->ts);
+        puts_(b, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
+        if (term) puts_(b, ", \"bp\": \"e\"");
+        puts_(b, "}");
+        n++;
+    }
+    return n;
+}
+
+/* Writes the complete event of the innermost open slice of t, which ended at end_ts, with the
+ * end's annotations (end: may be NULL) after the begin's, and drops it. */
+static void close_slice(strobe_rd_pfs *s, track *t, int64_t end_ts, const tevent *end) {
+    open_slice *o = &t->open[--t->nopen];
+    buf *b = &s->out;
+    need_header(s);
+    for (size_t k = 0; k <= o->nflows; k++)
+        if (push_index(s, o->index + k)) break;
+    const char *head = t->text.p + o->text, *args = head + o->head_len, *flows = args + o->args_len;
+    size_t flows_len = t->text.len - o->text - o->head_len - o->args_len;
+    sep(s, b);
+    puts_(b, "{\"ph\": \"X\", ");
+    put(b, head, o->head_len);
+    put_pid_tid(b, o->pid, o->tid);
+    put_ts(b, o->ts);
+    puts_(b, ", \"dur\": ");
+    put_ts(b, span(o->ts, end_ts));
+    puts_(b, ", \"args\": {");
+    if (!o->session) {
+        put(b, args, o->args_len);
+        if (end && end->nann) {
+            if (o->args_len) puts_(b, ", ");
+            put_args(b, end);
+        }
+    }
+    puts_(b, "}}");
+    put(b, flows, flows_len);
+    t->text.len = o->text;
+}
+
+/* ---- 4. Packets ------------------------------------------------------------------------------ */
+
+static int parse_descriptor(strobe_rd_pfs *s, const field *df) {
     cur c = sub(df);
     field f;
     int rc;
-    track tmp = {.name = NO_STR};
+    track tmp = {0};
+    const uint8_t *name = NULL;
+    size_t name_len = 0;
     int has_uuid = 0;
     while ((rc = next_field(&s->d, &c, &f)) > 0) {
         switch (f.num) {
-        case 1: /* uuid */
-            if (want(&s->d, &f, WT_VARINT)) return s->d.err;
+        case PFW_TD_UUID:
+            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
             tmp.uuid = f.v;
             has_uuid = 1;
             break;
-        case 5: /* parent_uuid */
-            if (want(&s->d, &f, WT_VARINT)) return s->d.err;
+        case PFW_TD_PARENT:
+            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
             tmp.parent = f.v;
             tmp.has_parent = 1;
             break;
-        case 2:  /* name */
-        case 10: /* static_name */
-            if (want(&s->d, &f, WT_LEN)) return s->d.err;
-            tmp.name = add_str(s, f.data, f.len);
+        case PFW_TD_NAME:
+        case PFW_TD_STATIC_NAME:
+            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
+            name = f.data, name_len = f.len;
             break;
-        case 12: /* sibling_order_rank */
-            if (want(&s->d, &f, WT_VARINT)) return s->d.err;
+        case PFW_TD_SIBLING_RANK:
+            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
             tmp.sort = (int32_t)f.v;
             tmp.has_sort = 1;
             break;
-        case 8: /* counter */
-            if (want(&s->d, &f, WT_LEN)) return s->d.err;
+        case PFW_TD_COUNTER:
+            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
             tmp.kind = TK_COUNTER;
             break;
-        case 3:   /* process */
-        case 4: { /* thread */
-            if (want(&s->d, &f, WT_LEN)) return s->d.err;
-            tmp.kind = f.num == 3 ? TK_PROCESS : TK_THREAD;
+        case PFW_TD_PROCESS:
+        case PFW_TD_THREAD: {
+            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
+            int thread = f.num == PFW_TD_THREAD;
+            tmp.kind = thread ? TK_THREAD : TK_PROCESS;
             cur pc = sub(&f);
             field g;
             while ((rc = next_field(&s->d, &pc, &g)) > 0) {
-                if (g.num == 1 || (f.num == 4 && g.num == 2)) { /* pid, tid */
-                    if (want(&s->d, &g, WT_VARINT)) return s->d.err;
-                    if (g.num == 1)
+                if (g.num == PFW_PROC_PID || (thread && g.num == PFW_THREAD_TID)) {
+                    if (want(&s->d, &g, PFW_VARINT)) return s->d.err;
+                    if (g.num == PFW_PROC_PID)
                         tmp.pid = (int32_t)g.v;
                     else
                         tmp.tid = (int32_t)g.v;
-                } else if ((f.num == 3 && g.num == 6) || (f.num == 4 && g.num == 5)) {
-                    if (want(&s->d, &g, WT_LEN)) return s->d.err;
-                    tmp.name = add_str(s, g.data, g.len);
+                } else if ((!thread && g.num == PFW_PROC_NAME) ||
+                           (thread && g.num == PFW_THREAD_NAME)) {
+                    if (want(&s->d, &g, PFW_LEN)) return s->d.err;
+                    name = g.data, name_len = g.len;
                 }
             }
             if (rc < 0) return rc;
@@ -516,71 +886,101 @@ static int parse_descriptor(state *s, const field *df) {
     }
     if (rc < 0) return rc;
     if (!has_uuid) return 0; /* nothing can refer to it */
+    s->content = 1;
     track *t = get_track(s, tmp.uuid, 1);
     if (!t) return nomem(s);
-    *t = tmp;
-    return s->strs.err ? nomem(s) : 0;
+    /* A descriptor repeated as it was (writers emit them again after a state clear) says
+     * nothing new. */
+    if (t->declared && t->kind == tmp.kind && t->has_parent == tmp.has_parent &&
+        t->parent == tmp.parent && t->pid == tmp.pid && t->tid == tmp.tid &&
+        t->has_sort == tmp.has_sort && t->sort == tmp.sort &&
+        (t->name ? name && strlen(t->name) == name_len && memcmp(t->name, name, name_len) == 0
+                 : name == NULL))
+        return 0;
+    char *nm = NULL;
+    if (name && !(nm = dup_n(name, name_len))) return nomem(s);
+    free(t->name);
+    t->name = nm;
+    if (!t->declared) t->decl_ix = s->ndeclared++;
+    t->declared = 1;
+    t->kind = tmp.kind;
+    t->has_parent = tmp.has_parent;
+    t->parent = tmp.parent;
+    t->pid = tmp.pid;
+    t->tid = tmp.tid;
+    t->has_sort = tmp.has_sort;
+    t->sort = tmp.sort;
+    t->resolved = 0;
+    track_meta(s, t);
+    return s->out.err || s->pending_m.err ? nomem(s) : 0;
 }
 
-static int parse_interned(state *s, seq *q, const field *idf) {
+static int parse_interned(strobe_rd_pfs *s, seq *q, const field *idf) {
     cur c = sub(idf);
     field f;
     int rc;
     while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        int kind = f.num == 1    ? IN_CAT
-                   : f.num == 2  ? IN_NAME
-                   : f.num == 3  ? IN_ANN
-                   : f.num == 29 ? IN_STR
-                                 : 0;
+        int kind = f.num == PFW_INTERNED_CATEGORIES  ? IN_CAT
+                   : f.num == PFW_INTERNED_NAMES     ? IN_NAME
+                   : f.num == PFW_INTERNED_ANN_NAMES ? IN_ANN
+                   : f.num == PFW_INTERNED_STRINGS   ? IN_STR
+                                                     : 0;
         if (!kind) continue;
-        if (want(&s->d, &f, WT_LEN)) return s->d.err;
+        if (want(&s->d, &f, PFW_LEN)) return s->d.err;
         cur ec = sub(&f);
         field g;
         uint64_t iid = 0;
-        uint64_t name = NO_STR;
+        const uint8_t *str = NULL;
+        size_t len = 0;
         while ((rc = next_field(&s->d, &ec, &g)) > 0) {
-            if (g.num == 1) {
-                if (want(&s->d, &g, WT_VARINT)) return s->d.err;
+            if (g.num == PFW_INTERNED_IID) {
+                if (want(&s->d, &g, PFW_VARINT)) return s->d.err;
                 iid = g.v;
-            } else if (g.num == 2) {
-                if (want(&s->d, &g, WT_LEN)) return s->d.err;
-                name = add_str(s, g.data, g.len);
+            } else if (g.num == PFW_INTERNED_STR) {
+                if (want(&s->d, &g, PFW_LEN)) return s->d.err;
+                str = g.data, len = g.len;
             }
         }
         if (rc < 0) return rc;
-        if (name == NO_STR) continue;
-        if (map_put(&s->interned, ((uint64_t)q->id << 32) | q->gen, ((uint64_t)kind << 60) | iid,
-                    name))
+        if (!str) continue;
+        char *copy = dup_n(str, len);
+        if (!copy) return nomem(s);
+        uint64_t old;
+        uint64_t key = ((uint64_t)kind << 60) | (iid & ((UINT64_C(1) << 60) - 1));
+        int had = map_get(&q->interned, key, iid, &old);
+        if (map_put(&q->interned, key, iid, (uint64_t)(uintptr_t)copy)) {
+            free(copy);
             return nomem(s);
+        }
+        if (had) free((char *)(uintptr_t)old);
     }
     return rc;
 }
 
-static uint64_t lookup(state *s, seq *q, int kind, uint64_t iid) {
-    uint64_t off;
-    if (map_get(&s->interned, ((uint64_t)q->id << 32) | q->gen, ((uint64_t)kind << 60) | iid, &off))
-        return off;
-    return NO_STR;
+static const char *lookup(seq *q, int kind, uint64_t iid) {
+    uint64_t v;
+    uint64_t key = ((uint64_t)kind << 60) | (iid & ((UINT64_C(1) << 60) - 1));
+    return map_get(&q->interned, key, iid, &v) ? (const char *)(uintptr_t)v : NULL;
 }
 
-static int parse_clock_snapshot(state *s, seq *q, const field *cf) {
+static int parse_clock_snapshot(strobe_rd_pfs *s, seq *q, const field *cf) {
     cur c = sub(cf);
     field f;
     int rc;
     int have_boot = 0, have_inc = 0;
     uint64_t boot = 0, inc = 0;
     while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        if (f.num != 1) continue;
-        if (want(&s->d, &f, WT_LEN)) return s->d.err;
+        if (f.num != PFW_SNAPSHOT_CLOCK) continue;
+        if (want(&s->d, &f, PFW_LEN)) return s->d.err;
         cur cc = sub(&f);
         field g;
         uint64_t id = 0, ts = 0;
         int is_inc = 0;
         while ((rc = next_field(&s->d, &cc, &g)) > 0) {
-            if (g.num >= 1 && g.num <= 3 && want(&s->d, &g, WT_VARINT)) return s->d.err;
-            if (g.num == 1) id = g.v;
-            if (g.num == 2) ts = g.v;
-            if (g.num == 3) is_inc = g.v != 0;
+            if (g.num >= 1 && g.num <= 3 && want(&s->d, &g, PFW_VARINT)) return s->d.err;
+            if (g.num == PFW_CLOCK_ID) id = g.v;
+            if (g.num == PFW_CLOCK_TIMESTAMP) ts = g.v;
+            if (g.num == PFW_CLOCK_INCREMENTAL) is_inc = g.v != 0;
         }
         if (rc < 0) return rc;
         if (is_inc) {
@@ -588,7 +988,7 @@ static int parse_clock_snapshot(state *s, seq *q, const field *cf) {
             q->inc_value = ts;
             inc = ts;
             have_inc = 1;
-        } else if (id == 6) {
+        } else if (id == PFW_BUILTIN_BOOTTIME) {
             boot = ts;
             have_boot = 1;
         }
@@ -597,40 +997,52 @@ static int parse_clock_snapshot(state *s, seq *q, const field *cf) {
     return rc;
 }
 
-/* The value of one DebugAnnotation as JSON text, appended to b. */
-static int annotation_value(state *s, seq *q, const field *af, buf *b, uint64_t *name) {
+/* Adds a string to e->anns. @return its offset, or SIZE_MAX when out of memory. */
+static size_t ann_str(tevent *e, const void *p, size_t n) {
+    size_t off = e->anns.len;
+    put(&e->anns, p, n);
+    put(&e->anns, "", 1);
+    return e->anns.err ? SIZE_MAX : off;
+}
+
+/* One DebugAnnotation: its name and its value as JSON text, added to e. */
+static int parse_annotation(strobe_rd_pfs *s, seq *q, tevent *e, const field *af) {
     cur c = sub(af);
     field f;
     int rc, have = 0;
-    *name = NO_STR;
+    const char *name = NULL;
+    size_t name_len = 0;
+    buf *b = &e->scratch;
+    b->len = 0;
     while ((rc = next_field(&s->d, &c, &f)) > 0) {
         switch (f.num) {
-        case 1: /* name_iid */
-            if (want(&s->d, &f, WT_VARINT)) return s->d.err;
-            *name = lookup(s, q, IN_ANN, f.v);
+        case PFW_ANN_NAME_IID:
+            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
+            name = lookup(q, IN_ANN, f.v);
+            name_len = name ? strlen(name) : 0;
             break;
-        case 10: /* name */
-            if (want(&s->d, &f, WT_LEN)) return s->d.err;
-            *name = add_str(s, f.data, f.len);
+        case PFW_ANN_NAME:
+            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
+            name = (const char *)f.data, name_len = f.len;
             break;
-        case 2: /* bool */
-        case 3: /* uint */
-        case 4: /* int */
-        case 7: /* pointer */
-            if (want(&s->d, &f, WT_VARINT)) return s->d.err;
+        case PFW_ANN_BOOL:
+        case PFW_ANN_UINT:
+        case PFW_ANN_INT:
+        case PFW_ANN_POINTER:
+            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
             b->len = 0;
-            if (f.num == 2)
+            if (f.num == PFW_ANN_BOOL)
                 puts_(b, f.v ? "true" : "false");
-            else if (f.num == 3)
-                printf_(b, "%" PRIu64, f.v);
-            else if (f.num == 4)
-                printf_(b, "%" PRId64, (int64_t)f.v);
+            else if (f.num == PFW_ANN_UINT)
+                put_u64(b, f.v);
+            else if (f.num == PFW_ANN_INT)
+                put_i64(b, (int64_t)f.v);
             else
                 printf_(b, "\"0x%" PRIx64 "\"", f.v);
             have = 1;
             break;
-        case 5: { /* double */
-            if (want(&s->d, &f, WT_I64)) return s->d.err;
+        case PFW_ANN_DOUBLE: {
+            if (want(&s->d, &f, PFW_I64)) return s->d.err;
             double v;
             memcpy(&v, &f.v, sizeof v);
             b->len = 0;
@@ -641,22 +1053,21 @@ static int annotation_value(state *s, seq *q, const field *af, buf *b, uint64_t 
             have = 1;
             break;
         }
-        case 6: /* string */
-            if (want(&s->d, &f, WT_LEN)) return s->d.err;
+        case PFW_ANN_STRING:
+            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
             b->len = 0;
             put_json_string(b, (const char *)f.data, f.len);
             have = 1;
             break;
-        case 17: { /* string_value_iid */
-            if (want(&s->d, &f, WT_VARINT)) return s->d.err;
-            const char *v = str_at(s, lookup(s, q, IN_STR, f.v));
+        case PFW_ANN_STRING_IID: {
+            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
             b->len = 0;
-            put_json_string(b, v, strlen(v));
+            put_cstr(b, lookup(q, IN_STR, f.v));
             have = 1;
             break;
         }
-        case 9: /* legacy_json_value */
-            if (want(&s->d, &f, WT_LEN)) return s->d.err;
+        case PFW_ANN_LEGACY_JSON:
+            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
             b->len = 0;
             /* Pasted only when it is one valid JSON value; else kept as a string. */
             if (is_json_value((const char *)f.data, f.len))
@@ -674,25 +1085,45 @@ static int annotation_value(state *s, seq *q, const field *af, buf *b, uint64_t 
         b->len = 0;
         puts_(b, "null"); /* nested values (dicts, arrays) are not converted */
     }
-    return b->err ? nomem(s) : 0;
+    if (b->err) return nomem(s);
+    if (e->nann == e->capann) {
+        size_t cap = e->capann ? 2 * e->capann : 16;
+        size_t *p = realloc(e->ann_off, 2 * cap * sizeof *p);
+        if (!p) return nomem(s);
+        e->ann_off = p;
+        e->capann = cap;
+    }
+    size_t k = ann_str(e, name ? name : "", name ? name_len : 0);
+    size_t v = ann_str(e, b->p, b->len);
+    if (k == SIZE_MAX || v == SIZE_MAX) return nomem(s);
+    e->ann_off[2 * e->nann] = k;
+    e->ann_off[2 * e->nann + 1] = v;
+    e->nann++;
+    return 0;
 }
 
-static int add_flow(state *s, event *e, uint64_t id, int terminating) {
-    flow *fl = push(&s->flows);
-    if (!fl) return nomem(s);
-    if (e->flow_count == 0) e->flow_first = s->flows.n - 1;
-    e->flow_count++;
-    fl->id = id;
-    fl->terminating = terminating;
+static int add_flow(strobe_rd_pfs *s, tevent *e, uint64_t id, int terminating) {
+    if (e->nflow == e->capflow) {
+        size_t cap = e->capflow ? 2 * e->capflow : 8;
+        uint64_t *ids = realloc(e->flow_id, cap * sizeof *ids);
+        if (!ids) return nomem(s);
+        e->flow_id = ids;
+        uint8_t *term = realloc(e->flow_term, cap);
+        if (!term) return nomem(s);
+        e->flow_term = term;
+        e->capflow = cap;
+    }
+    e->flow_id[e->nflow] = id;
+    e->flow_term[e->nflow++] = (uint8_t)terminating;
     return 0;
 }
 
 /* flow_ids and terminating_flow_ids: fixed64 (fields 47, 48), also packed; the older uint64
  * fields 36 and 42. */
-static int parse_flow_field(state *s, event *e, const field *f) {
-    int terminating = f->num == 48 || f->num == 42;
-    int fixed = f->num == 47 || f->num == 48;
-    if (f->wt == WT_LEN) {
+static int parse_flow_field(strobe_rd_pfs *s, tevent *e, const field *f) {
+    int terminating = f->num == PFW_TE_TERM_FLOW_IDS || f->num == PFW_TE_TERM_FLOW_IDS_OLD;
+    int fixed = f->num == PFW_TE_FLOW_IDS || f->num == PFW_TE_TERM_FLOW_IDS;
+    if (f->wt == PFW_LEN) {
         cur c = sub(f);
         while (c.p < c.end) {
             uint64_t v = 0;
@@ -708,113 +1139,209 @@ static int parse_flow_field(state *s, event *e, const field *f) {
         }
         return 0;
     }
-    if (want(&s->d, f, fixed ? WT_I64 : WT_VARINT)) return s->d.err;
+    if (want(&s->d, f, fixed ? PFW_I64 : PFW_VARINT)) return s->d.err;
     return add_flow(s, e, f->v, terminating);
 }
 
-static int parse_track_event(state *s, seq *q, const field *tf, int64_t ts) {
-    event *e = push(&s->events);
-    if (!e) return nomem(s);
-    size_t ei = s->events.n - 1;
-    e->name = e->cat = NO_STR;
+static int is_session(const tevent *e) {
+    return e->type == PFW_TYPE_BEGIN && e->name && e->cat && e->name_len == 14 &&
+           memcmp(e->name, "strobe session", 14) == 0 && e->cat_len == 5 &&
+           memcmp(e->cat, "Trace", 5) == 0;
+}
+
+/* The "cat" and "name" members of e, appended to b. */
+static void put_head(buf *b, const tevent *e) {
+    puts_(b, "\"cat\": ");
+    put_json_string(b, e->cat ? e->cat : "", e->cat ? e->cat_len : 0);
+    puts_(b, ", \"name\": ");
+    put_json_string(b, e->name ? e->name : "", e->name ? e->name_len : 0);
+}
+
+/* What a decoded track event becomes: a begin is held on its track until its end, which writes
+ * the complete event; instants and counters are written at once. */
+static int emit_event(strobe_rd_pfs *s, tevent *e) {
+    if (e->ts > s->last_ts) s->last_ts = e->ts;
+    track *t = get_track(s, e->track, e->type == PFW_TYPE_BEGIN);
+    if (e->type == PFW_TYPE_BEGIN && !t) return nomem(s);
+    if (t) resolve(s, t, 0);
+    int64_t pid = t ? t->opid : 0, tid = t ? t->otid : 0;
+    buf *b = &s->out;
+    switch (e->type) {
+    case PFW_TYPE_BEGIN: {
+        int session = 0;
+        if (is_session(e) && !s->session) {
+            s->session = 1;
+            session = 1;
+            if (s->phase == PH_HEADER)
+                write_header(s, e);
+            else
+                late_session(s, e);
+        }
+        if (t->nopen == t->capopen) {
+            size_t cap = t->capopen ? 2 * t->capopen : 8;
+            open_slice *p = realloc(t->open, cap * sizeof *p);
+            if (!p) return nomem(s);
+            t->open = p;
+            t->capopen = cap;
+        }
+        buf *tx = &t->text;
+        size_t text = tx->len;
+        put_head(tx, e);
+        size_t head_len = tx->len - text;
+        put_args(tx, e);
+        size_t args_len = tx->len - text - head_len;
+        size_t nflows = put_flows(s, tx, e, pid, tid);
+        uint64_t index = s->next_index; /* the slice's index is that of its begin */
+        s->next_index += 1 + nflows;
+        if (tx->err) return nomem(s);
+        t->open[t->nopen++] = (open_slice){.index = index,
+                                           .ts = e->ts,
+                                           .pid = pid,
+                                           .tid = tid,
+                                           .session = session,
+                                           .text = text,
+                                           .head_len = head_len,
+                                           .args_len = args_len,
+                                           .nflows = nflows};
+        break;
+    }
+    case PFW_TYPE_END:
+        if (t && t->nopen > 0) close_slice(s, t, e->ts, e);
+        break;
+    case PFW_TYPE_COUNTER: {
+        need_header(s);
+        if (push_index(s, s->next_index++)) return s->d.err;
+        sep(s, b);
+        const char *name = t && t->name ? t->name : "counter";
+        puts_(b, "{\"ph\": \"C\", \"cat\": \"counter\", \"name\": ");
+        put_cstr(b, name);
+        put_pid_tid(b, pid, tid);
+        put_ts(b, e->ts);
+        puts_(b, ", \"args\": {");
+        put_cstr(b, name);
+        if (isfinite(e->value))
+            printf_(b, ": %.17g}}", e->value);
+        else
+            puts_(b, ": 0}}");
+        break;
+    }
+    default: /* instants, and TYPE_UNSPECIFIED (legacy events), shown as instants */
+        need_header(s);
+        if (push_index(s, s->next_index++)) return s->d.err;
+        sep(s, b);
+        puts_(b, "{\"ph\": \"i\", \"s\": \"t\", ");
+        put_head(b, e);
+        put_pid_tid(b, pid, tid);
+        put_ts(b, e->ts);
+        puts_(b, ", \"args\": {");
+        put_args(b, e);
+        puts_(b, "}}");
+        for (size_t k = put_flows(s, b, e, pid, tid); k > 0; k--)
+            if (push_index(s, s->next_index++)) return s->d.err;
+        break;
+    }
+    return b->err || s->late_meta.err ? nomem(s) : 0;
+}
+
+static int parse_track_event(strobe_rd_pfs *s, seq *q, const field *tf, int64_t ts) {
+    tevent *e = &s->ev;
+    e->type = 0;
     e->ts = ts;
-    e->order = s->order++;
-    e->type = EV_INSTANT; /* TYPE_UNSPECIFIED: legacy events; shown as instants */
     e->track = q->has_def_track ? q->def_track : 0;
-    buf vb = {0};
+    e->name = e->cat = NULL;
+    e->name_len = e->cat_len = 0;
+    e->value = 0;
+    e->anns.len = 0;
+    e->nann = 0;
+    e->nflow = 0;
+    s->content = 1;
     cur c = sub(tf);
     field f;
     int rc;
     while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        e = &AT(s->events, event, ei); /* push() below may move the array */
         switch (f.num) {
-        case 9: /* type */
-            if (want(&s->d, &f, WT_VARINT)) goto out;
+        case PFW_TE_TYPE:
+            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
             if (f.v >= 1 && f.v <= 4) e->type = (int)f.v;
             break;
-        case 11: /* track_uuid */
-            if (want(&s->d, &f, WT_VARINT)) goto out;
+        case PFW_TE_TRACK:
+            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
             e->track = f.v;
             break;
-        case 10: /* name_iid */
-            if (want(&s->d, &f, WT_VARINT)) goto out;
-            e->name = lookup(s, q, IN_NAME, f.v);
+        case PFW_TE_NAME_IID:
+            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
+            e->name = lookup(q, IN_NAME, f.v);
+            e->name_len = e->name ? strlen(e->name) : 0;
             break;
-        case 23: /* name */
-            if (want(&s->d, &f, WT_LEN)) goto out;
-            e->name = add_str(s, f.data, f.len);
+        case PFW_TE_NAME:
+            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
+            e->name = (const char *)f.data; /* points into the packet, which outlives e */
+            e->name_len = f.len;
             break;
-        case 3: /* category_iids, maybe packed */
-            if (f.wt == WT_LEN) {
+        case PFW_TE_CATEGORY_IIDS: /* maybe packed: the first one counts */
+            if (f.wt == PFW_LEN) {
                 cur pc = sub(&f);
                 uint64_t v;
-                if (pc.p < pc.end && get_varint(&s->d, &pc, &v) == 0)
-                    e->cat = lookup(s, q, IN_CAT, v);
-                if (s->d.err) goto out;
+                if (pc.p < pc.end && get_varint(&s->d, &pc, &v) == 0) {
+                    e->cat = lookup(q, IN_CAT, v);
+                    e->cat_len = e->cat ? strlen(e->cat) : 0;
+                }
+                if (s->d.err) return s->d.err;
             } else {
-                if (want(&s->d, &f, WT_VARINT)) goto out;
-                if (e->cat == NO_STR) e->cat = lookup(s, q, IN_CAT, f.v);
+                if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
+                if (!e->cat) {
+                    e->cat = lookup(q, IN_CAT, f.v);
+                    e->cat_len = e->cat ? strlen(e->cat) : 0;
+                }
             }
             break;
-        case 22: /* categories */
-            if (want(&s->d, &f, WT_LEN)) goto out;
-            if (e->cat == NO_STR) e->cat = add_str(s, f.data, f.len);
+        case PFW_TE_CATEGORIES:
+            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
+            if (!e->cat) e->cat = (const char *)f.data, e->cat_len = f.len;
             break;
-        case 30: /* counter_value */
-            if (want(&s->d, &f, WT_VARINT)) goto out;
+        case PFW_TE_COUNTER_VALUE:
+            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
             e->value = (double)(int64_t)f.v;
             break;
-        case 44: /* double_counter_value */
-            if (want(&s->d, &f, WT_I64)) goto out;
+        case PFW_TE_DOUBLE_COUNTER:
+            if (want(&s->d, &f, PFW_I64)) return s->d.err;
             memcpy(&e->value, &f.v, sizeof e->value);
             break;
-        case 4: { /* debug_annotations */
-            if (want(&s->d, &f, WT_LEN)) goto out;
-            uint64_t name;
-            if (annotation_value(s, q, &f, &vb, &name)) goto out;
-            ann *a = push(&s->anns);
-            if (!a) {
-                nomem(s);
-                goto out;
-            }
-            e = &AT(s->events, event, ei);
-            if (e->ann_count == 0) e->ann_first = s->anns.n - 1;
-            e->ann_count++;
-            a->key = name;
-            a->val = add_str(s, vb.p ? vb.p : "null", vb.p ? vb.len : 4);
+        case PFW_TE_DEBUG_ANNOTATIONS:
+            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
+            if (parse_annotation(s, q, e, &f)) return s->d.err;
             break;
-        }
-        case 36:
-        case 42:
-        case 47:
-        case 48:
-            if (parse_flow_field(s, e, &f)) goto out;
+        case PFW_TE_FLOW_IDS_OLD:
+        case PFW_TE_TERM_FLOW_IDS_OLD:
+        case PFW_TE_FLOW_IDS:
+        case PFW_TE_TERM_FLOW_IDS:
+            if (parse_flow_field(s, e, &f)) return s->d.err;
             break;
         default:
             break;
         }
     }
-out:
-    free(vb.p);
-    if (rc < 0 || s->d.err) return s->d.err ? s->d.err : rc;
-    return s->strs.err ? nomem(s) : 0;
+    if (rc < 0) return rc;
+    /* name and cat may point into the packet, where they are not NUL-terminated: everything
+     * after this uses their lengths. */
+    return emit_event(s, e);
 }
 
-static int parse_defaults(state *s, seq *q, const field *df) {
+static int parse_defaults(strobe_rd_pfs *s, seq *q, const field *df) {
     cur c = sub(df);
     field f;
     int rc;
     while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        if (f.num == 58) {
-            if (want(&s->d, &f, WT_VARINT)) return s->d.err;
+        if (f.num == PFW_DEFAULTS_CLOCK) {
+            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
             q->def_clock = f.v;
-        } else if (f.num == 11) {
-            if (want(&s->d, &f, WT_LEN)) return s->d.err;
+        } else if (f.num == PFW_DEFAULTS_TRACK_EVENT) {
+            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
             cur tc = sub(&f);
             field g;
             while ((rc = next_field(&s->d, &tc, &g)) > 0) {
-                if (g.num != 11) continue;
-                if (want(&s->d, &g, WT_VARINT)) return s->d.err;
+                if (g.num != PFW_TE_DEFAULTS_TRACK) continue;
+                if (want(&s->d, &g, PFW_VARINT)) return s->d.err;
                 q->def_track = g.v;
                 q->has_def_track = 1;
             }
@@ -824,11 +1351,16 @@ static int parse_defaults(state *s, seq *q, const field *df) {
     return rc;
 }
 
-static int parse_packet(state *s, const field *pf) {
-    /* First pass: the fields the others depend on (sequence, flags, defaults, clock, interned
-     * data), wherever they are in the packet. */
+/* The fields of a packet that the later steps read, kept from the first walk over it. */
+#define PACKET_KEEP 16
+
+static int parse_packet(strobe_rd_pfs *s, const field *pf) {
+    /* First: the fields the others depend on (sequence, flags, defaults, clock, interned data),
+     * wherever they are in the packet; the message fields are kept for the steps after. */
     cur c = sub(pf);
-    field f;
+    field f, keep[PACKET_KEEP];
+    size_t nkeep = 0;
+    int overflow = 0;
     int rc;
     uint32_t seq_id = 0;
     uint64_t flags = 0, ts = 0, clock = 0;
@@ -836,34 +1368,38 @@ static int parse_packet(state *s, const field *pf) {
     while ((rc = next_field(&s->d, &c, &f)) > 0) {
         int wt = -1;
         switch (f.num) {
-        case 10: /* trusted_packet_sequence_id */
-            wt = WT_VARINT;
+        case PFW_PACKET_SEQUENCE_ID:
+            wt = PFW_VARINT;
             seq_id = (uint32_t)f.v;
             break;
-        case 13: /* sequence_flags */
-            wt = WT_VARINT;
+        case PFW_PACKET_SEQUENCE_FLAGS:
+            wt = PFW_VARINT;
             flags = f.v;
             break;
-        case 41: /* incremental_state_cleared */
-            wt = WT_VARINT;
+        case PFW_PACKET_STATE_CLEARED:
+            wt = PFW_VARINT;
             cleared = f.v != 0;
             break;
-        case 8: /* timestamp */
-            wt = WT_VARINT;
+        case PFW_PACKET_TIMESTAMP:
+            wt = PFW_VARINT;
             ts = f.v;
             has_ts = 1;
             break;
-        case 58: /* timestamp_clock_id */
-            wt = WT_VARINT;
+        case PFW_PACKET_TIMESTAMP_CLOCK:
+            wt = PFW_VARINT;
             clock = f.v;
             has_clock = 1;
             break;
-        case 6:
-        case 11:
-        case 12:
-        case 59:
-        case 60:
-            wt = WT_LEN;
+        case PFW_PACKET_CLOCK_SNAPSHOT:
+        case PFW_PACKET_TRACK_EVENT:
+        case PFW_PACKET_INTERNED_DATA:
+        case PFW_PACKET_DEFAULTS:
+        case PFW_PACKET_TRACK_DESCRIPTOR:
+            wt = PFW_LEN;
+            if (nkeep < PACKET_KEEP)
+                keep[nkeep++] = f;
+            else
+                overflow = 1;
             break;
         default:
             break;
@@ -873,344 +1409,513 @@ static int parse_packet(state *s, const field *pf) {
     if (rc < 0) return rc;
     seq *q = get_seq(s, seq_id);
     if (!q) return nomem(s);
-    if ((flags & 1) || cleared) {
-        q->gen++;
+    if ((flags & PFW_SEQ_INCREMENTAL_STATE_CLEARED) || cleared) {
+        seq_clear_interned(q);
         q->inc_value = 0;
     }
-    c = sub(pf);
-    while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        if (f.num == 59 && parse_defaults(s, q, &f)) return s->d.err;
-        if (f.num == 6 && parse_clock_snapshot(s, q, &f)) return s->d.err;
-        if (f.num == 12 && parse_interned(s, q, &f)) return s->d.err;
-        if (f.num == 60 && parse_descriptor(s, &f)) return s->d.err;
-    }
-    if (rc < 0) return rc;
-
+    /* Then the state the packet sets, then its track events; with more fields than were kept
+     * (no writer makes such packets), the packet is walked again for each. */
     int64_t when = 0;
-    if (has_ts) {
-        uint64_t id = has_clock ? clock : q->def_clock;
-        if (q->inc_clock && id == q->inc_clock) {
-            q->inc_value += ts;
-            when = (int64_t)(q->inc_value + (uint64_t)q->inc_offset);
-        } else {
-            when = (int64_t)ts;
+    for (int pass = 0; pass < 2; pass++) {
+        c = sub(pf);
+        for (size_t k = 0;; k++) {
+            if (overflow) {
+                if ((rc = next_field(&s->d, &c, &f)) <= 0) break;
+            } else {
+                if (k == nkeep) break;
+                f = keep[k];
+            }
+            if (pass == 0) {
+                if (f.num == PFW_PACKET_DEFAULTS && parse_defaults(s, q, &f)) return s->d.err;
+                if (f.num == PFW_PACKET_CLOCK_SNAPSHOT && parse_clock_snapshot(s, q, &f))
+                    return s->d.err;
+                if (f.num == PFW_PACKET_INTERNED_DATA && parse_interned(s, q, &f)) return s->d.err;
+                if (f.num == PFW_PACKET_TRACK_DESCRIPTOR && parse_descriptor(s, &f))
+                    return s->d.err;
+                continue;
+            }
+            if (f.num == PFW_PACKET_TRACK_EVENT && parse_track_event(s, q, &f, when))
+                return s->d.err;
         }
-    }
-    c = sub(pf);
-    while ((rc = next_field(&s->d, &c, &f)) > 0)
-        if (f.num == 11 && parse_track_event(s, q, &f, when)) return s->d.err;
-    return rc;
-}
-
-/* ---- 4. Output ------------------------------------------------------------------------------- */
-
-/* Times: strobe writes ns relative to the JSON's baseTimeNanoseconds (which it records on the
- * session slice), so they are written out as they are: "ts" in the JSON is relative to the same
- * base. A trace from elsewhere has no base, and its absolute times stay absolute. */
-
-/* Kineto's (pid, tid) of a track: from its descriptor, its uuid (strobe's device tracks), its
- * parent, or made up (large numbers that no OS id reaches). */
-static void resolve(state *s, track *t, int depth) {
-    if (t->resolved) return;
-    t->resolved = 1;
-    uint64_t u = t->uuid;
-    if (t->kind == TK_THREAD) {
-        t->opid = t->pid, t->otid = t->tid;
-    } else if (t->kind == TK_PROCESS) {
-        t->opid = t->pid, t->otid = 0;
-    } else if (t->kind == TK_PLAIN && (u >> 56) == STROBE__PFT_KINETO_MARK) {
-        t->opid = (int64_t)((u >> 32) & 0xFFFFFF), t->otid = (int64_t)(int32_t)(uint32_t)u;
-    } else if (t->kind == TK_PLAIN && (u >> 56) == STROBE__PFT_KINETO_PROC_MARK) {
-        t->opid = (int64_t)(u & 0xFFFFFF), t->otid = 0;
-    } else {
-        track *p = t->has_parent && depth < 64 ? get_track(s, t->parent, 0) : NULL;
-        if (p) resolve(s, p, depth + 1);
-        size_t ix = (size_t)(t - &AT(s->tracks, track, 0));
-        t->opid = p ? p->opid : 2000000000 + (int64_t)ix;
-        t->otid = t->kind == TK_COUNTER && p ? p->otid : 1000000000 + (int64_t)ix;
-    }
-}
-
-static void put_ts(buf *b, int64_t ns, int64_t base) {
-    uint64_t mag;
-    if (ns >= base) {
-        mag = (uint64_t)ns - (uint64_t)base;
-    } else {
-        mag = (uint64_t)base - (uint64_t)ns;
-        put(b, "-", 1);
-    }
-    printf_(b, "%" PRIu64 ".%03u", mag / 1000, (unsigned)(mag % 1000));
-}
-
-static int cmp_events(const void *a, const void *b, void *arg) {
-    const state *s = arg;
-    const event *x = &AT(s->events, event, *(const size_t *)a);
-    const event *y = &AT(s->events, event, *(const size_t *)b);
-    if (x->tix != y->tix) return x->tix < y->tix ? -1 : 1;
-    if (x->track != y->track) return x->track < y->track ? -1 : 1;
-    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
-    return x->order < y->order ? -1 : x->order > y->order;
-}
-
-/* to - from, 0 when negative, held at INT64_MAX: times are unchecked 64-bit values. */
-static int64_t span(int64_t from, int64_t to) {
-    int64_t d;
-    if (to <= from) return 0;
-    return __builtin_sub_overflow(to, from, &d) ? INT64_MAX : d;
-}
-
-/* Pairs begins and ends per track (ends close the innermost open slice). */
-static int pair_slices(state *s, int64_t last_ts) {
-    size_t n = s->events.n;
-    size_t *ix = malloc((n ? n : 1) * sizeof *ix);
-    size_t *stack = malloc((n ? n : 1) * sizeof *stack);
-    if (!ix || !stack) {
-        free(ix);
-        free(stack);
-        return nomem(s);
-    }
-    for (size_t i = 0; i < n; i++) {
-        event *e = &AT(s->events, event, i);
-        uint64_t t;
-        e->tix = map_get(&s->track_ix, e->track, 0, &t) ? (size_t)t : s->tracks.n;
-        ix[i] = i;
-    }
-    qsort_r(ix, n, sizeof *ix, cmp_events, s);
-    size_t depth = 0;
-    for (size_t k = 0; k < n; k++) {
-        event *e = &AT(s->events, event, ix[k]);
-        if (k > 0 && AT(s->events, event, ix[k - 1]).track != e->track) {
-            while (depth > 0) { /* left open: closed at the trace's last time */
-                event *b = &AT(s->events, event, stack[--depth]);
-                b->dur = span(b->ts, last_ts);
+        if (rc < 0) return rc;
+        if (pass == 0 && has_ts) { /* the packet's time, once its clock state is known */
+            uint64_t id = has_clock ? clock : q->def_clock;
+            if (q->inc_clock && id == q->inc_clock) {
+                q->inc_value += ts;
+                when = (int64_t)(q->inc_value + (uint64_t)q->inc_offset);
+            } else {
+                when = (int64_t)ts;
             }
         }
-        if (e->type == EV_BEGIN) {
-            e->paired = 1;
-            e->dur = 0;
-            stack[depth++] = ix[k];
-        } else if (e->type == EV_END && depth > 0) {
-            event *b = &AT(s->events, event, stack[--depth]);
-            b->dur = span(b->ts, e->ts);
-            b->end_ev = ix[k] + 1;
-        }
     }
-    while (depth > 0) {
-        event *b = &AT(s->events, event, stack[--depth]);
-        b->dur = span(b->ts, last_ts);
-    }
-    free(ix);
-    free(stack);
     return 0;
 }
 
-static int is_session(const state *s, const event *e) {
-    return e->type == EV_BEGIN && strcmp(str_at(s, e->name), "strobe session") == 0 &&
-           strcmp(str_at(s, e->cat), "Trace") == 0;
+/* ---- 5. Input -------------------------------------------------------------------------------- */
+
+/* The input buffer's usual size; a larger packet grows it to that packet's size. */
+#define IN_CHUNK (256 * 1024)
+
+/* Puts the input back at its start. Memory input is read in place: s->in is the caller's data. */
+static void input_start(strobe_rd_pfs *s) {
+    s->in_pos = 0;
+    s->in_base = 0;
+    s->in_eof = s->mem != NULL;
+    s->in_len = s->mem ? s->mem_len : 0;
+    if (s->mem) s->in = (uint8_t *)(uintptr_t)s->mem;
 }
 
-static void meta_event(buf *b, int *first, const char *name, int64_t pid, int64_t tid,
-                       const char *arg, const char *str, int64_t num) {
-    puts_(b, *first ? "  " : ",\n  ");
-    *first = 0;
-    printf_(b,
-            "{\"name\": \"%s\", \"ph\": \"M\", \"ts\": 0.000, \"pid\": %" PRId64
-            ", \"tid\": %" PRId64 ", \"args\": {\"%s\": ",
-            name, pid, tid, arg);
-    if (str)
-        put_json_string(b, str, strlen(str));
-    else
-        printf_(b, "%" PRId64, num);
-    puts_(b, "}}");
+/* Makes at least n unread bytes available in s->in, fewer only at the end of the input.
+ * @return the number of unread bytes, or a negative error. */
+static int64_t refill(strobe_rd_pfs *s, size_t n) {
+    if (s->in_len - s->in_pos >= n || s->in_eof) return (int64_t)(s->in_len - s->in_pos);
+    if (s->in_pos > 0) {
+        memmove(s->in, s->in + s->in_pos, s->in_len - s->in_pos);
+        s->in_base += (int64_t)s->in_pos;
+        s->in_len -= s->in_pos;
+        s->in_pos = 0;
+    }
+    if (n > s->in_cap || !s->in) {
+        size_t cap = s->in_cap ? s->in_cap : IN_CHUNK;
+        while (cap < n)
+            cap = cap > SIZE_MAX / 2 ? n : 2 * cap;
+        uint8_t *p = realloc(s->in, cap);
+        if (!p) return nomem(s);
+        s->in = p;
+        s->in_cap = cap;
+    }
+    while (s->in_len < n && !s->in_eof) {
+        size_t room = s->in_cap - s->in_len;
+        int r = gzread(s->gz, s->in + s->in_len, (unsigned)(room > (1u << 30) ? 1u << 30 : room));
+        if (r < 0) {
+            s->d.err = STROBE_EIO;
+            s->d.err_off = -1;
+            snprintf(s->d.msg, sizeof s->d.msg, "read error (or corrupt gzip data)");
+            return s->d.err;
+        }
+        size_t got = (size_t)r;
+        if (got == 0) s->in_eof = 1;
+        s->in_len += got;
+    }
+    return (int64_t)(s->in_len - s->in_pos);
 }
 
-/* The args of an event: its annotations, then (a slice) those of the end that closed it. */
-static void write_args(const state *s, buf *b, const event *e, int skip_all) {
-    puts_(b, ", \"args\": {");
-    const event *end = e->end_ev ? &AT(s->events, event, e->end_ev - 1) : NULL;
-    size_t written = 0;
-    for (int part = 0; part < 2 && !skip_all; part++) {
-        const event *src = part == 0 ? e : end;
-        for (size_t i = 0; src && i < src->ann_count; i++) {
-            const ann *a = &AT(s->anns, ann, src->ann_first + i);
-            if (written++) puts_(b, ", ");
-            const char *k = str_at(s, a->key);
-            put_json_string(b, k, strlen(k));
-            puts_(b, ": ");
-            puts_(b, str_at(s, a->val));
+/* The input ends inside a Trace field that starts at stream offset `at`: read up to the last
+ * whole one, as Perfetto's trace processor does (the caller reports the cut), when cuts are
+ * allowed and one was whole; else the error `why`. @return 0 (the end) or the error. */
+static int cut_at(strobe_rd_pfs *s, int64_t at, int64_t err_at, const char *why) {
+    if (s->allow_cut && s->fields > 0) {
+        s->cut = at;
+        s->in_pos = s->in_len; /* the rest is dropped */
+        s->in_eof = 1;
+        return 0;
+    }
+    return fail_at(&s->d, err_at, "%s", why);
+}
+
+/* Reads a varint from in[*i..in_len). @return 1, 0 when the input ends inside it, or an error. */
+static int buf_varint(strobe_rd_pfs *s, size_t *i, uint64_t *out) {
+    uint64_t v = 0;
+    size_t at = *i;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (*i >= s->in_len) return 0;
+        uint8_t b = s->in[(*i)++];
+        v |= (uint64_t)(b & 0x7f) << (shift < 64 ? shift : 63);
+        if (!(b & 0x80)) {
+            *out = v;
+            return 1;
         }
     }
-    puts_(b, "}}");
+    return fail_at(&s->d, s->in_base + (int64_t)at, "varint longer than 10 bytes");
 }
 
-/* Kineto's JSON has one "s" per launch and an "f" per device event, all with the correlation id;
- * in protobuf a terminating flow id closes its flow, so a slice that starts several flows (a CUDA
- * graph's launch) lists one id per device event (strobe's writer: the correlation id first). Such
- * a slice is written with one "s", with its first id, and every flow it starts maps to that id:
- * its ends become "f" with the same id, which JSON viewers draw as one arrow each. Flows started
- * alone keep their id. */
-static int fan_out_ids(state *s, map *rep) {
-    for (size_t i = 0; i < s->events.n; i++) {
-        const event *e = &AT(s->events, event, i);
+/* The first pass's look at a packet: the flows its track event starts, when it starts several (a
+ * graph launch), go into s->rep. Malformed input just ends the look; the second pass reports it. */
+static void scan_packet(strobe_rd_pfs *s, const uint8_t *data, size_t len) {
+    dec d = {.start = data};
+    cur c = {data, data + len};
+    field f;
+    while (next_field(&d, &c, &f) > 0) {
+        if (f.num != PFW_PACKET_TRACK_EVENT || f.wt != PFW_LEN) continue;
+        cur tc = sub(&f);
+        field g;
         uint64_t first = 0;
-        size_t outgoing = 0;
-        for (size_t f = 0; f < e->flow_count; f++) {
-            const flow *fl = &AT(s->flows, flow, e->flow_first + f);
-            if (fl->terminating) continue;
-            if (outgoing++ == 0) first = fl->id;
-        }
-        if (outgoing < 2) continue;
-        for (size_t f = 0; f < e->flow_count; f++) {
-            const flow *fl = &AT(s->flows, flow, e->flow_first + f);
-            if (!fl->terminating && fl->id != first && map_put(rep, fl->id, 0, first))
-                return nomem(s);
-        }
-    }
-    return 0;
-}
-
-static int write_json(state *s, buf *b) {
-    /* The metadata: the annotations of strobe's session slice. */
-    const event *session = NULL;
-    for (size_t i = 0; i < s->events.n && !session; i++)
-        if (is_session(s, &AT(s->events, event, i))) session = &AT(s->events, event, i);
-    int64_t base = 0;
-    int has_base = 0;
-    const char *devprops = "[]", *trace_name = NULL;
-    if (session) {
-        for (size_t i = 0; i < session->ann_count; i++) {
-            const ann *a = &AT(s->anns, ann, session->ann_first + i);
-            const char *k = str_at(s, a->key), *v = str_at(s, a->val);
-            if (strcmp(k, "baseTimeNanoseconds") == 0) {
-                char *end;
-                long long x = strtoll(v, &end, 10);
-                if (*end == '\0' && end != v) base = x, has_base = 1;
-            } else if (strcmp(k, "deviceProperties") == 0) {
-                devprops = v;
-            } else if (strcmp(k, "traceName") == 0) {
-                trace_name = v;
+        size_t n = 0;
+        while (next_field(&d, &tc, &g) > 0) {
+            if (g.num != PFW_TE_FLOW_IDS && g.num != PFW_TE_FLOW_IDS_OLD) continue;
+            int fixed = g.num == PFW_TE_FLOW_IDS;
+            cur vc = sub(&g);
+            for (int one = g.wt != PFW_LEN; one || vc.p < vc.end; one = 0) {
+                uint64_t id = g.v;
+                if (g.wt == PFW_LEN && fixed) {
+                    if (vc.end - vc.p < 8) return;
+                    id = 0;
+                    for (int i = 0; i < 8; i++)
+                        id |= (uint64_t)vc.p[i] << (8 * i);
+                    vc.p += 8;
+                } else if (g.wt == PFW_LEN && get_varint(&d, &vc, &id)) {
+                    return;
+                }
+                if (n++ == 0)
+                    first = id;
+                else if (id != first && map_put(&s->rep, id, 0, first))
+                    return; /* out of memory: the second pass has the same map to fill */
+                if (one) break;
             }
         }
+        if (d.err) return;
     }
-    printf_(b, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ");
-    puts_(b, devprops);
-    for (size_t i = 0; session && i < session->ann_count; i++) {
-        const ann *a = &AT(s->anns, ann, session->ann_first + i);
-        const char *k = str_at(s, a->key);
-        if (strcmp(k, "baseTimeNanoseconds") == 0 || strcmp(k, "deviceProperties") == 0 ||
-            strcmp(k, "traceName") == 0 || strcmp(k, "schemaVersion") == 0 ||
-            strcmp(k, "displayTimeUnit") == 0 || strcmp(k, "traceEvents") == 0)
-            continue;
-        puts_(b, ",\n  ");
-        put_json_string(b, k, strlen(k));
-        puts_(b, ": ");
-        puts_(b, str_at(s, a->val));
-    }
-    puts_(b, ",\n  \"displayTimeUnit\": \"ms\"");
-    if (has_base) printf_(b, ",\n  \"baseTimeNanoseconds\": %" PRId64, base);
-    puts_(b, ",\n  \"traceEvents\": [\n");
+}
 
-    int first = 1;
-    for (size_t i = 0; i < s->tracks.n; i++) {
-        track *t = &AT(s->tracks, track, i);
-        resolve(s, t, 0);
-        if (t->kind == TK_COUNTER) continue;
-        const char *name = t->name == NO_STR ? NULL : str_at(s, t->name);
-        int is_proc = t->kind == TK_PROCESS ||
-                      (t->kind == TK_PLAIN && (t->uuid >> 56) == STROBE__PFT_KINETO_PROC_MARK);
-        if (is_proc) {
-            if (name) meta_event(b, &first, "process_name", t->opid, 0, "name", name, 0);
-            if (t->has_sort)
-                meta_event(b, &first, "process_sort_index", t->opid, 0, "sort_index", NULL,
-                           t->sort);
-        } else {
-            if (name) meta_event(b, &first, "thread_name", t->opid, t->otid, "name", name, 0);
-            if (t->has_sort)
-                meta_event(b, &first, "thread_sort_index", t->opid, t->otid, "sort_index", NULL,
-                           t->sort);
+/* Reads the next field of Trace, and decodes it when it is a packet.
+ * @return 1: a field was read, 0: the end of the input (or a cut), <0: an error. */
+static int next_trace_field(strobe_rd_pfs *s) {
+    int64_t avail = refill(s, 20); /* a tag and a length */
+    if (avail <= 0) return (int)avail;
+    size_t i = s->in_pos;
+    int64_t at = s->in_base + (int64_t)s->in_pos;
+    uint64_t tag = 0, v = 0;
+    char why[160];
+    int r = buf_varint(s, &i, &tag);
+    if (r < 0) return r;
+    if (r == 0) return cut_at(s, at, at, "truncated varint");
+    uint32_t num = (uint32_t)(tag >> 3);
+    int wt = (int)(tag & 7);
+    if ((tag >> 3) == 0 || (tag >> 3) > 536870911u)
+        return fail_at(&s->d, at, "invalid field number %" PRIu64, tag >> 3);
+    switch (wt) {
+    case PFW_VARINT: {
+        size_t vat = i;
+        r = buf_varint(s, &i, &v);
+        if (r < 0) return r;
+        if (r == 0) return cut_at(s, at, s->in_base + (int64_t)vat, "truncated varint");
+        break;
+    }
+    case PFW_I64:
+    case PFW_I32: {
+        size_t n = wt == PFW_I64 ? 8 : 4;
+        size_t rel = i - s->in_pos; /* refill() may move the unread bytes to the start */
+        avail = refill(s, rel + n);
+        if (avail < 0) return (int)avail;
+        i = s->in_pos + rel;
+        if (s->in_len - i < n) {
+            snprintf(why, sizeof why, "field %u: fixed%zu value cut short", num, 8 * n);
+            return cut_at(s, at, at, why);
         }
+        i += n;
+        break;
     }
+    case PFW_LEN: {
+        size_t lat = i;
+        r = buf_varint(s, &i, &v);
+        if (r < 0) return r;
+        if (r == 0) return cut_at(s, at, s->in_base + (int64_t)lat, "truncated varint");
+        size_t hdr = i - s->in_pos;
+        if (v > s->max_packet) {
+            /* Too large to hold: skipped when the input has that many bytes (an error for a
+             * packet), a cut when it ends first. */
+            s->in_pos += hdr;
+            uint64_t left = v;
+            while (left > 0) {
+                avail = refill(s, 1);
+                if (avail < 0) return (int)avail;
+                if (avail == 0) {
+                    snprintf(why, sizeof why,
+                             "field %u: length %" PRIu64 " past the end (%" PRIu64 " bytes left)",
+                             num, v, v - left);
+                    return cut_at(s, at, at, why);
+                }
+                size_t take = (uint64_t)avail < left ? (size_t)avail : (size_t)left;
+                s->in_pos += take;
+                left -= take;
+            }
+            s->fields++;
+            if (num == PFW_TRACE_PACKET)
+                return fail_at(&s->d, at,
+                               "packet of %" PRIu64 " bytes, larger than the limit of %zu bytes", v,
+                               s->max_packet);
+            return 1;
+        }
+        avail = refill(s, hdr + (size_t)v);
+        if (avail < 0) return (int)avail;
+        if ((uint64_t)avail < hdr + v) {
+            snprintf(why, sizeof why, "field %u: length %" PRIu64 " past the end (%zu bytes left)",
+                     num, v, (size_t)avail - hdr);
+            return cut_at(s, at, at, why);
+        }
+        i = s->in_pos + hdr + (size_t)v;
+        break;
+    }
+    default:
+        return fail_at(&s->d, at, "field %u: unsupported wire type %d", num, wt);
+    }
+    /* The field is whole in in[in_pos..i). */
+    size_t start = s->in_pos;
+    s->fields++;
+    if (num == PFW_TRACE_PACKET && s->scanning) {
+        if (wt == PFW_LEN) scan_packet(s, s->in + (i - (size_t)v), (size_t)v);
+        s->in_pos = i;
+        return 1;
+    }
+    if (num == PFW_TRACE_PACKET) {
+        s->d.start = s->in;
+        s->d.base = s->in_base;
+        field f = {.num = num, .wt = wt, .v = v, .at = s->in + start};
+        if (wt != PFW_LEN) {
+            s->in_pos = i;
+            return want(&s->d, &f, PFW_LEN);
+        }
+        f.data = s->in + (i - (size_t)v);
+        f.len = (size_t)v;
+        int rc = parse_packet(s, &f);
+        s->in_pos = i;
+        if (rc < 0) return rc;
+        return s->d.err ? s->d.err : 1;
+    }
+    s->in_pos = i; /* Trace has only packets; anything else is skipped */
+    return 1;
+}
 
-    /* Events by track (in the order the tracks were declared), then by time. */
-    size_t n = s->events.n;
-    size_t *ix = malloc((n ? n : 1) * sizeof *ix);
-    if (!ix) return nomem(s);
-    map rep = {0};
-    if (fan_out_ids(s, &rep)) {
-        free(ix);
-        map_free(&rep);
+/* The first pass. A graph launch's slice starts one flow per kernel, and the JSON gives all of
+ * their ends the launch's id (put_flows); but a writer may put the device tracks before the CPU
+ * threads (strobe's does, for test_perfetto's graph), so that the kernels' ends come before the
+ * launch that tells which ids to change. This pass gathers them (s->rep), then the input starts
+ * again. It keeps nothing per event, and costs a read of the input without decoding it. */
+static int prescan_flows(strobe_rd_pfs *s) {
+    s->scanned = 1;
+    s->scanning = 1;
+    while (next_trace_field(s) > 0)
+        ;
+    s->scanning = 0;
+    int err = s->d.err == STROBE_ENOMEM || s->d.err == STROBE_EIO ? s->d.err : 0;
+    if (err) return err;
+    memset(&s->d, 0, sizeof s->d);
+    s->d.err_off = -1;
+    s->cut = -1;
+    s->fields = 0;
+    input_start(s);
+    if (s->gz && gzrewind(s->gz) != 0) {
+        s->d.err = STROBE_EIO;
+        snprintf(s->d.msg, sizeof s->d.msg, "cannot rewind the input");
         return s->d.err;
     }
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        ix[k++] = i;
-    qsort_r(ix, n, sizeof *ix, cmp_events, s);
-    /* By track in declaration order (tix, set by pair_slices), as the writer wrote them. */
-    for (size_t i = 0; i < n; i++) {
-        const event *e = &AT(s->events, event, ix[i]);
-        if (e->type == EV_END) continue;
-        track *t = get_track(s, e->track, 0);
-        int64_t pid = t ? t->opid : 0, tid = t ? t->otid : 0;
-        const char *name = str_at(s, e->name);
-        const char *cat = e->cat == NO_STR ? "" : str_at(s, e->cat);
-        puts_(b, first ? "  " : ",\n  ");
-        first = 0;
-        if (e->type == EV_COUNTER) {
-            name = t && t->name != NO_STR ? str_at(s, t->name) : "counter";
-            puts_(b, "{\"ph\": \"C\", \"cat\": \"counter\", \"name\": ");
-        } else if (e->type == EV_BEGIN) {
-            puts_(b, "{\"ph\": \"X\", \"cat\": ");
-            put_json_string(b, cat, strlen(cat));
-            puts_(b, ", \"name\": ");
-        } else {
-            puts_(b, "{\"ph\": \"i\", \"s\": \"t\", \"cat\": ");
-            put_json_string(b, cat, strlen(cat));
-            puts_(b, ", \"name\": ");
-        }
-        put_json_string(b, name, strlen(name));
-        printf_(b, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64 ", \"ts\": ", pid, tid);
-        put_ts(b, e->ts, 0);
-        if (e->type == EV_COUNTER) {
-            puts_(b, ", \"args\": {");
-            put_json_string(b, name, strlen(name));
-            if (isfinite(e->value))
-                printf_(b, ": %.17g}}", e->value);
-            else
-                puts_(b, ": 0}}");
-            continue;
-        }
-        if (e->type == EV_BEGIN) {
-            puts_(b, ", \"dur\": ");
-            put_ts(b, e->dur, 0);
-        }
-        write_args(s, b, e, e == session);
-        int started = 0;
-        for (size_t f = 0; f < e->flow_count; f++) {
-            const flow *fl = &AT(s->flows, flow, e->flow_first + f);
-            uint64_t id = fl->id;
-            if (!fl->terminating && started++) continue; /* the slice's first "s" stands for all */
-            if (fl->terminating) map_get(&rep, id, 0, &id);
-            printf_(b,
-                    ",\n  {\"ph\": \"%s\", \"id\": %" PRIu64 ", \"pid\": %" PRId64
-                    ", \"tid\": %" PRId64 ", \"ts\": ",
-                    fl->terminating ? "f" : "s", id, pid, tid);
-            put_ts(b, e->ts, 0);
-            puts_(b, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
-            if (fl->terminating) puts_(b, ", \"bp\": \"e\"");
-            puts_(b, "}");
-        }
-    }
-    free(ix);
-    map_free(&rep);
-    puts_(b, "\n  ]");
-    if (trace_name) {
-        puts_(b, ",\n  \"traceName\": ");
-        puts_(b, trace_name);
-    }
-    puts_(b, "\n}\n");
-    return b->err ? nomem(s) : 0;
+    return 0;
 }
 
+/* One step: a Trace field, or one slice closed at the end, or the end of the JSON text. */
+static int step(strobe_rd_pfs *s) {
+    if (!s->scanned) return prescan_flows(s);
+    switch (s->phase) {
+    case PH_HEADER:
+    case PH_EVENTS: {
+        int r = next_trace_field(s);
+        if (r < 0) return r;
+        if (r > 0) return 0;
+        if (!s->content)
+            return fail_at(&s->d, 0, "no trace packets with track events or descriptors");
+        need_header(s);
+        s->phase = PH_CLOSE;
+        s->close_track = 0;
+        return s->out.err ? nomem(s) : 0;
+    }
+    case PH_CLOSE:
+        /* Slices left open: closed at the trace's last time, the innermost first. */
+        while (s->close_track < s->ntracks && s->tracks[s->close_track].nopen == 0)
+            s->close_track++;
+        if (s->close_track < s->ntracks) {
+            track *t = &s->tracks[s->close_track];
+            close_slice(s, t, s->last_ts, NULL);
+        } else {
+            s->phase = PH_TRAILER;
+        }
+        return s->out.err ? nomem(s) : 0;
+    case PH_TRAILER:
+        puts_(&s->out, "\n  ]");
+        if (s->late_meta.len) put(&s->out, s->late_meta.p, s->late_meta.len);
+        if (s->trace_name) {
+            puts_(&s->out, ",\n  \"traceName\": ");
+            puts_(&s->out, s->trace_name);
+        }
+        puts_(&s->out, "\n}\n");
+        s->phase = PH_DONE;
+        return s->out.err ? nomem(s) : 0;
+    default:
+        return 0;
+    }
+}
+
+/* ---- 6. The stream API ----------------------------------------------------------------------- */
+
+static void free_state(strobe_rd_pfs *s) {
+    for (size_t i = 0; i < s->nseqs; i++)
+        seq_clear_interned(&s->seqs[i]);
+    free(s->seqs);
+    map_free(&s->seq_ix);
+    for (size_t i = 0; i < s->ntracks; i++) {
+        track *t = &s->tracks[i];
+        free(t->text.p);
+        free(t->open);
+        free(t->name);
+    }
+    free(s->tracks);
+    map_free(&s->track_ix);
+    map_free(&s->rep);
+    free(s->ev.anns.p);
+    free(s->ev.ann_off);
+    free(s->ev.scratch.p);
+    free(s->ev.flow_id);
+    free(s->ev.flow_term);
+    free(s->out.p);
+    free(s->pending_m.p);
+    free(s->late_meta.p);
+    free(s->trace_name);
+    free(s->ring);
+    if (!s->mem) free(s->in);
+}
+
+/* Sets s to its state at the start of the input (keeping the input and the options). */
+static void reset(strobe_rd_pfs *s) {
+    gzFile gz = s->gz;
+    const uint8_t *mem = s->mem;
+    size_t mem_len = s->mem_len, max_packet = s->max_packet;
+    int allow_cut = s->allow_cut;
+    free_state(s);
+    memset(s, 0, sizeof *s);
+    s->gz = gz;
+    s->mem = mem;
+    s->mem_len = mem_len;
+    s->max_packet = max_packet;
+    s->allow_cut = allow_cut;
+    s->cut = -1;
+    s->d.err_off = -1;
+    s->phase = PH_HEADER;
+    input_start(s);
+}
+
+static strobe_rd_pfs *pfs_new(size_t max_packet, int allow_cut) {
+    strobe_rd_pfs *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->max_packet = max_packet ? max_packet : (size_t)256 << 20;
+    s->allow_cut = allow_cut;
+    reset(s);
+    return s;
+}
+
+strobe_rd_pfs *strobe_rd_pfs_open_gz(gzFile gz, size_t max_packet, int allow_cut) {
+    strobe_rd_pfs *s = pfs_new(max_packet, allow_cut);
+    if (s) s->gz = gz;
+    return s;
+}
+
+strobe_rd_pfs *strobe_rd_pfs_open_mem(const void *data, size_t len, size_t max_packet,
+                                      int allow_cut) {
+    strobe_rd_pfs *s = pfs_new(max_packet, allow_cut);
+    if (s) {
+        s->mem = data ? data : (const void *)"";
+        s->mem_len = data ? len : 0;
+        input_start(s);
+    }
+    return s;
+}
+
+int strobe_rd_pfs_rewind(strobe_rd_pfs *s) {
+    if (s->gz && gzrewind(s->gz) != 0) {
+        reset(s);
+        s->d.err = STROBE_EIO;
+        snprintf(s->d.msg, sizeof s->d.msg, "cannot rewind the input");
+        return s->d.err;
+    }
+    reset(s);
+    return 0;
+}
+
+void strobe_rd_pfs_close(strobe_rd_pfs *s) {
+    if (!s) return;
+    free_state(s);
+    free(s);
+}
+
+/* Runs steps until there is output to hand out. @return 1, 0 at the end, or an error. */
+static int pending(strobe_rd_pfs *s) {
+    while (s->out_pos == s->out.len) {
+        if (s->d.err) return s->d.err;
+        if (s->phase == PH_DONE) return 0;
+        s->out.len = s->out_pos = 0;
+        if (step(s)) return s->d.err ? s->d.err : STROBE_EFORMAT;
+    }
+    return 1;
+}
+
+long strobe_rd_pfs_read(strobe_rd_pfs *s, const void **text) {
+    int r = pending(s);
+    if (r <= 0) return r;
+    size_t n = s->out.len - s->out_pos;
+    if (n > LONG_MAX) n = LONG_MAX;
+    *text = s->out.p + s->out_pos;
+    s->out_pos += n;
+    return (long)n;
+}
+
+int strobe_rd_pfs_prime(strobe_rd_pfs *s) {
+    int r = pending(s);
+    return r < 0 ? r : 0;
+}
+
+const char *strobe_rd_pfs_errmsg(const strobe_rd_pfs *s) {
+    return s->d.err ? s->d.msg : "";
+}
+
+int64_t strobe_rd_pfs_error_offset(const strobe_rd_pfs *s) {
+    return s->d.err ? s->d.err_off : -1;
+}
+
+uint64_t strobe_rd_pfs_next_index(strobe_rd_pfs *s, uint64_t fallback) {
+    if (s->ring_len == 0) return fallback;
+    uint64_t v = s->ring[s->ring_head];
+    s->ring_head = (s->ring_head + 1) % s->ring_cap;
+    s->ring_len--;
+    return v;
+}
+
+int64_t strobe_rd_pfs_cut(const strobe_rd_pfs *s) {
+    return s->cut;
+}
+
+int strobe_rd_pf_to_json(const void *data, size_t len, char **json, size_t *json_len, char *err,
+                         size_t errsz, int64_t *cut) {
+    *json = NULL;
+    *json_len = 0;
+    if (err && errsz) err[0] = '\0';
+    if (cut) *cut = -1;
+    /* A packet is limited only by the input, which is in memory already. */
+    strobe_rd_pfs *s = strobe_rd_pfs_open_mem(data, len, len ? len : 1, cut != NULL);
+    if (!s) {
+        if (err && errsz) snprintf(err, errsz, "out of memory");
+        return STROBE_ENOMEM;
+    }
+    buf out = {0};
+    int rc;
+    while ((rc = pending(s)) > 0) {
+        put(&out, s->out.p + s->out_pos, s->out.len - s->out_pos);
+        s->out_pos = s->out.len;
+        if (out.err) {
+            rc = nomem(s);
+            break;
+        }
+    }
+    if (rc < 0) {
+        if (err && errsz) snprintf(err, errsz, "%s", s->d.msg);
+        free(out.p);
+    } else {
+        if (cut) *cut = s->cut;
+        *json = out.p;
+        *json_len = out.len;
+    }
+    strobe_rd_pfs_close(s);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- The sniff ------------------------------------------------------------------------------- */
 /* Whether p[0..end) reads as the fields of one protobuf message: known wire types, field numbers
  * above 0, lengths inside. `cut`: the message continues past end (what is there must be valid). */
 static int plausible_fields(const uint8_t *p, const uint8_t *end, int cut) {
@@ -1229,14 +1934,14 @@ static int plausible_fields(const uint8_t *p, const uint8_t *end, int cut) {
             if (k == 0) {
                 int wt = (int)(v[0] & 7);
                 if ((v[0] >> 3) == 0) return 0;
-                if (wt == WT_I64 || wt == WT_I32) {
-                    size_t n = wt == WT_I64 ? 8 : 4;
+                if (wt == PFW_I64 || wt == PFW_I32) {
+                    size_t n = wt == PFW_I64 ? 8 : 4;
                     if ((size_t)(end - p) < n) return cut;
                     p += n;
                     break;
                 }
-                if (wt != WT_VARINT && wt != WT_LEN) return 0;
-            } else if ((v[0] & 7) == WT_LEN) {
+                if (wt != PFW_VARINT && wt != PFW_LEN) return 0;
+            } else if ((v[0] & 7) == PFW_LEN) {
                 if (v[1] > (uint64_t)(end - p)) return cut;
                 p += v[1];
             }
@@ -1279,103 +1984,4 @@ int strobe_rd_pf_sniff(const void *data, size_t len, int complete) {
         p += n;
     }
     return 1;
-}
-
-/* The length of the whole Trace fields at the start of data[0..len): the input up to where a
- * field's tag, length or payload is cut short by its end. */
-static size_t whole_prefix(const uint8_t *p, size_t len) {
-    size_t at = 0;
-    while (at < len) {
-        size_t i = at;
-        uint64_t v[2] = {0, 0};
-        int nv = 1;
-        for (int k = 0; k < nv; k++) {
-            int shift = 0;
-            for (;;) {
-                if (i >= len) return at;
-                uint8_t b = p[i++];
-                if (shift < 64) v[k] |= (uint64_t)(b & 0x7f) << shift;
-                shift += 7;
-                if (!(b & 0x80)) break;
-                if (shift >= 70) return len; /* malformed, not cut: the decoder says so */
-            }
-            if (k == 0) {
-                int wt = (int)(v[0] & 7);
-                if (wt == WT_VARINT || wt == WT_LEN)
-                    nv = 2;
-                else if (wt == WT_I64 || wt == WT_I32) {
-                    size_t n = wt == WT_I64 ? 8 : 4;
-                    if (len - i < n) return at;
-                    i += n;
-                } else {
-                    return len;
-                }
-            }
-        }
-        if ((v[0] & 7) == WT_LEN) {
-            if (v[1] > len - i) return at;
-            i += (size_t)v[1];
-        }
-        at = i;
-    }
-    return at;
-}
-
-int strobe_rd_pf_to_json(const void *data, size_t len, char **json, size_t *json_len, char *err,
-                         size_t errsz, int64_t *cut) {
-    *json = NULL;
-    *json_len = 0;
-    if (cut) {
-        /* A trace cut inside a packet (the writer died, the copy stopped) is read up to its last
-         * whole packet, as Perfetto's trace processor does; the caller reports the cut. */
-        size_t whole = whole_prefix(data, len);
-        *cut = -1;
-        if (whole > 0 && whole < len) { /* cut inside the first packet: an error, said below */
-            *cut = (int64_t)whole;
-            len = whole;
-        }
-    }
-    if (err && errsz) err[0] = '\0';
-    state s = {0};
-    s.d.start = data;
-    s.d.msg = err;
-    s.d.msgsz = errsz;
-    s.tracks.size = sizeof(track);
-    s.seqs.size = sizeof(seq);
-    s.events.size = sizeof(event);
-    s.anns.size = sizeof(ann);
-    s.flows.size = sizeof(flow);
-    cur c = {data, (const uint8_t *)data + len};
-    field f;
-    int rc;
-    int64_t last_ts = 0;
-    while ((rc = next_field(&s.d, &c, &f)) > 0) {
-        if (f.num != 1) continue; /* Trace has only packets; anything else is skipped */
-        if (want(&s.d, &f, WT_LEN)) break;
-        if (parse_packet(&s, &f)) break;
-    }
-    if (rc < 0 || s.d.err) rc = s.d.err ? s.d.err : rc;
-    for (size_t i = 0; rc == 0 && i < s.events.n; i++)
-        if (AT(s.events, event, i).ts > last_ts) last_ts = AT(s.events, event, i).ts;
-    if (rc == 0 && s.events.n == 0 && s.tracks.n == 0)
-        rc = fail(&s.d, s.d.start, "no trace packets with track events or descriptors");
-    if (rc == 0) rc = pair_slices(&s, last_ts);
-    buf out = {0};
-    if (rc == 0) rc = write_json(&s, &out);
-    free(s.strs.p);
-    map_free(&s.interned);
-    map_free(&s.track_ix);
-    map_free(&s.seq_ix);
-    free(s.tracks.p);
-    free(s.seqs.p);
-    free(s.events.p);
-    free(s.anns.p);
-    free(s.flows.p);
-    if (rc) {
-        free(out.p);
-        return rc;
-    }
-    *json = out.p;
-    *json_len = out.len;
-    return 0;
 }

@@ -1,24 +1,37 @@
-/* pftrace_dec.h: converts a Perfetto protobuf trace (as strobe writes it, and other TrackEvent
- * traces) into Kineto-format Chrome trace JSON in memory, which the trace reader then reads.
+/* pftrace_dec.h: a streaming decoder of Perfetto protobuf traces (as strobe writes them, and other
+ * TrackEvent traces) into Kineto-format Chrome trace JSON text, which the trace reader reads as it
+ * reads a JSON file.
  *
  * What is understood: TracePacket sequences with interned event names, categories, debug
  * annotation names and string values; incremental state; sequence-scoped incremental clocks
  * (ClockSnapshot is_incremental) and TracePacketDefaults; track descriptors (process, thread,
  * counter and plain tracks); TrackEvent slices (begin/end), instants, counters, flows and debug
- * annotations. Unknown fields and packets are skipped. Tracks with STROBE__PFT_KINETO_UUID uuids
- * (strobe's device and stream tracks) get back their Kineto pid and tid; the slice named
+ * annotations. Unknown fields and packets are skipped. Tracks with strobe's Kineto uuids (its
+ * device and stream tracks, pftrace_wire.h) get back their Kineto pid and tid; the slice named
  * "strobe session" (category "Trace") gives back the trace's top-level metadata. A slice that
  * starts several flows (strobe's CUDA graph launch: one id per kernel) becomes one "s" with its
  * first id, and the ends of all of them "f" with that id, as Kineto writes a graph launch.
  *
+ * How. Packets are read one at a time, from a gzFile or from memory, through a buffer the size of
+ * the largest packet. The JSON text comes out as it is decoded: the top-level members (from the
+ * session slice) and "traceEvents", then an element per track descriptor (thread and process
+ * names, sort indices), instant, counter and flow at once, and a complete event ("X") per slice
+ * when its end is read; slices still open at the end of the input close there, at the trace's
+ * last time. So the elements come in the order of the ends, not of the starts, and a track's
+ * metadata comes with its descriptor. What is kept between packets: each sequence's interned
+ * strings (dropped when its incremental state is cleared), the track descriptors, the slices open
+ * on each track (their names, annotations and flows), and the ids of fanned-out flows.
+ *
  * Malformed input (a truncated varint, a length past the end, a wrong wire type, a field number
- * 0, a group) is an error with a message naming the byte offset; never a crash. Memory use is
- * proportional to the input's size. Reentrant. */
+ * 0, a group) is an error with a message "byte N: reason", N the offset in the decompressed
+ * input; never a crash. An input cut inside a packet can be read up to its last whole packet.
+ * Separate decoders are independent; one is used by one thread at a time. */
 #ifndef STROBE_READER_PFTRACE_DEC_H
 #define STROBE_READER_PFTRACE_DEC_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <zlib.h>
 
 /* Returns 1 when `data` (the first bytes of a file, decompressed) look like a Perfetto trace
  * rather than JSON: a Trace.packet tag (0x0a) first, and either no '{' or '[' after blank lines
@@ -26,11 +39,55 @@
  * that runs past its end is taken as plausible). */
 int strobe_rd_pf_sniff(const void *data, size_t len, int complete);
 
-/* Decodes the trace data[0..len) into JSON text: *json gets a malloc'ed, NUL-terminated buffer of
- * *json_len bytes, owned by the caller. On error, `err` (of `errsz` bytes) gets a message "byte
- * N: reason". With `cut` not NULL, input cut short inside a packet is read up to its last whole
- * packet and *cut gets the offset where the incomplete one starts (-1: the input is whole); with
- * `cut` NULL, or no whole packet, that is an error. @return 0, STROBE_EFORMAT or STROBE_ENOMEM. */
+typedef struct strobe_rd_pfs strobe_rd_pfs;
+
+/* A decoder over gz (borrowed: it must stay open until strobe_rd_pfs_close(), which does not
+ * close it) or over data[0..len) (which must outlive the decoder). A packet larger than
+ * max_packet bytes (0: 256 MiB) is an error. With allow_cut, input that ends inside a Trace field
+ * is read up to the last whole one (see strobe_rd_pfs_cut()); without, or when no field was
+ * whole, that is an error. @return the decoder, or NULL when out of memory. */
+strobe_rd_pfs *strobe_rd_pfs_open_gz(gzFile gz, size_t max_packet, int allow_cut);
+strobe_rd_pfs *strobe_rd_pfs_open_mem(const void *data, size_t len, size_t max_packet,
+                                      int allow_cut);
+
+/* Frees the decoder (not its gzFile). Accepts NULL. */
+void strobe_rd_pfs_close(strobe_rd_pfs *s);
+
+/* The next piece of the JSON text, decoding packets as needed: *text points to it, valid until
+ * the next call on the decoder. @return its length (> 0), 0 at the end of the text, or a
+ * negative error (STROBE_EFORMAT, STROBE_EIO, STROBE_ENOMEM; see strobe_rd_pfs_errmsg()); an
+ * error is sticky. */
+long strobe_rd_pfs_read(strobe_rd_pfs *s, const void **text);
+
+/* Decodes until the first text is ready, so that an input that is no trace at all fails here.
+ * @return 0 or a negative error, as strobe_rd_pfs_read(). */
+int strobe_rd_pfs_prime(strobe_rd_pfs *s);
+
+/* Starts again from the beginning of the input (gzrewind). @return 0 or STROBE_EIO. */
+int strobe_rd_pfs_rewind(strobe_rd_pfs *s);
+
+/* The last error as "byte N: reason" (or a reason alone, for a read error or out of memory), ""
+ * when there is none; its offset, -1 when none applies. */
+const char *strobe_rd_pfs_errmsg(const strobe_rd_pfs *s);
+int64_t strobe_rd_pfs_error_offset(const strobe_rd_pfs *s);
+
+/* The index of the next element of traceEvents in the text read so far (call once per element,
+ * in order), or fallback when none is queued. Elements are numbered in the order of the begins:
+ * a slice's complete event has the index of its begin (its flows the next ones), so that sorting
+ * by index gives the order the writer wrote the slices in, parents before their children, as a
+ * JSON file has it. The indices of all elements are 0, 1, 2 ... in some order. */
+uint64_t strobe_rd_pfs_next_index(strobe_rd_pfs *s, uint64_t fallback);
+
+/* Where the incomplete field that ends a cut input starts (known once the text was read to its
+ * end), or -1 when the input was whole. */
+int64_t strobe_rd_pfs_cut(const strobe_rd_pfs *s);
+
+/* Decodes the trace data[0..len) into JSON text at once: *json gets a malloc'ed, NUL-terminated
+ * buffer of *json_len bytes, owned by the caller. On error, `err` (of `errsz` bytes) gets a
+ * message "byte N: reason". With `cut` not NULL, input cut short inside a packet is read up to
+ * its last whole packet and *cut gets the offset where the incomplete one starts (-1: the input
+ * is whole); with `cut` NULL, or no whole packet, that is an error.
+ * @return 0, STROBE_EFORMAT or STROBE_ENOMEM. */
 int strobe_rd_pf_to_json(const void *data, size_t len, char **json, size_t *json_len, char *err,
                          size_t errsz, int64_t *cut);
 

@@ -140,7 +140,7 @@ enum { ABS_UNKNOWN, ABS_BASE, ABS_TS };
 
 struct strobe_rd {
     strobe_jp jp;
-    char *owned; /* JSON decoded from a Perfetto trace, read as memory input */
+    strobe_rd_pfs *pfs; /* a Perfetto trace's decoder, the tokenizer's source; NULL for JSON */
     gzFile gz;
     char *name; /* path, or a name for memory input, used in messages */
     int fd;     /* standard input's temporary file, for the look-ahead; -1: none */
@@ -219,9 +219,18 @@ static int fail(strobe_rd *r, int err, int64_t off, const char *fmt, ...) {
     return err;
 }
 
+/* Takes over the Perfetto decoder's error (err: its code): "Perfetto trace: byte N: reason",
+ * with N, the offset in the decompressed protobuf input, as the error's offset too. */
+static int fail_pf(strobe_rd *r, int err) {
+    fail(r, err, -1, "Perfetto trace: %s", strobe_rd_pfs_errmsg(r->pfs));
+    r->err_off = strobe_rd_pfs_error_offset(r->pfs);
+    return err;
+}
+
 /* Takes over the tokenizer's error. */
 static int fail_jp(strobe_rd *r) {
     int err = r->jp.err ? r->jp.err : STROBE_EFORMAT;
+    if (r->pfs && strobe_rd_pfs_errmsg(r->pfs)[0]) return fail_pf(r, err);
     return fail(r, err, r->jp.err_off, "%s", r->jp.err ? r->jp.err_msg : "tokenizer error");
 }
 
@@ -252,74 +261,28 @@ static void apply_limits(strobe_jp *jp, const strobe_rd_options *opt) {
 /* The first bytes of the input, for telling formats apart by content. */
 #define HEAD_BYTES 4096
 
-/* Reads all of gz into a malloc'ed buffer (*data, *len). @return 0, or a negative error with the
- * reader failed. */
-static int slurp_gz(strobe_rd *r, gzFile gz, unsigned char **data, size_t *len) {
-    size_t n = 0, cap = 1 << 20;
-    unsigned char *p = malloc(cap);
-    for (;;) {
-        if (p == NULL) return fail(r, STROBE_ENOMEM, -1, "out of memory reading the input");
-        int got = gzread(gz, p + n, (unsigned)(cap - n > (1u << 30) ? 1u << 30 : cap - n));
-        if (got < 0) {
-            free(p);
-            return fail(r, STROBE_EIO, -1, "read error (or corrupt gzip data)");
-        }
-        if (got == 0) break;
-        n += (size_t)got;
-        if (n == cap) {
-            unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(p, cap * 2) : NULL;
-            if (grown == NULL) free(p);
-            p = grown;
-            cap *= 2;
-        }
-    }
-    *data = p;
-    *len = n;
-    return 0;
-}
-
-static int decode_pftrace(strobe_rd *r, const void *data, size_t len);
-
-/* Reads the input through r->gz to its end (closing it) as a Perfetto trace: it is decoded whole
- * into Kineto JSON (pftrace_dec.c), then read from memory like any trace. Its size is what a
- * strobe writer made of a result that fit in memory. */
-static int open_pftrace(strobe_rd *r) {
-    unsigned char *data = NULL;
-    size_t len = 0;
-    int rc = slurp_gz(r, r->gz, &data, &len);
-    gzclose(r->gz);
-    r->gz = NULL;
-    if (rc) return rc;
-    rc = decode_pftrace(r, data, len);
-    free(data);
-    return rc;
-}
-
-/* Decodes the Perfetto trace data[0..len) into r->owned and reads that. */
-static int decode_pftrace(strobe_rd *r, const void *data, size_t len) {
-    char why[300];
-    size_t jlen = 0;
-    int64_t cut = -1;
-    int rc = strobe_rd_pf_to_json(data, len, &r->owned, &jlen, why, sizeof why, &cut);
-    if (rc) {
-        /* The decoder's message starts "byte N: " where an offset applies; keep it as the
-         * error's offset too. */
-        fail(r, rc, -1, "Perfetto trace: %s", why);
-        if (strncmp(why, "byte ", 5) == 0) r->err_off = strtoll(why + 5, NULL, 10);
-        return rc;
-    }
-    r->info.perfetto = 1;
-    if (cut >= 0) {
+/* The tokenizer's source for a Perfetto trace: the decoder's JSON text. The cut of a cut trace
+ * is known once the text ended. */
+static long pf_source(void *ctx, const void **text) {
+    strobe_rd *r = ctx;
+    long n = strobe_rd_pfs_read(r->pfs, text);
+    if (n == 0 && strobe_rd_pfs_cut(r->pfs) >= 0) {
         r->info.pf_cut = 1;
-        r->info.pf_cut_offset = cut;
+        r->info.pf_cut_offset = strobe_rd_pfs_cut(r->pfs);
     }
-    r->is_mem = 1;
-    r->mem = r->owned;
-    r->mem_len = jlen;
-    strobe_jp_init_mem(&r->jp, r->owned, jlen);
-    strobe_jp_set_chunk(&r->jp, r->opt.mem_chunk);
+    return n;
+}
+
+/* Reads r->pfs (just made, or NULL: out of memory) through the tokenizer, as a trace in JSON,
+ * and decodes up to its first text, so that an input that is no trace fails at once.
+ * @return 0, or a negative error with the reader failed. */
+static int open_pftrace(strobe_rd *r) {
+    if (!r->pfs || strobe_jp_init_src(&r->jp, pf_source, r))
+        return fail(r, STROBE_ENOMEM, -1, "out of memory");
     apply_limits(&r->jp, &r->opt);
-    return 0;
+    r->info.perfetto = 1;
+    int rc = strobe_rd_pfs_prime(r->pfs);
+    return rc ? fail_pf(r, rc) : 0;
 }
 
 /* zlib's input buffer for the file at path (or, path NULL, the descriptor fd): a larger one
@@ -412,6 +375,8 @@ int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *o
      * first strobe_rd_next(), as for any input. */
     if (n > 0 && strobe_rd_pf_sniff(head, (size_t)n, (size_t)n < sizeof head)) {
         if (gzrewind(r->gz) != 0) return fail(r, STROBE_EIO, -1, "cannot rewind the input");
+        /* Read as it is decoded, a packet at a time (pftrace_dec.h). */
+        r->pfs = strobe_rd_pfs_open_gz(r->gz, r->opt.max_value, 1);
         return open_pftrace(r);
     }
     gzrewind(r->gz);
@@ -456,7 +421,13 @@ int strobe_rd_rewind(strobe_rd *r) {
     r->err = 0;
     r->err_off = -1;
     r->errmsg[0] = '\0';
-    if (r->is_mem) {
+    if (r->pfs) {
+        strobe_jp_init_mem(&r->jp, NULL, 0);
+        int rc = strobe_rd_pfs_rewind(r->pfs);
+        if (rc) return fail_pf(r, rc);
+        if (strobe_jp_init_src(&r->jp, pf_source, r))
+            return fail(r, STROBE_ENOMEM, -1, "out of memory");
+    } else if (r->is_mem) {
         strobe_jp_init_mem(&r->jp, r->mem, r->mem_len);
         strobe_jp_set_chunk(&r->jp, r->opt.mem_chunk);
     } else {
@@ -478,8 +449,12 @@ int strobe_rd_open_mem(strobe_rd **out, const void *data, size_t len, const char
     /* Told by content, as strobe_rd_open() does: a Perfetto trace is decoded here. */
     if (n > 0 && strobe_rd_pf_sniff(data, n, 1)) {
         strobe_jp_init_mem(&r->jp, NULL, 0);
+        r->is_mem = 1;
+        r->mem = data;
+        r->mem_len = n;
+        r->pfs = strobe_rd_pfs_open_mem(data, n, r->opt.max_value, 1);
         /* A trace that cannot be decoded fails the first strobe_rd_next(), which says why. */
-        if (decode_pftrace(r, data, n) == STROBE_ENOMEM) {
+        if (open_pftrace(r) == STROBE_ENOMEM) {
             strobe_rd_close(r);
             *out = NULL;
             return STROBE_ENOMEM;
@@ -498,6 +473,7 @@ int strobe_rd_open_mem(strobe_rd **out, const void *data, size_t len, const char
 void strobe_rd_close(strobe_rd *r) {
     if (!r) return;
     strobe_jp_free(&r->jp);
+    strobe_rd_pfs_close(r->pfs);
     if (r->gz) gzclose(r->gz);
     if (r->fd >= 0) close(r->fd);
     free(r->name);
@@ -505,7 +481,6 @@ void strobe_rd_close(strobe_rd *r) {
     free(r->trace_name);
     free(r->device_properties);
     free(r->arena);
-    free(r->owned);
     free(r);
 }
 
@@ -781,6 +756,7 @@ static int read_event(strobe_rd *r, strobe_rd_item *item, int64_t start) {
     strobe_rd_event *ev = &r->ev;
     memset(ev, 0, sizeof *ev);
     ev->index = r->info.events;
+    if (r->pfs) ev->index = strobe_rd_pfs_next_index(r->pfs, ev->index); /* see pftrace_dec.h */
     ev->offset = start;
     r->arena_len = 0;
     size_t soff[F_NSTR], slen[F_NSTR] = {0}; /* arena offsets (SIZE_MAX: absent) and lengths */
@@ -940,6 +916,7 @@ static int read_non_object(strobe_rd *r, strobe_rd_item *item, int tok) {
     strobe_rd_event *ev = &r->ev;
     memset(ev, 0, sizeof *ev);
     ev->index = r->info.events;
+    if (r->pfs) ev->index = strobe_rd_pfs_next_index(r->pfs, ev->index);
     ev->offset = jp->tok_off;
     if (tok == STROBE_JP_ARR_BEGIN) {
         int end = strobe_jp_skip_container(jp);
@@ -1010,8 +987,8 @@ int strobe_rd_next(strobe_rd *r, strobe_rd_item *item) {
                 if (r->abs_mode == ABS_UNKNOWN) {
                     if (r->info.has_base_time)
                         r->abs_mode = ABS_BASE;
-                    else if (r->opt.prescan_base)
-                        prescan_base(r);
+                    else if (r->opt.prescan_base && !r->pfs)
+                        prescan_base(r); /* a Perfetto trace's base time comes first, or never */
                 }
                 r->mode = M_EVENTS;
                 continue;

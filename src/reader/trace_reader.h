@@ -1,5 +1,6 @@
 /* trace_reader.h: a streaming reader of Kineto-format Chrome trace JSON (.json and .json.gz), and
- * of Perfetto traces through their decoding into that JSON.
+ * of Perfetto traces (.pftrace, plain or gzip'd) through their decoding into that JSON, a packet
+ * at a time as it is read (pftrace_dec.h).
  *
  * Internal API of strobe (prefix strobe_rd_), used by the round-trip tests and the strobe CLI.
  * It links only zlib and uses strobe/error.h for its error codes.
@@ -14,7 +15,10 @@
  *
  * How. strobe_rd_next() pulls one item at a time, in file order: a top-level metadata member, or
  * one element of the event array. Memory use is bounded by the largest single event or metadata
- * value (and by the limits in strobe_rd_options), not by the size of the file.
+ * value (and by the limits in strobe_rd_options), not by the size of the file. A Perfetto trace
+ * yields the same items its JSON conversion holds, in the decoder's order (a slice when its end
+ * is read, a track's metadata with its descriptor), and its memory is bounded by the decoder's
+ * state (interned strings, tracks, the slices open at one time) and its largest packet.
  *
  * Errors. Malformed JSON, input that ends inside an event, or a limit exceeded stops the reader
  * with STROBE_EFORMAT and a message "PATH: byte N: reason", where N is the offset in the decoded
@@ -97,7 +101,8 @@ enum {
 /* One element of traceEvents. Everything it points to is owned by the reader and valid until the
  * next strobe_rd_next() or strobe_rd_close(). */
 typedef struct strobe_rd_event {
-    uint64_t index; /* position in the event array, from 0 */
+    uint64_t index; /* position in the event array, from 0; of a Perfetto trace, in the order of
+                       the begins (strobe_rd_pfs_next_index) */
     int64_t offset; /* stream offset of the element's first byte */
     strobe_rd_str ph, name, cat;
     strobe_rd_str bp, s; /* flow binding point, instant scope */
@@ -155,10 +160,10 @@ typedef struct strobe_rd_info {
     uint64_t bad_events; /* of which bad */
     uint64_t metas;      /* top-level members other than traceEvents */
     int64_t bytes;       /* decoded bytes consumed so far */
-    int perfetto;        /* the input is a Perfetto trace, read as the JSON it was decoded to */
+    int perfetto;        /* the input is a Perfetto trace, read as the JSON it is decoded to */
     /* A Perfetto trace cut inside a packet (accepted, as Perfetto's trace processor does): it was
      * read up to its last whole packet, and pf_cut_offset is where the incomplete one starts in
-     * the (decompressed) input. */
+     * the (decompressed) input. Known once strobe_rd_next() returned STROBE_RD_END. */
     int pf_cut;
     int64_t pf_cut_offset;
 } strobe_rd_info;
@@ -167,7 +172,8 @@ typedef struct strobe_rd_info {
 typedef struct strobe_rd_options {
     size_t max_depth;  /* nesting limit (default 512, at most 4096) */
     size_t max_string; /* longest decoded string (default 64 MiB) */
-    size_t max_value;  /* largest raw event or metadata value (default 256 MiB) */
+    size_t max_value;  /* largest raw event or metadata value, and largest Perfetto packet
+                          (default 256 MiB) */
     /* When traceEvents comes before baseTimeNanoseconds (some ROCm builds of Kineto write it
      * last), look ahead for the base time in a second pass over the input before returning the
      * first event, so that every event has abs_ts_ns. This decodes the input twice when the base
@@ -185,20 +191,21 @@ typedef struct strobe_rd strobe_rd;
 
 /* Opens the trace at path, "-" for standard input (which is copied into an unlinked temporary
  * file first, as it is read more than once). The format is told by content, whatever the name:
- * Kineto JSON or a Perfetto trace (decoded whole into JSON, see pftrace_dec.h), either one plain
+ * Kineto JSON or a Perfetto trace (decoded as it is read, see pftrace_dec.h), either one plain
  * or gzip'd. opt may be NULL.
  * @return 0, or a negative STROBE_E* error (STROBE_EIO when the file cannot be opened). Except for
  * STROBE_ENOMEM and STROBE_EINVAL (path NULL), after which *out is NULL, *out is set even on
  * failure, so that strobe_rd_errmsg() can say what failed; close it in every case. Only the first
- * 4 KiB are read here (to tell the format), except for a Perfetto trace, which is read and decoded
- * whole (a decoding error is returned here, STROBE_EFORMAT). */
+ * 4 KiB are read here (to tell the format); of a Perfetto trace, the packets up to its first
+ * event (an error in those, or a trace cut inside its first packet, is returned here,
+ * STROBE_EFORMAT; a later one by strobe_rd_next(), as "PATH: Perfetto trace: byte N: reason"). */
 int strobe_rd_open(strobe_rd **out, const char *path, const strobe_rd_options *opt);
 
 /* Opens a reader over data[0..len), which must stay valid and unchanged until strobe_rd_close().
- * Gzip data is not decoded here; a Perfetto trace (told by content) is decoded at once, into JSON
- * the reader owns. name (may be NULL: "<memory>") is used in messages.
- * @return 0, or STROBE_ENOMEM (*out is NULL). A Perfetto trace that cannot be decoded fails the
- * first strobe_rd_next(), with STROBE_EFORMAT and a message. */
+ * Gzip data is not decoded here; a Perfetto trace (told by content) is decoded as it is read, as
+ * from a file. name (may be NULL: "<memory>") is used in messages.
+ * @return 0, or STROBE_ENOMEM (*out is NULL). A Perfetto trace that cannot be decoded fails
+ * strobe_rd_next(), with STROBE_EFORMAT and a message. */
 int strobe_rd_open_mem(strobe_rd **out, const void *data, size_t len, const char *name,
                        const strobe_rd_options *opt);
 
