@@ -281,6 +281,7 @@ typedef struct track {
     uint64_t name;      /* offset in strs, or NO_STR */
     int64_t opid, otid; /* resolved Kineto pid and tid */
     int resolved;
+    int lane; /* another track of its parent's thread: no thread name or sort index of its own */
 } track;
 
 typedef struct seq {
@@ -926,8 +927,14 @@ static void resolve(state *s, track *t, int depth) {
         track *p = t->has_parent && depth < 64 ? get_track(s, t->parent, 0) : NULL;
         if (p) resolve(s, p, depth + 1);
         size_t ix = (size_t)(t - &AT(s->tracks, track, 0));
+        /* A plain track under a thread's track, or under a Kineto (pid, tid) track, is another
+         * track of that thread (strobe convert puts slices that overlap without nesting there,
+         * and Perfetto shows such a track as the thread's). */
+        t->lane = p && t->kind == TK_PLAIN &&
+                  (p->kind == TK_THREAD ||
+                   (p->kind == TK_PLAIN && (p->uuid >> 56) == STROBE__PFT_KINETO_MARK));
         t->opid = p ? p->opid : 2000000000 + (int64_t)ix;
-        t->otid = t->kind == TK_COUNTER && p ? p->otid : 1000000000 + (int64_t)ix;
+        t->otid = (t->kind == TK_COUNTER || t->lane) && p ? p->otid : 1000000000 + (int64_t)ix;
     }
 }
 
@@ -1114,7 +1121,7 @@ static int write_json(state *s, buf *b) {
     for (size_t i = 0; i < s->tracks.n; i++) {
         track *t = &AT(s->tracks, track, i);
         resolve(s, t, 0);
-        if (t->kind == TK_COUNTER) continue;
+        if (t->kind == TK_COUNTER || t->lane) continue;
         const char *name = t->name == NO_STR ? NULL : str_at(s, t->name);
         int is_proc = t->kind == TK_PROCESS ||
                       (t->kind == TK_PLAIN && (t->uuid >> 56) == STROBE__PFT_KINETO_PROC_MARK);
