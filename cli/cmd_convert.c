@@ -409,9 +409,12 @@ static void keep_args(conv *c, item *it, const strobe_rd_event *e) {
 static uint64_t flow_key(const strobe_rd_event *e) {
     int is_num;
     uint64_t h = (uint64_t)id_num(&e->id, &is_num);
-    /* Flow ids are scoped by category in the JSON format. */
+    /* Flow ids are scoped by category in the JSON format. The id comes back as the JSON's "id":
+     * in 53 bits, an integer that every JSON reader holds exactly (readers that parse numbers as
+     * doubles, or as int64, which a 64-bit hash above INT64_MAX is not). */
     for (size_t i = 0; e->cat.s && i < e->cat.len; i++)
         h = (h ^ (unsigned char)e->cat.s[i]) * 1099511628211ull;
+    h = (h ^ (h >> 53)) & ((UINT64_C(1) << 53) - 1);
     return h ? h : 1;
 }
 
