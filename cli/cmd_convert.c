@@ -975,7 +975,8 @@ static int write_pf(conv *c, out_file *out, size_t *on_lanes, size_t *lanes_made
             ctrack *t = &c->tracks[it->track];
             char buf[40], name[600];
             const char *base = track_label(c, t, t->on_device, buf, sizeof buf);
-            snprintf(name, sizeof name, "%.500s (overlaps, lane %zu)", base, lane + 1);
+            /* base: at most 511 bytes (collect_event), so never cut inside a character */
+            snprintf(name, sizeof name, "%s (overlaps, lane %zu)", base, lane + 1);
             ln.uuid[lane] = (UINT64_C(0x4C) << 56) | ++lane_seq;
             ln.n = lane + 1;
             (*lanes_made)++;

@@ -200,6 +200,12 @@ JSON
 ]}
 JSON
     roundtrip "$TMP/overlap.json"
+    # The extra tracks come back as their thread's events: no thread of their own, no name.
+    if grep -q 'overlaps, lane' "$TMP/overlap.json.back.json" ||
+        ! grep -q '"tid": 11, "args": {"name": "main"}' "$TMP/overlap.json.back.json"; then
+        echo "FAIL  overlap: the JSON converted back names threads after the extra tracks:"
+        grep '"thread_name"' "$TMP/overlap.json.back.json"; fail=1
+    fi
     "$STROBE" convert "$TMP/overlap.json" "$TMP/overlap.pftrace" 2>"$TMP/err"
     want="4 slice(s) overlap a slice without nesting in it: kept whole on 3 extra track(s)"
     if grep -q "$want" "$TMP/err"; then
