@@ -7,8 +7,11 @@
  * JSON to Perfetto. Perfetto's slices are begin/end pairs that must nest on their track, and a
  * JSON trace lists complete events in any order. So every event is collected first (the trace
  * fits in memory as its own JSON did), sorted per track by start (longer first on ties), and
- * written with a stack of open slices. A slice that starts inside another and ends after it (real
- * PyTorch traces have a few) is cut at its parent's end, and the count is reported on stderr.
+ * written with a stack of open slices per lane. A slice that starts inside another and ends after
+ * it (real PyTorch traces have a few) goes whole on the first lane of its thread where it nests:
+ * an extra track whose parent is the thread's track, which Perfetto shows with the thread and
+ * strobe's reader reads back as the thread's, so that every command gives the numbers the JSON
+ * gives. The count is reported on stderr.
  * Flows ("s", "f") are bound as Perfetto's JSON importer binds them: to the innermost slice of
  * their thread that encloses their time ("f" without "bp": "e", to the next slice that starts).
  * Several ends of one flow (Kineto's CUDA graph launch: an "f" on each kernel) each get an id of
@@ -27,10 +30,10 @@
 
 #include "cli.h"
 #include "common.h"
-#include "json_pull.h"
-#include "pftrace_dec.h"
+#include "reader/json_pull.h"
+#include "reader/pftrace_dec.h"
 #include "strobe/error.h"
-#include "trace_reader.h"
+#include "reader/trace_reader.h"
 #include "util/pftrace_enc.h"
 #include "util/strpool.h"
 #include "util/strtab.h"
@@ -54,8 +57,10 @@ const char cmd_convert_usage[] =
     "    input) written by strobe or by the PyTorch profiler. Complete events (X, and B/E\n"
     "    pairs) become slices, instants stay instants, counters (C) become counter tracks,\n"
     "    flows (s/f) become flows, process and thread names (M) name the tracks, and args\n"
-    "    become debug annotations. A slice that ends after the slice it starts in is cut at\n"
-    "    that slice's end (counted on stderr).\n"
+    "    become debug annotations. A slice that starts inside another and ends after it is\n"
+    "    kept whole on an extra track of its thread, named \"THREAD (overlaps, lane N)\":\n"
+    "    Perfetto shows it with the thread, and strobe reads it back as the thread's (the\n"
+    "    count is on stderr).\n"
     "\n"
     "    Perfetto to JSON: IN is a Perfetto trace (.pftrace, .perfetto-trace, or recognized by\n"
     "    its bytes) written by strobe, or another TrackEvent trace. The JSON is what strobe's\n"
@@ -264,6 +269,7 @@ typedef struct ctrack {
     int tid_is_num;
     uint64_t uuid;
     int is_device_proc;
+    int on_device; /* a thread of a device process: a stream */
     uint32_t name; /* UINT32_MAX: none */
     int has_sort;
     int64_t sort;
@@ -403,9 +409,12 @@ static void keep_args(conv *c, item *it, const strobe_rd_event *e) {
 static uint64_t flow_key(const strobe_rd_event *e) {
     int is_num;
     uint64_t h = (uint64_t)id_num(&e->id, &is_num);
-    /* Flow ids are scoped by category in the JSON format. */
+    /* Flow ids are scoped by category in the JSON format. The id comes back as the JSON's "id":
+     * in 53 bits, an integer that every JSON reader holds exactly (readers that parse numbers as
+     * doubles, or as int64, which a 64-bit hash above INT64_MAX is not). */
     for (size_t i = 0; e->cat.s && i < e->cat.len; i++)
         h = (h ^ (unsigned char)e->cat.s[i]) * 1099511628211ull;
+    h = (h ^ (h >> 53)) & ((UINT64_C(1) << 53) - 1);
     return h ? h : 1;
 }
 
@@ -760,7 +769,92 @@ static int drain(strobe__pft *enc, out_file *out) {
     return 0;
 }
 
-static int write_pf(conv *c, out_file *out, size_t *clipped) {
+/* ---- lanes: slices that overlap without nesting -------------------------------------------- */
+
+/* A thread's slices go on lanes, each one a Perfetto track: lane 0 is the thread's own track, and
+ * a slice that would end after the innermost open slice of a lane goes on the first lane where it
+ * nests, a new one when none. A lane is a stack of open slices, linked through `below`. A tree
+ * over the lanes holds each lane's innermost open end (INT64_MAX: empty) as the minimum (which
+ * slice ends next, so that ends are written in time order) and the maximum (the first lane whose
+ * innermost open slice ends at or after E, where a slice ending at E nests) of each subtree: both
+ * found in log(lanes) steps, so that many overlapping slices cost no more than a few. */
+typedef struct lanes {
+    size_t cap;       /* leaves: a power of two */
+    size_t n;         /* lanes of the current thread */
+    int64_t *mn, *mx; /* [2 * cap], leaves at cap + k */
+    size_t *top;      /* [cap]: the lane's innermost open slice (item index), SIZE_MAX: none */
+    uint64_t *uuid;   /* [cap]: the lane's track */
+    size_t *below;    /* [items]: the open slice under each one on its lane */
+} lanes;
+
+static void lanes_set(lanes *l, size_t k, int64_t end) {
+    size_t i = l->cap + k;
+    l->mn[i] = l->mx[i] = end;
+    for (i /= 2; i >= 1; i /= 2) {
+        l->mn[i] = l->mn[2 * i] < l->mn[2 * i + 1] ? l->mn[2 * i] : l->mn[2 * i + 1];
+        l->mx[i] = l->mx[2 * i] > l->mx[2 * i + 1] ? l->mx[2 * i] : l->mx[2 * i + 1];
+    }
+}
+
+/* Doubles the lanes (from 0: makes 8). @return 0 or STROBE_ENOMEM. */
+static int lanes_grow(lanes *l) {
+    size_t cap = l->cap ? l->cap * 2 : 8;
+    int64_t *mn = malloc(2 * cap * sizeof *mn), *mx = malloc(2 * cap * sizeof *mx);
+    size_t *top = realloc(l->top, cap * sizeof *top);
+    if (top) l->top = top;
+    uint64_t *uuid = top ? realloc(l->uuid, cap * sizeof *uuid) : NULL;
+    if (uuid) l->uuid = uuid;
+    if (!mn || !mx || !top || !uuid) {
+        free(mn);
+        free(mx);
+        return STROBE_ENOMEM;
+    }
+    for (size_t k = 0; k < cap; k++) {
+        mn[cap + k] = mx[cap + k] = k < l->cap ? l->mn[l->cap + k] : INT64_MAX;
+        if (k >= l->cap) top[k] = SIZE_MAX, uuid[k] = 0;
+    }
+    for (size_t i = cap - 1; i >= 1; i--) {
+        mn[i] = mn[2 * i] < mn[2 * i + 1] ? mn[2 * i] : mn[2 * i + 1];
+        mx[i] = mx[2 * i] > mx[2 * i + 1] ? mx[2 * i] : mx[2 * i + 1];
+    }
+    free(l->mn);
+    free(l->mx);
+    l->mn = mn;
+    l->mx = mx;
+    l->cap = cap;
+    return 0;
+}
+
+/* The first lane where a slice ending at `end` nests (an unused lane when no lane in use fits);
+ * open slices that end before the slice starts must have been closed. SIZE_MAX: out of memory. */
+static size_t lanes_fit(lanes *l, int64_t end) {
+    if (l->mx[1] < end) {
+        size_t k = l->cap;
+        return lanes_grow(l) ? SIZE_MAX : k;
+    }
+    size_t i = 1;
+    while (i < l->cap)
+        i = l->mx[2 * i] >= end ? 2 * i : 2 * i + 1;
+    return i - l->cap;
+}
+
+/* The lane whose innermost open slice ends first (l->mn[1] is that end). */
+static size_t lanes_next_end(const lanes *l) {
+    size_t i = 1;
+    while (i < l->cap)
+        i = l->mn[2 * i] <= l->mn[2 * i + 1] ? 2 * i : 2 * i + 1;
+    return i - l->cap;
+}
+
+/* A track's name in the .pftrace: its own, or "thread N" / "stream N". */
+static const char *track_label(conv *c, const ctrack *t, int device, char *buf, size_t size) {
+    if (t->name != UINT32_MAX) return str(c, t->name);
+    snprintf(buf, size, device ? "stream %" PRId64 : "thread %" PRId64, t->tid);
+    return buf;
+}
+
+/* Writes the collected trace; counts the slices written on extra lanes and the lanes made. */
+static int write_pf(conv *c, out_file *out, size_t *on_lanes, size_t *lanes_made) {
     strobe__pft *enc = strobe__pft_new(1);
     if (!enc) return STROBE_ENOMEM;
     int rc = 0;
@@ -789,13 +883,9 @@ static int write_pf(conv *c, out_file *out, size_t *clipped) {
             rc = strobe__pft_process(enc, p->uuid, (int32_t)p->pid, NULL, STROBE__PFT_NO_SORT);
             if (rc) break;
         }
-        const char *name = t->name != UINT32_MAX ? str(c, t->name) : NULL;
         char fallback[40];
-        if (!name) {
-            snprintf(fallback, sizeof fallback,
-                     p->is_device_proc ? "stream %" PRId64 : "thread %" PRId64, t->tid);
-            name = fallback;
-        }
+        t->on_device = p->is_device_proc;
+        const char *name = track_label(c, t, t->on_device, fallback, sizeof fallback);
         int32_t sort = t->has_sort ? (int32_t)t->sort : STROBE__PFT_NO_SORT;
         if (p->is_device_proc || t->tid == 0 || !t->tid_is_num || t->tid < 0 ||
             t->tid > INT32_MAX) {
@@ -816,31 +906,36 @@ static int write_pf(conv *c, out_file *out, size_t *clipped) {
     if (c->n) qsort(c->items, c->n, sizeof *c->items, cmp_items);
     bind_flows(c);
     if (rc == 0) rc = fan_out_flows(c);
-    size_t *stack = malloc((c->n ? c->n : 1) * sizeof *stack);
+    lanes ln = {0};
+    ln.below = malloc((c->n ? c->n : 1) * sizeof *ln.below);
+    uint64_t lane_seq = 0;
     uint64_t *outs = NULL; /* a slice's outgoing flow ids, when it has more than one */
     size_t couts = 0;
     strobe__pft_arg *args = NULL;
     size_t acap = 0, nargs = 0, scap = 0;
     char *scratch = NULL;
-    if (!stack) rc = STROBE_ENOMEM;
-    size_t depth = 0;
+    if (!ln.below || lanes_grow(&ln)) rc = STROBE_ENOMEM;
     int session_done = 0;
     for (size_t i = 0; rc == 0 && i <= c->n; i++) {
         item *it = i < c->n ? &c->items[i] : NULL;
         int new_track = !it || (i > 0 && c->items[i - 1].track != it->track);
-        /* Close what ends before this item starts, or everything at a track's end. */
-        while (rc == 0 && depth > 0) {
-            item *top = &c->items[stack[depth - 1]];
-            int64_t end = top->ts + top->dur;
-            if (!new_track && it->ph != 'C' && end > it->ts) break;
-            if (!new_track && it->ph == 'C') break;
-            if (!new_track && it->ph == 'i' && end == it->ts) break;
-            rc = strobe__pft_end(enc, c->tracks[top->track].uuid, end);
-            depth--;
+        /* Close what ends before this item starts, or everything at a track's end, in time
+         * order over the lanes (an instant at a slice's end stays inside it). */
+        while (rc == 0 && ln.mn[1] != INT64_MAX) {
+            int64_t end = ln.mn[1];
+            if (!new_track && (it->ph == 'C' || end > it->ts || (it->ph == 'i' && end == it->ts)))
+                break;
+            size_t k = lanes_next_end(&ln), top = ln.top[k];
+            rc = strobe__pft_end(enc, ln.uuid[k], end);
+            ln.top[k] = ln.below[top];
+            top = ln.top[k];
+            lanes_set(&ln, k, top == SIZE_MAX ? INT64_MAX : c->items[top].ts + c->items[top].dur);
         }
         if (!it || rc) continue;
         uint64_t track = c->tracks[it->track].uuid;
         if (i == 0 || new_track) {
+            ln.n = 1;
+            ln.uuid[0] = track;
             /* Each track is its own packet sequence, with the track as its default (as the
              * Perfetto writer does per thread): smaller events, and time never goes back. */
             rc = drain(enc, out);
@@ -869,12 +964,24 @@ static int write_pf(conv *c, out_file *out, size_t *clipped) {
             if (rc == 0) rc = strobe__pft_counter(enc, ct, it->ts, it->value);
             continue;
         }
-        if (depth > 0 && it->ph == 'X') {
-            item *top = &c->items[stack[depth - 1]];
-            if (it->ts + it->dur > top->ts + top->dur) {
-                it->dur = top->ts + top->dur - it->ts;
-                (*clipped)++;
-            }
+        size_t lane = 0;
+        if (it->ph == 'X' && (lane = lanes_fit(&ln, it->ts + it->dur)) == SIZE_MAX) {
+            rc = STROBE_ENOMEM;
+            break;
+        }
+        if (lane >= ln.n) {
+            /* A new lane: a track under the thread's (or stream's) own, which Perfetto shows
+             * under the thread and strobe's reader reads back as the thread's. */
+            ctrack *t = &c->tracks[it->track];
+            char buf[40], name[600];
+            const char *base = track_label(c, t, t->on_device, buf, sizeof buf);
+            /* base: at most 511 bytes (collect_event), so never cut inside a character */
+            snprintf(name, sizeof name, "%s (overlaps, lane %zu)", base, lane + 1);
+            ln.uuid[lane] = (UINT64_C(0x4C) << 56) | ++lane_seq;
+            ln.n = lane + 1;
+            (*lanes_made)++;
+            rc = strobe__pft_track(enc, ln.uuid[lane], track, name, (int32_t)lane);
+            if (rc) break;
         }
         rc = item_args(c, it, &args, &acap, &nargs, &scratch, &scap);
         if (rc) break;
@@ -912,9 +1019,13 @@ static int write_pf(conv *c, out_file *out, size_t *clipped) {
                 fl_out = outs;
                 nout = it->extra_n + 1;
             }
-            rc = strobe__pft_begin(enc, track, it->ts, cat[0] ? cat : NULL, str(c, it->name), args,
-                                   nargs, fl_out, nout, &it->flow_in, it->flow_in != 0);
-            stack[depth++] = i;
+            rc =
+                strobe__pft_begin(enc, ln.uuid[lane], it->ts, cat[0] ? cat : NULL, str(c, it->name),
+                                  args, nargs, fl_out, nout, &it->flow_in, it->flow_in != 0);
+            ln.below[i] = ln.top[lane];
+            ln.top[lane] = i;
+            lanes_set(&ln, lane, it->ts + it->dur);
+            *on_lanes += lane > 0;
         } else {
             rc = strobe__pft_instant(enc, track, it->ts, cat[0] ? cat : NULL, str(c, it->name),
                                      args, nargs);
@@ -926,7 +1037,11 @@ static int write_pf(conv *c, out_file *out, size_t *clipped) {
     if (rc == 0) rc = drain(enc, out);
     if (enc != main_enc) strobe__pft_free(enc);
     enc = main_enc;
-    free(stack);
+    free(ln.below);
+    free(ln.mn);
+    free(ln.mx);
+    free(ln.top);
+    free(ln.uuid);
     free(outs);
     free(args);
     free(scratch);
@@ -979,18 +1094,19 @@ static int json_to_pf(const char *in, const char *out, int quiet) {
     out_file o;
     if (code == CLI_OK && out_open(&o, out) != 0) code = CLI_BAD_INPUT;
     if (code == CLI_OK) {
-        size_t clipped = 0;
-        rc = write_pf(&c, &o, &clipped);
+        size_t on_lanes = 0, lanes_made = 0;
+        rc = write_pf(&c, &o, &on_lanes, &lanes_made);
         if (rc && rc != STROBE_EIO) {
             fprintf(stderr, "strobe convert: %s: %s\n", cli_esc(out), strobe_strerror(rc));
             out_commit(&o, 0);
             code = CLI_BAD_INPUT;
         } else if (out_commit(&o, 1) != 0) {
             code = CLI_BAD_INPUT;
-        } else if (clipped) {
+        } else if (on_lanes) {
             fprintf(stderr,
-                    "strobe convert: %s: %zu slice(s) ended after their parent: cut at its end\n",
-                    cli_esc(in), clipped);
+                    "strobe convert: %s: %zu slice(s) overlap a slice without nesting in it: "
+                    "kept whole on %zu extra track(s) of their thread\n",
+                    cli_esc(in), on_lanes, lanes_made);
         }
     }
     for (size_t i = 0; i < c.ntracks; i++)

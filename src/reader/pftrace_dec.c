@@ -310,6 +310,7 @@ typedef struct track {
     char *name;         /* malloc'ed, or NULL */
     int64_t opid, otid; /* resolved Kineto pid and tid */
     int resolved;
+    int lane; /* another track of its parent's thread: no thread name or sort index of its own */
     size_t decl_ix; /* its place among declared tracks, for made-up ids */
     open_slice *open;
     size_t nopen, capopen;
@@ -491,8 +492,15 @@ static void resolve(strobe_rd_pfs *s, track *t, int depth) {
         track *p = t->has_parent && depth < 64 ? get_track(s, t->parent, 0) : NULL;
         if (p && !p->declared) p = NULL;
         if (p) resolve(s, p, depth + 1);
+        /* A plain track under a thread's track, or under a Kineto (pid, tid) track, is another
+         * track of that thread: strobe convert puts slices that overlap without nesting there,
+         * and Perfetto shows such a track as the thread's. */
+        t->lane =
+            p && t->kind == TK_PLAIN &&
+            (p->kind == TK_THREAD || (p->kind == TK_PLAIN && (p->uuid >> 56) == PFW_KINETO_MARK));
         t->opid = p ? p->opid : 2000000000 + (int64_t)t->decl_ix;
-        t->otid = t->kind == TK_COUNTER && p ? p->otid : 1000000000 + (int64_t)t->decl_ix;
+        t->otid =
+            (t->kind == TK_COUNTER || t->lane) && p ? p->otid : 1000000000 + (int64_t)t->decl_ix;
     }
 }
 
@@ -742,7 +750,7 @@ static void meta_event(strobe_rd_pfs *s, const char *name, int64_t pid, int64_t 
 /* The metadata events of a track whose descriptor was just read. */
 static void track_meta(strobe_rd_pfs *s, track *t) {
     resolve(s, t, 0);
-    if (t->kind == TK_COUNTER) return;
+    if (t->kind == TK_COUNTER || t->lane) return;
     int is_proc =
         t->kind == TK_PROCESS || (t->kind == TK_PLAIN && (t->uuid >> 56) == PFW_KINETO_PROC_MARK);
     if (is_proc) {
