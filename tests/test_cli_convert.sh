@@ -20,6 +20,9 @@ mkdir -p "$WORK"
 TMP=$(mktemp -d "$WORK/run.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
+# The validators' setup (run by check_all.sh on every call) rebuilds tp_query in its cache each
+# time, so a run beside another one fails with "Text file busy": every use takes this lock.
+VLOCK=/tmp/strobe-trace-validators.lock
 TP="${TRACE_VALIDATORS_HOME:-$HOME/.cache/trace-validators}/tp_query"
 x_count() { "$STROBE" info "$1" | sed -n 's/^  X \([0-9]*\)$/\1/p'; }
 
@@ -53,7 +56,7 @@ validate_pf() {
         echo "SKIP  check_all.sh --strict $(basename "$1"): trace validators not installed"
         return 0
     fi
-    if ! "$checker" "$1" --strict >"$TMP/check_all" 2>&1; then
+    if ! flock "$VLOCK" "$checker" "$1" --strict >"$TMP/check_all" 2>&1; then
         echo "FAIL  check_all.sh --strict $(basename "$1"):"; tail -15 "$TMP/check_all"; fail=1
         return 1
     fi
@@ -146,7 +149,7 @@ JSON
         fi
         tp="${TRACE_VALIDATORS_HOME:-$HOME/.cache/trace-validators}/tp_query"
         if [ -x "$tp" ]; then
-            n=$("$tp" "$TMP/graph.pftrace" --sql 'select count(*) as n from flow' 2>&1 | tail -1)
+            n=$(flock "$VLOCK" "$tp" "$TMP/graph.pftrace" --sql 'select count(*) as n from flow' 2>&1 | tail -1)
             if [ "$n" = 3 ]; then
                 echo "ok    graph launch: Perfetto draws 3 flows from the .pftrace"
             else
@@ -216,7 +219,7 @@ JSON
     if [ -x "$TP" ]; then
         # Perfetto puts the extra tracks with their thread: 7 slices of tid 11, 2 on stream 7's
         # tracks, and the flow from "b" to "k2" is drawn.
-        q() { "$TP" "$TMP/overlap.pftrace" --sql "$1" 2>&1 | tail -1; }
+        q() { flock "$VLOCK" "$TP" "$TMP/overlap.pftrace" --sql "$1" 2>&1 | tail -1; }
         n11=$(q "select count(*) from slice s join thread_track tt on s.track_id = tt.id join thread using(utid) where tid = 11")
         ns7=$(q "select count(*) from slice s join track t on s.track_id = t.id where t.name like 'stream 7%'")
         nfl=$(q "select count(*) from flow f join slice a on f.slice_out = a.id join slice b on f.slice_in = b.id where a.name = 'b' and b.name = 'k2'")

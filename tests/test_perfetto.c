@@ -394,7 +394,11 @@ static long tp_flow_count(const char *path) {
         snprintf(tp, sizeof tp, "%s/.cache/trace-validators/tp_query",
                  getenv("HOME") ? getenv("HOME") : "");
     if (access(tp, X_OK) != 0) return -1;
-    snprintf(cmd, sizeof cmd, "'%s' '%s' --sql 'select count(*) as n from flow' 2>&1", tp, path);
+    /* Under the lock the test scripts take: the validators' setup rebuilds tp_query as it runs. */
+    snprintf(cmd, sizeof cmd,
+             "flock /tmp/strobe-trace-validators.lock '%s' '%s' --sql 'select count(*) as n from "
+             "flow' 2>&1",
+             tp, path);
     FILE *f = popen(cmd, "r");
     if (f == NULL) return -1;
     long n = -2, prev_n = 0;

@@ -12,6 +12,9 @@
 set -u
 zoo=$1 demo=$2 out=$3 shared=$4 tests_out=${5:-} cli=${6:-}
 check="$shared/validators/check_all.sh"
+# The validators' setup (run by check_all.sh on every call) rebuilds tp_query in its cache each
+# time, so a run beside another one fails with "Text file busy": every use takes this lock.
+VLOCK=/tmp/strobe-trace-validators.lock
 if [ ! -x "$check" ]; then
   echo "SKIP: $check not found (no ../shared beside the project); traces were not validated"
   exit 77
@@ -48,7 +51,7 @@ fi
 fail=0
 for t in $traces; do
   log="$t.check.log"
-  if "$check" "$t" --strict >"$log" 2>&1; then
+  if flock "$VLOCK" "$check" "$t" --strict >"$log" 2>&1; then
     echo "ok    $t"
   else
     echo "FAIL  $t"; cat "$log"; fail=1
