@@ -65,7 +65,8 @@ extern const size_t cli_command_count;
 void cli_main_usage(FILE *out);
 
 /* Writes the man page (troff, man macros) of `strobe` (cmd NULL) or of one subcommand, made from
- * the same text as its --help. @return 0, or -1 when cmd is not a command. */
+ * the same text as its --help. @return 0, STROBE_EINVAL when cmd is not a command, or
+ * STROBE_ENOMEM. */
 int cli_write_man(FILE *out, const char *cmd);
 
 /* Writes the bash completion script: the commands, and each one's options from its table. */

@@ -12,6 +12,7 @@
 #include "strobe/error.h"
 #include "model.h"
 #include "reader/trace_reader.h"
+#include "util/err.h"
 
 const char cmd_info_usage[] =
     "NAME\n"
@@ -88,11 +89,11 @@ static uint64_t tally_hash_at(const void *arr, size_t k) {
 }
 
 static int tally_rehash(tally *t) {
-    return md_rehash(&t->slots, &t->slot_cap, t->n, tally_hash_at, t) ? -1 : 0;
+    return md_rehash(&t->slots, &t->slot_cap, t->n, tally_hash_at, t);
 }
 
 static int tally_add_kind(tally *t, int64_t key, uint8_t kind, uint64_t by) {
-    if ((t->n + 1) * 2 > t->slot_cap && tally_rehash(t)) return -1;
+    if ((t->n + 1) * 2 > t->slot_cap) STROBE_FORWARD_IF_ERR(tally_rehash(t));
     size_t i = tally_hash(key, kind) & (t->slot_cap - 1);
     for (uint32_t k; (k = t->slots[i]) != UINT32_MAX; i = (i + 1) & (t->slot_cap - 1)) {
         if (t->keys[k] == key && t->kinds[k] == kind) {
@@ -108,7 +109,7 @@ static int tally_add_kind(tally *t, int64_t key, uint8_t kind, uint64_t by) {
         if (d != NULL) t->kinds = d;
         uint64_t *c = realloc(t->counts, cap * sizeof *c);
         if (c != NULL) t->counts = c;
-        if (k == NULL || d == NULL || c == NULL) return -1;
+        STROBE_RETURN_IF(k == NULL || d == NULL || c == NULL, STROBE_ENOMEM);
         t->cap = cap;
     }
     t->keys[t->n] = key;
@@ -198,9 +199,8 @@ static void facts_free(facts *f) {
 
 /* @return 0, or STROBE_ENOMEM when a tally could not grow. */
 static int count_facts(const md_model *m, facts *f) {
-    int rc = 0;
     /* Devices: GPU events carry the device index as pid and the stream as tid. */
-    for (size_t i = 0; i < m->thread_count && rc == 0; i++) {
+    for (size_t i = 0; i < m->thread_count; i++) {
         const md_thread *t = &m->threads[i];
         uint64_t gpu = 0;
         for (size_t k = 0; k < t->count; k++) {
@@ -208,15 +208,15 @@ static int count_facts(const md_model *m, facts *f) {
             gpu += md_is_device_work(kind) || kind == MD_GPU_USER_ANNOTATION;
         }
         if (gpu == 0) continue;
-        rc |= tally_add_kind(&f->dev_events, t->pid, t->pid_kind, gpu);
-        rc |= tally_add_kind(&f->dev_streams, t->pid, t->pid_kind, 1);
+        STROBE_FORWARD_IF_ERR(tally_add_kind(&f->dev_events, t->pid, t->pid_kind, gpu));
+        STROBE_FORWARD_IF_ERR(tally_add_kind(&f->dev_streams, t->pid, t->pid_kind, 1));
     }
-    if (m->metadata_events) rc |= tally_add(&f->phases, 'M', m->metadata_events);
-    for (size_t i = 0; i < m->count && rc == 0; i++) {
-        rc |= tally_add(&f->phases, (unsigned char)m->events[i].ph, 1);
-        rc |= tally_add(&f->cats, m->events[i].cat, 1);
+    if (m->metadata_events) STROBE_FORWARD_IF_ERR(tally_add(&f->phases, 'M', m->metadata_events));
+    for (size_t i = 0; i < m->count; i++) {
+        STROBE_FORWARD_IF_ERR(tally_add(&f->phases, (unsigned char)m->events[i].ph, 1));
+        STROBE_FORWARD_IF_ERR(tally_add(&f->cats, m->events[i].cat, 1));
     }
-    return rc ? STROBE_ENOMEM : 0;
+    return 0;
 }
 
 static void report(const md_model *m, const facts *f) {

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "common.h"
 #include "od_client.h"
+#include "strobe/error.h"
 
 const char cmd_ps_usage[] =
     "NAME\n"
@@ -33,15 +34,16 @@ const char cmd_ps_usage[] =
     "    0  success (also when no process serves an endpoint)\n"
     "    2  usage error, or the socket folder is unusable\n";
 
-/* Asks one process for its status. @return 0 with the reply in line, or -1 with err. */
+/* Asks one process for its status. @return 0 with the reply in line, or a negative STROBE_E* code
+ * with err. */
 static int ask_status(long pid, char *line, size_t cap, char *err, size_t errcap) {
     int fd = odc_connect(pid, err, errcap);
-    if (fd < 0) return -1;
+    if (fd < 0) return fd;
     static const char req[] = "status\n";
     if (write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
         snprintf(err, errcap, "cannot send: %s", strerror(errno));
         close(fd);
-        return -1;
+        return STROBE_ESYS;
     }
     size_t len = 0;
     struct timespec t0;
@@ -69,7 +71,7 @@ static int ask_status(long pid, char *line, size_t cap, char *err, size_t errcap
         }
     }
     close(fd);
-    return -1;
+    return STROBE_EIO;
 }
 
 const struct option cmd_ps_options[] = {

@@ -222,14 +222,17 @@ size_t cli_progress_format(char *buf, size_t cap, const char *cmd, const char *p
     return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
 }
 
+/* A file position the progress line cannot learn (not an error: the line shows no position). */
+#define POS_UNKNOWN (-1LL)
+
 /* A descriptor's position, from /proc/self/fdinfo: read by path, so that the watcher never uses
- * a descriptor the loading thread may close (and the system reuse) meanwhile. -1: unknown. */
+ * a descriptor the loading thread may close (and the system reuse) meanwhile, or POS_UNKNOWN. */
 static long long fdinfo_pos(int fd) {
     char path[64], line[128];
     snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
     FILE *f = fopen(path, "r");
-    if (f == NULL) return -1;
-    long long pos = -1;
+    if (f == NULL) return POS_UNKNOWN;
+    long long pos = POS_UNKNOWN;
     while (fgets(line, sizeof line, f))
         if (sscanf(line, "pos: %lld", &pos) == 1) break;
     fclose(f);
@@ -244,7 +247,8 @@ static int holds_input(const cli_progress *p, int fd) {
     return stat(path, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino;
 }
 
-/* The file's position in whichever descriptor holds it now (the reader may open it twice). */
+/* The file's position in whichever descriptor holds it now (the reader may open it twice), or
+ * POS_UNKNOWN. */
 static long long file_pos(cli_progress *p) {
     if (p->fd >= 0 && holds_input(p, p->fd)) {
         long long pos = fdinfo_pos(p->fd);
@@ -252,8 +256,8 @@ static long long file_pos(cli_progress *p) {
     }
     p->fd = -1;
     DIR *d = opendir("/proc/self/fd");
-    if (d == NULL) return -1;
-    long long pos = -1;
+    if (d == NULL) return POS_UNKNOWN;
+    long long pos = POS_UNKNOWN;
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         char *end;
         long fd = strtol(e->d_name, &end, 10);

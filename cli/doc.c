@@ -137,11 +137,11 @@ int cli_write_man(FILE *out, const char *cmd) {
         char *text = NULL;
         size_t len = 0;
         FILE *mem = open_memstream(&text, &len);
-        if (mem == NULL) return -1;
+        if (mem == NULL) return STROBE_ENOMEM;
         cli_main_usage(mem);
         if (fclose(mem) != 0) {
             free(text);
-            return -1;
+            return STROBE_ENOMEM;
         }
         write_troff(out, "strobe", "strobe", text);
         free(text);
@@ -156,7 +156,7 @@ int cli_write_man(FILE *out, const char *cmd) {
             return 0;
         }
     }
-    return -1;
+    return STROBE_EINVAL;
 }
 
 /* ---- bash completion ----------------------------------------------------------------------- */

@@ -9,7 +9,7 @@ int cl_parse_format(const char *s) {
     if (strcmp(s, "table") == 0) return CL_TABLE;
     if (strcmp(s, "csv") == 0) return CL_CSV;
     if (strcmp(s, "json") == 0) return CL_JSON;
-    return -1;
+    return CL_FORMAT_UNKNOWN;
 }
 
 void cl_csv_str(FILE *out, const char *s) {

@@ -5,9 +5,11 @@
 
 #include <stdio.h>
 
-enum { CL_TABLE = 0, CL_CSV, CL_JSON };
+/* CL_FORMAT_UNKNOWN: cl_parse_format()'s answer for a name it does not know (not an error code). */
+enum { CL_FORMAT_UNKNOWN = -1, CL_TABLE = 0, CL_CSV, CL_JSON };
 
-/* Parses a --format value: "table", "csv" or "json". @return the CL_* value, or -1. */
+/* Parses a --format value: "table", "csv" or "json". @return the CL_* value, or
+ * CL_FORMAT_UNKNOWN. */
 int cl_parse_format(const char *s);
 /* Writes s as one CSV field, quoted when it holds a comma, quote, CR or LF. */
 void cl_csv_str(FILE *out, const char *s);

@@ -3,6 +3,7 @@
 
 #include "common.h"
 #include "model.h"
+#include "util/err.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,12 +30,16 @@ static int cmp_long(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* The pid a socket file is named for ("PID.sock"), or -1. */
+/* sock_pid()'s answer for a name that is no endpoint's socket (not an error). */
+#define NOT_A_SOCKET (-1L)
+
+/* The pid a socket file is named for ("PID.sock"), or NOT_A_SOCKET. */
 static long sock_pid(const char *name) {
     char *end;
     errno = 0;
     long pid = strtol(name, &end, 10);
-    if (errno || end == name || pid <= 0 || strcmp(end, ".sock") != 0 || name[0] == '0') return -1;
+    if (errno || end == name || pid <= 0 || strcmp(end, ".sock") != 0 || name[0] == '0')
+        return NOT_A_SOCKET;
     return pid;
 }
 
@@ -44,25 +49,26 @@ int odc_list(const char *cmd, long **pids, int *stale) {
     *stale = 0;
     if (strobe__od_socket_dir(dir, sizeof dir) != 0) {
         fprintf(stderr, "strobe %s: the socket folder's path is too long\n", cmd);
-        return -1;
+        return STROBE_ERANGE;
     }
     struct stat sb;
     if (lstat(dir, &sb) != 0 && errno == ENOENT) return 0; /* no process ever served here */
-    if (strobe__od_prepare_dir(dir, 0, err, sizeof err) != 0) {
+    int rc = strobe__od_prepare_dir(dir, 0, err, sizeof err);
+    if (rc != 0) {
         fprintf(stderr, "strobe %s: %s\n", cmd, err);
-        return -1;
+        return rc;
     }
     DIR *d = opendir(dir);
     if (d == NULL) {
         fprintf(stderr, "strobe %s: %s: %s\n", cmd, dir, strerror(errno));
-        return -1;
+        return STROBE_ESYS;
     }
     size_t n = 0, cap = 0;
     long *out = NULL;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         long pid = sock_pid(e->d_name);
-        if (pid < 0) continue;
+        if (pid == NOT_A_SOCKET) continue;
         /* A socket whose process is gone is left by a killed process: remove it. */
         if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
             char p[512];
@@ -77,7 +83,7 @@ int odc_list(const char *cmd, long **pids, int *stale) {
                 free(out);
                 closedir(d);
                 fprintf(stderr, "strobe %s: out of memory\n", cmd);
-                return -1;
+                return STROBE_ENOMEM;
             }
             out = g;
         }
@@ -96,12 +102,12 @@ int odc_connect(long pid, char *err, size_t errcap) {
         snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%ld.sock", dir, pid) >=
             (int)sizeof sa.sun_path) {
         snprintf(err, errcap, "socket path too long");
-        return -1;
+        return STROBE_ERANGE;
     }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errcap, "socket: %s", strerror(errno));
-        return -1;
+        return STROBE_ESYS;
     }
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         int e = errno;
@@ -110,7 +116,7 @@ int odc_connect(long pid, char *err, size_t errcap) {
             snprintf(err, errcap, "no endpoint (the process is gone, or does not serve one)");
         else
             snprintf(err, errcap, "cannot connect to %s: %s", sa.sun_path, strerror(e));
-        return -1;
+        return STROBE_ESYS;
     }
     return fd;
 }
@@ -122,10 +128,10 @@ int odc_output_path(const char *path, long pid, char *out, size_t cap) {
         n = snprintf(abs, sizeof abs, "%s", path);
     } else {
         char cwd[STROBE__OD_MAX_PATH];
-        if (getcwd(cwd, sizeof cwd) == NULL) return -1;
+        STROBE_RETURN_IF(getcwd(cwd, sizeof cwd) == NULL, STROBE_ESYS);
         n = snprintf(abs, sizeof abs, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, path);
     }
-    if (n < 0 || (size_t)n >= sizeof abs) return -1;
+    STROBE_RETURN_IF(n < 0 || (size_t)n >= sizeof abs, STROBE_ERANGE);
     if (pid < 0) {
         n = snprintf(out, cap, "%s", abs);
     } else {
@@ -136,10 +142,9 @@ int odc_output_path(const char *path, long pid, char *out, size_t cap) {
         else
             n = snprintf(out, cap, "%.*s.%ld%s", (int)(dot - abs), abs, pid, dot);
     }
-    return n < 0 || (size_t)n >= cap ? -1 : 0;
+    return n < 0 || (size_t)n >= cap ? STROBE_ERANGE : 0;
 }
 
-/* The events in the trace at path (metadata events apart), or -1 when it cannot be read here. */
 /* Whether process `pid` has exited (gone, or a zombie not yet reaped), waiting up to 300 ms for
  * it: a closed connection comes first when a process exits, its death a moment later. */
 static int exited(long pid) {
@@ -160,10 +165,14 @@ static int exited(long pid) {
     return 0;
 }
 
+/* count_events()'s answer when the trace cannot be read here (not an error: nothing is printed). */
+#define NOT_COUNTED (-1LL)
+
+/* The events in the trace at path (metadata events apart), or NOT_COUNTED. */
 static long long count_events(const char *path) {
     md_model *m = malloc(sizeof *m);
-    if (m == NULL) return -1;
-    long long n = md_load(m, path) == 0 ? (long long)m->count : -1;
+    if (m == NULL) return NOT_COUNTED;
+    long long n = md_load(m, path) == 0 ? (long long)m->count : NOT_COUNTED;
     md_free(m);
     free(m);
     return n;
@@ -187,8 +196,8 @@ static void on_line(odc_target *t, const strobe__od_request *req, int no_wait) {
         printf("%ld: trace written to %s", t->pid, cli_esc(v));
         /* A memory profile is written by the program's exporter, not from a trace result, so
          * the endpoint's count (that of a result) says nothing about it: count the file. */
-        long long counted = req->verb == STROBE__OD_MEMORY ? count_events(v) : -1;
-        if (counted >= 0)
+        long long counted = req->verb == STROBE__OD_MEMORY ? count_events(v) : NOT_COUNTED;
+        if (counted != NOT_COUNTED)
             printf(" (%lld events)", counted);
         else if (events[0] && req->verb != STROBE__OD_MEMORY)
             printf(" (%s events)", cli_esc(events));

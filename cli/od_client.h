@@ -9,11 +9,12 @@
 #include "util/od_proto.h"
 
 /* Lists the pids with a socket in the socket folder, ascending, into a malloc()ed array.
- * Sockets whose process is gone are removed (and counted in *stale). @return the count, or -1
- * with a message on stderr (the folder is unusable). */
+ * Sockets whose process is gone are removed (and counted in *stale). @return the count, or a
+ * negative STROBE_E* code with a message on stderr (the folder is unusable). */
 int odc_list(const char *cmd, long **pids, int *stale);
 
-/* Connects to pid's endpoint. @return the socket, or -1 with a reason in err. */
+/* Connects to pid's endpoint. @return the socket, or a negative STROBE_E* code with a reason in
+ * err. */
 int odc_connect(long pid, char *err, size_t errcap);
 
 /* One exchange with one process, for odc_run(). */
@@ -36,7 +37,8 @@ int odc_run(odc_target *t, size_t n, const strobe__od_request *req, int64_t time
             int no_wait);
 
 /* Makes `path` absolute (against the working directory) into out; with pid >= 0 inserts ".PID"
- * before the file name's first dot (or appends it). @return 0 or -1 (too long). */
+ * before the file name's first dot (or appends it). @return 0, STROBE_ERANGE (too long) or
+ * STROBE_ESYS (no working directory). */
 int odc_output_path(const char *path, long pid, char *out, size_t cap);
 
 #endif

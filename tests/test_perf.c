@@ -36,8 +36,8 @@ static void test_table(void) {
         CHECK_EQ(ev.config, want[i].config);
     }
     strobe__perf_event ev;
-    CHECK_EQ(strobe__perf_lookup("Cycles", &ev), -1);
-    CHECK_EQ(strobe__perf_lookup("", &ev), -1);
+    CHECK_EQ(strobe__perf_lookup("Cycles", &ev), STROBE__PERF_UNKNOWN);
+    CHECK_EQ(strobe__perf_lookup("", &ev), STROBE__PERF_UNKNOWN);
 }
 
 static void test_parse(void) {
@@ -112,7 +112,7 @@ static void test_open_read(void) {
         CHECK(b[1] > a[1]);
         /* A read asking for a different count than the group has fails and zeroes. */
         uint64_t c[3] = {7, 7, 7};
-        CHECK_EQ(strobe__perf_read(fds[0], 3, c), -1);
+        CHECK_EQ(strobe__perf_read(fds[0], 3, c), STROBE_EIO);
         CHECK(c[0] == 0 && c[1] == 0 && c[2] == 0);
         strobe__perf_close(fds, 2);
         CHECK(fds[0] == -1 && fds[1] == -1);
@@ -128,7 +128,7 @@ static void test_open_read(void) {
         strobe__perf_close(fds, set.n);
 
     uint64_t v[2] = {5, 5};
-    CHECK_EQ(strobe__perf_read(-1, 2, v), -1);
+    CHECK_EQ(strobe__perf_read(-1, 2, v), STROBE_EIO);
     CHECK(v[0] == 0 && v[1] == 0);
 }
 

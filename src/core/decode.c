@@ -134,7 +134,7 @@ static int on_shapes(strobe__decoder *d, const char *top, const uint64_t *w) {
     if (count > STROBE_MAX_INPUTS) return 0;
     int rc = strobe__format_inputs(w + 2, (size_t)w[1], count, d->inputs, d->dims_store,
                                    d->dtype_store, &d->dims, &d->types, &d->concrete);
-    if (rc == -1) return 0; /* unreadable: skipped like any unreadable record */
+    if (rc == STROBE_EFORMAT) return 0; /* unreadable: skipped like any unreadable record */
     if (rc) return rc;
     if (cfg->record_shapes) {
         rc = d->ops->arg(d->ctx, "Input Dims", d->dims.s, d->dims.len, 1);

@@ -11,6 +11,7 @@
 #include "strobe/error.h"
 #include "strobe/result.h"
 #include "trace/kineto.h"
+#include "util/err.h"
 
 int strobe__grow(void **a, size_t *cap, size_t need, size_t size) {
     if (need <= *cap) return 0;
@@ -94,23 +95,25 @@ int strobe__format_inputs(const uint64_t *payload, size_t bytes, uint32_t count,
     if (rc == 0) rc = put_str(types, "[");
     if (rc == 0) rc = put_str(concrete, "[");
     for (uint32_t i = 0; i < count && rc == 0; i++) {
-        if (w >= end) return -1;
+        STROBE_RETURN_IF(w >= end, STROBE_EFORMAT);
         uint64_t h = *w++;
         int kind = (int)(h & 0xff);
         uint32_t nd = (uint32_t)((h >> 8) & 0xff), dl = (uint32_t)((h >> 16) & 0xffff);
-        if (nd > STROBE__MAX_DIMS || dl > STROBE__MAX_DTYPE || kind > STROBE_INPUT_NONE) return -1;
+        STROBE_RETURN_IF(nd > STROBE__MAX_DIMS || dl > STROBE__MAX_DTYPE ||
+                             kind > STROBE_INPUT_NONE,
+                         STROBE_EFORMAT);
         strobe_input *x = &in[i];
         memset(x, 0, sizeof *x);
         x->kind = kind;
         int64_t *d = dims_store + (size_t)i * STROBE__MAX_DIMS;
         if (kind == STROBE_INPUT_TENSOR) {
-            if ((size_t)(end - w) < nd) return -1;
+            STROBE_RETURN_IF((size_t)(end - w) < nd, STROBE_EFORMAT);
             memcpy(d, w, 8u * nd);
             w += nd;
             x->dims = d;
             x->ndims = (int)nd;
         } else if (kind != STROBE_INPUT_NONE) {
-            if (w >= end) return -1;
+            STROBE_RETURN_IF(w >= end, STROBE_EFORMAT);
             if (kind == STROBE_INPUT_DOUBLE) {
                 memcpy(&x->double_value, w, 8);
             } else {
@@ -119,7 +122,7 @@ int strobe__format_inputs(const uint64_t *payload, size_t bytes, uint32_t count,
             w++;
         }
         if (dl) {
-            if ((size_t)(end - w) * 8 < STROBE__NAME_PAD(dl)) return -1;
+            STROBE_RETURN_IF((size_t)(end - w) * 8 < STROBE__NAME_PAD(dl), STROBE_EFORMAT);
             memcpy(dtype_store[i], w, dl);
             dtype_store[i][dl] = '\0';
             w += STROBE__NAME_PAD(dl) / 8;

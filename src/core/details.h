@@ -28,7 +28,8 @@ void strobe__buf_free(strobe__buf *b);
  * point into the payload and into dims_store, which must hold STROBE__MAX_DIMS * count values)
  * and formats the three args: dims ("[[2, 3], []]"), types ("[\"float\", \"Scalar\"]") and
  * concrete ("[\"\", \"1\"]"). Each buffer is reset first. A payload that does not parse (it
- * cannot, unless memory was overwritten) gives -1. @return 0, -1 or STROBE_ENOMEM. */
+ * cannot, unless memory was overwritten) gives STROBE_EFORMAT. @return 0, STROBE_EFORMAT or
+ * STROBE_ENOMEM. */
 int strobe__format_inputs(const uint64_t *payload, size_t bytes, uint32_t count, strobe_input *in,
                           int64_t *dims_store, char (*dtype_store)[65], strobe__buf *dims,
                           strobe__buf *types, strobe__buf *concrete);

@@ -91,17 +91,21 @@ static int64_t int_arg(const strobe_input *inputs, int n, int i, int64_t dflt) {
     return inputs[i].int_value;
 }
 
-/* [m, k] x [k, n] from inputs a and b. @return FLOPs, or -1. */
+/* strobe_flops_from_inputs()'s documented answer (strobe/op.h) for an operator it does not count
+ * or shapes that do not fit it: a lookup's "no answer", not an error code. */
+#define NOT_COUNTED ((int64_t)-1)
+
+/* [m, k] x [k, n] from inputs a and b. @return FLOPs, or NOT_COUNTED. */
 static int64_t mm_from(const strobe_input *inputs, int n, int a, int b) {
     const int64_t *x = tensor_dims(inputs, n, a, 2), *y = tensor_dims(inputs, n, b, 2);
-    if (x == NULL || y == NULL || x[1] != y[0]) return -1;
+    if (x == NULL || y == NULL || x[1] != y[0]) return NOT_COUNTED;
     return strobe_flops_matmul(x[0], x[1], y[1]);
 }
 
-/* [b, m, k] x [b, k, n] from inputs a and b. @return FLOPs, or -1. */
+/* [b, m, k] x [b, k, n] from inputs a and b. @return FLOPs, or NOT_COUNTED. */
 static int64_t bmm_from(const strobe_input *inputs, int n, int a, int b) {
     const int64_t *x = tensor_dims(inputs, n, a, 3), *y = tensor_dims(inputs, n, b, 3);
-    if (x == NULL || y == NULL || x[0] != y[0] || x[2] != y[1]) return -1;
+    if (x == NULL || y == NULL || x[0] != y[0] || x[2] != y[1]) return NOT_COUNTED;
     return strobe_flops_bmm(x[0], x[1], x[2], y[2]);
 }
 
@@ -109,17 +113,17 @@ static int64_t bmm_from(const strobe_input *inputs, int n, int a, int b) {
  * dilation at 3, 4 and 5 (one value for both dimensions), groups at groups_at. */
 static int64_t conv_from(const strobe_input *inputs, int n, int groups_at) {
     const int64_t *x = tensor_dims(inputs, n, 0, 4), *wt = tensor_dims(inputs, n, 1, 4);
-    if (x == NULL || wt == NULL) return -1;
+    if (x == NULL || wt == NULL) return NOT_COUNTED;
     int64_t groups = int_arg(inputs, n, groups_at, 1);
     /* The weight's input channels times groups must be the input's channels. */
     int64_t c;
-    if (groups < 1 || __builtin_mul_overflow(wt[1], groups, &c) || c != x[1]) return -1;
+    if (groups < 1 || __builtin_mul_overflow(wt[1], groups, &c) || c != x[1]) return NOT_COUNTED;
     return strobe_flops_conv2d(x[0], x[1], x[2], x[3], wt[0], wt[2], wt[3],
                                int_arg(inputs, n, 3, 1), int_arg(inputs, n, 4, 0),
                                int_arg(inputs, n, 5, 1), groups);
 }
 
-/* The element count of the largest tensor input, or -1 with none. */
+/* The FLOPs of an element-wise operation on the largest tensor input, or NOT_COUNTED with none. */
 static int64_t largest_numel(const strobe_input *inputs, int n) {
     int64_t best = -1;
     for (int i = 0; i < n; i++) {
@@ -131,11 +135,11 @@ static int64_t largest_numel(const strobe_input *inputs, int n) {
             numel = in->dims[d] < 0 ? -1 : sat_mul(numel, in->dims[d]);
         if (numel > best) best = numel;
     }
-    return best < 0 ? -1 : strobe_flops_elementwise(best);
+    return best < 0 ? NOT_COUNTED : strobe_flops_elementwise(best);
 }
 
 int64_t strobe_flops_from_inputs(const char *op, const strobe_input *inputs, int n) {
-    if (op == NULL || n < 0 || (inputs == NULL && n > 0)) return -1;
+    if (op == NULL || n < 0 || (inputs == NULL && n > 0)) return NOT_COUNTED;
     if (strncmp(op, "aten::", 6) == 0) op += 6;
     if (strcmp(op, "mm") == 0) return mm_from(inputs, n, 0, 1);
     if (strcmp(op, "addmm") == 0) return mm_from(inputs, n, 1, 2);
@@ -143,7 +147,7 @@ int64_t strobe_flops_from_inputs(const char *op, const strobe_input *inputs, int
     if (strcmp(op, "baddbmm") == 0) return bmm_from(inputs, n, 1, 2);
     if (strcmp(op, "matmul") == 0) {
         /* 2-D x 2-D is mm and 3-D x 3-D with equal batches is bmm. Vector and broadcast
-         * cases are not counted: -1. */
+         * cases are not counted. */
         if (n >= 2 && inputs[0].kind == STROBE_INPUT_TENSOR && inputs[0].ndims == 3)
             return bmm_from(inputs, n, 0, 1);
         return mm_from(inputs, n, 0, 1);
@@ -152,11 +156,12 @@ int64_t strobe_flops_from_inputs(const char *op, const strobe_input *inputs, int
     if (strcmp(op, "convolution") == 0) {
         /* (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
          * a transposed convolution follows another formula, so it is not counted. */
-        if (n > 6 && inputs[6].kind == STROBE_INPUT_BOOL && inputs[6].int_value != 0) return -1;
+        if (n > 6 && inputs[6].kind == STROBE_INPUT_BOOL && inputs[6].int_value != 0)
+            return NOT_COUNTED;
         return conv_from(inputs, n, 8);
     }
     if (strcmp(op, "add") == 0 || strcmp(op, "add_") == 0 || strcmp(op, "mul") == 0 ||
         strcmp(op, "mul_") == 0)
         return largest_numel(inputs, n);
-    return -1;
+    return NOT_COUNTED;
 }

@@ -41,7 +41,7 @@ int strobe__perf_lookup(const char *name, strobe__perf_event *out) {
             return 0;
         }
     }
-    return -1;
+    return STROBE__PERF_UNKNOWN;
 }
 
 int strobe__perf_parse(const char *spec, strobe__perf_set *out, char *err, size_t err_size) {
@@ -160,7 +160,7 @@ int strobe__perf_read(int leader_fd, int n, uint64_t *vals) {
     if (got != want || buf[0] != (uint64_t)n) {
         for (int i = 0; i < n; i++)
             vals[i] = 0;
-        return -1;
+        return STROBE_EIO;
     }
     for (int i = 0; i < n; i++)
         vals[i] = buf[1 + i];

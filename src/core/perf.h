@@ -25,7 +25,11 @@ typedef struct strobe__perf_set {
     int n;
 } strobe__perf_set;
 
-/* Looks up one event name in the table. @return 0 and fills *out, or -1 when unknown. */
+/* strobe__perf_lookup()'s answer for a name it does not know: a lookup's "not found", not an
+ * error code. */
+#define STROBE__PERF_UNKNOWN (-1)
+
+/* Looks up one event name in the table. @return 0 and fills *out, or STROBE__PERF_UNKNOWN. */
 int strobe__perf_lookup(const char *name, strobe__perf_event *out);
 
 /* Parses a comma-separated list (spaces around names allowed; empty list: n = 0). Duplicates are
@@ -43,7 +47,7 @@ int strobe__perf_probe(const strobe__perf_event *ev);
 int strobe__perf_open_thread(const strobe__perf_set *set, int fds[STROBE__PERF_MAX]);
 
 /* Reads the group of leader `fd` (n events) into vals[0..n): one read() of PERF_FORMAT_GROUP.
- * Async-signal-safe. @return 0, or -1 (vals zeroed). */
+ * Async-signal-safe. @return 0, or STROBE_EIO (vals zeroed). */
 int strobe__perf_read(int leader_fd, int n, uint64_t *vals);
 
 /* Closes the n descriptors (ignores -1). */

@@ -17,6 +17,7 @@
 #include "strobe/instrument.h"
 #include "hooks.h"
 #include "strobe/result.h"
+#include "util/err.h"
 #include "util/struct_in.h"
 
 /* ---- steps and actions ---------------------------------------------------------------------- */
@@ -358,27 +359,27 @@ int strobe_trace_dir_handler_last_path(strobe_trace_dir_handler *h, char *buf, s
     return rc;
 }
 
-/* mkdir -p: every missing folder of `path`. @return 0 or -1 (errno set). */
+/* mkdir -p: every missing folder of `path`. @return 0, or STROBE_ESYS with errno set. */
 static int make_dirs(const char *path) {
     char buf[4096];
     size_t n = strlen(path);
     if (n >= sizeof buf) {
         errno = ENAMETOOLONG;
-        return -1;
+        return STROBE_ESYS;
     }
     memcpy(buf, path, n + 1);
     for (size_t i = 1; i <= n; i++) {
         if (buf[i] != '/' && buf[i] != '\0') continue;
         char c = buf[i];
         buf[i] = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        STROBE_RETURN_IF(mkdir(buf, 0777) != 0 && errno != EEXIST, STROBE_ESYS);
         buf[i] = c;
     }
     struct stat sb;
-    if (stat(path, &sb) != 0) return -1;
+    STROBE_RETURN_IF(stat(path, &sb) != 0, STROBE_ESYS);
     if (!S_ISDIR(sb.st_mode)) {
         errno = ENOTDIR;
-        return -1;
+        return STROBE_ESYS;
     }
     return 0;
 }

@@ -6,20 +6,22 @@
 
 #include <pthread.h>
 
+#include "util/err.h"
+
 /* ---- Stack bounds ----------------------------------------------------------------------- */
 
 int strobe__stack_bounds(uintptr_t *lo, uintptr_t *hi) {
-    if (lo == NULL || hi == NULL) return -1;
+    STROBE_RETURN_IF(lo == NULL || hi == NULL, STROBE_EINVAL);
     /* glibc answers for the main thread too: it reads the stack's mapping from /proc/self/maps
      * and sizes it by RLIMIT_STACK. The walk only ever moves up from the current frame, so the
      * not-yet-grown part below it is never read. */
     pthread_attr_t attr;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0) return -1;
+    STROBE_RETURN_IF(pthread_getattr_np(pthread_self(), &attr) != 0, STROBE_ESYS);
     void *addr = NULL;
     size_t size = 0;
     int rc = pthread_attr_getstack(&attr, &addr, &size);
     (void)pthread_attr_destroy(&attr);
-    if (rc != 0 || addr == NULL || size == 0) return -1;
+    STROBE_RETURN_IF(rc != 0 || addr == NULL || size == 0, STROBE_ESYS);
     *lo = (uintptr_t)addr;
     *hi = (uintptr_t)addr + size;
     return 0;

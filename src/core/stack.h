@@ -10,7 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The calling thread's stack bounds (pthread_getattr_np). @return 0 or -1. */
+/* The calling thread's stack bounds (pthread_getattr_np). @return 0, STROBE_EINVAL (NULL
+ * argument) or STROBE_ESYS. */
 int strobe__stack_bounds(uintptr_t *lo, uintptr_t *hi);
 
 /* Writes at most `max` return addresses of the caller's callers into pcs, innermost first,

@@ -16,6 +16,7 @@
  * Inlined levels that are strobe's own (its inline functions, and code whose line lies in
  * strobe's public headers, such as the C++ scope guard's constructor) are left out. */
 #include "stack.h"
+#include "util/err.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -87,14 +88,15 @@ void strobe__symbolizer_free(strobe__symbolizer *s) {
     free(s);
 }
 
-/* Grows *p (of *cap elements of `elem` bytes) to hold at least `need`. @return 0 or -1. */
+/* Grows *p (of *cap elements of `elem` bytes) to hold at least `need`. @return 0 or STROBE_ENOMEM.
+ */
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return 0;
     size_t c = *cap ? *cap * 2 : 16;
     while (c < need)
         c *= 2;
     void *q = realloc(*p, c * elem);
-    if (q == NULL) return -1;
+    STROBE_RETURN_IF(q == NULL, STROBE_ENOMEM);
     *p = q;
     *cap = c;
     return 0;
@@ -224,7 +226,7 @@ static int cmp_sym(const void *a, const void *b) {
 
 /* Loads the FUNC symbols of the first section of type `type` (SHT_SYMTAB or SHT_DYNSYM). Every
  * offset, size and index read from the file is checked against the mapping first: the file may
- * be anything. @return 0 (symbols found or not), or -1 when out of memory. */
+ * be anything. @return 0 (symbols found or not), or STROBE_ENOMEM. */
 static int take_table(struct module *m, const unsigned char *base, size_t size,
                       const ElfW(Shdr) * sh, size_t shnum, uint32_t type) {
     const ElfW(Shdr) *tab = NULL;
@@ -253,7 +255,7 @@ static int take_table(struct module *m, const unsigned char *base, size_t size,
         if (memchr(name, '\0', strsize - s->st_name) == NULL) continue;
         if (grow((void **)&out, &cap, n + 1, sizeof *out) != 0) {
             free(out);
-            return -1;
+            return STROBE_ENOMEM;
         }
         int rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
         out[n++] = (struct sym){(uintptr_t)s->st_value, (uintptr_t)s->st_size, name, rank};
@@ -267,7 +269,7 @@ static int take_table(struct module *m, const unsigned char *base, size_t size,
 /* Maps the module's file and loads its symbols (.symtab, else .dynsym). A file that cannot be
  * opened or is no ELF file of this machine leaves the module without symbols. Mapping rather
  * than reading keeps a large file's untouched parts (code, debug info) out of memory. @return 0
- * or -1 when out of memory. */
+ * or STROBE_ENOMEM. */
 static int load_symbols(struct module *m, const char *path) {
     m->parsed = 1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -296,8 +298,8 @@ static int load_symbols(struct module *m, const char *path) {
     /* With 0xff00 sections or more, e_shnum is 0 and the count is in section 0's sh_size. */
     uint64_t shnum = eh->e_shnum ? eh->e_shnum : sh[0].sh_size;
     if (shnum > (size - eh->e_shoff) / sizeof(ElfW(Shdr))) return 0;
-    if (take_table(m, base, size, sh, (size_t)shnum, SHT_SYMTAB) != 0) return -1;
-    if (m->nsyms == 0 && take_table(m, base, size, sh, (size_t)shnum, SHT_DYNSYM) != 0) return -1;
+    STROBE_FORWARD_IF_ERR(take_table(m, base, size, sh, (size_t)shnum, SHT_SYMTAB));
+    if (m->nsyms == 0) return take_table(m, base, size, sh, (size_t)shnum, SHT_DYNSYM);
     return 0;
 }
 
@@ -451,8 +453,8 @@ static int is_address_line(const char *line, uint64_t addr) {
 /* Asks addr2line about n file addresses of `file` in one run: its answers go to fn[i] and loc[i]
  * (malloc'd, NULL where unknown). With -a, each answer starts with the address asked about; an
  * answer that does not match ends the parse, so a different output format costs the locations,
- * never wrong ones. A missing or failing addr2line leaves everything NULL. @return 0, or -1 when
- * out of memory. */
+ * never wrong ones. A missing or failing addr2line leaves everything NULL. @return 0, or
+ * STROBE_ENOMEM when out of memory. */
 static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char **fn, char **loc,
                          char **inl) {
     enum { FIXED = 6 };
@@ -461,7 +463,7 @@ static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char
     if (argv == NULL || text == NULL) {
         free(argv);
         free(text);
-        return -1;
+        return STROBE_ENOMEM;
     }
     argv[0] = "addr2line";
     argv[1] = "-a";
@@ -502,7 +504,7 @@ static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (buf == NULL) {
-        rc = -1;
+        rc = STROBE_ENOMEM;
         goto out;
     }
     /* With -i, an address inside inlined code gets one (function, location) pair per inlining
@@ -537,7 +539,7 @@ static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char
                           : asprintf(&inl[i], "%s%s%s", prev ? prev : "", prev ? ";" : "", fname);
                 if (w < 0) {
                     inl[i] = NULL;
-                    rc = -1;
+                    rc = STROBE_ENOMEM;
                 }
                 free(prev);
             }
@@ -546,10 +548,10 @@ static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char
             l = nl;
         }
         if (f == NULL) break;
-        if (strcmp(f, "??") != 0 && f[0] != '\0' && (fn[i] = strdup(f)) == NULL) rc = -1;
+        if (strcmp(f, "??") != 0 && f[0] != '\0' && (fn[i] = strdup(f)) == NULL) rc = STROBE_ENOMEM;
         if (fn[i] != NULL) demangle_in_place(&fn[i]);
         char *c = clean_location(l);
-        if (c != NULL && (loc[i] = strdup(c)) == NULL) rc = -1;
+        if (c != NULL && (loc[i] = strdup(c)) == NULL) rc = STROBE_ENOMEM;
     }
     free(buf);
 out:
@@ -576,14 +578,14 @@ static int symbolize_module(strobe__symbolizer *s, struct module *m, const uint6
     /* Only a path names a file: the vDSO's "linux-vdso.so.1" does not, and an unnamed module
      * other than the main program has no file to read. */
     int has_file = m->is_main || strchr(path, '/') != NULL;
-    if (has_file && !m->parsed && load_symbols(m, m->is_main ? "/proc/self/exe" : path) != 0)
-        return -1;
+    if (has_file && !m->parsed)
+        STROBE_FORWARD_IF_ERR(load_symbols(m, m->is_main ? "/proc/self/exe" : path));
     const char *shown = path[0] ? base_name(path) : "??";
 
     uint64_t *addrs = malloc(k * sizeof *addrs);
     char **fn = calloc(k, sizeof *fn), **loc = calloc(k, sizeof *loc);
     char **inl = calloc(k, sizeof *inl); /* inlined frames above the function's own, or NULL */
-    int rc = addrs && fn && loc && inl ? 0 : -1;
+    int rc = addrs && fn && loc && inl ? 0 : STROBE_ENOMEM;
     /* Return addresses point after the call: pc - 1 lies in the call instruction, in its
      * function and on its line even where the call is a function's last instruction. */
     for (size_t j = 0; j < k && rc == 0; j++)
@@ -627,7 +629,7 @@ static int symbolize_module(strobe__symbolizer *s, struct module *m, const uint6
             r = arena_printf(s, "%s+0x%llx", shown, (unsigned long long)(pcs[idx[j]] - m->bias));
         }
         free(dm);
-        if (r == NULL) rc = -1;
+        if (r == NULL) rc = STROBE_ENOMEM;
         out[idx[j]] = r;
     }
     for (size_t j = 0; j < k; j++) {
@@ -652,7 +654,7 @@ strobe__symbolizer *strobe__symbolize(const uint64_t *pcs, size_t n, const char 
     struct modules ms = {0};
     (void)dl_iterate_phdr(collect_module, &ms);
     size_t *mod = malloc(n * sizeof *mod), *idx = malloc(n * sizeof *idx);
-    int rc = ms.oom || mod == NULL || idx == NULL ? -1 : 0;
+    int rc = ms.oom || mod == NULL || idx == NULL ? STROBE_ENOMEM : 0;
     for (size_t i = 0; i < n && rc == 0; i++)
         mod[i] = pcs[i] ? module_of(&ms, (uintptr_t)pcs[i] - 1) : ms.n;
 

@@ -285,8 +285,8 @@ static void log_sink(strobe_log_level level, const char *msg, void *ctx) {
     if (level >= STROBE_LOG_WARN) say("strobe", msg);
 }
 
-/* Copies `path` into trace_path with "%p" replaced by the process id. Returns 0, or -1 when it
- * does not fit. */
+/* Copies `path` into trace_path with "%p" replaced by the process id. Returns 0, or
+ * STROBE_ERANGE when it does not fit. */
 static int expand_path(const char *path) {
     size_t o = 0;
     for (const char *s = path; *s; s++) {
@@ -298,7 +298,7 @@ static int expand_path(const char *path) {
             add = pid;
             s++;
         }
-        if (o + len >= sizeof trace_path) return -1;
+        if (o + len >= sizeof trace_path) return STROBE_ERANGE;
         memcpy(trace_path + o, add, len);
         o += len;
     }

@@ -431,16 +431,16 @@ static void find_demangler(void) {
     memcpy(&L.cxa_demangle, &p, sizeof p);
 }
 
-/* Interns s; @return its id, or -1 when out of memory. */
+/* Interns s; @return its id, or STROBE_ENOMEM. */
 static int64_t intern(const char *s) {
     int64_t id = strobe__strtab_intern(&S.names, s, strlen(s));
-    if (id < 0) return -1;
+    if (id < 0) return id;
     if ((size_t)id >= S.demangled_cap) {
         size_t cap = S.demangled_cap ? S.demangled_cap * 2 : 256;
         while (cap <= (size_t)id)
             cap *= 2;
         const char **d = realloc(S.demangled, cap * sizeof *d);
-        if (d == NULL) return -1;
+        if (d == NULL) return STROBE_ENOMEM;
         memset(d + S.demangled_cap, 0, (cap - S.demangled_cap) * sizeof *d);
         S.demangled = d;
         S.demangled_cap = cap;
