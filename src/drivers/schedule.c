@@ -11,11 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "state.h"
+#include "core/state.h"
 #include "strobe/backend.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
-#include "hooks.h"
+#include "core/hooks.h"
 #include "strobe/result.h"
 #include "util/err.h"
 #include "util/struct_in.h"

@@ -1,0 +1,198 @@
+/* edge.c: the module (edge) profiler (strobe/edge.h), moved from core/backend.c. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/kineto.h"
+#include "strobe/backend.h"
+#include "strobe/edge.h"
+#include "strobe/error.h"
+#include "strobe/result.h"
+#include "strobe/session.h"
+#include "util/struct_in.h"
+
+/* ---- edge profiler ------------------------------------------------------------------------- */
+
+typedef struct handle_path {
+    int64_t handle;
+    char *path;
+} handle_path;
+
+struct strobe_edge_profiler {
+    char *name;
+    char *output_path;
+    int with_modules;
+    pthread_mutex_t lock; /* guards the handle map */
+    handle_path *map;
+    size_t map_count, map_cap;
+};
+
+static strobe_edge_profiler *current;
+static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;
+
+strobe_edge_profiler *strobe_current_edge_profiler(void) {
+    return __atomic_load_n(&current, __ATOMIC_ACQUIRE);
+}
+
+static void edge_free(strobe_edge_profiler *p) {
+    if (p == NULL) return;
+    for (size_t i = 0; i < p->map_count; i++)
+        free(p->map[i].path);
+    free(p->map);
+    free(p->name);
+    free(p->output_path);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+int strobe_edge_profiler_begin(const strobe_edge_config *user_cfg, strobe_edge_profiler **out) {
+    if (out) *out = NULL;
+    /* The library's own full-size copy (README, "ABI and versions"): fields the caller lacks are 0,
+     * their defaults. */
+    strobe_edge_config full;
+    memset(&full, 0, sizeof full);
+    int irc = strobe__struct_in(&full, sizeof full, user_cfg, STROBE_EDGE_CONFIG_MIN_SIZE);
+    if (irc) return irc;
+    const strobe_edge_config *cfg = &full;
+    if (out == NULL || cfg->name == NULL || cfg->output_path == NULL || cfg->output_path[0] == '\0')
+        return STROBE_EINVAL;
+    strobe_edge_profiler *p = calloc(1, sizeof *p);
+    if (p == NULL) return STROBE_ENOMEM;
+    pthread_mutex_init(&p->lock, NULL);
+    p->name = strdup(cfg->name);
+    p->output_path = strdup(cfg->output_path);
+    p->with_modules = cfg->with_modules;
+    if (p->name == NULL || p->output_path == NULL) {
+        edge_free(p);
+        return STROBE_ENOMEM;
+    }
+    strobe_config sc;
+    strobe_config_init(&sc);
+    sc.record_shapes = cfg->record_shapes;
+    sc.profile_memory = cfg->profile_memory;
+    sc.with_stack = cfg->with_stack;
+    sc.with_flops = cfg->with_flops;
+    sc.with_modules = cfg->with_modules;
+    sc.perf_events = cfg->perf_events;
+    sc.trace_name = cfg->name;
+    if (cfg->buffer_bytes) sc.buffer_bytes = cfg->buffer_bytes;
+    pthread_mutex_lock(&current_lock);
+    int rc = current ? STROBE_EBUSY : strobe_start(&sc);
+    if (rc == 0) __atomic_store_n(&current, p, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&current_lock);
+    if (rc) {
+        edge_free(p);
+        return rc;
+    }
+    if (p->with_modules) strobe_module_push(p->name);
+    strobe_range_begin_scope(p->name, STROBE_RECORD_SCOPE_LITE_INTERPRETER);
+    *out = p;
+    return 0;
+}
+
+int strobe_edge_profiler_register_handles(strobe_edge_profiler *p, const int64_t *handles,
+                                          const char *const *module_paths, size_t n) {
+    if (p == NULL || (n && (handles == NULL || module_paths == NULL))) return STROBE_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (module_paths[i] == NULL) return STROBE_EINVAL;
+    int rc = 0;
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char *copy = strdup(module_paths[i]);
+        if (copy == NULL) {
+            rc = STROBE_ENOMEM;
+            break;
+        }
+        size_t k = 0;
+        while (k < p->map_count && p->map[k].handle != handles[i])
+            k++;
+        if (k < p->map_count) {
+            free(p->map[k].path);
+            p->map[k].path = copy;
+            continue;
+        }
+        if (p->map_count == p->map_cap) {
+            size_t cap = p->map_cap ? p->map_cap * 2 : 32;
+            handle_path *m = realloc(p->map, cap * sizeof *m);
+            if (m == NULL) {
+                free(copy);
+                rc = STROBE_ENOMEM;
+                break;
+            }
+            p->map = m;
+            p->map_cap = cap;
+        }
+        p->map[p->map_count++] = (handle_path){handles[i], copy};
+    }
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+static int cmp_handle(const void *a, const void *b) {
+    const handle_path *x = a, *y = b;
+    return x->handle < y->handle ? -1 : x->handle > y->handle;
+}
+
+/* Gives backend events whose debug handle is registered their module path. */
+static int resolve_handles(strobe_edge_profiler *p, strobe_result *r) {
+    if (p->map_count == 0) return 0;
+    qsort(p->map, p->map_count, sizeof *p->map, cmp_handle);
+    size_t n = strobe_result_event_count(r);
+    for (size_t i = 0; i < n; i++) {
+        const char *h = strobe_event_arg(r, i, "Debug handle");
+        if (h == NULL) continue;
+        handle_path key = {strtoll(h, NULL, 10), NULL};
+        const handle_path *hp = bsearch(&key, p->map, p->map_count, sizeof *p->map, cmp_handle);
+        if (hp == NULL) continue;
+        /* The path becomes a JSON string: quote it, escaping what JSON requires. */
+        size_t len = strlen(hp->path);
+        char *json = malloc(len * 6 + 3);
+        if (json == NULL) return STROBE_ENOMEM;
+        char *o = json;
+        *o++ = '"';
+        for (size_t k = 0; k < len; k++) {
+            unsigned char c = (unsigned char)hp->path[k];
+            if (c == '"' || c == '\\') {
+                *o++ = '\\';
+                *o++ = (char)c;
+            } else if (c < 0x20) {
+                static const char hex[] = "0123456789abcdef";
+                memcpy(o, "\\u00", 4);
+                o[4] = hex[c >> 4];
+                o[5] = hex[c & 15];
+                o += 6;
+            } else {
+                *o++ = (char)c;
+            }
+        }
+        *o++ = '"';
+        *o = '\0';
+        int rc = strobe_event_set_arg(r, i, STROBE_KINETO_ARG_MODULE_HIERARCHY, json);
+        free(json);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int strobe_edge_profiler_end(strobe_edge_profiler *p, strobe_result **out) {
+    if (out) *out = NULL;
+    if (p == NULL) return STROBE_EINVAL;
+    strobe_range_end();
+    if (p->with_modules) strobe_module_pop();
+    strobe_result *r = NULL;
+    int rc = strobe_stop(&r);
+    pthread_mutex_lock(&current_lock);
+    if (current == p) __atomic_store_n(&current, NULL, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&current_lock);
+    if (rc == 0) rc = resolve_handles(p, r);
+    if (rc == 0) rc = strobe_result_save(r, p->output_path);
+    /* The run's result goes back to a caller who asked for it also when the trace could not be
+     * written: the data is not lost with the file. */
+    if (r != NULL && out) {
+        *out = r;
+    } else {
+        strobe_result_free(r);
+    }
+    edge_free(p);
+    return rc;
+}
