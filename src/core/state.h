@@ -17,6 +17,7 @@
 
 #include "clock.h"
 #include "perf.h"
+#include "hooks.h"
 #include "log.h"
 #include "strobe/session.h"
 
@@ -197,11 +198,8 @@ void strobe__mark_full(strobe__tstate *t);
 void strobe__backend_record(int64_t start_ns, int64_t end_ns, int64_t debug_handle,
                             const char *event_name, const char *backend_name);
 
-/* session.c */
-/* Takes in a caller's config (util/struct_in.h): *dst becomes the library's defaults overlaid with
- * the caller's struct_size bytes. @return 0, STROBE_EINVAL (NULL, struct_size below
- * STROBE_CONFIG_MIN_SIZE) or STROBE_ENOTSUP (a newer program's field this library lacks is set). */
-int strobe__config_in(strobe_config *dst, const strobe_config *src);
+/* session.c: strobe__config_in() and strobe__session_step() are in hooks.h (the drivers use them).
+ */
 
 /* collect.c */
 struct strobe_result;
@@ -213,13 +211,6 @@ size_t strobe__rec_size(const char *p, size_t avail, int *starts_event);
 /* Builds the result from the session's quiesced threads. @return 0 or STROBE_ENOMEM. */
 int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns,
                     struct strobe_result *r);
-
-/* session.c: marks a step boundary in the recording session, if any: the open ProfilerStep range
- * ends now and "ProfilerStep#<number>" begins, opened by the calling thread. strobe_stop() ends
- * the open one at stop. The collector puts each on its thread's track where it nests there, else
- * on a track of their own ("ProfilerStep"). Any thread; takes the session lock (not from the hot
- * path). */
-void strobe__session_step(uint64_t number);
 
 /* Moves the end of the thread's records. A release store: the records before `p` are complete
  * for whoever reads pos with an acquire load (the flight recorder's dump reads a live thread's

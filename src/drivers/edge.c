@@ -1,4 +1,6 @@
-/* edge.c: the module (edge) profiler (strobe/edge.h), moved from core/backend.c. */
+/* edge.c: the module (edge) profiler (strobe/edge.h), a driver beside the core: it runs one session
+ * per model run through the public API, and names its "Module Hierarchy" arg with the trace
+ * layer's vocabulary (trace/kineto.h). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

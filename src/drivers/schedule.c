@@ -1,4 +1,6 @@
-/* schedule.c: steps, schedules and the trace-file handler (strobe/schedule.h). */
+/* schedule.c: schedules and the trace-file handler (strobe/schedule.h), a driver beside the core:
+ * it drives sessions through the public API and hooks into the core's strobe_step() through
+ * core/hooks.h (the step counter itself is the core's: core/step.c). */
 #include "strobe/schedule.h"
 
 #include <errno.h>
@@ -11,19 +13,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/state.h"
 #include "strobe/backend.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
 #include "core/hooks.h"
+#include "core/log.h"
 #include "strobe/result.h"
 #include "util/err.h"
 #include "util/struct_in.h"
 
-/* ---- steps and actions ---------------------------------------------------------------------- */
-
-static uint64_t step_count; /* atomic */
-static int schedule_on;     /* atomic: a schedule is installed */
+/* ---- actions ------------------------------------------------------------------------------- */
 
 /* Takes in a caller's schedule (util/struct_in.h): fields it lacks are 0. */
 static int schedule_in(strobe_schedule *dst, const strobe_schedule *src) {
@@ -159,21 +158,9 @@ static void hand_over(pending *p) {
     p->result = NULL;
 }
 
-void (*strobe__step_hook)(uint64_t);
-
-int strobe__schedule_installed(void) {
-    return __atomic_load_n(&schedule_on, __ATOMIC_ACQUIRE);
-}
-
-uint64_t strobe_step(void) {
-    uint64_t n = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED);
-    /* An on-demand trace in iteration mode starts and stops on steps too. */
-    void (*hook)(uint64_t) = __atomic_load_n(&strobe__step_hook, __ATOMIC_ACQUIRE);
-    if (hook) hook(n);
-    if (!__atomic_load_n(&schedule_on, __ATOMIC_ACQUIRE)) {
-        strobe__session_step(n);
-        return n;
-    }
+/* strobe__schedule_step_hook while a schedule is installed: strobe_step() calls it, for step n,
+ * in place of strobe__session_step(n). */
+static void on_step(uint64_t n) {
     pending p = {NULL, NULL, NULL};
     uint64_t number = n;
     pthread_mutex_lock(&sched_lock);
@@ -189,11 +176,6 @@ uint64_t strobe_step(void) {
     strobe__session_step(number);
     /* Outside the lock: the callback may save, call strobe_step() or end the schedule. */
     hand_over(&p);
-    return n;
-}
-
-uint64_t strobe_step_count(void) {
-    return __atomic_load_n(&step_count, __ATOMIC_RELAXED);
 }
 
 int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
@@ -250,7 +232,7 @@ int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
         free_state(st);
     } else {
         sched = st;
-        __atomic_store_n(&schedule_on, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&strobe__schedule_step_hook, on_step, __ATOMIC_RELEASE);
         if (st->session == 2) strobe__session_step(0);
     }
     pthread_mutex_unlock(&sched_lock);
@@ -265,7 +247,7 @@ int strobe_schedule_end(void) {
         pthread_mutex_unlock(&sched_lock);
         return STROBE_ENOSESSION;
     }
-    __atomic_store_n(&schedule_on, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&strobe__schedule_step_hook, NULL, __ATOMIC_RELEASE);
     int recording = st->cur == STROBE_STEP_RECORD || st->cur == STROBE_STEP_RECORD_AND_SAVE;
     stop_cycle(st, recording, &p);
     sched = NULL;
