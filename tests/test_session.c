@@ -459,12 +459,44 @@ static void test_all_macros(void) {
     strobe_result_free(r);
 }
 
+/* Many static call sites, each named once in the result however often it recurs: enough that the
+ * site map grows several times and the cache in front of it keeps missing (sites 64 slots apart
+ * share a cache line, so alternating between them always goes to the map). */
+static void test_many_sites(void) {
+    enum { NSITES = 3000 };
+    static strobe_site sites[NSITES];
+    static char names[NSITES][16];
+    for (int i = 0; i < NSITES; i++) {
+        snprintf(names[i], sizeof names[i], "site%d", i);
+        sites[i] = (strobe_site){names[i], __FILE__, __LINE__, STROBE_RECORD_SCOPE_USER_SCOPE};
+    }
+    strobe_config c = default_cfg();
+    start_or_die(&c);
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < NSITES; i++) {
+            strobe_range_begin_site(&sites[i]);
+            strobe_range_end();
+        }
+    strobe_result *r = stop_or_die();
+    REQUIRE(strobe_result_event_count(r) == 2 * NSITES);
+    const strobe_event *ev = strobe_result_events(r);
+    int wrong = 0;
+    for (int k = 0; k < 2 * NSITES; k++)
+        wrong += strcmp(ev[k].name, names[k % NSITES]) != 0;
+    CHECK_EQ(wrong, 0);
+    /* The same site's two events share one copy of its name. */
+    CHECK(ev[7].name == ev[NSITES + 7].name);
+    CHECK(ev[7].name != names[7]);
+    strobe_result_free(r);
+}
+
 int main(void) {
     test_all_macros();
     test_errors();
     test_nesting();
     test_repairs();
     test_names();
+    test_many_sites();
     test_correlation();
     test_metadata();
     test_postprocess();

@@ -20,6 +20,7 @@
 #include "stack.h"
 #include "state.h"
 #include "util/strtab.h"
+#include "util/u64map.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
 #include "strobe/op.h"
@@ -27,14 +28,8 @@
 /* ---- name interning -------------------------------------------------------------------- */
 
 typedef struct {
-    const void *site;
-    const char *name;
-} site_slot;
-
-typedef struct {
     strobe_result *r;
-    site_slot *sites;
-    size_t site_cap, site_count;
+    strobe__u64map sites;       /* static call sites: site address -> its name in the pool */
     strobe__strtab names;       /* run-time names, by content */
     const void *cache_site[64]; /* direct-mapped cache in front of the site table */
     const char *cache_name[64];
@@ -60,50 +55,23 @@ typedef struct {
     uint8_t *step_placed;
 } interner;
 
-static uint64_t hash_ptr(const void *p) {
-    uint64_t x = (uint64_t)(uintptr_t)p;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
-}
-
-static int grow_sites(interner *in) {
-    size_t cap = in->site_cap ? in->site_cap * 2 : 256;
-    site_slot *n = calloc(cap, sizeof *n);
-    if (n == NULL) return STROBE_ENOMEM;
-    for (size_t i = 0; i < in->site_cap; i++) {
-        if (!in->sites[i].site) continue;
-        size_t j = hash_ptr(in->sites[i].site) & (cap - 1);
-        while (n[j].site)
-            j = (j + 1) & (cap - 1);
-        n[j] = in->sites[i];
-    }
-    free(in->sites);
-    in->sites = n;
-    in->site_cap = cap;
-    return 0;
-}
-
 static const char *site_name(interner *in, const strobe_site *site) {
     size_t c = ((uintptr_t)site >> 3) & 63u;
     if (in->cache_site[c] == site) return in->cache_name[c];
-    if ((in->site_count + 1) * 2 > in->site_cap && grow_sites(in)) return NULL;
-    size_t j = hash_ptr(site) & (in->site_cap - 1);
-    while (in->sites[j].site && in->sites[j].site != site)
-        j = (j + 1) & (in->site_cap - 1);
-    if (!in->sites[j].site) {
+    /* A site is a static object: its address, below UINT64_MAX, is the key. */
+    uint64_t *v = strobe__u64map_put(&in->sites, (uint64_t)(uintptr_t)site, NULL);
+    if (v == NULL) return NULL;
+    if (*v == 0) { /* new (or left empty when a copy failed) */
         const char *src = site->name ? site->name : "(null)";
         size_t len = strnlen(src, STROBE__MAX_NAME);
         const char *copy = strobe__pool_strndup(&in->r->pool, src, len);
         if (copy == NULL) return NULL;
-        in->sites[j].site = site;
-        in->sites[j].name = copy;
-        in->site_count++;
+        *v = (uint64_t)(uintptr_t)copy;
     }
+    const char *name = (const char *)(uintptr_t)*v;
     in->cache_site[c] = site;
-    in->cache_name[c] = in->sites[j].name;
-    return in->sites[j].name;
+    in->cache_name[c] = name;
+    return name;
 }
 
 static const char *bytes_name(interner *in, const char *s, uint32_t len) {
@@ -852,7 +820,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     if (rc == 0) rc = finish_backend(&in, INT64_C(0x7fff0000));
     /* The steps' track below the backends' tids, equally out of the kernel's range. */
     if (rc == 0) rc = finish_steps(&in, s, conv, stop_ns, INT64_C(0x7ffe0000));
-    free(in.sites);
+    strobe__u64map_free(&in.sites);
     free(in.pcs);
     free(in.stacks);
     free(in.backend);
