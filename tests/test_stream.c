@@ -28,6 +28,7 @@
 #include "check.h"
 #include "reader/trace_reader.h"
 #include "strobe/strobe.h"
+#include "stream_burst.h"
 
 static char out_dir[512];
 
@@ -379,19 +380,7 @@ static void test_drops(void) {
     enum { PAIRS = 2000000 };
     char path[600];
     path_in_out(path, sizeof path, "stream/drops.json");
-    strobe_config cfg;
-    strobe_config_init(&cfg);
-    cfg.chunk_bytes = 4096;
-    cfg.buffer_bytes = 8192;
-    cfg.stream_path = path;
-    REQUIRE(strobe_start(&cfg) == 0);
-    STROBE_SITE_DEFINE(s, "burst", STROBE_RECORD_SCOPE_FUNCTION);
-    for (int i = 0; i < PAIRS; i++) {
-        strobe_range_begin_site(&s);
-        strobe_range_end();
-    }
-    strobe_result *r = NULL;
-    REQUIRE(strobe_stop(&r) == 0);
+    strobe_result *r = stream_burst(path, PAIRS);
     const strobe_stats *st = strobe_result_stats(r);
     uint64_t dropped = st->dropped_events;
     CHECK_INT(dropped, >, 0);
@@ -402,7 +391,7 @@ static void test_drops(void) {
     strobe_result_free(r);
     tally got;
     REQUIRE(read_trace(path, &got) == 0);
-    CHECK_EQ(tally_count(&got, "burst") + (long long)dropped, PAIRS);
+    CHECK_EQ(tally_count(&got, STREAM_BURST_NAME) + (long long)dropped, PAIRS);
     CHECK_INT(tally_count(&got, "[strobe] buffer full: records dropped"), >, 0);
 }
 

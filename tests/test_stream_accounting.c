@@ -21,6 +21,7 @@
 #include "check.h"
 #include "reader/trace_reader.h"
 #include "strobe/strobe.h"
+#include "stream_burst.h"
 
 static char out_dir[512];
 
@@ -96,27 +97,15 @@ static void test_stats(const char *file, const char *saved_file) {
     char path[600], saved[600];
     snprintf(path, sizeof path, "%s/%s", out_dir, file);
     snprintf(saved, sizeof saved, "%s/%s", out_dir, saved_file);
-    strobe_config cfg;
-    strobe_config_init(&cfg);
-    cfg.chunk_bytes = 4096;
-    cfg.buffer_bytes = 8192;
-    cfg.stream_path = path;
-    REQUIRE(strobe_start(&cfg) == 0);
-    STROBE_SITE_DEFINE(s, "burst", STROBE_RECORD_SCOPE_FUNCTION);
-    for (int i = 0; i < PAIRS; i++) {
-        strobe_range_begin_site(&s);
-        strobe_range_end();
-    }
-    strobe_result *r = NULL;
-    REQUIRE(strobe_stop(&r) == 0);
+    strobe_result *r = stream_burst(path, PAIRS);
     uint64_t dropped = strobe_result_stats(r)->dropped_events;
     CHECK_INT(dropped, >, 0);
     REQUIRE(strobe_result_save(r, saved) == 0);
     strobe_result_free(r);
 
     file_facts got, want;
-    REQUIRE(read_facts(path, "burst", &got) == 0);
-    REQUIRE(read_facts(saved, "burst", &want) == 0);
+    REQUIRE(read_facts(path, STREAM_BURST_NAME, &got) == 0);
+    REQUIRE(read_facts(saved, STREAM_BURST_NAME, &want) == 0);
     CHECK(got.read_to_end);
     CHECK_EQ(got.ranges + (long long)dropped, PAIRS);
     /* The saved result holds the stream's counts as metadata; the file must hold the same. */
