@@ -16,6 +16,7 @@
 #include "decode.h"
 #include "details.h"
 #include "record.h"
+#include "trace/kineto.h"
 #include "trace/result_internal.h"
 #include "stack.h"
 #include "state.h"
@@ -106,9 +107,10 @@ static int stack_push(open_stack *st, uint32_t idx) {
 }
 
 static const char *category_of(int kind, int scope) {
-    if (kind == STROBE_EVENT_INSTANT) return "cpu_instant_event";
+    if (kind == STROBE_EVENT_INSTANT) return STROBE_KINETO_CAT_CPU_INSTANT_EVENT;
     if (kind == STROBE_EVENT_COUNTER) return "cpu_counter";
-    return scope == STROBE_RECORD_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op";
+    return scope == STROBE_RECORD_SCOPE_USER_SCOPE ? STROBE_KINETO_CAT_USER_ANNOTATION
+                                                   : STROBE_KINETO_CAT_CPU_OP;
 }
 
 /* Appends an event and links it under the innermost open range (or as a root). */
@@ -397,17 +399,18 @@ static int put_arg_i64(strobe_result *r, uint32_t ev, const char *key, int64_t v
 static int c_memory(void *ctx, const strobe__dec_memory *m) {
     cthread *c = ctx;
     strobe_result *r = c->r;
-    strobe_event *e = add_event(r, &c->st, c->t, c->ti, STROBE_EVENT_INSTANT,
-                                STROBE_RECORD_SCOPE_USER_SCOPE, "[memory]", m->ts);
+    strobe_event *e =
+        add_event(r, &c->st, c->t, c->ti, STROBE_EVENT_INSTANT, STROBE_RECORD_SCOPE_USER_SCOPE,
+                  STROBE_KINETO_MEMORY_EVENT_NAME, m->ts);
     uint32_t ev = (uint32_t)(e - r->events);
     char addr[32];
     snprintf(addr, sizeof addr, "%llu", (unsigned long long)m->addr);
-    int rc = put_arg_i64(r, ev, "Device Type", m->c10_type);
-    if (rc == 0) rc = put_arg_i64(r, ev, "Device Id", m->index);
-    if (rc == 0) rc = strobe__event_put_arg(r, ev, "Addr", addr, 1, 1);
-    if (rc == 0) rc = put_arg_i64(r, ev, "Bytes", m->bytes);
-    if (rc == 0) rc = put_arg_i64(r, ev, "Total Allocated", m->total_allocated);
-    if (rc == 0) rc = put_arg_i64(r, ev, "Total Reserved", m->total_reserved);
+    int rc = put_arg_i64(r, ev, STROBE_KINETO_ARG_DEVICE_TYPE, m->c10_type);
+    if (rc == 0) rc = put_arg_i64(r, ev, STROBE_KINETO_ARG_DEVICE_ID, m->index);
+    if (rc == 0) rc = strobe__event_put_arg(r, ev, STROBE_KINETO_ARG_ADDR, addr, 1, 1);
+    if (rc == 0) rc = put_arg_i64(r, ev, STROBE_KINETO_ARG_MEM_BYTES, m->bytes);
+    if (rc == 0) rc = put_arg_i64(r, ev, STROBE_KINETO_ARG_TOTAL_ALLOCATED, m->total_allocated);
+    if (rc == 0) rc = put_arg_i64(r, ev, STROBE_KINETO_ARG_TOTAL_RESERVED, m->total_reserved);
     for (int k = 0; k < 2 && rc == 0; k++) {
         const char *n = bytes_name(c->in, m->counter[k], (uint32_t)strlen(m->counter[k]));
         if (n == NULL) return STROBE_ENOMEM;
@@ -462,7 +465,7 @@ static const char *c_top(void *ctx, size_t *depth) {
 static int c_arg(void *ctx, const char *key, const char *json, size_t len, int replace) {
     cthread *c = ctx;
     uint32_t top = c->st.idx[c->st.depth - 1];
-    if (strcmp(key, "Module Hierarchy") == 0) {
+    if (strcmp(key, STROBE_KINETO_ARG_MODULE_HIERARCHY) == 0) {
         /* The same path for many ranges: stored once. */
         const char *v = bytes_name(c->in, json, (uint32_t)len);
         return v ? strobe__event_put_arg(c->r, top, key, v, 0, replace) : STROBE_ENOMEM;
@@ -593,7 +596,8 @@ static int finish_stacks(interner *in) {
         if (rc == 0) rc = strobe__buf_put_json_string(&json, text.s, text.len);
         const char *v = rc ? NULL : bytes_name(in, json.s, (uint32_t)json.len);
         if (rc == 0 && v == NULL) rc = STROBE_ENOMEM;
-        if (rc == 0) rc = strobe__event_put_arg(in->r, sr->event, "Call stack", v, 0, 1);
+        if (rc == 0)
+            rc = strobe__event_put_arg(in->r, sr->event, STROBE_KINETO_ARG_CALL_STACK, v, 0, 1);
     }
     strobe__buf_free(&text);
     strobe__buf_free(&json);
@@ -717,12 +721,12 @@ static int finish_backend(interner *in, int64_t tid_base) {
             strobe_event *e = add_event(r, &st, &fake, tindex, STROBE_EVENT_RANGE,
                                         STROBE_RECORD_SCOPE_LITE_INTERPRETER, b->name, start);
             e->end_ns = end;
-            e->category = "cpu_op";
+            e->category = STROBE_KINETO_CAT_CPU_OP;
             uint32_t ev = (uint32_t)(e - r->events);
             rc = stack_push(&st, ev);
             strobe__buf bj = {0};
             if (rc == 0) rc = strobe__buf_put_json_string(&bj, b->backend, strlen(b->backend));
-            if (rc == 0) rc = strobe__event_put_arg(r, ev, "Backend", bj.s, 1, 1);
+            if (rc == 0) rc = strobe__event_put_arg(r, ev, STROBE_KINETO_ARG_BACKEND, bj.s, 1, 1);
             strobe__buf_free(&bj);
             if (rc == 0) rc = put_arg_i64(r, ev, "Debug handle", b->handle);
         }

@@ -12,6 +12,7 @@
 #include "strobe/error.h"
 #include "strobe/op.h"
 #include "strobe/result.h"
+#include "trace/kineto.h"
 
 /* ---- 1. record sizes ----------------------------------------------------------------------- */
 
@@ -137,9 +138,12 @@ static int on_shapes(strobe__decoder *d, const char *top, const uint64_t *w) {
     if (rc == STROBE_EFORMAT) return 0; /* unreadable: skipped like any unreadable record */
     if (rc) return rc;
     if (cfg->record_shapes) {
-        rc = d->ops->arg(d->ctx, "Input Dims", d->dims.s, d->dims.len, 1);
-        if (rc == 0) rc = d->ops->arg(d->ctx, "Input type", d->types.s, d->types.len, 1);
-        if (rc == 0) rc = d->ops->arg(d->ctx, "Concrete Inputs", d->concrete.s, d->concrete.len, 1);
+        rc = d->ops->arg(d->ctx, STROBE_KINETO_ARG_INPUT_DIMS, d->dims.s, d->dims.len, 1);
+        if (rc == 0)
+            rc = d->ops->arg(d->ctx, STROBE_KINETO_ARG_INPUT_TYPE, d->types.s, d->types.len, 1);
+        if (rc == 0)
+            rc = d->ops->arg(d->ctx, STROBE_KINETO_ARG_CONCRETE_INPUTS, d->concrete.s,
+                             d->concrete.len, 1);
     }
     if (rc == 0 && cfg->with_flops) {
         /* Computed FLOPs never replace a count the program gave. */
@@ -297,7 +301,8 @@ int strobe__decode(strobe__decoder *d, strobe__dec_thread *t, const char *p, siz
             if (rc == 0 && d->s->cfg.with_modules && t->mod_depth) {
                 size_t len = 0;
                 const char *path = strobe__dec_module_path(t, &len);
-                rc = path ? ops->arg(d->ctx, "Module Hierarchy", path, len, 0) : STROBE_ENOMEM;
+                rc = path ? ops->arg(d->ctx, STROBE_KINETO_ARG_MODULE_HIERARCHY, path, len, 0)
+                          : STROBE_ENOMEM;
             }
             break;
         }
