@@ -11,6 +11,7 @@
 #include "strobe/error.h"
 #include "strobe/result.h"
 #include "strobe/session.h"
+#include "util/err.h"
 #include "util/struct_in.h"
 
 /* ---- edge profiler ------------------------------------------------------------------------- */
@@ -53,21 +54,20 @@ int strobe_edge_profiler_begin(const strobe_edge_config *user_cfg, strobe_edge_p
      * their defaults. */
     strobe_edge_config full;
     memset(&full, 0, sizeof full);
-    int irc = strobe__struct_in(&full, sizeof full, user_cfg, STROBE_EDGE_CONFIG_MIN_SIZE);
-    if (irc) return irc;
+    STROBE_FORWARD_IF_ERR(
+        strobe__struct_in(&full, sizeof full, user_cfg, STROBE_EDGE_CONFIG_MIN_SIZE));
     const strobe_edge_config *cfg = &full;
-    if (out == NULL || cfg->name == NULL || cfg->output_path == NULL || cfg->output_path[0] == '\0')
-        return STROBE_EINVAL;
+    STROBE_RETURN_IF(out == NULL || cfg->name == NULL || cfg->output_path == NULL ||
+                         cfg->output_path[0] == '\0',
+                     STROBE_EINVAL);
     strobe_edge_profiler *p = calloc(1, sizeof *p);
-    if (p == NULL) return STROBE_ENOMEM;
+    STROBE_RETURN_IF(p == NULL, STROBE_ENOMEM);
     pthread_mutex_init(&p->lock, NULL);
     p->name = strdup(cfg->name);
     p->output_path = strdup(cfg->output_path);
     p->with_modules = cfg->with_modules;
-    if (p->name == NULL || p->output_path == NULL) {
-        edge_free(p);
-        return STROBE_ENOMEM;
-    }
+    int rc;
+    STROBE_FAIL_IF(p->name == NULL || p->output_path == NULL, STROBE_ENOMEM, fail);
     strobe_config sc;
     strobe_config_init(&sc);
     sc.record_shapes = cfg->record_shapes;
@@ -79,24 +79,24 @@ int strobe_edge_profiler_begin(const strobe_edge_config *user_cfg, strobe_edge_p
     sc.trace_name = cfg->name;
     if (cfg->buffer_bytes) sc.buffer_bytes = cfg->buffer_bytes;
     pthread_mutex_lock(&current_lock);
-    int rc = current ? STROBE_EBUSY : strobe_start(&sc);
+    rc = current ? STROBE_EBUSY : strobe_start(&sc);
     if (rc == 0) __atomic_store_n(&current, p, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&current_lock);
-    if (rc) {
-        edge_free(p);
-        return rc;
-    }
+    if (rc) goto fail;
     if (p->with_modules) strobe_module_push(p->name);
     strobe_range_begin_scope(p->name, STROBE_RECORD_SCOPE_LITE_INTERPRETER);
     *out = p;
     return 0;
+fail:
+    edge_free(p);
+    return rc;
 }
 
 int strobe_edge_profiler_register_handles(strobe_edge_profiler *p, const int64_t *handles,
                                           const char *const *module_paths, size_t n) {
-    if (p == NULL || (n && (handles == NULL || module_paths == NULL))) return STROBE_EINVAL;
+    STROBE_RETURN_IF(p == NULL || (n && (handles == NULL || module_paths == NULL)), STROBE_EINVAL);
     for (size_t i = 0; i < n; i++)
-        if (module_paths[i] == NULL) return STROBE_EINVAL;
+        STROBE_RETURN_IF(module_paths[i] == NULL, STROBE_EINVAL);
     int rc = 0;
     pthread_mutex_lock(&p->lock);
     for (size_t i = 0; i < n && rc == 0; i++) {

@@ -180,22 +180,17 @@ static void on_step(uint64_t n) {
 
 int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
                           strobe_trace_ready_fn on_ready, void *ctx) {
-    if (on_ready == NULL) return STROBE_EINVAL;
+    STROBE_RETURN_IF(on_ready == NULL, STROBE_EINVAL);
     sched_state *st = calloc(1, sizeof *st);
-    if (st == NULL) return STROBE_ENOMEM;
+    STROBE_RETURN_IF(st == NULL, STROBE_ENOMEM);
     /* Both are taken in as far as the caller has them (README, "ABI and versions"). */
-    int rc = schedule_in(&st->sched, s);
-    if (rc == 0 && st->sched.active == 0) rc = STROBE_EINVAL;
-    if (rc == 0) {
-        if (cfg)
-            rc = strobe__config_in(&st->cfg, cfg);
-        else
-            strobe_config_init(&st->cfg);
-    }
-    if (rc) {
-        free(st);
-        return rc;
-    }
+    int rc;
+    STROBE_TRY_GOTO(schedule_in(&st->sched, s), fail);
+    STROBE_FAIL_IF(st->sched.active == 0, STROBE_EINVAL, fail);
+    if (cfg)
+        STROBE_TRY_GOTO(strobe__config_in(&st->cfg, cfg), fail);
+    else
+        strobe_config_init(&st->cfg);
     int oom = 0;
     st->cfg.trace_id = st->strings[0] = dup_or_null(st->cfg.trace_id, &oom);
     st->cfg.trace_name = st->strings[1] = dup_or_null(st->cfg.trace_name, &oom);
@@ -205,10 +200,7 @@ int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
     st->cfg.flight_path = st->strings[5] = dup_or_null(st->cfg.flight_path, &oom);
     /* Each cycle's trace gets an id of its own. */
     st->cfg.trace_id = NULL;
-    if (oom) {
-        free_state(st);
-        return STROBE_ENOMEM;
-    }
+    STROBE_FAIL_IF(oom, STROBE_ENOMEM, fail);
     st->on_ready = on_ready;
     st->ctx = ctx;
     st->cur = STROBE_STEP_NONE;
@@ -216,8 +208,8 @@ int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
     pthread_mutex_lock(&sched_lock);
     if (sched != NULL || strobe_is_running()) {
         pthread_mutex_unlock(&sched_lock);
-        free_state(st);
-        return STROBE_EBUSY;
+        rc = STROBE_EBUSY;
+        goto fail;
     }
     st->first_step = strobe_step_count();
     pending p = {NULL, NULL, NULL};
@@ -236,6 +228,9 @@ int strobe_schedule_begin(const strobe_config *cfg, const strobe_schedule *s,
         if (st->session == 2) strobe__session_step(0);
     }
     pthread_mutex_unlock(&sched_lock);
+    return rc;
+fail:
+    free_state(st);
     return rc;
 }
 
@@ -278,16 +273,18 @@ struct strobe_trace_dir_handler {
 
 int strobe_trace_dir_handler_create(strobe_trace_dir_handler **out, const char *dir,
                                     const char *worker, int gzip) {
-    if (out == NULL) return STROBE_EINVAL;
+    STROBE_RETURN_IF(out == NULL, STROBE_EINVAL);
     *out = NULL;
-    if (dir == NULL || dir[0] == '\0') return STROBE_EINVAL;
+    STROBE_RETURN_IF(dir == NULL || dir[0] == '\0', STROBE_EINVAL);
     strobe_trace_dir_handler *h = calloc(1, sizeof *h);
-    if (h == NULL) return STROBE_ENOMEM;
-    if (strlen(dir) >= sizeof h->dir) goto invalid;
+    STROBE_RETURN_IF(h == NULL, STROBE_ENOMEM);
+    int rc;
+    STROBE_FAIL_IF(strlen(dir) >= sizeof h->dir, STROBE_EINVAL, fail);
     strcpy(h->dir, dir);
     if (worker != NULL) {
-        if (worker[0] == '\0' || strlen(worker) >= sizeof h->worker || strchr(worker, '/'))
-            goto invalid;
+        STROBE_FAIL_IF(worker[0] == '\0' || strlen(worker) >= sizeof h->worker ||
+                           strchr(worker, '/'),
+                       STROBE_EINVAL, fail);
         strcpy(h->worker, worker);
     } else {
         char host[HOST_NAME_MAX + 1] = "";
@@ -298,15 +295,12 @@ int strobe_trace_dir_handler_create(strobe_trace_dir_handler **out, const char *
         snprintf(h->worker, sizeof h->worker, "%.200s_%ld", host, (long)getpid());
     }
     h->gzip = gzip != 0;
-    if (pthread_mutex_init(&h->lock, NULL) != 0) {
-        free(h);
-        return STROBE_ENOMEM;
-    }
+    STROBE_FAIL_IF(pthread_mutex_init(&h->lock, NULL) != 0, STROBE_ENOMEM, fail);
     *out = h;
     return 0;
-invalid:
+fail:
     free(h);
-    return STROBE_EINVAL;
+    return rc;
 }
 
 void strobe_trace_dir_handler_destroy(strobe_trace_dir_handler *h) {
