@@ -498,6 +498,58 @@ static void test_edge_profiler(void) {
     CHECK(strobe_current_edge_profiler() == NULL);
 }
 
+/* Handles: many (the map grows), negative ones (-1 is the one key the id map cannot hold), a
+ * handle given again (its last path wins) and one given in a later call. */
+static void test_edge_handles(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/edge_handles.json", out_dir);
+    strobe_edge_config ec;
+    strobe_edge_config_init(&ec);
+    ec.name = "model";
+    ec.output_path = path;
+    strobe_edge_profiler *p = NULL;
+    REQUIRE(strobe_edge_profiler_begin(&ec, &p) == 0);
+    enum { N = 1000 };
+    static int64_t handles[N];
+    static char names[N][24];
+    static const char *paths[N];
+    for (int i = 0; i < N; i++) {
+        handles[i] = (int64_t)i * 7919 - 3000;
+        snprintf(names[i], sizeof names[i], "m.layer%d", i);
+        paths[i] = names[i];
+    }
+    CHECK_EQ(strobe_edge_profiler_register_handles(p, handles, paths, N), 0);
+    int64_t more[4] = {-1, INT64_MIN, INT64_MAX, 4};
+    const char *more_paths[4] = {"minus.one", "min", "max", "four.old"};
+    CHECK_EQ(strobe_edge_profiler_register_handles(p, more, more_paths, 4), 0);
+    int64_t again[1] = {4};
+    const char *again_path[1] = {"four.new"};
+    CHECK_EQ(strobe_edge_profiler_register_handles(p, again, again_path, 1), 0);
+    int64_t now = strobe_clock_now_ns() / 1000;
+    for (int i = 0; i < N; i += 97)
+        strobe_record_backend_event(now, now + 1, handles[i], names[i], "cpu");
+    for (int i = 0; i < 4; i++)
+        strobe_record_backend_event(now, now + 1, more[i], more_paths[i], "cpu");
+    strobe_record_backend_event(now, now + 1, -2, "unregistered", "cpu");
+    strobe_result *r = NULL;
+    REQUIRE(strobe_edge_profiler_end(p, &r) == 0);
+    char want[64];
+    for (int i = 0; i < N; i += 97) {
+        long k = find_named(r, names[i]);
+        REQUIRE(k >= 0);
+        snprintf(want, sizeof want, "\"%s\"", names[i]);
+        CHECK_STR(strobe_event_arg(r, (size_t)k, "Module Hierarchy"), want);
+    }
+    CHECK_STR(strobe_event_arg(r, (size_t)find_named(r, "minus.one"), "Module Hierarchy"),
+              "\"minus.one\"");
+    CHECK_STR(strobe_event_arg(r, (size_t)find_named(r, "min"), "Module Hierarchy"), "\"min\"");
+    CHECK_STR(strobe_event_arg(r, (size_t)find_named(r, "max"), "Module Hierarchy"), "\"max\"");
+    CHECK_STR(strobe_event_arg(r, (size_t)find_named(r, "four.old"), "Module Hierarchy"),
+              "\"four.new\"");
+    CHECK(strobe_event_arg(r, (size_t)find_named(r, "unregistered"), "Module Hierarchy") == NULL);
+    strobe_result_free(r);
+}
+
 int main(void) {
     snprintf(out_dir, sizeof out_dir, "%s/details", STROBE_TEST_OUT_DIR);
     mkdir(out_dir, 0755);
@@ -511,5 +563,6 @@ int main(void) {
     test_backend();
     test_clock_map();
     test_edge_profiler();
+    test_edge_handles();
     return check_result();
 }

@@ -12,22 +12,21 @@
 #include "strobe/result.h"
 #include "strobe/session.h"
 #include "util/err.h"
+#include "util/json_fmt.h"
 #include "util/struct_in.h"
+#include "util/u64map.h"
 
 /* ---- edge profiler ------------------------------------------------------------------------- */
-
-typedef struct handle_path {
-    int64_t handle;
-    char *path;
-} handle_path;
 
 struct strobe_edge_profiler {
     char *name;
     char *output_path;
     int with_modules;
     pthread_mutex_t lock; /* guards the handle map */
-    handle_path *map;
-    size_t map_count, map_cap;
+    /* debug handle -> its module path (malloc'd), the handle's bits as the key. The one key the
+     * map cannot hold, UINT64_MAX (handle -1), has its path beside it. */
+    strobe__u64map paths;
+    char *path_of_max;
 };
 
 static strobe_edge_profiler *current;
@@ -39,9 +38,10 @@ strobe_edge_profiler *strobe_current_edge_profiler(void) {
 
 static void edge_free(strobe_edge_profiler *p) {
     if (p == NULL) return;
-    for (size_t i = 0; i < p->map_count; i++)
-        free(p->map[i].path);
-    free(p->map);
+    for (size_t i = 0; i < p->paths.cap; i++)
+        if (p->paths.keys[i] != 0) free((char *)(uintptr_t)p->paths.vals[i]);
+    strobe__u64map_free(&p->paths);
+    free(p->path_of_max);
     free(p->name);
     free(p->output_path);
     pthread_mutex_destroy(&p->lock);
@@ -105,55 +105,50 @@ int strobe_edge_profiler_register_handles(strobe_edge_profiler *p, const int64_t
             rc = STROBE_ENOMEM;
             break;
         }
-        size_t k = 0;
-        while (k < p->map_count && p->map[k].handle != handles[i])
-            k++;
-        if (k < p->map_count) {
-            free(p->map[k].path);
-            p->map[k].path = copy;
+        uint64_t key = (uint64_t)handles[i];
+        if (key == UINT64_MAX) {
+            free(p->path_of_max);
+            p->path_of_max = copy;
             continue;
         }
-        if (p->map_count == p->map_cap) {
-            size_t cap = p->map_cap ? p->map_cap * 2 : 32;
-            handle_path *m = realloc(p->map, cap * sizeof *m);
-            if (m == NULL) {
-                free(copy);
-                rc = STROBE_ENOMEM;
-                break;
-            }
-            p->map = m;
-            p->map_cap = cap;
+        uint64_t *slot = strobe__u64map_put(&p->paths, key, NULL);
+        if (slot == NULL) {
+            free(copy);
+            rc = STROBE_ENOMEM;
+            break;
         }
-        p->map[p->map_count++] = (handle_path){handles[i], copy};
+        free((char *)(uintptr_t)*slot); /* a handle given again keeps its last path (0: new) */
+        *slot = (uint64_t)(uintptr_t)copy;
     }
     pthread_mutex_unlock(&p->lock);
     return rc;
 }
 
-static int cmp_handle(const void *a, const void *b) {
-    const handle_path *x = a, *y = b;
-    return x->handle < y->handle ? -1 : x->handle > y->handle;
+/* The module path registered for `handle`, or NULL. */
+static const char *path_of(const strobe_edge_profiler *p, int64_t handle) {
+    uint64_t key = (uint64_t)handle;
+    if (key == UINT64_MAX) return p->path_of_max;
+    const uint64_t *v = strobe__u64map_get(&p->paths, key);
+    return v ? (const char *)(uintptr_t)*v : NULL;
 }
 
 /* Gives backend events whose debug handle is registered their module path. */
 static int resolve_handles(strobe_edge_profiler *p, strobe_result *r) {
-    if (p->map_count == 0) return 0;
-    qsort(p->map, p->map_count, sizeof *p->map, cmp_handle);
+    if (p->paths.count == 0 && p->path_of_max == NULL) return 0;
     size_t n = strobe_result_event_count(r);
     for (size_t i = 0; i < n; i++) {
         const char *h = strobe_event_arg(r, i, "Debug handle");
         if (h == NULL) continue;
-        handle_path key = {strtoll(h, NULL, 10), NULL};
-        const handle_path *hp = bsearch(&key, p->map, p->map_count, sizeof *p->map, cmp_handle);
-        if (hp == NULL) continue;
+        const char *path = path_of(p, strtoll(h, NULL, 10));
+        if (path == NULL) continue;
         /* The path becomes a JSON string: quote it, escaping what JSON requires. */
-        size_t len = strlen(hp->path);
+        size_t len = strlen(path);
         char *json = malloc(len * 6 + 3);
         if (json == NULL) return STROBE_ENOMEM;
         char *o = json;
         *o++ = '"';
         for (size_t k = 0; k < len; k++) {
-            unsigned char c = (unsigned char)hp->path[k];
+            unsigned char c = (unsigned char)path[k];
             if (c == '"' || c == '\\') {
                 *o++ = '\\';
                 *o++ = (char)c;
