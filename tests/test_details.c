@@ -522,6 +522,10 @@ static void test_edge_handles(void) {
     int64_t more[4] = {-1, INT64_MIN, INT64_MAX, 4};
     const char *more_paths[4] = {"minus.one", "min", "max", "four.old"};
     CHECK_EQ(strobe_edge_profiler_register_handles(p, more, more_paths, 4), 0);
+    /* A path that is not UTF-8 (module names are the program's bytes) still gives valid JSON. */
+    int64_t odd[1] = {5};
+    const char *odd_path[1] = {"bad\xff.q\"uote"};
+    CHECK_EQ(strobe_edge_profiler_register_handles(p, odd, odd_path, 1), 0);
     int64_t again[1] = {4};
     const char *again_path[1] = {"four.new"};
     CHECK_EQ(strobe_edge_profiler_register_handles(p, again, again_path, 1), 0);
@@ -530,6 +534,7 @@ static void test_edge_handles(void) {
         strobe_record_backend_event(now, now + 1, handles[i], names[i], "cpu");
     for (int i = 0; i < 4; i++)
         strobe_record_backend_event(now, now + 1, more[i], more_paths[i], "cpu");
+    strobe_record_backend_event(now, now + 1, 5, "odd", "cpu");
     strobe_record_backend_event(now, now + 1, -2, "unregistered", "cpu");
     strobe_result *r = NULL;
     REQUIRE(strobe_edge_profiler_end(p, &r) == 0);
@@ -547,6 +552,8 @@ static void test_edge_handles(void) {
     CHECK_STR(strobe_event_arg(r, (size_t)find_named(r, "four.old"), "Module Hierarchy"),
               "\"four.new\"");
     CHECK(strobe_event_arg(r, (size_t)find_named(r, "unregistered"), "Module Hierarchy") == NULL);
+    CHECK_STR(strobe_event_arg(r, (size_t)find_named(r, "odd"), "Module Hierarchy"),
+              "\"bad\\ufffd.q\\\"uote\"");
     strobe_result_free(r);
 }
 

@@ -141,29 +141,12 @@ static int resolve_handles(strobe_edge_profiler *p, strobe_result *r) {
         if (h == NULL) continue;
         const char *path = path_of(p, strtoll(h, NULL, 10));
         if (path == NULL) continue;
-        /* The path becomes a JSON string: quote it, escaping what JSON requires. */
+        /* The path becomes a JSON string: quoted, escaped, and any byte that is not UTF-8
+         * replaced (module names are the program's bytes; the arg must be valid JSON). */
         size_t len = strlen(path);
-        char *json = malloc(len * 6 + 3);
+        char *json = malloc(STROBE__JSON_STRING_MAX(len) + 1);
         if (json == NULL) return STROBE_ENOMEM;
-        char *o = json;
-        *o++ = '"';
-        for (size_t k = 0; k < len; k++) {
-            unsigned char c = (unsigned char)path[k];
-            if (c == '"' || c == '\\') {
-                *o++ = '\\';
-                *o++ = (char)c;
-            } else if (c < 0x20) {
-                static const char hex[] = "0123456789abcdef";
-                memcpy(o, "\\u00", 4);
-                o[4] = hex[c >> 4];
-                o[5] = hex[c & 15];
-                o += 6;
-            } else {
-                *o++ = (char)c;
-            }
-        }
-        *o++ = '"';
-        *o = '\0';
+        *strobe__json_put_string(json, path, len) = '\0';
         int rc = strobe_event_set_arg(r, i, STROBE_KINETO_ARG_MODULE_HIERARCHY, json);
         free(json);
         if (rc) return rc;
