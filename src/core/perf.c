@@ -110,13 +110,14 @@ static int open_one(const strobe__perf_event *ev, int group_fd, int exclude_kern
     a.exclude_hv = 1;
     long fd = syscall(SYS_perf_event_open, &a, 0 /* this thread */, -1 /* any cpu */, group_fd,
                       PERF_FLAG_FD_CLOEXEC);
-    return fd < 0 ? -errno : (int)fd;
+    return fd < 0 ? STROBE_ESYS : (int)fd;
 }
 
-/* Opens with kernel time counted, and again without when perf_event_paranoid forbids it. */
+/* Opens with kernel time counted, and again without when perf_event_paranoid forbids it.
+ * @return the descriptor, or STROBE_ESYS with errno set. */
 static int open_either(const strobe__perf_event *ev, int group_fd) {
     int fd = open_one(ev, group_fd, 0);
-    if (fd == -EACCES || fd == -EPERM) fd = open_one(ev, group_fd, 1);
+    if (fd < 0 && (errno == EACCES || errno == EPERM)) fd = open_one(ev, group_fd, 1);
     return fd;
 }
 
@@ -127,6 +128,15 @@ int strobe__perf_probe(const strobe__perf_event *ev) {
     return 0;
 }
 
+/* Closes fds[0..n) and marks every slot closed, keeping errno (the failure's reason). */
+static void close_keep_errno(int fds[STROBE__PERF_MAX], int n) {
+    int e = errno;
+    strobe__perf_close(fds, n);
+    for (int j = 0; j < STROBE__PERF_MAX; j++)
+        fds[j] = -1;
+    errno = e;
+}
+
 int strobe__perf_open_thread(const strobe__perf_set *set, int fds[STROBE__PERF_MAX]) {
     for (int i = 0; i < STROBE__PERF_MAX; i++)
         fds[i] = -1;
@@ -134,19 +144,14 @@ int strobe__perf_open_thread(const strobe__perf_set *set, int fds[STROBE__PERF_M
     for (int i = 0; i < set->n; i++) {
         int fd = open_either(&set->ev[i], i == 0 ? -1 : fds[0]);
         if (fd < 0) {
-            strobe__perf_close(fds, i);
-            for (int j = 0; j < STROBE__PERF_MAX; j++)
-                fds[j] = -1;
+            close_keep_errno(fds, i);
             return fd;
         }
         fds[i] = fd;
     }
     if (ioctl(fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) != 0) {
-        int e = errno;
-        strobe__perf_close(fds, set->n);
-        for (int j = 0; j < STROBE__PERF_MAX; j++)
-            fds[j] = -1;
-        return -e;
+        close_keep_errno(fds, set->n);
+        return STROBE_ESYS;
     }
     return 0;
 }

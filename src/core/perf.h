@@ -38,12 +38,12 @@ int strobe__perf_lookup(const char *name, strobe__perf_event *out);
 int strobe__perf_parse(const char *spec, strobe__perf_set *out, char *err, size_t err_size);
 
 /* Tries to open `ev` for the calling thread. @return 0 when it opens (and closes it again), else
- * a negative errno value (-ENOENT: this machine lacks it, -EACCES/-EPERM: not allowed, ...). */
+ * STROBE_ESYS with errno set (ENOENT: this machine lacks it, EACCES/EPERM: not allowed, ...). */
 int strobe__perf_probe(const strobe__perf_event *ev);
 
 /* Opens the set as one group counting the calling thread (user and kernel time where
  * perf_event_paranoid allows, else user only), enabled. fds[i] gets each event's descriptor
- * (fds[0] is the leader). @return 0, or a negative errno value with nothing left open. */
+ * (fds[0] is the leader). @return 0, or STROBE_ESYS with errno set and nothing left open. */
 int strobe__perf_open_thread(const strobe__perf_set *set, int fds[STROBE__PERF_MAX]);
 
 /* Reads the group of leader `fd` (n events) into vals[0..n): one read() of PERF_FORMAT_GROUP.

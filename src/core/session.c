@@ -173,12 +173,12 @@ static int setup_perf(strobe__session *s) {
     for (int i = 0; i < want.n; i++) {
         int rc = strobe__perf_probe(&want.ev[i]);
         if (rc != 0) {
+            int e = errno;
             char msg[256];
             snprintf(msg, sizeof msg,
                      "perf event \"%s\" is not counted: this machine cannot open it (%s%s)",
-                     want.ev[i].name, strerror(-rc),
-                     rc == -EACCES || rc == -EPERM ? "; see /proc/sys/kernel/perf_event_paranoid"
-                                                   : "");
+                     want.ev[i].name, strerror(e),
+                     e == EACCES || e == EPERM ? "; see /proc/sys/kernel/perf_event_paranoid" : "");
             rc = add_warning(s, msg);
             if (rc) return rc;
             continue;
@@ -505,7 +505,7 @@ int strobe_stop(strobe_result **out) {
     pthread_mutex_lock(&strobe__registry_lock);
     for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
         if (t->perf_failed && !perf_failed++)
-            snprintf(perf_why, sizeof perf_why, "%s", strerror(-t->perf_failed));
+            snprintf(perf_why, sizeof perf_why, "%s", strerror(t->perf_failed));
         strobe__perf_close(t->perf_fds, t->perf_n);
         t->perf_n = 0;
     }

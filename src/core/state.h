@@ -72,7 +72,7 @@ typedef struct strobe__tstate {
     uintptr_t stack_lo, stack_hi;   /* the thread's stack bounds; 0, 0: unknown */
     int perf_n;                     /* counters open on this thread (0: none) */
     int perf_fds[STROBE__PERF_MAX]; /* perf_fds[0] leads the group */
-    int perf_failed;                /* opening the counters failed on this thread (-errno) */
+    int perf_failed;                /* opening the counters failed on this thread (its errno) */
 
     /* Session data. */
     uint32_t sess_gen;            /* session whose chunks this thread holds; 0: none */

@@ -74,12 +74,17 @@ static void attach_details(strobe__tstate *t, const strobe__session *s) {
         }
     }
     if (s->perf.n > 0) {
-        int rc = t == strobe__tls ? strobe__perf_open_thread(&s->perf, t->perf_fds) : -ESRCH;
+        /* Counters count the calling thread only: another thread's cannot be opened here. */
+        int rc = STROBE_ESYS, e = ESRCH;
+        if (t == strobe__tls) {
+            rc = strobe__perf_open_thread(&s->perf, t->perf_fds);
+            e = errno;
+        }
         if (rc == 0) {
             t->perf_n = s->perf.n;
             t->slow |= STROBE__SLOW_PERF;
         } else {
-            t->perf_failed = rc;
+            t->perf_failed = e;
         }
     }
 }
