@@ -145,7 +145,7 @@ static int run(const md_model *m, int cuda) {
         if (!cuda && cl_is_row(e->kind) && e->has_time) {
             self[i] = md_add_sat(self[i], e->dur);
             uint32_t p = cl_row_parent(m, (uint32_t)i);
-            if (p != MD_NONE) self[p] = md_sub_sat(self[p], e->dur);
+            if (p != MD_NONE) self[p] = md_sub_sat(self[p], cl_inside(e, &m->events[p]));
         }
         if (cuda && md_is_device_work(e->kind) && owner[i] != MD_NONE)
             self[owner[i]] = md_add_sat(self[owner[i]], e->dur);

@@ -13,11 +13,23 @@ static inline int cl_is_op(int kind) {
     return kind == MD_CPU_OP || kind == MD_USER_ANNOTATION;
 }
 
-/* A row of the operator table: operators, and the CPU side of the device runtime (cudaLaunchKernel,
- * cudaMemcpyAsync, cudaDeviceSynchronize ...), which torch's table lists too. Python functions
- * are not rows (torch leaves them out of key_averages()). */
+/* A CPU row of the operator table: operators, and the CPU side of the device runtime
+ * (cudaLaunchKernel, cudaMemcpyAsync, cudaDeviceSynchronize ...), which torch's table lists too.
+ * Python functions are not rows (torch leaves them out of key_averages()); cuda_sync events lie
+ * on the device's streams, and torch counts them as device work, not CPU time. */
 static inline int cl_is_row(int kind) {
-    return cl_is_op(kind) || kind == MD_RUNTIME || kind == MD_DRIVER || kind == MD_SYNC;
+    return cl_is_op(kind) || kind == MD_RUNTIME || kind == MD_DRIVER;
+}
+
+/* The part of event e's time inside event p's: what e takes from p's self time. A child that
+ * overlaps its parent without nesting in it (real traces have them) counts only for its part
+ * inside, so that no self time is ever negative: the rows directly inside one are disjoint (the
+ * model nests an event that starts inside another under it), and each takes at most its part. */
+static inline int64_t cl_inside(const md_event *e, const md_event *p) {
+    int64_t lo = e->ts > p->ts ? e->ts : p->ts;
+    int64_t e_end = md_add_sat(e->ts, e->dur), p_end = md_add_sat(p->ts, p->dur);
+    int64_t hi = e_end < p_end ? e_end : p_end;
+    return hi > lo ? md_sub_sat(hi, lo) : 0;
 }
 
 /* The innermost row enclosing event i on its thread (skipping python functions and other

@@ -134,32 +134,47 @@ static void test_summary_csv(void) {
                   "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,Self CUDA,Self "
                   "CUDA %,CUDA total,CUDA time avg,CPU Mem,Self CPU Mem,CUDA Mem,Self CUDA "
                   "Mem,# of Calls,Total FLOPs\n"
-                  "outer,30.0000,30.000,100.0000,100.000,100.000,1.000,5.8824,17.000,17.000,512,"
+                  "outer,30.0000,30.000,100.0000,100.000,100.000,1.000,4.5455,17.000,17.000,512,"
                   "0,4096,0,1,0\n"
-                  "aten::linear,29.5000,29.500,70.0000,70.000,35.000,2.000,11.7647,16.000,8.000,"
+                  "aten::linear,29.5000,29.500,70.0000,70.000,35.000,2.000,9.0909,16.000,8.000,"
                   "512,0,4096,4096,2,2000000\n"
-                  "aten::addmm,31.5000,31.500,36.5000,36.500,18.250,14.000,82.3529,14.000,7.000,"
+                  "aten::addmm,31.5000,31.500,36.5000,36.500,18.250,14.000,63.6364,14.000,7.000,"
                   "512,512,0,0,2,1000000\n"
                   "cudaLaunchKernel,9.0000,9.000,9.0000,9.000,4.500,0.000,0.0000,0.000,0.000,0,0,"
-                  "0,0,2,0\n",
+                  "0,0,2,0\n"
+                  "Memcpy HtoD (Pageable -> Device),0.0000,0.000,0.0000,0.000,0.000,1.000,4.5455,"
+                  "1.000,1.000,0,0,0,0,1,0\n"
+                  "k_bias,0.0000,0.000,0.0000,0.000,0.000,2.000,9.0909,2.000,2.000,0,0,0,0,1,0\n"
+                  "k_gemm,0.0000,0.000,0.0000,0.000,0.000,14.000,63.6364,14.000,7.000,0,0,0,0,2,"
+                  "0\n"
+                  "k_orphan,0.0000,0.000,0.0000,0.000,0.000,1.000,4.5455,1.000,1.000,0,0,0,0,1,"
+                  "0\n"
+                  "k_side,0.0000,0.000,0.0000,0.000,0.000,4.000,18.1818,4.000,4.000,0,0,0,0,1,0\n",
                   "summary", trace("summary_basic.json"), "--format", "csv");
-    /* Sorted by self CUDA, limited to two rows. */
+    /* Sorted by self CUDA (torch's spelling self_xpu_time_total stands for it too), limited to
+     * three rows: a tie of 14 us between addmm and the kernel row k_gemm, by name. */
     EXPECT_OUTPUT(cmd_summary,
-                  "{\"self_cpu_time_total_us\": 100.000, \"self_cuda_time_total_us\": 17.000,\n"
+                  "{\"self_cpu_time_total_us\": 100.000, \"self_cuda_time_total_us\": 22.000, "
+                  "\"device\": \"CUDA\",\n"
                   " \"rows\": [\n"
                   "  {\"Name\": \"aten::addmm\", \"Self CPU %\": 31.5000, \"Self CPU\": 31.500, "
                   "\"CPU total %\": 36.5000, \"CPU total\": 36.500, \"CPU time avg\": 18.250, "
-                  "\"Self CUDA\": 14.000, \"Self CUDA %\": 82.3529, \"CUDA total\": 14.000, "
+                  "\"Self CUDA\": 14.000, \"Self CUDA %\": 63.6364, \"CUDA total\": 14.000, "
                   "\"CUDA time avg\": 7.000, \"CPU Mem\": 512, \"Self CPU Mem\": 512, \"CUDA "
                   "Mem\": 0, \"Self CUDA Mem\": 0, \"# of Calls\": 2, \"Total FLOPs\": 1000000},\n"
-                  "  {\"Name\": \"aten::linear\", \"Self CPU %\": 29.5000, \"Self CPU\": 29.500, "
-                  "\"CPU total %\": 70.0000, \"CPU total\": 70.000, \"CPU time avg\": 35.000, "
-                  "\"Self CUDA\": 2.000, \"Self CUDA %\": 11.7647, \"CUDA total\": 16.000, "
-                  "\"CUDA time avg\": 8.000, \"CPU Mem\": 512, \"Self CPU Mem\": 0, \"CUDA Mem\": "
-                  "4096, \"Self CUDA Mem\": 4096, \"# of Calls\": 2, \"Total FLOPs\": 2000000}\n"
+                  "  {\"Name\": \"k_gemm\", \"Self CPU %\": 0.0000, \"Self CPU\": 0.000, "
+                  "\"CPU total %\": 0.0000, \"CPU total\": 0.000, \"CPU time avg\": 0.000, "
+                  "\"Self CUDA\": 14.000, \"Self CUDA %\": 63.6364, \"CUDA total\": 14.000, "
+                  "\"CUDA time avg\": 7.000, \"CPU Mem\": 0, \"Self CPU Mem\": 0, \"CUDA Mem\": 0, "
+                  "\"Self CUDA Mem\": 0, \"# of Calls\": 2, \"Total FLOPs\": 0},\n"
+                  "  {\"Name\": \"k_side\", \"Self CPU %\": 0.0000, \"Self CPU\": 0.000, "
+                  "\"CPU total %\": 0.0000, \"CPU total\": 0.000, \"CPU time avg\": 0.000, "
+                  "\"Self CUDA\": 4.000, \"Self CUDA %\": 18.1818, \"CUDA total\": 4.000, "
+                  "\"CUDA time avg\": 4.000, \"CPU Mem\": 0, \"Self CPU Mem\": 0, \"CUDA Mem\": 0, "
+                  "\"Self CUDA Mem\": 0, \"# of Calls\": 1, \"Total FLOPs\": 0}\n"
                   "]}\n",
                   "summary", trace("summary_basic.json"), "--format", "json", "--sort",
-                  "self_cuda_time_total", "--limit", "2");
+                  "self_xpu_time_total", "--limit", "3");
 }
 
 static void test_summary_table(void) {
@@ -172,7 +187,7 @@ static void test_summary_table(void) {
                      "  CPU Mem  Self CPU Mem      CUDA Mem  Self CUDA Mem    # of Calls  Total "
                      "MFLOPs  ");
     EXPECT_LINE(out, "        aten::linear        29.50%      29.500us        70.00%      70.000us "
-                     "     35.000us       2.000us        11.76%      16.000us       8.000us      "
+                     "     35.000us       2.000us         9.09%      16.000us       8.000us      "
                      "   512 b           0 b       4.00 Kb       4.00 Kb             2         "
                      "2.000  ");
     EXPECT_LINE(out, "    cudaLaunchKernel         9.00%       9.000us         9.00%       9.000us "
@@ -180,7 +195,12 @@ static void test_summary_table(void) {
                      "     0 b           0 b           0 b           0 b             2            "
                      "--  ");
     EXPECT_LINE(out, "Self CPU time total: 100.000us");
-    EXPECT_LINE(out, "Self CUDA time total: 17.000us");
+    EXPECT_LINE(out, "Self CUDA time total: 22.000us");
+    /* A kernel is a row of its own, with no CPU time. */
+    EXPECT_LINE(out, "              k_gemm         0.00%       0.000us         0.00%       0.000us "
+                     "      0.000us      14.000us        63.64%      14.000us       7.000us      "
+                     "     0 b           0 b           0 b           0 b             2            "
+                     "--  ");
     free(out);
 
     /* Grouped by shape: the shapes are printed as Python prints lists. */
@@ -190,7 +210,7 @@ static void test_summary_table(void) {
     CHECK(strstr(out, "      [[2, 3], [3]]         2.000  \n") != NULL);
     CHECK(strstr(out, "           [[4, 3]]            --  \n") != NULL);
     EXPECT_LINE(out, "         aten::addmm        25.00%      25.000us        30.00%      30.000us "
-                     "     30.000us       8.000us        47.06%       8.000us       8.000us      "
+                     "     30.000us       8.000us        36.36%       8.000us       8.000us      "
                      " 1.00 Kb       1.00 Kb           0 b           0 b             1           "
                      "[[2, 3]]         1.000  ");
     free(out);
@@ -203,7 +223,9 @@ static void test_summary_table(void) {
                   "A,60.0000,6.000,100.0000,10.000,10.000,2.000,40.0000,5.000,5.000,100,0,1\n"
                   "B,30.0000,3.000,40.0000,4.000,4.000,3.000,60.0000,3.000,3.000,100,100,1\n"
                   "cudaLaunchKernel,10.0000,1.000,10.0000,1.000,1.000,0.000,0.0000,0.000,0.000,0,"
-                  "0,1\n",
+                  "0,1\n"
+                  "kern,0.0000,0.000,0.0000,0.000,0.000,3.000,60.0000,3.000,3.000,0,0,1\n"
+                  "kern2,0.0000,0.000,0.0000,0.000,0.000,2.000,40.0000,2.000,2.000,0,0,1\n",
                   "summary", "--format", "csv", trace("stacks_oldschema.json"));
 }
 
@@ -217,7 +239,9 @@ static void test_summary_stack_group(void) {
                   "inner.py(2): f\n"
                   "B,30.0000,3.000,40.0000,4.000,4.000,3.000,60.0000,3.000,3.000,100,100,1,\n"
                   "cudaLaunchKernel,10.0000,1.000,10.0000,1.000,1.000,0.000,0.0000,0.000,0.000,0,"
-                  "0,1,\n",
+                  "0,1,\n"
+                  "kern,0.0000,0.000,0.0000,0.000,0.000,3.000,60.0000,3.000,3.000,0,0,1,\n"
+                  "kern2,0.0000,0.000,0.0000,0.000,0.000,2.000,40.0000,2.000,2.000,0,0,1,\n",
                   "summary", trace("stacks_oldschema.json"), "--group-by", "stack:1", "--format",
                   "csv");
     /* In the table, the further frames of a group go on lines of their own. */

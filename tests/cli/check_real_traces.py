@@ -4,9 +4,12 @@ shared/traces by independent sums computed here from the JSON (json and gzip mod
 
   - kernels: the kernel rows' totals add up to the sum of the kernel durations in the file, and
     their calls to the number of kernel events; each row's calls equal the count of that name;
-  - summary: each row's "# of Calls" equals the number of X events of that name among the row
-    categories; Self CPU adds up to the footer total; the linked device time (Self CUDA) is at
-    most the device work in the file; CPU total >= Self CPU;
+  - summary (torch's key_averages rows): the calls of the rows of a name add up to the number of
+    X events of that name among the row and device categories (ProfilerStep#N counted as
+    ProfilerStep*, torch's left-out utility ops not at all); a device row (no CPU time) has the
+    summed durations of its name's device events as Self and total device time; the footer's
+    device total is the sum of the device work (gpu_user_annotation left out); Self CPU adds up
+    to the footer total and is never negative; CPU total >= Self CPU;
   - stacks: the weights add up to the self CPU total within the rounding (0.5 us per line);
   - the JSON output parses, and the hand-made traces' JSON agrees with their CSV.
 
@@ -20,10 +23,19 @@ if not os.path.isdir(traces_dir):
     print("no %s: skipped" % traces_dir)
     sys.exit(77)
 
-ROW_CATS = {"cpu_op", "Operator", "user_annotation", "cuda_runtime", "Runtime", "cuda_driver",
-            "cuda_sync"}
+ROW_CATS = {"cpu_op", "Operator", "user_annotation", "cuda_runtime", "Runtime", "cuda_driver"}
 KERNEL_CATS = {"kernel", "Kernel"}
 DEVICE_CATS = KERNEL_CATS | {"gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
+# Device rows of the summary: torch's device-type events (kineto_shim's deviceTypeFromActivity).
+DEVICE_ROW_CATS = DEVICE_CATS | {"cuda_sync", "gpu_user_annotation"}
+# torch's _filter_name: never rows.
+LEFT_OUT = {"[memory]", "[OutOfMemory]", "profiler::_record_function_enter",
+            "profiler::_record_function_enter_new", "profiler::_record_function_exit",
+            "aten::is_leaf", "aten::output_nr", "aten::_version"}
+
+
+def row_name(n):
+    return "ProfilerStep*" if n.startswith("ProfilerStep#") else n
 failures = 0
 
 
@@ -76,23 +88,38 @@ for path in sorted(glob.glob(os.path.join(traces_dir, "*.json*"))):
                                                               kcount[r["Name"]]))
 
     s = strobe_json("summary", path)
-    count = collections.Counter(e["name"] for e in xs if e.get("cat") in ROW_CATS)
-    if len(s["rows"]) != len(count):
-        fail("%s: %d rows, %d distinct names" % (name, len(s["rows"]), len(count)))
+    used = [e for e in xs if e["name"] not in LEFT_OUT]
+    count = collections.Counter(row_name(e["name"]) for e in used
+                                if e.get("cat") in ROW_CATS | DEVICE_ROW_CATS)
+    dev_ns = collections.defaultdict(int)
+    for e in used:
+        if e.get("cat") in DEVICE_ROW_CATS:
+            dev_ns[e["name"]] += dur_ns(e)
+    calls = collections.Counter()
     for r in s["rows"]:
-        if count[r["Name"]] != r["# of Calls"]:
-            fail("%s: %r: %d calls, %d in the file" % (name, r["Name"], r["# of Calls"],
-                                                       count[r["Name"]]))
+        calls[r["Name"]] += r["# of Calls"]
         if r["CPU total"] + 1e-9 < r["Self CPU"]:
             fail("%s: %r: CPU total < Self CPU" % (name, r["Name"]))
+        if r["Self CPU"] < 0:
+            fail("%s: %r: negative Self CPU %s" % (name, r["Name"], r["Self CPU"]))
+        if r["CPU total"] == 0 and r["Name"] in dev_ns and r.get("Self CUDA") is not None:
+            n = sum(1 for e in used if e["name"] == r["Name"] and e.get("cat") in DEVICE_ROW_CATS)
+            if abs(us_ns(r["Self CUDA"]) - dev_ns[r["Name"]]) > n or \
+                    r["CUDA total"] != r["Self CUDA"]:
+                fail("%s: device row %r: Self CUDA %s, the file's %d ns" %
+                     (name, r["Name"], r["Self CUDA"], dev_ns[r["Name"]]))
+    if calls != count:
+        fail("%s: calls by name differ from the file's: %s" %
+             (name, sorted(set(calls.items()) ^ set(count.items()))[:6]))
     self_sum = sum(us_ns(r["Self CPU"]) for r in s["rows"])
     if self_sum != us_ns(s["self_cpu_time_total_us"]):
         fail("%s: Self CPU adds up to %d ns, footer %s us" % (name, self_sum,
                                                               s["self_cpu_time_total_us"]))
-    dev = sum(dur_ns(e) for e in device)
+    work = [e for e in used if e.get("cat") in DEVICE_ROW_CATS and e["cat"] != "gpu_user_annotation"]
+    dev = sum(dur_ns(e) for e in work)
     linked = us_ns(s.get("self_cuda_time_total_us", 0))
-    if linked > dev + len(device):
-        fail("%s: linked device time %d ns > device work %d ns" % (name, linked, dev))
+    if abs(linked - dev) > len(work):
+        fail("%s: footer device total %d ns, the file's device work %d ns" % (name, linked, dev))
 
     out = subprocess.run([strobe, "stacks", path], check=True, capture_output=True,
                          text=True).stdout.splitlines()
@@ -101,7 +128,7 @@ for path in sorted(glob.glob(os.path.join(traces_dir, "*.json*"))):
     # Stacks with a zero (or, for a negative self time, negative) weight are left out.
     if abs(weights - total_us) > 0.5 * len(out) + 1 and not any(r["Self CPU"] < 0 for r in s["rows"]):
         fail("%s: stack weights %d us vs self CPU total %.3f us" % (name, weights, total_us))
-    print("ok %s: %d kernels (%d ns), %d rows, linked device %d of %d ns, %d stacks" %
+    print("ok %s: %d kernels (%d ns), %d rows, device total %d of %d ns, %d stacks" %
           (name, len(kernels), expect, len(s["rows"]), linked, dev, len(out)))
 
 # The hand-made traces: JSON and CSV say the same.
