@@ -58,7 +58,26 @@
  *   pf 0); mm/"" 10 (tc 700, pf 7).
  * Orders: cpu_time_total outer, linear, mm; perf:task-clock mm 1180, outer 800, linear 650;
  *   self_perf:task-clock mm 1180, linear 170, outer 150; perf:page-faults mm 10, outer 10 (a tie:
- *   by name), linear 5; self_perf:page-faults mm 10, outer 5, linear 2. */
+ *   by name), linear 5; self_perf:page-faults mm 10, outer 5, linear 2.
+ *
+ * Traces test_devices() writes (times in us):
+ *   MTIA: aten::add (cpu_op) [0, 10) ext 1; runFunction (mtia_runtime) [2, 5) correlation 7;
+ *     add_kernel (mtia_ccp_events, device 0) [6, 10) correlation 7 -> runFunction -> aten::add.
+ *     Self CPU: aten::add 10 - 3 = 7, runFunction 3 (total 10). MTIA: aten::add's self and
+ *     total 4 (100%); add_kernel a row of its own: no CPU time, Self MTIA 4; MTIA total 4.
+ *   XPU: the same with xpu_runtime and kernel: the columns say XPU.
+ *   Overlaps (thread 1/1):
+ *     ProfilerStep#5 (user_annotation) [0, 100)
+ *       aten::mm [10, 95)
+ *         aten::is_leaf [50, 51)             left out by torch: no row, takes nothing from mm
+ *       c10d::allgather_ [95, 200)           ends after its parent: takes 5 from it, not 105
+ *         ProfilerStep#6 [100, 180)          nested in allgather_ (it starts inside)
+ *     bad (cpu_op) with "ts": "x"           malformed: skipped, and counted on stderr
+ *     ProfilerStep* (both steps): 2 calls, total 180, self (100 - 85 - 5) + 80 = 90;
+ *     aten::mm 85 = self; c10d::allgather_ total 105, self 105 - 80 = 25. Self total 200 (the
+ *     time covered, [0, 200)); with the old rule ProfilerStep#5's self was 100 - 85 - 105 < 0.
+ *   Legacy (torch.autograd.profiler's export: a bare array, pid "CPU functions", no "cat"):
+ *     aten::zeros [229, 280) with aten::empty [247, 251) inside: zeros self 47, empty 4. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -692,12 +711,146 @@ static void test_huge_sums(void) {
     remove(path);
 }
 
+/* Writes text to NAME in the test output directory. @return its path (static: one at a time). */
+static const char *write_trace(const char *name, const char *text) {
+    static char path[4200];
+    snprintf(path, sizeof path, "%s/%s", STROBE_TEST_OUT_DIR, name);
+    FILE *f = fopen(path, "w");
+    REQUIRE(f != NULL);
+    fputs(text, f);
+    REQUIRE(fclose(f) == 0);
+    return path;
+}
+
+/* Runs a subcommand as run() does, with its stderr in *err (malloc'ed). */
+static char *run_err(int (*cmd)(int, char **), int *rc, const char *const *args, char **err) {
+    char errpath[4300];
+    snprintf(errpath, sizeof errpath, "%s/cli_summary.err", STROBE_TEST_OUT_DIR);
+    fflush(stderr);
+    int saved = dup(2);
+    int efd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(saved >= 0 && efd >= 0 && dup2(efd, 2) >= 0);
+    close(efd);
+    char *out = run(cmd, rc, args);
+    fflush(stderr);
+    REQUIRE(dup2(saved, 2) >= 0);
+    close(saved);
+    FILE *f = fopen(errpath, "r");
+    REQUIRE(f != NULL);
+    *err = calloc(1, 4096);
+    REQUIRE(*err != NULL);
+    size_t n = fread(*err, 1, 4095, f);
+    (*err)[n] = '\0';
+    fclose(f);
+    return out;
+}
+
+/* The MTIA trace above, with the runtime's and the device work's categories given. */
+static const char *device_trace(const char *name, const char *runtime_cat, const char *work_cat) {
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"traceEvents\": [\n"
+             "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 1, \"tid\": "
+             "1, \"ts\": 0, \"dur\": 10, \"args\": {\"External id\": 1}},\n"
+             "{\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"runFunction\", \"pid\": 1, "
+             "\"tid\": 1, \"ts\": 2, \"dur\": 3, \"args\": {\"correlation\": 7, \"External id\": "
+             "1}},\n"
+             "{\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"add_kernel\", \"pid\": 0, "
+             "\"tid\": 3, \"ts\": 6, \"dur\": 4, \"args\": {\"correlation\": 7, \"device\": 0}}\n"
+             "]}\n",
+             runtime_cat, work_cat);
+    return write_trace(name, text);
+}
+
+static void test_devices(void) {
+    const char *path = device_trace("cli_summary_mtia.json", "mtia_runtime", "mtia_ccp_events");
+    EXPECT_OUTPUT(cmd_summary,
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,Self MTIA,Self "
+                  "MTIA %,MTIA total,MTIA time avg,# of Calls\n"
+                  "aten::add,70.0000,7.000,100.0000,10.000,10.000,4.000,100.0000,4.000,4.000,1\n"
+                  "runFunction,30.0000,3.000,30.0000,3.000,3.000,0.000,0.0000,0.000,0.000,1\n"
+                  "add_kernel,0.0000,0.000,0.0000,0.000,0.000,4.000,100.0000,4.000,4.000,1\n",
+                  "summary", path, "--format", "csv");
+    const char *a[] = {"summary", path, NULL};
+    int rc;
+    char *out = run(cmd_summary, &rc, a);
+    CHECK_EQ(rc, 0);
+    EXPECT_LINE(out, "Self MTIA time total: 4.000us");
+    free(out);
+    /* MTIA's device work is kernels for `strobe kernels` too. */
+    const char *k[] = {"kernels", path, "--format", "csv", NULL};
+    out = run(cmd_kernels, &rc, k);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, "add_kernel,1,") != NULL);
+    free(out);
+
+    path = device_trace("cli_summary_xpu.json", "xpu_runtime", "kernel");
+    const char *x[] = {"summary", path, "--format", "csv", NULL};
+    out = run(cmd_summary, &rc, x);
+    CHECK_EQ(rc, 0);
+    static const char xpu_head[] = "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time "
+                                   "avg,Self XPU,Self XPU %,XPU total,XPU time avg,# of Calls\n";
+    CHECK(strncmp(out, xpu_head, sizeof xpu_head - 1) == 0);
+    CHECK(
+        strstr(out, "add_kernel,0.0000,0.000,0.0000,0.000,0.000,4.000,100.0000,4.000,4.000,1\n") !=
+        NULL);
+    free(out);
+}
+
+static void test_overlaps_and_bad_events(void) {
+    const char *path = write_trace(
+        "cli_summary_overlap.json",
+        "{\"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#5\", \"pid\": 1, "
+        "\"tid\": 1, \"ts\": 0, \"dur\": 100},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": 10, \"dur\": 85},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::is_leaf\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": 50, \"dur\": 1},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"c10d::allgather_\", \"pid\": 1, "
+        "\"tid\": 1, \"ts\": 95, \"dur\": 105},\n"
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#6\", \"pid\": 1, "
+        "\"tid\": 1, \"ts\": 100, \"dur\": 80},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bad\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": \"x\", \"dur\": 5}\n"
+        "]}\n");
+    const char *a[] = {"summary", path, "--format", "csv", NULL};
+    int rc;
+    char *err;
+    char *out = run_err(cmd_summary, &rc, a, &err);
+    CHECK_EQ(rc, 0);
+    CHECK_STR(out, "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,# of Calls\n"
+                   "ProfilerStep*,45.0000,90.000,90.0000,180.000,90.000,2\n"
+                   "c10d::allgather_,12.5000,25.000,52.5000,105.000,105.000,1\n"
+                   "aten::mm,42.5000,85.000,42.5000,85.000,85.000,1\n");
+    char want[8400];
+    snprintf(want, sizeof want,
+             "strobe summary: %s: 1 malformed event(s) skipped; `strobe check` lists them\n", path);
+    CHECK_STR(err, want);
+    free(out);
+    free(err);
+
+    /* torch.autograd.profiler's legacy export. */
+    path = write_trace("cli_summary_legacy.json",
+                       "[{\"name\": \"aten::zeros\", \"ph\": \"X\", \"ts\": 229, \"dur\": 51, "
+                       "\"tid\": 1, \"pid\": \"CPU functions\", \"args\": {}}, {\"name\": "
+                       "\"aten::empty\", \"ph\": \"X\", \"ts\": 247, \"dur\": 4, \"tid\": 1, "
+                       "\"pid\": \"CPU functions\", \"args\": {}}]");
+    EXPECT_OUTPUT(cmd_summary,
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,# of Calls\n"
+                  "aten::zeros,92.1569,47.000,100.0000,51.000,51.000,1\n"
+                  "aten::empty,7.8431,4.000,7.8431,4.000,4.000,1\n",
+                  "summary", path, "--format", "csv");
+}
+
 int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s", argc > 1 ? argv[1] : STROBE_SOURCE_DIR "/tests/cli");
     test_summary_csv();
     test_summary_table();
     test_summary_stack_group();
     test_summary_module_perf();
+    test_devices();
+    test_overlaps_and_bad_events();
     test_kernels();
     test_stacks();
     test_huge_sums();
