@@ -140,14 +140,10 @@ static int run(const md_model *m, int cuda) {
     int err = self && owner ? 0 : STROBE_ENOMEM;
     if (!err && cuda) err = cl_link(m, owner);
     /* Per event: the metric. */
-    for (size_t i = 0; !err && i < m->count; i++) {
+    if (!err && !cuda) err = cl_cpu_tree(m, owner, self); /* owner: the tree's parents */
+    for (size_t i = 0; !err && cuda && i < m->count; i++) {
         const md_event *e = &m->events[i];
-        if (!cuda && cl_is_row(e->kind) && e->has_time) {
-            self[i] = md_add_sat(self[i], e->dur);
-            uint32_t p = cl_row_parent(m, (uint32_t)i);
-            if (p != MD_NONE) self[p] = md_sub_sat(self[p], cl_inside(e, &m->events[p]));
-        }
-        if (cuda && md_is_device_work(e->kind) && owner[i] != MD_NONE)
+        if (md_is_device_work(e->kind) && owner[i] != MD_NONE)
             self[owner[i]] = md_add_sat(self[owner[i]], e->dur);
     }
     for (size_t i = 0; !err && i < m->count; i++) {

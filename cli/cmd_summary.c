@@ -43,9 +43,10 @@ const char cmd_summary_usage[] =
     "    torch names them: CUDA (ROCm too), XPU, MTIA, HPU or PRIVATEUSEONE, told by the\n"
     "    categories (xpu_runtime, mtia_ccp_events, hpu_op, privateuse1_runtime ...).\n"
     "\n"
-    "    Self CPU is an event's duration less that of the rows directly nested in it on its\n"
-    "    thread (a row that overlaps its parent without nesting in it counts only for its part\n"
-    "    inside, so that no self time is negative); CPU total is the whole duration. A device\n"
+    "    Self CPU is an event's duration less that of its children, as torch computes it: the\n"
+    "    rows on its thread that it contains whole (one that ends after the range it starts in\n"
+    "    is a child of the range around both); a row whose sum would be negative (siblings that\n"
+    "    overlap) shows 0. CPU total is the whole duration. A device\n"
     "    row's Self and total device time are its duration; the footer's device total adds the\n"
     "    device rows but GPU annotations. An operator's device time is that of the kernels,\n"
     "    copies and memsets linked to an operator through the correlation chain (device event\n"
@@ -285,48 +286,24 @@ static int64_t stack_key(summary *s, const char *stack) {
 
 /* ---- building ----------------------------------------------------------------------------- */
 
-/* Names torch's key_averages() leaves out (_filter_name in torch/autograd/profiler_util.py):
- * utility ops that it drops before building its events, so that they are neither rows nor
- * children of anything. */
-static int filtered_name(const char *name) {
-    static const char *const names[] = {
-        "[memory]",
-        "[OutOfMemory]",
-        "profiler::_record_function_enter",
-        "profiler::_record_function_enter_new",
-        "profiler::_record_function_exit",
-        "aten::is_leaf",
-        "aten::output_nr",
-        "aten::_version",
-    };
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (strcmp(name, names[k]) == 0) return 1;
-    return 0;
-}
-
 /* The name of event e's row: torch groups every "ProfilerStep#N" as "ProfilerStep*"
  * (_rewrite_name with its wildcard). */
 static uint32_t row_name(const summary *s, const md_event *e) {
     return strncmp(md_str(&s->m, e->name), "ProfilerStep#", 13) == 0 ? s->step_name : e->name;
 }
 
-/* The innermost event enclosing i on its thread that is a CPU row of the table, or MD_NONE:
- * rows are nested through the ranges that are not rows (python functions, left-out names). */
-static uint32_t cpu_row_parent(const summary *s, uint32_t i) {
-    uint32_t p = cl_row_parent(&s->m, i);
-    while (p != MD_NONE && (s->row_of[p] == MD_NONE || s->rows[s->row_of[p]].cls > R_CPU_UA))
-        p = cl_row_parent(&s->m, p);
-    return p;
-}
-
 static int build(summary *s) {
     md_model *m = &s->m;
     int err = 0;
     s->np = m->perf_count;
-    uint32_t *owner = malloc((m->count ? m->count : 1) * sizeof *owner);
-    s->row_of = malloc((m->count ? m->count : 1) * sizeof *s->row_of);
-    if (owner == NULL || s->row_of == NULL) {
+    size_t n = m->count ? m->count : 1;
+    uint32_t *owner = malloc(n * sizeof *owner), *parent = malloc(n * sizeof *parent);
+    int64_t *self = malloc(n * sizeof *self);
+    s->row_of = malloc(n * sizeof *s->row_of);
+    if (owner == NULL || parent == NULL || self == NULL || s->row_of == NULL) {
         free(owner);
+        free(parent);
+        free(self);
         return STROBE_ENOMEM;
     }
     int64_t step = strobe__strtab_intern(&m->strings, "ProfilerStep*", 13);
@@ -338,7 +315,7 @@ static int build(summary *s) {
         s->row_of[i] = MD_NONE;
         int cls = row_class_of(e->kind);
         /* A malformed event is skipped (the command says how many, and `check` lists them). */
-        if (cls == R_NONE || !e->has_time || e->bad || filtered_name(md_str(m, e->name))) continue;
+        if (cls == R_NONE || !e->has_time || e->bad || cl_left_out(md_str(m, e->name))) continue;
         int64_t aux = 0;
         if (s->group == 1 && e->shapes) aux = shapes_key(s, md_str(m, e->shapes));
         if (s->group == 2 && e->stack) aux = stack_key(s, md_str(m, e->stack));
@@ -353,6 +330,7 @@ static int build(summary *s) {
             s->row_of[i] = (uint32_t)r;
     }
     if (!err) err = cl_link(m, owner);
+    if (!err) err = cl_cpu_tree(m, parent, self);
     for (size_t i = 0; i < m->count && !err; i++) {
         const md_event *e = &m->events[i];
         if (s->row_of[i] != MD_NONE && s->rows[s->row_of[i]].cls >= R_DEV) {
@@ -367,24 +345,19 @@ static int build(summary *s) {
             row *r = &s->rows[s->row_of[i]];
             r->calls++;
             r->total_ns = sat_add(r->total_ns, e->dur);
-            r->self_ns = sat_add(r->self_ns, e->dur);
+            r->self_ns = sat_add(r->self_ns, self[i]);
             r->flops += e->flops;
-            /* Self time: charge this event's time inside the row directly enclosing it, rather
-             * than walking each event's children. */
-            uint32_t p = cpu_row_parent(s, (uint32_t)i);
-            if (p != MD_NONE) {
-                row *pr = &s->rows[s->row_of[p]];
-                pr->self_ns = sat_sub(pr->self_ns, cl_inside(e, &m->events[p]));
-            }
-            /* Perf deltas include the nested ranges, as durations do: the same for self. */
+            /* Perf deltas include the nested ranges, as durations do: their self values are
+             * less the children's of torch's tree, as self CPU is. */
+            uint32_t p = parent[i];
             const int64_t *v = s->np ? &m->perf[i * s->np] : NULL;
             int64_t *mine = s->np ? &s->perf[r->id * 2 * s->np] : NULL;
-            int64_t *parent =
+            int64_t *up =
                 s->np && p != MD_NONE ? &s->perf[s->rows[s->row_of[p]].id * 2 * s->np] : NULL;
             for (size_t k = 0; k < s->np; k++) {
                 mine[2 * k] = sat_add(mine[2 * k], v[k]);
                 mine[2 * k + 1] = sat_add(mine[2 * k + 1], v[k]);
-                if (parent) parent[2 * k] = sat_sub(parent[2 * k], v[k]);
+                if (up) up[2 * k] = sat_sub(up[2 * k], v[k]);
             }
         }
         uint32_t o = owner[i];
@@ -416,7 +389,12 @@ static int build(summary *s) {
         }
     }
     free(owner);
+    free(parent);
+    free(self);
     for (size_t k = 0; k < s->count; k++) {
+        /* torch's sum of its events' self times, which is negative only where siblings overlap
+         * more than their parent lasts: no time can be below zero, so such a row shows 0. */
+        if (s->rows[k].self_ns < 0) s->rows[k].self_ns = 0;
         s->self_total = sat_add(s->self_total, s->rows[k].self_ns);
         /* torch shows the device columns when a row has device time of its own. */
         if (s->rows[k].self_dev > 0) s->has_dev = 1;

@@ -25,6 +25,70 @@ uint32_t cl_op_parent(const md_model *m, uint32_t i) {
     return p;
 }
 
+/* ---- torch's CPU tree ---------------------------------------------------------------------- */
+
+int cl_left_out(const char *name) {
+    static const char *const names[] = {
+        "[memory]",
+        "[OutOfMemory]",
+        "profiler::_record_function_enter",
+        "profiler::_record_function_enter_new",
+        "profiler::_record_function_exit",
+        "aten::is_leaf",
+        "aten::output_nr",
+        "aten::_version",
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(name, names[k]) == 0) return 1;
+    return 0;
+}
+
+int cl_in_cpu_tree(const md_model *m, const md_event *e) {
+    return cl_is_row(e->kind) && e->has_time && !e->bad && !cl_left_out(md_str(m, e->name));
+}
+
+int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self) {
+    uint32_t *stack = NULL;
+    size_t cap = 0;
+    for (size_t i = 0; i < m->count; i++) {
+        parent[i] = MD_NONE;
+        self[i] = 0;
+    }
+    for (size_t t = 0; t < m->thread_count; t++) {
+        const md_thread *th = &m->threads[t];
+        size_t depth = 0;
+        for (size_t k = 0; k < th->count; k++) {
+            uint32_t i = th->order[k];
+            const md_event *e = &m->events[i];
+            if (!cl_in_cpu_tree(m, e)) continue;
+            int64_t end = md_add_sat(e->ts, e->dur);
+            while (depth) {
+                const md_event *top = &m->events[stack[depth - 1]];
+                int64_t top_end = md_add_sat(top->ts, top->dur);
+                if (e->ts < top_end && end <= top_end) break;
+                depth--;
+            }
+            self[i] = md_add_sat(self[i], e->dur);
+            if (depth) {
+                parent[i] = stack[depth - 1];
+                self[parent[i]] = md_sub_sat(self[parent[i]], e->dur);
+            }
+            if (depth == cap) {
+                cap = cap ? cap * 2 : 64;
+                uint32_t *s = realloc(stack, cap * sizeof *s);
+                if (s == NULL) {
+                    free(stack);
+                    return STROBE_ENOMEM;
+                }
+                stack = s;
+            }
+            stack[depth++] = i;
+        }
+    }
+    free(stack);
+    return 0;
+}
+
 /* ---- int64 -> event lookups ----------------------------------------------------------------- */
 
 /* The event an id maps to; ids are non-negative (a negative one is absent), as are the map's

@@ -21,16 +21,24 @@ static inline int cl_is_row(int kind) {
     return cl_is_op(kind) || kind == MD_RUNTIME || kind == MD_DRIVER;
 }
 
-/* The part of event e's time inside event p's: what e takes from p's self time. A child that
- * overlaps its parent without nesting in it (real traces have them) counts only for its part
- * inside, so that no self time is ever negative: the rows directly inside one are disjoint (the
- * model nests an event that starts inside another under it), and each takes at most its part. */
-static inline int64_t cl_inside(const md_event *e, const md_event *p) {
-    int64_t lo = e->ts > p->ts ? e->ts : p->ts;
-    int64_t e_end = md_add_sat(e->ts, e->dur), p_end = md_add_sat(p->ts, p->dur);
-    int64_t hi = e_end < p_end ? e_end : p_end;
-    return hi > lo ? md_sub_sat(hi, lo) : 0;
-}
+/* Names torch's key_averages() leaves out (_filter_name in torch/autograd/profiler_util.py):
+ * utility ops it drops before building its events, so that they are neither rows nor children of
+ * anything. */
+int cl_left_out(const char *name);
+
+/* An event of torch's CPU tree: a CPU row with a time, neither malformed nor left out. */
+int cl_in_cpu_tree(const md_model *m, const md_event *e);
+
+/* Self CPU time as torch's key_averages() computes it (FunctionEvent.self_cpu_time_total): an
+ * event's duration less those of its children, where (torch's _populate_cpu_children) the events
+ * of cl_in_cpu_tree() on each thread, by start and then longer first, are children of the
+ * innermost one that contains them whole; an event that ends after the range it starts in is not
+ * its child, but the child of the innermost one containing it. Siblings can then overlap (real
+ * traces have them, torch's legacy export too, from its rounding), and an event's self time can
+ * be negative, as in torch: torch's row sums include it, so the callers hold a sum, not an event,
+ * at zero. Fills parent[i] (MD_NONE where none, and for events outside the tree) and self[i] (0
+ * outside the tree), arrays of m->count. @return 0 or STROBE_ENOMEM. */
+int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self);
 
 /* The innermost row enclosing event i on its thread (skipping python functions and other
  * ranges in between), or MD_NONE. */

@@ -66,16 +66,19 @@
  *     Self CPU: aten::add 10 - 3 = 7, runFunction 3 (total 10). MTIA: aten::add's self and
  *     total 4 (100%); add_kernel a row of its own: no CPU time, Self MTIA 4; MTIA total 4.
  *   XPU: the same with xpu_runtime and kernel: the columns say XPU.
- *   Overlaps (thread 1/1):
+ *   Overlaps (thread 1/1), nested as torch nests them (a child lies whole inside its parent):
  *     ProfilerStep#5 (user_annotation) [0, 100)
  *       aten::mm [10, 95)
  *         aten::is_leaf [50, 51)             left out by torch: no row, takes nothing from mm
- *       c10d::allgather_ [95, 200)           ends after its parent: takes 5 from it, not 105
- *         ProfilerStep#6 [100, 180)          nested in allgather_ (it starts inside)
+ *     c10d::allgather_ [95, 200)             ends after ProfilerStep#5: not its child
+ *       ProfilerStep#6 [100, 180)
  *     bad (cpu_op) with "ts": "x"           malformed: skipped, and counted on stderr
- *     ProfilerStep* (both steps): 2 calls, total 180, self (100 - 85 - 5) + 80 = 90;
- *     aten::mm 85 = self; c10d::allgather_ total 105, self 105 - 80 = 25. Self total 200 (the
- *     time covered, [0, 200)); with the old rule ProfilerStep#5's self was 100 - 85 - 105 < 0.
+ *     ProfilerStep* (both steps): 2 calls, total 180, self (100 - 85) + 80 = 95;
+ *     aten::mm 85 = self; c10d::allgather_ total 105, self 105 - 80 = 25. Self total 205. (The
+ *     model nests allgather_ under ProfilerStep#5, and taking it from there, as the previous
+ *     rule did, made ProfilerStep#5's self 100 - 85 - 105 < 0.)
+ *   Siblings that overlap: a [0, 10) with b [0, 8) and c [5, 10) (c ends after b: a child of a):
+ *     torch's self of a is 10 - 8 - 5 = -3, shown as 0; b 8 and c 5.
  *   Legacy (torch.autograd.profiler's export: a bare array, pid "CPU functions", no "cat"):
  *     aten::zeros [229, 280) with aten::empty [247, 251) inside: zeros self 47, empty 4. */
 #include <fcntl.h>
@@ -820,15 +823,32 @@ static void test_overlaps_and_bad_events(void) {
     char *out = run_err(cmd_summary, &rc, a, &err);
     CHECK_EQ(rc, 0);
     CHECK_STR(out, "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,# of Calls\n"
-                   "ProfilerStep*,45.0000,90.000,90.0000,180.000,90.000,2\n"
-                   "c10d::allgather_,12.5000,25.000,52.5000,105.000,105.000,1\n"
-                   "aten::mm,42.5000,85.000,42.5000,85.000,85.000,1\n");
+                   "ProfilerStep*,46.3415,95.000,87.8049,180.000,90.000,2\n"
+                   "c10d::allgather_,12.1951,25.000,51.2195,105.000,105.000,1\n"
+                   "aten::mm,41.4634,85.000,41.4634,85.000,85.000,1\n");
     char want[8400];
     snprintf(want, sizeof want,
              "strobe summary: %s: 1 malformed event(s) skipped; `strobe check` lists them\n", path);
     CHECK_STR(err, want);
     free(out);
     free(err);
+
+    path =
+        write_trace("cli_summary_siblings.json",
+                    "{\"traceEvents\": [\n"
+                    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, "
+                    "\"ts\": 0, \"dur\": 10},\n"
+                    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"b\", \"pid\": 1, \"tid\": 1, "
+                    "\"ts\": 0, \"dur\": 8},\n"
+                    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"c\", \"pid\": 1, \"tid\": 1, "
+                    "\"ts\": 5, \"dur\": 5}\n"
+                    "]}\n");
+    EXPECT_OUTPUT(cmd_summary,
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,# of Calls\n"
+                  "a,0.0000,0.000,76.9231,10.000,10.000,1\n"
+                  "b,61.5385,8.000,61.5385,8.000,8.000,1\n"
+                  "c,38.4615,5.000,38.4615,5.000,5.000,1\n",
+                  "summary", path, "--format", "csv");
 
     /* torch.autograd.profiler's legacy export. */
     path = write_trace("cli_summary_legacy.json",
