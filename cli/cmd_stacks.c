@@ -140,7 +140,10 @@ static int run(const md_model *m, int cuda) {
     int err = self && owner ? 0 : STROBE_ENOMEM;
     if (!err && cuda) err = cl_link(m, owner);
     /* Per event: the metric. */
-    if (!err && !cuda) err = cl_cpu_tree(m, owner, self); /* owner: the tree's parents */
+    uint8_t *merged = malloc(m->count ? m->count : 1);
+    if (merged == NULL) err = STROBE_ENOMEM;
+    /* owner: the tree's parents, for self_cpu */
+    if (!err && !cuda) err = cl_cpu_tree(m, owner, self, merged);
     for (size_t i = 0; !err && cuda && i < m->count; i++) {
         const md_event *e = &m->events[i];
         if (md_is_device_work(e->kind) && owner[i] != MD_NONE)
@@ -185,6 +188,7 @@ static int run(const md_model *m, int cuda) {
     free(weight);
     free(self);
     free(owner);
+    free(merged);
     strobe__strtab_release(&tab);
     strobe__pool_release(&pool);
     return err;

@@ -46,7 +46,8 @@ const char cmd_summary_usage[] =
     "    Self CPU is an event's duration less that of its children, as torch computes it: the\n"
     "    rows on its thread that it contains whole (one that ends after the range it starts in\n"
     "    is a child of the range around both); a row whose sum would be negative (siblings that\n"
-    "    overlap) shows 0. CPU total is the whole duration. A device\n"
+    "    overlap) shows 0. As torch does, an event that is the only child of one of its name is\n"
+    "    merged into it (no call of its own). CPU total is the whole duration. A device\n"
     "    row's Self and total device time are its duration; the footer's device total adds the\n"
     "    device rows but GPU annotations. An operator's device time is that of the kernels,\n"
     "    copies and memsets linked to an operator through the correlation chain (device event\n"
@@ -299,11 +300,13 @@ static int build(summary *s) {
     size_t n = m->count ? m->count : 1;
     uint32_t *owner = malloc(n * sizeof *owner), *parent = malloc(n * sizeof *parent);
     int64_t *self = malloc(n * sizeof *self);
+    uint8_t *merged = malloc(n);
     s->row_of = malloc(n * sizeof *s->row_of);
-    if (owner == NULL || parent == NULL || self == NULL || s->row_of == NULL) {
+    if (owner == NULL || parent == NULL || self == NULL || merged == NULL || s->row_of == NULL) {
         free(owner);
         free(parent);
         free(self);
+        free(merged);
         return STROBE_ENOMEM;
     }
     int64_t step = strobe__strtab_intern(&m->strings, "ProfilerStep*", 13);
@@ -330,7 +333,7 @@ static int build(summary *s) {
             s->row_of[i] = (uint32_t)r;
     }
     if (!err) err = cl_link(m, owner);
-    if (!err) err = cl_cpu_tree(m, parent, self);
+    if (!err) err = cl_cpu_tree(m, parent, self, merged);
     for (size_t i = 0; i < m->count && !err; i++) {
         const md_event *e = &m->events[i];
         if (s->row_of[i] != MD_NONE && s->rows[s->row_of[i]].cls >= R_DEV) {
@@ -341,7 +344,8 @@ static int build(summary *s) {
             r->self_dev = sat_add(r->self_dev, e->dur);
             r->total_dev = sat_add(r->total_dev, e->dur);
             if (r->cls == R_DEV) s->self_dev_total = sat_add(s->self_dev_total, e->dur);
-        } else if (s->row_of[i] != MD_NONE) {
+        } else if (s->row_of[i] != MD_NONE && !merged[i]) {
+            /* A merged event (the only child of one of its name) is no call of its own. */
             row *r = &s->rows[s->row_of[i]];
             r->calls++;
             r->total_ns = sat_add(r->total_ns, e->dur);
@@ -361,6 +365,8 @@ static int build(summary *s) {
             }
         }
         uint32_t o = owner[i];
+        /* What a merged event owns is its parent's, as torch lifts its kernels up. */
+        if (o != MD_NONE && merged[o]) o = parent[o];
         if (o == MD_NONE || s->row_of[o] == MD_NONE || e->bad) continue;
         if (md_is_device_work(e->kind)) {
             s->rows[s->row_of[o]].self_dev = sat_add(s->rows[s->row_of[o]].self_dev, e->dur);
@@ -391,6 +397,13 @@ static int build(summary *s) {
     free(owner);
     free(parent);
     free(self);
+    free(merged);
+    /* A row whose every event was merged into a parent (of another class) has no call: not a
+     * row. The row ids (perf values) stay. */
+    size_t kept = 0;
+    for (size_t k = 0; k < s->count; k++)
+        if (s->rows[k].calls) s->rows[kept++] = s->rows[k];
+    s->count = kept;
     for (size_t k = 0; k < s->count; k++) {
         /* torch's sum of its events' self times, which is negative only where siblings overlap
          * more than their parent lasts: no time can be below zero, so such a row shows 0. */

@@ -36,9 +36,12 @@ int cl_in_cpu_tree(const md_model *m, const md_event *e);
  * its child, but the child of the innermost one containing it. Siblings can then overlap (real
  * traces have them, torch's legacy export too, from its rounding), and an event's self time can
  * be negative, as in torch: torch's row sums include it, so the callers hold a sum, not an event,
- * at zero. Fills parent[i] (MD_NONE where none, and for events outside the tree) and self[i] (0
- * outside the tree), arrays of m->count. @return 0 or STROBE_ENOMEM. */
-int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self);
+ * at zero. As torch's _remove_dup_nodes does, an event that is the only child of an event of its
+ * name is merged into it: merged[i] is set, it is no call of its own, and its children are its
+ * parent's. Fills, in arrays of m->count, parent[i] (the parent that is not merged; MD_NONE where
+ * none, and for events outside the tree), self[i] (0 outside the tree and for merged events) and
+ * merged[i]. @return 0 or STROBE_ENOMEM. */
+int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *merged);
 
 /* The innermost row enclosing event i on its thread (skipping python functions and other
  * ranges in between), or MD_NONE. */

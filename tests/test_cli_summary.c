@@ -79,6 +79,10 @@
  *     rule did, made ProfilerStep#5's self 100 - 85 - 105 < 0.)
  *   Siblings that overlap: a [0, 10) with b [0, 8) and c [5, 10) (c ends after b: a child of a):
  *     torch's self of a is 10 - 8 - 5 = -3, shown as 0; b 8 and c 5.
+ *   An only child of its parent's name is merged into it (torch's _remove_dup_nodes):
+ *     aten::div [0, 10), its only child aten::div [1, 9), whose children aten::mul [2, 4) and
+ *     aten::div [5, 6) (two children: not merged). aten::div: 2 calls (the outer and the
+ *     innermost), total 11, self (10 - 2 - 1) + 1 = 8; aten::mul 2.
  *   Legacy (torch.autograd.profiler's export: a bare array, pid "CPU functions", no "cat"):
  *     aten::zeros [229, 280) with aten::empty [247, 251) inside: zeros self 47, empty 4. */
 #include <fcntl.h>
@@ -848,6 +852,23 @@ static void test_overlaps_and_bad_events(void) {
                   "a,0.0000,0.000,76.9231,10.000,10.000,1\n"
                   "b,61.5385,8.000,61.5385,8.000,8.000,1\n"
                   "c,38.4615,5.000,38.4615,5.000,5.000,1\n",
+                  "summary", path, "--format", "csv");
+
+    path = write_trace("cli_summary_merge.json",
+                       "{\"traceEvents\": [\n"
+                       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::div\", \"pid\": 1, "
+                       "\"tid\": 1, \"ts\": 0, \"dur\": 10},\n"
+                       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::div\", \"pid\": 1, "
+                       "\"tid\": 1, \"ts\": 1, \"dur\": 8},\n"
+                       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mul\", \"pid\": 1, "
+                       "\"tid\": 1, \"ts\": 2, \"dur\": 2},\n"
+                       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::div\", \"pid\": 1, "
+                       "\"tid\": 1, \"ts\": 5, \"dur\": 1}\n"
+                       "]}\n");
+    EXPECT_OUTPUT(cmd_summary,
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,# of Calls\n"
+                  "aten::div,80.0000,8.000,110.0000,11.000,5.500,2\n"
+                  "aten::mul,20.0000,2.000,20.0000,2.000,2.000,1\n",
                   "summary", path, "--format", "csv");
 
     /* torch.autograd.profiler's legacy export. */

@@ -6,7 +6,9 @@ shared/traces by independent sums computed here from the JSON (json and gzip mod
     their calls to the number of kernel events; each row's calls equal the count of that name;
   - summary (torch's key_averages rows): the calls of the rows of a name add up to the number of
     X events of that name among the row and device categories (ProfilerStep#N counted as
-    ProfilerStep*, torch's left-out utility ops not at all); a device row (no CPU time) has the
+    ProfilerStep*, torch's left-out utility ops not at all, and the CPU events torch merges into
+    a parent of their name not at all); each CPU row's Self CPU is that of torch's tree, built
+    here (torch_cpu_rows); a device row (no CPU time) has the
     summed durations of its name's device events as Self and total device time; the footer's
     device total is the sum of the device work (gpu_user_annotation left out); Self CPU adds up
     to the footer total and is never negative; CPU total >= Self CPU;
@@ -15,7 +17,7 @@ shared/traces by independent sums computed here from the JSON (json and gzip mod
 
 usage: check_real_traces.py STROBE SHARED_DIR CLI_TEST_DIR   (exit 77 when SHARED_DIR is absent)
 """
-import collections, glob, gzip, json, os, subprocess, sys
+import collections, decimal, glob, gzip, json, os, subprocess, sys
 
 strobe, shared, cli_dir = sys.argv[1:4]
 traces_dir = os.path.join(shared, "traces")
@@ -36,6 +38,51 @@ LEFT_OUT = {"[memory]", "[OutOfMemory]", "profiler::_record_function_enter",
 
 def row_name(n):
     return "ProfilerStep*" if n.startswith("ProfilerStep#") else n
+
+
+def torch_cpu_rows(events):
+    """torch's CPU rows (EventList._build_tree, then key_averages): per thread, by start and
+    then longer first, an event is the child of the innermost one containing it whole; an event
+    that is the only child of one of its name is merged into it (_remove_dup_nodes); self time is
+    the duration less the children's. @return {name: [calls, self ns]}, rows held at 0."""
+    by_tid = collections.defaultdict(list)
+    for e in events:
+        by_tid[(str(e.get("pid")), str(e.get("tid")))].append(e)
+    rows = collections.defaultdict(lambda: [0, 0])
+    for evs in by_tid.values():
+        evs.sort(key=lambda e: (exact_ns(e["ts"]), -(exact_ns(e["ts"]) + dur_ns(e))))
+        parent, children, stack = {}, collections.defaultdict(list), []
+        for k, e in enumerate(evs):
+            start = exact_ns(e["ts"])
+            end = start + dur_ns(e)
+            while stack:
+                p = evs[stack[-1]]
+                pend = exact_ns(p["ts"]) + dur_ns(p)
+                if start < pend and end <= pend:
+                    break
+                stack.pop()
+            parent[k] = stack[-1] if stack else None
+            if stack:
+                children[stack[-1]].append(k)
+            stack.append(k)
+        merged = set()
+        for k in range(len(evs)):  # parents come first
+            p = parent[k]
+            while p is not None and p in merged:
+                p = parent[p]
+            parent[k] = p
+            if p is not None and len(children[p]) == 1 and evs[p]["name"] == evs[k]["name"]:
+                merged.add(k)
+                children[p] = children[k]
+        for k, e in enumerate(evs):
+            if k in merged:
+                continue
+            r = rows[row_name(e["name"])]
+            r[0] += 1
+            r[1] += dur_ns(e) - sum(dur_ns(evs[c]) for c in children[k])
+    for r in rows.values():
+        r[1] = max(r[1], 0)
+    return rows
 failures = 0
 
 
@@ -48,13 +95,17 @@ def fail(msg):
 def load(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
-        d = json.load(f)
+        d = json.load(f, parse_float=decimal.Decimal)  # exact: ts in epoch us has 16 digits
     return d["traceEvents"] if isinstance(d, dict) else d
 
 
+def exact_ns(v):
+    # The file's microseconds (int or Decimal, three decimals), to integer nanoseconds.
+    return int((decimal.Decimal(v) * 1000).to_integral_value())
+
+
 def dur_ns(e):
-    # The file's microseconds with three decimals, to integer nanoseconds.
-    return int(round(float(e.get("dur", 0)) * 1000))
+    return exact_ns(e.get("dur", 0))
 
 
 def strobe_json(*args):
@@ -89,8 +140,12 @@ for path in sorted(glob.glob(os.path.join(traces_dir, "*.json*"))):
 
     s = strobe_json("summary", path)
     used = [e for e in xs if e["name"] not in LEFT_OUT]
+    cpu_rows = torch_cpu_rows([e for e in used if e.get("cat") in ROW_CATS])
     count = collections.Counter(row_name(e["name"]) for e in used
-                                if e.get("cat") in ROW_CATS | DEVICE_ROW_CATS)
+                                if e.get("cat") in DEVICE_ROW_CATS)
+    for n, (calls_n, _) in cpu_rows.items():
+        count[n] += calls_n
+    self_ns = collections.Counter()
     dev_ns = collections.defaultdict(int)
     for e in used:
         if e.get("cat") in DEVICE_ROW_CATS:
@@ -98,6 +153,7 @@ for path in sorted(glob.glob(os.path.join(traces_dir, "*.json*"))):
     calls = collections.Counter()
     for r in s["rows"]:
         calls[r["Name"]] += r["# of Calls"]
+        self_ns[r["Name"]] += us_ns(r["Self CPU"])
         if r["CPU total"] + 1e-9 < r["Self CPU"]:
             fail("%s: %r: CPU total < Self CPU" % (name, r["Name"]))
         if r["Self CPU"] < 0:
@@ -111,6 +167,10 @@ for path in sorted(glob.glob(os.path.join(traces_dir, "*.json*"))):
     if calls != count:
         fail("%s: calls by name differ from the file's: %s" %
              (name, sorted(set(calls.items()) ^ set(count.items()))[:6]))
+    for n, (calls_n, want_ns) in cpu_rows.items():
+        # A name that is a CPU row and a device row (rare) adds the device row's 0.
+        if abs(self_ns[n] - want_ns) > calls_n:
+            fail("%s: %r: Self CPU %d ns, torch's tree gives %d ns" % (name, n, self_ns[n], want_ns))
     self_sum = sum(us_ns(r["Self CPU"]) for r in s["rows"])
     if self_sum != us_ns(s["self_cpu_time_total_us"]):
         fail("%s: Self CPU adds up to %d ns, footer %s us" % (name, self_sum,
