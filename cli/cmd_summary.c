@@ -370,8 +370,9 @@ static int build(summary *s) {
         if (o == MD_NONE || s->row_of[o] == MD_NONE || e->bad) continue;
         if (md_is_device_work(e->kind)) {
             s->rows[s->row_of[o]].self_dev = sat_add(s->rows[s->row_of[o]].self_dev, e->dur);
+            /* Merged events are not counted twice: their parent is on the way up too. */
             for (uint32_t a = o; a != MD_NONE; a = cl_op_parent(m, a))
-                if (s->row_of[a] != MD_NONE)
+                if (s->row_of[a] != MD_NONE && !merged[a])
                     s->rows[s->row_of[a]].total_dev =
                         sat_add(s->rows[s->row_of[a]].total_dev, e->dur);
         } else if (e->kind == MD_MEMORY) {
@@ -382,7 +383,7 @@ static int build(summary *s) {
             else
                 r->self_cpu_mem = sat_add(r->self_cpu_mem, e->bytes);
             for (uint32_t a = o; a != MD_NONE; a = cl_op_parent(m, a)) {
-                if (s->row_of[a] == MD_NONE) continue;
+                if (s->row_of[a] == MD_NONE || merged[a]) continue;
                 if (dev)
                     s->rows[s->row_of[a]].dev_mem =
                         sat_add(s->rows[s->row_of[a]].dev_mem, e->bytes);

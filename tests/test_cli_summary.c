@@ -82,7 +82,9 @@
  *   An only child of its parent's name is merged into it (torch's _remove_dup_nodes):
  *     aten::div [0, 10), its only child aten::div [1, 9), whose children aten::mul [2, 4) and
  *     aten::div [5, 6) (two children: not merged). aten::div: 2 calls (the outer and the
- *     innermost), total 11, self (10 - 2 - 1) + 1 = 8; aten::mul 2.
+ *     innermost), total 11, self (10 - 2 - 1) + 1 = 8; aten::mul 2. A kernel k [20, 23) of
+ *     "External id" 9 (aten::mul's): mul's self and total CUDA 3, aten::div's total 3 (once,
+ *     not again for the merged one on the way up), self 0; k a device row of 3.
  *   Legacy (torch.autograd.profiler's export: a bare array, pid "CPU functions", no "cat"):
  *     aten::zeros [229, 280) with aten::empty [247, 251) inside: zeros self 47, empty 4. */
 #include <fcntl.h>
@@ -861,14 +863,18 @@ static void test_overlaps_and_bad_events(void) {
                        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::div\", \"pid\": 1, "
                        "\"tid\": 1, \"ts\": 1, \"dur\": 8},\n"
                        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mul\", \"pid\": 1, "
-                       "\"tid\": 1, \"ts\": 2, \"dur\": 2},\n"
+                       "\"tid\": 1, \"ts\": 2, \"dur\": 2, \"args\": {\"External id\": 9}},\n"
+                       "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+                       "\"tid\": 7, \"ts\": 20, \"dur\": 3, \"args\": {\"External id\": 9}},\n"
                        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::div\", \"pid\": 1, "
                        "\"tid\": 1, \"ts\": 5, \"dur\": 1}\n"
                        "]}\n");
     EXPECT_OUTPUT(cmd_summary,
-                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,# of Calls\n"
-                  "aten::div,80.0000,8.000,110.0000,11.000,5.500,2\n"
-                  "aten::mul,20.0000,2.000,20.0000,2.000,2.000,1\n",
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,Self CUDA,Self "
+                  "CUDA %,CUDA total,CUDA time avg,# of Calls\n"
+                  "aten::div,80.0000,8.000,110.0000,11.000,5.500,0.000,0.0000,3.000,1.500,2\n"
+                  "aten::mul,20.0000,2.000,20.0000,2.000,2.000,3.000,100.0000,3.000,3.000,1\n"
+                  "k,0.0000,0.000,0.0000,0.000,0.000,3.000,100.0000,3.000,3.000,1\n",
                   "summary", path, "--format", "csv");
 
     /* torch.autograd.profiler's legacy export. */
