@@ -22,8 +22,11 @@
  * CPU total: outer 100, linear 50 + 20 = 70, addmm 30 + 6.5 = 36.5, cudaLaunchKernel 9.
  * Self CPU: outer 100 - 50 - 20 = 30; linear (50 - 30 - 4) + (20 - 6.5) = 29.5;
  *   addmm (30 - 5) + 6.5 = 31.5; cudaLaunchKernel 9. Total 100.
- * Self CUDA: outer 1 (memcpy), linear 2, addmm 8 + 6 = 14; total 17.
+ * Self CUDA: outer 1 (memcpy), linear 2, addmm 8 + 6 = 14 (17 linked).
  * CUDA total: outer 8 + 2 + 6 + 1 = 17; linear (8 + 2) + 6 = 16; addmm 14.
+ * Device rows (torch lists every kernel, copy and memset as a row with no CPU time): k_gemm 2
+ *   calls 14, k_side 4, k_bias 2, Memcpy 1, k_orphan 1; the device total is theirs, 22 (the
+ *   orphan and k_side included), and Self CUDA % is of 22: addmm 14/22 = 63.64%.
  * CPU Mem: addmm 1024 - 512 = 512 (self too); linear and outer 512 (self 0).
  * CUDA Mem: linear 4096 (self too), outer 4096.
  * FLOPs: smallest non-zero 1e6 -> MFLOPs: linear 2.000, addmm 1.000.
@@ -39,7 +42,8 @@
  *       cudaLaunchKernel [1003, 1004) correlation 50 -> kern (3 us)
  *   kern2 (2 us) correlation 51 has no runtime: "external id" 1 -> A.
  *   [memory] +100 at 1003 on the numeric tid 5: the ops are on the string tid "5" -> B.
- * Self CPU: A 6, B 3, cudaLaunchKernel 1. Self CUDA: A 2, B 3; CUDA total A 5, B 3.
+ * Self CPU: A 6, B 3, cudaLaunchKernel 1. Self CUDA: A 2, B 3; CUDA total A 5, B 3. Device
+ *   rows kern 3 and kern2 2: device total 5.
  *
  * perf_trace() (written by the test into the test output directory; cpu_op on thread 1/1, times
  * in us, args "Module Hierarchy", "task-clock" tc, "page-faults" pf):
