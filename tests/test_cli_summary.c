@@ -69,7 +69,8 @@
  *     add_kernel (mtia_ccp_events, device 0) [6, 10) correlation 7 -> runFunction -> aten::add.
  *     Self CPU: aten::add 10 - 3 = 7, runFunction 3 (total 10). MTIA: aten::add's self and
  *     total 4 (100%); add_kernel a row of its own: no CPU time, Self MTIA 4; MTIA total 4.
- *   XPU: the same with xpu_runtime and kernel: the columns say XPU.
+ *   XPU: the same with xpu_runtime and kernel: the columns say XPU; privateuse1_runtime:
+ *     PRIVATEUSEONE; hpu_op as the device work: HPU.
  *   Overlaps (thread 1/1), nested as torch nests them (a child lies whole inside its parent):
  *     ProfilerStep#5 (user_annotation) [0, 100)
  *       aten::mm [10, 95)
@@ -804,6 +805,22 @@ static void test_devices(void) {
     static const char xpu_head[] = "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time "
                                    "avg,Self XPU,Self XPU %,XPU total,XPU time avg,# of Calls\n";
     CHECK(strncmp(out, xpu_head, sizeof xpu_head - 1) == 0);
+    free(out);
+    /* PrivateUse1 (torch's default name for it, upper-cased) and HPU (hpu_op is device work). */
+    path = device_trace("cli_summary_pu1.json", "privateuse1_runtime", "kernel");
+    const char *pu1[] = {"summary", path, "--format", "csv", NULL};
+    out = run(cmd_summary, &rc, pu1);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, ",Self PRIVATEUSEONE,Self PRIVATEUSEONE %,PRIVATEUSEONE total,") != NULL);
+    free(out);
+    path = device_trace("cli_summary_hpu.json", "cuda_runtime", "hpu_op");
+    const char *hpu[] = {"summary", path, "--format", "csv", NULL};
+    out = run(cmd_summary, &rc, hpu);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, ",Self HPU,Self HPU %,HPU total,HPU time avg,") != NULL);
+    CHECK(
+        strstr(out, "add_kernel,0.0000,0.000,0.0000,0.000,0.000,4.000,100.0000,4.000,4.000,1\n") !=
+        NULL);
     CHECK(
         strstr(out, "add_kernel,0.0000,0.000,0.0000,0.000,0.000,4.000,100.0000,4.000,4.000,1\n") !=
         NULL);
