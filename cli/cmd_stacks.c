@@ -140,14 +140,13 @@ static int run(const md_model *m, int cuda) {
     int err = self && owner ? 0 : STROBE_ENOMEM;
     if (!err && cuda) err = cl_link(m, owner);
     /* Per event: the metric. */
-    for (size_t i = 0; !err && i < m->count; i++) {
+    uint8_t *merged = malloc(m->count ? m->count : 1);
+    if (merged == NULL) err = STROBE_ENOMEM;
+    /* owner: the tree's parents, for self_cpu */
+    if (!err && !cuda) err = cl_cpu_tree(m, owner, self, merged);
+    for (size_t i = 0; !err && cuda && i < m->count; i++) {
         const md_event *e = &m->events[i];
-        if (!cuda && cl_is_row(e->kind) && e->has_time) {
-            self[i] = md_add_sat(self[i], e->dur);
-            uint32_t p = cl_row_parent(m, (uint32_t)i);
-            if (p != MD_NONE) self[p] = md_sub_sat(self[p], e->dur);
-        }
-        if (cuda && md_is_device_work(e->kind) && owner[i] != MD_NONE)
+        if (md_is_device_work(e->kind) && owner[i] != MD_NONE)
             self[owner[i]] = md_add_sat(self[owner[i]], e->dur);
     }
     for (size_t i = 0; !err && i < m->count; i++) {
@@ -189,6 +188,7 @@ static int run(const md_model *m, int cuda) {
     free(weight);
     free(self);
     free(owner);
+    free(merged);
     strobe__strtab_release(&tab);
     strobe__pool_release(&pool);
     return err;

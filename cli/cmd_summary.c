@@ -32,13 +32,24 @@ const char cmd_summary_usage[] =
     "                         [-f table|csv|json] [--name-width N] [-q]\n"
     "\n"
     "DESCRIPTION\n"
-    "    Reads a Kineto-format trace (.json or .json.gz, from strobe or PyTorch, either schema;\n"
-    "    or a .pftrace; \"-\" is standard input) and prints one row per operator: CPU\n"
-    "    operators, user annotations and the CPU side of the device runtime (cudaLaunchKernel\n"
-    "    ...), as torch does. Python functions and kernels are not rows (see `strobe kernels`).\n"
+    "    Reads a Kineto-format trace (.json or .json.gz, from strobe or PyTorch, either schema,\n"
+    "    or torch's legacy profiler; or a .pftrace; \"-\" is standard input) and prints one row\n"
+    "    per name, as torch's key_averages() does: CPU operators, user annotations, the CPU\n"
+    "    side of the device runtime (cudaLaunchKernel ...), and the device work: kernels,\n"
+    "    copies, memsets, device syncs and GPU annotations, each a row of its own with no CPU\n"
+    "    time (a kernel never shares a row with an operator of its name). Python functions and\n"
+    "    the utility ops torch leaves out (aten::is_leaf ...) are not rows; ProfilerStep#N is\n"
+    "    counted as ProfilerStep*. The device columns are named after the trace's device, as\n"
+    "    torch names them: CUDA (ROCm too), XPU, MTIA, HPU or PRIVATEUSEONE, told by the\n"
+    "    categories (xpu_runtime, mtia_ccp_events, hpu_op, privateuse1_runtime ...).\n"
     "\n"
-    "    Self CPU is an event's duration less that of the rows directly nested in it on its\n"
-    "    thread; CPU total is the whole duration. Device (CUDA) time is that of the kernels,\n"
+    "    Self CPU is an event's duration less that of its children, as torch computes it: the\n"
+    "    rows on its thread that it contains whole (one that ends after the range it starts in\n"
+    "    is a child of the range around both); a row whose sum would be negative (siblings that\n"
+    "    overlap) shows 0. As torch does, an event that is the only child of one of its name is\n"
+    "    merged into it (no call of its own). CPU total is the whole duration. A device\n"
+    "    row's Self and total device time are its duration; the footer's device total adds the\n"
+    "    device rows but GPU annotations. An operator's device time is that of the kernels,\n"
     "    copies and memsets linked to an operator through the correlation chain (device event\n"
     "    -> runtime call with the same \"correlation\" -> the operator enclosing that call;\n"
     "    else the operator with the same \"External id\"): self counts the work launched\n"
@@ -57,7 +68,8 @@ const char cmd_summary_usage[] =
     "                   cuda_memory_usage, self_cuda_memory_usage, flops, count, name,\n"
     "                   perf:EVENT, self_perf:EVENT (a perf counter of the trace's\n"
     "                   \"strobe_perf_events\"; another name is a usage error)\n"
-    "                   (device_time_total and self_device_time_total are accepted too)\n"
+    "                   (as in torch, \"device\", \"xpu\" or \"privateuse1\" may stand for\n"
+    "                   \"cuda\": self_device_time_total, xpu_memory_usage ...)\n"
     "    -n, --limit N  print the first N rows only (0: all, the default)\n"
     "    --group-by G   name (default); shape: name and \"Input Dims\", adds Input Shapes;\n"
     "                   stack[:N]: name and the first N (default 5) frames of \"Call stack\",\n"
@@ -74,6 +86,9 @@ const char cmd_summary_usage[] =
     "\n"
     "    Names and other text from the trace are printed with control characters escaped\n"
     "    (\\n, \\e ...) in the table; csv and json quote them by their own rules.\n"
+    "\n"
+    "    Malformed events (the reader's bad events) are skipped; standard error says how many,\n"
+    "    and `strobe check TRACE` lists them.\n"
     "\n"
     "EXIT STATUS\n"
     "    0 success; 2 bad input (the trace cannot be read) or bad usage.\n";
@@ -107,14 +122,53 @@ static const struct {
     {"cpu_memory_usage", S_CPU_MEM},
     {"self_cpu_memory_usage", S_SELF_CPU_MEM},
     {"cuda_memory_usage", S_DEV_MEM},
+    {"device_memory_usage", S_DEV_MEM},
     {"self_cuda_memory_usage", S_SELF_DEV_MEM},
+    {"self_device_memory_usage", S_SELF_DEV_MEM},
     {"flops", S_FLOPS},
     {"count", S_COUNT},
     {"name", S_NAME},
 };
 
+/* What a row holds, part of its key as in torch's key_averages() (which groups by name, device
+ * type and is_user_annotation): a kernel never shares a row with an operator of its name. */
+typedef enum row_class {
+    R_CPU = 0, /* operators and the CPU side of the device runtime */
+    R_CPU_UA,  /* user annotations (record_function) */
+    R_DEV,     /* device work: kernels, copies, memsets, device syncs */
+    R_DEV_UA,  /* gpu_user_annotation: device time, left out of the device total as torch does */
+    R_NONE
+} row_class;
+
+/* The row class of an event kind. */
+static int row_class_of(int kind) {
+    if (kind == MD_USER_ANNOTATION) return R_CPU_UA;
+    if (kind == MD_GPU_USER_ANNOTATION) return R_DEV_UA;
+    if (md_is_device_work(kind) || kind == MD_SYNC) return R_DEV;
+    return cl_is_row(kind) ? R_CPU : R_NONE;
+}
+
+/* A sort key as torch reads it: "cuda", "xpu" and "privateuse1" stand for "device"
+ * (self_xpu_time_total is self_device_time_total), written into buf (a longer key is left as it
+ * is, and matches nothing). */
+static void device_sort_key(const char *v, char *buf, size_t n) {
+    static const char *const devs[] = {"privateuse1", "cuda", "xpu"};
+    snprintf(buf, n, "%s", v);
+    if (strlen(v) >= n) return;
+    for (size_t d = 0; d < sizeof devs / sizeof devs[0]; d++) {
+        char *p = strstr(buf, devs[d]);
+        if (p == NULL) continue;
+        size_t len = strlen(devs[d]);
+        char rest[64];
+        snprintf(rest, sizeof rest, "%s", p + len);
+        snprintf(p, n - (size_t)(p - buf), "device%s", rest);
+        return;
+    }
+}
+
 typedef struct row {
     uint32_t name, aux; /* aux: shapes, stack key or module string id (0: none) */
+    uint8_t cls;        /* row_class */
     uint32_t id;        /* creation order: the row's perf values are at summary.perf[id * 2 * np] */
     uint64_t calls;
     int64_t self_ns, total_ns, self_dev, total_dev;
@@ -136,8 +190,10 @@ typedef struct summary {
     size_t name_width; /* --name-width: the name column's widest */
     int has_dev, has_mem, has_dev_mem, has_flops;
     int64_t self_total, self_dev_total;
-    size_t np;     /* perf counters: m.perf_count */
-    int64_t *perf; /* per row id, 2 * np values: self, then total, of each counter */
+    const char *dev_name; /* the device's name in the columns: md_device_name() */
+    uint32_t step_name;   /* the string id of "ProfilerStep*" */
+    size_t np;            /* perf counters: m.perf_count */
+    int64_t *perf;        /* per row id, 2 * np values: self, then total, of each counter */
 } summary;
 
 /* a + b and a - b held at the int64 limits (model.h): durations, bytes and perf values come from
@@ -147,15 +203,16 @@ typedef struct summary {
 
 /* ---- grouping ----------------------------------------------------------------------------- */
 
-static size_t slot_of(const summary *s, uint32_t name, uint32_t aux) {
-    uint64_t x = ((uint64_t)name << 32 | aux) * 0x9e3779b97f4a7c15ull;
+static size_t slot_of(const summary *s, uint32_t name, uint32_t aux, int cls) {
+    uint64_t x = ((uint64_t)name << 32 | aux) * 0x9e3779b97f4a7c15ull + (uint64_t)cls;
     size_t i = (size_t)(x ^ (x >> 31)) & (s->slot_cap - 1);
     for (uint32_t r; (r = s->slots[i]) != 0; i = (i + 1) & (s->slot_cap - 1))
-        if (s->rows[r - 1].name == name && s->rows[r - 1].aux == aux) break;
+        if (s->rows[r - 1].name == name && s->rows[r - 1].aux == aux && s->rows[r - 1].cls == cls)
+            break;
     return i;
 }
 
-static int64_t row_for(summary *s, uint32_t name, uint32_t aux) {
+static int64_t row_for(summary *s, uint32_t name, uint32_t aux, int cls) {
     if ((s->count + 1) * 2 > s->slot_cap) {
         size_t cap = s->slot_cap ? s->slot_cap * 2 : 1024;
         uint32_t *old = s->slots;
@@ -168,10 +225,11 @@ static int64_t row_for(summary *s, uint32_t name, uint32_t aux) {
         s->slot_cap = cap;
         for (size_t i = 0; i < old_cap; i++)
             if (old[i])
-                s->slots[slot_of(s, s->rows[old[i] - 1].name, s->rows[old[i] - 1].aux)] = old[i];
+                s->slots[slot_of(s, s->rows[old[i] - 1].name, s->rows[old[i] - 1].aux,
+                                 s->rows[old[i] - 1].cls)] = old[i];
         free(old);
     }
-    size_t i = slot_of(s, name, aux);
+    size_t i = slot_of(s, name, aux, cls);
     if (s->slots[i]) return s->slots[i] - 1;
     if (s->count == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 256;
@@ -190,6 +248,7 @@ static int64_t row_for(summary *s, uint32_t name, uint32_t aux) {
     memset(r, 0, sizeof *r);
     r->name = name;
     r->aux = aux;
+    r->cls = (uint8_t)cls;
     r->id = (uint32_t)s->count;
     s->slots[i] = (uint32_t)++s->count;
     return (int64_t)s->count - 1;
@@ -228,21 +287,38 @@ static int64_t stack_key(summary *s, const char *stack) {
 
 /* ---- building ----------------------------------------------------------------------------- */
 
+/* The name of event e's row: torch groups every "ProfilerStep#N" as "ProfilerStep*"
+ * (_rewrite_name with its wildcard). */
+static uint32_t row_name(const summary *s, const md_event *e) {
+    return strncmp(md_str(&s->m, e->name), "ProfilerStep#", 13) == 0 ? s->step_name : e->name;
+}
+
 static int build(summary *s) {
     md_model *m = &s->m;
     int err = 0;
     s->np = m->perf_count;
-    uint32_t *owner = malloc((m->count ? m->count : 1) * sizeof *owner);
-    s->row_of = malloc((m->count ? m->count : 1) * sizeof *s->row_of);
-    if (owner == NULL || s->row_of == NULL) {
+    size_t n = m->count ? m->count : 1;
+    uint32_t *owner = malloc(n * sizeof *owner), *parent = malloc(n * sizeof *parent);
+    int64_t *self = malloc(n * sizeof *self);
+    uint8_t *merged = malloc(n);
+    s->row_of = malloc(n * sizeof *s->row_of);
+    if (owner == NULL || parent == NULL || self == NULL || merged == NULL || s->row_of == NULL) {
         free(owner);
+        free(parent);
+        free(self);
+        free(merged);
         return STROBE_ENOMEM;
     }
-    if (strobe__strtab_intern(&s->aux, "", 0) != 0) err = STROBE_ENOMEM;
+    int64_t step = strobe__strtab_intern(&m->strings, "ProfilerStep*", 13);
+    if (step < 0 || strobe__strtab_intern(&s->aux, "", 0) != 0) err = STROBE_ENOMEM;
+    s->step_name = step < 0 ? 0 : (uint32_t)step;
+    s->dev_name = md_device_name(m);
     for (size_t i = 0; i < m->count && !err; i++) {
         const md_event *e = &m->events[i];
         s->row_of[i] = MD_NONE;
-        if (!cl_is_row(e->kind) || !e->has_time) continue;
+        int cls = row_class_of(e->kind);
+        /* A malformed event is skipped (the command says how many, and `check` lists them). */
+        if (cls == R_NONE || !e->has_time || e->bad || cl_left_out(md_str(m, e->name))) continue;
         int64_t aux = 0;
         if (s->group == 1 && e->shapes) aux = shapes_key(s, md_str(m, e->shapes));
         if (s->group == 2 && e->stack) aux = stack_key(s, md_str(m, e->stack));
@@ -250,49 +326,55 @@ static int build(summary *s) {
             const char *mod = md_str(m, e->module);
             aux = strobe__strtab_intern(&s->aux, mod, strlen(mod));
         }
-        int64_t r = aux < 0 ? aux : row_for(s, e->name, (uint32_t)aux);
+        int64_t r = aux < 0 ? aux : row_for(s, row_name(s, e), (uint32_t)aux, cls);
         if (r < 0)
             err = (int)r;
         else
             s->row_of[i] = (uint32_t)r;
     }
     if (!err) err = cl_link(m, owner);
+    if (!err) err = cl_cpu_tree(m, parent, self, merged);
     for (size_t i = 0; i < m->count && !err; i++) {
         const md_event *e = &m->events[i];
-        if (s->row_of[i] != MD_NONE) {
+        if (s->row_of[i] != MD_NONE && s->rows[s->row_of[i]].cls >= R_DEV) {
+            /* Device work is a row of its own, as torch lists it: no CPU time, its duration as
+             * both its self and total device time. */
+            row *r = &s->rows[s->row_of[i]];
+            r->calls++;
+            r->self_dev = sat_add(r->self_dev, e->dur);
+            r->total_dev = sat_add(r->total_dev, e->dur);
+            if (r->cls == R_DEV) s->self_dev_total = sat_add(s->self_dev_total, e->dur);
+        } else if (s->row_of[i] != MD_NONE && !merged[i]) {
+            /* A merged event (the only child of one of its name) is no call of its own. */
             row *r = &s->rows[s->row_of[i]];
             r->calls++;
             r->total_ns = sat_add(r->total_ns, e->dur);
-            r->self_ns = sat_add(r->self_ns, e->dur);
+            r->self_ns = sat_add(r->self_ns, self[i]);
             r->flops += e->flops;
-            /* Self time: charge this event's duration against the row directly enclosing it,
-             * rather than walking each event's children. */
-            uint32_t p = cl_row_parent(m, (uint32_t)i);
-            if (p != MD_NONE && s->row_of[p] != MD_NONE) {
-                row *pr = &s->rows[s->row_of[p]];
-                pr->self_ns = sat_sub(pr->self_ns, e->dur);
-            }
-            /* Perf deltas include the nested ranges, as durations do: the same for self. */
+            /* Perf deltas include the nested ranges, as durations do: their self values are
+             * less the children's of torch's tree, as self CPU is. */
+            uint32_t p = parent[i];
             const int64_t *v = s->np ? &m->perf[i * s->np] : NULL;
             int64_t *mine = s->np ? &s->perf[r->id * 2 * s->np] : NULL;
-            int64_t *parent = s->np && p != MD_NONE && s->row_of[p] != MD_NONE
-                                  ? &s->perf[s->rows[s->row_of[p]].id * 2 * s->np]
-                                  : NULL;
+            int64_t *up =
+                s->np && p != MD_NONE ? &s->perf[s->rows[s->row_of[p]].id * 2 * s->np] : NULL;
             for (size_t k = 0; k < s->np; k++) {
                 mine[2 * k] = sat_add(mine[2 * k], v[k]);
                 mine[2 * k + 1] = sat_add(mine[2 * k + 1], v[k]);
-                if (parent) parent[2 * k] = sat_sub(parent[2 * k], v[k]);
+                if (up) up[2 * k] = sat_sub(up[2 * k], v[k]);
             }
         }
         uint32_t o = owner[i];
-        if (o == MD_NONE || s->row_of[o] == MD_NONE) continue;
+        /* What a merged event owns is its parent's, as torch lifts its kernels up. */
+        if (o != MD_NONE && merged[o]) o = parent[o];
+        if (o == MD_NONE || s->row_of[o] == MD_NONE || e->bad) continue;
         if (md_is_device_work(e->kind)) {
             s->rows[s->row_of[o]].self_dev = sat_add(s->rows[s->row_of[o]].self_dev, e->dur);
+            /* Merged events are not counted twice: their parent is on the way up too. */
             for (uint32_t a = o; a != MD_NONE; a = cl_op_parent(m, a))
-                if (s->row_of[a] != MD_NONE)
+                if (s->row_of[a] != MD_NONE && !merged[a])
                     s->rows[s->row_of[a]].total_dev =
                         sat_add(s->rows[s->row_of[a]].total_dev, e->dur);
-            s->has_dev = 1;
         } else if (e->kind == MD_MEMORY) {
             int dev = e->mem_device > 0;
             row *r = &s->rows[s->row_of[o]];
@@ -301,7 +383,7 @@ static int build(summary *s) {
             else
                 r->self_cpu_mem = sat_add(r->self_cpu_mem, e->bytes);
             for (uint32_t a = o; a != MD_NONE; a = cl_op_parent(m, a)) {
-                if (s->row_of[a] == MD_NONE) continue;
+                if (s->row_of[a] == MD_NONE || merged[a]) continue;
                 if (dev)
                     s->rows[s->row_of[a]].dev_mem =
                         sat_add(s->rows[s->row_of[a]].dev_mem, e->bytes);
@@ -314,9 +396,22 @@ static int build(summary *s) {
         }
     }
     free(owner);
+    free(parent);
+    free(self);
+    free(merged);
+    /* A row whose every event was merged into a parent (of another class) has no call: not a
+     * row. The row ids (perf values) stay. */
+    size_t kept = 0;
+    for (size_t k = 0; k < s->count; k++)
+        if (s->rows[k].calls) s->rows[kept++] = s->rows[k];
+    s->count = kept;
     for (size_t k = 0; k < s->count; k++) {
+        /* torch's sum of its events' self times, which is negative only where siblings overlap
+         * more than their parent lasts: no time can be below zero, so such a row shows 0. */
+        if (s->rows[k].self_ns < 0) s->rows[k].self_ns = 0;
         s->self_total = sat_add(s->self_total, s->rows[k].self_ns);
-        s->self_dev_total = sat_add(s->self_dev_total, s->rows[k].self_dev);
+        /* torch shows the device columns when a row has device time of its own. */
+        if (s->rows[k].self_dev > 0) s->has_dev = 1;
         if (s->rows[k].flops > 0) s->has_flops = 1;
     }
     return err;
@@ -367,8 +462,8 @@ static int compare_rows(const void *a, const void *b) {
     }
     int c = strcmp(md_str(&sort_s->m, x->name), md_str(&sort_s->m, y->name));
     if (c) return c;
-    return strcmp(strobe__strtab_str(&sort_s->aux, x->aux),
-                  strobe__strtab_str(&sort_s->aux, y->aux));
+    c = strcmp(strobe__strtab_str(&sort_s->aux, x->aux), strobe__strtab_str(&sort_s->aux, y->aux));
+    return c ? c : (x->cls > y->cls) - (x->cls < y->cls);
 }
 
 /* ---- output ------------------------------------------------------------------------------- */
@@ -407,8 +502,16 @@ static const char *const col_names[C_NCOLS] = {
     "CPU Mem",      "Self CPU Mem",     "CUDA Mem",        "Self CUDA Mem", "# of Calls",
     "Input Shapes", "Module Hierarchy", "Source Location", "Total FLOPs"};
 
-/* The header of column c; perf columns' are written into buf ("Self task-clock", "task-clock"). */
+/* The header of column c; the device columns' (named after the trace's device, as torch names
+ * them: "Self CUDA", "XPU total", "Self MTIA Mem" ...) and the perf columns' ("Self task-clock",
+ * "task-clock") are written into buf. */
 static const char *col_name(const summary *s, int c, char *buf, size_t n) {
+    if (c < C_NCOLS && strstr(col_names[c], "CUDA")) {
+        const char *cuda = strstr(col_names[c], "CUDA");
+        snprintf(buf, n, "%.*s%s%s", (int)(cuda - col_names[c]), col_names[c], s->dev_name,
+                 cuda + 4);
+        return buf;
+    }
     if (c < C_NCOLS) return col_names[c];
     snprintf(buf, n, "%s%s", PERF_TOTAL(c) ? "" : "Self ",
              md_str(&s->m, s->m.perf_names[PERF_COL(c)]));
@@ -631,7 +734,7 @@ static int print_table(const summary *s, size_t shown) {
     printf("Self CPU time total: %s\n", t);
     if (s->has_dev) {
         strobe__fmt_time_ns(t, sizeof t, s->self_dev_total);
-        printf("Self CUDA time total: %s\n", t);
+        printf("Self %s time total: %s\n", s->dev_name, t);
     }
     free(cols);
     free(widths);
@@ -732,6 +835,7 @@ static int print_machine(const summary *s, size_t shown, int json) {
     if (s->has_dev) {
         printf(", \"self_cuda_time_total_us\": ");
         cl_put_us(stdout, s->self_dev_total);
+        printf(", \"device\": \"%s\"", s->dev_name);
     }
     printf(",\n \"rows\": [");
     for (size_t k = 0; k < shown; k++) {
@@ -800,7 +904,9 @@ int cmd_summary(int argc, char **argv) {
             break;
         case 's': {
             size_t k = 0, count = sizeof sort_names / sizeof sort_names[0];
-            while (k < count && strcmp(sort_names[k].name, v) != 0)
+            char norm[64];
+            device_sort_key(v, norm, sizeof norm);
+            while (k < count && strcmp(sort_names[k].name, norm) != 0)
                 k++;
             perf_name = NULL;
             if (k < count) {
@@ -863,6 +969,12 @@ int cmd_summary(int argc, char **argv) {
         md_free(&s->m);
         rc = CLI_BAD_INPUT;
     } else if (rc == CLI_OK) {
+        if (s->m.bad_events)
+            fprintf(stderr,
+                    "strobe summary: %s: %llu malformed event(s) skipped; `strobe check` lists "
+                    "them\n",
+                    strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path),
+                    (unsigned long long)s->m.bad_events);
         int work = build(s) != 0 ? STROBE_ENOMEM : 0;
         if (work == 0) {
             sort_s = s;

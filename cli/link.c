@@ -25,6 +25,96 @@ uint32_t cl_op_parent(const md_model *m, uint32_t i) {
     return p;
 }
 
+/* ---- torch's CPU tree ---------------------------------------------------------------------- */
+
+int cl_left_out(const char *name) {
+    static const char *const names[] = {
+        "[memory]",
+        "[OutOfMemory]",
+        "profiler::_record_function_enter",
+        "profiler::_record_function_enter_new",
+        "profiler::_record_function_exit",
+        "aten::is_leaf",
+        "aten::output_nr",
+        "aten::_version",
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strcmp(name, names[k]) == 0) return 1;
+    return 0;
+}
+
+int cl_in_cpu_tree(const md_model *m, const md_event *e) {
+    return cl_is_row(e->kind) && e->has_time && !e->bad && !cl_left_out(md_str(m, e->name));
+}
+
+int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *merged) {
+    uint32_t *stack = NULL, *nchild = calloc(m->count ? m->count : 1, sizeof *nchild);
+    size_t cap = 0;
+    if (nchild == NULL) return STROBE_ENOMEM;
+    for (size_t i = 0; i < m->count; i++) {
+        parent[i] = MD_NONE;
+        self[i] = 0;
+        merged[i] = 0;
+    }
+    /* The tree: a stack per thread, popped by what neither starts inside nor ends within. */
+    for (size_t t = 0; t < m->thread_count; t++) {
+        const md_thread *th = &m->threads[t];
+        size_t depth = 0;
+        for (size_t k = 0; k < th->count; k++) {
+            uint32_t i = th->order[k];
+            const md_event *e = &m->events[i];
+            if (!cl_in_cpu_tree(m, e)) continue;
+            int64_t end = md_add_sat(e->ts, e->dur);
+            while (depth) {
+                const md_event *top = &m->events[stack[depth - 1]];
+                int64_t top_end = md_add_sat(top->ts, top->dur);
+                if (e->ts < top_end && end <= top_end) break;
+                depth--;
+            }
+            if (depth) {
+                parent[i] = stack[depth - 1];
+                nchild[parent[i]]++;
+            }
+            if (depth == cap) {
+                cap = cap ? cap * 2 : 64;
+                uint32_t *s = realloc(stack, cap * sizeof *s);
+                if (s == NULL) {
+                    free(stack);
+                    free(nchild);
+                    return STROBE_ENOMEM;
+                }
+                stack = s;
+            }
+            stack[depth++] = i;
+        }
+    }
+    free(stack);
+    /* torch's _remove_dup_nodes: an event that is the only child of one of its name is merged
+     * into it (its children become the parent's), top down, so that a chain of them folds into
+     * the outermost. Parents come before their children in each thread's order. */
+    for (size_t t = 0; t < m->thread_count; t++) {
+        const md_thread *th = &m->threads[t];
+        for (size_t k = 0; k < th->count; k++) {
+            uint32_t i = th->order[k], p = parent[i];
+            if (!cl_in_cpu_tree(m, &m->events[i])) continue;
+            while (p != MD_NONE && merged[p])
+                p = parent[p];
+            parent[i] = p;
+            if (p != MD_NONE && nchild[p] == 1 && m->events[p].name == m->events[i].name) {
+                merged[i] = 1;
+                nchild[p] = nchild[i];
+            }
+        }
+    }
+    for (size_t i = 0; i < m->count; i++) {
+        if (!cl_in_cpu_tree(m, &m->events[i]) || merged[i]) continue;
+        self[i] = md_add_sat(self[i], m->events[i].dur);
+        if (parent[i] != MD_NONE) self[parent[i]] = md_sub_sat(self[parent[i]], m->events[i].dur);
+    }
+    free(nchild);
+    return 0;
+}
+
 /* ---- int64 -> event lookups ----------------------------------------------------------------- */
 
 /* The event an id maps to; ids are non-negative (a negative one is absent), as are the map's

@@ -13,12 +13,35 @@ static inline int cl_is_op(int kind) {
     return kind == MD_CPU_OP || kind == MD_USER_ANNOTATION;
 }
 
-/* A row of the operator table: operators, and the CPU side of the device runtime (cudaLaunchKernel,
- * cudaMemcpyAsync, cudaDeviceSynchronize ...), which torch's table lists too. Python functions
- * are not rows (torch leaves them out of key_averages()). */
+/* A CPU row of the operator table: operators, and the CPU side of the device runtime
+ * (cudaLaunchKernel, cudaMemcpyAsync, cudaDeviceSynchronize ...), which torch's table lists too.
+ * Python functions are not rows (torch leaves them out of key_averages()); cuda_sync events lie
+ * on the device's streams, and torch counts them as device work, not CPU time. */
 static inline int cl_is_row(int kind) {
-    return cl_is_op(kind) || kind == MD_RUNTIME || kind == MD_DRIVER || kind == MD_SYNC;
+    return cl_is_op(kind) || kind == MD_RUNTIME || kind == MD_DRIVER;
 }
+
+/* Names torch's key_averages() leaves out (_filter_name in torch/autograd/profiler_util.py):
+ * utility ops it drops before building its events, so that they are neither rows nor children of
+ * anything. */
+int cl_left_out(const char *name);
+
+/* An event of torch's CPU tree: a CPU row with a time, neither malformed nor left out. */
+int cl_in_cpu_tree(const md_model *m, const md_event *e);
+
+/* Self CPU time as torch's key_averages() computes it (FunctionEvent.self_cpu_time_total): an
+ * event's duration less those of its children, where (torch's _populate_cpu_children) the events
+ * of cl_in_cpu_tree() on each thread, by start and then longer first, are children of the
+ * innermost one that contains them whole; an event that ends after the range it starts in is not
+ * its child, but the child of the innermost one containing it. Siblings can then overlap (real
+ * traces have them, torch's legacy export too, from its rounding), and an event's self time can
+ * be negative, as in torch: torch's row sums include it, so the callers hold a sum, not an event,
+ * at zero. As torch's _remove_dup_nodes does, an event that is the only child of an event of its
+ * name is merged into it: merged[i] is set, it is no call of its own, and its children are its
+ * parent's. Fills, in arrays of m->count, parent[i] (the parent that is not merged; MD_NONE where
+ * none, and for events outside the tree), self[i] (0 outside the tree and for merged events) and
+ * merged[i]. @return 0 or STROBE_ENOMEM. */
+int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *merged);
 
 /* The innermost row enclosing event i on its thread (skipping python functions and other
  * ranges in between), or MD_NONE. */

@@ -26,21 +26,61 @@ static int cat_is(const strobe_rd_str *cat, const char *a, const char *b) {
     return cat->s && (strcmp(cat->s, a) == 0 || (b && strcmp(cat->s, b) == 0));
 }
 
+/* The string id (pid) spelled s, exactly. */
+static int id_is(const strobe_rd_id *id, const char *s) {
+    return id->kind == STROBE_RD_ID_STRING && id->str.s && id->str.len == strlen(s) &&
+           memcmp(id->str.s, s, id->str.len) == 0;
+}
+
+/* The kind of an X event. Besides CUDA's categories, Kineto writes those of the other devices:
+ * XPU (xpu_runtime, xpu_driver), MTIA (mtia_runtime on the host, mtia_ccp_events on the
+ * device), HPU (hpu_op, which torch takes for device work) and PrivateUse1 (privateuse1_runtime,
+ * privateuse1_driver; its device work is written as kernel, gpu_memcpy ...). torch's legacy
+ * profiler writes no "cat" at all: its operators are in the process "CPU functions" and its
+ * kernels in "CUDA functions". */
+static int classify_x(const strobe_rd_event *e) {
+    const strobe_rd_str *c = &e->cat;
+    if (c->s == NULL) {
+        if (id_is(&e->pid, "CPU functions")) return MD_CPU_OP;
+        if (id_is(&e->pid, "CUDA functions")) return MD_KERNEL;
+        return MD_OTHER;
+    }
+    if (cat_is(c, "cpu_op", "Operator")) return MD_CPU_OP;
+    if (cat_is(c, "user_annotation", NULL)) return MD_USER_ANNOTATION;
+    if (cat_is(c, "python_function", NULL)) return MD_PYTHON;
+    if (cat_is(c, "gpu_user_annotation", NULL)) return MD_GPU_USER_ANNOTATION;
+    if (cat_is(c, "kernel", "Kernel") || cat_is(c, "mtia_ccp_events", "hpu_op")) return MD_KERNEL;
+    if (cat_is(c, "gpu_memcpy", "Memcpy")) return MD_MEMCPY;
+    if (cat_is(c, "gpu_memset", "Memset")) return MD_MEMSET;
+    if (cat_is(c, "cuda_runtime", "Runtime") || cat_is(c, "xpu_runtime", "mtia_runtime") ||
+        cat_is(c, "privateuse1_runtime", NULL))
+        return MD_RUNTIME;
+    if (cat_is(c, "cuda_driver", "xpu_driver") || cat_is(c, "privateuse1_driver", NULL))
+        return MD_DRIVER;
+    if (cat_is(c, "cuda_sync", NULL)) return MD_SYNC;
+    return MD_OTHER;
+}
+
+/* The device family a category names (MD_DEV_CUDA for CUDA's and for the shared ones). */
+static int device_of(const strobe_rd_str *c) {
+    if (c->s == NULL) return MD_DEV_CUDA;
+    if (strncmp(c->s, "xpu_", 4) == 0) return MD_DEV_XPU;
+    if (strncmp(c->s, "mtia_", 5) == 0) return MD_DEV_MTIA;
+    if (strcmp(c->s, "hpu_op") == 0) return MD_DEV_HPU;
+    if (strncmp(c->s, "privateuse1_", 12) == 0) return MD_DEV_PRIVATEUSE1;
+    return MD_DEV_CUDA;
+}
+
+const char *md_device_name(const md_model *m) {
+    static const char *const names[] = {"CUDA", "XPU", "MTIA", "HPU", "PRIVATEUSEONE"};
+    return m->device < sizeof names / sizeof names[0] ? names[m->device] : "CUDA";
+}
+
 static int classify(const strobe_rd_event *e) {
     char ph = e->ph.s && e->ph.len == 1 ? e->ph.s[0] : '?';
     switch (ph) {
     case 'X':
-        if (cat_is(&e->cat, "cpu_op", "Operator")) return MD_CPU_OP;
-        if (cat_is(&e->cat, "user_annotation", NULL)) return MD_USER_ANNOTATION;
-        if (cat_is(&e->cat, "python_function", NULL)) return MD_PYTHON;
-        if (cat_is(&e->cat, "gpu_user_annotation", NULL)) return MD_GPU_USER_ANNOTATION;
-        if (cat_is(&e->cat, "kernel", "Kernel")) return MD_KERNEL;
-        if (cat_is(&e->cat, "gpu_memcpy", "Memcpy")) return MD_MEMCPY;
-        if (cat_is(&e->cat, "gpu_memset", "Memset")) return MD_MEMSET;
-        if (cat_is(&e->cat, "cuda_runtime", "Runtime")) return MD_RUNTIME;
-        if (cat_is(&e->cat, "cuda_driver", NULL)) return MD_DRIVER;
-        if (cat_is(&e->cat, "cuda_sync", NULL)) return MD_SYNC;
-        return MD_OTHER;
+        return classify_x(e);
     case 'i':
     case 'I':
         return e->name.s && strcmp(e->name.s, "[memory]") == 0 ? MD_MEMORY : MD_INSTANT;
@@ -293,6 +333,8 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
     md_event *x = &m->events[m->count];
     memset(x, 0, sizeof *x);
     x->kind = (uint8_t)classify(e);
+    /* The first category of another device than CUDA names the trace's device. */
+    if (m->device == MD_DEV_CUDA && x->kind != MD_OTHER) m->device = (uint8_t)device_of(&e->cat);
     /* A phase longer than one letter is unknown; '?' keeps it from passing for its first letter
      * (an "XY" event must not nest like an X). */
     x->ph = e->ph.s && e->ph.len == 1 ? e->ph.s[0] : '?';

@@ -15,19 +15,21 @@
 #define MD_NONE UINT32_MAX
 
 /* What an event is, from its "ph" and "cat" (both schemas: cpu_op / Operator, kernel / Kernel,
- * cuda_runtime / Runtime, gpu_memcpy / Memcpy, gpu_memset / Memset). */
+ * cuda_runtime / Runtime, gpu_memcpy / Memcpy, gpu_memset / Memset; the other devices'
+ * categories; and torch's legacy profiler, which writes no "cat": an X event of the process
+ * "CPU functions" is a cpu_op, one of "CUDA functions" a kernel). */
 typedef enum md_kind {
     MD_OTHER = 0,           /* an X or i event of another category */
     MD_CPU_OP,              /* cpu_op, Operator */
     MD_USER_ANNOTATION,     /* user_annotation */
     MD_PYTHON,              /* python_function */
     MD_GPU_USER_ANNOTATION, /* gpu_user_annotation */
-    MD_KERNEL,              /* kernel, Kernel */
+    MD_KERNEL,              /* kernel, Kernel, mtia_ccp_events, hpu_op */
     MD_MEMCPY,              /* gpu_memcpy, Memcpy */
     MD_MEMSET,              /* gpu_memset, Memset */
-    MD_RUNTIME,             /* cuda_runtime, Runtime */
-    MD_DRIVER,              /* cuda_driver */
-    MD_SYNC,                /* cuda_sync */
+    MD_RUNTIME,             /* cuda_runtime, Runtime, xpu_, mtia_, privateuse1_runtime */
+    MD_DRIVER,              /* cuda_driver, xpu_driver, privateuse1_driver */
+    MD_SYNC,                /* cuda_sync (on a device stream) */
     MD_INSTANT,             /* ph i / I (not [memory]) */
     MD_MEMORY,              /* ph i named [memory] */
     MD_COUNTER,             /* ph C */
@@ -38,7 +40,18 @@ typedef enum md_kind {
     MD_KIND_COUNT
 } md_kind;
 
-/* Device work: what a CPU operator's device time is made of. */
+/* The device family of a trace's device work, told by its categories (model.c's classify_x):
+ * torch names its device columns after it ("Self CUDA", "XPU total" ...). */
+typedef enum md_device {
+    MD_DEV_CUDA = 0,   /* kernel, gpu_memcpy, cuda_runtime ... (ROCm too: torch calls it cuda) */
+    MD_DEV_XPU,        /* xpu_runtime, xpu_driver */
+    MD_DEV_MTIA,       /* mtia_runtime, mtia_ccp_events */
+    MD_DEV_HPU,        /* hpu_op */
+    MD_DEV_PRIVATEUSE1 /* privateuse1_runtime, privateuse1_driver */
+} md_device;
+
+/* Device work: what a CPU operator's device time is made of (kernels include MTIA's
+ * mtia_ccp_events, HPU's hpu_op, and the legacy profiler's "CUDA functions"). */
 static inline int md_is_device_work(int kind) {
     return kind == MD_KERNEL || kind == MD_MEMCPY || kind == MD_MEMSET;
 }
@@ -158,6 +171,7 @@ typedef struct md_model {
                                one (accepted, as a cut JSON array is) */
     int64_t pf_cut_offset;  /* where the incomplete packet starts (decompressed bytes) */
     int64_t min_ts, max_ts; /* span of events with a time; min > max when there are none */
+    uint8_t device;         /* md_device: the first category of a device other than CUDA's */
     /* Lookups from (pid, tid) to thread and from pid to process, open addressing. */
     uint32_t *thread_slots;
     size_t thread_slot_cap;
@@ -180,6 +194,10 @@ void md_free(md_model *m);
 static inline const char *md_str(const md_model *m, uint32_t id) {
     return strobe__strtab_str(&m->strings, id);
 }
+
+/* The trace's device as torch names it in its columns: "CUDA", "XPU", "MTIA", "HPU", or
+ * "PRIVATEUSEONE" (torch's name for a PrivateUse1 backend that names itself nothing else). */
+const char *md_device_name(const md_model *m);
 
 /* The kind's name ("cpu_op", "kernel", ...), for reports. */
 const char *md_kind_name(int kind);

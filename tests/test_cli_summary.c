@@ -22,8 +22,11 @@
  * CPU total: outer 100, linear 50 + 20 = 70, addmm 30 + 6.5 = 36.5, cudaLaunchKernel 9.
  * Self CPU: outer 100 - 50 - 20 = 30; linear (50 - 30 - 4) + (20 - 6.5) = 29.5;
  *   addmm (30 - 5) + 6.5 = 31.5; cudaLaunchKernel 9. Total 100.
- * Self CUDA: outer 1 (memcpy), linear 2, addmm 8 + 6 = 14; total 17.
+ * Self CUDA: outer 1 (memcpy), linear 2, addmm 8 + 6 = 14 (17 linked).
  * CUDA total: outer 8 + 2 + 6 + 1 = 17; linear (8 + 2) + 6 = 16; addmm 14.
+ * Device rows (torch lists every kernel, copy and memset as a row with no CPU time): k_gemm 2
+ *   calls 14, k_side 4, k_bias 2, Memcpy 1, k_orphan 1; the device total is theirs, 22 (the
+ *   orphan and k_side included), and Self CUDA % is of 22: addmm 14/22 = 63.64%.
  * CPU Mem: addmm 1024 - 512 = 512 (self too); linear and outer 512 (self 0).
  * CUDA Mem: linear 4096 (self too), outer 4096.
  * FLOPs: smallest non-zero 1e6 -> MFLOPs: linear 2.000, addmm 1.000.
@@ -39,7 +42,8 @@
  *       cudaLaunchKernel [1003, 1004) correlation 50 -> kern (3 us)
  *   kern2 (2 us) correlation 51 has no runtime: "external id" 1 -> A.
  *   [memory] +100 at 1003 on the numeric tid 5: the ops are on the string tid "5" -> B.
- * Self CPU: A 6, B 3, cudaLaunchKernel 1. Self CUDA: A 2, B 3; CUDA total A 5, B 3.
+ * Self CPU: A 6, B 3, cudaLaunchKernel 1. Self CUDA: A 2, B 3; CUDA total A 5, B 3. Device
+ *   rows kern 3 and kern2 2: device total 5.
  *
  * perf_trace() (written by the test into the test output directory; cpu_op on thread 1/1, times
  * in us, args "Module Hierarchy", "task-clock" tc, "page-faults" pf):
@@ -58,7 +62,36 @@
  *   pf 0); mm/"" 10 (tc 700, pf 7).
  * Orders: cpu_time_total outer, linear, mm; perf:task-clock mm 1180, outer 800, linear 650;
  *   self_perf:task-clock mm 1180, linear 170, outer 150; perf:page-faults mm 10, outer 10 (a tie:
- *   by name), linear 5; self_perf:page-faults mm 10, outer 5, linear 2. */
+ *   by name), linear 5; self_perf:page-faults mm 10, outer 5, linear 2.
+ *
+ * Traces test_devices() writes (times in us):
+ *   MTIA: aten::add (cpu_op) [0, 10) ext 1; runFunction (mtia_runtime) [2, 5) correlation 7;
+ *     add_kernel (mtia_ccp_events, device 0) [6, 10) correlation 7 -> runFunction -> aten::add.
+ *     Self CPU: aten::add 10 - 3 = 7, runFunction 3 (total 10). MTIA: aten::add's self and
+ *     total 4 (100%); add_kernel a row of its own: no CPU time, Self MTIA 4; MTIA total 4.
+ *   XPU: the same with xpu_runtime and kernel: the columns say XPU; privateuse1_runtime:
+ *     PRIVATEUSEONE; hpu_op as the device work: HPU.
+ *   Overlaps (thread 1/1), nested as torch nests them (a child lies whole inside its parent):
+ *     ProfilerStep#5 (user_annotation) [0, 100)
+ *       aten::mm [10, 95)
+ *         aten::is_leaf [50, 51)             left out by torch: no row, takes nothing from mm
+ *     c10d::allgather_ [95, 200)             ends after ProfilerStep#5: not its child
+ *       ProfilerStep#6 [100, 180)
+ *     bad (cpu_op) with "ts": "x"           malformed: skipped, and counted on stderr
+ *     ProfilerStep* (both steps): 2 calls, total 180, self (100 - 85) + 80 = 95;
+ *     aten::mm 85 = self; c10d::allgather_ total 105, self 105 - 80 = 25. Self total 205. (The
+ *     model nests allgather_ under ProfilerStep#5, and taking it from there, as the previous
+ *     rule did, made ProfilerStep#5's self 100 - 85 - 105 < 0.)
+ *   Siblings that overlap: a [0, 10) with b [0, 8) and c [5, 10) (c ends after b: a child of a):
+ *     torch's self of a is 10 - 8 - 5 = -3, shown as 0; b 8 and c 5.
+ *   An only child of its parent's name is merged into it (torch's _remove_dup_nodes):
+ *     aten::div [0, 10), its only child aten::div [1, 9), whose children aten::mul [2, 4) and
+ *     aten::div [5, 6) (two children: not merged). aten::div: 2 calls (the outer and the
+ *     innermost), total 11, self (10 - 2 - 1) + 1 = 8; aten::mul 2. A kernel k [20, 23) of
+ *     "External id" 9 (aten::mul's): mul's self and total CUDA 3, aten::div's total 3 (once,
+ *     not again for the merged one on the way up), self 0; k a device row of 3.
+ *   Legacy (torch.autograd.profiler's export: a bare array, pid "CPU functions", no "cat"):
+ *     aten::zeros [229, 280) with aten::empty [247, 251) inside: zeros self 47, empty 4. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -134,32 +167,47 @@ static void test_summary_csv(void) {
                   "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,Self CUDA,Self "
                   "CUDA %,CUDA total,CUDA time avg,CPU Mem,Self CPU Mem,CUDA Mem,Self CUDA "
                   "Mem,# of Calls,Total FLOPs\n"
-                  "outer,30.0000,30.000,100.0000,100.000,100.000,1.000,5.8824,17.000,17.000,512,"
+                  "outer,30.0000,30.000,100.0000,100.000,100.000,1.000,4.5455,17.000,17.000,512,"
                   "0,4096,0,1,0\n"
-                  "aten::linear,29.5000,29.500,70.0000,70.000,35.000,2.000,11.7647,16.000,8.000,"
+                  "aten::linear,29.5000,29.500,70.0000,70.000,35.000,2.000,9.0909,16.000,8.000,"
                   "512,0,4096,4096,2,2000000\n"
-                  "aten::addmm,31.5000,31.500,36.5000,36.500,18.250,14.000,82.3529,14.000,7.000,"
+                  "aten::addmm,31.5000,31.500,36.5000,36.500,18.250,14.000,63.6364,14.000,7.000,"
                   "512,512,0,0,2,1000000\n"
                   "cudaLaunchKernel,9.0000,9.000,9.0000,9.000,4.500,0.000,0.0000,0.000,0.000,0,0,"
-                  "0,0,2,0\n",
+                  "0,0,2,0\n"
+                  "Memcpy HtoD (Pageable -> Device),0.0000,0.000,0.0000,0.000,0.000,1.000,4.5455,"
+                  "1.000,1.000,0,0,0,0,1,0\n"
+                  "k_bias,0.0000,0.000,0.0000,0.000,0.000,2.000,9.0909,2.000,2.000,0,0,0,0,1,0\n"
+                  "k_gemm,0.0000,0.000,0.0000,0.000,0.000,14.000,63.6364,14.000,7.000,0,0,0,0,2,"
+                  "0\n"
+                  "k_orphan,0.0000,0.000,0.0000,0.000,0.000,1.000,4.5455,1.000,1.000,0,0,0,0,1,"
+                  "0\n"
+                  "k_side,0.0000,0.000,0.0000,0.000,0.000,4.000,18.1818,4.000,4.000,0,0,0,0,1,0\n",
                   "summary", trace("summary_basic.json"), "--format", "csv");
-    /* Sorted by self CUDA, limited to two rows. */
+    /* Sorted by self CUDA (torch's spelling self_xpu_time_total stands for it too), limited to
+     * three rows: a tie of 14 us between addmm and the kernel row k_gemm, by name. */
     EXPECT_OUTPUT(cmd_summary,
-                  "{\"self_cpu_time_total_us\": 100.000, \"self_cuda_time_total_us\": 17.000,\n"
+                  "{\"self_cpu_time_total_us\": 100.000, \"self_cuda_time_total_us\": 22.000, "
+                  "\"device\": \"CUDA\",\n"
                   " \"rows\": [\n"
                   "  {\"Name\": \"aten::addmm\", \"Self CPU %\": 31.5000, \"Self CPU\": 31.500, "
                   "\"CPU total %\": 36.5000, \"CPU total\": 36.500, \"CPU time avg\": 18.250, "
-                  "\"Self CUDA\": 14.000, \"Self CUDA %\": 82.3529, \"CUDA total\": 14.000, "
+                  "\"Self CUDA\": 14.000, \"Self CUDA %\": 63.6364, \"CUDA total\": 14.000, "
                   "\"CUDA time avg\": 7.000, \"CPU Mem\": 512, \"Self CPU Mem\": 512, \"CUDA "
                   "Mem\": 0, \"Self CUDA Mem\": 0, \"# of Calls\": 2, \"Total FLOPs\": 1000000},\n"
-                  "  {\"Name\": \"aten::linear\", \"Self CPU %\": 29.5000, \"Self CPU\": 29.500, "
-                  "\"CPU total %\": 70.0000, \"CPU total\": 70.000, \"CPU time avg\": 35.000, "
-                  "\"Self CUDA\": 2.000, \"Self CUDA %\": 11.7647, \"CUDA total\": 16.000, "
-                  "\"CUDA time avg\": 8.000, \"CPU Mem\": 512, \"Self CPU Mem\": 0, \"CUDA Mem\": "
-                  "4096, \"Self CUDA Mem\": 4096, \"# of Calls\": 2, \"Total FLOPs\": 2000000}\n"
+                  "  {\"Name\": \"k_gemm\", \"Self CPU %\": 0.0000, \"Self CPU\": 0.000, "
+                  "\"CPU total %\": 0.0000, \"CPU total\": 0.000, \"CPU time avg\": 0.000, "
+                  "\"Self CUDA\": 14.000, \"Self CUDA %\": 63.6364, \"CUDA total\": 14.000, "
+                  "\"CUDA time avg\": 7.000, \"CPU Mem\": 0, \"Self CPU Mem\": 0, \"CUDA Mem\": 0, "
+                  "\"Self CUDA Mem\": 0, \"# of Calls\": 2, \"Total FLOPs\": 0},\n"
+                  "  {\"Name\": \"k_side\", \"Self CPU %\": 0.0000, \"Self CPU\": 0.000, "
+                  "\"CPU total %\": 0.0000, \"CPU total\": 0.000, \"CPU time avg\": 0.000, "
+                  "\"Self CUDA\": 4.000, \"Self CUDA %\": 18.1818, \"CUDA total\": 4.000, "
+                  "\"CUDA time avg\": 4.000, \"CPU Mem\": 0, \"Self CPU Mem\": 0, \"CUDA Mem\": 0, "
+                  "\"Self CUDA Mem\": 0, \"# of Calls\": 1, \"Total FLOPs\": 0}\n"
                   "]}\n",
                   "summary", trace("summary_basic.json"), "--format", "json", "--sort",
-                  "self_cuda_time_total", "--limit", "2");
+                  "self_xpu_time_total", "--limit", "3");
 }
 
 static void test_summary_table(void) {
@@ -172,7 +220,7 @@ static void test_summary_table(void) {
                      "  CPU Mem  Self CPU Mem      CUDA Mem  Self CUDA Mem    # of Calls  Total "
                      "MFLOPs  ");
     EXPECT_LINE(out, "        aten::linear        29.50%      29.500us        70.00%      70.000us "
-                     "     35.000us       2.000us        11.76%      16.000us       8.000us      "
+                     "     35.000us       2.000us         9.09%      16.000us       8.000us      "
                      "   512 b           0 b       4.00 Kb       4.00 Kb             2         "
                      "2.000  ");
     EXPECT_LINE(out, "    cudaLaunchKernel         9.00%       9.000us         9.00%       9.000us "
@@ -180,7 +228,12 @@ static void test_summary_table(void) {
                      "     0 b           0 b           0 b           0 b             2            "
                      "--  ");
     EXPECT_LINE(out, "Self CPU time total: 100.000us");
-    EXPECT_LINE(out, "Self CUDA time total: 17.000us");
+    EXPECT_LINE(out, "Self CUDA time total: 22.000us");
+    /* A kernel is a row of its own, with no CPU time. */
+    EXPECT_LINE(out, "              k_gemm         0.00%       0.000us         0.00%       0.000us "
+                     "      0.000us      14.000us        63.64%      14.000us       7.000us      "
+                     "     0 b           0 b           0 b           0 b             2            "
+                     "--  ");
     free(out);
 
     /* Grouped by shape: the shapes are printed as Python prints lists. */
@@ -190,7 +243,7 @@ static void test_summary_table(void) {
     CHECK(strstr(out, "      [[2, 3], [3]]         2.000  \n") != NULL);
     CHECK(strstr(out, "           [[4, 3]]            --  \n") != NULL);
     EXPECT_LINE(out, "         aten::addmm        25.00%      25.000us        30.00%      30.000us "
-                     "     30.000us       8.000us        47.06%       8.000us       8.000us      "
+                     "     30.000us       8.000us        36.36%       8.000us       8.000us      "
                      " 1.00 Kb       1.00 Kb           0 b           0 b             1           "
                      "[[2, 3]]         1.000  ");
     free(out);
@@ -203,7 +256,9 @@ static void test_summary_table(void) {
                   "A,60.0000,6.000,100.0000,10.000,10.000,2.000,40.0000,5.000,5.000,100,0,1\n"
                   "B,30.0000,3.000,40.0000,4.000,4.000,3.000,60.0000,3.000,3.000,100,100,1\n"
                   "cudaLaunchKernel,10.0000,1.000,10.0000,1.000,1.000,0.000,0.0000,0.000,0.000,0,"
-                  "0,1\n",
+                  "0,1\n"
+                  "kern,0.0000,0.000,0.0000,0.000,0.000,3.000,60.0000,3.000,3.000,0,0,1\n"
+                  "kern2,0.0000,0.000,0.0000,0.000,0.000,2.000,40.0000,2.000,2.000,0,0,1\n",
                   "summary", "--format", "csv", trace("stacks_oldschema.json"));
 }
 
@@ -217,7 +272,9 @@ static void test_summary_stack_group(void) {
                   "inner.py(2): f\n"
                   "B,30.0000,3.000,40.0000,4.000,4.000,3.000,60.0000,3.000,3.000,100,100,1,\n"
                   "cudaLaunchKernel,10.0000,1.000,10.0000,1.000,1.000,0.000,0.0000,0.000,0.000,0,"
-                  "0,1,\n",
+                  "0,1,\n"
+                  "kern,0.0000,0.000,0.0000,0.000,0.000,3.000,60.0000,3.000,3.000,0,0,1,\n"
+                  "kern2,0.0000,0.000,0.0000,0.000,0.000,2.000,40.0000,2.000,2.000,0,0,1,\n",
                   "summary", trace("stacks_oldschema.json"), "--group-by", "stack:1", "--format",
                   "csv");
     /* In the table, the further frames of a group go on lines of their own. */
@@ -668,12 +725,200 @@ static void test_huge_sums(void) {
     remove(path);
 }
 
+/* Writes text to NAME in the test output directory. @return its path (static: one at a time). */
+static const char *write_trace(const char *name, const char *text) {
+    static char path[4200];
+    snprintf(path, sizeof path, "%s/%s", STROBE_TEST_OUT_DIR, name);
+    FILE *f = fopen(path, "w");
+    REQUIRE(f != NULL);
+    fputs(text, f);
+    REQUIRE(fclose(f) == 0);
+    return path;
+}
+
+/* Runs a subcommand as run() does, with its stderr in *err (malloc'ed). */
+static char *run_err(int (*cmd)(int, char **), int *rc, const char *const *args, char **err) {
+    char errpath[4300];
+    snprintf(errpath, sizeof errpath, "%s/cli_summary.err", STROBE_TEST_OUT_DIR);
+    fflush(stderr);
+    int saved = dup(2);
+    int efd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(saved >= 0 && efd >= 0 && dup2(efd, 2) >= 0);
+    close(efd);
+    char *out = run(cmd, rc, args);
+    fflush(stderr);
+    REQUIRE(dup2(saved, 2) >= 0);
+    close(saved);
+    FILE *f = fopen(errpath, "r");
+    REQUIRE(f != NULL);
+    *err = calloc(1, 4096);
+    REQUIRE(*err != NULL);
+    size_t n = fread(*err, 1, 4095, f);
+    (*err)[n] = '\0';
+    fclose(f);
+    return out;
+}
+
+/* The MTIA trace above, with the runtime's and the device work's categories given. */
+static const char *device_trace(const char *name, const char *runtime_cat, const char *work_cat) {
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"traceEvents\": [\n"
+             "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 1, \"tid\": "
+             "1, \"ts\": 0, \"dur\": 10, \"args\": {\"External id\": 1}},\n"
+             "{\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"runFunction\", \"pid\": 1, "
+             "\"tid\": 1, \"ts\": 2, \"dur\": 3, \"args\": {\"correlation\": 7, \"External id\": "
+             "1}},\n"
+             "{\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"add_kernel\", \"pid\": 0, "
+             "\"tid\": 3, \"ts\": 6, \"dur\": 4, \"args\": {\"correlation\": 7, \"device\": 0}}\n"
+             "]}\n",
+             runtime_cat, work_cat);
+    return write_trace(name, text);
+}
+
+static void test_devices(void) {
+    const char *path = device_trace("cli_summary_mtia.json", "mtia_runtime", "mtia_ccp_events");
+    EXPECT_OUTPUT(cmd_summary,
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,Self MTIA,Self "
+                  "MTIA %,MTIA total,MTIA time avg,# of Calls\n"
+                  "aten::add,70.0000,7.000,100.0000,10.000,10.000,4.000,100.0000,4.000,4.000,1\n"
+                  "runFunction,30.0000,3.000,30.0000,3.000,3.000,0.000,0.0000,0.000,0.000,1\n"
+                  "add_kernel,0.0000,0.000,0.0000,0.000,0.000,4.000,100.0000,4.000,4.000,1\n",
+                  "summary", path, "--format", "csv");
+    const char *a[] = {"summary", path, NULL};
+    int rc;
+    char *out = run(cmd_summary, &rc, a);
+    CHECK_EQ(rc, 0);
+    EXPECT_LINE(out, "Self MTIA time total: 4.000us");
+    free(out);
+    /* MTIA's device work is kernels for `strobe kernels` too. */
+    const char *k[] = {"kernels", path, "--format", "csv", NULL};
+    out = run(cmd_kernels, &rc, k);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, "add_kernel,1,") != NULL);
+    free(out);
+
+    path = device_trace("cli_summary_xpu.json", "xpu_runtime", "kernel");
+    const char *x[] = {"summary", path, "--format", "csv", NULL};
+    out = run(cmd_summary, &rc, x);
+    CHECK_EQ(rc, 0);
+    static const char xpu_head[] = "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time "
+                                   "avg,Self XPU,Self XPU %,XPU total,XPU time avg,# of Calls\n";
+    CHECK(strncmp(out, xpu_head, sizeof xpu_head - 1) == 0);
+    free(out);
+    /* PrivateUse1 (torch's default name for it, upper-cased) and HPU (hpu_op is device work). */
+    path = device_trace("cli_summary_pu1.json", "privateuse1_runtime", "kernel");
+    const char *pu1[] = {"summary", path, "--format", "csv", NULL};
+    out = run(cmd_summary, &rc, pu1);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, ",Self PRIVATEUSEONE,Self PRIVATEUSEONE %,PRIVATEUSEONE total,") != NULL);
+    free(out);
+    path = device_trace("cli_summary_hpu.json", "cuda_runtime", "hpu_op");
+    const char *hpu[] = {"summary", path, "--format", "csv", NULL};
+    out = run(cmd_summary, &rc, hpu);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, ",Self HPU,Self HPU %,HPU total,HPU time avg,") != NULL);
+    CHECK(
+        strstr(out, "add_kernel,0.0000,0.000,0.0000,0.000,0.000,4.000,100.0000,4.000,4.000,1\n") !=
+        NULL);
+    CHECK(
+        strstr(out, "add_kernel,0.0000,0.000,0.0000,0.000,0.000,4.000,100.0000,4.000,4.000,1\n") !=
+        NULL);
+    free(out);
+}
+
+static void test_overlaps_and_bad_events(void) {
+    const char *path = write_trace(
+        "cli_summary_overlap.json",
+        "{\"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#5\", \"pid\": 1, "
+        "\"tid\": 1, \"ts\": 0, \"dur\": 100},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": 10, \"dur\": 85},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::is_leaf\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": 50, \"dur\": 1},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"c10d::allgather_\", \"pid\": 1, "
+        "\"tid\": 1, \"ts\": 95, \"dur\": 105},\n"
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#6\", \"pid\": 1, "
+        "\"tid\": 1, \"ts\": 100, \"dur\": 80},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bad\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": \"x\", \"dur\": 5}\n"
+        "]}\n");
+    const char *a[] = {"summary", path, "--format", "csv", NULL};
+    int rc;
+    char *err;
+    char *out = run_err(cmd_summary, &rc, a, &err);
+    CHECK_EQ(rc, 0);
+    CHECK_STR(out, "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,# of Calls\n"
+                   "ProfilerStep*,46.3415,95.000,87.8049,180.000,90.000,2\n"
+                   "c10d::allgather_,12.1951,25.000,51.2195,105.000,105.000,1\n"
+                   "aten::mm,41.4634,85.000,41.4634,85.000,85.000,1\n");
+    char want[8400];
+    snprintf(want, sizeof want,
+             "strobe summary: %s: 1 malformed event(s) skipped; `strobe check` lists them\n", path);
+    CHECK_STR(err, want);
+    free(out);
+    free(err);
+
+    path =
+        write_trace("cli_summary_siblings.json",
+                    "{\"traceEvents\": [\n"
+                    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, "
+                    "\"ts\": 0, \"dur\": 10},\n"
+                    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"b\", \"pid\": 1, \"tid\": 1, "
+                    "\"ts\": 0, \"dur\": 8},\n"
+                    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"c\", \"pid\": 1, \"tid\": 1, "
+                    "\"ts\": 5, \"dur\": 5}\n"
+                    "]}\n");
+    EXPECT_OUTPUT(cmd_summary,
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,# of Calls\n"
+                  "a,0.0000,0.000,76.9231,10.000,10.000,1\n"
+                  "b,61.5385,8.000,61.5385,8.000,8.000,1\n"
+                  "c,38.4615,5.000,38.4615,5.000,5.000,1\n",
+                  "summary", path, "--format", "csv");
+
+    path = write_trace("cli_summary_merge.json",
+                       "{\"traceEvents\": [\n"
+                       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::div\", \"pid\": 1, "
+                       "\"tid\": 1, \"ts\": 0, \"dur\": 10},\n"
+                       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::div\", \"pid\": 1, "
+                       "\"tid\": 1, \"ts\": 1, \"dur\": 8},\n"
+                       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mul\", \"pid\": 1, "
+                       "\"tid\": 1, \"ts\": 2, \"dur\": 2, \"args\": {\"External id\": 9}},\n"
+                       "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+                       "\"tid\": 7, \"ts\": 20, \"dur\": 3, \"args\": {\"External id\": 9}},\n"
+                       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::div\", \"pid\": 1, "
+                       "\"tid\": 1, \"ts\": 5, \"dur\": 1}\n"
+                       "]}\n");
+    EXPECT_OUTPUT(cmd_summary,
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,Self CUDA,Self "
+                  "CUDA %,CUDA total,CUDA time avg,# of Calls\n"
+                  "aten::div,80.0000,8.000,110.0000,11.000,5.500,0.000,0.0000,3.000,1.500,2\n"
+                  "aten::mul,20.0000,2.000,20.0000,2.000,2.000,3.000,100.0000,3.000,3.000,1\n"
+                  "k,0.0000,0.000,0.0000,0.000,0.000,3.000,100.0000,3.000,3.000,1\n",
+                  "summary", path, "--format", "csv");
+
+    /* torch.autograd.profiler's legacy export. */
+    path = write_trace("cli_summary_legacy.json",
+                       "[{\"name\": \"aten::zeros\", \"ph\": \"X\", \"ts\": 229, \"dur\": 51, "
+                       "\"tid\": 1, \"pid\": \"CPU functions\", \"args\": {}}, {\"name\": "
+                       "\"aten::empty\", \"ph\": \"X\", \"ts\": 247, \"dur\": 4, \"tid\": 1, "
+                       "\"pid\": \"CPU functions\", \"args\": {}}]");
+    EXPECT_OUTPUT(cmd_summary,
+                  "Name,Self CPU %,Self CPU,CPU total %,CPU total,CPU time avg,# of Calls\n"
+                  "aten::zeros,92.1569,47.000,100.0000,51.000,51.000,1\n"
+                  "aten::empty,7.8431,4.000,7.8431,4.000,4.000,1\n",
+                  "summary", path, "--format", "csv");
+}
+
 int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s", argc > 1 ? argv[1] : STROBE_SOURCE_DIR "/tests/cli");
     test_summary_csv();
     test_summary_table();
     test_summary_stack_group();
     test_summary_module_perf();
+    test_devices();
+    test_overlaps_and_bad_events();
     test_kernels();
     test_stacks();
     test_huge_sums();

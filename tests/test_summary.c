@@ -296,6 +296,26 @@ static void test_recursion(void) {
     strobe_result_free(r);
 }
 
+/* A child that ends after its parent (a backend event's times come from elsewhere): step
+ * [0, 100) with mm [10, 95) and allgather [95, 200) as children. allgather counts for its part
+ * inside, 5: step's self is 100 - 85 - 5 = 10, never 100 - 85 - 105 < 0. Self total 10 + 85 +
+ * 105 = 200. */
+static void test_overlapping_child(void) {
+    static const spec sp[] = {
+        RANGE("step", 0, 100, -1, 0),
+        RANGE("mm", 10, 95, 0, 0),
+        RANGE("allgather", 95, 200, 0, 0),
+    };
+    strobe_result *r = build(sp, 3);
+    strobe_summary *s = summarize(r, STROBE_SORT_CPU_TOTAL);
+    CHECK_ROW(s, "step", 1, 10, 100);
+    CHECK_ROW(s, "mm", 1, 85, 85);
+    CHECK_ROW(s, "allgather", 1, 105, 105);
+    CHECK_EQ(strobe_summary_self_total_ns(s), 200);
+    strobe_summary_free(s);
+    strobe_result_free(r);
+}
+
 /* Thread 0: step [0, 1000) with aten::mm [100, 600) inside. Thread 1: aten::mm [50, 350) and
  * aten::relu [400, 500), both roots. A child on one thread never reduces a range on another:
  * step: 1 call, total 1000, self 1000 - 500 = 500. aten::mm: 2 calls, total = self = 500 + 300
@@ -638,6 +658,7 @@ int main(void) {
     test_nesting_and_sort();
     test_ties();
     test_recursion();
+    test_overlapping_child();
     test_two_threads();
     test_deep_nesting();
     test_unfinished();

@@ -131,6 +131,13 @@ static const char *event_name(const strobe_event *e) {
     return e->name ? e->name : "";
 }
 
+/* The part of e's time inside p's. */
+static int64_t part_inside(const strobe_event *e, const strobe_event *p) {
+    int64_t lo = e->start_ns > p->start_ns ? e->start_ns : p->start_ns;
+    int64_t hi = e->end_ns < p->end_ns ? e->end_ns : p->end_ns;
+    return hi > lo ? hi - lo : 0;
+}
+
 /* The rows of the ranges currently open at each depth of the thread being scanned. Events come
  * sorted by start with parents before children, so an event's parent is almost always the last
  * range seen one level up: remembering it saves a hash lookup per event. Deeper levels, or an
@@ -187,17 +194,20 @@ int strobe_summary_create(const strobe_result *r, strobe_sort_key sort, strobe_s
 
         /* A range's self time is its duration less its direct children's: charge this range's
          * duration against its parent's row rather than walking each parent's child list, so the
-         * event array is read once, in order. */
+         * event array is read once, in order. A child that overlaps its parent without nesting
+         * in it (a backend event's times come from elsewhere) counts only for its part inside,
+         * so that no self time is negative. */
         uint32_t p = e->parent;
         if (p != STROBE_NO_EVENT && (size_t)p < n) {
             uint32_t d = e->depth;
+            int64_t inside = part_inside(e, &ev[p]);
             if (d >= 1 && d - 1 < DEPTH_STACK && stack_event[d - 1] == p) {
-                t.rows[stack_row[d - 1]].self_ns -= dur;
+                t.rows[stack_row[d - 1]].self_ns -= inside;
             } else if (is_cpu_range(&ev[p])) {
                 uint32_t prow;
                 err = table_lookup(&t, event_name(&ev[p]), &prow);
                 if (err) goto fail;
-                t.rows[prow].self_ns -= dur;
+                t.rows[prow].self_ns -= inside;
             }
         }
         if (e->depth < DEPTH_STACK) {
