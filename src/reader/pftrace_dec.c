@@ -22,6 +22,7 @@
 
 #include "json_pull.h"
 #include "pftrace_wire.h"
+#include "reader_util.h"
 #include "strobe/error.h"
 
 /* ---- 1. Protobuf primitives ------------------------------------------------------------------
@@ -295,12 +296,25 @@ typedef struct open_slice {
     int64_t ts;
     int64_t pid, tid;
     int session; /* strobe's session slice: written with empty args */
-    /* Its text, at `text` in its track's text stack: "\"cat\": C, \"name\": N" (head_len bytes),
-     * the begin's annotations as JSON members (args_len), the JSON text of its flow events, each
-     * led by ",\n  " (the rest). */
-    size_t text, head_len, args_len;
-    size_t nflows; /* flow events in it */
+    /* Its text, at `text` in its track's text stack: "\"cat\": C, \"name\": N" (head_len bytes,
+     * C cat_q of them), then the begin's annotations as JSON members (the rest). */
+    size_t text, head_len, cat_q;
+    int plain;       /* cat and name were written as they are (see strobe_rd_pf_elem) */
+    unsigned adepth; /* nesting depth of the deepest annotation value */
+    size_t flow_at;  /* its flows, at flow_at in its track's flow stack */
+    size_t nflows;   /* flow events in it */
 } open_slice;
+
+/* A flow event to write: its id (as the JSON gives it, see map_flows) and whether it ends. */
+typedef struct pflow {
+    uint64_t id;
+    int term;
+} pflow;
+
+typedef struct pflows {
+    pflow *p;
+    size_t n, cap;
+} pflows;
 
 typedef struct track {
     uint64_t uuid, parent;
@@ -314,7 +328,8 @@ typedef struct track {
     size_t decl_ix; /* its place among declared tracks, for made-up ids */
     open_slice *open;
     size_t nopen, capopen;
-    buf text; /* the texts of the open slices, innermost last: slices close in reverse order */
+    buf text;     /* the texts of the open slices, innermost last: slices close in reverse order */
+    pflows flows; /* the flows of the open slices, in the same order */
 } track;
 
 /* A packet sequence. Its interned strings are dropped when its incremental state is cleared, so
@@ -338,7 +353,8 @@ typedef struct tevent {
     const char *name, *cat; /* NULL: absent */
     size_t name_len, cat_len;
     double value;
-    buf anns; /* annotation keys and values (JSON text), NUL-separated; see ann_key() */
+    unsigned adepth; /* nesting depth of the deepest annotation value (0: all scalars) */
+    buf anns;        /* annotation keys and values (JSON text), NUL-separated; see ann_key() */
     size_t *ann_off;
     size_t nann, capann;
     buf scratch; /* the name and categories given as strings, and a value being formatted */
@@ -378,13 +394,18 @@ struct strobe_rd_pfs {
     int64_t last_ts;
     int content; /* a track event or descriptor was read */
 
-    /* Output: out[out_pos..out.len) not yet handed out. Each element of traceEvents written has
-     * an index, in the order of the begins (see strobe_rd_pfs_next_index), queued in a ring until
-     * the reader takes it. */
+    /* Output: out[out_pos..out.len) not yet handed out; out[0] is at offset out_base in the whole
+     * text. In direct mode, each element of traceEvents written is queued in a ring (its offset
+     * relative to out, or to pending_m before the header) until the reader takes it; elements
+     * are numbered in the order of the begins (next_index). */
     buf out;
+    int64_t out_base;
+    int direct;
+    int64_t arr_end; /* offset (in the whole text) just after the event array's "[", -1: none */
     uint64_t next_index;
-    uint64_t *ring;
-    size_t ring_head, ring_len, ring_cap;
+    strobe_rd_pf_elem *ring, scratch, cur;
+    size_t ring_head, ring_len, ring_cap; /* ring_cap: a power of 2 */
+    pflows iflows;                        /* the flows of an instant */
     size_t out_pos;
     int phase;
     int first;          /* no event written yet */
@@ -403,30 +424,36 @@ static int nomem(strobe_rd_pfs *s) {
     return STROBE_ENOMEM;
 }
 
-/* Queues the index of the element just written. */
-static int push_index(strobe_rd_pfs *s, uint64_t index) {
-    if (s->ring_len == s->ring_cap) {
-        size_t cap = s->ring_cap ? 2 * s->ring_cap : 256;
-        uint64_t *r = malloc(cap * sizeof *r);
-        if (!r) return nomem(s);
-        for (size_t i = 0; i < s->ring_len; i++)
-            r[i] = s->ring[(s->ring_head + i) % s->ring_cap];
-        free(s->ring);
-        s->ring = r;
-        s->ring_cap = cap;
-        s->ring_head = 0;
+/* Starts the record of an element of traceEvents whose text starts at `start` in the buffer it
+ * is written to; the caller fills in the rest as it writes the text. In direct mode the record
+ * is queued for the reader; else it is a scratch one. @return it, or NULL when out of memory. */
+static strobe_rd_pf_elem *push_elem(strobe_rd_pfs *s, uint64_t index, size_t start, char ph) {
+    strobe_rd_pf_elem *e = &s->scratch;
+    if (s->direct) {
+        if (s->ring_len == s->ring_cap) {
+            size_t cap = s->ring_cap ? 2 * s->ring_cap : 256;
+            strobe_rd_pf_elem *r = malloc(cap * sizeof *r);
+            if (!r) {
+                nomem(s);
+                return NULL;
+            }
+            for (size_t i = 0; i < s->ring_len; i++)
+                r[i] = s->ring[(s->ring_head + i) & (s->ring_cap - 1)];
+            free(s->ring);
+            s->ring = r;
+            s->ring_cap = cap;
+            s->ring_head = 0;
+        }
+        e = &s->ring[(s->ring_head + s->ring_len++) & (s->ring_cap - 1)];
     }
-    s->ring[(s->ring_head + s->ring_len++) % s->ring_cap] = index;
-    return 0;
-}
-
-static char *dup_n(const void *p, size_t n) {
-    char *c = malloc(n + 1);
-    if (c) {
-        memcpy(c, p, n);
-        c[n] = '\0';
-    }
-    return c;
+    memset(e, 0, sizeof *e);
+    e->index = index;
+    e->offset = (int64_t)start;
+    e->ph = ph;
+    e->plain = 1;
+    e->depth = 1;
+    e->cat_len = e->args_len = SIZE_MAX;
+    return e;
 }
 
 static seq *get_seq(strobe_rd_pfs *s, uint32_t id) {
@@ -575,22 +602,24 @@ static void put_cstr(buf *b, const char *s) {
     put_json_string(b, s ? s : "", s ? strlen(s) : 0);
 }
 
-/* 1 when text[0..n) is exactly one JSON value. */
-static int is_json_value(const char *text, size_t n) {
+/* The nesting depth of text[0..n) (0: a scalar) when it is exactly one JSON value, else -1. */
+static int json_value_depth(const char *text, size_t n) {
     strobe_jp jp;
     strobe_jp_init_mem(&jp, text, n);
     jp.max_depth = 256;
     int tok, ok = 1;
+    unsigned depth = 0;
     do {
         tok = strobe_jp_next(&jp);
         if (tok == STROBE_JP_ERROR) ok = 0;
+        if (strobe_jp_depth(&jp) > depth) depth = strobe_jp_depth(&jp);
     } while (ok && tok != STROBE_JP_EOF && !strobe_jp_complete(&jp));
     if (ok && strobe_jp_complete(&jp))
         ok = strobe_jp_next(&jp) == STROBE_JP_EOF;
     else
         ok = 0;
     strobe_jp_free(&jp);
-    return ok;
+    return ok ? (int)depth : -1;
 }
 
 static void put_ts(buf *b, int64_t ns) {
@@ -673,7 +702,7 @@ static void write_header(strobe_rd_pfs *s, const tevent *e) {
             devprops = v;
         } else if (strcmp(k, "traceName") == 0) {
             free(s->trace_name);
-            s->trace_name = dup_n(v, strlen(v));
+            s->trace_name = strobe__rd_dup_n(v, strlen(v));
             if (!s->trace_name) b->err = STROBE_ENOMEM;
         }
     }
@@ -689,11 +718,15 @@ static void write_header(strobe_rd_pfs *s, const tevent *e) {
     }
     puts_(b, ",\n  \"displayTimeUnit\": \"ms\"");
     if (has_base) printf_(b, ",\n  \"baseTimeNanoseconds\": %" PRId64, base);
-    puts_(b, ",\n  \"traceEvents\": [\n");
+    puts_(b, ",\n  \"traceEvents\": [");
+    s->arr_end = s->out_base + (int64_t)b->len;
+    puts_(b, "\n");
     s->phase = PH_EVENTS;
     s->first = 1;
     if (s->pending_m.len) {
         s->first = 0;
+        for (size_t i = 0; i < s->ring_len; i++) /* all of them are in pending_m */
+            s->ring[(s->ring_head + i) & (s->ring_cap - 1)].offset += (int64_t)b->len;
         put(b, s->pending_m.p, s->pending_m.len);
     }
     free(s->pending_m.p);
@@ -708,7 +741,7 @@ static void late_session(strobe_rd_pfs *s, const tevent *e) {
         const char *k = ann_key(e, i), *v = ann_val(e, i);
         if (strcmp(k, "traceName") == 0) {
             free(s->trace_name);
-            s->trace_name = dup_n(v, strlen(v));
+            s->trace_name = strobe__rd_dup_n(v, strlen(v));
             if (!s->trace_name) b->err = STROBE_ENOMEM;
             continue;
         }
@@ -731,20 +764,37 @@ static void need_header(strobe_rd_pfs *s) {
 static void meta_event(strobe_rd_pfs *s, const char *name, int64_t pid, int64_t tid,
                        const char *arg, const char *str, int64_t num) {
     buf *b = s->phase == PH_HEADER ? &s->pending_m : &s->out;
-    if (push_index(s, s->next_index++)) return;
     if (s->phase == PH_HEADER)
         puts_(b, b->len ? ",\n  " : "  ");
     else
         sep(s, b);
-    printf_(b,
-            "{\"name\": \"%s\", \"ph\": \"M\", \"ts\": 0.000, \"pid\": %" PRId64
-            ", \"tid\": %" PRId64 ", \"args\": {\"%s\": ",
-            name, pid, tid, arg);
+    size_t start = b->len;
+    strobe_rd_pf_elem *e = push_elem(s, s->next_index++, start, 'M');
+    if (!e) return;
+    puts_(b, "{\"name\": \"");
+    e->name_off = b->len - start;
+    e->name_len = strlen(name);
+    puts_(b, name);
+    puts_(b, "\", \"ph\": \"M\", \"ts\": 0.000, \"pid\": ");
+    put_i64(b, pid);
+    puts_(b, ", \"tid\": ");
+    put_i64(b, tid);
+    puts_(b, ", \"args\": ");
+    e->args_off = b->len - start;
+    puts_(b, "{\"");
+    puts_(b, arg);
+    puts_(b, "\": ");
     if (str)
         put_cstr(b, str);
     else
-        printf_(b, "%" PRId64, num);
-    puts_(b, "}}");
+        put_i64(b, num);
+    puts_(b, "}");
+    e->args_len = b->len - start - e->args_off;
+    puts_(b, "}");
+    e->len = b->len - start;
+    e->pid = pid;
+    e->tid = tid;
+    e->depth = 2;
 }
 
 /* The metadata events of a track whose descriptor was just read. */
@@ -764,39 +814,119 @@ static void track_meta(strobe_rd_pfs *s, track *t) {
     }
 }
 
-/* The flow events of e, on (pid, tid) at ts, appended to b. Kineto's JSON has one "s" per launch
- * and an "f" per device event, all with the correlation id; in protobuf a terminating flow id
- * closes its flow, so a slice that starts several flows (a CUDA graph's launch) lists one id per
- * device event (strobe's writer: the correlation id first). Such a slice is written with one "s",
- * with its first id, and every flow it starts maps to that id (s->rep): their ends become "f"
- * with the same id, which JSON viewers draw as one arrow each. Flows started alone keep their id.
- * An end read before its launch keeps its own id. @return the number of flow events. */
-static size_t put_flows(strobe_rd_pfs *s, buf *b, const tevent *e, int64_t pid, int64_t tid) {
+/* Appends a flow event to v. @return 0, or -1 when out of memory. */
+static int flows_add(pflows *v, uint64_t id, int term) {
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 8;
+        pflow *p = realloc(v->p, cap * sizeof *p);
+        if (!p) return -1;
+        v->p = p;
+        v->cap = cap;
+    }
+    v->p[v->n++] = (pflow){id, term};
+    return 0;
+}
+
+/* The flow events of e, appended to v. Kineto's JSON has one "s" per launch and an "f" per
+ * device event, all with the correlation id; in protobuf a terminating flow id closes its flow,
+ * so a slice that starts several flows (a CUDA graph's launch) lists one id per device event
+ * (strobe's writer: the correlation id first). Such a slice is written with one "s", with its
+ * first id, and every flow it starts maps to that id (s->rep): their ends become "f" with the
+ * same id, which JSON viewers draw as one arrow each. Flows started alone keep their id. An end
+ * read before its launch keeps its own id. @return the number of flow events, or -1 when out of
+ * memory. */
+static long map_flows(strobe_rd_pfs *s, pflows *v, const tevent *e) {
     uint64_t first = 0;
-    size_t outgoing = 0, n = 0;
+    size_t outgoing = 0;
+    long n = 0;
     for (size_t f = 0; f < e->nflow; f++) {
         if (e->flow_term[f]) continue;
         if (outgoing++ == 0) first = e->flow_id[f];
     }
     for (size_t f = 0; outgoing > 1 && f < e->nflow; f++)
         if (!e->flow_term[f] && e->flow_id[f] != first && map_put(&s->rep, e->flow_id[f], 0, first))
-            b->err = STROBE_ENOMEM;
+            return -1;
     int started = 0;
     for (size_t f = 0; f < e->nflow; f++) {
         uint64_t id = e->flow_id[f];
         int term = e->flow_term[f];
         if (!term && started++) continue; /* the slice's first "s" stands for all */
         if (term) map_get(&s->rep, id, 0, &id);
-        puts_(b, term ? ",\n  {\"ph\": \"f\", \"id\": " : ",\n  {\"ph\": \"s\", \"id\": ");
-        put_u64(b, id);
-        put_pid_tid(b, pid, tid);
-        put_ts(b, e->ts);
-        puts_(b, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
-        if (term) puts_(b, ", \"bp\": \"e\"");
-        puts_(b, "}");
+        if (flows_add(v, id, term)) return -1;
         n++;
     }
     return n;
+}
+
+/* Writes a flow event (element `index`) on (pid, tid) at ts to b. */
+static void write_flow(strobe_rd_pfs *s, buf *b, uint64_t index, const pflow *f, int64_t pid,
+                       int64_t tid, int64_t ts) {
+    puts_(b, ",\n  ");
+    size_t start = b->len;
+    strobe_rd_pf_elem *e = push_elem(s, index, start, f->term ? 'f' : 's');
+    if (!e) return;
+    puts_(b, f->term ? "{\"ph\": \"f\", \"id\": " : "{\"ph\": \"s\", \"id\": ");
+    put_u64(b, f->id);
+    put_pid_tid(b, pid, tid);
+    put_ts(b, ts);
+    puts_(b, ", \"cat\": \"");
+    e->cat_off = b->len - start;
+    e->cat_len = 4;
+    puts_(b, "ac2g\", \"name\": \"");
+    e->name_off = b->len - start;
+    e->name_len = 4;
+    puts_(b, "ac2g\"");
+    if (f->term) {
+        puts_(b, ", \"bp\": \"e\"");
+        e->bp = "e";
+    }
+    puts_(b, "}");
+    e->len = b->len - start;
+    e->pid = pid;
+    e->tid = tid;
+    e->ts_ns = ts;
+    e->id = f->id;
+    e->plain = f->id <= (uint64_t)INT64_MAX && ts != INT64_MIN;
+}
+
+/* The "cat" and "name" members of e, appended to b; *cat_q gets the length of cat's JSON string.
+ * @return 1 when both were written as they are (no escapes), so that the reader can take them
+ * from the text without decoding it. */
+static int put_head(buf *b, const tevent *e, size_t *cat_q) {
+    size_t cat_len = e->cat ? e->cat_len : 0, name_len = e->name ? e->name_len : 0;
+    puts_(b, "\"cat\": ");
+    size_t at = b->len;
+    put_json_string(b, e->cat ? e->cat : "", cat_len);
+    *cat_q = b->len - at;
+    puts_(b, ", \"name\": ");
+    at = b->len;
+    put_json_string(b, e->name ? e->name : "", name_len);
+    return *cat_q == cat_len + 2 && b->len - at == name_len + 2;
+}
+
+/* Sets the name and cat of record e from a head put_head() wrote at h (relative to the
+ * element), head_len bytes of it. */
+static void head_fields(strobe_rd_pf_elem *e, size_t h, size_t head_len, size_t cat_q, int plain) {
+    e->cat_off = h + 8; /* "cat": " */
+    e->cat_len = cat_q - 2;
+    e->name_off = h + 7 + cat_q + 11; /* , "name": " */
+    e->name_len = head_len - (7 + cat_q + 10) - 2;
+    if (!plain) e->plain = 0;
+}
+
+/* ", \"args\": " and the start of the args object, whose offset goes to e. */
+static void args_open(buf *b, size_t start, strobe_rd_pf_elem *e) {
+    puts_(b, ", \"args\": ");
+    e->args_off = b->len - start;
+    puts_(b, "{");
+}
+
+/* The end of the args object and of the element, whose lengths go to e. */
+static void args_close(buf *b, size_t start, strobe_rd_pf_elem *e) {
+    puts_(b, "}");
+    e->args_len = b->len - start - e->args_off;
+    puts_(b, "}");
+    e->len = b->len - start;
 }
 
 /* Writes the complete event of the innermost open slice of t, which ended at end_ts, with the
@@ -805,28 +935,42 @@ static void close_slice(strobe_rd_pfs *s, track *t, int64_t end_ts, const tevent
     open_slice *o = &t->open[--t->nopen];
     buf *b = &s->out;
     need_header(s);
-    for (size_t k = 0; k <= o->nflows; k++)
-        if (push_index(s, o->index + k)) break;
-    const char *head = t->text.p + o->text, *args = head + o->head_len, *flows = args + o->args_len;
-    size_t flows_len = t->text.len - o->text - o->head_len - o->args_len;
+    const char *head = t->text.p + o->text, *args = head + o->head_len;
+    size_t args_len = t->text.len - o->text - o->head_len;
     sep(s, b);
+    size_t start = b->len;
+    strobe_rd_pf_elem *e = push_elem(s, o->index, start, 'X');
+    if (!e) return;
     puts_(b, "{\"ph\": \"X\", ");
+    head_fields(e, b->len - start, o->head_len, o->cat_q, o->plain);
     put(b, head, o->head_len);
     put_pid_tid(b, o->pid, o->tid);
     put_ts(b, o->ts);
     puts_(b, ", \"dur\": ");
-    put_ts(b, span(o->ts, end_ts));
-    puts_(b, ", \"args\": {");
+    int64_t dur = span(o->ts, end_ts);
+    put_ts(b, dur);
+    args_open(b, start, e);
+    unsigned depth = 0;
     if (!o->session) {
-        put(b, args, o->args_len);
+        put(b, args, args_len);
+        depth = o->adepth;
         if (end && end->nann) {
-            if (o->args_len) puts_(b, ", ");
+            if (args_len) puts_(b, ", ");
             put_args(b, end);
+            if (end->adepth > depth) depth = end->adepth;
         }
     }
-    puts_(b, "}}");
-    put(b, flows, flows_len);
+    args_close(b, start, e);
+    e->pid = o->pid;
+    e->tid = o->tid;
+    e->ts_ns = o->ts;
+    e->dur_ns = dur;
+    e->depth = 2 + depth;
+    if (o->ts == INT64_MIN) e->plain = 0; /* out of range in the JSON */
+    for (size_t k = 0; k < o->nflows; k++)
+        write_flow(s, b, o->index + 1 + k, &t->flows.p[o->flow_at + k], o->pid, o->tid, o->ts);
     t->text.len = o->text;
+    t->flows.n = o->flow_at;
 }
 
 /* ---- 4. Packets ------------------------------------------------------------------------------ */
@@ -906,7 +1050,7 @@ static int parse_descriptor(strobe_rd_pfs *s, const field *df) {
                  : name == NULL))
         return 0;
     char *nm = NULL;
-    if (name && !(nm = dup_n(name, name_len))) return nomem(s);
+    if (name && !(nm = strobe__rd_dup_n(name, name_len))) return nomem(s);
     free(t->name);
     t->name = nm;
     if (!t->declared) t->decl_ix = s->ndeclared++;
@@ -951,7 +1095,7 @@ static int parse_interned(strobe_rd_pfs *s, seq *q, const field *idf) {
         }
         if (rc < 0) return rc;
         if (!str) continue;
-        char *copy = dup_n(str, len);
+        char *copy = strobe__rd_dup_n(str, len);
         if (!copy) return nomem(s);
         uint64_t old;
         uint64_t key = ((uint64_t)kind << 60) | (iid & ((UINT64_C(1) << 60) - 1));
@@ -1078,10 +1222,12 @@ static int parse_annotation(strobe_rd_pfs *s, seq *q, tevent *e, const field *af
             if (want(&s->d, &f, PFW_LEN)) return s->d.err;
             b->len = 0;
             /* Pasted only when it is one valid JSON value; else kept as a string. */
-            if (is_json_value((const char *)f.data, f.len))
+            int depth = json_value_depth((const char *)f.data, f.len);
+            if (depth >= 0)
                 put(b, f.data, f.len);
             else
                 put_json_string(b, (const char *)f.data, f.len);
+            if (depth > (int)e->adepth) e->adepth = (unsigned)depth;
             have = 1;
             break;
         default:
@@ -1157,14 +1303,6 @@ static int is_session(const tevent *e) {
            memcmp(e->cat, "Trace", 5) == 0;
 }
 
-/* The "cat" and "name" members of e, appended to b. */
-static void put_head(buf *b, const tevent *e) {
-    puts_(b, "\"cat\": ");
-    put_json_string(b, e->cat ? e->cat : "", e->cat ? e->cat_len : 0);
-    puts_(b, ", \"name\": ");
-    put_json_string(b, e->name ? e->name : "", e->name ? e->name_len : 0);
-}
-
 /* What a decoded track event becomes: a begin is held on its track until its end, which writes
  * the complete event; instants and counters are written at once. */
 static int emit_event(strobe_rd_pfs *s, tevent *e) {
@@ -1193,15 +1331,15 @@ static int emit_event(strobe_rd_pfs *s, tevent *e) {
             t->capopen = cap;
         }
         buf *tx = &t->text;
-        size_t text = tx->len;
-        put_head(tx, e);
+        size_t text = tx->len, cat_q;
+        int plain = put_head(tx, e, &cat_q);
         size_t head_len = tx->len - text;
         put_args(tx, e);
-        size_t args_len = tx->len - text - head_len;
-        size_t nflows = put_flows(s, tx, e, pid, tid);
+        size_t flow_at = t->flows.n;
+        long nflows = map_flows(s, &t->flows, e);
+        if (tx->err || nflows < 0) return nomem(s);
         uint64_t index = s->next_index; /* the slice's index is that of its begin */
-        s->next_index += 1 + nflows;
-        if (tx->err) return nomem(s);
+        s->next_index += 1 + (uint64_t)nflows;
         t->open[t->nopen++] = (open_slice){.index = index,
                                            .ts = e->ts,
                                            .pid = pid,
@@ -1209,8 +1347,11 @@ static int emit_event(strobe_rd_pfs *s, tevent *e) {
                                            .session = session,
                                            .text = text,
                                            .head_len = head_len,
-                                           .args_len = args_len,
-                                           .nflows = nflows};
+                                           .cat_q = cat_q,
+                                           .plain = plain,
+                                           .adepth = e->adepth,
+                                           .flow_at = flow_at,
+                                           .nflows = (size_t)nflows};
         break;
     }
     case PFW_TYPE_END:
@@ -1218,35 +1359,65 @@ static int emit_event(strobe_rd_pfs *s, tevent *e) {
         break;
     case PFW_TYPE_COUNTER: {
         need_header(s);
-        if (push_index(s, s->next_index++)) return s->d.err;
         sep(s, b);
+        size_t start = b->len;
+        strobe_rd_pf_elem *x = push_elem(s, s->next_index++, start, 'C');
+        if (!x) return s->d.err;
         const char *name = t && t->name ? t->name : "counter";
-        puts_(b, "{\"ph\": \"C\", \"cat\": \"counter\", \"name\": ");
-        put_cstr(b, name);
+        size_t name_len = strlen(name);
+        puts_(b, "{\"ph\": \"C\", \"cat\": \"");
+        x->cat_off = b->len - start;
+        x->cat_len = 7;
+        puts_(b, "counter\", \"name\": ");
+        size_t at = b->len;
+        put_json_string(b, name, name_len);
+        x->name_off = at + 1 - start;
+        x->name_len = name_len;
+        if (b->len - at != name_len + 2) x->plain = 0;
         put_pid_tid(b, pid, tid);
         put_ts(b, e->ts);
-        puts_(b, ", \"args\": {");
+        args_open(b, start, x);
         put_cstr(b, name);
         if (isfinite(e->value))
-            printf_(b, ": %.17g}}", e->value);
+            printf_(b, ": %.17g", e->value);
         else
-            puts_(b, ": 0}}");
+            puts_(b, ": 0");
+        args_close(b, start, x);
+        x->pid = pid;
+        x->tid = tid;
+        x->ts_ns = e->ts;
+        x->depth = 2;
+        if (e->ts == INT64_MIN) x->plain = 0;
         break;
     }
-    default: /* instants, and TYPE_UNSPECIFIED (legacy events), shown as instants */
+    default: { /* instants, and TYPE_UNSPECIFIED (legacy events), shown as instants */
         need_header(s);
-        if (push_index(s, s->next_index++)) return s->d.err;
         sep(s, b);
+        size_t start = b->len, cat_q;
+        strobe_rd_pf_elem *x = push_elem(s, s->next_index++, start, 'i');
+        if (!x) return s->d.err;
         puts_(b, "{\"ph\": \"i\", \"s\": \"t\", ");
-        put_head(b, e);
+        size_t h = b->len - start;
+        int plain = put_head(b, e, &cat_q);
+        head_fields(x, h, b->len - start - h, cat_q, plain);
+        x->scope = "t";
         put_pid_tid(b, pid, tid);
         put_ts(b, e->ts);
-        puts_(b, ", \"args\": {");
+        args_open(b, start, x);
         put_args(b, e);
-        puts_(b, "}}");
-        for (size_t k = put_flows(s, b, e, pid, tid); k > 0; k--)
-            if (push_index(s, s->next_index++)) return s->d.err;
+        args_close(b, start, x);
+        x->pid = pid;
+        x->tid = tid;
+        x->ts_ns = e->ts;
+        x->depth = 2 + e->adepth;
+        if (e->ts == INT64_MIN) x->plain = 0;
+        s->iflows.n = 0;
+        long n = map_flows(s, &s->iflows, e);
+        if (n < 0) return nomem(s);
+        for (size_t k = 0; k < s->iflows.n; k++)
+            write_flow(s, b, s->next_index++, &s->iflows.p[k], pid, tid, e->ts);
         break;
+    }
     }
     return b->err || s->late_meta.err ? nomem(s) : 0;
 }
@@ -1259,6 +1430,7 @@ static int parse_track_event(strobe_rd_pfs *s, seq *q, const field *tf, int64_t 
     e->name = e->cat = NULL;
     e->name_len = e->cat_len = 0;
     e->value = 0;
+    e->adepth = 0;
     e->anns.len = 0;
     e->nann = 0;
     e->nflow = 0;
@@ -1685,7 +1857,7 @@ static int next_trace_field(strobe_rd_pfs *s) {
 }
 
 /* The first pass. A graph launch's slice starts one flow per kernel, and the JSON gives all of
- * their ends the launch's id (put_flows); but a writer may put the device tracks before the CPU
+ * their ends the launch's id (map_flows); but a writer may put the device tracks before the CPU
  * threads (strobe's does, for test_perfetto's graph), so that the kernels' ends come before the
  * launch that tells which ids to change. This pass gathers them (s->rep), then the input starts
  * again. It keeps nothing per event, and costs a read of the input without decoding it. */
@@ -1762,6 +1934,7 @@ static void free_state(strobe_rd_pfs *s) {
     for (size_t i = 0; i < s->ntracks; i++) {
         track *t = &s->tracks[i];
         free(t->text.p);
+        free(t->flows.p);
         free(t->open);
         free(t->name);
     }
@@ -1778,6 +1951,7 @@ static void free_state(strobe_rd_pfs *s) {
     free(s->late_meta.p);
     free(s->trace_name);
     free(s->ring);
+    free(s->iflows.p);
     if (!s->mem) free(s->in);
 }
 
@@ -1786,7 +1960,7 @@ static void reset(strobe_rd_pfs *s) {
     gzFile gz = s->gz;
     const uint8_t *mem = s->mem;
     size_t mem_len = s->mem_len, max_packet = s->max_packet;
-    int allow_cut = s->allow_cut;
+    int allow_cut = s->allow_cut, direct = s->direct;
     free_state(s);
     memset(s, 0, sizeof *s);
     s->gz = gz;
@@ -1794,6 +1968,8 @@ static void reset(strobe_rd_pfs *s) {
     s->mem_len = mem_len;
     s->max_packet = max_packet;
     s->allow_cut = allow_cut;
+    s->direct = direct;
+    s->arr_end = -1;
     s->cut = -1;
     s->d.err_off = -1;
     s->phase = PH_HEADER;
@@ -1848,20 +2024,61 @@ static int pending(strobe_rd_pfs *s) {
     while (s->out_pos == s->out.len) {
         if (s->d.err) return s->d.err;
         if (s->phase == PH_DONE) return 0;
+        s->out_base += (int64_t)s->out.len;
         s->out.len = s->out_pos = 0;
         if (step(s)) return s->d.err ? s->d.err : STROBE_EFORMAT;
     }
     return 1;
 }
 
-long strobe_rd_pfs_read(strobe_rd_pfs *s, const void **text) {
+void strobe_rd_pfs_set_direct(strobe_rd_pfs *s) {
+    s->direct = 1;
+}
+
+long strobe_rd_pfs_read(strobe_rd_pfs *s, const void **text, int64_t *off) {
     int r = pending(s);
     if (r <= 0) return r;
-    size_t n = s->out.len - s->out_pos;
+    size_t end = s->out.len;
+    if (s->direct) {
+        /* Up to the next element, and a piece ends with the "[": the tokenizer reads text in
+         * place, and must have none of it left when the elements are handed out apart (which
+         * may write over it). */
+        if (s->ring_len && (size_t)s->ring[s->ring_head].offset < end)
+            end = (size_t)s->ring[s->ring_head].offset;
+        int64_t at = s->out_base + (int64_t)s->out_pos;
+        if (s->arr_end > at && s->arr_end - s->out_base < (int64_t)end)
+            end = (size_t)(s->arr_end - s->out_base);
+    }
+    size_t n = end - s->out_pos;
     if (n > LONG_MAX) n = LONG_MAX;
     *text = s->out.p + s->out_pos;
+    if (off) *off = s->out_base + (int64_t)s->out_pos;
     s->out_pos += n;
     return (long)n;
+}
+
+int strobe_rd_pfs_next_elem(strobe_rd_pfs *s, const strobe_rd_pf_elem **e) {
+    for (;;) {
+        if (s->ring_len) {
+            strobe_rd_pf_elem *c = &s->cur;
+            *c = s->ring[s->ring_head];
+            s->ring_head = (s->ring_head + 1) & (s->ring_cap - 1);
+            s->ring_len--;
+            size_t at = (size_t)c->offset;
+            c->text = s->out.p + at;
+            c->offset = s->out_base + c->offset;
+            s->out_pos = at + c->len;
+            *e = c;
+            return 1;
+        }
+        if (s->d.err) return s->d.err;
+        if (s->phase == PH_TRAILER || s->phase == PH_DONE) return 0;
+        if (s->out_pos == s->out.len) {
+            s->out_base += (int64_t)s->out.len;
+            s->out.len = s->out_pos = 0;
+        }
+        if (step(s)) return s->d.err ? s->d.err : STROBE_EFORMAT;
+    }
 }
 
 int strobe_rd_pfs_prime(strobe_rd_pfs *s) {
@@ -1875,14 +2092,6 @@ const char *strobe_rd_pfs_errmsg(const strobe_rd_pfs *s) {
 
 int64_t strobe_rd_pfs_error_offset(const strobe_rd_pfs *s) {
     return s->d.err ? s->d.err_off : -1;
-}
-
-uint64_t strobe_rd_pfs_next_index(strobe_rd_pfs *s, uint64_t fallback) {
-    if (s->ring_len == 0) return fallback;
-    uint64_t v = s->ring[s->ring_head];
-    s->ring_head = (s->ring_head + 1) % s->ring_cap;
-    s->ring_len--;
-    return v;
 }
 
 int64_t strobe_rd_pfs_cut(const strobe_rd_pfs *s) {
