@@ -1,6 +1,7 @@
 /* pftrace_dec.h: a streaming decoder of Perfetto protobuf traces (as strobe writes them, and other
- * TrackEvent traces) into Kineto-format Chrome trace JSON text, which the trace reader reads as it
- * reads a JSON file.
+ * TrackEvent traces) into Kineto-format Chrome trace JSON text. The trace reader reads the text
+ * around the event array as it reads a JSON file, and takes the elements with their fields
+ * (direct mode), so that it need not read their text again; strobe convert takes the text.
  *
  * What is understood: TracePacket sequences with interned event names, categories, debug
  * annotation names and string values; incremental state; sequence-scoped incremental clocks
@@ -17,10 +18,11 @@
  * session slice) and "traceEvents", then an element per track descriptor (thread and process
  * names, sort indices), instant, counter and flow at once, and a complete event ("X") per slice
  * when its end is read; slices still open at the end of the input close there, at the trace's
- * last time. So the elements come in the order of the ends, not of the starts, and a track's
- * metadata comes with its descriptor. What is kept between packets: each sequence's interned
- * strings (dropped when its incremental state is cleared), the track descriptors, the slices open
- * on each track (their names, annotations and flows), and the ids of fanned-out flows.
+ * last time. So the elements come in the order of the ends, not of the starts (each carries the
+ * index of its begin), and a track's metadata comes with its descriptor. What is kept between
+ * packets: each sequence's interned strings (dropped when its incremental state is cleared), the
+ * track descriptors, the slices open on each track (their names, annotations and flows), and the
+ * ids of fanned-out flows.
  *
  * Malformed input (a truncated varint, a length past the end, a wrong wire type, a field number
  * 0, a group) is an error with a message "byte N: reason", N the offset in the decompressed
