@@ -4,7 +4,7 @@
  *   1. Exact decimal parsing (strobe_rd_us_to_ns and friends).
  *   2. The reader object: open, close, errors.
  *   3. Top-level members (metadata) and the base-time look-ahead.
- *   4. Events.
+ *   4. Events, and those of a Perfetto trace from the fields its decoder gives.
  *   5. strobe_rd_next(): the top-level state machine.
  *   6. Lookups over raw JSON text (args).
  */
