@@ -7,18 +7,23 @@
  * two readings must agree (same outcome, events, error offset and content), which checks the code
  * for tokens and events that straddle input blocks against the simple path. Every byte the reader
  * hands out is touched, so that AddressSanitizer sees any pointer into freed or foreign memory.
+ * A Perfetto input whose JSON conversion (strobe_rd_pf_to_json) succeeds is also read from that
+ * JSON text: the events the reader fills from the decoder's fields must be those it reads from
+ * their text, and an error the same, at the same offset.
  * A crasher found here goes into tests/corpus/reader/, which test_reader replays. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pftrace_dec.h"
 #include "trace_reader.h"
 
 typedef struct outcome {
     int rc;
-    uint64_t items, hash;
+    uint64_t items, hash, events;
     int64_t err_off;
+    char msg[640];
 } outcome;
 
 static uint64_t mix(uint64_t h, const void *p, size_t n) {
@@ -51,7 +56,7 @@ static outcome read_all(const uint8_t *data, size_t size, size_t chunk, int pres
     o.max_value = 1 << 20;
     o.mem_chunk = chunk;
     o.prescan_base = prescan;
-    outcome out = {0, 0, 14695981039346656037ull, -1};
+    outcome out = {.hash = 14695981039346656037ull, .err_off = -1};
     strobe_rd *r;
     if (strobe_rd_open_mem(&r, data, size, "fuzz", &o) != 0) abort();
     strobe_rd_item it;
@@ -68,6 +73,7 @@ static outcome read_all(const uint8_t *data, size_t size, size_t chunk, int pres
             continue;
         }
         const strobe_rd_event *e = it.event;
+        out.events++;
         out.hash = mix(out.hash, &e->offset, sizeof e->offset);
         out.hash = mix_str(out.hash, e->ph);
         out.hash = mix_str(out.hash, e->name);
@@ -92,12 +98,34 @@ static outcome read_all(const uint8_t *data, size_t size, size_t chunk, int pres
     out.err_off = strobe_rd_error_offset(r);
     const char *msg = strobe_rd_errmsg(r);
     if ((rc == 0) != (msg[0] == '\0')) abort();
+    snprintf(out.msg, sizeof out.msg, "%s", msg);
     const strobe_rd_info *info = strobe_rd_get_info(r);
     if (info->trace_name.s) out.hash = mix_str(out.hash, info->trace_name);
     if (info->device_properties)
         out.hash = mix(out.hash, info->device_properties, info->device_properties_len);
     strobe_rd_close(r);
     return out;
+}
+
+/* The events of a Perfetto input against those of its JSON conversion read as JSON (metadata
+ * items aside: the JSON path hashes them too, but a Perfetto trace's come from the same text). */
+static void check_direct(const uint8_t *data, size_t size, const outcome *a) {
+    if (size == 0 || !strobe_rd_pf_sniff(data, size, 1)) return;
+    char *json, err[320];
+    size_t len;
+    int64_t cut;
+    if (strobe_rd_pf_to_json(data, size, &json, &len, err, sizeof err, &cut) != 0) return;
+    outcome j = read_all((const uint8_t *)json, len, 0, 0);
+    free(json);
+    if (a->rc != j.rc || a->items != j.items || a->events != j.events || a->hash != j.hash ||
+        a->err_off != j.err_off || strcmp(a->msg, j.msg) != 0) {
+        fprintf(stderr,
+                "direct reading differs from the JSON conversion's: rc %d/%d events %llu/%llu "
+                "off %lld/%lld\n'%s'\n'%s'\n",
+                a->rc, j.rc, (unsigned long long)a->events, (unsigned long long)j.events,
+                (long long)a->err_off, (long long)j.err_off, a->msg, j.msg);
+        abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -115,6 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort();
     }
     if (a.rc != b.rc || a.items != b.items || a.err_off != b.err_off) abort();
+    check_direct(data, size, &a);
     int64_t ns;
     (void)strobe_rd_us_to_ns((const char *)data, size, &ns);
     return 0;

@@ -1340,6 +1340,133 @@ static void test_perfetto_input(void) {
     free(b.p);
 }
 
+/* A track event packet: type, track 42, time ts, a name, a category (NULL: none), annotations
+ * (ann: a DebugAnnotation's bytes, ann_len of them, or NULL), a flow id (0: none). */
+static void pb_event(pb *b, int type, uint64_t ts, const char *name, size_t name_len,
+                     const char *cat, const void *ann, size_t ann_len, uint64_t flow, int term) {
+    pb te = {0}, packet = {0};
+    pb_varint(&te, 9 << 3), pb_varint(&te, (uint64_t)type);
+    pb_varint(&te, 11 << 3), pb_varint(&te, 42);
+    if (name) pb_len(&te, 23, name, name_len);
+    if (cat) pb_len(&te, 22, cat, strlen(cat));
+    if (ann) pb_len(&te, 4, ann, ann_len);
+    if (flow) pb_varint(&te, (term ? 42u : 36u) << 3), pb_varint(&te, flow);
+    if (type == 4) pb_varint(&te, 30 << 3), pb_varint(&te, 5);
+    pb_varint(&packet, 8 << 3), pb_varint(&packet, ts);
+    pb_varint(&packet, 10 << 3), pb_varint(&packet, 1);
+    pb_len(&packet, 11, te.p, te.len);
+    pb_len(b, 1, packet.p, packet.len);
+    free(te.p), free(packet.p);
+}
+
+/* A DebugAnnotation "k" whose value is the legacy JSON text json. */
+static void pb_json_ann(pb *a, const char *json) {
+    a->len = 0;
+    pb_len(a, 10, "k", 1);
+    pb_len(a, 9, json, strlen(json));
+}
+
+/* Every field of the events of two readers, and how they end. */
+static void same_reading(strobe_rd *a, strobe_rd *b, const char *what) {
+    strobe_rd_item x, y;
+    int ra, rb;
+    size_t n = 0;
+    do {
+        do
+            ra = strobe_rd_next(a, &x);
+        while (ra == STROBE_RD_META);
+        do
+            rb = strobe_rd_next(b, &y);
+        while (rb == STROBE_RD_META);
+        CHECK_EQ(ra, rb);
+        if (ra != rb || ra != STROBE_RD_EVENT) break;
+        const strobe_rd_event *e = x.event, *f = y.event;
+        n++;
+        CHECK_EQ(e->offset, f->offset);
+        const strobe_rd_str *sa[] = {&e->ph, &e->name,    &e->cat,     &e->bp,
+                                     &e->s,  &e->pid.str, &e->tid.str, &e->id.str};
+        const strobe_rd_str *sb[] = {&f->ph, &f->name,    &f->cat,     &f->bp,
+                                     &f->s,  &f->pid.str, &f->tid.str, &f->id.str};
+        for (size_t k = 0; k < sizeof sa / sizeof sa[0]; k++) {
+            CHECK_EQ(!sa[k]->s, !sb[k]->s);
+            CHECK_EQ(sa[k]->len, sb[k]->len);
+            if (sa[k]->s && sb[k]->s && sa[k]->len == sb[k]->len)
+                CHECK(memcmp(sa[k]->s, sb[k]->s, sa[k]->len + 1) == 0);
+        }
+        int64_t na[] = {e->pid.kind, e->pid.num,   e->tid.kind, e->tid.num,    e->id.kind,
+                        e->id.num,   e->has_ts,    e->ts_ns,    e->has_dur,    e->dur_ns,
+                        e->has_abs,  e->abs_ts_ns, e->bad,      e->pid.has_num};
+        int64_t nb[] = {f->pid.kind, f->pid.num,   f->tid.kind, f->tid.num,    f->id.kind,
+                        f->id.num,   f->has_ts,    f->ts_ns,    f->has_dur,    f->dur_ns,
+                        f->has_abs,  f->abs_ts_ns, f->bad,      f->pid.has_num};
+        for (size_t k = 0; k < sizeof na / sizeof na[0]; k++)
+            CHECK_EQ(na[k], nb[k]);
+        CHECK_EQ(e->raw_len, f->raw_len);
+        CHECK(e->raw_len == f->raw_len && memcmp(e->raw, f->raw, e->raw_len) == 0);
+        CHECK_EQ(!e->args, !f->args);
+        CHECK(e->args_len == f->args_len &&
+              (!e->args || memcmp(e->args, f->args, e->args_len) == 0));
+        CHECK_STR(e->bad_reason ? e->bad_reason : "", f->bad_reason ? f->bad_reason : "");
+    } while (1);
+    CHECK_STR(strobe_rd_errmsg(a), strobe_rd_errmsg(b));
+    CHECK_EQ(strobe_rd_error_offset(a), strobe_rd_error_offset(b));
+    if (check__failures) printf("%s: after %zu events\n", what, n);
+}
+
+/* The reader fills a Perfetto trace's events from the decoder's fields; they must be what the
+ * trace's JSON conversion (strobe_rd_pf_to_json) gives when it is read as JSON, also where the
+ * fields alone do not say it (escapes, values out of range) and at the limits. */
+static void test_perfetto_direct(void) {
+    pb b = {0}, ann = {0};
+    pb_thread_packet(&b, 42, 7, 4);
+    pb_event(&b, 1, 1000, "outer", 5, "cpu_op", NULL, 0, 5, 0);
+    pb_event(&b, 1, 1100, "q\"uo\\te", 8, "c\nat", NULL, 0, 0, 0);
+    pb_event(&b, 2, 1200, NULL, 0, NULL, NULL, 0, 0, 0);
+    pb_event(&b, 1, 1300, "bad\xff utf8 \xe2\x82", 14, "cpu_op", NULL, 0, 0, 0);
+    pb_event(&b, 2, 1400, NULL, 0, NULL, NULL, 0, 0, 0);
+    pb_event(&b, 1, 1500, "nul\0byte", 8, NULL, NULL, 0, UINT64_MAX, 0);
+    pb_event(&b, 2, 1600, NULL, 0, NULL, NULL, 0, 0, 0);
+    pb_json_ann(&ann, "[[1, 2], {\"a\": [3]}]"); /* depth 3 */
+    pb_event(&b, 1, 1700, "nested", 6, "cpu_op", ann.p, ann.len, 0, 0);
+    pb_json_ann(&ann, "\""
+                      "a long string value, longer than some limits"
+                      "\"");
+    pb_event(&b, 2, 1800, NULL, 0, NULL, ann.p, ann.len, 0, 0);
+    pb_event(&b, 3, 1900, "mark", 4, "i\"nst", ann.p, ann.len, UINT64_MAX, 1);
+    pb_event(&b, 4, 2000, NULL, 0, NULL, NULL, 0, 0, 0);
+    pb_event(&b, 1, (uint64_t)INT64_MIN, "min", 3, "cpu_op", NULL, 0, 0, 0);
+    pb_event(&b, 2, 2100, NULL, 0, NULL, NULL, 0, 0, 0);
+    pb_event(&b, 3, 2200, "inst", 4, NULL, NULL, 0, 5, 1);
+    pb_event(&b, 1, 2300, "left open, with a name of 40 bytes ....", 40, "cpu_op", NULL, 0, 0, 0);
+    char *json;
+    size_t len;
+    char err[320];
+    REQUIRE(strobe_rd_pf_to_json(b.p, b.len, &json, &len, err, sizeof err, NULL) == 0);
+    static const struct {
+        size_t depth, string, value;
+    } lim[] = {{0, 0, 0}, {3, 0, 0},  {4, 0, 0},  {5, 0, 0},   {6, 0, 0},  {7, 0, 0},
+               {0, 8, 0}, {0, 30, 0}, {0, 0, 60}, {0, 0, 150}, {0, 0, 200}};
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
+        strobe_rd_options o;
+        strobe_rd_options_init(&o);
+        if (lim[i].depth) o.max_depth = lim[i].depth;
+        if (lim[i].string) o.max_string = lim[i].string;
+        if (lim[i].value) o.max_value = lim[i].value;
+        strobe_rd *r, *j;
+        REQUIRE(strobe_rd_open_mem(&r, b.p, b.len, "t", &o) == 0);
+        REQUIRE(strobe_rd_open_mem(&j, json, len, "t", &o) == 0);
+        char what[64];
+        snprintf(what, sizeof what, "limits %zu/%zu/%zu", lim[i].depth, lim[i].string,
+                 lim[i].value);
+        same_reading(r, j, what);
+        strobe_rd_close(r);
+        strobe_rd_close(j);
+    }
+    free(json);
+    free(b.p);
+    free(ann.p);
+}
+
 /* Keys and names from the file in messages: control characters escaped, one line. */
 static void test_message_escapes(void) {
     static const char text[] = "{\"traceEvents\":[],\"a\\nb\\u001b[2J\\t\\u007f\":";
@@ -1372,6 +1499,7 @@ int main(void) {
     test_corpus();
     test_garbage();
     test_perfetto_input();
+    test_perfetto_direct();
     test_message_escapes();
     return check_result();
 }

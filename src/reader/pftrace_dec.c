@@ -1,62 +1,22 @@
-/* pftrace_dec.c: see pftrace_dec.h.
+/* pftrace_dec.c: see pftrace_dec.h; the decoder's parts are listed in pftrace_int.h.
  *
  * Contents:
- *   1. Protobuf primitives over a bounds-checked cursor (every read checks what is left).
- *   2. Buffers, maps and the decoder's state: sequences (interned strings, clocks, defaults),
- *      tracks (descriptor, resolved Kineto ids, open slices).
- *   3. Output: the JSON text of the header, of metadata and of events.
- *   4. Packets: descriptors, interned data, clocks, track events.
- *   5. Input: Trace fields one at a time through a bounded buffer; a cut at the end.
- *   6. The stream API, strobe_rd_pf_to_json() and the sniff.
- *
- * Field numbers are in pftrace_wire.h. */
-#include "pftrace_dec.h"
-
+ *   1. Protobuf primitives over a bounds-checked cursor.
+ *   2. Buffers and maps.
+ *   3. Input: Trace fields one at a time through a bounded buffer; a cut at the end.
+ *   4. The stream API, strobe_rd_pf_to_json() and the sniff. */
 #include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_pull.h"
-#include "pftrace_wire.h"
-#include "strobe/error.h"
+#include "pftrace_int.h"
 
-/* ---- 1. Protobuf primitives ------------------------------------------------------------------
- */
+/* ---- 1. Protobuf primitives ----------------------------------------------------------------- */
 
-typedef struct cur {
-    const uint8_t *p, *end;
-} cur;
-
-typedef struct field {
-    uint32_t num;
-    int wt;
-    uint64_t v;          /* varint, fixed64 or fixed32 value */
-    const uint8_t *data; /* length-delimited payload */
-    size_t len;
-    const uint8_t *at; /* where the field's tag starts, for messages */
-} field;
-
-/* Error state. Offsets are stream offsets: `start` is the buffer that holds the packet being
- * decoded, and `base` the stream offset of start[0]. */
-typedef struct dec {
-    const uint8_t *start;
-    int64_t base;
-    int err;
-    int64_t err_off;
-    char msg[300];
-} dec;
-
-static int fail_at(dec *d, int64_t off, const char *fmt, ...)
-#if defined(__GNUC__) || defined(__clang__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static int fail_at(dec *d, int64_t off, const char *fmt, ...) {
+int strobe__pf_fail_at(dec *d, int64_t off, const char *fmt, ...) {
     if (d->err) return d->err;
     d->err = STROBE_EFORMAT;
     d->err_off = off;
@@ -69,9 +29,7 @@ static int fail_at(dec *d, int64_t off, const char *fmt, ...) {
     return d->err;
 }
 
-#define fail(d, at, ...) fail_at((d), (d)->base + (int64_t)((at) - (d)->start), __VA_ARGS__)
-
-static int get_varint_slow(dec *d, cur *c, uint64_t *out) {
+int strobe__pf_get_varint_slow(dec *d, cur *c, uint64_t *out) {
     uint64_t v = 0;
     *out = 0;
     const uint8_t *at = c->p;
@@ -87,17 +45,8 @@ static int get_varint_slow(dec *d, cur *c, uint64_t *out) {
     return fail(d, at, "varint longer than 10 bytes");
 }
 
-/* A varint; most are one byte. */
-static inline int get_varint(dec *d, cur *c, uint64_t *out) {
-    if (c->p < c->end && !(*c->p & 0x80)) {
-        *out = *c->p++;
-        return 0;
-    }
-    return get_varint_slow(d, c, out);
-}
-
 /* Reads the next field of the message in c. @return 1: a field, 0: end of message, <0: error. */
-static int next_field(dec *d, cur *c, field *f) {
+int strobe__pf_next_field(dec *d, cur *c, field *f) {
     /* Every member set before any return, also at the end (gcc's -O3 flow analysis asks). */
     f->num = 0;
     f->wt = 0;
@@ -142,29 +91,9 @@ static int next_field(dec *d, cur *c, field *f) {
     }
 }
 
-/* Checks that a known field has the wire type its .proto declares. */
-static int want(dec *d, const field *f, int wt) {
-    if (f->wt == wt) return 0;
-    return fail(d, f->at, "field %u: wire type %d, expected %d", f->num, f->wt, wt);
-}
+/* ---- 2. Buffers and maps ------------------------------------------------------------------- */
 
-/* The payload of a length-delimited field as a message; empty for any other field (whose data is
- * NULL, and NULL + 0 is undefined). */
-static cur sub(const field *f) {
-    if (!f->data) return (cur){NULL, NULL};
-    return (cur){f->data, f->data + f->len};
-}
-
-/* ---- 2. Buffers, maps, state ----------------------------------------------------------------- */
-
-/* A growable byte buffer, NUL-terminated; `err` is sticky. */
-typedef struct buf {
-    char *p;
-    size_t len, cap;
-    int err;
-} buf;
-
-static int grow(buf *b, size_t n) {
+int strobe__pf_grow(buf *b, size_t n) {
     if (b->err) return b->err;
     if (b->cap - b->len > n) return 0;
     size_t cap = b->cap ? b->cap : 256;
@@ -179,24 +108,7 @@ static int grow(buf *b, size_t n) {
     return 0;
 }
 
-static void put(buf *b, const void *s, size_t n) {
-    if (grow(b, n)) return;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void puts_(buf *b, const char *s) {
-    put(b, s, strlen(s));
-}
-
-static void printf_(buf *b, const char *fmt, ...)
-#if defined(__GNUC__) || defined(__clang__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void printf_(buf *b, const char *fmt, ...) {
+void strobe__pf_printf(buf *b, const char *fmt, ...) {
     char tmp[128];
     va_list ap;
     va_start(ap, fmt);
@@ -206,7 +118,7 @@ static void printf_(buf *b, const char *fmt, ...) {
 }
 
 /* Decimal integers, written without printf: there are several per event. */
-static void put_u64(buf *b, uint64_t v) {
+void strobe__pf_put_u64(buf *b, uint64_t v) {
     char tmp[24];
     size_t i = sizeof tmp;
     do {
@@ -216,21 +128,14 @@ static void put_u64(buf *b, uint64_t v) {
     put(b, tmp + i, sizeof tmp - i);
 }
 
-static void put_i64(buf *b, int64_t v) {
+void strobe__pf_put_i64(buf *b, int64_t v) {
     if (v < 0) {
         put(b, "-", 1);
-        put_u64(b, 0 - (uint64_t)v);
+        strobe__pf_put_u64(b, 0 - (uint64_t)v);
     } else {
-        put_u64(b, (uint64_t)v);
+        strobe__pf_put_u64(b, (uint64_t)v);
     }
 }
-
-/* A hash map from a (uint64, uint64) key to a uint64 value, open addressing. */
-typedef struct map {
-    uint64_t *k1, *k2, *val;
-    uint8_t *used;
-    size_t cap, n;
-} map;
 
 static uint64_t mix(uint64_t a, uint64_t b) {
     uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull + (a << 6) + (a >> 2));
@@ -239,7 +144,7 @@ static uint64_t mix(uint64_t a, uint64_t b) {
     return h ^ (h >> 29);
 }
 
-static int map_put(map *m, uint64_t a, uint64_t b, uint64_t v) {
+int strobe__pf_map_put(map *m, uint64_t a, uint64_t b, uint64_t v) {
     if ((m->n + 1) * 2 > m->cap) {
         map g = {0};
         g.cap = m->cap ? 2 * m->cap : 64;
@@ -252,7 +157,7 @@ static int map_put(map *m, uint64_t a, uint64_t b, uint64_t v) {
             return STROBE_ENOMEM;
         }
         for (size_t i = 0; i < m->cap; i++)
-            if (m->used[i]) map_put(&g, m->k1[i], m->k2[i], m->val[i]);
+            if (m->used[i]) strobe__pf_map_put(&g, m->k1[i], m->k2[i], m->val[i]);
         free(m->k1), free(m->k2), free(m->val), free(m->used);
         *m = g;
     }
@@ -267,7 +172,7 @@ static int map_put(map *m, uint64_t a, uint64_t b, uint64_t v) {
     return 0;
 }
 
-static int map_get(const map *m, uint64_t a, uint64_t b, uint64_t *v) {
+int strobe__pf_map_get(const map *m, uint64_t a, uint64_t b, uint64_t *v) {
     if (m->cap == 0) return 0;
     size_t i = (size_t)mix(a, b) & (m->cap - 1);
     while (m->used[i]) {
@@ -280,122 +185,12 @@ static int map_get(const map *m, uint64_t a, uint64_t b, uint64_t *v) {
     return 0;
 }
 
-static void map_free(map *m) {
+void strobe__pf_map_free(map *m) {
     free(m->k1), free(m->k2), free(m->val), free(m->used);
     memset(m, 0, sizeof *m);
 }
 
-enum { TK_PLAIN, TK_PROCESS, TK_THREAD, TK_COUNTER };
-enum { IN_NAME = 1, IN_CAT = 2, IN_ANN = 3, IN_STR = 4 };
-
-/* A slice whose begin was read and whose end was not yet: the parts of its JSON text known at
- * the begin, kept until the end gives its duration. */
-typedef struct open_slice {
-    uint64_t index; /* its element's index; its flows have the next ones */
-    int64_t ts;
-    int64_t pid, tid;
-    int session; /* strobe's session slice: written with empty args */
-    /* Its text, at `text` in its track's text stack: "\"cat\": C, \"name\": N" (head_len bytes),
-     * the begin's annotations as JSON members (args_len), the JSON text of its flow events, each
-     * led by ",\n  " (the rest). */
-    size_t text, head_len, args_len;
-    size_t nflows; /* flow events in it */
-} open_slice;
-
-typedef struct track {
-    uint64_t uuid, parent;
-    int declared; /* a descriptor was read (else only events named it) */
-    int kind, has_parent, has_sort;
-    int64_t pid, tid, sort;
-    char *name;         /* malloc'ed, or NULL */
-    int64_t opid, otid; /* resolved Kineto pid and tid */
-    int resolved;
-    int lane; /* another track of its parent's thread: no thread name or sort index of its own */
-    size_t decl_ix; /* its place among declared tracks, for made-up ids */
-    open_slice *open;
-    size_t nopen, capopen;
-    buf text; /* the texts of the open slices, innermost last: slices close in reverse order */
-} track;
-
-/* A packet sequence. Its interned strings are dropped when its incremental state is cleared, so
- * that they are bounded by what one state holds. */
-typedef struct seq {
-    uint32_t id;
-    map interned;       /* (kind, iid) -> malloc'ed string */
-    uint64_t inc_clock; /* the sequence's incremental clock id, 0: none */
-    uint64_t inc_value; /* its current value */
-    int64_t inc_offset; /* BOOTTIME - incremental clock, from the snapshot */
-    uint64_t def_clock; /* TracePacketDefaults.timestamp_clock_id, 0: none */
-    uint64_t def_track; /* TrackEventDefaults.track_uuid */
-    int has_def_track;
-} seq;
-
-/* The TrackEvent being decoded. */
-typedef struct tevent {
-    int type;
-    uint64_t track;
-    int64_t ts;
-    const char *name, *cat; /* NULL: absent */
-    size_t name_len, cat_len;
-    double value;
-    buf anns; /* annotation keys and values (JSON text), NUL-separated; see ann_key() */
-    size_t *ann_off;
-    size_t nann, capann;
-    buf scratch; /* the name and categories given as strings, and a value being formatted */
-    uint64_t *flow_id;
-    uint8_t *flow_term;
-    size_t nflow, capflow;
-} tevent;
-
-enum { PH_HEADER, PH_EVENTS, PH_CLOSE, PH_TRAILER, PH_DONE };
-
-struct strobe_rd_pfs {
-    /* Input: a gzFile (borrowed) or memory. in[in_pos..in_len) is unread, in[0] is at stream
-     * offset in_base. */
-    gzFile gz;
-    const uint8_t *mem;
-    size_t mem_len;
-    uint8_t *in;
-    size_t in_pos, in_len, in_cap;
-    int64_t in_base;
-    int in_eof;
-    size_t max_packet;
-    int allow_cut;
-    int scanning; /* the first pass, which only gathers fanned-out flows (prescan_flows) */
-    int scanned;
-    int64_t cut;     /* where an incomplete last field starts, -1: none */
-    uint64_t fields; /* whole Trace fields read */
-
-    dec d;
-    seq *seqs;
-    size_t nseqs, capseqs;
-    map seq_ix; /* (sequence id, 0) -> index in seqs */
-    track *tracks;
-    size_t ntracks, captracks, ndeclared;
-    map track_ix; /* (uuid, 0) -> index in tracks */
-    map rep;      /* fanned-out flow id -> the id its launch's "s" carries */
-    tevent ev;
-    int64_t last_ts;
-    int content; /* a track event or descriptor was read */
-
-    /* Output: out[out_pos..out.len) not yet handed out. Each element of traceEvents written has
-     * an index, in the order of the begins (see strobe_rd_pfs_next_index), queued in a ring until
-     * the reader takes it. */
-    buf out;
-    uint64_t next_index;
-    uint64_t *ring;
-    size_t ring_head, ring_len, ring_cap;
-    size_t out_pos;
-    int phase;
-    int first;          /* no event written yet */
-    int session;        /* the session slice was seen */
-    buf pending_m;      /* metadata events read before the header was written */
-    buf late_meta;      /* top-level members of a session slice seen after the header */
-    char *trace_name;   /* the traceName member's JSON value, written last */
-    size_t close_track; /* PH_CLOSE: the next track whose open slices are closed */
-};
-
-static int nomem(strobe_rd_pfs *s) {
+int strobe__pf_nomem(strobe_rd_pfs *s) {
     if (s->d.err) return s->d.err;
     s->d.err = STROBE_ENOMEM;
     s->d.err_off = -1;
@@ -403,1063 +198,13 @@ static int nomem(strobe_rd_pfs *s) {
     return STROBE_ENOMEM;
 }
 
-/* Queues the index of the element just written. */
-static int push_index(strobe_rd_pfs *s, uint64_t index) {
-    if (s->ring_len == s->ring_cap) {
-        size_t cap = s->ring_cap ? 2 * s->ring_cap : 256;
-        uint64_t *r = malloc(cap * sizeof *r);
-        if (!r) return nomem(s);
-        for (size_t i = 0; i < s->ring_len; i++)
-            r[i] = s->ring[(s->ring_head + i) % s->ring_cap];
-        free(s->ring);
-        s->ring = r;
-        s->ring_cap = cap;
-        s->ring_head = 0;
-    }
-    s->ring[(s->ring_head + s->ring_len++) % s->ring_cap] = index;
-    return 0;
-}
-
-static char *dup_n(const void *p, size_t n) {
-    char *c = malloc(n + 1);
-    if (c) {
-        memcpy(c, p, n);
-        c[n] = '\0';
-    }
-    return c;
-}
-
-static seq *get_seq(strobe_rd_pfs *s, uint32_t id) {
-    uint64_t ix;
-    if (map_get(&s->seq_ix, id, 0, &ix)) return &s->seqs[ix];
-    if (s->nseqs == s->capseqs) {
-        size_t cap = s->capseqs ? 2 * s->capseqs : 16;
-        seq *p = realloc(s->seqs, cap * sizeof *p);
-        if (!p) return NULL;
-        s->seqs = p;
-        s->capseqs = cap;
-    }
-    if (map_put(&s->seq_ix, id, 0, s->nseqs)) return NULL;
-    seq *q = &s->seqs[s->nseqs++];
-    memset(q, 0, sizeof *q);
-    q->id = id;
-    return q;
-}
-
-static void seq_clear_interned(seq *q) {
+void strobe__pf_seq_clear_interned(seq *q) {
     for (size_t i = 0; i < q->interned.cap; i++)
         if (q->interned.used[i]) free((char *)(uintptr_t)q->interned.val[i]);
-    map_free(&q->interned);
+    strobe__pf_map_free(&q->interned);
 }
 
-/* The track with this uuid; created (undeclared) when `create`. */
-static track *get_track(strobe_rd_pfs *s, uint64_t uuid, int create) {
-    uint64_t ix;
-    if (map_get(&s->track_ix, uuid, 0, &ix)) return &s->tracks[ix];
-    if (!create) return NULL;
-    if (s->ntracks == s->captracks) {
-        size_t cap = s->captracks ? 2 * s->captracks : 16;
-        track *p = realloc(s->tracks, cap * sizeof *p);
-        if (!p) return NULL;
-        s->tracks = p;
-        s->captracks = cap;
-    }
-    if (map_put(&s->track_ix, uuid, 0, s->ntracks)) return NULL;
-    track *t = &s->tracks[s->ntracks++];
-    memset(t, 0, sizeof *t);
-    t->uuid = uuid;
-    return t;
-}
-
-/* Kineto's (pid, tid) of a track: from its descriptor, its uuid (strobe's device tracks), its
- * parent, or made up (large numbers that no OS id reaches). A track that only events named has
- * 0 and 0. */
-static void resolve(strobe_rd_pfs *s, track *t, int depth) {
-    if (t->resolved) return;
-    t->resolved = 1;
-    uint64_t u = t->uuid;
-    if (!t->declared) {
-        t->opid = t->otid = 0;
-    } else if (t->kind == TK_THREAD) {
-        t->opid = t->pid, t->otid = t->tid;
-    } else if (t->kind == TK_PROCESS) {
-        t->opid = t->pid, t->otid = 0;
-    } else if (t->kind == TK_PLAIN && (u >> 56) == PFW_KINETO_MARK) {
-        t->opid = (int64_t)((u >> 32) & 0xFFFFFF), t->otid = (int64_t)(int32_t)(uint32_t)u;
-    } else if (t->kind == TK_PLAIN && (u >> 56) == PFW_KINETO_PROC_MARK) {
-        t->opid = (int64_t)(u & 0xFFFFFF), t->otid = 0;
-    } else {
-        track *p = t->has_parent && depth < 64 ? get_track(s, t->parent, 0) : NULL;
-        if (p && !p->declared) p = NULL;
-        if (p) resolve(s, p, depth + 1);
-        /* A plain track under a thread's track, or under a Kineto (pid, tid) track, is another
-         * track of that thread: strobe convert puts slices that overlap without nesting there,
-         * and Perfetto shows such a track as the thread's. */
-        t->lane =
-            p && t->kind == TK_PLAIN &&
-            (p->kind == TK_THREAD || (p->kind == TK_PLAIN && (p->uuid >> 56) == PFW_KINETO_MARK));
-        t->opid = p ? p->opid : 2000000000 + (int64_t)t->decl_ix;
-        t->otid =
-            (t->kind == TK_COUNTER || t->lane) && p ? p->otid : 1000000000 + (int64_t)t->decl_ix;
-    }
-}
-
-/* ---- 3. Output ------------------------------------------------------------------------------- */
-
-/* Times: strobe writes ns relative to the JSON's baseTimeNanoseconds (which it records on the
- * session slice), so they are written out as they are: "ts" in the JSON is relative to the same
- * base. A trace from elsewhere has no base, and its absolute times stay absolute. */
-
-/* Appends s[0..n) as a JSON string to b: control characters and quotes escaped, invalid UTF-8 as
- * U+FFFD. */
-static void put_json_string(buf *b, const char *str, size_t n) {
-    const unsigned char *u = (const unsigned char *)str, *end = u + n;
-    put(b, "\"", 1);
-    while (u < end) {
-        unsigned c = *u;
-        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x7f) {
-            const unsigned char *q = u;
-            while (q < end && *q >= 0x20 && *q != '"' && *q != '\\' && *q < 0x7f)
-                q++;
-            put(b, u, (size_t)(q - u));
-            u = q;
-            continue;
-        }
-        if (c >= 0x80) {
-            size_t len = c >= 0xc2 && c <= 0xdf   ? 2
-                         : c >= 0xe0 && c <= 0xef ? 3
-                         : c >= 0xf0 && c <= 0xf4 ? 4
-                                                  : 0;
-            int ok = len > 0 && (size_t)(end - u) >= len;
-            for (size_t i = 1; ok && i < len; i++)
-                ok = (u[i] & 0xc0) == 0x80;
-            if (ok && len == 3) {
-                unsigned cp = ((c & 0x0f) << 12) | ((u[1] & 0x3f) << 6) | (u[2] & 0x3f);
-                ok = cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff);
-            } else if (ok && len == 4) {
-                unsigned cp = ((c & 0x07) << 18) | ((u[1] & 0x3f) << 12);
-                ok = cp >= 0x10000 && cp <= 0x10ffff;
-            }
-            if (ok) {
-                put(b, u, len);
-                u += len;
-            } else {
-                puts_(b, "\\ufffd");
-                u++;
-            }
-            continue;
-        }
-        u++;
-        switch (c) {
-        case '"':
-            puts_(b, "\\\"");
-            break;
-        case '\\':
-            puts_(b, "\\\\");
-            break;
-        case '\n':
-            puts_(b, "\\n");
-            break;
-        case '\t':
-            puts_(b, "\\t");
-            break;
-        default:
-            printf_(b, "\\u%04x", c);
-            break;
-        }
-    }
-    put(b, "\"", 1);
-}
-
-static void put_cstr(buf *b, const char *s) {
-    put_json_string(b, s ? s : "", s ? strlen(s) : 0);
-}
-
-/* 1 when text[0..n) is exactly one JSON value. */
-static int is_json_value(const char *text, size_t n) {
-    strobe_jp jp;
-    strobe_jp_init_mem(&jp, text, n);
-    jp.max_depth = 256;
-    int tok, ok = 1;
-    do {
-        tok = strobe_jp_next(&jp);
-        if (tok == STROBE_JP_ERROR) ok = 0;
-    } while (ok && tok != STROBE_JP_EOF && !strobe_jp_complete(&jp));
-    if (ok && strobe_jp_complete(&jp))
-        ok = strobe_jp_next(&jp) == STROBE_JP_EOF;
-    else
-        ok = 0;
-    strobe_jp_free(&jp);
-    return ok;
-}
-
-static void put_ts(buf *b, int64_t ns) {
-    uint64_t mag;
-    if (ns >= 0) {
-        mag = (uint64_t)ns;
-    } else {
-        mag = 0 - (uint64_t)ns;
-        put(b, "-", 1);
-    }
-    put_u64(b, mag / 1000);
-    unsigned frac = (unsigned)(mag % 1000);
-    char f[4] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
-                 (char)('0' + frac % 10)};
-    put(b, f, 4);
-}
-
-/* ", \"pid\": P, \"tid\": T, \"ts\": " */
-static void put_pid_tid(buf *b, int64_t pid, int64_t tid) {
-    puts_(b, ", \"pid\": ");
-    put_i64(b, pid);
-    puts_(b, ", \"tid\": ");
-    put_i64(b, tid);
-    puts_(b, ", \"ts\": ");
-}
-
-/* to - from, 0 when negative, held at INT64_MAX: times are unchecked 64-bit values. */
-static int64_t span(int64_t from, int64_t to) {
-    int64_t d;
-    if (to <= from) return 0;
-    return __builtin_sub_overflow(to, from, &d) ? INT64_MAX : d;
-}
-
-/* Starts the next element of traceEvents in b. */
-static void sep(strobe_rd_pfs *s, buf *b) {
-    puts_(b, s->first ? "  " : ",\n  ");
-    s->first = 0;
-}
-
-/* The annotations of the event being decoded: key i at anns.p + ann_off[2i], its value (JSON
- * text) at anns.p + ann_off[2i + 1]. */
-static const char *ann_key(const tevent *e, size_t i) {
-    return e->anns.p + e->ann_off[2 * i];
-}
-
-static const char *ann_val(const tevent *e, size_t i) {
-    return e->anns.p + e->ann_off[2 * i + 1];
-}
-
-/* Appends the annotations of e as JSON members ("k": v, ...) to b. */
-static void put_args(buf *b, const tevent *e) {
-    for (size_t i = 0; i < e->nann; i++) {
-        if (i) puts_(b, ", ");
-        put_cstr(b, ann_key(e, i));
-        puts_(b, ": ");
-        puts_(b, ann_val(e, i));
-    }
-}
-
-static int reserved_key(const char *k) {
-    return strcmp(k, "baseTimeNanoseconds") == 0 || strcmp(k, "deviceProperties") == 0 ||
-           strcmp(k, "traceName") == 0 || strcmp(k, "schemaVersion") == 0 ||
-           strcmp(k, "displayTimeUnit") == 0 || strcmp(k, "traceEvents") == 0;
-}
-
-/* The top level up to the event array, from the annotations of the session slice `e` (NULL: none
- * was seen); then the metadata events kept until now. */
-static void write_header(strobe_rd_pfs *s, const tevent *e) {
-    buf *b = &s->out;
-    const char *devprops = "[]";
-    int64_t base = 0;
-    int has_base = 0;
-    for (size_t i = 0; e && i < e->nann; i++) {
-        const char *k = ann_key(e, i), *v = ann_val(e, i);
-        if (strcmp(k, "baseTimeNanoseconds") == 0) {
-            char *end;
-            long long x = strtoll(v, &end, 10);
-            if (*end == '\0' && end != v) base = x, has_base = 1;
-        } else if (strcmp(k, "deviceProperties") == 0) {
-            devprops = v;
-        } else if (strcmp(k, "traceName") == 0) {
-            free(s->trace_name);
-            s->trace_name = dup_n(v, strlen(v));
-            if (!s->trace_name) b->err = STROBE_ENOMEM;
-        }
-    }
-    puts_(b, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ");
-    puts_(b, devprops);
-    for (size_t i = 0; e && i < e->nann; i++) {
-        const char *k = ann_key(e, i);
-        if (reserved_key(k)) continue;
-        puts_(b, ",\n  ");
-        put_cstr(b, k);
-        puts_(b, ": ");
-        puts_(b, ann_val(e, i));
-    }
-    puts_(b, ",\n  \"displayTimeUnit\": \"ms\"");
-    if (has_base) printf_(b, ",\n  \"baseTimeNanoseconds\": %" PRId64, base);
-    puts_(b, ",\n  \"traceEvents\": [\n");
-    s->phase = PH_EVENTS;
-    s->first = 1;
-    if (s->pending_m.len) {
-        s->first = 0;
-        put(b, s->pending_m.p, s->pending_m.len);
-    }
-    free(s->pending_m.p);
-    memset(&s->pending_m, 0, sizeof s->pending_m);
-}
-
-/* A session slice seen after the header: its members are written after the event array, where
- * the JSON reader takes top-level members too (only the first session slice counts). */
-static void late_session(strobe_rd_pfs *s, const tevent *e) {
-    buf *b = &s->late_meta;
-    for (size_t i = 0; i < e->nann; i++) {
-        const char *k = ann_key(e, i), *v = ann_val(e, i);
-        if (strcmp(k, "traceName") == 0) {
-            free(s->trace_name);
-            s->trace_name = dup_n(v, strlen(v));
-            if (!s->trace_name) b->err = STROBE_ENOMEM;
-            continue;
-        }
-        if (strcmp(k, "schemaVersion") == 0 || strcmp(k, "displayTimeUnit") == 0 ||
-            strcmp(k, "traceEvents") == 0)
-            continue;
-        puts_(b, ",\n  ");
-        put_cstr(b, k);
-        puts_(b, ": ");
-        puts_(b, v);
-    }
-}
-
-/* Makes sure the header was written before an event is. */
-static void need_header(strobe_rd_pfs *s) {
-    if (s->phase == PH_HEADER) write_header(s, NULL);
-}
-
-/* A metadata event ("M"): written at once after the header, else kept for it. */
-static void meta_event(strobe_rd_pfs *s, const char *name, int64_t pid, int64_t tid,
-                       const char *arg, const char *str, int64_t num) {
-    buf *b = s->phase == PH_HEADER ? &s->pending_m : &s->out;
-    if (push_index(s, s->next_index++)) return;
-    if (s->phase == PH_HEADER)
-        puts_(b, b->len ? ",\n  " : "  ");
-    else
-        sep(s, b);
-    printf_(b,
-            "{\"name\": \"%s\", \"ph\": \"M\", \"ts\": 0.000, \"pid\": %" PRId64
-            ", \"tid\": %" PRId64 ", \"args\": {\"%s\": ",
-            name, pid, tid, arg);
-    if (str)
-        put_cstr(b, str);
-    else
-        printf_(b, "%" PRId64, num);
-    puts_(b, "}}");
-}
-
-/* The metadata events of a track whose descriptor was just read. */
-static void track_meta(strobe_rd_pfs *s, track *t) {
-    resolve(s, t, 0);
-    if (t->kind == TK_COUNTER || t->lane) return;
-    int is_proc =
-        t->kind == TK_PROCESS || (t->kind == TK_PLAIN && (t->uuid >> 56) == PFW_KINETO_PROC_MARK);
-    if (is_proc) {
-        if (t->name) meta_event(s, "process_name", t->opid, 0, "name", t->name, 0);
-        if (t->has_sort)
-            meta_event(s, "process_sort_index", t->opid, 0, "sort_index", NULL, t->sort);
-    } else {
-        if (t->name) meta_event(s, "thread_name", t->opid, t->otid, "name", t->name, 0);
-        if (t->has_sort)
-            meta_event(s, "thread_sort_index", t->opid, t->otid, "sort_index", NULL, t->sort);
-    }
-}
-
-/* The flow events of e, on (pid, tid) at ts, appended to b. Kineto's JSON has one "s" per launch
- * and an "f" per device event, all with the correlation id; in protobuf a terminating flow id
- * closes its flow, so a slice that starts several flows (a CUDA graph's launch) lists one id per
- * device event (strobe's writer: the correlation id first). Such a slice is written with one "s",
- * with its first id, and every flow it starts maps to that id (s->rep): their ends become "f"
- * with the same id, which JSON viewers draw as one arrow each. Flows started alone keep their id.
- * An end read before its launch keeps its own id. @return the number of flow events. */
-static size_t put_flows(strobe_rd_pfs *s, buf *b, const tevent *e, int64_t pid, int64_t tid) {
-    uint64_t first = 0;
-    size_t outgoing = 0, n = 0;
-    for (size_t f = 0; f < e->nflow; f++) {
-        if (e->flow_term[f]) continue;
-        if (outgoing++ == 0) first = e->flow_id[f];
-    }
-    for (size_t f = 0; outgoing > 1 && f < e->nflow; f++)
-        if (!e->flow_term[f] && e->flow_id[f] != first && map_put(&s->rep, e->flow_id[f], 0, first))
-            b->err = STROBE_ENOMEM;
-    int started = 0;
-    for (size_t f = 0; f < e->nflow; f++) {
-        uint64_t id = e->flow_id[f];
-        int term = e->flow_term[f];
-        if (!term && started++) continue; /* the slice's first "s" stands for all */
-        if (term) map_get(&s->rep, id, 0, &id);
-        puts_(b, term ? ",\n  {\"ph\": \"f\", \"id\": " : ",\n  {\"ph\": \"s\", \"id\": ");
-        put_u64(b, id);
-        put_pid_tid(b, pid, tid);
-        put_ts(b, e->ts);
-        puts_(b, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
-        if (term) puts_(b, ", \"bp\": \"e\"");
-        puts_(b, "}");
-        n++;
-    }
-    return n;
-}
-
-/* Writes the complete event of the innermost open slice of t, which ended at end_ts, with the
- * end's annotations (end: may be NULL) after the begin's, and drops it. */
-static void close_slice(strobe_rd_pfs *s, track *t, int64_t end_ts, const tevent *end) {
-    open_slice *o = &t->open[--t->nopen];
-    buf *b = &s->out;
-    need_header(s);
-    for (size_t k = 0; k <= o->nflows; k++)
-        if (push_index(s, o->index + k)) break;
-    const char *head = t->text.p + o->text, *args = head + o->head_len, *flows = args + o->args_len;
-    size_t flows_len = t->text.len - o->text - o->head_len - o->args_len;
-    sep(s, b);
-    puts_(b, "{\"ph\": \"X\", ");
-    put(b, head, o->head_len);
-    put_pid_tid(b, o->pid, o->tid);
-    put_ts(b, o->ts);
-    puts_(b, ", \"dur\": ");
-    put_ts(b, span(o->ts, end_ts));
-    puts_(b, ", \"args\": {");
-    if (!o->session) {
-        put(b, args, o->args_len);
-        if (end && end->nann) {
-            if (o->args_len) puts_(b, ", ");
-            put_args(b, end);
-        }
-    }
-    puts_(b, "}}");
-    put(b, flows, flows_len);
-    t->text.len = o->text;
-}
-
-/* ---- 4. Packets ------------------------------------------------------------------------------ */
-
-static int parse_descriptor(strobe_rd_pfs *s, const field *df) {
-    cur c = sub(df);
-    field f;
-    int rc;
-    track tmp = {0};
-    const uint8_t *name = NULL;
-    size_t name_len = 0;
-    int has_uuid = 0;
-    while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        switch (f.num) {
-        case PFW_TD_UUID:
-            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
-            tmp.uuid = f.v;
-            has_uuid = 1;
-            break;
-        case PFW_TD_PARENT:
-            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
-            tmp.parent = f.v;
-            tmp.has_parent = 1;
-            break;
-        case PFW_TD_NAME:
-        case PFW_TD_STATIC_NAME:
-            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
-            name = f.data, name_len = f.len;
-            break;
-        case PFW_TD_SIBLING_RANK:
-            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
-            tmp.sort = (int32_t)f.v;
-            tmp.has_sort = 1;
-            break;
-        case PFW_TD_COUNTER:
-            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
-            tmp.kind = TK_COUNTER;
-            break;
-        case PFW_TD_PROCESS:
-        case PFW_TD_THREAD: {
-            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
-            int thread = f.num == PFW_TD_THREAD;
-            tmp.kind = thread ? TK_THREAD : TK_PROCESS;
-            cur pc = sub(&f);
-            field g;
-            while ((rc = next_field(&s->d, &pc, &g)) > 0) {
-                if (g.num == PFW_PROC_PID || (thread && g.num == PFW_THREAD_TID)) {
-                    if (want(&s->d, &g, PFW_VARINT)) return s->d.err;
-                    if (g.num == PFW_PROC_PID)
-                        tmp.pid = (int32_t)g.v;
-                    else
-                        tmp.tid = (int32_t)g.v;
-                } else if ((!thread && g.num == PFW_PROC_NAME) ||
-                           (thread && g.num == PFW_THREAD_NAME)) {
-                    if (want(&s->d, &g, PFW_LEN)) return s->d.err;
-                    name = g.data, name_len = g.len;
-                }
-            }
-            if (rc < 0) return rc;
-            break;
-        }
-        default:
-            break;
-        }
-    }
-    if (rc < 0) return rc;
-    if (!has_uuid) return 0; /* nothing can refer to it */
-    s->content = 1;
-    track *t = get_track(s, tmp.uuid, 1);
-    if (!t) return nomem(s);
-    /* A descriptor repeated as it was (writers emit them again after a state clear) says
-     * nothing new. */
-    if (t->declared && t->kind == tmp.kind && t->has_parent == tmp.has_parent &&
-        t->parent == tmp.parent && t->pid == tmp.pid && t->tid == tmp.tid &&
-        t->has_sort == tmp.has_sort && t->sort == tmp.sort &&
-        (t->name ? name && strlen(t->name) == name_len && memcmp(t->name, name, name_len) == 0
-                 : name == NULL))
-        return 0;
-    char *nm = NULL;
-    if (name && !(nm = dup_n(name, name_len))) return nomem(s);
-    free(t->name);
-    t->name = nm;
-    if (!t->declared) t->decl_ix = s->ndeclared++;
-    t->declared = 1;
-    t->kind = tmp.kind;
-    t->has_parent = tmp.has_parent;
-    t->parent = tmp.parent;
-    t->pid = tmp.pid;
-    t->tid = tmp.tid;
-    t->has_sort = tmp.has_sort;
-    t->sort = tmp.sort;
-    t->resolved = 0;
-    track_meta(s, t);
-    return s->out.err || s->pending_m.err ? nomem(s) : 0;
-}
-
-static int parse_interned(strobe_rd_pfs *s, seq *q, const field *idf) {
-    cur c = sub(idf);
-    field f;
-    int rc;
-    while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        int kind = f.num == PFW_INTERNED_CATEGORIES  ? IN_CAT
-                   : f.num == PFW_INTERNED_NAMES     ? IN_NAME
-                   : f.num == PFW_INTERNED_ANN_NAMES ? IN_ANN
-                   : f.num == PFW_INTERNED_STRINGS   ? IN_STR
-                                                     : 0;
-        if (!kind) continue;
-        if (want(&s->d, &f, PFW_LEN)) return s->d.err;
-        cur ec = sub(&f);
-        field g;
-        uint64_t iid = 0;
-        const uint8_t *str = NULL;
-        size_t len = 0;
-        while ((rc = next_field(&s->d, &ec, &g)) > 0) {
-            if (g.num == PFW_INTERNED_IID) {
-                if (want(&s->d, &g, PFW_VARINT)) return s->d.err;
-                iid = g.v;
-            } else if (g.num == PFW_INTERNED_STR) {
-                if (want(&s->d, &g, PFW_LEN)) return s->d.err;
-                str = g.data, len = g.len;
-            }
-        }
-        if (rc < 0) return rc;
-        if (!str) continue;
-        char *copy = dup_n(str, len);
-        if (!copy) return nomem(s);
-        uint64_t old;
-        uint64_t key = ((uint64_t)kind << 60) | (iid & ((UINT64_C(1) << 60) - 1));
-        int had = map_get(&q->interned, key, iid, &old);
-        if (map_put(&q->interned, key, iid, (uint64_t)(uintptr_t)copy)) {
-            free(copy);
-            return nomem(s);
-        }
-        if (had) free((char *)(uintptr_t)old);
-    }
-    return rc;
-}
-
-static const char *lookup(seq *q, int kind, uint64_t iid) {
-    uint64_t v;
-    uint64_t key = ((uint64_t)kind << 60) | (iid & ((UINT64_C(1) << 60) - 1));
-    return map_get(&q->interned, key, iid, &v) ? (const char *)(uintptr_t)v : NULL;
-}
-
-static int parse_clock_snapshot(strobe_rd_pfs *s, seq *q, const field *cf) {
-    cur c = sub(cf);
-    field f;
-    int rc;
-    int have_boot = 0, have_inc = 0;
-    uint64_t boot = 0, inc = 0;
-    while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        if (f.num != PFW_SNAPSHOT_CLOCK) continue;
-        if (want(&s->d, &f, PFW_LEN)) return s->d.err;
-        cur cc = sub(&f);
-        field g;
-        uint64_t id = 0, ts = 0;
-        int is_inc = 0;
-        while ((rc = next_field(&s->d, &cc, &g)) > 0) {
-            if (g.num >= 1 && g.num <= 3 && want(&s->d, &g, PFW_VARINT)) return s->d.err;
-            if (g.num == PFW_CLOCK_ID) id = g.v;
-            if (g.num == PFW_CLOCK_TIMESTAMP) ts = g.v;
-            if (g.num == PFW_CLOCK_INCREMENTAL) is_inc = g.v != 0;
-        }
-        if (rc < 0) return rc;
-        if (is_inc) {
-            q->inc_clock = id;
-            q->inc_value = ts;
-            inc = ts;
-            have_inc = 1;
-        } else if (id == PFW_BUILTIN_BOOTTIME) {
-            boot = ts;
-            have_boot = 1;
-        }
-    }
-    if (have_inc && have_boot) q->inc_offset = (int64_t)(boot - inc);
-    return rc;
-}
-
-/* Adds a string to e->anns. @return its offset, or SIZE_MAX when out of memory. */
-static size_t ann_str(tevent *e, const void *p, size_t n) {
-    size_t off = e->anns.len;
-    put(&e->anns, p, n);
-    put(&e->anns, "", 1);
-    return e->anns.err ? SIZE_MAX : off;
-}
-
-/* One DebugAnnotation: its name and its value as JSON text, added to e. */
-static int parse_annotation(strobe_rd_pfs *s, seq *q, tevent *e, const field *af) {
-    cur c = sub(af);
-    field f;
-    int rc, have = 0;
-    const char *name = NULL;
-    size_t name_len = 0;
-    buf *b = &e->scratch;
-    b->len = 0;
-    while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        switch (f.num) {
-        case PFW_ANN_NAME_IID:
-            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
-            name = lookup(q, IN_ANN, f.v);
-            name_len = name ? strlen(name) : 0;
-            break;
-        case PFW_ANN_NAME:
-            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
-            name = (const char *)f.data, name_len = f.len;
-            break;
-        case PFW_ANN_BOOL:
-        case PFW_ANN_UINT:
-        case PFW_ANN_INT:
-        case PFW_ANN_POINTER:
-            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
-            b->len = 0;
-            if (f.num == PFW_ANN_BOOL)
-                puts_(b, f.v ? "true" : "false");
-            else if (f.num == PFW_ANN_UINT)
-                put_u64(b, f.v);
-            else if (f.num == PFW_ANN_INT)
-                put_i64(b, (int64_t)f.v);
-            else
-                printf_(b, "\"0x%" PRIx64 "\"", f.v);
-            have = 1;
-            break;
-        case PFW_ANN_DOUBLE: {
-            if (want(&s->d, &f, PFW_I64)) return s->d.err;
-            double v;
-            memcpy(&v, &f.v, sizeof v);
-            b->len = 0;
-            if (isfinite(v))
-                printf_(b, "%.17g", v);
-            else
-                puts_(b, "null");
-            have = 1;
-            break;
-        }
-        case PFW_ANN_STRING:
-            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
-            b->len = 0;
-            put_json_string(b, (const char *)f.data, f.len);
-            have = 1;
-            break;
-        case PFW_ANN_STRING_IID: {
-            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
-            b->len = 0;
-            put_cstr(b, lookup(q, IN_STR, f.v));
-            have = 1;
-            break;
-        }
-        case PFW_ANN_LEGACY_JSON:
-            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
-            b->len = 0;
-            /* Pasted only when it is one valid JSON value; else kept as a string. */
-            if (is_json_value((const char *)f.data, f.len))
-                put(b, f.data, f.len);
-            else
-                put_json_string(b, (const char *)f.data, f.len);
-            have = 1;
-            break;
-        default:
-            break;
-        }
-    }
-    if (rc < 0) return rc;
-    if (!have) {
-        b->len = 0;
-        puts_(b, "null"); /* nested values (dicts, arrays) are not converted */
-    }
-    if (b->err) return nomem(s);
-    if (e->nann == e->capann) {
-        size_t cap = e->capann ? 2 * e->capann : 16;
-        size_t *p = realloc(e->ann_off, 2 * cap * sizeof *p);
-        if (!p) return nomem(s);
-        e->ann_off = p;
-        e->capann = cap;
-    }
-    size_t k = ann_str(e, name ? name : "", name ? name_len : 0);
-    size_t v = ann_str(e, b->p, b->len);
-    if (k == SIZE_MAX || v == SIZE_MAX) return nomem(s);
-    e->ann_off[2 * e->nann] = k;
-    e->ann_off[2 * e->nann + 1] = v;
-    e->nann++;
-    return 0;
-}
-
-static int add_flow(strobe_rd_pfs *s, tevent *e, uint64_t id, int terminating) {
-    if (e->nflow == e->capflow) {
-        size_t cap = e->capflow ? 2 * e->capflow : 8;
-        uint64_t *ids = realloc(e->flow_id, cap * sizeof *ids);
-        if (!ids) return nomem(s);
-        e->flow_id = ids;
-        uint8_t *term = realloc(e->flow_term, cap);
-        if (!term) return nomem(s);
-        e->flow_term = term;
-        e->capflow = cap;
-    }
-    e->flow_id[e->nflow] = id;
-    e->flow_term[e->nflow++] = (uint8_t)terminating;
-    return 0;
-}
-
-/* flow_ids and terminating_flow_ids: fixed64 (fields 47, 48), also packed; the older uint64
- * fields 36 and 42. */
-static int parse_flow_field(strobe_rd_pfs *s, tevent *e, const field *f) {
-    int terminating = f->num == PFW_TE_TERM_FLOW_IDS || f->num == PFW_TE_TERM_FLOW_IDS_OLD;
-    int fixed = f->num == PFW_TE_FLOW_IDS || f->num == PFW_TE_TERM_FLOW_IDS;
-    if (f->wt == PFW_LEN) {
-        cur c = sub(f);
-        while (c.p < c.end) {
-            uint64_t v = 0;
-            if (fixed) {
-                if (c.end - c.p < 8) return fail(&s->d, c.p, "packed fixed64 cut short");
-                for (int i = 0; i < 8; i++)
-                    v |= (uint64_t)c.p[i] << (8 * i);
-                c.p += 8;
-            } else if (get_varint(&s->d, &c, &v)) {
-                return s->d.err;
-            }
-            if (add_flow(s, e, v, terminating)) return s->d.err;
-        }
-        return 0;
-    }
-    if (want(&s->d, f, fixed ? PFW_I64 : PFW_VARINT)) return s->d.err;
-    return add_flow(s, e, f->v, terminating);
-}
-
-static int is_session(const tevent *e) {
-    return e->type == PFW_TYPE_BEGIN && e->name && e->cat && e->name_len == 14 &&
-           memcmp(e->name, "strobe session", 14) == 0 && e->cat_len == 5 &&
-           memcmp(e->cat, "Trace", 5) == 0;
-}
-
-/* The "cat" and "name" members of e, appended to b. */
-static void put_head(buf *b, const tevent *e) {
-    puts_(b, "\"cat\": ");
-    put_json_string(b, e->cat ? e->cat : "", e->cat ? e->cat_len : 0);
-    puts_(b, ", \"name\": ");
-    put_json_string(b, e->name ? e->name : "", e->name ? e->name_len : 0);
-}
-
-/* What a decoded track event becomes: a begin is held on its track until its end, which writes
- * the complete event; instants and counters are written at once. */
-static int emit_event(strobe_rd_pfs *s, tevent *e) {
-    if (e->ts > s->last_ts) s->last_ts = e->ts;
-    track *t = get_track(s, e->track, e->type == PFW_TYPE_BEGIN);
-    if (e->type == PFW_TYPE_BEGIN && !t) return nomem(s);
-    if (t) resolve(s, t, 0);
-    int64_t pid = t ? t->opid : 0, tid = t ? t->otid : 0;
-    buf *b = &s->out;
-    switch (e->type) {
-    case PFW_TYPE_BEGIN: {
-        int session = 0;
-        if (is_session(e) && !s->session) {
-            s->session = 1;
-            session = 1;
-            if (s->phase == PH_HEADER)
-                write_header(s, e);
-            else
-                late_session(s, e);
-        }
-        if (t->nopen == t->capopen) {
-            size_t cap = t->capopen ? 2 * t->capopen : 8;
-            open_slice *p = realloc(t->open, cap * sizeof *p);
-            if (!p) return nomem(s);
-            t->open = p;
-            t->capopen = cap;
-        }
-        buf *tx = &t->text;
-        size_t text = tx->len;
-        put_head(tx, e);
-        size_t head_len = tx->len - text;
-        put_args(tx, e);
-        size_t args_len = tx->len - text - head_len;
-        size_t nflows = put_flows(s, tx, e, pid, tid);
-        uint64_t index = s->next_index; /* the slice's index is that of its begin */
-        s->next_index += 1 + nflows;
-        if (tx->err) return nomem(s);
-        t->open[t->nopen++] = (open_slice){.index = index,
-                                           .ts = e->ts,
-                                           .pid = pid,
-                                           .tid = tid,
-                                           .session = session,
-                                           .text = text,
-                                           .head_len = head_len,
-                                           .args_len = args_len,
-                                           .nflows = nflows};
-        break;
-    }
-    case PFW_TYPE_END:
-        if (t && t->nopen > 0) close_slice(s, t, e->ts, e);
-        break;
-    case PFW_TYPE_COUNTER: {
-        need_header(s);
-        if (push_index(s, s->next_index++)) return s->d.err;
-        sep(s, b);
-        const char *name = t && t->name ? t->name : "counter";
-        puts_(b, "{\"ph\": \"C\", \"cat\": \"counter\", \"name\": ");
-        put_cstr(b, name);
-        put_pid_tid(b, pid, tid);
-        put_ts(b, e->ts);
-        puts_(b, ", \"args\": {");
-        put_cstr(b, name);
-        if (isfinite(e->value))
-            printf_(b, ": %.17g}}", e->value);
-        else
-            puts_(b, ": 0}}");
-        break;
-    }
-    default: /* instants, and TYPE_UNSPECIFIED (legacy events), shown as instants */
-        need_header(s);
-        if (push_index(s, s->next_index++)) return s->d.err;
-        sep(s, b);
-        puts_(b, "{\"ph\": \"i\", \"s\": \"t\", ");
-        put_head(b, e);
-        put_pid_tid(b, pid, tid);
-        put_ts(b, e->ts);
-        puts_(b, ", \"args\": {");
-        put_args(b, e);
-        puts_(b, "}}");
-        for (size_t k = put_flows(s, b, e, pid, tid); k > 0; k--)
-            if (push_index(s, s->next_index++)) return s->d.err;
-        break;
-    }
-    return b->err || s->late_meta.err ? nomem(s) : 0;
-}
-
-static int parse_track_event(strobe_rd_pfs *s, seq *q, const field *tf, int64_t ts) {
-    tevent *e = &s->ev;
-    e->type = 0;
-    e->ts = ts;
-    e->track = q->has_def_track ? q->def_track : 0;
-    e->name = e->cat = NULL;
-    e->name_len = e->cat_len = 0;
-    e->value = 0;
-    e->anns.len = 0;
-    e->nann = 0;
-    e->nflow = 0;
-    s->content = 1;
-    cur c = sub(tf);
-    field f;
-    int rc;
-    while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        switch (f.num) {
-        case PFW_TE_TYPE:
-            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
-            if (f.v >= 1 && f.v <= 4) e->type = (int)f.v;
-            break;
-        case PFW_TE_TRACK:
-            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
-            e->track = f.v;
-            break;
-        case PFW_TE_NAME_IID:
-            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
-            e->name = lookup(q, IN_NAME, f.v);
-            e->name_len = e->name ? strlen(e->name) : 0;
-            break;
-        case PFW_TE_NAME:
-            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
-            e->name = (const char *)f.data; /* points into the packet, which outlives e */
-            e->name_len = f.len;
-            break;
-        case PFW_TE_CATEGORY_IIDS: /* maybe packed: the first one counts */
-            if (f.wt == PFW_LEN) {
-                cur pc = sub(&f);
-                uint64_t v;
-                if (pc.p < pc.end && get_varint(&s->d, &pc, &v) == 0) {
-                    e->cat = lookup(q, IN_CAT, v);
-                    e->cat_len = e->cat ? strlen(e->cat) : 0;
-                }
-                if (s->d.err) return s->d.err;
-            } else {
-                if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
-                if (!e->cat) {
-                    e->cat = lookup(q, IN_CAT, f.v);
-                    e->cat_len = e->cat ? strlen(e->cat) : 0;
-                }
-            }
-            break;
-        case PFW_TE_CATEGORIES:
-            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
-            if (!e->cat) e->cat = (const char *)f.data, e->cat_len = f.len;
-            break;
-        case PFW_TE_COUNTER_VALUE:
-            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
-            e->value = (double)(int64_t)f.v;
-            break;
-        case PFW_TE_DOUBLE_COUNTER:
-            if (want(&s->d, &f, PFW_I64)) return s->d.err;
-            memcpy(&e->value, &f.v, sizeof e->value);
-            break;
-        case PFW_TE_DEBUG_ANNOTATIONS:
-            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
-            if (parse_annotation(s, q, e, &f)) return s->d.err;
-            break;
-        case PFW_TE_FLOW_IDS_OLD:
-        case PFW_TE_TERM_FLOW_IDS_OLD:
-        case PFW_TE_FLOW_IDS:
-        case PFW_TE_TERM_FLOW_IDS:
-            if (parse_flow_field(s, e, &f)) return s->d.err;
-            break;
-        default:
-            break;
-        }
-    }
-    if (rc < 0) return rc;
-    /* name and cat may point into the packet, where they are not NUL-terminated: everything
-     * after this uses their lengths. */
-    return emit_event(s, e);
-}
-
-static int parse_defaults(strobe_rd_pfs *s, seq *q, const field *df) {
-    cur c = sub(df);
-    field f;
-    int rc;
-    while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        if (f.num == PFW_DEFAULTS_CLOCK) {
-            if (want(&s->d, &f, PFW_VARINT)) return s->d.err;
-            q->def_clock = f.v;
-        } else if (f.num == PFW_DEFAULTS_TRACK_EVENT) {
-            if (want(&s->d, &f, PFW_LEN)) return s->d.err;
-            cur tc = sub(&f);
-            field g;
-            while ((rc = next_field(&s->d, &tc, &g)) > 0) {
-                if (g.num != PFW_TE_DEFAULTS_TRACK) continue;
-                if (want(&s->d, &g, PFW_VARINT)) return s->d.err;
-                q->def_track = g.v;
-                q->has_def_track = 1;
-            }
-            if (rc < 0) return rc;
-        }
-    }
-    return rc;
-}
-
-/* The fields of a packet that the later steps read, kept from the first walk over it. */
-#define PACKET_KEEP 16
-
-static int parse_packet(strobe_rd_pfs *s, const field *pf) {
-    /* First: the fields the others depend on (sequence, flags, defaults, clock, interned data),
-     * wherever they are in the packet; the message fields are kept for the steps after. */
-    cur c = sub(pf);
-    field f, keep[PACKET_KEEP];
-    size_t nkeep = 0;
-    int overflow = 0;
-    int rc;
-    uint32_t seq_id = 0;
-    uint64_t flags = 0, ts = 0, clock = 0;
-    int has_ts = 0, has_clock = 0, cleared = 0;
-    while ((rc = next_field(&s->d, &c, &f)) > 0) {
-        int wt = -1;
-        switch (f.num) {
-        case PFW_PACKET_SEQUENCE_ID:
-            wt = PFW_VARINT;
-            seq_id = (uint32_t)f.v;
-            break;
-        case PFW_PACKET_SEQUENCE_FLAGS:
-            wt = PFW_VARINT;
-            flags = f.v;
-            break;
-        case PFW_PACKET_STATE_CLEARED:
-            wt = PFW_VARINT;
-            cleared = f.v != 0;
-            break;
-        case PFW_PACKET_TIMESTAMP:
-            wt = PFW_VARINT;
-            ts = f.v;
-            has_ts = 1;
-            break;
-        case PFW_PACKET_TIMESTAMP_CLOCK:
-            wt = PFW_VARINT;
-            clock = f.v;
-            has_clock = 1;
-            break;
-        case PFW_PACKET_CLOCK_SNAPSHOT:
-        case PFW_PACKET_TRACK_EVENT:
-        case PFW_PACKET_INTERNED_DATA:
-        case PFW_PACKET_DEFAULTS:
-        case PFW_PACKET_TRACK_DESCRIPTOR:
-            wt = PFW_LEN;
-            if (nkeep < PACKET_KEEP)
-                keep[nkeep++] = f;
-            else
-                overflow = 1;
-            break;
-        default:
-            break;
-        }
-        if (wt >= 0 && want(&s->d, &f, wt)) return s->d.err;
-    }
-    if (rc < 0) return rc;
-    seq *q = get_seq(s, seq_id);
-    if (!q) return nomem(s);
-    if ((flags & PFW_SEQ_INCREMENTAL_STATE_CLEARED) || cleared) {
-        seq_clear_interned(q);
-        q->inc_value = 0;
-    }
-    /* Then the state the packet sets, then its track events; with more fields than were kept
-     * (no writer makes such packets), the packet is walked again for each. */
-    int64_t when = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        c = sub(pf);
-        for (size_t k = 0;; k++) {
-            if (overflow) {
-                if ((rc = next_field(&s->d, &c, &f)) <= 0) break;
-            } else {
-                if (k == nkeep) break;
-                f = keep[k];
-            }
-            if (pass == 0) {
-                if (f.num == PFW_PACKET_DEFAULTS && parse_defaults(s, q, &f)) return s->d.err;
-                if (f.num == PFW_PACKET_CLOCK_SNAPSHOT && parse_clock_snapshot(s, q, &f))
-                    return s->d.err;
-                if (f.num == PFW_PACKET_INTERNED_DATA && parse_interned(s, q, &f)) return s->d.err;
-                if (f.num == PFW_PACKET_TRACK_DESCRIPTOR && parse_descriptor(s, &f))
-                    return s->d.err;
-                continue;
-            }
-            if (f.num == PFW_PACKET_TRACK_EVENT && parse_track_event(s, q, &f, when))
-                return s->d.err;
-        }
-        if (rc < 0) return rc;
-        if (pass == 0 && has_ts) { /* the packet's time, once its clock state is known */
-            uint64_t id = has_clock ? clock : q->def_clock;
-            if (q->inc_clock && id == q->inc_clock) {
-                q->inc_value += ts;
-                when = (int64_t)(q->inc_value + (uint64_t)q->inc_offset);
-            } else {
-                when = (int64_t)ts;
-            }
-        }
-    }
-    return 0;
-}
-
-/* ---- 5. Input -------------------------------------------------------------------------------- */
+/* ---- 3. Input -------------------------------------------------------------------------------- */
 
 /* The input buffer's usual size; a larger packet grows it to that packet's size. */
 #define IN_CHUNK (256 * 1024)
@@ -1488,7 +233,7 @@ static int64_t refill(strobe_rd_pfs *s, size_t n) {
         while (cap < n)
             cap = cap > SIZE_MAX / 2 ? n : 2 * cap;
         uint8_t *p = realloc(s->in, cap);
-        if (!p) return nomem(s);
+        if (!p) return strobe__pf_nomem(s);
         s->in = p;
         s->in_cap = cap;
     }
@@ -1518,7 +263,7 @@ static int cut_at(strobe_rd_pfs *s, int64_t at, int64_t err_at, const char *why)
         s->in_eof = 1;
         return 0;
     }
-    return fail_at(&s->d, err_at, "%s", why);
+    return strobe__pf_fail_at(&s->d, err_at, "%s", why);
 }
 
 /* Reads a varint from in[*i..in_len). @return 1, 0 when the input ends inside it, or an error. */
@@ -1534,7 +279,7 @@ static int buf_varint(strobe_rd_pfs *s, size_t *i, uint64_t *out) {
             return 1;
         }
     }
-    return fail_at(&s->d, s->in_base + (int64_t)at, "varint longer than 10 bytes");
+    return strobe__pf_fail_at(&s->d, s->in_base + (int64_t)at, "varint longer than 10 bytes");
 }
 
 /* The first pass's look at a packet: the flows its track event starts, when it starts several (a
@@ -1543,13 +288,13 @@ static void scan_packet(strobe_rd_pfs *s, const uint8_t *data, size_t len) {
     dec d = {.start = data};
     cur c = {data, data + len};
     field f;
-    while (next_field(&d, &c, &f) > 0) {
+    while (strobe__pf_next_field(&d, &c, &f) > 0) {
         if (f.num != PFW_PACKET_TRACK_EVENT || f.wt != PFW_LEN) continue;
         cur tc = sub(&f);
         field g;
         uint64_t first = 0;
         size_t n = 0;
-        while (next_field(&d, &tc, &g) > 0) {
+        while (strobe__pf_next_field(&d, &tc, &g) > 0) {
             if (g.num != PFW_TE_FLOW_IDS && g.num != PFW_TE_FLOW_IDS_OLD) continue;
             int fixed = g.num == PFW_TE_FLOW_IDS;
             cur vc = sub(&g);
@@ -1566,7 +311,7 @@ static void scan_packet(strobe_rd_pfs *s, const uint8_t *data, size_t len) {
                 }
                 if (n++ == 0)
                     first = id;
-                else if (id != first && map_put(&s->rep, id, 0, first))
+                else if (id != first && strobe__pf_map_put(&s->rep, id, 0, first))
                     return; /* out of memory: the second pass has the same map to fill */
                 if (one) break;
             }
@@ -1590,7 +335,7 @@ static int next_trace_field(strobe_rd_pfs *s) {
     uint32_t num = (uint32_t)(tag >> 3);
     int wt = (int)(tag & 7);
     if ((tag >> 3) == 0 || (tag >> 3) > 536870911u)
-        return fail_at(&s->d, at, "invalid field number %" PRIu64, tag >> 3);
+        return strobe__pf_fail_at(&s->d, at, "invalid field number %" PRIu64, tag >> 3);
     switch (wt) {
     case PFW_VARINT: {
         size_t vat = i;
@@ -1639,9 +384,9 @@ static int next_trace_field(strobe_rd_pfs *s) {
             }
             s->fields++;
             if (num == PFW_TRACE_PACKET)
-                return fail_at(&s->d, at,
-                               "packet of %" PRIu64 " bytes, larger than the limit of %zu bytes", v,
-                               s->max_packet);
+                return strobe__pf_fail_at(
+                    &s->d, at, "packet of %" PRIu64 " bytes, larger than the limit of %zu bytes", v,
+                    s->max_packet);
             return 1;
         }
         avail = refill(s, hdr + (size_t)v);
@@ -1655,7 +400,7 @@ static int next_trace_field(strobe_rd_pfs *s) {
         break;
     }
     default:
-        return fail_at(&s->d, at, "field %u: unsupported wire type %d", num, wt);
+        return strobe__pf_fail_at(&s->d, at, "field %u: unsupported wire type %d", num, wt);
     }
     /* The field is whole in in[in_pos..i). */
     size_t start = s->in_pos;
@@ -1675,7 +420,7 @@ static int next_trace_field(strobe_rd_pfs *s) {
         }
         f.data = s->in + (i - (size_t)v);
         f.len = (size_t)v;
-        int rc = parse_packet(s, &f);
+        int rc = strobe__pf_parse_packet(s, &f);
         s->in_pos = i;
         if (rc < 0) return rc;
         return s->d.err ? s->d.err : 1;
@@ -1685,7 +430,7 @@ static int next_trace_field(strobe_rd_pfs *s) {
 }
 
 /* The first pass. A graph launch's slice starts one flow per kernel, and the JSON gives all of
- * their ends the launch's id (put_flows); but a writer may put the device tracks before the CPU
+ * their ends the launch's id (map_flows); but a writer may put the device tracks before the CPU
  * threads (strobe's does, for test_perfetto's graph), so that the kernels' ends come before the
  * launch that tells which ids to change. This pass gathers them (s->rep), then the input starts
  * again. It keeps nothing per event, and costs a read of the input without decoding it. */
@@ -1720,11 +465,12 @@ static int step(strobe_rd_pfs *s) {
         if (r < 0) return r;
         if (r > 0) return 0;
         if (!s->content)
-            return fail_at(&s->d, 0, "no trace packets with track events or descriptors");
-        need_header(s);
+            return strobe__pf_fail_at(&s->d, 0,
+                                      "no trace packets with track events or descriptors");
+        strobe__pf_need_header(s);
         s->phase = PH_CLOSE;
         s->close_track = 0;
-        return s->out.err ? nomem(s) : 0;
+        return s->out.err ? strobe__pf_nomem(s) : 0;
     }
     case PH_CLOSE:
         /* Slices left open: closed at the trace's last time, the innermost first. */
@@ -1732,11 +478,11 @@ static int step(strobe_rd_pfs *s) {
             s->close_track++;
         if (s->close_track < s->ntracks) {
             track *t = &s->tracks[s->close_track];
-            close_slice(s, t, s->last_ts, NULL);
+            strobe__pf_close_slice(s, t, s->last_ts, NULL);
         } else {
             s->phase = PH_TRAILER;
         }
-        return s->out.err ? nomem(s) : 0;
+        return s->out.err ? strobe__pf_nomem(s) : 0;
     case PH_TRAILER:
         puts_(&s->out, "\n  ]");
         if (s->late_meta.len) put(&s->out, s->late_meta.p, s->late_meta.len);
@@ -1746,28 +492,29 @@ static int step(strobe_rd_pfs *s) {
         }
         puts_(&s->out, "\n}\n");
         s->phase = PH_DONE;
-        return s->out.err ? nomem(s) : 0;
+        return s->out.err ? strobe__pf_nomem(s) : 0;
     default:
         return 0;
     }
 }
 
-/* ---- 6. The stream API ----------------------------------------------------------------------- */
+/* ---- 4. The stream API ----------------------------------------------------------------------- */
 
 static void free_state(strobe_rd_pfs *s) {
     for (size_t i = 0; i < s->nseqs; i++)
-        seq_clear_interned(&s->seqs[i]);
+        strobe__pf_seq_clear_interned(&s->seqs[i]);
     free(s->seqs);
-    map_free(&s->seq_ix);
+    strobe__pf_map_free(&s->seq_ix);
     for (size_t i = 0; i < s->ntracks; i++) {
         track *t = &s->tracks[i];
         free(t->text.p);
+        free(t->flows.p);
         free(t->open);
         free(t->name);
     }
     free(s->tracks);
-    map_free(&s->track_ix);
-    map_free(&s->rep);
+    strobe__pf_map_free(&s->track_ix);
+    strobe__pf_map_free(&s->rep);
     free(s->ev.anns.p);
     free(s->ev.ann_off);
     free(s->ev.scratch.p);
@@ -1778,6 +525,7 @@ static void free_state(strobe_rd_pfs *s) {
     free(s->late_meta.p);
     free(s->trace_name);
     free(s->ring);
+    free(s->iflows.p);
     if (!s->mem) free(s->in);
 }
 
@@ -1786,7 +534,7 @@ static void reset(strobe_rd_pfs *s) {
     gzFile gz = s->gz;
     const uint8_t *mem = s->mem;
     size_t mem_len = s->mem_len, max_packet = s->max_packet;
-    int allow_cut = s->allow_cut;
+    int allow_cut = s->allow_cut, direct = s->direct;
     free_state(s);
     memset(s, 0, sizeof *s);
     s->gz = gz;
@@ -1794,6 +542,8 @@ static void reset(strobe_rd_pfs *s) {
     s->mem_len = mem_len;
     s->max_packet = max_packet;
     s->allow_cut = allow_cut;
+    s->direct = direct;
+    s->arr_end = -1;
     s->cut = -1;
     s->d.err_off = -1;
     s->phase = PH_HEADER;
@@ -1848,20 +598,61 @@ static int pending(strobe_rd_pfs *s) {
     while (s->out_pos == s->out.len) {
         if (s->d.err) return s->d.err;
         if (s->phase == PH_DONE) return 0;
+        s->out_base += (int64_t)s->out.len;
         s->out.len = s->out_pos = 0;
         if (step(s)) return s->d.err ? s->d.err : STROBE_EFORMAT;
     }
     return 1;
 }
 
-long strobe_rd_pfs_read(strobe_rd_pfs *s, const void **text) {
+void strobe_rd_pfs_set_direct(strobe_rd_pfs *s) {
+    s->direct = 1;
+}
+
+long strobe_rd_pfs_read(strobe_rd_pfs *s, const void **text, int64_t *off) {
     int r = pending(s);
     if (r <= 0) return r;
-    size_t n = s->out.len - s->out_pos;
+    size_t end = s->out.len;
+    if (s->direct) {
+        /* Up to the next element, and a piece ends with the "[": the tokenizer reads text in
+         * place, and must have none of it left when the elements are handed out apart (which
+         * may write over it). */
+        if (s->ring_len && (size_t)s->ring[s->ring_head].offset < end)
+            end = (size_t)s->ring[s->ring_head].offset;
+        int64_t at = s->out_base + (int64_t)s->out_pos;
+        if (s->arr_end > at && s->arr_end - s->out_base < (int64_t)end)
+            end = (size_t)(s->arr_end - s->out_base);
+    }
+    size_t n = end - s->out_pos;
     if (n > LONG_MAX) n = LONG_MAX;
     *text = s->out.p + s->out_pos;
+    if (off) *off = s->out_base + (int64_t)s->out_pos;
     s->out_pos += n;
     return (long)n;
+}
+
+int strobe_rd_pfs_next_elem(strobe_rd_pfs *s, const strobe_rd_pf_elem **e) {
+    for (;;) {
+        if (s->ring_len) {
+            strobe_rd_pf_elem *c = &s->cur;
+            *c = s->ring[s->ring_head];
+            s->ring_head = (s->ring_head + 1) & (s->ring_cap - 1);
+            s->ring_len--;
+            size_t at = (size_t)c->offset;
+            c->text = s->out.p + at;
+            c->offset = s->out_base + c->offset;
+            s->out_pos = at + c->len;
+            *e = c;
+            return 1;
+        }
+        if (s->d.err) return s->d.err;
+        if (s->phase == PH_TRAILER || s->phase == PH_DONE) return 0;
+        if (s->out_pos == s->out.len) {
+            s->out_base += (int64_t)s->out.len;
+            s->out.len = s->out_pos = 0;
+        }
+        if (step(s)) return s->d.err ? s->d.err : STROBE_EFORMAT;
+    }
 }
 
 int strobe_rd_pfs_prime(strobe_rd_pfs *s) {
@@ -1875,14 +666,6 @@ const char *strobe_rd_pfs_errmsg(const strobe_rd_pfs *s) {
 
 int64_t strobe_rd_pfs_error_offset(const strobe_rd_pfs *s) {
     return s->d.err ? s->d.err_off : -1;
-}
-
-uint64_t strobe_rd_pfs_next_index(strobe_rd_pfs *s, uint64_t fallback) {
-    if (s->ring_len == 0) return fallback;
-    uint64_t v = s->ring[s->ring_head];
-    s->ring_head = (s->ring_head + 1) % s->ring_cap;
-    s->ring_len--;
-    return v;
 }
 
 int64_t strobe_rd_pfs_cut(const strobe_rd_pfs *s) {
@@ -1907,7 +690,7 @@ int strobe_rd_pf_to_json(const void *data, size_t len, char **json, size_t *json
         put(&out, s->out.p + s->out_pos, s->out.len - s->out_pos);
         s->out_pos = s->out.len;
         if (out.err) {
-            rc = nomem(s);
+            rc = strobe__pf_nomem(s);
             break;
         }
     }

@@ -1,6 +1,7 @@
 /* pftrace_dec.h: a streaming decoder of Perfetto protobuf traces (as strobe writes them, and other
- * TrackEvent traces) into Kineto-format Chrome trace JSON text, which the trace reader reads as it
- * reads a JSON file.
+ * TrackEvent traces) into Kineto-format Chrome trace JSON text. The trace reader reads the text
+ * around the event array as it reads a JSON file, and takes the elements with their fields
+ * (direct mode), so that it need not read their text again; strobe convert takes the text.
  *
  * What is understood: TracePacket sequences with interned event names, categories, debug
  * annotation names and string values; incremental state; sequence-scoped incremental clocks
@@ -17,10 +18,11 @@
  * session slice) and "traceEvents", then an element per track descriptor (thread and process
  * names, sort indices), instant, counter and flow at once, and a complete event ("X") per slice
  * when its end is read; slices still open at the end of the input close there, at the trace's
- * last time. So the elements come in the order of the ends, not of the starts, and a track's
- * metadata comes with its descriptor. What is kept between packets: each sequence's interned
- * strings (dropped when its incremental state is cleared), the track descriptors, the slices open
- * on each track (their names, annotations and flows), and the ids of fanned-out flows.
+ * last time. So the elements come in the order of the ends, not of the starts (each carries the
+ * index of its begin), and a track's metadata comes with its descriptor. What is kept between
+ * packets: each sequence's interned strings (dropped when its incremental state is cleared), the
+ * track descriptors, the slices open on each track (their names, annotations and flows), and the
+ * ids of fanned-out flows.
  *
  * Malformed input (a truncated varint, a length past the end, a wrong wire type, a field number
  * 0, a group) is an error with a message "byte N: reason", N the offset in the decompressed
@@ -53,11 +55,46 @@ strobe_rd_pfs *strobe_rd_pfs_open_mem(const void *data, size_t len, size_t max_p
 /* Frees the decoder (not its gzFile). Accepts NULL. */
 void strobe_rd_pfs_close(strobe_rd_pfs *s);
 
+/* Direct mode, for the trace reader: the elements of traceEvents are handed out one at a time
+ * with their fields (strobe_rd_pfs_next_elem()), and strobe_rd_pfs_read() hands out only the text
+ * around them (the top level before the event array, and after it). Call right after opening. */
+void strobe_rd_pfs_set_direct(strobe_rd_pfs *s);
+
 /* The next piece of the JSON text, decoding packets as needed: *text points to it, valid until
- * the next call on the decoder. @return its length (> 0), 0 at the end of the text, or a
- * negative error (STROBE_EFORMAT, STROBE_EIO, STROBE_ENOMEM; see strobe_rd_pfs_errmsg()); an
- * error is sticky. */
-long strobe_rd_pfs_read(strobe_rd_pfs *s, const void **text);
+ * the next call on the decoder, and *off (may be NULL) gets its offset in the whole text (which,
+ * in direct mode, also counts the elements handed out apart). @return its length (> 0), 0 at the
+ * end of the text, or a negative error (STROBE_EFORMAT, STROBE_EIO, STROBE_ENOMEM; see
+ * strobe_rd_pfs_errmsg()); an error is sticky. In direct mode, the text stops before the first
+ * element not yet handed out: it is read up to the event array's "[", then the elements, then
+ * the rest. */
+long strobe_rd_pfs_read(strobe_rd_pfs *s, const void **text, int64_t *off);
+
+/* One element of traceEvents as the decoder wrote it: its JSON text, and the fields that text
+ * holds, so that the reader need not read the text again. Offsets (_off) are into text; a
+ * length of SIZE_MAX is an absent field. */
+typedef struct strobe_rd_pf_elem {
+    uint64_t index;   /* in the order of the begins: a slice's complete event has the index of its
+                         begin, its flows the next ones, so that sorting by index gives the order the
+                         writer wrote the slices in, parents before their children, as a JSON file
+                         has it. The indices of all elements are 0, 1, 2 ... in some order. */
+    int64_t offset;   /* offset of its first byte in the whole JSON text */
+    const char *text; /* "{...}", valid until the next call on the decoder */
+    size_t len;
+    char ph;        /* 'X', 'i', 'C', 'M', 's' or 'f' */
+    int plain;      /* the fields below say all the text says: name and cat are written as they
+                       are (no escapes), id fits an int64, ts is above INT64_MIN. Else the text
+                       is to be read as JSON. */
+    unsigned depth; /* nesting depth of the text: 1 for an object of scalars */
+    int64_t pid, tid, ts_ns, dur_ns; /* dur_ns: of 'X' */
+    uint64_t id;                     /* of 's' and 'f' */
+    size_t name_off, name_len, cat_off, cat_len, args_off, args_len;
+    const char *bp, *scope; /* "e" on 'f', "t" on 'i', else NULL */
+} strobe_rd_pf_elem;
+
+/* Direct mode: the next element of traceEvents, decoding packets as needed; *e is valid until
+ * the next call on the decoder. @return 1, 0 when the event array ended (its "]" and the rest
+ * are read with strobe_rd_pfs_read()), or a negative error as strobe_rd_pfs_read(). */
+int strobe_rd_pfs_next_elem(strobe_rd_pfs *s, const strobe_rd_pf_elem **e);
 
 /* Decodes until the first text is ready, so that an input that is no trace at all fails here.
  * @return 0 or a negative error, as strobe_rd_pfs_read(). */
@@ -70,13 +107,6 @@ int strobe_rd_pfs_rewind(strobe_rd_pfs *s);
  * when there is none; its offset, -1 when none applies. */
 const char *strobe_rd_pfs_errmsg(const strobe_rd_pfs *s);
 int64_t strobe_rd_pfs_error_offset(const strobe_rd_pfs *s);
-
-/* The index of the next element of traceEvents in the text read so far (call once per element,
- * in order), or fallback when none is queued. Elements are numbered in the order of the begins:
- * a slice's complete event has the index of its begin (its flows the next ones), so that sorting
- * by index gives the order the writer wrote the slices in, parents before their children, as a
- * JSON file has it. The indices of all elements are 0, 1, 2 ... in some order. */
-uint64_t strobe_rd_pfs_next_index(strobe_rd_pfs *s, uint64_t fallback);
 
 /* Where the incomplete field that ends a cut input starts (known once the text was read to its
  * end), or -1 when the input was whole. */

@@ -4,7 +4,7 @@
  *   1. Exact decimal parsing (strobe_rd_us_to_ns and friends).
  *   2. The reader object: open, close, errors.
  *   3. Top-level members (metadata) and the base-time look-ahead.
- *   4. Events.
+ *   4. Events, and those of a Perfetto trace from the fields its decoder gives.
  *   5. strobe_rd_next(): the top-level state machine.
  *   6. Lookups over raw JSON text (args).
  */
@@ -21,6 +21,7 @@
 
 #include "json_pull.h"
 #include "pftrace_dec.h"
+#include "reader_util.h"
 
 /* ---- 1. Exact decimal parsing ------------------------------------------------------------- */
 
@@ -141,6 +142,9 @@ enum { ABS_UNKNOWN, ABS_BASE, ABS_TS };
 struct strobe_rd {
     strobe_jp jp;
     strobe_rd_pfs *pfs; /* a Perfetto trace's decoder, the tokenizer's source; NULL for JSON */
+    strobe_jp ejp;      /* a tokenizer over one element of a Perfetto trace, when it is read as
+                           JSON (pf_event_text) */
+    strobe_jp *tj;      /* the tokenizer that events are read with: &jp, or &ejp */
     gzFile gz;
     char *name; /* path, or a name for memory input, used in messages */
     int fd;     /* standard input's temporary file, for the look-ahead; -1: none */
@@ -227,11 +231,12 @@ static int fail_pf(strobe_rd *r, int err) {
     return err;
 }
 
-/* Takes over the tokenizer's error. */
+/* Takes over the error of the tokenizer in use. */
 static int fail_jp(strobe_rd *r) {
-    int err = r->jp.err ? r->jp.err : STROBE_EFORMAT;
+    strobe_jp *jp = r->tj;
+    int err = jp->err ? jp->err : STROBE_EFORMAT;
     if (r->pfs && strobe_rd_pfs_errmsg(r->pfs)[0]) return fail_pf(r, err);
-    return fail(r, err, r->jp.err_off, "%s", r->jp.err ? r->jp.err_msg : "tokenizer error");
+    return fail(r, err, jp->err_off, "%s", jp->err ? jp->err_msg : "tokenizer error");
 }
 
 static strobe_rd *rd_new(const char *name, const strobe_rd_options *opt) {
@@ -248,6 +253,7 @@ static strobe_rd *rd_new(const char *name, const strobe_rd_options *opt) {
         strobe_rd_options_init(&r->opt);
     r->err_off = -1;
     r->fd = -1;
+    r->tj = &r->jp;
     return r;
 }
 
@@ -261,11 +267,15 @@ static void apply_limits(strobe_jp *jp, const strobe_rd_options *opt) {
 /* The first bytes of the input, for telling formats apart by content. */
 #define HEAD_BYTES 4096
 
-/* The tokenizer's source for a Perfetto trace: the decoder's JSON text. The cut of a cut trace
- * is known once the text ended. */
+/* The tokenizer's source for a Perfetto trace: the decoder's JSON text around the event array,
+ * whose elements the reader takes from the decoder directly (pf_event). The tokenizer's offsets
+ * are set to the piece's place in the whole text, so that they count those elements too. The cut
+ * of a cut trace is known once the text ended. */
 static long pf_source(void *ctx, const void **text) {
     strobe_rd *r = ctx;
-    long n = strobe_rd_pfs_read(r->pfs, text);
+    int64_t off = 0;
+    long n = strobe_rd_pfs_read(r->pfs, text, &off);
+    if (n > 0) r->jp.base_off = off; /* the tokenizer moved past its last piece already */
     if (n == 0 && strobe_rd_pfs_cut(r->pfs) >= 0) {
         r->info.pf_cut = 1;
         r->info.pf_cut_offset = strobe_rd_pfs_cut(r->pfs);
@@ -280,6 +290,7 @@ static int open_pftrace(strobe_rd *r) {
     if (!r->pfs || strobe_jp_init_src(&r->jp, pf_source, r))
         return fail(r, STROBE_ENOMEM, -1, "out of memory");
     apply_limits(&r->jp, &r->opt);
+    strobe_rd_pfs_set_direct(r->pfs);
     r->info.perfetto = 1;
     int rc = strobe_rd_pfs_prime(r->pfs);
     return rc ? fail_pf(r, rc) : 0;
@@ -473,6 +484,7 @@ int strobe_rd_open_mem(strobe_rd **out, const void *data, size_t len, const char
 void strobe_rd_close(strobe_rd *r) {
     if (!r) return;
     strobe_jp_free(&r->jp);
+    strobe_jp_free(&r->ejp);
     strobe_rd_pfs_close(r->pfs);
     if (r->gz) gzclose(r->gz);
     if (r->fd >= 0) close(r->fd);
@@ -514,15 +526,6 @@ static size_t arena_put(strobe_rd *r, const char *s, size_t n) {
     r->arena[off + n] = '\0';
     r->arena_len += n + 1;
     return off;
-}
-
-static char *dup_n(const char *s, size_t n) {
-    char *p = malloc(n + 1);
-    if (p) {
-        memcpy(p, s, n);
-        p[n] = '\0';
-    }
-    return p;
 }
 
 static int key_is(const strobe_jp *jp, const char *key) {
@@ -571,7 +574,7 @@ static int read_meta(strobe_rd *r, strobe_rd_item *item) {
     char *sval = NULL;
     if (tok == STROBE_JP_STRING &&
         (strcmp(key, "traceName") == 0 || strcmp(key, "displayTimeUnit") == 0)) {
-        sval = dup_n(jp->str, jp->str_len);
+        sval = strobe__rd_dup_n(jp->str, jp->str_len);
         if (!sval) return fail(r, STROBE_ENOMEM, -1, "out of memory");
     }
     if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN) {
@@ -615,7 +618,7 @@ static int read_meta(strobe_rd *r, strobe_rd_item *item) {
         r->info.display_time_unit.len = jp->str_len;
         sval = NULL;
     } else if (strcmp(key, "deviceProperties") == 0) {
-        char *p = dup_n(raw, raw_len);
+        char *p = strobe__rd_dup_n(raw, raw_len);
         if (!p) return fail(r, STROBE_ENOMEM, -1, "out of memory");
         free(r->device_properties);
         r->device_properties = p;
@@ -745,18 +748,19 @@ static const char *const field_why[F_NFIELDS] = {[F_PH] = "ph is not a string",
                                                  [F_ARGS] = "args is not an object"};
 
 static int eof_in_event(strobe_rd *r, int64_t start) {
-    return fail(r, STROBE_EFORMAT, strobe_jp_offset(&r->jp),
+    return fail(r, STROBE_EFORMAT, strobe_jp_offset(r->tj),
                 "unexpected end of input inside the event that starts at byte %lld",
                 (long long)start);
 }
 
+static int event_done(strobe_rd *r, strobe_rd_item *item);
+
 /* Reads the event object whose '{' was just returned (the capture began before it). */
 static int read_event(strobe_rd *r, strobe_rd_item *item, int64_t start) {
-    strobe_jp *jp = &r->jp;
+    strobe_jp *jp = r->tj;
     strobe_rd_event *ev = &r->ev;
     memset(ev, 0, sizeof *ev);
     ev->index = r->info.events;
-    if (r->pfs) ev->index = strobe_rd_pfs_next_index(r->pfs, ev->index); /* see pftrace_dec.h */
     ev->offset = start;
     r->arena_len = 0;
     size_t soff[F_NSTR], slen[F_NSTR] = {0}; /* arena offsets (SIZE_MAX: absent) and lengths */
@@ -889,7 +893,12 @@ static int read_event(strobe_rd *r, strobe_rd_item *item, int64_t start) {
     if (ev->has_dur && ev->dur_ns < 0) mark(ev, STROBE_RD_BAD_DUR, "negative dur");
     if (!(seen & (1u << F_PID))) mark(ev, STROBE_RD_BAD_PID, "missing pid");
     if (!(seen & (1u << F_TID)) && !is_m) mark(ev, STROBE_RD_BAD_TID, "missing tid");
+    return event_done(r, item);
+}
 
+/* The absolute time of the event just read, and its count. @return STROBE_RD_EVENT. */
+static int event_done(strobe_rd *r, strobe_rd_item *item) {
+    strobe_rd_event *ev = &r->ev;
     if (ev->has_ts && r->abs_mode == ABS_TS) {
         ev->has_abs = 1;
         ev->abs_ts_ns = ev->ts_ns;
@@ -916,7 +925,6 @@ static int read_non_object(strobe_rd *r, strobe_rd_item *item, int tok) {
     strobe_rd_event *ev = &r->ev;
     memset(ev, 0, sizeof *ev);
     ev->index = r->info.events;
-    if (r->pfs) ev->index = strobe_rd_pfs_next_index(r->pfs, ev->index);
     ev->offset = jp->tok_off;
     if (tok == STROBE_JP_ARR_BEGIN) {
         int end = strobe_jp_skip_container(jp);
@@ -931,6 +939,99 @@ static int read_non_object(strobe_rd *r, strobe_rd_item *item, int tok) {
     item->kind = STROBE_RD_EVENT;
     item->event = ev;
     return STROBE_RD_EVENT;
+}
+
+/* An element of a Perfetto trace's event array, which the decoder wrote as JSON text (e->text),
+ * read as JSON, as any element of a JSON file is: for what its fields do not say plainly (a name
+ * with escapes, a value out of range) and for the limits. A tokenizer over the element alone
+ * starts at the element's depth in the whole text (in traceEvents, in the top-level object), so
+ * that the depth limit counts as it would there, and at its offset. */
+static int pf_event_text(strobe_rd *r, strobe_rd_item *item, const strobe_rd_pf_elem *e) {
+    strobe_jp *jp = &r->ejp;
+    strobe_jp_free(jp);
+    strobe_jp_init_mem(jp, e->text, e->len);
+    apply_limits(jp, &r->opt);
+    jp->base_off = e->offset;
+    jp->depth = 2;
+    jp->stack[0] = 1; /* level 0: the top-level object; level 1: the array (bit clear) */
+    r->tj = jp;
+    strobe_jp_capture_begin(jp, 1);
+    int tok = strobe_jp_next(jp), rc;
+    if (tok == STROBE_JP_OBJ_BEGIN)
+        rc = read_event(r, item, jp->tok_off);
+    else if (tok == STROBE_JP_ERROR)
+        rc = fail_jp(r);
+    else
+        rc = fail(r, STROBE_EFORMAT, e->offset, "a Perfetto element is no JSON object");
+    r->tj = &r->jp;
+    if (rc > 0) r->ev.index = e->index;
+    return rc;
+}
+
+/* The next element of a Perfetto trace's event array, from the fields the decoder gives: what
+ * read_event() would make of its text, without reading it, when those fields say all (plain)
+ * and the text is within the limits; else it is read as JSON. */
+static int pf_event(strobe_rd *r, strobe_rd_item *item, const strobe_rd_pf_elem *e) {
+    /* Every string in the text is shorter than the text; the depth counts the top-level object
+     * and the array around the element. */
+    if (!e->plain || e->len > r->jp.max_capture || e->len > r->jp.max_string ||
+        (size_t)e->depth + 2 > r->jp.max_depth)
+        return pf_event_text(r, item, e);
+    strobe_rd_event *ev = &r->ev;
+    memset(ev, 0, sizeof *ev);
+    ev->index = e->index;
+    ev->offset = e->offset;
+    r->arena_len = 0;
+    size_t name = arena_put(r, e->text + e->name_off, e->name_len), cat = SIZE_MAX;
+    if (e->cat_len != SIZE_MAX) cat = arena_put(r, e->text + e->cat_off, e->cat_len);
+    if (name == SIZE_MAX || (e->cat_len != SIZE_MAX && cat == SIZE_MAX))
+        return fail(r, STROBE_ENOMEM, -1, "out of memory");
+    switch (e->ph) {
+    case 'X':
+        ev->ph.s = "X";
+        break;
+    case 'i':
+        ev->ph.s = "i";
+        break;
+    case 'C':
+        ev->ph.s = "C";
+        break;
+    case 'M':
+        ev->ph.s = "M";
+        break;
+    case 's':
+        ev->ph.s = "s";
+        break;
+    default:
+        ev->ph.s = "f";
+        break;
+    }
+    ev->ph.len = 1;
+    ev->name.s = r->arena + name;
+    ev->name.len = e->name_len;
+    if (cat != SIZE_MAX) {
+        ev->cat.s = r->arena + cat;
+        ev->cat.len = e->cat_len;
+    }
+    if (e->bp) ev->bp = (strobe_rd_str){e->bp, strlen(e->bp)};
+    if (e->scope) ev->s = (strobe_rd_str){e->scope, strlen(e->scope)};
+    ev->pid = (strobe_rd_id){.kind = STROBE_RD_ID_INT, .has_num = 1, .num = e->pid};
+    ev->tid = (strobe_rd_id){.kind = STROBE_RD_ID_INT, .has_num = 1, .num = e->tid};
+    if (e->ph == 's' || e->ph == 'f')
+        ev->id = (strobe_rd_id){.kind = STROBE_RD_ID_INT, .has_num = 1, .num = (int64_t)e->id};
+    ev->has_ts = 1;
+    ev->ts_ns = e->ts_ns;
+    if (e->ph == 'X') {
+        ev->has_dur = 1;
+        ev->dur_ns = e->dur_ns;
+    }
+    if (e->args_len != SIZE_MAX) {
+        ev->args = e->text + e->args_off;
+        ev->args_len = e->args_len;
+    }
+    ev->raw = e->text;
+    ev->raw_len = e->len;
+    return event_done(r, item);
 }
 
 /* ---- 5. The top-level state machine ------------------------------------------------------- */
@@ -1006,6 +1107,24 @@ int strobe_rd_next(strobe_rd *r, strobe_rd_item *item) {
             return fail(r, STROBE_EFORMAT, strobe_jp_offset(jp),
                         "unexpected end of input: the top-level object is not closed");
         case M_EVENTS: {
+            if (r->pfs) {
+                /* The decoder hands out the elements; the tokenizer reads on at the "]". */
+                const strobe_rd_pf_elem *e;
+                rc = strobe_rd_pfs_next_elem(r->pfs, &e);
+                if (rc < 0) return fail_pf(r, rc);
+                if (rc > 0) {
+                    rc = pf_event(r, item, e);
+                    if (rc > 0) r->info.bytes = e->offset + (int64_t)e->len;
+                    return rc;
+                }
+                tok = strobe_jp_next(jp);
+                if (tok == STROBE_JP_ERROR) return fail_jp(r);
+                if (tok != STROBE_JP_ARR_END)
+                    return fail(r, STROBE_EFORMAT, jp->tok_off,
+                                "the Perfetto decoder's event array is not closed");
+                r->mode = M_TOP;
+                continue;
+            }
             strobe_jp_capture_begin(jp, 1);
             tok = strobe_jp_next(jp);
             if (tok == STROBE_JP_OBJ_BEGIN) {

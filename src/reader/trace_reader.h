@@ -18,7 +18,9 @@
  * value (and by the limits in strobe_rd_options), not by the size of the file. A Perfetto trace
  * yields the same items its JSON conversion holds, in the decoder's order (a slice when its end
  * is read, a track's metadata with its descriptor), and its memory is bounded by the decoder's
- * state (interned strings, tracks, the slices open at one time) and its largest packet.
+ * state (interned strings, tracks, the slices open at one time) and its largest packet. Its events
+ * are filled from the fields the decoder gives, not by reading their JSON text again (which is
+ * still their raw text), unless those fields do not say all or a limit is near (pftrace_dec.h).
  *
  * Errors. Malformed JSON, input that ends inside an event, or a limit exceeded stops the reader
  * with STROBE_EFORMAT and a message "PATH: byte N: reason", where N is the offset in the decoded
@@ -102,7 +104,7 @@ enum {
  * next strobe_rd_next() or strobe_rd_close(). */
 typedef struct strobe_rd_event {
     uint64_t index; /* position in the event array, from 0; of a Perfetto trace, in the order of
-                       the begins (strobe_rd_pfs_next_index) */
+                       the begins (strobe_rd_pf_elem.index) */
     int64_t offset; /* stream offset of the element's first byte */
     strobe_rd_str ph, name, cat;
     strobe_rd_str bp, s; /* flow binding point, instant scope */
