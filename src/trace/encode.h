@@ -10,7 +10,8 @@ struct strobe_result;
 
 /* Encodes `r` into a malloc'ed buffer (*out, *len; the caller frees it): with `perfetto`, the
  * Perfetto writer's whole output; else the JSON writer's event lines for appending to a trace
- * that has its header (strobe__json_write_events). On failure *out is NULL and *len 0.
+ * that has its header (strobe__writer_put_result's STROBE__PUT_EVENTS). On failure *out is NULL and
+ * *len 0.
  * @return 0, STROBE_ENOMEM or STROBE_EIO. */
 int strobe__result_encode(const struct strobe_result *r, int perfetto, char **out, size_t *len);
 

@@ -113,7 +113,9 @@ int strobe_result_save_as(strobe_result *r, const char *path, strobe_format fmt)
     if (rc == 0) {
         rc = strobe__sink_open_fd(&sink, fd, ends_with(path, ".gz") ? GZIP_LEVEL : 0);
         if (rc == 0) {
-            rc = writer->write(r, &sink);
+            strobe__writer *w = strobe__writer_open(writer, &sink, 0);
+            rc = w ? strobe__writer_put_result(w, r, STROBE__PUT_WHOLE, NULL) : STROBE_ENOMEM;
+            strobe__writer_free(w);
             /* Close also after a failed write: it frees the buffer and the descriptor. */
             int close_rc = strobe__sink_close(&sink);
             if (rc == 0) rc = close_rc;
