@@ -42,6 +42,7 @@
  *   each thread's current chunk up to the end of records the thread published (release store),
  *   since the newest records are what a flight recorder is for. */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -61,11 +62,10 @@
 #include "strobe/instrument.h"
 #include "strobe/op.h"
 #include "strobe/result.h"
-#include "util/pftrace_enc.h"
-#include "trace/encode.h"
-#include "util/json_fmt.h"
-#include "trace/json_writer.h"
+#include "trace/kineto.h"
 #include "trace/sink.h"
+#include "trace/writer.h"
+#include "util/u64map.h"
 
 #define POLL_MS 5
 /* Output bytes gathered before an append is written even in the middle of a batch. */
@@ -83,13 +83,6 @@ enum { MODE_STREAM = 1, MODE_RING = 2 };
 /* Backend tracks' tids: above any the kernel hands out, as collect.c makes them. */
 #define BACKEND_TID_BASE INT64_C(0x7fff0000)
 
-/* The Perfetto stream's packet sequence and track uuids, apart from the Perfetto writer's (whose
- * sequences are 1 and 2 + a thread's index, its thread tracks 1 + the index, its other tracks
- * marked in the top byte) and short as varints: each packet carries both, a 2-byte sequence id
- * and a 3-byte track uuid. */
-#define STREAM_SEQUENCE 0x3FFFu
-#define STREAM_UUID(n) ((UINT64_C(1) << 20) + (uint64_t)(n))
-
 /* One range open on a thread: its name is the site's (static) or copied into the thread's name
  * stack; its operator details wait in the thread's args buffer until it ends. */
 typedef struct open_rng {
@@ -105,7 +98,7 @@ typedef struct open_rng {
 typedef struct thr {
     const strobe__tstate *key;
     int64_t tid;
-    uint64_t track;        /* its Perfetto track */
+    uint32_t track;        /* its track in the writer */
     strobe__dec_thread dt; /* the decoder's state of the thread (dt.prev: the last time) */
     open_rng *open;
     size_t depth, cap;
@@ -126,7 +119,7 @@ typedef struct bk_track {
     char *backend;
     struct bk_lane {
         int64_t tid;
-        uint64_t track;   /* its Perfetto track */
+        uint32_t track;   /* its track in the writer */
         int64_t last;     /* the latest start written on it */
         int64_t ends[64]; /* the written events still open at `last`, outermost first */
         size_t depth;
@@ -134,24 +127,17 @@ typedef struct bk_track {
     int lanes;
 } bk_track;
 
-/* The stream's output: an append sink (trace/sink.h) and what the event lines need. */
-typedef struct jw {
-    strobe__append a;
-    int64_t base_ns, pid;
-} jw;
-
 typedef struct strobe__stream {
     strobe__session *s;
     int mode;
     char *path, *flight_path;
-    jw out;
-    strobe__pft *pft; /* the Perfetto encoder; NULL: the stream is JSON */
-    uint64_t next_uuid;
-    struct counter_track {
-        char *name;
-        uint64_t uuid;
-    } * counters;
-    size_t counter_count;
+    /* The output: the format's writer, called with STREAMING into a memory sink, from which each
+     * event goes to the append sink (trace/sink.h) as one piece, its end marked. */
+    const strobe__writer_ops *fmt;
+    strobe__writer *wr;
+    strobe__sink ms;
+    strobe__append a;
+    int64_t pid;
     pthread_t thread;
     int thread_started;
     int quit;          /* atomic */
@@ -159,8 +145,9 @@ typedef struct strobe__stream {
     void *queue;       /* atomic: the lock-free stack of full chunks */
     uint64_t free_top; /* atomic: tag << 32 | (index + 1) of the free pool's top; 0 index: empty */
     /* The decoder (stream mode; owned by the background thread, then by stop). */
-    thr **map;
-    size_t map_cap, map_count;
+    strobe__u64map map; /* a thread's state (its address) -> its index in thrs + 1 */
+    thr **thrs;
+    size_t thr_count, thr_cap;
     strobe__clock_conv conv;
     uint64_t skipped_details, skipped_counters, unmatched, truncated, unfinished;
     uint64_t device_events; /* the result's events appended at stop (strobe__stream_complete) */
@@ -176,8 +163,8 @@ typedef struct strobe__stream {
     strobe__decoder dec; /* the records' decoder; its events go to the thread `cur` */
     thr *cur;
     strobe__buf text, json;
-    strobe__pft_arg *pargs;
-    size_t pargs_cap;
+    strobe__wr_arg *wargs;
+    size_t wargs_cap;
     struct sym_slot {
         uint64_t pc;
         char *name; /* NULL: a free slot */
@@ -307,75 +294,52 @@ int strobe__stream_refill(strobe__tstate *t, size_t need, int counts) {
     return 1;
 }
 
-/* ---- 3. the stream's JSON output ---------------------------------------------------------- */
+/* ---- 3. the stream's output ----------------------------------------------------------------- */
 
-static char *put_lit(char *p, const char *s) {
-    size_t n = strlen(s);
-    memcpy(p, s, n);
-    return p + n;
+/* Moves what the writer wrote for the last call into the append sink, as one piece, and marks the
+ * end of `events` events there (0: a track, a slice's begin). A piece that finds no memory is
+ * dropped and its events counted lost. */
+static void emit(strobe__stream *st, uint64_t events) {
+    size_t n = st->ms.len;
+    if (st->ms.err) {
+        st->a.lost += events;
+        (void)strobe__sink_clear(&st->ms);
+        return;
+    }
+    if (n) {
+        char *p = strobe__append_reserve(&st->a, n);
+        if (p == NULL) {
+            st->a.lost += events;
+            st->ms.len = 0;
+            return;
+        }
+        memcpy(p, st->ms.buf, n);
+        strobe__append_commit(&st->a, p + n);
+        st->ms.len = 0;
+    }
+    if (events) strobe__append_mark(&st->a, st->a.len, events);
 }
 
-static const char CLOSING_RUNNING[] = "\n  ],\n  \"strobe_stream\": {\"complete\": false}\n}\n";
-
-/* The head of the event line: phase, category, name, pid, tid, ts. */
-static char *event_head(jw *w, char *p, const char *ph, const char *cat, const char *name,
-                        size_t nlen, int64_t tid, int64_t ts) {
-    p = put_lit(p, ",\n  {\"ph\": \"");
-    p = put_lit(p, ph);
-    p = put_lit(p, "\", \"cat\": \"");
-    p = put_lit(p, cat);
-    p = put_lit(p, "\", \"name\": ");
-    p = strobe__json_put_string(p, name, nlen);
-    p = put_lit(p, ", \"pid\": ");
-    p = put_i64(p, w->pid);
-    p = put_lit(p, ", \"tid\": ");
-    p = put_i64(p, tid);
-    p = put_lit(p, ", \"ts\": ");
-    return strobe__json_put_ts(p, ts, w->base_ns);
-}
-
-#define EVENT_FIXED 400
-
-static void write_meta(jw *w, int first, const char *name, int64_t tid, const char *arg,
-                       const char *sval, int64_t ival) {
-    size_t slen = sval ? strlen(sval) : 0;
-    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + STROBE__JSON_STRING_MAX(slen));
-    if (p == NULL) return;
-    p = put_lit(p, first ? "  {\"name\": \"" : ",\n  {\"name\": \"");
-    p = put_lit(p, name);
-    p = put_lit(p, "\", \"ph\": \"M\", \"ts\": 0.000, \"pid\": ");
-    p = put_i64(p, w->pid);
-    p = put_lit(p, ", \"tid\": ");
-    p = put_i64(p, tid);
-    p = put_lit(p, ", \"args\": {\"");
-    p = put_lit(p, arg);
-    p = put_lit(p, "\": ");
-    p = sval ? strobe__json_put_string(p, sval, slen) : put_i64(p, ival);
-    strobe__append_commit(&w->a, put_lit(p, "}}"));
+/* After a writer call for one event: marks it, or counts it lost when the call failed. */
+static void emitted(strobe__stream *st, int rc) {
+    if (rc < 0) {
+        st->ms.len = 0;
+        st->a.lost++;
+        return;
+    }
+    emit(st, 1);
 }
 
 /* ---- 4. the decoder's events, written -------------------------------------------------------- */
 
 static thr *thr_find(strobe__stream *st, const strobe__tstate *t) {
-    if ((st->map_count + 1) * 2 > st->map_cap) {
-        size_t cap = st->map_cap ? st->map_cap * 2 : 64;
-        thr **m = calloc(cap, sizeof *m);
-        if (m == NULL) return NULL;
-        for (size_t i = 0; i < st->map_cap; i++) {
-            if (st->map[i] == NULL) continue;
-            size_t j = ((uintptr_t)st->map[i]->key >> 6) & (cap - 1);
-            while (m[j])
-                j = (j + 1) & (cap - 1);
-            m[j] = st->map[i];
-        }
-        free(st->map);
-        st->map = m;
-        st->map_cap = cap;
-    }
-    size_t j = ((uintptr_t)t >> 6) & (st->map_cap - 1);
-    while (st->map[j] && st->map[j]->key != t)
-        j = (j + 1) & (st->map_cap - 1);
-    if (st->map[j]) return st->map[j];
+    int inserted = 0;
+    uint64_t *slot = strobe__u64map_put(&st->map, (uint64_t)(uintptr_t)t, &inserted);
+    if (slot == NULL) return NULL;
+    if (!inserted) return st->thrs[*slot - 1];
+    *slot = 0; /* filled in below: a failure leaves a key that the next call retries */
+    if (strobe__grow((void **)&st->thrs, &st->thr_cap, st->thr_count + 1, sizeof *st->thrs))
+        return NULL;
     thr *h = calloc(1, sizeof *h);
     if (h == NULL) return NULL;
     h->key = t;
@@ -387,45 +351,40 @@ static thr *thr_find(strobe__stream *st, const strobe__tstate *t) {
     memcpy(name, t->name, sizeof name);
     pthread_mutex_unlock(&strobe__registry_lock);
     name[sizeof name - 1] = '\0';
-    char fallback[40];
-    if (name[0] == '\0') {
-        snprintf(fallback, sizeof fallback, "thread %lld", (long long)h->tid);
-        snprintf(name, sizeof name, "%s", fallback);
+    if (name[0] == '\0') snprintf(name, sizeof name, STROBE_KINETO_THREAD_FMT, (long long)h->tid);
+    strobe__wr_track tr = {.kind = STROBE__WR_THREAD,
+                           .pid = st->pid,
+                           .tid = h->tid,
+                           .name = name,
+                           .sort_index = h->tid};
+    int64_t id = strobe__writer_track(st->wr, &tr);
+    if (id < 0) {
+        st->ms.len = 0;
+        strobe__dec_thread_free(&h->dt);
+        free(h);
+        return NULL;
     }
-    if (st->pft) {
-        h->track = st->next_uuid++;
-        if (strobe__pft_thread(st->pft, h->track, (int32_t)st->out.pid, (int32_t)h->tid, name,
-                               (int32_t)h->tid)) {
-            free(h);
-            return NULL;
-        }
-    } else {
-        write_meta(&st->out, 0, "thread_name", h->tid, "name", name, 0);
-        write_meta(&st->out, 0, "thread_sort_index", h->tid, "sort_index", NULL, h->tid);
-    }
-    st->map[j] = h;
-    st->map_count++;
+    emit(st, 0);
+    h->track = (uint32_t)id;
+    st->thrs[st->thr_count++] = h;
+    *slot = st->thr_count;
     return h;
 }
 
-static size_t pft_corr_args(strobe__pft_arg *a, uint64_t ext, uint64_t user) {
-    size_t n = 0;
-    memset(a, 0, 2 * sizeof *a);
-    if (ext) {
-        a[n].name = "External id";
-        a[n].type = STROBE__PFT_UINT;
-        a[n++].u = ext;
-    }
-    if (user) {
-        a[n].name = "User External id";
-        a[n].type = STROBE__PFT_UINT;
-        a[n++].u = user;
-    }
-    return n;
+static const char *range_category(int scope) {
+    return scope == STROBE_RECORD_SCOPE_USER_SCOPE ? STROBE_KINETO_CAT_USER_ANNOTATION
+                                                   : STROBE_KINETO_CAT_CPU_OP;
 }
 
-static const char *range_category(int scope) {
-    return scope == STROBE_RECORD_SCOPE_USER_SCOPE ? "user_annotation" : "cpu_op";
+/* Kineto's correlation args of a range or instant ("External id", "User External id"). */
+static size_t corr_args(strobe__wr_arg *a, uint64_t ext, uint64_t user) {
+    size_t n = 0;
+    if (ext)
+        a[n++] = (strobe__wr_arg){
+            .name = STROBE_KINETO_ARG_EXTERNAL_ID, .type = STROBE__PFT_UINT, .u = ext};
+    if (user)
+        a[n++] = (strobe__wr_arg){.name = "User External id", .type = STROBE__PFT_UINT, .u = user};
+    return n;
 }
 
 /* Walks the args entries in [p, end): @return the next entry, and the key and value of this one. */
@@ -459,206 +418,89 @@ static int arg_add(thr *h, const char *key, const char *json, size_t jlen, int r
     return rc;
 }
 
-/* One event is encoded: it ends here in the bytes to write next. */
-static void out_event(strobe__stream *st) {
-    size_t end = st->out.a.len;
-    if (st->pft) (void)strobe__pft_data(st->pft, &end);
-    strobe__append_mark(&st->out.a, end, 1);
+/* The writer's event of open range `o` of `h` (its correlation args in `a`, room for two). */
+static void range_event(strobe__stream *st, const thr *h, const open_rng *o, strobe__wr_arg *a,
+                        strobe__wr_event *e) {
+    (void)st;
+    memset(e, 0, sizeof *e);
+    e->track = h->track;
+    e->cat = range_category(o->scope);
+    if (o->site_name) {
+        e->name = o->site_name;
+        e->name_len = strnlen(o->site_name, STROBE__MAX_NAME);
+    } else {
+        e->name = h->names.s + o->name_off;
+        e->name_len = o->name_len;
+    }
+    e->ts = o->start;
+    e->args = a;
+    e->nargs = corr_args(a, o->ext, o->user);
 }
 
-/* Writes a range that ends at `end` with its args (the thread's args from o->args_off: `o` is the
- * innermost open range) and, when `flag` names one, that flag set to 1. */
+/* Writes a range that ends at `end` with its details (the thread's args from o->args_off: `o` is
+ * the innermost open range) and, when `flag` names one, that flag set to 1: args known only at
+ * its end. */
 static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t end,
                         const char *flag) {
     const char *args = h->args.s ? h->args.s + o->args_off : NULL;
     const char *args_end = h->args.s ? h->args.s + h->args.len : NULL;
     if (h->args.len < o->args_off) args = args_end = NULL;
-    if (st->pft) {
-        /* The begin went out when the range began; the details go on the end, which the trace
-         * processor adds to the slice's args. */
-        size_t n = flag != NULL;
-        for (const char *p = args; p && p < args_end;) {
-            const char *k, *v;
-            const char *next = arg_next(p, &k, &v);
-            n += *p == '1';
-            p = next;
-        }
-        if (strobe__grow((void **)&st->pargs, &st->pargs_cap, n, sizeof *st->pargs)) {
-            st->out.a.lost++;
-            return;
-        }
-        size_t k = 0;
-        for (const char *p = args; p && p < args_end;) {
-            const char *key, *v;
-            const char *next = arg_next(p, &key, &v);
-            if (*p == '1') {
-                memset(&st->pargs[k], 0, sizeof st->pargs[k]);
-                st->pargs[k].name = key;
-                strobe__pft_arg_json(&st->pargs[k++], v);
-            }
-            p = next;
-        }
-        if (flag) {
-            memset(&st->pargs[k], 0, sizeof st->pargs[k]);
-            st->pargs[k].name = flag;
-            st->pargs[k].type = STROBE__PFT_INT;
-            st->pargs[k++].i = 1;
-        }
-        if (strobe__pft_end_args(st->pft, h->track, end - st->out.base_ns, st->pargs, k))
-            st->out.a.lost++;
-        else
-            out_event(st);
+    size_t n = flag != NULL;
+    for (const char *p = args; p && p < args_end;) {
+        const char *k, *v;
+        const char *next = arg_next(p, &k, &v);
+        n += *p == '1';
+        p = next;
+    }
+    if (strobe__grow((void **)&st->wargs, &st->wargs_cap, n + 1, sizeof *st->wargs)) {
+        st->a.lost++;
         return;
     }
-    jw *w = &st->out;
-    const char *name = o->site_name ? o->site_name : h->names.s + o->name_off;
-    size_t nlen = o->site_name ? strnlen(o->site_name, STROBE__MAX_NAME) : o->name_len;
-    size_t alen = args ? (size_t)(args_end - args) : 0;
-    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) +
-                                                STROBE__JSON_STRING_MAX(alen) + alen);
-    if (p == NULL) {
-        st->out.a.lost++;
-        return;
-    }
-    p = event_head(w, p, "X", range_category(o->scope), name, nlen, h->tid, o->start);
-    p = put_lit(p, ", \"dur\": ");
-    p = strobe__json_put_ts(p, end, o->start);
-    p = put_lit(p, ", \"args\": {");
-    const char *sep = "";
-    if (o->ext) {
-        p = put_lit(p, "\"External id\": ");
-        p = put_u64(p, o->ext);
-        sep = ", ";
-    }
-    if (o->user) {
-        p = put_lit(p, sep);
-        p = put_lit(p, "\"User External id\": ");
-        p = put_u64(p, o->user);
-        sep = ", ";
-    }
-    for (const char *a = args; a && a < args_end;) {
+    size_t k = 0;
+    for (const char *p = args; p && p < args_end;) {
         const char *key, *v;
-        const char *next = arg_next(a, &key, &v);
-        if (*a == '1') {
-            p = put_lit(p, sep);
-            p = strobe__json_put_string(p, key, strlen(key));
-            p = put_lit(p, ": ");
-            p = put_lit(p, v);
-            sep = ", ";
-        }
-        a = next;
+        const char *next = arg_next(p, &key, &v);
+        if (*p == '1')
+            st->wargs[k++] =
+                (strobe__wr_arg){.name = key, .type = STROBE__PFT_JSON, .s = v, .slen = (size_t)-1};
+        p = next;
     }
-    if (flag) {
-        p = put_lit(p, sep);
-        *p++ = '"';
-        p = put_lit(p, flag);
-        p = put_lit(p, "\": 1");
-    }
-    strobe__append_commit(&w->a, put_lit(p, "}}"));
-    out_event(st);
+    if (flag) st->wargs[k++] = (strobe__wr_arg){.name = flag, .type = STROBE__PFT_INT, .i = 1};
+    strobe__wr_arg corr[2];
+    strobe__wr_event e;
+    range_event(st, h, o, corr, &e);
+    e.end = end;
+    emitted(st, st->wr->ops->slice_end(st->wr, &e, st->wargs, k));
 }
 
 static void write_instant(strobe__stream *st, thr *h, const char *name, size_t nlen, int64_t ts,
-                          uint64_t ext, uint64_t user, const char *args) {
-    if (st->pft) {
-        char copy[STROBE__MAX_NAME + 1];
-        if (nlen > STROBE__MAX_NAME) nlen = STROBE__MAX_NAME;
-        memcpy(copy, name, nlen);
-        copy[nlen] = '\0';
-        strobe__pft_arg a[3];
-        size_t n = pft_corr_args(a, ext, user);
-        if (args) {
-            memset(&a[n], 0, sizeof a[n]);
-            a[n].name = "args";
-            a[n].type = STROBE__PFT_JSON;
-            a[n].s = args;
-            a[n++].slen = (size_t)-1;
-        }
-        if (strobe__pft_instant(st->pft, h->track, ts - st->out.base_ns, "cpu_instant_event", copy,
-                                a, n))
-            st->out.a.lost++;
-        else
-            out_event(st);
-        return;
-    }
-    jw *w = &st->out;
-    size_t alen = args ? strlen(args) : 0;
-    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) + alen);
-    if (p == NULL) {
-        st->out.a.lost++;
-        return;
-    }
-    p = event_head(w, p, "i\", \"s\": \"t", "cpu_instant_event", name, nlen, h->tid, ts);
-    p = put_lit(p, ", \"args\": {");
-    const char *sep = "";
-    if (ext) {
-        p = put_lit(p, "\"External id\": ");
-        p = put_u64(p, ext);
-        sep = ", ";
-    }
-    if (user) {
-        p = put_lit(p, sep);
-        p = put_lit(p, "\"User External id\": ");
-        p = put_u64(p, user);
-        sep = ", ";
-    }
-    if (args) {
-        p = put_lit(p, sep);
-        memcpy(p, args, alen);
-        p += alen;
-    }
-    strobe__append_commit(&w->a, put_lit(p, "}}"));
-    out_event(st);
-}
-
-/* The Perfetto counter track of a name (declared on first use); 0 when out of memory. */
-static uint64_t counter_track(strobe__stream *st, const char *name, size_t nlen) {
-    for (size_t i = 0; i < st->counter_count; i++)
-        if (strlen(st->counters[i].name) == nlen && memcmp(st->counters[i].name, name, nlen) == 0)
-            return st->counters[i].uuid;
-    struct counter_track *c = realloc(st->counters, (st->counter_count + 1) * sizeof *c);
-    if (c == NULL) return 0;
-    st->counters = c;
-    char *copy = strndup(name, nlen);
-    if (copy == NULL) return 0;
-    uint64_t uuid = st->next_uuid++;
-    if (strobe__pft_counter_track(st->pft, uuid, STREAM_UUID(1), copy)) {
-        free(copy);
-        return 0;
-    }
-    c[st->counter_count].name = copy;
-    c[st->counter_count++].uuid = uuid;
-    return uuid;
+                          uint64_t ext, uint64_t user) {
+    strobe__wr_arg a[2];
+    strobe__wr_event e = {.track = h->track,
+                          .cat = STROBE_KINETO_CAT_CPU_INSTANT_EVENT,
+                          .name = name,
+                          .name_len = nlen,
+                          .ts = ts,
+                          .args = a};
+    e.nargs = corr_args(a, ext, user);
+    emitted(st, st->wr->ops->instant(st->wr, &e));
 }
 
 static void write_counter(strobe__stream *st, thr *h, const char *name, size_t nlen, int64_t ts,
                           double v) {
-    if (st->pft) {
-        uint64_t track = counter_track(st, name, nlen);
-        if (track == 0 || strobe__pft_counter(st->pft, track, ts - st->out.base_ns, v))
-            st->out.a.lost++;
-        else
-            out_event(st);
-        return;
-    }
-    jw *w = &st->out;
-    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + 2 * STROBE__JSON_STRING_MAX(nlen));
-    if (p == NULL) {
-        st->out.a.lost++;
-        return;
-    }
-    char *q = event_head(w, p, "C", "cpu_counter", name, nlen, h->tid, ts);
-    q = put_lit(q, ", \"args\": {");
-    q = strobe__json_put_string(q, name, nlen);
-    q = put_lit(q, ": ");
-    char *e = strobe__json_put_double(q, v);
-    if (e == NULL) {
-        /* JSON has no NaN or infinity: the sample is left out and counted. */
+    strobe__wr_event e = {.track = h->track,
+                          .cat = "cpu_counter",
+                          .name = name,
+                          .name_len = nlen,
+                          .ts = ts,
+                          .value = v};
+    int rc = st->wr->ops->counter(st->wr, &e);
+    if (rc == 1) {
+        /* Not finite: the sample is left out and counted. */
         st->skipped_counters++;
         return;
     }
-    strobe__append_commit(&w->a, put_lit(e, "}}"));
-    out_event(st);
+    emitted(st, rc);
 }
 
 /* Ends every open range of a thread at `at`: the innermost first, each 1 ns after the one inside
@@ -700,16 +542,15 @@ static int push_range(thr *h, const strobe__dec_event *e) {
     return 0;
 }
 
-/* A range has begun: a Perfetto begin goes out at once. @return 0. */
+/* A range has begun: formats that write begins (Perfetto) write it now. @return 0. */
 static int begin_out(strobe__stream *st, thr *h) {
-    if (st->pft == NULL) return 0;
-    const open_rng *o = &h->open[h->depth - 1];
-    strobe__pft_arg a[2];
-    size_t n = pft_corr_args(a, o->ext, o->user);
-    if (strobe__pft_begin(st->pft, h->track, o->start - st->out.base_ns, range_category(o->scope),
-                          o->site_name ? o->site_name : h->names.s + o->name_off, a, n, NULL, 0,
-                          NULL, 0))
-        st->out.a.lost++;
+    strobe__wr_arg corr[2];
+    strobe__wr_event e;
+    range_event(st, h, &h->open[h->depth - 1], corr, &e);
+    if (st->wr->ops->slice_begin(st->wr, &e))
+        st->ms.len = 0; /* its end is counted when it fails too */
+    else
+        emit(st, 0);
     return 0;
 }
 
@@ -724,16 +565,29 @@ static void pop_range(strobe__stream *st, thr *h, int64_t ts) {
     if (h->args.len > o->args_off) h->args.len = o->args_off;
 }
 
+/* A memory event: an instant with Kineto's args on the allocating thread, and the allocator's
+ * totals as counters. */
 static int s_memory(void *ctx, const strobe__dec_memory *m) {
     strobe__stream *st = ctx;
     thr *h = st->cur;
-    char args[256];
-    snprintf(args, sizeof args,
-             "\"Device Type\": %d, \"Device Id\": %d, \"Addr\": %llu, \"Bytes\": %lld, "
-             "\"Total Allocated\": %lld, \"Total Reserved\": %lld",
-             m->c10_type, m->index, (unsigned long long)m->addr, (long long)m->bytes,
-             (long long)m->total_allocated, (long long)m->total_reserved);
-    write_instant(st, h, "[memory]", 8, m->ts, 0, 0, args);
+    const strobe__wr_arg a[6] = {
+        {.name = STROBE_KINETO_ARG_DEVICE_TYPE, .type = STROBE__PFT_INT, .i = m->c10_type},
+        {.name = STROBE_KINETO_ARG_DEVICE_ID, .type = STROBE__PFT_INT, .i = m->index},
+        {.name = STROBE_KINETO_ARG_ADDR, .type = STROBE__PFT_UINT, .u = m->addr},
+        {.name = STROBE_KINETO_ARG_MEM_BYTES, .type = STROBE__PFT_INT, .i = m->bytes},
+        {.name = STROBE_KINETO_ARG_TOTAL_ALLOCATED,
+         .type = STROBE__PFT_INT,
+         .i = m->total_allocated},
+        {.name = STROBE_KINETO_ARG_TOTAL_RESERVED, .type = STROBE__PFT_INT, .i = m->total_reserved},
+    };
+    strobe__wr_event e = {.track = h->track,
+                          .cat = STROBE_KINETO_CAT_CPU_INSTANT_EVENT,
+                          .name = STROBE_KINETO_MEMORY_EVENT_NAME,
+                          .name_len = (size_t)-1,
+                          .ts = m->ts,
+                          .args = a,
+                          .nargs = 6};
+    emitted(st, st->wr->ops->instant(st->wr, &e));
     for (int k = 0; k < 2; k++)
         write_counter(st, h, m->counter[k], strlen(m->counter[k]), m->ts,
                       (double)(k ? m->total_reserved : m->total_allocated));
@@ -915,56 +769,43 @@ static struct bk_lane *bk_lane(strobe__stream *st, const char *backend, int lane
     } else {
         snprintf(name, sizeof name, "Backend: %s (%d)", backend, t->lanes + 1);
     }
-    if (st->pft) {
-        l->track = st->next_uuid++;
-        if (strobe__pft_thread(st->pft, l->track, (int32_t)st->out.pid, (int32_t)l->tid, name,
-                               (int32_t)l->tid))
-            return NULL;
-    } else {
-        write_meta(&st->out, 0, "thread_name", l->tid, "name", name, 0);
-        write_meta(&st->out, 0, "thread_sort_index", l->tid, "sort_index", NULL, l->tid);
+    strobe__wr_track tr = {.kind = STROBE__WR_THREAD,
+                           .pid = st->pid,
+                           .tid = l->tid,
+                           .name = name,
+                           .sort_index = l->tid};
+    int64_t id = strobe__writer_track(st->wr, &tr);
+    if (id < 0) {
+        st->ms.len = 0;
+        return NULL;
     }
+    emit(st, 0);
+    l->track = (uint32_t)id;
     t->lanes++;
     return l;
 }
 
 static void write_backend_event(strobe__stream *st, struct bk_lane *l, const char *name,
                                 const char *backend, int64_t start, int64_t end, int64_t handle) {
-    if (st->pft) {
-        strobe__pft_arg a[2];
-        memset(a, 0, sizeof a);
-        a[0].name = "Backend";
-        a[0].type = STROBE__PFT_STRING;
-        a[0].s = backend;
-        a[0].slen = (size_t)-1;
-        a[1].name = "Debug handle";
-        a[1].type = STROBE__PFT_INT;
-        a[1].i = handle;
-        if (strobe__pft_begin(st->pft, l->track, start - st->out.base_ns, "cpu_op", name, a, 2,
-                              NULL, 0, NULL, 0) ||
-            strobe__pft_end(st->pft, l->track, end - st->out.base_ns))
-            st->out.a.lost++;
-        else
-            out_event(st);
-        return;
-    }
-    jw *w = &st->out;
-    size_t nlen = strlen(name), blen = strlen(backend);
-    char *p = strobe__append_reserve(&w->a, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) +
-                                                STROBE__JSON_STRING_MAX(blen));
-    if (p == NULL) {
-        st->out.a.lost++;
-        return;
-    }
-    p = event_head(w, p, "X", "cpu_op", name, nlen, l->tid, start);
-    p = put_lit(p, ", \"dur\": ");
-    p = strobe__json_put_ts(p, end, start);
-    p = put_lit(p, ", \"args\": {\"Backend\": ");
-    p = strobe__json_put_string(p, backend, blen);
-    p = put_lit(p, ", \"Debug handle\": ");
-    p = put_i64(p, handle);
-    strobe__append_commit(&w->a, put_lit(p, "}}"));
-    out_event(st);
+    const strobe__wr_arg a[2] = {
+        {.name = STROBE_KINETO_ARG_BACKEND,
+         .type = STROBE__PFT_STRING,
+         .s = backend,
+         .slen = (size_t)-1},
+        {.name = "Debug handle", .type = STROBE__PFT_INT, .i = handle},
+    };
+    strobe__wr_event e = {.track = l->track,
+                          .flags = STROBE__WR_COMPLETE,
+                          .cat = STROBE_KINETO_CAT_CPU_OP,
+                          .name = name,
+                          .name_len = (size_t)-1,
+                          .ts = start,
+                          .end = end,
+                          .args = a,
+                          .nargs = 2};
+    int rc = st->wr->ops->slice_begin(st->wr, &e);
+    if (rc == 0) rc = st->wr->ops->slice_end(st->wr, &e, NULL, 0);
+    emitted(st, rc);
 }
 
 /* Writes the backend events that started more than BACKEND_HOLD_NS ago (all of them when `all`)
@@ -1059,7 +900,7 @@ static int s_end(void *ctx, int64_t ts) {
 
 static int s_instant(void *ctx, const strobe__dec_event *e) {
     strobe__stream *st = ctx;
-    write_instant(st, st->cur, e->name, e->name_len, e->ts, e->ext, e->user, NULL);
+    write_instant(st, st->cur, e->name, e->name_len, e->ts, e->ext, e->user);
     return 0;
 }
 
@@ -1079,7 +920,7 @@ static int s_truncated(void *ctx, int64_t ts) {
     st->truncated += h->depth;
     close_all(st, h, ts, "strobe_truncated");
     static const char marker[] = "[strobe] buffer full: records dropped";
-    write_instant(st, h, marker, sizeof marker - 1, h->dt.prev + 1, 0, 0, NULL);
+    write_instant(st, h, marker, sizeof marker - 1, h->dt.prev + 1, 0, 0);
     h->dt.prev++;
     return 0;
 }
@@ -1115,22 +956,14 @@ static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
 
 /* Bytes encoded and not yet written. */
 static size_t out_pending(const strobe__stream *st) {
-    size_t n = st->out.a.len;
-    if (st->pft) (void)strobe__pft_data(st->pft, &n);
-    return n;
+    return st->a.len;
 }
 
-/* Appends what is encoded: JSON with the closing brackets after it, Perfetto packets as they are
- * (their events marked in the encoder's data, which goes first in the buffer). `retry`: see
+/* Appends what is encoded, with the format's running tail after it. `retry`: see
  * strobe__append_flush. @return 0 or the output's error. */
-static int out_flush(strobe__stream *st, const char *closing, int retry) {
-    if (st->pft == NULL) return strobe__append_flush(&st->out.a, closing, retry);
-    size_t n = 0;
-    const uint8_t *d = strobe__pft_data(st->pft, &n);
-    char *p = n ? strobe__append_reserve(&st->out.a, n) : NULL;
-    if (p) strobe__append_commit(&st->out.a, (char *)memcpy(p, d, n) + n);
-    strobe__pft_reset_data(st->pft);
-    return strobe__append_flush(&st->out.a, "", retry);
+static int out_flush(strobe__stream *st, int retry) {
+    const char *tail = st->fmt->running_tail;
+    return strobe__append_flush(&st->a, tail ? tail : "", retry);
 }
 
 /* Decodes a batch of chunks (oldest first), recycling each into the free pool, and appends the
@@ -1150,12 +983,12 @@ static int stream_batch(strobe__stream *st, strobe__chunk *c) {
         int drc = h ? decode(st, h, (const char *)(c + 1), (size_t)c->used) : STROBE_ENOMEM;
         if (rc == 0) rc = drc;
         pool_push(st, c);
-        if (out_pending(st) >= FLUSH_BYTES) out_flush(st, CLOSING_RUNNING, 0);
+        if (out_pending(st) >= FLUSH_BYTES) out_flush(st, 0);
         c = next;
     }
     flush_backend(st, 0);
-    if (out_pending(st)) out_flush(st, CLOSING_RUNNING, 0);
-    return rc ? rc : st->out.a.err;
+    if (out_pending(st)) out_flush(st, 0);
+    return rc ? rc : st->a.err;
 }
 
 /* ---- 5. the flight recorder's ring and dumps ---------------------------------------------- */
@@ -1406,11 +1239,6 @@ static void *stream_main(void *arg) {
 
 /* ---- 7. start, finish, free --------------------------------------------------------------- */
 
-static int has_suffix(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 int strobe__stream_check_config(const strobe_config *cfg) {
     int ring = cfg->ring_bytes != 0 || cfg->ring_ms != 0;
     if (cfg->stream_path != NULL) {
@@ -1434,25 +1262,23 @@ static void stream_release(strobe__stream *st) {
     }
     if (st->pipe_fd[0] >= 0) close(st->pipe_fd[0]);
     if (st->pipe_fd[1] >= 0) close(st->pipe_fd[1]);
-    if (st->out.a.fd >= 0) close(st->out.a.fd);
-    strobe__pft_free(st->pft);
-    for (size_t i = 0; i < st->counter_count; i++)
-        free(st->counters[i].name);
-    free(st->counters);
-    for (size_t i = 0; i < st->map_cap; i++) {
-        thr *h = st->map[i];
-        if (h == NULL) continue;
+    if (st->a.fd >= 0) close(st->a.fd);
+    strobe__writer_free(st->wr);
+    if (st->ms.buf) free(strobe__sink_take_memory(&st->ms, &(size_t){0}));
+    for (size_t i = 0; i < st->thr_count; i++) {
+        thr *h = st->thrs[i];
         free(h->open);
         strobe__buf_free(&h->names);
         strobe__buf_free(&h->args);
         strobe__dec_thread_free(&h->dt);
         free(h);
     }
-    free(st->map);
+    free(st->thrs);
+    strobe__u64map_free(&st->map);
     strobe__decoder_free(&st->dec);
     strobe__buf_free(&st->text);
     strobe__buf_free(&st->json);
-    free(st->pargs);
+    free(st->wargs);
     for (size_t i = 0; i < st->sym_cap; i++)
         free(st->syms[i].name);
     free(st->syms);
@@ -1462,7 +1288,7 @@ static void stream_release(strobe__stream *st) {
     for (size_t i = 0; i < st->bkt_count; i++)
         free(st->bkt[i].backend);
     free(st->bkt);
-    strobe__append_free(&st->out.a);
+    strobe__append_free(&st->a);
     free(st->path);
     free(st->flight_path);
     pthread_mutex_destroy(&st->ring_lock);
@@ -1482,7 +1308,7 @@ int strobe__stream_start(strobe__session *s) {
     st->dec.strict = 1;
     st->dec.ops = &stream_ops;
     st->dec.ctx = st;
-    st->out.a.fd = st->pipe_fd[0] = st->pipe_fd[1] = -1;
+    st->a.fd = st->pipe_fd[0] = st->pipe_fd[1] = -1;
     pthread_mutex_init(&st->ring_lock, NULL);
     int rc = 0;
     if (pipe2(st->pipe_fd, O_CLOEXEC | O_NONBLOCK) != 0) rc = STROBE_ESYS;
@@ -1490,34 +1316,29 @@ int strobe__stream_start(strobe__session *s) {
         st->path = strdup(cfg->stream_path);
         if (st->path == NULL) rc = STROBE_ENOMEM;
         if (rc == 0) {
-            st->out.a.fd = open(st->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (st->out.a.fd < 0) {
+            st->a.fd = open(st->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (st->a.fd < 0) {
                 strobe__log(STROBE_LOG_ERROR, "stream %s: %s", st->path, strerror(errno));
                 rc = STROBE_EIO;
             }
         }
-        st->out.pid = (int64_t)s->pid;
-        char pname[64] = "strobe";
+        st->pid = (int64_t)s->pid;
+        snprintf(st->pname, sizeof st->pname, "strobe");
         FILE *f = fopen("/proc/self/comm", "re");
         if (f) {
-            if (fgets(pname, sizeof pname, f) == NULL) snprintf(pname, sizeof pname, "strobe");
+            if (fgets(st->pname, sizeof st->pname, f) == NULL)
+                snprintf(st->pname, sizeof st->pname, "strobe");
             fclose(f);
-            pname[strcspn(pname, "\n")] = '\0';
+            st->pname[strcspn(st->pname, "\n")] = '\0';
         }
-        if (rc == 0 &&
-            (has_suffix(st->path, ".pftrace") || has_suffix(st->path, ".perfetto-trace"))) {
-            /* The stream's own sequence and track uuids, apart from those of the Perfetto writer,
-             * whose output for the session's device activity and metadata is appended at stop
-             * (strobe__stream_complete): the process track, then threads and counters. */
-            st->pft = strobe__pft_new(STREAM_SEQUENCE);
-            st->next_uuid = STREAM_UUID(2);
-            rc = st->pft ? strobe__pft_process(st->pft, STREAM_UUID(1), (int32_t)s->pid, pname,
-                                               STROBE__PFT_NO_SORT)
-                         : STROBE_ENOMEM;
-            if (rc == 0) rc = out_flush(st, "", 0);
-        } else if (rc == 0) {
-            st->out.a.page_pad = 1;
-            snprintf(st->pname, sizeof st->pname, "%s", pname);
+        /* The format by the path's suffix, as a saved trace's (never compressed: the file is
+         * appended to as it grows). */
+        st->fmt = strobe__writer_for_path(st->path);
+        st->a.page_pad = st->fmt->pad;
+        if (rc == 0) rc = strobe__sink_open_memory(&st->ms);
+        if (rc == 0) {
+            st->wr = strobe__writer_open(st->fmt, &st->ms, STROBE__WR_STREAMING);
+            if (st->wr == NULL) rc = STROBE_ENOMEM;
         }
     }
     if (rc == 0 && st->mode == MODE_RING) {
@@ -1550,39 +1371,33 @@ int strobe__stream_start(strobe__session *s) {
     return 0;
 }
 
-/* The JSON stream's header: what is known when the window opens. Stats and the trace name come at
- * the end. @return 0 or the output's error. */
-static int json_header(strobe__stream *st) {
-    jw *w = &st->out;
+/* The stream's header: what is known when the window opens (the trace id, the time base), and
+ * the process's track. Stats, metadata and the trace name come at the end. @return 0 or the
+ * output's error. */
+static int stream_header(strobe__stream *st) {
     const strobe_result *r = st->s->result;
-    strobe__append_text(
-        &w->a, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n  \"trace_id\": ");
-    const char *id = r && r->trace_id ? r->trace_id : "";
-    char *p = strobe__append_reserve(&w->a, STROBE__JSON_STRING_MAX(strlen(id)) + 128);
-    if (p) {
-        p = strobe__json_put_string(p, id, strlen(id));
-        p = put_lit(p, ",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
-        p = put_i64(p, w->base_ns);
-        strobe__append_commit(&w->a, put_lit(p, ",\n  \"traceEvents\": [\n"));
-    }
-    write_meta(w, 1, "process_name", 0, "name", st->pname, 0);
-    write_meta(w, 0, "process_labels", 0, "labels", "CPU", 0);
-    write_meta(w, 0, "process_sort_index", 0, "sort_index", NULL, w->pid);
-    return strobe__append_flush(&w->a, CLOSING_RUNNING, 0);
+    /* Times are written relative to the base a saved result gets (1 us before the window
+     * opened), so that the device activity appended at stop lines up with the stream's events. */
+    strobe__wr_info info = {.base_ns = st->s->start.real_ns - 1000,
+                            .trace_id = r && r->trace_id ? r->trace_id : ""};
+    int rc = st->wr->ops->begin(st->wr, &info);
+    strobe__wr_track p = {.kind = STROBE__WR_PROCESS,
+                          .pid = st->pid,
+                          .name = st->pname,
+                          .label = STROBE_KINETO_CPU_PROCESS_LABEL,
+                          .sort_index = st->pid};
+    if (rc == 0) rc = (int)strobe__writer_track(st->wr, &p);
+    if (rc < 0) return rc;
+    emit(st, 0);
+    return out_flush(st, 0);
 }
 
 int strobe__stream_run(strobe__session *s) {
     strobe__stream *st = s->stream;
     if (st == NULL || st->thread_started) return 0;
     if (st->mode == MODE_STREAM) {
-        /* Times are written relative to the base the JSON writer gives the result (1 us before the
-         * window opened), in both formats, so that the device activity appended at stop by the
-         * writers lines up with the stream's own events. */
-        st->out.base_ns = s->start.real_ns - 1000;
-        if (st->pft == NULL) {
-            int rc = json_header(st);
-            if (rc) return rc;
-        }
+        int rc = stream_header(st);
+        if (rc) return rc;
     }
     if (pthread_create(&st->thread, NULL, stream_main, st) != 0) return STROBE_ESYS;
     st->thread_started = 1;
@@ -1649,9 +1464,8 @@ int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, in
         t->pos = t->end = NULL;
     }
     flush_backend(st, 1);
-    for (size_t i = 0; i < st->map_cap; i++) {
-        thr *h = st->map[i];
-        if (h == NULL) continue;
+    for (size_t i = 0; i < st->thr_count; i++) {
+        thr *h = st->thrs[i];
         st->unfinished += h->depth;
         close_all(st, h, stop_ns, "strobe_unfinished");
     }
@@ -1672,11 +1486,11 @@ static void stream_json(const strobe__stream *st, const strobe_result *r, int co
                  "\"skipped_counter_samples\": %llu, \"skipped_backend_events\": %llu, "
                  "\"write_error\": %s}",
                  complete ? "true" : "false",
-                 (unsigned long long)(st->stopping ? st->cpu_events : st->out.a.events),
+                 (unsigned long long)(st->stopping ? st->cpu_events : st->a.events),
                  (unsigned long long)st->device_events, (unsigned long long)st->event_bytes,
-                 dropped, (unsigned long long)st->out.a.lost,
-                 (unsigned long long)st->skipped_details, (unsigned long long)st->skipped_counters,
-                 (unsigned long long)st->skipped_backend, st->out.a.failed ? "true" : "false");
+                 dropped, (unsigned long long)st->a.lost, (unsigned long long)st->skipped_details,
+                 (unsigned long long)st->skipped_counters, (unsigned long long)st->skipped_backend,
+                 st->a.failed ? "true" : "false");
     } else {
         snprintf(json, size,
                  "{\"mode\": \"flight\", \"ring_bytes\": %llu, \"kept_bytes\": %llu, "
@@ -1696,110 +1510,94 @@ static void stream_meta(const strobe__stream *st, strobe_result *r) {
     (void)strobe__result_set_meta(r, "strobe_stream", json);
 }
 
-/* The JSON stream's closing text: the "strobe_stream" and "strobe" objects as the result has them
- * (stats, warnings), the user's metadata (values checked as JSON when added), which the header,
- * written at start, could not hold, and the trace name. @return 0 or STROBE_ENOMEM. */
-static int json_closing(const strobe__stream *st, const strobe_result *r, strobe__buf *out) {
-    char json[768];
-    stream_json(st, r, 1, json, sizeof json);
-    static const char head[] = "\n  ],\n  \"strobe_stream\": ";
-    int rc = strobe__buf_put(out, head, sizeof head - 1);
-    if (rc == 0) rc = strobe__buf_put(out, json, strlen(json));
-    if (rc == 0 && r) {
-        strobe__sink ms;
-        rc = strobe__sink_open_memory(&ms);
-        if (rc == 0) {
-            strobe__json_write_strobe_object(r, &ms, st->skipped_counters);
-            size_t len = 0;
-            char *obj = strobe__sink_take_memory(&ms, &len);
-            static const char key[] = ",\n  \"strobe\": ";
-            rc = obj ? strobe__buf_put(out, key, sizeof key - 1) : STROBE_ENOMEM;
-            if (rc == 0) rc = strobe__buf_put(out, obj, len);
-            free(obj);
-        }
-        for (size_t i = 0; rc == 0 && i < r->meta_count; i++) {
-            const strobe__meta *m = &r->meta[i];
-            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2 ||
-                strcmp(m->key, "strobe_stream") == 0)
-                continue;
-            rc = strobe__buf_put(out, ",\n  ", 4);
-            if (rc == 0) rc = strobe__buf_put_json_string(out, m->key, strlen(m->key));
-            if (rc == 0) rc = strobe__buf_put(out, ": ", 2);
-            if (rc == 0) rc = strobe__buf_put(out, m->json, strlen(m->json));
-        }
-    }
-    const char *tn = r && r->trace_name ? r->trace_name : NULL;
-    if (rc == 0 && tn) {
-        rc = strobe__buf_put(out, ",\n  \"traceName\": ", 17);
-        if (rc == 0) rc = strobe__buf_put_json_string(out, tn, strlen(tn));
-    }
-    if (rc == 0) rc = strobe__buf_put(out, "\n}\n", 3);
-    return rc;
-}
-
 /* Appends the device activity of `r` (NULL: stop failed) and completes the file. Where earlier
- * appends failed, one more try is made: the file may take the closing part once the cut part of
- * a failed append is gone. The closing part carries the stats: the JSON closing text, or the
- * Perfetto writer's session slice (whose metadata the stream's counts are in before it is
- * encoded, as if its write succeeds; if it fails, the file does not hold them). */
+ * appends failed, one more try is made: the file may take the footer once the cut part of a failed
+ * append is gone. Everything goes through the stream's writer: the result's events as a saved
+ * result's (strobe__writer_put_result), the session's span, and the footer, which carries the
+ * stats, the stream's counts ("strobe_stream", as if the footer's write succeeds; if it fails,
+ * the file does not hold them), the warnings and the metadata. */
 int strobe__stream_complete(strobe__session *s, strobe_result *r) {
     strobe__stream *st = s->stream;
     if (st == NULL || st->mode != MODE_STREAM) return 0;
     int64_t stop_ns = st->stop_ns;
-    jw *w = &st->out;
+    strobe__writer *w = st->wr;
     /* The stream's own events first (the ranges left open at stop are still in the buffer). */
-    (void)out_flush(st, st->pft ? "" : CLOSING_RUNNING, 0);
-    st->event_bytes = w->a.off;
-    st->cpu_events = w->a.events;
+    (void)out_flush(st, 0);
+    st->event_bytes = st->a.off;
+    st->cpu_events = st->a.events;
     st->stopping = 1;
-    if (st->pft && r) {
-        st->device_events = r->event_count;
-        st->complete = 1;
-        stream_meta(st, r);
-    }
-    if (r != NULL && (st->pft || r->event_count)) {
-        /* What the backends merged into the result (kernels, copies, runtime calls, their flows),
-         * written by the writers as they write a result; for Perfetto also the session slice
-         * with the trace's metadata, on tracks and a sequence of its own. */
-        char *text = NULL;
-        size_t len = 0;
-        int erc = strobe__result_encode(r, st->pft != NULL, &text, &len);
-        char *p = erc == 0 ? strobe__append_reserve(&w->a, len) : NULL;
-        if (p) {
-            memcpy(p, text, len);
-            w->a.len += len; /* not committed: one block, no page padding */
-            strobe__append_mark(&w->a, w->a.len, r->event_count);
+    uint64_t skipped = st->skipped_counters;
+    if (r != NULL && r->event_count) {
+        /* What the backends merged into the result (kernels, copies, runtime calls, their
+         * flows), written as one piece. */
+        uint64_t n = 0, bad = 0;
+        for (size_t i = 0; i < r->event_count; i++)
+            bad += r->events[i].kind == STROBE_EVENT_COUNTER && !isfinite(r->events[i].value);
+        skipped += bad;
+        if (strobe__writer_put_result(w, r, STROBE__PUT_EVENTS, &n) != 0) {
+            (void)strobe__sink_clear(&st->ms);
+            st->a.lost += r->event_count - bad;
         } else {
-            w->a.lost += r->event_count;
-        }
-        free(text);
-    }
-    if (!st->pft) {
-        /* The session's span on its own track, as the JSON writer writes it. */
-        write_meta(w, 0, "thread_name", 0, "name", "Spans", 0);
-        write_meta(w, 0, "thread_sort_index", 0, "sort_index", NULL, 0);
-        char *p = strobe__append_reserve(&w->a, EVENT_FIXED);
-        if (p) {
-            p = event_head(w, p, "X", "Trace", "strobe session", 14, 0, s->start.real_ns);
-            p = put_lit(p, ", \"dur\": ");
-            p = strobe__json_put_ts(p, stop_ns > s->start.real_ns ? stop_ns : s->start.real_ns,
-                                    s->start.real_ns);
-            strobe__append_commit(&w->a, put_lit(p, ", \"args\": {}}"));
+            emit(st, n);
         }
     }
-    int rc = out_flush(st, st->pft ? "" : CLOSING_RUNNING, 1);
-    st->device_events = w->a.events - st->cpu_events;
-    st->complete = st->pft && rc == 0 && r != NULL;
-    if (!st->pft) {
-        strobe__buf tail = {0};
-        int crc = json_closing(st, r, &tail);
-        if (crc == 0) crc = strobe__append_flush(&w->a, tail.s, 1);
-        st->complete = crc == 0;
-        if (rc == 0) rc = crc;
-        strobe__buf_free(&tail);
+    /* The session's span on its own track, as a saved result has it. */
+    strobe__wr_track sp = {
+        .kind = STROBE__WR_THREAD, .pid = st->pid, .tid = 0, .name = "Spans", .sort_index = 0};
+    int64_t spans = strobe__writer_track(w, &sp);
+    int src = spans < 0 ? (int)spans : 0;
+    if (src == 0) {
+        strobe__wr_event e = {.track = (uint32_t)spans,
+                              .flags = STROBE__WR_COMPLETE | STROBE__WR_SESSION,
+                              .cat = "Trace",
+                              .name = "strobe session",
+                              .name_len = (size_t)-1,
+                              .ts = s->start.real_ns,
+                              .end = stop_ns > s->start.real_ns ? stop_ns : s->start.real_ns};
+        src = w->ops->slice_begin(w, &e);
+        if (src == 0) src = w->ops->slice_end(w, &e, NULL, 0);
     }
-    if (close(w->a.fd) != 0 && rc == 0) rc = STROBE_EIO;
-    w->a.fd = -1;
+    if (src) (void)strobe__sink_clear(&st->ms);
+    emit(st, 0);
+    int rc = out_flush(st, 1);
+    st->device_events = st->a.events - st->cpu_events;
+
+    /* The footer: the stream's counts first, then the result's metadata. */
+    char json[768];
+    stream_json(st, r, 1, json, sizeof json);
+    size_t nmeta = 1 + (r ? r->meta_count : 0), k = 0;
+    strobe__meta *meta = malloc(nmeta * sizeof *meta);
+    int crc = meta ? 0 : STROBE_ENOMEM;
+    if (meta) {
+        meta[k++] = (strobe__meta){.key = "strobe_stream", .json = json};
+        for (size_t i = 0; r && i < r->meta_count; i++)
+            if (r->meta[i].key && strcmp(r->meta[i].key, "strobe_stream") != 0)
+                meta[k++] = r->meta[i];
+        strobe__wr_info info = {.base_ns = w->base_ns,
+                                .trace_id = r && r->trace_id ? r->trace_id : "",
+                                .device_props = r ? r->device_props : NULL,
+                                .stats = r,
+                                .skipped_counters = skipped,
+                                .meta = meta,
+                                .meta_count = k,
+                                .trace_name = r ? r->trace_name : NULL};
+        crc = w->ops->end(w, &info);
+    }
+    free(meta);
+    if (crc == 0 && st->fmt->running_tail) {
+        /* The footer replaces the running tail. */
+        char *p = strobe__sink_reserve(&st->ms, 1);
+        if (p) *p = '\0';
+        crc = p ? strobe__append_flush(&st->a, st->ms.buf, 1) : STROBE_ENOMEM;
+        st->ms.len = 0;
+    } else if (crc == 0) {
+        emit(st, 0);
+        crc = strobe__append_flush(&st->a, "", 1);
+    }
+    st->complete = crc == 0;
+    if (rc == 0) rc = crc;
+    if (close(st->a.fd) != 0 && rc == 0) rc = STROBE_EIO;
+    st->a.fd = -1;
     stream_meta(st, r);
     return rc;
 }

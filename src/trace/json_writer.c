@@ -535,6 +535,8 @@ static int json_accepts_path(const char *path) {
 const strobe__writer_ops strobe__json_writer = {
     .name = "json",
     .accepts_path = json_accepts_path,
+    .running_tail = "\n  ],\n  \"strobe_stream\": {\"complete\": false}\n}\n",
+    .pad = 1,
     .size = sizeof(jw),
     .begin = json_begin,
     .track = json_track,

@@ -66,6 +66,15 @@ int strobe__sink_open_memory(strobe__sink *s) {
     return 0;
 }
 
+int strobe__sink_clear(strobe__sink *s) {
+    if (s->err == 0) {
+        s->len = 0;
+        return 0;
+    }
+    free(s->buf);
+    return strobe__sink_open_memory(s);
+}
+
 /* Writes `left` bytes at `p` to the file or the gzip stream. */
 static int write_out(strobe__sink *s, const char *p, size_t left) {
     if (s->err) return s->err;

@@ -63,6 +63,11 @@ int strobe__sink_close(strobe__sink *s);
  * closes the sink. NULL when the sink met an error (its buffer is freed). */
 char *strobe__sink_take_memory(strobe__sink *s, size_t *len);
 
+/* Memory sinks only: empties the buffer, and after an error (ENOMEM) starts over with a new one,
+ * so that a caller that takes each piece (the stream: one event) can drop a failed piece and go
+ * on. @return 0 or STROBE_ENOMEM. */
+int strobe__sink_clear(strobe__sink *s);
+
 /* ---- Append mode: a file that is a whole trace after every append (the JSON stream) ----------
  *
  * Text is gathered in a buffer and appended at `off`, with closing text after it, in one

@@ -126,6 +126,13 @@ typedef struct strobe__writer_ops {
     /* Returns 1 when this writer produces the format that `path` asks for, judging by its suffix.
      * A trailing ".gz" asks for compression, which save.c applies to any format. */
     int (*accepts_path)(const char *path);
+    /* For a file written as it goes (the stream): the text that makes it a whole trace after any
+     * event while more may come (JSON: the closing brackets, and a member saying the file is not
+     * complete), appended after each batch and overwritten by the next; NULL: none needed. */
+    const char *running_tail;
+    /* 1 when spaces between events are harmless (text): the stream then keeps each event within
+     * a page of the file, so that a write cut by a kill ends between two events. */
+    int pad;
     /* Allocates the format's state (zeroed, at least `size` bytes, starting with a
      * strobe__writer): its size. */
     size_t size;
