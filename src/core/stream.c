@@ -418,16 +418,17 @@ static int arg_add(thr *h, const char *key, const char *json, size_t jlen, int r
     return rc;
 }
 
-/* The writer's event of open range `o` of `h` (its correlation args in `a`, room for two). */
-static void range_event(strobe__stream *st, const thr *h, const open_rng *o, strobe__wr_arg *a,
+/* The writer's event of open range `o` of `h` at its begin or `at_end` (its correlation args in
+ * `a`, room for two). */
+static void range_event(const thr *h, const open_rng *o, int at_end, strobe__wr_arg *a,
                         strobe__wr_event *e) {
-    (void)st;
     memset(e, 0, sizeof *e);
     e->track = h->track;
     e->cat = range_category(o->scope);
     if (o->site_name) {
+        /* A site's name is a C string; JSON takes at most STROBE__MAX_NAME bytes of it. */
         e->name = o->site_name;
-        e->name_len = strnlen(o->site_name, STROBE__MAX_NAME);
+        e->name_len = at_end ? strnlen(o->site_name, STROBE__MAX_NAME) : (size_t)-1;
     } else {
         e->name = h->names.s + o->name_off;
         e->name_len = o->name_len;
@@ -468,7 +469,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
     if (flag) st->wargs[k++] = (strobe__wr_arg){.name = flag, .type = STROBE__PFT_INT, .i = 1};
     strobe__wr_arg corr[2];
     strobe__wr_event e;
-    range_event(st, h, o, corr, &e);
+    range_event(h, o, 1, corr, &e);
     e.end = end;
     emitted(st, st->wr->ops->slice_end(st->wr, &e, st->wargs, k));
 }
@@ -544,9 +545,10 @@ static int push_range(thr *h, const strobe__dec_event *e) {
 
 /* A range has begun: formats that write begins (Perfetto) write it now. @return 0. */
 static int begin_out(strobe__stream *st, thr *h) {
+    if (!st->fmt->open_begins) return 0;
     strobe__wr_arg corr[2];
     strobe__wr_event e;
-    range_event(st, h, &h->open[h->depth - 1], corr, &e);
+    range_event(h, &h->open[h->depth - 1], 0, corr, &e);
     if (st->wr->ops->slice_begin(st->wr, &e))
         st->ms.len = 0; /* its end is counted when it fails too */
     else

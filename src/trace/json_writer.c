@@ -260,6 +260,9 @@ typedef struct jw {
     strobe__writer base;
     int first;     /* the next element of traceEvents is its first: no separator */
     int meta_done; /* the header had the "strobe" object and the metadata */
+    char cat[32];  /* the last category (when short), and as a JSON string (cat_len 0: none) */
+    char cat_json[STROBE__JSON_STRING_MAX(32)];
+    size_t cat_len;
 } jw;
 
 /* Writes the "strobe" object and the user's metadata as top-level members. */
@@ -375,16 +378,40 @@ static size_t name_len(const strobe__wr_event *e) {
     return e->name_len == (size_t)-1 ? strlen(e->name) : e->name_len;
 }
 
-/* The line's head, up to and including the ts. */
-static char *event_head(jw *j, char *p, const char *ph, const strobe__wr_event *e, size_t nlen) {
+/* The phases of the lines event_head starts. */
+enum { PH_COMPLETE, PH_INSTANT, PH_COUNTER };
+
+/* The line's head, up to and including the ts. A category is escaped once and kept while the
+ * events that follow have the same. */
+static char *event_head(jw *j, char *p, int ph, const strobe__wr_event *e, size_t nlen) {
     const strobe__wr_track *t = &j->base.tracks[e->track];
-    const char *cat = e->cat ? e->cat : "";
     j->first = 0;
-    p = LIT(p, ",\n  {\"ph\": \"");
-    memcpy(p, ph, strlen(ph));
-    p += strlen(ph);
-    p = LIT(p, "\", \"cat\": ");
-    p = put_string(p, cat, strlen(cat));
+    switch (ph) {
+    case PH_COMPLETE:
+        p = LIT(p, ",\n  {\"ph\": \"" STROBE_KINETO_PH_COMPLETE "\", \"cat\": ");
+        break;
+    case PH_INSTANT:
+        p = LIT(p, ",\n  {\"ph\": \"" STROBE_KINETO_PH_INSTANT "\", \"s\": \"t\", \"cat\": ");
+        break;
+    default:
+        p = LIT(p, ",\n  {\"ph\": \"" STROBE_KINETO_PH_COUNTER "\", \"cat\": ");
+        break;
+    }
+    const char *cat = e->cat ? e->cat : "";
+    if (j->cat_len == 0 || strcmp(cat, j->cat) != 0) {
+        size_t clen = strlen(cat);
+        j->cat_len = 0;
+        if (clen < sizeof j->cat) {
+            memcpy(j->cat, cat, clen + 1);
+            j->cat_len = (size_t)(put_string(j->cat_json, cat, clen) - j->cat_json);
+        } else {
+            p = put_string(p, cat, clen);
+        }
+    }
+    if (j->cat_len) {
+        memcpy(p, j->cat_json, j->cat_len);
+        p += j->cat_len;
+    }
     p = LIT(p, ", \"name\": ");
     p = put_string(p, e->name ? e->name : "", nlen);
     p = LIT(p, ", \"pid\": ");
@@ -476,11 +503,11 @@ static int write_event(jw *j, const strobe__wr_event *e, int slice, const strobe
                                           STROBE__JSON_STRING_MAX(clen));
     if (p == NULL) return s->err;
     if (slice) {
-        p = event_head(j, p, STROBE_KINETO_PH_COMPLETE, e, nlen);
+        p = event_head(j, p, PH_COMPLETE, e, nlen);
         p = LIT(p, ", \"dur\": ");
         p = put_ts(p, e->shown_end ? e->shown_end : e->end, e->ts);
     } else {
-        p = event_head(j, p, STROBE_KINETO_PH_INSTANT "\", \"s\": \"t", e, nlen);
+        p = event_head(j, p, PH_INSTANT, e, nlen);
     }
     p = LIT(p, ", \"args\": {");
     strobe__sink_commit(s, p);
@@ -517,7 +544,7 @@ static int json_counter(strobe__writer *w, const strobe__wr_event *e) {
     char *p = strobe__sink_reserve(s, EVENT_FIXED + 2 * STROBE__JSON_STRING_MAX(nlen) +
                                           STROBE__JSON_STRING_MAX(clen));
     if (p == NULL) return s->err;
-    p = event_head(j, p, STROBE_KINETO_PH_COUNTER, e, nlen);
+    p = event_head(j, p, PH_COUNTER, e, nlen);
     p = LIT(p, ", \"args\": {");
     p = put_string(p, e->name ? e->name : "", nlen);
     p = LIT(p, ": ");

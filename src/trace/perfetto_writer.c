@@ -358,6 +358,7 @@ static int perfetto_accepts_path(const char *path) {
 const strobe__writer_ops strobe__perfetto_writer = {
     .name = "perfetto",
     .accepts_path = perfetto_accepts_path,
+    .open_begins = 1,
     .size = sizeof(pw),
     .begin = pf_begin,
     .track = pf_track,

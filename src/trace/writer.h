@@ -133,6 +133,10 @@ typedef struct strobe__writer_ops {
     /* 1 when spaces between events are harmless (text): the stream then keeps each event within
      * a page of the file, so that a write cut by a kill ends between two events. */
     int pad;
+    /* 1 when slice_begin writes something for a slice whose end it does not know yet (a begin
+     * record); 0 when it writes nothing then, and a caller may leave such calls out (the stream
+     * does, for speed). */
+    int open_begins;
     /* Allocates the format's state (zeroed, at least `size` bytes, starting with a
      * strobe__writer): its size. */
     size_t size;
