@@ -270,6 +270,9 @@ static void write_top_meta(strobe__sink *s, const strobe__wr_info *in) {
     if (in->stats) {
         emit(s, ",\n  \"strobe\": ");
         strobe__json_write_strobe_object(in->stats, s, in->skipped_counters);
+    } else if (in->strobe_json) {
+        emit(s, ",\n  \"strobe\": ");
+        emit(s, in->strobe_json);
     }
     /* User metadata values were validated as JSON when they were added: pasted verbatim. */
     for (size_t i = 0; i < in->meta_count; i++) {
@@ -472,15 +475,15 @@ static const char *write_args(strobe__sink *s, const strobe__wr_arg *a, size_t n
 }
 
 /* The flow event of an event that has one, on its track at its start. */
-static void write_flow(jw *j, const strobe__wr_event *e) {
+static void write_flow(jw *j, const strobe__wr_event *e, int ph, uint64_t id) {
     strobe__sink *s = j->base.out;
     const strobe__wr_track *t = &j->base.tracks[e->track];
     char *p = strobe__sink_reserve(s, 256);
     if (p == NULL) return;
-    p = e->flow_ph == STROBE__FLOW_START
+    p = ph == STROBE__FLOW_START
             ? LIT(p, ",\n  {\"ph\": \"" STROBE_KINETO_PH_FLOW_START "\", \"id\": ")
             : LIT(p, ",\n  {\"ph\": \"" STROBE_KINETO_PH_FLOW_FINISH "\", \"id\": ");
-    p = put_u64(p, e->flow_id);
+    p = put_u64(p, id);
     p = LIT(p, ", \"pid\": ");
     p = put_i64(p, t->pid);
     p = LIT(p, ", \"tid\": ");
@@ -489,7 +492,7 @@ static void write_flow(jw *j, const strobe__wr_event *e) {
     p = put_ts(p, e->ts, j->base.base_ns);
     p = LIT(p,
             ", \"cat\": \"" STROBE_KINETO_CAT_FLOW "\", \"name\": \"" STROBE_KINETO_CAT_FLOW "\"");
-    if (e->flow_ph == STROBE__FLOW_FINISH) p = LIT(p, ", \"bp\": \"e\"");
+    if (ph == STROBE__FLOW_FINISH) p = LIT(p, ", \"bp\": \"e\"");
     p = LIT(p, "}");
     strobe__sink_commit(s, p);
 }
@@ -516,7 +519,16 @@ static int write_event(jw *j, const strobe__wr_event *e, int slice, const strobe
     p = sep ? strobe__sink_reserve(s, 2) : NULL;
     if (p == NULL) return s->err;
     strobe__sink_commit(s, LIT(p, "}}"));
-    if (e->flow_ph != STROBE__FLOW_NONE) write_flow(j, e);
+    if (e->flow_ph != STROBE__FLOW_NONE) {
+        write_flow(j, e, e->flow_ph, e->flow_id);
+    } else {
+        /* Perfetto's ids only (the public writer's callers): a start per id going out, a finish
+         * per id coming in. */
+        for (size_t i = 0; i < e->nflow_out; i++)
+            write_flow(j, e, STROBE__FLOW_START, e->flow_out[i]);
+        for (size_t i = 0; i < e->nflow_in; i++)
+            write_flow(j, e, STROBE__FLOW_FINISH, e->flow_in[i]);
+    }
     return s->err;
 }
 

@@ -303,10 +303,10 @@ static int pf_end(strobe__writer *w, const strobe__wr_info *in) {
                 (strobe__pft_arg){.name = STROBE_KINETO_KEY_TRACE_ID, .type = STROBE__PFT_STRING};
             a[k].s = in->trace_id ? in->trace_id : "";
             a[k++].slen = (size_t)-1;
-            if (strobe_obj) {
+            if (strobe_obj || in->strobe_json) {
                 a[k] = (strobe__pft_arg){.name = "strobe", .type = STROBE__PFT_JSON};
-                a[k].s = strobe_obj;
-                a[k++].slen = slen;
+                a[k].s = strobe_obj ? strobe_obj : in->strobe_json;
+                a[k++].slen = strobe_obj ? slen : (size_t)-1;
             }
             for (size_t i = 0; i < in->meta_count; i++) {
                 const strobe__meta *m = &in->meta[i];

@@ -98,6 +98,7 @@ typedef struct strobe__wr_info {
      * begin: then it, and `meta`, come with end). */
     const strobe_result *stats;
     uint64_t skipped_counters; /* samples left out (JSON has no NaN), for the "strobe" object */
+    const char *strobe_json;   /* without stats: the "strobe" object's JSON text; NULL: none */
     const strobe__meta *meta;  /* top-level entries, in order; keys strobe writes are skipped */
     size_t meta_count;
     const char *trace_name; /* end: NULL: none */
@@ -172,6 +173,17 @@ extern const strobe__writer_ops strobe__perfetto_writer;
 /* Returns the writer for `path`: the first in the table whose accepts_path() says yes. Never
  * NULL (the JSON writer takes any path). */
 const strobe__writer_ops *strobe__writer_for_path(const char *path);
+
+/* The writer for a format (STROBE_FORMAT_AUTO: by the path); NULL for an unknown format. */
+const strobe__writer_ops *strobe__writer_for_format(const char *path, strobe_format fmt);
+
+/* The file of a save (save.c): a temporary file beside `path` (*tmp, malloc'ed) and a sink over
+ * it, compressed for ".gz". @return 0, STROBE_ESYS or STROBE_ENOMEM (logged). */
+int strobe__file_open(const char *path, char **tmp, strobe__sink *sink);
+/* Closes the sink and, when `rc` is 0 and all went well, renames the file over `path`; else
+ * removes it (a failure is logged). Frees tmp. @return rc, or the
+ * first error of closing and renaming. */
+int strobe__file_finish(const char *path, char *tmp, strobe__sink *sink, int rc);
 
 /* ---- Driving a writer (writer.c) ---------------------------------------------------------- */
 
