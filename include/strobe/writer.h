@@ -29,10 +29,11 @@ typedef struct strobe_writer strobe_writer;
 
 /* Options of strobe_writer_open(). Fill with strobe_writer_options_init(). */
 typedef struct strobe_writer_options {
-    size_t struct_size;   /* sizeof(strobe_writer_options) in the program's headers */
-    strobe_format format; /* STROBE_FORMAT_AUTO (default): by the path's suffix */
-    int64_t base_ns;      /* times are written relative to this (default 0) */
-    const char *trace_id; /* the trace's id (NULL: none); copied */
+    size_t struct_size;     /* sizeof(strobe_writer_options) in the program's headers */
+    strobe_format format;   /* STROBE_FORMAT_AUTO (default): by the path's suffix */
+    int64_t base_ns;        /* times are written relative to this (default 0) */
+    const char *trace_id;   /* the trace's id (NULL: none); copied */
+    const char *trace_name; /* the trace's name (NULL: none); copied */
 } strobe_writer_options;
 
 /* Zeroes *opt (every default) and sets struct_size. */
@@ -59,7 +60,7 @@ typedef struct strobe_writer_track {
     int64_t pid, tid;
     const char *name;   /* NULL: none */
     const char *label;  /* a process's or device's label ("CPU"); NULL: none */
-    int64_t sort_index; /* the order among its siblings */
+    int64_t sort_index; /* the order among its siblings; INT64_MIN: none */
     uint32_t parent;    /* a stream's device track, a lane's thread track */
 } strobe_writer_track;
 

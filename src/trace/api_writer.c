@@ -42,7 +42,7 @@ struct strobe_writer {
     strobe__meta *meta;
     size_t meta_count, meta_cap;
     const char *strobe_json, *device_props;
-    char *trace_id;
+    char *trace_id, *trace_name;
 };
 
 int strobe_writer_open(strobe_writer **out, const char *path, const strobe_writer_options *opt) {
@@ -59,9 +59,11 @@ int strobe_writer_open(strobe_writer **out, const char *path, const strobe_write
     if (x == NULL) return STROBE_ENOMEM;
     x->path = strdup(path);
     x->trace_id = strdup(opt->trace_id ? opt->trace_id : "");
-    if (x->path == NULL || x->trace_id == NULL) {
+    x->trace_name = opt->trace_name ? strdup(opt->trace_name) : NULL;
+    if (x->path == NULL || x->trace_id == NULL || (opt->trace_name && x->trace_name == NULL)) {
         free(x->path);
         free(x->trace_id);
+        free(x->trace_name);
         free(x);
         return STROBE_ENOMEM;
     }
@@ -217,7 +219,8 @@ int strobe_writer_close(strobe_writer *x) {
                                 .device_props = x->device_props,
                                 .strobe_json = x->strobe_json,
                                 .meta = x->meta,
-                                .meta_count = x->meta_count};
+                                .meta_count = x->meta_count,
+                                .trace_name = x->trace_name};
         rc = x->w->ops->end(x->w, &info);
     }
     strobe__writer_free(x->w);
@@ -240,5 +243,6 @@ void strobe_writer_abort(strobe_writer *x) {
     strobe__pool_release(&x->pool);
     free(x->path);
     free(x->trace_id);
+    free(x->trace_name);
     free(x);
 }

@@ -72,6 +72,7 @@ typedef struct pw {
 } pw;
 
 static int32_t clamp32(int64_t v) {
+    if (v == INT64_MIN) return STROBE__PFT_NO_SORT; /* a sort index of none */
     return v > INT32_MAX ? INT32_MAX : v < INT32_MIN + 1 ? INT32_MIN + 1 : (int32_t)v;
 }
 
