@@ -53,34 +53,29 @@
 
 /* ---- 1. the stream's output ----------------------------------------------------------------- */
 
-/* Moves what the writer wrote for the last call into the append sink, as one piece, and marks the
- * end of `events` events there (0: a track, a slice's begin). A piece that finds no memory is
- * dropped and its events counted lost. */
+/* Drops what the writer wrote since the last emit (a failed call). */
+static void drop(strobe__stream *st) {
+    strobe__sink_view(&st->ms, &st->a);
+}
+
+/* Commits what the writer wrote for the last call (straight into the append sink's buffer, through
+ * the view st->ms) as one piece, and marks the end of `events` events there (0: a track, a
+ * slice's begin). A piece that found no memory is dropped and its events counted lost. */
 static void emit(strobe__stream *st, uint64_t events) {
-    size_t n = st->ms.len;
     if (st->ms.err) {
         st->a.lost += events;
-        (void)strobe__sink_clear(&st->ms);
+        drop(st);
         return;
     }
-    if (n) {
-        char *p = strobe__append_reserve(&st->a, n);
-        if (p == NULL) {
-            st->a.lost += events;
-            st->ms.len = 0;
-            return;
-        }
-        memcpy(p, st->ms.buf, n);
-        strobe__append_commit(&st->a, p + n);
-        st->ms.len = 0;
-    }
+    if (st->ms.len > st->a.len) strobe__append_commit(&st->a, st->ms.buf + st->ms.len);
     if (events) strobe__append_mark(&st->a, st->a.len, events);
+    strobe__sink_view(&st->ms, &st->a);
 }
 
 /* After a writer call for one event: marks it, or counts it lost when the call failed. */
 static void emitted(strobe__stream *st, int rc) {
     if (rc < 0) {
-        st->ms.len = 0;
+        drop(st);
         st->a.lost++;
         return;
     }
@@ -116,7 +111,7 @@ static thr *thr_find(strobe__stream *st, const strobe__tstate *t) {
                            .sort_index = h->tid};
     int64_t id = strobe__writer_track(st->wr, &tr);
     if (id < 0) {
-        st->ms.len = 0;
+        drop(st);
         strobe__dec_thread_free(&h->dt);
         free(h);
         return NULL;
@@ -179,8 +174,10 @@ static int arg_add(thr *h, const char *key, const char *json, size_t jlen, int r
  * `a`, room for two). */
 static void range_event(const thr *h, const open_rng *o, int at_end, strobe__wr_arg *a,
                         strobe__wr_event *e) {
-    memset(e, 0, sizeof *e);
+    /* Every field set one by one: a memset of the struct (rep stos) cost more than the rest of
+     * this function on the streaming thread's path. */
     e->track = h->track;
+    e->flags = 0;
     e->cat = range_category(o->scope);
     if (o->site_name) {
         /* A site's name is a C string; JSON takes at most STROBE__MAX_NAME bytes of it. */
@@ -191,8 +188,14 @@ static void range_event(const thr *h, const open_rng *o, int at_end, strobe__wr_
         e->name_len = o->name_len;
     }
     e->ts = o->start;
+    e->end = e->shown_end = 0;
+    e->value = 0;
     e->args = a;
     e->nargs = corr_args(a, o->ext, o->user);
+    e->flow_ph = 0;
+    e->flow_id = 0;
+    e->flow_out = e->flow_in = NULL;
+    e->nflow_out = e->nflow_in = 0;
 }
 
 /* Writes a range that ends at `end` with its details (the thread's args from o->args_off: `o` is
@@ -307,7 +310,7 @@ static int begin_out(strobe__stream *st, thr *h) {
     strobe__wr_event e;
     range_event(h, &h->open[h->depth - 1], 0, corr, &e);
     if (st->wr->ops->slice_begin(st->wr, &e))
-        st->ms.len = 0; /* its end is counted when it fails too */
+        drop(st); /* its end is counted when it fails too */
     else
         emit(st, 0);
     return 0;
@@ -446,7 +449,7 @@ static struct bk_lane *bk_lane(strobe__stream *st, const char *backend, int lane
                            .sort_index = l->tid};
     int64_t id = strobe__writer_track(st->wr, &tr);
     if (id < 0) {
-        st->ms.len = 0;
+        drop(st);
         return NULL;
     }
     emit(st, 0);
@@ -634,7 +637,9 @@ static size_t out_pending(const strobe__stream *st) {
  * strobe__append_flush. @return 0 or the output's error. */
 static int out_flush(strobe__stream *st, int retry) {
     const char *tail = st->fmt->running_tail;
-    return strobe__append_flush(&st->a, tail ? tail : "", retry);
+    int rc = strobe__append_flush(&st->a, tail ? tail : "", retry);
+    strobe__sink_view(&st->ms, &st->a); /* the buffer starts over */
+    return rc;
 }
 
 int strobe__stream_batch(strobe__stream *st, strobe__chunk *c) {
@@ -685,8 +690,7 @@ int strobe__stream_out_open(strobe__stream *st) {
      * to as it grows). */
     st->fmt = strobe__writer_for_path(st->path);
     st->a.page_pad = st->fmt->pad;
-    int rc = strobe__sink_open_memory(&st->ms);
-    if (rc) return rc;
+    strobe__sink_view(&st->ms, &st->a);
     st->wr = strobe__writer_open(st->fmt, &st->ms, STROBE__WR_STREAMING);
     return st->wr ? 0 : STROBE_ENOMEM;
 }
@@ -694,7 +698,6 @@ int strobe__stream_out_open(strobe__stream *st) {
 void strobe__stream_out_release(strobe__stream *st) {
     strobe__writer_free(st->wr);
     st->wr = NULL;
-    if (st->ms.buf) free(strobe__sink_take_memory(&st->ms, &(size_t){0}));
     for (size_t i = 0; i < st->thr_count; i++) {
         thr *h = st->thrs[i];
         free(h->open);
@@ -831,7 +834,7 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
             bad += r->events[i].kind == STROBE_EVENT_COUNTER && !isfinite(r->events[i].value);
         skipped += bad;
         if (strobe__writer_put_result(w, r, STROBE__PUT_EVENTS, &n) != 0) {
-            (void)strobe__sink_clear(&st->ms);
+            drop(st);
             st->a.lost += r->event_count - bad;
         } else {
             emit(st, n);
@@ -853,7 +856,7 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
         src = w->ops->slice_begin(w, &e);
         if (src == 0) src = w->ops->slice_end(w, &e, NULL, 0);
     }
-    if (src) (void)strobe__sink_clear(&st->ms);
+    if (src) drop(st);
     emit(st, 0);
     int rc = out_flush(st, 1);
     st->device_events = st->a.events - st->cpu_events;
@@ -881,15 +884,21 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
     }
     free(meta);
     if (crc == 0 && st->fmt->running_tail) {
-        /* The footer replaces the running tail. */
-        char *p = strobe__sink_reserve(&st->ms, 1);
-        if (p) *p = '\0';
-        crc = p ? strobe__append_flush(&st->a, st->ms.buf, 1) : STROBE_ENOMEM;
-        st->ms.len = 0;
+        /* The footer replaces the running tail: taken out of the view as the closing text. */
+        size_t n = st->ms.len - st->a.len;
+        char *tail = malloc(n + 1);
+        if (tail) {
+            memcpy(tail, st->ms.buf + st->a.len, n);
+            tail[n] = '\0';
+        }
+        drop(st);
+        crc = tail ? strobe__append_flush(&st->a, tail, 1) : STROBE_ENOMEM;
+        free(tail);
     } else if (crc == 0) {
         emit(st, 0);
         crc = strobe__append_flush(&st->a, "", 1);
     }
+    drop(st);
     st->complete = crc == 0;
     if (rc == 0) rc = crc;
     if (close(st->a.fd) != 0 && rc == 0) rc = STROBE_EIO;
