@@ -181,10 +181,11 @@ static int pf_track(strobe__writer *w, uint32_t id, const strobe__wr_track *t) {
     return flush(p, 0, 0);
 }
 
-/* e's name, NUL-terminated (the encoder takes C strings). NULL when out of memory. */
+/* e's name, NUL-terminated (the encoder takes C strings): copied where the byte after its length
+ * is not a NUL. NULL when out of memory. */
 static const char *cname(pw *p, const strobe__wr_event *e) {
     if (e->name == NULL) return "";
-    if (e->name_len == (size_t)-1) return e->name;
+    if (e->name_len == (size_t)-1 || e->name[e->name_len] == '\0') return e->name;
     if (grow((void **)&p->name, &p->name_cap, e->name_len + 1, 1)) return NULL;
     memcpy(p->name, e->name, e->name_len);
     p->name[e->name_len] = '\0';

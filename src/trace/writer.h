@@ -69,7 +69,7 @@ typedef struct strobe__wr_event {
     int flags;      /* STROBE__WR_* */
     const char *cat;
     const char *name;
-    size_t name_len; /* bytes of name; (size_t)-1: strlen(name) */
+    size_t name_len; /* bytes of name (the byte after them readable); (size_t)-1: strlen(name) */
     int64_t ts;      /* epoch ns */
     int64_t end;     /* a slice's end, epoch ns, as recorded */
     /* The end text formats write: where a viewer that computes in doubles would see the slice
