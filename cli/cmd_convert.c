@@ -2,7 +2,8 @@
  * protobuf, and a Perfetto trace written by strobe back to Kineto JSON.
  *
  * Contents: the usage text; Perfetto to JSON (the reader's decoder does the work); JSON to
- * Perfetto: collecting the events, tracks for each (pid, tid), and writing per track.
+ * Perfetto: collecting the events, tracks for each (pid, tid), and writing them through the
+ * library's event-level writer (strobe/writer.h), the same Perfetto writer that saves and streams.
  *
  * JSON to Perfetto. Perfetto's slices are begin/end pairs that must nest on their track, and a
  * JSON trace lists complete events in any order. So every event is collected first (the trace
@@ -16,9 +17,9 @@
  * their thread that encloses their time ("f" without "bp": "e", to the next slice that starts).
  * Several ends of one flow (Kineto's CUDA graph launch: an "f" on each kernel) each get an id of
  * their own, all listed on the start, as a terminating flow id closes its flow in Perfetto.
- * The top-level members (trace_id, baseTimeNanoseconds ...) go on strobe's session slice as the
- * Perfetto writer puts them; a trace without one (PyTorch's) keeps its times relative to its base
- * and loses its top-level members. */
+ * The top-level members (trace_id, baseTimeNanoseconds ...) go on strobe's session slice (flagged
+ * STROBE_WRITER_SESSION), where the Perfetto writer puts a result's; a trace without one
+ * (PyTorch's) keeps its times relative to its base and loses its top-level members. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include "reader/pftrace_dec.h"
 #include "strobe/error.h"
 #include "reader/trace_reader.h"
+#include "strobe/writer.h"
 #include "util/pftrace_enc.h"
 #include "util/strpool.h"
 #include "util/strtab.h"
@@ -299,8 +301,11 @@ typedef struct conv {
     size_t nflows, capflows;
     uint64_t *extra; /* outgoing flow ids beyond an item's first (fan_out_flows) */
     size_t nextra, capextra;
-    char **meta_keys, **meta_vals;
+    char **meta_keys, **meta_vals; /* the other top-level members, as JSON text */
     size_t nmeta;
+    char *trace_id, *trace_name; /* the top-level members the writer takes as strings */
+    int has_base;
+    int64_t base;        /* baseTimeNanoseconds */
     size_t out_of_range; /* events left out: a time at or beyond +-2^62 ns (time_ok) */
     size_t wide_ids;     /* tracks whose pid or tid does not fit the Perfetto ids (track_of) */
     int oom;
@@ -546,6 +551,22 @@ static int collect_meta(conv *c, const strobe_rd_meta *m) {
     if (strcmp(k, "schemaVersion") == 0 || strcmp(k, "displayTimeUnit") == 0 ||
         strcmp(k, "traceEvents") == 0)
         return 0;
+    if (strcmp(k, "baseTimeNanoseconds") == 0) {
+        c->has_base = strobe_rd_value_int(&m->value, &c->base) == 0;
+        return 0;
+    }
+    if (strcmp(k, "trace_id") == 0 || strcmp(k, "traceName") == 0) {
+        char buf[4096];
+        size_t len = 0;
+        if (strobe_rd_value_str(&m->value, buf, sizeof buf, &len) != 0) return 0;
+        char *v = strobe__pool_strndup(&c->pool, buf, len < sizeof buf ? len : sizeof buf - 1);
+        if (v == NULL) return STROBE_ENOMEM;
+        if (k[1] == 'r')
+            c->trace_id = v;
+        else
+            c->trace_name = v;
+        return 0;
+    }
     size_t n = c->nmeta, cap = n;
     c->meta_keys = grow_array(c->meta_keys, &cap, n + 1, sizeof *c->meta_keys, &c->oom);
     cap = n;
@@ -670,7 +691,7 @@ static int fan_out_flows(conv *c) {
 
 /* The args object of an item as debug annotations. Strings and integers keep their type; any
  * other value is passed as JSON text. */
-static int item_args(conv *c, const item *it, strobe__pft_arg **args, size_t *cap, size_t *n,
+static int item_args(conv *c, const item *it, strobe_writer_arg **args, size_t *cap, size_t *n,
                      char **scratch, size_t *scap) {
     *n = 0;
     if (it->args_off == SIZE_MAX) return 0;
@@ -694,11 +715,11 @@ static int item_args(conv *c, const item *it, strobe__pft_arg **args, size_t *ca
         used = need;
         strobe_jp_capture_begin(&jp, 0);
         tok = strobe_jp_next(&jp);
-        int type = STROBE__PFT_JSON;
+        int type = STROBE_ARG_JSON;
         const char *text = NULL;
         size_t tlen = 0;
         if (tok == STROBE_JP_STRING) {
-            type = STROBE__PFT_STRING;
+            type = STROBE_ARG_STRING;
             text = jp.str;
             tlen = jp.str_len;
             const char *ct;
@@ -715,7 +736,7 @@ static int item_args(conv *c, const item *it, strobe__pft_arg **args, size_t *ca
                 int integer = tlen > 0 && tlen < 19;
                 for (size_t i = text[0] == '-'; integer && i < tlen; i++)
                     integer = text[i] >= '0' && text[i] <= '9';
-                if (integer && !(tlen > 1 && text[text[0] == '-'] == '0')) type = STROBE__PFT_INT;
+                if (integer && !(tlen > 1 && text[text[0] == '-'] == '0')) type = STROBE_ARG_INT;
             }
         }
         need = used + tlen + 1;
@@ -743,13 +764,13 @@ done:
     if (!oom) {
         *args = grow_array(*args, cap, m ? m : 1, sizeof **args, &oom);
         for (size_t i = 0; !oom && i < m; i++) {
-            strobe__pft_arg *a = &(*args)[i];
+            strobe_writer_arg *a = &(*args)[i];
             memset(a, 0, sizeof *a);
-            a->name = *scratch + koffs[i];
+            a->key = *scratch + koffs[i];
             a->type = types[i];
             a->s = *scratch + offs[i];
-            a->slen = lens[i];
-            if (types[i] == STROBE__PFT_INT) a->i = strtoll(a->s, NULL, 10);
+            a->len = lens[i];
+            if (types[i] == STROBE_ARG_INT) a->i = strtoll(a->s, NULL, 10);
         }
         if (!oom) *n = m;
     }
@@ -758,15 +779,6 @@ done:
     free(koffs);
     free(types);
     return oom ? STROBE_ENOMEM : 0;
-}
-
-/* Writes out what the encoder holds. @return 0 or STROBE_EIO. */
-static int drain(strobe__pft *enc, out_file *out) {
-    size_t len;
-    const uint8_t *d = strobe__pft_data(enc, &len);
-    if (len && out_write(out, d, len) != 0) return STROBE_EIO;
-    strobe__pft_reset_data(enc);
-    return 0;
 }
 
 /* ---- lanes: slices that overlap without nesting -------------------------------------------- */
@@ -783,7 +795,7 @@ typedef struct lanes {
     size_t n;         /* lanes of the current thread */
     int64_t *mn, *mx; /* [2 * cap], leaves at cap + k */
     size_t *top;      /* [cap]: the lane's innermost open slice (item index), SIZE_MAX: none */
-    uint64_t *uuid;   /* [cap]: the lane's track */
+    uint64_t *uuid;   /* [cap]: the lane's track (the writer's id) */
     size_t *below;    /* [items]: the open slice under each one on its lane */
 } lanes;
 
@@ -853,23 +865,48 @@ static const char *track_label(conv *c, const ctrack *t, int device, char *buf, 
     return buf;
 }
 
-/* Writes the collected trace; counts the slices written on extra lanes and the lanes made. */
-static int write_pf(conv *c, out_file *out, size_t *on_lanes, size_t *lanes_made) {
-    strobe__pft *enc = strobe__pft_new(1);
-    if (!enc) return STROBE_ENOMEM;
+/* The writer's event of item i (times made absolute with `base`). */
+static strobe_writer_event item_event(conv *c, size_t i, uint32_t track, int64_t base,
+                                      size_t session) {
+    const item *it = &c->items[i];
+    const char *cat = str(c, it->cat);
+    strobe_writer_event e = {.track = track,
+                             .flags = i == session ? STROBE_WRITER_SESSION : 0,
+                             .cat = cat[0] ? cat : NULL,
+                             .name = str(c, it->name),
+                             .ts = it->ts + base,
+                             .end = it->ts + it->dur + base,
+                             .value = it->value};
+    return e;
+}
+
+/* Declares a track. @return its id or a negative error. */
+static int64_t add_track(strobe_writer *w, strobe_track_kind kind, int64_t pid, int64_t tid,
+                         const char *name, const ctrack *t, uint32_t parent) {
+    strobe_writer_track wt = {.kind = kind,
+                              .pid = pid,
+                              .tid = tid,
+                              .name = name,
+                              .sort_index = t && t->has_sort ? t->sort : INT64_MIN,
+                              .parent = parent};
+    return strobe_writer_add_track(w, &wt);
+}
+
+/* Writes the collected trace through the writer (times relative to `base`, which the writer
+ * subtracts again); counts the slices written on extra lanes and the lanes made. */
+static int write_pf(conv *c, strobe_writer *w, int64_t base, size_t *on_lanes, size_t *lanes_made) {
     int rc = 0;
-    /* Tracks: processes first (CPU ones as processes, GPU ones as plain tracks named "GPU N"),
-     * then threads (CPU threads as threads; streams, tid 0 and named tids as plain tracks). */
+    /* Tracks: processes first (CPU ones as processes, GPU ones as devices "GPU N"), then
+     * threads (CPU threads as threads; streams, tid 0 and named tids as tracks that carry their
+     * (pid, tid) for the reader). A ctrack's uuid holds its writer track id + 1. */
     for (size_t i = 0; rc == 0 && i < c->ntracks; i++) {
         ctrack *t = &c->tracks[i];
         if (t->tid != INT64_MIN) continue;
         const char *name = t->name != UINT32_MAX ? str(c, t->name) : NULL;
-        t->uuid = STROBE__PFT_KINETO_PROC_UUID(t->pid);
-        int32_t sort = t->has_sort ? (int32_t)t->sort : STROBE__PFT_NO_SORT;
-        if (t->is_device_proc)
-            rc = strobe__pft_track(enc, t->uuid, 0, name, sort);
-        else
-            rc = strobe__pft_process(enc, t->uuid, (int32_t)t->pid, name, sort);
+        int64_t id = add_track(w, t->is_device_proc ? STROBE_TRACK_DEVICE : STROBE_TRACK_PROCESS,
+                               t->pid, 0, name, t, 0);
+        if (id < 0) return (int)id;
+        t->uuid = (uint64_t)id + 1;
     }
     for (size_t i = 0; rc == 0 && i < c->ntracks; i++) {
         ctrack *t = &c->tracks[i];
@@ -879,43 +916,32 @@ static int write_pf(conv *c, out_file *out, size_t *on_lanes, size_t *lanes_made
         t = &c->tracks[i];
         ctrack *p = &c->tracks[proc];
         if (p->uuid == 0) {
-            p->uuid = STROBE__PFT_KINETO_PROC_UUID(p->pid);
-            rc = strobe__pft_process(enc, p->uuid, (int32_t)p->pid, NULL, STROBE__PFT_NO_SORT);
-            if (rc) break;
+            int64_t id = add_track(w, STROBE_TRACK_PROCESS, p->pid, 0, NULL, NULL, 0);
+            if (id < 0) return (int)id;
+            p->uuid = (uint64_t)id + 1;
         }
         char fallback[40];
         t->on_device = p->is_device_proc;
         const char *name = track_label(c, t, t->on_device, fallback, sizeof fallback);
-        int32_t sort = t->has_sort ? (int32_t)t->sort : STROBE__PFT_NO_SORT;
-        if (p->is_device_proc || t->tid == 0 || !t->tid_is_num || t->tid < 0 ||
-            t->tid > INT32_MAX) {
-            t->uuid = STROBE__PFT_KINETO_UUID(t->pid, t->tid);
-            rc = strobe__pft_track(enc, t->uuid, p->uuid, name, sort);
-        } else {
-            t->uuid = (UINT64_C(0x54) << 56) | i;
-            rc = strobe__pft_thread(enc, t->uuid, (int32_t)t->pid, (int32_t)t->tid, name, sort);
-        }
+        int plain =
+            p->is_device_proc || t->tid == 0 || !t->tid_is_num || t->tid < 0 || t->tid > INT32_MAX;
+        int64_t id = add_track(w, plain ? STROBE_TRACK_STREAM : STROBE_TRACK_THREAD, t->pid, t->tid,
+                               name, t, (uint32_t)(p->uuid - 1));
+        if (id < 0) return (int)id;
+        t->uuid = (uint64_t)id + 1;
     }
-    /* Counter tracks: one per (process, series), under the process. */
-    strobe__pool cpool = {0};
-    strobe__strtab ctab;
-    strobe__strtab_init(&ctab, &cpool);
-
-    strobe__pft *main_enc = enc;
-    if (rc == 0) rc = drain(main_enc, out);
     if (c->n) qsort(c->items, c->n, sizeof *c->items, cmp_items);
     bind_flows(c);
-    if (rc == 0) rc = fan_out_flows(c);
+    rc = fan_out_flows(c);
     lanes ln = {0};
     ln.below = malloc((c->n ? c->n : 1) * sizeof *ln.below);
-    uint64_t lane_seq = 0;
     uint64_t *outs = NULL; /* a slice's outgoing flow ids, when it has more than one */
     size_t couts = 0;
-    strobe__pft_arg *args = NULL;
+    strobe_writer_arg *args = NULL;
     size_t acap = 0, nargs = 0, scap = 0;
     char *scratch = NULL;
     if (!ln.below || lanes_grow(&ln)) rc = STROBE_ENOMEM;
-    int session_done = 0;
+    size_t session = SIZE_MAX; /* strobe's session slice, which carries the trace's metadata */
     for (size_t i = 0; rc == 0 && i <= c->n; i++) {
         item *it = i < c->n ? &c->items[i] : NULL;
         int new_track = !it || (i > 0 && c->items[i - 1].track != it->track);
@@ -926,42 +952,22 @@ static int write_pf(conv *c, out_file *out, size_t *on_lanes, size_t *lanes_made
             if (!new_track && (it->ph == 'C' || end > it->ts || (it->ph == 'i' && end == it->ts)))
                 break;
             size_t k = lanes_next_end(&ln), top = ln.top[k];
-            rc = strobe__pft_end(enc, ln.uuid[k], end);
+            strobe_writer_event e = item_event(c, top, (uint32_t)ln.uuid[k], base, session);
+            rc = strobe_writer_slice_end(w, &e, NULL, 0);
             ln.top[k] = ln.below[top];
             top = ln.top[k];
             lanes_set(&ln, k, top == SIZE_MAX ? INT64_MAX : c->items[top].ts + c->items[top].dur);
         }
         if (!it || rc) continue;
-        uint64_t track = c->tracks[it->track].uuid;
+        uint32_t track = (uint32_t)(c->tracks[it->track].uuid - 1);
         if (i == 0 || new_track) {
             ln.n = 1;
             ln.uuid[0] = track;
-            /* Each track is its own packet sequence, with the track as its default (as the
-             * Perfetto writer does per thread): smaller events, and time never goes back. */
-            rc = drain(enc, out);
-            if (enc != main_enc) strobe__pft_free(enc);
-            enc = rc ? main_enc : strobe__pft_new(it->track + 2);
-            if (!enc) {
-                enc = main_enc;
-                rc = STROBE_ENOMEM;
-                break;
-            }
-            if (rc) break;
-            strobe__pft_set_default_track(enc, track);
         }
         if (it->ph == 'C') {
-            size_t before = ctab.count;
-            char key[64];
-            int kl = snprintf(key, sizeof key, "%u:%u", it->track, it->name);
-            int64_t id = strobe__strtab_intern(&ctab, key, (size_t)kl);
-            if (id < 0) {
-                rc = STROBE_ENOMEM;
-                break;
-            }
-            uint64_t ct = (UINT64_C(0x43) << 56) | (uint64_t)id;
-            if ((size_t)id >= before)
-                rc = strobe__pft_counter_track(enc, ct, track, str(c, it->name));
-            if (rc == 0) rc = strobe__pft_counter(enc, ct, it->ts, it->value);
+            strobe_writer_event e = item_event(c, i, track, base, SIZE_MAX);
+            rc = strobe_writer_counter(w, &e);
+            if (rc > 0) rc = 0; /* not finite: JSON has none */
             continue;
         }
         size_t lane = 0;
@@ -974,39 +980,37 @@ static int write_pf(conv *c, out_file *out, size_t *on_lanes, size_t *lanes_made
              * under the thread and strobe's reader reads back as the thread's. */
             ctrack *t = &c->tracks[it->track];
             char buf[40], name[600];
-            const char *base = track_label(c, t, t->on_device, buf, sizeof buf);
-            /* base: at most 511 bytes (collect_event), so never cut inside a character */
-            snprintf(name, sizeof name, "%s (overlaps, lane %zu)", base, lane + 1);
-            ln.uuid[lane] = (UINT64_C(0x4C) << 56) | ++lane_seq;
+            const char *label = track_label(c, t, t->on_device, buf, sizeof buf);
+            /* label: at most 511 bytes (collect_event), so never cut inside a character */
+            snprintf(name, sizeof name, "%s (overlaps, lane %zu)", label, lane + 1);
+            strobe_writer_track wt = {.kind = STROBE_TRACK_LANE,
+                                      .pid = t->pid,
+                                      .tid = t->tid,
+                                      .name = name,
+                                      .sort_index = (int64_t)lane,
+                                      .parent = track};
+            int64_t id = strobe_writer_add_track(w, &wt);
+            if (id < 0) {
+                rc = (int)id;
+                break;
+            }
+            ln.uuid[lane] = (uint64_t)id;
             ln.n = lane + 1;
             (*lanes_made)++;
-            rc = strobe__pft_track(enc, ln.uuid[lane], track, name, (int32_t)lane);
-            if (rc) break;
         }
         rc = item_args(c, it, &args, &acap, &nargs, &scratch, &scap);
         if (rc) break;
-        const char *cat = str(c, it->cat);
-        if (!session_done && it->ph == 'X' && strcmp(cat, "Trace") == 0 &&
-            strcmp(str(c, it->name), "strobe session") == 0) {
-            /* strobe's session slice carries the trace's metadata, as the writer puts it. */
-            session_done = 1;
-            args = grow_array(args, &acap, nargs + c->nmeta, sizeof *args, &c->oom);
-            if (c->oom) {
-                rc = STROBE_ENOMEM;
-                break;
-            }
-            for (size_t m = 0; m < c->nmeta; m++) {
-                strobe__pft_arg *a = &args[nargs++];
-                memset(a, 0, sizeof *a);
-                a->name = c->meta_keys[m];
-                a->type = STROBE__PFT_JSON;
-                a->s = c->meta_vals[m];
-                a->slen = (size_t)-1;
-            }
-        }
+        if (session == SIZE_MAX && it->ph == 'X' && strcmp(str(c, it->cat), "Trace") == 0 &&
+            strcmp(str(c, it->name), "strobe session") == 0)
+            session = i;
+        strobe_writer_event e = item_event(c, i, (uint32_t)ln.uuid[lane], base, session);
+        e.args = args;
+        e.nargs = nargs;
         if (it->ph == 'X') {
-            const uint64_t *fl_out = &it->flow_out;
-            size_t nout = it->flow_out != 0;
+            e.flow_out = &it->flow_out;
+            e.nflow_out = it->flow_out != 0;
+            e.flow_in = &it->flow_in;
+            e.nflow_in = it->flow_in != 0;
             if (it->extra_n) {
                 int oom = 0;
                 outs = grow_array(outs, &couts, it->extra_n + 1, sizeof *outs, &oom);
@@ -1016,27 +1020,18 @@ static int write_pf(conv *c, out_file *out, size_t *on_lanes, size_t *lanes_made
                 }
                 outs[0] = it->flow_out;
                 memcpy(outs + 1, c->extra + it->extra_first, it->extra_n * sizeof *outs);
-                fl_out = outs;
-                nout = it->extra_n + 1;
+                e.flow_out = outs;
+                e.nflow_out = it->extra_n + 1;
             }
-            rc =
-                strobe__pft_begin(enc, ln.uuid[lane], it->ts, cat[0] ? cat : NULL, str(c, it->name),
-                                  args, nargs, fl_out, nout, &it->flow_in, it->flow_in != 0);
+            rc = strobe_writer_slice_begin(w, &e);
             ln.below[i] = ln.top[lane];
             ln.top[lane] = i;
             lanes_set(&ln, lane, it->ts + it->dur);
             *on_lanes += lane > 0;
         } else {
-            rc = strobe__pft_instant(enc, track, it->ts, cat[0] ? cat : NULL, str(c, it->name),
-                                     args, nargs);
+            rc = strobe_writer_instant(w, &e);
         }
-        size_t len;
-        strobe__pft_data(enc, &len);
-        if (rc == 0 && len >= (1 << 18)) rc = drain(enc, out);
     }
-    if (rc == 0) rc = drain(enc, out);
-    if (enc != main_enc) strobe__pft_free(enc);
-    enc = main_enc;
     free(ln.below);
     free(ln.mn);
     free(ln.mx);
@@ -1045,9 +1040,6 @@ static int write_pf(conv *c, out_file *out, size_t *on_lanes, size_t *lanes_made
     free(outs);
     free(args);
     free(scratch);
-    strobe__strtab_release(&ctab);
-    strobe__pool_release(&cpool);
-    strobe__pft_free(enc);
     return rc;
 }
 
@@ -1091,18 +1083,40 @@ static int json_to_pf(const char *in, const char *out, int quiet) {
                 "tid outside 32 bits: their ids are cut in Perfetto's format and may merge with "
                 "other tracks\n",
                 cli_esc(in), c.wide_ids);
-    out_file o;
-    if (code == CLI_OK && out_open(&o, out) != 0) code = CLI_BAD_INPUT;
     if (code == CLI_OK) {
+        /* Times go to the writer absolute (ts + baseTimeNanoseconds), which it writes relative to
+         * the base again; a trace without a base (PyTorch's) keeps its times as they are. */
+        int64_t base =
+            c.has_base && c.base > -((int64_t)1 << 61) && c.base < ((int64_t)1 << 61) ? c.base : 0;
+        strobe_writer_options wo;
+        strobe_writer_options_init(&wo);
+        wo.format = STROBE_FORMAT_PERFETTO;
+        wo.base_ns = base;
+        wo.trace_id = c.trace_id;
+        wo.trace_name = c.trace_name;
+        strobe_writer *w = NULL;
+        rc = strobe_writer_open(&w, out, &wo);
+        if (rc) {
+            fprintf(stderr, "strobe convert: %s: cannot create a file in its folder: %s\n",
+                    cli_esc(out), strobe_strerror(rc));
+            code = CLI_BAD_INPUT;
+        }
+        /* The other top-level members ride on strobe's session slice, as the writer puts a
+         * result's; one the writer refuses (not valid JSON) is left out. */
+        for (size_t m = 0; code == CLI_OK && m < c.nmeta; m++)
+            if (strobe_writer_set_meta(w, c.meta_keys[m], c.meta_vals[m]) == STROBE_ENOMEM)
+                rc = STROBE_ENOMEM;
         size_t on_lanes = 0, lanes_made = 0;
-        rc = write_pf(&c, &o, &on_lanes, &lanes_made);
-        if (rc && rc != STROBE_EIO) {
+        if (code == CLI_OK && rc == 0) rc = write_pf(&c, w, base, &on_lanes, &lanes_made);
+        if (code == CLI_OK && rc) {
             fprintf(stderr, "strobe convert: %s: %s\n", cli_esc(out), strobe_strerror(rc));
-            out_commit(&o, 0);
+            strobe_writer_abort(w);
             code = CLI_BAD_INPUT;
-        } else if (out_commit(&o, 1) != 0) {
+        } else if (code == CLI_OK && (rc = strobe_writer_close(w)) != 0) {
+            fprintf(stderr, "strobe convert: %s: cannot write: %s\n", cli_esc(out),
+                    strobe_strerror(rc));
             code = CLI_BAD_INPUT;
-        } else if (on_lanes) {
+        } else if (code == CLI_OK && on_lanes) {
             fprintf(stderr,
                     "strobe convert: %s: %zu slice(s) overlap a slice without nesting in it: "
                     "kept whole on %zu extra track(s) of their thread\n",

@@ -86,8 +86,11 @@ static int count_prefixed(const char *dir, const char *prefix) {
 static char *render(const strobe_result *r, size_t *len) {
     strobe__sink s;
     REQUIRE(strobe__sink_open_memory(&s) == 0);
-    int rc = strobe__json_writer.write(r, &s);
+    strobe__writer *w = strobe__writer_open(&strobe__json_writer, &s, 0);
+    REQUIRE(w != NULL);
+    int rc = strobe__writer_put_result(w, r, STROBE__PUT_WHOLE, NULL);
     CHECK_EQ(rc, 0);
+    strobe__writer_free(w);
     char *text = strobe__sink_take_memory(&s, len);
     REQUIRE(text != NULL);
     return text;

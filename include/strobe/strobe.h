@@ -11,6 +11,7 @@
  *   edge.h        the module (edge) profiler
  *   schedule.h    iteration steps, schedules and the trace-file handler
  *   ondemand.h    the on-demand endpoint (traces started from outside) and its client interface
+ *   writer.h      writing a trace event by event, in any of strobe's formats
  * export.h (the STROBE_API visibility macro) comes with each of them. */
 #ifndef STROBE_STROBE_H
 #define STROBE_STROBE_H
@@ -26,5 +27,6 @@
 #include "edge.h"
 #include "schedule.h"
 #include "ondemand.h"
+#include "writer.h"
 
 #endif /* STROBE_STROBE_H */

@@ -22,13 +22,14 @@ struct strobe_result;
 int strobe__stream_check_config(const strobe_config *cfg);
 
 /* Creates the session's stream or flight recorder when its config asks for one (s->stream stays
- * NULL otherwise): opens the output file and writes its header, installs the signal handler.
+ * NULL otherwise): opens the output file and its format's writer, installs the signal handler.
  * Called by start before threads may attach. @return 0, STROBE_EIO (the file cannot be
  * written), STROBE_ENOMEM or STROBE_ESYS. */
 int strobe__stream_start(strobe__session *s);
 
-/* Starts the background thread, once the window is open (s->start is final then). @return 0 or
- * STROBE_ESYS. Does nothing for a session without a stream. */
+/* Writes the stream's header and starts the background thread, once the window is open (s->start
+ * is final then). @return 0, the output's error or STROBE_ESYS. Does nothing for a session without
+ * a stream. */
 int strobe__stream_run(strobe__session *s);
 
 /* The refill of a streaming or flight-recorder session (strobe__chunk_refill's contract): closes
@@ -48,11 +49,11 @@ int strobe__stream_refill(strobe__tstate *t, size_t need, int counts);
 int strobe__stream_finish(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns);
 
 /* Completes a stream file after the device backends merged their activity into `r` (NULL: the
- * result could not be made): appends r's events (JSON: device tracks, events and flows as the JSON
- * writer writes them; Perfetto: the Perfetto writer's whole output for r, on a sequence and
- * tracks of its own, which also carries the session slice with the trace's metadata), then the
- * closing text with the stream's counts, warnings and metadata, and closes the file. Does nothing
- * for a flight recorder or a session without a stream. @return 0 or STROBE_EIO, STROBE_ENOMEM. */
+ * result could not be made): appends r's events through the stream's writer as a saved result's
+ * are written (device tracks, events and flows), the session's span, then the footer with the
+ * stream's counts, stats, warnings and metadata (in Perfetto on the session slice), and closes the
+ * file. Does nothing for a flight recorder or a session without a stream. @return 0 or
+ * STROBE_EIO, STROBE_ENOMEM. */
 int strobe__stream_complete(strobe__session *s, struct strobe_result *r);
 
 /* Adds the stream's counts to a collected result (after strobe__stream_finish and collect). */

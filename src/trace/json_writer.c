@@ -1,10 +1,17 @@
-/* json_writer.c: Chrome trace JSON in Kineto's schema.
+/* json_writer.c: Chrome trace JSON in Kineto's schema, behind the event-level writer interface
+ * (writer.h).
  *
  * Contents (the formatting primitives, integers, microsecond timestamps, doubles and escaped
- * strings, are in util/json_fmt.h, shared with the streaming output):
- *   2. The top-level object: schemaVersion, deviceProperties, metadata, displayTimeUnit,
- *      baseTimeNanoseconds (write_header), traceName (write_footer).
- *   3. traceEvents: process and thread metadata events, then one line per event.
+ * strings, are in util/json_fmt.h):
+ *   1. Helpers; the "strobe" object (version, clock, stats, warnings), the process's name, and
+ *      the plan of the "ac2g" flows, shared with the Perfetto writer and the result walk.
+ *   2. The calls: begin (the top-level object up to traceEvents: schemaVersion,
+ *      deviceProperties, trace_id, the "strobe" object and metadata when known, displayTimeUnit,
+ *      baseTimeNanoseconds), tracks (metadata events), events (one line each), end (what the
+ *      header did not have, traceName).
+ *
+ * A slice is one "X" line, written at the first call that knows its end: slice_begin when the
+ * caller knows it (a saved result), else slice_end (the stream, whose open ranges wait).
  *
  * Speed matters here: a result can hold tens of millions of events, and saving it is the one
  * cost a user waits for. Events are formatted straight into the sink's buffer with hand-written
@@ -21,6 +28,7 @@
 #include <unistd.h>
 
 #include "strobe/error.h"
+#include "kineto.h"
 #include "strobe/version.h"
 #include "writer.h"
 
@@ -48,7 +56,7 @@ static void emit_u64(strobe__sink *s, uint64_t v) {
     if (p) strobe__sink_commit(s, put_u64(p, v));
 }
 
-/* ---- 2. The top-level object ----------------------------------------------------------------- */
+/* ---- 1. Helpers, the "strobe" object, flows ------------------------------------------------- */
 
 /* Every field of strobe_stats, by its C name. The static assertion below fails when a field is
  * added to the struct and not here, so the trace never silently omits a loss counter. */
@@ -76,13 +84,6 @@ static void emit_u64(strobe__sink *s, uint64_t v) {
 _Static_assert(sizeof(strobe_stats) == (0 STATS_FIELDS(COUNT_FIELD)) * sizeof(uint64_t),
                "json_writer.c: STATS_FIELDS must list every field of strobe_stats");
 #undef COUNT_FIELD
-
-/* "baseTimeNanoseconds": 1 us before the session start. Every ts is relative to it, so no event
- * sits at ts 0, which the Chrome DevTools engine takes for "unset" and leaves out of the trace's
- * bounds; absolute times (base + ts) stay exact. */
-static int64_t base_ns(const strobe_result *r) {
-    return r->trace_start_ns - 1000;
-}
 
 /* The "strobe" member's value: version, clock, calibration, loss counters and warnings. Shared
  * with the Perfetto writer, which attaches it to the session slice. */
@@ -117,61 +118,6 @@ void strobe__json_write_strobe_object(const strobe_result *r, strobe__sink *s,
     emit(s, "]}");
 }
 
-static void write_header(const strobe_result *r, strobe__sink *s, uint64_t skipped_counters) {
-    /* deviceProperties was built as JSON by the device merge (gpu.c). */
-    emit(s, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": ");
-    emit(s, r->device_props ? r->device_props : "[]");
-    emit(s, ",\n  \"trace_id\": ");
-    emit_string(s, r->trace_id ? r->trace_id : "");
-
-    emit(s, ",\n  \"strobe\": ");
-    strobe__json_write_strobe_object(r, s, skipped_counters);
-    /* User metadata values were validated as JSON when they were added: pasted verbatim. */
-    for (size_t i = 0; i < r->meta_count; i++) {
-        const strobe__meta *m = &r->meta[i];
-        if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2) continue;
-        emit(s, ",\n  ");
-        emit_string(s, m->key);
-        emit(s, ": ");
-        emit(s, m->json);
-    }
-
-    emit(s, ",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
-    emit_i64(s, base_ns(r));
-    emit(s, ",\n  \"traceEvents\": [\n");
-}
-
-static void write_footer(const strobe_result *r, strobe__sink *s) {
-    emit(s, "\n  ]");
-    if (r->trace_name) {
-        emit(s, ",\n  \"traceName\": ");
-        emit_string(s, r->trace_name);
-    }
-    emit(s, "\n}\n");
-}
-
-/* ---- 3. traceEvents -------------------------------------------------------------------------- */
-
-/* One metadata event ("ph":"M") at the trace's start, Kineto's way of naming and ordering
- * processes and threads. Exactly one of str_value / int_value is used. */
-static void write_meta_event(strobe__sink *s, int first, const char *name, int64_t pid, int64_t tid,
-                             const char *arg, const char *str_value, int64_t int_value) {
-    emit(s, first ? "  {\"name\": \"" : ",\n  {\"name\": \"");
-    emit(s, name);
-    emit(s, "\", \"ph\": \"M\", \"ts\": 0.000, \"pid\": ");
-    emit_i64(s, pid);
-    emit(s, ", \"tid\": ");
-    emit_i64(s, tid);
-    emit(s, ", \"args\": {\"");
-    emit(s, arg);
-    emit(s, "\": ");
-    if (str_value)
-        emit_string(s, str_value);
-    else
-        emit_i64(s, int_value);
-    emit(s, "}}");
-}
-
 /* The process's name from /proc when the result is this process's own, else "strobe". */
 void strobe__json_process_name(const strobe_result *r, char *buf, size_t size) {
     snprintf(buf, size, "strobe");
@@ -182,189 +128,6 @@ void strobe__json_process_name(const strobe_result *r, char *buf, size_t size) {
     fclose(f);
     buf[strcspn(buf, "\n")] = '\0';
     if (buf[0] == '\0') snprintf(buf, size, "strobe");
-}
-
-/* The whole session as one span on its own track (tid 0, named "Spans"), as Kineto writes its
- * "PyTorch Profiler (N)" span: viewers show the true extent of the profile, and a session that
- * recorded nothing still has a well-defined time range. */
-static void write_session_span(const strobe_result *r, strobe__sink *s) {
-    write_meta_event(s, 0, "thread_name", r->pid, 0, "name", "Spans", 0);
-    write_meta_event(s, 0, "thread_sort_index", r->pid, 0, "sort_index", NULL, 0);
-    int64_t dur = r->trace_end_ns > r->trace_start_ns ? r->trace_end_ns - r->trace_start_ns : 0;
-    char *p = strobe__sink_reserve(s, 256);
-    if (p == NULL) return;
-    static const char head[] =
-        ",\n  {\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"strobe session\", \"pid\": ";
-    memcpy(p, head, sizeof head - 1);
-    p += sizeof head - 1;
-    p = put_i64(p, r->pid);
-    static const char mid[] = ", \"tid\": 0, \"ts\": ";
-    memcpy(p, mid, sizeof mid - 1);
-    p += sizeof mid - 1;
-    p = put_ts(p, r->trace_start_ns, base_ns(r));
-    static const char d[] = ", \"dur\": ";
-    memcpy(p, d, sizeof d - 1);
-    p += sizeof d - 1;
-    p = put_ts(p, dur, 0);
-    static const char tail[] = ", \"args\": {}}";
-    memcpy(p, tail, sizeof tail - 1);
-    p += sizeof tail - 1;
-    strobe__sink_commit(s, p);
-}
-
-/* Device tracks: one process per device (pid = its index, "GPU N"), sorted after the CPU
- * process (whose sort index is its pid, below 2^22) as Kineto does, and one thread per stream
- * ("stream S", sorted by stream). */
-static void write_device_metadata(const strobe_result *r, strobe__sink *s) {
-    for (size_t i = 0; i < r->thread_count; i++) {
-        const strobe_thread_info *t = &r->threads[i];
-        if (t->device_type == STROBE_DEVICE_CPU) continue;
-        int seen = 0;
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = r->threads[k].device_type == t->device_type &&
-                   r->threads[k].device_index == t->device_index;
-        if (seen) continue;
-        char pname[32];
-        snprintf(pname, sizeof pname, "GPU %d", (int)t->device_index);
-        write_meta_event(s, 0, "process_name", t->device_index, 0, "name", pname, 0);
-        write_meta_event(s, 0, "process_labels", t->device_index, 0, "labels", pname, 0);
-        write_meta_event(s, 0, "process_sort_index", t->device_index, 0, "sort_index", NULL,
-                         INT64_C(16777216) + t->device_index);
-        for (size_t k = i; k < r->thread_count; k++) {
-            const strobe_thread_info *u = &r->threads[k];
-            if (u->device_type != t->device_type || u->device_index != t->device_index) continue;
-            char tname[40];
-            const char *n = u->name;
-            if (n == NULL || n[0] == '\0') {
-                snprintf(tname, sizeof tname, "stream %lld", (long long)u->tid);
-                n = tname;
-            }
-            write_meta_event(s, 0, "thread_name", u->device_index, u->tid, "name", n, 0);
-            write_meta_event(s, 0, "thread_sort_index", u->device_index, u->tid, "sort_index", NULL,
-                             u->tid);
-        }
-    }
-}
-
-static void write_metadata_events(const strobe_result *r, strobe__sink *s) {
-    char pname[64];
-    strobe__json_process_name(r, pname, sizeof pname);
-    write_meta_event(s, 1, "process_name", r->pid, 0, "name", pname, 0);
-    write_meta_event(s, 0, "process_labels", r->pid, 0, "labels", "CPU", 0);
-    write_meta_event(s, 0, "process_sort_index", r->pid, 0, "sort_index", NULL, r->pid);
-    for (size_t i = 0; i < r->thread_count; i++) {
-        const strobe_thread_info *t = &r->threads[i];
-        char fallback[40];
-        const char *tname = t->name;
-        if (tname == NULL || tname[0] == '\0') {
-            snprintf(fallback, sizeof fallback, "thread %lld", (long long)t->tid);
-            tname = fallback;
-        }
-        if (t->device_type != STROBE_DEVICE_CPU) continue;
-        write_meta_event(s, 0, "thread_name", r->pid, t->tid, "name", tname, 0);
-        write_meta_event(s, 0, "thread_sort_index", r->pid, t->tid, "sort_index", NULL, t->tid);
-    }
-    write_session_span(r, s);
-    write_device_metadata(r, s);
-}
-
-/* Room for everything of an event line except its strings and extra args: the literals
- * (about 150 bytes) and at most eight numbers of at most 24 bytes. */
-#define EVENT_FIXED 512
-
-/* Writes the extra args of an event (after the ones the writer makes), then closes the args
- * object and the event. Returns 0 or the sink's error. */
-static int write_args_tail(strobe__sink *s, const strobe_arg *a) {
-    for (; a; a = a->next) {
-        if (a->key == NULL || a->json == NULL) continue;
-        size_t klen = strlen(a->key), vlen = strlen(a->json);
-        char *p = strobe__sink_reserve(s, STROBE__JSON_STRING_MAX(klen) + vlen + 4);
-        if (p == NULL) return s->err;
-        p = LIT(p, ", ");
-        p = put_string(p, a->key, klen);
-        p = LIT(p, ": ");
-        memcpy(p, a->json, vlen);
-        strobe__sink_commit(s, p + vlen);
-    }
-    char *p = strobe__sink_reserve(s, 2);
-    if (p == NULL) return s->err;
-    strobe__sink_commit(s, LIT(p, "}}"));
-    return 0;
-}
-
-/* Writes one event as one line, preceded by the separator from the previous element. */
-static int write_event(const strobe_result *r, strobe__sink *s, const strobe_event *e,
-                       int64_t end_ns, size_t index) {
-    const char *name = e->name ? e->name : "";
-    const char *cat = e->category && e->category[0] ? e->category : "cpu_op";
-    size_t nlen = strlen(name), clen = strlen(cat);
-    /* A counter writes its name twice: as the event's name and as its series in args. */
-    size_t need = EVENT_FIXED + 2 * STROBE__JSON_STRING_MAX(nlen) + STROBE__JSON_STRING_MAX(clen);
-    char *p = strobe__sink_reserve(s, need);
-    if (p == NULL) return s->err;
-    /* Device work goes under the device's index as pid, like Kineto; CPU work under the OS pid. */
-    int64_t pid = e->device_type == STROBE_DEVICE_CPU ? r->pid : (int64_t)e->device_index;
-
-    switch (e->kind) {
-    case STROBE_EVENT_RANGE:
-        p = LIT(p, ",\n  {\"ph\": \"X\", \"cat\": ");
-        break;
-    case STROBE_EVENT_COUNTER:
-        p = LIT(p, ",\n  {\"ph\": \"C\", \"cat\": ");
-        break;
-    default:
-        /* Instants, and (defensively) any kind this writer does not know, which a point in time
-         * represents without claiming a duration. */
-        p = LIT(p, ",\n  {\"ph\": \"i\", \"s\": \"t\", \"cat\": ");
-        break;
-    }
-    p = put_string(p, cat, clen);
-    p = LIT(p, ", \"name\": ");
-    p = put_string(p, name, nlen);
-    p = LIT(p, ", \"pid\": ");
-    p = put_i64(p, pid);
-    p = LIT(p, ", \"tid\": ");
-    p = put_i64(p, e->tid);
-    p = LIT(p, ", \"ts\": ");
-    p = put_ts(p, e->start_ns, base_ns(r));
-
-    if (e->kind == STROBE_EVENT_COUNTER) {
-        /* A counter's args are its series: nothing else may go there, or it becomes a series. */
-        p = LIT(p, ", \"args\": {");
-        p = put_string(p, name, nlen);
-        p = LIT(p, ": ");
-        char *v = strobe__json_put_double(p, e->value);
-        p = v ? v : LIT(p, "0"); /* non-finite samples were skipped by the caller */
-        p = LIT(p, "}}");
-        strobe__sink_commit(s, p);
-        return 0;
-    }
-    if (e->kind == STROBE_EVENT_RANGE) {
-        p = LIT(p, ", \"dur\": ");
-        p = put_ts(p, end_ns, e->start_ns);
-    }
-    p = LIT(p, ", \"args\": {");
-    if (e->correlation_id) {
-        p = LIT(p, "\"External id\": ");
-        p = put_u64(p, e->correlation_id);
-        p = LIT(p, ", ");
-    }
-    if (e->user_correlation_id) {
-        p = LIT(p, "\"User External id\": ");
-        p = put_u64(p, e->user_correlation_id);
-        p = LIT(p, ", ");
-    }
-    p = LIT(p, "\"Ev Idx\": ");
-    p = put_u64(p, index);
-    if (e->flags & STROBE_EVENT_UNFINISHED) p = LIT(p, ", \"strobe_unfinished\": 1");
-    if (e->flags & STROBE_EVENT_TRUNCATED) p = LIT(p, ", \"strobe_truncated\": 1");
-    if (e->args == NULL) {
-        p = LIT(p, "}}");
-        strobe__sink_commit(s, p);
-        return 0;
-    }
-    strobe__sink_commit(s, p);
-    return write_args_tail(s, e->args);
 }
 
 /* ---- Flows: launch -> device work ("ac2g"), as Kineto writes them ------------------------------
@@ -379,17 +142,19 @@ typedef strobe__flow_plan flow_plan;
 
 static int is_launch(const strobe_event *e) {
     return e->device_type == STROBE_DEVICE_CPU && e->category &&
-           (strcmp(e->category, "cuda_runtime") == 0 || strcmp(e->category, "cuda_driver") == 0);
+           (strcmp(e->category, STROBE_KINETO_CAT_CUDA_RUNTIME) == 0 ||
+            strcmp(e->category, STROBE_KINETO_CAT_CUDA_DRIVER) == 0);
 }
 
 static int is_device_work(const strobe_event *e) {
     return e->device_type != STROBE_DEVICE_CPU && e->category &&
-           (strcmp(e->category, "kernel") == 0 || strcmp(e->category, "gpu_memcpy") == 0 ||
-            strcmp(e->category, "gpu_memset") == 0);
+           (strcmp(e->category, STROBE_KINETO_CAT_KERNEL) == 0 ||
+            strcmp(e->category, STROBE_KINETO_CAT_GPU_MEMCPY) == 0 ||
+            strcmp(e->category, STROBE_KINETO_CAT_GPU_MEMSET) == 0);
 }
 
 static int event_correlation(const strobe_result *r, size_t i, uint64_t *out) {
-    const char *v = strobe_event_arg(r, i, "correlation");
+    const char *v = strobe_event_arg(r, i, STROBE_KINETO_ARG_CORRELATION);
     if (v == NULL || *v < '0' || *v > '9') return 0;
     char *end;
     unsigned long long c = strtoull(v, &end, 10);
@@ -489,101 +254,315 @@ int strobe__json_plan_flows(const strobe_result *r, strobe__flow_plan *fp) {
     return rc;
 }
 
+/* ---- 2. The writer's calls: header, tracks, events, footer ----------------------------------- */
+
+typedef struct jw {
+    strobe__writer base;
+    int first;     /* the next element of traceEvents is its first: no separator */
+    int meta_done; /* the header had the "strobe" object and the metadata */
+    char cat[32];  /* the last category (when short), and as a JSON string (cat_len 0: none) */
+    char cat_json[STROBE__JSON_STRING_MAX(32)];
+    size_t cat_len;
+} jw;
+
+/* Writes the "strobe" object and the user's metadata as top-level members. */
+static void write_top_meta(strobe__sink *s, const strobe__wr_info *in) {
+    if (in->stats) {
+        emit(s, ",\n  \"strobe\": ");
+        strobe__json_write_strobe_object(in->stats, s, in->skipped_counters);
+    } else if (in->strobe_json) {
+        emit(s, ",\n  \"strobe\": ");
+        emit(s, in->strobe_json);
+    }
+    /* User metadata values were validated as JSON when they were added: pasted verbatim. */
+    for (size_t i = 0; i < in->meta_count; i++) {
+        const strobe__meta *m = &in->meta[i];
+        if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2) continue;
+        emit(s, ",\n  ");
+        emit_string(s, m->key);
+        emit(s, ": ");
+        emit(s, m->json);
+    }
+}
+
+static int json_begin(strobe__writer *w, const strobe__wr_info *in) {
+    jw *j = (jw *)w;
+    strobe__sink *s = w->out;
+    w->base_ns = in->base_ns;
+    /* deviceProperties was built as JSON by the device merge (gpu.c). */
+    emit(s, "{\n  \"" STROBE_KINETO_KEY_SCHEMA_VERSION
+            "\": 1,\n  \"" STROBE_KINETO_KEY_DEVICE_PROPERTIES "\": ");
+    emit(s, in->device_props ? in->device_props : "[]");
+    emit(s, ",\n  \"" STROBE_KINETO_KEY_TRACE_ID "\": ");
+    emit_string(s, in->trace_id ? in->trace_id : "");
+    if (in->stats) {
+        write_top_meta(s, in);
+        j->meta_done = 1;
+    }
+    emit(s, ",\n  \"" STROBE_KINETO_KEY_DISPLAY_TIME_UNIT
+            "\": \"ms\",\n  \"" STROBE_KINETO_KEY_BASE_TIME_NS "\": ");
+    emit_i64(s, in->base_ns);
+    emit(s, ",\n  \"" STROBE_KINETO_KEY_TRACE_EVENTS "\": [\n");
+    j->first = 1;
+    return s->err;
+}
+
+static int json_end(strobe__writer *w, const strobe__wr_info *in) {
+    jw *j = (jw *)w;
+    strobe__sink *s = w->out;
+    emit(s, "\n  ]");
+    if (!j->meta_done) write_top_meta(s, in);
+    if (in->trace_name) {
+        emit(s, ",\n  \"" STROBE_KINETO_KEY_TRACE_NAME "\": ");
+        emit_string(s, in->trace_name);
+    }
+    emit(s, "\n}\n");
+    return s->err;
+}
+
+/* One metadata event ("ph":"M"), Kineto's way of naming and ordering processes and threads.
+ * Exactly one of str_value / int_value is used. */
+static void write_meta_event(jw *j, const char *name, int64_t pid, int64_t tid, const char *arg,
+                             const char *str_value, int64_t int_value) {
+    strobe__sink *s = j->base.out;
+    emit(s, j->first ? "  {\"name\": \"" : ",\n  {\"name\": \"");
+    j->first = 0;
+    emit(s, name);
+    emit(s, "\", \"ph\": \"" STROBE_KINETO_PH_METADATA "\", \"ts\": 0.000, \"pid\": ");
+    emit_i64(s, pid);
+    emit(s, ", \"tid\": ");
+    emit_i64(s, tid);
+    emit(s, ", \"args\": {\"");
+    emit(s, arg);
+    emit(s, "\": ");
+    if (str_value)
+        emit_string(s, str_value);
+    else
+        emit_i64(s, int_value);
+    emit(s, "}}");
+}
+
+/* Processes and devices: name, label, sort index; threads and streams: name, sort index. A lane
+ * is its thread's (pid, tid) in JSON, which nests slices by time alone: nothing to declare. */
+static int json_track(strobe__writer *w, uint32_t id, const strobe__wr_track *t) {
+    jw *j = (jw *)w;
+    (void)id;
+    const char *name = t->name ? t->name : "";
+    switch (t->kind) {
+    case STROBE__WR_PROCESS:
+    case STROBE__WR_DEVICE:
+        write_meta_event(j, STROBE_KINETO_META_PROCESS_NAME, t->pid, 0, STROBE_KINETO_META_ARG_NAME,
+                         name, 0);
+        if (t->label)
+            write_meta_event(j, STROBE_KINETO_META_PROCESS_LABELS, t->pid, 0,
+                             STROBE_KINETO_META_ARG_LABELS, t->label, 0);
+        write_meta_event(j, STROBE_KINETO_META_PROCESS_SORT_INDEX, t->pid, 0,
+                         STROBE_KINETO_META_ARG_SORT_INDEX, NULL, t->sort_index);
+        break;
+    case STROBE__WR_THREAD:
+    case STROBE__WR_STREAM:
+        write_meta_event(j, STROBE_KINETO_META_THREAD_NAME, t->pid, t->tid,
+                         STROBE_KINETO_META_ARG_NAME, name, 0);
+        write_meta_event(j, STROBE_KINETO_META_THREAD_SORT_INDEX, t->pid, t->tid,
+                         STROBE_KINETO_META_ARG_SORT_INDEX, NULL, t->sort_index);
+        break;
+    default:
+        break;
+    }
+    return w->out->err;
+}
+
+/* Room for everything of an event line except its strings and args: the literals (about 150
+ * bytes) and at most eight numbers of at most 24 bytes. */
+#define EVENT_FIXED 512
+
+static size_t name_len(const strobe__wr_event *e) {
+    if (e->name == NULL) return 0;
+    return e->name_len == (size_t)-1 ? strlen(e->name) : e->name_len;
+}
+
+/* The phases of the lines event_head starts. */
+enum { PH_COMPLETE, PH_INSTANT, PH_COUNTER };
+
+/* The line's head, up to and including the ts. A category is escaped once and kept while the
+ * events that follow have the same. */
+static char *event_head(jw *j, char *p, int ph, const strobe__wr_event *e, size_t nlen) {
+    const strobe__wr_track *t = &j->base.tracks[e->track];
+    j->first = 0;
+    switch (ph) {
+    case PH_COMPLETE:
+        p = LIT(p, ",\n  {\"ph\": \"" STROBE_KINETO_PH_COMPLETE "\", \"cat\": ");
+        break;
+    case PH_INSTANT:
+        p = LIT(p, ",\n  {\"ph\": \"" STROBE_KINETO_PH_INSTANT "\", \"s\": \"t\", \"cat\": ");
+        break;
+    default:
+        p = LIT(p, ",\n  {\"ph\": \"" STROBE_KINETO_PH_COUNTER "\", \"cat\": ");
+        break;
+    }
+    const char *cat = e->cat ? e->cat : "";
+    if (j->cat_len == 0 || strcmp(cat, j->cat) != 0) {
+        size_t clen = strlen(cat);
+        j->cat_len = 0;
+        if (clen < sizeof j->cat) {
+            memcpy(j->cat, cat, clen + 1);
+            j->cat_len = (size_t)(put_string(j->cat_json, cat, clen) - j->cat_json);
+        } else {
+            p = put_string(p, cat, clen);
+        }
+    }
+    if (j->cat_len) {
+        memcpy(p, j->cat_json, j->cat_len);
+        p += j->cat_len;
+    }
+    p = LIT(p, ", \"name\": ");
+    p = put_string(p, e->name ? e->name : "", nlen);
+    p = LIT(p, ", \"pid\": ");
+    p = put_i64(p, t->pid);
+    p = LIT(p, ", \"tid\": ");
+    p = put_i64(p, t->tid);
+    p = LIT(p, ", \"ts\": ");
+    return put_ts(p, e->ts, j->base.base_ns);
+}
+
+/* Writes args as members of the args object (after `sep` for the first). Returns the separator
+ * for the next, or NULL on the sink's error. */
+static const char *write_args(strobe__sink *s, const strobe__wr_arg *a, size_t n, const char *sep) {
+    for (size_t i = 0; i < n; i++, a++) {
+        if (a->name == NULL) continue;
+        size_t klen = strlen(a->name);
+        size_t vlen = 0;
+        if (a->type == STROBE__PFT_STRING || a->type == STROBE__PFT_JSON)
+            vlen = a->s == NULL ? 0 : a->slen == (size_t)-1 ? strlen(a->s) : a->slen;
+        char *p = strobe__sink_reserve(s, STROBE__JSON_STRING_MAX(klen) +
+                                              STROBE__JSON_STRING_MAX(vlen) + 48);
+        if (p == NULL) return NULL;
+        memcpy(p, sep, strlen(sep));
+        p += strlen(sep);
+        sep = ", ";
+        p = put_string(p, a->name, klen);
+        p = LIT(p, ": ");
+        switch (a->type) {
+        case STROBE__PFT_INT:
+            p = put_i64(p, a->i);
+            break;
+        case STROBE__PFT_UINT:
+            p = put_u64(p, a->u);
+            break;
+        case STROBE__PFT_BOOL:
+            p = a->i ? LIT(p, "true") : LIT(p, "false");
+            break;
+        case STROBE__PFT_DOUBLE: {
+            char *v = strobe__json_put_double(p, a->d);
+            p = v ? v : LIT(p, "null");
+            break;
+        }
+        case STROBE__PFT_STRING:
+            p = put_string(p, a->s ? a->s : "", vlen);
+            break;
+        default: /* JSON text: pasted */
+            if (vlen == 0) {
+                p = LIT(p, "null");
+            } else {
+                memcpy(p, a->s, vlen);
+                p += vlen;
+            }
+            break;
+        }
+        strobe__sink_commit(s, p);
+    }
+    return sep;
+}
+
 /* The flow event of an event that has one, on its track at its start. */
-static void write_flow(const strobe_result *r, strobe__sink *s, const strobe_event *e, int ph,
-                       uint64_t id) {
+static void write_flow(jw *j, const strobe__wr_event *e, int ph, uint64_t id) {
+    strobe__sink *s = j->base.out;
+    const strobe__wr_track *t = &j->base.tracks[e->track];
     char *p = strobe__sink_reserve(s, 256);
     if (p == NULL) return;
-    p = ph == FLOW_START ? LIT(p, ",\n  {\"ph\": \"s\", \"id\": ")
-                         : LIT(p, ",\n  {\"ph\": \"f\", \"id\": ");
+    p = ph == STROBE__FLOW_START
+            ? LIT(p, ",\n  {\"ph\": \"" STROBE_KINETO_PH_FLOW_START "\", \"id\": ")
+            : LIT(p, ",\n  {\"ph\": \"" STROBE_KINETO_PH_FLOW_FINISH "\", \"id\": ");
     p = put_u64(p, id);
     p = LIT(p, ", \"pid\": ");
-    p = put_i64(p, e->device_type == STROBE_DEVICE_CPU ? r->pid : (int64_t)e->device_index);
+    p = put_i64(p, t->pid);
     p = LIT(p, ", \"tid\": ");
-    p = put_i64(p, e->tid);
+    p = put_i64(p, t->tid);
     p = LIT(p, ", \"ts\": ");
-    p = put_ts(p, e->start_ns, base_ns(r));
-    p = LIT(p, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"");
-    if (ph == FLOW_FINISH) p = LIT(p, ", \"bp\": \"e\"");
+    p = put_ts(p, e->ts, j->base.base_ns);
+    p = LIT(p,
+            ", \"cat\": \"" STROBE_KINETO_CAT_FLOW "\", \"name\": \"" STROBE_KINETO_CAT_FLOW "\"");
+    if (ph == STROBE__FLOW_FINISH) p = LIT(p, ", \"bp\": \"e\"");
     p = LIT(p, "}");
     strobe__sink_commit(s, p);
 }
 
-static int is_skipped(const strobe_event *e) {
-    return e->kind == STROBE_EVENT_COUNTER && !isfinite(e->value);
-}
-
-/* The end each range is written with.
- *
- * Viewers compute with doubles: Chrome DevTools and speedscope take ts relative to the first event
- * and add dur to it, and the sum lands an ulp either side of the same instant computed another
- * way (0.07 + 0.01 != 0.08). A range that ends in the very nanosecond its parent ends, or its next
- * sibling begins (the clock did not advance between the two reads), then looks mis-nested. Such a
- * range is written ending 1 ns earlier (never before its start), which no rounding can undo; the
- * result itself keeps the times as read. Ranges come after their parents, so one pass does. */
-static int64_t *display_ends(const strobe_result *r) {
-    int64_t *end = malloc((r->event_count ? r->event_count : 1) * sizeof *end);
-    if (end == NULL) return NULL;
-    for (size_t i = 0; i < r->event_count; i++) {
-        const strobe_event *e = &r->events[i];
-        int64_t d = e->end_ns;
-        if (e->kind == STROBE_EVENT_RANGE) {
-            if (e->next_sibling != STROBE_NO_EVENT && e->next_sibling < r->event_count) {
-                const strobe_event *nx = &r->events[e->next_sibling];
-                if (nx->kind == STROBE_EVENT_RANGE && d >= nx->start_ns) d = nx->start_ns - 1;
-            }
-            if (e->parent != STROBE_NO_EVENT && e->parent < i && d >= end[e->parent])
-                d = end[e->parent] - 1;
-            if (d < e->start_ns) d = e->start_ns;
-        }
-        end[i] = d;
-    }
-    return end;
-}
-
-/* Every event of the result with its display end and its flows, after the whole trace's header
- * and metadata events (`whole`), or after the device tracks' metadata alone (events appended to a
- * trace that has its header: strobe__json_write_events). @return 0 or the sink's error. */
-static int write_events(const strobe_result *r, strobe__sink *s, int whole) {
-    /* JSON has no NaN or infinity, and a made-up value would mislead: such counter samples are
-     * left out and counted in the header, which comes first, hence this pass. */
-    uint64_t skipped = 0;
-    for (size_t i = 0; i < r->event_count; i++)
-        skipped += (uint64_t)is_skipped(&r->events[i]);
-    int64_t *end = display_ends(r);
-    if (end == NULL) return STROBE_ENOMEM;
-    flow_plan fp;
-    if (strobe__json_plan_flows(r, &fp)) {
-        free(end);
-        return STROBE_ENOMEM;
-    }
-    if (whole) {
-        write_header(r, s, skipped);
-        write_metadata_events(r, s);
+/* A slice ("X") or an instant, with its args and those given at its end, then its flow. */
+static int write_event(jw *j, const strobe__wr_event *e, int slice, const strobe__wr_arg *more,
+                       size_t nmore) {
+    strobe__sink *s = j->base.out;
+    size_t nlen = name_len(e), clen = e->cat ? strlen(e->cat) : 0;
+    char *p = strobe__sink_reserve(s, EVENT_FIXED + STROBE__JSON_STRING_MAX(nlen) +
+                                          STROBE__JSON_STRING_MAX(clen));
+    if (p == NULL) return s->err;
+    if (slice) {
+        p = event_head(j, p, PH_COMPLETE, e, nlen);
+        p = LIT(p, ", \"dur\": ");
+        p = put_ts(p, e->shown_end ? e->shown_end : e->end, e->ts);
     } else {
-        write_device_metadata(r, s);
+        p = event_head(j, p, PH_INSTANT, e, nlen);
     }
-    int rc = 0;
-    for (size_t i = 0; i < r->event_count && s->err == 0 && rc == 0; i++) {
-        const strobe_event *e = &r->events[i];
-        if (is_skipped(e)) continue;
-        rc = write_event(r, s, e, end[i], i);
-        if (rc == 0 && fp.ph && fp.ph[i]) write_flow(r, s, e, fp.ph[i], fp.id[i]);
+    p = LIT(p, ", \"args\": {");
+    strobe__sink_commit(s, p);
+    const char *sep = write_args(s, e->args, e->nargs, "");
+    if (sep) sep = write_args(s, more, nmore, sep);
+    p = sep ? strobe__sink_reserve(s, 2) : NULL;
+    if (p == NULL) return s->err;
+    strobe__sink_commit(s, LIT(p, "}}"));
+    if (e->flow_ph != STROBE__FLOW_NONE) {
+        write_flow(j, e, e->flow_ph, e->flow_id);
+    } else {
+        /* Perfetto's ids only (the public writer's callers): a start per id going out, a finish
+         * per id coming in. */
+        for (size_t i = 0; i < e->nflow_out; i++)
+            write_flow(j, e, STROBE__FLOW_START, e->flow_out[i]);
+        for (size_t i = 0; i < e->nflow_in; i++)
+            write_flow(j, e, STROBE__FLOW_FINISH, e->flow_in[i]);
     }
-    free(end);
-    strobe__flow_plan_free(&fp);
-    return rc ? rc : s->err;
-}
-
-static int json_write(const strobe_result *r, strobe__sink *s) {
-    int rc = write_events(r, s, 1);
-    if (rc) return rc;
-    write_footer(r, s);
     return s->err;
 }
 
-int strobe__json_write_events(const strobe_result *r, strobe__sink *s) {
-    return write_events(r, s, 0);
+static int json_slice_begin(strobe__writer *w, const strobe__wr_event *e) {
+    if (!(e->flags & STROBE__WR_COMPLETE)) return 0;
+    return write_event((jw *)w, e, 1, NULL, 0);
+}
+
+static int json_slice_end(strobe__writer *w, const strobe__wr_event *e, const strobe__wr_arg *args,
+                          size_t nargs) {
+    if (e->flags & STROBE__WR_COMPLETE) return 0;
+    return write_event((jw *)w, e, 1, args, nargs);
+}
+
+static int json_instant(strobe__writer *w, const strobe__wr_event *e) {
+    return write_event((jw *)w, e, 0, NULL, 0);
+}
+
+/* A counter's args are its series: nothing else may go there, or it becomes a series. */
+static int json_counter(strobe__writer *w, const strobe__wr_event *e) {
+    jw *j = (jw *)w;
+    strobe__sink *s = w->out;
+    if (!isfinite(e->value)) return 1;
+    size_t nlen = name_len(e), clen = e->cat ? strlen(e->cat) : 0;
+    char *p = strobe__sink_reserve(s, EVENT_FIXED + 2 * STROBE__JSON_STRING_MAX(nlen) +
+                                          STROBE__JSON_STRING_MAX(clen));
+    if (p == NULL) return s->err;
+    p = event_head(j, p, PH_COUNTER, e, nlen);
+    p = LIT(p, ", \"args\": {");
+    p = put_string(p, e->name ? e->name : "", nlen);
+    p = LIT(p, ": ");
+    p = strobe__json_put_double(p, e->value);
+    strobe__sink_commit(s, LIT(p, "}}"));
+    return 0;
 }
 
 /* The default format: any path that no other writer claims is written as JSON. */
@@ -595,5 +574,14 @@ static int json_accepts_path(const char *path) {
 const strobe__writer_ops strobe__json_writer = {
     .name = "json",
     .accepts_path = json_accepts_path,
-    .write = json_write,
+    .running_tail = "\n  ],\n  \"strobe_stream\": {\"complete\": false}\n}\n",
+    .pad = 1,
+    .size = sizeof(jw),
+    .begin = json_begin,
+    .track = json_track,
+    .slice_begin = json_slice_begin,
+    .slice_end = json_slice_end,
+    .instant = json_instant,
+    .counter = json_counter,
+    .end = json_end,
 };

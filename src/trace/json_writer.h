@@ -1,5 +1,5 @@
-/* json_writer.h: what the JSON writer shares with the Perfetto writer and the streaming output
- * (its formatting primitives are util/json_fmt.h). The writer itself is reached through
+/* json_writer.h: what the JSON writer shares with the Perfetto writer and the result walk
+ * (writer.c); its formatting primitives are util/json_fmt.h. The writer itself is reached through
  * strobe__json_writer (writer.h). */
 #ifndef STROBE_WRITERS_JSON_WRITER_H
 #define STROBE_WRITERS_JSON_WRITER_H
@@ -47,12 +47,6 @@ void strobe__flow_plan_free(strobe__flow_plan *fp);
 
 /* The process's name from /proc when the result is this process's own, else "strobe". */
 void strobe__json_process_name(const strobe_result *r, char *buf, size_t size);
-
-/* Writes the events of `r` as elements of a traceEvents array that already holds some (each
- * preceded by ",\n  "): the device processes' and streams' metadata, every event with the
- * writer's display ends, and the flows. The streaming output appends a session's device
- * activity with it. @return 0 or the sink's error. */
-int strobe__json_write_events(const strobe_result *r, struct strobe__sink *s);
 
 /* Writes the "strobe" metadata object (version, clock, stats, skipped counter samples, warnings)
  * as one JSON value. Errors are sticky in the sink. */

@@ -15,12 +15,17 @@
  *     and an "f" per device event, all with the correlation id.
  * The trace's metadata (trace_id, the "strobe" object with stats and warnings, user metadata,
  * deviceProperties, baseTimeNanoseconds, traceName) goes on the session slice as debug
- * annotations: Perfetto shows them in the slice's "Arguments" panel when it is selected.
+ * annotations: Perfetto shows them in the slice's "Arguments" panel when it is selected. The
+ * session slice is written at end, when all of it is known (a stream's stats come last).
+ *
+ * Written through the event-level calls (writer.h): a slice's begin goes out at slice_begin, so
+ * that a streamed file cut by a kill holds the slices open at the cut. Each thread, stream and
+ * lane is a packet sequence of its own; sequence 1 holds the descriptors and the session.
  *
  * Times are written as the JSON writer's ts: ns relative to baseTimeNanoseconds. The trace
  * processor then shows the same timestamps for both files, to the nanosecond. Unlike the JSON
  * writer, ends are written as recorded: integer nanoseconds need no 1 ns display margin
- * (display_ends in json_writer.c), so a range that ends exactly when its parent ends is 1 ns
+ * (display_ends in writer.c), so a range that ends exactly when its parent ends is 1 ns
  * longer here than in the JSON. */
 #include <math.h>
 #include <stdio.h>
@@ -28,333 +33,323 @@
 #include <string.h>
 
 #include "json_writer.h"
+#include "kineto.h"
 #include "strobe/error.h"
 #include "util/pftrace_enc.h"
 #include "util/strpool.h"
 #include "util/strtab.h"
 #include "writer.h"
 
-/* Packets are handed to the sink in batches of about this many bytes. */
+/* Packets are handed to the sink in batches of about this many bytes (unless streaming). */
 #define FLUSH_BYTES (256 * 1024)
 
-/* Track uuids: CPU threads get small numbers (index + 1), counter tracks a marker byte and an
- * index; process and device tracks STROBE__PFT_KINETO_PROC_UUID, streams and "Spans"
- * STROBE__PFT_KINETO_UUID. */
-#define THREAD_UUID(i) ((uint64_t)(i) + 1)
+/* Track uuids: threads and lanes get small numbers in order of declaration, counter tracks a
+ * marker byte and an index; process and device tracks STROBE__PFT_KINETO_PROC_UUID, streams and
+ * "Spans" STROBE__PFT_KINETO_UUID. */
 #define COUNTER_UUID(i) ((UINT64_C(0x43) << 56) | (uint64_t)(i))
 
+typedef struct ptrack {
+    uint64_t uuid;
+    uint32_t enc; /* its sequence: 0 the main one (descriptors, session), else encs[enc] */
+} ptrack;
+
 typedef struct pw {
-    const strobe_result *r;
-    strobe__sink *s;
-    strobe__pft *enc;
-    int64_t base;
-    uint64_t *thread_track;  /* per thread index */
-    strobe__strtab counters; /* "thread index:name" -> counter track index */
+    strobe__writer base;
+    strobe__pft **encs; /* [0]: sequence 1; [k]: the sequence of a thread, stream or lane */
+    size_t enc_count, enc_cap;
+    ptrack *tracks;
+    size_t tracks_cap;
+    uint64_t next_uuid;
+    strobe__strtab counters; /* "track id:name" -> counter track index */
     strobe__pool pool;
     strobe__pft_arg *args;
     size_t args_cap;
-    uint64_t *flows; /* a launch's outgoing flow ids */
-    size_t flows_cap;
+    char *name; /* a NUL-terminated copy of a name given with its length */
+    size_t name_cap;
+    int session; /* a session slice was given: written at end with the metadata */
+    uint32_t session_track;
+    int64_t session_start, session_end;
 } pw;
 
-static int flush_enc(pw *w, strobe__pft *enc, int force) {
-    size_t len;
-    const uint8_t *d = strobe__pft_data(enc, &len);
-    if (len == 0 || (!force && len < FLUSH_BYTES)) return 0;
-    int rc = strobe__sink_write(w->s, d, len);
-    strobe__pft_reset_data(enc);
-    return rc ? rc : w->s->err;
-}
-
 static int32_t clamp32(int64_t v) {
+    if (v == INT64_MIN) return STROBE__PFT_NO_SORT; /* a sort index of none */
     return v > INT32_MAX ? INT32_MAX : v < INT32_MIN + 1 ? INT32_MIN + 1 : (int32_t)v;
 }
 
-static int write_tracks(pw *w) {
-    const strobe_result *r = w->r;
-    char name[64];
-    strobe__json_process_name(r, name, sizeof name);
-    uint64_t proc = STROBE__PFT_KINETO_PROC_UUID(r->pid);
-    int rc = strobe__pft_process(w->enc, proc, clamp32(r->pid), name, clamp32(r->pid));
-    if (rc == 0)
-        rc = strobe__pft_track(w->enc, STROBE__PFT_KINETO_UUID(r->pid, 0), proc, "Spans", 0);
-    for (size_t i = 0; rc == 0 && i < r->thread_count; i++) {
-        const strobe_thread_info *t = &r->threads[i];
-        char fallback[40];
-        const char *tname = t->name;
-        if (t->device_type == STROBE_DEVICE_CPU) {
-            if (tname == NULL || tname[0] == '\0') {
-                snprintf(fallback, sizeof fallback, "thread %lld", (long long)t->tid);
-                tname = fallback;
-            }
-            w->thread_track[i] = THREAD_UUID(i);
-            rc = strobe__pft_thread(w->enc, THREAD_UUID(i), clamp32(r->pid), clamp32(t->tid), tname,
-                                    clamp32(t->tid));
-            continue;
-        }
-        /* A device's track comes with its first stream, as in the JSON writer. */
-        uint64_t dev = STROBE__PFT_KINETO_PROC_UUID(t->device_index);
-        int seen = 0;
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = r->threads[k].device_type == t->device_type &&
-                   r->threads[k].device_index == t->device_index;
-        if (!seen) {
-            snprintf(name, sizeof name, "GPU %d", (int)t->device_index);
-            rc = strobe__pft_track(w->enc, dev, 0, name, 16777216 + t->device_index);
-            if (rc) break;
-        }
-        if (tname == NULL || tname[0] == '\0') {
-            snprintf(fallback, sizeof fallback, "stream %lld", (long long)t->tid);
-            tname = fallback;
-        }
-        w->thread_track[i] = STROBE__PFT_KINETO_UUID(t->device_index, t->tid);
-        rc = strobe__pft_track(w->enc, w->thread_track[i], dev, tname, clamp32(t->tid));
-    }
+static int grow(void **p, size_t *cap, size_t n, size_t size) {
+    if (n <= *cap) return 0;
+    size_t c = *cap ? *cap * 2 : 16;
+    while (c < n)
+        c *= 2;
+    void *a = realloc(*p, c * size);
+    if (a == NULL) return STROBE_ENOMEM;
+    *p = a;
+    *cap = c;
+    return 0;
+}
+
+static int flush_one(pw *p, strobe__pft *enc, size_t at_least) {
+    size_t len;
+    const uint8_t *d = strobe__pft_data(enc, &len);
+    if (len == 0 || len < at_least) return 0;
+    int rc = strobe__sink_write(p->base.out, d, len);
+    strobe__pft_reset_data(enc);
+    return rc ? rc : p->base.out->err;
+}
+
+/* Hands the packets of sequence `k` to the sink, the descriptors (sequence 1) first, so that a
+ * track is declared before the events on it: streaming, at once; else in batches. */
+static int flush(pw *p, uint32_t k, int force) {
+    size_t min = force || (p->base.flags & STROBE__WR_STREAMING) ? 1 : FLUSH_BYTES;
+    size_t len = 0;
+    if (k) (void)strobe__pft_data(p->encs[k], &len);
+    int rc = flush_one(p, p->encs[0], k && len >= min ? 1 : min);
+    if (rc == 0 && k) rc = flush_one(p, p->encs[k], min);
     return rc;
 }
 
-static int grow_args(pw *w, size_t n) {
-    if (n <= w->args_cap) return 0;
-    size_t cap = w->args_cap ? w->args_cap * 2 : 16;
-    while (cap < n)
-        cap *= 2;
-    strobe__pft_arg *a = realloc(w->args, cap * sizeof *a);
-    if (a == NULL) return STROBE_ENOMEM;
-    w->args = a;
-    w->args_cap = cap;
+/* A new sequence with `uuid` as its default track. @return its index or -1 (ENOMEM). */
+static int64_t new_sequence(pw *p, uint64_t uuid) {
+    if (grow((void **)&p->encs, &p->enc_cap, p->enc_count + 1, sizeof *p->encs)) return -1;
+    strobe__pft *e = strobe__pft_new((uint32_t)(p->enc_count + 1));
+    if (e == NULL) return -1;
+    if (uuid) strobe__pft_set_default_track(e, uuid);
+    p->encs[p->enc_count] = e;
+    return (int64_t)p->enc_count++;
+}
+
+static int pf_begin(strobe__writer *w, const strobe__wr_info *in) {
+    pw *p = (pw *)w;
+    w->base_ns = in->base_ns;
+    p->next_uuid = 1;
+    strobe__strtab_init(&p->counters, &p->pool);
+    return new_sequence(p, 0) < 0 ? STROBE_ENOMEM : 0;
+}
+
+static int pf_track(strobe__writer *w, uint32_t id, const strobe__wr_track *t) {
+    pw *p = (pw *)w;
+    if (p->enc_count == 0) return STROBE_EINVAL; /* begin comes first */
+    if (grow((void **)&p->tracks, &p->tracks_cap, (size_t)id + 1, sizeof *p->tracks))
+        return STROBE_ENOMEM;
+    ptrack *pt = &p->tracks[id];
+    pt->enc = 0;
+    strobe__pft *m = p->encs[0];
+    int rc;
+    uint64_t parent =
+        t->kind == STROBE__WR_STREAM || t->kind == STROBE__WR_LANE ? p->tracks[t->parent].uuid : 0;
+    switch (t->kind) {
+    case STROBE__WR_PROCESS:
+        pt->uuid = STROBE__PFT_KINETO_PROC_UUID(t->pid);
+        rc = strobe__pft_process(m, pt->uuid, clamp32(t->pid), t->name, clamp32(t->sort_index));
+        break;
+    case STROBE__WR_DEVICE:
+        pt->uuid = STROBE__PFT_KINETO_PROC_UUID(t->pid);
+        rc = strobe__pft_track(m, pt->uuid, 0, t->name, clamp32(t->sort_index));
+        break;
+    case STROBE__WR_THREAD:
+        if (t->tid == 0) {
+            /* Kineto's "Spans" track: no thread, a track under the process that carries its
+             * (pid, 0) in its uuid for the decoder. */
+            pt->uuid = STROBE__PFT_KINETO_UUID(t->pid, 0);
+            rc = strobe__pft_track(m, pt->uuid, STROBE__PFT_KINETO_PROC_UUID(t->pid), t->name,
+                                   clamp32(t->sort_index));
+            break;
+        }
+        pt->uuid = p->next_uuid++;
+        rc = strobe__pft_thread(m, pt->uuid, clamp32(t->pid), clamp32(t->tid), t->name,
+                                clamp32(t->sort_index));
+        break;
+    case STROBE__WR_STREAM:
+        pt->uuid = STROBE__PFT_KINETO_UUID(t->pid, t->tid);
+        rc = strobe__pft_track(m, pt->uuid, parent, t->name, clamp32(t->sort_index));
+        break;
+    default: /* a lane: a track under its thread's */
+        pt->uuid = p->next_uuid++;
+        rc = strobe__pft_track(m, pt->uuid, parent, t->name, clamp32(t->sort_index));
+        break;
+    }
+    if (rc) return rc;
+    if (t->kind != STROBE__WR_PROCESS && t->kind != STROBE__WR_DEVICE &&
+        !(t->kind == STROBE__WR_THREAD && t->tid == 0)) {
+        /* Each thread, stream and lane is a sequence of its own with its track as default: its
+         * events leave the track out, and its times never go back, so every one is a small
+         * delta. */
+        int64_t k = new_sequence(p, pt->uuid);
+        if (k < 0) return STROBE_ENOMEM;
+        pt->enc = (uint32_t)k;
+    }
+    return flush(p, 0, 0);
+}
+
+/* e's name, NUL-terminated (the encoder takes C strings): copied where the byte after its length
+ * is not a NUL. NULL when out of memory. */
+static const char *cname(pw *p, const strobe__wr_event *e) {
+    if (e->name == NULL) return "";
+    if (e->name_len == (size_t)-1 || e->name[e->name_len] == '\0') return e->name;
+    if (grow((void **)&p->name, &p->name_cap, e->name_len + 1, 1)) return NULL;
+    memcpy(p->name, e->name, e->name_len);
+    p->name[e->name_len] = '\0';
+    return p->name;
+}
+
+/* The args as annotations: JSON text becomes the most specific type that reads back as it. */
+static int pargs(pw *p, const strobe__wr_arg *a, size_t n) {
+    if (grow((void **)&p->args, &p->args_cap, n ? n : 1, sizeof *p->args)) return STROBE_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        p->args[i] = a[i];
+        if (a[i].type == STROBE__PFT_JSON && a[i].s && a[i].slen == (size_t)-1)
+            strobe__pft_arg_json(&p->args[i], a[i].s);
+    }
     return 0;
 }
 
-/* The JSON writer's args of a range or instant, in its order. */
-static int event_args(pw *w, const strobe_event *e, size_t index, size_t *count) {
-    size_t n = 5;
-    for (const strobe_arg *a = e->args; a; a = a->next)
-        n++;
-    if (grow_args(w, n)) return STROBE_ENOMEM;
-    strobe__pft_arg *a = w->args;
-    size_t k = 0;
-    memset(a, 0, n * sizeof *a);
-    if (e->correlation_id) {
-        a[k].name = "External id";
-        a[k].type = STROBE__PFT_UINT;
-        a[k++].u = e->correlation_id;
+static int pf_slice_begin(strobe__writer *w, const strobe__wr_event *e) {
+    pw *p = (pw *)w;
+    if (e->flags & STROBE__WR_SESSION) {
+        /* Written at end, with the trace's metadata as its args. */
+        p->session = 1;
+        p->session_track = e->track;
+        p->session_start = e->ts;
+        p->session_end = e->end;
+        return 0;
     }
-    if (e->user_correlation_id) {
-        a[k].name = "User External id";
-        a[k].type = STROBE__PFT_UINT;
-        a[k++].u = e->user_correlation_id;
-    }
-    a[k].name = "Ev Idx";
-    a[k].type = STROBE__PFT_UINT;
-    a[k++].u = index;
-    if (e->flags & STROBE_EVENT_UNFINISHED) {
-        a[k].name = "strobe_unfinished";
-        a[k].type = STROBE__PFT_INT;
-        a[k++].i = 1;
-    }
-    if (e->flags & STROBE_EVENT_TRUNCATED) {
-        a[k].name = "strobe_truncated";
-        a[k].type = STROBE__PFT_INT;
-        a[k++].i = 1;
-    }
-    for (const strobe_arg *x = e->args; x; x = x->next) {
-        if (x->key == NULL || x->json == NULL) continue;
-        a[k].name = x->key;
-        strobe__pft_arg_json(&a[k++], x->json);
-    }
-    *count = k;
-    return 0;
+    const ptrack *t = &p->tracks[e->track];
+    const char *name = cname(p, e);
+    int rc = name ? pargs(p, e->args, e->nargs) : STROBE_ENOMEM;
+    if (rc == 0)
+        rc = strobe__pft_begin(p->encs[t->enc], t->uuid, e->ts - p->base.base_ns, e->cat, name,
+                               p->args, e->nargs, e->flow_out, e->nflow_out, e->flow_in,
+                               e->nflow_in);
+    return rc ? rc : flush(p, t->enc, 0);
 }
 
-/* The counter track of `e` (one per thread and name), declared on first use. */
-static int counter_track(pw *w, const strobe_event *e, uint64_t *uuid) {
-    const char *name = e->name ? e->name : "";
+/* The args given at the end (streamed operator details) go on the end, whose annotations the
+ * trace processor adds to the slice's. */
+static int pf_slice_end(strobe__writer *w, const strobe__wr_event *e, const strobe__wr_arg *args,
+                        size_t nargs) {
+    pw *p = (pw *)w;
+    if (e->flags & STROBE__WR_SESSION) return 0;
+    const ptrack *t = &p->tracks[e->track];
+    int rc = pargs(p, args, nargs);
+    if (rc == 0)
+        rc = nargs ? strobe__pft_end_args(p->encs[t->enc], t->uuid, e->end - p->base.base_ns,
+                                          p->args, nargs)
+                   : strobe__pft_end(p->encs[t->enc], t->uuid, e->end - p->base.base_ns);
+    return rc ? rc : flush(p, t->enc, 0);
+}
+
+static int pf_instant(strobe__writer *w, const strobe__wr_event *e) {
+    pw *p = (pw *)w;
+    const ptrack *t = &p->tracks[e->track];
+    const char *name = cname(p, e);
+    int rc = name ? pargs(p, e->args, e->nargs) : STROBE_ENOMEM;
+    if (rc == 0)
+        rc = strobe__pft_instant(p->encs[t->enc], t->uuid, e->ts - p->base.base_ns, e->cat, name,
+                                 p->args, e->nargs);
+    return rc ? rc : flush(p, t->enc, 0);
+}
+
+/* A sample on the counter track of e's track and name (one per track and name, declared on first
+ * use, under the track), in the track's sequence. */
+static int pf_counter(strobe__writer *w, const strobe__wr_event *e) {
+    pw *p = (pw *)w;
+    if (!isfinite(e->value)) return 1;
+    const ptrack *t = &p->tracks[e->track];
+    const char *name = cname(p, e);
+    if (name == NULL) return STROBE_ENOMEM;
     size_t n = strlen(name);
     char *key = malloc(n + 16);
     if (key == NULL) return STROBE_ENOMEM;
-    int kl = snprintf(key, n + 16, "%u:%s", (unsigned)e->thread_index, name);
-    size_t before = w->counters.count;
-    int64_t id = strobe__strtab_intern(&w->counters, key, (size_t)kl);
+    int kl = snprintf(key, n + 16, "%u:%s", (unsigned)e->track, name);
+    size_t before = p->counters.count;
+    int64_t id = strobe__strtab_intern(&p->counters, key, (size_t)kl);
     free(key);
     if (id < 0) return STROBE_ENOMEM;
-    *uuid = COUNTER_UUID(id);
-    if ((size_t)id < before) return 0;
-    uint64_t parent = e->thread_index < w->r->thread_count ? w->thread_track[e->thread_index] : 0;
-    return strobe__pft_counter_track(w->enc, *uuid, parent, name);
-}
-
-/* The session slice on "Spans", carrying the trace's metadata. Its end is written last. */
-static int write_session_begin(pw *w, uint64_t skipped) {
-    const strobe_result *r = w->r;
-    strobe__sink ms;
-    int rc = strobe__sink_open_memory(&ms);
-    if (rc) return rc;
-    strobe__json_write_strobe_object(r, &ms, skipped);
-    size_t slen = 0;
-    char *strobe_obj = strobe__sink_take_memory(&ms, &slen);
-    if (strobe_obj == NULL) return STROBE_ENOMEM;
-
-    size_t n = 6 + r->meta_count;
-    rc = grow_args(w, n);
-    if (rc == 0) {
-        strobe__pft_arg *a = w->args;
-        size_t k = 0;
-        memset(a, 0, n * sizeof *a);
-        a[k] = (strobe__pft_arg){.name = "deviceProperties", .type = STROBE__PFT_JSON};
-        a[k].s = r->device_props ? r->device_props : "[]";
-        a[k++].slen = (size_t)-1;
-        a[k] = (strobe__pft_arg){.name = "trace_id", .type = STROBE__PFT_STRING};
-        a[k].s = r->trace_id ? r->trace_id : "";
-        a[k++].slen = (size_t)-1;
-        a[k] = (strobe__pft_arg){.name = "strobe", .type = STROBE__PFT_JSON};
-        a[k].s = strobe_obj;
-        a[k++].slen = slen;
-        for (size_t i = 0; i < r->meta_count; i++) {
-            const strobe__meta *m = &r->meta[i];
-            if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2)
-                continue;
-            a[k].name = m->key;
-            strobe__pft_arg_json(&a[k++], m->json);
-        }
-        a[k] = (strobe__pft_arg){.name = "baseTimeNanoseconds", .type = STROBE__PFT_INT};
-        a[k++].i = w->base;
-        if (r->trace_name) {
-            a[k] = (strobe__pft_arg){.name = "traceName", .type = STROBE__PFT_STRING};
-            a[k].s = r->trace_name;
-            a[k++].slen = (size_t)-1;
-        }
-        rc = strobe__pft_begin(w->enc, STROBE__PFT_KINETO_UUID(r->pid, 0),
-                               r->trace_start_ns - w->base, "Trace", "strobe session", a, k, NULL,
-                               0, NULL, 0);
-    }
-    free(strobe_obj);
-    return rc;
-}
-
-/* The flows event i starts or finishes (strobe__json_plan_flows): on a launch, the flow ids of all
- * its device events, the earliest's (its correlation id) first; on a device event, its own. */
-static int event_flows(pw *w, const strobe__flow_plan *fp, size_t i, const uint64_t **out,
-                       size_t *nout, const uint64_t **in, size_t *nin) {
-    *out = *in = NULL;
-    *nout = *nin = 0;
-    if (fp->ph == NULL || fp->ph[i] == STROBE__FLOW_NONE) return 0;
-    if (fp->ph[i] == STROBE__FLOW_FINISH) {
-        *in = &fp->pf_id[i];
-        *nin = 1;
-        return 0;
-    }
-    size_t n = 0;
-    for (uint32_t k = fp->next[i]; k != STROBE__FLOW_NO_NEXT; k = fp->next[k]) {
-        if (n == w->flows_cap) {
-            size_t cap = w->flows_cap ? 2 * w->flows_cap : 16;
-            uint64_t *f = realloc(w->flows, cap * sizeof *f);
-            if (f == NULL) return STROBE_ENOMEM;
-            w->flows = f;
-            w->flows_cap = cap;
-        }
-        w->flows[n++] = fp->pf_id[k];
-    }
-    *out = w->flows;
-    *nout = n;
-    return 0;
-}
-
-/* One thread's events, in the result's order (by start, parents first), as begin/end pairs: a
- * stack holds the open ranges, and each event first ends those that are not its ancestors.
- *
- * Each thread is its own packet sequence, with the thread's track as the sequence's default: its
- * events leave the track out, and its timestamps never go back (a thread's events are written in
- * time order), so every one is a small delta. The strings it uses are interned again per thread,
- * a small cost next to the events. */
-static int write_thread(pw *w, size_t ti, const strobe__flow_plan *fp, uint32_t *stack) {
-    const strobe_result *r = w->r;
-    const strobe_thread_info *t = &r->threads[ti];
-    uint64_t track = w->thread_track[ti];
-    if (t->event_count == 0) return 0;
-    strobe__pft *main_enc = w->enc;
-    /* Sequence 1 holds the descriptors and the session slice; threads get 2, 3, ... */
-    w->enc = strobe__pft_new((uint32_t)(ti + 2));
-    if (w->enc == NULL) {
-        w->enc = main_enc;
-        return STROBE_ENOMEM;
-    }
-    strobe__pft_set_default_track(w->enc, track);
-    size_t depth = 0;
     int rc = 0;
-    for (size_t i = t->first_event; rc == 0 && i < t->first_event + t->event_count; i++) {
-        const strobe_event *e = &r->events[i];
-        if (e->kind == STROBE_EVENT_COUNTER) {
-            if (!isfinite(e->value)) continue; /* skipped as in the JSON writer */
-            uint64_t ct;
-            rc = counter_track(w, e, &ct);
-            if (rc == 0) rc = strobe__pft_counter(w->enc, ct, e->start_ns - w->base, e->value);
-            continue;
-        }
-        while (rc == 0 && depth > 0 && stack[depth - 1] != e->parent &&
-               r->events[stack[depth - 1]].end_ns <= e->start_ns)
-            rc = strobe__pft_end(w->enc, track, r->events[stack[--depth]].end_ns - w->base);
-        if (rc) break;
-        const char *cat = e->category && e->category[0] ? e->category : "cpu_op";
-        size_t nargs;
-        rc = event_args(w, e, i, &nargs);
-        if (rc) break;
-        const uint64_t *out, *in;
-        size_t nout, nin;
-        rc = event_flows(w, fp, i, &out, &nout, &in, &nin);
-        if (rc) break;
-        if (e->kind == STROBE_EVENT_RANGE) {
-            rc = strobe__pft_begin(w->enc, track, e->start_ns - w->base, cat, e->name, w->args,
-                                   nargs, out, nout, in, nin);
-            stack[depth++] = (uint32_t)i;
-        } else {
-            rc = strobe__pft_instant(w->enc, track, e->start_ns - w->base, cat, e->name, w->args,
-                                     nargs);
-        }
-        if (rc == 0) rc = flush_enc(w, w->enc, 0);
-    }
-    while (rc == 0 && depth > 0)
-        rc = strobe__pft_end(w->enc, track, r->events[stack[--depth]].end_ns - w->base);
-    if (rc == 0) rc = flush_enc(w, w->enc, 1);
-    strobe__pft_free(w->enc);
-    w->enc = main_enc;
-    return rc;
+    if ((size_t)id >= before)
+        rc = strobe__pft_counter_track(p->encs[0], COUNTER_UUID(id), t->uuid, name);
+    if (rc == 0)
+        rc = strobe__pft_counter(p->encs[t->enc], COUNTER_UUID(id), e->ts - p->base.base_ns,
+                                 e->value);
+    return rc ? rc : flush(p, t->enc, 0);
 }
 
-static int perfetto_write(const strobe_result *r, strobe__sink *s) {
-    pw w = {.r = r, .s = s, .base = r->trace_start_ns - 1000};
-    uint64_t skipped = 0;
-    size_t max_events = 0;
-    for (size_t i = 0; i < r->event_count; i++)
-        skipped += r->events[i].kind == STROBE_EVENT_COUNTER && !isfinite(r->events[i].value);
-    for (size_t i = 0; i < r->thread_count; i++)
-        if (r->threads[i].event_count > max_events) max_events = r->threads[i].event_count;
-    strobe__flow_plan fp = {0};
-    w.enc = strobe__pft_new(1);
-    w.thread_track = calloc(r->thread_count ? r->thread_count : 1, sizeof *w.thread_track);
-    uint32_t *stack = malloc((max_events ? max_events : 1) * sizeof *stack);
-    strobe__strtab_init(&w.counters, &w.pool);
-    int rc = w.enc && w.thread_track && stack ? 0 : STROBE_ENOMEM;
-    if (rc == 0) rc = strobe__json_plan_flows(r, &fp);
-    if (rc == 0) rc = write_tracks(&w);
-    if (rc == 0) rc = write_session_begin(&w, skipped);
-    /* The descriptors come before the threads' events that use them. */
-    if (rc == 0) rc = flush_enc(&w, w.enc, 1);
-    for (size_t i = 0; rc == 0 && i < r->thread_count; i++)
-        rc = write_thread(&w, i, &fp, stack);
-    if (rc == 0) {
-        int64_t end = r->trace_end_ns > r->trace_start_ns ? r->trace_end_ns : r->trace_start_ns;
-        rc = strobe__pft_end(w.enc, STROBE__PFT_KINETO_UUID(r->pid, 0), end - w.base);
+/* The session slice on "Spans", carrying the trace's metadata (trace_id, the "strobe" object,
+ * user metadata, deviceProperties, baseTimeNanoseconds, traceName), then every sequence's
+ * packets. */
+static int pf_end(strobe__writer *w, const strobe__wr_info *in) {
+    pw *p = (pw *)w;
+    int rc = 0;
+    if (p->session) {
+        char *strobe_obj = NULL;
+        size_t slen = 0;
+        if (in->stats) {
+            strobe__sink ms;
+            rc = strobe__sink_open_memory(&ms);
+            if (rc) return rc;
+            strobe__json_write_strobe_object(in->stats, &ms, in->skipped_counters);
+            strobe_obj = strobe__sink_take_memory(&ms, &slen);
+            if (strobe_obj == NULL) return STROBE_ENOMEM;
+        }
+        size_t n = 6 + in->meta_count;
+        rc = grow((void **)&p->args, &p->args_cap, n, sizeof *p->args);
+        if (rc == 0) {
+            strobe__pft_arg *a = p->args;
+            size_t k = 0;
+            memset(a, 0, n * sizeof *a);
+            a[k] = (strobe__pft_arg){.name = STROBE_KINETO_KEY_DEVICE_PROPERTIES,
+                                     .type = STROBE__PFT_JSON};
+            a[k].s = in->device_props ? in->device_props : "[]";
+            a[k++].slen = (size_t)-1;
+            a[k] =
+                (strobe__pft_arg){.name = STROBE_KINETO_KEY_TRACE_ID, .type = STROBE__PFT_STRING};
+            a[k].s = in->trace_id ? in->trace_id : "";
+            a[k++].slen = (size_t)-1;
+            if (strobe_obj || in->strobe_json) {
+                a[k] = (strobe__pft_arg){.name = "strobe", .type = STROBE__PFT_JSON};
+                a[k].s = strobe_obj ? strobe_obj : in->strobe_json;
+                a[k++].slen = strobe_obj ? slen : (size_t)-1;
+            }
+            for (size_t i = 0; i < in->meta_count; i++) {
+                const strobe__meta *m = &in->meta[i];
+                if (m->key == NULL || m->json == NULL || strobe__meta_key_reserved(m->key) == 2)
+                    continue;
+                a[k].name = m->key;
+                strobe__pft_arg_json(&a[k++], m->json);
+            }
+            a[k] =
+                (strobe__pft_arg){.name = STROBE_KINETO_KEY_BASE_TIME_NS, .type = STROBE__PFT_INT};
+            a[k++].i = p->base.base_ns;
+            if (in->trace_name) {
+                a[k] = (strobe__pft_arg){.name = STROBE_KINETO_KEY_TRACE_NAME,
+                                         .type = STROBE__PFT_STRING};
+                a[k].s = in->trace_name;
+                a[k++].slen = (size_t)-1;
+            }
+            uint64_t uuid = p->tracks[p->session_track].uuid;
+            rc = strobe__pft_begin(p->encs[0], uuid, p->session_start - p->base.base_ns, "Trace",
+                                   "strobe session", a, k, NULL, 0, NULL, 0);
+            if (rc == 0) rc = strobe__pft_end(p->encs[0], uuid, p->session_end - p->base.base_ns);
+        }
+        free(strobe_obj);
     }
-    if (rc == 0) rc = flush_enc(&w, w.enc, 1);
-    strobe__flow_plan_free(&fp);
-    free(stack);
-    free(w.flows);
-    free(w.thread_track);
-    free(w.args);
-    strobe__strtab_release(&w.counters);
-    strobe__pool_release(&w.pool);
-    strobe__pft_free(w.enc);
-    return rc ? rc : s->err;
+    for (size_t k = 0; rc == 0 && k < p->enc_count; k++)
+        rc = flush(p, (uint32_t)k, 1);
+    return rc ? rc : w->out->err;
+}
+
+static void pf_release(strobe__writer *w) {
+    pw *p = (pw *)w;
+    for (size_t k = 0; k < p->enc_count; k++)
+        strobe__pft_free(p->encs[k]);
+    free(p->encs);
+    free(p->tracks);
+    free(p->args);
+    free(p->name);
+    if (p->next_uuid) {
+        strobe__strtab_release(&p->counters);
+        strobe__pool_release(&p->pool);
+    }
 }
 
 /* ".pftrace" and ".perfetto-trace", also with ".gz": the trace processor reads gzip'd traces. */
@@ -365,5 +360,14 @@ static int perfetto_accepts_path(const char *path) {
 const strobe__writer_ops strobe__perfetto_writer = {
     .name = "perfetto",
     .accepts_path = perfetto_accepts_path,
-    .write = perfetto_write,
+    .open_begins = 1,
+    .size = sizeof(pw),
+    .begin = pf_begin,
+    .track = pf_track,
+    .slice_begin = pf_slice_begin,
+    .slice_end = pf_slice_end,
+    .instant = pf_instant,
+    .counter = pf_counter,
+    .end = pf_end,
+    .release = pf_release,
 };

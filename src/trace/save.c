@@ -64,24 +64,21 @@ int strobe_result_save(strobe_result *r, const char *path) {
     return strobe_result_save_as(r, path, STROBE_FORMAT_AUTO);
 }
 
-int strobe_result_save_as(strobe_result *r, const char *path, strobe_format fmt) {
-    if (r == NULL || path == NULL || path[0] == '\0') return STROBE_EINVAL;
-    const strobe__writer_ops *writer;
+const strobe__writer_ops *strobe__writer_for_format(const char *path, strobe_format fmt) {
     switch (fmt) {
     case STROBE_FORMAT_AUTO:
-        writer = strobe__writer_for_path(path);
-        break;
+        return strobe__writer_for_path(path);
     case STROBE_FORMAT_JSON:
-        writer = &strobe__json_writer;
-        break;
+        return &strobe__json_writer;
     case STROBE_FORMAT_PERFETTO:
-        writer = &strobe__perfetto_writer;
-        break;
+        return &strobe__perfetto_writer;
     default:
-        return STROBE_EINVAL;
+        return NULL;
     }
-    if (r->saved) return STROBE_EALREADY;
+}
 
+int strobe__file_open(const char *path, char **tmp_out, strobe__sink *sink) {
+    *tmp_out = NULL;
     /* The temporary name is the target's plus the suffix, its last component cut so that it
      * fits NAME_MAX: a valid target name of 245 to 255 bytes must not fail the save. */
     static const char suffix[] = ".tmp.XXXXXX";
@@ -103,27 +100,31 @@ int strobe_result_save_as(strobe_result *r, const char *path, strobe_format fmt)
     }
     /* mkstemp() creates the file 0600; a trace should get the mode any new file of the user
      * would get. */
-    int rc = 0;
     if (fchmod(fd, 0666 & ~current_umask()) != 0) {
         strobe__log(STROBE_LOG_ERROR, "cannot save %s: chmod: %s", path, strerror(errno));
-        rc = STROBE_ESYS;
-    }
-
-    strobe__sink sink;
-    if (rc == 0) {
-        rc = strobe__sink_open_fd(&sink, fd, ends_with(path, ".gz") ? GZIP_LEVEL : 0);
-        if (rc == 0) {
-            rc = writer->write(r, &sink);
-            /* Close also after a failed write: it frees the buffer and the descriptor. */
-            int close_rc = strobe__sink_close(&sink);
-            if (rc == 0) rc = close_rc;
-            if (rc != 0)
-                strobe__log(STROBE_LOG_ERROR, "cannot save %s: writing %s: %s", path, tmp,
-                            sink.sys_errno ? strerror(sink.sys_errno) : strobe_strerror(rc));
-        }
-    } else {
         close(fd);
+        unlink(tmp);
+        free(tmp);
+        return STROBE_ESYS;
     }
+    int rc = strobe__sink_open_fd(sink, fd, ends_with(path, ".gz") ? GZIP_LEVEL : 0);
+    if (rc) {
+        strobe__sink_close(sink);
+        unlink(tmp);
+        free(tmp);
+        return rc;
+    }
+    *tmp_out = tmp;
+    return 0;
+}
+
+int strobe__file_finish(const char *path, char *tmp, strobe__sink *sink, int rc) {
+    /* Close also after a failed write: it frees the buffer and the descriptor. */
+    int close_rc = strobe__sink_close(sink);
+    if (rc == 0) rc = close_rc;
+    if (rc != 0)
+        strobe__log(STROBE_LOG_ERROR, "cannot save %s: writing %s: %s", path, tmp,
+                    sink->sys_errno ? strerror(sink->sys_errno) : strobe_strerror(rc));
     if (rc == 0 && rename(tmp, path) != 0) {
         strobe__log(STROBE_LOG_ERROR, "cannot save %s: renaming %s over it: %s", path, tmp,
                     strerror(errno));
@@ -131,6 +132,22 @@ int strobe_result_save_as(strobe_result *r, const char *path, strobe_format fmt)
     }
     if (rc != 0) unlink(tmp);
     free(tmp);
+    return rc;
+}
+
+int strobe_result_save_as(strobe_result *r, const char *path, strobe_format fmt) {
+    if (r == NULL || path == NULL || path[0] == '\0') return STROBE_EINVAL;
+    const strobe__writer_ops *writer = strobe__writer_for_format(path, fmt);
+    if (writer == NULL) return STROBE_EINVAL;
+    if (r->saved) return STROBE_EALREADY;
+    char *tmp;
+    strobe__sink sink;
+    int rc = strobe__file_open(path, &tmp, &sink);
+    if (rc) return rc;
+    strobe__writer *w = strobe__writer_open(writer, &sink, 0);
+    rc = w ? strobe__writer_put_result(w, r, STROBE__PUT_WHOLE, NULL) : STROBE_ENOMEM;
+    strobe__writer_free(w);
+    rc = strobe__file_finish(path, tmp, &sink, rc);
     if (rc == 0) r->saved = 1;
     return rc;
 }

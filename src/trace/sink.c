@@ -110,7 +110,33 @@ static int grow(strobe__sink *s, size_t need) {
     return 0;
 }
 
+void strobe__sink_view(strobe__sink *s, strobe__append *a) {
+    if (a->cap - a->len < STROBE__APPEND_PAGE) (void)strobe__append_reserve(a, 0);
+    s->app = a;
+    s->fd = -1;
+    s->gz = NULL;
+    s->err = 0;
+    s->sys_errno = 0;
+    s->buf = a->buf;
+    s->len = a->len;
+    s->cap =
+        a->buf && a->cap >= a->len + STROBE__APPEND_PAGE ? a->cap - STROBE__APPEND_PAGE : a->len;
+}
+
 char *strobe__sink_reserve_slow(strobe__sink *s, size_t n) {
+    if (s->app) {
+        if (s->err) return NULL;
+        strobe__append *a = s->app;
+        /* Room for what the view holds and n more, past the append's committed bytes; realloc
+         * keeps the view's bytes. */
+        if (strobe__append_reserve(a, s->len - a->len + n) == NULL) {
+            fail(s, STROBE_ENOMEM);
+            return NULL;
+        }
+        s->buf = a->buf;
+        s->cap = a->cap - STROBE__APPEND_PAGE;
+        return s->buf + s->len;
+    }
     if (s->err || s->buf == NULL) return NULL;
     if (s->fd >= 0) {
         if (flush(s) != 0) return NULL;

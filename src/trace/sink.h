@@ -24,6 +24,7 @@ typedef struct strobe__sink {
     int err;        /* the first error (STROBE_EIO or STROBE_ENOMEM), 0 while none */
     int sys_errno;  /* errno of the failed system call behind err, 0 where none or unknown */
     uint64_t total; /* uncompressed bytes accepted so far */
+    struct strobe__append *app; /* a view of an append sink's buffer (strobe__sink_view) */
 } strobe__sink;
 
 /* Opens a sink over `fd`, gzip-compressed at `gzip_level` (1..9) when that is nonzero. The sink
@@ -62,6 +63,12 @@ int strobe__sink_close(strobe__sink *s);
 /* Memory sinks only: hands over the collected bytes (malloc'ed, NUL-terminated, *len set) and
  * closes the sink. NULL when the sink met an error (its buffer is freed). */
 char *strobe__sink_take_memory(strobe__sink *s, size_t *len);
+
+/* Makes `s` a view of `a`'s buffer: bytes written to `s` go after the append sink's, uncommitted,
+ * until the caller commits them there (strobe__append_commit(a, s->buf + s->len)) and calls this
+ * again, which also drops what was written since and clears an error. Growing the view grows `a`,
+ * keeping the room a commit's padding needs. Such a sink is never closed (it owns nothing). */
+void strobe__sink_view(strobe__sink *s, struct strobe__append *a);
 
 /* ---- Append mode: a file that is a whole trace after every append (the JSON stream) ----------
  *

@@ -1,0 +1,908 @@
+/* stream_out.c: the streaming output (stream_internal.h): the record decoder's events (decode.c)
+ * written through the format's writer (trace/writer.h) as they come, and the file's header and
+ * footer.
+ *
+ * Contents: 1. the output (each writer call's bytes appended as one piece), 2. the decoder's
+ * events: ranges held open with their details until they end, 3. stacks (symbolized per batch,
+ * stream_sym.c) and backend events held and laid on lanes, 4. the decoder's callbacks and a batch,
+ * 5. setup, stop, and the completion of the file.
+ *
+ * Why the pieces are shaped as they are:
+ * - The file is a whole trace after every append: each append goes where the previous running
+ *   tail (JSON's closing brackets) was, with a new one after it, in one pwrite(). A kill in the
+ *   middle of a pwrite() leaves whole pages of it: in a text format no event crosses a page of the
+ *   file (the append sink, trace/sink.h), so the file then ends between two events, an unclosed
+ *   event array that readers accept. Perfetto's packets are whole after any packet.
+ * - Operator details wait with their open range (in the thread's args buffer) and are given to
+ *   the writer when it ends (JSON writes the "X" then; Perfetto puts them on the slice's end,
+ *   whose annotations the trace processor adds to the slice). Stacks are symbolized in the
+ *   background thread, each address once.
+ * - Ranges are whole ("X") events in JSON, written when they end. The DevTools engine pairs B/E
+ *   events with one stack for all threads, so separate begins and ends of several threads do not
+ *   load there; holding the open ranges of each thread costs memory bounded by nesting depth. A
+ *   format that writes begins (Perfetto) gets them as they come, so a cut file shows the ranges
+ *   open at the cut as unfinished.
+ * - Each thread's times are made strictly increasing by 1 ns where the clock did not advance:
+ *   a range written as ending in the very nanosecond its parent ends or its sibling begins looks
+ *   mis-nested to viewers that compute with doubles (the writers' "display ends" rule), and the
+ *   stream cannot revise an event it has written.
+ * - Nothing is counted as written before it is in the file: each event's end is marked in the
+ *   output buffer (strobe__append_mark), and an append that a full disk cuts short keeps the whole
+ *   events before the cut, truncates the file there and counts the rest in lost_events, as it
+ *   counts every later append's events (strobe__append_flush). The footer, written at stop,
+ *   carries the result's stats and the stream's counts. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "record.h"
+#include "stack.h"
+#include "stream.h"
+#include "stream_internal.h"
+#include "strobe/error.h"
+#include "strobe/instrument.h"
+#include "strobe/op.h"
+#include "strobe/result.h"
+#include "trace/kineto.h"
+#include "trace/result_internal.h"
+
+/* Output bytes gathered before an append is written even in the middle of a batch. */
+#define FLUSH_BYTES ((size_t)4 << 20)
+
+/* ---- 1. the stream's output ----------------------------------------------------------------- */
+
+/* Drops what the writer wrote since the last emit (a failed call). */
+static void drop(strobe__stream *st) {
+    strobe__sink_view(&st->ms, &st->a);
+}
+
+/* Commits what the writer wrote for the last call (straight into the append sink's buffer, through
+ * the view st->ms) as one piece, and marks the end of `events` events there (0: a track, a
+ * slice's begin). A piece that found no memory is dropped and its events counted lost. */
+static void emit(strobe__stream *st, uint64_t events) {
+    if (st->ms.err) {
+        st->a.lost += events;
+        drop(st);
+        return;
+    }
+    if (st->ms.len > st->a.len) strobe__append_commit(&st->a, st->ms.buf + st->ms.len);
+    if (events) strobe__append_mark(&st->a, st->a.len, events);
+    strobe__sink_view(&st->ms, &st->a);
+}
+
+/* After a writer call for one event: marks it, or counts it lost when the call failed. */
+static void emitted(strobe__stream *st, int rc) {
+    if (rc < 0) {
+        drop(st);
+        st->a.lost++;
+        return;
+    }
+    emit(st, 1);
+}
+
+/* ---- 2. the decoder's events, written -------------------------------------------------------- */
+
+static thr *thr_find(strobe__stream *st, const strobe__tstate *t) {
+    int inserted = 0;
+    uint64_t *slot = strobe__u64map_put(&st->map, (uint64_t)(uintptr_t)t, &inserted);
+    if (slot == NULL) return NULL;
+    if (!inserted) return st->thrs[*slot - 1];
+    *slot = 0; /* filled in below: a failure leaves a key that the next call retries */
+    if (strobe__grow((void **)&st->thrs, &st->thr_cap, st->thr_count + 1, sizeof *st->thrs))
+        return NULL;
+    thr *h = calloc(1, sizeof *h);
+    if (h == NULL) return NULL;
+    h->key = t;
+    strobe__dec_thread_init(&h->dt);
+    /* The name may change under the registry lock (strobe_set_thread_name). */
+    char name[64];
+    pthread_mutex_lock(&strobe__registry_lock);
+    h->tid = t->tid;
+    memcpy(name, t->name, sizeof name);
+    pthread_mutex_unlock(&strobe__registry_lock);
+    name[sizeof name - 1] = '\0';
+    if (name[0] == '\0') snprintf(name, sizeof name, STROBE_KINETO_THREAD_FMT, (long long)h->tid);
+    strobe__wr_track tr = {.kind = STROBE__WR_THREAD,
+                           .pid = st->pid,
+                           .tid = h->tid,
+                           .name = name,
+                           .sort_index = h->tid};
+    int64_t id = strobe__writer_track(st->wr, &tr);
+    if (id < 0) {
+        drop(st);
+        strobe__dec_thread_free(&h->dt);
+        free(h);
+        return NULL;
+    }
+    emit(st, 0);
+    h->track = (uint32_t)id;
+    st->thrs[st->thr_count++] = h;
+    *slot = st->thr_count;
+    return h;
+}
+
+static const char *range_category(int scope) {
+    return scope == STROBE_RECORD_SCOPE_USER_SCOPE ? STROBE_KINETO_CAT_USER_ANNOTATION
+                                                   : STROBE_KINETO_CAT_CPU_OP;
+}
+
+/* Kineto's correlation args of a range or instant ("External id", "User External id"). */
+static size_t corr_args(strobe__wr_arg *a, uint64_t ext, uint64_t user) {
+    size_t n = 0;
+    if (ext)
+        a[n++] = (strobe__wr_arg){
+            .name = STROBE_KINETO_ARG_EXTERNAL_ID, .type = STROBE__PFT_UINT, .u = ext};
+    if (user)
+        a[n++] = (strobe__wr_arg){.name = "User External id", .type = STROBE__PFT_UINT, .u = user};
+    return n;
+}
+
+/* Walks the args entries in [p, end): @return the next entry, and the key and value of this one. */
+static const char *arg_next(const char *p, const char **key, const char **json) {
+    *key = p + 1;
+    *json = *key + strlen(*key) + 1;
+    return *json + strlen(*json) + 1;
+}
+
+/* Adds an arg to the innermost open range of `h`: `json` is the value's JSON text. An earlier value
+ * of the key is replaced when `replace`, else kept. @return 0 or STROBE_ENOMEM. */
+static int arg_add(thr *h, const char *key, const char *json, size_t jlen, int replace) {
+    const open_rng *o = &h->open[h->depth - 1];
+    size_t klen = strlen(key);
+    if (h->args.len > o->args_off) {
+        const char *p = h->args.s + o->args_off, *end = h->args.s + h->args.len;
+        while (p < end) {
+            const char *k, *v;
+            const char *next = arg_next(p, &k, &v);
+            if (*p == '1' && strcmp(k, key) == 0) {
+                if (!replace) return 0;
+                h->args.s[p - h->args.s] = '0';
+            }
+            p = next;
+        }
+    }
+    int rc = strobe__buf_put(&h->args, "1", 1);
+    if (rc == 0) rc = strobe__buf_put(&h->args, key, klen + 1);
+    if (rc == 0) rc = strobe__buf_put(&h->args, json, jlen);
+    if (rc == 0) rc = strobe__buf_put(&h->args, "", 1);
+    return rc;
+}
+
+/* The writer's event of open range `o` of `h` at its begin or `at_end` (its correlation args in
+ * `a`, room for two). */
+static void range_event(const thr *h, const open_rng *o, int at_end, strobe__wr_arg *a,
+                        strobe__wr_event *e) {
+    /* Every field set one by one: a memset of the struct (rep stos) cost more than the rest of
+     * this function on the streaming thread's path. */
+    e->track = h->track;
+    e->flags = 0;
+    e->cat = range_category(o->scope);
+    if (o->site_name) {
+        /* A site's name is a C string; JSON takes at most STROBE__MAX_NAME bytes of it. */
+        e->name = o->site_name;
+        e->name_len = at_end ? strnlen(o->site_name, STROBE__MAX_NAME) : (size_t)-1;
+    } else {
+        e->name = h->names.s + o->name_off;
+        e->name_len = o->name_len;
+    }
+    e->ts = o->start;
+    e->end = e->shown_end = 0;
+    e->value = 0;
+    e->args = a;
+    e->nargs = corr_args(a, o->ext, o->user);
+    e->flow_ph = 0;
+    e->flow_id = 0;
+    e->flow_out = e->flow_in = NULL;
+    e->nflow_out = e->nflow_in = 0;
+}
+
+/* Writes a range that ends at `end` with its details (the thread's args from o->args_off: `o` is
+ * the innermost open range) and, when `flag` names one, that flag set to 1: args known only at
+ * its end. */
+static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t end,
+                        const char *flag) {
+    const char *args = h->args.s ? h->args.s + o->args_off : NULL;
+    const char *args_end = h->args.s ? h->args.s + h->args.len : NULL;
+    if (h->args.len < o->args_off) args = args_end = NULL;
+    size_t n = flag != NULL;
+    for (const char *p = args; p && p < args_end;) {
+        const char *k, *v;
+        const char *next = arg_next(p, &k, &v);
+        n += *p == '1';
+        p = next;
+    }
+    if (strobe__grow((void **)&st->wargs, &st->wargs_cap, n + 1, sizeof *st->wargs)) {
+        st->a.lost++;
+        return;
+    }
+    size_t k = 0;
+    for (const char *p = args; p && p < args_end;) {
+        const char *key, *v;
+        const char *next = arg_next(p, &key, &v);
+        if (*p == '1')
+            st->wargs[k++] =
+                (strobe__wr_arg){.name = key, .type = STROBE__PFT_JSON, .s = v, .slen = (size_t)-1};
+        p = next;
+    }
+    if (flag) st->wargs[k++] = (strobe__wr_arg){.name = flag, .type = STROBE__PFT_INT, .i = 1};
+    strobe__wr_arg corr[2];
+    strobe__wr_event e;
+    range_event(h, o, 1, corr, &e);
+    e.end = end;
+    emitted(st, st->wr->ops->slice_end(st->wr, &e, st->wargs, k));
+}
+
+static void write_instant(strobe__stream *st, thr *h, const char *name, size_t nlen, int64_t ts,
+                          uint64_t ext, uint64_t user) {
+    strobe__wr_arg a[2];
+    strobe__wr_event e = {.track = h->track,
+                          .cat = STROBE_KINETO_CAT_CPU_INSTANT_EVENT,
+                          .name = name,
+                          .name_len = nlen,
+                          .ts = ts,
+                          .args = a};
+    e.nargs = corr_args(a, ext, user);
+    emitted(st, st->wr->ops->instant(st->wr, &e));
+}
+
+static void write_counter(strobe__stream *st, thr *h, const char *name, size_t nlen, int64_t ts,
+                          double v) {
+    strobe__wr_event e = {.track = h->track,
+                          .cat = "cpu_counter",
+                          .name = name,
+                          .name_len = nlen,
+                          .ts = ts,
+                          .value = v};
+    int rc = st->wr->ops->counter(st->wr, &e);
+    if (rc == 1) {
+        /* Not finite: the sample is left out and counted. */
+        st->skipped_counters++;
+        return;
+    }
+    emitted(st, rc);
+}
+
+/* Ends every open range of a thread at `at`: the innermost first, each 1 ns after the one inside
+ * it, so that no two share an end. */
+static void close_all(strobe__stream *st, thr *h, int64_t at, const char *flag) {
+    if (h->dt.prev != INT64_MIN && at <= h->dt.prev) at = h->dt.prev + 1;
+    while (h->depth) {
+        const open_rng *o = &h->open[--h->depth];
+        int64_t end = at < o->start ? o->start : at;
+        write_range(st, h, o, end, flag);
+        if (h->args.len > o->args_off) h->args.len = o->args_off;
+        at = end + 1;
+    }
+    h->dt.prev = at - 1;
+    h->names.len = 0;
+    h->args.len = 0;
+}
+
+static int push_range(thr *h, const strobe__dec_event *e) {
+    const char *site_name = e->site ? e->name : NULL;
+    if (strobe__grow((void **)&h->open, &h->cap, h->depth + 1, sizeof *h->open))
+        return STROBE_ENOMEM;
+    open_rng *o = &h->open[h->depth];
+    o->start = e->ts;
+    o->site_name = site_name;
+    o->scope = (uint8_t)e->scope;
+    o->ext = e->ext;
+    o->user = e->user;
+    o->name_off = (uint32_t)h->names.len;
+    o->name_len = (uint32_t)e->name_len;
+    o->args_off = (uint32_t)h->args.len;
+    if (site_name == NULL) {
+        /* Copied with a terminating NUL (the Perfetto encoder takes C strings): the chunk the
+         * name came from is recycled before the range ends. */
+        if (strobe__buf_put(&h->names, e->name, e->name_len) != 0) return STROBE_ENOMEM;
+        h->names.len++; /* keep the NUL strobe__buf_put wrote: the next name goes after it */
+    }
+    h->depth++;
+    return 0;
+}
+
+/* A range has begun: formats that write begins (Perfetto) write it now. @return 0. */
+static int begin_out(strobe__stream *st, thr *h) {
+    if (!st->fmt->open_begins) return 0;
+    strobe__wr_arg corr[2];
+    strobe__wr_event e;
+    range_event(h, &h->open[h->depth - 1], 0, corr, &e);
+    if (st->wr->ops->slice_begin(st->wr, &e))
+        drop(st); /* its end is counted when it fails too */
+    else
+        emit(st, 0);
+    return 0;
+}
+
+static void pop_range(strobe__stream *st, thr *h, int64_t ts) {
+    if (h->depth == 0) {
+        st->unmatched++;
+        return;
+    }
+    const open_rng *o = &h->open[--h->depth];
+    write_range(st, h, o, ts, NULL);
+    if (o->site_name == NULL) h->names.len = o->name_off;
+    if (h->args.len > o->args_off) h->args.len = o->args_off;
+}
+
+/* A memory event: an instant with Kineto's args on the allocating thread, and the allocator's
+ * totals as counters. */
+static int s_memory(void *ctx, const strobe__dec_memory *m) {
+    strobe__stream *st = ctx;
+    thr *h = st->cur;
+    const strobe__wr_arg a[6] = {
+        {.name = STROBE_KINETO_ARG_DEVICE_TYPE, .type = STROBE__PFT_INT, .i = m->c10_type},
+        {.name = STROBE_KINETO_ARG_DEVICE_ID, .type = STROBE__PFT_INT, .i = m->index},
+        {.name = STROBE_KINETO_ARG_ADDR, .type = STROBE__PFT_UINT, .u = m->addr},
+        {.name = STROBE_KINETO_ARG_MEM_BYTES, .type = STROBE__PFT_INT, .i = m->bytes},
+        {.name = STROBE_KINETO_ARG_TOTAL_ALLOCATED,
+         .type = STROBE__PFT_INT,
+         .i = m->total_allocated},
+        {.name = STROBE_KINETO_ARG_TOTAL_RESERVED, .type = STROBE__PFT_INT, .i = m->total_reserved},
+    };
+    strobe__wr_event e = {.track = h->track,
+                          .cat = STROBE_KINETO_CAT_CPU_INSTANT_EVENT,
+                          .name = STROBE_KINETO_MEMORY_EVENT_NAME,
+                          .name_len = (size_t)-1,
+                          .ts = m->ts,
+                          .args = a,
+                          .nargs = 6};
+    emitted(st, st->wr->ops->instant(st->wr, &e));
+    for (int k = 0; k < 2; k++)
+        write_counter(st, h, m->counter[k], strlen(m->counter[k]), m->ts,
+                      (double)(k ? m->total_reserved : m->total_allocated));
+    return 0;
+}
+
+/* ---- 3. stacks and backend events ------------------------------------------------------------ */
+
+/* The innermost open range's name (NUL-terminated). */
+static const char *top_name(const thr *h) {
+    const open_rng *o = &h->open[h->depth - 1];
+    return o->site_name ? o->site_name : h->names.s + o->name_off;
+}
+
+/* Adds `text` as a JSON string arg. */
+static int arg_string(strobe__stream *st, thr *h, const char *key, const char *text, size_t len) {
+    st->json.len = 0;
+    int rc = strobe__buf_put_json_string(&st->json, text, len);
+    return rc ? rc : arg_add(h, key, st->json.s, st->json.len, 1);
+}
+
+static int s_stack(void *ctx, const uint64_t *pcs, uint32_t n) {
+    strobe__stream *st = ctx;
+    thr *h = st->cur;
+    st->text.len = 0;
+    int rc = 0;
+    int leading = 1; /* strobe's own frames before the caller's are left out */
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        const char *name = strobe__stream_syms_get(&st->syms, pcs[i]);
+        if (name == NULL) name = "??";
+        if (leading && strobe__frame_is_own(name) && i + 1 < n) continue;
+        if (!leading) rc = strobe__buf_put(&st->text, ";", 1);
+        leading = 0;
+        if (rc == 0) rc = strobe__buf_put(&st->text, name, strlen(name));
+    }
+    return rc ? rc : arg_string(st, h, "Call stack", st->text.s, st->text.len);
+}
+
+static int s_backend(void *ctx, const strobe__dec_backend *d) {
+    strobe__stream *st = ctx;
+    if (strobe__grow((void **)&st->bk, &st->bk_cap, st->bk_count + 1, sizeof *st->bk))
+        return STROBE_ENOMEM;
+    /* The names are copied: the chunk is recycled before the batch's backend events are written. */
+    bk_event *b = &st->bk[st->bk_count];
+    b->start = d->start;
+    b->end = d->end;
+    b->handle = d->handle;
+    b->name_off = st->bk_names.len;
+    int rc = strobe__buf_put(&st->bk_names, d->name, d->name_len);
+    if (rc == 0) rc = strobe__buf_put(&st->bk_names, "", 1);
+    b->backend_off = st->bk_names.len;
+    if (rc == 0) rc = strobe__buf_put(&st->bk_names, d->backend, d->backend_len);
+    if (rc == 0) rc = strobe__buf_put(&st->bk_names, "", 1);
+    if (rc == 0) st->bk_count++;
+    return rc;
+}
+
+static int cmp_bk(const void *a, const void *b, void *arg) {
+    const bk_event *x = a, *y = b;
+    const char *names = ((const strobe__stream *)arg)->bk_names.s;
+    int c = strcmp(names + x->backend_off, names + y->backend_off);
+    if (c) return c;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    return x->end > y->end ? -1 : (x->end < y->end); /* outer first */
+}
+
+/* A lane of `backend`, declared (a track of its own) on first use; NULL when out of memory. */
+static struct bk_lane *bk_lane(strobe__stream *st, const char *backend, int lane) {
+    bk_track *t = NULL;
+    for (size_t i = 0; i < st->bkt_count && t == NULL; i++)
+        if (strcmp(st->bkt[i].backend, backend) == 0) t = &st->bkt[i];
+    if (t == NULL) {
+        bk_track *a = realloc(st->bkt, (st->bkt_count + 1) * sizeof *a);
+        if (a == NULL) return NULL;
+        st->bkt = a;
+        t = &a[st->bkt_count];
+        memset(t, 0, sizeof *t);
+        t->backend = strdup(backend);
+        if (t->backend == NULL) return NULL;
+        st->bkt_count++;
+    }
+    if (lane < t->lanes) return &t->lane[lane];
+    struct bk_lane *l = &t->lane[t->lanes];
+    memset(l, 0, sizeof *l);
+    l->tid = BACKEND_TID_BASE + (int64_t)((size_t)(t - st->bkt) * BACKEND_LANES) + t->lanes;
+    l->last = INT64_MIN;
+    char name[300];
+    if (t->lanes == 0) {
+        snprintf(name, sizeof name, "Backend: %s", backend);
+    } else {
+        snprintf(name, sizeof name, "Backend: %s (%d)", backend, t->lanes + 1);
+    }
+    strobe__wr_track tr = {.kind = STROBE__WR_THREAD,
+                           .pid = st->pid,
+                           .tid = l->tid,
+                           .name = name,
+                           .sort_index = l->tid};
+    int64_t id = strobe__writer_track(st->wr, &tr);
+    if (id < 0) {
+        drop(st);
+        return NULL;
+    }
+    emit(st, 0);
+    l->track = (uint32_t)id;
+    t->lanes++;
+    return l;
+}
+
+static void write_backend_event(strobe__stream *st, struct bk_lane *l, const char *name,
+                                const char *backend, int64_t start, int64_t end, int64_t handle) {
+    const strobe__wr_arg a[2] = {
+        {.name = STROBE_KINETO_ARG_BACKEND,
+         .type = STROBE__PFT_STRING,
+         .s = backend,
+         .slen = (size_t)-1},
+        {.name = "Debug handle", .type = STROBE__PFT_INT, .i = handle},
+    };
+    strobe__wr_event e = {.track = l->track,
+                          .flags = STROBE__WR_COMPLETE,
+                          .cat = STROBE_KINETO_CAT_CPU_OP,
+                          .name = name,
+                          .name_len = (size_t)-1,
+                          .ts = start,
+                          .end = end,
+                          .args = a,
+                          .nargs = 2};
+    int rc = st->wr->ops->slice_begin(st->wr, &e);
+    if (rc == 0) rc = st->wr->ops->slice_end(st->wr, &e, NULL, 0);
+    emitted(st, rc);
+}
+
+/* Writes the backend events that started more than BACKEND_HOLD_NS ago (all of them when `all`)
+ * on their backends' lanes, in start order. Each goes on the first lane where it starts no
+ * earlier than the lane's last event and nests in the events still open there (an end past the
+ * enclosing event's is brought inside it and counted, as collect.c does); one that fits no lane
+ * is counted as skipped. Times before the session start are brought to it (counted). Each event
+ * is written 1 ns short of its end, so that an event never ends in the nanosecond its parent ends
+ * or its next sibling begins (the JSON writer's display rule): the stream cannot revise what it
+ * wrote. */
+static void flush_backend(strobe__stream *st, int all) {
+    if (st->bk_count == 0) return;
+    qsort_r(st->bk, st->bk_count, sizeof *st->bk, cmp_bk, st);
+    int64_t session_start = st->s->start.real_ns;
+    int64_t cutoff =
+        all ? INT64_MAX : strobe__clock_to_ns(&st->conv, strobe__now_raw()) - BACKEND_HOLD_NS;
+    size_t kept = 0;
+    strobe__buf keep = {0};
+    for (size_t i = 0; i < st->bk_count; i++) {
+        const bk_event *b = &st->bk[i];
+        const char *name = st->bk_names.s + b->name_off;
+        const char *backend = st->bk_names.s + b->backend_off;
+        if (b->start > cutoff) {
+            /* Held: moved to the front, its names into the new names buffer. */
+            bk_event *k = &st->bk[kept++];
+            int64_t start = b->start, end = b->end, handle = b->handle;
+            size_t no = keep.len;
+            int rc = strobe__buf_put(&keep, name, strlen(name) + 1);
+            size_t bo = keep.len;
+            if (rc == 0) rc = strobe__buf_put(&keep, backend, strlen(backend) + 1);
+            if (rc) {
+                kept--;
+                st->skipped_backend++;
+                continue;
+            }
+            k->start = start;
+            k->end = end;
+            k->handle = handle;
+            k->name_off = no;
+            k->backend_off = bo;
+            continue;
+        }
+        int64_t start = b->start, end = b->end < b->start ? b->start : b->end;
+        if (start < session_start) {
+            st->clipped_backend++;
+            start = session_start;
+            if (end < start) end = start;
+        }
+        struct bk_lane *l = NULL;
+        for (int k = 0; k < BACKEND_LANES; k++) {
+            struct bk_lane *c = bk_lane(st, backend, k);
+            if (c == NULL) break;
+            if (start < c->last) continue;
+            while (c->depth && c->ends[c->depth - 1] <= start)
+                c->depth--;
+            if (c->depth == sizeof c->ends / sizeof c->ends[0]) continue;
+            l = c;
+            break;
+        }
+        if (l == NULL) {
+            st->skipped_backend++;
+            continue;
+        }
+        if (end - start >= 2) end--;
+        if (l->depth && end >= l->ends[l->depth - 1]) {
+            if (end > l->ends[l->depth - 1]) st->clipped_backend++;
+            end = l->ends[l->depth - 1] - 1;
+            if (end < start) end = start;
+        }
+        l->last = start;
+        l->ends[l->depth++] = end;
+        write_backend_event(st, l, name, backend, start, end, b->handle);
+    }
+    st->bk_count = kept;
+    strobe__buf_free(&st->bk_names);
+    st->bk_names = keep;
+}
+
+/* ---- 4. the decoder's callbacks -----------------------------------------------------------------
+ */
+
+static int s_begin(void *ctx, const strobe__dec_event *e) {
+    strobe__stream *st = ctx;
+    int rc = push_range(st->cur, e);
+    return rc ? rc : begin_out(st, st->cur);
+}
+
+static int s_end(void *ctx, int64_t ts) {
+    strobe__stream *st = ctx;
+    pop_range(st, st->cur, ts);
+    return 0;
+}
+
+static int s_instant(void *ctx, const strobe__dec_event *e) {
+    strobe__stream *st = ctx;
+    write_instant(st, st->cur, e->name, e->name_len, e->ts, e->ext, e->user);
+    return 0;
+}
+
+static int s_counter(void *ctx, int64_t ts, const strobe_site *site, const char *name, size_t len,
+                     double value) {
+    strobe__stream *st = ctx;
+    (void)site;
+    write_counter(st, st->cur, name, len, ts, value);
+    return 0;
+}
+
+/* The thread's records were dropped from here until it found a free chunk: ranges open now are
+ * ended here, and ends that arrive for them later are counted as unmatched. */
+static int s_truncated(void *ctx, int64_t ts) {
+    strobe__stream *st = ctx;
+    thr *h = st->cur;
+    st->truncated += h->depth;
+    close_all(st, h, ts, "strobe_truncated");
+    static const char marker[] = "[strobe] buffer full: records dropped";
+    write_instant(st, h, marker, sizeof marker - 1, h->dt.prev + 1, 0, 0);
+    h->dt.prev++;
+    return 0;
+}
+
+static const char *s_top(void *ctx, size_t *depth) {
+    const thr *h = ((strobe__stream *)ctx)->cur;
+    *depth = h->depth;
+    return h->depth ? top_name(h) : NULL;
+}
+
+static int s_arg(void *ctx, const char *key, const char *json, size_t len, int replace) {
+    return arg_add(((strobe__stream *)ctx)->cur, key, json, len, replace);
+}
+
+static const strobe__dec_ops stream_ops = {
+    .begin = s_begin,
+    .end = s_end,
+    .instant = s_instant,
+    .counter = s_counter,
+    .memory = s_memory,
+    .backend = s_backend,
+    .truncated = s_truncated,
+    .top = s_top,
+    .arg = s_arg,
+    .stack = s_stack,
+};
+
+/* Turns one chunk's records of thread `h` into events. @return 0 or STROBE_ENOMEM. */
+static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
+    st->cur = h;
+    return strobe__decode(&st->dec, &h->dt, p, used);
+}
+
+/* Bytes encoded and not yet written. */
+static size_t out_pending(const strobe__stream *st) {
+    return st->a.len;
+}
+
+/* Appends what is encoded, with the format's running tail after it. `retry`: see
+ * strobe__append_flush. @return 0 or the output's error. */
+static int out_flush(strobe__stream *st, int retry) {
+    const char *tail = st->fmt->running_tail;
+    int rc = strobe__append_flush(&st->a, tail ? tail : "", retry);
+    strobe__sink_view(&st->ms, &st->a); /* the buffer starts over */
+    return rc;
+}
+
+int strobe__stream_batch(strobe__stream *st, strobe__chunk *c) {
+    int rc = 0;
+    if (c == NULL) return 0;
+    st->conv = strobe__clock_calibrate(st->s->start, strobe__clock_anchor_now());
+    if (st->s->cfg.with_stack) {
+        for (strobe__chunk *k = c; k && rc == 0; k = k->qnext)
+            rc = strobe__stream_syms_scan(&st->syms, (const char *)(k + 1), (size_t)k->used);
+        if (rc == 0) rc = strobe__stream_syms_resolve(&st->syms);
+    }
+    while (c) {
+        strobe__chunk *next = c->qnext;
+        thr *h = thr_find(st, c->owner);
+        int drc = h ? decode(st, h, (const char *)(c + 1), (size_t)c->used) : STROBE_ENOMEM;
+        if (rc == 0) rc = drc;
+        strobe__stream_pool_push(st, c);
+        if (out_pending(st) >= FLUSH_BYTES) out_flush(st, 0);
+        c = next;
+    }
+    flush_backend(st, 0);
+    if (out_pending(st)) out_flush(st, 0);
+    return rc ? rc : st->a.err;
+}
+
+/* ---- 5. setup, stop, completion ------------------------------------------------------------- */
+
+void strobe__stream_out_init(strobe__stream *st) {
+    st->dec.s = st->s;
+    st->dec.conv = &st->conv;
+    st->dec.strict = 1;
+    st->dec.ops = &stream_ops;
+    st->dec.ctx = st;
+}
+
+int strobe__stream_out_open(strobe__stream *st) {
+    strobe__session *s = st->s;
+    st->pid = (int64_t)s->pid;
+    snprintf(st->pname, sizeof st->pname, "strobe");
+    FILE *f = fopen("/proc/self/comm", "re");
+    if (f) {
+        if (fgets(st->pname, sizeof st->pname, f) == NULL)
+            snprintf(st->pname, sizeof st->pname, "strobe");
+        fclose(f);
+        st->pname[strcspn(st->pname, "\n")] = '\0';
+    }
+    /* The format by the path's suffix, as a saved trace's (never compressed: the file is appended
+     * to as it grows). */
+    st->fmt = strobe__writer_for_path(st->path);
+    st->a.page_pad = st->fmt->pad;
+    strobe__sink_view(&st->ms, &st->a);
+    st->wr = strobe__writer_open(st->fmt, &st->ms, STROBE__WR_STREAMING);
+    return st->wr ? 0 : STROBE_ENOMEM;
+}
+
+void strobe__stream_out_release(strobe__stream *st) {
+    strobe__writer_free(st->wr);
+    st->wr = NULL;
+    for (size_t i = 0; i < st->thr_count; i++) {
+        thr *h = st->thrs[i];
+        free(h->open);
+        strobe__buf_free(&h->names);
+        strobe__buf_free(&h->args);
+        strobe__dec_thread_free(&h->dt);
+        free(h);
+    }
+    free(st->thrs);
+    strobe__u64map_free(&st->map);
+    strobe__decoder_free(&st->dec);
+    strobe__buf_free(&st->text);
+    strobe__buf_free(&st->json);
+    free(st->wargs);
+    strobe__stream_syms_free(&st->syms);
+    free(st->bk);
+    strobe__buf_free(&st->bk_names);
+    for (size_t i = 0; i < st->bkt_count; i++)
+        free(st->bkt[i].backend);
+    free(st->bkt);
+}
+
+/* The stream's header: what is known when the window opens (the trace id, the time base), and
+ * the process's track. Stats, metadata and the trace name come at the end. @return 0 or the
+ * output's error. */
+int strobe__stream_header(strobe__stream *st) {
+    const strobe_result *r = st->s->result;
+    /* Times are written relative to the base a saved result gets (1 us before the window
+     * opened), so that the device activity appended at stop lines up with the stream's events. */
+    strobe__wr_info info = {.base_ns = st->s->start.real_ns - 1000,
+                            .trace_id = r && r->trace_id ? r->trace_id : ""};
+    int rc = st->wr->ops->begin(st->wr, &info);
+    strobe__wr_track p = {.kind = STROBE__WR_PROCESS,
+                          .pid = st->pid,
+                          .name = st->pname,
+                          .label = STROBE_KINETO_CPU_PROCESS_LABEL,
+                          .sort_index = st->pid};
+    if (rc == 0) rc = (int)strobe__writer_track(st->wr, &p);
+    if (rc < 0) return rc;
+    emit(st, 0);
+    return out_flush(st, 0);
+}
+
+int strobe__stream_out_finish(strobe__stream *st, const strobe__clock_conv *conv, int64_t stop_ns) {
+    int rc = strobe__stream_batch(st, strobe__stream_queue_take(st));
+    st->conv = *conv;
+    if (st->s->cfg.with_stack) {
+        for (strobe__tstate *t = st->s->threads; t && rc == 0; t = t->sess_next)
+            if (t->cur != NULL)
+                rc = strobe__stream_syms_scan(&st->syms, (const char *)(t->cur + 1),
+                                              (size_t)(t->pos - (char *)(t->cur + 1)));
+        if (rc == 0) rc = strobe__stream_syms_resolve(&st->syms);
+    }
+    for (strobe__tstate *t = st->s->threads; t; t = t->sess_next) {
+        if (t->cur != NULL) {
+            thr *h = thr_find(st, t);
+            int drc = h ? decode(st, h, (const char *)(t->cur + 1),
+                                 (size_t)(t->pos - (char *)(t->cur + 1)))
+                        : STROBE_ENOMEM;
+            if (rc == 0) rc = drc;
+        }
+        /* The records are in the file: the result gets none. */
+        t->first = t->cur = NULL;
+        t->pos = t->end = NULL;
+    }
+    flush_backend(st, 1);
+    for (size_t i = 0; i < st->thr_count; i++) {
+        thr *h = st->thrs[i];
+        st->unfinished += h->depth;
+        close_all(st, h, stop_ns, "strobe_unfinished");
+    }
+    st->stop_ns = stop_ns;
+    return rc;
+}
+
+/* The "strobe_stream" object: what the stream or the ring did. A stream's file ends with the same
+ * object the result gets (`complete`: the file's closing part was written). */
+static void stream_json(const strobe__stream *st, const strobe_result *r, int complete, char *json,
+                        size_t size) {
+    unsigned long long dropped = r ? (unsigned long long)r->stats.dropped_events : 0;
+    if (st->mode == MODE_STREAM) {
+        snprintf(json, size,
+                 "{\"mode\": \"stream\", \"complete\": %s, \"events\": %llu, "
+                 "\"device_events\": %llu, \"bytes\": %llu, \"dropped_events\": %llu, "
+                 "\"lost_events\": %llu, \"skipped_details\": %llu, "
+                 "\"skipped_counter_samples\": %llu, \"skipped_backend_events\": %llu, "
+                 "\"write_error\": %s}",
+                 complete ? "true" : "false",
+                 (unsigned long long)(st->stopping ? st->cpu_events : st->a.events),
+                 (unsigned long long)st->device_events, (unsigned long long)st->event_bytes,
+                 dropped, (unsigned long long)st->a.lost, (unsigned long long)st->skipped_details,
+                 (unsigned long long)st->skipped_counters, (unsigned long long)st->skipped_backend,
+                 st->a.failed ? "true" : "false");
+    } else {
+        snprintf(json, size,
+                 "{\"mode\": \"flight\", \"ring_bytes\": %llu, \"kept_bytes\": %llu, "
+                 "\"recycled_chunks\": %llu, \"signal_dumps\": %llu, \"failed_dumps\": %llu, "
+                 "\"dropped_events\": %llu}",
+                 (unsigned long long)st->ring_cap, (unsigned long long)st->ring_now,
+                 (unsigned long long)st->ring_recycled, (unsigned long long)st->dumps,
+                 (unsigned long long)st->dump_errors, dropped);
+    }
+}
+
+void strobe__stream_meta(const strobe__stream *st, strobe_result *r) {
+    if (r == NULL) return;
+    char json[768];
+    stream_json(st, r, st->complete, json, sizeof json);
+    (void)strobe__result_set_meta(r, "strobe_stream", json);
+}
+
+/* Appends the device activity of `r` (NULL: stop failed) and completes the file. Where earlier
+ * appends failed, one more try is made: the file may take the footer once the cut part of a failed
+ * append is gone. Everything goes through the stream's writer: the result's events as a saved
+ * result's (strobe__writer_put_result), the session's span, and the footer, which carries the
+ * stats, the stream's counts ("strobe_stream", as if the footer's write succeeds; if it fails,
+ * the file does not hold them), the warnings and the metadata. */
+int strobe__stream_complete(strobe__session *s, strobe_result *r) {
+    strobe__stream *st = s->stream;
+    if (st == NULL || st->mode != MODE_STREAM) return 0;
+    int64_t stop_ns = st->stop_ns;
+    strobe__writer *w = st->wr;
+    /* The stream's own events first (the ranges left open at stop are still in the buffer). */
+    (void)out_flush(st, 0);
+    st->event_bytes = st->a.off;
+    st->cpu_events = st->a.events;
+    st->stopping = 1;
+    uint64_t skipped = st->skipped_counters;
+    if (r != NULL && r->event_count) {
+        /* What the backends merged into the result (kernels, copies, runtime calls, their
+         * flows), written as one piece. */
+        uint64_t n = 0, bad = 0;
+        for (size_t i = 0; i < r->event_count; i++)
+            bad += r->events[i].kind == STROBE_EVENT_COUNTER && !isfinite(r->events[i].value);
+        skipped += bad;
+        if (strobe__writer_put_result(w, r, STROBE__PUT_EVENTS, &n) != 0) {
+            drop(st);
+            st->a.lost += r->event_count - bad;
+        } else {
+            emit(st, n);
+        }
+    }
+    /* The session's span on its own track, as a saved result has it. */
+    strobe__wr_track sp = {
+        .kind = STROBE__WR_THREAD, .pid = st->pid, .tid = 0, .name = "Spans", .sort_index = 0};
+    int64_t spans = strobe__writer_track(w, &sp);
+    int src = spans < 0 ? (int)spans : 0;
+    if (src == 0) {
+        strobe__wr_event e = {.track = (uint32_t)spans,
+                              .flags = STROBE__WR_COMPLETE | STROBE__WR_SESSION,
+                              .cat = "Trace",
+                              .name = "strobe session",
+                              .name_len = (size_t)-1,
+                              .ts = s->start.real_ns,
+                              .end = stop_ns > s->start.real_ns ? stop_ns : s->start.real_ns};
+        src = w->ops->slice_begin(w, &e);
+        if (src == 0) src = w->ops->slice_end(w, &e, NULL, 0);
+    }
+    if (src) drop(st);
+    emit(st, 0);
+    int rc = out_flush(st, 1);
+    st->device_events = st->a.events - st->cpu_events;
+
+    /* The footer: the stream's counts first, then the result's metadata. */
+    char json[768];
+    stream_json(st, r, 1, json, sizeof json);
+    size_t nmeta = 1 + (r ? r->meta_count : 0), k = 0;
+    strobe__meta *meta = malloc(nmeta * sizeof *meta);
+    int crc = meta ? 0 : STROBE_ENOMEM;
+    if (meta) {
+        meta[k++] = (strobe__meta){.key = "strobe_stream", .json = json};
+        for (size_t i = 0; r && i < r->meta_count; i++)
+            if (r->meta[i].key && strcmp(r->meta[i].key, "strobe_stream") != 0)
+                meta[k++] = r->meta[i];
+        strobe__wr_info info = {.base_ns = w->base_ns,
+                                .trace_id = r && r->trace_id ? r->trace_id : "",
+                                .device_props = r ? r->device_props : NULL,
+                                .stats = r,
+                                .skipped_counters = skipped,
+                                .meta = meta,
+                                .meta_count = k,
+                                .trace_name = r ? r->trace_name : NULL};
+        crc = w->ops->end(w, &info);
+    }
+    free(meta);
+    if (crc == 0 && st->fmt->running_tail) {
+        /* The footer replaces the running tail: taken out of the view as the closing text. */
+        size_t n = st->ms.len - st->a.len;
+        char *tail = malloc(n + 1);
+        if (tail) {
+            memcpy(tail, st->ms.buf + st->a.len, n);
+            tail[n] = '\0';
+        }
+        drop(st);
+        crc = tail ? strobe__append_flush(&st->a, tail, 1) : STROBE_ENOMEM;
+        free(tail);
+    } else if (crc == 0) {
+        emit(st, 0);
+        crc = strobe__append_flush(&st->a, "", 1);
+    }
+    drop(st);
+    st->complete = crc == 0;
+    if (rc == 0) rc = crc;
+    if (close(st->a.fd) != 0 && rc == 0) rc = STROBE_EIO;
+    st->a.fd = -1;
+    strobe__stream_meta(st, r);
+    return rc;
+}
