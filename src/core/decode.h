@@ -4,7 +4,8 @@
  * begins and ends, instants, counter samples, memory events, backend events, the "buffer full"
  * point, and the operator details of the innermost open range as args (shapes, FLOPs given or
  * computed, perf counter deltas, the module path) or as a stack to symbolize. collect.c builds a
- * result from them at stop; stream.c writes them to a file while the session runs.
+ * result from them at stop; stream_out.c hands them to the writer of
+ * the streamed file's format while the session runs.
  *
  * The decoder keeps, per thread, what a record's meaning depends on: the last time given out,
  * the correlation ids waiting for the next range or instant, the open modules, and the counters
