@@ -542,7 +542,7 @@ static void test_edge_handles(void) {
     for (int i = 0; i < N; i += 97) {
         long k = find_named(r, names[i]);
         REQUIRE(k >= 0);
-        snprintf(want, sizeof want, "\"%s\"", names[i]);
+        snprintf(want, sizeof want, "\"%.*s\"", (int)sizeof names[0] - 1, names[i]);
         CHECK_STR(strobe_event_arg(r, (size_t)k, "Module Hierarchy"), want);
     }
     CHECK_STR(strobe_event_arg(r, (size_t)find_named(r, "minus.one"), "Module Hierarchy"),
