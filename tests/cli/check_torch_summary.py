@@ -7,7 +7,8 @@ export_chrome_trace() writes the legacy format: a bare JSON array, "pid": "CPU f
 ProfilerStep#N names (torch groups them as ProfilerStep*) and autograd's backward. (torch merges
 an only child of its parent's name into it, and the legacy export writes its events after that:
 test_cli_real_traces checks the merge on Kineto traces, which are written before it.) torch's
-numbers are its key_averages(): per key, "# of Calls" (count), self_cpu_time_total and
+numbers are its key_averages() (a negative self time, which torch's rounding can give, is
+expected as 0): per key, "# of Calls" (count), self_cpu_time_total and
 cpu_time_total in microseconds; the test compares `strobe summary -f json` of the exported trace
 with them, row by row: the same names, the same counts, and the times within 1 ns per call
 (torch's times are the trace's own integers, so they should agree exactly).
@@ -78,6 +79,12 @@ for key in sorted(set(want) | set(got)):
         fail("row %r is not torch's: %s" % (key, got[key]))
         continue
     (wc, ws, wt), (gc, gs, gt) = want[key], got[key]
+    if ws < 0:
+        # torch's legacy events are rounded to whole microseconds, so a child can end past its
+        # parent and torch's row sum go below zero; strobe never shows a negative self time (a
+        # row whose sum would be negative shows 0), as issue 16 asks.
+        print("note: %r: torch's self time %.3f us is negative; strobe must show 0" % (key, ws))
+        ws = 0.0
     tol = 0.001 * wc
     if wc != gc or abs(ws - gs) > tol or abs(wt - gt) > tol:
         fail("%r: torch calls %d self %.3f total %.3f us, strobe %d %.3f %.3f" %
