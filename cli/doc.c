@@ -31,6 +31,8 @@ const cli_command cli_commands[] = {
      "record a running process's allocations for a while"},
     {"convert", cmd_convert, cmd_convert_usage, cmd_convert_options,
      "convert a trace: Kineto JSON <-> Perfetto protobuf (.pftrace)"},
+    {"diff", cmd_diff, cmd_diff_usage, cmd_diff_options,
+     "operators and kernels of two traces compared (HTA's trace diff)"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 
