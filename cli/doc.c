@@ -33,6 +33,8 @@ const cli_command cli_commands[] = {
      "convert a trace: Kineto JSON <-> Perfetto protobuf (.pftrace)"},
     {"diff", cmd_diff, cmd_diff_usage, cmd_diff_options,
      "operators and kernels of two traces compared (HTA's trace diff)"},
+    {"steps", cmd_steps, cmd_steps_usage, cmd_steps_options,
+     "step time breakdown per ProfilerStep (TensorBoard plugin)"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 
