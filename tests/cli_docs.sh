@@ -119,5 +119,5 @@ expect_completion "--limit" strobe summary --li
 expect_completion "--name-width" strobe kernels T --na
 expect_completion "table csv json" strobe summary --format ""
 expect_completion "text json" strobe info -f ""
-expect_completion "stacks" strobe help st
+expect_completion "stacks" strobe help sta
 exit $fail

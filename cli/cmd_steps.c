@@ -1,0 +1,505 @@
+/* cmd_steps.c: `strobe steps TRACE`, the step time breakdown of the TensorBoard profiler plugin's
+ * overview page (torch_tb_profiler: event_parser.py, overall_parser.py, range_utils.py).
+ *
+ * The plugin's definitions, as this file uses them (times are those of the trace):
+ *   - Roles of X events: Kernel (kernel; a kernel whose "External id" is that of a
+ *     communication operator is Communication), Memcpy, Memset, Runtime (the runtime's and
+ *     driver's calls: the plugin's category table knows "Runtime" only; strobe takes cuda_runtime
+ *     and cuda_driver too), DataLoader (an operator or annotation named
+ *     "enumerate(DataLoader)#...__next__" or "enumerate(DataPipe)#..."), Communication
+ *     (operators named nccl:/gloo: broadcast, reduce, all_reduce, all_gather, reduce_scatter),
+ *     CPU Exec (the other operators, user and gpu user annotations, and category "Python"
+ *     events; python_function events have no role). Each role's ranges are merged.
+ *   - Steps: the CPU's ProfilerStep#N ranges, in time order (gpu_user_annotation copies of them
+ *     are not steps here). Without any, one step "0" from the first start to the last end of
+ *     the CPU operators. When device work is found: each runtime call that lies wholly inside
+ *     a step's range (a two-way walk over the steps and the calls sorted by start) gives its
+ *     device work (same correlation id) to that step; a step then ends at the later of its CPU
+ *     end and its device work's last end, and starts no earlier than the previous step's end
+ *     (the first step: than the latest end of unclaimed device work ending before the first
+ *     step's first device work). Trailing steps that claim no device work are dropped, and the
+ *     last step too when it claims under 80% of the device work of the step before it (the
+ *     profiler may have missed its kernels).
+ *   - Breakdown: within the steps' union, each role takes the time it covers that the roles
+ *     before it did not, in the order Kernel, Memcpy, Memset, Communication, Runtime,
+ *     DataLoader, CPU Exec; Other is what is left; each step gets its part of each. Total is
+ *     the step's (adjusted) length.
+ *
+ * Contents: usage, ranges, roles, steps, output. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli.h"
+#include "common.h"
+#include "emit.h"
+#include "model.h"
+#include "step.h"
+#include "strobe/error.h"
+#include "util/table.h"
+
+const char cmd_steps_usage[] =
+    "NAME\n"
+    "    strobe steps - step time breakdown (the TensorBoard profiler plugin's overview)\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    strobe steps [OPTIONS] TRACE\n"
+    "    strobe steps TRACE [-f table|csv|json] [-q]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Reads TRACE (\"-\" is standard input) and prints one row per ProfilerStep#N, as the\n"
+    "    TensorBoard profiler plugin's overview page: the time (us) of the step spent in\n"
+    "    Kernel, Memcpy, Memset, Communication, Runtime, DataLoader, CPU Exec and Other, and\n"
+    "    Total, the step's length. Each moment of a step counts once, for the first of these\n"
+    "    that is busy then (kernels first, CPU operators last); Other is what none covers.\n"
+    "    As the plugin does, a step that launched device work ends when its last kernel, copy\n"
+    "    or memset ends (and the next step starts no earlier), and trailing steps whose device\n"
+    "    work the profiler may have missed are left out. A trace without ProfilerStep ranges\n"
+    "    is one step, 0, from its first CPU operator to its last. Malformed events are\n"
+    "    skipped; standard error says how many.\n"
+    "\n"
+    "OPTIONS\n"
+    "    -f, --format F table (default), csv or json (an array of row objects); times in\n"
+    "                   microseconds\n"
+    "    -q, --quiet    no progress line on standard error\n"
+    "    -h, --help     show this text\n"
+    "    -V, --version  show strobe's version\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 success; 2 bad input (the trace cannot be read) or bad usage.\n";
+
+/* ---- ranges: sorted, disjoint [s, e) lists ------------------------------------------------- */
+
+typedef struct rng {
+    int64_t s, e;
+} rng;
+
+typedef struct rlist {
+    rng *r;
+    size_t n, cap;
+} rlist;
+
+static int push(rlist *l, int64_t s, int64_t e) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        rng *r = realloc(l->r, cap * sizeof *r);
+        if (r == NULL) return STROBE_ENOMEM;
+        l->r = r;
+        l->cap = cap;
+    }
+    l->r[l->n++] = (rng){s, e};
+    return 0;
+}
+
+static int by_start(const void *a, const void *b) {
+    const rng *x = a, *y = b;
+    return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Sorts and merges in place: a range that starts at or before the current end joins it. */
+static void merge(rlist *l) {
+    if (l->n == 0) return;
+    qsort(l->r, l->n, sizeof *l->r, by_start);
+    size_t k = 0;
+    for (size_t i = 1; i < l->n; i++) {
+        if (l->r[i].s <= l->r[k].e) {
+            if (l->r[i].e > l->r[k].e) l->r[k].e = l->r[i].e;
+        } else {
+            l->r[++k] = l->r[i];
+        }
+    }
+    l->n = k + 1;
+}
+
+/* out = a ∩ b, and a = a \ b (a, b merged). */
+static int take(rlist *a, const rlist *b, rlist *out) {
+    rlist rest = {0};
+    size_t j = 0;
+    int err = 0;
+    for (size_t i = 0; i < a->n && !err; i++) {
+        int64_t s = a->r[i].s, e = a->r[i].e;
+        while (j < b->n && b->r[j].e <= s)
+            j++;
+        for (size_t k = j; k < b->n && b->r[k].s < e && !err; k++) {
+            int64_t is = b->r[k].s > s ? b->r[k].s : s, ie = b->r[k].e < e ? b->r[k].e : e;
+            if (is > s) err = push(&rest, s, is);
+            if (!err && ie > is) err = push(out, is, ie);
+            s = ie;
+        }
+        if (!err && e > s) err = push(&rest, s, e);
+    }
+    free(a->r);
+    *a = rest;
+    return err;
+}
+
+/* The length of l within [s, e). */
+static int64_t within(const rlist *l, int64_t s, int64_t e) {
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->r[mid].e <= s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t sum = 0;
+    for (size_t k = lo; k < l->n && l->r[k].s < e; k++) {
+        int64_t is = l->r[k].s > s ? l->r[k].s : s, ie = l->r[k].e < e ? l->r[k].e : e;
+        if (ie > is) sum += ie - is;
+    }
+    return sum;
+}
+
+/* ---- roles --------------------------------------------------------------------------------- */
+
+enum { R_KERNEL, R_MEMCPY, R_MEMSET, R_COMM, R_RUNTIME, R_DATALOADER, R_CPU, R_OTHER, R_COUNT };
+static const char *const role_names[R_COUNT] = {
+    "Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"};
+
+static int is_comm_name(const char *n) {
+    static const char *const ops[] = {"broadcast", "reduce", "all_reduce", "all_gather",
+                                      "reduce_scatter"};
+    if (strncmp(n, "nccl:", 5) != 0 && strncmp(n, "gloo:", 5) != 0) return 0;
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+        if (strcmp(n + 5, ops[k]) == 0) return 1;
+    return 0;
+}
+
+static int is_dataloader_name(const char *n) {
+    size_t len = strlen(n);
+    if (strncmp(n, "enumerate(DataPipe)#", 20) == 0) return 1;
+    return strncmp(n, "enumerate(DataLoader)#", 22) == 0 && len >= 9 &&
+           strcmp(n + len - 9, ".__next__") == 0;
+}
+
+/* The plugin's CPU-side types: Operator, user annotations (both kinds), and category Python. */
+static int is_cpu_type(const md_model *m, const md_event *e) {
+    return e->kind == MD_CPU_OP || e->kind == MD_USER_ANNOTATION ||
+           e->kind == MD_GPU_USER_ANNOTATION ||
+           (e->kind == MD_OTHER && strcasecmp(md_str(m, e->cat), "python") == 0);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* ---- steps --------------------------------------------------------------------------------- */
+
+typedef struct step {
+    int64_t s, e, n;
+    int64_t dev_min, dev_max; /* its device work's span; dev_min INT64_MAX when none */
+    uint64_t matched;         /* device events claimed */
+} step;
+
+static int by_step_start(const void *a, const void *b) {
+    const step *x = a, *y = b;
+    return (x->s > y->s) - (x->s < y->s);
+}
+
+typedef struct call {
+    int64_t s, e, corr;
+} call;
+
+static int by_call_start(const void *a, const void *b) {
+    const call *x = a, *y = b;
+    return (x->s > y->s) - (x->s < y->s);
+}
+
+typedef struct dev {
+    int64_t corr, s, e;
+    uint32_t matched;
+} dev;
+
+static int by_dev_corr(const void *a, const void *b) {
+    const dev *x = a, *y = b;
+    return (x->corr > y->corr) - (x->corr < y->corr);
+}
+
+typedef struct result {
+    step *steps;
+    size_t nsteps;
+    int64_t *costs; /* costs[k * R_COUNT + r]: step k's time in role r */
+} result;
+
+/* The plugin's device-side step bounds (_find_device_steps, _update_steps_duration). */
+static void device_steps(step *st, size_t *nsteps, call *calls, size_t ncalls, dev *devs,
+                         size_t ndevs) {
+    size_t ns = *nsteps, is = 0, ic = 0;
+    uint64_t matched = 0;
+    for (size_t k = 0; k < ns; k++) {
+        st[k].dev_min = INT64_MAX;
+        st[k].dev_max = INT64_MIN;
+        st[k].matched = 0;
+    }
+    while (is < ns && ic < ncalls) {
+        const call *c = &calls[ic];
+        if (c->s < st[is].s) {
+            ic++;
+        } else if (c->e <= st[is].e) {
+            /* Its device work: the device events of its correlation id. */
+            size_t lo = 0, hi = ndevs;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (devs[mid].corr < c->corr)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            for (size_t d = lo; d < ndevs && devs[d].corr == c->corr; d++) {
+                if (devs[d].s < st[is].dev_min) st[is].dev_min = devs[d].s;
+                if (devs[d].e > st[is].dev_max) st[is].dev_max = devs[d].e;
+                if (!devs[d].matched) matched++;
+                devs[d].matched = 1;
+                st[is].matched++;
+            }
+            ic++;
+        } else if (c->s < st[is].e) {
+            ic++;
+        } else {
+            is++;
+        }
+    }
+    if (matched == 0 || ns == 0) return;
+    int64_t prev = st[0].s;
+    if (st[0].dev_min != INT64_MAX)
+        for (size_t d = 0; d < ndevs; d++)
+            if (!devs[d].matched && devs[d].e < st[0].dev_min && devs[d].e > prev) prev = devs[d].e;
+    for (size_t k = 0; k < ns; k++) {
+        int64_t s = prev > st[k].s ? prev : st[k].s, e = st[k].e;
+        if (st[k].dev_min == INT64_MAX) {
+            if (e < s) e = s;
+        } else {
+            if (st[k].dev_max > e) e = st[k].dev_max;
+            if (e < s) e = s;
+        }
+        st[k].s = s;
+        st[k].e = e;
+        prev = e;
+    }
+    if (ns > 1) {
+        size_t i = ns;
+        while (i > 0 && st[i - 1].matched == 0)
+            i--;
+        if (i > 0) {
+            size_t keep = i;
+            if (i > 1 && (double)st[i - 2].matched * 0.8 > (double)st[i - 1].matched) keep = i - 1;
+            *nsteps = keep;
+        }
+    }
+}
+
+static int analyse(const md_model *m, result *res) {
+    rlist roles[R_COUNT] = {{0}};
+    int64_t *comm_ext = NULL;
+    size_t ncomm = 0, ncalls = 0, ndevs = 0, ns = 0;
+    call *calls = NULL;
+    dev *devs = NULL;
+    step *st = NULL;
+    int err = 0;
+    size_t cap = m->count ? m->count : 1;
+    comm_ext = malloc(cap * sizeof *comm_ext);
+    calls = malloc(cap * sizeof *calls);
+    devs = malloc(cap * sizeof *devs);
+    st = malloc(cap * sizeof *st);
+    memset(res, 0, sizeof *res);
+    if (!comm_ext || !calls || !devs || !st) {
+        err = STROBE_ENOMEM;
+        goto out;
+    }
+    int64_t cpu_min = INT64_MAX, cpu_max = INT64_MIN;
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if (e->ph == 'X' && e->has_time && !e->bad && is_cpu_type(m, e) && e->ext_id >= 0 &&
+            is_comm_name(md_str(m, e->name)))
+            comm_ext[ncomm++] = e->ext_id;
+    }
+    qsort(comm_ext, ncomm, sizeof *comm_ext, cmp_i64);
+    for (size_t i = 0; i < m->count && !err; i++) {
+        const md_event *e = &m->events[i];
+        if (e->ph != 'X' || !e->has_time || e->bad) continue;
+        int64_t s = e->ts, t = e->ts + e->dur, n;
+        const char *name = md_str(m, e->name);
+        int role = -1, is_step = 0;
+        if (e->kind == MD_KERNEL) {
+            role = e->ext_id >= 0 && bsearch(&e->ext_id, comm_ext, ncomm, sizeof *comm_ext, cmp_i64)
+                       ? R_COMM
+                       : R_KERNEL;
+        } else if (e->kind == MD_MEMCPY) {
+            role = R_MEMCPY;
+        } else if (e->kind == MD_MEMSET) {
+            role = R_MEMSET;
+        } else if (e->kind == MD_RUNTIME || e->kind == MD_DRIVER) {
+            role = R_RUNTIME;
+            if (e->corr >= 0) calls[ncalls++] = (call){s, t, e->corr};
+        } else if (is_cpu_type(m, e)) {
+            if (cl_is_step(m, e, &n)) {
+                st[ns++] = (step){.s = s, .e = t, .n = n};
+                is_step = 1;
+            } else if (e->kind == MD_GPU_USER_ANNOTATION && cl_step_number(name, &n)) {
+                continue; /* the device's copy of a step's range */
+            } else if (e->kind != MD_OTHER && is_dataloader_name(name)) {
+                role = R_DATALOADER;
+            } else {
+                role = is_comm_name(name) ? R_COMM : R_CPU;
+            }
+            /* The CPU's span (Operator and Python events, and steps): the step of a trace
+             * without steps. */
+            if (is_step || e->kind == MD_CPU_OP || e->kind == MD_OTHER) {
+                if (s < cpu_min) cpu_min = s;
+                if (t > cpu_max) cpu_max = t;
+            }
+        }
+        if (md_is_device_work(e->kind)) devs[ndevs++] = (dev){e->corr, s, t, 0};
+        if (role >= 0) err = push(&roles[role], s, t);
+    }
+    if (err) goto out;
+    if (ns == 0 && cpu_min <= cpu_max) st[ns++] = (step){.s = cpu_min, .e = cpu_max, .n = 0};
+    qsort(st, ns, sizeof *st, by_step_start);
+    qsort(calls, ncalls, sizeof *calls, by_call_start);
+    qsort(devs, ndevs, sizeof *devs, by_dev_corr);
+    device_steps(st, &ns, calls, ncalls, devs, ndevs);
+    /* The breakdown: the steps' union, taken role by role in priority order. */
+    rlist slots = {0}, cover[R_COUNT] = {{0}};
+    for (size_t k = 0; k < ns && !err; k++)
+        err = push(&slots, st[k].s, st[k].e);
+    merge(&slots);
+    for (int r = 0; r < R_OTHER && !err; r++) {
+        merge(&roles[r]);
+        err = take(&slots, &roles[r], &cover[r]);
+    }
+    cover[R_OTHER] = slots;
+    res->costs = err ? NULL : calloc((ns ? ns : 1) * R_COUNT, sizeof *res->costs);
+    if (!err && res->costs == NULL) err = STROBE_ENOMEM;
+    for (size_t k = 0; k < ns && !err; k++)
+        for (int r = 0; r < R_COUNT; r++)
+            res->costs[k * R_COUNT + r] = within(&cover[r], st[k].s, st[k].e);
+    for (int r = 0; r < R_COUNT; r++)
+        free(cover[r].r);
+    if (!err) {
+        res->steps = st;
+        res->nsteps = ns;
+        st = NULL;
+    }
+out:
+    for (int r = 0; r < R_COUNT; r++)
+        free(roles[r].r);
+    free(comm_ext);
+    free(calls);
+    free(devs);
+    free(st);
+    return err;
+}
+
+/* ---- output -------------------------------------------------------------------------------- */
+
+static void print_rows(const result *res, int format) {
+    static const char *const total = "Total";
+    if (format == CL_TABLE) {
+        size_t w[R_COUNT + 2];
+        w[0] = 10;
+        for (int c = 1; c < R_COUNT + 2; c++)
+            w[c] = 15;
+        strobe__table_separator(stdout, w, R_COUNT + 2);
+        strobe__table_cell(stdout, "Step", w[0], 0, 0);
+        for (int r = 0; r < R_COUNT; r++)
+            strobe__table_cell(stdout, role_names[r], w[r + 1], 0, 0);
+        strobe__table_cell(stdout, total, w[R_COUNT + 1], 0, 0);
+        putchar('\n');
+        strobe__table_separator(stdout, w, R_COUNT + 2);
+        char b[64];
+        for (size_t k = 0; k < res->nsteps; k++) {
+            snprintf(b, sizeof b, "%" PRId64, res->steps[k].n);
+            strobe__table_cell(stdout, b, w[0], 0, 0);
+            for (int r = 0; r <= R_COUNT; r++) {
+                int64_t v =
+                    r < R_COUNT ? res->costs[k * R_COUNT + r] : res->steps[k].e - res->steps[k].s;
+                strobe__fmt_time_ns(b, sizeof b, v);
+                strobe__table_cell(stdout, b, w[r + 1], 0, 0);
+            }
+            putchar('\n');
+        }
+        strobe__table_separator(stdout, w, R_COUNT + 2);
+        return;
+    }
+    int json = format == CL_JSON;
+    if (json) {
+        putchar('[');
+    } else {
+        printf("step");
+        for (int r = 0; r < R_COUNT; r++)
+            printf(",%s", role_names[r]);
+        printf(",%s\n", total);
+    }
+    for (size_t k = 0; k < res->nsteps; k++) {
+        if (json)
+            printf("%s\n {\"step\": %" PRId64, k ? "," : "", res->steps[k].n);
+        else
+            printf("%" PRId64, res->steps[k].n);
+        for (int r = 0; r <= R_COUNT; r++) {
+            int64_t v =
+                r < R_COUNT ? res->costs[k * R_COUNT + r] : res->steps[k].e - res->steps[k].s;
+            if (json)
+                printf(", \"%s\": ", r < R_COUNT ? role_names[r] : total);
+            else
+                putchar(',');
+            cl_put_us(stdout, v);
+        }
+        printf(json ? "}" : "\n");
+    }
+    if (json) printf("%s]\n", res->nsteps ? "\n" : "");
+}
+
+/* ---- the command --------------------------------------------------------------------------- */
+
+const struct option cmd_steps_options[] = {
+    {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_QUIET,
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
+
+int cmd_steps(int argc, char **argv) {
+    const char *path = NULL;
+    int format = CL_TABLE, quiet = 0, first = 0;
+    for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_steps_options, &first)) != -1;) {
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_steps_usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            quiet = 1;
+            break;
+        case 'f':
+            format = cl_parse_format(optarg);
+            if (format < 0) return cli_usage_error("steps", "unknown --format", optarg);
+            break;
+        default:
+            return cli_option_error("steps", c, argv, cmd_steps_options);
+        }
+    }
+    if (cli_trace_operand("steps", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
+    md_model *m = malloc(sizeof *m);
+    if (m == NULL) return cli_usage_error("steps", "out of memory", NULL);
+    int rc = cli_load(m, "steps", path, quiet);
+    if (rc == CLI_OK) {
+        if (m->bad_events)
+            fprintf(stderr,
+                    "strobe steps: %s: %llu malformed event(s) skipped; `strobe check` lists "
+                    "them\n",
+                    strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path),
+                    (unsigned long long)m->bad_events);
+        result res;
+        int work = analyse(m, &res);
+        if (work == 0) print_rows(&res, format);
+        free(res.steps);
+        free(res.costs);
+        rc = cli_finish("steps", path, work, CLI_OK);
+        md_free(m);
+    }
+    free(m);
+    return rc;
+}
