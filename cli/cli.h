@@ -26,6 +26,8 @@ int cmd_trigger(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_memory_profile(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_breakdown(int argc, char **argv);
+int cmd_overlap(int argc, char **argv);
 
 /* Each subcommand's usage text (man-page style), printed by `strobe help CMD` and `CMD --help`. */
 extern const char cmd_summary_usage[];
@@ -37,6 +39,8 @@ extern const char cmd_trigger_usage[];
 extern const char cmd_ps_usage[];
 extern const char cmd_memory_profile_usage[];
 extern const char cmd_convert_usage[];
+extern const char cmd_breakdown_usage[];
+extern const char cmd_overlap_usage[];
 
 /* Each subcommand's options (getopt_long's table, ending in a zeroed entry): the same table
  * parses the command line and generates the bash completion (doc.c). */
@@ -49,6 +53,8 @@ extern const struct option cmd_trigger_options[];
 extern const struct option cmd_ps_options[];
 extern const struct option cmd_memory_profile_options[];
 extern const struct option cmd_convert_options[];
+extern const struct option cmd_breakdown_options[];
+extern const struct option cmd_overlap_options[];
 
 /* The subcommands, in the order `strobe --help` lists them (doc.c). */
 typedef struct cli_command {

@@ -31,6 +31,10 @@ const cli_command cli_commands[] = {
      "record a running process's allocations for a while"},
     {"convert", cmd_convert, cmd_convert_usage, cmd_convert_options,
      "convert a trace: Kineto JSON <-> Perfetto protobuf (.pftrace)"},
+    {"breakdown", cmd_breakdown, cmd_breakdown_usage, cmd_breakdown_options,
+     "HTA's temporal breakdown per rank (idle, compute, other)"},
+    {"overlap", cmd_overlap, cmd_overlap_usage, cmd_overlap_options,
+     "HTA's communication/computation overlap per rank"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 

@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Checks strobe's HTA commands (breakdown, overlap, kernels --by-type) against numbers worked
+out independently of strobe's C code (json, gzip and math modules only, no pandas):
+
+  generated: traces written here, whose numbers are worked out by hand in the comments below
+             (two ranks in a folder, HTA's profiler-step restriction, decimal times rounded as
+             HTA rounds them), and the refusals (duplicate ranks, different jobs, no rank, a
+             folder without traces) and a malformed event counted on stderr.
+  shared:    every trace in SHARED_DIR/traces, computed here by HTA's definitions (see
+             cli/hta.h, which cites HTA's sources) from the JSON as Python reads it.
+
+usage: check_hta.py STROBE OUT_DIR generated
+       check_hta.py STROBE OUT_DIR shared SHARED_DIR   (exit 77 when SHARED_DIR is absent)
+"""
+import glob, gzip, json, math, os, re, subprocess, sys
+
+strobe, out_dir, mode = sys.argv[1:4]
+os.makedirs(out_dir, exist_ok=True)
+failures = 0
+
+
+def fail(msg):
+    global failures
+    failures += 1
+    print("FAIL: " + msg)
+
+
+def run(args, expect_rc=0):
+    p = subprocess.run([strobe] + args, capture_output=True, text=True)
+    if p.returncode != expect_rc:
+        fail("%s: exit %d, expected %d; stderr: %s" % (args, p.returncode, expect_rc, p.stderr))
+    return p
+
+
+def rows_of(cmd, paths, extra=()):
+    p = run([cmd, "-q", "-f", "json"] + list(extra) + list(paths))
+    try:
+        return json.loads(p.stdout)
+    except ValueError as e:
+        fail("%s %s: output is not JSON (%s): %r" % (cmd, paths, e, p.stdout[:200]))
+        return []
+
+
+def same(what, got, want):
+    if got != want:
+        fail("%s:\n  strobe:   %s\n  expected: %s" % (what, got, want))
+
+
+# ---- generated traces ---------------------------------------------------------------------------
+
+def x(name, cat, ts, dur, tid=1, pid=1, **args):
+    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid,
+            "args": args}
+
+
+def write(path, events, rank=None, world=2):
+    doc = {"schemaVersion": 1, "traceEvents": events}
+    if rank is not None:
+        doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": world}
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+def generated():
+    folder = os.path.join(out_dir, "ranks")
+    os.makedirs(folder, exist_ok=True)
+    for f in glob.glob(os.path.join(folder, "*")):
+        os.remove(f)
+    # Rank 0 (integer microseconds). Two profiler steps: the CPU rows kept are those that start
+    # before ProfilerStep#2 (ts 100), so the launch at 110 and its kernel (corr 6) are dropped.
+    # Kernels (stream arg): gemm [100,150], relu [140,170], nccl [160,200] (stream 20),
+    # softmax [220,230], Memcpy HtoD [240,250]; the annotation without a stream is no kernel.
+    #   all merged: [100,200] [220,230] [240,250] -> kernel_time 150, busy 120, idle 30
+    #   COMPUTATION (gemm, relu, softmax): [100,170] [220,230] -> compute_time 80
+    #   non_compute_time = 150 - 80 - 30 = 40; pctg 20.00, 53.33, 26.67
+    #   overlap: comm [160,200] (40) against compute [100,170]: 10 -> 25.00
+    #   kernel types (COMPUTATION, COMMUNICATION): states computed alone [100,160] 60 and
+    #   [220,230] 10 -> 70; both [160,170] 10; communication alone [170,200] 30. All 110:
+    #   COMPUTATION 70 (63.6), COMMUNICATION 30 (27.3), COMPUTATION overlapping COMMUNICATION
+    #   10 (9.1). With --memory the Memcpy's 10 is MEMORY (all 120: 58.3, 25.0, 8.3, 8.3).
+    r0 = [
+        x("ProfilerStep#1", "user_annotation", 0, 100),
+        x("ProfilerStep#2", "user_annotation", 100, 100),
+        x("cudaLaunchKernel", "cuda_runtime", 10, 5, correlation=1),
+        x("cudaLaunchKernel", "cuda_runtime", 20, 5, correlation=2),
+        x("cudaLaunchKernel", "cuda_runtime", 30, 5, correlation=3),
+        x("cudaLaunchKernel", "cuda_runtime", 40, 5, correlation=4),
+        x("cudaMemcpyAsync", "cuda_runtime", 50, 5, correlation=5),
+        x("cudaLaunchKernel", "cuda_runtime", 110, 5, correlation=6),
+        x("gemm", "kernel", 100, 50, tid=7, pid=0, stream=7, correlation=1),
+        x("relu", "kernel", 140, 30, tid=7, pid=0, stream=7, correlation=2),
+        x("ncclKernel_AllReduce", "kernel", 160, 40, tid=20, pid=0, stream=20, correlation=4),
+        x("softmax", "kernel", 220, 10, tid=7, pid=0, stream=7, correlation=3),
+        x("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", 240, 10, tid=7, pid=0, stream=7,
+          correlation=5),
+        x("late", "kernel", 300, 100, tid=7, pid=0, stream=7, correlation=6),
+        x("annotation", "gpu_user_annotation", 100, 300, tid=7, pid=0),
+    ]
+    # Rank 1 (decimal microseconds, rounded as HTA rounds: ts up, ts + dur down).
+    #   gemm 10.4 + 5.2 -> [11,15]; nccl 12.5 + 10 -> [13,22]
+    #   all: [11,22] -> kernel_time 11, idle 0; compute 4; non_compute 7; 0.00 36.36 63.64
+    #   overlap: comm [13,22] (9) against [11,15]: 2 -> 22.22
+    #   types: COMPUTATION alone [11,13] 2, both [13,15] 2, COMMUNICATION alone [15,22] 7.
+    r1 = [
+        x("ProfilerStep#1", "user_annotation", 0.0, 50.0),
+        x("ProfilerStep#2", "user_annotation", 50.0, 50.0),
+        x("cudaLaunchKernel", "cuda_runtime", 1.0, 1.0, correlation=1),
+        x("cudaLaunchKernel", "cuda_runtime", 2.0, 1.0, correlation=2),
+        x("gemm", "kernel", 10.4, 5.2, tid=7, pid=0, stream=7, correlation=1),
+        x("ncclKernel_AllReduce", "kernel", 12.5, 10.0, tid=20, pid=0, stream=20, correlation=2),
+    ]
+    write(os.path.join(folder, "rank0.json"), r0, rank=0)
+    write(os.path.join(folder, "rank1.json"), r1, rank=1)
+    got = rows_of("breakdown", [folder])
+    same("breakdown, generated ranks", got, [
+        {"rank": 0, "idle_time": 30, "compute_time": 80, "non_compute_time": 40,
+         "kernel_time": 150, "idle_time_pctg": 20.00, "compute_time_pctg": 53.33,
+         "non_compute_time_pctg": 26.67},
+        {"rank": 1, "idle_time": 0, "compute_time": 4, "non_compute_time": 7,
+         "kernel_time": 11, "idle_time_pctg": 0.00, "compute_time_pctg": 36.36,
+         "non_compute_time_pctg": 63.64}])
+    got = rows_of("overlap", [os.path.join(folder, "rank1.json"), os.path.join(folder, "rank0.json")])
+    same("overlap, generated ranks", got, [{"rank": 0, "comp_comm_overlap_pctg": 25.00},
+                                          {"rank": 1, "comp_comm_overlap_pctg": 22.22}])
+    if by_type_available():
+        got = rows_of("kernels", [folder], ["--by-type"])
+        same("kernels --by-type, generated ranks",
+             got.get("kernel_types") if isinstance(got, dict) else got, by_type_expected())
+
+    # Refusals: the message names the files.
+    dup = os.path.join(out_dir, "dup")
+    os.makedirs(dup, exist_ok=True)
+    write(os.path.join(dup, "a.json"), r1, rank=1)
+    write(os.path.join(dup, "b.json"), r1, rank=1)
+    p = run(["breakdown", "-q", dup], 2)
+    if "a.json" not in p.stderr or "b.json" not in p.stderr or "rank 1" not in p.stderr:
+        fail("duplicate ranks: stderr does not name both files and the rank: %r" % p.stderr)
+    jobs = os.path.join(out_dir, "jobs")
+    os.makedirs(jobs, exist_ok=True)
+    write(os.path.join(jobs, "a.json"), r0, rank=0, world=2)
+    write(os.path.join(jobs, "b.json"), r1, rank=1, world=4)
+    p = run(["overlap", "-q", jobs], 2)
+    if "a.json" not in p.stderr or "b.json" not in p.stderr or "different jobs" not in p.stderr:
+        fail("different jobs: stderr does not name both files: %r" % p.stderr)
+    norank = os.path.join(out_dir, "norank.json")
+    write(norank, r1)
+    p = run(["breakdown", "-q", norank, os.path.join(folder, "rank0.json")], 2)
+    if "norank.json" not in p.stderr or "no rank" not in p.stderr:
+        fail("no rank: stderr does not name the file: %r" % p.stderr)
+    # One trace without a rank is rank 0.
+    same("one trace without a rank", [r["rank"] for r in rows_of("breakdown", [norank])], [0])
+    empty = os.path.join(out_dir, "empty")
+    os.makedirs(empty, exist_ok=True)
+    p = run(["breakdown", "-q", empty], 2)
+    if "empty" not in p.stderr or "no trace" not in p.stderr:
+        fail("empty folder: %r" % p.stderr)
+    # A malformed event (a dur that is not a number) is skipped and counted.
+    bad = os.path.join(out_dir, "bad.json")
+    write(bad, r1 + [x("broken", "kernel", 1, "x", tid=7, pid=0, stream=7)])
+    p = run(["breakdown", "-q", "-f", "json", bad])
+    if "1 malformed event" not in p.stderr:
+        fail("malformed event not counted on stderr: %r" % p.stderr)
+    same("malformed event skipped", json.loads(p.stdout or "[]"), rows_of("breakdown", [norank]))
+    # A syntax error: exit 2, one line with the file and the byte offset.
+    cut = os.path.join(out_dir, "cut.json")
+    with open(cut, "w") as f:
+        f.write('{"traceEvents": [{"ph": "X", "ts": 1,, "dur": 2}]}')
+    p = run(["overlap", "-q", cut], 2)
+    if "cut.json" not in p.stderr or "byte" not in p.stderr or p.stderr.count("\n") != 1:
+        fail("syntax error: %r" % p.stderr)
+
+
+def by_type_available():
+    return "--by-type" in run(["kernels", "--help"]).stdout
+
+
+def by_type_expected():
+    # All ranks: COMPUTATION 70 + 2, COMMUNICATION 30 + 7, both 10 + 2 (see above): 121.
+    return [{"kernel_type": "COMPUTATION", "sum": 72, "percentage": 59.5},
+            {"kernel_type": "COMMUNICATION", "sum": 37, "percentage": 30.6},
+            {"kernel_type": "COMPUTATION overlapping COMMUNICATION", "sum": 12,
+             "percentage": 9.9}]
+
+
+# ---- HTA's definitions, here in Python, for the shared traces -------------------------------------
+
+STEP = re.compile(r"^ProfilerStep#(\d+)")
+
+
+def load(path):
+    op = gzip.open if path.endswith(".gz") else open
+    with op(path, "rt") as f:
+        doc = json.load(f)
+    return doc if isinstance(doc, dict) else {"traceEvents": doc}
+
+
+def hta_rows(doc):
+    """HTA's rows: (ts, end, name, stream, corr, is_gpu) with its rounding."""
+    evs = doc.get("traceEvents", [])
+    rounding = any(isinstance(e.get("ts"), float) or "ts" not in e for e in evs)
+    rows = []
+    for e in evs:
+        cat = e.get("cat")
+        dur = e.get("dur")
+        if e.get("ph") == "i" and e.get("name") == "[memory]" and cat == "cpu_instant_event":
+            dur = 0
+        if dur is None or cat is None or cat == "" or cat == "Trace" or e.get("ph") == "M":
+            continue
+        if "ts" not in e:
+            continue
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        try:
+            stream = int(args.get("stream", -1))
+        except (TypeError, ValueError):
+            stream = -1
+        corr = args.get("correlation", -1)
+        ts = e["ts"]
+        if rounding:
+            end = math.floor(ts + dur)
+            ts = math.ceil(ts)
+        else:
+            end = ts + dur
+        name = e.get("name", "")
+        gpu = (stream >= 0 and corr >= 0) or name in ("Event Sync", "Context Sync")
+        rows.append((ts, end, name, stream, corr, gpu))
+    return rows
+
+
+def restrict(ranks):
+    steps = set(r[2] for rows in ranks.values() for r in rows if STEP.match(r[2]))
+    if len(steps) < 2:
+        return ranks
+    out = {}
+    for rank, rows in ranks.items():
+        cpu = [r for r in rows if not r[5]]
+        if not cpu:
+            out[rank] = rows
+            continue
+        st = [r[0] for r in cpu if STEP.match(r[2])]
+        last = max(st) if st else min(r[0] for r in cpu)
+        kept = [r for r in cpu if r[0] < last]
+        count = {}
+        for r in kept:
+            count[r[4]] = count.get(r[4], 0) + 1
+        gpu = [r for r in rows if r[5] for _ in range(count.get(r[4], 0))]
+        out[rank] = gpu + kept
+    return out
+
+
+def kernel_type(name):
+    if "ncclKernel" in name:
+        return "COMMUNICATION"
+    if "Memcpy" in name or "Memset" in name:
+        return "MEMORY"
+    return "COMPUTATION"
+
+
+def merge(rows):
+    rows = sorted(rows, key=lambda r: r[0])
+    out, cummax = [], None
+    for r in rows:
+        if cummax is None or r[0] > cummax:
+            out.append([r[0], r[1]])
+        else:
+            out[-1][1] = max(out[-1][1], r[1])
+        cummax = r[1] if cummax is None else max(cummax, r[1])
+    return out
+
+
+def breakdown(rows):
+    k = [r for r in rows if r[3] != -1]
+    m = merge(k)
+    kernel = m[-1][1] - m[0][0] if m else 0
+    idle = kernel - sum(e - s for s, e in m)
+    compute = sum(e - s for s, e in merge([r for r in k if kernel_type(r[2]) == "COMPUTATION"]))
+    return idle, compute, kernel - compute - idle, kernel
+
+
+def overlap(rows):
+    k = [r for r in rows if r[3] != -1]
+    comm = merge([r for r in k if kernel_type(r[2]) == "COMMUNICATION"])
+    comp = merge([r for r in k if kernel_type(r[2]) == "COMPUTATION"])
+    both = 0
+    for a, b in comm:
+        for c, d in comp:
+            both += max(0, min(b, d) - max(a, c))
+    total = sum(e - s for s, e in comm)
+    return None if total == 0 else round(100 * (both / total), 2)
+
+
+def pct(a, b):
+    return None if b == 0 else round(100 * (a / b), 2)
+
+
+def shared(shared_dir):
+    tdir = os.path.join(shared_dir, "traces")
+    if not os.path.isdir(tdir):
+        print("no %s: skipped" % tdir)
+        sys.exit(77)
+    paths = sorted(glob.glob(os.path.join(tdir, "*.json*")))
+    checked = 0
+    for path in paths:
+        doc = load(path)
+        ranks = restrict({0: hta_rows(doc)})
+        rows = ranks[0]
+        idle, compute, other, kernel = breakdown(rows)
+        want = [{"rank": 0, "idle_time": idle, "compute_time": compute,
+                 "non_compute_time": other, "kernel_time": kernel,
+                 "idle_time_pctg": pct(idle, kernel), "compute_time_pctg": pct(compute, kernel),
+                 "non_compute_time_pctg": pct(other, kernel)}]
+        same("breakdown " + os.path.basename(path), rows_of("breakdown", [path]), want)
+        same("overlap " + os.path.basename(path), rows_of("overlap", [path]),
+             [{"rank": 0, "comp_comm_overlap_pctg": overlap(rows)}])
+        checked += 1
+    print("%d shared traces checked" % checked)
+
+
+if mode == "generated":
+    generated()
+elif mode == "shared":
+    shared(sys.argv[4])
+else:
+    sys.exit("usage: check_hta.py STROBE OUT_DIR generated|shared [SHARED_DIR]")
+if failures:
+    print("%d failure(s)" % failures)
+    sys.exit(1)
+print("ok")
