@@ -122,10 +122,54 @@ def generated():
     got = rows_of("overlap", [os.path.join(folder, "rank1.json"), os.path.join(folder, "rank0.json")])
     same("overlap, generated ranks", got, [{"rank": 0, "comp_comm_overlap_pctg": 25.00},
                                           {"rank": 1, "comp_comm_overlap_pctg": 22.22}])
-    if by_type_available():
-        got = rows_of("kernels", [folder], ["--by-type"])
-        same("kernels --by-type, generated ranks",
-             got.get("kernel_types") if isinstance(got, dict) else got, by_type_expected())
+    got = rows_of("kernels", [folder], ["--by-type"])
+    same("kernels --by-type, generated ranks: types", got.get("kernel_types"), [
+        # All ranks: COMPUTATION alone 70 + 2, COMMUNICATION alone 30 + 7, both 10 + 2: 121.
+        {"kernel_type": "COMPUTATION", "sum": 72, "percentage": 59.5},
+        {"kernel_type": "COMMUNICATION", "sum": 37, "percentage": 30.6},
+        {"kernel_type": "COMPUTATION overlapping COMMUNICATION", "sum": 12, "percentage": 9.9}])
+    # Per kernel, by type name, name, rank (one call each: std 0).
+    k = lambda n, d, t, r: {"name": n, "sum (ns)": d, "max (ns)": d, "min (ns)": d,
+                            "stddev": 0, "mean (ns)": d, "kernel_type": t, "rank": r}
+    same("kernels --by-type, generated ranks: kernels", got.get("kernels"), [
+        k("ncclKernel_AllReduce", 40, "COMMUNICATION", 0),
+        k("ncclKernel_AllReduce", 9, "COMMUNICATION", 1),
+        k("gemm", 50, "COMPUTATION", 0), k("gemm", 4, "COMPUTATION", 1),
+        k("relu", 30, "COMPUTATION", 0), k("softmax", 10, "COMPUTATION", 0)])
+    got = rows_of("kernels", [folder], ["--by-type", "--memory"])
+    same("kernels --by-type --memory: types", got.get("kernel_types"), [
+        # The Memcpy's 10 on rank 0 is MEMORY alone: 131 in all.
+        {"kernel_type": "COMPUTATION", "sum": 72, "percentage": 55.0},
+        {"kernel_type": "COMMUNICATION", "sum": 37, "percentage": 28.2},
+        {"kernel_type": "COMPUTATION overlapping COMMUNICATION", "sum": 12, "percentage": 9.2},
+        {"kernel_type": "MEMORY", "sum": 10, "percentage": 7.6}])
+    # Statistics: a runs 2 and 4 (sum 6, mean 3, std sqrt(2)), b runs 1.
+    stats = os.path.join(out_dir, "stats.json")
+    write(stats, [x("a", "kernel", 0, 2, tid=7, pid=0, stream=7, correlation=1),
+                  x("a", "kernel", 10, 4, tid=7, pid=0, stream=7, correlation=2),
+                  x("b", "kernel", 20, 1, tid=7, pid=0, stream=7, correlation=3)])
+    got = rows_of("kernels", [stats], ["--by-type"]).get("kernels")
+    if not (isinstance(got, list) and len(got) == 2 and abs(got[0]["stddev"] - 2 ** 0.5) < 1e-12):
+        fail("kernels --by-type std: %s" % got)
+    else:
+        got[0]["stddev"] = "sqrt2"
+    same("kernels --by-type statistics", got, [
+        {"name": "a", "sum (ns)": 6, "max (ns)": 4, "min (ns)": 2, "stddev": "sqrt2",
+         "mean (ns)": 3, "kernel_type": "COMPUTATION", "rank": 0},
+        k("b", 1, "COMPUTATION", 0)])
+    # "others": 12 kernels k01..k12 of 12, 11, ... 1 us. Cumulated: 12 23 33 42 50 57 63 68 72 75
+    # 77 78; its 0.8 quantile (position 8.8): 72 + 0.8 * 3 = 74.4. Past it (75, 77, 78), and from
+    # the 11th on: the kernels of 3, 2 and 1 are "others" (sum 6, max 3, min 1, mean 2, std 1);
+    # the 9 others keep their rows, their sum as max, min and mean.
+    many = os.path.join(out_dir, "many.json")
+    write(many, [x("k%02d" % (13 - d), "kernel", 100 * d, d, tid=7, pid=0, stream=7,
+                   correlation=d) for d in range(1, 13)])
+    want = sorted([k("k%02d" % (13 - d), d, "COMPUTATION", 0) for d in range(4, 13)] +
+                  [{"name": "others", "sum (ns)": 6, "max (ns)": 3, "min (ns)": 1, "stddev": 1,
+                    "mean (ns)": 2, "kernel_type": "COMPUTATION", "rank": 0}],
+                  key=lambda r: r["name"])
+    same("kernels --by-type others", rows_of("kernels", [many], ["--by-type"]).get("kernels"),
+         want)
 
     # Refusals: the message names the files.
     dup = os.path.join(out_dir, "dup")
@@ -168,18 +212,6 @@ def generated():
     p = run(["overlap", "-q", cut], 2)
     if "cut.json" not in p.stderr or "byte" not in p.stderr or p.stderr.count("\n") != 1:
         fail("syntax error: %r" % p.stderr)
-
-
-def by_type_available():
-    return "--by-type" in run(["kernels", "--help"]).stdout
-
-
-def by_type_expected():
-    # All ranks: COMPUTATION 70 + 2, COMMUNICATION 30 + 7, both 10 + 2 (see above): 121.
-    return [{"kernel_type": "COMPUTATION", "sum": 72, "percentage": 59.5},
-            {"kernel_type": "COMMUNICATION", "sum": 37, "percentage": 30.6},
-            {"kernel_type": "COMPUTATION overlapping COMMUNICATION", "sum": 12,
-             "percentage": 9.9}]
 
 
 # ---- HTA's definitions, here in Python, for the shared traces -------------------------------------
@@ -288,6 +320,83 @@ def overlap(rows):
     return None if total == 0 else round(100 * (both / total), 2)
 
 
+TYPES = ["COMPUTATION", "COMMUNICATION", "MEMORY"]
+
+
+def kernel_types(rows, ntypes):
+    """get_gpu_kernel_breakdown's first table for one rank: {label: time}."""
+    k = [r for r in rows if r[3] != -1]
+    edges = []
+    for bit, t in enumerate(TYPES[:ntypes]):
+        for s_, e in merge([r for r in k if kernel_type(r[2]) == t]):
+            edges += [(s_, 1 << bit), (e, -(1 << bit))]
+    edges.sort(key=lambda e: e[0])
+    out, running = {}, 0
+    for i in range(len(edges) - 1):
+        running += edges[i][1]
+        if running > 0:
+            label = " overlapping ".join(t for b, t in enumerate(TYPES) if running & (1 << b))
+            out[label] = out.get(label, 0) + edges[i + 1][0] - edges[i][0]
+    return out
+
+
+def stats(v):
+    n = len(v)
+    mean = sum(v) / n
+    std = (sum((x - mean) ** 2 for x in v) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    return {"sum (ns)": sum(v), "max (ns)": max(v), "min (ns)": min(v), "stddev": std,
+            "mean (ns)": mean}
+
+
+def quantile(v, q):
+    v = sorted(v)
+    pos = q * (len(v) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(v) - 1)
+    t = pos - lo
+    return v[lo] + (v[hi] - v[lo]) * t if t < 0.5 else v[hi] - (v[hi] - v[lo]) * (1 - t)
+
+
+def kernel_rows(rows, rank, ntypes):
+    out = []
+    for t in TYPES[:ntypes]:
+        by = {}
+        for r in rows:
+            if r[3] != -1 and kernel_type(r[2]) == t:
+                by.setdefault(r[2], []).append(r[1] - r[0])
+        g = sorted(((n, stats(v)) for n, v in by.items()),
+                   key=lambda e: (-e[1]["sum (ns)"], e[0]))
+        if len(g) > 10:
+            cum, c = [], 0
+            for n, st in g:
+                c += st["sum (ns)"]
+                cum.append(c)
+            q = quantile(cum, 0.8)
+            keep, others = [], []
+            for i, (n, st) in enumerate(g):
+                if cum[i] > q or i >= 10:
+                    others.append(st["sum (ns)"])
+                else:
+                    keep.append((n, stats([st["sum (ns)"]])))
+            g = keep + ([("others", stats(others))] if others else [])
+        for n, st in g:
+            d = {"name": n}
+            d.update(st)
+            d.update({"kernel_type": t, "rank": rank})
+            out.append(d)
+    return out
+
+
+def close(a, b):
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+    return a == b
+
+
 def pct(a, b):
     return None if b == 0 else round(100 * (a / b), 2)
 
@@ -311,6 +420,19 @@ def shared(shared_dir):
         same("breakdown " + os.path.basename(path), rows_of("breakdown", [path]), want)
         same("overlap " + os.path.basename(path), rows_of("overlap", [path]),
              [{"rank": 0, "comp_comm_overlap_pctg": overlap(rows)}])
+        for ntypes, extra in ((2, []), (3, ["--memory"])):
+            got = rows_of("kernels", [path], ["--by-type"] + extra)
+            types = kernel_types(rows, ntypes)
+            total = sum(types.values())
+            want = [{"kernel_type": n, "sum": v, "percentage": round(100 * v / total, 1)}
+                    for n, v in sorted(types.items(), key=lambda e: (-e[1], e[0])) if v]
+            same("kernels --by-type %s %s: types" % (extra, os.path.basename(path)),
+                 got.get("kernel_types"), want)
+            want = sorted(kernel_rows(rows, 0, ntypes),
+                          key=lambda r: (r["kernel_type"], r["name"], r["rank"]))
+            if not close(got.get("kernels"), want):
+                same("kernels --by-type %s %s: kernels" % (extra, os.path.basename(path)),
+                     got.get("kernels"), want)
         checked += 1
     print("%d shared traces checked" % checked)
 
