@@ -35,6 +35,8 @@ const cli_command cli_commands[] = {
      "HTA's temporal breakdown per rank (idle, compute, other)"},
     {"overlap", cmd_overlap, cmd_overlap_usage, cmd_overlap_options,
      "HTA's communication/computation overlap per rank"},
+    {"launches", cmd_launches, cmd_launches_usage, cmd_launches_options,
+     "HTA's kernel launch statistics per rank"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 

@@ -175,17 +175,27 @@ static int build_rank(hta_rank *r, int restrict_steps) {
             all[k].mult = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
         }
     }
-    size_t kept = 0;
-    for (size_t k = 0; !rc && k < n; k++)
-        if (all[k].mult && m->events[all[k].ev].stream != -1) all[kept++] = all[k];
+    size_t kept = 0, ncpu_kept = 0;
+    hta_row *cpu = malloc((n ? n : 1) * sizeof *cpu);
+    if (cpu == NULL) rc = STROBE_ENOMEM;
+    for (size_t k = 0; !rc && k < n; k++) {
+        if (!all[k].mult) continue;
+        if (m->events[all[k].ev].stream != -1)
+            all[kept++] = all[k];
+        else
+            cpu[ncpu_kept++] = all[k];
+    }
     if (!rc) qsort(all, kept, sizeof *all, by_row_ts);
     free(corrs);
     if (rc) {
         free(all);
+        free(cpu);
         return rc;
     }
     r->rows = all;
     r->count = kept;
+    r->cpu = cpu;
+    r->cpu_count = ncpu_kept;
     return 0;
 }
 
@@ -280,6 +290,7 @@ void hta_free(hta_set *s) {
     for (size_t k = 0; k < s->count; k++) {
         md_free(&s->ranks[k].m);
         free(s->ranks[k].rows);
+        free(s->ranks[k].cpu);
     }
     free(s->ranks);
     memset(s, 0, sizeof *s);

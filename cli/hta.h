@@ -50,6 +50,8 @@ typedef struct hta_rank {
     int64_t rank;
     hta_row *rows; /* kept rows with stream != -1 ("GPU kernels"), sorted by ts */
     size_t count;
+    hta_row *cpu; /* kept rows with stream -1, in file order */
+    size_t cpu_count;
 } hta_rank;
 
 typedef struct hta_set {

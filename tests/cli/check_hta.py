@@ -171,6 +171,47 @@ def generated():
     same("kernels --by-type others", rows_of("kernels", [many], ["--by-type"]).get("kernels"),
          want)
 
+    # launches, rank 0 of the folder: launch ts 10, 20, 30, 40, 50 (5 us each); kernels at 100,
+    # 140, 220, 160, 240: delay = kernel ts - launch ts + 5. Corr 6 is past the last step.
+    same("launches, generated ranks", rows_of("launches", [folder]), {
+        "launches": [
+            {"rank": 0, "correlation": 1, "cpu_duration": 5, "gpu_duration": 50, "launch_delay": 95},
+            {"rank": 0, "correlation": 2, "cpu_duration": 5, "gpu_duration": 30, "launch_delay": 125},
+            {"rank": 0, "correlation": 3, "cpu_duration": 5, "gpu_duration": 10, "launch_delay": 195},
+            {"rank": 0, "correlation": 4, "cpu_duration": 5, "gpu_duration": 40, "launch_delay": 125},
+            {"rank": 0, "correlation": 5, "cpu_duration": 5, "gpu_duration": 10, "launch_delay": 195},
+            # rank 1: launches at 1 and 2 (1 us), kernels [11,15] and [13,22]
+            {"rank": 1, "correlation": 1, "cpu_duration": 1, "gpu_duration": 4, "launch_delay": 11},
+            {"rank": 1, "correlation": 2, "cpu_duration": 1, "gpu_duration": 9, "launch_delay": 12}],
+        "summary": [{"rank": 0, "short_kernels": 0, "runtime_outliers": 0, "launch_delay_outliers": 4},
+                    {"rank": 1, "short_kernels": 0, "runtime_outliers": 0, "launch_delay_outliers": 0}]})
+    # Short kernels and outliers: launch 1 [0,10] -> kernel at 12 for 3 (short; delay 22);
+    # launch 2 [20,80] -> kernel at 200 for 5 (runtime outlier; delay 240); cudaMemcpyAsync 3
+    # [30,32] -> two device events of its correlation (the join gives both): at 40 for 1 (short;
+    # delay 12) and at 50 for 4 (delay 22). A launch without device work and a synchronization
+    # (not a launch) give no row.
+    launch = os.path.join(out_dir, "launch.json")
+    write(launch, [
+        x("cudaLaunchKernel", "cuda_runtime", 0, 10, correlation=1),
+        x("cudaLaunchKernel", "cuda_runtime", 20, 60, correlation=2),
+        x("cudaMemcpyAsync", "cuda_runtime", 30, 2, correlation=3),
+        x("cudaLaunchKernel", "cuda_runtime", 90, 2, correlation=4),
+        x("cudaStreamSynchronize", "cuda_runtime", 95, 2, correlation=5),
+        x("k1", "kernel", 12, 3, tid=7, pid=0, stream=7, correlation=1),
+        x("k2", "kernel", 200, 5, tid=7, pid=0, stream=7, correlation=2),
+        x("Memcpy DtoD", "gpu_memcpy", 40, 1, tid=7, pid=0, stream=7, correlation=3),
+        x("Memcpy DtoD", "gpu_memcpy", 50, 4, tid=8, pid=0, stream=8, correlation=3),
+        x("cudaStreamSynchronize", "cuda_sync", 96, 1, tid=7, pid=0, stream=7, correlation=5)])
+    rows = [{"rank": 0, "correlation": c, "cpu_duration": a, "gpu_duration": b, "launch_delay": d}
+            for c, a, b, d in ((1, 10, 3, 22), (2, 60, 5, 240), (3, 2, 1, 12), (3, 2, 4, 22))]
+    same("launches, short kernels and outliers", rows_of("launches", [launch]), {
+        "launches": rows, "summary": [{"rank": 0, "short_kernels": 2, "runtime_outliers": 1,
+                                       "launch_delay_outliers": 1}]})
+    same("launches with other cutoffs", rows_of("launches", [launch], [
+        "--runtime-cutoff", "100", "--launch-delay-cutoff=10"]), {
+        "launches": rows, "summary": [{"rank": 0, "short_kernels": 3, "runtime_outliers": 0,
+                                       "launch_delay_outliers": 4}]})
+
     # Refusals: the message names the files.
     dup = os.path.join(out_dir, "dup")
     os.makedirs(dup, exist_ok=True)
@@ -254,7 +295,7 @@ def hta_rows(doc):
             end = ts + dur
         name = e.get("name", "")
         gpu = (stream >= 0 and corr >= 0) or name in ("Event Sync", "Context Sync")
-        rows.append((ts, end, name, stream, corr, gpu))
+        rows.append((ts, end, name, stream, corr, gpu, len(rows)))
     return rows
 
 
@@ -397,6 +438,29 @@ def close(a, b):
     return a == b
 
 
+LAUNCHES = ("cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync")
+
+
+def launches(rows, rank):
+    """cuda_kernel_launch_stats: rows in file order (restrict() puts kernels first)."""
+    corrs = set(r[4] for r in rows if r[2] in LAUNCHES)
+    cpu = sorted([r for r in rows if r[3] == -1 and r[4] in corrs], key=lambda r: r[6])
+    gpu = sorted([r for r in rows if r[3] != -1 and r[4] in corrs], key=lambda r: r[6])
+    out = []
+    for c in cpu:
+        for g in gpu:
+            if g[4] == c[4]:
+                out.append({"rank": rank, "correlation": c[4], "cpu_duration": c[1] - c[0],
+                            "gpu_duration": g[1] - g[0],
+                            "launch_delay": g[0] - c[0] + (c[1] - c[0])})
+    summary = {"rank": rank,
+               "short_kernels": sum(1 for r in out if r["cpu_duration"] <= 50
+                                    and r["gpu_duration"] < r["cpu_duration"]),
+               "runtime_outliers": sum(1 for r in out if r["cpu_duration"] > 50),
+               "launch_delay_outliers": sum(1 for r in out if r["launch_delay"] > 100)}
+    return {"launches": out, "summary": [summary]}
+
+
 def pct(a, b):
     return None if b == 0 else round(100 * (a / b), 2)
 
@@ -433,6 +497,7 @@ def shared(shared_dir):
             if not close(got.get("kernels"), want):
                 same("kernels --by-type %s %s: kernels" % (extra, os.path.basename(path)),
                      got.get("kernels"), want)
+        same("launches " + os.path.basename(path), rows_of("launches", [path]), launches(rows, 0))
         checked += 1
     print("%d shared traces checked" % checked)
 
