@@ -29,6 +29,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_breakdown(int argc, char **argv);
 int cmd_overlap(int argc, char **argv);
 int cmd_launches(int argc, char **argv);
+int cmd_idle(int argc, char **argv);
 
 /* Each subcommand's usage text (man-page style), printed by `strobe help CMD` and `CMD --help`. */
 extern const char cmd_summary_usage[];
@@ -43,6 +44,7 @@ extern const char cmd_convert_usage[];
 extern const char cmd_breakdown_usage[];
 extern const char cmd_overlap_usage[];
 extern const char cmd_launches_usage[];
+extern const char cmd_idle_usage[];
 
 /* Each subcommand's options (getopt_long's table, ending in a zeroed entry): the same table
  * parses the command line and generates the bash completion (doc.c). */
@@ -58,6 +60,7 @@ extern const struct option cmd_convert_options[];
 extern const struct option cmd_breakdown_options[];
 extern const struct option cmd_overlap_options[];
 extern const struct option cmd_launches_options[];
+extern const struct option cmd_idle_options[];
 
 /* The subcommands, in the order `strobe --help` lists them (doc.c). */
 typedef struct cli_command {

@@ -37,6 +37,8 @@ const cli_command cli_commands[] = {
      "HTA's communication/computation overlap per rank"},
     {"launches", cmd_launches, cmd_launches_usage, cmd_launches_options,
      "HTA's kernel launch statistics per rank"},
+    {"idle", cmd_idle, cmd_idle_usage, cmd_idle_options,
+     "HTA's idle time breakdown per rank and stream"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 

@@ -93,7 +93,7 @@ static double us_double(int64_t ns) {
 }
 
 /* A row HTA keeps (see hta.h), or not. */
-static int is_row(const md_model *m, const md_event *e) {
+int hta_is_row(const md_model *m, const md_event *e) {
     if (e->bad || !e->has_time) return 0;
     const char *cat = md_str(m, e->cat);
     if (cat[0] == '\0' || strcmp(cat, "Trace") == 0) return 0;
@@ -101,7 +101,7 @@ static int is_row(const md_model *m, const md_event *e) {
     return e->kind == MD_MEMORY && e->ph == 'i' && strcmp(cat, "cpu_instant_event") == 0;
 }
 
-static int is_gpu_row(const md_model *m, const md_event *e) {
+int hta_is_gpu_row(const md_model *m, const md_event *e) {
     if (e->stream >= 0 && e->corr >= 0) return 1;
     const char *n = md_str(m, e->name);
     return strcmp(n, "Event Sync") == 0 || strcmp(n, "Context Sync") == 0;
@@ -135,14 +135,14 @@ static int build_rank(hta_rank *r, int restrict_steps) {
     int64_t last_step = INT64_MIN, first_cpu = INT64_MAX;
     for (size_t i = 0; !rc && i < m->count; i++) {
         const md_event *e = &m->events[i];
-        if (!is_row(m, e)) continue;
+        if (!hta_is_row(m, e)) continue;
         double ts = us_double(md_sub_sat(e->ts, base)), dur = us_double(e->dur);
         hta_row *w = &all[n++];
         w->ts = (int64_t)ceil(ts);
         w->end = (int64_t)floor(ts + dur);
         w->ev = (uint32_t)i;
         w->mult = 1;
-        if (is_gpu_row(m, e)) continue;
+        if (hta_is_gpu_row(m, e)) continue;
         ncpu++;
         if (w->ts < first_cpu) first_cpu = w->ts;
         if (is_step(md_str(m, e->name)) && w->ts > last_step) last_step = w->ts;
@@ -152,12 +152,12 @@ static int build_rank(hta_rank *r, int restrict_steps) {
         /* The kept CPU rows' correlations, sorted: a kernel is kept once per equal one. */
         for (size_t k = 0; k < n; k++) {
             const md_event *e = &m->events[all[k].ev];
-            if (!is_gpu_row(m, e) && all[k].ts < limit) corrs[nc++] = e->corr;
+            if (!hta_is_gpu_row(m, e) && all[k].ts < limit) corrs[nc++] = e->corr;
         }
         qsort(corrs, nc, sizeof *corrs, by_i64);
         for (size_t k = 0; k < n; k++) {
             const md_event *e = &m->events[all[k].ev];
-            if (!is_gpu_row(m, e)) {
+            if (!hta_is_gpu_row(m, e)) {
                 all[k].mult = all[k].ts < limit;
                 continue;
             }
@@ -266,7 +266,7 @@ int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
         const md_model *m = &s->ranks[k].m;
         for (size_t i = 0; i < m->count && !s->restricted; i++) {
             const char *name = md_str(m, m->events[i].name);
-            if (!is_row(m, &m->events[i]) || !is_step(name)) continue;
+            if (!hta_is_row(m, &m->events[i]) || !is_step(name)) continue;
             if (step == NULL)
                 step = name;
             else if (strcmp(step, name) != 0)

@@ -68,6 +68,10 @@ typedef struct hta_set {
 int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet);
 void hta_free(hta_set *s);
 
+/* A row HTA keeps of the file (before the restriction), and a row of its GPUKernelFilter. */
+int hta_is_row(const md_model *m, const md_event *e);
+int hta_is_gpu_row(const md_model *m, const md_event *e);
+
 /* HTA's kernel type of a name: HTA_COMMUNICATION, HTA_MEMORY or HTA_COMPUTATION. */
 int hta_kernel_type(const char *name);
 /* "COMPUTATION", "COMMUNICATION", "MEMORY". */

@@ -212,6 +212,27 @@ def generated():
         "launches": rows, "summary": [{"rank": 0, "short_kernels": 3, "runtime_outliers": 0,
                                        "launch_delay_outliers": 4}]})
 
+    # idle, rank 0 of the folder, stream 7 by ts: gemm [100,150], relu [140,170], softmax
+    # [220,230], Memcpy [240,250]; their launches (10 to 50) all start before the previous
+    # kernel ends. Gaps: relu -10 (kernel_wait, < 30), softmax 50 (other), Memcpy 10
+    # (kernel_wait): kernel_wait 0, other 50 (ratios 0.00, 1.00). Stream 20 and rank 1's
+    # streams have one kernel each: other 0, ratio 0/0 (null).
+    r = lambda rk, st, c, t, q: {"rank": rk, "stream": st, "idle_category": c, "idle_time": t,
+                                 "idle_time_ratio": q}
+    same("idle, generated ranks", rows_of("idle", [folder]), [
+        r(0, 7, "kernel_wait", 0, 0.0), r(0, 7, "other", 50, 1.0), r(0, 20, "other", 0, None),
+        r(1, 7, "other", 0, None), r(1, 20, "other", 0, None)])
+    # idle, launch.json, stream 7 by ts: k1 [12,15], Memcpy [40,41] (launched at 30, after
+    # 15: host_wait 25), the sync [96,97] (its runtime at 95, after 41: host_wait 55), k2
+    # [200,205] (launched at 20: gap 103, other). host_wait 80 (0.44), other 103 (0.56).
+    # Stream 8 has one copy. With a delay of 200 the 103 is kernel_wait.
+    same("idle, host wait", rows_of("idle", [launch]), [
+        r(0, 7, "host_wait", 80, 0.44), r(0, 7, "other", 103, 0.56), r(0, 8, "other", 0, None)])
+    same("idle, consecutive kernel delay", rows_of("idle", [launch], [
+        "--consecutive-kernel-delay", "200"]), [
+        r(0, 7, "host_wait", 80, 0.44), r(0, 7, "kernel_wait", 103, 0.56),
+        r(0, 7, "other", 0, 0.0), r(0, 8, "other", 0, None)])
+
     # Refusals: the message names the files.
     dup = os.path.join(out_dir, "dup")
     os.makedirs(dup, exist_ok=True)
@@ -272,7 +293,7 @@ def hta_rows(doc):
     evs = doc.get("traceEvents", [])
     rounding = any(isinstance(e.get("ts"), float) or "ts" not in e for e in evs)
     rows = []
-    for e in evs:
+    for pos, e in enumerate(evs):
         cat = e.get("cat")
         dur = e.get("dur")
         if e.get("ph") == "i" and e.get("name") == "[memory]" and cat == "cpu_instant_event":
@@ -295,7 +316,7 @@ def hta_rows(doc):
             end = ts + dur
         name = e.get("name", "")
         gpu = (stream >= 0 and corr >= 0) or name in ("Event Sync", "Context Sync")
-        rows.append((ts, end, name, stream, corr, gpu, len(rows)))
+        rows.append((ts, end, name, stream, corr, gpu, len(rows), pos))
     return rows
 
 
@@ -461,6 +482,49 @@ def launches(rows, rank):
     return {"launches": out, "summary": [summary]}
 
 
+def runtime_of(all_rows):
+    """index_correlation before the restriction: kernel position -> CPU row position (the last
+    of its correlation), or event 0 for a kernel with a correlation and no CPU row."""
+    last = {}
+    for r in all_rows:
+        if not r[5] and r[4] != -1:
+            last[r[4]] = r[7]
+    out = {}
+    for r in all_rows:
+        if r[5] and r[4] != -1:
+            out[r[7]] = last.get(r[4], 0 if r[4] >= 0 else None)
+    return out
+
+
+def idle_rows(all_rows, rows, restricted, rank, delay=30):
+    link = runtime_of(all_rows)
+    ts_of = {r[7]: r[0] for r in rows}
+    k = [r for r in rows if r[3] != -1]
+    order = sorted(k, key=lambda r: ((1 if restricted and not r[5] else 0), r[7]))
+    streams = []
+    for r in order:
+        if r[3] not in streams:
+            streams.append(r[3])
+    out = []
+    for st in streams:
+        ks = sorted([r for r in k if r[3] == st],
+                    key=lambda r: (r[0], (1 if restricted and not r[5] else 0), r[7]))
+        sums = {"other": 0}
+        for i in range(1, len(ks)):
+            prev_end = ks[i - 1][1]
+            gap = ks[i][0] - prev_end
+            rt = ts_of.get(link.get(ks[i][7]))
+            c = ("host_wait" if rt is not None and rt > prev_end else
+                 "kernel_wait" if gap < delay else "other")
+            sums[c] = sums.get(c, 0) + gap
+        total = sum(sums.values())
+        for c in ("host_wait", "kernel_wait", "other"):
+            if c in sums:
+                out.append({"rank": rank, "stream": st, "idle_category": c, "idle_time": sums[c],
+                            "idle_time_ratio": None if total == 0 else round(sums[c] / total, 2)})
+    return out
+
+
 def pct(a, b):
     return None if b == 0 else round(100 * (a / b), 2)
 
@@ -474,8 +538,10 @@ def shared(shared_dir):
     checked = 0
     for path in paths:
         doc = load(path)
-        ranks = restrict({0: hta_rows(doc)})
+        all_rows = hta_rows(doc)
+        ranks = restrict({0: all_rows})
         rows = ranks[0]
+        restricted = len(set(r[2] for r in all_rows if STEP.match(r[2]))) >= 2
         idle, compute, other, kernel = breakdown(rows)
         want = [{"rank": 0, "idle_time": idle, "compute_time": compute,
                  "non_compute_time": other, "kernel_time": kernel,
@@ -497,6 +563,8 @@ def shared(shared_dir):
             if not close(got.get("kernels"), want):
                 same("kernels --by-type %s %s: kernels" % (extra, os.path.basename(path)),
                      got.get("kernels"), want)
+        same("idle " + os.path.basename(path), rows_of("idle", [path]),
+             idle_rows(all_rows, rows, restricted, 0))
         same("launches " + os.path.basename(path), rows_of("launches", [path]), launches(rows, 0))
         checked += 1
     print("%d shared traces checked" % checked)
