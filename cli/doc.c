@@ -39,6 +39,8 @@ const cli_command cli_commands[] = {
      "HTA's kernel launch statistics per rank"},
     {"idle", cmd_idle, cmd_idle_usage, cmd_idle_options,
      "HTA's idle time breakdown per rank and stream"},
+    {"queue", cmd_queue, cmd_queue_usage, cmd_queue_options,
+     "HTA's queue length statistics per rank and stream"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 

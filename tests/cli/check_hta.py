@@ -233,6 +233,19 @@ def generated():
         r(0, 7, "host_wait", 80, 0.44), r(0, 7, "kernel_wait", 103, 0.56),
         r(0, 7, "other", 0, 0.0), r(0, 8, "other", 0, None)])
 
+    # queue, rank 0: stream 7 gets launches at 10, 20, 30, 50 (corr 1, 2, 3, 5; corr 6's at 110
+    # is past the last step) and kernels at 100, 140, 220, 240: lengths 1 2 3 4 3 2 1 0 (mean
+    # 2, std sqrt(12/7), quartiles 1 2 3); stream 20 a launch at 40 and its kernel at 160:
+    # 1 0. Rank 1: each stream 1 0.
+    q = lambda rk, st, n, mean, std, mn, a, b, c, mx: {
+        "rank": rk, "stream": st, "count": n, "mean": mean, "std": std, "min": mn, "25%": a,
+        "50%": b, "75%": c, "max": mx}
+    one = lambda rk, st: q(rk, st, 2, 0.5, 0.5 ** 0.5, 0, 0.25, 0.5, 0.75, 1)
+    got = rows_of("queue", [folder])
+    want = [q(0, 7, 8, 2, (12 / 7) ** 0.5, 0, 1, 2, 3, 4), one(0, 20), one(1, 7), one(1, 20)]
+    if not close(got, want):
+        same("queue, generated ranks", got, want)
+
     # Refusals: the message names the files.
     dup = os.path.join(out_dir, "dup")
     os.makedirs(dup, exist_ok=True)
@@ -454,6 +467,8 @@ def close(a, b):
         return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    if a is None or b is None:
+        return a is b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
     return a == b
@@ -525,6 +540,38 @@ def idle_rows(all_rows, rows, restricted, rank, delay=30):
     return out
 
 
+def describe(v):
+    n = len(v)
+    mean = sum(v) / n
+    std = (sum((x - mean) ** 2 for x in v) / (n - 1)) ** 0.5 if n > 1 else None
+    return {"count": n, "mean": mean, "std": std, "min": min(v), "25%": quantile(v, 0.25),
+            "50%": quantile(v, 0.5), "75%": quantile(v, 0.75), "max": max(v)}
+
+
+def queue(all_rows, rows, restricted, rank):
+    linked = set(r[4] for r in all_rows if r[5] and r[4] != -1)
+    order = lambda r: ((1 if restricted and not r[5] else 0), r[7])
+    kernels = sorted([r for r in rows if r[3] != -1], key=order)
+    steps = []
+    for r in sorted(rows, key=order):
+        if r[2] in LAUNCHES and not r[5] and r[4] != -1 and r[4] in linked:
+            for k in kernels:
+                if k[4] == r[4]:
+                    steps.append((k[3], r[0], 0, order(r), 1))
+    for k in kernels:
+        steps.append((k[3], k[0], 1, order(k), -1))
+    out = []
+    for st in sorted(set(x[0] for x in steps)):
+        run_, vals = 0, []
+        for x in sorted([x for x in steps if x[0] == st], key=lambda x: (x[1], x[2], x[3])):
+            run_ += x[4]
+            vals.append(run_)
+        d = {"rank": rank, "stream": st}
+        d.update(describe(vals))
+        out.append(d)
+    return out
+
+
 def pct(a, b):
     return None if b == 0 else round(100 * (a / b), 2)
 
@@ -565,6 +612,9 @@ def shared(shared_dir):
                      got.get("kernels"), want)
         same("idle " + os.path.basename(path), rows_of("idle", [path]),
              idle_rows(all_rows, rows, restricted, 0))
+        got, want = rows_of("queue", [path]), queue(all_rows, rows, restricted, 0)
+        if not close(got, want):
+            same("queue " + os.path.basename(path), got, want)
         same("launches " + os.path.basename(path), rows_of("launches", [path]), launches(rows, 0))
         checked += 1
     print("%d shared traces checked" % checked)
