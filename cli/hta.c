@@ -354,10 +354,10 @@ int hta_table_add(hta_table *t, const char *const *cells) {
 }
 
 void hta_table_print(const hta_table *t, int format, FILE *out) {
-    size_t nc = t->ncols;
+    size_t nc = t->ncols < HTA_MAX_COLS ? t->ncols : HTA_MAX_COLS;
     if (format == CL_TABLE) {
-        size_t w[32];
-        for (size_t c = 0; c < nc && c < 32; c++) {
+        size_t w[HTA_MAX_COLS] = {0};
+        for (size_t c = 0; c < nc; c++) {
             w[c] = strobe__utf8_len(t->cols[c]) + 2;
             for (size_t r = 0; r < t->n; r++) {
                 size_t len = strobe__utf8_len(cli_esc(t->cells[r * nc + c])) + 2;
