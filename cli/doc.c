@@ -41,6 +41,8 @@ const cli_command cli_commands[] = {
      "HTA's idle time breakdown per rank and stream"},
     {"queue", cmd_queue, cmd_queue_usage, cmd_queue_options,
      "HTA's queue length statistics per rank and stream"},
+    {"ranks", cmd_ranks, cmd_ranks_usage, cmd_ranks_options,
+     "the profiler steps of each rank and their times (HTA)"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 

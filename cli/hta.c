@@ -142,6 +142,7 @@ static int build_rank(hta_rank *r, int restrict_steps) {
         w->end = (int64_t)floor(ts + dur);
         w->ev = (uint32_t)i;
         w->mult = 1;
+        if (w->ts < r->min_ts) r->min_ts = w->ts;
         if (hta_is_gpu_row(m, e)) continue;
         ncpu++;
         if (w->ts < first_cpu) first_cpu = w->ts;
@@ -226,6 +227,7 @@ int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
             break;
         }
         s->count++;
+        r->min_ts = INT64_MAX;
         if (r->m.bad_events)
             fprintf(stderr,
                     "strobe %s: %s: %llu malformed event(s) skipped; `strobe check` lists them\n",
@@ -273,8 +275,12 @@ int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
                 s->restricted = 1;
         }
     }
-    for (size_t k = 0; rc == 0 && k < s->count; k++)
+    s->min_ts = INT64_MAX;
+    for (size_t k = 0; rc == 0 && k < s->count; k++) {
         rc = build_rank(&s->ranks[k], s->restricted);
+        if (rc == 0 && s->ranks[k].min_ts < s->min_ts) s->min_ts = s->ranks[k].min_ts;
+    }
+    if (s->min_ts == INT64_MAX) s->min_ts = 0;
     for (size_t k = 0; k < l.n; k++)
         free(l.v[k]);
     free(l.v);

@@ -52,12 +52,14 @@ typedef struct hta_rank {
     size_t count;
     hta_row *cpu; /* kept rows with stream -1, in file order */
     size_t cpu_count;
+    int64_t min_ts; /* the earliest row's ts, before the restriction (INT64_MAX: no row) */
 } hta_rank;
 
 typedef struct hta_set {
     hta_rank *ranks; /* sorted by rank */
     size_t count;
     int restricted; /* the profiler-step restriction applied */
+    int64_t min_ts; /* the earliest row of all ranks (HTA's _align_all_ranks makes it 0) */
 } hta_set;
 
 /* Loads the traces named by paths[0..n) (a folder stands for its .json and .json.gz files), one

@@ -246,6 +246,12 @@ def generated():
     if not close(got, want):
         same("queue, generated ranks", got, want)
 
+    # ranks: each rank's ProfilerStep#1 (the last step, #2, is left out by the restriction);
+    # times from the earliest event of both ranks (0): rank 0 [0,100], rank 1 [0,50].
+    same("ranks, generated", rows_of("ranks", [folder]), [
+        {"rank": 0, "iter": 1, "ts": 0, "dur": 100, "end": 100},
+        {"rank": 1, "iter": 1, "ts": 0, "dur": 50, "end": 50}])
+
     # Refusals: the message names the files.
     dup = os.path.join(out_dir, "dup")
     os.makedirs(dup, exist_ok=True)
@@ -572,6 +578,17 @@ def queue(all_rows, rows, restricted, rank):
     return out
 
 
+def steps(all_rows, rows, rank):
+    t0 = min(r[0] for r in all_rows) if all_rows else 0
+    out = []
+    for r in sorted([r for r in rows if not r[5] and r[3] == -1], key=lambda r: r[7]):
+        if r[2].startswith("ProfilerStep"):
+            m = re.match(r"ProfilerStep\s*#\s*(\d+)", r[2])
+            out.append({"rank": rank, "iter": int(m.group(1)) if m else -1, "ts": r[0] - t0,
+                        "dur": r[1] - r[0], "end": r[1] - t0})
+    return out
+
+
 def pct(a, b):
     return None if b == 0 else round(100 * (a / b), 2)
 
@@ -615,6 +632,8 @@ def shared(shared_dir):
         got, want = rows_of("queue", [path]), queue(all_rows, rows, restricted, 0)
         if not close(got, want):
             same("queue " + os.path.basename(path), got, want)
+        same("ranks " + os.path.basename(path), rows_of("ranks", [path]),
+             steps(all_rows, rows, 0))
         same("launches " + os.path.basename(path), rows_of("launches", [path]), launches(rows, 0))
         checked += 1
     print("%d shared traces checked" % checked)
