@@ -11,7 +11,13 @@
  *   - per stream, in ts order (launches before kernels at one ts, each in HTA's row order), the
  *     running sum is the queue length after each step, and the statistics are pandas'
  *     describe() of those values: count, mean, std (n - 1; null for one value), min, 25%, 50%,
- *     75% (linear interpolation), max. Streams in increasing order. */
+ *     75% (linear interpolation), max. Streams in increasing order.
+ *   - time blocked on a full queue (get_time_spent_blocked_on_full_queue, max_queue_length 1024,
+ *     CUDA_MAX_LAUNCH_QUEUE_PER_STREAM): on each stream, each point of the series lasts until the
+ *     next one (the last, not at all); the points whose length is >= the maximum add up to
+ *     duration_at_max_queue_length, over the rank's trace duration (its rows' last ts - first
+ *     ts) relative_duration_at_max_queue_length. HTA keeps one row per rank: the last stream,
+ *     in increasing order, that reached the maximum. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -39,11 +45,19 @@ const char cmd_queue_usage[] =
     "    A stream's queue length grows by one at each launch (cudaLaunchKernel,\n"
     "    cudaMemcpyAsync, cudaMemsetAsync) of work on it and shrinks by one when the work\n"
     "    starts; the statistics are those of its values after each change: count, mean, std,\n"
-    "    min, 25%, 50%, 75%, max (pandas' describe()).\n"
+    "    min, 25%, 50%, 75%, max (pandas' describe()). Then the time blocked on a full queue:\n"
+    "    per rank, the time a stream's queue length stayed at the maximum or above, and its\n"
+    "    share of the rank's trace duration (HTA reports one stream per rank: the last to\n"
+    "    reach the maximum).\n"
     "\n"
     "OPTIONS\n"
-    "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
-    "                   names: rank, stream, count, mean, std, min, 25%, 50%, 75%, max)\n"
+    "    --max-queue-length N  the queue's capacity (default 1024, as HTA's)\n"
+    "    -f, --format F table (default); csv (the statistics, a blank line, the blocked time) or\n"
+    "                   json ({\"summary\": [...], \"blocked\": [...]}: rows keyed by HTA's "
+    "column\n"
+    "                   names: rank, stream, count, mean, std, min, 25%, 50%, 75%, max; rank,\n"
+    "                   stream, duration_at_max_queue_length,\n"
+    "                   relative_duration_at_max_queue_length)\n"
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
     "    -V, --version  show strobe's version\n"
@@ -52,6 +66,7 @@ const char cmd_queue_usage[] =
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
 const struct option cmd_queue_options[] = {
+    {"max-queue-length", required_argument, NULL, CLI_LONG_ONLY + 1},
     {"format", required_argument, NULL, 'f'},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
@@ -125,7 +140,8 @@ static void num(char *buf, size_t n, double x) {
         snprintf(buf, n, "%.15g", x);
 }
 
-static int rank_rows(const hta_set *s, const hta_rank *r, hta_table *t) {
+static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_table *t,
+                     hta_table *bt) {
     const md_model *m = &r->m;
     size_t nk = 0;
     for (size_t k = 0; k < r->count; k++)
@@ -209,13 +225,24 @@ static int rank_rows(const hta_set *s, const hta_rank *r, hta_table *t) {
         rc = STROBE_ENOMEM;
         goto out;
     }
+    int blocked = 0;
+    int64_t blocked_stream = 0, blocked_time = 0;
     for (size_t a = 0, b; rc == 0 && a < nsteps; a = b) {
-        int64_t q = 0;
+        int64_t q = 0, full = 0;
+        int reached = 0;
         double sum = 0;
         for (b = a; b < nsteps && st[b].stream == st[a].stream; b++) {
             q += st[b].delta;
             v[b - a] = (double)q;
             sum += (double)q;
+            if (q < max_len) continue;
+            reached = 1;
+            if (b + 1 < nsteps && st[b + 1].stream == st[a].stream) full += st[b + 1].ts - st[b].ts;
+        }
+        if (reached) {
+            blocked = 1;
+            blocked_stream = st[a].stream;
+            blocked_time = full;
         }
         size_t n = b - a;
         double mean = sum / (double)n, ss = 0;
@@ -238,6 +265,24 @@ static int rank_rows(const hta_set *s, const hta_rank *r, hta_table *t) {
             cells[i] = c[i];
         rc = hta_table_add(t, cells);
     }
+    if (rc == 0 && blocked) {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (int pass = 0; pass < 2; pass++) {
+            const hta_row *arr = pass == 0 ? r->rows : r->cpu;
+            size_t n = pass == 0 ? r->count : r->cpu_count;
+            for (size_t k = 0; k < n; k++) {
+                if (arr[k].ts < lo) lo = arr[k].ts;
+                if (arr[k].ts > hi) hi = arr[k].ts;
+            }
+        }
+        char c[4][40];
+        snprintf(c[0], sizeof c[0], "%" PRId64, r->rank);
+        snprintf(c[1], sizeof c[1], "%" PRId64, blocked_stream);
+        snprintf(c[2], sizeof c[2], "%" PRId64, blocked_time);
+        num(c[3], sizeof c[3], (double)blocked_time / (double)(hi - lo));
+        const char *cells[4] = {c[0], c[1], c[2], c[3]};
+        rc = hta_table_add(bt, cells);
+    }
 out:
     free(linked);
     free(ks);
@@ -246,21 +291,31 @@ out:
     return rc;
 }
 
-static int run(const hta_set *s, int format) {
+static int run(const hta_set *s, int format, int64_t max_len) {
     static const char *const cols[] = {"rank", "stream", "count", "mean", "std",
                                        "min",  "25%",    "50%",   "75%",  "max"};
     static const uint8_t text[10] = {0};
-    hta_table t = {cols, text, 10, NULL, 0, 0};
+    static const char *const bcols[] = {"rank", "stream", "duration_at_max_queue_length",
+                                        "relative_duration_at_max_queue_length"};
+    hta_table t = {cols, text, 10, NULL, 0, 0}, bt = {bcols, text, 4, NULL, 0, 0};
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++)
-        rc = rank_rows(s, &s->ranks[k], &t);
-    if (rc == 0) hta_table_print(&t, format, stdout);
+        rc = rank_rows(s, &s->ranks[k], max_len, &t, &bt);
+    if (rc == 0) {
+        if (format == CL_JSON) fputs("{\"summary\": ", stdout);
+        hta_table_print(&t, format, stdout);
+        fputs(format == CL_JSON ? ", \"blocked\": " : "\n", stdout);
+        hta_table_print(&bt, format, stdout);
+        if (format == CL_JSON) fputs("}\n", stdout);
+    }
     hta_table_free(&t);
+    hta_table_free(&bt);
     return rc;
 }
 
 int cmd_queue(int argc, char **argv) {
     int format = CL_TABLE, quiet = 0, first = 0;
+    unsigned long long max_len = 1024;
     for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_queue_options, &first)) != -1;) {
         switch (c) {
         case 'h':
@@ -269,6 +324,10 @@ int cmd_queue(int argc, char **argv) {
             return cli_version();
         case 'q':
             quiet = 1;
+            break;
+        case CLI_LONG_ONLY + 1:
+            if (cli_parse_count("queue", "--max-queue-length", optarg, INT64_MAX, &max_len))
+                return CLI_BAD_INPUT;
             break;
         case 'f':
             format = cl_parse_format(optarg);
@@ -282,7 +341,7 @@ int cmd_queue(int argc, char **argv) {
     hta_set s;
     if (hta_load(&s, "queue", argv + first, (size_t)(argc - first), quiet) != 0)
         return CLI_BAD_INPUT;
-    int work = run(&s, format);
+    int work = run(&s, format, (int64_t)max_len);
     hta_free(&s);
     return cli_finish("queue", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
 }

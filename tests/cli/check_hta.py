@@ -242,9 +242,18 @@ def generated():
         "50%": b, "75%": c, "max": mx}
     one = lambda rk, st: q(rk, st, 2, 0.5, 0.5 ** 0.5, 0, 0.25, 0.5, 0.75, 1)
     got = rows_of("queue", [folder])
-    want = [q(0, 7, 8, 2, (12 / 7) ** 0.5, 0, 1, 2, 3, 4), one(0, 20), one(1, 7), one(1, 20)]
+    want = {"summary": [q(0, 7, 8, 2, (12 / 7) ** 0.5, 0, 1, 2, 3, 4), one(0, 20), one(1, 7),
+                        one(1, 20)], "blocked": []}
     if not close(got, want):
         same("queue, generated ranks", got, want)
+    # With a capacity of 3, rank 0's stream 7 is at 3 or more from 30 to 140 (the points at 30,
+    # 50 and 100): 110 of its trace's 240 (rows from 0 to 240: the kept step at 0, the Memcpy
+    # at 240). Rank 1 never reaches 3.
+    got = rows_of("queue", [folder], ["--max-queue-length", "3"]).get("blocked")
+    want = [{"rank": 0, "stream": 7, "duration_at_max_queue_length": 110,
+             "relative_duration_at_max_queue_length": 110 / 240}]
+    if not close(got, want):
+        same("queue, blocked on a full queue", got, want)
 
     # ranks: each rank's ProfilerStep#1 (the last step, #2, is left out by the restriction);
     # times from the earliest event of both ranks (0): rank 0 [0,100], rank 1 [0,50].
@@ -554,7 +563,7 @@ def describe(v):
             "50%": quantile(v, 0.5), "75%": quantile(v, 0.75), "max": max(v)}
 
 
-def queue(all_rows, rows, restricted, rank):
+def queue(all_rows, rows, restricted, rank, cap=None):
     linked = set(r[4] for r in all_rows if r[5] and r[4] != -1)
     order = lambda r: ((1 if restricted and not r[5] else 0), r[7])
     kernels = sorted([r for r in rows if r[3] != -1], key=order)
@@ -566,16 +575,23 @@ def queue(all_rows, rows, restricted, rank):
                     steps.append((k[3], r[0], 0, order(r), 1))
     for k in kernels:
         steps.append((k[3], k[0], 1, order(k), -1))
-    out = []
+    out, blocked = [], []
     for st in sorted(set(x[0] for x in steps)):
         run_, vals = 0, []
-        for x in sorted([x for x in steps if x[0] == st], key=lambda x: (x[1], x[2], x[3])):
+        series = sorted([x for x in steps if x[0] == st], key=lambda x: (x[1], x[2], x[3]))
+        for x in series:
             run_ += x[4]
             vals.append(run_)
+        if cap is not None and max(vals) >= cap:
+            full = sum(series[i + 1][1] - series[i][1] for i in range(len(vals) - 1)
+                       if vals[i] >= cap)
+            span = max(r[0] for r in rows) - min(r[0] for r in rows)
+            blocked = [{"rank": rank, "stream": st, "duration_at_max_queue_length": full,
+                        "relative_duration_at_max_queue_length": full / span}]
         d = {"rank": rank, "stream": st}
         d.update(describe(vals))
         out.append(d)
-    return out
+    return blocked if cap is not None else out
 
 
 def steps(all_rows, rows, rank):
@@ -629,11 +645,15 @@ def shared(shared_dir):
                      got.get("kernels"), want)
         same("idle " + os.path.basename(path), rows_of("idle", [path]),
              idle_rows(all_rows, rows, restricted, 0))
-        got, want = rows_of("queue", [path]), queue(all_rows, rows, restricted, 0)
+        got, want = rows_of("queue", [path]).get("summary"), queue(all_rows, rows, restricted, 0)
         if not close(got, want):
             same("queue " + os.path.basename(path), got, want)
         same("ranks " + os.path.basename(path), rows_of("ranks", [path]),
              steps(all_rows, rows, 0))
+        got = rows_of("queue", [path], ["--max-queue-length", "100"]).get("blocked")
+        want = queue(all_rows, rows, restricted, 0, 100)
+        if not close(got, want):
+            same("queue --max-queue-length 100 " + os.path.basename(path), got, want)
         same("launches " + os.path.basename(path), rows_of("launches", [path]), launches(rows, 0))
         checked += 1
     print("%d shared traces checked" % checked)
