@@ -299,9 +299,21 @@ def generated():
     cut = os.path.join(out_dir, "cut.json")
     with open(cut, "w") as f:
         f.write('{"traceEvents": [{"ph": "X", "ts": 1,, "dur": 2}]}')
-    p = run(["overlap", "-q", cut], 2)
-    if "cut.json" not in p.stderr or "byte" not in p.stderr or p.stderr.count("\n") != 1:
-        fail("syntax error: %r" % p.stderr)
+    missing = os.path.join(out_dir, "missing.json")
+    for cmd in (["breakdown"], ["overlap"], ["kernels", "--by-type"], ["launches"], ["idle"],
+                ["queue"], ["ranks"]):
+        p = run(cmd + ["-q", cut], 2)
+        if "cut.json" not in p.stderr or "byte" not in p.stderr or p.stderr.count("\n") != 1:
+            fail("%s, syntax error: %r" % (cmd, p.stderr))
+        p = run(cmd + ["-q", missing], 2)
+        if "missing.json" not in p.stderr or p.stderr.count("\n") != 1:
+            fail("%s, missing file: %r" % (cmd, p.stderr))
+        p = run(cmd + ["-q", "-f", "json", bad])
+        if "1 malformed event" not in p.stderr:
+            fail("%s: malformed event not counted on stderr: %r" % (cmd, p.stderr))
+        p = run(cmd + ["-q"], 2)
+        if p.stderr.count("\n") != 1 or "--help" not in p.stderr:
+            fail("%s without a trace: %r" % (cmd, p.stderr))
 
 
 # ---- HTA's definitions, here in Python, for the shared traces -------------------------------------
