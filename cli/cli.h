@@ -28,6 +28,12 @@ int cmd_memory_profile(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_steps(int argc, char **argv);
+int cmd_breakdown(int argc, char **argv);
+int cmd_overlap(int argc, char **argv);
+int cmd_launches(int argc, char **argv);
+int cmd_idle(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
+int cmd_ranks(int argc, char **argv);
 
 /* Each subcommand's usage text (man-page style), printed by `strobe help CMD` and `CMD --help`. */
 extern const char cmd_summary_usage[];
@@ -41,6 +47,12 @@ extern const char cmd_memory_profile_usage[];
 extern const char cmd_convert_usage[];
 extern const char cmd_diff_usage[];
 extern const char cmd_steps_usage[];
+extern const char cmd_breakdown_usage[];
+extern const char cmd_overlap_usage[];
+extern const char cmd_launches_usage[];
+extern const char cmd_idle_usage[];
+extern const char cmd_queue_usage[];
+extern const char cmd_ranks_usage[];
 
 /* Each subcommand's options (getopt_long's table, ending in a zeroed entry): the same table
  * parses the command line and generates the bash completion (doc.c). */
@@ -55,6 +67,12 @@ extern const struct option cmd_memory_profile_options[];
 extern const struct option cmd_convert_options[];
 extern const struct option cmd_diff_options[];
 extern const struct option cmd_steps_options[];
+extern const struct option cmd_breakdown_options[];
+extern const struct option cmd_overlap_options[];
+extern const struct option cmd_launches_options[];
+extern const struct option cmd_idle_options[];
+extern const struct option cmd_queue_options[];
+extern const struct option cmd_ranks_options[];
 
 /* The subcommands, in the order `strobe --help` lists them (doc.c). */
 typedef struct cli_command {

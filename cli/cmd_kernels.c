@@ -1,14 +1,17 @@
 /* cmd_kernels.c: `strobe kernels`, a per-kernel table and the busy and idle time of each device
- * stream and device.
+ * stream and device; with --by-type, HTA's kernel breakdown instead.
  *
- * Contents: usage, the per-name rows, interval unions (busy time), output (table, CSV, JSON). */
+ * Contents: usage, the per-name rows, interval unions (busy time), output (table, CSV, JSON),
+ * HTA's kernel breakdown (--by-type). */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common.h"
 #include "emit.h"
+#include "hta.h"
 #include "model.h"
 #include "strobe/error.h"
 #include "util/table.h"
@@ -20,6 +23,7 @@ const char cmd_kernels_usage[] =
     "SYNOPSIS\n"
     "    strobe kernels [OPTIONS] TRACE\n"
     "    strobe kernels TRACE [-n N] [-f table|csv|json] [--name-width N] [-q]\n"
+    "    strobe kernels --by-type [--memory] [-f table|csv|json] [-q] TRACE...\n"
     "\n"
     "DESCRIPTION\n"
     "    Reads TRACE (\"-\" is standard input) and prints one row per kernel name (cat kernel, or "
@@ -30,6 +34,21 @@ const char cmd_kernels_usage[] =
     "    span, from its first start to its last end; idle = span - busy. A device's row ('all')\n"
     "    unites the intervals of all its streams.\n"
     "\n"
+    "    --by-type gives Holistic Trace Analysis's get_gpu_kernel_breakdown() instead, with its\n"
+    "    definitions and numbers; TRACE is then one trace or more, or a folder of rank traces,\n"
+    "    read as strobe breakdown reads them (ranks, HTA's times in microseconds, its\n"
+    "    profiler-step restriction, kernels as the events with a stream). First the kernel\n"
+    "    types: per rank, the merged intervals of each type (COMPUTATION, COMMUNICATION, and\n"
+    "    with --memory MEMORY), and the time each combination of them runs (\"COMPUTATION\n"
+    "    overlapping COMMUNICATION\"), summed over the ranks (kernel_type, sum, percentage with\n"
+    "    1 decimal; a combination that never runs is no row). Then per rank and type, the\n"
+    "    kernels by name (name, sum (ns), max (ns), min (ns), stddev, mean (ns), kernel_type,\n"
+    "    rank; HTA's column names, whose times are the trace's microseconds): beyond the 10\n"
+    "    longest, and beyond 80% of the cumulated time, kernels are one row \"others\", whose\n"
+    "    statistics are those of the kernels' sums, and then, as HTA does, a kernel kept by name\n"
+    "    shows its sum as max, min and mean. JSON: {\"kernel_types\": [...], \"kernels\": [...]};\n"
+    "    CSV: the two tables, a blank line between.\n"
+    "\n"
     "OPTIONS\n"
     "    -n, --limit N  print the first N kernel rows only (0: all, the default)\n"
     "    -f, --format F table (default); csv (the kernel rows, a blank line, the stream rows)\n"
@@ -37,6 +56,8 @@ const char cmd_kernels_usage[] =
     "    --name-width N the name column's widest (default 55, as torch's\n"
     "                   max_name_column_width): a longer name is cut to N - 3 characters\n"
     "                   and \"...\"; csv and json keep whole names\n"
+    "    --by-type      HTA's kernel type and per-kernel breakdown (see above)\n"
+    "    --memory       with --by-type: MEMORY kernels too (HTA's include_memory_kernels)\n"
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
     "    -V, --version  show strobe's version\n"
@@ -339,10 +360,301 @@ out:
     return err;
 }
 
+/* ---- HTA's kernel breakdown (--by-type) ---------------------------------------------------- */
+
+/* BreakdownAnalysis.get_gpu_kernel_breakdown (hta/analyzers/breakdown_analysis.py), defaults
+ * duration_ratio 0.8 and num_kernels 10. Kernel types: COMPUTATION, COMMUNICATION, MEMORY (with
+ * --memory), bit k for the k-th; per rank, each type's merged intervals, then the time each
+ * combination of bits runs, summed over ranks by name, sorted by sum (descending; HTA's sort
+ * keeps the names' order on ties), percentage = round(100 * sum / all, 1). Per rank and type,
+ * the kernels grouped by name: sum, max, min, mean, std (n - 1; 0 for one call) of durations,
+ * sorted by sum; with more than 10 names, those whose cumulated sum passes its 0.8 quantile
+ * (linear interpolation), and all from the 11th on, become "others", and the rows are grouped
+ * again by name over their sums. All rows sorted by type name, name and rank. */
+#define BT_KERNELS 10
+#define BT_RATIO 0.8
+
+static const int bt_types[3] = {HTA_COMPUTATION, HTA_COMMUNICATION, HTA_MEMORY};
+
+static int bt_of_type(const hta_rank *r, const hta_row *w, void *arg) {
+    return hta_kernel_type(md_str(&r->m, r->m.events[w->ev].name)) == *(const int *)arg;
+}
+
+typedef struct bt_edge {
+    int64_t t;
+    int delta;
+} bt_edge;
+
+static int bt_by_time(const void *a, const void *b) {
+    const bt_edge *x = a, *y = b;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+typedef struct bt_name {
+    const char *name;
+    int64_t sum, max, min;
+    double mean, std;
+} bt_name;
+
+static int bt_by_sum(const void *a, const void *b) {
+    const bt_name *x = a, *y = b;
+    if (x->sum != y->sum) return x->sum > y->sum ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+typedef struct bt_dur {
+    const char *name;
+    int64_t dur;
+} bt_dur;
+
+static int bt_by_name(const void *a, const void *b) {
+    const bt_dur *x = a, *y = b;
+    return strcmp(x->name, y->name);
+}
+
+/* Sum, max, min, mean and std (n - 1, 0 for one value) of v[0..n). */
+static void bt_stats(const int64_t *v, size_t n, bt_name *o) {
+    o->sum = 0;
+    o->max = o->min = v[0];
+    for (size_t k = 0; k < n; k++) {
+        o->sum += v[k];
+        if (v[k] > o->max) o->max = v[k];
+        if (v[k] < o->min) o->min = v[k];
+    }
+    o->mean = (double)o->sum / (double)n;
+    double ss = 0;
+    for (size_t k = 0; k < n; k++)
+        ss += ((double)v[k] - o->mean) * ((double)v[k] - o->mean);
+    o->std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
+}
+
+static int bt_by_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* numpy's linear quantile of v[0..n) (sorted here). */
+static double bt_quantile(int64_t *v, size_t n, double q) {
+    qsort(v, n, sizeof *v, bt_by_i64);
+    double pos = q * (double)(n - 1);
+    size_t lo = (size_t)floor(pos);
+    size_t hi = lo + 1 < n ? lo + 1 : n - 1;
+    double t = pos - (double)lo, a = (double)v[lo], b = (double)v[hi], diff = b - a;
+    return t >= 0.5 ? b - diff * (1.0 - t) : a + diff * t;
+}
+
+typedef struct bt_label {
+    unsigned bits;
+    int64_t sum;
+} bt_label;
+
+static void bt_label_name(unsigned bits, char *buf, size_t n) {
+    buf[0] = '\0';
+    for (int k = 0; k < 3; k++) {
+        if (!(bits & (1u << k))) continue;
+        size_t len = strlen(buf);
+        snprintf(buf + len, n - len, "%s%s", len ? " overlapping " : "",
+                 hta_type_name(bt_types[k]));
+    }
+}
+
+static int bt_label_cmp(const void *a, const void *b) {
+    const bt_label *x = a, *y = b;
+    if (x->sum != y->sum) return x->sum > y->sum ? -1 : 1;
+    char p[80], q[80];
+    bt_label_name(x->bits, p, sizeof p);
+    bt_label_name(y->bits, q, sizeof q);
+    return strcmp(p, q);
+}
+
+typedef struct bt_out {
+    bt_name s;
+    int type;
+    int64_t rank;
+} bt_out;
+
+static int bt_out_cmp(const void *a, const void *b) {
+    const bt_out *x = a, *y = b;
+    int c = strcmp(hta_type_name(x->type), hta_type_name(y->type));
+    if (c) return c;
+    c = strcmp(x->s.name, y->s.name);
+    if (c) return c;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Per-kernel rows of one rank and type, appended to *out. */
+static int bt_kernels(const hta_rank *r, int type, bt_out **out, size_t *nout, size_t *cap) {
+    size_t n = 0;
+    for (size_t k = 0; k < r->count; k++)
+        if (bt_of_type(r, &r->rows[k], (void *)&type)) n += r->rows[k].mult;
+    bt_dur *d = malloc((n ? n : 1) * sizeof *d);
+    int64_t *v = malloc((n ? n : 1) * sizeof *v);
+    bt_name *names = malloc((n ? n : 1) * sizeof *names);
+    int rc = d && v && names ? 0 : STROBE_ENOMEM;
+    size_t nn = 0;
+    if (!rc) {
+        size_t j = 0;
+        for (size_t k = 0; k < r->count; k++) {
+            const hta_row *w = &r->rows[k];
+            if (!bt_of_type(r, w, (void *)&type)) continue;
+            for (uint32_t c = 0; c < w->mult; c++) {
+                d[j].name = md_str(&r->m, r->m.events[w->ev].name);
+                d[j++].dur = w->end - w->ts;
+            }
+        }
+        qsort(d, n, sizeof *d, bt_by_name);
+        for (size_t a = 0, b; a < n; a = b) {
+            for (b = a; b < n && strcmp(d[b].name, d[a].name) == 0; b++)
+                v[b - a] = d[b].dur;
+            bt_stats(v, b - a, &names[nn]);
+            names[nn++].name = d[a].name;
+        }
+        qsort(names, nn, sizeof *names, bt_by_sum);
+    }
+    size_t rows = nn;
+    if (!rc && nn > BT_KERNELS) {
+        /* The first names whose cumulated sum is within the quantile keep their row (as one
+         * value: sum = max = min = mean, std 0); the others are one row over their sums. */
+        int64_t cum = 0;
+        for (size_t k = 0; k < nn; k++)
+            v[k] = cum += names[k].sum;
+        int64_t *c = malloc(nn * sizeof *c);
+        if (c == NULL) rc = STROBE_ENOMEM;
+        double q = c ? (memcpy(c, v, nn * sizeof *c), bt_quantile(c, nn, BT_RATIO)) : 0;
+        free(c);
+        size_t kept = 0, other = 0;
+        for (size_t k = 0; !rc && k < nn; k++) {
+            if ((double)v[k] > q || k >= BT_KERNELS) {
+                v[other++] = names[k].sum;
+                continue;
+            }
+            bt_name *o = &names[kept++];
+            *o = names[k];
+            o->max = o->min = o->sum;
+            o->mean = (double)o->sum;
+            o->std = 0;
+        }
+        if (!rc && other) {
+            bt_stats(v, other, &names[kept]);
+            names[kept++].name = "others";
+        }
+        rows = kept;
+    }
+    for (size_t k = 0; !rc && k < rows; k++) {
+        if (*nout == *cap) {
+            size_t nc = *cap ? *cap * 2 : 32;
+            bt_out *o = realloc(*out, nc * sizeof *o);
+            if (o == NULL) {
+                rc = STROBE_ENOMEM;
+                break;
+            }
+            *out = o;
+            *cap = nc;
+        }
+        bt_out *o = &(*out)[(*nout)++];
+        o->s = names[k];
+        o->type = type;
+        o->rank = r->rank;
+    }
+    free(d);
+    free(v);
+    free(names);
+    return rc;
+}
+
+static void bt_num(char *buf, size_t n, double x) {
+    snprintf(buf, n, "%.15g", x);
+}
+
+static int by_type_run(const hta_set *s, int format, int memory) {
+    int ntypes = memory ? 3 : 2;
+    int64_t sums[8] = {0};
+    bt_out *out = NULL;
+    size_t nout = 0, cap = 0;
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < s->count; k++) {
+        const hta_rank *r = &s->ranks[k];
+        size_t room = 2 * (r->count ? r->count : 1);
+        int64_t *iv = malloc(room * sizeof *iv);
+        bt_edge *ed = malloc(room * sizeof *ed);
+        size_t ne = 0;
+        if (iv == NULL || ed == NULL) rc = STROBE_ENOMEM;
+        for (int t = 0; rc == 0 && t < ntypes; t++) {
+            size_t n = hta_merge(r, bt_of_type, (void *)&bt_types[t], iv);
+            for (size_t i = 0; i < n; i++) {
+                ed[ne++] = (bt_edge){iv[2 * i], 1 << t};
+                ed[ne++] = (bt_edge){iv[2 * i + 1], -(1 << t)};
+            }
+        }
+        if (rc == 0) {
+            qsort(ed, ne, sizeof *ed, bt_by_time);
+            int running = 0;
+            for (size_t i = 0; i + 1 < ne; i++) {
+                running += ed[i].delta;
+                if (running > 0 && running < 8) sums[running] += ed[i + 1].t - ed[i].t;
+            }
+        }
+        free(iv);
+        free(ed);
+        for (int t = 0; rc == 0 && t < ntypes; t++)
+            rc = bt_kernels(r, bt_types[t], &out, &nout, &cap);
+    }
+    bt_label labels[8];
+    size_t nl = 0;
+    int64_t all = 0;
+    for (unsigned b = 1; b < 8; b++) {
+        if (sums[b] == 0) continue;
+        labels[nl++] = (bt_label){b, sums[b]};
+        all += sums[b];
+    }
+    qsort(labels, nl, sizeof *labels, bt_label_cmp);
+    if (out) qsort(out, nout, sizeof *out, bt_out_cmp);
+    static const char *const tcols[] = {"kernel_type", "sum", "percentage"};
+    static const uint8_t ttext[] = {1, 0, 0};
+    static const char *const kcols[] = {"name",   "sum (ns)",  "max (ns)",    "min (ns)",
+                                        "stddev", "mean (ns)", "kernel_type", "rank"};
+    static const uint8_t ktext[] = {1, 0, 0, 0, 0, 0, 1, 0};
+    hta_table tt = {tcols, ttext, 3, NULL, 0, 0}, kt = {kcols, ktext, 8, NULL, 0, 0};
+    for (size_t k = 0; rc == 0 && k < nl; k++) {
+        char b[3][80];
+        bt_label_name(labels[k].bits, b[0], sizeof b[0]);
+        snprintf(b[1], sizeof b[1], "%" PRId64, labels[k].sum);
+        hta_pct(b[2], sizeof b[2], (double)labels[k].sum / (double)all * 100.0, 1);
+        const char *cells[3] = {b[0], b[1], b[2]};
+        rc = hta_table_add(&tt, cells);
+    }
+    for (size_t k = 0; rc == 0 && k < nout; k++) {
+        const bt_out *o = &out[k];
+        char b[8][48];
+        snprintf(b[1], sizeof b[1], "%" PRId64, o->s.sum);
+        snprintf(b[2], sizeof b[2], "%" PRId64, o->s.max);
+        snprintf(b[3], sizeof b[3], "%" PRId64, o->s.min);
+        bt_num(b[4], sizeof b[4], o->s.std);
+        bt_num(b[5], sizeof b[5], o->s.mean);
+        snprintf(b[7], sizeof b[7], "%" PRId64, o->rank);
+        const char *cells[8] = {o->s.name, b[1], b[2], b[3], b[4], b[5], hta_type_name(o->type),
+                                b[7]};
+        rc = hta_table_add(&kt, cells);
+    }
+    if (rc == 0) {
+        if (format == CL_JSON) fputs("{\"kernel_types\": ", stdout);
+        hta_table_print(&tt, format, stdout);
+        fputs(format == CL_JSON ? ", \"kernels\": " : "\n", stdout);
+        hta_table_print(&kt, format, stdout);
+        if (format == CL_JSON) fputs("}\n", stdout);
+    }
+    hta_table_free(&tt);
+    hta_table_free(&kt);
+    free(out);
+    return rc;
+}
+
 const struct option cmd_kernels_options[] = {
     {"limit", required_argument, NULL, 'n'},
     {"format", required_argument, NULL, 'f'},
     CLI_OPTION_NAME_WIDTH,
+    {"by-type", no_argument, NULL, CLI_LONG_ONLY + 1},
+    {"memory", no_argument, NULL, CLI_LONG_ONLY + 2},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -351,7 +663,7 @@ const struct option cmd_kernels_options[] = {
 int cmd_kernels(int argc, char **argv) {
     const char *path = NULL;
     size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
-    int format = CL_TABLE, quiet = 0, first = 0;
+    int format = CL_TABLE, quiet = 0, first = 0, by_type = 0, memory = 0;
     for (int c; (c = cli_getopt(argc, argv, ":n:f:qhV", cmd_kernels_options, &first)) != -1;) {
         unsigned long long n;
         switch (c) {
@@ -371,12 +683,28 @@ int cmd_kernels(int argc, char **argv) {
             format = cl_parse_format(optarg);
             if (format < 0) return usage_error("unknown --format", optarg);
             break;
+        case CLI_LONG_ONLY + 1:
+            by_type = 1;
+            break;
+        case CLI_LONG_ONLY + 2:
+            memory = 1;
+            break;
         case CLI_OPT_NAME_WIDTH:
             if (cli_parse_name_width("kernels", optarg, &name_width) != 0) return CLI_BAD_INPUT;
             break;
         default:
             return cli_option_error("kernels", c, argv, cmd_kernels_options);
         }
+    }
+    if (memory && !by_type) return usage_error("--memory goes with --by-type", NULL);
+    if (by_type) {
+        if (first >= argc) return usage_error("give a trace or a folder", NULL);
+        hta_set s;
+        if (hta_load(&s, "kernels", argv + first, (size_t)(argc - first), quiet) != 0)
+            return CLI_BAD_INPUT;
+        int work = by_type_run(&s, format, memory);
+        hta_free(&s);
+        return cli_finish("kernels", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
     }
     if (cli_trace_operand("kernels", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
     md_model *m = malloc(sizeof *m);

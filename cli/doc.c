@@ -35,6 +35,18 @@ const cli_command cli_commands[] = {
      "operators and kernels of two traces compared (HTA's trace diff)"},
     {"steps", cmd_steps, cmd_steps_usage, cmd_steps_options,
      "step time breakdown per ProfilerStep (TensorBoard plugin)"},
+    {"breakdown", cmd_breakdown, cmd_breakdown_usage, cmd_breakdown_options,
+     "HTA's temporal breakdown per rank (idle, compute, other)"},
+    {"overlap", cmd_overlap, cmd_overlap_usage, cmd_overlap_options,
+     "HTA's communication/computation overlap per rank"},
+    {"launches", cmd_launches, cmd_launches_usage, cmd_launches_options,
+     "HTA's kernel launch statistics per rank"},
+    {"idle", cmd_idle, cmd_idle_usage, cmd_idle_options,
+     "HTA's idle time breakdown per rank and stream"},
+    {"queue", cmd_queue, cmd_queue_usage, cmd_queue_options,
+     "HTA's queue length statistics per rank and stream"},
+    {"ranks", cmd_ranks, cmd_ranks_usage, cmd_ranks_options,
+     "the profiler steps of each rank and their times (HTA)"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 

@@ -229,6 +229,24 @@ static int64_t arg_int(const strobe_rd_event *e, const char *key, const char *al
     return dflt;
 }
 
+/* The "stream" arg as HTA reads it (int() of the value): a number, or a string of decimal digits;
+ * -1 otherwise ("0x7f..." pointers in ROCm's runtime events). */
+static int64_t arg_stream(const strobe_rd_event *e) {
+    strobe_rd_value v;
+    int64_t out = -1;
+    if (strobe_rd_event_arg(e, "stream", &v) != 1) return -1;
+    if (v.type != STROBE_RD_T_STRING) return strobe_rd_value_int(&v, &out) == 0 ? out : -1;
+    char buf[24];
+    size_t len = 0;
+    if (strobe_rd_value_str(&v, buf, sizeof buf, &len) != 0 || len == 0 || len > 18) return -1;
+    out = 0;
+    for (size_t k = 0; k < len; k++) {
+        if (buf[k] < '0' || buf[k] > '9') return -1;
+        out = out * 10 + (buf[k] - '0');
+    }
+    return out;
+}
+
 /* A string argument decoded, or a non-string value's raw JSON text, interned. 0 when absent. */
 static int64_t arg_text(md_model *m, const strobe_rd_event *e, const char *key, int decode) {
     strobe_rd_value v;
@@ -366,6 +384,7 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
     x->index = (uint32_t)e->index;
     x->ext_id = arg_int(e, "External id", "external id", -1);
     x->corr = arg_int(e, "correlation", NULL, -1);
+    x->stream = arg_stream(e);
     if (x->kind == MD_FLOW_START || x->kind == MD_FLOW_STEP || x->kind == MD_FLOW_END) {
         /* Flows match by id; a string id that is not a decimal number ("0x1f") is kept as its
          * string, as thread ids are. */
@@ -545,6 +564,20 @@ static int perf_second_pass(md_model *m, strobe_rd *rd) {
     return rc;
 }
 
+/* distributedInfo: its text, and its rank and world_size when they are integers. */
+static int dist_info(md_model *m, const strobe_rd_value *v) {
+    int64_t id = intern(m, v->raw, v->len);
+    if (id < 0) return (int)id;
+    m->dist_info = (uint32_t)id;
+    strobe_rd_value f;
+    if (strobe_rd_obj_get(v->raw, v->len, "rank", &f) != 1 || strobe_rd_value_int(&f, &m->rank))
+        m->rank = -1;
+    if (strobe_rd_obj_get(v->raw, v->len, "world_size", &f) != 1 ||
+        strobe_rd_value_int(&f, &m->world_size))
+        m->world_size = -1;
+    return 0;
+}
+
 /* Reads everything from an opened reader (rd may be NULL when opening failed with rc). */
 static int load_from(md_model *m, strobe_rd *rd, int rc) {
     strobe_rd_item it;
@@ -555,6 +588,10 @@ static int load_from(md_model *m, strobe_rd *rd, int rc) {
             if (key < 0) {
                 rc = (int)key;
                 break;
+            }
+            if (m->dist_info == 0 && strcmp(md_str(m, (uint32_t)key), "distributedInfo") == 0) {
+                rc = dist_info(m, &it.meta->value);
+                if (rc) break;
             }
             /* The first "strobe_perf_events" counts; strobe writes it before the events. */
             if (!perf_seen && strcmp(md_str(m, (uint32_t)key), "strobe_perf_events") == 0) {
@@ -614,6 +651,8 @@ static int init_model(md_model *m, const char *path) {
     strobe__strtab_init(&m->strings, &m->pool);
     m->min_ts = INT64_MAX;
     m->max_ts = INT64_MIN;
+    m->rank = -1;
+    m->world_size = -1;
     if (intern(m, "", 0) != 0) {
         snprintf(m->err, sizeof m->err, "%s: out of memory", path);
         return STROBE_ENOMEM;

@@ -88,6 +88,8 @@ typedef struct md_event {
     int64_t dur;     /* ns; 0 unless ph X */
     int64_t ext_id;  /* "External id" / "external id" arg; -1 when absent */
     int64_t corr;    /* "correlation" arg; -1 when absent */
+    int64_t stream;  /* "stream" arg (a number, or a string of decimal digits); -1 when absent or
+                        anything else (HTA's rule: its kernels are the events with a stream) */
     int64_t flow_id; /* flow events: their id, a number or (flow_kind MD_ID_STR) a string id; 0
                         when flow_kind is MD_ID_NONE */
     int64_t bytes;   /* [memory] events: "Bytes" (negative on free); 0 otherwise */
@@ -161,6 +163,10 @@ typedef struct md_model {
     uint64_t bad_events;          /* all bad elements the reader flagged, metadata ones too */
     uint64_t bad_metadata_events; /* bad ph M events (not kept, so only counted) */
     uint32_t device_props;        /* raw JSON text of deviceProperties; 0 when absent */
+    /* distributedInfo (torch.distributed's rank of the trace): rank and world_size, -1 when
+     * absent or not integers; dist_info its raw JSON text, 0 when absent. */
+    int64_t rank, world_size;
+    uint32_t dist_info;
     int has_base;
     int64_t base_time_ns;
     int has_schema;

@@ -1,0 +1,246 @@
+/* cmd_idle.c: `strobe idle`, HTA's idle time breakdown per rank and stream
+ * (BreakdownAnalysis.get_idle_time_breakdown in hta/analyzers/breakdown_analysis.py,
+ * consecutive_kernel_delay 30 as TraceAnalysis's default).
+ *
+ * HTA's definitions, over a rank's GPU kernels (its rows with a stream, see hta.h):
+ *   - a kernel's runtime event: at parse time (before the restriction), each GPUKernelFilter row
+ *     with a correlation is paired with the CPU rows of its correlation, the last in file order
+ *     winning; a kernel with a correlation but no such CPU row points at the file's event 0
+ *     (HTA's index_correlation 0). The runtime's ts is known when that row is kept.
+ *   - per stream, kernels by ts: a kernel's idle interval is its ts - the previous kernel's end
+ *     (the previous one's only, so that it can be negative); the first kernel has none.
+ *   - category: host_wait when the runtime's ts is after the previous kernel's end; else
+ *     kernel_wait when the interval is under consecutive_kernel_delay; else other (the first
+ *     kernel is other, with no time).
+ *   - per stream and category present: idle_time, the sum of the intervals, and idle_time_ratio,
+ *     it over the stream's sum (round(, 2)). Streams in the order they first appear in HTA's
+ *     rows (kept kernels in file order, then kept CPU rows). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common.h"
+#include "emit.h"
+#include "hta.h"
+#include "strobe/error.h"
+
+const char cmd_idle_usage[] =
+    "NAME\n"
+    "    strobe idle - HTA's idle time breakdown per rank and stream\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    strobe idle [OPTIONS] TRACE...\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Holistic Trace Analysis's get_idle_time_breakdown(), with its definitions, so that it\n"
+    "    gives HTA's numbers. TRACE is a trace, or a folder of rank traces, read as strobe\n"
+    "    breakdown reads them (ranks, HTA's times in microseconds, its profiler-step\n"
+    "    restriction, kernels as the events with a stream).\n"
+    "\n"
+    "    On each stream, the gap before each kernel (its start - the previous kernel's end) is\n"
+    "    host_wait when the kernel's launch (the runtime event of its correlation id) started\n"
+    "    after the previous kernel ended, kernel_wait when the gap is under the\n"
+    "    consecutive-kernel delay, and other otherwise. Per rank, stream and category:\n"
+    "    idle_time, the gaps' sum, and idle_time_ratio, its share of the stream's idle time\n"
+    "    (2 decimals).\n"
+    "\n"
+    "OPTIONS\n"
+    "    --consecutive-kernel-delay N  in microseconds (default 30, as HTA's)\n"
+    "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
+    "                   names: rank, stream, idle_category, idle_time, idle_time_ratio)\n"
+    "    -q, --quiet    no progress line on standard error\n"
+    "    -h, --help     show this text\n"
+    "    -V, --version  show strobe's version\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
+
+const struct option cmd_idle_options[] = {
+    {"consecutive-kernel-delay", required_argument, NULL, CLI_LONG_ONLY + 1},
+    {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_QUIET,
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct pair {
+    int64_t corr;
+    uint32_t ev;
+} pair;
+
+static int by_pair(const void *a, const void *b) {
+    const pair *x = a, *y = b;
+    if (x->corr != y->corr) return x->corr < y->corr ? -1 : 1;
+    return (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+typedef struct krow {
+    int64_t stream, ts, end;
+    uint64_t order;  /* place in HTA's rows: kernels in file order, then CPU rows */
+    int64_t runtime; /* the runtime's ts; has_runtime says whether it is known */
+    int has_runtime;
+} krow;
+
+static int by_stream_ts(const void *a, const void *b) {
+    const krow *x = a, *y = b;
+    if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+typedef struct sorder {
+    int64_t stream;
+    uint64_t first;
+    size_t start, n;
+} sorder;
+
+static int by_first(const void *a, const void *b) {
+    const sorder *x = a, *y = b;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+static const char *const cat_names[3] = {"host_wait", "kernel_wait", "other"};
+
+static int rank_rows(const hta_set *s, const hta_rank *r, int64_t delay, hta_table *t) {
+    const md_model *m = &r->m;
+    size_t nev = m->count ? m->count : 1;
+    /* HTA's ts of each kept row, by event (INT64_MIN: not kept). */
+    int64_t *kept_ts = malloc(nev * sizeof *kept_ts);
+    pair *cpu = malloc(nev * sizeof *cpu);
+    size_t total = 0;
+    for (size_t k = 0; k < r->count; k++)
+        total += r->rows[k].mult;
+    krow *rows = malloc((total ? total : 1) * sizeof *rows);
+    sorder *so = malloc((total ? total : 1) * sizeof *so);
+    int rc = kept_ts && cpu && rows && so ? 0 : STROBE_ENOMEM;
+    size_t nc = 0, n = 0, ns = 0;
+    if (rc) goto out;
+    for (size_t i = 0; i < m->count; i++)
+        kept_ts[i] = INT64_MIN;
+    for (size_t k = 0; k < r->count; k++)
+        kept_ts[r->rows[k].ev] = r->rows[k].ts;
+    for (size_t k = 0; k < r->cpu_count; k++)
+        kept_ts[r->cpu[k].ev] = r->cpu[k].ts;
+    /* The CPU rows with a correlation, before the restriction, by correlation and file order. */
+    uint32_t event0 = UINT32_MAX;
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if (!hta_is_row(m, e)) continue;
+        if (e->index == 0) event0 = (uint32_t)i;
+        if (e->corr != -1 && !hta_is_gpu_row(m, e)) cpu[nc++] = (pair){e->corr, (uint32_t)i};
+    }
+    qsort(cpu, nc, sizeof *cpu, by_pair);
+    for (size_t k = 0; k < r->count; k++) {
+        const hta_row *w = &r->rows[k];
+        const md_event *e = &m->events[w->ev];
+        uint32_t rt = UINT32_MAX;
+        if (e->corr != -1 && hta_is_gpu_row(m, e)) {
+            size_t lo = 0, hi = nc;
+            while (lo < hi) { /* the last CPU row of this correlation */
+                size_t mid = lo + (hi - lo) / 2;
+                if (cpu[mid].corr <= e->corr)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            rt = lo > 0 && cpu[lo - 1].corr == e->corr ? cpu[lo - 1].ev
+                 : e->corr >= 0                        ? event0
+                                                       : UINT32_MAX;
+        }
+        for (uint32_t c = 0; c < w->mult; c++) {
+            krow *x = &rows[n++];
+            x->stream = e->stream;
+            x->ts = w->ts;
+            x->end = w->end;
+            x->order = (s->restricted && !hta_is_gpu_row(m, e) ? (uint64_t)1 << 32 : 0) + w->ev;
+            x->has_runtime = rt != UINT32_MAX && kept_ts[rt] != INT64_MIN;
+            x->runtime = x->has_runtime ? kept_ts[rt] : 0;
+        }
+    }
+    qsort(rows, n, sizeof *rows, by_stream_ts);
+    for (size_t a = 0, b; a < n; a = b) {
+        uint64_t first = rows[a].order;
+        for (b = a; b < n && rows[b].stream == rows[a].stream; b++)
+            if (rows[b].order < first) first = rows[b].order;
+        so[ns++] = (sorder){rows[a].stream, first, a, b - a};
+    }
+    qsort(so, ns, sizeof *so, by_first);
+    for (size_t k = 0; rc == 0 && k < ns; k++) {
+        int64_t sum[3] = {0, 0, 0};
+        int present[3] = {0, 0, 0};
+        const krow *x = rows + so[k].start;
+        present[2] = 1; /* the first kernel */
+        for (size_t i = 1; i < so[k].n; i++) {
+            int64_t prev_end = x[i - 1].end, gap = x[i].ts - prev_end;
+            int c = x[i].has_runtime && x[i].runtime > prev_end ? 0 : gap < delay ? 1 : 2;
+            sum[c] += gap;
+            present[c] = 1;
+        }
+        int64_t all = sum[0] + sum[1] + sum[2];
+        for (int c = 0; rc == 0 && c < 3; c++) {
+            if (!present[c]) continue;
+            char b[5][40];
+            snprintf(b[0], sizeof b[0], "%" PRId64, r->rank);
+            snprintf(b[1], sizeof b[1], "%" PRId64, so[k].stream);
+            snprintf(b[2], sizeof b[2], "%s", cat_names[c]);
+            snprintf(b[3], sizeof b[3], "%" PRId64, sum[c]);
+            hta_pct(b[4], sizeof b[4], (double)sum[c] / (double)all, 2);
+            const char *cells[5] = {b[0], b[1], b[2], b[3], b[4]};
+            rc = hta_table_add(t, cells);
+        }
+    }
+out:
+    free(kept_ts);
+    free(cpu);
+    free(rows);
+    free(so);
+    return rc;
+}
+
+static int run(const hta_set *s, int format, int64_t delay) {
+    static const char *const cols[] = {"rank", "stream", "idle_category", "idle_time",
+                                       "idle_time_ratio"};
+    static const uint8_t text[5] = {0, 0, 1, 0, 0};
+    hta_table t = {cols, text, 5, NULL, 0, 0};
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < s->count; k++)
+        rc = rank_rows(s, &s->ranks[k], delay, &t);
+    if (rc == 0) hta_table_print(&t, format, stdout);
+    hta_table_free(&t);
+    return rc;
+}
+
+int cmd_idle(int argc, char **argv) {
+    int format = CL_TABLE, quiet = 0, first = 0;
+    unsigned long long delay = 30;
+    for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_idle_options, &first)) != -1;) {
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_idle_usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            quiet = 1;
+            break;
+        case CLI_LONG_ONLY + 1:
+            if (cli_parse_count("idle", "--consecutive-kernel-delay", optarg, INT64_MAX, &delay))
+                return CLI_BAD_INPUT;
+            break;
+        case 'f':
+            format = cl_parse_format(optarg);
+            if (format < 0) return cli_usage_error("idle", "unknown --format", optarg);
+            break;
+        default:
+            return cli_option_error("idle", c, argv, cmd_idle_options);
+        }
+    }
+    if (first >= argc) return cli_usage_error("idle", "give a trace or a folder", NULL);
+    hta_set s;
+    if (hta_load(&s, "idle", argv + first, (size_t)(argc - first), quiet) != 0)
+        return CLI_BAD_INPUT;
+    int work = run(&s, format, (int64_t)delay);
+    hta_free(&s);
+    return cli_finish("idle", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
+}

@@ -1,0 +1,347 @@
+/* cmd_queue.c: `strobe queue`, HTA's queue length statistics per rank and stream
+ * (TraceCounters.get_queue_length_summary in hta/analyzers/trace_counters.py).
+ *
+ * HTA's definitions, over a rank's rows (see hta.h):
+ *   - the launches: rows named cudaLaunchKernel, cudaMemcpyAsync or cudaMemsetAsync whose
+ *     correlation had a GPUKernelFilter row before the restriction (HTA's index_correlation > 0);
+ *     each is joined with the rank's GPU kernels (rows with a stream) of its correlation and
+ *     counts +1 on each one's stream, at the launch's ts (a launch joined with none counts
+ *     nowhere);
+ *   - every GPU kernel counts -1 on its stream at its ts;
+ *   - per stream, in ts order (launches before kernels at one ts, each in HTA's row order), the
+ *     running sum is the queue length after each step, and the statistics are pandas'
+ *     describe() of those values: count, mean, std (n - 1; null for one value), min, 25%, 50%,
+ *     75% (linear interpolation), max. Streams in increasing order.
+ *   - time blocked on a full queue (get_time_spent_blocked_on_full_queue, max_queue_length 1024,
+ *     CUDA_MAX_LAUNCH_QUEUE_PER_STREAM): on each stream, each point of the series lasts until the
+ *     next one (the last, not at all); the points whose length is >= the maximum add up to
+ *     duration_at_max_queue_length, over the rank's trace duration (its rows' last ts - first
+ *     ts) relative_duration_at_max_queue_length. HTA keeps one row per rank: the last stream,
+ *     in increasing order, that reached the maximum. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common.h"
+#include "emit.h"
+#include "hta.h"
+#include "strobe/error.h"
+
+const char cmd_queue_usage[] =
+    "NAME\n"
+    "    strobe queue - HTA's queue length statistics per rank and stream\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    strobe queue [OPTIONS] TRACE...\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Holistic Trace Analysis's get_queue_length_summary(), with its definitions, so that it\n"
+    "    gives HTA's numbers. TRACE is a trace, or a folder of rank traces, read as strobe\n"
+    "    breakdown reads them (ranks, HTA's times in microseconds, its profiler-step\n"
+    "    restriction, kernels as the events with a stream).\n"
+    "\n"
+    "    A stream's queue length grows by one at each launch (cudaLaunchKernel,\n"
+    "    cudaMemcpyAsync, cudaMemsetAsync) of work on it and shrinks by one when the work\n"
+    "    starts; the statistics are those of its values after each change: count, mean, std,\n"
+    "    min, 25%, 50%, 75%, max (pandas' describe()). Then the time blocked on a full queue:\n"
+    "    per rank, the time a stream's queue length stayed at the maximum or above, and its\n"
+    "    share of the rank's trace duration (HTA reports one stream per rank: the last to\n"
+    "    reach the maximum).\n"
+    "\n"
+    "OPTIONS\n"
+    "    --max-queue-length N  the queue's capacity (default 1024, as HTA's)\n"
+    "    -f, --format F table (default); csv (the statistics, a blank line, the blocked time) or\n"
+    "                   json ({\"summary\": [...], \"blocked\": [...]}: rows keyed by HTA's "
+    "column\n"
+    "                   names: rank, stream, count, mean, std, min, 25%, 50%, 75%, max; rank,\n"
+    "                   stream, duration_at_max_queue_length,\n"
+    "                   relative_duration_at_max_queue_length)\n"
+    "    -q, --quiet    no progress line on standard error\n"
+    "    -h, --help     show this text\n"
+    "    -V, --version  show strobe's version\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
+
+const struct option cmd_queue_options[] = {
+    {"max-queue-length", required_argument, NULL, CLI_LONG_ONLY + 1},
+    {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_QUIET,
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
+
+static int is_launch(const char *n) {
+    return strcmp(n, "cudaLaunchKernel") == 0 || strcmp(n, "cudaMemcpyAsync") == 0 ||
+           strcmp(n, "cudaMemsetAsync") == 0;
+}
+
+static int by_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct step {
+    int64_t stream, ts;
+    uint64_t seq; /* place in HTA's concatenation (launches, then kernels) */
+    int delta;
+} step;
+
+static int by_step(const void *a, const void *b) {
+    const step *x = a, *y = b;
+    if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+typedef struct kref {
+    int64_t corr;
+    uint64_t order;
+    const hta_row *w;
+} kref;
+
+static int by_kref(const void *a, const void *b) {
+    const kref *x = a, *y = b;
+    if (x->corr != y->corr) return x->corr < y->corr ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+static int has(const int64_t *v, size_t n, int64_t x) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo] == x;
+}
+
+/* pandas' linear quantile of sorted v[0..n). */
+static double quantile(const double *v, size_t n, double q) {
+    double pos = q * (double)(n - 1);
+    size_t lo = (size_t)floor(pos), hi = lo + 1 < n ? lo + 1 : n - 1;
+    double t = pos - (double)lo, diff = v[hi] - v[lo];
+    return t >= 0.5 ? v[hi] - diff * (1.0 - t) : v[lo] + diff * t;
+}
+
+static int by_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void num(char *buf, size_t n, double x) {
+    if (!isfinite(x))
+        buf[0] = '\0';
+    else
+        snprintf(buf, n, "%.15g", x);
+}
+
+static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_table *t,
+                     hta_table *bt) {
+    const md_model *m = &r->m;
+    size_t nk = 0;
+    for (size_t k = 0; k < r->count; k++)
+        nk += r->rows[k].mult;
+    int64_t *linked = malloc((m->count ? m->count : 1) * sizeof *linked);
+    kref *ks = malloc((nk ? nk : 1) * sizeof *ks);
+    int rc = linked && ks ? 0 : STROBE_ENOMEM;
+    size_t nl = 0, nks = 0, nsteps = 0, cap = 0;
+    step *st = NULL;
+    double *v = NULL;
+    if (rc) goto out;
+    /* Correlations with a GPUKernelFilter row, before the restriction. */
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if (hta_is_row(m, e) && hta_is_gpu_row(m, e) && e->corr != -1) linked[nl++] = e->corr;
+    }
+    qsort(linked, nl, sizeof *linked, by_i64);
+    /* The kernels by correlation, in HTA's row order, each copy once. */
+    for (size_t k = 0; k < r->count; k++) {
+        const hta_row *w = &r->rows[k];
+        const md_event *e = &m->events[w->ev];
+        uint64_t order = (s->restricted && !hta_is_gpu_row(m, e) ? (uint64_t)1 << 32 : 0) + w->ev;
+        for (uint32_t c = 0; c < w->mult; c++)
+            ks[nks++] = (kref){e->corr, order, w};
+    }
+    qsort(ks, nks, sizeof *ks, by_kref);
+    cap = 2 * nks + 1;
+    st = malloc(cap * sizeof *st);
+    if (st == NULL) {
+        rc = STROBE_ENOMEM;
+        goto out;
+    }
+    /* Launches, in HTA's row order (kept kernels' rows first when restricted, then CPU rows). */
+    for (int pass = 0; pass < 2; pass++) {
+        const hta_row *arr = pass == 0 ? r->rows : r->cpu;
+        size_t n = pass == 0 ? r->count : r->cpu_count;
+        for (size_t k = 0; k < n; k++) {
+            const md_event *e = &m->events[arr[k].ev];
+            if (!is_launch(md_str(m, e->name)) || hta_is_gpu_row(m, e) || e->corr == -1 ||
+                !has(linked, nl, e->corr))
+                continue;
+            uint64_t order = (s->restricted && pass == 1 ? (uint64_t)1 << 32 : 0) + arr[k].ev;
+            size_t lo = 0, hi = nks;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (ks[mid].corr < e->corr)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            for (size_t j = lo; j < nks && ks[j].corr == e->corr; j++) {
+                if (nsteps == cap) {
+                    step *g = realloc(st, 2 * cap * sizeof *st);
+                    if (g == NULL) {
+                        rc = STROBE_ENOMEM;
+                        goto out;
+                    }
+                    st = g;
+                    cap *= 2;
+                }
+                st[nsteps++] = (step){m->events[ks[j].w->ev].stream, arr[k].ts, order, 1};
+            }
+        }
+    }
+    for (size_t k = 0; k < nks; k++) {
+        if (nsteps == cap) {
+            step *g = realloc(st, 2 * cap * sizeof *st);
+            if (g == NULL) {
+                rc = STROBE_ENOMEM;
+                goto out;
+            }
+            st = g;
+            cap *= 2;
+        }
+        st[nsteps++] = (step){m->events[ks[k].w->ev].stream, ks[k].w->ts,
+                              ((uint64_t)1 << 40) + ks[k].order, -1};
+    }
+    qsort(st, nsteps, sizeof *st, by_step);
+    v = malloc((nsteps ? nsteps : 1) * sizeof *v);
+    if (v == NULL) {
+        rc = STROBE_ENOMEM;
+        goto out;
+    }
+    int blocked = 0;
+    int64_t blocked_stream = 0, blocked_time = 0;
+    for (size_t a = 0, b; rc == 0 && a < nsteps; a = b) {
+        int64_t q = 0, full = 0;
+        int reached = 0;
+        double sum = 0;
+        for (b = a; b < nsteps && st[b].stream == st[a].stream; b++) {
+            q += st[b].delta;
+            v[b - a] = (double)q;
+            sum += (double)q;
+            if (q < max_len) continue;
+            reached = 1;
+            if (b + 1 < nsteps && st[b + 1].stream == st[a].stream) full += st[b + 1].ts - st[b].ts;
+        }
+        if (reached) {
+            blocked = 1;
+            blocked_stream = st[a].stream;
+            blocked_time = full;
+        }
+        size_t n = b - a;
+        double mean = sum / (double)n, ss = 0;
+        for (size_t i = 0; i < n; i++)
+            ss += (v[i] - mean) * (v[i] - mean);
+        qsort(v, n, sizeof *v, by_double);
+        char c[10][40];
+        snprintf(c[0], sizeof c[0], "%" PRId64, r->rank);
+        snprintf(c[1], sizeof c[1], "%" PRId64, st[a].stream);
+        snprintf(c[2], sizeof c[2], "%zu", n);
+        num(c[3], sizeof c[3], mean);
+        num(c[4], sizeof c[4], n > 1 ? sqrt(ss / (double)(n - 1)) : NAN);
+        num(c[5], sizeof c[5], v[0]);
+        num(c[6], sizeof c[6], quantile(v, n, 0.25));
+        num(c[7], sizeof c[7], quantile(v, n, 0.5));
+        num(c[8], sizeof c[8], quantile(v, n, 0.75));
+        num(c[9], sizeof c[9], v[n - 1]);
+        const char *cells[10];
+        for (int i = 0; i < 10; i++)
+            cells[i] = c[i];
+        rc = hta_table_add(t, cells);
+    }
+    if (rc == 0 && blocked) {
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (int pass = 0; pass < 2; pass++) {
+            const hta_row *arr = pass == 0 ? r->rows : r->cpu;
+            size_t n = pass == 0 ? r->count : r->cpu_count;
+            for (size_t k = 0; k < n; k++) {
+                if (arr[k].ts < lo) lo = arr[k].ts;
+                if (arr[k].ts > hi) hi = arr[k].ts;
+            }
+        }
+        char c[4][40];
+        snprintf(c[0], sizeof c[0], "%" PRId64, r->rank);
+        snprintf(c[1], sizeof c[1], "%" PRId64, blocked_stream);
+        snprintf(c[2], sizeof c[2], "%" PRId64, blocked_time);
+        num(c[3], sizeof c[3], (double)blocked_time / (double)(hi - lo));
+        const char *cells[4] = {c[0], c[1], c[2], c[3]};
+        rc = hta_table_add(bt, cells);
+    }
+out:
+    free(linked);
+    free(ks);
+    free(st);
+    free(v);
+    return rc;
+}
+
+static int run(const hta_set *s, int format, int64_t max_len) {
+    static const char *const cols[] = {"rank", "stream", "count", "mean", "std",
+                                       "min",  "25%",    "50%",   "75%",  "max"};
+    static const uint8_t text[10] = {0};
+    static const char *const bcols[] = {"rank", "stream", "duration_at_max_queue_length",
+                                        "relative_duration_at_max_queue_length"};
+    hta_table t = {cols, text, 10, NULL, 0, 0}, bt = {bcols, text, 4, NULL, 0, 0};
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < s->count; k++)
+        rc = rank_rows(s, &s->ranks[k], max_len, &t, &bt);
+    if (rc == 0) {
+        if (format == CL_JSON) fputs("{\"summary\": ", stdout);
+        hta_table_print(&t, format, stdout);
+        fputs(format == CL_JSON ? ", \"blocked\": " : "\n", stdout);
+        hta_table_print(&bt, format, stdout);
+        if (format == CL_JSON) fputs("}\n", stdout);
+    }
+    hta_table_free(&t);
+    hta_table_free(&bt);
+    return rc;
+}
+
+int cmd_queue(int argc, char **argv) {
+    int format = CL_TABLE, quiet = 0, first = 0;
+    unsigned long long max_len = 1024;
+    for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_queue_options, &first)) != -1;) {
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_queue_usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            quiet = 1;
+            break;
+        case CLI_LONG_ONLY + 1:
+            if (cli_parse_count("queue", "--max-queue-length", optarg, INT64_MAX, &max_len))
+                return CLI_BAD_INPUT;
+            break;
+        case 'f':
+            format = cl_parse_format(optarg);
+            if (format < 0) return cli_usage_error("queue", "unknown --format", optarg);
+            break;
+        default:
+            return cli_option_error("queue", c, argv, cmd_queue_options);
+        }
+    }
+    if (first >= argc) return cli_usage_error("queue", "give a trace or a folder", NULL);
+    hta_set s;
+    if (hta_load(&s, "queue", argv + first, (size_t)(argc - first), quiet) != 0)
+        return CLI_BAD_INPUT;
+    int work = run(&s, format, (int64_t)max_len);
+    hta_free(&s);
+    return cli_finish("queue", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
+}

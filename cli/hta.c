@@ -1,0 +1,432 @@
+/* hta.c: traces as HolisticTraceAnalysis sees them (the definitions are in hta.h).
+ *
+ * Contents: loading (folders, ranks, jobs), HTA's times, the profiler-step restriction, kernel
+ * types, interval merging, output helpers. */
+#include "hta.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "common.h"
+#include "emit.h"
+#include "util/table.h"
+#include "strobe/error.h"
+
+/* ---- loading ------------------------------------------------------------------------------- */
+
+typedef struct path_list {
+    char **v;
+    size_t n, cap;
+} path_list;
+
+static int push_path(path_list *l, const char *p) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        char **v = realloc(l->v, cap * sizeof *v);
+        if (v == NULL) return STROBE_ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n] = strdup(p);
+    return l->v[l->n++] ? 0 : STROBE_ENOMEM;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static int by_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A folder's .json and .json.gz files, in name order. @return 0, STROBE_ENOMEM, or -1 after a
+ * message (unreadable, or no trace in it). */
+static int list_folder(path_list *l, const char *cmd, const char *dir) {
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        fprintf(stderr, "strobe %s: %s: %s\n", cmd, cli_esc(dir), strerror(errno));
+        return -1;
+    }
+    size_t first = l->n;
+    int rc = 0;
+    for (struct dirent *de; rc == 0 && (de = readdir(d)) != NULL;) {
+        if (!ends_with(de->d_name, ".json") && !ends_with(de->d_name, ".json.gz")) continue;
+        size_t len = strlen(dir) + strlen(de->d_name) + 2;
+        char *p = malloc(len);
+        if (p == NULL) {
+            rc = STROBE_ENOMEM;
+            break;
+        }
+        snprintf(p, len, "%s/%s", dir, de->d_name);
+        struct stat st;
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) rc = push_path(l, p);
+        free(p);
+    }
+    closedir(d);
+    if (rc) return rc;
+    if (l->n == first) {
+        fprintf(stderr, "strobe %s: %s: no trace (.json or .json.gz file) in this folder\n", cmd,
+                cli_esc(dir));
+        return -1;
+    }
+    qsort(l->v + first, l->n - first, sizeof *l->v, by_str);
+    return 0;
+}
+
+static const char *shown(const char *path) {
+    return strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path);
+}
+
+/* ---- HTA's times --------------------------------------------------------------------------- */
+
+/* The double Python reads for ns / 1000 written in decimal (correctly rounded but for a
+ * double-rounding tie, which long double's 64-bit mantissa makes rare). */
+static double us_double(int64_t ns) {
+    return (double)((long double)ns / 1000.0L);
+}
+
+/* A row HTA keeps (see hta.h), or not. */
+int hta_is_row(const md_model *m, const md_event *e) {
+    if (e->bad || !e->has_time) return 0;
+    const char *cat = md_str(m, e->cat);
+    if (cat[0] == '\0' || strcmp(cat, "Trace") == 0) return 0;
+    if (e->ph == 'X') return e->dur_state == MD_DUR_OK;
+    return e->kind == MD_MEMORY && e->ph == 'i' && strcmp(cat, "cpu_instant_event") == 0;
+}
+
+int hta_is_gpu_row(const md_model *m, const md_event *e) {
+    if (e->stream >= 0 && e->corr >= 0) return 1;
+    const char *n = md_str(m, e->name);
+    return strcmp(n, "Event Sync") == 0 || strcmp(n, "Context Sync") == 0;
+}
+
+/* ^ProfilerStep#[0-9] */
+static int is_step(const char *n) {
+    return strncmp(n, "ProfilerStep#", 13) == 0 && n[13] >= '0' && n[13] <= '9';
+}
+
+static int by_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int by_row_ts(const void *a, const void *b) {
+    const hta_row *x = a, *y = b;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+/* Fills r->rows: HTA's times for every row, then the restriction (when `restrict`), then the rows
+ * with a stream. */
+static int build_rank(hta_rank *r, int restrict_steps) {
+    const md_model *m = &r->m;
+    int64_t base = m->has_base ? m->base_time_ns : 0;
+    hta_row *all = malloc((m->count ? m->count : 1) * sizeof *all);
+    int64_t *corrs = malloc((m->count ? m->count : 1) * sizeof *corrs);
+    int rc = all && corrs ? 0 : STROBE_ENOMEM;
+    size_t n = 0, ncpu = 0, nc = 0;
+    int64_t last_step = INT64_MIN, first_cpu = INT64_MAX;
+    for (size_t i = 0; !rc && i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if (!hta_is_row(m, e)) continue;
+        double ts = us_double(md_sub_sat(e->ts, base)), dur = us_double(e->dur);
+        hta_row *w = &all[n++];
+        w->ts = (int64_t)ceil(ts);
+        w->end = (int64_t)floor(ts + dur);
+        w->ev = (uint32_t)i;
+        w->mult = 1;
+        if (w->ts < r->min_ts) r->min_ts = w->ts;
+        if (hta_is_gpu_row(m, e)) continue;
+        ncpu++;
+        if (w->ts < first_cpu) first_cpu = w->ts;
+        if (is_step(md_str(m, e->name)) && w->ts > last_step) last_step = w->ts;
+    }
+    if (!rc && restrict_steps && ncpu) {
+        int64_t limit = last_step != INT64_MIN ? last_step : first_cpu;
+        /* The kept CPU rows' correlations, sorted: a kernel is kept once per equal one. */
+        for (size_t k = 0; k < n; k++) {
+            const md_event *e = &m->events[all[k].ev];
+            if (!hta_is_gpu_row(m, e) && all[k].ts < limit) corrs[nc++] = e->corr;
+        }
+        qsort(corrs, nc, sizeof *corrs, by_i64);
+        for (size_t k = 0; k < n; k++) {
+            const md_event *e = &m->events[all[k].ev];
+            if (!hta_is_gpu_row(m, e)) {
+                all[k].mult = all[k].ts < limit;
+                continue;
+            }
+            size_t lo = 0, hi = nc;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (corrs[mid] < e->corr)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            size_t c = 0;
+            while (lo + c < nc && corrs[lo + c] == e->corr)
+                c++;
+            all[k].mult = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+        }
+    }
+    size_t kept = 0, ncpu_kept = 0;
+    hta_row *cpu = malloc((n ? n : 1) * sizeof *cpu);
+    if (cpu == NULL) rc = STROBE_ENOMEM;
+    for (size_t k = 0; !rc && k < n; k++) {
+        if (!all[k].mult) continue;
+        if (m->events[all[k].ev].stream != -1)
+            all[kept++] = all[k];
+        else
+            cpu[ncpu_kept++] = all[k];
+    }
+    if (!rc) qsort(all, kept, sizeof *all, by_row_ts);
+    free(corrs);
+    if (rc) {
+        free(all);
+        free(cpu);
+        return rc;
+    }
+    r->rows = all;
+    r->count = kept;
+    r->cpu = cpu;
+    r->cpu_count = ncpu_kept;
+    return 0;
+}
+
+static int by_rank(const void *a, const void *b) {
+    const hta_rank *x = a, *y = b;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
+    memset(s, 0, sizeof *s);
+    path_list l = {0};
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        struct stat st;
+        if (strcmp(paths[k], "-") != 0 && stat(paths[k], &st) == 0 && S_ISDIR(st.st_mode))
+            rc = list_folder(&l, cmd, paths[k]);
+        else
+            rc = push_path(&l, paths[k]);
+    }
+    if (rc == 0) {
+        s->ranks = calloc(l.n ? l.n : 1, sizeof *s->ranks);
+        if (s->ranks == NULL) rc = STROBE_ENOMEM;
+    }
+    for (size_t k = 0; rc == 0 && k < l.n; k++) {
+        hta_rank *r = &s->ranks[k];
+        if (cli_load(&r->m, cmd, l.v[k], quiet) != CLI_OK) {
+            rc = -1;
+            break;
+        }
+        s->count++;
+        r->min_ts = INT64_MAX;
+        if (r->m.bad_events)
+            fprintf(stderr,
+                    "strobe %s: %s: %llu malformed event(s) skipped; `strobe check` lists them\n",
+                    cmd, shown(l.v[k]), (unsigned long long)r->m.bad_events);
+        r->rank = r->m.rank;
+        if (r->rank < 0 && l.n == 1) r->rank = 0;
+        if (r->rank < 0) {
+            fprintf(stderr,
+                    "strobe %s: %s: no rank (distributedInfo.rank) in this trace, which is one of "
+                    "%zu: each must name its rank\n",
+                    cmd, shown(l.v[k]), l.n);
+            rc = -1;
+        }
+    }
+    /* Ranks and jobs: every pair is told apart by rank, and all have one world size. */
+    if (rc == 0) qsort(s->ranks, s->count, sizeof *s->ranks, by_rank);
+    for (size_t k = 1; rc == 0 && k < s->count; k++) {
+        const md_model *a = &s->ranks[k - 1].m, *b = &s->ranks[k].m;
+        if (s->ranks[k - 1].rank == s->ranks[k].rank) {
+            fprintf(stderr, "strobe %s: %s and %s: both are rank %" PRId64 "\n", cmd,
+                    shown(a->path), shown(b->path), s->ranks[k].rank);
+            rc = -1;
+        }
+    }
+    for (size_t k = 1; rc == 0 && k < s->count; k++) {
+        const md_model *a = &s->ranks[0].m, *b = &s->ranks[k].m;
+        if (a->world_size != b->world_size) {
+            fprintf(stderr,
+                    "strobe %s: %s and %s: traces of different jobs (world_size %" PRId64
+                    " and %" PRId64 ")\n",
+                    cmd, shown(a->path), shown(b->path), a->world_size, b->world_size);
+            rc = -1;
+        }
+    }
+    /* Two or more profiler steps, all ranks together, restrict every rank. */
+    const char *step = NULL;
+    for (size_t k = 0; rc == 0 && k < s->count && !s->restricted; k++) {
+        const md_model *m = &s->ranks[k].m;
+        for (size_t i = 0; i < m->count && !s->restricted; i++) {
+            const char *name = md_str(m, m->events[i].name);
+            if (!hta_is_row(m, &m->events[i]) || !is_step(name)) continue;
+            if (step == NULL)
+                step = name;
+            else if (strcmp(step, name) != 0)
+                s->restricted = 1;
+        }
+    }
+    s->min_ts = INT64_MAX;
+    for (size_t k = 0; rc == 0 && k < s->count; k++) {
+        rc = build_rank(&s->ranks[k], s->restricted);
+        if (rc == 0 && s->ranks[k].min_ts < s->min_ts) s->min_ts = s->ranks[k].min_ts;
+    }
+    if (s->min_ts == INT64_MAX) s->min_ts = 0;
+    for (size_t k = 0; k < l.n; k++)
+        free(l.v[k]);
+    free(l.v);
+    if (rc != 0 && rc != -1) fprintf(stderr, "strobe %s: %s\n", cmd, strobe_strerror(rc));
+    if (rc) {
+        hta_free(s);
+        return CLI_BAD_INPUT;
+    }
+    return 0;
+}
+
+void hta_free(hta_set *s) {
+    for (size_t k = 0; k < s->count; k++) {
+        md_free(&s->ranks[k].m);
+        free(s->ranks[k].rows);
+        free(s->ranks[k].cpu);
+    }
+    free(s->ranks);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- kernel types, merging, output --------------------------------------------------------- */
+
+int hta_kernel_type(const char *name) {
+    if (strstr(name, "ncclKernel")) return HTA_COMMUNICATION;
+    if (strstr(name, "Memcpy") || strstr(name, "Memset")) return HTA_MEMORY;
+    return HTA_COMPUTATION;
+}
+
+const char *hta_type_name(int type) {
+    return type == HTA_COMMUNICATION ? "COMMUNICATION"
+           : type == HTA_MEMORY      ? "MEMORY"
+                                     : "COMPUTATION";
+}
+
+size_t hta_merge(const hta_rank *r, int (*keep)(const hta_rank *, const hta_row *, void *),
+                 void *arg, int64_t *out) {
+    size_t k = 0;
+    int64_t cummax = 0; /* the largest end of the rows so far */
+    int seen = 0;
+    for (size_t i = 0; i < r->count; i++) {
+        const hta_row *w = &r->rows[i];
+        if (keep && !keep(r, w, arg)) continue;
+        if (!seen || w->ts > cummax) {
+            out[2 * k] = w->ts;
+            out[2 * k + 1] = w->end;
+            k++;
+        } else if (w->end > out[2 * k - 1]) {
+            out[2 * k - 1] = w->end;
+        }
+        if (!seen || w->end > cummax) cummax = w->end;
+        seen = 1;
+    }
+    return k;
+}
+
+/* ---- tables -------------------------------------------------------------------------------- */
+
+int hta_table_add(hta_table *t, const char *const *cells) {
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        char **v = realloc(t->cells, cap * t->ncols * sizeof *v);
+        if (v == NULL) return STROBE_ENOMEM;
+        t->cells = v;
+        t->cap = cap;
+    }
+    for (size_t c = 0; c < t->ncols; c++) {
+        t->cells[t->n * t->ncols + c] = strdup(cells[c] ? cells[c] : "");
+        if (t->cells[t->n * t->ncols + c] == NULL) {
+            for (size_t d = 0; d < c; d++)
+                free(t->cells[t->n * t->ncols + d]);
+            return STROBE_ENOMEM;
+        }
+    }
+    t->n++;
+    return 0;
+}
+
+void hta_table_print(const hta_table *t, int format, FILE *out) {
+    size_t nc = t->ncols < HTA_MAX_COLS ? t->ncols : HTA_MAX_COLS;
+    if (format == CL_TABLE) {
+        size_t w[HTA_MAX_COLS] = {0};
+        for (size_t c = 0; c < nc; c++) {
+            w[c] = strobe__utf8_len(t->cols[c]) + 2;
+            for (size_t r = 0; r < t->n; r++) {
+                size_t len = strobe__utf8_len(cli_esc(t->cells[r * nc + c])) + 2;
+                if (len > w[c]) w[c] = len;
+            }
+            if (t->text[c] && w[c] > 62) w[c] = 62;
+        }
+        strobe__table_separator(out, w, nc);
+        for (size_t c = 0; c < nc; c++)
+            strobe__table_cell(out, t->cols[c], w[c], t->text[c], 0);
+        fputc('\n', out);
+        strobe__table_separator(out, w, nc);
+        for (size_t r = 0; r < t->n; r++) {
+            for (size_t c = 0; c < nc; c++)
+                strobe__table_cell(out, cli_esc(t->cells[r * nc + c]), w[c], t->text[c],
+                                   t->text[c] ? 59 : 0);
+            fputc('\n', out);
+        }
+        strobe__table_separator(out, w, nc);
+    } else if (format == CL_CSV) {
+        for (size_t c = 0; c < nc; c++) {
+            if (c) fputc(',', out);
+            cl_csv_str(out, t->cols[c]);
+        }
+        fputc('\n', out);
+        for (size_t r = 0; r < t->n; r++) {
+            for (size_t c = 0; c < nc; c++) {
+                if (c) fputc(',', out);
+                cl_csv_str(out, t->cells[r * nc + c]);
+            }
+            fputc('\n', out);
+        }
+    } else {
+        fputc('[', out);
+        for (size_t r = 0; r < t->n; r++) {
+            fputs(r ? ",\n {" : "\n {", out);
+            for (size_t c = 0; c < nc; c++) {
+                const char *v = t->cells[r * nc + c];
+                if (c) fputs(", ", out);
+                cl_json_str(out, t->cols[c]);
+                fputs(": ", out);
+                if (t->text[c])
+                    cl_json_str(out, v);
+                else
+                    fputs(v[0] ? v : "null", out);
+            }
+            fputc('}', out);
+        }
+        fputs(t->n ? "\n]\n" : "]\n", out);
+    }
+}
+
+void hta_table_free(hta_table *t) {
+    for (size_t k = 0; k < t->n * t->ncols; k++)
+        free(t->cells[k]);
+    free(t->cells);
+    t->cells = NULL;
+    t->n = t->cap = 0;
+}
+
+void hta_pct(char *buf, size_t n, double x, int digits) {
+    if (!isfinite(x))
+        buf[0] = '\0';
+    else
+        snprintf(buf, n, "%.*f", digits, x);
+}

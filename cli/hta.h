@@ -1,0 +1,109 @@
+/* hta.h: traces as HolisticTraceAnalysis (HTA, facebookresearch/HolisticTraceAnalysis) sees
+ * them, for the commands that give HTA's numbers (breakdown, overlap, kernels --by-type). The
+ * definitions are HTA's; the code is ours.
+ *
+ * What HTA keeps of a trace (hta/common/trace_parser.py, trace.py, trace_filter.py):
+ *   - rows: the events with a "dur" and a "cat" (X events; [memory] instants too, with dur 0),
+ *     less those of cat "Trace". Each row has "stream" and "correlation" from its args (-1 when
+ *     absent; a stream that int() cannot read is -1).
+ *   - times, in the trace's microseconds: when the file's ts are decimals, ts is rounded up and
+ *     ts + dur down (round_down_time_stamps), both on doubles as Python reads them; so a row's
+ *     duration is end - ts, an integer, that can be negative for an event under a microsecond.
+ *     Integer traces are unchanged by this rounding, so it is applied to every trace.
+ *   - GPU kernels (GPUKernelFilter): rows with stream >= 0 and correlation >= 0, and the rows
+ *     named "Event Sync" or "Context Sync"; every other row is a CPU row.
+ *   - the profiler-step restriction (_filter_irrelevant_gpu_kernels, include_last_profiler_step
+ *     False): when the traces, all ranks together, name two or more profiler steps
+ *     (^ProfilerStep#N), each rank keeps the CPU rows that start before its last profiler step
+ *     starts (when it has no step: before its first CPU row) and, of the kernels, those whose
+ *     correlation equals a kept CPU row's, once per such row (an inner merge on "correlation").
+ *     With fewer than two steps everything is kept. (HTA's MTIA branch, chosen by the metadata's
+ *     device_type, is not done: MTIA traces are restricted the same way.)
+ *   - the analyses then take the rows with stream != -1 as "GPU kernels" (so copies, memsets,
+ *     cuda_sync events and any CPU row with a stream count as well).
+ *   - kernel type (hta/utils/utils.py get_kernel_type): COMMUNICATION when the name holds
+ *     "ncclKernel", else MEMORY when it holds "Memcpy" or "Memset", else COMPUTATION.
+ *   - merge_kernel_intervals: rows sorted by ts; a row starts a new interval when its ts is after
+ *     every earlier row's end; an interval runs from its first ts to its largest end.
+ *
+ * A rank is a trace's distributedInfo.rank; one trace without it is rank 0. */
+#ifndef STROBE_CLI_HTA_H
+#define STROBE_CLI_HTA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+
+enum { HTA_COMPUTATION = 0, HTA_COMMUNICATION = 1, HTA_MEMORY = 2 };
+
+/* A row HTA keeps, with HTA's times (microseconds, integers). */
+typedef struct hta_row {
+    int64_t ts, end;
+    uint32_t ev;   /* the model's event */
+    uint32_t mult; /* copies of it HTA's merge makes (1 for CPU rows) */
+} hta_row;
+
+typedef struct hta_rank {
+    md_model m;
+    int64_t rank;
+    hta_row *rows; /* kept rows with stream != -1 ("GPU kernels"), sorted by ts */
+    size_t count;
+    hta_row *cpu; /* kept rows with stream -1, in file order */
+    size_t cpu_count;
+    int64_t min_ts; /* the earliest row's ts, before the restriction (INT64_MAX: no row) */
+} hta_rank;
+
+typedef struct hta_set {
+    hta_rank *ranks; /* sorted by rank */
+    size_t count;
+    int restricted; /* the profiler-step restriction applied */
+    int64_t min_ts; /* the earliest row of all ranks (HTA's _align_all_ranks makes it 0) */
+} hta_set;
+
+/* Loads the traces named by paths[0..n) (a folder stands for its .json and .json.gz files), one
+ * rank each, and applies HTA's restriction. Refuses (one line on stderr, naming the files) a
+ * folder without traces, traces without a rank, two traces of one rank, and traces of different
+ * jobs (distributedInfo.world_size differs); says how many malformed events each file had.
+ * @return 0, or CLI_BAD_INPUT after the message; hta_free() in every case. */
+int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet);
+void hta_free(hta_set *s);
+
+/* A row HTA keeps of the file (before the restriction), and a row of its GPUKernelFilter. */
+int hta_is_row(const md_model *m, const md_event *e);
+int hta_is_gpu_row(const md_model *m, const md_event *e);
+
+/* HTA's kernel type of a name: HTA_COMMUNICATION, HTA_MEMORY or HTA_COMPUTATION. */
+int hta_kernel_type(const char *name);
+/* "COMPUTATION", "COMMUNICATION", "MEMORY". */
+const char *hta_type_name(int type);
+
+/* merge_kernel_intervals over rows[0..n) sorted by ts, keeping those for which keep(row) is true
+ * (all when keep is NULL): writes the merged [ts, end) pairs to out (room for 2n) and returns
+ * their number. */
+size_t hta_merge(const hta_rank *r, int (*keep)(const hta_rank *, const hta_row *, void *),
+                 void *arg, int64_t *out);
+
+/* A result table: named columns, rows of cells as text, printed as a table, CSV, or JSON (an
+ * array of row objects keyed by the column names; a cell of a column whose text[] is 0 is a
+ * number, and null when empty). */
+#define HTA_MAX_COLS 16 /* columns printed at most */
+typedef struct hta_table {
+    const char *const *cols;
+    const uint8_t *text;
+    size_t ncols;
+    char **cells;
+    size_t n, cap;
+} hta_table;
+
+/* Adds a row of t->ncols cells (copied). @return 0 or STROBE_ENOMEM. */
+int hta_table_add(hta_table *t, const char *const *cells);
+/* Prints the table in format (CL_TABLE, CL_CSV, CL_JSON). */
+void hta_table_print(const hta_table *t, int format, FILE *out);
+void hta_table_free(hta_table *t);
+
+/* HTA's round(x, digits) as text; "" (null, HTA's NaN) when x is not finite. */
+void hta_pct(char *buf, size_t n, double x, int digits);
+
+#endif
