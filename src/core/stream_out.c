@@ -122,7 +122,8 @@ static void emit(strobe__stream *st, uint64_t events) {
         drop(st);
         return;
     }
-    if (st->ms.len > st->a.len) {
+    int moved = st->ms.len > st->a.len;
+    if (moved) {
         /* The writer handed over what it held first. */
         if (st->held_len) held_out(st, st->ms.len - st->a.len < st->held_len);
         if (st->ms.len > st->a.len) strobe__append_commit(&st->a, st->ms.buf + st->ms.len);
@@ -135,7 +136,8 @@ static void emit(strobe__stream *st, uint64_t events) {
             strobe__append_mark(&st->a, st->a.len, events);
     }
     st->held_len = h;
-    strobe__sink_view(&st->ms, &st->a);
+    /* Nothing written to the view: it still is one of the buffer as it is. */
+    if (moved) strobe__sink_view(&st->ms, &st->a);
 }
 
 /* After a writer call for one event: marks it, or counts it lost when the call failed. */
@@ -240,6 +242,7 @@ static int arg_add(thr *h, const char *key, const char *json, size_t jlen, int r
  * `a`, room for two). */
 static void range_event(const thr *h, const open_rng *o, int at_end, strobe__wr_arg *a,
                         strobe__wr_event *e) {
+    /* at_end 2: the writer wrote the begin (open_begins), and the end needs no name length. */
     /* Every field set one by one: a memset of the struct (rep stos) cost more than the rest of
      * this function on the streaming thread's path. */
     e->track = h->track;
@@ -248,7 +251,7 @@ static void range_event(const thr *h, const open_rng *o, int at_end, strobe__wr_
     if (o->site_name) {
         /* A site's name is a C string; JSON takes at most STROBE__MAX_NAME bytes of it. */
         e->name = o->site_name;
-        e->name_len = at_end ? strnlen(o->site_name, STROBE__MAX_NAME) : (size_t)-1;
+        e->name_len = at_end == 1 ? strnlen(o->site_name, STROBE__MAX_NAME) : (size_t)-1;
     } else {
         e->name = h->names.s + o->name_off;
         e->name_len = o->name_len;
@@ -295,7 +298,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
     if (flag) st->wargs[k++] = (strobe__wr_arg){.name = flag, .type = STROBE__PFT_INT, .i = 1};
     strobe__wr_arg corr[2];
     strobe__wr_event e;
-    range_event(h, o, 1, corr, &e);
+    range_event(h, o, st->fmt->open_begins ? 2 : 1, corr, &e);
     e.end = end;
     emitted(st, st->wr->ops->slice_end(st->wr, &e, st->wargs, k));
 }

@@ -102,15 +102,21 @@ static int flush_one(pw *p, strobe__pft *enc, size_t at_least) {
 }
 
 /* Hands the packets of sequence `k` to the sink, the descriptors (sequence 1) first, so that a
- * track is declared before the events on it, in batches; streaming, use() does it. */
-static int flush(pw *p, uint32_t k, int force) {
-    if (!force && (p->base.flags & STROBE__WR_STREAMING)) return 0;
+ * track is declared before the events on it, in batches (see flush). */
+static int flush_batch(pw *p, uint32_t k, int force) {
     size_t min = force ? 1 : FLUSH_BYTES;
     size_t len = 0;
     if (k) (void)strobe__pft_data(p->encs[k], &len);
     int rc = flush_one(p, p->encs[0], k && len >= min ? 1 : min);
     if (rc == 0 && k) rc = flush_one(p, p->encs[k], min);
     return rc;
+}
+
+/* flush_batch(), but for a stream's events, which use() hands over. Inline: it is called after
+ * every event. */
+static inline int flush(pw *p, uint32_t k, int force) {
+    if (!force && (p->base.flags & STROBE__WR_STREAMING)) return 0;
+    return flush_batch(p, k, force);
 }
 
 /* Streaming: the packets of the sequence written last stay in its encoder (held, ops.held),
@@ -215,6 +221,7 @@ static const char *cname(pw *p, const strobe__wr_event *e) {
 
 /* The args as annotations: JSON text becomes the most specific type that reads back as it. */
 static int pargs(pw *p, const strobe__wr_arg *a, size_t n) {
+    if (n == 0) return 0; /* the encoder reads none */
     if (grow((void **)&p->args, &p->args_cap, n ? n : 1, sizeof *p->args)) return STROBE_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         p->args[i] = a[i];
