@@ -95,12 +95,18 @@ typedef struct strobe__stream {
     strobe__session *s;
     int mode;
     char *path, *flight_path;
-    /* The output: the format's writer, called with STREAMING into a memory sink, from which each
-     * event goes to the append sink (trace/sink.h) as one piece, its end marked. */
+    /* The output: the format's writer, called with STREAMING into a view of the append sink's
+     * buffer (trace/sink.h), where each event is committed as one piece, its end marked. */
     const strobe__writer_ops *fmt;
     strobe__writer *wr;
     strobe__sink ms;
     strobe__append a;
+    /* The bytes the writer holds back (its ops' held) at the last emit, and the ends of the
+     * events in them (offsets from their start), marked when they reach the buffer. */
+    size_t held_len;
+    strobe__append_boundary *held_marks;
+    size_t held_count, held_cap;
+    uint64_t held_events;
     int64_t pid;
     pthread_t thread;
     int thread_started;

@@ -53,23 +53,91 @@
 
 /* ---- 1. the stream's output ----------------------------------------------------------------- */
 
-/* Drops what the writer wrote since the last emit (a failed call). */
+/* Bytes the writer holds back (Perfetto: the packets of the sequence written last), which go to
+ * the sink before anything else it writes there, or at its sync. */
+static size_t wr_held(const strobe__stream *st) {
+    return st->wr->ops->held ? st->wr->ops->held(st->wr) : 0;
+}
+
+/* Marks the end of `events` events at `end` of the held bytes, grouped as strobe__append_mark
+ * groups them. An event that cannot be marked (out of memory) is counted lost, as there. */
+static void held_mark(strobe__stream *st, size_t end, uint64_t events) {
+    size_t n = st->held_count;
+    if (n > 0 && end - (n > 1 ? st->held_marks[n - 2].end : 0) < STROBE__APPEND_PAGE) {
+        st->held_marks[n - 1].end = end;
+        st->held_marks[n - 1].events += events;
+    } else if (strobe__grow((void **)&st->held_marks, &st->held_cap, n + 1,
+                            sizeof *st->held_marks) == 0) {
+        st->held_marks[st->held_count++] = (strobe__append_boundary){end, events};
+    } else {
+        st->a.lost += events;
+        return;
+    }
+    st->held_events += events;
+}
+
+/* The held bytes of the last emit are the first held_len bytes in the view (the writer handed
+ * them over): committed, their events marked. Or, `lost`, they are not in the buffer. */
+static void held_out(strobe__stream *st, int lost) {
+    if (lost) {
+        st->a.lost += st->held_events;
+    } else if (st->held_len) {
+        size_t base = st->a.len;
+        strobe__append_commit(&st->a, st->ms.buf + base + st->held_len);
+        for (size_t i = 0; i < st->held_count; i++)
+            strobe__append_mark(&st->a, base + st->held_marks[i].end, st->held_marks[i].events);
+    }
+    st->held_len = 0;
+    st->held_count = 0;
+    st->held_events = 0;
+}
+
+/* Drops what the writer wrote since the last emit (a failed call). What it held before stays: in
+ * the view when the writer handed it over (committed then), else still held; with an error in the
+ * view, it is gone. Bytes the failed call left held are discarded, with those before them. */
 static void drop(strobe__stream *st) {
+    if (st->held_len) {
+        size_t v = st->ms.err ? 0 : st->ms.len - st->a.len;
+        if (st->ms.err || (v > 0 && v < st->held_len))
+            held_out(st, 1);
+        else if (v > 0)
+            held_out(st, 0);
+    }
+    size_t h = wr_held(st);
+    if (h > st->held_len) {
+        st->wr->ops->discard(st->wr);
+        held_out(st, 1);
+    }
     strobe__sink_view(&st->ms, &st->a);
 }
 
 /* Commits what the writer wrote for the last call (straight into the append sink's buffer, through
  * the view st->ms) as one piece, and marks the end of `events` events there (0: a track, a
- * slice's begin). A piece that found no memory is dropped and its events counted lost. */
+ * slice's begin); or, when the writer holds the call's bytes back, at their end in the held bytes,
+ * marked when they reach the buffer. A piece that found no memory is dropped and its events
+ * counted lost. */
 static void emit(strobe__stream *st, uint64_t events) {
     if (st->ms.err) {
         st->a.lost += events;
         drop(st);
         return;
     }
-    if (st->ms.len > st->a.len) strobe__append_commit(&st->a, st->ms.buf + st->ms.len);
-    if (events) strobe__append_mark(&st->a, st->a.len, events);
-    strobe__sink_view(&st->ms, &st->a);
+    int moved = st->ms.len > st->a.len;
+    if (moved) {
+        /* The writer handed over what it held first. */
+        if (st->held_len) held_out(st, st->ms.len - st->a.len < st->held_len);
+        if (st->ms.len > st->a.len) strobe__append_commit(&st->a, st->ms.buf + st->ms.len);
+    }
+    size_t h = wr_held(st);
+    if (events) {
+        if (h)
+            held_mark(st, h, events);
+        else
+            strobe__append_mark(&st->a, st->a.len, events);
+    }
+    st->held_len = h;
+    /* Nothing written to the view: it still is one of the buffer as it is. */
+    if (moved) strobe__sink_view(&st->ms, &st->a);
 }
 
 /* After a writer call for one event: marks it, or counts it lost when the call failed. */
@@ -174,6 +242,7 @@ static int arg_add(thr *h, const char *key, const char *json, size_t jlen, int r
  * `a`, room for two). */
 static void range_event(const thr *h, const open_rng *o, int at_end, strobe__wr_arg *a,
                         strobe__wr_event *e) {
+    /* at_end 2: the writer wrote the begin (open_begins), and the end needs no name length. */
     /* Every field set one by one: a memset of the struct (rep stos) cost more than the rest of
      * this function on the streaming thread's path. */
     e->track = h->track;
@@ -182,7 +251,7 @@ static void range_event(const thr *h, const open_rng *o, int at_end, strobe__wr_
     if (o->site_name) {
         /* A site's name is a C string; JSON takes at most STROBE__MAX_NAME bytes of it. */
         e->name = o->site_name;
-        e->name_len = at_end ? strnlen(o->site_name, STROBE__MAX_NAME) : (size_t)-1;
+        e->name_len = at_end == 1 ? strnlen(o->site_name, STROBE__MAX_NAME) : (size_t)-1;
     } else {
         e->name = h->names.s + o->name_off;
         e->name_len = o->name_len;
@@ -229,7 +298,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
     if (flag) st->wargs[k++] = (strobe__wr_arg){.name = flag, .type = STROBE__PFT_INT, .i = 1};
     strobe__wr_arg corr[2];
     strobe__wr_event e;
-    range_event(h, o, 1, corr, &e);
+    range_event(h, o, st->fmt->open_begins ? 2 : 1, corr, &e);
     e.end = end;
     emitted(st, st->wr->ops->slice_end(st->wr, &e, st->wargs, k));
 }
@@ -630,12 +699,16 @@ static int decode(strobe__stream *st, thr *h, const char *p, size_t used) {
 
 /* Bytes encoded and not yet written. */
 static size_t out_pending(const strobe__stream *st) {
-    return st->a.len;
+    return st->a.len + st->held_len;
 }
 
-/* Appends what is encoded, with the format's running tail after it. `retry`: see
- * strobe__append_flush. @return 0 or the output's error. */
+/* Appends what is encoded (what the writer holds too), with the format's running tail after it.
+ * `retry`: see strobe__append_flush. @return 0 or the output's error. */
 static int out_flush(strobe__stream *st, int retry) {
+    if (st->held_len) {
+        (void)st->wr->ops->sync(st->wr); /* an error: emit counts the held events lost */
+        emit(st, 0);
+    }
     const char *tail = st->fmt->running_tail;
     int rc = strobe__append_flush(&st->a, tail ? tail : "", retry);
     strobe__sink_view(&st->ms, &st->a); /* the buffer starts over */
@@ -712,6 +785,7 @@ void strobe__stream_out_release(strobe__stream *st) {
     strobe__buf_free(&st->text);
     strobe__buf_free(&st->json);
     free(st->wargs);
+    free(st->held_marks);
     strobe__stream_syms_free(&st->syms);
     free(st->bk);
     strobe__buf_free(&st->bk_names);

@@ -57,6 +57,10 @@ typedef struct pw {
     strobe__writer base;
     strobe__pft **encs; /* [0]: sequence 1; [k]: the sequence of a thread, stream or lane */
     size_t enc_count, enc_cap;
+    uint64_t *enc_track; /* each sequence's default track (0: none) */
+    size_t enc_track_cap;
+    /* Streaming: the sequence whose packets may be held in its encoder (see use()). */
+    uint32_t held;
     ptrack *tracks;
     size_t tracks_cap;
     uint64_t next_uuid;
@@ -98,9 +102,9 @@ static int flush_one(pw *p, strobe__pft *enc, size_t at_least) {
 }
 
 /* Hands the packets of sequence `k` to the sink, the descriptors (sequence 1) first, so that a
- * track is declared before the events on it: streaming, at once; else in batches. */
-static int flush(pw *p, uint32_t k, int force) {
-    size_t min = force || (p->base.flags & STROBE__WR_STREAMING) ? 1 : FLUSH_BYTES;
+ * track is declared before the events on it, in batches (see flush). */
+static int flush_batch(pw *p, uint32_t k, int force) {
+    size_t min = force ? 1 : FLUSH_BYTES;
     size_t len = 0;
     if (k) (void)strobe__pft_data(p->encs[k], &len);
     int rc = flush_one(p, p->encs[0], k && len >= min ? 1 : min);
@@ -108,13 +112,35 @@ static int flush(pw *p, uint32_t k, int force) {
     return rc;
 }
 
+/* flush_batch(), but for a stream's events, which use() hands over. Inline: it is called after
+ * every event. */
+static inline int flush(pw *p, uint32_t k, int force) {
+    if (!force && (p->base.flags & STROBE__WR_STREAMING)) return 0;
+    return flush_batch(p, k, force);
+}
+
+/* Streaming: the packets of the sequence written last stay in its encoder (held, ops.held),
+ * and go to the sink in one piece when a call writes to another sequence (before that one's
+ * packets), at sync, or at end: one copy per run of events on one thread instead of one per
+ * event, and the bytes reach the sink in the order they were written. Call before writing to
+ * sequence `k`. @return 0 or the sink's error. */
+static int use(pw *p, uint32_t k) {
+    if (!(p->base.flags & STROBE__WR_STREAMING) || p->held == k) return 0;
+    int rc = flush_one(p, p->encs[p->held], 1);
+    p->held = k;
+    return rc;
+}
+
 /* A new sequence with `uuid` as its default track. @return its index or -1 (ENOMEM). */
 static int64_t new_sequence(pw *p, uint64_t uuid) {
-    if (grow((void **)&p->encs, &p->enc_cap, p->enc_count + 1, sizeof *p->encs)) return -1;
+    if (grow((void **)&p->encs, &p->enc_cap, p->enc_count + 1, sizeof *p->encs) ||
+        grow((void **)&p->enc_track, &p->enc_track_cap, p->enc_count + 1, sizeof *p->enc_track))
+        return -1;
     strobe__pft *e = strobe__pft_new((uint32_t)(p->enc_count + 1));
     if (e == NULL) return -1;
     if (uuid) strobe__pft_set_default_track(e, uuid);
     p->encs[p->enc_count] = e;
+    p->enc_track[p->enc_count] = uuid;
     return (int64_t)p->enc_count++;
 }
 
@@ -134,7 +160,8 @@ static int pf_track(strobe__writer *w, uint32_t id, const strobe__wr_track *t) {
     ptrack *pt = &p->tracks[id];
     pt->enc = 0;
     strobe__pft *m = p->encs[0];
-    int rc;
+    int rc = use(p, 0);
+    if (rc) return rc;
     uint64_t parent =
         t->kind == STROBE__WR_STREAM || t->kind == STROBE__WR_LANE ? p->tracks[t->parent].uuid : 0;
     switch (t->kind) {
@@ -194,6 +221,7 @@ static const char *cname(pw *p, const strobe__wr_event *e) {
 
 /* The args as annotations: JSON text becomes the most specific type that reads back as it. */
 static int pargs(pw *p, const strobe__wr_arg *a, size_t n) {
+    if (n == 0) return 0; /* the encoder reads none */
     if (grow((void **)&p->args, &p->args_cap, n ? n : 1, sizeof *p->args)) return STROBE_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         p->args[i] = a[i];
@@ -216,6 +244,7 @@ static int pf_slice_begin(strobe__writer *w, const strobe__wr_event *e) {
     const ptrack *t = &p->tracks[e->track];
     const char *name = cname(p, e);
     int rc = name ? pargs(p, e->args, e->nargs) : STROBE_ENOMEM;
+    if (rc == 0) rc = use(p, t->enc);
     if (rc == 0)
         rc = strobe__pft_begin(p->encs[t->enc], t->uuid, e->ts - p->base.base_ns, e->cat, name,
                                p->args, e->nargs, e->flow_out, e->nflow_out, e->flow_in,
@@ -231,6 +260,7 @@ static int pf_slice_end(strobe__writer *w, const strobe__wr_event *e, const stro
     if (e->flags & STROBE__WR_SESSION) return 0;
     const ptrack *t = &p->tracks[e->track];
     int rc = pargs(p, args, nargs);
+    if (rc == 0) rc = use(p, t->enc);
     if (rc == 0)
         rc = nargs ? strobe__pft_end_args(p->encs[t->enc], t->uuid, e->end - p->base.base_ns,
                                           p->args, nargs)
@@ -243,6 +273,7 @@ static int pf_instant(strobe__writer *w, const strobe__wr_event *e) {
     const ptrack *t = &p->tracks[e->track];
     const char *name = cname(p, e);
     int rc = name ? pargs(p, e->args, e->nargs) : STROBE_ENOMEM;
+    if (rc == 0) rc = use(p, t->enc);
     if (rc == 0)
         rc = strobe__pft_instant(p->encs[t->enc], t->uuid, e->ts - p->base.base_ns, e->cat, name,
                                  p->args, e->nargs);
@@ -266,8 +297,11 @@ static int pf_counter(strobe__writer *w, const strobe__wr_event *e) {
     free(key);
     if (id < 0) return STROBE_ENOMEM;
     int rc = 0;
-    if ((size_t)id >= before)
-        rc = strobe__pft_counter_track(p->encs[0], COUNTER_UUID(id), t->uuid, name);
+    if ((size_t)id >= before) {
+        rc = use(p, 0);
+        if (rc == 0) rc = strobe__pft_counter_track(p->encs[0], COUNTER_UUID(id), t->uuid, name);
+    }
+    if (rc == 0) rc = use(p, t->enc);
     if (rc == 0)
         rc = strobe__pft_counter(p->encs[t->enc], COUNTER_UUID(id), e->ts - p->base.base_ns,
                                  e->value);
@@ -279,8 +313,8 @@ static int pf_counter(strobe__writer *w, const strobe__wr_event *e) {
  * packets. */
 static int pf_end(strobe__writer *w, const strobe__wr_info *in) {
     pw *p = (pw *)w;
-    int rc = 0;
-    if (p->session) {
+    int rc = use(p, 0);
+    if (rc == 0 && p->session) {
         char *strobe_obj = NULL;
         size_t slen = 0;
         if (in->stats) {
@@ -343,6 +377,7 @@ static void pf_release(strobe__writer *w) {
     for (size_t k = 0; k < p->enc_count; k++)
         strobe__pft_free(p->encs[k]);
     free(p->encs);
+    free(p->enc_track);
     free(p->tracks);
     free(p->args);
     free(p->name);
@@ -350,6 +385,35 @@ static void pf_release(strobe__writer *w) {
         strobe__strtab_release(&p->counters);
         strobe__pool_release(&p->pool);
     }
+}
+
+/* Streaming: the bytes held (see use()). */
+static size_t pf_held(strobe__writer *w) {
+    pw *p = (pw *)w;
+    size_t len = 0;
+    if (p->enc_count) (void)strobe__pft_data(p->encs[p->held], &len);
+    return len;
+}
+
+static int pf_sync(strobe__writer *w) {
+    pw *p = (pw *)w;
+    return p->enc_count ? flush_one(p, p->encs[p->held], 1) : 0;
+}
+
+/* Drops the held packets. Their interned strings and clock would be missing from the file: the
+ * sequence starts over in a new encoder (same id and default track), whose first packet clears
+ * the incremental state. */
+static void pf_discard(strobe__writer *w) {
+    pw *p = (pw *)w;
+    if (p->enc_count == 0 || pf_held(w) == 0) return;
+    strobe__pft *e = strobe__pft_new(p->held + 1);
+    if (e == NULL) {
+        strobe__pft_reset_data(p->encs[p->held]);
+        return;
+    }
+    if (p->enc_track[p->held]) strobe__pft_set_default_track(e, p->enc_track[p->held]);
+    strobe__pft_free(p->encs[p->held]);
+    p->encs[p->held] = e;
 }
 
 /* ".pftrace" and ".perfetto-trace", also with ".gz": the trace processor reads gzip'd traces. */
@@ -370,4 +434,7 @@ const strobe__writer_ops strobe__perfetto_writer = {
     .counter = pf_counter,
     .end = pf_end,
     .release = pf_release,
+    .held = pf_held,
+    .sync = pf_sync,
+    .discard = pf_discard,
 };

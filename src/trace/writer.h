@@ -106,8 +106,9 @@ typedef struct strobe__wr_info {
 
 /* Opening flags. */
 enum {
-    /* Every call leaves its whole output in the sink (no format-side buffering), so that the
-     * caller can append each event as one piece and cut between events (the stream). */
+    /* Every call leaves its output in the sink, but for what the writer holds back (the ops'
+     * held, sync and discard), so that the caller can append each event as one piece and cut
+     * between events (the stream). */
     STROBE__WR_STREAMING = 1,
 };
 
@@ -161,6 +162,16 @@ typedef struct strobe__writer_ops {
     int (*end)(strobe__writer *w, const strobe__wr_info *info);
     /* Frees the format's own allocations (not `w` itself). */
     void (*release)(strobe__writer *w);
+    /* Streaming, optional (NULL: the writer holds nothing back): a writer may hold the bytes of
+     * its last calls (Perfetto: one sequence's packets, which then go to the sink in one copy
+     * instead of one per event). held() says how many bytes it holds; they are whole events and
+     * go to the sink before anything else the writer writes there, or at sync(), so that the
+     * caller knows where each event ends in the file. sync() writes them to the sink (@return 0
+     * or the sink's error); discard() drops them (the writer's state goes on as if they were
+     * never written). Not for formats that pad. */
+    size_t (*held)(strobe__writer *w);
+    int (*sync)(strobe__writer *w);
+    void (*discard)(strobe__writer *w);
 } strobe__writer_ops;
 
 /* Chrome trace JSON in Kineto's schema (json_writer.c). Accepts every path: it is the default. */
