@@ -20,9 +20,10 @@ mkdir -p "$WORK"
 TMP=$(mktemp -d "$WORK/run.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
-# The validators' setup (run by check_all.sh on every call) rebuilds tp_query in its cache each
-# time, so a run beside another one fails with "Text file busy": every use takes this lock.
-VLOCK=/tmp/strobe-trace-validators.lock
+# strobe_check_trace runs what check_all.sh runs, with its setup once; tp_query is run under the
+# same lock, shared (validators.sh says why).
+. "$(dirname "$0")/validators.sh"
+VLOCK=$STROBE_VLOCK
 TP="${TRACE_VALIDATORS_HOME:-$HOME/.cache/trace-validators}/tp_query"
 x_count() { "$STROBE" info "$1" | sed -n 's/^  X \([0-9]*\)$/\1/p'; }
 
@@ -56,7 +57,7 @@ validate_pf() {
         echo "SKIP  check_all.sh --strict $(basename "$1"): trace validators not installed"
         return 0
     fi
-    if ! flock "$VLOCK" "$checker" "$1" --strict >"$TMP/check_all" 2>&1; then
+    if ! strobe_check_trace "$SHARED" "$1" --strict >"$TMP/check_all" 2>&1; then
         echo "FAIL  check_all.sh --strict $(basename "$1"):"; tail -15 "$TMP/check_all"; fail=1
         return 1
     fi
@@ -149,7 +150,7 @@ JSON
         fi
         tp="${TRACE_VALIDATORS_HOME:-$HOME/.cache/trace-validators}/tp_query"
         if [ -x "$tp" ]; then
-            n=$(flock "$VLOCK" "$tp" "$TMP/graph.pftrace" --sql 'select count(*) as n from flow' 2>&1 | tail -1)
+            n=$(flock -s "$VLOCK" "$tp" "$TMP/graph.pftrace" --sql 'select count(*) as n from flow' 2>&1 | tail -1)
             if [ "$n" = 3 ]; then
                 echo "ok    graph launch: Perfetto draws 3 flows from the .pftrace"
             else
@@ -219,7 +220,7 @@ JSON
     if [ -x "$TP" ]; then
         # Perfetto puts the extra tracks with their thread: 7 slices of tid 11, 2 on stream 7's
         # tracks, and the flow from "b" to "k2" is drawn.
-        q() { flock "$VLOCK" "$TP" "$TMP/overlap.pftrace" --sql "$1" 2>&1 | tail -1; }
+        q() { flock -s "$VLOCK" "$TP" "$TMP/overlap.pftrace" --sql "$1" 2>&1 | tail -1; }
         n11=$(q "select count(*) from slice s join thread_track tt on s.track_id = tt.id join thread using(utid) where tid = 11")
         ns7=$(q "select count(*) from slice s join track t on s.track_id = t.id where t.name like 'stream 7%'")
         nfl=$(q "select count(*) from flow f join slice a on f.slice_out = a.id join slice b on f.slice_in = b.id where a.name = 'b' and b.name = 'k2'")

@@ -65,11 +65,10 @@ sys.exit(1 if bad else 0)
 PY
 
 check="$shared/validators/check_all.sh"
-# The validators' setup (run by check_all.sh on every call) rebuilds tp_query in its cache each
-# time, so a run beside another one fails with "Text file busy": every use takes this lock.
-VLOCK=/tmp/strobe-trace-validators.lock
+# strobe_check_trace runs what check_all.sh runs, with its setup once (validators.sh says why).
+. "$(dirname "$0")/validators.sh"
 if [ -x "$check" ]; then
-  flock "$VLOCK" "$check" "$trace" --strict >"$trace.check.log" 2>&1 || { cat "$trace.check.log"; fail "checkers on $trace"; }
+  strobe_check_trace "$shared" "$trace" --strict >"$trace.check.log" 2>&1 || { cat "$trace.check.log"; fail "checkers on $trace"; }
   echo "ok    checkers on $trace"
 else
   echo "checkers skipped: $check not found"

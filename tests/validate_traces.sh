@@ -12,9 +12,8 @@
 set -u
 zoo=$1 demo=$2 out=$3 shared=$4 tests_out=${5:-} cli=${6:-}
 check="$shared/validators/check_all.sh"
-# The validators' setup (run by check_all.sh on every call) rebuilds tp_query in its cache each
-# time, so a run beside another one fails with "Text file busy": every use takes this lock.
-VLOCK=/tmp/strobe-trace-validators.lock
+# strobe_check_trace runs what check_all.sh runs, with its setup once (validators.sh says why).
+. "$(dirname "$0")/validators.sh"
 if [ ! -x "$check" ]; then
   echo "SKIP: $check not found (no ../shared beside the project); traces were not validated"
   exit 77
@@ -51,7 +50,7 @@ fi
 fail=0
 for t in $traces; do
   log="$t.check.log"
-  if flock "$VLOCK" "$check" "$t" --strict >"$log" 2>&1; then
+  if strobe_check_trace "$shared" "$t" --strict >"$log" 2>&1; then
     echo "ok    $t"
   else
     echo "FAIL  $t"; cat "$log"; fail=1
