@@ -1422,7 +1422,7 @@ static void test_perfetto_direct(void) {
     pb_event(&b, 1, 1000, "outer", 5, "cpu_op", NULL, 0, 5, 0);
     pb_event(&b, 1, 1100, "q\"uo\\te", 8, "c\nat", NULL, 0, 0, 0);
     pb_event(&b, 2, 1200, NULL, 0, NULL, NULL, 0, 0, 0);
-    pb_event(&b, 1, 1300, "bad\xff utf8 \xe2\x82", 14, "cpu_op", NULL, 0, 0, 0);
+    pb_event(&b, 1, 1300, "bad\xff utf8 \xe2\x82", 12, "cpu_op", NULL, 0, 0, 0);
     pb_event(&b, 2, 1400, NULL, 0, NULL, NULL, 0, 0, 0);
     pb_event(&b, 1, 1500, "nul\0byte", 8, NULL, NULL, 0, UINT64_MAX, 0);
     pb_event(&b, 2, 1600, NULL, 0, NULL, NULL, 0, 0, 0);
