@@ -228,10 +228,7 @@ int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
         }
         s->count++;
         r->min_ts = INT64_MAX;
-        if (r->m.bad_events)
-            fprintf(stderr,
-                    "strobe %s: %s: %llu malformed event(s) skipped; `strobe check` lists them\n",
-                    cmd, shown(l.v[k]), (unsigned long long)r->m.bad_events);
+        cli_say_skipped(cmd, l.v[k], &r->m);
         r->rank = r->m.rank;
         if (r->rank < 0 && l.n == 1) r->rank = 0;
         if (r->rank < 0) {

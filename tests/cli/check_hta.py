@@ -316,6 +316,16 @@ def generated():
             fail("%s without a trace: %r" % (cmd, p.stderr))
 
 
+    # Every other command that reads a trace says the same line about the malformed event.
+    for cmd in (["kernels", bad], ["stacks", bad], ["steps", bad], ["diff", bad, norank],
+                ["summary", bad]):
+        p = run([cmd[0], "-q"] + cmd[1:])
+        want = "strobe %s: %s: 1 malformed event(s) skipped; `strobe check` lists them\n" % (
+            cmd[0], bad)
+        if p.stderr != want:
+            fail("%s: malformed event: stderr %r, expected %r" % (cmd[0], p.stderr, want))
+
+
 # ---- HTA's definitions, here in Python, for the shared traces -------------------------------------
 
 STEP = re.compile(r"^ProfilerStep#(\d+)")
