@@ -46,7 +46,7 @@ const cli_command cli_commands[] = {
     {"queue", cmd_queue, cmd_queue_usage, cmd_queue_options,
      "HTA's queue length statistics per rank and stream"},
     {"ranks", cmd_ranks, cmd_ranks_usage, cmd_ranks_options,
-     "the profiler steps of each rank and their times (HTA)"},
+     "each rank's profiler steps and times, and HTA's potential stragglers"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 

@@ -61,6 +61,84 @@ def write(path, events, rank=None, world=2):
         json.dump(doc, f)
 
 
+def stragglers():
+    """HTA's potential stragglers on three ranks, worked out by hand.
+
+    Each rank: ProfilerStep#1 [0,1000], #2 [1000,2000], #3 [2000,3000] (the last, left out by
+    the restriction with what it launches). Kernels, each launched in its step (launch ts 10..30
+    in #1, 1010..1030 in #2, 2010 in #3), with the launch's correlation:
+      ncclKernel_AllReduce, stream 20: step 1 starts 500/600/400, durs 100/60/200 (ranks 0/1/2);
+        step 2 starts 1500/1300/1600, durs 100/100/300; rank 1 also one at 1100 (dur 50) in step
+        2, not the last; rank 0 also one at 950 of dur 5 in step 1, under 1% of the mean step.
+      ncclKernel_Broadcast, stream 21: 700 and 1700, dur 50 on every rank (std 0).
+      rank 2: an AllReduce launched in step 3 (dropped by the restriction) at 2500.
+    Selected rows (steps 1 and 2): t_min 0, last end 2000, 2 iterations: mean_iter_time 1000,
+    min_duration 10. AllReduce durations / 1000: step 1 .1 .06 .2 (std .0721), step 2 .1 .1 .3
+    (std .1155): mean .0938 > 0 (Broadcast), so AllReduce on stream 20 is the metric.
+    normalized start: step 1 .5 .6 .4, step 2 1.5 1.3 1.6.
+      k 2: thresholds .5 and 1.5: rank 0 twice, 1 once, 2 once -> [0 (2), 1 (1)]
+      k 1: thresholds .6 and 1.6: 0 none, 1 once, 2 once -> [1 (1)] (with rank 0's short kernel
+           as its last it would be [0 (1)])
+      k 3: every rank twice -> [0, 1, 2] (2 each); k 4: a step has 3 ranks < 4: none
+      --steps 2: rows of step 2: t_min 1000, end 2000, mean 1000; starts .5 .3 .6, one
+           iteration, threshold .5 -> ranks 0 and 2 (1 each), rank 1 (0) -> [0 (1), 2 (1)]
+    """
+    folder = os.path.join(out_dir, "strag")
+    os.makedirs(folder, exist_ok=True)
+    for f in glob.glob(os.path.join(folder, "*")):
+        os.remove(f)
+    for k in range(3):
+        ev = [x("ProfilerStep#%d" % n, "user_annotation", 1000 * (n - 1), 1000) for n in (1, 2, 3)]
+
+        def launch(ts, corr):
+            ev.append(x("cudaLaunchKernel", "cuda_runtime", ts, 5, correlation=corr))
+
+        def kernel(name, ts, dur, corr, stream=20):
+            ev.append(x(name, "kernel", ts, dur, tid=stream, pid=0, stream=stream,
+                        correlation=corr))
+        launch(10, 1)
+        kernel("ncclKernel_AllReduce", [500, 600, 400][k], [100, 60, 200][k], 1)
+        launch(1010, 2)
+        kernel("ncclKernel_AllReduce", [1500, 1300, 1600][k], [100, 100, 300][k], 2)
+        launch(30, 5)
+        kernel("ncclKernel_Broadcast", 700, 50, 5, 21)
+        launch(1030, 6)
+        kernel("ncclKernel_Broadcast", 1700, 50, 6, 21)
+        if k == 1:
+            launch(1020, 4)
+            kernel("ncclKernel_AllReduce", 1100, 50, 4)
+        if k == 0:
+            launch(20, 3)
+            kernel("ncclKernel_AllReduce", 950, 5, 3)
+        if k == 2:
+            launch(2010, 9)
+            kernel("ncclKernel_AllReduce", 2500, 400, 9)
+        write(os.path.join(folder, "rank%d.json" % k), ev, rank=k, world=3)
+
+    def strag(extra):
+        return rows_of("ranks", [folder], extra).get("stragglers")
+    same("stragglers, k 2", strag([]), [{"rank": 0, "is_straggler": 2},
+                                        {"rank": 1, "is_straggler": 1}])
+    same("stragglers, k 1", strag(["-k", "1"]), [{"rank": 1, "is_straggler": 1}])
+    same("stragglers, k 3", strag(["--candidates", "3"]),
+         [{"rank": r, "is_straggler": 2} for r in range(3)])
+    p = run(["ranks", "-q", "-f", "json", "-k", "4", folder])
+    same("stragglers, k 4", json.loads(p.stdout or "{}").get("stragglers"), [])
+    if "fewer ranks" not in p.stderr:
+        fail("stragglers, k 4: stderr does not say why: %r" % p.stderr)
+    same("stragglers, --steps 2", strag(["--steps", "2"]), [{"rank": 0, "is_straggler": 1},
+                                                           {"rank": 2, "is_straggler": 1}])
+    same("stragglers, --steps 2,7", strag(["--steps", "2,7"]), strag(["--steps", "2"]))
+    p = run(["ranks", "-q", "--steps", "7", folder], 2)
+    if "1, 2" not in p.stderr or p.stderr.count("\n") != 1:
+        fail("stragglers, --steps 7: %r" % p.stderr)
+    for bad in ("x", "1,", ""):
+        p = run(["ranks", "-q", "--steps", bad, folder], 2)
+    got = rows_of("ranks", [folder])
+    same("ranks, three ranks", [(r["rank"], r["iter"], r["dur"]) for r in got.get("steps")],
+         [(k, n, 1000) for k in range(3) for n in (1, 2)])
+
+
 def generated():
     folder = os.path.join(out_dir, "ranks")
     os.makedirs(folder, exist_ok=True)
@@ -257,9 +335,11 @@ def generated():
 
     # ranks: each rank's ProfilerStep#1 (the last step, #2, is left out by the restriction);
     # times from the earliest event of both ranks (0): rank 0 [0,100], rank 1 [0,50].
-    same("ranks, generated", rows_of("ranks", [folder]), [
+    got = rows_of("ranks", [folder])
+    same("ranks, generated", got.get("steps"), [
         {"rank": 0, "iter": 1, "ts": 0, "dur": 100, "end": 100},
         {"rank": 1, "iter": 1, "ts": 0, "dur": 50, "end": 50}])
+    stragglers()
 
     # Refusals: the message names the files.
     dup = os.path.join(out_dir, "dup")
@@ -314,8 +394,6 @@ def generated():
         p = run(cmd + ["-q"], 2)
         if p.stderr.count("\n") != 1 or "--help" not in p.stderr:
             fail("%s without a trace: %r" % (cmd, p.stderr))
-
-
     # Every other command that reads a trace says the same line about the malformed event.
     for cmd in (["kernels", bad], ["stacks", bad], ["steps", bad], ["diff", bad, norank],
                 ["summary", bad]):
@@ -670,8 +748,10 @@ def shared(shared_dir):
         got, want = rows_of("queue", [path]).get("summary"), queue(all_rows, rows, restricted, 0)
         if not close(got, want):
             same("queue " + os.path.basename(path), got, want)
-        same("ranks " + os.path.basename(path), rows_of("ranks", [path]),
-             steps(all_rows, rows, 0))
+        got = rows_of("ranks", [path])
+        same("ranks " + os.path.basename(path), got.get("steps"), steps(all_rows, rows, 0))
+        # One rank: HTA's standard deviation across ranks is NaN everywhere, so no straggler.
+        same("ranks, stragglers " + os.path.basename(path), got.get("stragglers"), [])
         got = rows_of("queue", [path], ["--max-queue-length", "100"]).get("blocked")
         want = queue(all_rows, rows, restricted, 0, 100)
         if not close(got, want):
