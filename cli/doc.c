@@ -47,6 +47,8 @@ const cli_command cli_commands[] = {
      "HTA's queue length statistics per rank and stream"},
     {"ranks", cmd_ranks, cmd_ranks_usage, cmd_ranks_options,
      "each rank's profiler steps and times, and HTA's potential stragglers"},
+    {"annotations", cmd_annotations, cmd_annotations_usage, cmd_annotations_options,
+     "HTA's GPU (or CPU) user-annotation breakdown per rank"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 

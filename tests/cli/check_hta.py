@@ -139,6 +139,44 @@ def stragglers():
          [(k, n, 1000) for k in range(3) for n in (1, 2)])
 
 
+def annotations():
+    """HTA's user-annotation breakdown, worked out by hand.
+
+    One trace (rank 0, no profiler step): GPU annotations A [100,110] and [200,230], B [300,305]
+    (cat gpu_user_annotation, stream 7); CPU annotations fwd [0,100] and [150,200] (cat
+    user_annotation) and a cpu_op that is neither.
+      GPU: A sum 40, max 30, min 10, mean 20, std sqrt(200) = 14.142...; B 5, 5, 5, 5, std 0.
+      CPU: fwd sum 150, max 100, min 50, mean 75, std sqrt(1250) = 35.355...
+      -n 1: names by sum A (40), B (5); cumulated 40, 45; its 0.8 quantile 44: A is kept as one
+      value (40, 40, 40, 40, 0), B past it is "others" over the sums (5, 5, 5, 5, 0).
+    """
+    path = os.path.join(out_dir, "annotations.json")
+    write(path, [x("A", "gpu_user_annotation", 100, 10, tid=7, pid=0, stream=7),
+                 x("A", "gpu_user_annotation", 200, 30, tid=7, pid=0, stream=7),
+                 x("B", "gpu_user_annotation", 300, 5, tid=7, pid=0, stream=7),
+                 x("fwd", "user_annotation", 0, 100), x("fwd", "user_annotation", 150, 50),
+                 x("aten::mm", "cpu_op", 10, 20)])
+
+    def row(name, s, mx, mn, mean, std):
+        return {"name": name, "sum (us)": s, "max (us)": mx, "min (us)": mn, "mean (us)": mean,
+                "stddev": std, "rank": 0}
+    got = rows_of("annotations", [path])
+    want = [row("A", 40, 30, 10, 20, math.sqrt(200)), row("B", 5, 5, 5, 5, 0)]
+    if not close(got, want):
+        same("annotations, GPU", got, want)
+    got = rows_of("annotations", [path], ["--cpu"])
+    want = [row("fwd", 150, 100, 50, 75, math.sqrt(1250))]
+    if not close(got, want):
+        same("annotations --cpu", got, want)
+    same("annotations -n 1", rows_of("annotations", [path], ["-n", "1"]),
+         [row("A", 40, 40, 40, 40, 0), row("others", 5, 5, 5, 5, 0)])
+    p = run(["annotations", "-q", "-f", "json", os.path.join(out_dir, "strag")])
+    same("annotations, none", json.loads(p.stdout or "null"), [])
+    if "no gpu_user_annotation" not in p.stderr:
+        fail("annotations, none: stderr does not say so: %r" % p.stderr)
+    run(["annotations", "-q", "-n", "x", path], 2)
+
+
 def generated():
     folder = os.path.join(out_dir, "ranks")
     os.makedirs(folder, exist_ok=True)
@@ -340,6 +378,7 @@ def generated():
         {"rank": 0, "iter": 1, "ts": 0, "dur": 100, "end": 100},
         {"rank": 1, "iter": 1, "ts": 0, "dur": 50, "end": 50}])
     stragglers()
+    annotations()
 
     # Refusals: the message names the files.
     dup = os.path.join(out_dir, "dup")
@@ -381,7 +420,7 @@ def generated():
         f.write('{"traceEvents": [{"ph": "X", "ts": 1,, "dur": 2}]}')
     missing = os.path.join(out_dir, "missing.json")
     for cmd in (["breakdown"], ["overlap"], ["kernels", "--by-type"], ["launches"], ["idle"],
-                ["queue"], ["ranks"]):
+                ["queue"], ["ranks"], ["annotations"]):
         p = run(cmd + ["-q", cut], 2)
         if "cut.json" not in p.stderr or "byte" not in p.stderr or p.stderr.count("\n") != 1:
             fail("%s, syntax error: %r" % (cmd, p.stderr))
@@ -577,6 +616,36 @@ def kernel_rows(rows, rank, ntypes):
     return out
 
 
+def annotation_rows(doc, rows, rank, cat, num=1000):
+    """get_gpu_user_annotation_breakdown: the rows of that cat by name, as kernel_rows groups
+    kernels (num_kernels 1000), sorted by name and rank."""
+    evs = doc.get("traceEvents", [])
+    by = {}
+    for r in rows:
+        if evs[r[7]].get("cat") == cat:
+            by.setdefault(r[2], []).append(r[1] - r[0])
+    g = sorted(((n, stats(v)) for n, v in by.items()), key=lambda e: (-e[1]["sum (ns)"], e[0]))
+    if len(g) > num:
+        cum, c = [], 0
+        for n, st in g:
+            c += st["sum (ns)"]
+            cum.append(c)
+        q = quantile(cum, 0.8)
+        keep, others = [], []
+        for i, (n, st) in enumerate(g):
+            if cum[i] > q or i >= num:
+                others.append(st["sum (ns)"])
+            else:
+                keep.append((n, stats([st["sum (ns)"]])))
+        g = keep + ([("others", stats(others))] if others else [])
+    out = []
+    for n, st in sorted(g):
+        out.append({"name": n, "sum (us)": st["sum (ns)"], "max (us)": st["max (ns)"],
+                    "min (us)": st["min (ns)"], "mean (us)": st["mean (ns)"],
+                    "stddev": st["stddev"], "rank": rank})
+    return out
+
+
 def close(a, b):
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
@@ -757,6 +826,11 @@ def shared(shared_dir):
         if not close(got, want):
             same("queue --max-queue-length 100 " + os.path.basename(path), got, want)
         same("launches " + os.path.basename(path), rows_of("launches", [path]), launches(rows, 0))
+        for cat, extra in (("gpu_user_annotation", []), ("user_annotation", ["--cpu"])):
+            got = rows_of("annotations", [path], extra)
+            want = annotation_rows(doc, rows, 0, cat)
+            if not close(got, want):
+                same("annotations %s %s" % (extra, os.path.basename(path)), got, want)
         checked += 1
     print("%d shared traces checked" % checked)
 
