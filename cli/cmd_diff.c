@@ -423,11 +423,7 @@ int cmd_diff(int argc, char **argv) {
     for (; loaded < 2; loaded++) {
         rc = cli_load(&m[loaded], "diff", path[loaded], quiet);
         if (rc != CLI_OK) break;
-        if (m[loaded].bad_events)
-            fprintf(stderr,
-                    "strobe diff: %s: %llu malformed event(s) skipped; `strobe check` lists "
-                    "them\n",
-                    shown_path(path[loaded]), (unsigned long long)m[loaded].bad_events);
+        cli_say_skipped("diff", path[loaded], &m[loaded]);
         work = collect(&m[loaded], has_step, step, &tr[loaded]);
         if (work == STROBE_EINVAL) {
             fprintf(stderr, "strobe diff: %s: no ProfilerStep#%" PRId64 " in the trace\n",

@@ -32,7 +32,8 @@ const char cmd_kernels_usage[] =
     "    total time. Then, per stream (a device event's tid) and per device (its pid): busy\n"
     "    time, the union of its kernels', copies' and memsets' intervals (overlaps count once);\n"
     "    span, from its first start to its last end; idle = span - busy. A device's row ('all')\n"
-    "    unites the intervals of all its streams.\n"
+    "    unites the intervals of all its streams. Malformed events are skipped; standard error\n"
+    "    says how many, and `strobe check TRACE` lists them.\n"
     "\n"
     "    --by-type gives Holistic Trace Analysis's get_gpu_kernel_breakdown() instead, with its\n"
     "    definitions and numbers; TRACE is then one trace or more, or a folder of rank traces,\n"
@@ -711,6 +712,7 @@ int cmd_kernels(int argc, char **argv) {
     if (m == NULL) return usage_error("out of memory", NULL);
     int rc = cli_load(m, "kernels", path, quiet);
     if (rc == CLI_OK) {
+        cli_say_skipped("kernels", path, m);
         int work = run(m, limit, format, name_width) != 0 ? STROBE_ENOMEM : 0;
         rc = cli_finish("kernels", path, work, CLI_OK);
         md_free(m);

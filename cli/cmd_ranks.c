@@ -1,12 +1,37 @@
 /* cmd_ranks.c: `strobe ranks`, the profiler steps of each rank as HTA lists them
- * (extract_iteration_info in hta/analyzers/straggler.py).
+ * (extract_iteration_info in hta/analyzers/straggler.py), and HTA's potential stragglers
+ * (get_potential_stragglers in hta/analyzers/straggler_analysis.py, with its default
+ * find_stragglers_with_late_start_comm_kernels).
  *
  * HTA's definitions, over a rank's rows after the restriction (see hta.h), so that the last step
- * is left out when the traces name two or more: the rows whose name starts with "ProfilerStep",
- * in row order; iter, the N of "ProfilerStep #N" (spaces allowed around '#'), -1 when none; ts
- * as HTA aligns it (less the earliest row of all ranks, before the restriction), dur, and
- * end = ts + dur. HTA's straggler detection is not done. */
+ * is left out when the traces name two or more:
+ *   - steps: the rows whose name starts with "ProfilerStep", in row order; iter, the N of
+ *     "ProfilerStep #N" (spaces allowed around '#'), -1 when none; ts as HTA aligns it (less the
+ *     earliest row of all ranks, before the restriction), dur, and end = ts + dur.
+ *   - profiler steps (get_profiler_steps): the distinct iters of that table but -1, sorted; the
+ *     selection (profiler_steps, --steps) keeps those of the given ones; none is an error.
+ *   - the rows of all ranks whose iteration (hta_iterations, HTA's add_iteration) is selected:
+ *     t_min, their smallest ts; mean_iter_time = (their largest ts + dur - t_min) / the number of
+ *     distinct iterations among them; min_duration = mean_iter_time * 0.01.
+ *   - long communication kernels: those rows with stream > 0, iteration > 0, dur >= min_duration
+ *     and a name starting with "ncclKernel"; of each (rank, stream, iteration, name) the last
+ *     (HTA's groupby().last(); here the latest by ts, the rows being in time order), with
+ *     normalized_start_time = (ts - t_min) / mean_iter_time and duration = dur / mean_iter_time.
+ *   - the metric kernel: the (stream, name) whose mean over iterations of the sample standard
+ *     deviation (ddof 1) of duration across ranks is largest (idxmax: NaNs skipped, the first of
+ *     equal ones in (stream, name) order; HTA orders names by symbol id, here by the name).
+ *   - per iteration of its rows (one per rank), a rank is a straggler when its
+ *     normalized_start_time is at least the num_candidates-th largest (-k, default 2; at least 1).
+ *     is_straggler: with one iteration 1 or 0, with more the number of iterations it is one in.
+ *   - the result: the ranks by is_straggler, largest first (equal ones in rank order, as pandas'
+ *     sort_values keeps them), the first num_candidates; ranks with 0 can be among them.
+ * Where HTA raises an error (no profiler step, no long communication kernel, no kernel that two
+ * ranks share, an iteration with fewer ranks than candidates), no rank is listed and standard
+ * error says why. */
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,54 +43,349 @@
 
 const char cmd_ranks_usage[] =
     "NAME\n"
-    "    strobe ranks - the profiler steps of each rank and their times, as HTA lists them\n"
+    "    strobe ranks - each rank's profiler steps and step times, and HTA's potential\n"
+    "    stragglers\n"
     "\n"
     "SYNOPSIS\n"
     "    strobe ranks [OPTIONS] TRACE...\n"
+    "    strobe ranks [-k K] [--steps N,...] [-f table|csv|json] [-q] TRACE...\n"
     "\n"
     "DESCRIPTION\n"
-    "    Holistic Trace Analysis's iteration table (extract_iteration_info), with its\n"
-    "    definitions. TRACE is a trace, or a folder of rank traces, read as strobe breakdown\n"
-    "    reads them (ranks, HTA's times in microseconds, its profiler-step restriction, which\n"
-    "    leaves out the last step). One row per ProfilerStep event: rank, iter (its number),\n"
-    "    ts (from the earliest event of all ranks), dur (the step time) and end.\n"
+    "    Holistic Trace Analysis's iteration table (extract_iteration_info) and straggler\n"
+    "    detection (get_potential_stragglers), with its definitions. TRACE is a trace, or a\n"
+    "    folder of rank traces, read as strobe breakdown reads them (ranks, HTA's times in\n"
+    "    microseconds, its profiler-step restriction, which leaves out the last step).\n"
+    "\n"
+    "    Steps: one row per ProfilerStep event: rank, iter (its number), ts (from the earliest\n"
+    "    event of all ranks), dur (the step time) and end.\n"
+    "\n"
+    "    Potential stragglers: over the selected profiler steps (all by default), the\n"
+    "    communication kernels (ncclKernel...) of at least 1% of the mean step time; of them,\n"
+    "    per rank, stream, step and name the last; of those, the stream and name whose\n"
+    "    duration varies most across ranks (mean over steps of the standard deviation). In\n"
+    "    each step, a rank whose kernel starts no earlier than the K-th latest is a straggler;\n"
+    "    the ranks are listed by how many steps they were one in (is_straggler), most first,\n"
+    "    the first K (ties in rank order, as HTA lists them; 0 can be among them). Where HTA\n"
+    "    raises an error (no profiler step, no such kernel, none that two ranks share, a step\n"
+    "    with fewer ranks than K) no rank is listed and standard error says why.\n"
     "\n"
     "OPTIONS\n"
-    "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
-    "                   names: rank, iter, ts, dur, end)\n"
+    "    -k, --candidates K  how many stragglers to list (HTA's num_candidates; default 2)\n"
+    "    --steps N,...  the profiler steps to look at (HTA's profiler_steps; default all);\n"
+    "                   naming none of the trace's is an error\n"
+    "    -f, --format F table (default), csv (the two tables, a blank line between) or json:\n"
+    "                   {\"steps\": [rows keyed by rank, iter, ts, dur, end],\n"
+    "                   \"stragglers\": [rows keyed by rank, is_straggler]}\n"
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
     "    -V, --version  show strobe's version\n"
     "\n"
     "EXIT STATUS\n"
-    "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
+    "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit, --steps\n"
+    "    names no profiler step) or usage.\n";
 
 const struct option cmd_ranks_options[] = {
     {"format", required_argument, NULL, 'f'},
+    {"candidates", required_argument, NULL, 'k'},
+    {"steps", required_argument, NULL, 'S'},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
 };
 
-/* The N of "ProfilerStep\s*#\s*(\d+)" at the start of name, or -1. */
-static int64_t step_number(const char *name) {
-    const char *p = name + strlen("ProfilerStep");
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v')
-        p++;
-    if (*p++ != '#') return -1;
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v')
-        p++;
-    if (*p < '0' || *p > '9') return -1;
-    int64_t n = 0;
-    for (; *p >= '0' && *p <= '9'; p++)
-        n = n > (INT64_MAX - 9) / 10 ? INT64_MAX : n * 10 + (*p - '0');
-    return n;
+/* A long communication kernel. */
+typedef struct kern {
+    int64_t rank, stream, iter, ts, dur;
+    const char *name;
+    size_t seq; /* its place in the rank's rows */
+    double nst; /* normalized_start_time */
+} kern;
+
+static int by_group(const void *a, const void *b) { /* rank, stream, iteration, name, seq */
+    const kern *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
+    if (x->iter != y->iter) return x->iter < y->iter ? -1 : 1;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int run(const hta_set *s, int format) {
+static int by_metric(const void *a, const void *b) { /* stream, name, iteration, rank */
+    const kern *x = a, *y = b;
+    if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    if (x->iter != y->iter) return x->iter < y->iter ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int by_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int by_double_desc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+typedef struct count {
+    int64_t rank, n;
+} count;
+
+static int by_count(const void *a, const void *b) { /* n descending, then rank */
+    const count *x = a, *y = b;
+    if (x->n != y->n) return x->n > y->n ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Index of v in the sorted a[0..n), or -1. */
+static long find_i64(const int64_t *a, size_t n, int64_t v) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && a[lo] == v ? (long)lo : -1;
+}
+
+/* The available profiler steps (sorted, distinct, without -1) into *out. */
+static int profiler_steps(const hta_set *s, int64_t **out, size_t *n) {
+    size_t total = 0, k = 0;
+    for (size_t r = 0; r < s->count; r++)
+        total += s->ranks[r].cpu_count;
+    int64_t *v = malloc((total ? total : 1) * sizeof *v);
+    if (v == NULL) return STROBE_ENOMEM;
+    for (size_t r = 0; r < s->count; r++) {
+        const hta_rank *rk = &s->ranks[r];
+        for (size_t i = 0; i < rk->cpu_count; i++) {
+            const char *name = md_str(&rk->m, rk->m.events[rk->cpu[i].ev].name);
+            if (strncmp(name, "ProfilerStep", 12) != 0) continue;
+            int64_t it = hta_step_number(name);
+            if (it != -1) v[k++] = it;
+        }
+    }
+    qsort(v, k, sizeof *v, by_i64);
+    size_t d = 0;
+    for (size_t i = 0; i < k; i++)
+        if (d == 0 || v[d - 1] != v[i]) v[d++] = v[i];
+    *out = v;
+    *n = d;
+    return 0;
+}
+
+typedef struct strag_args {
+    const int64_t *want; /* --steps, or NULL */
+    size_t nwant;
+    long k; /* num_candidates */
+} strag_args;
+
+/* HTA's potential stragglers into t (rank, is_straggler). @return 0, STROBE_ENOMEM, or -1 after
+ * a message (--steps names no profiler step). *why is set when HTA would raise an error. */
+static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const char **why) {
+    int64_t *avail = NULL, *sel = NULL, **its = calloc(s->count ? s->count : 1, sizeof *its);
+    size_t navail = 0, nsel = 0, nk = 0, nlast = 0;
+    kern *ks = NULL;
+    uint8_t *seen = NULL;
+    count *counts = NULL;
+    double *vals = NULL;
+    int rc = its ? profiler_steps(s, &avail, &navail) : STROBE_ENOMEM;
+    if (rc) goto done;
+    long k = a->k < 1 ? 1 : a->k;
+    sel = malloc((a->want ? a->nwant : navail) * sizeof *sel + 1);
+    if (sel == NULL) {
+        rc = STROBE_ENOMEM;
+        goto done;
+    }
+    if (a->want) {
+        for (size_t i = 0; i < a->nwant; i++)
+            if (find_i64(avail, navail, a->want[i]) >= 0) sel[nsel++] = a->want[i];
+        qsort(sel, nsel, sizeof *sel, by_i64);
+        size_t d = 0;
+        for (size_t i = 0; i < nsel; i++)
+            if (d == 0 || sel[d - 1] != sel[i]) sel[d++] = sel[i];
+        nsel = d;
+        if (nsel == 0) {
+            fprintf(stderr, "strobe ranks: --steps names none of the profiler steps (");
+            for (size_t i = 0; i < navail; i++)
+                fprintf(stderr, "%s%" PRId64, i ? ", " : "", avail[i]);
+            fprintf(stderr, "%s)\n", navail ? "" : "none");
+            rc = -1;
+            goto done;
+        }
+    } else {
+        memcpy(sel, avail, navail * sizeof *sel);
+        nsel = navail;
+    }
+    if (nsel == 0) {
+        *why = "the traces have no profiler step (ProfilerStep#N) before their last";
+        goto done;
+    }
+    /* The selected rows: t_min, their last end, their iterations. */
+    seen = calloc(nsel, 1);
+    if (seen == NULL) {
+        rc = STROBE_ENOMEM;
+        goto done;
+    }
+    int64_t t_min = INT64_MAX, t_max = INT64_MIN;
+    size_t nkrows = 0;
+    for (size_t r = 0; rc == 0 && r < s->count; r++) {
+        const hta_rank *rk = &s->ranks[r];
+        rc = hta_iterations(rk, &its[r]);
+        for (int pass = 0; rc == 0 && pass < 2; pass++) {
+            const hta_row *rows = pass ? rk->rows : rk->cpu;
+            size_t n = pass ? rk->count : rk->cpu_count;
+            for (size_t i = 0; i < n; i++) {
+                long at = find_i64(sel, nsel, its[r][rows[i].ev]);
+                if (at < 0) continue;
+                seen[at] = 1;
+                if (rows[i].ts < t_min) t_min = rows[i].ts;
+                if (rows[i].end > t_max) t_max = rows[i].end;
+            }
+        }
+        nkrows += rk->count;
+    }
+    if (rc) goto done;
+    size_t niters = 0;
+    for (size_t i = 0; i < nsel; i++)
+        niters += seen[i];
+    if (niters == 0) {
+        *why = "no row is in the selected profiler steps";
+        goto done;
+    }
+    double mean_iter = (double)(t_max - t_min) / (double)niters, min_dur = mean_iter * 0.01;
+    ks = malloc((nkrows ? nkrows : 1) * sizeof *ks);
+    if (ks == NULL) {
+        rc = STROBE_ENOMEM;
+        goto done;
+    }
+    for (size_t r = 0; r < s->count; r++) {
+        const hta_rank *rk = &s->ranks[r];
+        for (size_t i = 0; i < rk->count; i++) {
+            const hta_row *w = &rk->rows[i];
+            const md_event *e = &rk->m.events[w->ev];
+            int64_t it = its[r][w->ev];
+            const char *name = md_str(&rk->m, e->name);
+            if (e->stream <= 0 || it == HTA_NO_ITER || it <= 0 || find_i64(sel, nsel, it) < 0 ||
+                !((double)(w->end - w->ts) >= min_dur) || strncmp(name, "ncclKernel", 10) != 0)
+                continue;
+            ks[nk++] = (kern){rk->rank, e->stream, it, w->ts, w->end - w->ts, name, i, 0};
+        }
+    }
+    if (nk == 0) {
+        *why = "no communication kernel (ncclKernel) of at least 1% of the mean iteration time";
+        goto done;
+    }
+    /* The last of each (rank, stream, iteration, name). */
+    qsort(ks, nk, sizeof *ks, by_group);
+    for (size_t i = 0; i < nk; i++) {
+        if (i + 1 < nk && ks[i].rank == ks[i + 1].rank && ks[i].stream == ks[i + 1].stream &&
+            ks[i].iter == ks[i + 1].iter && strcmp(ks[i].name, ks[i + 1].name) == 0)
+            continue;
+        ks[nlast] = ks[i];
+        ks[nlast].nst = (double)(ks[i].ts - t_min) / mean_iter;
+        nlast++;
+    }
+    /* The (stream, name) of the largest mean standard deviation of duration across ranks. */
+    qsort(ks, nlast, sizeof *ks, by_metric);
+    size_t best = SIZE_MAX, best_end = 0;
+    double best_v = 0;
+    for (size_t i = 0; i < nlast;) {
+        size_t j = i;
+        double sum = 0;
+        size_t nstd = 0;
+        while (j < nlast && ks[j].stream == ks[i].stream && strcmp(ks[j].name, ks[i].name) == 0) {
+            size_t g = j;
+            double m = 0, ss = 0;
+            while (g < nlast && ks[g].stream == ks[j].stream && ks[g].iter == ks[j].iter &&
+                   strcmp(ks[g].name, ks[j].name) == 0)
+                m += (double)ks[g++].dur / mean_iter;
+            if (g - j >= 2) {
+                m /= (double)(g - j);
+                for (size_t q = j; q < g; q++) {
+                    double d = (double)ks[q].dur / mean_iter - m;
+                    ss += d * d;
+                }
+                sum += sqrt(ss / (double)(g - j - 1));
+                nstd++;
+            }
+            j = g;
+        }
+        if (nstd) {
+            double v = sum / (double)nstd;
+            if (best == SIZE_MAX || v > best_v) {
+                best = i;
+                best_end = j;
+                best_v = v;
+            }
+        }
+        i = j;
+    }
+    if (best == SIZE_MAX) {
+        *why = "no long communication kernel runs on two ranks or more in one profiler step";
+        goto done;
+    }
+    /* Per iteration, the ranks whose kernel starts no earlier than the k-th latest. */
+    vals = malloc((best_end - best) * sizeof *vals);
+    counts = malloc((best_end - best) * sizeof *counts);
+    if (vals == NULL || counts == NULL) {
+        rc = STROBE_ENOMEM;
+        goto done;
+    }
+    size_t ncounts = 0;
+    for (size_t i = best; i < best_end; i++) {
+        size_t c = 0;
+        while (c < ncounts && counts[c].rank != ks[i].rank)
+            c++;
+        if (c == ncounts) counts[ncounts++] = (count){ks[i].rank, 0};
+    }
+    for (size_t i = best; i < best_end;) {
+        size_t j = i, n = 0;
+        while (j < best_end && ks[j].iter == ks[i].iter)
+            vals[n++] = ks[j++].nst;
+        if (n < (size_t)k) {
+            *why = "a profiler step has fewer ranks with the metric kernel than candidates";
+            goto done;
+        }
+        qsort(vals, n, sizeof *vals, by_double_desc);
+        double threshold = vals[k - 1];
+        for (size_t q = i; q < j; q++) {
+            if (!(ks[q].nst >= threshold)) continue;
+            for (size_t c = 0; c < ncounts; c++)
+                if (counts[c].rank == ks[q].rank) counts[c].n++;
+        }
+        i = j;
+    }
+    qsort(counts, ncounts, sizeof *counts, by_count);
+    for (size_t c = 0; rc == 0 && c < ncounts && c < (size_t)k; c++) {
+        char b[2][32];
+        snprintf(b[0], sizeof b[0], "%" PRId64, counts[c].rank);
+        snprintf(b[1], sizeof b[1], "%" PRId64, counts[c].n);
+        const char *cells[2] = {b[0], b[1]};
+        rc = hta_table_add(t, cells);
+    }
+done:
+    for (size_t r = 0; its && r < s->count; r++)
+        free(its[r]);
+    free(its);
+    free(avail);
+    free(sel);
+    free(seen);
+    free(ks);
+    free(vals);
+    free(counts);
+    return rc;
+}
+
+static int run(const hta_set *s, int format, const strag_args *a) {
     static const char *const cols[] = {"rank", "iter", "ts", "dur", "end"};
     static const uint8_t text[5] = {0};
-    hta_table t = {cols, text, 5, NULL, 0, 0};
+    static const char *const scols[] = {"rank", "is_straggler"};
+    hta_table t = {cols, text, 5, NULL, 0, 0}, st = {scols, text, 2, NULL, 0, 0};
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
         const hta_rank *r = &s->ranks[k];
@@ -75,7 +395,7 @@ static int run(const hta_set *s, int format) {
             if (strncmp(name, "ProfilerStep", 12) != 0) continue;
             char b[5][32];
             snprintf(b[0], sizeof b[0], "%" PRId64, r->rank);
-            snprintf(b[1], sizeof b[1], "%" PRId64, step_number(name));
+            snprintf(b[1], sizeof b[1], "%" PRId64, hta_step_number(name));
             snprintf(b[2], sizeof b[2], "%" PRId64, w->ts - s->min_ts);
             snprintf(b[3], sizeof b[3], "%" PRId64, w->end - w->ts);
             snprintf(b[4], sizeof b[4], "%" PRId64, w->end - s->min_ts);
@@ -83,35 +403,108 @@ static int run(const hta_set *s, int format) {
             rc = hta_table_add(&t, cells);
         }
     }
-    if (rc == 0) hta_table_print(&t, format, stdout);
+    const char *why = NULL;
+    if (rc == 0) rc = stragglers(s, a, &st, &why);
+    if (rc == 0) {
+        if (why) fprintf(stderr, "strobe ranks: no potential stragglers: %s\n", why);
+        if (format == CL_JSON) fputs("{\"steps\": ", stdout);
+        hta_table_print(&t, format, stdout);
+        fputs(format == CL_JSON ? ", \"stragglers\": " : "\n", stdout);
+        hta_table_print(&st, format, stdout);
+        if (format == CL_JSON) fputs("}\n", stdout);
+    }
     hta_table_free(&t);
+    hta_table_free(&st);
     return rc;
+}
+
+/* "N[,N...]" into *out. @return the count, or -1 when malformed. */
+static long parse_steps(const char *arg, int64_t **out) {
+    size_t n = 1;
+    for (const char *p = arg; *p; p++)
+        n += *p == ',';
+    int64_t *v = malloc(n * sizeof *v);
+    if (v == NULL) return -1;
+    const char *p = arg;
+    for (size_t i = 0; i < n; i++) {
+        char *end;
+        errno = 0;
+        if (*p < '0' || *p > '9') break;
+        long long x = strtoll(p, &end, 10);
+        if (errno || (*end != ',' && *end != '\0')) break;
+        v[i] = x;
+        p = end + (*end == ',');
+        if (i + 1 == n) {
+            if (*end != '\0') break;
+            *out = v;
+            return (long)n;
+        }
+    }
+    free(v);
+    return -1;
 }
 
 int cmd_ranks(int argc, char **argv) {
     int format = CL_TABLE, quiet = 0, first = 0;
-    for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_ranks_options, &first)) != -1;) {
+    strag_args a = {NULL, 0, 2};
+    int64_t *want = NULL;
+    for (int c; (c = cli_getopt(argc, argv, ":f:k:qhV", cmd_ranks_options, &first)) != -1;) {
         switch (c) {
         case 'h':
+            free(want);
             return cli_help(cmd_ranks_usage);
         case 'V':
+            free(want);
             return cli_version();
         case 'q':
             quiet = 1;
             break;
         case 'f':
             format = cl_parse_format(optarg);
-            if (format < 0) return cli_usage_error("ranks", "unknown --format", optarg);
+            if (format < 0) {
+                free(want);
+                return cli_usage_error("ranks", "unknown --format", optarg);
+            }
             break;
+        case 'k': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end) {
+                free(want);
+                return cli_usage_error("ranks", "--candidates needs a number", optarg);
+            }
+            a.k = v < 1 ? 1 : v > 1000000 ? 1000000 : v;
+            break;
+        }
+        case 'S': {
+            free(want);
+            want = NULL;
+            long n = parse_steps(optarg, &want);
+            if (n < 0)
+                return cli_usage_error("ranks", "--steps needs numbers separated by commas",
+                                       optarg);
+            a.nwant = (size_t)n;
+            break;
+        }
         default:
+            free(want);
             return cli_option_error("ranks", c, argv, cmd_ranks_options);
         }
     }
-    if (first >= argc) return cli_usage_error("ranks", "give a trace or a folder", NULL);
+    a.want = want;
+    if (first >= argc) {
+        free(want);
+        return cli_usage_error("ranks", "give a trace or a folder", NULL);
+    }
     hta_set s;
-    if (hta_load(&s, "ranks", argv + first, (size_t)(argc - first), quiet) != 0)
+    if (hta_load(&s, "ranks", argv + first, (size_t)(argc - first), quiet) != 0) {
+        free(want);
         return CLI_BAD_INPUT;
-    int work = run(&s, format);
+    }
+    int work = run(&s, format, &a);
     hta_free(&s);
+    free(want);
+    if (work == -1) return CLI_BAD_INPUT;
     return cli_finish("ranks", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
 }

@@ -40,6 +40,8 @@ const char cmd_stacks_usage[] =
     "    its own name (so a trace without stacks gives the nesting of operators). Within a\n"
     "    frame, ';' and control characters (newlines, escapes, DEL, C1 controls) are replaced\n"
     "    by '_', so that each stack stays one line. TRACE \"-\" is standard input.\n"
+    "    Malformed events are skipped; standard error says how many, and `strobe check TRACE`\n"
+    "    lists them.\n"
     "\n"
     "    Example: strobe stacks t.json.gz | flamegraph.pl > t.svg\n"
     "\n"
@@ -236,6 +238,7 @@ int cmd_stacks(int argc, char **argv) {
     if (m == NULL) return usage_error("out of memory", NULL);
     int rc = cli_load(m, "stacks", path, quiet);
     if (rc == CLI_OK) {
+        cli_say_skipped("stacks", path, m);
         rc = cli_finish("stacks", path, run(m, cuda) != 0 ? STROBE_ENOMEM : 0, CLI_OK);
         md_free(m);
     }

@@ -486,12 +486,7 @@ int cmd_steps(int argc, char **argv) {
     if (m == NULL) return cli_usage_error("steps", "out of memory", NULL);
     int rc = cli_load(m, "steps", path, quiet);
     if (rc == CLI_OK) {
-        if (m->bad_events)
-            fprintf(stderr,
-                    "strobe steps: %s: %llu malformed event(s) skipped; `strobe check` lists "
-                    "them\n",
-                    strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path),
-                    (unsigned long long)m->bad_events);
+        cli_say_skipped("steps", path, m);
         result res;
         int work = analyse(m, &res);
         if (work == 0) print_rows(&res, format);

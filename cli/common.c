@@ -392,6 +392,14 @@ int cli_load(md_model *m, const char *cmd, const char *path, int quiet) {
     return CLI_BAD_INPUT;
 }
 
+void cli_say_skipped(const char *cmd, const char *path, const md_model *m) {
+    if (m->bad_events)
+        fprintf(stderr,
+                "strobe %s: %s: %llu malformed event(s) skipped; `strobe check` lists them\n", cmd,
+                strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path),
+                (unsigned long long)m->bad_events);
+}
+
 int cli_finish(const char *cmd, const char *path, int work, int ok_code) {
     if (work != 0) {
         fflush(stdout);

@@ -119,6 +119,11 @@ extern int cli_progress_tty;
  * *m and returns CLI_BAD_INPUT; on success returns 0 and the caller md_free()s *m. */
 int cli_load(md_model *m, const char *cmd, const char *path, int quiet);
 
+/* Says on stderr, when the model read from `path` had malformed events, "strobe CMD: PATH: N
+ * malformed event(s) skipped; `strobe check` lists them" (the line every command that reads a
+ * trace prints, but check and info, which show them). */
+void cli_say_skipped(const char *cmd, const char *path, const md_model *m);
+
 /* Ends a subcommand: `work` is 0 or the negative error of its analysis (reported as
  * "strobe CMD: PATH: out of memory"); stdout is flushed and a write error reported. @return
  * `ok_code` when all went well, else CLI_BAD_INPUT. */

@@ -46,7 +46,9 @@ const cli_command cli_commands[] = {
     {"queue", cmd_queue, cmd_queue_usage, cmd_queue_options,
      "HTA's queue length statistics per rank and stream"},
     {"ranks", cmd_ranks, cmd_ranks_usage, cmd_ranks_options,
-     "the profiler steps of each rank and their times (HTA)"},
+     "each rank's profiler steps and times, and HTA's potential stragglers"},
+    {"annotations", cmd_annotations, cmd_annotations_usage, cmd_annotations_options,
+     "HTA's GPU (or CPU) user-annotation breakdown per rank"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 

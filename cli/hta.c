@@ -200,6 +200,109 @@ static int build_rank(hta_rank *r, int restrict_steps) {
     return 0;
 }
 
+/* ---- iterations ------------------------------------------------------------------------ */
+
+static int is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+int64_t hta_step_number(const char *name) {
+    if (strncmp(name, "ProfilerStep", 12) != 0) return -1;
+    const char *p = name + 12;
+    while (is_space(*p))
+        p++;
+    if (*p++ != '#') return -1;
+    while (is_space(*p))
+        p++;
+    if (*p < '0' || *p > '9') return -1;
+    int64_t n = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        n = n > (INT64_MAX - 9) / 10 ? INT64_MAX : n * 10 + (*p - '0');
+    return n;
+}
+
+typedef struct corr_row {
+    int64_t corr;
+    size_t ev;
+} corr_row;
+
+static int by_corr(const void *a, const void *b) {
+    const corr_row *x = a, *y = b;
+    if (x->corr != y->corr) return x->corr < y->corr ? -1 : 1;
+    return (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+/* HTA's [ts, end) of a row (see hta.h). */
+static void row_times(const md_model *m, const md_event *e, int64_t *ts, int64_t *end) {
+    int64_t base = m->has_base ? m->base_time_ns : 0;
+    double t = us_double(md_sub_sat(e->ts, base)), d = us_double(e->dur);
+    *ts = (int64_t)ceil(t);
+    *end = (int64_t)floor(t + d);
+}
+
+int hta_iterations(const hta_rank *r, int64_t **iter) {
+    const md_model *m = &r->m;
+    size_t n = m->count ? m->count : 1, nsteps = 0, ncorr = 0;
+    int64_t *it = malloc(n * sizeof *it), *steps = malloc(3 * n * sizeof *steps);
+    corr_row *cr = malloc(n * sizeof *cr);
+    *iter = it;
+    if (it == NULL || steps == NULL || cr == NULL) {
+        free(steps);
+        free(cr);
+        return STROBE_ENOMEM;
+    }
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        it[i] = HTA_NO_ITER;
+        if (!hta_is_row(m, e)) continue;
+        const char *name = md_str(m, e->name);
+        if (strncmp(name, "ProfilerStep", 12) == 0) {
+            row_times(m, e, &steps[3 * nsteps], &steps[3 * nsteps + 1]);
+            steps[3 * nsteps + 2] = hta_step_number(name);
+            nsteps++;
+        }
+        if (e->corr != -1 && !hta_is_gpu_row(m, e)) cr[ncorr++] = (corr_row){e->corr, i};
+    }
+    /* The CPU rows first, by their time. */
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if (!hta_is_row(m, e)) continue;
+        if (!(e->stream < 0 || (e->stream == 0 && strcmp(md_str(m, e->cat), "cpu_op") == 0)))
+            continue;
+        int64_t ts, end;
+        row_times(m, e, &ts, &end);
+        it[i] = -1;
+        for (size_t k = 0; k < nsteps; k++)
+            if (steps[3 * k] <= ts && ts < steps[3 * k + 1]) it[i] = steps[3 * k + 2];
+    }
+    /* Then the rows with a stream, by their CPU row's. */
+    qsort(cr, ncorr, sizeof *cr, by_corr);
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if (!hta_is_row(m, e) || e->stream <= 0) continue;
+        if (!hta_is_gpu_row(m, e)) continue; /* no iteration (NaN) */
+        it[i] = -1;
+        if (e->corr == -1) continue;
+        size_t lo = 0, hi = ncorr;
+        while (lo < hi) { /* the first entry past e->corr */
+            size_t mid = lo + (hi - lo) / 2;
+            if (cr[mid].corr <= e->corr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && cr[lo - 1].corr == e->corr) {
+            size_t cpu = cr[lo - 1].ev;
+            const md_event *c = &m->events[cpu];
+            /* The partner's iteration as it is then: set when it is a CPU row by its time. */
+            it[i] = c->stream < 0 || c->stream == 0 ? it[cpu] : HTA_NO_ITER;
+        }
+    }
+    free(steps);
+    free(cr);
+    return 0;
+}
+
 static int by_rank(const void *a, const void *b) {
     const hta_rank *x = a, *y = b;
     return (x->rank > y->rank) - (x->rank < y->rank);
@@ -228,10 +331,7 @@ int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
         }
         s->count++;
         r->min_ts = INT64_MAX;
-        if (r->m.bad_events)
-            fprintf(stderr,
-                    "strobe %s: %s: %llu malformed event(s) skipped; `strobe check` lists them\n",
-                    cmd, shown(l.v[k]), (unsigned long long)r->m.bad_events);
+        cli_say_skipped(cmd, l.v[k], &r->m);
         r->rank = r->m.rank;
         if (r->rank < 0 && l.n == 1) r->rank = 0;
         if (r->rank < 0) {

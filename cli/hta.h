@@ -74,6 +74,26 @@ void hta_free(hta_set *s);
 int hta_is_row(const md_model *m, const md_event *e);
 int hta_is_gpu_row(const md_model *m, const md_event *e);
 
+/* HTA's add_iteration (hta/common/trace.py), over the rank's rows before the restriction:
+ *   - the steps are the rows whose name starts with "ProfilerStep", in file order, numbered by
+ *     "ProfilerStep\s*#\s*(\d+)" (HTA asserts that a step has a number; here it is -1);
+ *   - a row with stream < 0, or stream 0 and cat "cpu_op", is in the iteration of the last step
+ *     (in file order) with step.ts <= ts < step.ts + step.dur, else in -1;
+ *   - a row with stream > 0 is in the iteration of the row its index_correlation names: for a GPU
+ *     row (hta_is_gpu_row), the CPU row with its correlation (!= -1; the last in file order when
+ *     there are several, as pandas' assignment keeps), else -1. Rows with stream 0 otherwise have
+ *     none (HTA's NaN), and so here do CPU rows with stream > 0 (in HTA none when they have a GPU
+ *     partner, whose iteration is not set yet, else -1: no analysis here looks at them). (HTA's
+ * index_correlation > 0 test also leaves out the file's first row as a partner; that row, whose
+ * index is 0, is taken here like any other.) Sets (*iter)[i] for every model event i: its
+ * iteration, HTA_NO_ITER when none or no row.
+ * @return 0 or STROBE_ENOMEM; the caller frees *iter. */
+#define HTA_NO_ITER INT64_MIN
+int hta_iterations(const hta_rank *r, int64_t **iter);
+
+/* The N of "ProfilerStep\s*#\s*(\d+)" at the start of name, or -1. */
+int64_t hta_step_number(const char *name);
+
 /* HTA's kernel type of a name: HTA_COMMUNICATION, HTA_MEMORY or HTA_COMPUTATION. */
 int hta_kernel_type(const char *name);
 /* "COMPUTATION", "COMMUNICATION", "MEMORY". */

@@ -61,6 +61,122 @@ def write(path, events, rank=None, world=2):
         json.dump(doc, f)
 
 
+def stragglers():
+    """HTA's potential stragglers on three ranks, worked out by hand.
+
+    Each rank: ProfilerStep#1 [0,1000], #2 [1000,2000], #3 [2000,3000] (the last, left out by
+    the restriction with what it launches). Kernels, each launched in its step (launch ts 10..30
+    in #1, 1010..1030 in #2, 2010 in #3), with the launch's correlation:
+      ncclKernel_AllReduce, stream 20: step 1 starts 500/600/400, durs 100/60/200 (ranks 0/1/2);
+        step 2 starts 1500/1300/1600, durs 100/100/300; rank 1 also one at 1100 (dur 50) in step
+        2, not the last; rank 0 also one at 950 of dur 5 in step 1, under 1% of the mean step.
+      ncclKernel_Broadcast, stream 21: 700 and 1700, dur 50 on every rank (std 0).
+      rank 2: an AllReduce launched in step 3 (dropped by the restriction) at 2500.
+    Selected rows (steps 1 and 2): t_min 0, last end 2000, 2 iterations: mean_iter_time 1000,
+    min_duration 10. AllReduce durations / 1000: step 1 .1 .06 .2 (std .0721), step 2 .1 .1 .3
+    (std .1155): mean .0938 > 0 (Broadcast), so AllReduce on stream 20 is the metric.
+    normalized start: step 1 .5 .6 .4, step 2 1.5 1.3 1.6.
+      k 2: thresholds .5 and 1.5: rank 0 twice, 1 once, 2 once -> [0 (2), 1 (1)]
+      k 1: thresholds .6 and 1.6: 0 none, 1 once, 2 once -> [1 (1)] (with rank 0's short kernel
+           as its last it would be [0 (1)])
+      k 3: every rank twice -> [0, 1, 2] (2 each); k 4: a step has 3 ranks < 4: none
+      --steps 2: rows of step 2: t_min 1000, end 2000, mean 1000; starts .5 .3 .6, one
+           iteration, threshold .5 -> ranks 0 and 2 (1 each), rank 1 (0) -> [0 (1), 2 (1)]
+    """
+    folder = os.path.join(out_dir, "strag")
+    os.makedirs(folder, exist_ok=True)
+    for f in glob.glob(os.path.join(folder, "*")):
+        os.remove(f)
+    for k in range(3):
+        ev = [x("ProfilerStep#%d" % n, "user_annotation", 1000 * (n - 1), 1000) for n in (1, 2, 3)]
+
+        def launch(ts, corr):
+            ev.append(x("cudaLaunchKernel", "cuda_runtime", ts, 5, correlation=corr))
+
+        def kernel(name, ts, dur, corr, stream=20):
+            ev.append(x(name, "kernel", ts, dur, tid=stream, pid=0, stream=stream,
+                        correlation=corr))
+        launch(10, 1)
+        kernel("ncclKernel_AllReduce", [500, 600, 400][k], [100, 60, 200][k], 1)
+        launch(1010, 2)
+        kernel("ncclKernel_AllReduce", [1500, 1300, 1600][k], [100, 100, 300][k], 2)
+        launch(30, 5)
+        kernel("ncclKernel_Broadcast", 700, 50, 5, 21)
+        launch(1030, 6)
+        kernel("ncclKernel_Broadcast", 1700, 50, 6, 21)
+        if k == 1:
+            launch(1020, 4)
+            kernel("ncclKernel_AllReduce", 1100, 50, 4)
+        if k == 0:
+            launch(20, 3)
+            kernel("ncclKernel_AllReduce", 950, 5, 3)
+        if k == 2:
+            launch(2010, 9)
+            kernel("ncclKernel_AllReduce", 2500, 400, 9)
+        write(os.path.join(folder, "rank%d.json" % k), ev, rank=k, world=3)
+
+    def strag(extra):
+        return rows_of("ranks", [folder], extra).get("stragglers")
+    same("stragglers, k 2", strag([]), [{"rank": 0, "is_straggler": 2},
+                                        {"rank": 1, "is_straggler": 1}])
+    same("stragglers, k 1", strag(["-k", "1"]), [{"rank": 1, "is_straggler": 1}])
+    same("stragglers, k 3", strag(["--candidates", "3"]),
+         [{"rank": r, "is_straggler": 2} for r in range(3)])
+    p = run(["ranks", "-q", "-f", "json", "-k", "4", folder])
+    same("stragglers, k 4", json.loads(p.stdout or "{}").get("stragglers"), [])
+    if "fewer ranks" not in p.stderr:
+        fail("stragglers, k 4: stderr does not say why: %r" % p.stderr)
+    same("stragglers, --steps 2", strag(["--steps", "2"]), [{"rank": 0, "is_straggler": 1},
+                                                           {"rank": 2, "is_straggler": 1}])
+    same("stragglers, --steps 2,7", strag(["--steps", "2,7"]), strag(["--steps", "2"]))
+    p = run(["ranks", "-q", "--steps", "7", folder], 2)
+    if "1, 2" not in p.stderr or p.stderr.count("\n") != 1:
+        fail("stragglers, --steps 7: %r" % p.stderr)
+    for bad in ("x", "1,", ""):
+        p = run(["ranks", "-q", "--steps", bad, folder], 2)
+    got = rows_of("ranks", [folder])
+    same("ranks, three ranks", [(r["rank"], r["iter"], r["dur"]) for r in got.get("steps")],
+         [(k, n, 1000) for k in range(3) for n in (1, 2)])
+
+
+def annotations():
+    """HTA's user-annotation breakdown, worked out by hand.
+
+    One trace (rank 0, no profiler step): GPU annotations A [100,110] and [200,230], B [300,305]
+    (cat gpu_user_annotation, stream 7); CPU annotations fwd [0,100] and [150,200] (cat
+    user_annotation) and a cpu_op that is neither.
+      GPU: A sum 40, max 30, min 10, mean 20, std sqrt(200) = 14.142...; B 5, 5, 5, 5, std 0.
+      CPU: fwd sum 150, max 100, min 50, mean 75, std sqrt(1250) = 35.355...
+      -n 1: names by sum A (40), B (5); cumulated 40, 45; its 0.8 quantile 44: A is kept as one
+      value (40, 40, 40, 40, 0), B past it is "others" over the sums (5, 5, 5, 5, 0).
+    """
+    path = os.path.join(out_dir, "annotations.json")
+    write(path, [x("A", "gpu_user_annotation", 100, 10, tid=7, pid=0, stream=7),
+                 x("A", "gpu_user_annotation", 200, 30, tid=7, pid=0, stream=7),
+                 x("B", "gpu_user_annotation", 300, 5, tid=7, pid=0, stream=7),
+                 x("fwd", "user_annotation", 0, 100), x("fwd", "user_annotation", 150, 50),
+                 x("aten::mm", "cpu_op", 10, 20)])
+
+    def row(name, s, mx, mn, mean, std):
+        return {"name": name, "sum (us)": s, "max (us)": mx, "min (us)": mn, "mean (us)": mean,
+                "stddev": std, "rank": 0}
+    got = rows_of("annotations", [path])
+    want = [row("A", 40, 30, 10, 20, math.sqrt(200)), row("B", 5, 5, 5, 5, 0)]
+    if not close(got, want):
+        same("annotations, GPU", got, want)
+    got = rows_of("annotations", [path], ["--cpu"])
+    want = [row("fwd", 150, 100, 50, 75, math.sqrt(1250))]
+    if not close(got, want):
+        same("annotations --cpu", got, want)
+    same("annotations -n 1", rows_of("annotations", [path], ["-n", "1"]),
+         [row("A", 40, 40, 40, 40, 0), row("others", 5, 5, 5, 5, 0)])
+    p = run(["annotations", "-q", "-f", "json", os.path.join(out_dir, "strag")])
+    same("annotations, none", json.loads(p.stdout or "null"), [])
+    if "no gpu_user_annotation" not in p.stderr:
+        fail("annotations, none: stderr does not say so: %r" % p.stderr)
+    run(["annotations", "-q", "-n", "x", path], 2)
+
+
 def generated():
     folder = os.path.join(out_dir, "ranks")
     os.makedirs(folder, exist_ok=True)
@@ -257,9 +373,12 @@ def generated():
 
     # ranks: each rank's ProfilerStep#1 (the last step, #2, is left out by the restriction);
     # times from the earliest event of both ranks (0): rank 0 [0,100], rank 1 [0,50].
-    same("ranks, generated", rows_of("ranks", [folder]), [
+    got = rows_of("ranks", [folder])
+    same("ranks, generated", got.get("steps"), [
         {"rank": 0, "iter": 1, "ts": 0, "dur": 100, "end": 100},
         {"rank": 1, "iter": 1, "ts": 0, "dur": 50, "end": 50}])
+    stragglers()
+    annotations()
 
     # Refusals: the message names the files.
     dup = os.path.join(out_dir, "dup")
@@ -301,7 +420,7 @@ def generated():
         f.write('{"traceEvents": [{"ph": "X", "ts": 1,, "dur": 2}]}')
     missing = os.path.join(out_dir, "missing.json")
     for cmd in (["breakdown"], ["overlap"], ["kernels", "--by-type"], ["launches"], ["idle"],
-                ["queue"], ["ranks"]):
+                ["queue"], ["ranks"], ["annotations"]):
         p = run(cmd + ["-q", cut], 2)
         if "cut.json" not in p.stderr or "byte" not in p.stderr or p.stderr.count("\n") != 1:
             fail("%s, syntax error: %r" % (cmd, p.stderr))
@@ -314,6 +433,14 @@ def generated():
         p = run(cmd + ["-q"], 2)
         if p.stderr.count("\n") != 1 or "--help" not in p.stderr:
             fail("%s without a trace: %r" % (cmd, p.stderr))
+    # Every other command that reads a trace says the same line about the malformed event.
+    for cmd in (["kernels", bad], ["stacks", bad], ["steps", bad], ["diff", bad, norank],
+                ["summary", bad]):
+        p = run([cmd[0], "-q"] + cmd[1:])
+        want = "strobe %s: %s: 1 malformed event(s) skipped; `strobe check` lists them\n" % (
+            cmd[0], bad)
+        if p.stderr != want:
+            fail("%s: malformed event: stderr %r, expected %r" % (cmd[0], p.stderr, want))
 
 
 # ---- HTA's definitions, here in Python, for the shared traces -------------------------------------
@@ -489,6 +616,36 @@ def kernel_rows(rows, rank, ntypes):
     return out
 
 
+def annotation_rows(doc, rows, rank, cat, num=1000):
+    """get_gpu_user_annotation_breakdown: the rows of that cat by name, as kernel_rows groups
+    kernels (num_kernels 1000), sorted by name and rank."""
+    evs = doc.get("traceEvents", [])
+    by = {}
+    for r in rows:
+        if evs[r[7]].get("cat") == cat:
+            by.setdefault(r[2], []).append(r[1] - r[0])
+    g = sorted(((n, stats(v)) for n, v in by.items()), key=lambda e: (-e[1]["sum (ns)"], e[0]))
+    if len(g) > num:
+        cum, c = [], 0
+        for n, st in g:
+            c += st["sum (ns)"]
+            cum.append(c)
+        q = quantile(cum, 0.8)
+        keep, others = [], []
+        for i, (n, st) in enumerate(g):
+            if cum[i] > q or i >= num:
+                others.append(st["sum (ns)"])
+            else:
+                keep.append((n, stats([st["sum (ns)"]])))
+        g = keep + ([("others", stats(others))] if others else [])
+    out = []
+    for n, st in sorted(g):
+        out.append({"name": n, "sum (us)": st["sum (ns)"], "max (us)": st["max (ns)"],
+                    "min (us)": st["min (ns)"], "mean (us)": st["mean (ns)"],
+                    "stddev": st["stddev"], "rank": rank})
+    return out
+
+
 def close(a, b):
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
@@ -660,13 +817,20 @@ def shared(shared_dir):
         got, want = rows_of("queue", [path]).get("summary"), queue(all_rows, rows, restricted, 0)
         if not close(got, want):
             same("queue " + os.path.basename(path), got, want)
-        same("ranks " + os.path.basename(path), rows_of("ranks", [path]),
-             steps(all_rows, rows, 0))
+        got = rows_of("ranks", [path])
+        same("ranks " + os.path.basename(path), got.get("steps"), steps(all_rows, rows, 0))
+        # One rank: HTA's standard deviation across ranks is NaN everywhere, so no straggler.
+        same("ranks, stragglers " + os.path.basename(path), got.get("stragglers"), [])
         got = rows_of("queue", [path], ["--max-queue-length", "100"]).get("blocked")
         want = queue(all_rows, rows, restricted, 0, 100)
         if not close(got, want):
             same("queue --max-queue-length 100 " + os.path.basename(path), got, want)
         same("launches " + os.path.basename(path), rows_of("launches", [path]), launches(rows, 0))
+        for cat, extra in (("gpu_user_annotation", []), ("user_annotation", ["--cpu"])):
+            got = rows_of("annotations", [path], extra)
+            want = annotation_rows(doc, rows, 0, cat)
+            if not close(got, want):
+                same("annotations %s %s" % (extra, os.path.basename(path)), got, want)
         checked += 1
     print("%d shared traces checked" % checked)
 

@@ -1,0 +1,289 @@
+/* cmd_annotations.c: `strobe annotations`, HTA's user-annotation breakdown per rank
+ * (BreakdownAnalysis.get_gpu_user_annotation_breakdown in hta/analyzers/breakdown_analysis.py).
+ *
+ * HTA's definition, as its docstring and its test (tests/test_trace_analysis.py,
+ * __test_gpu_user_annotation_common) give it, over each rank's rows after the restriction (see
+ * hta.h): the rows whose cat is "gpu_user_annotation" (use_gpu_annotation, the default) or
+ * "user_annotation" (--cpu: the time on the CPU), grouped by name as _aggr_gpu_kernel_time groups
+ * kernels (duration_ratio 0.8, num_kernels 1000 by default, -n): per name sum, max, min, mean and
+ * std (n - 1; 0 for one row) of dur, sorted by sum (descending); with more than num_kernels
+ * names, those whose cumulated sum passes its duration_ratio quantile (numpy's linear one), and
+ * all from the (num_kernels + 1)-th on, become one row "others" over their sums (the names kept
+ * then show their sum as max, min and mean, std 0). All rows sorted by name and rank; columns
+ * name, sum (us), max (us), min (us), mean (us), stddev, rank (HTA's names; times are the
+ * trace's microseconds). A rank without such rows has none; where no rank has one HTA returns
+ * None: no row, and standard error says so. Not done: allowlist_patterns, and HTA's option to
+ * decompose nested annotations. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "common.h"
+#include "emit.h"
+#include "hta.h"
+#include "strobe/error.h"
+
+const char cmd_annotations_usage[] =
+    "NAME\n"
+    "    strobe annotations - HTA's GPU (or CPU) user-annotation breakdown per rank\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    strobe annotations [OPTIONS] TRACE...\n"
+    "    strobe annotations [--cpu] [-n K] [-f table|csv|json] [-q] TRACE...\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Holistic Trace Analysis's get_gpu_user_annotation_breakdown(), with its definitions.\n"
+    "    TRACE is a trace, or a folder of rank traces, read as strobe breakdown reads them\n"
+    "    (ranks, HTA's times in microseconds, its profiler-step restriction).\n"
+    "\n"
+    "    Per rank, the user annotations on the GPU (cat gpu_user_annotation; with --cpu those\n"
+    "    on the CPU, cat user_annotation) by name: sum, max, min, mean and standard deviation\n"
+    "    of their durations. With more than K names, those past the 80% quantile of the\n"
+    "    cumulated time, and all past the K longest, are one row \"others\" over their sums.\n"
+    "    Rows sorted by name and rank. No annotation at all: no row, and standard error says\n"
+    "    so.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --cpu          the annotations' time on the CPU (HTA's use_gpu_annotation=False)\n"
+    "    -n, --num K    names kept before \"others\" (HTA's num_kernels; default 1000)\n"
+    "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
+    "                   names: name, sum (us), max (us), min (us), mean (us), stddev, rank)\n"
+    "    -q, --quiet    no progress line on standard error\n"
+    "    -h, --help     show this text\n"
+    "    -V, --version  show strobe's version\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
+
+const struct option cmd_annotations_options[] = {
+    {"cpu", no_argument, NULL, 'C'},
+    {"num", required_argument, NULL, 'n'},
+    {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_QUIET,
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
+
+#define AN_RATIO 0.8
+
+typedef struct an_dur {
+    const char *name;
+    int64_t dur;
+} an_dur;
+
+typedef struct an_row {
+    const char *name;
+    int64_t sum, max, min, rank;
+    double mean, std;
+} an_row;
+
+static int by_dur_name(const void *a, const void *b) {
+    return strcmp(((const an_dur *)a)->name, ((const an_dur *)b)->name);
+}
+
+static int by_sum(const void *a, const void *b) {
+    const an_row *x = a, *y = b;
+    if (x->sum != y->sum) return x->sum > y->sum ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int by_name_rank(const void *a, const void *b) {
+    const an_row *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int by_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sum, max, min, mean, std (n - 1; 0 for one value) of v[0..n), n > 0. */
+static void stats(const int64_t *v, size_t n, an_row *o) {
+    o->sum = 0;
+    o->max = o->min = v[0];
+    for (size_t k = 0; k < n; k++) {
+        o->sum += v[k];
+        if (v[k] > o->max) o->max = v[k];
+        if (v[k] < o->min) o->min = v[k];
+    }
+    o->mean = (double)o->sum / (double)n;
+    double ss = 0;
+    for (size_t k = 0; k < n; k++)
+        ss += ((double)v[k] - o->mean) * ((double)v[k] - o->mean);
+    o->std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
+}
+
+/* numpy's linear quantile q of v[0..n) (sorted here), n > 0. */
+static double quantile(int64_t *v, size_t n, double q) {
+    qsort(v, n, sizeof *v, by_i64);
+    double pos = q * (double)(n - 1);
+    size_t lo = (size_t)floor(pos), hi = lo + 1 < n ? lo + 1 : n - 1;
+    double t = pos - (double)lo, a = (double)v[lo], b = (double)v[hi];
+    return t >= 0.5 ? b - (b - a) * (1.0 - t) : a + (b - a) * t;
+}
+
+/* Whether a row of the rank is one of the annotations asked for. */
+static int is_annotation(const hta_rank *r, const hta_row *w, const char *cat) {
+    return strcmp(md_str(&r->m, r->m.events[w->ev].cat), cat) == 0;
+}
+
+/* One rank's rows, appended to *out. */
+static int rank_rows(const hta_rank *r, const char *cat, size_t num, an_row **out, size_t *nout,
+                     size_t *cap) {
+    size_t n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const hta_row *rows = pass ? r->rows : r->cpu;
+        size_t count = pass ? r->count : r->cpu_count;
+        for (size_t k = 0; k < count; k++)
+            if (is_annotation(r, &rows[k], cat)) n += rows[k].mult;
+    }
+    if (n == 0) return 0;
+    an_dur *d = malloc(n * sizeof *d);
+    int64_t *v = malloc(n * sizeof *v), *c = malloc(n * sizeof *c);
+    an_row *names = malloc(n * sizeof *names);
+    int rc = d && v && c && names ? 0 : STROBE_ENOMEM;
+    size_t nn = 0, j = 0;
+    for (int pass = 0; !rc && pass < 2; pass++) {
+        const hta_row *rows = pass ? r->rows : r->cpu;
+        size_t count = pass ? r->count : r->cpu_count;
+        for (size_t k = 0; k < count; k++) {
+            if (!is_annotation(r, &rows[k], cat)) continue;
+            for (uint32_t m = 0; m < rows[k].mult; m++)
+                d[j++] =
+                    (an_dur){md_str(&r->m, r->m.events[rows[k].ev].name), rows[k].end - rows[k].ts};
+        }
+    }
+    if (!rc) {
+        qsort(d, n, sizeof *d, by_dur_name);
+        for (size_t a = 0, b; a < n; a = b) {
+            for (b = a; b < n && strcmp(d[b].name, d[a].name) == 0; b++)
+                v[b - a] = d[b].dur;
+            stats(v, b - a, &names[nn]);
+            names[nn++].name = d[a].name;
+        }
+        qsort(names, nn, sizeof *names, by_sum);
+    }
+    size_t rows = nn;
+    if (!rc && nn > num) {
+        int64_t cum = 0;
+        for (size_t k = 0; k < nn; k++)
+            c[k] = v[k] = cum += names[k].sum;
+        double q = quantile(c, nn, AN_RATIO);
+        size_t kept = 0, other = 0;
+        for (size_t k = 0; k < nn; k++) {
+            if ((double)v[k] > q || k >= num) {
+                v[other++] = names[k].sum;
+                continue;
+            }
+            an_row *o = &names[kept++];
+            *o = names[k];
+            o->max = o->min = o->sum;
+            o->mean = (double)o->sum;
+            o->std = 0;
+        }
+        if (other) {
+            stats(v, other, &names[kept]);
+            names[kept++].name = "others";
+        }
+        rows = kept;
+    }
+    for (size_t k = 0; !rc && k < rows; k++) {
+        if (*nout == *cap) {
+            size_t ncap = *cap ? *cap * 2 : 32;
+            an_row *o = realloc(*out, ncap * sizeof *o);
+            if (o == NULL) {
+                rc = STROBE_ENOMEM;
+                break;
+            }
+            *out = o;
+            *cap = ncap;
+        }
+        (*out)[*nout] = names[k];
+        (*out)[(*nout)++].rank = r->rank;
+    }
+    free(d);
+    free(v);
+    free(c);
+    free(names);
+    return rc;
+}
+
+static int run(const hta_set *s, int format, int cpu, size_t num) {
+    static const char *const cols[] = {"name",      "sum (us)", "max (us)", "min (us)",
+                                       "mean (us)", "stddev",   "rank"};
+    static const uint8_t text[7] = {1, 0, 0, 0, 0, 0, 0};
+    const char *cat = cpu ? "user_annotation" : "gpu_user_annotation";
+    hta_table t = {cols, text, 7, NULL, 0, 0};
+    an_row *rows = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < s->count; k++)
+        rc = rank_rows(&s->ranks[k], cat, num, &rows, &n, &cap);
+    if (rc == 0 && n > 1) qsort(rows, n, sizeof *rows, by_name_rank);
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        char b[6][40];
+        snprintf(b[0], sizeof b[0], "%" PRId64, rows[k].sum);
+        snprintf(b[1], sizeof b[1], "%" PRId64, rows[k].max);
+        snprintf(b[2], sizeof b[2], "%" PRId64, rows[k].min);
+        snprintf(b[3], sizeof b[3], "%.15g", rows[k].mean);
+        snprintf(b[4], sizeof b[4], "%.15g", rows[k].std);
+        snprintf(b[5], sizeof b[5], "%" PRId64, rows[k].rank);
+        const char *cells[7] = {rows[k].name, b[0], b[1], b[2], b[3], b[4], b[5]};
+        rc = hta_table_add(&t, cells);
+    }
+    if (rc == 0) {
+        if (n == 0)
+            fprintf(stderr, "strobe annotations: no %s event in the traces (HTA returns None)\n",
+                    cat);
+        hta_table_print(&t, format, stdout);
+    }
+    hta_table_free(&t);
+    free(rows);
+    return rc;
+}
+
+int cmd_annotations(int argc, char **argv) {
+    int format = CL_TABLE, quiet = 0, first = 0, cpu = 0;
+    size_t num = 1000;
+    for (int c; (c = cli_getopt(argc, argv, ":f:n:qhV", cmd_annotations_options, &first)) != -1;) {
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_annotations_usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            quiet = 1;
+            break;
+        case 'C':
+            cpu = 1;
+            break;
+        case 'n': {
+            char *end;
+            errno = 0;
+            long long v = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 0)
+                return cli_usage_error("annotations", "--num needs a number", optarg);
+            num = (size_t)v;
+            break;
+        }
+        case 'f':
+            format = cl_parse_format(optarg);
+            if (format < 0) return cli_usage_error("annotations", "unknown --format", optarg);
+            break;
+        default:
+            return cli_option_error("annotations", c, argv, cmd_annotations_options);
+        }
+    }
+    if (first >= argc) return cli_usage_error("annotations", "give a trace or a folder", NULL);
+    hta_set s;
+    if (hta_load(&s, "annotations", argv + first, (size_t)(argc - first), quiet) != 0)
+        return CLI_BAD_INPUT;
+    int work = run(&s, format, cpu, num);
+    hta_free(&s);
+    return cli_finish("annotations", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
+}
