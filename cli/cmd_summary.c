@@ -969,12 +969,7 @@ int cmd_summary(int argc, char **argv) {
         md_free(&s->m);
         rc = CLI_BAD_INPUT;
     } else if (rc == CLI_OK) {
-        if (s->m.bad_events)
-            fprintf(stderr,
-                    "strobe summary: %s: %llu malformed event(s) skipped; `strobe check` lists "
-                    "them\n",
-                    strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path),
-                    (unsigned long long)s->m.bad_events);
+        cli_say_skipped("summary", path, &s->m);
         int work = build(s) != 0 ? STROBE_ENOMEM : 0;
         if (work == 0) {
             sort_s = s;
