@@ -6,7 +6,8 @@
 #
 # Writes into WORK_DIR: fuzz_reader (tests/fuzz_reader.c with the trace reader), fuzz_model
 # (tests/fuzz_model.c with the CLI's model, its subcommands check, info, summary, kernels, stacks and
-# convert, the reader, the util layer and the error table), both compiled with clang
+# convert, the HTA analyses kernels uses, the reader, the trace layer convert writes through, the
+# util layer, the log and the error table), both compiled with clang
 # -fsanitize=fuzzer,address,undefined, and trace.dict (tokens of the trace format). FUZZ_CC picks the
 # compiler (default clang). Exits 0 when built, 77 when the compiler or libFuzzer is missing, 1 when
 # a harness does not compile.
@@ -34,7 +35,8 @@ FLAGS=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
 READER=("$SRC"/src/reader/*.c)
 MODEL=("$SRC/cli/model.c" "$SRC/cli/common.c" "$SRC/cli/link.c" "$SRC/cli/emit.c"
     "$SRC/cli/cmd_check.c" "$SRC/cli/cmd_info.c" "$SRC/cli/cmd_summary.c" "$SRC/cli/cmd_kernels.c"
-    "$SRC/cli/cmd_stacks.c" "$SRC/cli/cmd_convert.c" "$SRC"/src/util/*.c "$SRC/src/core/error.c")
+    "$SRC/cli/cmd_stacks.c" "$SRC/cli/cmd_convert.c" "$SRC/cli/hta.c" "$SRC"/src/util/*.c
+    "$SRC"/src/trace/*.c "$SRC/src/core/log.c" "$SRC/src/core/error.c")
 
 echo "building the harnesses with $("$CC" --version | head -n 1)"
 "$CC" "${FLAGS[@]}" "$SRC/tests/fuzz_reader.c" "${READER[@]}" -lz -o "$WORK/fuzz_reader" &
