@@ -1202,6 +1202,50 @@ int strobe_rd_obj_get(const char *text, size_t len, const char *key, strobe_rd_v
     return rc;
 }
 
+int strobe_rd_obj_get_keys(const char *text, size_t len, const char *const *keys, size_t n,
+                           strobe_rd_value *out) {
+    if (!keys || (n && !out)) return STROBE_EINVAL;
+    size_t klen[64];
+    if (n > sizeof klen / sizeof klen[0]) return STROBE_EINVAL;
+    for (size_t k = 0; k < n; k++) {
+        memset(&out[k], 0, sizeof out[k]);
+        klen[k] = strlen(keys[k]);
+    }
+    if (!text || n == 0) return 0;
+    strobe_jp jp;
+    strobe_jp_init_mem(&jp, text, len);
+    jp.skip = 1; /* as strobe_rd_obj_get: values raw, keys decoded */
+    size_t found = 0;
+    if (strobe_jp_next(&jp) == STROBE_JP_OBJ_BEGIN) {
+        while (found < n) {
+            int tok = strobe_jp_next(&jp);
+            if (tok != STROBE_JP_KEY) break;
+            size_t match = n;
+            for (size_t k = 0; k < n; k++) {
+                if (!out[k].raw && jp.str_len == klen[k] && memcmp(jp.str, keys[k], klen[k]) == 0) {
+                    match = k;
+                    break;
+                }
+            }
+            tok = strobe_jp_next(&jp);
+            if (tok <= STROBE_JP_EOF) break;
+            int64_t start = jp.tok_off;
+            if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN) {
+                int end = strobe_jp_skip_container(&jp);
+                if (end <= STROBE_JP_EOF) break;
+            }
+            if (match < n) {
+                out[match].type = type_of(tok);
+                out[match].raw = text + start;
+                out[match].len = (size_t)(strobe_jp_offset(&jp) - start);
+                found++;
+            }
+        }
+    }
+    strobe_jp_free(&jp);
+    return (int)found;
+}
+
 int strobe_rd_event_arg(const strobe_rd_event *ev, const char *key, strobe_rd_value *out) {
     if (!ev || !out) return STROBE_EINVAL;
     if (!ev->args) {

@@ -243,6 +243,14 @@ int64_t strobe_rd_error_offset(const strobe_rd *r);
  * (a malformed member after the match is not noticed). */
 int strobe_rd_obj_get(const char *text, size_t len, const char *key, strobe_rd_value *out);
 
+/* Finds several members of the JSON object text[0..len) in one pass: out[k] is what
+ * strobe_rd_obj_get(text, len, keys[k], &out[k]) would give (the first match; zeroed, raw NULL,
+ * when absent or past a malformed member). Reading the text once instead of once per key is what
+ * makes it worth having: an event's args are looked up for several keys.
+ * @return how many keys were found, or STROBE_EINVAL. */
+int strobe_rd_obj_get_keys(const char *text, size_t len, const char *const *keys, size_t n,
+                           strobe_rd_value *out);
+
 /* strobe_rd_obj_get() over ev->args ("External id", "correlation", "Call stack" ...).
  * @return 1 found, 0 absent (also when the event has no args), or STROBE_EFORMAT. */
 int strobe_rd_event_arg(const strobe_rd_event *ev, const char *key, strobe_rd_value *out);
