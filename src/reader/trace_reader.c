@@ -686,7 +686,7 @@ static void prescan_base(strobe_rd *r) {
                 break;
             }
             if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN)
-                tok = strobe_jp_skip_container(&pj);
+                tok = strobe_jp_skip_unchecked(&pj);
             if (tok <= STROBE_JP_EOF) break;
         }
     }
