@@ -401,8 +401,12 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
     x->thread = (uint32_t)th;
     x->parent = MD_NONE;
     x->index = (uint32_t)e->index;
-    strobe_rd_value a[A_N];
-    strobe_rd_obj_get_keys(e->args, e->args_len, arg_keys, A_N, a);
+    strobe_rd_value own[A_N];
+    const strobe_rd_value *a = e->arg_values;
+    if (a == NULL) {
+        strobe_rd_obj_get_keys(e->args, e->args_len, arg_keys, A_N, own);
+        a = own;
+    }
     x->ext_id = arg_int(a, A_EXT, A_EXT2, -1);
     x->corr = arg_int(a, A_CORR, -1, -1);
     x->stream = arg_stream(&a[A_STREAM]);
@@ -560,6 +564,8 @@ static int nest(md_model *m) {
 static void load_options(strobe_rd_options *opt) {
     strobe_rd_options_init(opt);
     opt->prescan_base = 1;
+    opt->arg_keys = arg_keys;
+    opt->arg_key_count = A_N;
 }
 
 /* Opens the trace: the file m->path, or data[0..len) when data is not NULL. */

@@ -160,6 +160,9 @@ struct strobe_rd {
     char *display_time_unit, *trace_name, *device_properties; /* owned copies behind info */
     strobe_rd_event ev;
     strobe_rd_meta meta;
+    strobe_rd_value arg_values[STROBE_RD_ARG_KEYS]; /* options.arg_keys of the current event */
+    int64_t arg_start[STROBE_RD_ARG_KEYS], arg_end[STROBE_RD_ARG_KEYS]; /* stream offsets */
+    size_t arg_klen[STROBE_RD_ARG_KEYS];
     char *arena; /* decoded strings of the current item */
     size_t arena_len, arena_cap;
 };
@@ -251,6 +254,9 @@ static strobe_rd *rd_new(const char *name, const strobe_rd_options *opt) {
         r->opt = *opt;
     else
         strobe_rd_options_init(&r->opt);
+    if (!r->opt.arg_keys || r->opt.arg_key_count > STROBE_RD_ARG_KEYS) r->opt.arg_key_count = 0;
+    for (size_t k = 0; k < r->opt.arg_key_count; k++)
+        r->arg_klen[k] = strlen(r->opt.arg_keys[k]);
     r->err_off = -1;
     r->fd = -1;
     r->tj = &r->jp;
@@ -755,6 +761,47 @@ static int eof_in_event(strobe_rd *r, int64_t start) {
 
 static int event_done(strobe_rd *r, strobe_rd_item *item);
 
+/* Reads the args object whose '{' was just returned, as strobe_jp_skip_container() would, and
+ * notes where the values of options.arg_keys are (the first of each key, as strobe_rd_obj_get()
+ * finds it). @return the tokenizer's last token: OBJ_END, EOF or ERROR. */
+static int scan_args(strobe_rd *r, strobe_jp *jp) {
+    size_t n = r->opt.arg_key_count;
+    for (size_t k = 0; k < n; k++)
+        r->arg_start[k] = -1;
+    int saved = jp->skip;
+    jp->skip = 1;
+    int tok;
+    size_t found = 0;
+    while ((tok = strobe_jp_next(jp)) == STROBE_JP_KEY) {
+        size_t match = n;
+        if (found < n) {
+            for (size_t k = 0; k < n; k++) {
+                if (r->arg_start[k] < 0 && jp->str_len == r->arg_klen[k] &&
+                    memcmp(jp->str, r->opt.arg_keys[k], jp->str_len) == 0) {
+                    match = k;
+                    break;
+                }
+            }
+        }
+        tok = strobe_jp_next(jp);
+        if (tok <= STROBE_JP_EOF) break;
+        int64_t start = jp->tok_off;
+        strobe_rd_type type = type_of(tok);
+        if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN) {
+            tok = strobe_jp_skip_container(jp);
+            if (tok <= STROBE_JP_EOF) break;
+        }
+        if (match < n) {
+            r->arg_start[match] = start;
+            r->arg_end[match] = strobe_jp_offset(jp);
+            r->arg_values[match].type = type;
+            found++;
+        }
+    }
+    jp->skip = saved;
+    return tok;
+}
+
 /* Reads the event object whose '{' was just returned (the capture began before it). */
 static int read_event(strobe_rd *r, strobe_rd_item *item, int64_t start) {
     strobe_jp *jp = r->tj;
@@ -844,7 +891,7 @@ static int read_event(strobe_rd *r, strobe_rd_item *item, int64_t start) {
             args_start = args_end = -1;
             if (vt == STROBE_JP_OBJ_BEGIN) {
                 args_start = jp->tok_off;
-                int end = strobe_jp_skip_container(jp);
+                int end = r->opt.arg_key_count ? scan_args(r, jp) : strobe_jp_skip_container(jp);
                 if (end == STROBE_JP_ERROR) return fail_jp(r);
                 if (end == STROBE_JP_EOF) return eof_in_event(r, start);
                 args_end = strobe_jp_offset(jp);
@@ -868,6 +915,18 @@ static int read_event(strobe_rd *r, strobe_rd_item *item, int64_t start) {
     if (args_start >= 0) {
         ev->args = ev->raw + (args_start - raw_off);
         ev->args_len = (size_t)(args_end - args_start);
+    }
+    if (r->opt.arg_key_count) {
+        for (size_t k = 0; k < r->opt.arg_key_count; k++) {
+            strobe_rd_value *v = &r->arg_values[k];
+            if (args_start < 0 || r->arg_start[k] < 0) {
+                memset(v, 0, sizeof *v);
+                continue;
+            }
+            v->raw = ev->raw + (r->arg_start[k] - raw_off);
+            v->len = (size_t)(r->arg_end[k] - r->arg_start[k]);
+        }
+        ev->arg_values = r->arg_values;
     }
     strobe_rd_str *strs[F_NSTR] = {
         [F_PH] = &ev->ph, [F_NAME] = &ev->name,   [F_CAT] = &ev->cat,     [F_BP] = &ev->bp,
