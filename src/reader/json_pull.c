@@ -656,6 +656,11 @@ static inline const unsigned char *quote_or_bslash(const unsigned char *p, const
     return p;
 }
 
+/* Bytes that strobe_jp_skip_unchecked() stops at outside strings: 1 a quote, 2 an opening bracket,
+ * 3 a closing one. */
+static const unsigned char skip_class[256] = {
+    ['"'] = 1, ['{'] = 2, ['['] = 2, ['}'] = 3, [']'] = 3};
+
 int strobe_jp_skip_unchecked(strobe_jp *jp) {
     if (jp->err) return STROBE_JP_ERROR;
     unsigned target = jp->depth - 1;
@@ -683,10 +688,13 @@ int strobe_jp_skip_unchecked(strobe_jp *jp) {
                 p++;
                 continue;
             }
-            unsigned char c = *p++;
-            if (c == '"') {
+            unsigned char cls = 0, c = 0;
+            while (p < e && (cls = skip_class[c = *p++]) == 0) {
+            }
+            if (cls == 0) break; /* the window ended */
+            if (cls == 1) {
                 in_str = 1;
-            } else if (c == '{' || c == '[') {
+            } else if (cls == 2) {
                 size_t max =
                     jp->max_depth < STROBE_JP_DEPTH_CAP ? jp->max_depth : STROBE_JP_DEPTH_CAP;
                 if (jp->depth >= max) {
@@ -700,7 +708,7 @@ int strobe_jp_skip_unchecked(strobe_jp *jp) {
                     jp->stack[d / 64] |= bit;
                 else
                     jp->stack[d / 64] &= ~bit;
-            } else if (c == '}' || c == ']') {
+            } else {
                 jp->pos = (size_t)(p - jp->buf);
                 if (top_is_object(jp) != (c == '}'))
                     return strobe_jp_fail(jp, STROBE_EFORMAT, strobe_jp_offset(jp) - 1,

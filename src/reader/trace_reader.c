@@ -34,6 +34,34 @@
  * Digits below the unit are rounded half away from zero, and *inexact (may be NULL) says whether
  * any were nonzero. @return 0, STROBE_EFORMAT or STROBE_ERANGE. */
 static int decimal_scaled(const char *t, size_t n, int scale, int64_t *out, int *inexact) {
+    {
+        /* The common case first: -?(0|[1-9][0-9]*)(\.[0-9]+)? with no more fraction digits than
+         * the scale keeps and at most 19 digits in the result, which needs no rounding and cannot
+         * wrap. Anything else (and any text not of that form) takes the general path below. */
+        size_t j = n && t[0] == '-';
+        size_t int_from = j;
+        uint64_t v = 0;
+        while (j < n && t[j] >= '0' && t[j] <= '9')
+            v = v * 10 + (uint64_t)(t[j++] - '0');
+        size_t nint = j - int_from, nfrac = 0;
+        if (j < n && t[j] == '.') {
+            size_t frac_from = ++j;
+            while (j < n && t[j] >= '0' && t[j] <= '9')
+                v = v * 10 + (uint64_t)(t[j++] - '0');
+            nfrac = j - frac_from;
+        }
+        if (j == n && nint > 0 && (nint == 1 || t[int_from] != '0') &&
+            (j == int_from + nint || nfrac > 0) && scale >= 0 && nfrac <= (size_t)scale &&
+            nint + (size_t)scale <= 19) {
+            for (size_t k = nfrac; k < (size_t)scale; k++)
+                v *= 10;
+            if (v > (uint64_t)INT64_MAX) goto general;
+            if (inexact) *inexact = 0;
+            *out = t[0] == '-' ? -(int64_t)v : (int64_t)v;
+            return 0;
+        }
+    }
+general:;
     char sig[SIG_KEEP];
     long long nsig = 0, frac = 0, exp = 0;
     int sticky = 0; /* a nonzero digit beyond SIG_KEEP */
