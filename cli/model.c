@@ -220,25 +220,44 @@ static int set_process_name(md_model *m, int64_t pid, uint8_t kind, uint32_t nam
 
 /* ---- arguments ----------------------------------------------------------------------------- */
 
-static int64_t arg_int(const strobe_rd_event *e, const char *key, const char *alt, int64_t dflt) {
-    strobe_rd_value v;
+/* The args an event is read for, looked up in one pass over its args (strobe_rd_obj_get_keys):
+ * once per key, it was the largest cost of loading a trace. */
+enum {
+    A_EXT,
+    A_EXT2,
+    A_CORR,
+    A_STREAM,
+    A_BYTES,
+    A_DEVTYPE,
+    A_FLOPS,
+    A_DIMS,
+    A_STACK,
+    A_MODULE,
+    A_N
+};
+static const char *const arg_keys[A_N] = {
+    [A_EXT] = "External id",  [A_EXT2] = "external id",
+    [A_CORR] = "correlation", [A_STREAM] = "stream",
+    [A_BYTES] = "Bytes",      [A_DEVTYPE] = "Device Type",
+    [A_FLOPS] = "flops",      [A_DIMS] = "Input Dims",
+    [A_STACK] = "Call stack", [A_MODULE] = "Module Hierarchy"};
+
+static int64_t arg_int(const strobe_rd_value *a, int key, int alt, int64_t dflt) {
     int64_t out;
-    if (strobe_rd_event_arg(e, key, &v) == 1 && strobe_rd_value_int(&v, &out) == 0) return out;
-    if (alt && strobe_rd_event_arg(e, alt, &v) == 1 && strobe_rd_value_int(&v, &out) == 0)
-        return out;
+    if (a[key].raw && strobe_rd_value_int(&a[key], &out) == 0) return out;
+    if (alt >= 0 && a[alt].raw && strobe_rd_value_int(&a[alt], &out) == 0) return out;
     return dflt;
 }
 
 /* The "stream" arg as HTA reads it (int() of the value): a number, or a string of decimal digits;
  * -1 otherwise ("0x7f..." pointers in ROCm's runtime events). */
-static int64_t arg_stream(const strobe_rd_event *e) {
-    strobe_rd_value v;
+static int64_t arg_stream(const strobe_rd_value *v) {
     int64_t out = -1;
-    if (strobe_rd_event_arg(e, "stream", &v) != 1) return -1;
-    if (v.type != STROBE_RD_T_STRING) return strobe_rd_value_int(&v, &out) == 0 ? out : -1;
+    if (!v->raw) return -1;
+    if (v->type != STROBE_RD_T_STRING) return strobe_rd_value_int(v, &out) == 0 ? out : -1;
     char buf[24];
     size_t len = 0;
-    if (strobe_rd_value_str(&v, buf, sizeof buf, &len) != 0 || len == 0 || len > 18) return -1;
+    if (strobe_rd_value_str(v, buf, sizeof buf, &len) != 0 || len == 0 || len > 18) return -1;
     out = 0;
     for (size_t k = 0; k < len; k++) {
         if (buf[k] < '0' || buf[k] > '9') return -1;
@@ -248,19 +267,19 @@ static int64_t arg_stream(const strobe_rd_event *e) {
 }
 
 /* A string argument decoded, or a non-string value's raw JSON text, interned. 0 when absent. */
-static int64_t arg_text(md_model *m, const strobe_rd_event *e, const char *key, int decode) {
-    strobe_rd_value v;
-    if (strobe_rd_event_arg(e, key, &v) != 1) return 0;
-    if (decode && v.type == STROBE_RD_T_STRING) {
-        size_t cap = v.len + 1, len = 0;
-        char *buf = malloc(cap);
+static int64_t arg_text(md_model *m, const strobe_rd_value *v, int decode) {
+    if (!v->raw) return 0;
+    if (decode && v->type == STROBE_RD_T_STRING) {
+        size_t cap = v->len + 1, len = 0;
+        char stack[256];
+        char *buf = cap <= sizeof stack ? stack : malloc(cap);
         if (buf == NULL) return STROBE_ENOMEM;
-        int rc = strobe_rd_value_str(&v, buf, cap, &len);
+        int rc = strobe_rd_value_str(v, buf, cap, &len);
         int64_t id = rc == 0 ? intern(m, buf, len) : 0;
-        free(buf);
+        if (buf != stack) free(buf);
         return id;
     }
-    return intern(m, v.raw, v.len);
+    return intern(m, v->raw, v->len);
 }
 
 /* ---- perf counters ------------------------------------------------------------------------- */
@@ -382,9 +401,15 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
     x->thread = (uint32_t)th;
     x->parent = MD_NONE;
     x->index = (uint32_t)e->index;
-    x->ext_id = arg_int(e, "External id", "external id", -1);
-    x->corr = arg_int(e, "correlation", NULL, -1);
-    x->stream = arg_stream(e);
+    strobe_rd_value own[A_N];
+    const strobe_rd_value *a = e->arg_values;
+    if (a == NULL) {
+        strobe_rd_obj_get_keys(e->args, e->args_len, arg_keys, A_N, own);
+        a = own;
+    }
+    x->ext_id = arg_int(a, A_EXT, A_EXT2, -1);
+    x->corr = arg_int(a, A_CORR, -1, -1);
+    x->stream = arg_stream(&a[A_STREAM]);
     if (x->kind == MD_FLOW_START || x->kind == MD_FLOW_STEP || x->kind == MD_FLOW_END) {
         /* Flows match by id; a string id that is not a decimal number ("0x1f") is kept as its
          * string, as thread ids are. */
@@ -400,16 +425,15 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
     }
     x->mem_device = -1;
     if (x->kind == MD_MEMORY) {
-        x->bytes = arg_int(e, "Bytes", NULL, 0);
-        int64_t dt = arg_int(e, "Device Type", NULL, -1);
+        x->bytes = arg_int(a, A_BYTES, -1, 0);
+        int64_t dt = arg_int(a, A_DEVTYPE, -1, -1);
         x->mem_device = (int8_t)(dt < -1 ? -1 : dt > 127 ? 127 : dt);
     }
     if (e->args) {
-        strobe_rd_value v;
-        if (strobe_rd_event_arg(e, "flops", &v) == 1) strobe_rd_value_double(&v, &x->flops);
-        int64_t shapes = arg_text(m, e, "Input Dims", 0);
-        int64_t stack = arg_text(m, e, "Call stack", 1);
-        int64_t module = arg_text(m, e, "Module Hierarchy", 1);
+        if (a[A_FLOPS].raw) strobe_rd_value_double(&a[A_FLOPS], &x->flops);
+        int64_t shapes = arg_text(m, &a[A_DIMS], 0);
+        int64_t stack = arg_text(m, &a[A_STACK], 1);
+        int64_t module = arg_text(m, &a[A_MODULE], 1);
         if (shapes < 0 || stack < 0 || module < 0) return STROBE_ENOMEM;
         x->shapes = (uint32_t)shapes;
         x->stack = (uint32_t)stack;
@@ -457,7 +481,10 @@ static int metadata_event(md_model *m, const strobe_rd_event *e) {
     int thread_name = strcmp(e->name.s, "thread_name") == 0;
     int process_name = strcmp(e->name.s, "process_name") == 0;
     if (!thread_name && !process_name) return 0;
-    int64_t name = arg_text(m, e, "name", 1);
+    static const char *const name_key[1] = {"name"};
+    strobe_rd_value v;
+    strobe_rd_obj_get_keys(e->args, e->args_len, name_key, 1, &v);
+    int64_t name = arg_text(m, &v, 1);
     if (name <= 0) return name < 0 ? (int)name : 0;
     int err = 0;
     md_thread key = {0};
@@ -472,14 +499,82 @@ static int metadata_event(md_model *m, const strobe_rd_event *e) {
     return 0;
 }
 
-static const md_event *sort_events;
+/* A thread's events are sorted by start, then longer first (a parent before the children it
+ * starts with), then file order: a total order, so any sort gives the same result. The keys are
+ * copied out of the events so that comparing them reads no scattered memory, and the sort is a
+ * merge sort of runs (events are mostly in order already), its comparison inlined: qsort through
+ * the events was a tenth of loading. */
+typedef struct sort_key {
+    int64_t ts, dur;
+    uint32_t i, index;
+} sort_key;
 
-/* By start, then longer first (a parent before the children it starts with), then file order. */
-static int by_time(const void *a, const void *b) {
-    const md_event *x = &sort_events[*(const uint32_t *)a], *y = &sort_events[*(const uint32_t *)b];
-    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
-    if (x->dur != y->dur) return x->dur > y->dur ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
+static inline int key_before(const sort_key *x, const sort_key *y) {
+    if (x->ts != y->ts) return x->ts < y->ts;
+    if (x->dur != y->dur) return x->dur > y->dur;
+    return x->index < y->index;
+}
+
+/* Sorts k[0..n) using tmp[0..n). */
+static void sort_keys(sort_key *k, sort_key *tmp, size_t n) {
+    size_t sorted = 1;
+    while (sorted < n && !key_before(&k[sorted], &k[sorted - 1]))
+        sorted++;
+    if (sorted == n) return;
+    /* Runs of 16 by insertion, then merges of doubling width back and forth. */
+    for (size_t lo = 0; lo < n; lo += 16) {
+        size_t hi = lo + 16 < n ? lo + 16 : n;
+        for (size_t a = lo + 1; a < hi; a++) {
+            sort_key v = k[a];
+            size_t b = a;
+            while (b > lo && key_before(&v, &k[b - 1])) {
+                k[b] = k[b - 1];
+                b--;
+            }
+            k[b] = v;
+        }
+    }
+    sort_key *src = k, *dst = tmp;
+    for (size_t w = 16; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t a = lo, b = mid, o = lo;
+            if (mid == hi || !key_before(&src[mid], &src[mid - 1])) {
+                memcpy(dst + lo, src + lo, (hi - lo) * sizeof *src);
+                continue;
+            }
+            while (a < mid && b < hi)
+                dst[o++] = key_before(&src[b], &src[a]) ? src[b++] : src[a++];
+            while (a < mid)
+                dst[o++] = src[a++];
+            while (b < hi)
+                dst[o++] = src[b++];
+        }
+        sort_key *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != k) memcpy(k, src, n * sizeof *k);
+}
+
+static int sort_thread(const md_model *m, md_thread *th, sort_key **buf, size_t *cap) {
+    size_t n = th->count;
+    if (n < 2) return 0;
+    if (2 * n > *cap) {
+        sort_key *b = realloc(*buf, 2 * n * sizeof *b);
+        if (b == NULL) return STROBE_ENOMEM;
+        *buf = b;
+        *cap = 2 * n;
+    }
+    sort_key *k = *buf;
+    for (size_t j = 0; j < n; j++) {
+        const md_event *e = &m->events[th->order[j]];
+        k[j] = (sort_key){e->ts, e->dur, th->order[j], e->index};
+    }
+    sort_keys(k, k + n, n);
+    for (size_t j = 0; j < n; j++)
+        th->order[j] = k[j].i;
+    return 0;
 }
 
 /* Sorts each thread's events and sets each event's parent: the innermost X event that contains
@@ -502,10 +597,14 @@ static int nest(md_model *m) {
     }
     uint32_t *stack = NULL;
     size_t cap = 0;
-    sort_events = m->events;
+    sort_key *keys = NULL;
+    size_t keys_cap = 0;
     for (size_t t = 0; t < m->thread_count; t++) {
         md_thread *th = &m->threads[t];
-        qsort(th->order, th->count, sizeof *th->order, by_time);
+        if (sort_thread(m, th, &keys, &keys_cap)) {
+            free(keys);
+            return STROBE_ENOMEM;
+        }
         size_t depth = 0;
         for (size_t k = 0; k < th->count; k++) {
             md_event *e = &m->events[th->order[k]];
@@ -522,6 +621,7 @@ static int nest(md_model *m) {
                     uint32_t *s = realloc(stack, cap * sizeof *s);
                     if (s == NULL) {
                         free(stack);
+                        free(keys);
                         return STROBE_ENOMEM;
                     }
                     stack = s;
@@ -531,12 +631,15 @@ static int nest(md_model *m) {
         }
     }
     free(stack);
+    free(keys);
     return 0;
 }
 
 static void load_options(strobe_rd_options *opt) {
     strobe_rd_options_init(opt);
     opt->prescan_base = 1;
+    opt->arg_keys = arg_keys;
+    opt->arg_key_count = A_N;
 }
 
 /* Opens the trace: the file m->path, or data[0..len) when data is not NULL. */

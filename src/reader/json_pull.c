@@ -640,3 +640,86 @@ int strobe_jp_skip_container(strobe_jp *jp) {
     jp->skip = saved;
     return tok;
 }
+
+/* Finds the first '"' or '\\' at or after p (e when there is none), eight bytes at a time. */
+static inline const unsigned char *quote_or_bslash(const unsigned char *p, const unsigned char *e) {
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    while (e - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t quote = w ^ (ones * '"'), bslash = w ^ (ones * '\\');
+        if ((((quote - ones) & ~quote) | ((bslash - ones) & ~bslash)) & highs) break;
+        p += 8;
+    }
+    while (p < e && *p != '"' && *p != '\\')
+        p++;
+    return p;
+}
+
+/* Bytes that strobe_jp_skip_unchecked() stops at outside strings: 1 a quote, 2 an opening bracket,
+ * 3 a closing one. */
+static const unsigned char skip_class[256] = {
+    ['"'] = 1, ['{'] = 2, ['['] = 2, ['}'] = 3, [']'] = 3};
+
+int strobe_jp_skip_unchecked(strobe_jp *jp) {
+    if (jp->err) return STROBE_JP_ERROR;
+    unsigned target = jp->depth - 1;
+    int in_str = 0, esc = 0;
+    for (;;) {
+        if (jp->pos == jp->len) {
+            int r = fill(jp);
+            if (r < 0) return STROBE_JP_ERROR;
+            if (r == 0) return STROBE_JP_EOF;
+        }
+        const unsigned char *p = jp->buf + jp->pos, *e = jp->buf + jp->len;
+        while (p < e) {
+            if (esc) {
+                esc = 0;
+                p++;
+                continue;
+            }
+            if (in_str) {
+                p = quote_or_bslash(p, e);
+                if (p == e) break;
+                if (*p == '"')
+                    in_str = 0;
+                else
+                    esc = 1;
+                p++;
+                continue;
+            }
+            unsigned char cls = 0, c = 0;
+            while (p < e && (cls = skip_class[c = *p++]) == 0) {
+            }
+            if (cls == 0) break; /* the window ended */
+            if (cls == 1) {
+                in_str = 1;
+            } else if (cls == 2) {
+                size_t max =
+                    jp->max_depth < STROBE_JP_DEPTH_CAP ? jp->max_depth : STROBE_JP_DEPTH_CAP;
+                if (jp->depth >= max) {
+                    jp->pos = (size_t)(p - jp->buf);
+                    return strobe_jp_fail(jp, STROBE_EFORMAT, strobe_jp_offset(jp) - 1,
+                                          "nesting deeper than %zu levels", max);
+                }
+                unsigned d = jp->depth++;
+                uint64_t bit = (uint64_t)1 << (d % 64);
+                if (c == '{')
+                    jp->stack[d / 64] |= bit;
+                else
+                    jp->stack[d / 64] &= ~bit;
+            } else {
+                jp->pos = (size_t)(p - jp->buf);
+                if (top_is_object(jp) != (c == '}'))
+                    return strobe_jp_fail(jp, STROBE_EFORMAT, strobe_jp_offset(jp) - 1,
+                                          "mismatched '%c'", c);
+                jp->depth--;
+                if (jp->depth == target) {
+                    after_value(jp);
+                    return c == '}' ? STROBE_JP_OBJ_END : STROBE_JP_ARR_END;
+                }
+            }
+        }
+        jp->pos = (size_t)(p - jp->buf);
+    }
+}

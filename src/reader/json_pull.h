@@ -117,6 +117,11 @@ int strobe_jp_next(strobe_jp *jp);
  * @return the container's END token, STROBE_JP_EOF (input ended inside it) or STROBE_JP_ERROR. */
 int strobe_jp_skip_container(strobe_jp *jp);
 
+/* As strobe_jp_skip_container(), but fast: only strings and brackets are followed, so that
+ * malformed JSON inside the container goes unnoticed (a look-ahead whose input the main pass
+ * checks anyway). @return the container's END token, STROBE_JP_EOF or STROBE_JP_ERROR. */
+int strobe_jp_skip_unchecked(strobe_jp *jp);
+
 /* Current nesting depth (0 at top level, 1 inside the outermost container, ...). */
 static inline unsigned strobe_jp_depth(const strobe_jp *jp) {
     return jp->depth;

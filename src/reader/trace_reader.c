@@ -34,6 +34,34 @@
  * Digits below the unit are rounded half away from zero, and *inexact (may be NULL) says whether
  * any were nonzero. @return 0, STROBE_EFORMAT or STROBE_ERANGE. */
 static int decimal_scaled(const char *t, size_t n, int scale, int64_t *out, int *inexact) {
+    {
+        /* The common case first: -?(0|[1-9][0-9]*)(\.[0-9]+)? with no more fraction digits than
+         * the scale keeps and at most 19 digits in the result, which needs no rounding and cannot
+         * wrap. Anything else (and any text not of that form) takes the general path below. */
+        size_t j = n && t[0] == '-';
+        size_t int_from = j;
+        uint64_t v = 0;
+        while (j < n && t[j] >= '0' && t[j] <= '9')
+            v = v * 10 + (uint64_t)(t[j++] - '0');
+        size_t nint = j - int_from, nfrac = 0;
+        if (j < n && t[j] == '.') {
+            size_t frac_from = ++j;
+            while (j < n && t[j] >= '0' && t[j] <= '9')
+                v = v * 10 + (uint64_t)(t[j++] - '0');
+            nfrac = j - frac_from;
+        }
+        if (j == n && nint > 0 && (nint == 1 || t[int_from] != '0') &&
+            (j == int_from + nint || nfrac > 0) && scale >= 0 && nfrac <= (size_t)scale &&
+            nint + (size_t)scale <= 19) {
+            for (size_t k = nfrac; k < (size_t)scale; k++)
+                v *= 10;
+            if (v > (uint64_t)INT64_MAX) goto general;
+            if (inexact) *inexact = 0;
+            *out = t[0] == '-' ? -(int64_t)v : (int64_t)v;
+            return 0;
+        }
+    }
+general:;
     char sig[SIG_KEEP];
     long long nsig = 0, frac = 0, exp = 0;
     int sticky = 0; /* a nonzero digit beyond SIG_KEEP */
@@ -160,6 +188,9 @@ struct strobe_rd {
     char *display_time_unit, *trace_name, *device_properties; /* owned copies behind info */
     strobe_rd_event ev;
     strobe_rd_meta meta;
+    strobe_rd_value arg_values[STROBE_RD_ARG_KEYS]; /* options.arg_keys of the current event */
+    int64_t arg_start[STROBE_RD_ARG_KEYS], arg_end[STROBE_RD_ARG_KEYS]; /* stream offsets */
+    size_t arg_klen[STROBE_RD_ARG_KEYS];
     char *arena; /* decoded strings of the current item */
     size_t arena_len, arena_cap;
 };
@@ -251,6 +282,9 @@ static strobe_rd *rd_new(const char *name, const strobe_rd_options *opt) {
         r->opt = *opt;
     else
         strobe_rd_options_init(&r->opt);
+    if (!r->opt.arg_keys || r->opt.arg_key_count > STROBE_RD_ARG_KEYS) r->opt.arg_key_count = 0;
+    for (size_t k = 0; k < r->opt.arg_key_count; k++)
+        r->arg_klen[k] = strlen(r->opt.arg_keys[k]);
     r->err_off = -1;
     r->fd = -1;
     r->tj = &r->jp;
@@ -686,7 +720,7 @@ static void prescan_base(strobe_rd *r) {
                 break;
             }
             if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN)
-                tok = strobe_jp_skip_container(&pj);
+                tok = strobe_jp_skip_unchecked(&pj);
             if (tok <= STROBE_JP_EOF) break;
         }
     }
@@ -754,6 +788,47 @@ static int eof_in_event(strobe_rd *r, int64_t start) {
 }
 
 static int event_done(strobe_rd *r, strobe_rd_item *item);
+
+/* Reads the args object whose '{' was just returned, as strobe_jp_skip_container() would, and
+ * notes where the values of options.arg_keys are (the first of each key, as strobe_rd_obj_get()
+ * finds it). @return the tokenizer's last token: OBJ_END, EOF or ERROR. */
+static int scan_args(strobe_rd *r, strobe_jp *jp) {
+    size_t n = r->opt.arg_key_count;
+    for (size_t k = 0; k < n; k++)
+        r->arg_start[k] = -1;
+    int saved = jp->skip;
+    jp->skip = 1;
+    int tok;
+    size_t found = 0;
+    while ((tok = strobe_jp_next(jp)) == STROBE_JP_KEY) {
+        size_t match = n;
+        if (found < n) {
+            for (size_t k = 0; k < n; k++) {
+                if (r->arg_start[k] < 0 && jp->str_len == r->arg_klen[k] &&
+                    memcmp(jp->str, r->opt.arg_keys[k], jp->str_len) == 0) {
+                    match = k;
+                    break;
+                }
+            }
+        }
+        tok = strobe_jp_next(jp);
+        if (tok <= STROBE_JP_EOF) break;
+        int64_t start = jp->tok_off;
+        strobe_rd_type type = type_of(tok);
+        if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN) {
+            tok = strobe_jp_skip_container(jp);
+            if (tok <= STROBE_JP_EOF) break;
+        }
+        if (match < n) {
+            r->arg_start[match] = start;
+            r->arg_end[match] = strobe_jp_offset(jp);
+            r->arg_values[match].type = type;
+            found++;
+        }
+    }
+    jp->skip = saved;
+    return tok;
+}
 
 /* Reads the event object whose '{' was just returned (the capture began before it). */
 static int read_event(strobe_rd *r, strobe_rd_item *item, int64_t start) {
@@ -844,7 +919,7 @@ static int read_event(strobe_rd *r, strobe_rd_item *item, int64_t start) {
             args_start = args_end = -1;
             if (vt == STROBE_JP_OBJ_BEGIN) {
                 args_start = jp->tok_off;
-                int end = strobe_jp_skip_container(jp);
+                int end = r->opt.arg_key_count ? scan_args(r, jp) : strobe_jp_skip_container(jp);
                 if (end == STROBE_JP_ERROR) return fail_jp(r);
                 if (end == STROBE_JP_EOF) return eof_in_event(r, start);
                 args_end = strobe_jp_offset(jp);
@@ -868,6 +943,18 @@ static int read_event(strobe_rd *r, strobe_rd_item *item, int64_t start) {
     if (args_start >= 0) {
         ev->args = ev->raw + (args_start - raw_off);
         ev->args_len = (size_t)(args_end - args_start);
+    }
+    if (r->opt.arg_key_count) {
+        for (size_t k = 0; k < r->opt.arg_key_count; k++) {
+            strobe_rd_value *v = &r->arg_values[k];
+            if (args_start < 0 || r->arg_start[k] < 0) {
+                memset(v, 0, sizeof *v);
+                continue;
+            }
+            v->raw = ev->raw + (r->arg_start[k] - raw_off);
+            v->len = (size_t)(r->arg_end[k] - r->arg_start[k]);
+        }
+        ev->arg_values = r->arg_values;
     }
     strobe_rd_str *strs[F_NSTR] = {
         [F_PH] = &ev->ph, [F_NAME] = &ev->name,   [F_CAT] = &ev->cat,     [F_BP] = &ev->bp,
@@ -1200,6 +1287,50 @@ int strobe_rd_obj_get(const char *text, size_t len, const char *key, strobe_rd_v
     strobe_jp_free(&jp);
     if (rc != 1) memset(out, 0, sizeof *out);
     return rc;
+}
+
+int strobe_rd_obj_get_keys(const char *text, size_t len, const char *const *keys, size_t n,
+                           strobe_rd_value *out) {
+    if (!keys || (n && !out)) return STROBE_EINVAL;
+    size_t klen[64];
+    if (n > sizeof klen / sizeof klen[0]) return STROBE_EINVAL;
+    for (size_t k = 0; k < n; k++) {
+        memset(&out[k], 0, sizeof out[k]);
+        klen[k] = strlen(keys[k]);
+    }
+    if (!text || n == 0) return 0;
+    strobe_jp jp;
+    strobe_jp_init_mem(&jp, text, len);
+    jp.skip = 1; /* as strobe_rd_obj_get: values raw, keys decoded */
+    size_t found = 0;
+    if (strobe_jp_next(&jp) == STROBE_JP_OBJ_BEGIN) {
+        while (found < n) {
+            int tok = strobe_jp_next(&jp);
+            if (tok != STROBE_JP_KEY) break;
+            size_t match = n;
+            for (size_t k = 0; k < n; k++) {
+                if (!out[k].raw && jp.str_len == klen[k] && memcmp(jp.str, keys[k], klen[k]) == 0) {
+                    match = k;
+                    break;
+                }
+            }
+            tok = strobe_jp_next(&jp);
+            if (tok <= STROBE_JP_EOF) break;
+            int64_t start = jp.tok_off;
+            if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN) {
+                int end = strobe_jp_skip_container(&jp);
+                if (end <= STROBE_JP_EOF) break;
+            }
+            if (match < n) {
+                out[match].type = type_of(tok);
+                out[match].raw = text + start;
+                out[match].len = (size_t)(strobe_jp_offset(&jp) - start);
+                found++;
+            }
+        }
+    }
+    strobe_jp_free(&jp);
+    return (int)found;
 }
 
 int strobe_rd_event_arg(const strobe_rd_event *ev, const char *key, strobe_rd_value *out) {

@@ -122,6 +122,10 @@ typedef struct strobe_rd_event {
     size_t args_len;
     const char *raw; /* raw text of the whole element */
     size_t raw_len;
+    /* With options.arg_keys: arg_values[k] is what strobe_rd_event_arg(ev, arg_keys[k]) gives
+     * (zeroed when absent), found while the args were read; NULL when the reader did not look
+     * (a Perfetto trace's events): then look them up yourself. */
+    const struct strobe_rd_value *arg_values;
     unsigned bad;           /* STROBE_RD_BAD_* bits; 0 for a good event */
     const char *bad_reason; /* a static description of the first problem found, or NULL */
 } strobe_rd_event;
@@ -184,7 +188,14 @@ typedef struct strobe_rd_options {
     /* For tests and fuzzers: feed memory input in windows of this many bytes, as a file is read,
      * so that the paths for tokens and events that straddle windows run. 0: one window. */
     size_t mem_chunk;
+    /* Args to find in each event while its args are read (strobe_rd_event.arg_values), so that
+     * they are not read again for each key: at most STROBE_RD_ARG_KEYS keys, which must outlive
+     * the reader. */
+    const char *const *arg_keys;
+    size_t arg_key_count;
 } strobe_rd_options;
+
+#define STROBE_RD_ARG_KEYS 32
 
 /* Fills *opt with the defaults. */
 void strobe_rd_options_init(strobe_rd_options *opt);
@@ -242,6 +253,14 @@ int64_t strobe_rd_error_offset(const strobe_rd *r);
  * @return 1 and *out filled when found, 0 when absent, STROBE_EFORMAT when text is not an object
  * (a malformed member after the match is not noticed). */
 int strobe_rd_obj_get(const char *text, size_t len, const char *key, strobe_rd_value *out);
+
+/* Finds several members of the JSON object text[0..len) in one pass: out[k] is what
+ * strobe_rd_obj_get(text, len, keys[k], &out[k]) would give (the first match; zeroed, raw NULL,
+ * when absent or past a malformed member). Reading the text once instead of once per key is what
+ * makes it worth having: an event's args are looked up for several keys.
+ * @return how many keys were found, or STROBE_EINVAL. */
+int strobe_rd_obj_get_keys(const char *text, size_t len, const char *const *keys, size_t n,
+                           strobe_rd_value *out);
 
 /* strobe_rd_obj_get() over ev->args ("External id", "correlation", "Call stack" ...).
  * @return 1 found, 0 absent (also when the event has no args), or STROBE_EFORMAT. */
