@@ -97,11 +97,6 @@ static int by_name_rank(const void *a, const void *b) {
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-static int by_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Sum, max, min, mean, std (n - 1; 0 for one value) of v[0..n), n > 0. */
 static void stats(const int64_t *v, size_t n, an_row *o) {
     o->sum = 0;
@@ -116,15 +111,6 @@ static void stats(const int64_t *v, size_t n, an_row *o) {
     for (size_t k = 0; k < n; k++)
         ss += ((double)v[k] - o->mean) * ((double)v[k] - o->mean);
     o->std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
-}
-
-/* numpy's linear quantile q of v[0..n) (sorted here), n > 0. */
-static double quantile(int64_t *v, size_t n, double q) {
-    qsort(v, n, sizeof *v, by_i64);
-    double pos = q * (double)(n - 1);
-    size_t lo = (size_t)floor(pos), hi = lo + 1 < n ? lo + 1 : n - 1;
-    double t = pos - (double)lo, a = (double)v[lo], b = (double)v[hi];
-    return t >= 0.5 ? b - (b - a) * (1.0 - t) : a + (b - a) * t;
 }
 
 /* Whether a row of the rank is one of the annotations asked for. */
@@ -173,7 +159,7 @@ static int rank_rows(const hta_rank *r, const char *cat, size_t num, an_row **ou
         int64_t cum = 0;
         for (size_t k = 0; k < nn; k++)
             c[k] = v[k] = cum += names[k].sum;
-        double q = quantile(c, nn, AN_RATIO);
+        double q = hta_quantile(c, nn, AN_RATIO);
         size_t kept = 0, other = 0;
         for (size_t k = 0; k < nn; k++) {
             if ((double)v[k] > q || k >= num) {

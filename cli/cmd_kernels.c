@@ -429,21 +429,6 @@ static void bt_stats(const int64_t *v, size_t n, bt_name *o) {
     o->std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
 }
 
-static int bt_by_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* numpy's linear quantile of v[0..n) (sorted here). */
-static double bt_quantile(int64_t *v, size_t n, double q) {
-    qsort(v, n, sizeof *v, bt_by_i64);
-    double pos = q * (double)(n - 1);
-    size_t lo = (size_t)floor(pos);
-    size_t hi = lo + 1 < n ? lo + 1 : n - 1;
-    double t = pos - (double)lo, a = (double)v[lo], b = (double)v[hi], diff = b - a;
-    return t >= 0.5 ? b - diff * (1.0 - t) : a + diff * t;
-}
-
 typedef struct bt_label {
     unsigned bits;
     int64_t sum;
@@ -521,7 +506,7 @@ static int bt_kernels(const hta_rank *r, int type, bt_out **out, size_t *nout, s
             v[k] = cum += names[k].sum;
         int64_t *c = malloc(nn * sizeof *c);
         if (c == NULL) rc = STROBE_ENOMEM;
-        double q = c ? (memcpy(c, v, nn * sizeof *c), bt_quantile(c, nn, BT_RATIO)) : 0;
+        double q = c ? (memcpy(c, v, nn * sizeof *c), hta_quantile(c, nn, BT_RATIO)) : 0;
         free(c);
         size_t kept = 0, other = 0;
         for (size_t k = 0; !rc && k < nn; k++) {

@@ -530,3 +530,11 @@ void hta_pct(char *buf, size_t n, double x, int digits) {
     else
         snprintf(buf, n, "%.*f", digits, x);
 }
+
+double hta_quantile(int64_t *v, size_t n, double q) {
+    qsort(v, n, sizeof *v, by_i64);
+    double pos = q * (double)(n - 1);
+    size_t lo = (size_t)floor(pos), hi = lo + 1 < n ? lo + 1 : n - 1;
+    double t = pos - (double)lo, a = (double)v[lo], b = (double)v[hi];
+    return t >= 0.5 ? b - (b - a) * (1.0 - t) : a + (b - a) * t;
+}

@@ -123,6 +123,10 @@ int hta_table_add(hta_table *t, const char *const *cells);
 void hta_table_print(const hta_table *t, int format, FILE *out);
 void hta_table_free(hta_table *t);
 
+/* numpy's linear quantile q of v[0..n) (n > 0), which it sorts: the kernel and annotation
+ * breakdowns' duration_ratio cut. */
+double hta_quantile(int64_t *v, size_t n, double q);
+
 /* HTA's round(x, digits) as text; "" (null, HTA's NaN) when x is not finite. */
 void hta_pct(char *buf, size_t n, double x, int digits);
 
