@@ -336,6 +336,39 @@ static int perf_reserve(md_model *m) {
     return 0;
 }
 
+/* Checks an event's absolute time against the model's limits and widens the trace's span. */
+static int place_time(md_model *m, md_event *x) {
+    if (x->has_time && (x->ts >= MD_TIME_LIMIT || x->ts <= -MD_TIME_LIMIT)) {
+        /* A start at or beyond +-2^62 ns (see MD_TIME_LIMIT) cannot be placed on the timeline: the
+         * event is bad, as a ts beyond int64 ns is, and its time unknown. */
+        x->has_time = 0;
+        x->ts = 0;
+        x->dur = 0;
+        if (!x->bad) m->bad_events++;
+        x->bad = 1;
+        x->bad_bits |= STROBE_RD_BAD_TS;
+        if (!x->bad_why) {
+            static const char why[] = "ts beyond +-2^62 ns";
+            int64_t w = intern(m, why, sizeof why - 1);
+            if (w < 0) return STROBE_ENOMEM;
+            x->bad_why = (uint32_t)w;
+        }
+    }
+    int64_t end;
+    if (x->has_time && (__builtin_add_overflow(x->ts, x->dur, &end) || end >= MD_TIME_LIMIT)) {
+        /* An end beyond the limit: the duration is treated as out of range (`check` reports it
+         * as end_out_of_range), so that no later difference or sum of times overflows. */
+        x->dur = 0;
+        x->dur_state = MD_DUR_INVALID;
+        end = x->ts;
+    }
+    if (x->has_time) {
+        if (x->ts < m->min_ts) m->min_ts = x->ts;
+        if (end > m->max_ts) m->max_ts = end;
+    }
+    return 0;
+}
+
 /* Event i's perf values from its args; those absent or not integers stay 0. */
 static void perf_values(md_model *m, size_t i, const strobe_rd_event *e) {
     if (m->perf_count == 0 || e->args == NULL || !e->ph.s || strcmp(e->ph.s, "X") != 0) return;
@@ -441,35 +474,42 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
     }
     if (perf_reserve(m)) return STROBE_ENOMEM;
     perf_values(m, m->count, e);
-    if (x->has_time && (x->ts >= MD_TIME_LIMIT || x->ts <= -MD_TIME_LIMIT)) {
-        /* A start at or beyond +-2^62 ns (see MD_TIME_LIMIT) cannot be placed on the timeline: the
-         * event is bad, as a ts beyond int64 ns is, and its time unknown. */
-        x->has_time = 0;
-        x->ts = 0;
-        x->dur = 0;
-        if (!x->bad) m->bad_events++;
-        x->bad = 1;
-        x->bad_bits |= STROBE_RD_BAD_TS;
-        if (!x->bad_why) {
-            static const char why[] = "ts beyond +-2^62 ns";
-            int64_t w = intern(m, why, sizeof why - 1);
-            if (w < 0) return STROBE_ENOMEM;
-            x->bad_why = (uint32_t)w;
-        }
-    }
-    int64_t end;
-    if (x->has_time && (__builtin_add_overflow(x->ts, x->dur, &end) || end >= MD_TIME_LIMIT)) {
-        /* An end beyond the limit: the duration is treated as out of range (`check` reports it
-         * as end_out_of_range), so that no later difference or sum of times overflows. */
-        x->dur = 0;
-        x->dur_state = MD_DUR_INVALID;
-        end = x->ts;
-    }
-    if (x->has_time) {
-        if (x->ts < m->min_ts) m->min_ts = x->ts;
-        if (end > m->max_ts) m->max_ts = end;
+    /* Read before the trace said whether it has a base time (baseTimeNanoseconds after
+     * traceEvents, as torch writes it): placed once the whole file is read (place_pending). */
+    x->pending = x->has_time && !e->has_abs;
+    if (!x->pending) {
+        int rc = place_time(m, x);
+        if (rc) return rc;
     }
     m->count++;
+    return 0;
+}
+
+/* Adds the base time that came after the events (ts plus base out of int64: a bad ts, as the
+ * reader marks it when the base comes first) and places the events read before it, so that the
+ * model is what one pass with the base known from the start would give. */
+static int place_pending(md_model *m) {
+    for (size_t i = 0; i < m->count; i++) {
+        md_event *x = &m->events[i];
+        if (!x->pending) continue;
+        x->pending = 0;
+        if (m->has_base && __builtin_add_overflow(x->ts, m->base_time_ns, &x->ts)) {
+            x->has_time = 0; /* as the reader leaves it: no time, the dur kept */
+            x->ts = 0;
+            if (!x->bad) m->bad_events++;
+            x->bad = 1;
+            x->bad_bits |= STROBE_RD_BAD_TS;
+            if (!x->bad_why) {
+                static const char why[] = "ts plus baseTimeNanoseconds is out of range";
+                int64_t w = intern(m, why, sizeof why - 1);
+                if (w < 0) return STROBE_ENOMEM;
+                x->bad_why = (uint32_t)w;
+            }
+            continue;
+        }
+        int rc = place_time(m, x);
+        if (rc) return rc;
+    }
     return 0;
 }
 
@@ -637,7 +677,6 @@ static int nest(md_model *m) {
 
 static void load_options(strobe_rd_options *opt) {
     strobe_rd_options_init(opt);
-    opt->prescan_base = 1;
     opt->arg_keys = arg_keys;
     opt->arg_key_count = A_N;
 }
@@ -737,6 +776,7 @@ static int load_from(md_model *m, strobe_rd *rd, int rc) {
             if (dp < 0) rc = (int)dp;
             m->device_props = dp < 0 ? 0 : (uint32_t)dp;
         }
+        if (rc == 0) rc = place_pending(m);
         if (rc == 0 && m->perf_late) rc = perf_second_pass(m, rd);
         if (rc == 0) rc = nest(m);
     } else if (rd && strobe_rd_errmsg(rd)[0]) {

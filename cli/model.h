@@ -111,6 +111,8 @@ typedef struct md_event {
     uint32_t bad_why;  /* the reader's first reason for a bad event (string id); 0 if good */
     uint8_t flow_kind; /* md_id_kind of flow_id: MD_ID_NONE for other events, and for a flow
                           event without a usable id */
+    uint8_t pending;   /* while loading: ts is the file's, read before a baseTimeNanoseconds that
+                          may still come (the base is added, and the time checked, at the end) */
 } md_event;
 
 /* What became of an X event's "dur" (dur is 0 in every case but MD_DUR_OK). */

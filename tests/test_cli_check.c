@@ -328,6 +328,53 @@ static int has_line(const char *text, const char *line) {
         CHECK(has_line(text, line));                                                               \
     } while (0)
 
+/* A baseTimeNanoseconds after traceEvents (as torch writes it) is applied to the events read
+ * before it, with the checks a base known from the start gets: each event's time, its being bad
+ * when ts plus the base leaves int64 or the model's +-2^62 ns, its end, and the trace's span are
+ * those of the same trace with the base first. Worked out: base 10^18 ns; "a" ts 1.5 us ->
+ * 10^18 + 1500; "big" ts 9.2e15 us = 9.2e18 ns, plus the base beyond int64: bad; "c" ts 4.0e15 us
+ * = 4.0e18 ns, plus the base 5.0e18 >= 2^62 (4.61e18): bad; "d" ts -4.0e15 us, plus the base
+ * -3.0e18: kept. */
+static void test_base_after_events(void) {
+    static const char events[] =
+        "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1.5,\"dur\":3,\"pid\":1,\"tid\":1},"
+        "{\"ph\":\"X\",\"name\":\"big\",\"ts\":9.2e15,\"dur\":1,\"pid\":1,\"tid\":1},"
+        "{\"ph\":\"X\",\"name\":\"c\",\"ts\":4.0e15,\"dur\":1,\"pid\":1,\"tid\":2},"
+        "{\"ph\":\"X\",\"name\":\"d\",\"ts\":-4.0e15,\"dur\":2,\"pid\":1,\"tid\":2}]";
+    char after[1024], first[1024];
+    snprintf(after, sizeof after, "{\"traceEvents\":%s,\"baseTimeNanoseconds\":%s}", events,
+             "1000000000000000000");
+    snprintf(first, sizeof first, "{\"baseTimeNanoseconds\":%s,\"traceEvents\":%s}",
+             "1000000000000000000", events);
+    md_model a, b;
+    REQUIRE(md_load_mem(&a, after, strlen(after), "after.json") == 0);
+    REQUIRE(md_load_mem(&b, first, strlen(first), "first.json") == 0);
+    CHECK_EQ(a.count, 4);
+    CHECK_EQ(b.count, 4);
+    CHECK_EQ(a.bad_events, 2);
+    CHECK_EQ(b.bad_events, 2);
+    static const int64_t want_ts[4] = {1000000000000001500LL, 0, 0, -3000000000000000000LL};
+    static const int want_time[4] = {1, 0, 0, 1};
+    for (size_t i = 0; i < 4 && i < a.count && i < b.count; i++) {
+        const md_event *x = &a.events[i], *y = &b.events[i];
+        CHECK_EQ(x->ts, want_ts[i]);
+        CHECK_EQ(x->has_time, want_time[i]);
+        CHECK_EQ(x->ts, y->ts);
+        CHECK_EQ(x->dur, y->dur);
+        CHECK_EQ(x->has_time, y->has_time);
+        CHECK_EQ(x->bad, y->bad);
+        CHECK_EQ(x->bad_bits, y->bad_bits);
+        CHECK_EQ(x->dur_state, y->dur_state);
+        CHECK_STR(md_str(&a, x->bad_why), md_str(&b, y->bad_why));
+    }
+    CHECK_EQ(a.min_ts, -3000000000000000000LL);
+    CHECK_EQ(a.max_ts, 1000000000000004500LL);
+    CHECK_EQ(a.min_ts, b.min_ts);
+    CHECK_EQ(a.max_ts, b.max_ts);
+    md_free(&a);
+    md_free(&b);
+}
+
 /* Numeric ids of any size are numbers, and strings are strings, whatever their values: pid
  * 2^63-1 (which crashed info and check), tid 2^62 beside tid "" (which the model numbered 2^62
  * + 0, the same), and a flow whose start has the number 2^62 as id and whose end the string "". */
@@ -502,6 +549,7 @@ int main(int argc, char **argv) {
         test_usage();
         test_load_mem();
         test_id_kinds();
+        test_base_after_events();
         test_scale();
         test_corpus();
         rc = check_result();
