@@ -32,6 +32,26 @@ typedef struct strobe__device_backend {
     void (*pop_external)(void);
 } strobe__device_backend;
 
+/* Starts tracing `activity` (a strobe_activity bit) in the running session of this process, for
+ * a device whose library initializes after the session started: CUDA's driver calls the tool
+ * named by CUDA_INJECTION64_PATH from cuInit (src/devices/cuda). Nothing happens when no session
+ * runs (one started later starts its backends itself) or when the session traces the device
+ * already. A device that cannot be traced adds a warning to the session, as at start; so does
+ * another profiler owning it (the session goes on without it). @return 0 when the device is
+ * traced now or nothing had to be done, 1 when it is not traced (the warning says why), or a
+ * negative STROBE_E* code (STROBE_ENOMEM). Thread-safe; takes the session lock. */
+int strobe__session_add_device(uint32_t activity);
+
+/* The CUDA backend's entry for CUDA's driver, which calls the library named by
+ * CUDA_INJECTION64_PATH from the process's first cuInit (src/inject_export.c exports it from
+ * libstrobe.so as InitializeInjection; a preloaded library exports its own): the running
+ * session starts tracing CUDA from then on (strobe__session_add_device), for a program that
+ * loads CUDA late, or links cudart statically, without loading CUDA before it does. Does
+ * nothing while a session is starting CUDA itself (its cuInit brought the driver here).
+ * @return 1 when the driver should go on (always: a tool that fails must not stop the
+ * program). */
+int strobe__cuda_inject(void);
+
 /* The backends this build has, NULL-terminated (src/backends.c). */
 extern const strobe__device_backend *const strobe__device_backends[];
 

@@ -235,6 +235,36 @@ static int start_backends(strobe__session *s) {
     return 0;
 }
 
+int strobe__session_add_device(uint32_t activity) {
+    const strobe__device_backend *b = find_backend(activity);
+    pthread_mutex_lock(&session_lock);
+    strobe__session *s = strobe__current;
+    int rc = 0;
+    if (s == NULL || s->pid != getpid() || b == NULL) goto out;
+    for (int i = 0; i < s->dev_count; i++)
+        if (s->dev[i] == b) goto out;
+    if (s->dev_count == (int)(sizeof s->dev / sizeof s->dev[0])) goto out;
+    char why[256] = "";
+    rc = b->start(&s->cfg, why, sizeof why);
+    if (rc == 0) {
+        s->dev[s->dev_count++] = b;
+        s->cfg.activities |= activity;
+        if (b->push_external) __atomic_store_n(&strobe__ext_backend, b, __ATOMIC_RELEASE);
+        strobe__log(STROBE_LOG_INFO, "%s: traced from its initialization on", b->name);
+        goto out;
+    }
+    /* Started late, the device cannot fail the session: whatever kept it from being traced
+     * (another profiler owning CUPTI included) is a warning, and the CPU goes on. */
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s activity not traced: %s; only CPU activity is recorded", b->name,
+             why[0] ? why : strobe_strerror(rc));
+    rc = add_warning(s, msg);
+    if (rc == 0) rc = 1;
+out:
+    pthread_mutex_unlock(&session_lock);
+    return rc;
+}
+
 static int result_warning(void *ctx, const char *line) {
     return strobe__result_add_warning((strobe_result *)ctx, line);
 }

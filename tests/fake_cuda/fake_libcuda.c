@@ -1,7 +1,10 @@
 /* fake_libcuda.c: a stand-in libcuda.so.1 for test_cuda_fake: the few driver calls the CUDA
  * backend makes, answering for one device (FAKE_CUDA_DEVICES sets how many, FAKE_CUDA_INIT a
  * cuInit result), and the context calls of the range profiler. Declared without cuda.h, whose
- * macros rename some of these. */
+ * macros rename some of these. As the real driver does, the first cuInit of the process opens
+ * the library named by CUDA_INJECTION64_PATH and calls its InitializeInjection (FAKE_CUDA_INJECTED
+ * counts the calls, for test_cuda_inject). */
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,9 +17,23 @@ static int env_int(const char *name, int dflt) {
     return v && *v ? atoi(v) : dflt;
 }
 
+static int injected;
+EXPORT int fake_cuda_injections(void);
+EXPORT int fake_cuda_injections(void) {
+    return injected;
+}
+
 EXPORT int cuInit(unsigned flags);
 EXPORT int cuInit(unsigned flags) {
     (void)flags;
+    const char *tool = getenv("CUDA_INJECTION64_PATH");
+    static int tried;
+    if (tool && *tool && !tried) {
+        tried = 1;
+        void *h = dlopen(tool, RTLD_NOW | RTLD_LOCAL);
+        int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+        if (init && init() == 1) injected++;
+    }
     return env_int("FAKE_CUDA_INIT", 0);
 }
 EXPORT int cuDeviceGetCount(int *n);

@@ -80,6 +80,11 @@ static void release(void) {}
 const strobe__device_backend strobe__cuda_backend = {
     STROBE_ACTIVITY_CUDA, "CUDA", start, stop, release, NULL, NULL};
 
+int strobe__cuda_inject(void) {
+    (void)strobe__session_add_device(STROBE_ACTIVITY_CUDA);
+    return 1;
+}
+
 #else /* STROBE_HAVE_CUPTI_HEADERS */
 
 #include <dlfcn.h>
@@ -157,6 +162,12 @@ static const char *cupti_err_int(int rc) {
 }
 
 /* Opens the driver and checks that it sees a device. @return 0, or 1 with why. */
+/* Set while the driver calls strobe from cuInit (strobe__cuda_inject): the driver is initializing
+ * itself, so cuInit is not called again and the devices are asked for at stop. */
+static int injecting;
+/* Set on the thread in start(): its cuInit may call strobe__cuda_inject back. */
+static __thread int starting;
+
 static int load_driver(char *why, size_t why_size) {
     if (L.cuda == NULL) {
         L.cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -176,6 +187,7 @@ static int load_driver(char *why, size_t why_size) {
         snprintf(why, why_size, "the CUDA driver lacks %s", init ? "cuDeviceGetCount" : "cuInit");
         return 1;
     }
+    if (injecting) return 0;
     int rc = init(0);
     if (rc != 0) {
         snprintf(why, why_size, "the CUDA driver did not initialize (cuInit: %s, %d)", cu_err(rc),
@@ -613,7 +625,16 @@ static int enable(CUpti_ActivityKind kind, const char *name, int required, char 
     return 0;
 }
 
+static int start_backend(const strobe_config *cfg, char *why, size_t why_size);
+
 static int start(const strobe_config *cfg, char *why, size_t why_size) {
+    starting = 1;
+    int rc = start_backend(cfg, why, why_size);
+    starting = 0;
+    return rc;
+}
+
+static int start_backend(const strobe_config *cfg, char *why, size_t why_size) {
     int rc = check_config(cfg, why, why_size);
     if (rc) return rc;
     if (S.active) {
@@ -697,7 +718,7 @@ static int start(const strobe_config *cfg, char *why, size_t why_size) {
         rc = enable(kinds[i].kind, kinds[i].name, kinds[i].required, why, why_size);
         if (rc) return start_failed(rc);
     }
-    query_devices();
+    if (!injecting) query_devices();
     /* Last, so that the kernels of the window are the ones it measures. CUDA is traceable here:
      * metrics that cannot be collected fail the start (the user asked for them). */
     if (cfg->cuda_metrics) {
@@ -887,6 +908,7 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
     memset(out, 0, sizeof *out);
     if (!S.active) return 0;
     S.active = 0;
+    if (S.device_n == 0 && S.devices == NULL) query_devices(); /* started from cuInit */
     int64_t offset = 0;
     if (!S.callback_clock) offset = (S.offset_start + calibrate()) / 2;
     /* Before the activity buffers come back: stopping the range profiler waits for the kernels
@@ -1124,5 +1146,14 @@ static void pop_external(void) {
 
 const strobe__device_backend strobe__cuda_backend = {
     STROBE_ACTIVITY_CUDA, "CUDA", start, stop, release, push_external, pop_external};
+
+int strobe__cuda_inject(void) {
+    /* A session starting CUDA holds the session lock on this thread, in its own cuInit. */
+    if (starting) return 1;
+    injecting = 1;
+    (void)strobe__session_add_device(STROBE_ACTIVITY_CUDA);
+    injecting = 0;
+    return 1;
+}
 
 #endif /* STROBE_HAVE_CUPTI_HEADERS */
