@@ -569,7 +569,19 @@ static int push_ex(const nvabi_attr *a) {
 
 static int domain_push_ex(const nv_domain *dom, const nvabi_attr *a) {
     int level = depth++;
-    if (UNLIKELY(strobe_is_active())) record_attr(dom, a, 0);
+    if (UNLIKELY(strobe_is_active())) {
+        /* The common case inline: a registered string of this domain, nothing else given. */
+        if (LIKELY(a != NULL && a->size >= NVABI_ATTR_MIN_SIZE &&
+                   a->message_type == NVABI_MESSAGE_REGISTERED && a->message != NULL &&
+                   a->category == 0 && a->color_type != NVABI_COLOR_ARGB && a->payload_type == 0)) {
+            const nv_string *h = a->message;
+            if (LIKELY(h->dom == dom && h->plain != NULL)) {
+                strobe__begin_site(&h->plain->sa.site);
+                return level;
+            }
+        }
+        record_attr(dom, a, 0);
+    }
     return level;
 }
 
