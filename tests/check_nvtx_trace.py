@@ -90,6 +90,13 @@ inside(wmark, wide, "W mark in W range")
 
 # Ex: color, a named category, every payload type.
 args_are(one("ex-colored"), {"category": "io", "color": "#112233", "payload": 42}, "ex-colored")
+# Named after its use: the name reaches the range when it is decoded later (at stop). A streamed
+# range may have been written before the naming: then it keeps the number.
+late = one("late-category")
+if mode == "stream" and late and late.get("args", {}).get("category") == 9:
+    args_are(late, {"category": 9}, "late-category (streamed before the naming)")
+else:
+    args_are(late, {"category": "late"}, "late-category (named after its use)")
 args_are(one("p-double"), {"payload": 2.5}, "p-double")
 args_are(one("p-i64"), {"payload": -9000000000}, "p-i64")
 args_are(one("p-u32"), {"payload": 4000000000}, "p-u32")

@@ -144,6 +144,15 @@ int main(int argc, char **argv) {
     nvtxRangePushEx(&a);
     nvtxRangePop();
 
+    /* A category named after its first use: the name reaches that range too. */
+    a.category = 9;
+    a.colorType = 0;
+    a.payloadType = 0;
+    a.message.ascii = "late-category";
+    nvtxRangePushEx(&a);
+    nvtxRangePop();
+    nvtxNameCategoryA(9, "late");
+
     double d = 2.5;
     float f = -0.25f;
     uint64_t bits;
