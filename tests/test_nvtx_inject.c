@@ -8,6 +8,8 @@
  *   with new text, a domain's registered string, and nothing without a session. */
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "nvtx/nvtx.h"
@@ -144,6 +146,27 @@ int main(void) {
     strcpy(buf, "buf-b"); /* the same address, new text */
     CHECK_EQ(push0(buf), 1);
     CHECK_EQ(pop0(), 1);
+    /* Longer and shorter text at one address: each range keeps its own (checked by name below). */
+    strcpy(buf, "buf-longer-c");
+    (void)push0(buf);
+    (void)pop0();
+    strcpy(buf, "b-d");
+    (void)push0(buf);
+    (void)pop0();
+    /* A name that ends at the last byte of a page followed by an unreadable one: the cached
+     * comparison must not read past it (a fault would end the test). */
+    long pg = sysconf(_SC_PAGESIZE);
+    char *pages =
+        mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(pages != MAP_FAILED);
+    REQUIRE(mprotect(pages + pg, (size_t)pg, PROT_NONE) == 0);
+    char *edge = pages + pg - 12;
+    memcpy(edge, "edge-of-pg\0", 11);
+    edge[11] = '\0';
+    for (int i = 0; i < 3; i++) {
+        (void)push0(edge);
+        (void)pop0();
+    }
     attr a;
     memset(&a, 0, sizeof a);
     a.version = 3;
@@ -160,7 +183,7 @@ int main(void) {
 
     const strobe_event *ev = strobe_result_events(r);
     size_t n = strobe_result_event_count(r), outer = SIZE_MAX;
-    int seen_a = 0, seen_b = 0, seen_reg = 0, seen_other = 0;
+    int seen_a = 0, seen_b = 0, seen_ab = 0, seen_edge = 0, seen_reg = 0, seen_other = 0;
     for (size_t i = 0; i < n; i++) {
         if (ev[i].kind != STROBE_EVENT_RANGE || ev[i].device_type != STROBE_DEVICE_CPU) continue;
         if (strcmp(ev[i].name, "outer") == 0) {
@@ -171,6 +194,10 @@ int main(void) {
         } else if (strcmp(ev[i].name, "buf-b") == 0) {
             seen_b++;
             CHECK_EQ(ev[i].parent, outer);
+        } else if (strcmp(ev[i].name, "buf-longer-c") == 0 || strcmp(ev[i].name, "b-d") == 0) {
+            seen_ab++;
+        } else if (strcmp(ev[i].name, "edge-of-pg") == 0) {
+            seen_edge++;
         } else if (strcmp(ev[i].name, "registered") == 0) {
             seen_reg++;
             CHECK_EQ(ev[i].parent, outer);
@@ -184,6 +211,8 @@ int main(void) {
     CHECK(outer != SIZE_MAX);
     CHECK_EQ(seen_a, 1);
     CHECK_EQ(seen_b, 1);
+    CHECK_EQ(seen_ab, 2);
+    CHECK_EQ(seen_edge, 3);
     CHECK_EQ(seen_reg, 1);
     CHECK_EQ(seen_other, 0);
     strobe_result_free(r);

@@ -73,6 +73,11 @@ enum {
 void strobe__begin_site_payload(const strobe_site *site, int type, uint64_t bits);
 void strobe__instant_site_payload(const strobe_site *site, int type, uint64_t bits);
 
+/* hotpath.c: strobe__begin_site() and strobe__end() (instrument.h) for callers inside the
+ * library: the same functions, reached without the PLT. */
+void strobe__begin_site_internal(const strobe_site *site);
+void strobe__end_internal(void);
+
 /* thread.c: names the thread whose OS id is `tid` (as strobe_set_thread_name() names the caller).
  * @return 1 when a thread of that id has called strobe, else 0 (nothing is named). */
 int strobe__thread_name_tid(int64_t tid, const char *name);

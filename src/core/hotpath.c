@@ -344,6 +344,13 @@ void strobe__end(void) {
     end_full();
 }
 
+/* The same entry points for callers inside the library (src/nvtx), called directly rather than
+ * through the PLT that an exported symbol's calls take in a shared library. */
+extern __typeof(strobe__begin_site) strobe__begin_site_internal
+    __attribute__((alias("strobe__begin_site"), visibility("hidden")));
+extern __typeof(strobe__end) strobe__end_internal
+    __attribute__((alias("strobe__end"), visibility("hidden")));
+
 /* Scoped ranges know whether their begin was recorded: the token is the session generation, so a
  * filtered begin, or one from an earlier session, skips its end without any per-thread stack.
  * Only while scopes are filtered do they also keep the filter stack (a skipped begin's token

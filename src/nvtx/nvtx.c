@@ -193,7 +193,7 @@ static const nv_site *intern(const nv_domain *dom, const char *s, size_t n, uint
         }
     }
     if (site_count >= MAX_SITES) goto out;
-    nv_site *x = calloc(1, sizeof *x + n + 1);
+    nv_site *x = calloc(1, sizeof *x + n + 8); /* zero-padded to whole words (same_text) */
     if (x == NULL) goto out;
     memcpy(x->name, s, n);
     x->dom = dom;
@@ -393,6 +393,30 @@ __attribute__((noinline)) static nv_thread *thread_new(void) {
     return t;
 }
 
+/* Whether `text` is the site's name, read a word at a time. Each word read from `text` starts
+ * at a byte known to be in the string (the words before matched the name, which has no NUL), and
+ * a word that would cross into the next page is left to strncmp: no byte past a readable page is
+ * read. The last word compares the name's tail and its NUL, masked. */
+static inline int same_text(const nv_site *s, const char *text) {
+    size_t len = s->len, i = 0;
+#ifdef STROBE_UNDER_SANITIZER
+    /* The sanitizers see the bytes past the NUL that a word read takes in (harmless here). */
+    return strncmp(s->name, text, len + 1) == 0;
+#endif
+    for (;; i += 8) {
+        if (UNLIKELY(((uintptr_t)(text + i) & 4095u) > 4088u))
+            return strncmp(s->name + i, text + i, len + 1 - i) == 0;
+        uint64_t a, b;
+        memcpy(&a, text + i, 8);
+        memcpy(&b, s->name + i, 8);
+        if (len - i < 8) {
+            uint64_t mask = ~(uint64_t)0 >> (8 * (7 - (len - i)));
+            return ((a ^ b) & mask) == 0;
+        }
+        if (a != b) return 0;
+    }
+}
+
 static inline size_t slot_of(const void *key, uintptr_t dom, uint64_t attr) {
     uint64_t k = (uint64_t)(uintptr_t)key ^ (uint64_t)dom * 31u ^ attr * 0x9e3779b97f4a7c15ull;
     return (size_t)((k >> 3) ^ (k >> 11)) & (CACHE_SLOTS - 1);
@@ -422,8 +446,7 @@ static inline const nv_site *resolve(nv_thread *t, const void *key, const char *
     uintptr_t d = (uintptr_t)dom | (uintptr_t)(has_color != 0);
     uint64_t attr = cat | (uint64_t)(has_color ? color : 0) << 32;
     nv_centry *e = &t->cache[slot_of(key, d, attr)];
-    if (LIKELY(e->key == key && e->dom == d && e->attr == attr) &&
-        LIKELY(strncmp(e->site->name, text, e->site->len + 1) == 0))
+    if (LIKELY(e->key == key && e->dom == d && e->attr == attr) && LIKELY(same_text(e->site, text)))
         return e->site;
     return resolve_slow(e, key, text, strnlen(text, MAX_NAME), dom, cat, has_color,
                         has_color ? color : 0, payload);
@@ -545,8 +568,8 @@ static int push_a(const char *msg) {
         if (LIKELY(t != NULL && msg != NULL)) {
             nv_centry *e = &t->cache[slot_of(msg, 0, 0)];
             if (LIKELY(e->key == msg && e->dom == 0 && e->attr == 0) &&
-                LIKELY(strncmp(e->site->name, msg, e->site->len + 1) == 0)) {
-                strobe__begin_site(&e->site->sa.site);
+                LIKELY(same_text(e->site, msg))) {
+                strobe__begin_site_internal(&e->site->sa.site);
                 return level;
             }
         }
@@ -576,7 +599,7 @@ static int domain_push_ex(const nv_domain *dom, const nvabi_attr *a) {
                    a->category == 0 && a->color_type != NVABI_COLOR_ARGB && a->payload_type == 0)) {
             const nv_string *h = a->message;
             if (LIKELY(h->dom == dom && h->plain != NULL)) {
-                strobe__begin_site(&h->plain->sa.site);
+                strobe__begin_site_internal(&h->plain->sa.site);
                 return level;
             }
         }
@@ -588,7 +611,7 @@ static int domain_push_ex(const nv_domain *dom, const nvabi_attr *a) {
 static int pop(void) {
     if (depth == 0) return -1; /* NVTX: an error is a negative value */
     int level = --depth;
-    if (UNLIKELY(strobe_is_active())) strobe__end();
+    if (UNLIKELY(strobe_is_active())) strobe__end_internal();
     return level;
 }
 
