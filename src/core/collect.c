@@ -345,6 +345,17 @@ static const char *c_name(cthread *c, const strobe_site *site, const char *name,
     return site ? site_name(c->in, site) : bytes_name(c->in, name, (uint32_t)len);
 }
 
+/* The event's own args (a site's constant args, kept as they are: they live as long as the
+ * process; a payload, copied). */
+static int event_args(cthread *c, uint32_t idx, const strobe__dec_event *d) {
+    int rc = 0;
+    for (size_t i = 0; i < d->nargs && rc == 0; i++) {
+        const strobe__dec_arg *a = &d->args[i];
+        rc = strobe__event_put_arg(c->r, idx, a->key, a->json, a->transient, 1);
+    }
+    return rc;
+}
+
 static int c_begin(void *ctx, const strobe__dec_event *d) {
     cthread *c = ctx;
     const char *name = c_name(c, d->site, d->name, d->name_len);
@@ -353,7 +364,9 @@ static int c_begin(void *ctx, const strobe__dec_event *d) {
         add_event(c->r, &c->st, c->t, c->ti, STROBE_EVENT_RANGE, d->scope, name, d->ts);
     e->correlation_id = d->ext;
     e->user_correlation_id = d->user;
-    return stack_push(&c->st, (uint32_t)(e - c->r->events));
+    uint32_t idx = (uint32_t)(e - c->r->events);
+    int rc = event_args(c, idx, d);
+    return rc ? rc : stack_push(&c->st, idx);
 }
 
 static int c_end(void *ctx, int64_t ts) {
@@ -374,7 +387,7 @@ static int c_instant(void *ctx, const strobe__dec_event *d) {
         add_event(c->r, &c->st, c->t, c->ti, STROBE_EVENT_INSTANT, d->scope, name, d->ts);
     e->correlation_id = d->ext;
     e->user_correlation_id = d->user;
-    return 0;
+    return event_args(c, (uint32_t)(e - c->r->events), d);
 }
 
 static int c_counter(void *ctx, int64_t ts, const strobe_site *site, const char *name, size_t len,

@@ -202,6 +202,13 @@ static int on_ext(strobe__decoder *d, strobe__dec_thread *t, const uint64_t *w) 
         }
         return 0;
     }
+    if (sub == STROBE__EXT_PAYLOAD) {
+        if (len == 16) {
+            t->pend_ptype = (int)(uint32_t)w[2];
+            t->pend_pbits = w[3];
+        }
+        return 0;
+    }
     if (sub != STROBE__EXT_BACKEND || len < 32) return 0;
     size_t nl = (size_t)(uint32_t)w[5], bl = (size_t)(w[5] >> 32);
     if (32 + nl + bl > len) return 0;
@@ -246,20 +253,79 @@ static int rec_timed(unsigned kind) {
            kind != STROBE__REC_STACK && kind != STROBE__REC_PERF && kind != STROBE__REC_EXT;
 }
 
-/* A begin or instant's name and scope from a site or name record. */
-static void named(strobe__dec_event *e, const char *p, const uint64_t *w, int site_record,
-                  int scope) {
+/* A payload as one JSON value (a string for a float that JSON cannot write). */
+static size_t payload_json(char *out, size_t cap, int type, uint64_t bits) {
+    double dv = 0;
+    float fv = 0;
+    int n = 0;
+    switch (type) {
+    case STROBE__PAYLOAD_U64:
+        n = snprintf(out, cap, "%llu", (unsigned long long)bits);
+        break;
+    case STROBE__PAYLOAD_I64:
+        n = snprintf(out, cap, "%lld", (long long)bits);
+        break;
+    case STROBE__PAYLOAD_U32:
+        n = snprintf(out, cap, "%u", (unsigned)(uint32_t)bits);
+        break;
+    case STROBE__PAYLOAD_I32:
+        n = snprintf(out, cap, "%d", (int)(int32_t)(uint32_t)bits);
+        break;
+    case STROBE__PAYLOAD_FLOAT: {
+        uint32_t b = (uint32_t)bits;
+        memcpy(&fv, &b, sizeof fv);
+        dv = (double)fv;
+        goto real;
+    }
+    case STROBE__PAYLOAD_DOUBLE:
+        memcpy(&dv, &bits, sizeof dv);
+    real:
+        if (dv != dv || dv - dv != 0) {
+            n = snprintf(out, cap, "\"%s\"", dv != dv ? "nan" : dv > 0 ? "inf" : "-inf");
+        } else {
+            n = snprintf(out, cap, "%.*g", type == STROBE__PAYLOAD_FLOAT ? 9 : 17, dv);
+        }
+        break;
+    default:
+        return 0;
+    }
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+/* A begin or instant's name and scope from a site or name record, and its own args: those of a
+ * site that carries args (hooks.h) and a payload given just before it. */
+static void named(strobe__decoder *d, strobe__dec_thread *t, strobe__dec_event *e, const char *p,
+                  const uint64_t *w, int site_record, int scope) {
+    e->args = d->evargs;
+    e->nargs = 0;
     if (site_record) {
         const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
         e->site = site;
         e->name = site->name ? site->name : "(null)";
         e->name_len = strnlen(e->name, STROBE__MAX_NAME);
-        e->scope = site->scope;
+        e->scope = STROBE__SITE_SCOPE(site->scope);
+        if (site->scope & STROBE__SITE_HAS_ARGS) {
+            const char *a =
+                __atomic_load_n(&((const strobe__site_args *)site)->args, __ATOMIC_ACQUIRE);
+            while (a && *a && e->nargs < STROBE__DEC_MAX_ARGS - 1) {
+                const char *json = a + strlen(a) + 1;
+                size_t len = strlen(json);
+                d->evargs[e->nargs++] = (strobe__dec_arg){a, json, len, 0};
+                a = json + len + 1;
+            }
+        }
     } else {
         e->site = NULL;
         e->name = p + 16;
         e->name_len = (uint32_t)w[1];
         e->scope = scope;
+    }
+    if (t->pend_ptype) {
+        size_t len =
+            payload_json(d->payload_json, sizeof d->payload_json, t->pend_ptype, t->pend_pbits);
+        if (len)
+            d->evargs[e->nargs++] = (strobe__dec_arg){STROBE__PAYLOAD_ARG, d->payload_json, len, 1};
+        t->pend_ptype = 0;
     }
 }
 
@@ -287,7 +353,7 @@ int strobe__decode(strobe__decoder *d, strobe__dec_thread *t, const char *p, siz
             break;
         case STROBE__REC_BEGIN_SITE:
         case STROBE__REC_BEGIN_NAME: {
-            named(&e, p, w, kind == STROBE__REC_BEGIN_SITE, (int)(w[1] >> 32));
+            named(d, t, &e, p, w, kind == STROBE__REC_BEGIN_SITE, (int)(w[1] >> 32));
             e.ts = ts;
             e.ext = t->pend_ext;
             e.user = t->pend_user;
@@ -308,7 +374,7 @@ int strobe__decode(strobe__decoder *d, strobe__dec_thread *t, const char *p, siz
         }
         case STROBE__REC_INSTANT_SITE:
         case STROBE__REC_INSTANT_NAME:
-            named(&e, p, w, kind == STROBE__REC_INSTANT_SITE, STROBE_RECORD_SCOPE_USER_SCOPE);
+            named(d, t, &e, p, w, kind == STROBE__REC_INSTANT_SITE, STROBE_RECORD_SCOPE_USER_SCOPE);
             e.ts = ts;
             e.ext = t->pend_ext;
             e.user = t->pend_user;

@@ -26,6 +26,17 @@
 
 struct strobe__session;
 
+/* An arg a begin or instant carries: `json` is one JSON value of `len` bytes (NUL-terminated).
+ * `transient`: the strings are valid only during the callback; else they live as long as the
+ * process (a site's constant args). */
+typedef struct strobe__dec_arg {
+    const char *key;
+    const char *json;
+    size_t len;
+    int transient;
+} strobe__dec_arg;
+#define STROBE__DEC_MAX_ARGS 8
+
 /* A range's begin or an instant: its name is the site's, or bytes in the record (valid only
  * during the callback: the chunk may be recycled after it). */
 typedef struct strobe__dec_event {
@@ -35,6 +46,9 @@ typedef struct strobe__dec_event {
     size_t name_len;
     int scope;
     uint64_t ext, user; /* correlation ids current at the begin; 0: none */
+    /* Args of the event itself (a site's constant args, a payload): valid during the callback. */
+    const strobe__dec_arg *args;
+    size_t nargs;
 } strobe__dec_event;
 
 /* A memory record: the [memory] instant's args (torch's) and the samples of the device's two
@@ -82,6 +96,8 @@ typedef struct strobe__dec_ops {
 typedef struct strobe__dec_thread {
     int64_t prev; /* the last time given out; INT64_MIN before the first */
     uint64_t pend_ext, pend_user;
+    int pend_ptype; /* a payload for the next begin or instant (hooks.h's types); 0: none */
+    uint64_t pend_pbits;
     strobe__buf mods; /* the open modules' names joined by '.' */
     uint32_t *mod_off;
     size_t mod_depth, mod_cap;
@@ -103,6 +119,8 @@ typedef struct strobe__decoder {
     uint64_t unmatched_module_pops; /* module pops with no open module */
     /* Formatting scratch. */
     strobe__buf dims, types, concrete, text;
+    strobe__dec_arg evargs[STROBE__DEC_MAX_ARGS];
+    char payload_json[40];
     strobe_input inputs[STROBE_MAX_INPUTS];
     int64_t dims_store[STROBE_MAX_INPUTS * STROBE__MAX_DIMS];
     char dtype_store[STROBE_MAX_INPUTS][65];

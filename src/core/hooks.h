@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "strobe/instrument.h"
 #include "strobe/session.h"
 
 /* Called (atomic pointer; NULL: none) by strobe_step() with the step that begins: the on-demand
@@ -36,5 +37,49 @@ int strobe__config_in(strobe_config *dst, const strobe_config *src);
  * takes its address so that a static link keeps that object, constructor included, in every
  * instrumented program. A link-level reference only: the core calls nothing there. */
 extern int strobe__od_autostart;
+
+/* ---- Sources that are not the public API (src/nvtx) ----------------------------------------- */
+
+/* A call site that also carries constant args: strobe_site.scope has STROBE__SITE_HAS_ARGS set,
+ * and the site is the first member of a strobe__site_args. `args` (atomic: a source may replace
+ * it while a session records; the old list must stay valid until the process ends) is a list of
+ * pairs "key\0json\0" ended by an empty key, each json one JSON value; the decoder gives them to
+ * the range or instant that the site begins. Like any site, it must outlive the sessions that
+ * recorded it. */
+#define STROBE__SITE_HAS_ARGS 0x100
+#define STROBE__SITE_SCOPE(scope) ((scope)&0xff)
+typedef struct strobe__site_args {
+    strobe_site site;
+    const char *args;
+} strobe__site_args;
+
+/* Value types of a payload (the numbering is NVTX's payload types). */
+enum {
+    STROBE__PAYLOAD_NONE = 0,
+    STROBE__PAYLOAD_U64 = 1,
+    STROBE__PAYLOAD_I64 = 2,
+    STROBE__PAYLOAD_DOUBLE = 3,
+    STROBE__PAYLOAD_U32 = 4,
+    STROBE__PAYLOAD_I32 = 5,
+    STROBE__PAYLOAD_FLOAT = 6
+};
+/* The arg a payload becomes. */
+#define STROBE__PAYLOAD_ARG "payload"
+
+/* hotpath.c: begins a range, or records an instant, named by `site` with a payload value (`bits`:
+ * the value's bits, read as `type`), which becomes its arg "payload". Type NONE records the site
+ * alone. Hot-path rules: call only while strobe__active; never fails (what cannot be recorded is
+ * counted). */
+void strobe__begin_site_payload(const strobe_site *site, int type, uint64_t bits);
+void strobe__instant_site_payload(const strobe_site *site, int type, uint64_t bits);
+
+/* hotpath.c: strobe__begin_site() and strobe__end() (instrument.h) for callers inside the
+ * library: the same functions, reached without the PLT. */
+void strobe__begin_site_internal(const strobe_site *site);
+void strobe__end_internal(void);
+
+/* thread.c: names the thread whose OS id is `tid` (as strobe_set_thread_name() names the caller).
+ * @return 1 when a thread of that id has called strobe, else 0 (nothing is named). */
+int strobe__thread_name_tid(int64_t tid, const char *name);
 
 #endif /* STROBE_CORE_HOOKS_H */

@@ -344,6 +344,13 @@ void strobe__end(void) {
     end_full();
 }
 
+/* The same entry points for callers inside the library (src/nvtx), called directly rather than
+ * through the PLT that an exported symbol's calls take in a shared library. */
+extern __typeof(strobe__begin_site) strobe__begin_site_internal
+    __attribute__((alias("strobe__begin_site"), visibility("hidden")));
+extern __typeof(strobe__end) strobe__end_internal
+    __attribute__((alias("strobe__end"), visibility("hidden")));
+
 /* Scoped ranges know whether their begin was recorded: the token is the session generation, so a
  * filtered begin, or one from an earlier session, skips its end without any per-thread stack.
  * Only while scopes are filtered do they also keep the filter stack (a skipped begin's token
@@ -462,6 +469,51 @@ void strobe__counter_name(const char *name, double value) {
     strobe__tstate *t = enter(1);
     if (t == NULL) return;
     put_name(t, STROBE__REC_COUNTER_NAME, name, 0, 1, value);
+    leave(t);
+}
+
+/* A site with a payload: the EXT payload record and the begin or instant share one reserve (the
+ * payload never lands on another event when the buffer fills) and one time. */
+static void put_site_payload(strobe__tstate *t, unsigned kind, const strobe_site *site, int type,
+                             uint64_t bits) {
+    size_t cb = corr_bytes(t);
+    if (!reserve(t, cb + 32u + 16u, 1)) return;
+    if (cb) put_corr(t);
+    uint64_t now = strobe__now_raw();
+    uint64_t *w = (uint64_t *)t->pos;
+    w[1] = (uint64_t)STROBE__EXT_PAYLOAD | (uint64_t)16 << 8 | (uint64_t)16 << 32;
+    w[2] = (uint64_t)(uint32_t)type;
+    w[3] = bits;
+    w[0] = STROBE__REC_WORD(STROBE__REC_EXT, now);
+    w[5] = (uint64_t)(uintptr_t)site;
+    w[4] = STROBE__REC_WORD(kind, now);
+    strobe__pos_publish(t, t->pos + (48));
+}
+
+void strobe__begin_site_payload(const strobe_site *site, int type, uint64_t bits) {
+    if (type == STROBE__PAYLOAD_NONE) {
+        strobe__begin_site(site);
+        return;
+    }
+    strobe__tstate *t = enter(1);
+    if (t == NULL) return;
+    if (UNLIKELY(t->filtering) && filter_push(t, site->scope)) {
+        leave(t);
+        return;
+    }
+    put_site_payload(t, STROBE__REC_BEGIN_SITE, site, type, bits);
+    put_begin_details(t, __builtin_frame_address(0));
+    leave(t);
+}
+
+void strobe__instant_site_payload(const strobe_site *site, int type, uint64_t bits) {
+    strobe__tstate *t = enter(1);
+    if (t == NULL) return;
+    if (type == STROBE__PAYLOAD_NONE) {
+        put_site(t, STROBE__REC_INSTANT_SITE, site);
+    } else {
+        put_site_payload(t, STROBE__REC_INSTANT_SITE, site, type, bits);
+    }
     leave(t);
 }
 

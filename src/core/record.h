@@ -27,7 +27,9 @@
  *                      device (strobe_device_type << 16 | index)
  *   EXT        16+n    word0, subkind | payload bytes << 8, payload: module push (name bytes),
  *                      module pop (none), backend event (start ns, end ns, debug handle, name
- *                      length | backend length << 32, the two names' bytes padded to 8)
+ *                      length | backend length << 32, the two names' bytes padded to 8), payload
+ *                      (a value type, the value's bits: applies to the next begin or instant,
+ *                      written with it and with its time)
  */
 #ifndef STROBE_RECORD_H
 #define STROBE_RECORD_H
@@ -53,7 +55,12 @@ enum {
 };
 
 /* Subkinds of STROBE__REC_EXT. */
-enum { STROBE__EXT_MODULE_PUSH = 1, STROBE__EXT_MODULE_POP = 2, STROBE__EXT_BACKEND = 3 };
+enum {
+    STROBE__EXT_MODULE_PUSH = 1,
+    STROBE__EXT_MODULE_POP = 2,
+    STROBE__EXT_BACKEND = 3,
+    STROBE__EXT_PAYLOAD = 4
+};
 
 /* Input words of a SHAPES record. */
 #define STROBE__MAX_DIMS 32u

@@ -304,8 +304,8 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
 }
 
 static void write_instant(strobe__stream *st, thr *h, const char *name, size_t nlen, int64_t ts,
-                          uint64_t ext, uint64_t user) {
-    strobe__wr_arg a[2];
+                          uint64_t ext, uint64_t user, const strobe__dec_arg *own, size_t nown) {
+    strobe__wr_arg a[2 + STROBE__DEC_MAX_ARGS];
     strobe__wr_event e = {.track = h->track,
                           .cat = STROBE_KINETO_CAT_CPU_INSTANT_EVENT,
                           .name = name,
@@ -313,6 +313,9 @@ static void write_instant(strobe__stream *st, thr *h, const char *name, size_t n
                           .ts = ts,
                           .args = a};
     e.nargs = corr_args(a, ext, user);
+    for (size_t i = 0; i < nown && i < STROBE__DEC_MAX_ARGS; i++)
+        a[e.nargs++] = (strobe__wr_arg){
+            .name = own[i].key, .type = STROBE__PFT_JSON, .s = own[i].json, .slen = own[i].len};
     emitted(st, st->wr->ops->instant(st->wr, &e));
 }
 
@@ -632,6 +635,8 @@ static void flush_backend(strobe__stream *st, int all) {
 static int s_begin(void *ctx, const strobe__dec_event *e) {
     strobe__stream *st = ctx;
     int rc = push_range(st->cur, e);
+    for (size_t i = 0; i < e->nargs && rc == 0; i++)
+        rc = arg_add(st->cur, e->args[i].key, e->args[i].json, e->args[i].len, 1);
     return rc ? rc : begin_out(st, st->cur);
 }
 
@@ -643,7 +648,7 @@ static int s_end(void *ctx, int64_t ts) {
 
 static int s_instant(void *ctx, const strobe__dec_event *e) {
     strobe__stream *st = ctx;
-    write_instant(st, st->cur, e->name, e->name_len, e->ts, e->ext, e->user);
+    write_instant(st, st->cur, e->name, e->name_len, e->ts, e->ext, e->user, e->args, e->nargs);
     return 0;
 }
 
@@ -663,7 +668,7 @@ static int s_truncated(void *ctx, int64_t ts) {
     st->truncated += h->depth;
     close_all(st, h, ts, "strobe_truncated");
     static const char marker[] = "[strobe] buffer full: records dropped";
-    write_instant(st, h, marker, sizeof marker - 1, h->dt.prev + 1, 0, 0);
+    write_instant(st, h, marker, sizeof marker - 1, h->dt.prev + 1, 0, 0, NULL, 0);
     h->dt.prev++;
     return 0;
 }

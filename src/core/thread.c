@@ -264,3 +264,19 @@ void strobe_push_user_correlation_id(uint64_t id) {
 void strobe_pop_user_correlation_id(void) {
     corr_update(1, 0, 0);
 }
+
+int strobe__thread_name_tid(int64_t tid, const char *name) {
+    if (name == NULL) return 0;
+    int found = 0;
+    pthread_mutex_lock(&strobe__registry_lock);
+    for (strobe__tstate *t = all_states; t; t = t->all_next) {
+        if (t->tid != tid || __atomic_load_n(&t->exited, __ATOMIC_RELAXED)) continue;
+        size_t n = strnlen(name, sizeof t->name - 1);
+        memcpy(t->name, name, n);
+        t->name[n] = '\0';
+        t->user_named = 1;
+        found = 1;
+    }
+    pthread_mutex_unlock(&strobe__registry_lock);
+    return found;
+}
