@@ -1,14 +1,25 @@
-/* inject_export.c: the entry points device libraries look up by name in the library their
- * environment names, exported from libstrobe.so only (a library that links libstrobe statically,
- * such as libstrobe_record.so, exports its own, without a clash).
+/* inject_export.c: the entry points that device and annotation libraries look up by name in the
+ * library their environment names. Compiled into libstrobe.so only (not into the static library),
+ * so that a shared object linking strobe_static (libstrobe_record.so) can export wrappers of its
+ * own under these names without a clash.
  *
  * - InitializeInjection: CUDA's driver opens the library named by CUDA_INJECTION64_PATH at the
- *   process's first cuInit and calls it (CUDA's injection interface; 1 means go on). */
+ *   process's first cuInit and calls it; 1 means go on (core/device.h, strobe__cuda_inject).
+ * - InitializeInjectionNvtx2: the NVTX headers compiled into a program open the library named by
+ *   NVTX_INJECTION64_PATH at its first NVTX call and call it with their nvtxGetExportTable
+ *   (NVTX's NvtxInitializeInjectionNvtxFunc_t); nonzero means the tool attached, 0 makes NVTX
+ *   turn every call into a no-op (nvtx/nvtx.h). */
 #include "core/device.h"
+#include "nvtx/nvtx.h"
+#include "strobe/export.h"
 
-#define STROBE_INJECT_EXPORT __attribute__((visibility("default")))
+STROBE_API int InitializeInjection(void);
+STROBE_API int InitializeInjectionNvtx2(void *get_export_table);
 
-STROBE_INJECT_EXPORT int InitializeInjection(void);
-STROBE_INJECT_EXPORT int InitializeInjection(void) {
+int InitializeInjection(void) {
     return strobe__cuda_inject();
+}
+
+int InitializeInjectionNvtx2(void *get_export_table) {
+    return strobe__nvtx_inject(get_export_table) > 0;
 }

@@ -1,6 +1,6 @@
 /* nvtx.h: NVTX capture. strobe acts as an NVTX tool: the NVTX headers compiled into a program load
  * the library named by NVTX_INJECTION64_PATH on the program's first NVTX call and call its
- * InitializeInjectionNvtx2() (exported by libstrobe.so only: nvtx_export.c), which hands the
+ * InitializeInjectionNvtx2() (exported by libstrobe.so only: src/inject_export.c), which hands the
  * program's table of NVTX entry points to strobe__nvtx_inject(). From then on every NVTX range,
  * mark, domain, registered string and name reaches strobe, and is recorded into the session that
  * runs (nothing is recorded, and a push/pop costs a relaxed load and a thread-local counter, while
