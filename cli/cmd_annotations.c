@@ -15,14 +15,12 @@
  * None: no row, and standard error says so. Not done: allowlist_patterns, and HTA's option to
  * decompose nested annotations. */
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common.h"
-#include "emit.h"
 #include "hta.h"
 #include "strobe/error.h"
 
@@ -199,77 +197,61 @@ static int rank_rows(const hta_rank *r, const char *cat, size_t num, an_row **ou
     return rc;
 }
 
-static int run(const hta_set *s, int format, int cpu, size_t num) {
-    static const char *const cols[] = {"name",      "sum (us)", "max (us)", "min (us)",
-                                       "mean (us)", "stddev",   "rank"};
-    static const uint8_t text[7] = {1, 0, 0, 0, 0, 0, 0};
-    const char *cat = cpu ? "user_annotation" : "gpu_user_annotation";
-    hta_table t = {cols, text, 7, NULL, 0, 0};
+typedef struct an_args {
+    int cpu;    /* --cpu */
+    size_t num; /* -n */
+} an_args;
+
+static int run(const hta_set *s, void *ctx, hta_table *t) {
+    const an_args *a = ctx;
+    const char *cat = a->cpu ? "user_annotation" : "gpu_user_annotation";
     an_row *rows = NULL;
     size_t n = 0, cap = 0;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++)
-        rc = rank_rows(&s->ranks[k], cat, num, &rows, &n, &cap);
+        rc = rank_rows(&s->ranks[k], cat, a->num, &rows, &n, &cap);
     if (rc == 0 && n > 1) qsort(rows, n, sizeof *rows, by_name_rank);
-    for (size_t k = 0; rc == 0 && k < n; k++) {
-        char b[6][40];
-        snprintf(b[0], sizeof b[0], "%" PRId64, rows[k].sum);
-        snprintf(b[1], sizeof b[1], "%" PRId64, rows[k].max);
-        snprintf(b[2], sizeof b[2], "%" PRId64, rows[k].min);
-        snprintf(b[3], sizeof b[3], "%.15g", rows[k].mean);
-        snprintf(b[4], sizeof b[4], "%.15g", rows[k].std);
-        snprintf(b[5], sizeof b[5], "%" PRId64, rows[k].rank);
-        const char *cells[7] = {rows[k].name, b[0], b[1], b[2], b[3], b[4], b[5]};
-        rc = hta_table_add(&t, cells);
-    }
-    if (rc == 0) {
-        if (n == 0)
-            fprintf(stderr, "strobe annotations: no %s event in the traces (HTA returns None)\n",
-                    cat);
-        hta_table_print(&t, format, stdout);
-    }
-    hta_table_free(&t);
+    for (size_t k = 0; rc == 0 && k < n; k++)
+        rc = HTA_ROW(t, HTA_TEXT(rows[k].name), HTA_INT(rows[k].sum), HTA_INT(rows[k].max),
+                     HTA_INT(rows[k].min), HTA_NUM(rows[k].mean), HTA_NUM(rows[k].std),
+                     HTA_INT(rows[k].rank));
+    if (rc == 0 && n == 0)
+        fprintf(stderr, "strobe annotations: no %s event in the traces (HTA returns None)\n", cat);
     free(rows);
     return rc;
 }
 
-int cmd_annotations(int argc, char **argv) {
-    int format = CL_TABLE, quiet = 0, first = 0, cpu = 0;
-    size_t num = 1000;
-    for (int c; (c = cli_getopt(argc, argv, ":f:n:qhV", cmd_annotations_options, &first)) != -1;) {
-        switch (c) {
-        case 'h':
-            return cli_help(cmd_annotations_usage);
-        case 'V':
-            return cli_version();
-        case 'q':
-            quiet = 1;
-            break;
-        case 'C':
-            cpu = 1;
-            break;
-        case 'n': {
-            char *end;
-            errno = 0;
-            long long v = strtoll(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 0)
-                return cli_usage_error("annotations", "--num needs a number", optarg);
-            num = (size_t)v;
-            break;
-        }
-        case 'f':
-            format = cl_parse_format(optarg);
-            if (format < 0) return cli_usage_error("annotations", "unknown --format", optarg);
-            break;
-        default:
-            return cli_option_error("annotations", c, argv, cmd_annotations_options);
-        }
+static int option(void *ctx, int c, const char *arg) {
+    an_args *a = ctx;
+    if (c == 'C') {
+        a->cpu = 1;
+    } else if (c == 'n') {
+        char *end;
+        errno = 0;
+        long long v = strtoll(arg, &end, 10);
+        if (errno || end == arg || *end || v < 0)
+            return cli_usage_error("annotations", "--num needs a number", arg);
+        a->num = (size_t)v;
+    } else {
+        return HTA_UNKNOWN_OPTION;
     }
-    if (first >= argc) return cli_usage_error("annotations", "give a trace or a folder", NULL);
-    hta_set s;
-    if (hta_load(&s, "annotations", argv + first, (size_t)(argc - first), quiet) != 0)
-        return CLI_BAD_INPUT;
-    int work = run(&s, format, cpu, num);
-    hta_free(&s);
-    return cli_finish("annotations", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
+    return 0;
+}
+
+static const char *const cols[] = {"name",      "sum (us)", "max (us)", "min (us)",
+                                   "mean (us)", "stddev",   "rank"};
+static const uint8_t text[7] = {1, 0, 0, 0, 0, 0, 0};
+
+static const hta_command command = {"annotations",
+                                    cmd_annotations_usage,
+                                    cmd_annotations_options,
+                                    ":f:n:qhV",
+                                    option,
+                                    run,
+                                    {{NULL, cols, text, 7}},
+                                    1};
+
+int cmd_annotations(int argc, char **argv) {
+    an_args a = {0, 1000};
+    return hta_main(&command, &a, argc, argv);
 }

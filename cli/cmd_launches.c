@@ -10,13 +10,11 @@
  * (HTA's formula as written). The summaries are those of HTA's plots: short kernels
  * (cpu_duration <= runtime cutoff, 50, and gpu_duration < cpu_duration), runtime outliers
  * (cpu_duration > runtime cutoff), launch delay outliers (launch_delay > its cutoff, 100). */
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common.h"
-#include "emit.h"
 #include "hta.h"
 #include "strobe/error.h"
 
@@ -96,13 +94,13 @@ static int has(const int64_t *v, size_t n, int64_t x) {
     return lo < n && v[lo] == x;
 }
 
-static int run(const hta_set *s, int format, int64_t runtime_cut, int64_t delay_cut) {
-    static const char *const cols[] = {"rank", "correlation", "cpu_duration", "gpu_duration",
-                                       "launch_delay"};
-    static const char *const scols[] = {"rank", "short_kernels", "runtime_outliers",
-                                        "launch_delay_outliers"};
-    static const uint8_t text[5] = {0};
-    hta_table t = {cols, text, 5, NULL, 0, 0}, st = {scols, text, 4, NULL, 0, 0};
+typedef struct cutoffs {
+    int64_t runtime, delay;
+} cutoffs;
+
+static int run(const hta_set *s, void *ctx, hta_table *t) {
+    int64_t runtime_cut = ((const cutoffs *)ctx)->runtime,
+            delay_cut = ((const cutoffs *)ctx)->delay;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
         const hta_rank *r = &s->ranks[k];
@@ -142,14 +140,8 @@ static int run(const hta_set *s, int format, int64_t runtime_cut, int64_t delay_
                 int64_t cpu_dur = cw->end - cw->ts, gpu_dur = gw->end - gw->ts;
                 int64_t delay = gw->ts - cw->ts + cpu_dur;
                 for (uint32_t copy = 0; rc == 0 && copy < gw->mult; copy++) {
-                    char b[5][32];
-                    snprintf(b[0], sizeof b[0], "%" PRId64, r->rank);
-                    snprintf(b[1], sizeof b[1], "%" PRId64, c);
-                    snprintf(b[2], sizeof b[2], "%" PRId64, cpu_dur);
-                    snprintf(b[3], sizeof b[3], "%" PRId64, gpu_dur);
-                    snprintf(b[4], sizeof b[4], "%" PRId64, delay);
-                    const char *cells[5] = {b[0], b[1], b[2], b[3], b[4]};
-                    rc = hta_table_add(&t, cells);
+                    rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(c), HTA_INT(cpu_dur),
+                                 HTA_INT(gpu_dur), HTA_INT(delay));
                     shorts += cpu_dur <= runtime_cut && gpu_dur < cpu_dur;
                     slow += cpu_dur > runtime_cut;
                     late += delay > delay_cut;
@@ -159,59 +151,37 @@ static int run(const hta_set *s, int format, int64_t runtime_cut, int64_t delay_
         free(corrs);
         free(g);
         if (rc) break;
-        char b[4][32];
-        snprintf(b[0], sizeof b[0], "%" PRId64, r->rank);
-        snprintf(b[1], sizeof b[1], "%" PRIu64, shorts);
-        snprintf(b[2], sizeof b[2], "%" PRIu64, slow);
-        snprintf(b[3], sizeof b[3], "%" PRIu64, late);
-        const char *cells[4] = {b[0], b[1], b[2], b[3]};
-        rc = hta_table_add(&st, cells);
+        rc = HTA_ROW(&t[1], HTA_INT(r->rank), HTA_INT(shorts), HTA_INT(slow), HTA_INT(late));
     }
-    if (rc == 0) {
-        if (format == CL_JSON) fputs("{\"launches\": ", stdout);
-        hta_table_print(&t, format, stdout);
-        fputs(format == CL_JSON ? ", \"summary\": " : "\n", stdout);
-        hta_table_print(&st, format, stdout);
-        if (format == CL_JSON) fputs("}\n", stdout);
-    }
-    hta_table_free(&t);
-    hta_table_free(&st);
     return rc;
 }
 
+static int option(void *ctx, int c, const char *arg) {
+    cutoffs *cut = ctx;
+    unsigned long long v;
+    if (c != CLI_LONG_ONLY + 1 && c != CLI_LONG_ONLY + 2) return HTA_UNKNOWN_OPTION;
+    const char *name = c == CLI_LONG_ONLY + 1 ? "--runtime-cutoff" : "--launch-delay-cutoff";
+    if (cli_parse_count("launches", name, arg, INT64_MAX, &v)) return CLI_BAD_INPUT;
+    *(c == CLI_LONG_ONLY + 1 ? &cut->runtime : &cut->delay) = (int64_t)v;
+    return 0;
+}
+
+static const char *const cols[] = {"rank", "correlation", "cpu_duration", "gpu_duration",
+                                   "launch_delay"};
+static const char *const scols[] = {"rank", "short_kernels", "runtime_outliers",
+                                    "launch_delay_outliers"};
+static const uint8_t text[5] = {0};
+
+static const hta_command command = {"launches",
+                                    cmd_launches_usage,
+                                    cmd_launches_options,
+                                    ":f:qhV",
+                                    option,
+                                    run,
+                                    {{"launches", cols, text, 5}, {"summary", scols, text, 4}},
+                                    2};
+
 int cmd_launches(int argc, char **argv) {
-    int format = CL_TABLE, quiet = 0, first = 0;
-    unsigned long long runtime_cut = 50, delay_cut = 100;
-    for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_launches_options, &first)) != -1;) {
-        switch (c) {
-        case 'h':
-            return cli_help(cmd_launches_usage);
-        case 'V':
-            return cli_version();
-        case 'q':
-            quiet = 1;
-            break;
-        case CLI_LONG_ONLY + 1:
-            if (cli_parse_count("launches", "--runtime-cutoff", optarg, INT64_MAX, &runtime_cut))
-                return CLI_BAD_INPUT;
-            break;
-        case CLI_LONG_ONLY + 2:
-            if (cli_parse_count("launches", "--launch-delay-cutoff", optarg, INT64_MAX, &delay_cut))
-                return CLI_BAD_INPUT;
-            break;
-        case 'f':
-            format = cl_parse_format(optarg);
-            if (format < 0) return cli_usage_error("launches", "unknown --format", optarg);
-            break;
-        default:
-            return cli_option_error("launches", c, argv, cmd_launches_options);
-        }
-    }
-    if (first >= argc) return cli_usage_error("launches", "give a trace or a folder", NULL);
-    hta_set s;
-    if (hta_load(&s, "launches", argv + first, (size_t)(argc - first), quiet) != 0)
-        return CLI_BAD_INPUT;
-    int work = run(&s, format, (int64_t)runtime_cut, (int64_t)delay_cut);
-    hta_free(&s);
-    return cli_finish("launches", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
+    cutoffs cut = {50, 100};
+    return hta_main(&command, &cut, argc, argv);
 }

@@ -37,7 +37,6 @@
 
 #include "cli.h"
 #include "common.h"
-#include "emit.h"
 #include "hta.h"
 #include "strobe/error.h"
 
@@ -179,7 +178,7 @@ static int profiler_steps(const hta_set *s, int64_t **out, size_t *n) {
 }
 
 typedef struct strag_args {
-    const int64_t *want; /* --steps, or NULL */
+    int64_t *want; /* --steps, or NULL (owned) */
     size_t nwant;
     long k; /* num_candidates */
 } strag_args;
@@ -362,11 +361,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
     }
     qsort(counts, ncounts, sizeof *counts, by_count);
     for (size_t c = 0; rc == 0 && c < ncounts && c < (size_t)k; c++) {
-        char b[2][32];
-        snprintf(b[0], sizeof b[0], "%" PRId64, counts[c].rank);
-        snprintf(b[1], sizeof b[1], "%" PRId64, counts[c].n);
-        const char *cells[2] = {b[0], b[1]};
-        rc = hta_table_add(t, cells);
+        rc = HTA_ROW(t, HTA_INT(counts[c].rank), HTA_INT(counts[c].n));
     }
 done:
     for (size_t r = 0; its && r < s->count; r++)
@@ -381,11 +376,7 @@ done:
     return rc;
 }
 
-static int run(const hta_set *s, int format, const strag_args *a) {
-    static const char *const cols[] = {"rank", "iter", "ts", "dur", "end"};
-    static const uint8_t text[5] = {0};
-    static const char *const scols[] = {"rank", "is_straggler"};
-    hta_table t = {cols, text, 5, NULL, 0, 0}, st = {scols, text, 2, NULL, 0, 0};
+static int run(const hta_set *s, void *ctx, hta_table *t) {
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
         const hta_rank *r = &s->ranks[k];
@@ -393,28 +384,14 @@ static int run(const hta_set *s, int format, const strag_args *a) {
             const hta_row *w = &r->cpu[i];
             const char *name = md_str(&r->m, r->m.events[w->ev].name);
             if (strncmp(name, "ProfilerStep", 12) != 0) continue;
-            char b[5][32];
-            snprintf(b[0], sizeof b[0], "%" PRId64, r->rank);
-            snprintf(b[1], sizeof b[1], "%" PRId64, hta_step_number(name));
-            snprintf(b[2], sizeof b[2], "%" PRId64, w->ts - s->min_ts);
-            snprintf(b[3], sizeof b[3], "%" PRId64, w->end - w->ts);
-            snprintf(b[4], sizeof b[4], "%" PRId64, w->end - s->min_ts);
-            const char *cells[5] = {b[0], b[1], b[2], b[3], b[4]};
-            rc = hta_table_add(&t, cells);
+            rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(hta_step_number(name)),
+                         HTA_INT(w->ts - s->min_ts), HTA_INT(w->end - w->ts),
+                         HTA_INT(w->end - s->min_ts));
         }
     }
     const char *why = NULL;
-    if (rc == 0) rc = stragglers(s, a, &st, &why);
-    if (rc == 0) {
-        if (why) fprintf(stderr, "strobe ranks: no potential stragglers: %s\n", why);
-        if (format == CL_JSON) fputs("{\"steps\": ", stdout);
-        hta_table_print(&t, format, stdout);
-        fputs(format == CL_JSON ? ", \"stragglers\": " : "\n", stdout);
-        hta_table_print(&st, format, stdout);
-        if (format == CL_JSON) fputs("}\n", stdout);
-    }
-    hta_table_free(&t);
-    hta_table_free(&st);
+    if (rc == 0) rc = stragglers(s, ctx, &t[1], &why);
+    if (rc == 0 && why) fprintf(stderr, "strobe ranks: no potential stragglers: %s\n", why);
     return rc;
 }
 
@@ -444,67 +421,44 @@ static long parse_steps(const char *arg, int64_t **out) {
     return -1;
 }
 
+static int option(void *ctx, int c, const char *arg) {
+    strag_args *a = ctx;
+    if (c == 'k') {
+        char *end;
+        errno = 0;
+        long v = strtol(arg, &end, 10);
+        if (errno || end == arg || *end)
+            return cli_usage_error("ranks", "--candidates needs a number", arg);
+        a->k = v < 1 ? 1 : v > 1000000 ? 1000000 : v;
+    } else if (c == 'S') {
+        free(a->want);
+        a->want = NULL;
+        long n = parse_steps(arg, &a->want);
+        if (n < 0)
+            return cli_usage_error("ranks", "--steps needs numbers separated by commas", arg);
+        a->nwant = (size_t)n;
+    } else {
+        return HTA_UNKNOWN_OPTION;
+    }
+    return 0;
+}
+
+static const char *const cols[] = {"rank", "iter", "ts", "dur", "end"};
+static const uint8_t text[5] = {0};
+static const char *const scols[] = {"rank", "is_straggler"};
+
+static const hta_command command = {"ranks",
+                                    cmd_ranks_usage,
+                                    cmd_ranks_options,
+                                    ":f:k:qhV",
+                                    option,
+                                    run,
+                                    {{"steps", cols, text, 5}, {"stragglers", scols, text, 2}},
+                                    2};
+
 int cmd_ranks(int argc, char **argv) {
-    int format = CL_TABLE, quiet = 0, first = 0;
     strag_args a = {NULL, 0, 2};
-    int64_t *want = NULL;
-    for (int c; (c = cli_getopt(argc, argv, ":f:k:qhV", cmd_ranks_options, &first)) != -1;) {
-        switch (c) {
-        case 'h':
-            free(want);
-            return cli_help(cmd_ranks_usage);
-        case 'V':
-            free(want);
-            return cli_version();
-        case 'q':
-            quiet = 1;
-            break;
-        case 'f':
-            format = cl_parse_format(optarg);
-            if (format < 0) {
-                free(want);
-                return cli_usage_error("ranks", "unknown --format", optarg);
-            }
-            break;
-        case 'k': {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end) {
-                free(want);
-                return cli_usage_error("ranks", "--candidates needs a number", optarg);
-            }
-            a.k = v < 1 ? 1 : v > 1000000 ? 1000000 : v;
-            break;
-        }
-        case 'S': {
-            free(want);
-            want = NULL;
-            long n = parse_steps(optarg, &want);
-            if (n < 0)
-                return cli_usage_error("ranks", "--steps needs numbers separated by commas",
-                                       optarg);
-            a.nwant = (size_t)n;
-            break;
-        }
-        default:
-            free(want);
-            return cli_option_error("ranks", c, argv, cmd_ranks_options);
-        }
-    }
-    a.want = want;
-    if (first >= argc) {
-        free(want);
-        return cli_usage_error("ranks", "give a trace or a folder", NULL);
-    }
-    hta_set s;
-    if (hta_load(&s, "ranks", argv + first, (size_t)(argc - first), quiet) != 0) {
-        free(want);
-        return CLI_BAD_INPUT;
-    }
-    int work = run(&s, format, &a);
-    hta_free(&s);
-    free(want);
-    if (work == -1) return CLI_BAD_INPUT;
-    return cli_finish("ranks", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
+    int rc = hta_main(&command, &a, argc, argv);
+    free(a.want);
+    return rc;
 }
