@@ -49,11 +49,9 @@ const char cmd_annotations_usage[] =
     "    -n, --num K    names kept before \"others\" (HTA's num_kernels; default 1000)\n"
     "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
     "                   names: name, sum (us), max (us), min (us), mean (us), stddev, rank)\n"
-    "    -q, --quiet    no progress line on standard error\n"
-    "    -h, --help     show this text\n"
-    "    -V, --version  show strobe's version\n"
-    "\n"
-    "EXIT STATUS\n"
+    // clang-format off
+    HTA_USAGE_STD_OPTIONS
+    // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
 const struct option cmd_annotations_options[] = {

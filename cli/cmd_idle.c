@@ -47,11 +47,9 @@ const char cmd_idle_usage[] =
     "    --consecutive-kernel-delay N  in microseconds (default 30, as HTA's)\n"
     "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
     "                   names: rank, stream, idle_category, idle_time, idle_time_ratio)\n"
-    "    -q, --quiet    no progress line on standard error\n"
-    "    -h, --help     show this text\n"
-    "    -V, --version  show strobe's version\n"
-    "\n"
-    "EXIT STATUS\n"
+    // clang-format off
+    HTA_USAGE_STD_OPTIONS
+    // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
 const struct option cmd_idle_options[] = {

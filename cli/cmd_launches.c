@@ -45,11 +45,9 @@ const char cmd_launches_usage[] =
     "    -f, --format F table (default); csv (the launches, a blank line, the summaries) or\n"
     "                   json ({\"launches\": [...], \"summary\": [...]}, rows keyed by HTA's\n"
     "                   column names)\n"
-    "    -q, --quiet    no progress line on standard error\n"
-    "    -h, --help     show this text\n"
-    "    -V, --version  show strobe's version\n"
-    "\n"
-    "EXIT STATUS\n"
+    // clang-format off
+    HTA_USAGE_STD_OPTIONS
+    // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
 const struct option cmd_launches_options[] = {
@@ -61,16 +59,6 @@ const struct option cmd_launches_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int is_launch(const char *n) {
-    return strcmp(n, "cudaLaunchKernel") == 0 || strcmp(n, "cudaMemcpyAsync") == 0 ||
-           strcmp(n, "cudaMemsetAsync") == 0;
-}
-
-static int by_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 typedef struct gpu_ref {
     int64_t corr;
     const hta_row *w;
@@ -80,18 +68,6 @@ static int by_corr(const void *a, const void *b) {
     const gpu_ref *x = a, *y = b;
     if (x->corr != y->corr) return x->corr < y->corr ? -1 : 1;
     return (x->w->ev > y->w->ev) - (x->w->ev < y->w->ev);
-}
-
-static int has(const int64_t *v, size_t n, int64_t x) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && v[lo] == x;
 }
 
 typedef struct cutoffs {
@@ -112,21 +88,21 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
         uint64_t shorts = 0, slow = 0, late = 0;
         if (corrs == NULL || g == NULL) rc = STROBE_ENOMEM;
         for (size_t i = 0; rc == 0 && i < r->cpu_count; i++)
-            if (is_launch(md_str(m, m->events[r->cpu[i].ev].name)))
+            if (hta_is_launch(md_str(m, m->events[r->cpu[i].ev].name)))
                 corrs[nc++] = m->events[r->cpu[i].ev].corr;
         for (size_t i = 0; rc == 0 && i < r->count; i++)
-            if (is_launch(md_str(m, m->events[r->rows[i].ev].name)))
+            if (hta_is_launch(md_str(m, m->events[r->rows[i].ev].name)))
                 corrs[nc++] = m->events[r->rows[i].ev].corr;
-        if (rc == 0) qsort(corrs, nc, sizeof *corrs, by_i64);
+        if (rc == 0) hta_sort_i64(corrs, nc);
         for (size_t i = 0; rc == 0 && i < r->count; i++) {
             int64_t c = m->events[r->rows[i].ev].corr;
-            if (has(corrs, nc, c)) g[ng++] = (gpu_ref){c, &r->rows[i]};
+            if (hta_find_i64(corrs, nc, c) >= 0) g[ng++] = (gpu_ref){c, &r->rows[i]};
         }
         if (rc == 0) qsort(g, ng, sizeof *g, by_corr);
         for (size_t i = 0; rc == 0 && i < r->cpu_count; i++) {
             const hta_row *cw = &r->cpu[i];
             int64_t c = m->events[cw->ev].corr;
-            if (!has(corrs, nc, c)) continue;
+            if (hta_find_i64(corrs, nc, c) < 0) continue;
             size_t lo = 0, hi = ng;
             while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;

@@ -56,11 +56,9 @@ const char cmd_queue_usage[] =
     "                   names: rank, stream, count, mean, std, min, 25%, 50%, 75%, max; rank,\n"
     "                   stream, duration_at_max_queue_length,\n"
     "                   relative_duration_at_max_queue_length)\n"
-    "    -q, --quiet    no progress line on standard error\n"
-    "    -h, --help     show this text\n"
-    "    -V, --version  show strobe's version\n"
-    "\n"
-    "EXIT STATUS\n"
+    // clang-format off
+    HTA_USAGE_STD_OPTIONS
+    // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
 const struct option cmd_queue_options[] = {
@@ -70,16 +68,6 @@ const struct option cmd_queue_options[] = {
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
 };
-
-static int is_launch(const char *n) {
-    return strcmp(n, "cudaLaunchKernel") == 0 || strcmp(n, "cudaMemcpyAsync") == 0 ||
-           strcmp(n, "cudaMemsetAsync") == 0;
-}
-
-static int by_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct step {
     int64_t stream, ts;
@@ -104,18 +92,6 @@ static int by_kref(const void *a, const void *b) {
     const kref *x = a, *y = b;
     if (x->corr != y->corr) return x->corr < y->corr ? -1 : 1;
     return (x->order > y->order) - (x->order < y->order);
-}
-
-static int has(const int64_t *v, size_t n, int64_t x) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && v[lo] == x;
 }
 
 /* pandas' linear quantile of sorted v[0..n). */
@@ -149,7 +125,7 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
         const md_event *e = &m->events[i];
         if (hta_is_row(m, e) && hta_is_gpu_row(m, e) && e->corr != -1) linked[nl++] = e->corr;
     }
-    qsort(linked, nl, sizeof *linked, by_i64);
+    hta_sort_i64(linked, nl);
     /* The kernels by correlation, in HTA's row order, each copy once. */
     for (size_t k = 0; k < r->count; k++) {
         const hta_row *w = &r->rows[k];
@@ -171,8 +147,8 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
         size_t n = pass == 0 ? r->count : r->cpu_count;
         for (size_t k = 0; k < n; k++) {
             const md_event *e = &m->events[arr[k].ev];
-            if (!is_launch(md_str(m, e->name)) || hta_is_gpu_row(m, e) || e->corr == -1 ||
-                !has(linked, nl, e->corr))
+            if (!hta_is_launch(md_str(m, e->name)) || hta_is_gpu_row(m, e) || e->corr == -1 ||
+                hta_find_i64(linked, nl, e->corr) < 0)
                 continue;
             uint64_t order = (s->restricted && pass == 1 ? (uint64_t)1 << 32 : 0) + arr[k].ev;
             size_t lo = 0, hi = nks;

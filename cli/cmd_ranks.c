@@ -75,11 +75,9 @@ const char cmd_ranks_usage[] =
     "    -f, --format F table (default), csv (the two tables, a blank line between) or json:\n"
     "                   {\"steps\": [rows keyed by rank, iter, ts, dur, end],\n"
     "                   \"stragglers\": [rows keyed by rank, is_straggler]}\n"
-    "    -q, --quiet    no progress line on standard error\n"
-    "    -h, --help     show this text\n"
-    "    -V, --version  show strobe's version\n"
-    "\n"
-    "EXIT STATUS\n"
+    // clang-format off
+    HTA_USAGE_STD_OPTIONS
+    // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit, --steps\n"
     "    names no profiler step) or usage.\n";
 
@@ -119,11 +117,6 @@ static int by_metric(const void *a, const void *b) { /* stream, name, iteration,
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-static int by_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static int by_double_desc(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x < y) - (x > y);
@@ -137,19 +130,6 @@ static int by_count(const void *a, const void *b) { /* n descending, then rank *
     const count *x = a, *y = b;
     if (x->n != y->n) return x->n > y->n ? -1 : 1;
     return (x->rank > y->rank) - (x->rank < y->rank);
-}
-
-/* Index of v in the sorted a[0..n), or -1. */
-static long find_i64(const int64_t *a, size_t n, int64_t v) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && a[lo] == v ? (long)lo : -1;
 }
 
 /* The available profiler steps (sorted, distinct, without -1) into *out. */
@@ -168,7 +148,7 @@ static int profiler_steps(const hta_set *s, int64_t **out, size_t *n) {
             if (it != -1) v[k++] = it;
         }
     }
-    qsort(v, k, sizeof *v, by_i64);
+    hta_sort_i64(v, k);
     size_t d = 0;
     for (size_t i = 0; i < k; i++)
         if (d == 0 || v[d - 1] != v[i]) v[d++] = v[i];
@@ -202,8 +182,8 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
     }
     if (a->want) {
         for (size_t i = 0; i < a->nwant; i++)
-            if (find_i64(avail, navail, a->want[i]) >= 0) sel[nsel++] = a->want[i];
-        qsort(sel, nsel, sizeof *sel, by_i64);
+            if (hta_find_i64(avail, navail, a->want[i]) >= 0) sel[nsel++] = a->want[i];
+        hta_sort_i64(sel, nsel);
         size_t d = 0;
         for (size_t i = 0; i < nsel; i++)
             if (d == 0 || sel[d - 1] != sel[i]) sel[d++] = sel[i];
@@ -239,7 +219,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
             const hta_row *rows = pass ? rk->rows : rk->cpu;
             size_t n = pass ? rk->count : rk->cpu_count;
             for (size_t i = 0; i < n; i++) {
-                long at = find_i64(sel, nsel, its[r][rows[i].ev]);
+                long at = hta_find_i64(sel, nsel, its[r][rows[i].ev]);
                 if (at < 0) continue;
                 seen[at] = 1;
                 if (rows[i].ts < t_min) t_min = rows[i].ts;
@@ -269,7 +249,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
             const md_event *e = &rk->m.events[w->ev];
             int64_t it = its[r][w->ev];
             const char *name = md_str(&rk->m, e->name);
-            if (e->stream <= 0 || it == HTA_NO_ITER || it <= 0 || find_i64(sel, nsel, it) < 0 ||
+            if (e->stream <= 0 || it == HTA_NO_ITER || it <= 0 || hta_find_i64(sel, nsel, it) < 0 ||
                 !((double)(w->end - w->ts) >= min_dur) || strncmp(name, "ncclKernel", 10) != 0)
                 continue;
             ks[nk++] = (kern){rk->rank, e->stream, it, w->ts, w->end - w->ts, name, i, 0};

@@ -410,6 +410,27 @@ int hta_kernel_type(const char *name) {
     return HTA_COMPUTATION;
 }
 
+int hta_is_launch(const char *n) {
+    return strcmp(n, "cudaLaunchKernel") == 0 || strcmp(n, "cudaMemcpyAsync") == 0 ||
+           strcmp(n, "cudaMemsetAsync") == 0;
+}
+
+void hta_sort_i64(int64_t *v, size_t n) {
+    qsort(v, n, sizeof *v, by_i64);
+}
+
+long hta_find_i64(const int64_t *v, size_t n, int64_t x) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo] == x ? (long)lo : -1;
+}
+
 const char *hta_type_name(int type) {
     return type == HTA_COMMUNICATION ? "COMMUNICATION"
            : type == HTA_MEMORY      ? "MEMORY"

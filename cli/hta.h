@@ -95,6 +95,15 @@ int hta_iterations(const hta_rank *r, int64_t **iter);
 /* The N of "ProfilerStep\s*#\s*(\d+)" at the start of name, or -1. */
 int64_t hta_step_number(const char *name);
 
+/* A launch as HTA's launch statistics and queue lengths take it: cudaLaunchKernel,
+ * cudaMemcpyAsync or cudaMemsetAsync. */
+int hta_is_launch(const char *name);
+
+/* Sorts v[0..n) in increasing order; the index of x in the sorted v[0..n) (the first one), or
+ * -1. */
+void hta_sort_i64(int64_t *v, size_t n);
+long hta_find_i64(const int64_t *v, size_t n, int64_t x);
+
 /* HTA's kernel type of a name: HTA_COMMUNICATION, HTA_MEMORY or HTA_COMPUTATION. */
 int hta_kernel_type(const char *name);
 /* "COMPUTATION", "COMMUNICATION", "MEMORY". */
@@ -154,6 +163,13 @@ void hta_emit(FILE *out, int format, const hta_table *t, const char *const *keys
  * command's own through its option callback), the traces loaded by hta_load, the command's run
  * filling its tables, those printed by hta_emit, and the exit status. */
 #define HTA_MAX_TABLES 4
+/* The end of the OPTIONS every HTA command's usage text has, and its EXIT STATUS heading. */
+#define HTA_USAGE_STD_OPTIONS                                                                      \
+    "    -q, --quiet    no progress line on standard error\n"                                      \
+    "    -h, --help     show this text\n"                                                          \
+    "    -V, --version  show strobe's version\n"                                                   \
+    "\n"                                                                                           \
+    "EXIT STATUS\n"
 #define HTA_UNKNOWN_OPTION (-1)
 typedef struct hta_columns {
     const char *key; /* the table's key in the JSON object when a command prints several */
