@@ -153,6 +153,60 @@ def annotations():
     if "no gpu_user_annotation" not in p.stderr:
         fail("annotations, none: stderr does not say so: %r" % p.stderr)
     run(["annotations", "-q", "-n", "x", path], 2)
+    allowlist()
+
+
+def allowlist():
+    """--allowlist (HTA's allowlist_patterns), worked out by hand (the rule: cmd_annotations.c).
+
+    GPU annotations: fwd.big 50; bwd 30; opt.step 10 and 6 (sum 16); comm 3; Opt.zero 1.
+    By sum: fwd.big, bwd, opt.step, comm, Opt.zero; cumulated 50, 80, 96, 99, 100; the 0.8
+    quantile of those, at 0.8 * 4 = 3.2: 99 + 0.2 * (100 - 99) = 99.2, so Opt.zero is past it.
+      -n 1: fwd.big kept (50 x4, 0); others over 30, 16, 3, 1: sum 50, max 30, min 1, mean 12.5,
+        std sqrt((17.5^2 + 3.5^2 + 9.5^2 + 11.5^2) / 3) = sqrt(541 / 3) = 13.4288...
+      -n 1 --allowlist opt: opt.step kept too (16 x4, 0; "Opt.zero" does not match: case);
+        others over 30, 3, 1: sum 34, max 30, min 1, mean 34/3, std sqrt(1574/9 / 2) = 16.1967...
+        (deviations 56/3, -25/3, -31/3: squares (3136 + 625 + 961) / 9 = 4722/9 = 524.67).
+      -n 1 --allowlist ^Opt --allowlist b.d: Opt.zero kept though past the quantile (1 x4),
+        bwd kept (30 x4); others over 16, 3: sum 19, max 16, min 3, mean 9.5, std
+        sqrt(2 * 6.5^2) = sqrt(84.5) = 9.1924...
+      without -n (1000 > 5 names) the allowlist changes nothing: the plain per-name rows.
+    Rows by name, bytewise: "Opt.zero" < "bwd" < "fwd.big" < "opt.step" < "others".
+    """
+    path = os.path.join(out_dir, "allowlist.json")
+    spans = [("fwd.big", 50), ("bwd", 30), ("opt.step", 10), ("opt.step", 6), ("comm", 3),
+             ("Opt.zero", 1)]
+    write(path, [x("gpu_user_annotation", n, 100 * i, d, tid=7, pid=0, stream=7)
+                 for i, (n, d) in enumerate(spans)])
+
+    def row(name, s, mx, mn, mean, std):
+        return {"name": name, "sum (us)": s, "max (us)": mx, "min (us)": mn, "mean (us)": mean,
+                "stddev": std, "rank": 0}
+
+    def one(name, s):
+        return row(name, s, s, s, s, 0)
+
+    cases = [
+        (["-n", "1"], [one("fwd.big", 50), row("others", 50, 30, 1, 12.5, math.sqrt(541 / 3))]),
+        (["-n", "1", "--allowlist", "opt"],
+         [one("fwd.big", 50), one("opt.step", 16),
+          row("others", 34, 30, 1, 34 / 3, math.sqrt(4722 / 9 / 2))]),
+        (["-n", "1", "--allowlist", "^Opt", "--allowlist=b.d"],
+         [one("Opt.zero", 1), one("bwd", 30), one("fwd.big", 50),
+          row("others", 19, 16, 3, 9.5, math.sqrt(84.5))]),
+        (["--allowlist", "opt"],
+         [row("Opt.zero", 1, 1, 1, 1, 0), row("bwd", 30, 30, 30, 30, 0), row("comm", 3, 3, 3, 3, 0),
+          row("fwd.big", 50, 50, 50, 50, 0), row("opt.step", 16, 10, 6, 8, math.sqrt(8))]),
+    ]
+    for extra, want in cases:
+        got = rows_of("annotations", [path], extra)
+        if not close(got, want):
+            expect("annotations %s" % " ".join(extra), got, want)
+        else:
+            print("ok    annotations %s" % " ".join(extra))
+    p = run(["annotations", "-q", "--allowlist", "(", path], 2)
+    expect("annotations --allowlist (: one line naming the pattern",
+           (p.stderr.count("\n"), "bad --allowlist pattern" in p.stderr), (1, True))
 
 
 def generated():
@@ -585,9 +639,10 @@ def kernel_rows(rows, rank, ntypes):
     return out
 
 
-def annotation_rows(doc, rows, rank, cat, num=1000):
+def annotation_rows(doc, rows, rank, cat, num=1000, allow=()):
     """get_gpu_user_annotation_breakdown: the rows of that cat by name, as kernel_rows groups
-    kernels (num_kernels 1000), sorted by name and rank."""
+    kernels (num_kernels 1000), sorted by name and rank; names that a pattern of allow finds
+    (re.search) are never "others"."""
     evs = doc.get("traceEvents", [])
     by = {}
     for r in rows:
@@ -602,7 +657,7 @@ def annotation_rows(doc, rows, rank, cat, num=1000):
         q = quantile(cum, 0.8)
         keep, others = [], []
         for i, (n, st) in enumerate(g):
-            if cum[i] > q or i >= num:
+            if (cum[i] > q or i >= num) and not any(re.search(a, n) for a in allow):
                 others.append(st["sum (ns)"])
             else:
                 keep.append((n, stats([st["sum (ns)"]])))
@@ -767,7 +822,7 @@ def shared(shared_dir):
                  "non_compute_time_pctg": pct(other, kernel)}]
         expect("breakdown " + os.path.basename(path), rows_of("breakdown", [path]), want)
         expect("overlap " + os.path.basename(path), rows_of("overlap", [path]),
-             [{"rank": 0, "comp_comm_overlap_pctg": overlap(rows)}])
+               [{"rank": 0, "comp_comm_overlap_pctg": overlap(rows)}])
         for ntypes, extra in ((2, []), (3, ["--memory"])):
             got = rows_of("kernels", [path], ["--by-type"] + extra)
             types = kernel_types(rows, ntypes)
@@ -775,14 +830,14 @@ def shared(shared_dir):
             want = [{"kernel_type": n, "sum": v, "percentage": round(100 * v / total, 1)}
                     for n, v in sorted(types.items(), key=lambda e: (-e[1], e[0])) if v]
             expect("kernels --by-type %s %s: types" % (extra, os.path.basename(path)),
-                 got.get("kernel_types"), want)
+                   got.get("kernel_types"), want)
             want = sorted(kernel_rows(rows, 0, ntypes),
                           key=lambda r: (r["kernel_type"], r["name"], r["rank"]))
             if not close(got.get("kernels"), want):
                 expect("kernels --by-type %s %s: kernels" % (extra, os.path.basename(path)),
-                     got.get("kernels"), want)
+                       got.get("kernels"), want)
         expect("idle " + os.path.basename(path), rows_of("idle", [path]),
-             idle_rows(all_rows, rows, restricted, 0))
+               idle_rows(all_rows, rows, restricted, 0))
         got, want = rows_of("queue", [path]).get("summary"), queue(all_rows, rows, restricted, 0)
         if not close(got, want):
             expect("queue " + os.path.basename(path), got, want)
@@ -800,6 +855,16 @@ def shared(shared_dir):
             want = annotation_rows(doc, rows, 0, cat)
             if not close(got, want):
                 expect("annotations %s %s" % (extra, os.path.basename(path)), got, want)
+        if os.path.basename(path).startswith("hta_ns_resolution_rank0"):
+            # HTA's test_cpu_user_annotation_breakdown_with_allowlist on this trace: 8 rows,
+            # "5 original + 2 for Optimizer + 1 others", 2 of them with "Optimizer".
+            extra = ["--cpu", "-n", "5", "--allowlist", "Optimizer"]
+            got = rows_of("annotations", [path], extra)
+            expect("annotations %s %s: HTA's test" % (" ".join(extra), os.path.basename(path)),
+                   (len(got), sum("Optimizer" in r["name"] for r in got)), (8, 2))
+            want = annotation_rows(doc, rows, 0, "user_annotation", 5, ["Optimizer"])
+            if not close(got, want):
+                expect("annotations %s %s" % (" ".join(extra), os.path.basename(path)), got, want)
         checked += 1
     print("%d shared traces checked" % checked)
 
