@@ -16,16 +16,17 @@
  *
  * allowlist_patterns (--allowlist, repeatable): HTA passes the names that match any of the
  * patterns to _aggr_gpu_kernel_time as allowlist_names, whose names "will not be aggregated into
- * 'other'". The body of that function is not in the sources read here (HTA's repository as
- * stored: the docstrings of get_gpu_user_annotation_breakdown and _aggr_gpu_kernel_time, and
- * test_cpu_user_annotation_breakdown_with_allowlist), so the rule is read from those:
- *   - a name matches a pattern when the pattern is found anywhere in it (Python's re.search, as
- *     pandas' str.contains that HTA's test counts with), case-sensitive; the patterns are POSIX
- *     extended regular expressions here (Python's \d, \w, lazy quantifiers... are not);
- *   - a matching name is exempt from both rules that make "others" (past the quantile, past the
- *     num_kernels-th): it is kept, shown as the other kept names are (its sum as max, min and
- *     mean, std 0); the quantile is still that of all names' cumulated sums;
+ * 'other'" (its docstring). That function's body (as a copy of it in the stored sources has it)
+ * marks a name "others" when it is past the quantile or the num_kernels-th AND not in
+ * allowlist_names (name.isin), the quantile being over all names' cumulated sums; so:
+ *   - a matching name is exempt from both rules that make "others": it is kept, shown as the
+ *     other kept names are (its sum as max, min and mean, std 0);
  *   - with num_kernels names or fewer nothing is aggregated and the allowlist changes nothing.
+ * How get_gpu_user_annotation_breakdown turns patterns into names is not in the sources read
+ * here (its docstring: "match any of the patterns ... strings as well as regular expressions");
+ * strobe takes a name to match when the pattern is found anywhere in it (Python's re.search, as
+ * pandas' str.contains that HTA's test counts with), case-sensitive. The patterns are POSIX
+ * extended regular expressions here (Python's \d, \w, lazy quantifiers... are not).
  * HTA's test (the shared trace hta_ns_resolution_rank0, --cpu -n 5 --allowlist Optimizer: 8 rows,
  * "5 original + 2 for Optimizer + 1 others", 2 names with "Optimizer") holds under this rule
  * (check_hta.py checks it), and fails if the allowlist were exempt from the num_kernels rule
