@@ -163,8 +163,8 @@ typedef struct strag_args {
     long k; /* num_candidates */
 } strag_args;
 
-/* HTA's potential stragglers into t (rank, is_straggler). @return 0, STROBE_ENOMEM, or -1 after
- * a message (--steps names no profiler step). *why is set when HTA would raise an error. */
+/* HTA's potential stragglers into t (rank, is_straggler). @return 0, STROBE_ENOMEM, or HTA_REPORTED
+ * after a message (--steps names no profiler step). *why is set when HTA would raise an error. */
 static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const char **why) {
     int64_t *avail = NULL, *sel = NULL, **its = calloc(s->count ? s->count : 1, sizeof *its);
     size_t navail = 0, nsel = 0, nk = 0, nlast = 0;
@@ -193,7 +193,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
             for (size_t i = 0; i < navail; i++)
                 fprintf(stderr, "%s%" PRId64, i ? ", " : "", avail[i]);
             fprintf(stderr, "%s)\n", navail ? "" : "none");
-            rc = -1;
+            rc = HTA_REPORTED;
             goto done;
         }
     } else {

@@ -616,7 +616,7 @@ int hta_main(const hta_command *c, void *ctx, int argc, char **argv) {
     for (size_t k = 0; k < n; k++)
         hta_table_free(&t[k]);
     hta_free(&s);
-    if (work == -1) return CLI_BAD_INPUT;
+    if (work == HTA_REPORTED) return CLI_BAD_INPUT;
     return cli_finish(c->name, argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
 }
 

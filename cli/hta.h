@@ -171,6 +171,7 @@ void hta_emit(FILE *out, int format, const hta_table *t, const char *const *keys
     "\n"                                                                                           \
     "EXIT STATUS\n"
 #define HTA_UNKNOWN_OPTION (-1)
+#define HTA_REPORTED 1 /* a run's bad input, said on stderr (never a STROBE_E* code) */
 typedef struct hta_columns {
     const char *key; /* the table's key in the JSON object when a command prints several */
     const char *const *cols;
@@ -187,8 +188,8 @@ typedef struct hta_command {
      * @return 0 when taken, HTA_UNKNOWN_OPTION, or an exit status (after a message). */
     int (*option)(void *ctx, int c, const char *arg);
     /* Fills tables[0..ntables) (set up from the columns below) from the loaded traces.
-     * @return 0, a negative STROBE_E* code, or -1 after a message on stderr (bad input: nothing
-     * is printed, exit 2). */
+     * @return 0, a negative STROBE_E* code, or HTA_REPORTED after a message on stderr (bad
+     * input: nothing is printed, exit 2). */
     int (*run)(const hta_set *s, void *ctx, hta_table *tables);
     hta_columns tables[HTA_MAX_TABLES];
     size_t ntables;
