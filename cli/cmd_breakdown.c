@@ -7,13 +7,11 @@
  *   compute_time     = the length of the merged intervals of the COMPUTATION kernels
  *   non_compute_time = kernel_time - compute_time - idle_time
  *   X_pctg           = round(100 * X / kernel_time, 2) */
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common.h"
-#include "emit.h"
 #include "hta.h"
 #include "strobe/error.h"
 
@@ -46,11 +44,9 @@ const char cmd_breakdown_usage[] =
     "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
     "                   names: rank, idle_time, compute_time, non_compute_time, kernel_time,\n"
     "                   idle_time_pctg, compute_time_pctg, non_compute_time_pctg)\n"
-    "    -q, --quiet    no progress line on standard error\n"
-    "    -h, --help     show this text\n"
-    "    -V, --version  show strobe's version\n"
-    "\n"
-    "EXIT STATUS\n"
+    // clang-format off
+    HTA_USAGE_STD_OPTIONS
+    // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
 const struct option cmd_breakdown_options[] = {
@@ -72,20 +68,13 @@ static int64_t run_time(const int64_t *iv, size_t n) {
     return t;
 }
 
-static int run(const hta_set *s, int format) {
-    static const char *const cols[] = {
-        "rank",        "idle_time",      "compute_time",      "non_compute_time",
-        "kernel_time", "idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"};
-    static const uint8_t text[8] = {0};
-    hta_table t = {cols, text, 8, NULL, 0, 0};
+static int run(const hta_set *s, void *ctx, hta_table *t) {
+    (void)ctx;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
         const hta_rank *r = &s->ranks[k];
         int64_t *iv = malloc(2 * (r->count ? r->count : 1) * sizeof *iv);
-        if (iv == NULL) {
-            rc = STROBE_ENOMEM;
-            break;
-        }
+        if (iv == NULL) return STROBE_ENOMEM;
         size_t n = hta_merge(r, NULL, NULL, iv);
         int64_t kernel = n ? iv[2 * n - 1] - iv[0] : 0;
         int64_t idle = kernel - run_time(iv, n);
@@ -93,49 +82,29 @@ static int run(const hta_set *s, int format) {
         int64_t compute = run_time(iv, n);
         int64_t other = kernel - compute - idle;
         free(iv);
-        char b[8][40];
-        const char *cells[8];
-        snprintf(b[0], sizeof b[0], "%" PRId64, r->rank);
-        snprintf(b[1], sizeof b[1], "%" PRId64, idle);
-        snprintf(b[2], sizeof b[2], "%" PRId64, compute);
-        snprintf(b[3], sizeof b[3], "%" PRId64, other);
-        snprintf(b[4], sizeof b[4], "%" PRId64, kernel);
-        hta_pct(b[5], sizeof b[5], 100.0 * ((double)idle / (double)kernel), 2);
-        hta_pct(b[6], sizeof b[6], 100.0 * ((double)compute / (double)kernel), 2);
-        hta_pct(b[7], sizeof b[7], 100.0 * ((double)other / (double)kernel), 2);
-        for (int c = 0; c < 8; c++)
-            cells[c] = b[c];
-        rc = hta_table_add(&t, cells);
+        double kt = (double)kernel;
+        rc =
+            HTA_ROW(t, HTA_INT(r->rank), HTA_INT(idle), HTA_INT(compute), HTA_INT(other),
+                    HTA_INT(kernel), HTA_PCT(100.0 * ((double)idle / kt)),
+                    HTA_PCT(100.0 * ((double)compute / kt)), HTA_PCT(100.0 * ((double)other / kt)));
     }
-    if (rc == 0) hta_table_print(&t, format, stdout);
-    hta_table_free(&t);
     return rc;
 }
 
+static const char *const cols[] = {
+    "rank",        "idle_time",      "compute_time",      "non_compute_time",
+    "kernel_time", "idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"};
+static const uint8_t text[8] = {0};
+
+static const hta_command command = {"breakdown",
+                                    cmd_breakdown_usage,
+                                    cmd_breakdown_options,
+                                    ":f:qhV",
+                                    NULL,
+                                    run,
+                                    {{NULL, cols, text, 8}},
+                                    1};
+
 int cmd_breakdown(int argc, char **argv) {
-    int format = CL_TABLE, quiet = 0, first = 0;
-    for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_breakdown_options, &first)) != -1;) {
-        switch (c) {
-        case 'h':
-            return cli_help(cmd_breakdown_usage);
-        case 'V':
-            return cli_version();
-        case 'q':
-            quiet = 1;
-            break;
-        case 'f':
-            format = cl_parse_format(optarg);
-            if (format < 0) return cli_usage_error("breakdown", "unknown --format", optarg);
-            break;
-        default:
-            return cli_option_error("breakdown", c, argv, cmd_breakdown_options);
-        }
-    }
-    if (first >= argc) return cli_usage_error("breakdown", "give a trace or a folder", NULL);
-    hta_set s;
-    if (hta_load(&s, "breakdown", argv + first, (size_t)(argc - first), quiet) != 0)
-        return CLI_BAD_INPUT;
-    int work = run(&s, format);
-    hta_free(&s);
-    return cli_finish("breakdown", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
+    return hta_main(&command, NULL, argc, argv);
 }

@@ -15,14 +15,11 @@
  *   - per stream and category present: idle_time, the sum of the intervals, and idle_time_ratio,
  *     it over the stream's sum (round(, 2)). Streams in the order they first appear in HTA's
  *     rows (kept kernels in file order, then kept CPU rows). */
-#include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common.h"
-#include "emit.h"
 #include "hta.h"
 #include "strobe/error.h"
 
@@ -50,11 +47,9 @@ const char cmd_idle_usage[] =
     "    --consecutive-kernel-delay N  in microseconds (default 30, as HTA's)\n"
     "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
     "                   names: rank, stream, idle_category, idle_time, idle_time_ratio)\n"
-    "    -q, --quiet    no progress line on standard error\n"
-    "    -h, --help     show this text\n"
-    "    -V, --version  show strobe's version\n"
-    "\n"
-    "EXIT STATUS\n"
+    // clang-format off
+    HTA_USAGE_STD_OPTIONS
+    // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
 const struct option cmd_idle_options[] = {
@@ -181,14 +176,8 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t delay, hta_tab
         int64_t all = sum[0] + sum[1] + sum[2];
         for (int c = 0; rc == 0 && c < 3; c++) {
             if (!present[c]) continue;
-            char b[5][40];
-            snprintf(b[0], sizeof b[0], "%" PRId64, r->rank);
-            snprintf(b[1], sizeof b[1], "%" PRId64, so[k].stream);
-            snprintf(b[2], sizeof b[2], "%s", cat_names[c]);
-            snprintf(b[3], sizeof b[3], "%" PRId64, sum[c]);
-            hta_pct(b[4], sizeof b[4], (double)sum[c] / (double)all, 2);
-            const char *cells[5] = {b[0], b[1], b[2], b[3], b[4]};
-            rc = hta_table_add(t, cells);
+            rc = HTA_ROW(t, HTA_INT(r->rank), HTA_INT(so[k].stream), HTA_TEXT(cat_names[c]),
+                         HTA_INT(sum[c]), HTA_PCT((double)sum[c] / (double)all));
         }
     }
 out:
@@ -199,48 +188,31 @@ out:
     return rc;
 }
 
-static int run(const hta_set *s, int format, int64_t delay) {
-    static const char *const cols[] = {"rank", "stream", "idle_category", "idle_time",
-                                       "idle_time_ratio"};
-    static const uint8_t text[5] = {0, 0, 1, 0, 0};
-    hta_table t = {cols, text, 5, NULL, 0, 0};
+static int run(const hta_set *s, void *ctx, hta_table *t) {
+    int64_t delay = *(const int64_t *)ctx;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++)
-        rc = rank_rows(s, &s->ranks[k], delay, &t);
-    if (rc == 0) hta_table_print(&t, format, stdout);
-    hta_table_free(&t);
+        rc = rank_rows(s, &s->ranks[k], delay, t);
     return rc;
 }
 
-int cmd_idle(int argc, char **argv) {
-    int format = CL_TABLE, quiet = 0, first = 0;
-    unsigned long long delay = 30;
-    for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_idle_options, &first)) != -1;) {
-        switch (c) {
-        case 'h':
-            return cli_help(cmd_idle_usage);
-        case 'V':
-            return cli_version();
-        case 'q':
-            quiet = 1;
-            break;
-        case CLI_LONG_ONLY + 1:
-            if (cli_parse_count("idle", "--consecutive-kernel-delay", optarg, INT64_MAX, &delay))
-                return CLI_BAD_INPUT;
-            break;
-        case 'f':
-            format = cl_parse_format(optarg);
-            if (format < 0) return cli_usage_error("idle", "unknown --format", optarg);
-            break;
-        default:
-            return cli_option_error("idle", c, argv, cmd_idle_options);
-        }
-    }
-    if (first >= argc) return cli_usage_error("idle", "give a trace or a folder", NULL);
-    hta_set s;
-    if (hta_load(&s, "idle", argv + first, (size_t)(argc - first), quiet) != 0)
+static int option(void *ctx, int c, const char *arg) {
+    unsigned long long v;
+    if (c != CLI_LONG_ONLY + 1) return HTA_UNKNOWN_OPTION;
+    if (cli_parse_count("idle", "--consecutive-kernel-delay", arg, INT64_MAX, &v))
         return CLI_BAD_INPUT;
-    int work = run(&s, format, (int64_t)delay);
-    hta_free(&s);
-    return cli_finish("idle", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
+    *(int64_t *)ctx = (int64_t)v;
+    return 0;
+}
+
+static const char *const cols[] = {"rank", "stream", "idle_category", "idle_time",
+                                   "idle_time_ratio"};
+static const uint8_t text[5] = {0, 0, 1, 0, 0};
+
+static const hta_command command = {
+    "idle", cmd_idle_usage, cmd_idle_options, ":f:qhV", option, run, {{NULL, cols, text, 5}}, 1};
+
+int cmd_idle(int argc, char **argv) {
+    int64_t delay = 30;
+    return hta_main(&command, &delay, argc, argv);
 }

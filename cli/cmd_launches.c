@@ -10,13 +10,11 @@
  * (HTA's formula as written). The summaries are those of HTA's plots: short kernels
  * (cpu_duration <= runtime cutoff, 50, and gpu_duration < cpu_duration), runtime outliers
  * (cpu_duration > runtime cutoff), launch delay outliers (launch_delay > its cutoff, 100). */
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common.h"
-#include "emit.h"
 #include "hta.h"
 #include "strobe/error.h"
 
@@ -47,11 +45,9 @@ const char cmd_launches_usage[] =
     "    -f, --format F table (default); csv (the launches, a blank line, the summaries) or\n"
     "                   json ({\"launches\": [...], \"summary\": [...]}, rows keyed by HTA's\n"
     "                   column names)\n"
-    "    -q, --quiet    no progress line on standard error\n"
-    "    -h, --help     show this text\n"
-    "    -V, --version  show strobe's version\n"
-    "\n"
-    "EXIT STATUS\n"
+    // clang-format off
+    HTA_USAGE_STD_OPTIONS
+    // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
 const struct option cmd_launches_options[] = {
@@ -62,16 +58,6 @@ const struct option cmd_launches_options[] = {
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
 };
-
-static int is_launch(const char *n) {
-    return strcmp(n, "cudaLaunchKernel") == 0 || strcmp(n, "cudaMemcpyAsync") == 0 ||
-           strcmp(n, "cudaMemsetAsync") == 0;
-}
-
-static int by_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct gpu_ref {
     int64_t corr;
@@ -84,25 +70,13 @@ static int by_corr(const void *a, const void *b) {
     return (x->w->ev > y->w->ev) - (x->w->ev < y->w->ev);
 }
 
-static int has(const int64_t *v, size_t n, int64_t x) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && v[lo] == x;
-}
+typedef struct cutoffs {
+    int64_t runtime, delay;
+} cutoffs;
 
-static int run(const hta_set *s, int format, int64_t runtime_cut, int64_t delay_cut) {
-    static const char *const cols[] = {"rank", "correlation", "cpu_duration", "gpu_duration",
-                                       "launch_delay"};
-    static const char *const scols[] = {"rank", "short_kernels", "runtime_outliers",
-                                        "launch_delay_outliers"};
-    static const uint8_t text[5] = {0};
-    hta_table t = {cols, text, 5, NULL, 0, 0}, st = {scols, text, 4, NULL, 0, 0};
+static int run(const hta_set *s, void *ctx, hta_table *t) {
+    int64_t runtime_cut = ((const cutoffs *)ctx)->runtime,
+            delay_cut = ((const cutoffs *)ctx)->delay;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
         const hta_rank *r = &s->ranks[k];
@@ -114,21 +88,21 @@ static int run(const hta_set *s, int format, int64_t runtime_cut, int64_t delay_
         uint64_t shorts = 0, slow = 0, late = 0;
         if (corrs == NULL || g == NULL) rc = STROBE_ENOMEM;
         for (size_t i = 0; rc == 0 && i < r->cpu_count; i++)
-            if (is_launch(md_str(m, m->events[r->cpu[i].ev].name)))
+            if (hta_is_launch(md_str(m, m->events[r->cpu[i].ev].name)))
                 corrs[nc++] = m->events[r->cpu[i].ev].corr;
         for (size_t i = 0; rc == 0 && i < r->count; i++)
-            if (is_launch(md_str(m, m->events[r->rows[i].ev].name)))
+            if (hta_is_launch(md_str(m, m->events[r->rows[i].ev].name)))
                 corrs[nc++] = m->events[r->rows[i].ev].corr;
-        if (rc == 0) qsort(corrs, nc, sizeof *corrs, by_i64);
+        if (rc == 0) hta_sort_i64(corrs, nc);
         for (size_t i = 0; rc == 0 && i < r->count; i++) {
             int64_t c = m->events[r->rows[i].ev].corr;
-            if (has(corrs, nc, c)) g[ng++] = (gpu_ref){c, &r->rows[i]};
+            if (hta_find_i64(corrs, nc, c) >= 0) g[ng++] = (gpu_ref){c, &r->rows[i]};
         }
         if (rc == 0) qsort(g, ng, sizeof *g, by_corr);
         for (size_t i = 0; rc == 0 && i < r->cpu_count; i++) {
             const hta_row *cw = &r->cpu[i];
             int64_t c = m->events[cw->ev].corr;
-            if (!has(corrs, nc, c)) continue;
+            if (hta_find_i64(corrs, nc, c) < 0) continue;
             size_t lo = 0, hi = ng;
             while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
@@ -142,14 +116,8 @@ static int run(const hta_set *s, int format, int64_t runtime_cut, int64_t delay_
                 int64_t cpu_dur = cw->end - cw->ts, gpu_dur = gw->end - gw->ts;
                 int64_t delay = gw->ts - cw->ts + cpu_dur;
                 for (uint32_t copy = 0; rc == 0 && copy < gw->mult; copy++) {
-                    char b[5][32];
-                    snprintf(b[0], sizeof b[0], "%" PRId64, r->rank);
-                    snprintf(b[1], sizeof b[1], "%" PRId64, c);
-                    snprintf(b[2], sizeof b[2], "%" PRId64, cpu_dur);
-                    snprintf(b[3], sizeof b[3], "%" PRId64, gpu_dur);
-                    snprintf(b[4], sizeof b[4], "%" PRId64, delay);
-                    const char *cells[5] = {b[0], b[1], b[2], b[3], b[4]};
-                    rc = hta_table_add(&t, cells);
+                    rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(c), HTA_INT(cpu_dur),
+                                 HTA_INT(gpu_dur), HTA_INT(delay));
                     shorts += cpu_dur <= runtime_cut && gpu_dur < cpu_dur;
                     slow += cpu_dur > runtime_cut;
                     late += delay > delay_cut;
@@ -159,59 +127,37 @@ static int run(const hta_set *s, int format, int64_t runtime_cut, int64_t delay_
         free(corrs);
         free(g);
         if (rc) break;
-        char b[4][32];
-        snprintf(b[0], sizeof b[0], "%" PRId64, r->rank);
-        snprintf(b[1], sizeof b[1], "%" PRIu64, shorts);
-        snprintf(b[2], sizeof b[2], "%" PRIu64, slow);
-        snprintf(b[3], sizeof b[3], "%" PRIu64, late);
-        const char *cells[4] = {b[0], b[1], b[2], b[3]};
-        rc = hta_table_add(&st, cells);
+        rc = HTA_ROW(&t[1], HTA_INT(r->rank), HTA_INT(shorts), HTA_INT(slow), HTA_INT(late));
     }
-    if (rc == 0) {
-        if (format == CL_JSON) fputs("{\"launches\": ", stdout);
-        hta_table_print(&t, format, stdout);
-        fputs(format == CL_JSON ? ", \"summary\": " : "\n", stdout);
-        hta_table_print(&st, format, stdout);
-        if (format == CL_JSON) fputs("}\n", stdout);
-    }
-    hta_table_free(&t);
-    hta_table_free(&st);
     return rc;
 }
 
+static int option(void *ctx, int c, const char *arg) {
+    cutoffs *cut = ctx;
+    unsigned long long v;
+    if (c != CLI_LONG_ONLY + 1 && c != CLI_LONG_ONLY + 2) return HTA_UNKNOWN_OPTION;
+    const char *name = c == CLI_LONG_ONLY + 1 ? "--runtime-cutoff" : "--launch-delay-cutoff";
+    if (cli_parse_count("launches", name, arg, INT64_MAX, &v)) return CLI_BAD_INPUT;
+    *(c == CLI_LONG_ONLY + 1 ? &cut->runtime : &cut->delay) = (int64_t)v;
+    return 0;
+}
+
+static const char *const cols[] = {"rank", "correlation", "cpu_duration", "gpu_duration",
+                                   "launch_delay"};
+static const char *const scols[] = {"rank", "short_kernels", "runtime_outliers",
+                                    "launch_delay_outliers"};
+static const uint8_t text[5] = {0};
+
+static const hta_command command = {"launches",
+                                    cmd_launches_usage,
+                                    cmd_launches_options,
+                                    ":f:qhV",
+                                    option,
+                                    run,
+                                    {{"launches", cols, text, 5}, {"summary", scols, text, 4}},
+                                    2};
+
 int cmd_launches(int argc, char **argv) {
-    int format = CL_TABLE, quiet = 0, first = 0;
-    unsigned long long runtime_cut = 50, delay_cut = 100;
-    for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_launches_options, &first)) != -1;) {
-        switch (c) {
-        case 'h':
-            return cli_help(cmd_launches_usage);
-        case 'V':
-            return cli_version();
-        case 'q':
-            quiet = 1;
-            break;
-        case CLI_LONG_ONLY + 1:
-            if (cli_parse_count("launches", "--runtime-cutoff", optarg, INT64_MAX, &runtime_cut))
-                return CLI_BAD_INPUT;
-            break;
-        case CLI_LONG_ONLY + 2:
-            if (cli_parse_count("launches", "--launch-delay-cutoff", optarg, INT64_MAX, &delay_cut))
-                return CLI_BAD_INPUT;
-            break;
-        case 'f':
-            format = cl_parse_format(optarg);
-            if (format < 0) return cli_usage_error("launches", "unknown --format", optarg);
-            break;
-        default:
-            return cli_option_error("launches", c, argv, cmd_launches_options);
-        }
-    }
-    if (first >= argc) return cli_usage_error("launches", "give a trace or a folder", NULL);
-    hta_set s;
-    if (hta_load(&s, "launches", argv + first, (size_t)(argc - first), quiet) != 0)
-        return CLI_BAD_INPUT;
-    int work = run(&s, format, (int64_t)runtime_cut, (int64_t)delay_cut);
-    hta_free(&s);
-    return cli_finish("launches", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
+    cutoffs cut = {50, 100};
+    return hta_main(&command, &cut, argc, argv);
 }

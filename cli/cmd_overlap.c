@@ -5,14 +5,11 @@
  * intervals of the COMMUNICATION kernels and those of the COMPUTATION kernels; the time both run
  * at once, over the length of the communication intervals; comp_comm_overlap_pctg =
  * round(100 * that, 2), null (HTA's NaN) when the rank has no communication time. */
-#include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common.h"
-#include "emit.h"
 #include "hta.h"
 #include "strobe/error.h"
 
@@ -36,11 +33,9 @@ const char cmd_overlap_usage[] =
     "OPTIONS\n"
     "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
     "                   names: rank, comp_comm_overlap_pctg)\n"
-    "    -q, --quiet    no progress line on standard error\n"
-    "    -h, --help     show this text\n"
-    "    -V, --version  show strobe's version\n"
-    "\n"
-    "EXIT STATUS\n"
+    // clang-format off
+    HTA_USAGE_STD_OPTIONS
+    // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
 const struct option cmd_overlap_options[] = {
@@ -70,10 +65,8 @@ static int64_t both(const int64_t *a, size_t na, const int64_t *b, size_t nb) {
     return t;
 }
 
-static int run(const hta_set *s, int format) {
-    static const char *const cols[] = {"rank", "comp_comm_overlap_pctg"};
-    static const uint8_t text[2] = {0};
-    hta_table t = {cols, text, 2, NULL, 0, 0};
+static int run(const hta_set *s, void *ctx, hta_table *t) {
+    (void)ctx;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
         const hta_rank *r = &s->ranks[k];
@@ -82,8 +75,7 @@ static int run(const hta_set *s, int format) {
         if (comm == NULL || comp == NULL) {
             free(comm);
             free(comp);
-            rc = STROBE_ENOMEM;
-            break;
+            return STROBE_ENOMEM;
         }
         int tc = HTA_COMMUNICATION, tp = HTA_COMPUTATION;
         size_t nc = hta_merge(r, of_type, &tc, comm), np = hta_merge(r, of_type, &tp, comp);
@@ -93,41 +85,18 @@ static int run(const hta_set *s, int format) {
         int64_t over = both(comm, nc, comp, np);
         free(comm);
         free(comp);
-        char b[2][40];
-        snprintf(b[0], sizeof b[0], "%" PRId64, r->rank);
-        hta_pct(b[1], sizeof b[1], 100.0 * ((double)over / (double)comm_time), 2);
-        const char *cells[2] = {b[0], b[1]};
-        rc = hta_table_add(&t, cells);
+        rc = HTA_ROW(t, HTA_INT(r->rank), HTA_PCT(100.0 * ((double)over / (double)comm_time)));
     }
-    if (rc == 0) hta_table_print(&t, format, stdout);
-    hta_table_free(&t);
     return rc;
 }
 
+static const char *const cols[] = {"rank", "comp_comm_overlap_pctg"};
+static const uint8_t text[2] = {0};
+
+static const hta_command command = {
+    "overlap", cmd_overlap_usage, cmd_overlap_options, ":f:qhV", NULL, run, {{NULL, cols, text, 2}},
+    1};
+
 int cmd_overlap(int argc, char **argv) {
-    int format = CL_TABLE, quiet = 0, first = 0;
-    for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_overlap_options, &first)) != -1;) {
-        switch (c) {
-        case 'h':
-            return cli_help(cmd_overlap_usage);
-        case 'V':
-            return cli_version();
-        case 'q':
-            quiet = 1;
-            break;
-        case 'f':
-            format = cl_parse_format(optarg);
-            if (format < 0) return cli_usage_error("overlap", "unknown --format", optarg);
-            break;
-        default:
-            return cli_option_error("overlap", c, argv, cmd_overlap_options);
-        }
-    }
-    if (first >= argc) return cli_usage_error("overlap", "give a trace or a folder", NULL);
-    hta_set s;
-    if (hta_load(&s, "overlap", argv + first, (size_t)(argc - first), quiet) != 0)
-        return CLI_BAD_INPUT;
-    int work = run(&s, format);
-    hta_free(&s);
-    return cli_finish("overlap", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
+    return hta_main(&command, NULL, argc, argv);
 }

@@ -18,14 +18,12 @@
  *     duration_at_max_queue_length, over the rank's trace duration (its rows' last ts - first
  *     ts) relative_duration_at_max_queue_length. HTA keeps one row per rank: the last stream,
  *     in increasing order, that reached the maximum. */
-#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common.h"
-#include "emit.h"
 #include "hta.h"
 #include "strobe/error.h"
 
@@ -58,11 +56,9 @@ const char cmd_queue_usage[] =
     "                   names: rank, stream, count, mean, std, min, 25%, 50%, 75%, max; rank,\n"
     "                   stream, duration_at_max_queue_length,\n"
     "                   relative_duration_at_max_queue_length)\n"
-    "    -q, --quiet    no progress line on standard error\n"
-    "    -h, --help     show this text\n"
-    "    -V, --version  show strobe's version\n"
-    "\n"
-    "EXIT STATUS\n"
+    // clang-format off
+    HTA_USAGE_STD_OPTIONS
+    // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
 const struct option cmd_queue_options[] = {
@@ -72,16 +68,6 @@ const struct option cmd_queue_options[] = {
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
 };
-
-static int is_launch(const char *n) {
-    return strcmp(n, "cudaLaunchKernel") == 0 || strcmp(n, "cudaMemcpyAsync") == 0 ||
-           strcmp(n, "cudaMemsetAsync") == 0;
-}
-
-static int by_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct step {
     int64_t stream, ts;
@@ -108,18 +94,6 @@ static int by_kref(const void *a, const void *b) {
     return (x->order > y->order) - (x->order < y->order);
 }
 
-static int has(const int64_t *v, size_t n, int64_t x) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && v[lo] == x;
-}
-
 /* pandas' linear quantile of sorted v[0..n). */
 static double quantile(const double *v, size_t n, double q) {
     double pos = q * (double)(n - 1);
@@ -131,13 +105,6 @@ static double quantile(const double *v, size_t n, double q) {
 static int by_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-static void num(char *buf, size_t n, double x) {
-    if (!isfinite(x))
-        buf[0] = '\0';
-    else
-        snprintf(buf, n, "%.15g", x);
 }
 
 static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_table *t,
@@ -158,7 +125,7 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
         const md_event *e = &m->events[i];
         if (hta_is_row(m, e) && hta_is_gpu_row(m, e) && e->corr != -1) linked[nl++] = e->corr;
     }
-    qsort(linked, nl, sizeof *linked, by_i64);
+    hta_sort_i64(linked, nl);
     /* The kernels by correlation, in HTA's row order, each copy once. */
     for (size_t k = 0; k < r->count; k++) {
         const hta_row *w = &r->rows[k];
@@ -180,8 +147,8 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
         size_t n = pass == 0 ? r->count : r->cpu_count;
         for (size_t k = 0; k < n; k++) {
             const md_event *e = &m->events[arr[k].ev];
-            if (!is_launch(md_str(m, e->name)) || hta_is_gpu_row(m, e) || e->corr == -1 ||
-                !has(linked, nl, e->corr))
+            if (!hta_is_launch(md_str(m, e->name)) || hta_is_gpu_row(m, e) || e->corr == -1 ||
+                hta_find_i64(linked, nl, e->corr) < 0)
                 continue;
             uint64_t order = (s->restricted && pass == 1 ? (uint64_t)1 << 32 : 0) + arr[k].ev;
             size_t lo = 0, hi = nks;
@@ -249,21 +216,10 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
         for (size_t i = 0; i < n; i++)
             ss += (v[i] - mean) * (v[i] - mean);
         qsort(v, n, sizeof *v, by_double);
-        char c[10][40];
-        snprintf(c[0], sizeof c[0], "%" PRId64, r->rank);
-        snprintf(c[1], sizeof c[1], "%" PRId64, st[a].stream);
-        snprintf(c[2], sizeof c[2], "%zu", n);
-        num(c[3], sizeof c[3], mean);
-        num(c[4], sizeof c[4], n > 1 ? sqrt(ss / (double)(n - 1)) : NAN);
-        num(c[5], sizeof c[5], v[0]);
-        num(c[6], sizeof c[6], quantile(v, n, 0.25));
-        num(c[7], sizeof c[7], quantile(v, n, 0.5));
-        num(c[8], sizeof c[8], quantile(v, n, 0.75));
-        num(c[9], sizeof c[9], v[n - 1]);
-        const char *cells[10];
-        for (int i = 0; i < 10; i++)
-            cells[i] = c[i];
-        rc = hta_table_add(t, cells);
+        rc = HTA_ROW(t, HTA_INT(r->rank), HTA_INT(st[a].stream), HTA_INT(n), HTA_NUM(mean),
+                     HTA_NUM(n > 1 ? sqrt(ss / (double)(n - 1)) : NAN), HTA_NUM(v[0]),
+                     HTA_NUM(quantile(v, n, 0.25)), HTA_NUM(quantile(v, n, 0.5)),
+                     HTA_NUM(quantile(v, n, 0.75)), HTA_NUM(v[n - 1]));
     }
     if (rc == 0 && blocked) {
         int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -275,13 +231,8 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
                 if (arr[k].ts > hi) hi = arr[k].ts;
             }
         }
-        char c[4][40];
-        snprintf(c[0], sizeof c[0], "%" PRId64, r->rank);
-        snprintf(c[1], sizeof c[1], "%" PRId64, blocked_stream);
-        snprintf(c[2], sizeof c[2], "%" PRId64, blocked_time);
-        num(c[3], sizeof c[3], (double)blocked_time / (double)(hi - lo));
-        const char *cells[4] = {c[0], c[1], c[2], c[3]};
-        rc = hta_table_add(bt, cells);
+        rc = HTA_ROW(bt, HTA_INT(r->rank), HTA_INT(blocked_stream), HTA_INT(blocked_time),
+                     HTA_NUM((double)blocked_time / (double)(hi - lo)));
     }
 out:
     free(linked);
@@ -291,57 +242,38 @@ out:
     return rc;
 }
 
-static int run(const hta_set *s, int format, int64_t max_len) {
-    static const char *const cols[] = {"rank", "stream", "count", "mean", "std",
-                                       "min",  "25%",    "50%",   "75%",  "max"};
-    static const uint8_t text[10] = {0};
-    static const char *const bcols[] = {"rank", "stream", "duration_at_max_queue_length",
-                                        "relative_duration_at_max_queue_length"};
-    hta_table t = {cols, text, 10, NULL, 0, 0}, bt = {bcols, text, 4, NULL, 0, 0};
+static int run(const hta_set *s, void *ctx, hta_table *t) {
+    int64_t max_len = *(const int64_t *)ctx;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++)
-        rc = rank_rows(s, &s->ranks[k], max_len, &t, &bt);
-    if (rc == 0) {
-        if (format == CL_JSON) fputs("{\"summary\": ", stdout);
-        hta_table_print(&t, format, stdout);
-        fputs(format == CL_JSON ? ", \"blocked\": " : "\n", stdout);
-        hta_table_print(&bt, format, stdout);
-        if (format == CL_JSON) fputs("}\n", stdout);
-    }
-    hta_table_free(&t);
-    hta_table_free(&bt);
+        rc = rank_rows(s, &s->ranks[k], max_len, &t[0], &t[1]);
     return rc;
 }
 
+static int option(void *ctx, int c, const char *arg) {
+    unsigned long long v;
+    if (c != CLI_LONG_ONLY + 1) return HTA_UNKNOWN_OPTION;
+    if (cli_parse_count("queue", "--max-queue-length", arg, INT64_MAX, &v)) return CLI_BAD_INPUT;
+    *(int64_t *)ctx = (int64_t)v;
+    return 0;
+}
+
+static const char *const cols[] = {"rank", "stream", "count", "mean", "std",
+                                   "min",  "25%",    "50%",   "75%",  "max"};
+static const uint8_t text[10] = {0};
+static const char *const bcols[] = {"rank", "stream", "duration_at_max_queue_length",
+                                    "relative_duration_at_max_queue_length"};
+
+static const hta_command command = {"queue",
+                                    cmd_queue_usage,
+                                    cmd_queue_options,
+                                    ":f:qhV",
+                                    option,
+                                    run,
+                                    {{"summary", cols, text, 10}, {"blocked", bcols, text, 4}},
+                                    2};
+
 int cmd_queue(int argc, char **argv) {
-    int format = CL_TABLE, quiet = 0, first = 0;
-    unsigned long long max_len = 1024;
-    for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_queue_options, &first)) != -1;) {
-        switch (c) {
-        case 'h':
-            return cli_help(cmd_queue_usage);
-        case 'V':
-            return cli_version();
-        case 'q':
-            quiet = 1;
-            break;
-        case CLI_LONG_ONLY + 1:
-            if (cli_parse_count("queue", "--max-queue-length", optarg, INT64_MAX, &max_len))
-                return CLI_BAD_INPUT;
-            break;
-        case 'f':
-            format = cl_parse_format(optarg);
-            if (format < 0) return cli_usage_error("queue", "unknown --format", optarg);
-            break;
-        default:
-            return cli_option_error("queue", c, argv, cmd_queue_options);
-        }
-    }
-    if (first >= argc) return cli_usage_error("queue", "give a trace or a folder", NULL);
-    hta_set s;
-    if (hta_load(&s, "queue", argv + first, (size_t)(argc - first), quiet) != 0)
-        return CLI_BAD_INPUT;
-    int work = run(&s, format, (int64_t)max_len);
-    hta_free(&s);
-    return cli_finish("queue", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
+    int64_t max_len = 1024;
+    return hta_main(&command, &max_len, argc, argv);
 }

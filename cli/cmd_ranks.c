@@ -37,7 +37,6 @@
 
 #include "cli.h"
 #include "common.h"
-#include "emit.h"
 #include "hta.h"
 #include "strobe/error.h"
 
@@ -76,11 +75,9 @@ const char cmd_ranks_usage[] =
     "    -f, --format F table (default), csv (the two tables, a blank line between) or json:\n"
     "                   {\"steps\": [rows keyed by rank, iter, ts, dur, end],\n"
     "                   \"stragglers\": [rows keyed by rank, is_straggler]}\n"
-    "    -q, --quiet    no progress line on standard error\n"
-    "    -h, --help     show this text\n"
-    "    -V, --version  show strobe's version\n"
-    "\n"
-    "EXIT STATUS\n"
+    // clang-format off
+    HTA_USAGE_STD_OPTIONS
+    // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit, --steps\n"
     "    names no profiler step) or usage.\n";
 
@@ -120,11 +117,6 @@ static int by_metric(const void *a, const void *b) { /* stream, name, iteration,
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-static int by_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static int by_double_desc(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x < y) - (x > y);
@@ -138,19 +130,6 @@ static int by_count(const void *a, const void *b) { /* n descending, then rank *
     const count *x = a, *y = b;
     if (x->n != y->n) return x->n > y->n ? -1 : 1;
     return (x->rank > y->rank) - (x->rank < y->rank);
-}
-
-/* Index of v in the sorted a[0..n), or -1. */
-static long find_i64(const int64_t *a, size_t n, int64_t v) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && a[lo] == v ? (long)lo : -1;
 }
 
 /* The available profiler steps (sorted, distinct, without -1) into *out. */
@@ -169,7 +148,7 @@ static int profiler_steps(const hta_set *s, int64_t **out, size_t *n) {
             if (it != -1) v[k++] = it;
         }
     }
-    qsort(v, k, sizeof *v, by_i64);
+    hta_sort_i64(v, k);
     size_t d = 0;
     for (size_t i = 0; i < k; i++)
         if (d == 0 || v[d - 1] != v[i]) v[d++] = v[i];
@@ -179,13 +158,13 @@ static int profiler_steps(const hta_set *s, int64_t **out, size_t *n) {
 }
 
 typedef struct strag_args {
-    const int64_t *want; /* --steps, or NULL */
+    int64_t *want; /* --steps, or NULL (owned) */
     size_t nwant;
     long k; /* num_candidates */
 } strag_args;
 
-/* HTA's potential stragglers into t (rank, is_straggler). @return 0, STROBE_ENOMEM, or -1 after
- * a message (--steps names no profiler step). *why is set when HTA would raise an error. */
+/* HTA's potential stragglers into t (rank, is_straggler). @return 0, STROBE_ENOMEM, or HTA_REPORTED
+ * after a message (--steps names no profiler step). *why is set when HTA would raise an error. */
 static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const char **why) {
     int64_t *avail = NULL, *sel = NULL, **its = calloc(s->count ? s->count : 1, sizeof *its);
     size_t navail = 0, nsel = 0, nk = 0, nlast = 0;
@@ -203,8 +182,8 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
     }
     if (a->want) {
         for (size_t i = 0; i < a->nwant; i++)
-            if (find_i64(avail, navail, a->want[i]) >= 0) sel[nsel++] = a->want[i];
-        qsort(sel, nsel, sizeof *sel, by_i64);
+            if (hta_find_i64(avail, navail, a->want[i]) >= 0) sel[nsel++] = a->want[i];
+        hta_sort_i64(sel, nsel);
         size_t d = 0;
         for (size_t i = 0; i < nsel; i++)
             if (d == 0 || sel[d - 1] != sel[i]) sel[d++] = sel[i];
@@ -214,7 +193,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
             for (size_t i = 0; i < navail; i++)
                 fprintf(stderr, "%s%" PRId64, i ? ", " : "", avail[i]);
             fprintf(stderr, "%s)\n", navail ? "" : "none");
-            rc = -1;
+            rc = HTA_REPORTED;
             goto done;
         }
     } else {
@@ -240,7 +219,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
             const hta_row *rows = pass ? rk->rows : rk->cpu;
             size_t n = pass ? rk->count : rk->cpu_count;
             for (size_t i = 0; i < n; i++) {
-                long at = find_i64(sel, nsel, its[r][rows[i].ev]);
+                long at = hta_find_i64(sel, nsel, its[r][rows[i].ev]);
                 if (at < 0) continue;
                 seen[at] = 1;
                 if (rows[i].ts < t_min) t_min = rows[i].ts;
@@ -270,7 +249,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
             const md_event *e = &rk->m.events[w->ev];
             int64_t it = its[r][w->ev];
             const char *name = md_str(&rk->m, e->name);
-            if (e->stream <= 0 || it == HTA_NO_ITER || it <= 0 || find_i64(sel, nsel, it) < 0 ||
+            if (e->stream <= 0 || it == HTA_NO_ITER || it <= 0 || hta_find_i64(sel, nsel, it) < 0 ||
                 !((double)(w->end - w->ts) >= min_dur) || strncmp(name, "ncclKernel", 10) != 0)
                 continue;
             ks[nk++] = (kern){rk->rank, e->stream, it, w->ts, w->end - w->ts, name, i, 0};
@@ -362,11 +341,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
     }
     qsort(counts, ncounts, sizeof *counts, by_count);
     for (size_t c = 0; rc == 0 && c < ncounts && c < (size_t)k; c++) {
-        char b[2][32];
-        snprintf(b[0], sizeof b[0], "%" PRId64, counts[c].rank);
-        snprintf(b[1], sizeof b[1], "%" PRId64, counts[c].n);
-        const char *cells[2] = {b[0], b[1]};
-        rc = hta_table_add(t, cells);
+        rc = HTA_ROW(t, HTA_INT(counts[c].rank), HTA_INT(counts[c].n));
     }
 done:
     for (size_t r = 0; its && r < s->count; r++)
@@ -381,11 +356,7 @@ done:
     return rc;
 }
 
-static int run(const hta_set *s, int format, const strag_args *a) {
-    static const char *const cols[] = {"rank", "iter", "ts", "dur", "end"};
-    static const uint8_t text[5] = {0};
-    static const char *const scols[] = {"rank", "is_straggler"};
-    hta_table t = {cols, text, 5, NULL, 0, 0}, st = {scols, text, 2, NULL, 0, 0};
+static int run(const hta_set *s, void *ctx, hta_table *t) {
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
         const hta_rank *r = &s->ranks[k];
@@ -393,28 +364,14 @@ static int run(const hta_set *s, int format, const strag_args *a) {
             const hta_row *w = &r->cpu[i];
             const char *name = md_str(&r->m, r->m.events[w->ev].name);
             if (strncmp(name, "ProfilerStep", 12) != 0) continue;
-            char b[5][32];
-            snprintf(b[0], sizeof b[0], "%" PRId64, r->rank);
-            snprintf(b[1], sizeof b[1], "%" PRId64, hta_step_number(name));
-            snprintf(b[2], sizeof b[2], "%" PRId64, w->ts - s->min_ts);
-            snprintf(b[3], sizeof b[3], "%" PRId64, w->end - w->ts);
-            snprintf(b[4], sizeof b[4], "%" PRId64, w->end - s->min_ts);
-            const char *cells[5] = {b[0], b[1], b[2], b[3], b[4]};
-            rc = hta_table_add(&t, cells);
+            rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(hta_step_number(name)),
+                         HTA_INT(w->ts - s->min_ts), HTA_INT(w->end - w->ts),
+                         HTA_INT(w->end - s->min_ts));
         }
     }
     const char *why = NULL;
-    if (rc == 0) rc = stragglers(s, a, &st, &why);
-    if (rc == 0) {
-        if (why) fprintf(stderr, "strobe ranks: no potential stragglers: %s\n", why);
-        if (format == CL_JSON) fputs("{\"steps\": ", stdout);
-        hta_table_print(&t, format, stdout);
-        fputs(format == CL_JSON ? ", \"stragglers\": " : "\n", stdout);
-        hta_table_print(&st, format, stdout);
-        if (format == CL_JSON) fputs("}\n", stdout);
-    }
-    hta_table_free(&t);
-    hta_table_free(&st);
+    if (rc == 0) rc = stragglers(s, ctx, &t[1], &why);
+    if (rc == 0 && why) fprintf(stderr, "strobe ranks: no potential stragglers: %s\n", why);
     return rc;
 }
 
@@ -444,67 +401,44 @@ static long parse_steps(const char *arg, int64_t **out) {
     return -1;
 }
 
+static int option(void *ctx, int c, const char *arg) {
+    strag_args *a = ctx;
+    if (c == 'k') {
+        char *end;
+        errno = 0;
+        long v = strtol(arg, &end, 10);
+        if (errno || end == arg || *end)
+            return cli_usage_error("ranks", "--candidates needs a number", arg);
+        a->k = v < 1 ? 1 : v > 1000000 ? 1000000 : v;
+    } else if (c == 'S') {
+        free(a->want);
+        a->want = NULL;
+        long n = parse_steps(arg, &a->want);
+        if (n < 0)
+            return cli_usage_error("ranks", "--steps needs numbers separated by commas", arg);
+        a->nwant = (size_t)n;
+    } else {
+        return HTA_UNKNOWN_OPTION;
+    }
+    return 0;
+}
+
+static const char *const cols[] = {"rank", "iter", "ts", "dur", "end"};
+static const uint8_t text[5] = {0};
+static const char *const scols[] = {"rank", "is_straggler"};
+
+static const hta_command command = {"ranks",
+                                    cmd_ranks_usage,
+                                    cmd_ranks_options,
+                                    ":f:k:qhV",
+                                    option,
+                                    run,
+                                    {{"steps", cols, text, 5}, {"stragglers", scols, text, 2}},
+                                    2};
+
 int cmd_ranks(int argc, char **argv) {
-    int format = CL_TABLE, quiet = 0, first = 0;
     strag_args a = {NULL, 0, 2};
-    int64_t *want = NULL;
-    for (int c; (c = cli_getopt(argc, argv, ":f:k:qhV", cmd_ranks_options, &first)) != -1;) {
-        switch (c) {
-        case 'h':
-            free(want);
-            return cli_help(cmd_ranks_usage);
-        case 'V':
-            free(want);
-            return cli_version();
-        case 'q':
-            quiet = 1;
-            break;
-        case 'f':
-            format = cl_parse_format(optarg);
-            if (format < 0) {
-                free(want);
-                return cli_usage_error("ranks", "unknown --format", optarg);
-            }
-            break;
-        case 'k': {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end) {
-                free(want);
-                return cli_usage_error("ranks", "--candidates needs a number", optarg);
-            }
-            a.k = v < 1 ? 1 : v > 1000000 ? 1000000 : v;
-            break;
-        }
-        case 'S': {
-            free(want);
-            want = NULL;
-            long n = parse_steps(optarg, &want);
-            if (n < 0)
-                return cli_usage_error("ranks", "--steps needs numbers separated by commas",
-                                       optarg);
-            a.nwant = (size_t)n;
-            break;
-        }
-        default:
-            free(want);
-            return cli_option_error("ranks", c, argv, cmd_ranks_options);
-        }
-    }
-    a.want = want;
-    if (first >= argc) {
-        free(want);
-        return cli_usage_error("ranks", "give a trace or a folder", NULL);
-    }
-    hta_set s;
-    if (hta_load(&s, "ranks", argv + first, (size_t)(argc - first), quiet) != 0) {
-        free(want);
-        return CLI_BAD_INPUT;
-    }
-    int work = run(&s, format, &a);
-    hta_free(&s);
-    free(want);
-    if (work == -1) return CLI_BAD_INPUT;
-    return cli_finish("ranks", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
+    int rc = hta_main(&command, &a, argc, argv);
+    free(a.want);
+    return rc;
 }

@@ -1,7 +1,7 @@
 /* hta.c: traces as HolisticTraceAnalysis sees them (the definitions are in hta.h).
  *
  * Contents: loading (folders, ranks, jobs), HTA's times, the profiler-step restriction, kernel
- * types, interval merging, output helpers. */
+ * types, interval merging, output helpers (tables, typed cells), the commands' frame (hta_main). */
 #include "hta.h"
 
 #include <dirent.h>
@@ -410,6 +410,27 @@ int hta_kernel_type(const char *name) {
     return HTA_COMPUTATION;
 }
 
+int hta_is_launch(const char *n) {
+    return strcmp(n, "cudaLaunchKernel") == 0 || strcmp(n, "cudaMemcpyAsync") == 0 ||
+           strcmp(n, "cudaMemsetAsync") == 0;
+}
+
+void hta_sort_i64(int64_t *v, size_t n) {
+    qsort(v, n, sizeof *v, by_i64);
+}
+
+long hta_find_i64(const int64_t *v, size_t n, int64_t x) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo] == x ? (long)lo : -1;
+}
+
 const char *hta_type_name(int type) {
     return type == HTA_COMMUNICATION ? "COMMUNICATION"
            : type == HTA_MEMORY      ? "MEMORY"
@@ -522,6 +543,81 @@ void hta_table_free(hta_table *t) {
     free(t->cells);
     t->cells = NULL;
     t->n = t->cap = 0;
+}
+
+int hta_table_row(hta_table *t, size_t n, const hta_cell *cells) {
+    if (n != t->ncols || n > HTA_MAX_COLS) return STROBE_EINVAL;
+    char b[HTA_MAX_COLS][40];
+    const char *text[HTA_MAX_COLS];
+    for (size_t c = 0; c < n; c++) {
+        const hta_cell *v = &cells[c];
+        text[c] = b[c];
+        if (v->kind == HTA_CELL_TEXT)
+            text[c] = v->s;
+        else if (v->kind == HTA_CELL_INT)
+            snprintf(b[c], sizeof b[c], "%" PRId64, v->i);
+        else if (!isfinite(v->d))
+            b[c][0] = '\0';
+        else if (v->kind == HTA_CELL_PCT)
+            snprintf(b[c], sizeof b[c], "%.2f", v->d);
+        else
+            snprintf(b[c], sizeof b[c], "%.15g", v->d);
+    }
+    return hta_table_add(t, text);
+}
+
+void hta_emit(FILE *out, int format, const hta_table *t, const char *const *keys, size_t n) {
+    int object = n > 1 && format == CL_JSON;
+    if (object) fputc('{', out);
+    for (size_t k = 0; k < n; k++) {
+        if (k) fputs(object ? ", " : "\n", out);
+        if (object) {
+            cl_json_str(out, keys[k]);
+            fputs(": ", out);
+        }
+        hta_table_print(&t[k], format, out);
+    }
+    if (object) fputs("}\n", out);
+}
+
+/* ---- the commands' frame ------------------------------------------------------------------- */
+
+int hta_main(const hta_command *c, void *ctx, int argc, char **argv) {
+    int format = CL_TABLE, quiet = 0, first = 0;
+    for (int o; (o = cli_getopt(argc, argv, c->shortopts, c->options, &first)) != -1;) {
+        if (o == 'h') return cli_help(c->usage);
+        if (o == 'V') return cli_version();
+        if (o == 'q') {
+            quiet = 1;
+        } else if (o == 'f') {
+            format = cl_parse_format(optarg);
+            if (format < 0) return cli_usage_error(c->name, "unknown --format", optarg);
+        } else {
+            int rc =
+                c->option && o != '?' && o != ':' ? c->option(ctx, o, optarg) : HTA_UNKNOWN_OPTION;
+            if (rc == HTA_UNKNOWN_OPTION) return cli_option_error(c->name, o, argv, c->options);
+            if (rc) return rc;
+        }
+    }
+    if (first >= argc) return cli_usage_error(c->name, "give a trace or a folder", NULL);
+    hta_set s;
+    if (hta_load(&s, c->name, argv + first, (size_t)(argc - first), quiet) != 0)
+        return CLI_BAD_INPUT;
+    hta_table t[HTA_MAX_TABLES] = {{0}};
+    const char *keys[HTA_MAX_TABLES] = {0};
+    size_t n = c->ntables < HTA_MAX_TABLES ? c->ntables : HTA_MAX_TABLES;
+    for (size_t k = 0; k < n; k++) {
+        const hta_columns *h = &c->tables[k];
+        t[k] = (hta_table){h->cols, h->text, h->ncols, NULL, 0, 0};
+        keys[k] = h->key;
+    }
+    int work = c->run(&s, ctx, t);
+    if (work == 0) hta_emit(stdout, format, t, keys, n);
+    for (size_t k = 0; k < n; k++)
+        hta_table_free(&t[k]);
+    hta_free(&s);
+    if (work == HTA_REPORTED) return CLI_BAD_INPUT;
+    return cli_finish(c->name, argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
 }
 
 void hta_pct(char *buf, size_t n, double x, int digits) {

@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <getopt.h>
 #include <stdio.h>
 
 #include "model.h"
@@ -94,6 +95,15 @@ int hta_iterations(const hta_rank *r, int64_t **iter);
 /* The N of "ProfilerStep\s*#\s*(\d+)" at the start of name, or -1. */
 int64_t hta_step_number(const char *name);
 
+/* A launch as HTA's launch statistics and queue lengths take it: cudaLaunchKernel,
+ * cudaMemcpyAsync or cudaMemsetAsync. */
+int hta_is_launch(const char *name);
+
+/* Sorts v[0..n) in increasing order; the index of x in the sorted v[0..n) (the first one), or
+ * -1. */
+void hta_sort_i64(int64_t *v, size_t n);
+long hta_find_i64(const int64_t *v, size_t n, int64_t x);
+
 /* HTA's kernel type of a name: HTA_COMMUNICATION, HTA_MEMORY or HTA_COMPUTATION. */
 int hta_kernel_type(const char *name);
 /* "COMPUTATION", "COMMUNICATION", "MEMORY". */
@@ -122,6 +132,72 @@ int hta_table_add(hta_table *t, const char *const *cells);
 /* Prints the table in format (CL_TABLE, CL_CSV, CL_JSON). */
 void hta_table_print(const hta_table *t, int format, FILE *out);
 void hta_table_free(hta_table *t);
+
+/* A typed cell of a row, written as the commands print it: an integer; text; HTA's round(x, 2)
+ * (HTA_PCT); a double as %.15g (HTA_NUM). A double that is not finite is an empty cell (HTA's
+ * NaN: null in JSON). */
+enum { HTA_CELL_INT, HTA_CELL_TEXT, HTA_CELL_PCT, HTA_CELL_NUM };
+typedef struct hta_cell {
+    int kind;
+    int64_t i;
+    double d;
+    const char *s;
+} hta_cell;
+#define HTA_INT(x) ((hta_cell){HTA_CELL_INT, (int64_t)(x), 0.0, NULL})
+#define HTA_TEXT(x) ((hta_cell){HTA_CELL_TEXT, 0, 0.0, (x)})
+#define HTA_PCT(x) ((hta_cell){HTA_CELL_PCT, 0, (double)(x), NULL})
+#define HTA_NUM(x) ((hta_cell){HTA_CELL_NUM, 0, (double)(x), NULL})
+/* Adds a row of n typed cells. @return 0, STROBE_EINVAL when n is not t->ncols, or
+ * STROBE_ENOMEM. */
+int hta_table_row(hta_table *t, size_t n, const hta_cell *cells);
+#define HTA_ROW(t, ...)                                                                            \
+    hta_table_row((t), sizeof((const hta_cell[]){__VA_ARGS__}) / sizeof(hta_cell),                 \
+                  (const hta_cell[]){__VA_ARGS__})
+
+/* Prints tables t[0..n) in format: one as hta_table_print does; several one after another with a
+ * blank line between them, or in JSON as one object whose keys[k] holds t[k]'s array. */
+void hta_emit(FILE *out, int format, const hta_table *t, const char *const *keys, size_t n);
+
+/* ---- the commands' frame ---------------------------------------------------------------------
+ * Every HTA command is one hta_command run by hta_main: options (-f, -q, -h, -V here, the
+ * command's own through its option callback), the traces loaded by hta_load, the command's run
+ * filling its tables, those printed by hta_emit, and the exit status. */
+#define HTA_MAX_TABLES 4
+/* The end of the OPTIONS every HTA command's usage text has, and its EXIT STATUS heading. */
+#define HTA_USAGE_STD_OPTIONS                                                                      \
+    "    -q, --quiet    no progress line on standard error\n"                                      \
+    "    -h, --help     show this text\n"                                                          \
+    "    -V, --version  show strobe's version\n"                                                   \
+    "\n"                                                                                           \
+    "EXIT STATUS\n"
+#define HTA_UNKNOWN_OPTION (-1)
+#define HTA_REPORTED 1 /* a run's bad input, said on stderr (never a STROBE_E* code) */
+typedef struct hta_columns {
+    const char *key; /* the table's key in the JSON object when a command prints several */
+    const char *const *cols;
+    const uint8_t *text; /* per column: 1 text, 0 a number (see hta_table) */
+    size_t ncols;
+} hta_columns;
+
+typedef struct hta_command {
+    const char *name; /* "breakdown" */
+    const char *usage;
+    const struct option *options;
+    const char *shortopts; /* getopt's, with ":f:qhV" in it */
+    /* An option other than -f, -q, -h, -V, with its value (NULL: the command has none).
+     * @return 0 when taken, HTA_UNKNOWN_OPTION, or an exit status (after a message). */
+    int (*option)(void *ctx, int c, const char *arg);
+    /* Fills tables[0..ntables) (set up from the columns below) from the loaded traces.
+     * @return 0, a negative STROBE_E* code, or HTA_REPORTED after a message on stderr (bad
+     * input: nothing is printed, exit 2). */
+    int (*run)(const hta_set *s, void *ctx, hta_table *tables);
+    hta_columns tables[HTA_MAX_TABLES];
+    size_t ntables;
+} hta_command;
+
+/* Runs the command c on argv (argv[0] its name) with the command's own state ctx.
+ * @return the exit status. */
+int hta_main(const hta_command *c, void *ctx, int argc, char **argv);
 
 /* numpy's linear quantile q of v[0..n) (n > 0), which it sorts: the kernel and annotation
  * breakdowns' duration_ratio cut. */

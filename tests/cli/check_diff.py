@@ -12,40 +12,24 @@
 
 Usage: check_diff.py STROBE SHARED_DIR WORK_DIR
 """
-import gzip
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tracegen import expect, fail, finish, load, write_cut, x  # noqa: E402
+import tracegen  # noqa: E402
 
 STROBE, SHARED, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 os.makedirs(WORK, exist_ok=True)
-failures = 0
-
-
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL ", msg)
 
 
 def run(*args):
-    p = subprocess.run([STROBE, "diff", "-q", *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+    return tracegen.run(STROBE, "diff", "-q", *args)
 
 
 def write(name, events):
-    path = os.path.join(WORK, name)
-    with open(path, "w") as f:
-        json.dump({"traceEvents": events}, f)
-    return path
-
-
-def x(cat, name, ts, dur, tid=1, pid=1, **args):
-    e = {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": pid, "tid": tid}
-    if args:
-        e["args"] = args
-    return e
+    return tracegen.write(os.path.join(WORK, name), events)
 
 
 def step(n, ts):
@@ -55,13 +39,6 @@ def step(n, ts):
 def rows_of(out):
     return [(r["name"], r["device"], r["base_count"], r["test_count"], round(r["base_duration"], 3),
              round(r["test_duration"], 3), r["status"]) for r in json.loads(out)]
-
-
-def expect(what, got, want):
-    if got != want:
-        fail("%s:\n  got  %s\n  want %s" % (what, got, want))
-    else:
-        print("ok   ", what)
 
 
 # ---- 1. hand-made traces ---------------------------------------------------------------------
@@ -140,9 +117,7 @@ expect("table: exit 0 and a row per name", (rc, out.count("unchanged")), (0, 6))
 rc, out, err = run(pt, pb, "--step", "3")
 expect("missing step: exit 2, one line naming the file",
        (rc, err.count("\n"), "test.json: no ProfilerStep#3" in err), (2, 1, True))
-cut = os.path.join(WORK, "cut.json")
-with open(cut, "w") as f:
-    f.write('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": }')
+cut = write_cut(os.path.join(WORK, "cut.json"))
 rc, out, err = run(pt, cut)
 expect("cut trace: exit 2, one line naming the file and offset",
        (rc, err.count("\n"), "cut.json" in err, "offset" in err or "byte" in err),
@@ -225,7 +200,7 @@ def strobe_diff(*args):
 if not os.path.exists(RESNET):
     print("SKIP  resnet50: %s missing" % RESNET)
 else:
-    events = json.load(gzip.open(RESNET))["traceEvents"]
+    events = load(RESNET)["traceEvents"]
     # A changed copy: every third kernel of the first convolution kernel's name dropped, the
     # durations of aten::conv2d doubled, and one operator renamed.
     kname = next(e["name"] for e in events if e.get("cat") == "Kernel")
@@ -241,9 +216,7 @@ else:
         if e.get("cat") == "Operator" and e.get("name") == "aten::relu_":
             e["name"] = "aten::relu_renamed"
         changed.append(e)
-    mod = os.path.join(WORK, "resnet50_changed.json")
-    with open(mod, "w") as f:
-        json.dump({"schemaVersion": 1, "traceEvents": changed}, f)
+    mod = tracegen.write(os.path.join(WORK, "resnet50_changed.json"), changed)
 
     for it in (None, 7):
         extra = [] if it is None else ["--step", str(it)]
@@ -262,4 +235,4 @@ else:
         change = [abs(r["test_duration"] - r["base_duration"]) for r in rows]
         expect(tag + ": sorted by the largest change", change, sorted(change, reverse=True))
 
-sys.exit(1 if failures else 0)
+finish()

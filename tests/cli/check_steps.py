@@ -11,49 +11,26 @@
 
 Usage: check_steps.py STROBE SHARED_DIR WORK_DIR
 """
-import gzip
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tracegen import expect, finish, load, write_cut, x  # noqa: E402
+import tracegen  # noqa: E402
 
 STROBE, SHARED, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 os.makedirs(WORK, exist_ok=True)
-failures = 0
 COLS = ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec",
         "Other", "Total"]
 
 
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL ", msg)
-
-
-def expect(what, got, want):
-    if got != want:
-        fail("%s:\n  got  %s\n  want %s" % (what, got, want))
-    else:
-        print("ok   ", what)
-
-
 def run(*args):
-    p = subprocess.run([STROBE, "steps", "-q", *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+    return tracegen.run(STROBE, "steps", "-q", *args)
 
 
 def write(name, events):
-    path = os.path.join(WORK, name)
-    with open(path, "w") as f:
-        json.dump({"traceEvents": events}, f)
-    return path
-
-
-def x(cat, name, ts, dur, tid=1, pid=1, **args):
-    e = {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": pid, "tid": tid}
-    if args:
-        e["args"] = args
-    return e
+    return tracegen.write(os.path.join(WORK, name), events)
 
 
 def table(out):
@@ -118,9 +95,7 @@ rc, out, err = run(p0, "-f", "json")
 expect("no steps: one step 0", table(out), [[0, 20.0, 0.0, 0.0, 0.0, 2.0, 0.0, 28.0, 30.0, 80.0]])
 
 # ---- 2. bad input ----------------------------------------------------------------------------
-cut = os.path.join(WORK, "cut.json")
-with open(cut, "w") as f:
-    f.write('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": }')
+cut = write_cut(os.path.join(WORK, "cut.json"))
 rc, out, err = run(cut)
 expect("cut trace: exit 2, one line naming the file",
        (rc, err.count("\n"), "cut.json" in err), (2, 1, True))
@@ -235,7 +210,7 @@ def plugin_steps(events):
 if not os.path.exists(RESNET):
     print("SKIP  resnet50: %s missing" % RESNET)
 else:
-    events = json.load(gzip.open(RESNET))["traceEvents"]
+    events = load(RESNET)["traceEvents"]
     want = [[r[0]] + [round(float(v), 3) for v in r[1:]] for r in plugin_steps(events)]
     rc, out, err = run(RESNET, "-f", "json")
     expect("resnet50: exit 0", rc, 0)
@@ -244,4 +219,4 @@ else:
     expect("resnet50: the roles add up to each step's total",
            [round(sum(r[1:9]), 3) for r in got], [r[9] for r in got])
 
-sys.exit(1 if failures else 0)
+finish()
