@@ -81,6 +81,7 @@ typedef struct nv_string {
     const nv_domain *dom;
     const nv_site *plain;
     char *text;
+    struct nv_string *next; /* every registered string, kept for the process (strings) */
 } nv_string;
 
 typedef struct nv_category {
@@ -100,6 +101,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static nv_site **sites; /* open addressing, by hash */
 static size_t site_cap, site_count;
 static nv_domain *domains;
+static nv_string *strings; /* registered strings, newest first (under lock) */
 static nv_category *categories;
 static nv_pending_name *pending_names;
 static int pending_any; /* atomic: pending_names is not empty */
@@ -723,6 +725,12 @@ static const nv_string *register_string(const nv_domain *dom, const char *a, con
     }
     h->dom = dom;
     h->plain = intern(dom, h->text, strlen(h->text), 0, 0, 0);
+    /* Handles are never released (NVTX has no call for it): listed, so that they stay reachable
+     * for the process's lifetime as domains do. */
+    pthread_mutex_lock(&lock);
+    h->next = strings;
+    strings = h;
+    pthread_mutex_unlock(&lock);
     return h;
 }
 static const nv_string *register_string_a(const nv_domain *dom, const char *s) {
