@@ -87,7 +87,8 @@ const char cmd_record_usage[] =
     "    PROGRAM's exit status, or 128+N when signal N ended it; 127 when PROGRAM is not\n"
     "    found, 126 when it cannot be run; 2 for a usage error, an output that cannot be\n"
     "    written (PROGRAM then does not run), or a trace that could not be merged after\n"
-    "    PROGRAM exited with 0 (the parts are then kept).\n";
+    "    PROGRAM exited with 0 (the parts are then kept). When no process recorded anything\n"
+    "    (each ended before --delay), no trace is written and the status is PROGRAM's.\n";
 
 enum {
     OPT_DELAY = CLI_LONG_ONLY + 1,
@@ -535,14 +536,18 @@ static void remove_parts(const char *parts) {
     rmdir(parts);
 }
 
-/* Merges the parts into `out`. @return 0, or -1 (said on stderr). */
+/* Merges the parts into `out`. @return 0, 1 when there were none (said on stderr: nothing is
+ * written and the parts folder is removed), or -1 (said on stderr). */
 static int merge_parts(const rec_opts *o, const char *parts, long root, const char *out,
                        const char *trace_name) {
     part *v = NULL;
     long n = list_parts(parts, root, &v);
     int rc = -1;
     if (n <= 0) {
-        fprintf(stderr, "strobe record: no process wrote a trace (in %s)\n", cli_esc(parts));
+        /* Every process ended before its --delay, or none could record (each said why). */
+        fprintf(stderr, "strobe record: no process recorded anything: %s not written\n",
+                cli_esc(out));
+        rc = 1;
     } else {
         cli_merge_input *in = calloc((size_t)n, sizeof *in);
         cli_merge_stats st;
@@ -691,11 +696,11 @@ int cmd_record(int argc, char **argv) {
     const char *base = strrchr(prog_argv[0], '/');
     base = base ? base + 1 : prog_argv[0];
     int merged = merge_parts(&o, parts, pid, out, base);
-    if (merged == 0 && !o.keep_parts)
+    if ((merged == 0 && !o.keep_parts) || merged == 1)
         remove_parts(parts);
     else if (merged != 0 || !o.quiet)
         fprintf(stderr, "strobe record: the parts are kept in %s\n", cli_esc(parts));
     if (merged == 0 && o.stats) print_stats(out);
-    if (merged != 0 && status == 0) return CLI_BAD_INPUT;
+    if (merged < 0 && status == 0) return CLI_BAD_INPUT;
     return status;
 }
