@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -538,8 +539,8 @@ static void remove_parts(const char *parts) {
 
 /* Merges the parts into `out`. @return 0, 1 when there were none (said on stderr: nothing is
  * written and the parts folder is removed), or -1 (said on stderr). */
-static int merge_parts(const rec_opts *o, const char *parts, long root, const char *out,
-                       const char *trace_name) {
+static int merge_parts(const rec_opts *o, const char *parts, long root, int64_t end_ns,
+                       const char *out, const char *trace_name) {
     part *v = NULL;
     long n = list_parts(parts, root, &v);
     int rc = -1;
@@ -555,6 +556,9 @@ static int merge_parts(const rec_opts *o, const char *parts, long root, const ch
             for (long i = 0; i < n; i++) {
                 in[i].path = v[i].path;
                 in[i].process_name = v[i].name;
+                in[i].pid = v[i].pid;
+                /* The first process's last image ended when waitpid() said so. */
+                if (v[i].pid == root && (i + 1 == n || v[i + 1].pid != root)) in[i].end_ns = end_ns;
             }
             rc = cli_merge("record", in, (size_t)n, out, trace_name, &st);
             free(in);
@@ -689,13 +693,16 @@ int cmd_record(int argc, char **argv) {
     }
     long pid = 0;
     int status = run_program(file, prog_argv, env.v, &pid);
+    struct timespec ended;
+    clock_gettime(CLOCK_REALTIME, &ended);
+    int64_t end_ns = (int64_t)ended.tv_sec * 1000000000 + ended.tv_nsec;
     env_free(&env);
 
     char out[PATH_MAX];
     if (expand_output(pattern, pid, out, sizeof out) != 0) snprintf(out, sizeof out, "%s", check);
     const char *base = strrchr(prog_argv[0], '/');
     base = base ? base + 1 : prog_argv[0];
-    int merged = merge_parts(&o, parts, pid, out, base);
+    int merged = merge_parts(&o, parts, pid, end_ns, out, base);
     if ((merged == 0 && !o.keep_parts) || merged == 1)
         remove_parts(parts);
     else if (merged != 0 || !o.quiet)

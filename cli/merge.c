@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common.h"
 #include "reader/json_pull.h"
@@ -74,6 +75,7 @@ typedef struct merger {
     int oom;
     uint64_t skipped;
     int session_taken;
+    int input_has_session; /* the input being read has strobe's session span */
 } merger;
 
 static void *grow(void *p, size_t *cap, size_t need, size_t size, int *oom) {
@@ -189,7 +191,7 @@ static void apply_names(merger *m, int64_t rank) {
 
 /* One event of input `in` (rank: its naming rank; flow_salt: mixed into its flow ids). */
 static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64_t flow_salt,
-                          const char *pname, size_t *events) {
+                          const char *pname, int64_t pname_pid, size_t *events) {
     if (e->bad || e->ph.s == NULL || e->ph.len != 1) {
         m->skipped++;
         return;
@@ -208,7 +210,7 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
         if ((strcmp(nm, "process_name") == 0 || strcmp(nm, "thread_name") == 0) &&
             strobe_rd_event_arg(e, "name", &v) == 1 &&
             strobe_rd_value_str(&v, buf, sizeof buf, &len) == 0) {
-            if (proc && pname) {
+            if (proc && pname && pid == pname_pid) {
                 name_track(m, tr, pname, strlen(pname), 0);
             } else {
                 name_track(m, tr, buf, len, 0);
@@ -284,12 +286,54 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
     it->dur = ph == 'X' && e->has_dur ? e->dur_ns : 0;
     it->name = intern(m, e->name.s ? e->name.s : "", e->name.s ? e->name.len : 0);
     it->cat = e->cat.s ? intern(m, e->cat.s, e->cat.len) : NO_STR;
-    if (in == 0 && !m->session_taken && ph == 'X' && e->cat.s && strcmp(e->cat.s, "Trace") == 0 &&
-        e->name.s && strcmp(e->name.s, "strobe session") == 0) {
-        it->session = 1;
-        m->session_taken = 1;
+    if (ph == 'X' && e->cat.s && strcmp(e->cat.s, "Trace") == 0 && e->name.s &&
+        strcmp(e->name.s, "strobe session") == 0) {
+        m->input_has_session = 1;
+        if (in == 0 && !m->session_taken) it->session = 1, m->session_taken = 1;
     }
     keep_args(m, it, e);
+}
+
+/* A streamed trace whose process never stopped its session (it was killed, or ran exec) has no
+ * session span: one is made from the session's start (a stream's base is 1 us before it) to when
+ * the caller says the process ended, else to its last event or the file's last write, whichever
+ * is later, with the arg "stopped": false, so that the process shows for the time it ran even
+ * when it recorded nothing. */
+static void add_cut_session(merger *m, const cli_merge_input *in, int64_t pid, size_t first,
+                            int64_t base) {
+    if (base == INT64_MIN) return;
+    if (pid <= 0) {
+        for (size_t i = first; i < m->nitems && pid <= 0; i++)
+            if (!m->tracks[m->items[i].track].device) pid = m->tracks[m->items[i].track].pid;
+    }
+    if (pid <= 0) return;
+    int64_t start = base + 1000, end = start;
+    for (size_t i = first; i < m->nitems; i++)
+        if (m->items[i].ts + m->items[i].dur > end) end = m->items[i].ts + m->items[i].dur;
+    struct stat st;
+    if (in->end_ns > end && in->end_ns - start < (int64_t)86400 * 1000000000) {
+        end = in->end_ns;
+    } else if (stat(in->path, &st) == 0) {
+        int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        if (mt > end && mt - start < (int64_t)86400 * 1000000000) end = mt;
+    }
+    uint32_t tr = track_of(m, pid, 0);
+    mitem *it = tr == UINT32_MAX ? NULL : new_item(m);
+    if (it == NULL) return;
+    static const char args[] = "{\"stopped\": false}";
+    m->arena = grow(m->arena, &m->caparena, m->narena + sizeof args, 1, &m->oom);
+    if (m->oom) return;
+    memcpy(m->arena + m->narena, args, sizeof args - 1);
+    it->args_off = m->narena;
+    it->args_len = sizeof args - 1;
+    m->narena += sizeof args - 1;
+    it->ph = 'X';
+    it->track = tr;
+    it->ts = start;
+    it->dur = end - start;
+    it->name = intern(m, "strobe session", 14);
+    it->cat = intern(m, "Trace", 5);
+    if (m->tracks[tr].name == NO_STR) m->tracks[tr].name = intern(m, "Spans", 5);
 }
 
 /* Reads one input. @return 0, or -1 when nothing of it could be read. */
@@ -300,19 +344,28 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
     opt.prescan_base = 1;
     strobe_rd *rd = NULL;
     int rc = strobe_rd_open(&rd, in->path, &opt);
-    size_t events = 0;
+    size_t events = 0, first_item = m->nitems;
     uint64_t salt = (uint64_t)index << 40;
+    int cut_stream = 0;
+    int64_t cpu_pid = in->pid;
+    m->input_has_session = 0;
     strobe_rd_item item;
     while (rc == 0 && !m->oom && (rc = strobe_rd_next(rd, &item)) > 0) {
         rc = 0;
         if (item.kind == STROBE_RD_EVENT)
-            collect_event(m, item.event, index, salt, in->process_name, &events);
+            collect_event(m, item.event, index, salt, in->process_name, in->pid, &events);
         if (item.kind == STROBE_RD_META && item.meta->key.s) {
             const strobe_rd_meta *mt = item.meta;
             if (strcmp(mt->key.s, "trace_id") == 0 && m->trace_id == NULL) {
                 char buf[256];
                 if (strobe_rd_value_str(&mt->value, buf, sizeof buf, NULL) == 0)
                     m->trace_id = strobe__pool_strdup(&m->pool, buf);
+            } else if (strcmp(mt->key.s, "strobe_stream") == 0 &&
+                       mt->value.type == STROBE_RD_T_OBJECT) {
+                strobe_rd_value c;
+                if (strobe_rd_obj_get(mt->value.raw, mt->value.len, "complete", &c) == 1 &&
+                    c.type == STROBE_RD_T_FALSE)
+                    cut_stream = 1;
             } else if (strcmp(mt->key.s, "deviceProperties") == 0 && m->device_props == NULL &&
                        mt->value.type == STROBE_RD_T_ARRAY && mt->value.len > 2) {
                 m->device_props = strobe__pool_strndup(&m->pool, mt->value.raw, mt->value.len);
@@ -328,15 +381,19 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
         (*cut)++;
     }
     if (rc == STROBE_ENOMEM) m->oom = 1;
+    int64_t info_base = INT64_MIN;
     if (rd) {
         const strobe_rd_info *info = strobe_rd_get_info(rd);
+        if (info->has_base_time) info_base = info->base_time_ns;
         if (info->has_base_time && (!m->has_base || info->base_time_ns < m->base)) {
             m->base = info->base_time_ns;
             m->has_base = 1;
         }
     }
     strobe_rd_close(rd);
-    if (events == 0) (*empty)++;
+    if (cut_stream && !m->input_has_session && m->has_base)
+        add_cut_session(m, in, cpu_pid, first_item, info_base);
+    if (events == 0 && !(cut_stream && !m->input_has_session)) (*empty)++;
     apply_names(m, (int64_t)index + (events ? (int64_t)1 << 40 : 0));
     return failed ? -1 : 0;
 }
@@ -513,6 +570,7 @@ static int write_tracks(merger *m, strobe_writer *w, uint32_t root, cli_merge_st
                 t = &m->tracks[i];
                 wt.tid = t->tid;
                 wt.parent = (uint32_t)p->wid;
+                t->device = p->device; /* a device's streams count as device events */
                 int plain = p->device || t->tid <= 0 || t->tid > INT32_MAX;
                 wt.kind = plain ? STROBE_TRACK_STREAM : STROBE_TRACK_THREAD;
                 if (!plain) st->threads++;
@@ -538,8 +596,20 @@ static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_st
             mitem *top = &m->items[stack[depth - 1]];
             int64_t end = top->ts + top->dur;
             if (!new_track && (end > it->ts || (it->ph != 'X' && end == it->ts))) break;
+            /* The whole event again: the JSON writer writes a slice at its end, from the event
+             * it is given then; Perfetto's keeps what it was given at the begin. */
+            nargs = 0;
+            if (top->args_off != SIZE_MAX)
+                rc = parse_args(m->arena + top->args_off, top->args_len, &args, &acap, &nargs,
+                                &scratch, &scap);
             strobe_writer_event e = item_event(m, top);
-            rc = strobe_writer_slice_end(w, &e, NULL, 0);
+            e.args = args;
+            e.nargs = nargs;
+            e.flow_out = &top->flow_out;
+            e.nflow_out = top->flow_out != 0;
+            e.flow_in = &top->flow_in;
+            e.nflow_in = top->flow_in != 0;
+            if (rc == 0) rc = strobe_writer_slice_end(w, &e, NULL, 0);
             depth--;
         }
         if (it == NULL || rc) break;

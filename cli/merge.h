@@ -16,8 +16,12 @@
 
 typedef struct cli_merge_input {
     const char *path;
-    /* The name of the process(es) of this input; NULL: the trace's own process_name. */
+    /* The name of process `pid` of this input; NULL: the trace's own process_name. */
     const char *process_name;
+    int64_t pid;
+    /* When the input's process ended (ns, the traces' clock), if known: the end of the session
+     * span made for a trace cut short (see cli_merge); 0: unknown. */
+    int64_t end_ns;
 } cli_merge_input;
 
 typedef struct cli_merge_stats {

@@ -9,7 +9,11 @@
  *   spawn PROG ...     runs PROG ... with posix_spawn, waits for it
  *   exit N             exits with status N
  *   term               kills itself with SIGTERM
- *   marker FILE        creates FILE */
+ *   marker FILE        creates FILE
+ *   cuda LIB           loads the stand-in CUPTI LIB (tests/fake_cuda) and has it report a
+ *                      kernel launch, as a CUDA program's launch would be traced
+ *   cudafork LIB       the same in a forked child and then in the parent */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -17,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -31,6 +36,18 @@ static void *worker(void *arg) {
         free(p);
     }
     return NULL;
+}
+
+/* The stand-in CUPTI reports a launch and its kernel when told (what the first strobe session
+ * loaded is the same library, so the call reaches it). */
+static int fake_launch(const char *lib) {
+    void *h = dlopen(lib, RTLD_NOW);
+    void (*mark)(void) = h ? (void (*)(void))dlsym(h, "fake_cupti_mark_launch") : NULL;
+    if (mark == NULL) return 1;
+    mark();
+    struct timespec pause = {0, 2000000};
+    nanosleep(&pause, NULL);
+    return 0;
 }
 
 static int wait_child(pid_t c) {
@@ -86,6 +103,17 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "term") == 0) {
         raise(SIGTERM);
         return 0;
+    }
+    if (strcmp(mode, "cuda") == 0 && argc > 2) return fake_launch(argv[2]);
+    if (strcmp(mode, "cudafork") == 0 && argc > 2) {
+        pid_t c = fork();
+        if (c == 0) {
+            printf("child %ld\n", (long)getpid());
+            fflush(stdout);
+            exit(fake_launch(argv[2]));
+        }
+        int rc = wait_child(c);
+        return rc ? rc : fake_launch(argv[2]);
     }
     if (strcmp(mode, "marker") == 0 && argc > 2) {
         FILE *f = fopen(argv[2], "w");

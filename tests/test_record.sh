@@ -10,11 +10,13 @@
 #  4. a shell script that runs ls, and python3 -c: every process, by name and pid;
 #  5. exit status: 3 -> 3, SIGTERM -> 143; PROGRAM missing -> 127, not executable -> 126, with
 #     the shell's messages; an output that cannot be written is refused (exit 2) before PROGRAM
-#     runs (its marker file is not made);
+#     runs (its marker file is not made); usage errors; SIGTERM sent to strobe record reaches
+#     the program (exit 143) and the trace is still written;
 #  6. --no-follow: one process, and what it runs sees no STROBE_RECORD_* nor LD_PRELOAD; with
 #     following, the program's environment differs from a plain run only by those;
 #  7. .pftrace output read back by `strobe info` and `strobe summary`; --stats; --keep-parts;
-#     --delay past the program's end writes nothing; --duration stops recording;
+#     --delay past the program's end writes nothing; --duration stops recording; CUDA through
+#     the stand-in CUPTI: the launch, its kernel and their flow, in JSON and .pftrace;
 #  8. every trace passes the independent checkers (--strict) where SHARED_DIR/validators exists.
 # Usage: test_record.sh STROBE TARGET OUT_DIR SHARED_DIR. Exit 77 (skipped) without python3.
 set -u
@@ -149,6 +151,27 @@ for bad in "$out/no-such-dir/t.json" "$out"; do
   [ "$(wc -l <"$out/refused.err")" = 1 ] || { cat "$out/refused.err"; fail "refusal: not one line"; }
 done
 [ -z "$(ls -d "$out"/*.parts* 2>/dev/null)" ] || fail "parts folders left: $(ls -d "$out"/*.parts*)"
+"$strobe" record >/dev/null 2>"$out/usage.err"
+[ $? = 2 ] && [ "$(wc -l <"$out/usage.err")" = 1 ] || fail "no PROGRAM: not a one-line usage error"
+"$strobe" record --bogus -- "$target" exit 0 >/dev/null 2>&1
+[ $? = 2 ] || fail "unknown option: not exit 2"
+# SIGTERM to strobe record goes to the program; the trace of what it recorded is still written.
+"$strobe" record -o "$out/sigterm.json" -- sleep 30 2>"$out/sigterm.err" &
+rec=$!
+for _ in $(seq 100); do ls "$out"/sigterm.json.parts/*.json >/dev/null 2>&1 && break; sleep 0.1; done
+sleep 0.2
+kill -TERM $rec
+wait $rec
+rc=$?
+[ "$rc" = 143 ] || { cat "$out/sigterm.err"; fail "SIGTERM forwarded: exit $rc, not 143"; }
+grep -q '"sleep"' "$out/sigterm.json" || fail "SIGTERM: no trace of sleep"
+# The killed process never stopped its session: the merge gives it a span marked so.
+python3 - "$out/sigterm.json" <<'PY' || fail "SIGTERM: no session span over the time sleep ran"
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("name") == "strobe session"]
+sys.exit(0 if len(ev) == 1 and ev[0]["args"] == {"stopped": False} and ev[0]["dur"] >= 200000 else 1)
+PY
+traces+=("$out/sigterm.json")
 
 # 6. --no-follow and the environment.
 record nofollow --no-follow -- "$target" spawn /bin/sh -c "env >'$out/nofollow.env'"
@@ -199,6 +222,41 @@ want(not late, "allocations after --duration recorded: %d" % len(late))
 want(len(mem) > 0, "allocations before the end of --duration recorded")
 '
 traces+=("$out/duration.json")
+
+# 7b. --activities cpu,cuda: against the stand-in CUPTI (tests/fake_cuda), where it is built; a
+#     program without CUDA gets a note.
+if [ -n "${STROBE_TEST_FAKE_CUPTI:-}" ]; then
+  for fmt in json pftrace; do
+    STROBE_CUPTI_PATH=$STROBE_TEST_FAKE_CUPTI LD_LIBRARY_PATH=$STROBE_TEST_FAKE_CUDA_DIR \
+      "$strobe" record --activities cpu,cuda -o "$out/cuda.$fmt" -- "$target" cuda \
+      "$STROBE_TEST_FAKE_CUPTI" >"$out/cuda.$fmt.out" 2>"$out/cuda.err" || { cat "$out/cuda.err"; fail "cuda: exit $?"; }
+    grep -q "note: no CUDA" "$out/cuda.err" && fail "cuda: the note that no CUDA was recorded"
+    traces+=("$out/cuda.$fmt")
+  done
+  "$strobe" convert -q "$out/cuda.pftrace" "$out/cuda_pf.json" || fail "convert of cuda.pftrace"
+  for t in json:cuda.json pftrace:cuda_pf.json; do
+    check "$out/${t#*:}" "$out/cuda.${t%%:*}.out" '
+pid = int(facts[0][1])
+launch = [e for e in events if e.get("name") == "cudaLaunchKernel"]
+kernel = [e for e in events if e.get("cat") == "kernel"]
+want(len(launch) == 1 and launch[0]["pid"] == pid and launch[0]["args"].get("correlation") == 1,
+     "one cudaLaunchKernel on pid %d with its args: %s" % (pid, launch))
+want(len(kernel) == 1 and kernel[0]["pid"] == 0 and kernel[0]["tid"] == 7, "one kernel on GPU 0 stream 7: %s" % kernel)
+s = [e for e in events if e.get("ph") == "s"]
+f = [e for e in events if e.get("ph") == "f"]
+want(len(s) == 1 and len(f) == 1 and s[0]["id"] == f[0]["id"], "one flow pair: %s %s" % (s, f))
+if launch and kernel and s and f:
+    want(s[0]["ts"] == launch[0]["ts"] and s[0]["tid"] == launch[0]["tid"], "the flow starts on the launch")
+    want(f[0]["ts"] == kernel[0]["ts"] and f[0]["tid"] == 7, "the flow ends on the kernel")
+want(procs.get(0) == "GPU 0", "the device process: %s" % procs)
+'
+  done
+  "$strobe" record --activities cpu,cuda -o "$out/nocuda.json" -- "$target" exit 0 2>"$out/nocuda.err" ||
+    fail "cuda requested without CUDA: exit $?"
+  grep -q "note: no CUDA activity was recorded" "$out/nocuda.err" || { cat "$out/nocuda.err"; fail "no note without CUDA"; }
+else
+  echo "cuda skipped: the stand-in CUPTI is not built (no cupti.h)"
+fi
 
 # 8. The independent checkers.
 if [ -x "$checker" ]; then

@@ -15,9 +15,9 @@
  *                             STROBE_RECORD_PRELOAD names, leave the environment at start, so
  *                             that the programs it runs are not recorded
  * Programs started with fork+exec or posix_spawn inherit them and load the library again. A child
- * forked without exec starts a session of its own at the fork, into its own part file; the copy
- * of the parent's session that it inherits is the core's to drop (session.c, fork handling), and
- * is never written by the child.
+ * forked without exec starts a session of its own at the fork (CPU only: CUDA does not survive a
+ * fork), into its own part file; the copy of the parent's session that it inherits is the core's
+ * to drop (session.c, fork handling), and is never written by the child.
  *
  * Part files: PARTS/<pid>.json, or PARTS/<pid>.<n>.json when the pid has one already (a forked
  * child that then runs exec: the image before exec and the one after), with PARTS/<same>.name
@@ -373,6 +373,9 @@ EXPORT void _Exit(int status) {
 static void fork_child(void) {
     pthread_mutex_init(&lock, NULL);
     state = ST_WAIT;
+    /* CUDA does not carry over into a forked child (its driver state is the parent's, and the
+     * core's CUDA backend counts as tracing there): the child records its CPU side. */
+    set.activities &= ~(uint32_t)STROBE_ACTIVITY_CUDA;
     /* Heap recording stays on: until the child's session starts, the core's closed gate keeps
      * its allocations out, while they are still counted for the totals. */
     begin();
