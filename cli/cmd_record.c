@@ -73,8 +73,9 @@ const char cmd_record_usage[] =
     "    --activities LIST     cpu (always), cuda\n"
     "    --heap                record allocations (malloc, free, ...)\n"
     "    --no-follow           record PROGRAM's first process only\n"
-    "    --stats               print the operator summary (strobe summary) and the top\n"
-    "                          kernels (strobe kernels) of the trace at the end\n"
+    "    --stats               print the operator summary (strobe summary) and, when there\n"
+    "                          was device activity, the top kernels (strobe kernels) at the\n"
+    "                          end\n"
     "    --keep-parts          keep the folder of per-process parts\n"
     "    -q, --quiet           no closing line\n"
     "    -h, --help            show this text\n"
@@ -540,7 +541,7 @@ static void remove_parts(const char *parts) {
 /* Merges the parts into `out`. @return 0, 1 when there were none (said on stderr: nothing is
  * written and the parts folder is removed), or -1 (said on stderr). */
 static int merge_parts(const rec_opts *o, const char *parts, long root, int64_t end_ns,
-                       const char *out, const char *trace_name) {
+                       const char *out, const char *trace_name, int *device_events) {
     part *v = NULL;
     long n = list_parts(parts, root, &v);
     int rc = -1;
@@ -562,6 +563,7 @@ static int merge_parts(const rec_opts *o, const char *parts, long root, int64_t 
             }
             rc = cli_merge("record", in, (size_t)n, out, trace_name, &st);
             free(in);
+            *device_events = rc == 0 && st.device_events > 0;
         }
         if (rc == 0 && !o->quiet)
             fprintf(stderr, "strobe record: wrote %s: %zu process%s, %llu event%s\n", cli_esc(out),
@@ -584,13 +586,14 @@ static int merge_parts(const rec_opts *o, const char *parts, long root, int64_t 
     return rc;
 }
 
-/* --stats: the operator summary and, when there are any, the top kernels, through their
- * commands. */
-static void print_stats(const char *out) {
+/* --stats: the operator summary and, when the trace has device events, the top kernels, through
+ * their commands. */
+static void print_stats(const char *out, int kernels) {
     char *sargv[] = {"summary", "-q", (char *)out, NULL};
     fflush(stderr);
     cmd_summary(3, sargv);
     fflush(stdout);
+    if (!kernels) return;
     char *kargv[] = {"kernels", "-q", "-n", "10", (char *)out, NULL};
     cmd_kernels(5, kargv);
     fflush(stdout);
@@ -702,12 +705,13 @@ int cmd_record(int argc, char **argv) {
     if (expand_output(pattern, pid, out, sizeof out) != 0) snprintf(out, sizeof out, "%s", check);
     const char *base = strrchr(prog_argv[0], '/');
     base = base ? base + 1 : prog_argv[0];
-    int merged = merge_parts(&o, parts, pid, end_ns, out, base);
+    int device_events = 0;
+    int merged = merge_parts(&o, parts, pid, end_ns, out, base, &device_events);
     if ((merged == 0 && !o.keep_parts) || merged == 1)
         remove_parts(parts);
     else if (merged != 0 || !o.quiet)
         fprintf(stderr, "strobe record: the parts are kept in %s\n", cli_esc(parts));
-    if (merged == 0 && o.stats) print_stats(out);
+    if (merged == 0 && o.stats) print_stats(out, device_events);
     if (merged < 0 && status == 0) return CLI_BAD_INPUT;
     return status;
 }

@@ -207,6 +207,10 @@ record stats --stats --keep-parts -- "$target" exit 0
 [ "$rc" = 0 ] || { cat "$out/stats.err"; fail "--stats: exit $rc"; }
 grep -q "Self CPU" "$out/stats.out" || { cat "$out/stats.out"; fail "--stats: no summary table"; }
 ls "$out/stats.json.parts/"*.json >/dev/null 2>&1 || fail "--keep-parts: no parts kept"
+RANK=5 "$strobe" record -q -o "$out/p-%p-r%r.json" -- "$target" exit 0 >"$out/pr.out" 2>&1 || fail "%p %r: exit $?"
+[ -f "$out/p-$(awk '/^pid/ {print $2}' "$out/pr.out")-r5.json" ] || fail "%p and %r not expanded: $(ls "$out")"
+STROBE_TEST_FAKE_CUPTI= STROBE_CUPTI_PATH= "$strobe" record --stats --activities cpu,cuda -o "$out/stats2.json" -- "$target" exit 0 >"$out/stats2.out" 2>/dev/null
+grep -q "Kernel time total" "$out/stats2.out" && fail "--stats printed a kernel table without device activity"
 record delay --delay 30 -- "$target" exit 0
 [ "$rc" = 0 ] || { cat "$out/delay.err"; fail "--delay: exit $rc"; }
 [ -e "$out/delay.json" ] && fail "--delay past the end wrote a trace"
