@@ -372,7 +372,10 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
             }
         }
     }
-    int failed = rc < 0 && rd == NULL;
+    /* A file that could not be read at all counts as not read; one that ends in an error (a
+     * process killed inside an append) keeps what came before, as a stream cut short. */
+    int failed = rc < 0 && events == 0;
+    if (rc < 0) cut_stream = 1;
     if (rc < 0 && rc != STROBE_ENOMEM) {
         const char *why =
             rd && strobe_rd_errmsg(rd)[0] ? strobe_rd_errmsg(rd) : strobe_strerror(rc);

@@ -23,7 +23,10 @@
  *   (the library's destructor); "%p" in the path is replaced by the process id, for programs
  *   that start other programs, which inherit the environment. A forked child that does not exec
  *   writes nothing (strobe stops recording in it). Errors print one line prefixed
- *   "strobe_malloc:" and never stop the program. */
+ *   "strobe_malloc:" and never stop the program.
+ * - Built into libstrobe_record.so (STROBE_MALLOC_EMBEDDED, for `strobe record --heap`), the file
+ *   has no session of its own: record_hook.c runs it and turns recording on and off through
+ *   heap_hook.h. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>

@@ -352,9 +352,12 @@ static void stop_before_exit(void) {
     pthread_mutex_unlock(&lock);
 }
 
+/* Found by the constructor: a vfork() child that calls _exit must not enter the loader. */
+static exit_fn real_exit;
+
 EXPORT void _exit(int status) {
     stop_before_exit();
-    exit_fn r = (exit_fn)dlsym(RTLD_NEXT, "_exit");
+    exit_fn r = __atomic_load_n(&real_exit, __ATOMIC_ACQUIRE);
     if (r) r(status);
     for (;;)
         syscall(SYS_exit_group, status);
@@ -385,6 +388,7 @@ static void fork_child(void) {
 
 __attribute__((constructor)) static void strobe_record_start(void) {
     strobe__heap_resolve();
+    __atomic_store_n(&real_exit, (exit_fn)dlsym(RTLD_NEXT, "_exit"), __ATOMIC_RELEASE);
     int quiet = strobe__heap_quiet(1);
     active = read_settings();
     if (!active) {
