@@ -11,7 +11,8 @@
 #  5. exit status: 3 -> 3, SIGTERM -> 143; PROGRAM missing -> 127, not executable -> 126, with
 #     the shell's messages; an output that cannot be written is refused (exit 2) before PROGRAM
 #     runs (its marker file is not made); usage errors; SIGTERM sent to strobe record reaches
-#     the program (exit 143) and the trace is still written;
+#     the program (exit 143) and the trace is still written; SIGINT to the process group (Ctrl-C)
+#     ends the program only, and strobe record writes the trace and exits 130;
 #  6. --no-follow: one process, and what it runs sees no STROBE_RECORD_* nor LD_PRELOAD; with
 #     following, the program's environment differs from a plain run only by those;
 #  7. .pftrace output read back by `strobe info` and `strobe summary`; --stats; --keep-parts;
@@ -172,6 +173,26 @@ ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("name") ==
 sys.exit(0 if len(ev) == 1 and ev[0]["args"] == {"stopped": False} and ev[0]["dur"] >= 200000 else 1)
 PY
 traces+=("$out/sigterm.json")
+# Ctrl-C: SIGINT to the whole process group (as a terminal sends it) ends the program, not strobe
+# record, which then writes the trace and exits 130.
+python3 - "$strobe" "$out/sigint.json" <<'PY' || fail "SIGINT to the process group"
+import os, signal, subprocess, sys, time
+def dfl():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+p = subprocess.Popen([sys.argv[1], "record", "-q", "-o", sys.argv[2], "--", "sleep", "30"],
+                     start_new_session=True, preexec_fn=dfl)
+parts = sys.argv[2] + ".parts"
+for _ in range(100):
+    if os.path.isdir(parts) and any(f.endswith(".json") for f in os.listdir(parts)):
+        break
+    time.sleep(0.1)
+time.sleep(0.2)
+os.killpg(p.pid, signal.SIGINT)
+rc = p.wait(timeout=60)
+ok = rc == 130 and os.path.exists(sys.argv[2])
+print("SIGINT: strobe record exited %d, trace %s" % (rc, "written" if ok else "missing"))
+sys.exit(0 if ok else 1)
+PY
 
 # 6. --no-follow and the environment.
 record nofollow --no-follow -- "$target" spawn /bin/sh -c "env >'$out/nofollow.env'"
