@@ -3,8 +3,8 @@
  * ("pid 123 main", "thread 124 worker-a", ...), on standard output.
  *
  *   threads            two threads that name themselves worker-a and worker-b and allocate
- *   fork               allocates 77777 bytes, forks a child (no exec) that allocates 55555 bytes
- *                      and exits, waits for it
+ *   fork               allocates 77777 bytes, forks a child (no exec) that allocates and frees
+ *                      55555 bytes and exits, waits for it, frees the 77777 bytes
  *   forkexec PROG ...  forks a child that runs PROG ... (execv), waits for it
  *   spawn PROG ...     runs PROG ... with posix_spawn, waits for it
  *   exit N             exits with status N
@@ -79,8 +79,9 @@ int main(int argc, char **argv) {
             free(p);
             exit(0);
         }
-        free(big);
-        return wait_child(c);
+        int rc = wait_child(c);
+        free(big); /* after the child's allocations: the test checks the order across processes */
+        return rc;
     }
     if (strcmp(mode, "forkexec") == 0 && argc > 2) {
         pid_t c = fork();

@@ -5,7 +5,8 @@
 #     themselves (pthread_setname_np), each worker's allocations on its own thread;
 #  2. fork without exec (--heap): parent and child are processes of their own; the 77777-byte
 #     block the parent allocated before the fork is in the parent only, the child's 55555-byte
-#     block in the child only (the child does not write the parent's inherited session);
+#     block in the child only (the child does not write the parent's inherited session), in
+#     the order they happened across the two processes (one timeline);
 #  3. fork+exec and posix_spawn of /bin/sh: the child by pid, named after the program it runs;
 #  4. a shell script that runs ls, and python3 -c: every process, by name and pid;
 #  5. exit status: 3 -> 3, SIGTERM -> 143; PROGRAM missing -> 127, not executable -> 126, with
@@ -96,6 +97,11 @@ big, small = where(77777, 77777 + 64), where(55555, 55555 + 64)
 want(big == {(pid, True): 1, (pid, False): 1}, "77777 bytes: one alloc and free in the parent only: %s" % big)
 want(small == {(child, True): 1, (child, False): 1}, "55555 bytes: in the child only: %s" % small)
 want(all(e["pid"] in (pid, child) for e in events), "events of other pids")
+# One timeline: the parent allocated before the fork and freed after the child was done.
+order = [(e["ts"], e["pid"], e["args"]["Bytes"] > 0) for e in mem
+         if 55555 <= abs(e["args"]["Bytes"]) <= 55555 + 64 or 77777 <= abs(e["args"]["Bytes"]) <= 77777 + 64]
+want([x[1:] for x in sorted(order)] == [(pid, True), (child, True), (child, False), (pid, False)],
+     "parent alloc < child alloc < child free < parent free on the merged timeline: %s" % sorted(order))
 '
 traces+=("$out/fork.json")
 
