@@ -2,10 +2,13 @@
  * `strobe record` collects from the processes of one program (and, later, `strobe merge`).
  *
  * Every input is read with the trace reader (Kineto JSON or Perfetto, plain or gzip) and its
- * events are placed on one timeline by their absolute times (baseTimeNanoseconds + ts): strobe's
- * traces carry wall-clock nanoseconds taken from CLOCK_MONOTONIC through one offset measured at
- * each session's start, so traces of processes of one machine line up to within that
- * measurement (well under a microsecond) unless the wall clock was stepped between their starts.
+ * events are placed on one timeline by their absolute times (baseTimeNanoseconds + ts). strobe's
+ * times are CLOCK_MONOTONIC (read directly, or TSC ticks fitted to it between the process's first
+ * anchor and the stop: src/core/clock.c) plus the offset to CLOCK_REALTIME measured at each
+ * session's start, and the machine's monotonic clock is one for all its processes: traces of
+ * processes of one machine line up to within the anchors' measurement (tens of ns), unless the
+ * wall clock was stepped between two sessions' starts or the clock's frequency correction changed
+ * during a run. Traces from several machines line up only as well as their clocks agree.
  * The output is written through the public event-level writer (strobe/writer.h), in the format
  * its name says. */
 #ifndef STROBE_CLI_MERGE_H
