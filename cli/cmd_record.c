@@ -430,6 +430,19 @@ static int run_program(const char *file, char **argv, char **envp, long *pid) {
         sigprocmask(SIG_SETMASK, &old, NULL);
         execve(file, argv, envp);
         int e = errno;
+        if (e == ENOEXEC) {
+            /* A script without "#!": the shell runs it, as execvp() and shells do. */
+            size_t n = 0;
+            while (argv[n])
+                n++;
+            char **sh = calloc(n + 2, sizeof *sh);
+            if (sh) {
+                sh[0] = "sh";
+                sh[1] = (char *)file;
+                memcpy(sh + 2, argv + 1, n * sizeof *sh); /* argv[1..n], NULL included */
+                execve("/bin/sh", sh, envp);
+            }
+        }
         fprintf(stderr, "strobe record: %s: %s\n", cli_esc(argv[0]), strerror(e));
         _exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
     }

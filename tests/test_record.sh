@@ -8,7 +8,8 @@
 #     block in the child only (the child does not write the parent's inherited session), in
 #     the order they happened across the two processes (one timeline);
 #  3. fork+exec and posix_spawn of /bin/sh: the child by pid, named after the program it runs;
-#  4. a shell script that runs ls, and python3 -c: every process, by name and pid;
+#  4. a shell script that runs ls (with "#!", and without, which sh runs), and python3 -c: every
+#     process, by name and pid;
 #  5. exit status: 3 -> 3, SIGTERM -> 143; PROGRAM missing -> 127, not executable -> 126, with
 #     the shell's messages; an output that cannot be written is refused (exit 2) before PROGRAM
 #     runs (its marker file is not made); usage errors; SIGTERM sent to strobe record reaches
@@ -128,6 +129,13 @@ want(pid in procs, "the script process %d: %s" % (pid, procs))
 want("ls" in procs.values(), "ls among the processes: %s" % procs)
 '
 traces+=("$out/script.json")
+printf 'echo "pid $$ noshebang"\nls / >/dev/null\n' >"$out/noshebang.sh" && chmod +x "$out/noshebang.sh"
+record noshebang -- "$out/noshebang.sh"
+[ "$rc" = 0 ] || { cat "$out/noshebang.err"; fail "script without #!: exit $rc"; }
+check "$out/noshebang.json" "$out/noshebang.out" '
+pid = int(facts[0][1])
+want(procs.get(pid) == "sh" and "ls" in procs.values(), "script without #! run by sh %d, with ls: %s" % (pid, procs))
+'
 record python -- python3 -c 'import os; print("pid", os.getpid(), "python")'
 [ "$rc" = 0 ] || { cat "$out/python.err"; fail "python3: exit $rc"; }
 check "$out/python.json" "$out/python.out" '
