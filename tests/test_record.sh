@@ -17,7 +17,7 @@
 #     ends the program only, and strobe record writes the trace and exits 130;
 #  6. --no-follow: one process, and what it runs sees no STROBE_RECORD_* nor LD_PRELOAD; with
 #     following, the program's environment differs from a plain run only by those;
-#  7. .pftrace output read back by `strobe info` and `strobe summary`; --stats; --keep-parts;
+#  7. .pftrace output read back by `strobe info` and `strobe summary`, .json.gz output; --stats; --keep-parts;
 #     --delay past the program's end writes nothing; --duration stops recording; CUDA through
 #     the stand-in CUPTI: the launch, its kernel and their flow, in JSON and .pftrace;
 #  8. every trace passes the independent checkers (--strict) where SHARED_DIR/validators exists.
@@ -238,6 +238,9 @@ traces+=("$out/nofollow.json")
 [ "$(grep -c '"record_target"$' "$out/pf.info")" -ge 2 ] || { cat "$out/pf.info"; fail ".pftrace: two record_target processes"; }
 "$strobe" summary -q "$out/pf.pftrace" >/dev/null || fail "strobe summary on the .pftrace"
 traces+=("$out/pf.pftrace")
+"$strobe" record -q -o "$out/gz.json.gz" -- "$target" exit 0 >/dev/null 2>&1 || fail ".json.gz run"
+gzip -dc "$out/gz.json.gz" >"$out/gz.json" || fail ".json.gz: not gzip"
+grep -q '"record_target"' "$out/gz.json" || fail ".json.gz: no record_target process"
 record stats --stats --keep-parts -- "$target" exit 0
 [ "$rc" = 0 ] || { cat "$out/stats.err"; fail "--stats: exit $rc"; }
 grep -q "Self CPU" "$out/stats.out" || { cat "$out/stats.out"; fail "--stats: no summary table"; }
