@@ -49,6 +49,8 @@ const cli_command cli_commands[] = {
      "each rank's profiler steps and times, and HTA's potential stragglers"},
     {"annotations", cmd_annotations, cmd_annotations_usage, cmd_annotations_options,
      "HTA's GPU (or CPU) user-annotation breakdown per rank"},
+    {"record", cmd_record, cmd_record_usage, cmd_record_options,
+     "run a program and record a trace of it, with no change to it"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 
@@ -193,6 +195,7 @@ static const struct {
     {"check", "format", "text json"},
     {"info", "format", "text json"},
     {"trigger", "activities", "cpu cuda cpu,cuda"},
+    {"record", "activities", "cpu cuda cpu,cuda"},
 };
 
 void cli_write_completion(FILE *out) {

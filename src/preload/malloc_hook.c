@@ -23,7 +23,10 @@
  *   (the library's destructor); "%p" in the path is replaced by the process id, for programs
  *   that start other programs, which inherit the environment. A forked child that does not exec
  *   writes nothing (strobe stops recording in it). Errors print one line prefixed
- *   "strobe_malloc:" and never stop the program. */
+ *   "strobe_malloc:" and never stop the program.
+ * - Built into libstrobe_record.so (STROBE_MALLOC_EMBEDDED, for `strobe record --heap`), the file
+ *   has no session of its own: record_hook.c runs it and turns recording on and off through
+ *   heap_hook.h. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
@@ -34,6 +37,9 @@
 #include <unistd.h>
 
 #include "strobe/strobe.h"
+#ifdef STROBE_MALLOC_EMBEDDED
+#include "heap_hook.h"
+#endif
 
 #define EXPORT __attribute__((visibility("default")))
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -273,6 +279,23 @@ EXPORT size_t malloc_usable_size(void *p) {
     return real.usable(p);
 }
 
+#ifdef STROBE_MALLOC_EMBEDDED
+/* ---- Embedded in libstrobe_record.so (heap_hook.h) ------------------------------------- */
+
+void strobe__heap_set_tracing(int on) {
+    __atomic_store_n(&mode, on ? MODE_TRACE : MODE_OFF, __ATOMIC_SEQ_CST);
+}
+
+int strobe__heap_quiet(int on) {
+    int was = in_hook;
+    in_hook = on;
+    return was;
+}
+
+void strobe__heap_resolve(void) {
+    (void)resolve();
+}
+#else
 /* ---- The session ---------------------------------------------------------------------- */
 
 static char trace_path[4096];
@@ -358,3 +381,4 @@ __attribute__((destructor)) static void strobe_malloc_stop(void) {
     strobe_set_log_fn(NULL, NULL);
     in_hook = 0;
 }
+#endif /* STROBE_MALLOC_EMBEDDED */

@@ -1,0 +1,732 @@
+/* cmd_record.c: `strobe record [options] [--] PROGRAM [ARGS...]`: runs PROGRAM with strobe
+ * injected (libstrobe_record.so, src/preload/record_hook.c), records every process it starts, and
+ * merges their traces into one (merge.c) when it exits.
+ *
+ * Contents: the usage text; finding PROGRAM and the preload library; the output path and the
+ * parts folder; the environment; running and waiting (signals); collecting the parts and
+ * merging; the command. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common.h"
+#include "merge.h"
+#include "strobe/strobe.h"
+
+extern char **environ;
+
+const char cmd_record_usage[] =
+    "NAME\n"
+    "    strobe record - run a program and record a trace of it, with no change to it\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    strobe record [-o PATH] [--delay SEC] [--duration SEC] [--activities cpu,cuda]\n"
+    "                  [--heap] [--no-follow] [--stats] [--keep-parts] [-q] [--] PROGRAM\n"
+    "                  [ARGS...]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Runs PROGRAM (found as the shell finds it, through PATH) with strobe injected\n"
+    "    (LD_PRELOAD of libstrobe_record.so), records it from its start to its exit, and\n"
+    "    writes one trace. Options end at PROGRAM or at \"--\"; what follows is PROGRAM's.\n"
+    "\n"
+    "    PROGRAM runs as it would without strobe: the same standard input, output and error,\n"
+    "    working folder, arguments and environment, but for the variables strobe adds for\n"
+    "    itself (STROBE_RECORD_*, and its library at the end of LD_PRELOAD). Ctrl-C and\n"
+    "    Ctrl-\\ go to PROGRAM (strobe record ignores them and writes the trace when PROGRAM\n"
+    "    is done); SIGTERM and SIGHUP sent to strobe record are passed on to PROGRAM.\n"
+    "\n"
+    "    The programs PROGRAM starts are recorded too (fork, fork and exec, posix_spawn,\n"
+    "    shell scripts), each as a process of its own in the one trace; --no-follow records\n"
+    "    PROGRAM's first process only. Every process streams its trace to a part file while\n"
+    "    it runs, so a process that is killed keeps what it had recorded; when PROGRAM exits,\n"
+    "    the parts are merged into PATH on one timeline and removed.\n"
+    "\n"
+    "    What a process records: with --heap, every allocation (the [memory] events and\n"
+    "    allocation counters of libstrobe_malloc.so); with --activities cpu,cuda, its CUDA\n"
+    "    activity through CUPTI (a program without CUDA gets a note and no device events);\n"
+    "    the threads that record, named as the program names them (pthread_setname_np).\n"
+    "\n"
+    "    PATH: \".json\" writes Kineto-format JSON, \".pftrace\" Perfetto's protobuf format,\n"
+    "    either gzip-compressed when it ends in \".gz\". In PATH, %p is the first process's\n"
+    "    pid, %r the rank given by RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID (the\n"
+    "    first one set; 0 when none is), %% a '%'. PATH's folder must be writable: strobe\n"
+    "    record checks it before it runs PROGRAM. The parts go to PATH.parts/ meanwhile.\n"
+    "\n"
+    "    One line on standard error says where the trace went, how many processes and events\n"
+    "    it holds. A program that does not load LD_PRELOAD libraries (statically linked,\n"
+    "    set-user-ID) is not recorded, nor a child started with an environment of its own\n"
+    "    that leaves out LD_PRELOAD (env -i).\n"
+    "\n"
+    "OPTIONS\n"
+    "    -o, --output PATH     the trace (default PROGRAM-YYYYmmdd-HHMMSS.json in the working\n"
+    "                          folder)\n"
+    "    --delay SEC           start recording SEC seconds after each process starts\n"
+    "    --duration SEC        record for SEC seconds (per process; the program runs on)\n"
+    "    --activities LIST     cpu (always), cuda\n"
+    "    --heap                record allocations (malloc, free, ...)\n"
+    "    --no-follow           record PROGRAM's first process only\n"
+    "    --stats               print the operator summary (strobe summary) and, when there\n"
+    "                          was device activity, the top kernels (strobe kernels) at the\n"
+    "                          end\n"
+    "    --keep-parts          keep the folder of per-process parts\n"
+    "    -q, --quiet           no closing line\n"
+    "    -h, --help            show this text\n"
+    "    -V, --version         show strobe's version\n"
+    "\n"
+    "ENVIRONMENT\n"
+    "    STROBE_RECORD_LIB     the libstrobe_record.so to inject (default: beside strobe, or\n"
+    "                          in the installed library folder)\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    PROGRAM's exit status, or 128+N when signal N ended it; 127 when PROGRAM is not\n"
+    "    found, 126 when it cannot be run; 2 for a usage error, an output that cannot be\n"
+    "    written (PROGRAM then does not run), or a trace that could not be merged after\n"
+    "    PROGRAM exited with 0 (the parts are then kept). When no process recorded anything\n"
+    "    (each ended before --delay), no trace is written and the status is PROGRAM's.\n";
+
+enum {
+    OPT_DELAY = CLI_LONG_ONLY + 1,
+    OPT_DURATION,
+    OPT_ACTIVITIES,
+    OPT_HEAP,
+    OPT_NO_FOLLOW,
+    OPT_STATS,
+    OPT_KEEP_PARTS,
+};
+
+const struct option cmd_record_options[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"delay", required_argument, NULL, OPT_DELAY},
+    {"duration", required_argument, NULL, OPT_DURATION},
+    {"activities", required_argument, NULL, OPT_ACTIVITIES},
+    {"heap", no_argument, NULL, OPT_HEAP},
+    {"no-follow", no_argument, NULL, OPT_NO_FOLLOW},
+    {"stats", no_argument, NULL, OPT_STATS},
+    {"keep-parts", no_argument, NULL, OPT_KEEP_PARTS},
+    CLI_OPTION_QUIET,
+    CLI_OPTIONS_STD,
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct rec_opts {
+    const char *output;
+    long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
+    int cuda, heap, no_follow, stats, keep_parts, quiet;
+} rec_opts;
+
+static int usage_error(const char *msg, const char *arg) {
+    return cli_usage_error("record", msg, arg);
+}
+
+/* ---- finding PROGRAM and the library --------------------------------------------------------- */
+
+#define EXIT_NOT_FOUND 127
+#define EXIT_CANNOT_RUN 126
+
+/* Finds `prog` as execvp() would: a name with a '/' as it is, else the first regular executable
+ * file of that name in PATH (default "/usr/local/bin:/usr/bin:/bin"). @return 0 with the path in
+ * out, EXIT_NOT_FOUND or EXIT_CANNOT_RUN after the message. */
+static int find_program(const char *prog, char *out, size_t size) {
+    struct stat st;
+    if (strchr(prog, '/')) {
+        snprintf(out, size, "%s", prog);
+        if (stat(prog, &st) != 0) {
+            int e = errno;
+            fprintf(stderr, "strobe record: %s: %s\n", cli_esc(prog), strerror(e));
+            return e == ENOENT || e == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+        }
+        if (S_ISDIR(st.st_mode) || access(prog, X_OK) != 0) {
+            fprintf(stderr, "strobe record: %s: %s\n", cli_esc(prog),
+                    strerror(S_ISDIR(st.st_mode) ? EISDIR : EACCES));
+            return EXIT_CANNOT_RUN;
+        }
+        return 0;
+    }
+    const char *path = getenv("PATH");
+    if (path == NULL) path = "/usr/local/bin:/usr/bin:/bin";
+    int denied = 0;
+    if (prog[0] != '\0') {
+        for (const char *p = path;; p++) {
+            size_t len = strcspn(p, ":");
+            /* An empty entry is the working folder. */
+            int n = snprintf(out, size, "%.*s%s%s", (int)len, len ? p : ".", "/", prog);
+            if (n > 0 && (size_t)n < size && stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+                if (access(out, X_OK) == 0) return 0;
+                denied = 1;
+            }
+            p += len;
+            if (*p == '\0') break;
+        }
+    }
+    if (denied) {
+        fprintf(stderr, "strobe record: %s: %s\n", cli_esc(prog), strerror(EACCES));
+        return EXIT_CANNOT_RUN;
+    }
+    fprintf(stderr, "strobe record: %s: command not found\n", cli_esc(prog));
+    return EXIT_NOT_FOUND;
+}
+
+#ifndef STROBE_RECORD_BIN_TO_LIB
+#define STROBE_RECORD_BIN_TO_LIB "../lib"
+#endif
+
+/* The library to inject: STROBE_RECORD_LIB, else beside the strobe binary (the build tree), else
+ * in the library folder relative to it (an install). @return 0 with its absolute path, or -1
+ * after the message. */
+static int find_library(char *out, size_t size) {
+    const char *env = getenv("STROBE_RECORD_LIB");
+    char cand[PATH_MAX + 64];
+    if (env && env[0]) {
+        if (realpath(env, out) == NULL || access(out, R_OK) != 0) {
+            fprintf(stderr, "strobe record: STROBE_RECORD_LIB=%s: %s\n", cli_esc(env),
+                    strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        const char *rel[] = {"", "/" STROBE_RECORD_BIN_TO_LIB};
+        for (size_t i = 0; i < 2; i++) {
+            snprintf(cand, sizeof cand, "%s%s/libstrobe_record.so", exe, rel[i]);
+            if (access(cand, R_OK) == 0 && realpath(cand, out) != NULL) return 0;
+        }
+    }
+    (void)size;
+    fprintf(stderr, "strobe record: libstrobe_record.so not found beside strobe or in its library "
+                    "folder (set STROBE_RECORD_LIB)\n");
+    return -1;
+}
+
+/* ---- the output path and the parts folder -----------------------------------------------------
+ */
+
+/* The rank of this process in a parallel job, from the launcher's variables, or NULL. */
+static const char *launcher_rank(void) {
+    static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && v[0]) return v;
+    }
+    return NULL;
+}
+
+/* Writes `pattern` with %p (pid), %r (rank) and %% expanded into out. @return 0 or -1 (too
+ * long). */
+static int expand_output(const char *pattern, long pid, char *out, size_t size) {
+    const char *rank = launcher_rank();
+    size_t o = 0;
+    for (const char *s = pattern; *s; s++) {
+        char num[32];
+        const char *add = s;
+        size_t len = 1;
+        if (s[0] == '%' && (s[1] == 'p' || s[1] == 'r' || s[1] == '%')) {
+            if (s[1] == 'p') {
+                snprintf(num, sizeof num, "%ld", pid);
+                add = num;
+            } else if (s[1] == 'r') {
+                add = rank ? rank : "0";
+            }
+            len = strlen(add);
+            s++;
+        }
+        if (o + len >= size) return -1;
+        memcpy(out + o, add, len);
+        o += len;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* The default output: PROGRAM-YYYYmmdd-HHMMSS.json in the working folder. */
+static void default_output(const char *prog, char *out, size_t size) {
+    const char *base = strrchr(prog, '/');
+    base = base ? base + 1 : prog;
+    time_t now = time(NULL);
+    struct tm tm;
+    char stamp[32] = "";
+    if (localtime_r(&now, &tm)) strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    snprintf(out, size, "%s-%s.json", base[0] ? base : "program", stamp);
+}
+
+/* Checks that the output can be written (its folder exists and takes files; it is not a folder)
+ * and makes the parts folder beside it (PATH.parts, or PATH.parts.N when that is taken).
+ * @return 0 with the parts folder's absolute path, or -1 after the message. */
+static int prepare_output(const char *out, char *parts, size_t size) {
+    struct stat st;
+    if (out[0] == '\0' || out[strlen(out) - 1] == '/') {
+        fprintf(stderr, "strobe record: %s: the output must name a file\n", cli_esc(out));
+        return -1;
+    }
+    if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "strobe record: %s: %s\n", cli_esc(out), strerror(EISDIR));
+        return -1;
+    }
+    char dir[PATH_MAX];
+    const char *slash = strrchr(out, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == out)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - out), out);
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "strobe record: %s: cannot write in %s: %s\n", cli_esc(out), cli_esc(dir),
+                strerror(errno));
+        return -1;
+    }
+    char want[PATH_MAX + 32];
+    for (int n = 0; n < 100; n++) {
+        if (n == 0)
+            snprintf(want, sizeof want, "%s.parts", out);
+        else
+            snprintf(want, sizeof want, "%s.parts.%d", out, n);
+        if (mkdir(want, 0700) == 0) {
+            if (realpath(want, parts) == NULL || strlen(parts) >= size) {
+                rmdir(want);
+                break;
+            }
+            return 0;
+        }
+        if (errno != EEXIST) {
+            fprintf(stderr, "strobe record: %s: cannot make a folder for the parts: %s\n",
+                    cli_esc(want), strerror(errno));
+            return -1;
+        }
+    }
+    fprintf(stderr, "strobe record: %s: cannot make a folder for the parts\n", cli_esc(out));
+    return -1;
+}
+
+/* ---- the environment --------------------------------------------------------------------------
+ */
+
+typedef struct env_list {
+    char **v;
+    size_t n, cap;
+} env_list;
+
+static int env_add(env_list *e, const char *name, const char *value) {
+    if (e->n + 2 > e->cap) {
+        size_t cap = e->cap ? 2 * e->cap : 64;
+        char **v = realloc(e->v, cap * sizeof *v);
+        if (v == NULL) return -1;
+        e->v = v;
+        e->cap = cap;
+    }
+    size_t len = strlen(name) + strlen(value) + 2;
+    char *s = malloc(len);
+    if (s == NULL) return -1;
+    snprintf(s, len, "%s=%s", name, value);
+    e->v[e->n++] = s;
+    e->v[e->n] = NULL;
+    return 0;
+}
+
+static void env_free(env_list *e) {
+    for (size_t i = 0; i < e->n; i++)
+        free(e->v[i]);
+    free(e->v);
+}
+
+/* PROGRAM's environment: ours, less any STROBE_RECORD_* and LD_PRELOAD, plus the settings and
+ * LD_PRELOAD with the library at its end. @return 0 or -1 (out of memory). */
+static int make_env(env_list *e, const rec_opts *o, const char *parts, const char *lib) {
+    int rc = 0;
+    const char *preload = NULL;
+    for (char **p = environ; *p && rc == 0; p++) {
+        if (strncmp(*p, "STROBE_RECORD_", 14) == 0) continue;
+        if (strncmp(*p, "LD_PRELOAD=", 11) == 0) {
+            preload = *p + 11;
+            continue;
+        }
+        const char *eq = strchr(*p, '=');
+        if (eq == NULL) continue;
+        char name[256];
+        size_t nl = (size_t)(eq - *p);
+        if (nl >= sizeof name) {
+            /* Kept as it is: copied whole. */
+            if (env_add(e, "", "") != 0) return -1;
+            free(e->v[e->n - 1]);
+            e->v[e->n - 1] = strdup(*p);
+            if (e->v[e->n - 1] == NULL) return -1;
+            continue;
+        }
+        memcpy(name, *p, nl);
+        name[nl] = '\0';
+        rc = env_add(e, name, eq + 1);
+    }
+    char num[32];
+    if (rc == 0) rc = env_add(e, "STROBE_RECORD_DIR", parts);
+    if (rc == 0) rc = env_add(e, "STROBE_RECORD_ACTIVITIES", o->cuda ? "cpu,cuda" : "cpu");
+    if (rc == 0 && o->delay_ms > 0) {
+        snprintf(num, sizeof num, "%lld", o->delay_ms);
+        rc = env_add(e, "STROBE_RECORD_DELAY_MS", num);
+    }
+    if (rc == 0 && o->duration_ms >= 0) {
+        snprintf(num, sizeof num, "%lld", o->duration_ms);
+        rc = env_add(e, "STROBE_RECORD_DURATION_MS", num);
+    }
+    if (rc == 0 && o->heap) rc = env_add(e, "STROBE_RECORD_HEAP", "1");
+    if (rc == 0 && o->no_follow) rc = env_add(e, "STROBE_RECORD_NO_FOLLOW", "1");
+    if (rc == 0) rc = env_add(e, "STROBE_RECORD_PRELOAD", lib);
+    /* NVTX hook-up (issue 17 item 2): NVTX_INJECTION64_PATH=lib goes here, once
+     * libstrobe_record.so exports InitializeInjectionNvtx2 (see src/preload/record_hook.c). */
+    if (rc == 0) {
+        size_t len = (preload ? strlen(preload) + 1 : 0) + strlen(lib) + 1;
+        char *v = malloc(len);
+        if (v == NULL) return -1;
+        snprintf(v, len, "%s%s%s", preload && preload[0] ? preload : "",
+                 preload && preload[0] ? ":" : "", lib);
+        rc = env_add(e, "LD_PRELOAD", v);
+        free(v);
+    }
+    return rc;
+}
+
+/* ---- running and waiting ----------------------------------------------------------------------
+ */
+
+static volatile sig_atomic_t child_pid;
+
+/* SIGTERM and SIGHUP sent to strobe record go on to PROGRAM. */
+static void forward(int sig) {
+    if (child_pid > 0) kill((pid_t)child_pid, sig);
+}
+
+/* Runs PROGRAM. @return its exit status (128+N for signal N), or EXIT_CANNOT_RUN /
+ * EXIT_NOT_FOUND when it could not be started; *pid is its pid (0 when it did not start). */
+static int run_program(const char *file, char **argv, char **envp, long *pid) {
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGQUIT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    fflush(NULL);
+    pid_t c = fork();
+    if (c < 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        fprintf(stderr, "strobe record: cannot start %s: %s\n", cli_esc(file), strerror(errno));
+        *pid = 0;
+        return EXIT_CANNOT_RUN;
+    }
+    if (c == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        execve(file, argv, envp);
+        int e = errno;
+        if (e == ENOEXEC) {
+            /* A script without "#!": the shell runs it, as execvp() and shells do. */
+            size_t n = 0;
+            while (argv[n])
+                n++;
+            char **sh = calloc(n + 2, sizeof *sh);
+            if (sh) {
+                sh[0] = "sh";
+                sh[1] = (char *)file;
+                memcpy(sh + 2, argv + 1, n * sizeof *sh); /* argv[1..n], NULL included */
+                execve("/bin/sh", sh, envp);
+            }
+        }
+        fprintf(stderr, "strobe record: %s: %s\n", cli_esc(argv[0]), strerror(e));
+        _exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+    }
+    *pid = (long)c;
+    child_pid = c;
+    struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward}, o_int, o_quit,
+                     o_term, o_hup;
+    sigemptyset(&ign.sa_mask);
+    sigemptyset(&fwd.sa_mask);
+    sigaction(SIGINT, &ign, &o_int);
+    sigaction(SIGQUIT, &ign, &o_quit);
+    sigaction(SIGTERM, &fwd, &o_term);
+    sigaction(SIGHUP, &fwd, &o_hup);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    int status = 0;
+    while (waitpid(c, &status, 0) < 0 && errno == EINTR) {
+    }
+    child_pid = 0;
+    sigaction(SIGINT, &o_int, NULL);
+    sigaction(SIGQUIT, &o_quit, NULL);
+    sigaction(SIGTERM, &o_term, NULL);
+    sigaction(SIGHUP, &o_hup, NULL);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_CANNOT_RUN;
+}
+
+/* ---- collecting the parts and merging ---------------------------------------------------------
+ */
+
+typedef struct part {
+    long pid, seq;
+    char *path, *name;
+} part;
+
+/* The first process's parts first (in order), then by pid and sequence. */
+static long root_pid_for_sort;
+static int cmp_parts(const void *a, const void *b) {
+    const part *x = a, *y = b;
+    int rx = x->pid == root_pid_for_sort, ry = y->pid == root_pid_for_sort;
+    if (rx != ry) return rx ? -1 : 1;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Reads the program name the preload left beside a part (NULL when there is none). */
+static char *read_name(const char *parts, const char *stem) {
+    char path[PATH_MAX + 300];
+    snprintf(path, sizeof path, "%s/%s.name", parts, stem);
+    FILE *f = fopen(path, "re");
+    if (f == NULL) return NULL;
+    char buf[256];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    return buf[0] ? strdup(buf) : NULL;
+}
+
+/* Lists the parts of the folder. @return their count (0: none), or -1 out of memory. */
+static long list_parts(const char *parts, long root, part **out) {
+    DIR *d = opendir(parts);
+    *out = NULL;
+    if (d == NULL) return 0;
+    part *v = NULL;
+    size_t n = 0, cap = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        /* PID.json or PID.N.json */
+        char *end;
+        long pid = strtol(de->d_name, &end, 10), seq = 0;
+        if (end == de->d_name || pid <= 0) continue;
+        if (*end == '.' && end[1] >= '0' && end[1] <= '9') seq = strtol(end + 1, &end, 10);
+        if (strcmp(end, ".json") != 0) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            part *w = realloc(v, cap * sizeof *w);
+            if (w == NULL) break;
+            v = w;
+        }
+        char stem[300];
+        snprintf(stem, sizeof stem, "%.*s", (int)(strlen(de->d_name) - 5), de->d_name);
+        size_t len = strlen(parts) + strlen(de->d_name) + 2;
+        v[n].path = malloc(len);
+        if (v[n].path == NULL) break;
+        snprintf(v[n].path, len, "%s/%s", parts, de->d_name);
+        v[n].pid = pid;
+        v[n].seq = seq;
+        v[n].name = read_name(parts, stem);
+        n++;
+    }
+    closedir(d);
+    root_pid_for_sort = root;
+    if (n) qsort(v, n, sizeof *v, cmp_parts);
+    *out = v;
+    return (long)n;
+}
+
+static void remove_parts(const char *parts) {
+    DIR *d = opendir(parts);
+    if (d) {
+        for (struct dirent *de; (de = readdir(d)) != NULL;) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+            char path[PATH_MAX + 300];
+            snprintf(path, sizeof path, "%s/%s", parts, de->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(parts);
+}
+
+/* Merges the parts into `out`. @return 0, 1 when there were none (said on stderr: nothing is
+ * written and the parts folder is removed), or -1 (said on stderr). */
+static int merge_parts(const rec_opts *o, const char *parts, long root, int64_t end_ns,
+                       const char *out, const char *trace_name, int *device_events) {
+    part *v = NULL;
+    long n = list_parts(parts, root, &v);
+    int rc = -1;
+    if (n <= 0) {
+        /* Every process ended before its --delay, or none could record (each said why). */
+        fprintf(stderr, "strobe record: no process recorded anything: %s not written\n",
+                cli_esc(out));
+        rc = 1;
+    } else {
+        cli_merge_input *in = calloc((size_t)n, sizeof *in);
+        cli_merge_stats st;
+        if (in != NULL) {
+            for (long i = 0; i < n; i++) {
+                in[i].path = v[i].path;
+                in[i].process_name = v[i].name;
+                in[i].pid = v[i].pid;
+                /* The first process's last image ended when waitpid() said so. */
+                if (v[i].pid == root && (i + 1 == n || v[i + 1].pid != root)) in[i].end_ns = end_ns;
+            }
+            rc = cli_merge("record", in, (size_t)n, out, trace_name, &st);
+            free(in);
+            *device_events = rc == 0 && st.device_events > 0;
+        }
+        if (rc == 0 && !o->quiet)
+            fprintf(stderr, "strobe record: wrote %s: %zu process%s, %llu event%s\n", cli_esc(out),
+                    st.processes, st.processes == 1 ? "" : "es", (unsigned long long)st.events,
+                    st.events == 1 ? "" : "s");
+        if (rc == 0 && o->cuda && st.device_events == 0)
+            fprintf(stderr, "strobe record: note: no CUDA activity was recorded (the program "
+                            "used no GPU, or CUDA could not be traced here)\n");
+        if (rc == 0 && st.clipped)
+            fprintf(stderr,
+                    "strobe record: %llu slice(s) ended after the slice around them: ended "
+                    "with it\n",
+                    (unsigned long long)st.clipped);
+    }
+    for (long i = 0; i < n; i++) {
+        free(v[i].path);
+        free(v[i].name);
+    }
+    free(v);
+    return rc;
+}
+
+/* --stats: the operator summary and, when the trace has device events, the top kernels, through
+ * their commands. */
+static void print_stats(const char *out, int kernels) {
+    char *sargv[] = {"summary", "-q", (char *)out, NULL};
+    fflush(stderr);
+    cmd_summary(3, sargv);
+    fflush(stdout);
+    if (!kernels) return;
+    char *kargv[] = {"kernels", "-q", "-n", "10", (char *)out, NULL};
+    cmd_kernels(5, kargv);
+    fflush(stdout);
+}
+
+/* ---- the command ------------------------------------------------------------------------------
+ */
+
+/* Parses SEC (a decimal number of seconds, up to 30 days) into ms. @return 0 or -1. */
+static int parse_seconds(const char *v, long long *ms) {
+    char *end;
+    errno = 0;
+    double s = strtod(v, &end);
+    if (errno || end == v || *end != '\0' || !(s >= 0) || s > 30.0 * 86400) return -1;
+    *ms = (long long)(s * 1000.0 + 0.5);
+    return 0;
+}
+
+int cmd_record(int argc, char **argv) {
+    rec_opts o = {.duration_ms = -1};
+    int first = 0;
+    for (int c; (c = cli_getopt(argc, argv, "+:o:qhV", cmd_record_options, &first)) != -1;) {
+        switch (c) {
+        case 'h':
+            return cli_help(cmd_record_usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            o.quiet = 1;
+            break;
+        case 'o':
+            if (optarg[0] == '\0') return usage_error("the output is empty", NULL);
+            o.output = optarg;
+            break;
+        case OPT_DELAY:
+            if (parse_seconds(optarg, &o.delay_ms) != 0)
+                return usage_error("--delay takes seconds (0 .. 2592000)", optarg);
+            break;
+        case OPT_DURATION:
+            if (parse_seconds(optarg, &o.duration_ms) != 0)
+                return usage_error("--duration takes seconds (0 .. 2592000)", optarg);
+            break;
+        case OPT_ACTIVITIES: {
+            o.cuda = 0;
+            for (const char *p = optarg;;) {
+                size_t len = strcspn(p, ",");
+                if (len == 4 && strncmp(p, "cuda", 4) == 0)
+                    o.cuda = 1;
+                else if (!(len == 3 && strncmp(p, "cpu", 3) == 0))
+                    return usage_error("unknown activity (cpu, cuda)", optarg);
+                p += len;
+                if (*p == '\0') break;
+                p++;
+            }
+            break;
+        }
+        case OPT_HEAP:
+            o.heap = 1;
+            break;
+        case OPT_NO_FOLLOW:
+            o.no_follow = 1;
+            break;
+        case OPT_STATS:
+            o.stats = 1;
+            break;
+        case OPT_KEEP_PARTS:
+            o.keep_parts = 1;
+            break;
+        default:
+            return cli_option_error("record", c, argv, cmd_record_options);
+        }
+    }
+    if (first >= argc) return usage_error("no PROGRAM to run", NULL);
+    char **prog_argv = argv + first;
+    char file[PATH_MAX];
+    int rc = find_program(prog_argv[0], file, sizeof file);
+    if (rc != 0) return rc;
+    char lib[PATH_MAX];
+    if (find_library(lib, sizeof lib) != 0) return CLI_BAD_INPUT;
+
+    /* The output: %r now, %p once the first process has a pid (this process's own stands in
+     * for the checks and the parts folder's name). */
+    char pattern[PATH_MAX], check[PATH_MAX], parts[PATH_MAX];
+    if (o.output)
+        snprintf(pattern, sizeof pattern, "%s", o.output);
+    else
+        default_output(prog_argv[0], pattern, sizeof pattern);
+    if (expand_output(pattern, (long)getpid(), check, sizeof check) != 0) {
+        fprintf(stderr, "strobe record: %s: the path is too long\n", cli_esc(pattern));
+        return CLI_BAD_INPUT;
+    }
+    if (prepare_output(check, parts, sizeof parts) != 0) return CLI_BAD_INPUT;
+
+    env_list env = {0};
+    if (make_env(&env, &o, parts, lib) != 0) {
+        fprintf(stderr, "strobe record: out of memory\n");
+        env_free(&env);
+        remove_parts(parts);
+        return CLI_BAD_INPUT;
+    }
+    long pid = 0;
+    int status = run_program(file, prog_argv, env.v, &pid);
+    struct timespec ended;
+    clock_gettime(CLOCK_REALTIME, &ended);
+    int64_t end_ns = (int64_t)ended.tv_sec * 1000000000 + ended.tv_nsec;
+    env_free(&env);
+
+    char out[PATH_MAX];
+    if (expand_output(pattern, pid, out, sizeof out) != 0) snprintf(out, sizeof out, "%s", check);
+    const char *base = strrchr(prog_argv[0], '/');
+    base = base ? base + 1 : prog_argv[0];
+    int device_events = 0;
+    int merged = merge_parts(&o, parts, pid, end_ns, out, base, &device_events);
+    if ((merged == 0 && !o.keep_parts) || merged == 1)
+        remove_parts(parts);
+    else if (merged != 0 || !o.quiet)
+        fprintf(stderr, "strobe record: the parts are kept in %s\n", cli_esc(parts));
+    if (merged == 0 && o.stats) print_stats(out, device_events);
+    if (merged < 0 && status == 0) return CLI_BAD_INPUT;
+    return status;
+}

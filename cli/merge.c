@@ -1,0 +1,718 @@
+/* merge.c: several traces into one (merge.h).
+ *
+ * Contents: collecting (tracks, events, args kept as raw text); binding flows to slices; writing
+ * (tracks, then each track's events in time order with a stack of open slices).
+ *
+ * Every event of every input is collected first (the inputs fit in memory as their JSON did),
+ * then sorted per track by start, longer slices first, and written as slice begins and ends, as
+ * Perfetto's format needs them. A slice that starts inside another and ends after it does not
+ * nest: it is ended with the slice around it and counted (strobe's own traces always nest). */
+#include "merge.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common.h"
+#include "reader/json_pull.h"
+#include "reader/trace_reader.h"
+#include "strobe/error.h"
+#include "strobe/writer.h"
+#include "util/strpool.h"
+#include "util/strtab.h"
+#include "util/u64map.h"
+
+#define NO_STR UINT32_MAX
+#define PROCESS_TID INT64_MIN
+
+typedef struct mtrack {
+    int64_t pid, tid; /* tid PROCESS_TID: the process itself */
+    uint32_t name, label;
+    int64_t name_rank; /* which input named it: (has events, input index), highest wins */
+    int64_t sort;
+    int has_sort, device, used;
+    int64_t wid; /* the writer's track id once declared, else -1 */
+} mtrack;
+
+typedef struct mitem {
+    uint32_t track;
+    char ph; /* 'X', 'i', 'C', 's' or 'f' */
+    char bp_e;
+    int session; /* strobe's session span of the first input */
+    int64_t ts, dur;
+    uint32_t name, cat;
+    size_t args_off, args_len; /* args_off SIZE_MAX: none */
+    double value;
+    uint64_t flow;              /* 's'/'f': its id; slices: unused */
+    uint64_t flow_out, flow_in; /* slices: the flows bound to them (0: none) */
+    size_t order;
+} mitem;
+
+typedef struct merger {
+    const char *cmd;
+    strobe__pool pool;
+    strobe__strtab strs;
+    mtrack *tracks;
+    size_t ntracks, captracks;
+    strobe__u64map track_map; /* (pid, tid) key -> index + 1 */
+    mitem *items;
+    size_t nitems, capitems;
+    char *arena;
+    size_t narena, caparena;
+    int64_t base;
+    int has_base;
+    char *trace_id, *device_props;
+    /* Names and labels an input gives (tracks and strings), applied when the input is read and
+     * its rank known. */
+    struct pending_name {
+        uint32_t track, name;
+        int label;
+    } * pending;
+    size_t npending, cappending;
+    int oom;
+    uint64_t skipped;
+    int session_taken;
+    int input_has_session; /* the input being read has strobe's session span */
+} merger;
+
+static void *grow(void *p, size_t *cap, size_t need, size_t size, int *oom) {
+    if (need <= *cap) return p;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(p, c * size);
+    if (q == NULL) {
+        *oom = 1;
+        return p;
+    }
+    *cap = c;
+    return q;
+}
+
+static uint32_t intern(merger *m, const char *s, size_t len) {
+    if (s == NULL) return NO_STR;
+    int64_t id = strobe__strtab_intern(&m->strs, s, len);
+    if (id < 0) {
+        m->oom = 1;
+        return NO_STR;
+    }
+    return (uint32_t)id;
+}
+
+static const char *str(const merger *m, uint32_t id) {
+    return id == NO_STR ? NULL : strobe__strtab_str(&m->strs, id);
+}
+
+/* ---- collecting ------------------------------------------------------------------------------ */
+
+static uint64_t track_key(int64_t pid, int64_t tid) {
+    uint64_t t = tid == PROCESS_TID ? 0xffffffffu : (uint32_t)tid;
+    return (((uint64_t)(uint32_t)pid << 32) | t) & STROBE__U64MAP_KEY_MAX;
+}
+
+/* The index of track (pid, tid), made when new; UINT32_MAX when out of memory. */
+static uint32_t track_of(merger *m, int64_t pid, int64_t tid) {
+    int inserted = 0;
+    uint64_t *slot = strobe__u64map_put(&m->track_map, track_key(pid, tid), &inserted);
+    if (slot == NULL) {
+        m->oom = 1;
+        return UINT32_MAX;
+    }
+    if (!inserted && m->tracks[*slot - 1].pid == pid && m->tracks[*slot - 1].tid == tid)
+        return (uint32_t)(*slot - 1);
+    if (!inserted) {
+        /* Ids beyond 32 bits that share a key: found by a scan. */
+        for (size_t i = 0; i < m->ntracks; i++)
+            if (m->tracks[i].pid == pid && m->tracks[i].tid == tid) return (uint32_t)i;
+    }
+    m->tracks = grow(m->tracks, &m->captracks, m->ntracks + 1, sizeof *m->tracks, &m->oom);
+    if (m->oom) return UINT32_MAX;
+    mtrack *t = &m->tracks[m->ntracks];
+    memset(t, 0, sizeof *t);
+    t->pid = pid;
+    t->tid = tid;
+    t->name = t->label = NO_STR;
+    t->name_rank = -1;
+    t->wid = -1;
+    if (inserted) *slot = m->ntracks + 1;
+    return (uint32_t)m->ntracks++;
+}
+
+static mitem *new_item(merger *m) {
+    m->items = grow(m->items, &m->capitems, m->nitems + 1, sizeof *m->items, &m->oom);
+    if (m->oom) return NULL;
+    mitem *it = &m->items[m->nitems];
+    memset(it, 0, sizeof *it);
+    it->args_off = SIZE_MAX;
+    it->name = it->cat = NO_STR;
+    it->order = m->nitems++;
+    return it;
+}
+
+static void keep_args(merger *m, mitem *it, const strobe_rd_event *e) {
+    if (e->args == NULL || e->args_len <= 2) return;
+    m->arena = grow(m->arena, &m->caparena, m->narena + e->args_len, 1, &m->oom);
+    if (m->oom) return;
+    memcpy(m->arena + m->narena, e->args, e->args_len);
+    it->args_off = m->narena;
+    it->args_len = e->args_len;
+    m->narena += e->args_len;
+}
+
+static int64_t id_num(const strobe_rd_id *id) {
+    return id->has_num ? id->num : 0;
+}
+
+/* A name given by the input being read, applied by apply_names(). */
+static void name_track(merger *m, uint32_t tr, const char *s, size_t len, int label) {
+    m->pending = grow(m->pending, &m->cappending, m->npending + 1, sizeof *m->pending, &m->oom);
+    uint32_t id = intern(m, s, len);
+    if (m->oom) return;
+    m->pending[m->npending++] = (struct pending_name){.track = tr, .name = id, .label = label};
+}
+
+/* Applies the names of the input just read: an input outranks the ones before it, and any input
+ * with events outranks every one without. */
+static void apply_names(merger *m, int64_t rank) {
+    for (size_t i = 0; i < m->npending; i++) {
+        mtrack *t = &m->tracks[m->pending[i].track];
+        if (m->pending[i].label) {
+            t->label = m->pending[i].name;
+        } else if (rank >= t->name_rank) {
+            t->name = m->pending[i].name;
+            t->name_rank = rank;
+        }
+    }
+    m->npending = 0;
+}
+
+/* One event of input `in` (rank: its naming rank; flow_salt: mixed into its flow ids). */
+static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64_t flow_salt,
+                          const char *pname, int64_t pname_pid, size_t *events) {
+    if (e->bad || e->ph.s == NULL || e->ph.len != 1) {
+        m->skipped++;
+        return;
+    }
+    char ph = e->ph.s[0];
+    int64_t pid = id_num(&e->pid), tid = id_num(&e->tid);
+    if (ph == 'M') {
+        const char *nm = e->name.s ? e->name.s : "";
+        strobe_rd_value v;
+        char buf[512];
+        size_t len;
+        int64_t x;
+        int proc = strncmp(nm, "process_", 8) == 0;
+        uint32_t tr = track_of(m, pid, proc ? PROCESS_TID : tid);
+        if (tr == UINT32_MAX) return;
+        if ((strcmp(nm, "process_name") == 0 || strcmp(nm, "thread_name") == 0) &&
+            strobe_rd_event_arg(e, "name", &v) == 1 &&
+            strobe_rd_value_str(&v, buf, sizeof buf, &len) == 0) {
+            if (proc && pname && pid == pname_pid) {
+                name_track(m, tr, pname, strlen(pname), 0);
+            } else {
+                name_track(m, tr, buf, len, 0);
+            }
+            if (proc && strncmp(buf, "GPU", 3) == 0) m->tracks[tr].device = 1;
+        } else if (strcmp(nm, "process_labels") == 0 && strobe_rd_event_arg(e, "labels", &v) == 1 &&
+                   strobe_rd_value_str(&v, buf, sizeof buf, &len) == 0) {
+            name_track(m, tr, buf, len, 1);
+        } else if ((strcmp(nm, "process_sort_index") == 0 ||
+                    strcmp(nm, "thread_sort_index") == 0) &&
+                   strobe_rd_event_arg(e, "sort_index", &v) == 1 &&
+                   strobe_rd_value_int(&v, &x) == 0) {
+            m->tracks[tr].sort = x;
+            m->tracks[tr].has_sort = 1;
+            if (proc && x >= 16777216) m->tracks[tr].device = 1;
+        }
+        return;
+    }
+    if (!e->has_abs ||
+        (ph != 'X' && ph != 'i' && ph != 'I' && ph != 'C' && ph != 's' && ph != 'f')) {
+        m->skipped++;
+        return;
+    }
+    uint32_t tr = track_of(m, pid, tid);
+    if (tr == UINT32_MAX) return;
+    (*events)++;
+    if (ph == 'C') {
+        /* Each numeric member of args is one series on the event's track. */
+        if (e->args == NULL) return;
+        strobe_jp jp;
+        strobe_jp_init_mem(&jp, e->args, e->args_len);
+        int tok = strobe_jp_next(&jp);
+        while (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_NUMBER || tok > STROBE_JP_EOF) {
+            tok = strobe_jp_next(&jp);
+            if (tok != STROBE_JP_KEY) break;
+            char key[256];
+            size_t kl = jp.str_len < sizeof key - 1 ? jp.str_len : sizeof key - 1;
+            memcpy(key, jp.str, kl);
+            key[kl] = '\0';
+            tok = strobe_jp_next(&jp);
+            if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN)
+                tok = strobe_jp_skip_container(&jp);
+            if (tok != STROBE_JP_NUMBER) continue;
+            mitem *it = new_item(m);
+            if (it == NULL) break;
+            char series[600];
+            size_t nl = e->name.s ? e->name.len : 0;
+            if (nl == kl && memcmp(e->name.s, key, kl) == 0)
+                snprintf(series, sizeof series, "%s", key);
+            else
+                snprintf(series, sizeof series, "%.*s %s", (int)(nl > 300 ? 300 : nl),
+                         e->name.s ? e->name.s : "", key);
+            it->ph = 'C';
+            it->track = tr;
+            it->ts = e->abs_ts_ns;
+            it->name = intern(m, series, strlen(series));
+            it->cat = e->cat.s ? intern(m, e->cat.s, e->cat.len) : NO_STR;
+            it->value = strtod(jp.num, NULL);
+        }
+        strobe_jp_free(&jp);
+        return;
+    }
+    mitem *it = new_item(m);
+    if (it == NULL) return;
+    it->ph = ph == 'I' ? 'i' : ph;
+    it->track = tr;
+    it->ts = e->abs_ts_ns;
+    if (ph == 's' || ph == 'f') {
+        it->flow = (uint64_t)id_num(&e->id) ^ flow_salt;
+        it->bp_e = e->bp.s && strcmp(e->bp.s, "e") == 0;
+        return;
+    }
+    it->dur = ph == 'X' && e->has_dur ? e->dur_ns : 0;
+    it->name = intern(m, e->name.s ? e->name.s : "", e->name.s ? e->name.len : 0);
+    it->cat = e->cat.s ? intern(m, e->cat.s, e->cat.len) : NO_STR;
+    if (ph == 'X' && e->cat.s && strcmp(e->cat.s, "Trace") == 0 && e->name.s &&
+        strcmp(e->name.s, "strobe session") == 0) {
+        m->input_has_session = 1;
+        if (in == 0 && !m->session_taken) it->session = 1, m->session_taken = 1;
+    }
+    keep_args(m, it, e);
+}
+
+/* A streamed trace whose process never stopped its session (it was killed, or ran exec) has no
+ * session span: one is made from the session's start (a stream's base is 1 us before it) to when
+ * the caller says the process ended, else to its last event or the file's last write, whichever
+ * is later, with the arg "stopped": false, so that the process shows for the time it ran even
+ * when it recorded nothing. */
+static void add_cut_session(merger *m, const cli_merge_input *in, int64_t pid, size_t first,
+                            int64_t base) {
+    if (base == INT64_MIN) return;
+    if (pid <= 0) {
+        for (size_t i = first; i < m->nitems && pid <= 0; i++)
+            if (!m->tracks[m->items[i].track].device) pid = m->tracks[m->items[i].track].pid;
+    }
+    if (pid <= 0) return;
+    int64_t start = base + 1000, end = start;
+    for (size_t i = first; i < m->nitems; i++)
+        if (m->items[i].ts + m->items[i].dur > end) end = m->items[i].ts + m->items[i].dur;
+    struct stat st;
+    if (in->end_ns > end && in->end_ns - start < (int64_t)86400 * 1000000000) {
+        end = in->end_ns;
+    } else if (stat(in->path, &st) == 0) {
+        int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        if (mt > end && mt - start < (int64_t)86400 * 1000000000) end = mt;
+    }
+    uint32_t tr = track_of(m, pid, 0);
+    mitem *it = tr == UINT32_MAX ? NULL : new_item(m);
+    if (it == NULL) return;
+    static const char args[] = "{\"stopped\": false}";
+    m->arena = grow(m->arena, &m->caparena, m->narena + sizeof args, 1, &m->oom);
+    if (m->oom) return;
+    memcpy(m->arena + m->narena, args, sizeof args - 1);
+    it->args_off = m->narena;
+    it->args_len = sizeof args - 1;
+    m->narena += sizeof args - 1;
+    it->ph = 'X';
+    it->track = tr;
+    it->ts = start;
+    it->dur = end - start;
+    it->name = intern(m, "strobe session", 14);
+    it->cat = intern(m, "Trace", 5);
+    if (m->tracks[tr].name == NO_STR) m->tracks[tr].name = intern(m, "Spans", 5);
+}
+
+/* Reads one input. @return 0, or -1 when nothing of it could be read. */
+static int collect_input(merger *m, const cli_merge_input *in, size_t index, size_t *cut,
+                         size_t *empty) {
+    strobe_rd_options opt;
+    strobe_rd_options_init(&opt);
+    opt.prescan_base = 1;
+    strobe_rd *rd = NULL;
+    int rc = strobe_rd_open(&rd, in->path, &opt);
+    size_t events = 0, first_item = m->nitems;
+    uint64_t salt = (uint64_t)index << 40;
+    int cut_stream = 0;
+    int64_t cpu_pid = in->pid;
+    m->input_has_session = 0;
+    strobe_rd_item item;
+    while (rc == 0 && !m->oom && (rc = strobe_rd_next(rd, &item)) > 0) {
+        rc = 0;
+        if (item.kind == STROBE_RD_EVENT)
+            collect_event(m, item.event, index, salt, in->process_name, in->pid, &events);
+        if (item.kind == STROBE_RD_META && item.meta->key.s) {
+            const strobe_rd_meta *mt = item.meta;
+            if (strcmp(mt->key.s, "trace_id") == 0 && m->trace_id == NULL) {
+                char buf[256];
+                if (strobe_rd_value_str(&mt->value, buf, sizeof buf, NULL) == 0)
+                    m->trace_id = strobe__pool_strdup(&m->pool, buf);
+            } else if (strcmp(mt->key.s, "strobe_stream") == 0 &&
+                       mt->value.type == STROBE_RD_T_OBJECT) {
+                strobe_rd_value c;
+                if (strobe_rd_obj_get(mt->value.raw, mt->value.len, "complete", &c) == 1 &&
+                    c.type == STROBE_RD_T_FALSE)
+                    cut_stream = 1;
+            } else if (strcmp(mt->key.s, "deviceProperties") == 0 && m->device_props == NULL &&
+                       mt->value.type == STROBE_RD_T_ARRAY && mt->value.len > 2) {
+                m->device_props = strobe__pool_strndup(&m->pool, mt->value.raw, mt->value.len);
+            }
+        }
+    }
+    /* A file that could not be read at all counts as not read; one that ends in an error (a
+     * process killed inside an append) keeps what came before, as a stream cut short. */
+    int failed = rc < 0 && events == 0;
+    if (rc < 0) cut_stream = 1;
+    if (rc < 0 && rc != STROBE_ENOMEM) {
+        const char *why =
+            rd && strobe_rd_errmsg(rd)[0] ? strobe_rd_errmsg(rd) : strobe_strerror(rc);
+        fprintf(stderr, "strobe %s: %s%s\n", m->cmd, cli_esc(why),
+                events ? " (the events before it are kept)" : "");
+        (*cut)++;
+    }
+    if (rc == STROBE_ENOMEM) m->oom = 1;
+    int64_t info_base = INT64_MIN;
+    if (rd) {
+        const strobe_rd_info *info = strobe_rd_get_info(rd);
+        if (info->has_base_time) info_base = info->base_time_ns;
+        if (info->has_base_time && (!m->has_base || info->base_time_ns < m->base)) {
+            m->base = info->base_time_ns;
+            m->has_base = 1;
+        }
+    }
+    strobe_rd_close(rd);
+    if (cut_stream && !m->input_has_session && m->has_base)
+        add_cut_session(m, in, cpu_pid, first_item, info_base);
+    if (events == 0 && !(cut_stream && !m->input_has_session)) (*empty)++;
+    apply_names(m, (int64_t)index + (events ? (int64_t)1 << 40 : 0));
+    return failed ? -1 : 0;
+}
+
+/* ---- binding flows --------------------------------------------------------------------------- */
+
+static int cmp_items(const void *a, const void *b) {
+    const mitem *x = a, *y = b;
+    if (x->track != y->track) return x->track < y->track ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    /* Slices first at one time (a flow or instant at a slice's start is inside it), the longer
+     * (outer) one first. */
+    int xs = x->ph == 'X', ys = y->ph == 'X';
+    if (xs != ys) return xs ? -1 : 1;
+    if (x->dur != y->dur) return x->dur > y->dur ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Binds each flow event to a slice of its track: "s" and "f" with bp "e" to the innermost slice
+ * that encloses its time, any other "f" to the next slice that starts at or after it. */
+static void bind_flows(merger *m, size_t *stack) {
+    size_t depth = 0, pending_next = SIZE_MAX;
+    for (size_t i = 0; i < m->nitems; i++) {
+        mitem *it = &m->items[i];
+        if (i > 0 && it->track != m->items[i - 1].track) depth = 0, pending_next = SIZE_MAX;
+        while (depth > 0) {
+            const mitem *top = &m->items[stack[depth - 1]];
+            if (top->ts + top->dur >= it->ts) break;
+            depth--;
+        }
+        if (it->ph == 'X') {
+            if (pending_next != SIZE_MAX) {
+                it->flow_in = m->items[pending_next].flow;
+                pending_next = SIZE_MAX;
+            }
+            stack[depth++] = i;
+        } else if (it->ph == 's' || it->ph == 'f') {
+            if (it->ph == 'f' && !it->bp_e) {
+                pending_next = i;
+            } else if (depth > 0) {
+                mitem *s = &m->items[stack[depth - 1]];
+                if (it->ph == 's')
+                    s->flow_out = it->flow;
+                else
+                    s->flow_in = it->flow;
+            }
+        }
+    }
+}
+
+/* ---- writing --------------------------------------------------------------------------------- */
+
+/* The args object at text[0..len) as writer args (values copied into *scratch): strings and
+ * integers keep their type, anything else goes as JSON text. */
+static int parse_args(const char *text, size_t len, strobe_writer_arg **args, size_t *cap,
+                      size_t *n, char **scratch, size_t *scap) {
+    *n = 0;
+    int oom = 0;
+    strobe_jp jp;
+    strobe_jp_init_mem(&jp, text, len);
+    size_t used = 0, count = 0;
+    size_t *koff = NULL, *voff = NULL, *vlen = NULL;
+    int *types = NULL;
+    size_t kcap = 0;
+    if (strobe_jp_next(&jp) != STROBE_JP_OBJ_BEGIN) goto done;
+    for (int tok; (tok = strobe_jp_next(&jp)) == STROBE_JP_KEY;) {
+        *scratch = grow(*scratch, scap, used + jp.str_len + 1, 1, &oom);
+        if (oom) break;
+        size_t k = used;
+        memcpy(*scratch + used, jp.str, jp.str_len);
+        (*scratch)[used + jp.str_len] = '\0';
+        used += jp.str_len + 1;
+        strobe_jp_capture_begin(&jp, 0);
+        tok = strobe_jp_next(&jp);
+        const char *t = NULL;
+        size_t tl = 0;
+        int64_t off;
+        int type = STROBE_ARG_JSON;
+        if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN)
+            tok = strobe_jp_skip_container(&jp);
+        if (tok <= STROBE_JP_EOF) break;
+        if (tok == STROBE_JP_STRING) {
+            type = STROBE_ARG_STRING;
+            strobe_jp_capture_end(&jp, &t, &tl, &off);
+            t = jp.str;
+            tl = jp.str_len;
+        } else {
+            if (strobe_jp_capture_end(&jp, &t, &tl, &off)) break;
+            if (tok == STROBE_JP_NUMBER) {
+                int integer = tl > 0 && tl < 19;
+                for (size_t i = t[0] == '-'; integer && i < tl; i++)
+                    integer = t[i] >= '0' && t[i] <= '9';
+                if (integer) type = STROBE_ARG_INT;
+            }
+        }
+        *scratch = grow(*scratch, scap, used + tl + 1, 1, &oom);
+        koff = grow(koff, &kcap, count + 1, sizeof *koff, &oom);
+        if (oom) break;
+        size_t c2 = kcap;
+        voff = realloc(voff, c2 * sizeof *voff);
+        vlen = realloc(vlen, c2 * sizeof *vlen);
+        types = realloc(types, c2 * sizeof *types);
+        if (!voff || !vlen || !types) {
+            oom = 1;
+            break;
+        }
+        memcpy(*scratch + used, t, tl);
+        (*scratch)[used + tl] = '\0';
+        koff[count] = k;
+        voff[count] = used;
+        vlen[count] = tl;
+        types[count++] = type;
+        used += tl + 1;
+    }
+    *args = grow(*args, cap, count ? count : 1, sizeof **args, &oom);
+    for (size_t i = 0; !oom && i < count; i++) {
+        strobe_writer_arg a = {.key = *scratch + koff[i], .type = types[i], .len = (size_t)-1};
+        const char *v = *scratch + voff[i];
+        if (types[i] == STROBE_ARG_INT) {
+            a.i = strtoll(v, NULL, 10);
+        } else {
+            a.s = v;
+            a.len = vlen[i];
+        }
+        (*args)[i] = a;
+    }
+    if (!oom) *n = count;
+done:
+    strobe_jp_free(&jp);
+    free(koff);
+    free(voff);
+    free(vlen);
+    free(types);
+    return oom ? STROBE_ENOMEM : 0;
+}
+
+static strobe_writer_event item_event(const merger *m, const mitem *it) {
+    strobe_writer_event e = {.track = (uint32_t)m->tracks[it->track].wid,
+                             .flags = it->session ? STROBE_WRITER_SESSION : 0,
+                             .cat = str(m, it->cat),
+                             .name = str(m, it->name),
+                             .ts = it->ts,
+                             .end = it->ts + it->dur,
+                             .value = it->value};
+    return e;
+}
+
+/* Declares the tracks that events use, their processes, and the first input's process. */
+static int write_tracks(merger *m, strobe_writer *w, uint32_t root, cli_merge_stats *st) {
+    for (size_t i = 0; i < m->nitems; i++)
+        m->tracks[m->items[i].track].used = 1;
+    if (root != UINT32_MAX) m->tracks[root].used = 1;
+    size_t n = m->ntracks;
+    for (size_t i = 0; i < n; i++) {
+        if (!m->tracks[i].used || m->tracks[i].tid == PROCESS_TID) continue;
+        uint32_t p = track_of(m, m->tracks[i].pid, PROCESS_TID);
+        if (p == UINT32_MAX) return STROBE_ENOMEM;
+        m->tracks[p].used = 1;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < m->ntracks; i++) {
+            mtrack *t = &m->tracks[i];
+            if (!t->used || (pass == 0) != (t->tid == PROCESS_TID)) continue;
+            strobe_writer_track wt = {.pid = t->pid,
+                                      .tid = 0,
+                                      .name = str(m, t->name),
+                                      .label = str(m, t->label),
+                                      .sort_index = t->has_sort ? t->sort : INT64_MIN};
+            if (pass == 0) {
+                wt.kind = t->device ? STROBE_TRACK_DEVICE : STROBE_TRACK_PROCESS;
+                if (!t->device) st->processes++;
+            } else {
+                const mtrack *p = &m->tracks[track_of(m, t->pid, PROCESS_TID)];
+                t = &m->tracks[i];
+                wt.tid = t->tid;
+                wt.parent = (uint32_t)p->wid;
+                t->device = p->device; /* a device's streams count as device events */
+                int plain = p->device || t->tid <= 0 || t->tid > INT32_MAX;
+                wt.kind = plain ? STROBE_TRACK_STREAM : STROBE_TRACK_THREAD;
+                if (!plain) st->threads++;
+            }
+            int64_t id = strobe_writer_add_track(w, &wt);
+            if (id < 0) return (int)id;
+            m->tracks[i].wid = id;
+        }
+    }
+    return 0;
+}
+
+static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_stats *st) {
+    strobe_writer_arg *args = NULL;
+    size_t acap = 0, nargs = 0, scap = 0, depth = 0;
+    char *scratch = NULL;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i <= m->nitems; i++) {
+        const mitem *it = i < m->nitems ? &m->items[i] : NULL;
+        int new_track = it == NULL || (i > 0 && it->track != m->items[i - 1].track);
+        /* Close what ends before this item (an instant at a slice's end is inside it). */
+        while (rc == 0 && depth > 0) {
+            mitem *top = &m->items[stack[depth - 1]];
+            int64_t end = top->ts + top->dur;
+            if (!new_track && (end > it->ts || (it->ph != 'X' && end == it->ts))) break;
+            /* The whole event again: the JSON writer writes a slice at its end, from the event
+             * it is given then; Perfetto's keeps what it was given at the begin. */
+            nargs = 0;
+            if (top->args_off != SIZE_MAX)
+                rc = parse_args(m->arena + top->args_off, top->args_len, &args, &acap, &nargs,
+                                &scratch, &scap);
+            strobe_writer_event e = item_event(m, top);
+            e.args = args;
+            e.nargs = nargs;
+            e.flow_out = &top->flow_out;
+            e.nflow_out = top->flow_out != 0;
+            e.flow_in = &top->flow_in;
+            e.nflow_in = top->flow_in != 0;
+            if (rc == 0) rc = strobe_writer_slice_end(w, &e, NULL, 0);
+            depth--;
+        }
+        if (it == NULL || rc) break;
+        if (it->ph == 's' || it->ph == 'f') continue;
+        if (m->tracks[it->track].device) st->device_events++;
+        st->events++;
+        if (it->ph == 'C') {
+            strobe_writer_event e = item_event(m, it);
+            rc = strobe_writer_counter(w, &e);
+            if (rc > 0) rc = 0;
+            continue;
+        }
+        nargs = 0;
+        if (it->args_off != SIZE_MAX)
+            rc = parse_args(m->arena + it->args_off, it->args_len, &args, &acap, &nargs, &scratch,
+                            &scap);
+        if (rc) break;
+        strobe_writer_event e = item_event(m, it);
+        e.args = args;
+        e.nargs = nargs;
+        if (it->ph == 'i') {
+            rc = strobe_writer_instant(w, &e);
+            continue;
+        }
+        if (depth > 0) {
+            const mitem *top = &m->items[stack[depth - 1]];
+            if (it->ts + it->dur > top->ts + top->dur) {
+                m->items[i].dur = top->ts + top->dur - it->ts;
+                st->clipped++;
+                e.end = it->ts + m->items[i].dur;
+            }
+        }
+        e.flow_out = &it->flow_out;
+        e.nflow_out = it->flow_out != 0;
+        e.flow_in = &it->flow_in;
+        e.nflow_in = it->flow_in != 0;
+        rc = strobe_writer_slice_begin(w, &e);
+        stack[depth++] = i;
+    }
+    free(args);
+    free(scratch);
+    return rc;
+}
+
+int cli_merge(const char *cmd, const cli_merge_input *inputs, size_t n, const char *out,
+              const char *trace_name, cli_merge_stats *stats) {
+    merger m = {.cmd = cmd};
+    cli_merge_stats st = {0};
+    strobe__strtab_init(&m.strs, &m.pool);
+    size_t read = 0;
+    for (size_t i = 0; i < n && !m.oom; i++)
+        if (collect_input(&m, &inputs[i], i, &st.cut, &st.empty) == 0) read++;
+    st.skipped = m.skipped;
+    int rc = m.oom ? STROBE_ENOMEM : 0;
+    size_t *stack = NULL;
+    strobe_writer *w = NULL;
+    if (rc == 0 && read == 0) {
+        fprintf(stderr, "strobe %s: no input could be read\n", cmd);
+        rc = STROBE_EINVAL;
+    }
+    if (rc == 0) {
+        qsort(m.items, m.nitems, sizeof *m.items, cmp_items);
+        stack = malloc((m.nitems ? m.nitems : 1) * sizeof *stack);
+        if (stack == NULL) rc = STROBE_ENOMEM;
+    }
+    if (rc == 0) bind_flows(&m, stack);
+    /* The first input's process: the pid of its first process track. */
+    uint32_t root = UINT32_MAX;
+    for (size_t i = 0; i < m.ntracks && root == UINT32_MAX; i++)
+        if (m.tracks[i].tid == PROCESS_TID && !m.tracks[i].device) root = (uint32_t)i;
+    if (rc == 0) {
+        strobe_writer_options wo;
+        strobe_writer_options_init(&wo);
+        wo.base_ns = m.has_base ? m.base : 0;
+        wo.trace_id = m.trace_id;
+        wo.trace_name = trace_name;
+        rc = strobe_writer_open(&w, out, &wo);
+    }
+    if (rc == 0 && m.device_props)
+        rc = strobe_writer_set_meta(w, "deviceProperties", m.device_props);
+    if (rc == 0) rc = write_tracks(&m, w, root, &st);
+    if (rc == 0) rc = write_events(&m, w, stack, &st);
+    if (w != NULL) {
+        if (rc == 0)
+            rc = strobe_writer_close(w);
+        else
+            strobe_writer_abort(w);
+    }
+    if (rc < 0 && read > 0) {
+        fprintf(stderr, "strobe %s: %s: cannot write: %s\n", cmd, cli_esc(out),
+                strobe_strerror(rc));
+    }
+    free(stack);
+    free(m.tracks);
+    free(m.items);
+    free(m.arena);
+    free(m.pending);
+    strobe__u64map_free(&m.track_map);
+    strobe__strtab_release(&m.strs);
+    strobe__pool_release(&m.pool);
+    if (stats) *stats = st;
+    return rc ? -1 : 0;
+}

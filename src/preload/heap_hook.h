@@ -1,0 +1,18 @@
+/* heap_hook.h: the malloc interposer (malloc_hook.c) built into libstrobe_record.so
+ * (STROBE_MALLOC_EMBEDDED): there it has no session of its own; record_hook.c runs the session
+ * and says when allocations are recorded. */
+#ifndef STROBE_PRELOAD_HEAP_HOOK_H
+#define STROBE_PRELOAD_HEAP_HOOK_H
+
+/* Records allocations (on != 0) as strobe memory events, or stops counting them (0). Until the
+ * first call they are counted, so that a later start knows the total. */
+void strobe__heap_set_tracing(int on);
+
+/* Marks the calling thread as inside strobe (on != 0): its allocations go to the allocator
+ * unrecorded. @return the previous mark. */
+int strobe__heap_quiet(int on);
+
+/* Finds the real allocator now (the constructor's first step, as in libstrobe_malloc.so). */
+void strobe__heap_resolve(void);
+
+#endif

@@ -1,0 +1,415 @@
+/* record_hook.c: libstrobe_record.so, what `strobe record` preloads into the program it runs (and
+ * into every program that one starts): a streaming session from the library's constructor to its
+ * destructor, in a part file of its own, which `strobe record` merges when the program is done.
+ *
+ * Contents: the settings (environment); the session (part files, start and stop, the timer of
+ * --delay and --duration); threads (strobe's own, names); fork; the constructor and destructor.
+ *
+ * The settings come from variables that `strobe record` sets (cli/cmd_record.c):
+ *   STROBE_RECORD_DIR         the parts folder (absolute); without it the library does nothing
+ *   STROBE_RECORD_ACTIVITIES  "cpu" or "cpu,cuda"
+ *   STROBE_RECORD_DELAY_MS    record from this long after the process starts (default 0)
+ *   STROBE_RECORD_DURATION_MS and for this long (default: to the end)
+ *   STROBE_RECORD_HEAP        "1": the malloc interposer's events (malloc_hook.c, built in)
+ *   STROBE_RECORD_NO_FOLLOW   "1": this process only: the variables, and the LD_PRELOAD entry
+ *                             STROBE_RECORD_PRELOAD names, leave the environment at start, so
+ *                             that the programs it runs are not recorded
+ * Programs started with fork+exec or posix_spawn inherit them and load the library again. A child
+ * forked without exec starts a session of its own at the fork (CPU only: CUDA does not survive a
+ * fork), into its own part file; the copy of the parent's session that it inherits is the core's
+ * to drop (session.c, fork handling), and is never written by the child.
+ *
+ * Part files: PARTS/<pid>.json, or PARTS/<pid>.<n>.json when the pid has one already (a forked
+ * child that then runs exec: the image before exec and the one after), with PARTS/<same>.name
+ * beside it holding the program's name (argv[0]'s base name). Each is a streamed trace: complete
+ * after every append, so that a process that is killed leaves what it had written.
+ *
+ * Errors print one line prefixed "strobe record:" and never stop the program. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heap_hook.h"
+#include "strobe/strobe.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- The settings ----------------------------------------------------------------------- */
+
+typedef struct settings {
+    char dir[4096];
+    uint32_t activities;
+    long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
+    int heap;
+} settings;
+
+static settings set;
+static int active; /* the settings were read and a session is to run in this process */
+
+static void say(const char *msg, const char *detail) {
+    char line[600];
+    int n = snprintf(line, sizeof line, "strobe record: %s%s%s\n", msg, detail ? ": " : "",
+                     detail ? detail : "");
+    if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
+    if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0) return;
+}
+
+static long long env_ms(const char *name, long long def) {
+    const char *v = getenv(name);
+    if (v == NULL || v[0] == '\0') return def;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end != '\0' || x < 0) return def;
+    return x;
+}
+
+/* Removes the entry `lib` from LD_PRELOAD (entries are separated by ':' or spaces), and the
+ * variable itself when nothing is left. */
+static void strip_preload(const char *lib) {
+    const char *cur = getenv("LD_PRELOAD");
+    if (cur == NULL || lib == NULL || lib[0] == '\0') return;
+    size_t n = strlen(cur), ln = strlen(lib);
+    char *out = malloc(n + 1);
+    if (out == NULL) return;
+    size_t o = 0;
+    for (const char *p = cur; *p;) {
+        size_t len = strcspn(p, ": ");
+        if (len > 0 && !(len == ln && memcmp(p, lib, ln) == 0)) {
+            if (o) out[o++] = ':';
+            memcpy(out + o, p, len);
+            o += len;
+        }
+        p += len;
+        if (*p) p++;
+    }
+    out[o] = '\0';
+    if (o)
+        setenv("LD_PRELOAD", out, 1);
+    else
+        unsetenv("LD_PRELOAD");
+    free(out);
+}
+
+static void forget_settings(void) {
+    strip_preload(getenv("STROBE_RECORD_PRELOAD"));
+    static const char *const vars[] = {"STROBE_RECORD_DIR",      "STROBE_RECORD_ACTIVITIES",
+                                       "STROBE_RECORD_DELAY_MS", "STROBE_RECORD_DURATION_MS",
+                                       "STROBE_RECORD_HEAP",     "STROBE_RECORD_NO_FOLLOW",
+                                       "STROBE_RECORD_PRELOAD"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+}
+
+/* Reads the settings. @return 1 when this process records. */
+static int read_settings(void) {
+    const char *dir = getenv("STROBE_RECORD_DIR");
+    if (dir == NULL || dir[0] == '\0') return 0;
+    if (strlen(dir) >= sizeof set.dir - 64) {
+        say("STROBE_RECORD_DIR is too long; not recording", NULL);
+        return 0;
+    }
+    snprintf(set.dir, sizeof set.dir, "%s", dir);
+    const char *acts = getenv("STROBE_RECORD_ACTIVITIES");
+    set.activities = STROBE_ACTIVITY_CPU;
+    if (acts && strstr(acts, "cuda")) set.activities |= STROBE_ACTIVITY_CUDA;
+    set.delay_ms = env_ms("STROBE_RECORD_DELAY_MS", 0);
+    set.duration_ms = env_ms("STROBE_RECORD_DURATION_MS", -1);
+    const char *heap = getenv("STROBE_RECORD_HEAP");
+    set.heap = heap && strcmp(heap, "1") == 0;
+    const char *nf = getenv("STROBE_RECORD_NO_FOLLOW");
+    if (nf && strcmp(nf, "1") == 0) forget_settings();
+    return 1;
+}
+
+/* ---- The session ------------------------------------------------------------------------ */
+
+/* The session's state, under `lock`: WAIT (the delay runs), ON, DONE (stopped, or never to
+ * start: the process is exiting). */
+enum { ST_WAIT = 0, ST_ON = 1, ST_DONE = 2 };
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int state;
+static pid_t session_pid;
+static char part_path[4200];
+
+static void log_sink(strobe_log_level level, const char *msg, void *ctx) {
+    (void)ctx;
+    if (level >= STROBE_LOG_ERROR) say("strobe", msg);
+}
+
+/* Takes a part file name that no other process holds (O_EXCL), and writes the program's name
+ * beside it. @return 0 or -1. */
+static int reserve_part(void) {
+    long pid = (long)getpid();
+    for (int n = 0; n < 1000; n++) {
+        char base[4200];
+        if (n == 0)
+            snprintf(base, sizeof base, "%s/%ld", set.dir, pid);
+        else
+            snprintf(base, sizeof base, "%s/%ld.%d", set.dir, pid, n);
+        snprintf(part_path, sizeof part_path, "%s.json", base);
+        int fd = open(part_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EEXIST) continue;
+        if (fd < 0) return -1;
+        close(fd);
+        char name_path[4210];
+        snprintf(name_path, sizeof name_path, "%s.name", base);
+        fd = open(name_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            const char *prog = program_invocation_short_name;
+            size_t len = strlen(prog);
+            if (write(fd, prog, len) != (ssize_t)len) {
+                /* the merge then names the process after its command (comm) */
+            }
+            close(fd);
+        }
+        return 0;
+    }
+    return -1;
+}
+
+/* Starts this process's session (lock held). */
+static void start_locked(void) {
+    if (state != ST_WAIT) return;
+    int quiet = strobe__heap_quiet(1);
+    if (reserve_part() != 0) {
+        char what[4300];
+        snprintf(what, sizeof what, "%s: %s", set.dir, strerror(errno));
+        say("cannot create a part file; not recording", what);
+        state = ST_DONE;
+        strobe__heap_quiet(quiet);
+        return;
+    }
+    strobe_set_log_fn(log_sink, NULL);
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    cfg.activities = set.activities;
+    cfg.thread_mode = STROBE_THREADS_ALL;
+    cfg.stream_path = part_path;
+    cfg.profile_memory = set.heap;
+    cfg.trace_name = program_invocation_short_name;
+    /* Many short processes (a shell script's) each start a session: fault in little up front. */
+    cfg.prefault_bytes = (size_t)1 << 20;
+    int rc = strobe_start(&cfg);
+    if (rc != 0) {
+        say("cannot start a session; not recording", strobe_strerror(rc));
+        unlink(part_path);
+        state = ST_DONE;
+    } else {
+        session_pid = getpid();
+        state = ST_ON;
+        if (set.heap) strobe__heap_set_tracing(1);
+    }
+    strobe__heap_quiet(quiet);
+}
+
+/* Stops the session (lock held); `final`: nothing starts after it. */
+static void stop_locked(int final) {
+    if (state == ST_ON && session_pid == getpid()) {
+        strobe__heap_set_tracing(0);
+        int quiet = strobe__heap_quiet(1);
+        strobe_result *r = NULL;
+        int rc = strobe_stop(&r);
+        if (rc != 0) {
+            say("cannot stop the session", strobe_strerror(rc));
+        } else {
+            strobe_result_free(r);
+        }
+        strobe__heap_quiet(quiet);
+    }
+    if (final || state == ST_ON) state = ST_DONE;
+}
+
+static void sleep_ms(long long ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* The timer of --delay and --duration, on a thread of its own (with every signal blocked, so
+ * that the program's signals go to its own threads). */
+static void *timer_main(void *arg) {
+    (void)arg;
+    strobe__heap_quiet(1);
+    if (set.delay_ms > 0) sleep_ms(set.delay_ms);
+    pthread_mutex_lock(&lock);
+    start_locked();
+    pthread_mutex_unlock(&lock);
+    if (set.duration_ms >= 0) {
+        sleep_ms(set.duration_ms);
+        pthread_mutex_lock(&lock);
+        stop_locked(1);
+        pthread_mutex_unlock(&lock);
+    }
+    return NULL;
+}
+
+/* Starts the session now, or the timer that starts and stops it. */
+static void begin(void) {
+    if (set.delay_ms == 0) {
+        pthread_mutex_lock(&lock);
+        start_locked();
+        pthread_mutex_unlock(&lock);
+        if (set.duration_ms < 0) return;
+    }
+    if (set.delay_ms == 0 && state != ST_ON) return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int quiet = strobe__heap_quiet(1);
+    if (pthread_create(&t, &attr, timer_main, NULL) != 0)
+        say("cannot start the --delay/--duration timer", strerror(errno));
+    strobe__heap_quiet(quiet);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---- Threads ------------------------------------------------------------------------------ */
+
+/* Threads that strobe starts while it works for this library (the stream's writer) are marked
+ * quiet for their whole life, so that their allocations are not recorded as the program's. */
+typedef struct quiet_start {
+    void *(*fn)(void *);
+    void *arg;
+} quiet_start;
+
+static void *quiet_main(void *p) {
+    quiet_start q = *(quiet_start *)p;
+    strobe__heap_quiet(1);
+    free(p);
+    return q.fn(q.arg);
+}
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                          void *arg) {
+    static create_fn real;
+    create_fn r = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+    if (r == NULL) {
+        r = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+        if (r == NULL) return EAGAIN;
+        __atomic_store_n(&real, r, __ATOMIC_RELEASE);
+    }
+    int quiet = strobe__heap_quiet(1);
+    strobe__heap_quiet(quiet);
+    if (!quiet) return r(t, attr, fn, arg);
+    quiet_start *q = malloc(sizeof *q);
+    if (q == NULL) return EAGAIN;
+    q->fn = fn;
+    q->arg = arg;
+    int rc = r(t, attr, quiet_main, q);
+    if (rc != 0) free(q);
+    return rc;
+}
+
+typedef int (*setname_fn)(pthread_t, const char *);
+
+/* A thread that names itself is named so in the trace (strobe reads a thread's name from the
+ * system when it first records, which may come before the program names it). */
+EXPORT int pthread_setname_np(pthread_t t, const char *name) {
+    static setname_fn real;
+    setname_fn r = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+    if (r == NULL) {
+        r = (setname_fn)dlsym(RTLD_NEXT, "pthread_setname_np");
+        if (r == NULL) return ENOSYS;
+        __atomic_store_n(&real, r, __ATOMIC_RELEASE);
+    }
+    int rc = r(t, name);
+    if (rc == 0 && active && pthread_equal(t, pthread_self())) {
+        int quiet = strobe__heap_quiet(1);
+        strobe_set_thread_name(name);
+        strobe__heap_quiet(quiet);
+    }
+    return rc;
+}
+
+/* ---- _exit -------------------------------------------------------------------------------- */
+
+/* Programs that end with _exit() (shells do, and children that fail to exec) skip the
+ * destructor: the session stops here first, so that what the threads hold is written. Only in
+ * the process that owns the session: a vfork() child shares its parent's memory and runs no fork
+ * handler, so its pid differs from session_pid and it passes straight through. */
+typedef void (*exit_fn)(int);
+
+static void stop_before_exit(void) {
+    if (!active || session_pid != getpid()) return;
+    pthread_mutex_lock(&lock);
+    stop_locked(1);
+    pthread_mutex_unlock(&lock);
+}
+
+/* Found by the constructor: a vfork() child that calls _exit must not enter the loader. */
+static exit_fn real_exit;
+
+EXPORT void _exit(int status) {
+    stop_before_exit();
+    exit_fn r = __atomic_load_n(&real_exit, __ATOMIC_ACQUIRE);
+    if (r) r(status);
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
+EXPORT void _Exit(int status) {
+    _exit(status);
+}
+
+/* ---- fork --------------------------------------------------------------------------------- */
+
+/* In a child forked without exec: a session of its own, into a part file of its own, timed from
+ * now. Registered after the first strobe_start() when there is no delay, so that the core's own
+ * child handler (which closes the gate of the inherited session) has run before this one starts
+ * the next; with a delay this one only starts the timer. */
+static void fork_child(void) {
+    pthread_mutex_init(&lock, NULL);
+    state = ST_WAIT;
+    /* CUDA does not carry over into a forked child (its driver state is the parent's, and the
+     * core's CUDA backend counts as tracing there): the child records its CPU side. */
+    set.activities &= ~(uint32_t)STROBE_ACTIVITY_CUDA;
+    /* Heap recording stays on: until the child's session starts, the core's closed gate keeps
+     * its allocations out, while they are still counted for the totals. */
+    begin();
+}
+
+/* ---- The constructor and destructor -------------------------------------------------------- */
+
+__attribute__((constructor)) static void strobe_record_start(void) {
+    strobe__heap_resolve();
+    __atomic_store_n(&real_exit, (exit_fn)dlsym(RTLD_NEXT, "_exit"), __ATOMIC_RELEASE);
+    int quiet = strobe__heap_quiet(1);
+    active = read_settings();
+    if (!active) {
+        strobe__heap_set_tracing(0);
+        strobe__heap_quiet(quiet);
+        return;
+    }
+    if (!set.heap) strobe__heap_set_tracing(0);
+    /* NVTX hook-up (issue 17 item 2): the NVTX tool's entry point is exported from this library
+     * as InitializeInjectionNvtx2, forwarding to strobe__nvtx_inject(), and `strobe record` names
+     * this library in NVTX_INJECTION64_PATH (cli/cmd_record.c, where the environment is built).
+     * The session started here is the one the NVTX ranges record into. */
+    begin();
+    int follow = getenv("STROBE_RECORD_DIR") != NULL; /* removed by read_settings: --no-follow */
+    if (follow) pthread_atfork(NULL, NULL, fork_child);
+    strobe__heap_quiet(quiet);
+}
+
+__attribute__((destructor)) static void strobe_record_stop(void) {
+    if (!active) return;
+    pthread_mutex_lock(&lock);
+    stop_locked(1);
+    pthread_mutex_unlock(&lock);
+}
