@@ -41,7 +41,8 @@ const char cmd_record_usage[] =
     "\n"
     "    PROGRAM runs as it would without strobe: the same standard input, output and error,\n"
     "    working folder, arguments and environment, but for the variables strobe adds for\n"
-    "    itself (STROBE_RECORD_*, and its library at the end of LD_PRELOAD). Ctrl-C and\n"
+    "    itself (STROBE_RECORD_*, its library at the end of LD_PRELOAD, and as the NVTX and\n"
+    "    CUDA tool: NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH). Ctrl-C and\n"
     "    Ctrl-\\ go to PROGRAM (strobe record ignores them and writes the trace when PROGRAM\n"
     "    is done); SIGTERM and SIGHUP sent to strobe record are passed on to PROGRAM.\n"
     "\n"
@@ -51,10 +52,15 @@ const char cmd_record_usage[] =
     "    it runs, so a process that is killed keeps what it had recorded; when PROGRAM exits,\n"
     "    the parts are merged into PATH on one timeline and removed.\n"
     "\n"
-    "    What a process records: with --heap, every allocation (the [memory] events and\n"
+    "    What a process records: its NVTX ranges, marks and named threads (strobe is the\n"
+    "    program's NVTX tool); with --heap, every allocation (the [memory] events and\n"
     "    allocation counters of libstrobe_malloc.so); with --activities cpu,cuda, its CUDA\n"
-    "    activity through CUPTI (a program without CUDA gets a note and no device events);\n"
-    "    the threads that record, named as the program names them (pthread_setname_np).\n"
+    "    activity through CUPTI from its first cuInit on (the driver calls strobe then: a\n"
+    "    program that never uses CUDA does not load it; a program without CUDA gets a note\n"
+    "    and no device events); the threads that record, named as the program names them\n"
+    "    (pthread_setname_np). A tool already named in NVTX_INJECTION64_PATH or\n"
+    "    CUDA_INJECTION64_PATH (Nsight's) keeps its place: strobe then records no NVTX, or\n"
+    "    starts CUDA with each process, and says so.\n"
     "\n"
     "    PATH: \".json\" writes Kineto-format JSON, \".pftrace\" Perfetto's protobuf format,\n"
     "    either gzip-compressed when it ends in \".gz\". In PATH, %p is the first process's\n"
@@ -384,8 +390,12 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
     if (rc == 0 && o->heap) rc = env_add(e, "STROBE_RECORD_HEAP", "1");
     if (rc == 0 && o->no_follow) rc = env_add(e, "STROBE_RECORD_NO_FOLLOW", "1");
     if (rc == 0) rc = env_add(e, "STROBE_RECORD_PRELOAD", lib);
-    /* NVTX hook-up (issue 17 item 2): NVTX_INJECTION64_PATH=lib goes here, once
-     * libstrobe_record.so exports InitializeInjectionNvtx2 (see src/preload/record_hook.c). */
+    /* NVTX ranges and, with CUDA, the driver's first cuInit reach the preloaded library through
+     * its entry points (src/preload/record_hook.c). A tool the user named already (Nsight's) is
+     * kept: it is theirs, and strobe records without it (warned in run_record). */
+    if (rc == 0 && !getenv("NVTX_INJECTION64_PATH")) rc = env_add(e, "NVTX_INJECTION64_PATH", lib);
+    if (rc == 0 && o->cuda && !getenv("CUDA_INJECTION64_PATH"))
+        rc = env_add(e, "CUDA_INJECTION64_PATH", lib);
     if (rc == 0) {
         size_t len = (preload ? strlen(preload) + 1 : 0) + strlen(lib) + 1;
         char *v = malloc(len);
@@ -709,6 +719,19 @@ int cmd_record(int argc, char **argv) {
         remove_parts(parts);
         return CLI_BAD_INPUT;
     }
+    /* Another tool named already keeps its place (see make_env): say what is not recorded. */
+    const char *nvtx_tool = getenv("NVTX_INJECTION64_PATH");
+    if (nvtx_tool && *nvtx_tool)
+        fprintf(stderr,
+                "strobe record: warning: NVTX_INJECTION64_PATH names another tool (%s): NVTX "
+                "ranges are not recorded\n",
+                cli_esc(nvtx_tool));
+    const char *cuda_tool = getenv("CUDA_INJECTION64_PATH");
+    if (o.cuda && cuda_tool && *cuda_tool)
+        fprintf(stderr,
+                "strobe record: warning: CUDA_INJECTION64_PATH names another tool (%s): strobe "
+                "starts CUDA with each process instead of at its cuInit\n",
+                cli_esc(cuda_tool));
     long pid = 0;
     int status = run_program(file, prog_argv, env.v, &pid);
     struct timespec ended;

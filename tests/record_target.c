@@ -10,8 +10,10 @@
  *   exit N             exits with status N
  *   term               kills itself with SIGTERM
  *   marker FILE        creates FILE
- *   cuda LIB           loads the stand-in CUPTI LIB (tests/fake_cuda) and has it report a
- *                      kernel launch, as a CUDA program's launch would be traced
+ *   cuda LIB           calls cuInit (the stand-in libcuda.so.1, which calls the tool named by
+ *                      CUDA_INJECTION64_PATH as the driver does), loads the stand-in CUPTI LIB
+ *                      (tests/fake_cuda) and has it report a kernel launch, as a CUDA
+ *                      program's launch would be traced
  *   cudafork LIB       the same in a forked child and then in the parent */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -41,6 +43,11 @@ static void *worker(void *arg) {
 /* The stand-in CUPTI reports a launch and its kernel when told (what the first strobe session
  * loaded is the same library, so the call reaches it). */
 static int fake_launch(const char *lib) {
+    /* As a CUDA program does first: the driver's cuInit, which calls the tool named by
+     * CUDA_INJECTION64_PATH (the stand-in libcuda.so.1 does, as the driver does). */
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
+    int (*cu_init)(unsigned) = cuda ? (int (*)(unsigned))dlsym(cuda, "cuInit") : NULL;
+    if (cu_init == NULL || cu_init(0) != 0) return 1;
     void *h = dlopen(lib, RTLD_NOW);
     void (*mark)(void) = h ? (void (*)(void))dlsym(h, "fake_cupti_mark_launch") : NULL;
     if (mark == NULL) return 1;

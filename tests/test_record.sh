@@ -16,7 +16,8 @@
 #     the program (exit 143) and the trace is still written; SIGINT to the process group (Ctrl-C)
 #     ends the program only, and strobe record writes the trace and exits 130;
 #  6. --no-follow: one process, and what it runs sees no STROBE_RECORD_* nor LD_PRELOAD; with
-#     following, the program's environment differs from a plain run only by those;
+#     following, the program's environment differs from a plain run only by those and
+#     NVTX_INJECTION64_PATH (the library as the program's NVTX tool);
 #  7. .pftrace output read back by `strobe info` and `strobe summary`, .json.gz output; --stats; --keep-parts;
 #     --delay past the program's end writes nothing; --duration stops recording; CUDA through
 #     the stand-in CUPTI: the launch, its kernel and their flow, in JSON and .pftrace;
@@ -225,7 +226,7 @@ want(not [e for e in mem if 55555 <= abs(e["args"]["Bytes"]) <= 55555 + 64], "th
 env -u LD_PRELOAD /bin/sh -c "env >'$out/plain.env'"
 env -u LD_PRELOAD "$strobe" record -q -o "$out/env.json" -- /bin/sh -c "env >'$out/recorded.env'" ||
   fail "recorded env run failed"
-diff <(grep -vE '^(STROBE_RECORD_[A-Z_]*|LD_PRELOAD)=' "$out/recorded.env" | sort) <(sort "$out/plain.env") ||
+diff <(grep -vE '^(STROBE_RECORD_[A-Z_]*|LD_PRELOAD|NVTX_INJECTION64_PATH)=' "$out/recorded.env" | sort) <(sort "$out/plain.env") ||
   fail "the recorded program's environment differs by more than strobe's variables"
 grep -q '^STROBE_RECORD_DIR=' "$out/recorded.env" || fail "the recorded program has no STROBE_RECORD_DIR"
 traces+=("$out/nofollow.json")
@@ -298,6 +299,40 @@ want(procs.get(0) == "GPU 0", "the device process: %s" % procs)
   grep -q "note: no CUDA activity was recorded" "$out/nocuda.err" || { cat "$out/nocuda.err"; fail "no note without CUDA"; }
 else
   echo "cuda skipped: the stand-in CUPTI is not built (no cupti.h)"
+fi
+
+# 7c. NVTX: a program that uses only NVTX (tests/nvtx_plain.c, where the nvtx3 headers are found)
+#     under strobe record: the library is its NVTX tool (NVTX_INJECTION64_PATH); every range and
+#     mark, on the thread that made it, with the domain as an arg. nvtx_plain makes: on its main
+#     thread "registered" (domain plain-domain) around "w", and a start/end range "start"; on a
+#     worker, 1000 "plain" ranges each holding a mark "m".
+if [ -n "${STROBE_TEST_NVTX_PLAIN:-}" ]; then
+  record nvtx -- "$STROBE_TEST_NVTX_PLAIN"
+  [ "$rc" = 0 ] || { cat "$out/nvtx.err"; fail "nvtx: exit $rc"; }
+  grep -q "^levels 0 1 1 0$" "$out/nvtx.out" || { cat "$out/nvtx.out"; fail "nvtx: the program's output changed"; }
+  traces+=("$out/nvtx.json")
+  check "$out/nvtx.json" /dev/null '
+x = [e for e in events if e.get("ph") == "X"]
+def named(n):
+    return [e for e in x if e.get("name") == n]
+plain, reg, w = named("plain"), named("registered"), named("w")
+marks = [e for e in events if e.get("ph") in ("i", "I") and e.get("name") == "m"]
+want(len(plain) == 1000, "1000 plain ranges: %d" % len(plain))
+want(len(marks) == 1000, "1000 marks: %d" % len(marks))
+want(len(reg) == 1 and reg[0].get("args", {}).get("domain") == "plain-domain",
+     "registered, in plain-domain: %s" % reg)
+want(len(w) == 1, "one w range: %s" % w)
+if reg and w and plain:
+    want(reg[0]["tid"] == w[0]["tid"] and reg[0]["tid"] != plain[0]["tid"],
+         "registered and w on the main thread, plain on the worker")
+    want(reg[0]["ts"] <= w[0]["ts"] and w[0]["ts"] + w[0]["dur"] <= reg[0]["ts"] + reg[0]["dur"],
+         "w nests in registered")
+    want(len({e["tid"] for e in plain}) == 1, "plain on one thread")
+want(any(e.get("name") == "start" for e in events), "the start/end range start")
+want(len(procs) == 1, "one process: %s" % procs)
+'
+else
+  echo "nvtx skipped: nvtx_plain not built (no nvtx3 headers)"
 fi
 
 # 8. The independent checkers.

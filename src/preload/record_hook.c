@@ -7,7 +7,8 @@
  *
  * The settings come from variables that `strobe record` sets (cli/cmd_record.c):
  *   STROBE_RECORD_DIR         the parts folder (absolute); without it the library does nothing
- *   STROBE_RECORD_ACTIVITIES  "cpu" or "cpu,cuda"
+ *   STROBE_RECORD_ACTIVITIES  "cpu" or "cpu,cuda" (CUDA from the program's first cuInit, through
+ *                             CUDA_INJECTION64_PATH naming this library)
  *   STROBE_RECORD_DELAY_MS    record from this long after the process starts (default 0)
  *   STROBE_RECORD_DURATION_MS and for this long (default: to the end)
  *   STROBE_RECORD_HEAP        "1": the malloc interposer's events (malloc_hook.c, built in)
@@ -38,7 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/device.h"
 #include "heap_hook.h"
+#include "nvtx/nvtx.h"
 #include "strobe/strobe.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -47,13 +50,15 @@
 
 typedef struct settings {
     char dir[4096];
-    uint32_t activities;
+    uint32_t activities; /* at start: the CPU; CUDA joins at the program's cuInit (cuda_wanted) */
+    int cuda_wanted;
     long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
     int heap;
 } settings;
 
 static settings set;
-static int active; /* the settings were read and a session is to run in this process */
+static int active;           /* the settings were read and a session is to run in this process */
+static int cuda_initialized; /* atomic: the driver called InitializeInjection (its first cuInit) */
 
 static void say(const char *msg, const char *detail) {
     char line[600];
@@ -101,6 +106,9 @@ static void strip_preload(const char *lib) {
 }
 
 static void forget_settings(void) {
+    /* NVTX_INJECTION64_PATH and CUDA_INJECTION64_PATH stay: NVTX and the driver read them later,
+     * at this process's first NVTX call and cuInit. Programs it runs inherit them and may load
+     * this library as a tool, which then does nothing (no settings: not active). */
     strip_preload(getenv("STROBE_RECORD_PRELOAD"));
     static const char *const vars[] = {"STROBE_RECORD_DIR",      "STROBE_RECORD_ACTIVITIES",
                                        "STROBE_RECORD_DELAY_MS", "STROBE_RECORD_DURATION_MS",
@@ -121,13 +129,20 @@ static int read_settings(void) {
     snprintf(set.dir, sizeof set.dir, "%s", dir);
     const char *acts = getenv("STROBE_RECORD_ACTIVITIES");
     set.activities = STROBE_ACTIVITY_CPU;
-    if (acts && strstr(acts, "cuda")) set.activities |= STROBE_ACTIVITY_CUDA;
+    set.cuda_wanted = acts && strstr(acts, "cuda") != NULL;
+    /* CUDA joins at the program's first cuInit when the driver will call this library for it;
+     * where it will not (another tool holds CUDA's injection), the session starts CUDA itself,
+     * as a program using strobe would. */
+    const char *inj = getenv("CUDA_INJECTION64_PATH"), *self = getenv("STROBE_RECORD_PRELOAD");
+    const char *nf = getenv("STROBE_RECORD_NO_FOLLOW");
+    int no_follow = nf && strcmp(nf, "1") == 0;
+    if (set.cuda_wanted && (inj == NULL || self == NULL || strcmp(inj, self) != 0))
+        set.activities |= STROBE_ACTIVITY_CUDA;
     set.delay_ms = env_ms("STROBE_RECORD_DELAY_MS", 0);
     set.duration_ms = env_ms("STROBE_RECORD_DURATION_MS", -1);
     const char *heap = getenv("STROBE_RECORD_HEAP");
     set.heap = heap && strcmp(heap, "1") == 0;
-    const char *nf = getenv("STROBE_RECORD_NO_FOLLOW");
-    if (nf && strcmp(nf, "1") == 0) forget_settings();
+    if (no_follow) forget_settings();
     return 1;
 }
 
@@ -193,6 +208,10 @@ static void start_locked(void) {
     strobe_config cfg;
     strobe_config_init(&cfg);
     cfg.activities = set.activities;
+    /* The program initialized CUDA before this session started (during --delay): the session
+     * starts CUDA itself; otherwise CUDA joins at the program's cuInit (InitializeInjection). */
+    if (set.cuda_wanted && __atomic_load_n(&cuda_initialized, __ATOMIC_ACQUIRE))
+        cfg.activities |= STROBE_ACTIVITY_CUDA;
     cfg.thread_mode = STROBE_THREADS_ALL;
     cfg.stream_path = part_path;
     cfg.profile_memory = set.heap;
@@ -379,9 +398,29 @@ static void fork_child(void) {
     /* CUDA does not carry over into a forked child (its driver state is the parent's, and the
      * core's CUDA backend counts as tracing there): the child records its CPU side. */
     set.activities &= ~(uint32_t)STROBE_ACTIVITY_CUDA;
+    set.cuda_wanted = 0;
     /* Heap recording stays on: until the child's session starts, the core's closed gate keeps
      * its allocations out, while they are still counted for the totals. */
     begin();
+}
+
+/* ---- NVTX and CUDA ------------------------------------------------------------------------ */
+
+/* The entry points NVTX and CUDA's driver look up by name in the library their environment names
+ * (src/inject_export.c exports the same from libstrobe.so): this library's own copy of strobe,
+ * the one holding the session, receives the program's NVTX calls and traces CUDA from the
+ * program's first cuInit, so that a process that never uses CUDA never loads it. */
+EXPORT int InitializeInjectionNvtx2(void *get_export_table);
+EXPORT int InitializeInjectionNvtx2(void *get_export_table) {
+    if (!active) return 0; /* not recorded (--no-follow's children): NVTX turns into no-ops */
+    return strobe__nvtx_inject(get_export_table) > 0;
+}
+
+EXPORT int InitializeInjection(void);
+EXPORT int InitializeInjection(void) {
+    if (!active || !set.cuda_wanted) return 1;
+    __atomic_store_n(&cuda_initialized, 1, __ATOMIC_RELEASE);
+    return strobe__cuda_inject();
 }
 
 /* ---- The constructor and destructor -------------------------------------------------------- */
@@ -397,10 +436,8 @@ __attribute__((constructor)) static void strobe_record_start(void) {
         return;
     }
     if (!set.heap) strobe__heap_set_tracing(0);
-    /* NVTX hook-up (issue 17 item 2): the NVTX tool's entry point is exported from this library
-     * as InitializeInjectionNvtx2, forwarding to strobe__nvtx_inject(), and `strobe record` names
-     * this library in NVTX_INJECTION64_PATH (cli/cmd_record.c, where the environment is built).
-     * The session started here is the one the NVTX ranges record into. */
+    /* NVTX ranges and CUDA reach the session started here through the entry points below, which
+     * `strobe record` names this library for (NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH). */
     begin();
     int follow = getenv("STROBE_RECORD_DIR") != NULL; /* removed by read_settings: --no-follow */
     if (follow) pthread_atfork(NULL, NULL, fork_child);
