@@ -228,6 +228,29 @@ static int role_nvtx(int domains) {
         check_counts(2, 1, 0, dom, "markers inside a session");
     }
 
+    fprintf(stderr, "a session keeping only USER_SCOPE: markers still see every range\n");
+    {
+        strobe_config cfg;
+        strobe_config_init(&cfg);
+        cfg.scopes = STROBE_SCOPE_BIT(STROBE_RECORD_SCOPE_USER_SCOPE);
+        mt_reset();
+        CHECK_EQ(strobe_markers_start("interval,event", NULL, 0), 0);
+        CHECK_EQ(strobe_start(&cfg), 0);
+        workload(4);
+        strobe_result *r = NULL;
+        CHECK_EQ(strobe_stop(&r), 0);
+        CHECK_EQ(strobe_markers_stop(), 0);
+        check_counts(4, 1, 1, dom, "every scope marked");
+        /* mk_scope, mk_dyn (strobe_range_begin) and mk_raw are USER_SCOPE; the operators are not
+         * kept. */
+        CHECK_EQ(strobe_result_event_count(r), 4 * (RANGES_PER_REP - OPS_PER_REP));
+        size_t n = strobe_result_event_count(r);
+        const strobe_event *ev = strobe_result_events(r);
+        for (size_t i = 0; i < n; i++)
+            CHECK_EQ(strcmp(ev[i].name, "mk_op") != 0, 1);
+        strobe_result_free(r);
+    }
+
     fprintf(stderr, "ranges begun before start, or ended after stop\n");
     mt_reset();
     {
