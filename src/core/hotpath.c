@@ -30,9 +30,10 @@ __attribute__((used)) static int *const keep_ondemand = &strobe__od_autostart;
 __attribute__((used)) static int *const keep_markers = &strobe__markers_autostart;
 
 /* Markers (core/hooks.h): while set, each range's begin and end also goes to the markers' table,
- * before the session's record (so a marker's interval encloses the session's range). These
- * entry points run only while strobe__active is nonzero, so the check costs nothing when neither
- * markers nor a session are on; with a session and no markers it is one load and a branch. */
+ * before the session's record of it (so a session's range also spans wait_until_completed's
+ * wait, which the markers' end does). These entry points run only while strobe__active is
+ * nonzero, so the check costs nothing when neither markers nor a session are on; with a session
+ * and no markers it is one load and a branch. */
 const strobe__marker_ops *strobe__marker_hook;
 
 static inline const strobe__marker_ops *marker_ops(void) {
