@@ -59,8 +59,12 @@ typedef struct strobe_guard {
 
 #if STROBE_ENABLED
 
-/* Internal: nonzero while a session records. Read with a relaxed load by the inline wrappers. */
+/* Internal: the gate of the inline wrappers, read with a relaxed load: nonzero while a session
+ * records (bit STROBE__ACTIVE_RECORDING, with op.h's detail bits) or markers are on
+ * (STROBE__ACTIVE_MARKERS, strobe/markers.h). */
 STROBE_API extern int strobe__active;
+#define STROBE__ACTIVE_RECORDING 0x1
+#define STROBE__ACTIVE_MARKERS 0x20
 
 /* Internal entry points behind the inline wrappers; call the wrappers instead. */
 STROBE_API void strobe__begin_site(const strobe_site *site);
@@ -97,7 +101,7 @@ STROBE_API void strobe_pop_user_correlation_id(void);
 
 /* Returns nonzero while a session records (in any thread). */
 static inline int strobe_is_active(void) {
-    return STROBE__ACTIVE();
+    return STROBE__ACTIVE() & STROBE__ACTIVE_RECORDING;
 }
 
 /* Begins a USER_SCOPE range named `name` on the calling thread. The name is copied (names longer

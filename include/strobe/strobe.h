@@ -12,6 +12,7 @@
  *   schedule.h    iteration steps, schedules and the trace-file handler
  *   ondemand.h    the on-demand endpoint (traces started from outside) and its client interface
  *   writer.h      writing a trace event by event, in any of strobe's formats
+ *   markers.h     strobe's ranges for NVTX and ftrace tools; CUDA profiler API captures
  * export.h (the STROBE_API visibility macro) comes with each of them. */
 #ifndef STROBE_STROBE_H
 #define STROBE_STROBE_H
@@ -28,5 +29,6 @@
 #include "schedule.h"
 #include "ondemand.h"
 #include "writer.h"
+#include "markers.h"
 
 #endif /* STROBE_STROBE_H */

@@ -82,4 +82,28 @@ void strobe__end_internal(void);
  * @return 1 when a thread of that id has called strobe, else 0 (nothing is named). */
 int strobe__thread_name_tid(int64_t tid, const char *name);
 
+/* ---- Markers (src/markers): strobe's ranges for other tools ------------------------------- */
+
+/* What the hot path calls, besides recording, for every range it sees while markers are on
+ * (src/markers fills it). `begin` gets the range's name (NUL-terminated; `name_is_static`: it
+ * stays valid, a site's name) and record scope, and returns 1 when the range's end must be given
+ * to `end` too (a scoped range's token then carries STROBE__TOKEN_MARKED). Both are hot-path
+ * code: no lock; they never fail. */
+typedef struct strobe__marker_ops {
+    int (*begin)(const char *name, int scope, int name_is_static);
+    void (*end)(void);
+} strobe__marker_ops;
+
+/* The markers' table (atomic pointer; NULL: off). Set by src/markers before it sets
+ * STROBE__ACTIVE_MARKERS in strobe__active, cleared after it clears the bit. */
+extern const strobe__marker_ops *strobe__marker_hook;
+
+/* session.c: sets (on) or clears the STROBE__ACTIVE_MARKERS bit of strobe__active, keeping the
+ * session's bits. */
+void strobe__markers_gate(int on);
+
+/* Defined beside the markers' STROBE_MARKERS constructor (src/markers): hotpath.c takes its
+ * address so that a static link keeps that object. A link-level reference only. */
+extern int strobe__markers_autostart;
+
 #endif /* STROBE_CORE_HOOKS_H */

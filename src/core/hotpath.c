@@ -26,6 +26,24 @@ int strobe__active;
 /* Keeps the on-demand endpoint (and its STROBE_ONDEMAND=1 constructor) in a static link: every
  * instrumented program links this object. */
 __attribute__((used)) static int *const keep_ondemand = &strobe__od_autostart;
+/* The same for the markers' STROBE_MARKERS constructor (src/markers). */
+__attribute__((used)) static int *const keep_markers = &strobe__markers_autostart;
+
+/* Markers (core/hooks.h): while set, each range's begin and end also goes to the markers' table,
+ * before the session's record of it (so a session's range also spans wait_until_completed's
+ * wait, which the markers' end does). These entry points run only while strobe__active is
+ * nonzero, so the check costs nothing when neither markers nor a session are on; with a session
+ * and no markers it is one load and a branch. */
+const strobe__marker_ops *strobe__marker_hook;
+
+static inline const strobe__marker_ops *marker_ops(void) {
+    return __atomic_load_n(&strobe__marker_hook, __ATOMIC_ACQUIRE);
+}
+
+/* Whether a session records: with markers alone, the entry points skip the recording path. */
+static inline int recording(void) {
+    return __atomic_load_n(&strobe__active, __ATOMIC_RELAXED) & STROBE__ACTIVE_RECORDING;
+}
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -301,6 +319,11 @@ __attribute__((noinline)) static void begin_site_full(const strobe_site *site, c
 }
 
 void strobe__begin_site(const strobe_site *site) {
+    const strobe__marker_ops *m = marker_ops();
+    if (UNLIKELY(m != NULL)) {
+        (void)m->begin(site->name, STROBE__SITE_SCOPE(site->scope), 1);
+        if (!recording()) return;
+    }
     strobe__tstate *t = strobe__tls;
     if (LIKELY(fast_enter(t, BEGIN_SLOW, 16))) {
         fast_put_begin_site(t, site);
@@ -311,6 +334,11 @@ void strobe__begin_site(const strobe_site *site) {
 }
 
 void strobe__begin_name(const char *name, int scope) {
+    const strobe__marker_ops *m = marker_ops();
+    if (UNLIKELY(m != NULL)) {
+        (void)m->begin(name ? name : "(null)", scope, 0);
+        if (!recording()) return;
+    }
     strobe__tstate *t = enter(1);
     if (t == NULL) return;
     if (UNLIKELY(t->filtering) && filter_push(t, scope)) {
@@ -335,6 +363,11 @@ __attribute__((noinline)) static void end_full(void) {
 }
 
 void strobe__end(void) {
+    const strobe__marker_ops *m = marker_ops();
+    if (UNLIKELY(m != NULL)) {
+        m->end();
+        if (!recording()) return;
+    }
     strobe__tstate *t = strobe__tls;
     if (LIKELY(fast_enter(t, END_SLOW, 8))) {
         fast_put_end(t);
@@ -378,7 +411,20 @@ __attribute__((noinline)) static uint32_t guard_begin_site_full(const strobe_sit
     return token;
 }
 
+/* Inlined into both callers: with_stack's walk starts at the entry point's frame. */
+static inline __attribute__((always_inline)) uint32_t guard_begin_name(const char *name, int scope);
+
 uint32_t strobe__guard_begin_name(const char *name, int scope) {
+    const strobe__marker_ops *m = marker_ops();
+    if (UNLIKELY(m != NULL)) {
+        uint32_t mark = m->begin(name ? name : "(null)", scope, 0) ? STROBE__TOKEN_MARKED : 0u;
+        return mark | (recording() ? guard_begin_name(name, scope) : 0u);
+    }
+    return guard_begin_name(name, scope);
+}
+
+static inline __attribute__((always_inline)) uint32_t guard_begin_name(const char *name,
+                                                                       int scope) {
     strobe__tstate *t = enter(1);
     if (t == NULL) return 0;
     uint32_t token = 0;
@@ -399,7 +445,16 @@ uint32_t strobe__guard_begin_name(const char *name, int scope) {
     return token;
 }
 
+__attribute__((noinline)) static uint32_t
+guard_begin_site_marked(const strobe__marker_ops *m, const strobe_site *site, const void *fp) {
+    uint32_t mark =
+        m->begin(site->name, STROBE__SITE_SCOPE(site->scope), 1) ? STROBE__TOKEN_MARKED : 0u;
+    return mark | (recording() ? guard_begin_site_full(site, fp) : 0u);
+}
+
 uint32_t strobe__guard_begin_site(const strobe_site *site) {
+    const strobe__marker_ops *m = marker_ops();
+    if (UNLIKELY(m != NULL)) return guard_begin_site_marked(m, site, __builtin_frame_address(0));
     strobe__tstate *t = strobe__tls;
     if (LIKELY(fast_enter(t, BEGIN_SLOW, 16))) {
         fast_put_begin_site(t, site);
@@ -426,7 +481,18 @@ __attribute__((noinline)) static void guard_end_full(uint32_t token) {
     leave(t);
 }
 
+__attribute__((noinline)) static void guard_end_marked(uint32_t token) {
+    const strobe__marker_ops *m = marker_ops();
+    if (m != NULL) m->end();
+    token &= ~STROBE__TOKEN_MARKED;
+    if (token != 0) guard_end_full(token);
+}
+
 void strobe__guard_end(uint32_t token) {
+    if (UNLIKELY(token & STROBE__TOKEN_MARKED)) {
+        guard_end_marked(token);
+        return;
+    }
     strobe__tstate *t = strobe__tls;
     /* A guard's end needs no filter stack unless scopes are filtered: its begin was recorded in
      * session `token`. */
@@ -494,6 +560,11 @@ void strobe__begin_site_payload(const strobe_site *site, int type, uint64_t bits
     if (type == STROBE__PAYLOAD_NONE) {
         strobe__begin_site(site);
         return;
+    }
+    const strobe__marker_ops *m = marker_ops();
+    if (UNLIKELY(m != NULL)) {
+        (void)m->begin(site->name, STROBE__SITE_SCOPE(site->scope), 1);
+        if (!recording()) return;
     }
     strobe__tstate *t = enter(1);
     if (t == NULL) return;

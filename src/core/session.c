@@ -22,6 +22,7 @@
 
 #include "util/bigmem.h"
 #include "details.h"
+#include "hooks.h"
 #include "util/json_check.h"
 #include "record.h"
 #include "strobe/op.h"
@@ -99,7 +100,7 @@ static void fork_parent(void) {
 static void fork_child(void) {
     /* The child has one thread and a copy of the parent's session, which it must not record
      * into nor report as its own: close the gate; the copy is dropped at the next start. */
-    __atomic_store_n(&strobe__active, 0, __ATOMIC_SEQ_CST);
+    __atomic_fetch_and(&strobe__active, STROBE__ACTIVE_MARKERS, __ATOMIC_SEQ_CST);
     __atomic_store_n(&strobe__gen, 0, __ATOMIC_SEQ_CST);
     if (strobe__current) strobe__current->recording = 0;
     strobe__registry_after_fork_child();
@@ -300,7 +301,7 @@ static void open_window(strobe__session *s) {
     __atomic_store_n(&strobe__epoch_offset_ns, s->start.real_ns - s->start.mono_ns,
                      __ATOMIC_RELAXED);
     __atomic_store_n(&strobe__gen, s->gen, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&strobe__active, 1 | s->features, __ATOMIC_SEQ_CST);
+    __atomic_fetch_or(&strobe__active, STROBE__ACTIVE_RECORDING | s->features, __ATOMIC_SEQ_CST);
 }
 
 /* Makes a session; with `record`, it records at once, else it waits for strobe_start_prepared()
@@ -414,7 +415,7 @@ static int begin_session(const strobe_config *user_cfg, int record) {
         return rc;
     }
 
-    if (++last_gen >= STROBE__TOKEN_FILTERED || last_gen == 0) last_gen = 1;
+    if (++last_gen >= STROBE__TOKEN_MARKED || last_gen == 0) last_gen = 1;
     s->gen = last_gen;
     pthread_mutex_lock(&strobe__registry_lock);
     strobe__registry_sweep();
@@ -523,7 +524,7 @@ int strobe_stop(strobe_result **out) {
     if (!s->window_open) s->start = strobe__clock_anchor_now();
     pthread_mutex_lock(&strobe__registry_lock);
     s->recording = 0;
-    __atomic_store_n(&strobe__active, 0, __ATOMIC_SEQ_CST);
+    __atomic_fetch_and(&strobe__active, STROBE__ACTIVE_MARKERS, __ATOMIC_SEQ_CST);
     __atomic_store_n(&strobe__gen, 0, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&strobe__registry_lock);
     int quiet = quiesce(s);
@@ -610,6 +611,14 @@ int strobe_stop(strobe_result **out) {
     return 0;
 }
 
+void strobe__markers_gate(int on) {
+    if (on) {
+        __atomic_fetch_or(&strobe__active, STROBE__ACTIVE_MARKERS, __ATOMIC_SEQ_CST);
+    } else {
+        __atomic_fetch_and(&strobe__active, ~STROBE__ACTIVE_MARKERS, __ATOMIC_SEQ_CST);
+    }
+}
+
 /* ---- steps ----------------------------------------------------------------------------- */
 
 void strobe__session_step(uint64_t number) {
@@ -619,7 +628,7 @@ void strobe__session_step(uint64_t number) {
     strobe__session *s = strobe__current;
     /* strobe__active is cleared under this lock when a session stops recording. */
     if (s != NULL && s->pid == getpid() && s->window_open &&
-        __atomic_load_n(&strobe__active, __ATOMIC_RELAXED)) {
+        (__atomic_load_n(&strobe__active, __ATOMIC_RELAXED) & STROBE__ACTIVE_RECORDING)) {
         uint64_t now = strobe__now_raw();
         if (s->step_open) {
             if (strobe__grow((void **)&s->steps, &s->step_cap, s->step_count + 1,

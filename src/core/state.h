@@ -148,6 +148,10 @@ typedef struct strobe__session {
 /* A scoped range's token for a begin that scope filtering skipped (ORed with the generation):
  * its end must still pop the filter stack. Generations stay below this bit. */
 #define STROBE__TOKEN_FILTERED 0x80000000u
+/* A scoped range's token for a begin that markers took (src/markers, core/hooks.h), ORed with the
+ * generation (or alone, with no session): its end goes to the markers too. Generations stay
+ * below this bit. */
+#define STROBE__TOKEN_MARKED 0x40000000u
 
 /* Internal globals are hidden: the hot path reaches them without a GOT load. */
 #define STROBE__HIDDEN __attribute__((visibility("hidden")))

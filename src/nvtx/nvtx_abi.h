@@ -81,4 +81,42 @@ typedef struct nvabi_attr {
 /* The size of the attributes up to and including the message. */
 #define NVABI_ATTR_MIN_SIZE (offsetof(nvabi_attr, message) + sizeof(void *))
 
+/* ---- The client side (src/markers: strobe calling the tool that NVTX_INJECTION64_PATH names) ---
+ * A client hands the tool an export table; through NVABI_ETID_CALLBACKS the tool asks for each
+ * module's table of slots (the addresses of the client's function pointers; slot 0 and the last
+ * entry are NULL) and writes its functions into the slots it implements. */
+#define NVABI_ETID_VERSIONINFO 3u
+#define NVABI_VERSION 3u
+/* The version export table (NvtxExportTableVersionInfo). */
+typedef struct nvabi_version_info {
+    size_t struct_size;
+    uint32_t version;
+    uint32_t reserved0;
+    void (*set_injection_version)(uint32_t version);
+} nvabi_version_info;
+
+/* The other modules, and the number of slots (functions) of each module's table. */
+#define NVABI_MODULE_CUDA 2
+#define NVABI_MODULE_OPENCL 3
+#define NVABI_MODULE_CUDART 4
+#define NVABI_MODULE_SYNC 6
+#define NVABI_MODULE_COUNT 7
+#define NVABI_SLOTS_CORE 15
+#define NVABI_SLOTS_CUDA 8
+#define NVABI_SLOTS_OPENCL 14
+#define NVABI_SLOTS_CUDART 6
+#define NVABI_SLOTS_CORE2 15
+#define NVABI_SLOTS_SYNC 6
+
+/* An ASCII message's attributes version (NVTX_VERSION) and the client functions strobe calls. */
+#define NVABI_ATTR_VERSION 3
+typedef void *nvabi_domain;
+typedef int (*nvabi_push_a_fn)(const char *message);
+typedef int (*nvabi_pop_fn)(void);
+typedef void (*nvabi_mark_a_fn)(const char *message);
+typedef nvabi_domain (*nvabi_domain_create_a_fn)(const char *name);
+typedef int (*nvabi_domain_push_fn)(nvabi_domain domain, const nvabi_attr *attr);
+typedef int (*nvabi_domain_pop_fn)(nvabi_domain domain);
+typedef void (*nvabi_domain_mark_fn)(nvabi_domain domain, const nvabi_attr *attr);
+
 #endif /* STROBE_NVTX_ABI_H */

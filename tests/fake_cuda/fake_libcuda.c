@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -114,7 +115,56 @@ EXPORT int cuCtxPopCurrent_v2(void **ctx) {
     *ctx = FAKE_CTX;
     return 0;
 }
+/* The calls of the CUDA profiler API and the synchronizations, in order, for test_markers:
+ * fake_cuda_log() reads "cuProfilerStart;cuCtxSynchronize;...", fake_cuda_log_reset() empties it,
+ * and the counters count each (FAKE_CUDA_PROFILER sets cuProfilerStart's result). */
+static char call_log[8192];
+static int ctx_syncs, stream_syncs;
+static void log_call(const char *name) {
+    size_t n = strlen(call_log), k = strlen(name);
+    if (n + k + 2 < sizeof call_log) {
+        memcpy(call_log + n, name, k);
+        call_log[n + k] = ';';
+        call_log[n + k + 1] = '\0';
+    }
+}
+EXPORT const char *fake_cuda_log(void);
+EXPORT const char *fake_cuda_log(void) {
+    return call_log;
+}
+EXPORT void fake_cuda_log_reset(void);
+EXPORT void fake_cuda_log_reset(void) {
+    call_log[0] = '\0';
+    ctx_syncs = stream_syncs = 0;
+}
+EXPORT int fake_cuda_ctx_syncs(void);
+EXPORT int fake_cuda_ctx_syncs(void) {
+    return ctx_syncs;
+}
+EXPORT int fake_cuda_stream_syncs(void);
+EXPORT int fake_cuda_stream_syncs(void) {
+    return stream_syncs;
+}
 EXPORT int cuCtxSynchronize(void);
 EXPORT int cuCtxSynchronize(void) {
+    ctx_syncs++;
+    log_call("cuCtxSynchronize");
     return pushed ? 0 : 201;
+}
+EXPORT int cuStreamSynchronize(void *stream);
+EXPORT int cuStreamSynchronize(void *stream) {
+    (void)stream;
+    stream_syncs++;
+    log_call("cuStreamSynchronize");
+    return 0;
+}
+EXPORT int cuProfilerStart(void);
+EXPORT int cuProfilerStart(void) {
+    log_call("cuProfilerStart");
+    return env_int("FAKE_CUDA_PROFILER", 0);
+}
+EXPORT int cuProfilerStop(void);
+EXPORT int cuProfilerStop(void) {
+    log_call("cuProfilerStop");
+    return 0;
 }
