@@ -154,7 +154,7 @@ enum { ST_WAIT = 0, ST_ON = 1, ST_DONE = 2 };
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int state;
 static pid_t session_pid;
-static char part_path[4200];
+static char part_path[4300];
 
 static void log_sink(strobe_log_level level, const char *msg, void *ctx) {
     (void)ctx;
