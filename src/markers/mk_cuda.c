@@ -96,6 +96,16 @@ int strobe_capture_begin(const char *path) {
         strobe_config_init(&cfg);
         cfg.activities = STROBE_ACTIVITY_CPU | STROBE_ACTIVITY_CUDA;
         rc = strobe_start(&cfg);
+        if (rc == STROBE_EBUSY) {
+            /* Another CUPTI client owns CUDA's activity: the Nsight tool the capture is for
+             * (ncu, nsys). It gets its region; strobe's session records the CPU side. */
+            strobe__log(STROBE_LOG_WARN,
+                        "capture: another profiler owns CUPTI; the session for %s records the "
+                        "CPU only",
+                        path);
+            cfg.activities = STROBE_ACTIVITY_CPU;
+            rc = strobe_start(&cfg);
+        }
         if (rc != 0) {
             strobe__log(STROBE_LOG_ERROR, "capture: the session for %s cannot start: %s", path,
                         strobe_strerror(rc));
