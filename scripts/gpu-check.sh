@@ -13,6 +13,9 @@
 #   7. cuda_metrics: an unknown metric refused, then the range profiler per kernel (every kernel
 #      carries each metric of STROBE_GPU_METRICS as an arg); skipped, with the reason, where the
 #      driver keeps the counters from this user
+#   8. zero code (tests/gpu/zero_code.sh): strobe record on a CUDA program that never calls
+#      strobe (cudart static, NVTX ranges): its kernels, copies, memset, launches and NVTX ranges
+#      in the trace, and the launch cost next to a bare CUPTI client's
 #
 # Options: --build-only  do step 2 only (works without a GPU: checks that everything compiles)
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc); CUDA_ARCH_FLAGS
@@ -217,6 +220,11 @@ if [ $rc -eq 78 ]; then
 elif [ $rc -ne 0 ]; then
   fail "metrics mode (exit $rc)"
 fi
+
+# ---- 8. Zero code: strobe record on a CUDA program that knows nothing of strobe -----------------
+step "zero code: tests/gpu/zero_code.sh (strobe record --activities cpu,cuda)"
+STROBE_GPU_LAUNCHES=$launches "$root/tests/gpu/zero_code.sh" "$build" "$out/zero-code" ||
+  fail "zero-code pass (strobe record)"
 
 # ---- Summary -----------------------------------------------------------------------------------
 step "summary"

@@ -416,11 +416,20 @@ EXPORT int InitializeInjectionNvtx2(void *get_export_table) {
     return strobe__nvtx_inject(get_export_table) > 0;
 }
 
+static void stop_at_exit(void);
+
 EXPORT int InitializeInjection(void);
 EXPORT int InitializeInjection(void) {
     if (!active || !set.cuda_wanted) return 1;
     __atomic_store_n(&cuda_initialized, 1, __ATOMIC_RELEASE);
-    return strobe__cuda_inject();
+    int rc = strobe__cuda_inject();
+    /* The session must stop, and CUPTI hand over its records, while CUDA and CUPTI are still up:
+     * an exit handler registered now, after CUPTI registered its own while it started, runs
+     * before CUPTI's and the CUDA runtime's (atexit runs in reverse order; CUPTI's own handler
+     * tears it down, after which cuptiActivityDisable crashes), and long before this library's
+     * destructor. */
+    atexit(stop_at_exit);
+    return rc;
 }
 
 /* ---- The constructor and destructor -------------------------------------------------------- */
@@ -449,4 +458,8 @@ __attribute__((destructor)) static void strobe_record_stop(void) {
     pthread_mutex_lock(&lock);
     stop_locked(1);
     pthread_mutex_unlock(&lock);
+}
+
+static void stop_at_exit(void) {
+    strobe_record_stop();
 }

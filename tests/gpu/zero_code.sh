@@ -29,7 +29,10 @@ gcc -O2 -shared -fPIC -I"$cupti_inc" -I"$cuda_home/include" "$root/tests/gpu/bar
   -L"$cupti_lib" -lcupti -Wl,-rpath,"$cupti_lib" -o "$out/libbare_cupti.so" || exit 1
 export STROBE_RECORD_LIB=$build/libstrobe_record.so
 strobe=$build/strobe
-nm -D "$STROBE_RECORD_LIB" | grep -q " T InitializeInjection$" || fail "libstrobe_record.so does not export InitializeInjection"
+syms=$(nm -D "$STROBE_RECORD_LIB")
+for sym in InitializeInjection InitializeInjectionNvtx2; do
+  grep -q " T $sym\$" <<<"$syms" || fail "libstrobe_record.so does not export $sym"
+done
 
 echo "== 1. strobe record --activities cpu,cuda on plain_cuda"
 for fmt in json pftrace; do

@@ -163,7 +163,8 @@ static const char *cupti_err_int(int rc) {
 
 /* Opens the driver and checks that it sees a device. @return 0, or 1 with why. */
 /* Set while the driver calls strobe from cuInit (strobe__cuda_inject): the driver is initializing
- * itself, so cuInit is not called again and the devices are asked for at stop. */
+ * itself, so neither cuInit nor the device queries are called; the devices come from CUPTI's
+ * device records (asking the driver at stop is no safer: at exit it may be gone). */
 static int injecting;
 /* Set on the thread in start(): its cuInit may call strobe__cuda_inject back. */
 static __thread int starting;
@@ -908,7 +909,6 @@ static int stop(int64_t lo, int64_t hi, strobe__gpu_batch *out,
     memset(out, 0, sizeof *out);
     if (!S.active) return 0;
     S.active = 0;
-    if (S.device_n == 0 && S.devices == NULL) query_devices(); /* started from cuInit */
     int64_t offset = 0;
     if (!S.callback_clock) offset = (S.offset_start + calibrate()) / 2;
     /* Before the activity buffers come back: stopping the range profiler waits for the kernels
