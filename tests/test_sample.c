@@ -1,0 +1,244 @@
+/* test_sample.c: CPU sampling (config.cpu_sample_hz, core/sample.c).
+ *
+ * A CPU-bound program of three threads, built with frame pointers, each spinning in a hot
+ * function of its own: one created before the session starts, the main thread (inside a range),
+ * and one created after start that never calls strobe. With sampling at 1 kHz:
+ * - every thread has samples, on its own track (the late thread's too, named as the kernel
+ *   names it);
+ * - each thread's samples are dominated by its hot function (at least half name it as the leaf,
+ *   and all but a few have it in the "Call stack");
+ * - each thread's count is plausible for its CPU time (CLOCK_THREAD_CPUTIME_ID) and the rate:
+ *   between 40% and 130% of CPU seconds x 1000;
+ * - the main thread's samples taken inside its range are children of the range;
+ * - the metadata "strobe_cpu_sampling" names the event and counts lost samples (a number);
+ * - a rate above the maximum fails start with STROBE_EINVAL; a session without sampling has no
+ *   samples and no such metadata.
+ * The traces (JSON and Perfetto, saved and streamed) go to out/sample/ for test_sample.sh, which
+ * runs the independent checkers and `strobe stacks --samples` on them.
+ * Skips (77) where perf_event_open is refused. */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "strobe/strobe.h"
+
+#define HZ 1000
+#define SPIN_MS 300
+
+static volatile double sink;
+static volatile int go_pre;
+
+static int64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spins for `ms` of the calling thread's CPU time. noinline: each is a frame of its own. */
+#define HOT(name)                                                                                  \
+    __attribute__((noinline)) static void name(int ms) {                                           \
+        int64_t end = thread_cpu_ns() + (int64_t)ms * 1000000;                                     \
+        double x = 1.0;                                                                            \
+        while (thread_cpu_ns() < end)                                                              \
+            for (int i = 0; i < 20000; i++)                                                        \
+                x = x * 1.0000001 + 1e-9;                                                          \
+        sink = x;                                                                                  \
+    }
+HOT(hot_pre)
+HOT(hot_main)
+HOT(hot_post)
+
+typedef struct worker {
+    int64_t tid;
+    int64_t cpu_ns;
+} worker;
+
+static void *pre_main(void *arg) {
+    worker *w = arg;
+    prctl(PR_SET_NAME, "pre_worker", 0, 0, 0);
+    w->tid = (int64_t)syscall(SYS_gettid);
+    while (!__atomic_load_n(&go_pre, __ATOMIC_ACQUIRE))
+        usleep(1000);
+    int64_t t0 = thread_cpu_ns();
+    hot_pre(SPIN_MS);
+    w->cpu_ns = thread_cpu_ns() - t0;
+    return NULL;
+}
+
+static void *post_main(void *arg) {
+    worker *w = arg;
+    prctl(PR_SET_NAME, "late_worker", 0, 0, 0);
+    w->tid = (int64_t)syscall(SYS_gettid);
+    int64_t t0 = thread_cpu_ns();
+    hot_post(SPIN_MS);
+    w->cpu_ns = thread_cpu_ns() - t0;
+    return NULL;
+}
+
+static int perf_allowed(void) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_CPU_CLOCK;
+    a.sample_period = 1000000;
+    a.exclude_kernel = 1;
+    a.disabled = 1;
+    long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+    if (fd < 0) return 0;
+    close((int)fd);
+    return 1;
+}
+
+static int starts_with(const char *s, const char *prefix) {
+    return s != NULL && strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Checks one thread's samples in r: count against its CPU time, its hot function dominant. */
+static void check_thread(const strobe_result *r, int64_t tid, int64_t cpu_ns, const char *hot,
+                         const char *name) {
+    const strobe_event *ev = strobe_result_events(r);
+    size_t n = strobe_result_event_count(r);
+    long samples = 0, leaf_hot = 0, stack_hot = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].tid != tid || strcmp(ev[i].category, "cpu_sample") != 0) continue;
+        CHECK_EQ(ev[i].kind, STROBE_EVENT_INSTANT);
+        samples++;
+        leaf_hot += starts_with(ev[i].name, hot);
+        const char *stack = strobe_event_arg(r, i, "Call stack");
+        CHECK(stack != NULL);
+        stack_hot += stack != NULL && strstr(stack, hot) != NULL;
+    }
+    long expect = (long)(cpu_ns * HZ / 1000000000);
+    fprintf(stderr,
+            "%s: tid %lld, %ld samples (%ld with %s as leaf, %ld in the stack), cpu %.0f ms\n",
+            name, (long long)tid, samples, leaf_hot, hot, stack_hot, (double)cpu_ns / 1e6);
+    CHECK_INT(samples, >=, expect * 4 / 10);
+    CHECK_INT(samples, <=, expect * 13 / 10 + 5);
+    CHECK_INT(leaf_hot * 2, >=, samples);
+    CHECK_INT(stack_hot * 10, >=, samples * 9);
+    /* The thread has its track, named as the kernel names it. */
+    const strobe_thread_info *th = strobe_result_threads(r);
+    int found = 0;
+    for (size_t i = 0; i < strobe_result_thread_count(r); i++)
+        if (th[i].tid == tid) {
+            found = 1;
+            CHECK_STR(th[i].name, name);
+        }
+    CHECK(found);
+}
+
+/* One session: the three threads, sampled. stream: the path to stream to (NULL: none); save: the
+ * paths to save the result to (NULL-terminated). */
+static void run(const char *stream, const char *const *save) {
+    worker pre = {0}, post = {0};
+    go_pre = 0;
+    pthread_t tp, tq;
+    CHECK_EQ(pthread_create(&tp, NULL, pre_main, &pre), 0);
+    while (__atomic_load_n(&pre.tid, __ATOMIC_ACQUIRE) == 0)
+        usleep(1000);
+
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    cfg.cpu_sample_hz = HZ;
+    cfg.stream_path = stream;
+    CHECK_EQ(strobe_start(&cfg), 0);
+    __atomic_store_n(&go_pre, 1, __ATOMIC_RELEASE);
+    CHECK_EQ(pthread_create(&tq, NULL, post_main, &post), 0);
+    int64_t t0 = thread_cpu_ns();
+    strobe_set_thread_name("main");
+    strobe_range_begin("main_work");
+    hot_main(SPIN_MS);
+    strobe_range_end();
+    int64_t main_cpu = thread_cpu_ns() - t0;
+    pthread_join(tp, NULL);
+    pthread_join(tq, NULL);
+    strobe_result *r = NULL;
+    CHECK_EQ(strobe_stop(&r), 0);
+    if (r == NULL) return;
+
+    check_thread(r, pre.tid, pre.cpu_ns, "hot_pre", "pre_worker");
+    check_thread(r, post.tid, post.cpu_ns, "hot_post", "late_worker");
+    check_thread(r, (int64_t)syscall(SYS_gettid), main_cpu, "hot_main", "main");
+
+    /* hot_main's samples are inside main_work (in memory; a stream writes ranges apart). */
+    const strobe_event *ev = strobe_result_events(r);
+    size_t inside = 0, main_samples = 0;
+    for (size_t i = 0; i < strobe_result_event_count(r); i++) {
+        if (strcmp(ev[i].category, "cpu_sample") != 0 || !starts_with(ev[i].name, "hot_main"))
+            continue;
+        main_samples++;
+        inside +=
+            ev[i].parent != STROBE_NO_EVENT && strcmp(ev[ev[i].parent].name, "main_work") == 0;
+    }
+    if (stream == NULL) CHECK_EQ(inside, main_samples);
+
+    /* The sampler's counts, lost ones included. */
+    const char *meta = NULL;
+    for (size_t i = 0; i < strobe_result_metadata_count(r); i++) {
+        const char *k, *v;
+        if (strobe_result_metadata(r, i, &k, &v) == 0 && strcmp(k, "strobe_cpu_sampling") == 0)
+            meta = v;
+    }
+    CHECK(meta != NULL);
+    if (meta) {
+        CHECK(strstr(meta, "\"event\": \"cpu-clock\"") != NULL);
+        CHECK(strstr(meta, "\"lost\": ") != NULL);
+        CHECK(strstr(meta, "\"frequency_hz\": 1000") != NULL);
+    }
+    for (size_t k = 0; save && save[k]; k++)
+        CHECK_EQ(strobe_result_save_as(r, save[k], STROBE_FORMAT_AUTO), 0);
+    strobe_result_free(r);
+}
+
+int main(void) {
+    if (!perf_allowed()) {
+        printf("SKIP: perf_event_open (cpu-clock, user only) is refused here\n");
+        return 77;
+    }
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/sample", STROBE_TEST_OUT_DIR);
+    mkdir(dir, 0755);
+    char json[600], pf[600], sj[600], sp[600], tmp[600];
+    snprintf(json, sizeof json, "%s/saved.json", dir);
+    snprintf(pf, sizeof pf, "%s/saved.pftrace", dir);
+    snprintf(sj, sizeof sj, "%s/streamed.json", dir);
+    snprintf(sp, sizeof sp, "%s/streamed.pftrace", dir);
+    snprintf(tmp, sizeof tmp, "%s/unused.json", dir);
+
+    /* A result is saved once: one session per saved format. */
+    const char *const save_json[] = {json, NULL}, *const save_pf[] = {pf, NULL};
+    run(NULL, save_json);
+    run(NULL, save_pf);
+    run(sj, NULL);
+    run(sp, NULL);
+
+    /* Bounds, and a session without sampling is unchanged. */
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    CHECK_EQ(cfg.cpu_sample_hz, 0);
+    cfg.cpu_sample_hz = 10001;
+    CHECK_EQ(strobe_start(&cfg), STROBE_EINVAL);
+    cfg.cpu_sample_hz = 0;
+    CHECK_EQ(strobe_start(&cfg), 0);
+    hot_main(20);
+    strobe_result *r = NULL;
+    CHECK_EQ(strobe_stop(&r), 0);
+    for (size_t i = 0; r && i < strobe_result_event_count(r); i++)
+        CHECK(strcmp(strobe_result_events(r)[i].category, "cpu_sample") != 0);
+    for (size_t i = 0; r && i < strobe_result_metadata_count(r); i++) {
+        const char *k, *v;
+        if (strobe_result_metadata(r, i, &k, &v) == 0) CHECK(strcmp(k, "strobe_cpu_sampling") != 0);
+    }
+    strobe_result_free(r);
+    return check_result();
+}
