@@ -58,6 +58,7 @@ typedef struct tname {
 
 struct strobe__sampler {
     uint32_t hz;
+    uint32_t pid;      /* a child forked meanwhile inherits the events: its samples are left out */
     const char *event; /* "cpu-clock" or "task-clock" */
     uint32_t config;   /* its PERF_COUNT_SW_* */
     size_t page;
@@ -203,8 +204,10 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
  * ips[nr]. */
 static void on_sample(strobe__sampler *sp, const char *body, size_t len) {
     if (len < 24) return;
-    uint32_t tid;
+    uint32_t pid, tid;
     uint64_t time, nr;
+    memcpy(&pid, body, 4);
+    if (pid != sp->pid) return;
     memcpy(&tid, body + 4, 4);
     memcpy(&time, body + 8, 8);
     memcpy(&nr, body + 16, 8);
@@ -322,6 +325,7 @@ int strobe__sampler_start(strobe__sampler **out, uint32_t hz, char *why, size_t 
     strobe__sampler *sp = calloc(1, sizeof *sp);
     if (sp == NULL) return STROBE_ENOMEM;
     sp->hz = hz;
+    sp->pid = (uint32_t)getpid();
     sp->page = (size_t)sysconf(_SC_PAGESIZE);
     long ncpu = sysconf(_SC_NPROCESSORS_CONF);
     if (ncpu < 1) ncpu = 1;
@@ -453,13 +457,14 @@ uint64_t strobe__sampler_lost(const strobe__sampler *sp) {
 }
 
 void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size) {
-    snprintf(buf, size,
-             "{\"event\": \"%s\", \"frequency_hz\": %u, \"callchain\": \"frame pointers, user "
-             "space\", \"threads\": %llu, \"threads_not_sampled\": %llu, \"samples\": %llu, "
-             "\"lost\": %llu, \"dropped\": %llu}",
-             sp->event, sp->hz, (unsigned long long)sp->threads,
-             (unsigned long long)sp->threads_skipped, (unsigned long long)sp->count,
-             (unsigned long long)sp->lost, (unsigned long long)sp->dropped);
+    snprintf(
+        buf, size,
+        "{\"event\": \"%s\", \"frequency_hz\": %u, \"callchain\": \"frame pointers, user "
+        "space\", \"threads_at_start\": %llu, \"threads_not_sampled\": %llu, \"samples\": %llu, "
+        "\"lost\": %llu, \"dropped\": %llu}",
+        sp->event, sp->hz, (unsigned long long)sp->threads, (unsigned long long)sp->threads_skipped,
+        (unsigned long long)sp->count, (unsigned long long)sp->lost,
+        (unsigned long long)sp->dropped);
 }
 
 void strobe__sampler_free(strobe__sampler *sp) {
