@@ -11,6 +11,8 @@
  *   between 40% and 130% of CPU seconds x 1000;
  * - the main thread's samples taken inside its range are children of the range;
  * - the metadata "strobe_cpu_sampling" names the event and counts lost samples (a number);
+ * - losses are counted: a sampler with one-page rings read only at stop keeps a few samples and
+ *   counts the rest as lost (kept + lost plausible for the CPU time, lost most of it);
  * - a rate above the maximum fails start with STROBE_EINVAL; a session without sampling has no
  *   samples and no such metadata.
  * The traces (JSON and Perfetto, saved and streamed) go to out/sample/ for test_sample.sh, which
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/sample.h"
 #include "strobe/strobe.h"
 
 #define HZ 1000
@@ -200,6 +203,47 @@ static void run(const char *stream, const char *const *save) {
     strobe_result_free(r);
 }
 
+static void *spin_main(void *arg) {
+    worker *w = arg;
+    w->tid = (int64_t)syscall(SYS_gettid);
+    int64_t t0 = thread_cpu_ns();
+    hot_post(SPIN_MS);
+    w->cpu_ns = thread_cpu_ns() - t0;
+    return NULL;
+}
+
+/* Losses: rings of one page, no drain thread (read at stop), 10 kHz on two spinning threads: the
+ * rings hold a few dozen samples, the thousands of others are lost, and counted. */
+static void check_losses(void) {
+    strobe__sampler *sp = NULL;
+    char why[200] = "";
+    CHECK_EQ(strobe__sampler_start(&sp, 10000, 1, -1, why, sizeof why), 0);
+    if (sp == NULL) return;
+    strobe__sampler_enable(sp);
+    worker a = {0}, b = {0};
+    pthread_t ta, tb;
+    CHECK_EQ(pthread_create(&ta, NULL, spin_main, &a), 0);
+    CHECK_EQ(pthread_create(&tb, NULL, spin_main, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    strobe__sampler_stop(sp);
+    size_t kept = 0;
+    (void)strobe__sampler_samples(sp, &kept);
+    uint64_t lost = strobe__sampler_lost(sp);
+    long expect = (long)((a.cpu_ns + b.cpu_ns) * 10000 / 1000000000);
+    fprintf(stderr, "losses: %zu kept, %llu lost, %ld expected\n", kept, (unsigned long long)lost,
+            expect);
+    CHECK_INT(lost, >, kept);
+    CHECK_INT((long)(kept + lost), >=, expect * 4 / 10);
+    CHECK_INT((long)(kept + lost), <=, expect * 13 / 10 + 50);
+    char json[400];
+    strobe__sampler_json(sp, json, sizeof json);
+    char want[64];
+    snprintf(want, sizeof want, "\"lost\": %llu", (unsigned long long)lost);
+    CHECK(strstr(json, want) != NULL);
+    strobe__sampler_free(sp);
+}
+
 int main(void) {
     if (!perf_allowed()) {
         printf("SKIP: perf_event_open (cpu-clock, user only) is refused here\n");
@@ -221,6 +265,7 @@ int main(void) {
     run(NULL, save_pf);
     run(sj, NULL);
     run(sp, NULL);
+    check_losses();
 
     /* Bounds, and a session without sampling is unchanged. */
     strobe_config cfg;

@@ -14,7 +14,8 @@
  * strobe are sampled from their first instruction. The threads that exist at start are read from
  * /proc/self/task, again until no new one appears (a thread may create another meanwhile).
  *
- * Rings: about 512 KiB in all (perf_event_mlock_kb's default per user), at most 128 KiB per CPU.
+ * Rings: about 512 KiB in all (perf_event_mlock_kb's default per user), at most 128 KiB per CPU
+ * (the caller may ask for other sizes and drain periods: the tests force losses that way).
  * The drain thread empties them every 50 ms: at 1 kHz a sample of 20 frames is about 200 bytes,
  * 10 KB per CPU per drain. Samples go into memory, at most SAMPLE_MEM_CAP bytes; beyond it they
  * are dropped and counted, as are the records the kernel could not write (PERF_RECORD_LOST). */
@@ -71,13 +72,18 @@ struct strobe__sampler {
 
     pthread_t drainer;
     int drainer_running;
-    int stop; /* atomic */
+    int running; /* started and not stopped */
+    int stop;    /* atomic */
 
     strobe__sample *samples;
     size_t count, cap;
     uint64_t *pcs;
     size_t npcs, pcs_cap;
-    uint64_t lost, dropped;
+    uint64_t lost, dropped; /* PERF_RECORD_LOST's counts; samples past the memory cap */
+    uint64_t format_lost;   /* PERF_FORMAT_LOST's, read at stop */
+    int no_format_lost;     /* the kernel lacks PERF_FORMAT_LOST */
+    size_t ring_pages;
+    int drain_ms;
     strobe__u64map names_map; /* tid -> index + 1 into names */
     tname *names;
     size_t nnames, names_cap;
@@ -85,7 +91,7 @@ struct strobe__sampler {
     size_t rec_cap;
 };
 
-static long open_event(const strobe__sampler *sp, uint32_t config, int64_t tid, int cpu) {
+static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cpu) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.size = sizeof a;
@@ -102,8 +108,18 @@ static long open_event(const strobe__sampler *sp, uint32_t config, int64_t tid, 
     a.clockid = CLOCK_MONOTONIC;
     a.sample_max_stack = STROBE__SAMPLE_MAX_FRAMES;
     a.watermark = 1;
-    a.wakeup_watermark = 4096;
-    return syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    a.wakeup_watermark = (uint32_t)(sp->page * sp->ring_pages / 4);
+    /* The kernel's count of the samples it could not write (Linux 6.0): it includes those lost
+     * just before stop, which no PERF_RECORD_LOST reports (that record is written only when a
+     * later record finds room). Older kernels refuse the flag: opened again without it. */
+    a.read_format = sp->no_format_lost ? 0 : PERF_FORMAT_LOST;
+    long fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0 && errno == EINVAL && !sp->no_format_lost) {
+        sp->no_format_lost = 1;
+        a.read_format = 0;
+        fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    }
+    return fd;
 }
 
 /* Opens thread tid's events, one per ring. @return 0, or -1 with errno (ESRCH: it exited). */
@@ -298,9 +314,9 @@ static void *drain_main(void *arg) {
     }
     while (!__atomic_load_n(&sp->stop, __ATOMIC_ACQUIRE)) {
         if (pfd) {
-            (void)poll(pfd, (nfds_t)sp->nrings, DRAIN_MS);
+            (void)poll(pfd, (nfds_t)sp->nrings, sp->drain_ms);
         } else {
-            struct timespec ts = {0, DRAIN_MS * 1000000L};
+            struct timespec ts = {sp->drain_ms / 1000, (long)(sp->drain_ms % 1000) * 1000000L};
             nanosleep(&ts, NULL);
         }
         drain_all(sp);
@@ -320,7 +336,8 @@ static void close_all(strobe__sampler *sp) {
     sp->nrings = 0;
 }
 
-int strobe__sampler_start(strobe__sampler **out, uint32_t hz, char *why, size_t why_size) {
+int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
+                          char *why, size_t why_size) {
     *out = NULL;
     strobe__sampler *sp = calloc(1, sizeof *sp);
     if (sp == NULL) return STROBE_ENOMEM;
@@ -330,6 +347,12 @@ int strobe__sampler_start(strobe__sampler **out, uint32_t hz, char *why, size_t 
     long ncpu = sysconf(_SC_NPROCESSORS_CONF);
     if (ncpu < 1) ncpu = 1;
     if (ncpu > MAX_CPUS) ncpu = MAX_CPUS;
+    /* One ring per CPU that takes the event, sized within the budget, a power of two. */
+    size_t pages = ring_pages ? ring_pages : RING_BUDGET / (size_t)ncpu / sp->page, p2 = 1;
+    while (p2 * 2 <= pages && p2 * 2 <= RING_MAX_PAGES)
+        p2 *= 2;
+    sp->ring_pages = p2;
+    sp->drain_ms = drain_ms > 0 ? drain_ms : DRAIN_MS;
     sp->rings = calloc((size_t)ncpu, sizeof *sp->rings);
     sp->fds = calloc(MAX_FDS, sizeof *sp->fds);
     if (sp->rings == NULL || sp->fds == NULL) {
@@ -363,10 +386,6 @@ int strobe__sampler_start(strobe__sampler **out, uint32_t hz, char *why, size_t 
         strobe__sampler_free(sp);
         return 1;
     }
-    /* One ring per CPU that takes the event, sized within the budget, a power of two. */
-    size_t pages = RING_BUDGET / (size_t)ncpu / sp->page, p2 = 1;
-    while (p2 * 2 <= pages && p2 * 2 <= RING_MAX_PAGES)
-        p2 *= 2;
     for (long c = 0; c < ncpu; c++) {
         long fd = open_event(sp, sp->config, self, (int)c);
         if (fd < 0) continue;
@@ -402,12 +421,14 @@ int strobe__sampler_start(strobe__sampler **out, uint32_t hz, char *why, size_t 
         }
         if (added <= 0) break;
     }
-    if (rc == 0 && pthread_create(&sp->drainer, NULL, drain_main, sp) != 0) rc = STROBE_ESYS;
+    if (rc == 0 && drain_ms >= 0 && pthread_create(&sp->drainer, NULL, drain_main, sp) != 0)
+        rc = STROBE_ESYS;
     if (rc != 0) {
         strobe__sampler_free(sp);
         return rc;
     }
-    sp->drainer_running = 1;
+    sp->drainer_running = drain_ms >= 0;
+    sp->running = 1;
     *out = sp;
     return 0;
 }
@@ -427,11 +448,17 @@ static int cmp_sample(const void *a, const void *b) {
 }
 
 void strobe__sampler_stop(strobe__sampler *sp) {
-    if (sp == NULL || !sp->drainer_running) return;
-    for (size_t i = 0; i < sp->nfds; i++)
+    if (sp == NULL || !sp->running) return;
+    sp->running = 0;
+    for (size_t i = 0; i < sp->nfds; i++) {
         (void)ioctl(sp->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+        /* PERF_FORMAT_LOST without other flags: { u64 value; u64 lost; } */
+        uint64_t v[2];
+        if (!sp->no_format_lost && read(sp->fds[i], v, sizeof v) == (ssize_t)sizeof v)
+            sp->format_lost += v[1];
+    }
     __atomic_store_n(&sp->stop, 1, __ATOMIC_RELEASE);
-    pthread_join(sp->drainer, NULL);
+    if (sp->drainer_running) pthread_join(sp->drainer, NULL);
     sp->drainer_running = 0;
     drain_all(sp);
     close_all(sp);
@@ -452,8 +479,14 @@ const char *strobe__sampler_thread_name(const strobe__sampler *sp, int64_t tid) 
     return v && *v ? sp->names[*v - 1].name : "";
 }
 
+/* The kernel's losses: its per-event count where it keeps one (exact, the tail included), else
+ * what PERF_RECORD_LOST said (records, nearly all samples). */
+static uint64_t kernel_lost(const strobe__sampler *sp) {
+    return sp->format_lost > sp->lost ? sp->format_lost : sp->lost;
+}
+
 uint64_t strobe__sampler_lost(const strobe__sampler *sp) {
-    return sp ? sp->lost + sp->dropped : 0;
+    return sp ? kernel_lost(sp) + sp->dropped : 0;
 }
 
 void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size) {
@@ -463,7 +496,7 @@ void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size) {
         "space\", \"threads_at_start\": %llu, \"threads_not_sampled\": %llu, \"samples\": %llu, "
         "\"lost\": %llu, \"dropped\": %llu}",
         sp->event, sp->hz, (unsigned long long)sp->threads, (unsigned long long)sp->threads_skipped,
-        (unsigned long long)sp->count, (unsigned long long)sp->lost,
+        (unsigned long long)sp->count, (unsigned long long)kernel_lost(sp),
         (unsigned long long)sp->dropped);
 }
 

@@ -170,7 +170,7 @@ static int check_config(const strobe_config *cfg) {
 static int setup_sampling(strobe__session *s) {
     if (s->cfg.cpu_sample_hz == 0) return 0;
     char why[200] = "";
-    int rc = strobe__sampler_start(&s->sampler, s->cfg.cpu_sample_hz, why, sizeof why);
+    int rc = strobe__sampler_start(&s->sampler, s->cfg.cpu_sample_hz, 0, 0, why, sizeof why);
     if (rc <= 0) return rc;
     char msg[300];
     snprintf(msg, sizeof msg, "CPU sampling requested but not done: %s", why);
