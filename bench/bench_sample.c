@@ -9,8 +9,10 @@
  *   floor      no session
  *   sampling   a session with cpu_sample_hz = --hz (and nothing else recorded)
  *
- * Runs alternate (floor, sampling, floor, ...) so that drift in the machine's load hits both; the
- * figures are the medians of --runs runs of each. strobe_stop()'s time (collecting and
+ * Runs alternate (floor, sampling, sampling, floor, floor, ...) so that drift in the machine's
+ * load hits both and neither is always second; the figures are the medians of --runs runs of
+ * each. --hz 0 runs a session without sampling in place of the sampling one: the control, whose
+ * "overhead" shows the noise of the measurement. strobe_stop()'s time (collecting and
  * symbolizing the samples) is reported apart: it is not spent while the program runs.
  *
  * Usage: strobe_bench_sample [--threads N] [--runs R] [--hz HZ] [--ms MS] */
@@ -117,8 +119,9 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (threads < 1 || runs < 1 || ms < 1 || hz < 1) {
-        fprintf(stderr, "strobe_bench_sample: --threads, --runs, --hz and --ms must be positive\n");
+    if (threads < 1 || runs < 1 || ms < 1 || hz > 10000) {
+        fprintf(stderr, "strobe_bench_sample: --threads, --runs and --ms must be positive, --hz "
+                        "at most 10000\n");
         return 2;
     }
     /* Calibrate: iterations for about `ms` of one thread. */
@@ -145,7 +148,8 @@ int main(int argc, char **argv) {
     long samples = 0;
     unsigned long long lost = 0;
     for (int r = 0; r < runs; r++) {
-        run_once(&fw[r], &fc[r]);
+        /* Which goes first alternates too: a pair's second run is not always the same one. */
+        if (r % 2 == 0) run_once(&fw[r], &fc[r]);
         strobe_config cfg;
         strobe_config_init(&cfg);
         cfg.cpu_sample_hz = hz;
@@ -175,6 +179,7 @@ int main(int argc, char **argv) {
             }
         }
         strobe_result_free(res);
+        if (r % 2 == 1) run_once(&fw[r], &fc[r]);
     }
     double mfw = median(fw, runs), mfc = median(fc, runs);
     double msw = median(sw, runs), msc = median(sc, runs), mstop = median(stop, runs);
