@@ -13,6 +13,9 @@
  * - the metadata "strobe_cpu_sampling" names the event and counts lost samples (a number);
  * - losses are counted: a sampler with one-page rings read only at stop keeps a few samples and
  *   counts the rest as lost (kept + lost plausible for the CPU time, lost most of it);
+ * - fork: a child process of a sampled program is not in its trace, and a child that starts a
+ *   session of its own (dropping its copy of the parent's) leaves the parent sampling;
+ * - a prepared session samples only once its window opens (strobe_start_prepared);
  * - a rate above the maximum fails start with STROBE_EINVAL; a session without sampling has no
  *   samples and no such metadata.
  * The traces (JSON and Perfetto, saved and streamed) go to out/sample/ for test_sample.sh, which
@@ -27,6 +30,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -244,6 +248,76 @@ static void check_losses(void) {
     strobe__sampler_free(sp);
 }
 
+/* fork() during a sampled session: the child spins (its samples must not land in the parent's
+ * trace), then starts and stops a session of its own, which drops its copy of the parent's; the
+ * parent then spins, and must still be sampled. */
+static void check_fork(void) {
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    cfg.cpu_sample_hz = HZ;
+    CHECK_EQ(strobe_start(&cfg), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        hot_post(150);
+        strobe_config c2;
+        strobe_config_init(&c2);
+        int rc = strobe_start(&c2);
+        strobe_result *r2 = NULL;
+        if (rc == 0) rc = strobe_stop(&r2);
+        strobe_result_free(r2);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t after = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    hot_main(200);
+    strobe_result *r = NULL;
+    CHECK_EQ(strobe_stop(&r), 0);
+    if (r == NULL) return;
+    const strobe_event *ev = strobe_result_events(r);
+    long later = 0, childs = 0;
+    for (size_t i = 0; i < strobe_result_event_count(r); i++) {
+        if (strcmp(ev[i].category, "cpu_sample") != 0) continue;
+        later += ev[i].start_ns > after && starts_with(ev[i].name, "hot_main");
+        childs += ev[i].tid == child || starts_with(ev[i].name, "hot_post");
+    }
+    fprintf(stderr, "fork: %ld parent samples after the child's exit, %ld of the child\n", later,
+            childs);
+    CHECK_INT(later, >=, 60);
+    CHECK_EQ(childs, 0);
+    strobe_result_free(r);
+}
+
+/* strobe_prepare() opens the events disabled: nothing is sampled before strobe_start_prepared(). */
+static void check_prepared(void) {
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    cfg.cpu_sample_hz = HZ;
+    CHECK_EQ(strobe_prepare(&cfg), 0);
+    hot_post(100);
+    CHECK_EQ(strobe_start_prepared(), 0);
+    int64_t t0 = thread_cpu_ns();
+    hot_main(200);
+    int64_t cpu = thread_cpu_ns() - t0;
+    strobe_result *r = NULL;
+    CHECK_EQ(strobe_stop(&r), 0);
+    if (r == NULL) return;
+    const strobe_event *ev = strobe_result_events(r);
+    long mains = 0, before = 0;
+    for (size_t i = 0; i < strobe_result_event_count(r); i++) {
+        if (strcmp(ev[i].category, "cpu_sample") != 0) continue;
+        mains += starts_with(ev[i].name, "hot_main");
+        before += starts_with(ev[i].name, "hot_post");
+    }
+    fprintf(stderr, "prepared: %ld samples in the window, %ld before it\n", mains, before);
+    CHECK_INT(mains, >=, cpu * HZ / 1000000000 * 4 / 10);
+    CHECK_EQ(before, 0);
+    strobe_result_free(r);
+}
+
 int main(void) {
     if (!perf_allowed()) {
         printf("SKIP: perf_event_open (cpu-clock, user only) is refused here\n");
@@ -266,6 +340,8 @@ int main(void) {
     run(sj, NULL);
     run(sp, NULL);
     check_losses();
+    check_fork();
+    check_prepared();
 
     /* Bounds, and a session without sampling is unchanged. */
     strobe_config cfg;

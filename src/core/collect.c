@@ -378,6 +378,11 @@ static int place_samples(cthread *c, int64_t before) {
         int64_t ts = sample_ns(in, c->sample);
         if (ts >= before) break;
         if (ts < in->sample_lo || ts > in->sample_hi) continue;
+        /* The steps that begin or end before it come first (the thread's events stay sorted). */
+        if (c->sm.n) {
+            int rc = apply_step_marks(in, &c->sm, &c->st, c->t, c->ti, ts);
+            if (rc) return rc;
+        }
         if (ts < c->last_ts) ts = c->last_ts;
         c->last_ts = ts;
         const strobe__sample *sm = &in->samples[c->sample];
@@ -604,13 +609,13 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
         rc = strobe__decode(&in->dec, &dt, (const char *)(k + 1), chunk_used(t, k));
     strobe__dec_thread_free(&dt);
     strobe_result *r = in->r;
+    /* The samples after the thread's last record: inside the ranges still open (those the
+     * buffer's filling closed end before the samples that came after it), with the steps. */
+    if (rc == 0 && c.trunc_ns != INT64_MIN) rc = place_samples(&c, c.trunc_ns);
+    if (rc == 0 && c.trunc_ns == INT64_MIN) rc = place_samples(&c, INT64_MAX);
     /* The steps that end after the thread's last record (the last one ends at stop). */
     if (rc == 0 && c.sm.n) rc = apply_step_marks(in, &c.sm, &c.st, t, thread_index, INT64_MAX);
     step_marks_free(&c.sm);
-    /* The samples after the thread's last record: inside the ranges still open (those the
-     * buffer's filling closed end before the samples that came after it). */
-    if (rc == 0 && c.trunc_ns != INT64_MIN) rc = place_samples(&c, c.trunc_ns);
-    if (rc == 0 && c.trunc_ns == INT64_MIN) rc = place_samples(&c, INT64_MAX);
     if (rc == 0 && c.trunc_ns != INT64_MIN) {
         stats->truncated_ranges += c.st.depth;
         close_open(r, &c.st, c.trunc_ns, STROBE_EVENT_TRUNCATED);

@@ -82,6 +82,7 @@ struct strobe__sampler {
     uint64_t lost, dropped; /* PERF_RECORD_LOST's counts; samples past the memory cap */
     uint64_t format_lost;   /* PERF_FORMAT_LOST's, read at stop */
     int no_format_lost;     /* the kernel lacks PERF_FORMAT_LOST */
+    int old_kernel;         /* the kernel lacks inherit_thread and remove_on_exec */
     size_t ring_pages;
     int drain_ms;
     strobe__u64map names_map; /* tid -> index + 1 into names */
@@ -100,7 +101,14 @@ static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cp
     a.sample_period = 1000000000ull / sp->hz; /* ns of CPU time */
     a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
     a.disabled = 1;
+    /* Threads created later inherit the event; child processes do not (inherit_thread), and a
+     * program exec'd by a thread drops it (remove_on_exec): a forked worker is another process,
+     * which strobe record follows with a session of its own. Kernels before 5.13 refuse both:
+     * opened again without them (a child process is then sampled into our rings, and its samples
+     * are left out by pid). */
     a.inherit = 1;
+    a.inherit_thread = !sp->old_kernel;
+    a.remove_on_exec = !sp->old_kernel;
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
     a.exclude_callchain_kernel = 1;
@@ -114,6 +122,11 @@ static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cp
      * later record finds room). Older kernels refuse the flag: opened again without it. */
     a.read_format = sp->no_format_lost ? 0 : PERF_FORMAT_LOST;
     long fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0 && errno == EINVAL && !sp->old_kernel) {
+        sp->old_kernel = 1;
+        a.inherit_thread = a.remove_on_exec = 0;
+        fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    }
     if (fd < 0 && errno == EINVAL && !sp->no_format_lost) {
         sp->no_format_lost = 1;
         a.read_format = 0;
@@ -307,6 +320,7 @@ static void drain_all(strobe__sampler *sp) {
 
 static void *drain_main(void *arg) {
     strobe__sampler *sp = arg;
+    (void)pthread_setname_np(pthread_self(), "strobe_sampler");
     struct pollfd *pfd = calloc((size_t)sp->nrings, sizeof *pfd);
     for (int i = 0; pfd && i < sp->nrings; i++) {
         pfd[i].fd = sp->rings[i].fd;
@@ -450,6 +464,13 @@ static int cmp_sample(const void *a, const void *b) {
 void strobe__sampler_stop(strobe__sampler *sp) {
     if (sp == NULL || !sp->running) return;
     sp->running = 0;
+    if (sp->pid != (uint32_t)getpid()) {
+        /* A child's copy after fork(): the events and rings are the parent's, which samples on;
+         * the drain thread did not come along. Only the child's descriptors and mappings go. */
+        sp->drainer_running = 0;
+        close_all(sp);
+        return;
+    }
     for (size_t i = 0; i < sp->nfds; i++) {
         (void)ioctl(sp->fds[i], PERF_EVENT_IOC_DISABLE, 0);
         /* PERF_FORMAT_LOST without other flags: { u64 value; u64 lost; } */
