@@ -16,6 +16,8 @@
  * - fork: a child process of a sampled program is not in its trace, and a child that starts a
  *   session of its own (dropping its copy of the parent's) leaves the parent sampling;
  * - a prepared session samples only once its window opens (strobe_start_prepared);
+ * - where perf_event_open is refused (a seccomp filter, in a child), the session starts, records,
+ *   and its result has one warning about sampling and no samples;
  * - a rate above the maximum fails start with STROBE_EINVAL; a session without sampling has no
  *   samples and no such metadata.
  * The traces (JSON and Perfetto, saved and streamed) go to out/sample/ for test_sample.sh, which
@@ -31,6 +33,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -318,6 +323,52 @@ static void check_prepared(void) {
     strobe_result_free(r);
 }
 
+/* In a child: perf_event_open fails with EACCES (seccomp), as under perf_event_paranoid 3. */
+static void check_refused(void) {
+    pid_t child = fork();
+    if (child == 0) {
+        struct sock_filter f[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_perf_event_open, 0, 1),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+            _exit(77);
+        strobe_config cfg;
+        strobe_config_init(&cfg);
+        cfg.cpu_sample_hz = HZ;
+        if (strobe_start(&cfg) != 0) _exit(2);
+        strobe_range_begin("work");
+        hot_main(50);
+        strobe_range_end();
+        strobe_result *r = NULL;
+        if (strobe_stop(&r) != 0) _exit(3);
+        int warned = 0, samples = 0, ranges = 0;
+        for (size_t i = 0; i < strobe_result_warning_count(r); i++) {
+            const char *w = strobe_result_warning(r, i);
+            warned += strstr(w, "CPU sampling") != NULL && strstr(w, "perf_event_open") != NULL;
+            fprintf(stderr, "refused: warning: %s\n", w);
+        }
+        for (size_t i = 0; i < strobe_result_event_count(r); i++) {
+            samples += strcmp(strobe_result_events(r)[i].category, "cpu_sample") == 0;
+            ranges += strcmp(strobe_result_events(r)[i].name, "work") == 0;
+        }
+        strobe_result_free(r);
+        _exit(warned == 1 && samples == 0 && ranges == 1 ? 0 : 4);
+    }
+    int status = 0;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+        fprintf(stderr, "refused: seccomp unavailable, not checked\n");
+        return;
+    }
+    CHECK_EQ(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
     if (!perf_allowed()) {
         printf("SKIP: perf_event_open (cpu-clock, user only) is refused here\n");
@@ -342,6 +393,7 @@ int main(void) {
     check_losses();
     check_fork();
     check_prepared();
+    check_refused();
 
     /* Bounds, and a session without sampling is unchanged. */
     strobe_config cfg;

@@ -148,7 +148,8 @@ typedef struct strobe_config {
      * rate and the samples kept and lost. Where perf_event_open is refused (seccomp,
      * perf_event_paranoid 3), the session goes on without samples, with a warning. With
      * stream_path, samples are appended at stop (like device activity). 0: off (default);
-     * 1 .. 10000, else STROBE_EINVAL; about 1000 is a good rate (`strobe record --sample`). */
+     * 1 .. STROBE_CPU_SAMPLE_HZ_MAX, else STROBE_EINVAL; STROBE_CPU_SAMPLE_HZ_DEFAULT (1000) is a
+     * good rate. */
     uint32_t cpu_sample_hz;
 } strobe_config;
 
@@ -157,6 +158,11 @@ typedef struct strobe_config {
 #define STROBE_CUDA_ALL_API 0x2u           /* keep the noisy runtime calls Kineto leaves out */
 #define STROBE_CUDA_NO_DRIVER_API 0x4u     /* leave out driver API calls */
 #define STROBE_CUDA_METRICS_PER_RANGE 0x8u /* cuda_metrics per range: not supported yet */
+
+/* strobe_config.cpu_sample_hz: the rate to use when none is given (`strobe record --sample`), and
+ * the largest accepted. */
+#define STROBE_CPU_SAMPLE_HZ_DEFAULT 1000u
+#define STROBE_CPU_SAMPLE_HZ_MAX 10000u
 
 /* The smallest struct_size a config may have: the layout through postprocess_ctx, whose fields
  * every strobe_config has. Fields past it that a program does not have take their defaults. */

@@ -16,9 +16,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bounds of strobe_config.cpu_sample_hz (0 is off), and the rate `strobe record --sample` uses. */
-#define STROBE__SAMPLE_HZ_MAX 10000u
-#define STROBE__SAMPLE_HZ_DEFAULT 1000u
 /* Frames kept per sample. */
 #define STROBE__SAMPLE_MAX_FRAMES 64u
 

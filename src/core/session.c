@@ -157,9 +157,9 @@ static int check_config(const strobe_config *cfg) {
                     STROBE__MAX_STACK);
         return STROBE_EINVAL;
     }
-    if (cfg->cpu_sample_hz > STROBE__SAMPLE_HZ_MAX) {
+    if (cfg->cpu_sample_hz > STROBE_CPU_SAMPLE_HZ_MAX) {
         strobe__log(STROBE_LOG_ERROR, "cpu_sample_hz %u is out of range (0 .. %u)",
-                    cfg->cpu_sample_hz, STROBE__SAMPLE_HZ_MAX);
+                    cfg->cpu_sample_hz, STROBE_CPU_SAMPLE_HZ_MAX);
         return STROBE_EINVAL;
     }
     return strobe__stream_check_config(cfg);
