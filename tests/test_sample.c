@@ -77,7 +77,7 @@ typedef struct worker {
 static void *pre_main(void *arg) {
     worker *w = arg;
     prctl(PR_SET_NAME, "pre_worker", 0, 0, 0);
-    w->tid = (int64_t)syscall(SYS_gettid);
+    __atomic_store_n(&w->tid, (int64_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
     while (!__atomic_load_n(&go_pre, __ATOMIC_ACQUIRE))
         usleep(1000);
     int64_t t0 = thread_cpu_ns();
