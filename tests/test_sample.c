@@ -16,6 +16,8 @@
  * - fork: a child process of a sampled program is not in its trace, and a child that starts a
  *   session of its own (dropping its copy of the parent's) leaves the parent sampling;
  * - a prepared session samples only once its window opens (strobe_start_prepared);
+ * - out of file descriptors (RLIMIT_NOFILE lowered, in a child), the threads that cannot be
+ *   sampled are counted and warned about, and the others are sampled;
  * - where perf_event_open is refused (a seccomp filter, in a child), the session starts, records,
  *   and its result has one warning about sampling and no samples;
  * - a rate above the maximum fails start with STROBE_EINVAL; a session without sampling has no
@@ -32,7 +34,9 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -323,6 +327,62 @@ static void check_prepared(void) {
     strobe_result_free(r);
 }
 
+static volatile int park_go;
+static void *park_main(void *arg) {
+    (void)arg;
+    while (!park_go)
+        usleep(1000);
+    return NULL;
+}
+
+/* In a child: six threads at start, and descriptors for about two threads' events. */
+static void check_fd_limit(void) {
+    pid_t child = fork();
+    if (child == 0) {
+        pthread_t t[6];
+        for (int i = 0; i < 6; i++)
+            if (pthread_create(&t[i], NULL, park_main, NULL) != 0) _exit(2);
+        int open_fds = 0;
+        DIR *d = opendir("/proc/self/fd");
+        if (d == NULL) _exit(77);
+        while (readdir(d))
+            open_fds++;
+        closedir(d);
+        long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+        /* The rings (one per CPU), the /proc/self/task directory, two more threads' events. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(77);
+        rl.rlim_cur = (rlim_t)(open_fds + ncpu + 1 + 2 * ncpu);
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(77);
+        strobe_config cfg;
+        strobe_config_init(&cfg);
+        cfg.cpu_sample_hz = HZ;
+        if (strobe_start(&cfg) != 0) _exit(3);
+        hot_main(100);
+        park_go = 1;
+        for (int i = 0; i < 6; i++)
+            pthread_join(t[i], NULL);
+        strobe_result *r = NULL;
+        if (strobe_stop(&r) != 0) _exit(4);
+        int warned = 0, samples = 0;
+        for (size_t i = 0; i < strobe_result_warning_count(r); i++) {
+            const char *w = strobe_result_warning(r, i);
+            warned += strstr(w, "not sampled") != NULL;
+            fprintf(stderr, "fd limit: warning: %s\n", w);
+        }
+        for (size_t i = 0; i < strobe_result_event_count(r); i++)
+            samples += starts_with(strobe_result_events(r)[i].name, "hot_main");
+        strobe_result_free(r);
+        fprintf(stderr, "fd limit: %d samples of the main thread\n", samples);
+        _exit(warned == 1 && samples >= 30 ? 0 : 5);
+    }
+    int status = 0;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) return;
+    CHECK_EQ(WEXITSTATUS(status), 0);
+}
+
 /* In a child: perf_event_open fails with EACCES (seccomp), as under perf_event_paranoid 3. */
 static void check_refused(void) {
     pid_t child = fork();
@@ -394,6 +454,7 @@ int main(void) {
     check_fork();
     check_prepared();
     check_refused();
+    check_fd_limit();
 
     /* Bounds, and a session without sampling is unchanged. */
     strobe_config cfg;

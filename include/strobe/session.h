@@ -147,7 +147,8 @@ typedef struct strobe_config {
      * Perfetto's CPU samples. The trace's metadata "strobe_cpu_sampling" gives the event, the
      * rate and the samples kept and lost. Where perf_event_open is refused (seccomp,
      * perf_event_paranoid 3), the session goes on without samples, with a warning. With
-     * stream_path, samples are appended at stop (like device activity). 0: off (default);
+     * stream_path, samples are appended at stop (like device activity); with the flight recorder,
+     * dumps have none and the result at stop has all. 0: off (default);
      * 1 .. STROBE_CPU_SAMPLE_HZ_MAX, else STROBE_EINVAL; STROBE_CPU_SAMPLE_HZ_DEFAULT (1000) is a
      * good rate. */
     uint32_t cpu_sample_hz;

@@ -154,6 +154,11 @@ fail:;
     int e = errno;
     while (sp->nfds > first)
         close(sp->fds[--sp->nfds]);
+    if (e == EMFILE || e == ENFILE) {
+        /* Out of descriptors: this thread goes unsampled, counted (and warned about). */
+        sp->threads_skipped++;
+        return 0;
+    }
     errno = e;
     return -1;
 }
@@ -504,6 +509,10 @@ const char *strobe__sampler_thread_name(const strobe__sampler *sp, int64_t tid) 
  * what PERF_RECORD_LOST said (records, nearly all samples). */
 static uint64_t kernel_lost(const strobe__sampler *sp) {
     return sp->format_lost > sp->lost ? sp->format_lost : sp->lost;
+}
+
+uint64_t strobe__sampler_unsampled(const strobe__sampler *sp) {
+    return sp ? sp->threads_skipped : 0;
 }
 
 uint64_t strobe__sampler_lost(const strobe__sampler *sp) {

@@ -60,6 +60,10 @@ void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size);
 /* Samples lost (the kernel's PERF_RECORD_LOST) plus those dropped at the memory cap. */
 uint64_t strobe__sampler_lost(const strobe__sampler *sp);
 
+/* Threads alive at start that could not be sampled (past 4096 descriptors, or the process's
+ * limit on open files). */
+uint64_t strobe__sampler_unsampled(const strobe__sampler *sp);
+
 /* Frees everything (stops first when still running). Accepts NULL. */
 void strobe__sampler_free(strobe__sampler *sp);
 

@@ -193,6 +193,14 @@ static int finish_sampling(strobe__session *s, strobe_result *r) {
                  (unsigned long long)lost);
         rc = strobe__result_add_warning(r, msg);
     }
+    uint64_t unsampled = strobe__sampler_unsampled(s->sampler);
+    if (rc == 0 && unsampled) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "%llu threads were not sampled: out of file descriptors for their perf events",
+                 (unsigned long long)unsampled);
+        rc = strobe__result_add_warning(r, msg);
+    }
     return rc;
 }
 
