@@ -7,7 +7,8 @@
 #   of the samples end in the thread's hot function (hot_pre, hot_post, hot_main);
 # - on a .pftrace (whose samples it does not read) and on a trace without samples it fails with
 #   exit 2 and a message;
-# - with SHARED_DIR's validators: all four traces pass the three checkers --strict, and the trace
+# - `strobe convert` of saved.json to converted.pftrace writes the samples as Perfetto's;
+# - with SHARED_DIR's validators: all five traces pass the three checkers --strict, and the trace
 #   processor finds the .pftrace's samples as Perfetto CPU samples (perf_sample) on the threads,
 #   the hot functions as leaf frames.
 # Exits 77 when test_sample left no traces (it skipped: perf_event_open refused).
@@ -48,19 +49,21 @@ rc=$?
 [ $rc -eq 2 ] || err "stacks --samples on a .pftrace: exit $rc, expected 2"
 grep -q "no CPU samples" "$dir/stderr.txt" || err "stacks --samples on a .pftrace: no message"
 
+"$cli" convert "$dir/saved.json" "$dir/converted.pftrace" || err "strobe convert failed"
+
 if [ ! -x "$shared/validators/check_all.sh" ]; then
     echo "validators absent ($shared/validators): the checkers were not run"
     exit $fail
 fi
 . "$tests/validators.sh"
-for f in saved.json saved.pftrace streamed.json streamed.pftrace; do
+for f in saved.json saved.pftrace streamed.json streamed.pftrace converted.pftrace; do
     if ! strobe_check_trace "$shared" "$dir/$f" --strict >"$dir/$f.check.txt" 2>&1; then
         cat "$dir/$f.check.txt"
         err "$f does not pass the checkers"
     fi
 done
 TP="$(strobe_validators_home)/tp_query"
-for f in saved.pftrace streamed.pftrace; do
+for f in saved.pftrace streamed.pftrace converted.pftrace; do
     q=$(flock -s "$STROBE_VLOCK" "$TP" "$dir/$f" --sql "select count(distinct utid) as threads, count(*) as samples from perf_sample" --sql "select f.name as leaf, count(*) as n from perf_sample s join stack_profile_callsite c on s.callsite_id = c.id join stack_profile_frame f on c.frame_id = f.id group by f.name order by n desc limit 3")
     echo "$q"
     row=$(printf '%s\n' "$q" | awk '/^threads/ { getline; print; exit }')
