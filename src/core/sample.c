@@ -83,6 +83,7 @@ struct strobe__sampler {
     uint64_t format_lost;   /* PERF_FORMAT_LOST's, read at stop */
     int no_format_lost;     /* the kernel lacks PERF_FORMAT_LOST */
     int old_kernel;         /* the kernel lacks inherit_thread and remove_on_exec */
+    uint64_t throttled;     /* PERF_RECORD_THROTTLE records */
     size_t ring_pages;
     int drain_ms;
     strobe__u64map names_map; /* tid -> index + 1 into names */
@@ -122,14 +123,15 @@ static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cp
      * later record finds room). Older kernels refuse the flag: opened again without it. */
     a.read_format = sp->no_format_lost ? 0 : PERF_FORMAT_LOST;
     long fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd < 0 && errno == EINVAL && !sp->old_kernel) {
-        sp->old_kernel = 1;
-        a.inherit_thread = a.remove_on_exec = 0;
-        fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-    }
+    /* The newer feature goes first: PERF_FORMAT_LOST (6.0), then inherit_thread (5.13). */
     if (fd < 0 && errno == EINVAL && !sp->no_format_lost) {
         sp->no_format_lost = 1;
         a.read_format = 0;
+        fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    }
+    if (fd < 0 && errno == EINVAL && !sp->old_kernel) {
+        sp->old_kernel = 1;
+        a.inherit_thread = a.remove_on_exec = 0;
         fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
     }
     return fd;
@@ -311,6 +313,10 @@ static void drain_ring(strobe__sampler *sp, ring *r) {
             } else if (h.type == PERF_RECORD_LOST_SAMPLES && blen >= 8) {
                 memcpy(&lost, body, 8);
                 sp->lost += lost;
+            } else if (h.type == PERF_RECORD_THROTTLE) {
+                /* The kernel paused the event: its interrupts took too long (perf_event_max_
+                 * sample_rate). The samples it skips are not lost records: counted apart. */
+                sp->throttled++;
             }
         }
         tail += h.size;
@@ -524,10 +530,10 @@ void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size) {
         buf, size,
         "{\"event\": \"%s\", \"frequency_hz\": %u, \"callchain\": \"frame pointers, user "
         "space\", \"threads_at_start\": %llu, \"threads_not_sampled\": %llu, \"samples\": %llu, "
-        "\"lost\": %llu, \"dropped\": %llu}",
+        "\"lost\": %llu, \"dropped\": %llu, \"throttled\": %llu}",
         sp->event, sp->hz, (unsigned long long)sp->threads, (unsigned long long)sp->threads_skipped,
         (unsigned long long)sp->count, (unsigned long long)kernel_lost(sp),
-        (unsigned long long)sp->dropped);
+        (unsigned long long)sp->dropped, (unsigned long long)sp->throttled);
 }
 
 void strobe__sampler_free(strobe__sampler *sp) {

@@ -54,7 +54,8 @@ const uint64_t *strobe__sampler_pcs(const strobe__sampler *sp);
 const char *strobe__sampler_thread_name(const strobe__sampler *sp, int64_t tid);
 
 /* The trace's "strobe_cpu_sampling" metadata: the event, the rate, threads sampled, samples kept,
- * lost (kernel) and dropped (memory cap), as a JSON object written into buf. */
+ * lost (kernel) and dropped (memory cap), and how often the kernel throttled sampling (its
+ * perf_event_max_sample_rate), as a JSON object written into buf. */
 void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size);
 
 /* Samples lost (the kernel's PERF_RECORD_LOST) plus those dropped at the memory cap. */
