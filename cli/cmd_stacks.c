@@ -9,7 +9,11 @@
  * its own name, so that a trace without stacks gives the nesting of operators. Equal stacks are
  * summed in nanoseconds and printed rounded to the nearest microsecond; a stack whose weight
  * rounds to 0 is left out. Unlike torch's export_stacks, the operator's name is the leaf frame,
- * so that a flame graph shows which operator the time went to. */
+ * so that a flame graph shows which operator the time went to.
+ *
+ * With --samples, the CPU samples strobe records (config.cpu_sample_hz: instants of category
+ * "cpu_sample" with their native "Call stack") are folded instead: one line per distinct stack,
+ * weighted by its number of samples. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +49,17 @@ const char cmd_stacks_usage[] =
     "\n"
     "    Example: strobe stacks t.json.gz | flamegraph.pl > t.svg\n"
     "\n"
+    "    With --samples, the CPU samples of the trace (events of category cpu_sample, which\n"
+    "    strobe writes when a session samples: `strobe record --sample`) are folded instead:\n"
+    "    each sample's native \"Call stack\", root first, and the number of samples with that\n"
+    "    stack. A trace without such events is refused (exit 2); in a .pftrace, samples are\n"
+    "    Perfetto's CPU samples, which this command does not read: save the trace as JSON.\n"
+    "\n"
     "OPTIONS\n"
     "    --metric M     self_cpu (default): self CPU time, as `strobe summary` computes it;\n"
     "                   self_cuda: the device time (kernels, copies, memsets) launched directly\n"
     "                   inside each operator\n"
+    "    --samples      fold the CPU samples (cpu_sample events), weighted by their count\n"
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
     "    -V, --version  show strobe's version\n"
@@ -196,12 +207,82 @@ static int run(const md_model *m, int cuda) {
     return err;
 }
 
+/* --samples: one line per distinct sample stack (its "Call stack", innermost first in the trace,
+ * printed root first) and its count, sorted by stack. @return 0, 1 when the trace has no
+ * samples, or STROBE_ENOMEM. */
+static int run_samples(const md_model *m) {
+    strobe__pool pool = {0};
+    strobe__strtab tab;
+    strobe__strtab_init(&tab, &pool);
+    uint64_t *count = NULL;
+    uint32_t *order = NULL;
+    size_t ccap = 0, total = 0;
+    buf b = {0};
+    int err = 0;
+    uint32_t cat = 0;
+    for (size_t i = 0; i < m->count && cat == 0; i++)
+        if (strcmp(md_str(m, m->events[i].cat), "cpu_sample") == 0) cat = m->events[i].cat;
+    for (size_t i = 0; !err && cat && i < m->count; i++) {
+        const md_event *e = &m->events[i];
+        if (e->cat != cat || e->ph != 'i' || e->stack == 0) continue;
+        b.len = 0;
+        const char *s = md_str(m, e->stack);
+        size_t end = strlen(s);
+        while (!err && end > 0) {
+            size_t start = end;
+            while (start > 0 && s[start - 1] != ';')
+                start--;
+            if (b.len) b.p[b.len++] = ';';
+            err = put(&b, s + start, end - start);
+            end = start ? start - 1 : 0;
+        }
+        int64_t id = err || b.len == 0 ? -1 : strobe__strtab_intern(&tab, b.p, b.len);
+        if (err || id < 0) {
+            if (b.len) err = STROBE_ENOMEM;
+            continue;
+        }
+        if ((size_t)id >= ccap) {
+            size_t cap = ccap ? ccap * 2 : 1024;
+            uint64_t *c = realloc(count, cap * sizeof *c);
+            if (c == NULL) {
+                err = STROBE_ENOMEM;
+                break;
+            }
+            memset(c + ccap, 0, (cap - ccap) * sizeof *c);
+            count = c;
+            ccap = cap;
+        }
+        count[id]++;
+        total++;
+    }
+    if (!err && tab.count) {
+        order = malloc(tab.count * sizeof *order);
+        if (order == NULL) err = STROBE_ENOMEM;
+    }
+    if (!err && tab.count) {
+        /* The same output as the time-weighted stacks: sorted by stack. */
+        for (size_t k = 0; k < tab.count; k++)
+            order[k] = (uint32_t)k;
+        g_keys = tab.strs;
+        qsort(order, tab.count, sizeof *order, by_key);
+        for (size_t k = 0; k < tab.count; k++)
+            printf("%s %" PRIu64 "\n", tab.strs[order[k]], count[order[k]]);
+    }
+    free(b.p);
+    free(order);
+    free(count);
+    strobe__strtab_release(&tab);
+    strobe__pool_release(&pool);
+    return err ? err : total == 0;
+}
+
 static int usage_error(const char *msg, const char *arg) {
     return cli_usage_error("stacks", msg, arg);
 }
 
 const struct option cmd_stacks_options[] = {
     {"metric", required_argument, NULL, CLI_LONG_ONLY + 1},
+    {"samples", no_argument, NULL, CLI_LONG_ONLY + 2},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -209,7 +290,7 @@ const struct option cmd_stacks_options[] = {
 
 int cmd_stacks(int argc, char **argv) {
     const char *path = NULL;
-    int cuda = 0, quiet = 0, first = 0;
+    int cuda = 0, quiet = 0, first = 0, samples = 0;
     for (int c; (c = cli_getopt(argc, argv, ":qhV", cmd_stacks_options, &first)) != -1;) {
         const char *v = optarg;
         switch (c) {
@@ -229,6 +310,9 @@ int cmd_stacks(int argc, char **argv) {
             else
                 return usage_error("unknown --metric", v);
             break;
+        case CLI_LONG_ONLY + 2:
+            samples = 1;
+            break;
         default:
             return cli_option_error("stacks", c, argv, cmd_stacks_options);
         }
@@ -239,7 +323,20 @@ int cmd_stacks(int argc, char **argv) {
     int rc = cli_load(m, "stacks", path, quiet);
     if (rc == CLI_OK) {
         cli_say_skipped("stacks", path, m);
-        rc = cli_finish("stacks", path, run(m, cuda) != 0 ? STROBE_ENOMEM : 0, CLI_OK);
+        if (samples) {
+            int src = run_samples(m);
+            if (src == 1) {
+                fprintf(stderr,
+                        "strobe stacks: %s: no CPU samples (events of category cpu_sample) in the "
+                        "trace\n",
+                        path);
+                rc = CLI_BAD_INPUT;
+            } else {
+                rc = cli_finish("stacks", path, src, CLI_OK);
+            }
+        } else {
+            rc = cli_finish("stacks", path, run(m, cuda) != 0 ? STROBE_ENOMEM : 0, CLI_OK);
+        }
         md_free(m);
     }
     free(m);

@@ -137,6 +137,21 @@ typedef struct strobe_config {
     /* Where a flight_signal dump goes (copied; replaced by each dump, through a temporary file
      * and rename). NULL: "strobe_flight_<pid>.json" in the working directory. */
     const char *flight_path;
+    /* CPU sampling: every thread of the process (those that exist at start, and those created
+     * later, which need not call strobe) is sampled this many times per second of its CPU time,
+     * with its user-space call stack (walked by the kernel through frame pointers: code built
+     * with -fno-omit-frame-pointer gives whole stacks), through perf_event_open (the software
+     * cpu-clock event, task-clock where it is missing). Each sample becomes an instant of
+     * category "cpu_sample" on its thread, named after the sampled function, with its "Call
+     * stack" (symbolized at stop), inside the ranges open then; Perfetto traces carry them as
+     * Perfetto's CPU samples. The trace's metadata "strobe_cpu_sampling" gives the event, the
+     * rate and the samples kept and lost. Where perf_event_open is refused (seccomp,
+     * perf_event_paranoid 3), the session goes on without samples, with a warning. With
+     * stream_path, samples are appended at stop (like device activity); with the flight recorder,
+     * dumps have none and the result at stop has all. 0: off (default);
+     * 1 .. STROBE_CPU_SAMPLE_HZ_MAX, else STROBE_EINVAL; STROBE_CPU_SAMPLE_HZ_DEFAULT (1000) is a
+     * good rate. */
+    uint32_t cpu_sample_hz;
 } strobe_config;
 
 /* strobe_config.cuda_flags. */
@@ -144,6 +159,11 @@ typedef struct strobe_config {
 #define STROBE_CUDA_ALL_API 0x2u           /* keep the noisy runtime calls Kineto leaves out */
 #define STROBE_CUDA_NO_DRIVER_API 0x4u     /* leave out driver API calls */
 #define STROBE_CUDA_METRICS_PER_RANGE 0x8u /* cuda_metrics per range: not supported yet */
+
+/* strobe_config.cpu_sample_hz: the rate to use when none is given (`strobe record --sample`), and
+ * the largest accepted. */
+#define STROBE_CPU_SAMPLE_HZ_DEFAULT 1000u
+#define STROBE_CPU_SAMPLE_HZ_MAX 10000u
 
 /* The smallest struct_size a config may have: the layout through postprocess_ctx, whose fields
  * every strobe_config has. Fields past it that a program does not have take their defaults. */
@@ -202,7 +222,7 @@ STROBE_API int strobe_is_running(void);
  * value (it is checked and copied); a key given twice keeps the last value. @return 0,
  * STROBE_ENOSESSION, STROBE_EINVAL (NULL or empty key, or a key strobe writes itself: Kineto's
  * schemaVersion, deviceProperties, traceEvents, ..., and "strobe", "strobe_perf_events",
- * "strobe_stream", "strobe_gpu_clock") or STROBE_EJSON. */
+ * "strobe_stream", "strobe_gpu_clock", "strobe_cpu_sampling") or STROBE_EJSON. */
 STROBE_API int strobe_add_metadata_json(const char *key, const char *json_value);
 
 /* Per-thread mode (STROBE_THREADS_OPT_IN): enables / disables recording on the calling thread for

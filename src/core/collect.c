@@ -18,6 +18,7 @@
 #include "record.h"
 #include "trace/kineto.h"
 #include "trace/result_internal.h"
+#include "sample.h"
 #include "stack.h"
 #include "state.h"
 #include "util/strtab.h"
@@ -44,6 +45,7 @@ typedef struct {
         uint32_t event;
         uint32_t n;
         size_t off;
+        int sample; /* a CPU sample's stack: its leaf also names the event */
     } * stacks;
     size_t stack_count, stack_cap;
     struct backend_ev {
@@ -54,6 +56,12 @@ typedef struct {
     /* ProfilerStep ranges: which went onto the track of the thread that opened them (1), so that
      * finish_steps() leaves them out; NULL when none can (a streaming or flight session). */
     uint8_t *step_placed;
+    /* CPU samples (sample.h), sorted by thread and time; NULL: none. */
+    const strobe__sample *samples;
+    size_t sample_count;
+    const uint64_t *sample_pcs;
+    int64_t sample_lo, sample_hi; /* the window: samples outside it are left out */
+    int64_t sample_offset;        /* epoch ns minus CLOCK_MONOTONIC ns */
 } interner;
 
 static const char *site_name(interner *in, const strobe_site *site) {
@@ -334,11 +342,72 @@ typedef struct cthread {
     step_marks sm;
     int64_t trunc_ns; /* where the buffer filled (not streaming); INT64_MIN: it never did */
     uint32_t marker;  /* the "buffer full" instant, or STROBE_NO_EVENT */
+    size_t sample, sample_end; /* the thread's samples not yet placed */
+    int64_t last_ts;           /* the start of the thread's latest event */
 } cthread;
+
+/* The time of sample k on the session's clock. */
+static int64_t sample_ns(const interner *in, size_t k) {
+    return in->samples[k].mono_ns + in->sample_offset;
+}
+
+/* The samples of thread `tid`: [*lo, *hi) of in->samples (sorted by thread). */
+static void sample_range(const interner *in, int64_t tid, size_t *lo, size_t *hi) {
+    size_t a = 0, b = in->sample_count;
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (in->samples[m].tid < tid)
+            a = m + 1;
+        else
+            b = m;
+    }
+    *lo = a;
+    while (a < in->sample_count && in->samples[a].tid == tid)
+        a++;
+    *hi = a;
+}
+
+/* Places the thread's samples taken before `before` as "cpu_sample" instants inside the ranges
+ * open then: each is an event on its thread's timeline, with its stack as "Call stack" (symbolized
+ * with the ranges' stacks, in finish_stacks). A sample is never placed before the thread's latest
+ * event, so the thread's events stay sorted (the perf clock and the records' clock are read apart
+ * by a few ns). */
+static int place_samples(cthread *c, int64_t before) {
+    interner *in = c->in;
+    for (; c->sample < c->sample_end; c->sample++) {
+        int64_t ts = sample_ns(in, c->sample);
+        if (ts >= before) break;
+        if (ts < in->sample_lo || ts > in->sample_hi) continue;
+        /* The steps that begin or end before it come first (the thread's events stay sorted). */
+        if (c->sm.n) {
+            int rc = apply_step_marks(in, &c->sm, &c->st, c->t, c->ti, ts);
+            if (rc) return rc;
+        }
+        if (ts < c->last_ts) ts = c->last_ts;
+        c->last_ts = ts;
+        const strobe__sample *sm = &in->samples[c->sample];
+        if (strobe__grow((void **)&in->pcs, &in->pcs_cap, in->pcs_count + sm->n, sizeof *in->pcs) ||
+            strobe__grow((void **)&in->stacks, &in->stack_cap, in->stack_count + 1,
+                         sizeof *in->stacks))
+            return STROBE_ENOMEM;
+        strobe_event *e =
+            add_event(c->r, &c->st, c->t, c->ti, STROBE_EVENT_INSTANT,
+                      STROBE_RECORD_SCOPE_USER_SCOPE, STROBE_KINETO_CAT_CPU_SAMPLE, ts);
+        e->category = STROBE_KINETO_CAT_CPU_SAMPLE;
+        memcpy(in->pcs + in->pcs_count, in->sample_pcs + sm->off, 8u * sm->n);
+        in->stacks[in->stack_count++] =
+            (struct stack_ref){(uint32_t)(e - c->r->events), sm->n, in->pcs_count, 1};
+        in->pcs_count += sm->n;
+    }
+    return 0;
+}
 
 static int c_time(void *ctx, int64_t ts) {
     cthread *c = ctx;
-    return c->sm.n ? apply_step_marks(c->in, &c->sm, &c->st, c->t, c->ti, ts) : 0;
+    int rc = c->sample < c->sample_end ? place_samples(c, ts) : 0;
+    c->last_ts = ts;
+    if (rc == 0 && c->sm.n) rc = apply_step_marks(c->in, &c->sm, &c->st, c->t, c->ti, ts);
+    return rc;
 }
 
 static const char *c_name(cthread *c, const strobe_site *site, const char *name, size_t len) {
@@ -529,6 +598,8 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
     c.stats = stats;
     c.trunc_ns = INT64_MIN;
     c.marker = STROBE_NO_EVENT;
+    c.last_ts = INT64_MIN;
+    sample_range(in, t->tid, &c.sample, &c.sample_end);
     in->dec.conv = conv;
     strobe__dec_thread dt;
     strobe__dec_thread_init(&dt);
@@ -538,6 +609,10 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
         rc = strobe__decode(&in->dec, &dt, (const char *)(k + 1), chunk_used(t, k));
     strobe__dec_thread_free(&dt);
     strobe_result *r = in->r;
+    /* The samples after the thread's last record: inside the ranges still open (those the
+     * buffer's filling closed end before the samples that came after it), with the steps. */
+    if (rc == 0 && c.trunc_ns != INT64_MIN) rc = place_samples(&c, c.trunc_ns);
+    if (rc == 0 && c.trunc_ns == INT64_MIN) rc = place_samples(&c, INT64_MAX);
     /* The steps that end after the thread's last record (the last one ends at stop). */
     if (rc == 0 && c.sm.n) rc = apply_step_marks(in, &c.sm, &c.st, t, thread_index, INT64_MAX);
     step_marks_free(&c.sm);
@@ -548,6 +623,8 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
                                     STROBE_RECORD_SCOPE_USER_SCOPE,
                                     "[strobe] buffer full: records dropped", c.trunc_ns);
         c.marker = (uint32_t)(m - r->events);
+        c.last_ts = c.trunc_ns;
+        rc = place_samples(&c, INT64_MAX);
     }
     if (rc == 0) {
         stats->unfinished_ranges += c.st.depth;
@@ -557,6 +634,51 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
     free(c.st.idx);
     free(c.st.last);
     return rc;
+}
+
+/* Threads that were sampled but never recorded (they never called strobe, or not in this
+ * session): a track each, with their samples, after the threads that recorded. */
+static int sample_threads(interner *in, strobe__tstate *const *list, size_t n) {
+    strobe_result *r = in->r;
+    size_t k = 0;
+    while (k < in->sample_count) {
+        int64_t tid = in->samples[k].tid;
+        size_t lo, hi;
+        sample_range(in, tid, &lo, &hi);
+        k = hi;
+        int known = 0;
+        for (size_t i = 0; i < n && !known; i++)
+            known = list[i]->tid == tid;
+        if (known) continue;
+        strobe_thread_info *ti = realloc(r->threads, (r->thread_count + 1) * sizeof *ti);
+        if (ti == NULL) return STROBE_ENOMEM;
+        r->threads = ti;
+        uint32_t tindex = (uint32_t)r->thread_count;
+        strobe_thread_info *th = &r->threads[r->thread_count++];
+        memset(th, 0, sizeof *th);
+        th->device_index = -1;
+        th->tid = tid;
+        th->name = strobe__pool_strdup(&r->pool, strobe__sampler_thread_name(in->s->sampler, tid));
+        th->first_event = r->event_count;
+        if (th->name == NULL) return STROBE_ENOMEM;
+        strobe__tstate fake;
+        memset(&fake, 0, sizeof fake);
+        fake.tid = tid;
+        cthread c;
+        memset(&c, 0, sizeof c);
+        c.in = in;
+        c.r = r;
+        c.st.root_last = STROBE_NO_EVENT;
+        c.t = &fake;
+        c.ti = tindex;
+        c.last_ts = INT64_MIN;
+        c.sample = lo;
+        c.sample_end = hi;
+        int rc = place_samples(&c, INT64_MAX);
+        th->event_count = r->event_count - th->first_event;
+        if (rc) return rc;
+    }
+    return 0;
 }
 
 /* Symbolizes every distinct frame once and gives each stack's range its "Call stack": frames
@@ -600,10 +722,19 @@ static int finish_stacks(interner *in) {
                 }
             }
             const char *name = lo < u && sym[lo] ? sym[lo] : "??";
-            if (leading && strobe__frame_is_own(name) && f + 1 < sr->n) continue;
+            if (leading && !sr->sample && strobe__frame_is_own(name) && f + 1 < sr->n) continue;
             if (!leading) rc = strobe__buf_put(&text, ";", 1);
             leading = 0;
             if (rc == 0) rc = strobe__buf_put(&text, name, strlen(name));
+        }
+        if (rc == 0 && sr->sample) {
+            /* A sample is named after the function it interrupted: the stack's first frame
+             * (its innermost inlined level where it has several). */
+            size_t leaf = 0;
+            while (leaf < text.len && text.s[leaf] != ';')
+                leaf++;
+            const char *nm = leaf ? bytes_name(in, text.s, (uint32_t)leaf) : NULL;
+            if (nm) in->r->events[sr->event].name = nm;
         }
         json.len = 0;
         if (rc == 0) rc = strobe__buf_put_json_string(&json, text.s, text.len);
@@ -771,6 +902,9 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
         }
     }
     events += s->step_count + (s->step_open ? 1u : 0u);
+    size_t nsamples = 0;
+    const strobe__sample *samples = strobe__sampler_samples(s->sampler, &nsamples);
+    events += nsamples;
     strobe__tstate **list = calloc(n ? n : 1, sizeof *list);
     r->threads = calloc(n ? n : 1, sizeof *r->threads);
     int rc = (list && r->threads) ? strobe__result_alloc_events(r, events) : STROBE_ENOMEM;
@@ -790,6 +924,12 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     in.s = s;
     in.dec.s = s;
     in.dec.ops = &collect_ops;
+    in.samples = samples;
+    in.sample_count = nsamples;
+    in.sample_pcs = strobe__sampler_pcs(s->sampler);
+    in.sample_offset = s->start.real_ns - s->start.mono_ns;
+    in.sample_lo = r->trace_start_ns;
+    in.sample_hi = stop_ns;
     strobe__strtab_init(&in.names, &r->pool);
     /* In memory, steps can go on their thread's track; a stream has written the threads' ranges
      * already, and a flight recorder's window may hold only part of a step's thread. */
@@ -832,6 +972,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
         }
     }
     r->thread_count = n;
+    if (rc == 0) rc = sample_threads(&in, list, n);
     if (rc == 0) rc = finish_stacks(&in);
     /* Backend tracks get tids above any the kernel hands out (pid_max is at most 2^22). */
     if (rc == 0) rc = finish_backend(&in, INT64_C(0x7fff0000));

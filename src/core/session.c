@@ -25,6 +25,7 @@
 #include "hooks.h"
 #include "util/json_check.h"
 #include "record.h"
+#include "sample.h"
 #include "strobe/op.h"
 #include "trace/result_internal.h"
 #include "device.h"
@@ -137,6 +138,7 @@ static void make_trace_id(char out[33]) {
 static void session_free(strobe__session *s, int unmap_arena) {
     if (s == NULL) return;
     free(s->steps);
+    strobe__sampler_free(s->sampler);
     strobe__stream_free(s);
     if (unmap_arena) strobe__big_unmap(s->arena, s->arena_bytes);
     strobe_result_free(s->result);
@@ -156,7 +158,51 @@ static int check_config(const strobe_config *cfg) {
                     STROBE__MAX_STACK);
         return STROBE_EINVAL;
     }
+    if (cfg->cpu_sample_hz > STROBE_CPU_SAMPLE_HZ_MAX) {
+        strobe__log(STROBE_LOG_ERROR, "cpu_sample_hz %u is out of range (0 .. %u)",
+                    cfg->cpu_sample_hz, STROBE_CPU_SAMPLE_HZ_MAX);
+        return STROBE_EINVAL;
+    }
     return strobe__stream_check_config(cfg);
+}
+
+/* Opens the CPU sampler (config.cpu_sample_hz). A process that may not sample goes on without,
+ * with a warning. @return 0, or STROBE_ENOMEM / STROBE_ESYS. */
+static int setup_sampling(strobe__session *s) {
+    if (s->cfg.cpu_sample_hz == 0) return 0;
+    char why[200] = "";
+    int rc = strobe__sampler_start(&s->sampler, s->cfg.cpu_sample_hz, 0, 0, why, sizeof why);
+    if (rc <= 0) return rc;
+    char msg[300];
+    snprintf(msg, sizeof msg, "CPU sampling requested but not done: %s", why);
+    return add_warning(s, msg);
+}
+
+/* Puts the sampler's counts in the trace ("strobe_cpu_sampling"), and a warning where samples
+ * were lost. */
+static int finish_sampling(strobe__session *s, strobe_result *r) {
+    if (s->sampler == NULL) return 0;
+    char json[400];
+    strobe__sampler_json(s->sampler, json, sizeof json);
+    int rc = strobe__result_set_meta(r, "strobe_cpu_sampling", json);
+    uint64_t lost = strobe__sampler_lost(s->sampler);
+    if (rc == 0 && lost) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "%llu CPU samples were lost (the kernel's ring buffers were full, or the memory "
+                 "cap was reached)",
+                 (unsigned long long)lost);
+        rc = strobe__result_add_warning(r, msg);
+    }
+    uint64_t unsampled = strobe__sampler_unsampled(s->sampler);
+    if (rc == 0 && unsampled) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "%llu threads were not sampled: out of file descriptors for their perf events",
+                 (unsigned long long)unsampled);
+        rc = strobe__result_add_warning(r, msg);
+    }
+    return rc;
 }
 
 /* Keeps the config's perf events that this machine can count, with a warning for each one it
@@ -302,6 +348,7 @@ static void open_window(strobe__session *s) {
                      __ATOMIC_RELAXED);
     __atomic_store_n(&strobe__gen, s->gen, __ATOMIC_SEQ_CST);
     __atomic_fetch_or(&strobe__active, STROBE__ACTIVE_RECORDING | s->features, __ATOMIC_SEQ_CST);
+    strobe__sampler_enable(s->sampler);
 }
 
 /* Makes a session; with `record`, it records at once, else it waits for strobe_start_prepared()
@@ -373,6 +420,7 @@ static int begin_session(const strobe_config *user_cfg, int record) {
     }
 
     if (rc == 0) rc = setup_perf(s);
+    if (rc == 0) rc = setup_sampling(s);
     if (rc == 0) {
         s->features = ((cfg->record_shapes || cfg->with_flops) ? STROBE__ACTIVE_SHAPES : 0) |
                       (cfg->with_flops ? STROBE__ACTIVE_FLOPS : 0) |
@@ -528,6 +576,7 @@ int strobe_stop(strobe_result **out) {
     __atomic_store_n(&strobe__gen, 0, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&strobe__registry_lock);
     int quiet = quiesce(s);
+    strobe__sampler_stop(s->sampler);
     /* No thread reads its counters after quiescence: close them, and say where they failed.
      * Under the registry lock, which a thread holds when it next attaches and resets these; its
      * slow bits are its own to write (a stale SLOW_PERF is harmless: no session, no records). */
@@ -557,6 +606,7 @@ int strobe_stop(strobe_result **out) {
     r->clock_source = strobe__clock_is_tsc ? "tsc" : "clock_monotonic";
     r->clock_ns_per_tick = conv.ns_per_tick;
     int rc = strobe__collect(s, &conv, stop_ns, r);
+    if (rc == 0) rc = finish_sampling(s, r);
     strobe__stream_add_stats(s, r);
     if (rc == 0 && src != 0) {
         char msg[200];

@@ -122,6 +122,8 @@ typedef struct strobe__session {
     /* The session's result, made at start: trace id and name, metadata and warnings go into it
      * as they come; stop adds the events and hands it over. */
     struct strobe_result *result;
+    /* CPU sampling (sample.c, config.cpu_sample_hz); NULL: off, or refused. */
+    struct strobe__sampler *sampler;
     /* Streaming or flight recorder (stream.c); NULL when the session keeps every chunk. */
     struct strobe__stream *stream;
     /* ProfilerStep ranges (strobe__session_step), under the session lock: those closed, and the

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kineto.h"
 #include "strobe/error.h"
 #include "strobe/writer.h"
 #include "util/json_check.h"
@@ -166,7 +167,11 @@ int strobe_writer_instant(strobe_writer *x, const strobe_writer_event *e) {
     if (x->err) return x->err;
     strobe__wr_event ev;
     int rc = convert(x, e, 0, &ev);
-    return rc ? rc : failed(x, x->w->ops->instant(x->w, &ev));
+    if (rc) return rc;
+    /* strobe's CPU samples (a converted trace's) become the format's samples where it has them. */
+    if (x->w->ops->sample && e->cat && strcmp(e->cat, STROBE_KINETO_CAT_CPU_SAMPLE) == 0)
+        return failed(x, x->w->ops->sample(x->w, &ev));
+    return failed(x, x->w->ops->instant(x->w, &ev));
 }
 
 int strobe_writer_counter(strobe_writer *x, const strobe_writer_event *e) {

@@ -35,6 +35,9 @@
 #define STROBE_KINETO_CAT_CPU_INSTANT_EVENT "cpu_instant_event"
 #define STROBE_KINETO_CAT_PYTHON_FUNCTION "python_function"
 #define STROBE_KINETO_CAT_OVERHEAD "overhead"
+/* strobe's CPU samples (config.cpu_sample_hz): instants named after the sampled function, with
+ * the "Call stack"; not a Kineto category (torch has no sampler). */
+#define STROBE_KINETO_CAT_CPU_SAMPLE "cpu_sample"
 /* Host calls into the CUDA runtime and driver, and waits on streams or events. */
 #define STROBE_KINETO_CAT_CUDA_RUNTIME "cuda_runtime"
 #define STROBE_KINETO_CAT_CUDA_DRIVER "cuda_driver"

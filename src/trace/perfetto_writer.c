@@ -280,6 +280,74 @@ static int pf_instant(strobe__writer *w, const strobe__wr_event *e) {
     return rc ? rc : flush(p, t->enc, 0);
 }
 
+/* A CPU sample as a PerfSample packet on its thread's sequence, its frames split out of the
+ * "Call stack" arg (JSON string text: escapes are undone). */
+static int pf_sample(strobe__writer *w, const strobe__wr_event *e) {
+    pw *p = (pw *)w;
+    const strobe__wr_arg *a = NULL;
+    for (size_t i = 0; i < e->nargs && a == NULL; i++)
+        if ((e->args[i].type == STROBE__PFT_JSON || e->args[i].type == STROBE__PFT_STRING) &&
+            e->args[i].s && e->args[i].name &&
+            strcmp(e->args[i].name, STROBE_KINETO_ARG_CALL_STACK) == 0)
+            a = &e->args[i];
+    size_t len = a == NULL ? 0 : a->slen == (size_t)-1 ? strlen(a->s) : a->slen;
+    int is_json = a && a->type == STROBE__PFT_JSON;
+    if (len == 0 || (is_json && a->s[0] != '"'))
+        return pf_instant(w, e); /* no stack: a plain instant */
+    if (grow((void **)&p->name, &p->name_cap, len + 1, 1)) return STROBE_ENOMEM;
+    /* The frames into p->name (JSON text unescaped), then cut at each ';'. */
+    char *out = p->name;
+    size_t n = 0;
+    if (!is_json) {
+        memcpy(out, a->s, len);
+        n = len;
+    }
+    const char *json = is_json ? a->s : "\"\"";
+    const char *json_end = is_json ? a->s + len : json + 2;
+    for (const char *c = json + 1; c < json_end && *c && *c != '"'; c++) {
+        if (*c != '\\') {
+            out[n++] = *c;
+            continue;
+        }
+        c++;
+        if (c >= json_end || *c == '\0') break;
+        if (*c == 'u') {
+            /* \uXXXX: a code point below 0x80 as itself, else '?' (frame names are ASCII but for
+             * rare demangled or path bytes, which the JSON writer leaves unescaped). */
+            unsigned v = 0;
+            int k = 0;
+            for (; k < 4 && c + 1 < json_end && c[1]; k++, c++)
+                v = v * 16 + (unsigned)(c[1] <= '9' ? c[1] - '0' : (c[1] | 32) - 'a' + 10);
+            out[n++] = v < 0x80 ? (char)v : '?';
+            continue;
+        }
+        out[n++] = *c == 'n' ? '\n' : *c == 't' ? '\t' : *c == 'r' ? '\r' : *c;
+    }
+    if (n == 0) return pf_instant(w, e);
+    size_t nf = 1;
+    for (size_t i = 0; i < n; i++)
+        nf += out[i] == ';';
+    const char **frames = malloc(nf * sizeof *frames);
+    size_t *lens = malloc(nf * sizeof *lens);
+    int rc = frames && lens ? 0 : STROBE_ENOMEM;
+    size_t k = 0, start = 0;
+    for (size_t i = 0; rc == 0 && i <= n; i++) {
+        if (i < n && out[i] != ';') continue;
+        frames[k] = out + start;
+        lens[k++] = i - start;
+        start = i + 1;
+    }
+    const ptrack *t = &p->tracks[e->track];
+    const strobe__wr_track *wt = &w->tracks[e->track];
+    if (rc == 0) rc = use(p, t->enc);
+    if (rc == 0)
+        rc = strobe__pft_perf_sample(p->encs[t->enc], e->ts - p->base.base_ns, clamp32(wt->pid),
+                                     clamp32(wt->tid), frames, lens, k);
+    free(frames);
+    free(lens);
+    return rc ? rc : flush(p, t->enc, 0);
+}
+
 /* A sample on the counter track of e's track and name (one per track and name, declared on first
  * use, under the track), in the track's sequence. */
 static int pf_counter(strobe__writer *w, const strobe__wr_event *e) {
@@ -431,6 +499,7 @@ const strobe__writer_ops strobe__perfetto_writer = {
     .slice_begin = pf_slice_begin,
     .slice_end = pf_slice_end,
     .instant = pf_instant,
+    .sample = pf_sample,
     .counter = pf_counter,
     .end = pf_end,
     .release = pf_release,

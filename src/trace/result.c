@@ -50,6 +50,7 @@ static const struct {
     {"strobe_perf_events", 1},
     {"strobe_stream", 1},
     {"strobe_gpu_clock", 1},
+    {"strobe_cpu_sampling", 1}, /* the CPU sampler's event, rate and counts (session.c) */
 };
 
 int strobe__meta_key_reserved(const char *key) {

@@ -402,6 +402,10 @@ static int put_events(walk *k, uint64_t *written) {
             rc = grow((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v);
             if (rc == 0) rc = w->ops->slice_begin(w, &ev);
             if (rc == 0) o->v[o->n++] = (uint32_t)i;
+        } else if (w->ops->sample && e->category &&
+                   strcmp(e->category, STROBE_KINETO_CAT_CPU_SAMPLE) == 0) {
+            ev.flags = 0;
+            rc = w->ops->sample(w, &ev);
         } else {
             ev.flags = 0;
             rc = w->ops->instant(w, &ev);

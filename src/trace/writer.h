@@ -153,6 +153,16 @@ typedef struct strobe__writer_ops {
                      size_t nargs);
     /* An instant. @return 0 or an error. */
     int (*instant)(strobe__writer *w, const strobe__wr_event *e);
+    /* A CPU sample (config.cpu_sample_hz): in a result, an instant of category "cpu_sample"
+     * named after the sampled function, whose "Call stack" arg (a JSON string) holds its frames,
+     * innermost first, joined by ';'. NULL: the format writes it with instant(). JSON does:
+     * Chrome's trace format has a sample form (top-level "stackFrames" and "samples"), but of
+     * the three checkers only the trace processor reads it, DevTools and speedscope ignore it,
+     * and strobe's reader and CLI would need a second path; an instant on the thread's track,
+     * with the "Call stack" torch's ranges have, opens everywhere and keeps each sample at its
+     * time inside the ranges it interrupted. Perfetto writes a PerfSample, which its UI shows
+     * as CPU samples with flame graphs. @return 0 or an error. */
+    int (*sample)(strobe__writer *w, const strobe__wr_event *e);
     /* A counter sample of series e->name on e->track (a thread's or the process's track; a
      * format with counter tracks makes one per track and name). @return 0, 1 when the sample is
      * left out (not finite: JSON has no NaN or infinity, and every format does the same), or an

@@ -90,6 +90,30 @@ enum {
     F_ID_DEBUG_ANNOTATION_NAMES = 3,
     F_IE_IID = 1,
     F_IE_NAME = 2,
+    /* CPU samples: TracePacket.perf_sample (PerfSample, profile_packet.proto) and the interned
+     * tables it refers to (InternedData: function_names, frames, callstacks, mappings,
+     * mapping_paths; Frame, Callstack and Mapping in profile_common.proto). */
+    F_PKT_PERF_SAMPLE = 66,
+    F_PS_PID = 2,
+    F_PS_TID = 3,
+    F_PS_CALLSTACK_IID = 4,
+    F_PS_CPU_MODE = 5,
+    CPU_MODE_USER = 2,
+    F_ID_FUNCTION_NAMES = 5,
+    F_ID_FRAMES = 6,
+    F_ID_CALLSTACKS = 7,
+    F_ID_MAPPING_PATHS = 17,
+    F_ID_MAPPINGS = 19,
+    F_FR_IID = 1,
+    F_FR_FUNCTION_NAME_ID = 2,
+    F_FR_MAPPING_ID = 3,
+    F_FR_REL_PC = 4,
+    F_CSK_IID = 1,
+    F_CSK_FRAME_IDS = 2,
+    F_MAP_IID = 1,
+    F_MAP_START = 4,
+    F_MAP_END = 5,
+    F_MAP_PATH_STRING_IDS = 7,
     /* Wire types */
     WT_VARINT = 0,
     WT_I64 = 1,
@@ -188,6 +212,8 @@ struct strobe__pft {
     bytes out;                             /* whole packets, each a Trace.packet field */
     bytes pkt, te, interned, entry, ann;   /* scratch */
     strobe__strtab names, cats, ann_names; /* interned strings: iid = id + 1 */
+    strobe__strtab funcs, stacks; /* CPU samples: frames by name, callstacks by their frames */
+    int mapping;                  /* the samples' one mapping is declared */
     /* The last strings seen at each of a few addresses, per table: callers pass the same static
      * names again and again, and a pointer compare and a memcmp cost less than hashing. The
      * bytes are compared, so a reused buffer with new contents is never mistaken. */
@@ -195,7 +221,7 @@ struct strobe__pft {
         const char *ptr;
         size_t len;
         uint64_t iid;
-    } cache[3][64];
+    } cache[4][64];
     strobe__pool pool;
 };
 
@@ -206,6 +232,8 @@ strobe__pft *strobe__pft_new(uint32_t sequence_id) {
     strobe__strtab_init(&p->names, &p->pool);
     strobe__strtab_init(&p->cats, &p->pool);
     strobe__strtab_init(&p->ann_names, &p->pool);
+    strobe__strtab_init(&p->funcs, &p->pool);
+    strobe__strtab_init(&p->stacks, &p->pool);
     return p;
 }
 
@@ -220,6 +248,8 @@ void strobe__pft_free(strobe__pft *p) {
     strobe__strtab_release(&p->names);
     strobe__strtab_release(&p->cats);
     strobe__strtab_release(&p->ann_names);
+    strobe__strtab_release(&p->funcs);
+    strobe__strtab_release(&p->stacks);
     strobe__pool_release(&p->pool);
     free(p);
 }
@@ -290,10 +320,15 @@ static void forget_state(strobe__pft *p) {
     strobe__strtab_release(&p->names);
     strobe__strtab_release(&p->cats);
     strobe__strtab_release(&p->ann_names);
+    strobe__strtab_release(&p->funcs);
+    strobe__strtab_release(&p->stacks);
     strobe__pool_release(&p->pool);
     strobe__strtab_init(&p->names, &p->pool);
     strobe__strtab_init(&p->cats, &p->pool);
     strobe__strtab_init(&p->ann_names, &p->pool);
+    strobe__strtab_init(&p->funcs, &p->pool);
+    strobe__strtab_init(&p->stacks, &p->pool);
+    p->mapping = 0;
     memset(p->cache, 0, sizeof p->cache);
     p->started = 0;
     p->last_ts = 0;
@@ -336,7 +371,7 @@ static void put_timestamp(strobe__pft *p, int64_t ts_ns) {
  * packet's InternedData under `field`. 0 on allocation failure (iids start at 1). */
 static uint64_t intern(strobe__pft *p, strobe__strtab *t, unsigned field, const char *s,
                        size_t len) {
-    int which = t == &p->names ? 0 : t == &p->cats ? 1 : 2;
+    int which = t == &p->names ? 0 : t == &p->cats ? 1 : t == &p->ann_names ? 2 : 3;
     size_t slot = ((uintptr_t)s >> 3) & 63;
     if (p->cache[which][slot].ptr == s && p->cache[which][slot].len == len) {
         uint64_t iid = p->cache[which][slot].iid;
@@ -450,6 +485,74 @@ int strobe__pft_instant(strobe__pft *p, uint64_t track, int64_t ts_ns, const cha
 int strobe__pft_counter(strobe__pft *p, uint64_t track, int64_t ts_ns, double value) {
     return event_packet(p, TYPE_COUNTER, track, ts_ns, NULL, NULL, NULL, 0, NULL, 0, NULL, 0,
                         &value);
+}
+
+/* A CPU sample: frames are interned by name (a frame per distinct name, its iid the name's, in
+ * one made-up mapping "[strobe: symbolized]" with the iid as rel_pc, so that no two names share a
+ * frame), callstacks by their frames' iids. */
+int strobe__pft_perf_sample(strobe__pft *p, int64_t ts_ns, int32_t pid, int32_t tid,
+                            const char *const *frames, const size_t *lens, size_t n) {
+    if (n == 0) return 0;
+    int rc = begin_packet(p);
+    if (rc) return rc;
+    put_timestamp(p, ts_ns);
+    bytes *e = &p->entry, *m = &p->ann, *key = &p->te;
+    if (!p->mapping) {
+        static const char path[] = "[strobe: symbolized]";
+        put_uint(e, F_IE_IID, 1);
+        put_len(e, F_IE_NAME, path, sizeof path - 1);
+        put_msg(&p->interned, F_ID_MAPPING_PATHS, e);
+        put_uint(m, F_MAP_IID, 1);
+        put_uint(m, F_MAP_START, 0);
+        put_uint(m, F_MAP_END, UINT64_C(1) << 47);
+        put_uint(m, F_MAP_PATH_STRING_IDS, 1);
+        put_msg(&p->interned, F_ID_MAPPINGS, m);
+    }
+    /* The callstack's key: its frames' iids, outermost first (Callstack.frame_ids' order). */
+    for (size_t i = n; i-- > 0;) {
+        size_t before = p->funcs.count;
+        uint64_t iid = intern(p, &p->funcs, F_ID_FUNCTION_NAMES, frames[i], lens[i]);
+        if (p->funcs.count > before) {
+            put_uint(m, F_FR_IID, iid);
+            put_uint(m, F_FR_FUNCTION_NAME_ID, iid);
+            put_uint(m, F_FR_MAPPING_ID, 1);
+            put_uint(m, F_FR_REL_PC, iid);
+            put_msg(&p->interned, F_ID_FRAMES, m);
+        }
+        put_varint(key, iid);
+    }
+    size_t before = p->stacks.count;
+    int64_t sid = key->err ? -1 : strobe__strtab_intern(&p->stacks, (const char *)key->p, key->len);
+    if (sid < 0) p->interned.err = STROBE_ENOMEM;
+    uint64_t stack_iid = sid < 0 ? 0 : (uint64_t)sid + 1;
+    if (sid >= 0 && p->stacks.count > before) {
+        put_uint(m, F_CSK_IID, stack_iid);
+        /* proto2 repeated scalars, unpacked: one tag per frame. */
+        for (size_t off = 0; off < key->len;) {
+            uint64_t v = 0;
+            for (int shift = 0; off < key->len; shift += 7) {
+                uint8_t byte = key->p[off++];
+                v |= (uint64_t)(byte & 0x7f) << shift;
+                if (!(byte & 0x80)) break;
+            }
+            put_uint(m, F_CSK_FRAME_IDS, v);
+        }
+        put_msg(&p->interned, F_ID_CALLSTACKS, m);
+    }
+    key->len = 0;
+    put_uint(m, F_PS_PID, (uint32_t)pid);
+    put_uint(m, F_PS_TID, (uint32_t)tid);
+    put_uint(m, F_PS_CALLSTACK_IID, stack_iid);
+    put_uint(m, F_PS_CPU_MODE, CPU_MODE_USER);
+    if (p->interned.len) put_msg(&p->pkt, F_PKT_INTERNED_DATA, &p->interned);
+    put_msg(&p->pkt, F_PKT_PERF_SAMPLE, m);
+    rc = finish_packet(p);
+    if (rc) {
+        forget_state(p);
+        return rc;
+    }
+    p->mapping = 1;
+    return 0;
 }
 
 /* Writes a TrackDescriptor packet; `inner` (field `inner_field`) is its process, thread or

@@ -146,6 +146,12 @@ int strobe__pft_end_args(strobe__pft *p, uint64_t track, int64_t ts_ns, const st
 int strobe__pft_instant(strobe__pft *p, uint64_t track, int64_t ts_ns, const char *cat,
                         const char *name, const strobe__pft_arg *args, size_t nargs);
 
+/* A CPU sample of thread `tid` of process `pid` at `ts_ns` (a PerfSample packet, which Perfetto
+ * shows as CPU samples), its call stack `frames[0..n)` (lens[i] bytes each), innermost first,
+ * interned per sequence. n == 0 writes nothing. @return 0 or STROBE_ENOMEM. */
+int strobe__pft_perf_sample(strobe__pft *p, int64_t ts_ns, int32_t pid, int32_t tid,
+                            const char *const *frames, const size_t *lens, size_t n);
+
 /* A counter value on counter track `track`. @return 0 or STROBE_ENOMEM. */
 int strobe__pft_counter(strobe__pft *p, uint64_t track, int64_t ts_ns, double value);
 

@@ -1,0 +1,552 @@
+/* sample.c: CPU sampling of every thread with its call chain (see sample.h).
+ *
+ * Contents: opening the events, the drain thread and ring buffers, the samples after stop.
+ *
+ * Event: PERF_COUNT_SW_CPU_CLOCK, one sample per 1/hz seconds of a thread's CPU time (a period
+ * in ns, so the rate does not depend on the CPU's frequency, and it works in VMs, which have no
+ * PMU); task-clock where cpu-clock cannot be opened. Hardware cycles would sample at a rate that
+ * follows the clock frequency, and most VMs lack them: not tried.
+ *
+ * Layout of the events: perf_mmap() refuses to map an inherited event of one task on any CPU
+ * (cpu == -1), so each thread gets one event per CPU, and every event of a CPU writes into that
+ * CPU's one ring (PERF_EVENT_IOC_SET_OUTPUT). Events have `inherit`: a thread that a sampled
+ * thread creates later gets copies that write into its parent's ring, so threads that never call
+ * strobe are sampled from their first instruction. The threads that exist at start are read from
+ * /proc/self/task, again until no new one appears (a thread may create another meanwhile).
+ *
+ * Rings: about 512 KiB in all (perf_event_mlock_kb's default per user), at most 128 KiB per CPU
+ * (the caller may ask for other sizes and drain periods: the tests force losses that way).
+ * The drain thread empties them every 50 ms: at 1 kHz a sample of 20 frames is about 200 bytes,
+ * 10 KB per CPU per drain. Samples go into memory, at most SAMPLE_MEM_CAP bytes; beyond it they
+ * are dropped and counted, as are the records the kernel could not write (PERF_RECORD_LOST). */
+#include "sample.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "strobe/error.h"
+#include "util/u64map.h"
+
+#define MAX_FDS 4096
+#define MAX_CPUS 1024
+#define RING_BUDGET ((size_t)512 << 10)
+#define RING_MAX_PAGES 32
+#define DRAIN_MS 50
+#define SAMPLE_MEM_CAP ((size_t)64 << 20)
+
+typedef struct ring {
+    int fd; /* the CPU's first event: the others write into its ring */
+    int cpu;
+    char *base; /* the metadata page, then the data */
+    size_t data_size;
+} ring;
+
+typedef struct tname {
+    char name[16];
+} tname;
+
+struct strobe__sampler {
+    uint32_t hz;
+    uint32_t pid;      /* a child forked meanwhile inherits the events: its samples are left out */
+    const char *event; /* "cpu-clock" or "task-clock" */
+    uint32_t config;   /* its PERF_COUNT_SW_* */
+    size_t page;
+    ring *rings;
+    int nrings;
+    int *fds;
+    size_t nfds;
+    strobe__u64map opened; /* tids with events */
+    uint64_t threads, threads_skipped;
+
+    pthread_t drainer;
+    int drainer_running;
+    int running; /* started and not stopped */
+    int stop;    /* atomic */
+
+    strobe__sample *samples;
+    size_t count, cap;
+    uint64_t *pcs;
+    size_t npcs, pcs_cap;
+    uint64_t lost, dropped; /* PERF_RECORD_LOST's counts; samples past the memory cap */
+    uint64_t format_lost;   /* PERF_FORMAT_LOST's, read at stop */
+    int no_format_lost;     /* the kernel lacks PERF_FORMAT_LOST */
+    int old_kernel;         /* the kernel lacks inherit_thread and remove_on_exec */
+    uint64_t throttled;     /* PERF_RECORD_THROTTLE records */
+    size_t ring_pages;
+    int drain_ms;
+    strobe__u64map names_map; /* tid -> index + 1 into names */
+    tname *names;
+    size_t nnames, names_cap;
+    char *rec; /* a record copied out of the ring where it wraps */
+    size_t rec_cap;
+};
+
+static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cpu) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = config;
+    a.sample_period = 1000000000ull / sp->hz; /* ns of CPU time */
+    a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+    a.disabled = 1;
+    /* Threads created later inherit the event; child processes do not (inherit_thread), and a
+     * program exec'd by a thread drops it (remove_on_exec): a forked worker is another process,
+     * which strobe record follows with a session of its own. Kernels before 5.13 refuse both:
+     * opened again without them (a child process is then sampled into our rings, and its samples
+     * are left out by pid). */
+    a.inherit = 1;
+    a.inherit_thread = !sp->old_kernel;
+    a.remove_on_exec = !sp->old_kernel;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    a.exclude_callchain_kernel = 1;
+    a.use_clockid = 1;
+    a.clockid = CLOCK_MONOTONIC;
+    a.sample_max_stack = STROBE__SAMPLE_MAX_FRAMES;
+    a.watermark = 1;
+    a.wakeup_watermark = (uint32_t)(sp->page * sp->ring_pages / 4);
+    /* The kernel's count of the samples it could not write (Linux 6.0): it includes those lost
+     * just before stop, which no PERF_RECORD_LOST reports (that record is written only when a
+     * later record finds room). Older kernels refuse the flag: opened again without it. */
+    a.read_format = sp->no_format_lost ? 0 : PERF_FORMAT_LOST;
+    long fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    /* The newer feature goes first: PERF_FORMAT_LOST (6.0), then inherit_thread (5.13). */
+    if (fd < 0 && errno == EINVAL && !sp->no_format_lost) {
+        sp->no_format_lost = 1;
+        a.read_format = 0;
+        fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    }
+    if (fd < 0 && errno == EINVAL && !sp->old_kernel) {
+        sp->old_kernel = 1;
+        a.inherit_thread = a.remove_on_exec = 0;
+        fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    }
+    return fd;
+}
+
+/* Opens thread tid's events, one per ring. @return 0, or -1 with errno (ESRCH: it exited). */
+static int open_thread(strobe__sampler *sp, int64_t tid) {
+    if (sp->nfds + (size_t)sp->nrings > MAX_FDS) {
+        sp->threads_skipped++;
+        return 0;
+    }
+    size_t first = sp->nfds;
+    for (int i = 0; i < sp->nrings; i++) {
+        long fd = open_event(sp, sp->config, tid, sp->rings[i].cpu);
+        if (fd < 0) goto fail;
+        sp->fds[sp->nfds++] = (int)fd;
+        if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, sp->rings[i].fd) != 0) goto fail;
+    }
+    sp->threads++;
+    return 0;
+fail:;
+    int e = errno;
+    while (sp->nfds > first)
+        close(sp->fds[--sp->nfds]);
+    if (e == EMFILE || e == ENFILE) {
+        /* Out of descriptors: this thread goes unsampled, counted (and warned about). */
+        sp->threads_skipped++;
+        return 0;
+    }
+    errno = e;
+    return -1;
+}
+
+/* Opens the events of every thread in /proc/self/task that has none yet. @return the number of
+ * threads opened, or -1 (errno) when opening failed for a reason other than the thread's exit. */
+static int scan_threads(strobe__sampler *sp) {
+    DIR *d = opendir("/proc/self/task");
+    if (d == NULL) return -1;
+    int added = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        char *end;
+        long long tid = strtoll(de->d_name, &end, 10);
+        if (*end != '\0' || tid <= 0) continue;
+        int inserted = 0;
+        uint64_t *v = strobe__u64map_put(&sp->opened, (uint64_t)tid, &inserted);
+        if (v == NULL) {
+            closedir(d);
+            errno = ENOMEM;
+            return -1;
+        }
+        if (!inserted) continue;
+        if (open_thread(sp, tid) != 0) {
+            if (errno == ESRCH) continue;
+            int e = errno;
+            closedir(d);
+            errno = e;
+            return -1;
+        }
+        added++;
+    }
+    closedir(d);
+    return added;
+}
+
+/* ---- Draining ----------------------------------------------------------------------------- */
+
+static void name_of(strobe__sampler *sp, int64_t tid) {
+    int inserted = 0;
+    uint64_t *v = strobe__u64map_put(&sp->names_map, (uint64_t)tid, &inserted);
+    if (v == NULL || !inserted) return;
+    if (sp->nnames == sp->names_cap) {
+        size_t cap = sp->names_cap ? 2 * sp->names_cap : 16;
+        tname *a = realloc(sp->names, cap * sizeof *a);
+        if (a == NULL) return; /* left unnamed */
+        sp->names = a;
+        sp->names_cap = cap;
+    }
+    tname *n = &sp->names[sp->nnames];
+    memset(n, 0, sizeof *n);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%lld/comm", (long long)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t got = read(fd, n->name, sizeof n->name - 1);
+        close(fd);
+        if (got > 0 && n->name[got - 1] == '\n') got--;
+        n->name[got > 0 ? got : 0] = '\0';
+    }
+    *v = ++sp->nnames;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap * 2 : 1024;
+    while (c < need)
+        c *= 2;
+    void *a = realloc(*p, c * size);
+    if (a == NULL) return STROBE_ENOMEM;
+    *p = a;
+    *cap = c;
+    return 0;
+}
+
+/* A PERF_RECORD_SAMPLE of sample_type TID | TIME | CALLCHAIN: pid, tid (u32 each), time, nr,
+ * ips[nr]. */
+static void on_sample(strobe__sampler *sp, const char *body, size_t len) {
+    if (len < 24) return;
+    uint32_t pid, tid;
+    uint64_t time, nr;
+    memcpy(&pid, body, 4);
+    if (pid != sp->pid) return;
+    memcpy(&tid, body + 4, 4);
+    memcpy(&time, body + 8, 8);
+    memcpy(&nr, body + 16, 8);
+    if (nr > (len - 24) / 8) nr = (len - 24) / 8;
+    const char *ips = body + 24;
+    size_t mem = sp->cap * sizeof *sp->samples + sp->pcs_cap * sizeof *sp->pcs;
+    uint32_t n = 0;
+    if (grow((void **)&sp->samples, &sp->cap, sp->count + 1, sizeof *sp->samples) ||
+        grow((void **)&sp->pcs, &sp->pcs_cap, sp->npcs + nr, sizeof *sp->pcs) ||
+        mem > SAMPLE_MEM_CAP) {
+        sp->dropped++;
+        return;
+    }
+    for (uint64_t i = 0; i < nr && n < STROBE__SAMPLE_MAX_FRAMES; i++) {
+        uint64_t ip;
+        memcpy(&ip, ips + 8 * i, 8);
+        if (ip >= (uint64_t)PERF_CONTEXT_MAX) continue; /* a context marker */
+        /* The symbolizer looks up pc - 1 (a return address points after its call): the
+         * interrupted instruction's own address goes in plus one. */
+        sp->pcs[sp->npcs + n] = n == 0 ? ip + 1 : ip;
+        n++;
+    }
+    if (n == 0) return; /* no user frames: a sample in the kernel's own work */
+    sp->samples[sp->count++] = (strobe__sample){(int64_t)tid, (int64_t)time, sp->npcs, n};
+    sp->npcs += n;
+    name_of(sp, (int64_t)tid);
+}
+
+static void drain_ring(strobe__sampler *sp, ring *r) {
+    struct perf_event_mmap_page *meta = (struct perf_event_mmap_page *)r->base;
+    const char *data = r->base + sp->page;
+    uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = meta->data_tail;
+    size_t mask = r->data_size - 1;
+    while (tail < head) {
+        struct perf_event_header h;
+        size_t at = (size_t)tail & mask;
+        if (at + sizeof h <= r->data_size) {
+            memcpy(&h, data + at, sizeof h);
+        } else {
+            size_t k = r->data_size - at;
+            memcpy(&h, data + at, k);
+            memcpy((char *)&h + k, data, sizeof h - k);
+        }
+        if (h.size < sizeof h || tail + h.size > head) break;
+        const char *rec = data + at;
+        if (at + h.size > r->data_size) {
+            if (grow((void **)&sp->rec, &sp->rec_cap, h.size, 1) == 0) {
+                size_t k = r->data_size - at;
+                memcpy(sp->rec, data + at, k);
+                memcpy(sp->rec + k, data, h.size - k);
+                rec = sp->rec;
+            } else {
+                rec = NULL;
+                sp->dropped++;
+            }
+        }
+        if (rec != NULL) {
+            const char *body = rec + sizeof h;
+            size_t blen = h.size - sizeof h;
+            uint64_t lost;
+            if (h.type == PERF_RECORD_SAMPLE) {
+                on_sample(sp, body, blen);
+            } else if (h.type == PERF_RECORD_LOST && blen >= 16) {
+                memcpy(&lost, body + 8, 8);
+                sp->lost += lost;
+            } else if (h.type == PERF_RECORD_LOST_SAMPLES && blen >= 8) {
+                memcpy(&lost, body, 8);
+                sp->lost += lost;
+            } else if (h.type == PERF_RECORD_THROTTLE) {
+                /* The kernel paused the event: its interrupts took too long (perf_event_max_
+                 * sample_rate). The samples it skips are not lost records: counted apart. */
+                sp->throttled++;
+            }
+        }
+        tail += h.size;
+    }
+    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+static void drain_all(strobe__sampler *sp) {
+    for (int i = 0; i < sp->nrings; i++)
+        drain_ring(sp, &sp->rings[i]);
+}
+
+static void *drain_main(void *arg) {
+    strobe__sampler *sp = arg;
+    (void)pthread_setname_np(pthread_self(), "strobe_sampler");
+    struct pollfd *pfd = calloc((size_t)sp->nrings, sizeof *pfd);
+    for (int i = 0; pfd && i < sp->nrings; i++) {
+        pfd[i].fd = sp->rings[i].fd;
+        pfd[i].events = POLLIN;
+    }
+    while (!__atomic_load_n(&sp->stop, __ATOMIC_ACQUIRE)) {
+        if (pfd) {
+            (void)poll(pfd, (nfds_t)sp->nrings, sp->drain_ms);
+        } else {
+            struct timespec ts = {sp->drain_ms / 1000, (long)(sp->drain_ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        drain_all(sp);
+    }
+    free(pfd);
+    return NULL;
+}
+
+/* ---- Start and stop ------------------------------------------------------------------------- */
+
+static void close_all(strobe__sampler *sp) {
+    for (size_t i = 0; i < sp->nfds; i++)
+        close(sp->fds[i]);
+    sp->nfds = 0;
+    for (int i = 0; i < sp->nrings; i++)
+        if (sp->rings[i].base) munmap(sp->rings[i].base, sp->page + sp->rings[i].data_size);
+    sp->nrings = 0;
+}
+
+int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
+                          char *why, size_t why_size) {
+    *out = NULL;
+    strobe__sampler *sp = calloc(1, sizeof *sp);
+    if (sp == NULL) return STROBE_ENOMEM;
+    sp->hz = hz;
+    sp->pid = (uint32_t)getpid();
+    sp->page = (size_t)sysconf(_SC_PAGESIZE);
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+    if (ncpu < 1) ncpu = 1;
+    if (ncpu > MAX_CPUS) ncpu = MAX_CPUS;
+    /* One ring per CPU that takes the event, sized within the budget, a power of two. */
+    size_t pages = ring_pages ? ring_pages : RING_BUDGET / (size_t)ncpu / sp->page, p2 = 1;
+    while (p2 * 2 <= pages && p2 * 2 <= RING_MAX_PAGES)
+        p2 *= 2;
+    sp->ring_pages = p2;
+    sp->drain_ms = drain_ms > 0 ? drain_ms : DRAIN_MS;
+    sp->rings = calloc((size_t)ncpu, sizeof *sp->rings);
+    sp->fds = calloc(MAX_FDS, sizeof *sp->fds);
+    if (sp->rings == NULL || sp->fds == NULL) {
+        strobe__sampler_free(sp);
+        return STROBE_ENOMEM;
+    }
+    /* The event: cpu-clock, else task-clock, probed on the calling thread. */
+    int64_t self = (int64_t)syscall(SYS_gettid);
+    static const struct {
+        const char *name;
+        uint32_t config;
+    } events[] = {{"cpu-clock", PERF_COUNT_SW_CPU_CLOCK}, {"task-clock", PERF_COUNT_SW_TASK_CLOCK}};
+    int e = 0;
+    for (size_t k = 0; k < sizeof events / sizeof events[0] && sp->event == NULL; k++) {
+        for (long c = 0; c < ncpu; c++) {
+            long fd = open_event(sp, events[k].config, self, (int)c);
+            if (fd < 0) {
+                e = errno;
+                if (e == ENODEV || e == EINVAL) continue; /* an offline CPU */
+                break;
+            }
+            close((int)fd);
+            sp->event = events[k].name;
+            sp->config = events[k].config;
+            break;
+        }
+    }
+    if (sp->event == NULL) {
+        snprintf(why, why_size, "perf_event_open refused (%s%s)", strerror(e),
+                 e == EACCES || e == EPERM ? "; see /proc/sys/kernel/perf_event_paranoid" : "");
+        strobe__sampler_free(sp);
+        return 1;
+    }
+    for (long c = 0; c < ncpu; c++) {
+        long fd = open_event(sp, sp->config, self, (int)c);
+        if (fd < 0) continue;
+        size_t len = sp->page * (1 + p2);
+        void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+        if (base == MAP_FAILED) {
+            e = errno;
+            close((int)fd);
+            continue;
+        }
+        ring *r = &sp->rings[sp->nrings++];
+        r->fd = (int)fd;
+        r->cpu = (int)c;
+        r->base = base;
+        r->data_size = sp->page * p2;
+        sp->fds[sp->nfds++] = (int)fd;
+    }
+    if (sp->nrings == 0) {
+        snprintf(why, why_size, "perf ring buffers could not be mapped (%s)", strerror(e));
+        strobe__sampler_free(sp);
+        return 1;
+    }
+    /* The calling thread's events are the rings' own; then every other thread, until a scan
+     * finds none new. */
+    sp->threads = 1;
+    uint64_t *v = strobe__u64map_put(&sp->opened, (uint64_t)self, NULL);
+    int rc = v ? 0 : STROBE_ENOMEM;
+    for (int round = 0; rc == 0 && round < 16; round++) {
+        int added = scan_threads(sp);
+        if (added < 0) {
+            snprintf(why, why_size, "perf_event_open refused for a thread (%s)", strerror(errno));
+            rc = errno == ENOMEM ? STROBE_ENOMEM : 1;
+        }
+        if (added <= 0) break;
+    }
+    if (rc == 0 && drain_ms >= 0 && pthread_create(&sp->drainer, NULL, drain_main, sp) != 0)
+        rc = STROBE_ESYS;
+    if (rc != 0) {
+        strobe__sampler_free(sp);
+        return rc;
+    }
+    sp->drainer_running = drain_ms >= 0;
+    sp->running = 1;
+    *out = sp;
+    return 0;
+}
+
+void strobe__sampler_enable(strobe__sampler *sp) {
+    if (sp == NULL) return;
+    /* Enabling an event enables the copies its thread's children inherited meanwhile. */
+    for (size_t i = 0; i < sp->nfds; i++)
+        (void)ioctl(sp->fds[i], PERF_EVENT_IOC_ENABLE, 0);
+}
+
+static int cmp_sample(const void *a, const void *b) {
+    const strobe__sample *x = a, *y = b;
+    if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+    if (x->mono_ns != y->mono_ns) return x->mono_ns < y->mono_ns ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+void strobe__sampler_stop(strobe__sampler *sp) {
+    if (sp == NULL || !sp->running) return;
+    sp->running = 0;
+    if (sp->pid != (uint32_t)getpid()) {
+        /* A child's copy after fork(): the events and rings are the parent's, which samples on;
+         * the drain thread did not come along. Only the child's descriptors and mappings go. */
+        sp->drainer_running = 0;
+        close_all(sp);
+        return;
+    }
+    for (size_t i = 0; i < sp->nfds; i++) {
+        (void)ioctl(sp->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+        /* PERF_FORMAT_LOST without other flags: { u64 value; u64 lost; } */
+        uint64_t v[2];
+        if (!sp->no_format_lost && read(sp->fds[i], v, sizeof v) == (ssize_t)sizeof v)
+            sp->format_lost += v[1];
+    }
+    __atomic_store_n(&sp->stop, 1, __ATOMIC_RELEASE);
+    if (sp->drainer_running) pthread_join(sp->drainer, NULL);
+    sp->drainer_running = 0;
+    drain_all(sp);
+    close_all(sp);
+    if (sp->count) qsort(sp->samples, sp->count, sizeof *sp->samples, cmp_sample);
+}
+
+const strobe__sample *strobe__sampler_samples(const strobe__sampler *sp, size_t *count) {
+    *count = sp ? sp->count : 0;
+    return sp ? sp->samples : NULL;
+}
+
+const uint64_t *strobe__sampler_pcs(const strobe__sampler *sp) {
+    return sp ? sp->pcs : NULL;
+}
+
+const char *strobe__sampler_thread_name(const strobe__sampler *sp, int64_t tid) {
+    const uint64_t *v = sp ? strobe__u64map_get(&sp->names_map, (uint64_t)tid) : NULL;
+    return v && *v ? sp->names[*v - 1].name : "";
+}
+
+/* The kernel's losses: its per-event count where it keeps one (exact, the tail included), else
+ * what PERF_RECORD_LOST said (records, nearly all samples). */
+static uint64_t kernel_lost(const strobe__sampler *sp) {
+    return sp->format_lost > sp->lost ? sp->format_lost : sp->lost;
+}
+
+uint64_t strobe__sampler_unsampled(const strobe__sampler *sp) {
+    return sp ? sp->threads_skipped : 0;
+}
+
+uint64_t strobe__sampler_lost(const strobe__sampler *sp) {
+    return sp ? kernel_lost(sp) + sp->dropped : 0;
+}
+
+void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size) {
+    snprintf(
+        buf, size,
+        "{\"event\": \"%s\", \"frequency_hz\": %u, \"callchain\": \"frame pointers, user "
+        "space\", \"threads_at_start\": %llu, \"threads_not_sampled\": %llu, \"samples\": %llu, "
+        "\"lost\": %llu, \"dropped\": %llu, \"throttled\": %llu}",
+        sp->event, sp->hz, (unsigned long long)sp->threads, (unsigned long long)sp->threads_skipped,
+        (unsigned long long)sp->count, (unsigned long long)kernel_lost(sp),
+        (unsigned long long)sp->dropped, (unsigned long long)sp->throttled);
+}
+
+void strobe__sampler_free(strobe__sampler *sp) {
+    if (sp == NULL) return;
+    strobe__sampler_stop(sp);
+    close_all(sp);
+    free(sp->rings);
+    free(sp->fds);
+    free(sp->samples);
+    free(sp->pcs);
+    free(sp->names);
+    free(sp->rec);
+    strobe__u64map_free(&sp->opened);
+    strobe__u64map_free(&sp->names_map);
+    free(sp);
+}
