@@ -15,8 +15,7 @@ static void CUPTIAPI give(uint8_t **buf, size_t *size, size_t *max_records) {
     *max_records = 0;
 }
 
-static void CUPTIAPI take(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
-                          size_t valid) {
+static void CUPTIAPI take(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid) {
     (void)ctx, (void)stream, (void)size, (void)valid;
     free(buf);
 }
@@ -27,10 +26,12 @@ static void flush(void) {
 
 __attribute__((visibility("default"))) int InitializeInjection(void);
 __attribute__((visibility("default"))) int InitializeInjection(void) {
-    static const CUpti_ActivityKind kinds[] = {
-        CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
-        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_OVERHEAD};
+    static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_RUNTIME,
+                                               CUPTI_ACTIVITY_KIND_DRIVER,
+                                               CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                               CUPTI_ACTIVITY_KIND_MEMCPY,
+                                               CUPTI_ACTIVITY_KIND_MEMSET,
+                                               CUPTI_ACTIVITY_KIND_OVERHEAD};
     if (cuptiActivityRegisterCallbacks(give, take) != CUPTI_SUCCESS) {
         fprintf(stderr, "bare_cupti: cuptiActivityRegisterCallbacks failed\n");
         return 1;

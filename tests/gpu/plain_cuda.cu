@@ -34,10 +34,12 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "overhead") == 0) {
         long n = atol(argv[2]);
         if (check(cudaFree(0), "cudaFree")) return 1;
-        for (int i = 0; i < 1000; i++) empty_kernel<<<1, 1>>>();
+        for (int i = 0; i < 1000; i++)
+            empty_kernel<<<1, 1>>>();
         if (check(cudaDeviceSynchronize(), "warm-up")) return 1;
         double t0 = now_s();
-        for (long i = 0; i < n; i++) empty_kernel<<<1, 1>>>();
+        for (long i = 0; i < n; i++)
+            empty_kernel<<<1, 1>>>();
         double t1 = now_s();
         if (check(cudaDeviceSynchronize(), "sync")) return 1;
         printf("launch_us %.4f\n", (t1 - t0) / (double)n * 1e6);
