@@ -80,6 +80,12 @@ const char cmd_record_usage[] =
     "    --duration SEC        record for SEC seconds (per process; the program runs on)\n"
     "    --activities LIST     cpu (always), cuda\n"
     "    --heap                record allocations (malloc, free, ...)\n"
+    "    --sample[=HZ]         sample every thread's call stack HZ times a second of CPU\n"
+    "                          time (default 1000, at most 10000; perf_event_open)\n"
+    "    --markers MODE[:SINKS]\n"
+    "                          also send the ranges strobe records (NVTX ones included) to\n"
+    "                          other tools: MODE interval, event or interval,event; SINKS\n"
+    "                          nvtx, ftrace or nvtx,ftrace (default nvtx); see strobe/markers.h\n"
     "    --no-follow           record PROGRAM's first process only\n"
     "    --stats               print the operator summary (strobe summary) and, when there\n"
     "                          was device activity, the top kernels (strobe kernels) at the\n"
@@ -108,6 +114,8 @@ enum {
     OPT_NO_FOLLOW,
     OPT_STATS,
     OPT_KEEP_PARTS,
+    OPT_SAMPLE,
+    OPT_MARKERS,
 };
 
 const struct option cmd_record_options[] = {
@@ -119,6 +127,8 @@ const struct option cmd_record_options[] = {
     {"no-follow", no_argument, NULL, OPT_NO_FOLLOW},
     {"stats", no_argument, NULL, OPT_STATS},
     {"keep-parts", no_argument, NULL, OPT_KEEP_PARTS},
+    {"sample", optional_argument, NULL, OPT_SAMPLE},
+    {"markers", required_argument, NULL, OPT_MARKERS},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -128,6 +138,8 @@ typedef struct rec_opts {
     const char *output;
     long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
     int cuda, heap, no_follow, stats, keep_parts, quiet;
+    unsigned sample_hz;  /* 0: no sampling */
+    const char *markers; /* STROBE_MARKERS for every process; NULL: none */
 } rec_opts;
 
 static int usage_error(const char *msg, const char *arg) {
@@ -356,6 +368,7 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
     const char *preload = NULL;
     for (char **p = environ; *p && rc == 0; p++) {
         if (strncmp(*p, "STROBE_RECORD_", 14) == 0) continue;
+        if (o->markers && strncmp(*p, "STROBE_MARKERS=", 15) == 0) continue; /* --markers' */
         if (strncmp(*p, "LD_PRELOAD=", 11) == 0) {
             preload = *p + 11;
             continue;
@@ -388,6 +401,12 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
         rc = env_add(e, "STROBE_RECORD_DURATION_MS", num);
     }
     if (rc == 0 && o->heap) rc = env_add(e, "STROBE_RECORD_HEAP", "1");
+    if (rc == 0 && o->sample_hz) {
+        snprintf(num, sizeof num, "%u", o->sample_hz);
+        rc = env_add(e, "STROBE_RECORD_SAMPLE_HZ", num);
+    }
+    /* Markers start at load in every process (src/markers reads STROBE_MARKERS). */
+    if (rc == 0 && o->markers) rc = env_add(e, "STROBE_MARKERS", o->markers);
     if (rc == 0 && o->no_follow) rc = env_add(e, "STROBE_RECORD_NO_FOLLOW", "1");
     if (rc == 0) rc = env_add(e, "STROBE_RECORD_PRELOAD", lib);
     /* NVTX ranges and, with CUDA, the driver's first cuInit reach the preloaded library through
@@ -628,6 +647,40 @@ static void print_stats(const char *out, int kernels) {
  */
 
 /* Parses SEC (a decimal number of seconds, up to 30 days) into ms. @return 0 or -1. */
+/* Whether each comma-separated word of text[0..len) is one of `words` (spaces and case ignored,
+ * as strobe_markers_start() reads them). */
+static int words_ok(const char *text, size_t len, const char *const *words) {
+    const char *p = text, *end = text + len;
+    while (p <= end) {
+        const char *q = p;
+        while (q < end && *q != ',')
+            q++;
+        char w[16];
+        size_t n = 0;
+        for (const char *c = p; c < q; c++)
+            if (*c != ' ' && *c != '\t') {
+                if (n + 1 >= sizeof w) return 0;
+                w[n++] = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+            }
+        w[n] = '\0';
+        int found = 0;
+        for (size_t i = 0; words[i]; i++)
+            found |= strcmp(w, words[i]) == 0;
+        if (!found) return 0;
+        p = q + 1;
+    }
+    return 1;
+}
+
+/* --markers MODE[:SINKS]: the words strobe/markers.h takes (the library checks them again). */
+static int markers_ok(const char *v) {
+    static const char *const modes[] = {"interval", "event", NULL};
+    static const char *const sinks[] = {"nvtx", "ftrace", NULL};
+    const char *colon = strchr(v, ':');
+    size_t mlen = colon ? (size_t)(colon - v) : strlen(v);
+    return words_ok(v, mlen, modes) && (!colon || words_ok(colon + 1, strlen(colon + 1), sinks));
+}
+
 static int parse_seconds(const char *v, long long *ms) {
     char *end;
     errno = 0;
@@ -686,6 +739,24 @@ int cmd_record(int argc, char **argv) {
             break;
         case OPT_KEEP_PARTS:
             o.keep_parts = 1;
+            break;
+        case OPT_SAMPLE: {
+            o.sample_hz = STROBE_CPU_SAMPLE_HZ_DEFAULT;
+            if (optarg == NULL) break;
+            char *end;
+            errno = 0;
+            unsigned long hz = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end != '\0' || hz < 1 || hz > STROBE_CPU_SAMPLE_HZ_MAX)
+                return usage_error("--sample takes a rate in Hz (1 .. 10000)", optarg);
+            o.sample_hz = (unsigned)hz;
+            break;
+        }
+        case OPT_MARKERS:
+            if (!markers_ok(optarg))
+                return usage_error("--markers takes MODE[:SINKS]: interval, event or "
+                                   "interval,event; nvtx, ftrace or nvtx,ftrace",
+                                   optarg);
+            o.markers = optarg;
             break;
         default:
             return cli_option_error("record", c, argv, cmd_record_options);

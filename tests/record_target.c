@@ -10,6 +10,7 @@
  *   exit N             exits with status N
  *   term               kills itself with SIGTERM
  *   marker FILE        creates FILE
+ *   spin MS            burns MS milliseconds of CPU time in spin_hot (for --sample)
  *   cuda LIB           calls cuInit (the stand-in libcuda.so.1, which calls the tool named by
  *                      CUDA_INJECTION64_PATH as the driver does), loads the stand-in CUPTI LIB
  *                      (tests/fake_cuda) and has it report a kernel launch, as a CUDA
@@ -19,6 +20,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,20 @@ static int fake_launch(const char *lib) {
     struct timespec pause = {0, 2000000};
     nanosleep(&pause, NULL);
     return 0;
+}
+
+/* Burns CPU time for `ms` milliseconds in this one function, the hot spot sampling must find
+ * (built with frame pointers). @return nonzero. */
+__attribute__((noinline)) static int spin_hot(long ms) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    volatile uint64_t x = 1;
+    do {
+        for (int i = 0; i < 100000; i++)
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+    return x != 0 || x == 0;
 }
 
 static int wait_child(pid_t c) {
@@ -123,6 +139,7 @@ int main(int argc, char **argv) {
         int rc = wait_child(c);
         return rc ? rc : fake_launch(argv[2]);
     }
+    if (strcmp(mode, "spin") == 0 && argc > 2) return spin_hot(atol(argv[2])) ? 0 : 3;
     if (strcmp(mode, "marker") == 0 && argc > 2) {
         FILE *f = fopen(argv[2], "w");
         if (f) fclose(f);

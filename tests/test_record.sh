@@ -301,6 +301,33 @@ else
   echo "cuda skipped: the stand-in CUPTI is not built (no cupti.h)"
 fi
 
+# 7d. --sample: a CPU-bound process (record_target spin 400) is sampled, its hot function on top;
+#     --markers: the value reaches every process as STROBE_MARKERS (src/markers reads it at
+#     load; test_markers checks what it does), and a bad value is a usage error.
+record sample --sample=500 -- "$target" spin 400
+[ "$rc" = 0 ] || { cat "$out/sample.err"; fail "sample: exit $rc"; }
+if grep -q "sampling" "$out/sample.err"; then
+  echo "sample skipped: $(grep sampling "$out/sample.err" | head -1)"
+else
+  traces+=("$out/sample.json")
+  check "$out/sample.json" /dev/null '
+main = [p for p, n in procs.items() if n == "record_target"]
+want(len(procs) == 1 and len(main) == 1, "one process, record_target (not strobe'"'"'s helpers): %s" % procs)
+s = [e for e in events if e.get("cat") == "cpu_sample" and e["pid"] in main]
+want(len(s) >= 40, "about 200 samples in 400 ms at 500 Hz: %d" % len(s))
+hot = [e for e in s if "spin_hot" in e.get("name", "")]
+want(len(hot) >= 0.8 * max(len(s), 1), "spin_hot on top of most samples: %d of %d" % (len(hot), len(s)))
+'
+  "$strobe" stacks --samples "$out/sample.json" >"$out/sample.folded" || fail "stacks --samples"
+  grep -q "spin_hot" "$out/sample.folded" || fail "stacks --samples: no spin_hot"
+fi
+"$strobe" record -q --markers "Event : FTRACE" -o "$out/markers.json" -- /bin/sh -c 'echo "markers=$STROBE_MARKERS"' >"$out/markers.out" 2>&1
+grep -q "^markers=Event : FTRACE$" "$out/markers.out" || { cat "$out/markers.out"; fail "--markers: STROBE_MARKERS not passed on"; }
+"$strobe" record --markers intervals -- /bin/true 2>"$out/markers_bad.err"
+[ $? = 2 ] && grep -q "markers" "$out/markers_bad.err" || fail "--markers intervals: not a usage error"
+"$strobe" record --sample=0 -- /bin/true 2>/dev/null
+[ $? = 2 ] || fail "--sample=0: not a usage error"
+
 # 7c. NVTX: a program that uses only NVTX (tests/nvtx_plain.c, where the nvtx3 headers are found)
 #     under strobe record: the library is its NVTX tool (NVTX_INJECTION64_PATH); every range and
 #     mark, on the thread that made it, with the domain as an arg. nvtx_plain makes: on its main

@@ -455,6 +455,29 @@ static int is_address_line(const char *line, uint64_t addr) {
  * answer that does not match ends the parse, so a different output format costs the locations,
  * never wrong ones. A missing or failing addr2line leaves everything NULL. @return 0, or
  * STROBE_ENOMEM when out of memory. */
+
+/* The environment for addr2line: the process's, less what would make a profiler record the
+ * helper as part of the program (strobe record's preload and settings, the NVTX and CUDA tool
+ * variables, markers). NULL when out of memory (the process's own is used then). */
+static char **helper_env(void) {
+    static const char *const drop[] = {"LD_PRELOAD=", "STROBE_RECORD_", "NVTX_INJECTION64_PATH=",
+                                       "CUDA_INJECTION64_PATH=", "STROBE_MARKERS="};
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = malloc((n + 1) * sizeof *env);
+    if (env == NULL) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int keep = 1;
+        for (size_t d = 0; keep && d < sizeof drop / sizeof drop[0]; d++)
+            keep = strncmp(environ[i], drop[d], strlen(drop[d])) != 0;
+        if (keep) env[k++] = environ[i];
+    }
+    env[k] = NULL;
+    return env;
+}
+
 static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char **fn, char **loc,
                          char **inl) {
     enum { FIXED = 6 };
@@ -479,6 +502,7 @@ static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char
 
     int rc = 0, fds[2];
     posix_spawn_file_actions_t fa;
+    char **env = helper_env();
     if (pipe2(fds, O_CLOEXEC) != 0) goto out;
     /* The library never prints unasked: addr2line's complaints go to /dev/null. */
     if (posix_spawn_file_actions_init(&fa) != 0) {
@@ -491,7 +515,7 @@ static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char
         posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO) == 0 &&
         posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0) == 0 &&
         posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0) == 0 &&
-        posix_spawnp(&pid, "addr2line", &fa, NULL, argv, environ) == 0;
+        posix_spawnp(&pid, "addr2line", &fa, NULL, argv, env ? env : environ) == 0;
     (void)posix_spawn_file_actions_destroy(&fa);
     (void)close(fds[1]);
     if (!spawned) {
@@ -555,6 +579,7 @@ static int run_addr2line(const char *file, const uint64_t *addrs, size_t n, char
     }
     free(buf);
 out:
+    free(env);
     free(argv);
     free(text);
     return rc;

@@ -12,6 +12,7 @@
  *   STROBE_RECORD_DELAY_MS    record from this long after the process starts (default 0)
  *   STROBE_RECORD_DURATION_MS and for this long (default: to the end)
  *   STROBE_RECORD_HEAP        "1": the malloc interposer's events (malloc_hook.c, built in)
+ *   STROBE_RECORD_SAMPLE_HZ   CPU sampling at this rate (config.cpu_sample_hz), 0 or unset: none
  *   STROBE_RECORD_NO_FOLLOW   "1": this process only: the variables, and the LD_PRELOAD entry
  *                             STROBE_RECORD_PRELOAD names, leave the environment at start, so
  *                             that the programs it runs are not recorded
@@ -54,6 +55,7 @@ typedef struct settings {
     int cuda_wanted;
     long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
     int heap;
+    uint32_t sample_hz; /* CPU sampling (--sample), 0: none */
 } settings;
 
 static settings set;
@@ -113,7 +115,7 @@ static void forget_settings(void) {
     static const char *const vars[] = {"STROBE_RECORD_DIR",      "STROBE_RECORD_ACTIVITIES",
                                        "STROBE_RECORD_DELAY_MS", "STROBE_RECORD_DURATION_MS",
                                        "STROBE_RECORD_HEAP",     "STROBE_RECORD_NO_FOLLOW",
-                                       "STROBE_RECORD_PRELOAD"};
+                                       "STROBE_RECORD_PRELOAD",  "STROBE_RECORD_SAMPLE_HZ"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
 }
@@ -142,6 +144,8 @@ static int read_settings(void) {
     set.duration_ms = env_ms("STROBE_RECORD_DURATION_MS", -1);
     const char *heap = getenv("STROBE_RECORD_HEAP");
     set.heap = heap && strcmp(heap, "1") == 0;
+    long long hz = env_ms("STROBE_RECORD_SAMPLE_HZ", 0);
+    set.sample_hz = hz > 0 && hz <= STROBE_CPU_SAMPLE_HZ_MAX ? (uint32_t)hz : 0;
     if (no_follow) forget_settings();
     return 1;
 }
@@ -215,6 +219,7 @@ static void start_locked(void) {
     cfg.thread_mode = STROBE_THREADS_ALL;
     cfg.stream_path = part_path;
     cfg.profile_memory = set.heap;
+    cfg.cpu_sample_hz = set.sample_hz;
     cfg.trace_name = program_invocation_short_name;
     /* Many short processes (a shell script's) each start a session: fault in little up front. */
     cfg.prefault_bytes = (size_t)1 << 20;
