@@ -1,0 +1,60 @@
+#!/bin/bash
+# python_tests.sh: builds strobe's Python package (python/) offline with pip, the way a user
+# installs it, into a temporary folder, and runs its unittest files (python/tests/) against it;
+# then checks the traces they wrote with the independent checkers (../shared/validators), when
+# present.
+#
+#   python_tests.sh ROOT OUT_DIR SHARED_DIR [PYTHON]
+#
+# PYTHON: the interpreter (default python3 on PATH). With a PYTHON of /usr/bin/python3 (Debian's),
+# the package goes into a venv made with --system-site-packages, as Debian's python asks.
+# Skips (77) with a message where the interpreter, its headers, setuptools, pip or venv are missing.
+set -uo pipefail
+root=$1 out=$2 shared=$3 py=${4:-python3}
+skip() { echo "SKIP: $*"; exit 77; }
+command -v "$py" >/dev/null 2>&1 || skip "no $py"
+inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null) ||
+  skip "$py does not run"
+[ -f "$inc/Python.h" ] || skip "no Python headers for $py ($inc/Python.h; Debian: python3-dev)"
+"$py" -c 'import setuptools' 2>/dev/null || skip "no setuptools for $py (Debian: python3-setuptools)"
+rm -rf "$out"
+mkdir -p "$out/traces"
+# Object files are kept between runs: setuptools rebuilds them all, but in one place.
+export STROBE_BUILD_TEMP="$out/build-temp" STROBE_BUILD_JOBS=${STROBE_BUILD_JOBS:-2}
+if [ "${4:-}" != "" ] && [ "$py" = /usr/bin/python3 ]; then
+  "$py" -m venv --system-site-packages "$out/venv" >/dev/null 2>&1 ||
+    skip "cannot make a venv with $py (Debian: python3-venv)"
+  py="$out/venv/bin/python"
+  "$py" -m pip --version >/dev/null 2>&1 || skip "the venv of $4 has no pip (Debian: python3-venv)"
+  "$py" -m pip install -q --no-build-isolation --no-index "$root/python" >"$out/pip.log" 2>&1 || {
+    cat "$out/pip.log"; echo "FAIL: pip install into the venv"; exit 1; }
+  site=""
+else
+  "$py" -m pip --version >/dev/null 2>&1 || skip "no pip for $py"
+  "$py" -m pip install -q --no-build-isolation --no-index --target "$out/site" "$root/python" \
+    >"$out/pip.log" 2>&1 || { cat "$out/pip.log"; echo "FAIL: pip install --target"; exit 1; }
+  site="$out/site"
+fi
+# Run from a folder without the sources, so that the installed package is the one imported.
+cd "$out" || exit 1
+PYTHONPATH="$site" STROBE_TEST_TRACE_DIR="$out/traces" \
+  "$py" -m unittest discover -s "$root/python/tests" -p 'test_*.py' -v 2>&1 | tail -n 60
+rc=${PIPESTATUS[0]}
+[ "$rc" -eq 0 ] || { echo "FAIL: python unittest (status $rc)"; exit 1; }
+PYTHONPATH="$site" "$py" -c 'import strobe, sys; sys.exit(0 if strobe._strobe.__file__.startswith(sys.argv[1]) else 1)' "$out" ||
+  { echo "FAIL: the tests did not import the installed package"; exit 1; }
+if [ -x "$shared/validators/check_all.sh" ]; then
+  . "$root/tests/validators.sh"
+  n=0
+  for t in $(find "$out/traces" -type f \( -name '*.json' -o -name '*.json.gz' -o -name '*.pftrace' \) | sort); do
+    case "$t" in *.gz) f="$out/check.json"; zcat "$t" >"$f" ;; *) f=$t ;; esac
+    strobe_check_trace "$shared" "$f" --strict >"$out/check.log" 2>&1 || {
+      cat "$out/check.log"; echo "FAIL: $t does not pass the checkers"; exit 1; }
+    n=$((n + 1))
+  done
+  [ "$n" -gt 0 ] || { echo "FAIL: the tests wrote no trace"; exit 1; }
+  echo "checkers: $n traces pass"
+else
+  echo "note: $shared/validators absent: traces not checked"
+fi
+echo "PASS"
