@@ -6,6 +6,7 @@ in-tree build backend (strobe_build.py) calls this file, so that `pip install
 --no-build-isolation ./python` works offline without the `wheel` package; `python setup.py
 build_ext --inplace` works too, for development.
 """
+import concurrent.futures
 import glob
 import os
 import sys
@@ -54,20 +55,61 @@ def cupti_include():
     return None
 
 
+def _newest_header():
+    newest = 0.0
+    for d in (os.path.join(ROOT, "include"), os.path.join(ROOT, "src"), os.path.join(ROOT, "cli"),
+              os.path.join(HERE, "src")):
+        for dirpath, _, names in os.walk(d):
+            for n in names:
+                if n.endswith(".h"):
+                    newest = max(newest, os.path.getmtime(os.path.join(dirpath, n)))
+    return newest
+
+
 class BuildExt(build_ext):
-    """Compiles in parallel (STROBE_BUILD_JOBS, else the CPU count) and links with a version
-    script that keeps every symbol local but the module's init function."""
+    """Compiles the sources of the extension in parallel (STROBE_BUILD_JOBS, else the CPU count;
+    setuptools alone compiles one file at a time), recompiles only the objects older than their
+    source or than any header, under the same flags (a build folder kept between builds, as
+    STROBE_BUILD_TEMP gives one, rebuilds what changed), and links with a version script that
+    keeps every symbol local but the module's init function."""
 
     def build_extensions(self):
-        if self.parallel is None:
-            self.parallel = int(os.environ.get("STROBE_BUILD_JOBS", "0")) or os.cpu_count() or 1
+        jobs = int(os.environ.get("STROBE_BUILD_JOBS", "0")) or os.cpu_count() or 1
         os.makedirs(self.build_temp, exist_ok=True)
         script = os.path.join(self.build_temp, "strobe_py.map")
         with open(script, "w") as f:
             f.write("{ global: PyInit__strobe; local: *; };\n")
         for ext in self.extensions:
             ext.extra_link_args = ext.extra_link_args + ["-Wl,--version-script=" + script]
-        # Python's own flags may carry -O3 and -Wall; strobe asks for C11 and its own warnings.
+        cc = self.compiler
+        one = cc._compile
+
+        def compile(sources, output_dir=None, macros=None, include_dirs=None, debug=0,
+                    extra_preargs=None, extra_postargs=None, depends=None):
+            macros, objects, extra, pp_opts, build = cc._setup_compile(
+                output_dir, macros, include_dirs, sources, depends, extra_postargs)
+            cc_args = cc._get_cc_args(pp_opts, debug, extra_preargs)
+            # Objects are reused only under the same compiler, flags and Python headers.
+            stamp = os.path.join(self.build_temp, "strobe_flags.txt")
+            flags = repr((cc.compiler_so, cc_args, extra, sysconfig.get_paths()["include"]))
+            same = os.path.isfile(stamp) and open(stamp).read() == flags
+            newest = _newest_header()
+
+            def stale(obj, src):
+                return (not same or not os.path.isfile(obj) or
+                        os.path.getmtime(obj) < max(os.path.getmtime(src), newest))
+
+            todo = [(o, build[o]) for o in objects if stale(o, build[o][0])]
+            for o, _ in todo:
+                os.makedirs(os.path.dirname(o), exist_ok=True)
+            with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
+                for f in [ex.submit(one, o, src, e, cc_args, extra, pp_opts) for o, (src, e) in todo]:
+                    f.result()
+            with open(stamp, "w") as f:
+                f.write(flags)
+            return objects
+
+        cc.compile = compile
         super().build_extensions()
 
 

@@ -17,9 +17,10 @@ inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/de
   skip "$py does not run"
 [ -f "$inc/Python.h" ] || skip "no Python headers for $py ($inc/Python.h; Debian: python3-dev)"
 "$py" -c 'import setuptools' 2>/dev/null || skip "no setuptools for $py (Debian: python3-setuptools)"
-rm -rf "$out"
+# Everything but the object files, which the next build reuses where nothing changed.
+mkdir -p "$out"
+find "$out" -mindepth 1 -maxdepth 1 ! -name build-temp -exec rm -rf {} +
 mkdir -p "$out/traces"
-# Object files are kept between runs: setuptools rebuilds them all, but in one place.
 export STROBE_BUILD_TEMP="$out/build-temp" STROBE_BUILD_JOBS=${STROBE_BUILD_JOBS:-2}
 if [ "${4:-}" != "" ] && [ "$py" = /usr/bin/python3 ]; then
   "$py" -m venv --system-site-packages "$out/venv" >/dev/null 2>&1 ||
