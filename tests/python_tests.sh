@@ -6,8 +6,8 @@
 #
 #   python_tests.sh ROOT OUT_DIR SHARED_DIR [PYTHON]
 #
-# PYTHON: the interpreter (default python3 on PATH). With a PYTHON of /usr/bin/python3 (Debian's),
-# the package goes into a venv made with --system-site-packages, as Debian's python asks.
+# PYTHON: the interpreter (default python3 on PATH). Debian's /usr/bin/python3 (and any python
+# without pip) gets a venv made with --system-site-packages, as Debian's python asks.
 # Skips (77) with a message where the interpreter, its headers, setuptools, pip or venv are missing.
 set -uo pipefail
 root=$1 out=$2 shared=$3 py=${4:-python3}
@@ -22,16 +22,18 @@ mkdir -p "$out"
 find "$out" -mindepth 1 -maxdepth 1 ! -name build-temp -exec rm -rf {} +
 mkdir -p "$out/traces"
 export STROBE_BUILD_TEMP="$out/build-temp" STROBE_BUILD_JOBS=${STROBE_BUILD_JOBS:-2}
-if [ "${4:-}" != "" ] && [ "$py" = /usr/bin/python3 ]; then
+# A venv for Debian's interpreter (its pip refuses to install outside one), and for any without
+# pip of its own; else pip --target.
+if [ "$(readlink -f "$(command -v "$py")")" = "$(readlink -f /usr/bin/python3)" ] ||
+  ! "$py" -m pip --version >/dev/null 2>&1; then
   "$py" -m venv --system-site-packages "$out/venv" >/dev/null 2>&1 ||
     skip "cannot make a venv with $py (Debian: python3-venv)"
   py="$out/venv/bin/python"
-  "$py" -m pip --version >/dev/null 2>&1 || skip "the venv of $4 has no pip (Debian: python3-venv)"
+  "$py" -m pip --version >/dev/null 2>&1 || skip "the venv of $py has no pip (Debian: python3-venv)"
   "$py" -m pip install -q --no-build-isolation --no-index "$root/python" >"$out/pip.log" 2>&1 || {
     cat "$out/pip.log"; echo "FAIL: pip install into the venv"; exit 1; }
   site=""
 else
-  "$py" -m pip --version >/dev/null 2>&1 || skip "no pip for $py"
   "$py" -m pip install -q --no-build-isolation --no-index --target "$out/site" "$root/python" \
     >"$out/pip.log" 2>&1 || { cat "$out/pip.log"; echo "FAIL: pip install --target"; exit 1; }
   site="$out/site"
