@@ -166,8 +166,8 @@ static int code_grow(void) {
 
 /* torch's name of a Python function: "file.py(first line): name". */
 static strobe_site *code_site_slow(PyCodeObject *code, size_t j) {
-    PyObject *name = PyUnicode_FromFormat("%U(%d): %U", code->co_filename, code->co_firstlineno,
-                                          code->co_name);
+    PyObject *name =
+        PyUnicode_FromFormat("%U(%d): %U", code->co_filename, code->co_firstlineno, code->co_name);
     if (name == NULL) return NULL;
     Py_ssize_t len;
     const char *utf8 = PyUnicode_AsUTF8AndSize(name, &len);
@@ -450,8 +450,7 @@ static int hook_set_all(int on) {
     hook_on = on;
     PyObject *threading = PyImport_ImportModule("threading");
     if (threading == NULL) return -1;
-    PyObject *fn = on ? PyObject_GetAttrString(PyImport_AddModule("strobe._strobe"),
-                                               "_thread_hook")
+    PyObject *fn = on ? PyObject_GetAttrString(PyImport_AddModule("strobe._strobe"), "_thread_hook")
                       : (Py_INCREF(Py_None), Py_None);
     PyObject *r = fn ? PyObject_CallMethod(threading, "setprofile", "O", fn) : NULL;
     Py_XDECREF(fn);
@@ -467,8 +466,7 @@ static PyObject *thread_hook(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
     (void)m;
     if (n != 3) Py_RETURN_NONE;
     PyEval_SetProfile(hook_on ? py_hook : NULL, NULL);
-    if (hook_on && PyFrame_Check(argv[0]) &&
-        PyUnicode_CompareWithASCIIString(argv[1], "call") == 0)
+    if (hook_on && PyFrame_Check(argv[0]) && PyUnicode_CompareWithASCIIString(argv[1], "call") == 0)
         py_hook(NULL, (PyFrameObject *)argv[0], PyTrace_CALL, NULL);
     Py_RETURN_NONE;
 }
@@ -588,10 +586,10 @@ static PyObject *result_events(Result *self, PyObject *unused) {
         PyObject *t = Py_BuildValue(
             "(NNLLLnLIiiiiKiNd)", str_or_none(e->name), str_or_none(e->category),
             (long long)e->start_ns, (long long)e->end_ns, (long long)e->tid,
-            (Py_ssize_t)e->thread_index,
-            e->parent == STROBE_NO_EVENT ? -1LL : (long long)e->parent, (unsigned)e->depth,
-            (int)e->kind, (int)e->scope, (int)e->device_type, (int)e->device_index,
-            (unsigned long long)e->correlation_id, (int)e->flags, args, e->value);
+            (Py_ssize_t)e->thread_index, e->parent == STROBE_NO_EVENT ? -1LL : (long long)e->parent,
+            (unsigned)e->depth, (int)e->kind, (int)e->scope, (int)e->device_type,
+            (int)e->device_index, (unsigned long long)e->correlation_id, (int)e->flags, args,
+            e->value);
         if (t == NULL) goto fail;
         PyList_SET_ITEM(list, (Py_ssize_t)i, t);
     }
@@ -720,16 +718,17 @@ static PyObject *result_info(Result *self, PyObject *unused) {
         Py_XDECREF(w);
     }
     if (warnings == NULL) return NULL;
-    return Py_BuildValue(
-        "{sLsLsLsNsNs{sKsKsKsKsKsK}}", "trace_start_ns",
-        (long long)strobe_result_trace_start_ns(self->r), "trace_end_ns",
-        (long long)strobe_result_trace_end_ns(self->r), "pid", (long long)strobe_result_pid(self->r),
-        "trace_id", str_or_none(strobe_result_trace_id(self->r)), "warnings", warnings, "stats",
-        "dropped_events", (unsigned long long)st->dropped_events, "unmatched_ends",
-        (unsigned long long)st->unmatched_ends, "unfinished_ranges",
-        (unsigned long long)st->unfinished_ranges, "truncated_ranges",
-        (unsigned long long)st->truncated_ranges, "threads", (unsigned long long)st->threads,
-        "buffer_bytes_used", (unsigned long long)st->buffer_bytes_used);
+    return Py_BuildValue("{sLsLsLsNsNs{sKsKsKsKsKsK}}", "trace_start_ns",
+                         (long long)strobe_result_trace_start_ns(self->r), "trace_end_ns",
+                         (long long)strobe_result_trace_end_ns(self->r), "pid",
+                         (long long)strobe_result_pid(self->r), "trace_id",
+                         str_or_none(strobe_result_trace_id(self->r)), "warnings", warnings,
+                         "stats", "dropped_events", (unsigned long long)st->dropped_events,
+                         "unmatched_ends", (unsigned long long)st->unmatched_ends,
+                         "unfinished_ranges", (unsigned long long)st->unfinished_ranges,
+                         "truncated_ranges", (unsigned long long)st->truncated_ranges, "threads",
+                         (unsigned long long)st->threads, "buffer_bytes_used",
+                         (unsigned long long)st->buffer_bytes_used);
 }
 
 static PyMethodDef result_methods[] = {
@@ -761,9 +760,9 @@ static int pending_with_stack; /* prepared with with_stack: the hook goes on at 
  * prepare_only): strobe_start (or strobe_prepare). */
 static PyObject *mod_start(PyObject *m, PyObject *a, PyObject *kw) {
     (void)m;
-    static char *kwlist[] = {"activities",   "record_shapes", "profile_memory", "with_stack",
-                             "with_flops",   "with_modules",  "prepare_only",   "trace_name",
-                             "buffer_bytes", NULL};
+    static char *kwlist[] = {
+        "activities",   "record_shapes", "profile_memory", "with_stack",   "with_flops",
+        "with_modules", "prepare_only",  "trace_name",     "buffer_bytes", NULL};
     unsigned int activities = STROBE_ACTIVITY_CPU;
     int shapes = 0, memory = 0, stack = 0, flops = 0, modules = 0, prepare = 0;
     const char *trace_name = NULL;

@@ -21,11 +21,16 @@ static PyObject *str_of(const md_model *m, uint32_t id) {
 /* The category as strobe writes it: the model's kind for the old schema's names. */
 static const char *category(const md_model *m, const md_event *e) {
     switch (e->kind) {
-    case MD_CPU_OP: return "cpu_op";
-    case MD_KERNEL: return md_str(m, e->cat)[0] ? md_str(m, e->cat) : "kernel";
-    case MD_MEMCPY: return "gpu_memcpy";
-    case MD_MEMSET: return "gpu_memset";
-    default: return md_str(m, e->cat);
+    case MD_CPU_OP:
+        return "cpu_op";
+    case MD_KERNEL:
+        return md_str(m, e->cat)[0] ? md_str(m, e->cat) : "kernel";
+    case MD_MEMCPY:
+        return "gpu_memcpy";
+    case MD_MEMSET:
+        return "gpu_memset";
+    default:
+        return md_str(m, e->cat);
     }
 }
 
@@ -42,11 +47,15 @@ static PyObject *event_tuple(const md_model *m, const md_event *e, long long par
     PyObject *args = PyList_New(0);
     if (args == NULL) return NULL;
     int rc = 0;
-    if (e->ext_id >= 0) rc |= add_arg(args, "External id", PyUnicode_FromFormat("%lld", (long long)e->ext_id));
-    if (e->corr >= 0) rc |= add_arg(args, "correlation", PyUnicode_FromFormat("%lld", (long long)e->corr));
+    if (e->ext_id >= 0)
+        rc |= add_arg(args, "External id", PyUnicode_FromFormat("%lld", (long long)e->ext_id));
+    if (e->corr >= 0)
+        rc |= add_arg(args, "correlation", PyUnicode_FromFormat("%lld", (long long)e->corr));
     if (e->shapes) rc |= add_arg(args, "Input Dims", str_of(m, e->shapes));
-    if (e->flops != 0) rc |= add_arg(args, "flops", PyUnicode_FromFormat("%lld", (long long)e->flops));
-    if (e->kind == MD_MEMORY) rc |= add_arg(args, "Bytes", PyUnicode_FromFormat("%lld", (long long)e->bytes));
+    if (e->flops != 0)
+        rc |= add_arg(args, "flops", PyUnicode_FromFormat("%lld", (long long)e->flops));
+    if (e->kind == MD_MEMORY)
+        rc |= add_arg(args, "Bytes", PyUnicode_FromFormat("%lld", (long long)e->bytes));
     if (rc == 0 && e->stack) {
         /* The model keeps the text; the tuples carry JSON, as a result's args do. */
         PyObject *s = str_of(m, e->stack), *json = NULL;
@@ -69,28 +78,38 @@ static PyObject *event_tuple(const md_model *m, const md_event *e, long long par
     if (targs == NULL) return NULL;
     const md_thread *th = &m->threads[e->thread];
     int device = md_is_device_work(e->kind);
-    int kind = e->ph == 'X' ? STROBE_EVENT_RANGE : e->ph == 'C' ? STROBE_EVENT_COUNTER
-                                                                 : STROBE_EVENT_INSTANT;
+    int kind = e->ph == 'X'   ? STROBE_EVENT_RANGE
+               : e->ph == 'C' ? STROBE_EVENT_COUNTER
+                              : STROBE_EVENT_INSTANT;
     const char *cat = category(m, e);
-    return Py_BuildValue("(NNLLLnLIiiiiKiNd)", str_of(m, e->name),
-                         PyUnicode_DecodeUTF8(cat, (Py_ssize_t)strlen(cat), "replace"),
-                         (long long)e->ts, (long long)(e->ts + e->dur), (long long)th->tid,
-                         (Py_ssize_t)e->thread,
-                         parent, depth, kind,
-                         e->kind == MD_USER_ANNOTATION ? 4 : 0,
-                         device ? STROBE_DEVICE_CUDA : STROBE_DEVICE_CPU,
-                         device ? (int)th->pid : -1,
-                         (unsigned long long)(e->corr >= 0 ? e->corr : e->ext_id >= 0 ? e->ext_id : 0),
-                         0, targs, 0.0);
+    return Py_BuildValue(
+        "(NNLLLnLIiiiiKiNd)", str_of(m, e->name),
+        PyUnicode_DecodeUTF8(cat, (Py_ssize_t)strlen(cat), "replace"), (long long)e->ts,
+        (long long)(e->ts + e->dur), (long long)th->tid, (Py_ssize_t)e->thread, parent, depth, kind,
+        e->kind == MD_USER_ANNOTATION ? 4 : 0, device ? STROBE_DEVICE_CUDA : STROBE_DEVICE_CPU,
+        device ? (int)th->pid : -1,
+        (unsigned long long)(e->corr >= 0     ? e->corr
+                             : e->ext_id >= 0 ? e->ext_id
+                                              : 0),
+        0, targs, 0.0);
 }
 
 /* What the profiler's views read: operators, user ranges, Python functions, runtime calls, device
  * work and memory events (not the session's own span, flows, counters or other categories). */
 static int kept_kind(int kind) {
     switch (kind) {
-    case MD_CPU_OP: case MD_USER_ANNOTATION: case MD_PYTHON: case MD_KERNEL: case MD_MEMCPY:
-    case MD_MEMSET: case MD_RUNTIME: case MD_DRIVER: case MD_MEMORY: return 1;
-    default: return 0;
+    case MD_CPU_OP:
+    case MD_USER_ANNOTATION:
+    case MD_PYTHON:
+    case MD_KERNEL:
+    case MD_MEMCPY:
+    case MD_MEMSET:
+    case MD_RUNTIME:
+    case MD_DRIVER:
+    case MD_MEMORY:
+        return 1;
+    default:
+        return 0;
     }
 }
 
@@ -106,7 +125,8 @@ PyObject *strobe_py_load(const char *path, PyObject *keep) {
     PyObject *out = NULL, *events = NULL, *threads = NULL, *meta = NULL;
     uint32_t *depth = NULL;
     if (rc != 0) {
-        PyErr_Format(PyExc_RuntimeError, "strobe: %s", m->err[0] ? m->err : "cannot read the trace");
+        PyErr_Format(PyExc_RuntimeError, "strobe: %s",
+                     m->err[0] ? m->err : "cannot read the trace");
         goto done;
     }
     /* Events in file order; depth from the parent chain (parents come before children). */

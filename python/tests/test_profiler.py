@@ -362,6 +362,27 @@ class CliTest(unittest.TestCase):
         self.assertIn("/nonexistent.json", r.stderr)
 
 
+class DocsTest(unittest.TestCase):
+    def test_docstrings_and_stubs(self):
+        here = os.path.dirname(strobe.__file__)
+        for mod in (strobe, P):
+            stub = os.path.join(here, os.path.basename(mod.__file__).replace(".py", ".pyi"))
+            self.assertTrue(os.path.isfile(stub), stub)
+            with open(stub) as f:
+                text = f.read()
+            self.assertTrue(mod.__doc__)
+            for name in mod.__all__:
+                obj = getattr(mod, name)
+                if name != "__version__":
+                    self.assertTrue(getattr(obj, "__doc__", None), name)
+                    self.assertRegex(text, r"(def|class) %s\b|import %s\b|^%s:" % (name, name, name))
+                else:
+                    self.assertIn("__version__", text)
+        for name in ("start", "stop", "step", "events", "key_averages", "export_chrome_trace",
+                     "export_stacks", "add_metadata", "add_metadata_json"):
+            self.assertTrue(getattr(P.profile, name).__doc__, name)
+
+
 TORCH_PY = "/usr/bin/python3"
 
 
