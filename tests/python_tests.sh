@@ -10,7 +10,11 @@
 # without pip) gets a venv made with --system-site-packages, as Debian's python asks.
 # Skips (77) with a message where the interpreter, its headers, setuptools, pip or venv are missing.
 set -uo pipefail
-root=$1 out=$2 shared=$3 py=${4:-python3}
+[ $# -ge 3 ] || { echo "usage: python_tests.sh ROOT OUT_DIR SHARED_DIR [PYTHON]" >&2; exit 2; }
+mkdir -p "$2" || exit 1
+# Absolute paths: the tests run from OUT_DIR.
+root=$(cd "$1" && pwd) out=$(cd "$2" && pwd) shared=$(cd "$3" 2>/dev/null && pwd || echo "$3")
+py=${4:-python3}
 skip() { echo "SKIP: $*"; exit 77; }
 command -v "$py" >/dev/null 2>&1 || skip "no $py"
 inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null) ||
