@@ -6,6 +6,7 @@
 # in the tests, and CMake enables C++ at configure time.
 set -euo pipefail
 want=(cmake make gcc g++ pkg-config zlib1g-dev)
+want+=(python3-dev python3-setuptools python3-venv) # the Python package (python/) and its tests
 if [ "${1:-}" = "--test" ]; then
   want+=(clang libclang-rt-14-dev clang-format)
   want+=(python3-torch) # test_cli_torch_summary: torch's own key_averages() to compare with

@@ -1,0 +1,451 @@
+"""Tests of strobe.profiler (unittest). Run with the package importable: tests/python_tests.sh
+builds it into a temporary folder and runs these. STROBE_TEST_TRACE_DIR, when set, receives the
+traces written, for the trace checkers."""
+import gzip
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import strobe
+import strobe.profiler as P
+from strobe.profiler import (ProfilerAction, ProfilerActivity, profile, record_function,
+                             schedule, tensorboard_trace_handler)
+
+OUT = os.environ.get("STROBE_TEST_TRACE_DIR")
+
+
+def spin(us):
+    end = time.perf_counter_ns() + us * 1000
+    while time.perf_counter_ns() < end:
+        pass
+
+
+def leaf(n):
+    with record_function("leaf"):
+        spin(20)
+    return n
+
+
+def work(k):
+    for i in range(k):
+        with record_function("outer"):
+            spin(10)
+            leaf(i)
+
+
+def table_rows(text):
+    """name -> cells of a table's body rows (the lines between the 2nd and 3rd separator)."""
+    lines = text.splitlines()
+    seps = [i for i, l in enumerate(lines) if l.startswith("-")]
+    rows = {}
+    for l in lines[seps[1] + 1:seps[2]]:
+        cells = l.split()
+        rows[cells[0]] = cells[1:]
+    return rows, lines[seps[2] + 1:]
+
+
+class RecordFunctionTest(unittest.TestCase):
+    def test_nesting_and_times(self):
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            work(3)
+        ev = prof.events()
+        names = [e.name for e in ev]
+        self.assertEqual(names.count("outer"), 3, names)
+        self.assertEqual(names.count("leaf"), 3, names)
+        for e in ev:
+            self.assertEqual(e.category, "user_annotation")
+            self.assertEqual(e.thread, threading.get_native_id())
+            if e.name == "leaf":
+                self.assertIsNotNone(e.cpu_parent)
+                self.assertEqual(e.cpu_parent.name, "outer")
+                self.assertGreaterEqual(e.start_ns, e.cpu_parent.start_ns)
+                self.assertLessEqual(e.end_ns, e.cpu_parent.end_ns)
+                self.assertGreaterEqual(e.end_ns - e.start_ns, 20000)
+            else:
+                self.assertIsNone(e.cpu_parent)
+                self.assertEqual(len(e.cpu_children), 1)
+                child = e.cpu_children[0]
+                self.assertAlmostEqual(e.self_cpu_time_total,
+                                       e.cpu_time_total - child.cpu_time_total, places=6)
+
+    def test_off_costs_nothing_recorded(self):
+        with record_function("not recorded"):
+            pass
+        with profile() as prof:
+            pass
+        self.assertEqual([e.name for e in prof.events()], [])
+
+    def test_decorator_and_args(self):
+        @record_function("decorated", "some args")
+        def f(x):
+            """doc"""
+            return x * 2
+
+        self.assertEqual(f.__name__, "f")
+        self.assertEqual(f.__doc__, "doc")
+        with profile() as prof:
+            self.assertEqual(f(21), 42)
+            self.assertEqual(f(1), 2)
+        ev = [e for e in prof.events() if e.name == "decorated"]
+        self.assertEqual(len(ev), 2)
+        self.assertEqual(ev[0].args.get("args"), '"some args"')
+        rf = record_function("n", args="a")
+        self.assertEqual((rf.name, rf.args), ("n", "a"))
+
+    def test_exception_closes_range(self):
+        with profile() as prof:
+            with self.assertRaises(KeyError):
+                with record_function("raises"):
+                    raise KeyError("x")
+            with record_function("after"):
+                pass
+        ev = {e.name: e for e in prof.events()}
+        self.assertIsNone(ev["after"].cpu_parent)
+        self.assertEqual(prof._stats()["stats"]["unfinished_ranges"], 0)
+
+    def test_threads(self):
+        tids = []
+
+        def body():
+            tids.append(threading.get_native_id())
+            work(2)
+
+        with profile() as prof:
+            ts = [threading.Thread(target=body) for _ in range(3)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        by_tid = {}
+        for e in prof.events():
+            by_tid.setdefault(e.thread, []).append(e.name)
+        self.assertEqual(sorted(by_tid), sorted(tids))
+        for names in by_tid.values():
+            self.assertEqual(sorted(names), ["leaf", "leaf", "outer", "outer"])
+
+
+class TableTest(unittest.TestCase):
+    def test_key_averages_and_table_match_c_summary(self):
+        with profile() as prof:
+            work(4)
+            for _ in range(3):
+                with record_function("solo"):
+                    spin(5)
+        avg = {a.key: a for a in prof.key_averages()}
+        ev = prof.events()
+        for key in ("outer", "leaf", "solo"):
+            mine = [e for e in ev if e.name == key]
+            self.assertEqual(avg[key].count, len(mine))
+            total = sum(e.end_ns - e.start_ns for e in mine) / 1000.0
+            self.assertAlmostEqual(avg[key].cpu_time_total, total, places=3)
+            self.assertAlmostEqual(avg[key].cpu_time, total / len(mine), places=3)
+        self.assertAlmostEqual(avg["outer"].self_cpu_time_total,
+                               avg["outer"].cpu_time_total - avg["leaf"].cpu_time_total,
+                               places=3)
+        # The C library's summary of the same session: same rows, same digits, same footer.
+        for sort_by, c_sort in (("cpu_time_total", 0), ("self_cpu_time_total", 1)):
+            mine_t = prof.key_averages().table(sort_by=sort_by, row_limit=-1)
+            c_t = prof._summary_table(c_sort, 0)
+            r1, f1 = table_rows(mine_t)
+            r2, f2 = table_rows(c_t)
+            self.assertEqual(r1, r2, "\n" + mine_t + "\n" + c_t)
+            self.assertEqual(f1, f2)
+            self.assertEqual(mine_t.splitlines()[1], c_t.splitlines()[1])
+        limited = prof.key_averages().table(sort_by="count", row_limit=1)
+        self.assertEqual(len(table_rows(limited)[0]), 1)
+        self.assertIn("Self CPU time total:", limited)
+        hdr = prof.key_averages().table(header="HEAD", top_level_events_only=True)
+        self.assertIn("HEAD", hdr)
+        self.assertNotIn(" leaf ", hdr)
+        long_name = "x" * 70
+        with profile() as p2:
+            with record_function(long_name):
+                pass
+        t = p2.key_averages().table(max_name_column_width=30)
+        self.assertIn("x" * 27 + "...", t)
+
+    def test_group_by_input_shape_and_stack(self):
+        with profile(with_stack=True) as prof:
+            work(2)
+        g = prof.key_averages(group_by_stack_n=2)
+        leafs = [a for a in g if a.key == "leaf"]
+        self.assertEqual(sum(a.count for a in leafs), 2)
+        self.assertTrue(leafs[0].stack[0].endswith("): leaf"), leafs[0].stack)
+        self.assertIn("Source Location", g.table())
+        self.assertEqual(len(prof.key_averages(group_by_input_shape=True)),
+                         len(prof.key_averages()))
+
+
+class WithStackTest(unittest.TestCase):
+    def test_python_functions(self):
+        with profile(with_stack=True) as prof:
+            work(2)
+        path = tempfile.mktemp(suffix=".json", dir=OUT)
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+        evs = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+        pyf = [e for e in evs if e.get("cat") == "python_function"]
+        code = leaf.__code__
+        want = "%s(%d): leaf" % (code.co_filename, code.co_firstlineno)
+        self.assertEqual(sum(1 for e in pyf if e["name"] == want), 2, [e["name"] for e in pyf])
+        # leaf's range sits inside the Python function leaf, and carries its Call stack.
+        rng = [e for e in evs if e["name"] == "leaf" and e["cat"] == "user_annotation"]
+        self.assertEqual(len(rng), 2)
+        stack = rng[0]["args"]["Call stack"].split(";")
+        self.assertEqual(stack[0], want)
+        wc = work.__code__
+        self.assertEqual(stack[1], "%s(%d): work" % (wc.co_filename, wc.co_firstlineno))
+        fn = [e for e in pyf if e["name"] == want][0]
+        self.assertLessEqual(fn["ts"], rng[0]["ts"])
+        # python_function events are in the trace, not in events() (as with torch).
+        self.assertNotIn(want, [e.name for e in prof.events()])
+        spath = tempfile.mktemp(suffix=".stacks")
+        prof.export_stacks(spath)
+        with open(spath) as f:
+            lines = f.read().splitlines()
+        os.unlink(spath)
+        self.assertTrue(lines)
+        for l in lines:
+            frames, value = l.rsplit(" ", 1)
+            self.assertGreater(int(value), 0)
+            self.assertTrue(frames.split(";")[-1] in (want.replace(" ", "_"),
+                                                      "%s(%d):_work" % (wc.co_filename,
+                                                                        wc.co_firstlineno)), l)
+
+    def test_hook_removed_after_stop(self):
+        with profile(with_stack=True):
+            pass
+        self.assertIsNone(sys.getprofile())
+
+
+class ScheduleTest(unittest.TestCase):
+    def test_actions(self):
+        s = schedule(skip_first=1, wait=1, warmup=1, active=2, repeat=1)
+        A = ProfilerAction
+        self.assertEqual([s(i) for i in range(7)],
+                         [A.NONE, A.NONE, A.WARMUP, A.RECORD, A.RECORD_AND_SAVE, A.NONE, A.NONE])
+        s = schedule(wait=0, warmup=0, active=1)
+        self.assertEqual([s(i) for i in range(3)], [A.RECORD_AND_SAVE] * 3)
+
+    def test_profile_with_schedule_and_handler(self):
+        d = tempfile.mkdtemp(dir=OUT)
+        ready = []
+
+        def on_ready(p):
+            ready.append([e.name for e in p.events()])
+            tensorboard_trace_handler(d, worker_name="w0")(p)
+
+        with profile(schedule=schedule(wait=1, warmup=1, active=2, repeat=2),
+                     on_trace_ready=on_ready) as prof:
+            for i in range(10):
+                with record_function("it%d" % i):
+                    pass
+                prof.step()
+        self.assertEqual(len(ready), 2)
+        # cycle 1 records steps 2 and 3, cycle 2 steps 6 and 7
+        self.assertEqual(ready[0], ["ProfilerStep#2", "it2", "ProfilerStep#3", "it3"])
+        self.assertEqual(ready[1], ["ProfilerStep#6", "it6", "ProfilerStep#7", "it7"])
+        files = sorted(os.listdir(d))
+        self.assertEqual(len(files), 2, files)
+        for f in files:
+            self.assertTrue(re.match(r"^w0\.\d+\.pt\.trace\.json$", f), f)
+        gz = tempfile.mkdtemp(dir=OUT)
+        with profile(schedule=schedule(wait=0, warmup=0, active=1, repeat=1),
+                     on_trace_ready=tensorboard_trace_handler(gz, use_gzip=True)) as prof:
+            prof.step()
+        (name,) = os.listdir(gz)
+        self.assertTrue(name.endswith(".pt.trace.json.gz"))
+        with gzip.open(os.path.join(gz, name)) as f:
+            self.assertIn("traceEvents", json.load(f))
+        if OUT is None:
+            shutil.rmtree(d)
+            shutil.rmtree(gz)
+
+
+class ExportTest(unittest.TestCase):
+    def test_metadata_and_exports(self):
+        with profile() as prof:
+            prof.add_metadata("run", "one \"quoted\"")
+            with record_function("x"):
+                pass
+        prof.add_metadata_json("config", '{"lr": 0.5}')
+        a = tempfile.mktemp(suffix=".json", dir=OUT)
+        b = tempfile.mktemp(suffix=".json", dir=OUT)
+        prof.export_chrome_trace(a)
+        prof.export_chrome_trace(b)
+        with open(a) as f:
+            ta = json.load(f)
+        with open(b) as f:
+            self.assertEqual(json.load(f), ta)
+        self.assertEqual(ta["run"], 'one "quoted"')
+        self.assertEqual(ta["config"], {"lr": 0.5})
+        self.assertEqual([e["name"] for e in ta["traceEvents"] if e.get("cat") ==
+                          "user_annotation"], ["x"])
+        # strobe.load reads it back: the same averages.
+        t = strobe.load(a)
+        self.assertEqual([(x.key, x.count) for x in t.key_averages()], [("x", 1)])
+        self.assertEqual(t.key_averages()[0].cpu_time_total,
+                         prof.key_averages()[0].cpu_time_total)
+
+    def test_pftrace(self):
+        with profile() as prof:
+            with record_function("p"):
+                pass
+        path = tempfile.mktemp(suffix=".pftrace", dir=OUT)
+        prof.export_chrome_trace(path)
+        self.assertEqual([(x.key, x.count) for x in strobe.load(path).key_averages()],
+                         [("p", 1)])
+
+
+class BadInputTest(unittest.TestCase):
+    def test_errors(self):
+        with self.assertRaises(TypeError):
+            record_function(1)
+        with self.assertRaises(TypeError):
+            record_function()
+        with self.assertRaises(TypeError):
+            record_function("a", args=3)
+        with self.assertRaises(ValueError):
+            schedule(wait=0, warmup=0, active=0)
+        with self.assertRaises(TypeError):
+            schedule(wait="1", warmup=0, active=1)
+        with self.assertRaises(TypeError):
+            profile(activities=["CPU"])
+        with self.assertRaises(RuntimeError):
+            profile().export_chrome_trace("/tmp/never.json")
+        with profile() as prof:
+            with self.assertRaisesRegex(RuntimeError, "already running"):
+                profile().start()
+            with self.assertRaises(ValueError):
+                prof.add_metadata_json("k", "{not json")
+            with self.assertRaises(ValueError):
+                prof.add_metadata_json("traceEvents", "1")
+        with self.assertRaisesRegex(RuntimeError, "/nonexistent/dir/t.json"):
+            prof.export_chrome_trace("/nonexistent/dir/t.json")
+        bad = tempfile.mktemp(suffix=".json")
+        with open(bad, "w") as f:
+            f.write("this is not a trace\n")
+        with self.assertRaisesRegex(RuntimeError, re.escape(bad)):
+            strobe.load(bad)
+        os.unlink(bad)
+        with self.assertRaises(RuntimeError):
+            strobe.load("/nonexistent/trace.json")
+        with self.assertRaises(TypeError):
+            strobe.load(3)
+
+    def test_left_running_at_exit(self):
+        code = ("import strobe.profiler as P\np = P.profile(with_stack=True)\np.start()\n"
+                "with P.record_function('x'):\n    pass\nprint('ok')\n")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "ok\n", ""))
+
+
+class CliTest(unittest.TestCase):
+    def test_python_m_strobe(self):
+        r = subprocess.run([sys.executable, "-m", "strobe", "--version"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(strobe.__version__, r.stdout)
+        r = subprocess.run([sys.executable, "-m", "strobe", "summary", "/nonexistent.json"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("/nonexistent.json", r.stderr)
+
+
+class DocsTest(unittest.TestCase):
+    def test_docstrings_and_stubs(self):
+        here = os.path.dirname(strobe.__file__)
+        for mod in (strobe, P):
+            stub = os.path.join(here, os.path.basename(mod.__file__).replace(".py", ".pyi"))
+            self.assertTrue(os.path.isfile(stub), stub)
+            with open(stub) as f:
+                text = f.read()
+            self.assertTrue(mod.__doc__)
+            for name in mod.__all__:
+                obj = getattr(mod, name)
+                if name != "__version__":
+                    self.assertTrue(getattr(obj, "__doc__", None), name)
+                    self.assertRegex(text, r"(def|class) %s\b|import %s\b|^%s:" % (name, name, name))
+                else:
+                    self.assertIn("__version__", text)
+        for name in ("start", "stop", "step", "events", "key_averages", "export_chrome_trace",
+                     "export_stacks", "add_metadata", "add_metadata_json"):
+            self.assertTrue(getattr(P.profile, name).__doc__, name)
+
+
+TORCH_PY = "/usr/bin/python3"
+
+
+def torch_names():
+    """Names and parameters of torch.profiler, from Debian's python3-torch (None: absent)."""
+    code = r"""
+import inspect, json, torch.profiler as tp, torch.autograd.profiler_util as pu
+def params(f): return list(inspect.signature(f).parameters)
+avg = pu.FunctionEventAvg()
+print(json.dumps({
+ "profile": params(tp.profile.__init__), "schedule": params(tp.schedule),
+ "handler": params(tp.tensorboard_trace_handler), "record_function": params(tp.record_function.__init__),
+ "key_averages": params(tp.profile.key_averages), "table": params(pu.EventList.table),
+ "export_stacks": params(tp.profile.export_stacks), "export_chrome_trace": params(tp.profile.export_chrome_trace),
+ "add_metadata": params(tp.profile.add_metadata), "add_metadata_json": params(tp.profile.add_metadata_json),
+ "methods": [m for m in ("start", "stop", "step", "events", "key_averages", "export_chrome_trace",
+             "export_stacks", "add_metadata", "add_metadata_json") if hasattr(tp.profile, m)],
+ "avg": sorted(set(vars(avg)) | set(dir(avg))),
+ "activity": [a for a in ("CPU", "CUDA") if hasattr(tp.ProfilerActivity, a)],
+ "action": list(tp.ProfilerAction.__members__)}))
+"""
+    if not os.path.exists(TORCH_PY):
+        return None
+    r = subprocess.run([TORCH_PY, "-W", "ignore", "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode != 0:
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+class TorchNamesTest(unittest.TestCase):
+    def test_same_names_as_torch(self):
+        t = torch_names()
+        if t is None:
+            self.skipTest("Debian's python3-torch is not installed for %s" % TORCH_PY)
+
+        def params(f):
+            return [p for p in inspect.signature(f).parameters]
+
+        self.assertEqual(params(profile.__init__), t["profile"])
+        self.assertEqual(params(schedule), t["schedule"])
+        self.assertEqual(params(tensorboard_trace_handler), t["handler"])
+        self.assertEqual(params(P.EventList.table), t["table"])
+        self.assertEqual(params(profile.key_averages), t["key_averages"])
+        self.assertEqual(params(profile.export_stacks), t["export_stacks"])
+        self.assertEqual(params(profile.export_chrome_trace), t["export_chrome_trace"])
+        self.assertEqual(params(profile.add_metadata), t["add_metadata"])
+        self.assertEqual(params(profile.add_metadata_json), t["add_metadata_json"])
+        # record_function is a C type: its names are checked by calling it with them.
+        self.assertEqual(t["record_function"], ["self", "name", "args"])
+        self.assertEqual(record_function(name="a", args="b").args, "b")
+        for m in t["methods"]:
+            self.assertTrue(hasattr(profile, m), m)
+        avg = P.FunctionEventAvg()
+        for a in ("key", "count", "cpu_time_total", "self_cpu_time_total", "cpu_time",
+                  "cuda_time_total", "self_cuda_time_total", "cpu_memory_usage",
+                  "self_cpu_memory_usage", "input_shapes", "stack", "flops", "node_id",
+                  "is_async", "is_remote", "cuda_memory_usage", "add"):
+            self.assertIn(a, t["avg"], a)
+            self.assertTrue(hasattr(avg, a), a)
+        self.assertEqual(t["activity"], [a.name for a in ProfilerActivity])
+        self.assertEqual(t["action"], [a.name for a in ProfilerAction])
+
+
+if __name__ == "__main__":
+    unittest.main()
