@@ -36,9 +36,14 @@ def sources():
     if not os.path.isfile(os.path.join(ROOT, "src", "core", "session.c")):
         sys.exit("strobe: the library's sources are not at %s (set STROBE_SOURCE_DIR)" % ROOT)
     src = []
-    for folder in ("util", "core", "trace", "analysis", "devices/cuda", "ondemand", "drivers",
-                   "nvtx", "reader"):
-        src += sorted(glob.glob(os.path.join(ROOT, "src", folder, "*.c")))
+    # Every folder of src/ (a new one is found without a change here), but the preloaded
+    # libraries (src/preload: programs of their own); of src/ itself backends.c, not the shared
+    # library's exported entry points (inject_export.c).
+    for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, "src")):
+        dirnames[:] = sorted(d for d in dirnames if d != "preload")
+        if os.path.samefile(dirpath, os.path.join(ROOT, "src")):
+            continue
+        src += sorted(os.path.join(dirpath, f) for f in filenames if f.endswith(".c"))
     src.append(os.path.join(ROOT, "src", "backends.c"))
     src += sorted(p for p in glob.glob(os.path.join(ROOT, "cli", "*.c"))
                   if os.path.basename(p) != "main.c")
