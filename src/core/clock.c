@@ -72,11 +72,15 @@ strobe__clock_conv strobe__clock_calibrate(strobe__clock_anchor start, strobe__c
         return c;
     }
     /* The rate is measured over the longest baseline available: from the process's first anchor
-     * to this stop. A baseline under 20 ms is extended by waiting, so that the anchor jitter (tens
-     * of ns) stays below a few ppm of the rate. */
+     * to this stop. The events converted lie between the session's start and this stop, inside
+     * the baseline, so a rate off by the anchors' jitter over the baseline moves none of them by
+     * more than about that jitter (tens of ns), however short the baseline: a baseline under 1 ms
+     * is extended to 1 ms only so that the rate strobe reports is not far off. (It was 20 ms, a
+     * busy wait at every stop and stream batch of a short process: 20 ms per process of a shell
+     * script under strobe record.) */
     strobe__clock_anchor from = first_anchor;
-    if (stop.mono_ns - from.mono_ns < 20000000) {
-        while ((int64_t)strobe__mono_ns() - from.mono_ns < 20000000) {
+    if (stop.mono_ns - from.mono_ns < 1000000) {
+        while ((int64_t)strobe__mono_ns() - from.mono_ns < 1000000) {
         }
         stop = strobe__clock_anchor_now();
     }
