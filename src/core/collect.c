@@ -638,6 +638,27 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
 
 /* Threads that were sampled but never recorded (they never called strobe, or not in this
  * session): a track each, with their samples, after the threads that recorded. */
+
+/* Appends a CPU track of its own (named `name`, copied) for thread `tid`, its events to follow
+ * from the result's current end; *index gets its position. @return it, or NULL (out of memory:
+ * the result keeps what it had). */
+static strobe_thread_info *new_track(strobe_result *r, int64_t tid, const char *name,
+                                     uint32_t *index) {
+    strobe_thread_info *ti = realloc(r->threads, (r->thread_count + 1) * sizeof *ti);
+    if (ti == NULL) return NULL;
+    r->threads = ti;
+    *index = (uint32_t)r->thread_count;
+    strobe_thread_info *th = &r->threads[r->thread_count];
+    memset(th, 0, sizeof *th);
+    th->device_index = -1;
+    th->tid = tid;
+    th->name = strobe__pool_strdup(&r->pool, name);
+    th->first_event = r->event_count;
+    if (th->name == NULL) return NULL;
+    r->thread_count++;
+    return th;
+}
+
 static int sample_threads(interner *in, strobe__tstate *const *list, size_t n) {
     strobe_result *r = in->r;
     size_t k = 0;
@@ -650,17 +671,10 @@ static int sample_threads(interner *in, strobe__tstate *const *list, size_t n) {
         for (size_t i = 0; i < n && !known; i++)
             known = list[i]->tid == tid;
         if (known) continue;
-        strobe_thread_info *ti = realloc(r->threads, (r->thread_count + 1) * sizeof *ti);
-        if (ti == NULL) return STROBE_ENOMEM;
-        r->threads = ti;
-        uint32_t tindex = (uint32_t)r->thread_count;
-        strobe_thread_info *th = &r->threads[r->thread_count++];
-        memset(th, 0, sizeof *th);
-        th->device_index = -1;
-        th->tid = tid;
-        th->name = strobe__pool_strdup(&r->pool, strobe__sampler_thread_name(in->s->sampler, tid));
-        th->first_event = r->event_count;
-        if (th->name == NULL) return STROBE_ENOMEM;
+        uint32_t tindex;
+        strobe_thread_info *th =
+            new_track(r, tid, strobe__sampler_thread_name(in->s->sampler, tid), &tindex);
+        if (th == NULL) return STROBE_ENOMEM;
         strobe__tstate fake;
         memset(&fake, 0, sizeof fake);
         fake.tid = tid;
@@ -772,17 +786,9 @@ static int finish_steps(interner *in, const strobe__session *s, const strobe__cl
     for (size_t k = 0; k < total; k++)
         n += in->step_placed == NULL || !in->step_placed[k];
     if (n == 0) return 0;
-    strobe_thread_info *ti = realloc(r->threads, (r->thread_count + 1) * sizeof *ti);
-    if (ti == NULL) return STROBE_ENOMEM;
-    r->threads = ti;
-    uint32_t tindex = (uint32_t)r->thread_count;
-    strobe_thread_info *th = &r->threads[r->thread_count++];
-    memset(th, 0, sizeof *th);
-    th->device_index = -1;
-    th->tid = tid;
-    th->name = strobe__pool_strdup(&r->pool, "ProfilerStep");
-    th->first_event = r->event_count;
-    if (th->name == NULL) return STROBE_ENOMEM;
+    uint32_t tindex;
+    strobe_thread_info *th = new_track(r, tid, "ProfilerStep", &tindex);
+    if (th == NULL) return STROBE_ENOMEM;
     strobe__tstate fake;
     memset(&fake, 0, sizeof fake);
     fake.tid = tid;
