@@ -141,15 +141,70 @@ static int by_key(const void *a, const void *b) {
     return strcmp(g_keys[*(const uint32_t *)a], g_keys[*(const uint32_t *)b]);
 }
 
-static int run(const md_model *m, int cuda) {
-    strobe__pool pool = {0};
+/* Folded stacks being summed: each distinct stack once (interned), with its weight. */
+typedef struct folded {
+    strobe__pool pool;
     strobe__strtab tab;
-    strobe__strtab_init(&tab, &pool);
-    int64_t *weight = NULL, *self = calloc(m->count ? m->count : 1, sizeof *self);
+    int64_t *weight; /* by the stack's string id */
+    size_t cap;
+} folded;
+
+static void folded_init(folded *f) {
+    memset(f, 0, sizeof *f);
+    strobe__strtab_init(&f->tab, &f->pool);
+}
+
+/* Adds `w` to the stack stack[0..len). @return 0 or STROBE_ENOMEM. */
+static int folded_add(folded *f, const char *stack, size_t len, int64_t w) {
+    int64_t id = strobe__strtab_intern(&f->tab, stack, len);
+    if (id < 0) return (int)id;
+    if ((size_t)id >= f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 1024;
+        int64_t *nw = realloc(f->weight, cap * sizeof *nw);
+        if (nw == NULL) return STROBE_ENOMEM;
+        memset(nw + f->cap, 0, (cap - f->cap) * sizeof *nw);
+        f->weight = nw;
+        f->cap = cap;
+    }
+    f->weight[id] = md_add_sat(f->weight[id], w);
+    return 0;
+}
+
+static void folded_free(folded *f) {
+    free(f->weight);
+    strobe__strtab_release(&f->tab);
+    strobe__pool_release(&f->pool);
+}
+
+/* Prints "stack weight" lines sorted by stack, the weight divided by `unit` (rounded; a line
+ * whose weight rounds to 0 is left out) when unit > 1, then frees `f`. @return 0 or
+ * STROBE_ENOMEM. */
+static int folded_print_free(folded *f, int64_t unit) {
+    int err = 0;
+    uint32_t *order = f->tab.count ? malloc(f->tab.count * sizeof *order) : NULL;
+    if (f->tab.count && order == NULL) err = STROBE_ENOMEM;
+    if (!err && f->tab.count) {
+        for (size_t k = 0; k < f->tab.count; k++)
+            order[k] = (uint32_t)k;
+        g_keys = f->tab.strs;
+        qsort(order, f->tab.count, sizeof *order, by_key);
+        for (size_t k = 0; k < f->tab.count; k++) {
+            int64_t w = f->weight[order[k]];
+            if (unit > 1) w = md_add_sat(w, unit / 2) / unit;
+            if (w > 0) printf("%s %" PRId64 "\n", f->tab.strs[order[k]], w);
+        }
+    }
+    free(order);
+    folded_free(f);
+    return err;
+}
+
+static int run(const md_model *m, int cuda) {
+    folded f;
+    folded_init(&f);
+    int64_t *self = calloc(m->count ? m->count : 1, sizeof *self);
     uint32_t *owner = malloc((m->count ? m->count : 1) * sizeof *owner);
-    uint32_t *order = NULL;
     buf b = {0};
-    size_t wcap = 0;
     int err = self && owner ? 0 : STROBE_ENOMEM;
     if (!err && cuda) err = cl_link(m, owner);
     /* Per event: the metric. */
@@ -166,57 +221,26 @@ static int run(const md_model *m, int cuda) {
         if (self[i] == 0 || !cl_is_row(m->events[i].kind)) continue;
         b.len = 0;
         err = frames(m, (uint32_t)i, &b);
-        int64_t id = err ? 0 : strobe__strtab_intern(&tab, b.p, b.len);
-        if (id < 0) err = (int)id;
-        if (err) break;
-        if ((size_t)id >= wcap) {
-            size_t cap = wcap ? wcap * 2 : 1024;
-            int64_t *w = realloc(weight, cap * sizeof *w);
-            if (w == NULL) {
-                err = STROBE_ENOMEM;
-                break;
-            }
-            memset(w + wcap, 0, (cap - wcap) * sizeof *w);
-            weight = w;
-            wcap = cap;
-        }
-        weight[id] = md_add_sat(weight[id], self[i]);
-    }
-    if (!err && tab.count) {
-        order = malloc(tab.count * sizeof *order);
-        if (order == NULL) err = STROBE_ENOMEM;
-    }
-    if (!err && tab.count) {
-        for (size_t k = 0; k < tab.count; k++)
-            order[k] = (uint32_t)k;
-        g_keys = tab.strs;
-        qsort(order, tab.count, sizeof *order, by_key);
-        for (size_t k = 0; k < tab.count; k++) {
-            int64_t us = md_add_sat(weight[order[k]], 500) / 1000;
-            if (us > 0) printf("%s %" PRId64 "\n", tab.strs[order[k]], us);
-        }
+        if (!err) err = folded_add(&f, b.p, b.len, self[i]);
     }
     free(b.p);
-    free(order);
-    free(weight);
     free(self);
     free(owner);
     free(merged);
-    strobe__strtab_release(&tab);
-    strobe__pool_release(&pool);
-    return err;
+    if (err) {
+        folded_free(&f);
+        return err;
+    }
+    return folded_print_free(&f, 1000); /* weights in ns, lines in us */
 }
 
 /* --samples: one line per distinct sample stack (its "Call stack", innermost first in the trace,
  * printed root first) and its count, sorted by stack. @return 0, 1 when the trace has no
  * samples, or STROBE_ENOMEM. */
 static int run_samples(const md_model *m) {
-    strobe__pool pool = {0};
-    strobe__strtab tab;
-    strobe__strtab_init(&tab, &pool);
-    uint64_t *count = NULL;
-    uint32_t *order = NULL;
-    size_t ccap = 0, total = 0;
+    folded f;
+    folded_init(&f);
+    size_t total = 0;
     buf b = {0};
     int err = 0;
     uint32_t cat = 0;
@@ -236,43 +260,17 @@ static int run_samples(const md_model *m) {
             err = put(&b, s + start, end - start);
             end = start ? start - 1 : 0;
         }
-        int64_t id = err || b.len == 0 ? -1 : strobe__strtab_intern(&tab, b.p, b.len);
-        if (err || id < 0) {
-            if (b.len) err = STROBE_ENOMEM;
-            continue;
-        }
-        if ((size_t)id >= ccap) {
-            size_t cap = ccap ? ccap * 2 : 1024;
-            uint64_t *c = realloc(count, cap * sizeof *c);
-            if (c == NULL) {
-                err = STROBE_ENOMEM;
-                break;
-            }
-            memset(c + ccap, 0, (cap - ccap) * sizeof *c);
-            count = c;
-            ccap = cap;
-        }
-        count[id]++;
+        if (err || b.len == 0) continue;
+        err = folded_add(&f, b.p, b.len, 1);
         total++;
     }
-    if (!err && tab.count) {
-        order = malloc(tab.count * sizeof *order);
-        if (order == NULL) err = STROBE_ENOMEM;
-    }
-    if (!err && tab.count) {
-        /* The same output as the time-weighted stacks: sorted by stack. */
-        for (size_t k = 0; k < tab.count; k++)
-            order[k] = (uint32_t)k;
-        g_keys = tab.strs;
-        qsort(order, tab.count, sizeof *order, by_key);
-        for (size_t k = 0; k < tab.count; k++)
-            printf("%s %" PRIu64 "\n", tab.strs[order[k]], count[order[k]]);
-    }
     free(b.p);
-    free(order);
-    free(count);
-    strobe__strtab_release(&tab);
-    strobe__pool_release(&pool);
+    if (err) {
+        folded_free(&f);
+        return err;
+    }
+    /* The same output as the time-weighted stacks, sorted by stack, with counts. */
+    err = folded_print_free(&f, 1);
     return err ? err : total == 0;
 }
 
