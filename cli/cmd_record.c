@@ -31,6 +31,7 @@ const char cmd_record_usage[] =
     "\n"
     "SYNOPSIS\n"
     "    strobe record [-o PATH] [--delay SEC] [--duration SEC] [--activities cpu,cuda]\n"
+    "                  [--capture-range nvtx:NAME] [--sample[=HZ]] [--markers MODE[:SINKS]]\n"
     "                  [--heap] [--no-follow] [--stats] [--keep-parts] [-q] [--] PROGRAM\n"
     "                  [ARGS...]\n"
     "\n"
@@ -80,6 +81,10 @@ const char cmd_record_usage[] =
     "    --duration SEC        record for SEC seconds (per process; the program runs on)\n"
     "    --activities LIST     cpu (always), cuda\n"
     "    --heap                record allocations (malloc, free, ...)\n"
+    "    --capture-range nvtx:NAME\n"
+    "                          record only inside the program's NVTX ranges named NAME\n"
+    "                          (push/pop, any domain; every such range, each process), as\n"
+    "                          nsys --capture-range=nvtx does; not with --delay/--duration\n"
     "    --sample[=HZ]         sample every thread's call stack HZ times a second of CPU\n"
     "                          time (default 1000, at most 10000; perf_event_open)\n"
     "    --markers MODE[:SINKS]\n"
@@ -116,6 +121,7 @@ enum {
     OPT_KEEP_PARTS,
     OPT_SAMPLE,
     OPT_MARKERS,
+    OPT_CAPTURE_RANGE,
 };
 
 const struct option cmd_record_options[] = {
@@ -129,6 +135,7 @@ const struct option cmd_record_options[] = {
     {"keep-parts", no_argument, NULL, OPT_KEEP_PARTS},
     {"sample", optional_argument, NULL, OPT_SAMPLE},
     {"markers", required_argument, NULL, OPT_MARKERS},
+    {"capture-range", required_argument, NULL, OPT_CAPTURE_RANGE},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -140,6 +147,7 @@ typedef struct rec_opts {
     int cuda, heap, no_follow, stats, keep_parts, quiet;
     unsigned sample_hz;  /* 0: no sampling */
     const char *markers; /* STROBE_MARKERS for every process; NULL: none */
+    const char *capture; /* --capture-range nvtx:NAME: NAME; NULL: none */
 } rec_opts;
 
 static int usage_error(const char *msg, const char *arg) {
@@ -407,6 +415,7 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
     }
     /* Markers start at load in every process (src/markers reads STROBE_MARKERS). */
     if (rc == 0 && o->markers) rc = env_add(e, "STROBE_MARKERS", o->markers);
+    if (rc == 0 && o->capture) rc = env_add(e, "STROBE_RECORD_CAPTURE_NVTX", o->capture);
     if (rc == 0 && o->no_follow) rc = env_add(e, "STROBE_RECORD_NO_FOLLOW", "1");
     if (rc == 0) rc = env_add(e, "STROBE_RECORD_PRELOAD", lib);
     /* NVTX ranges and, with CUDA, the driver's first cuInit reach the preloaded library through
@@ -751,6 +760,15 @@ int cmd_record(int argc, char **argv) {
             o.sample_hz = (unsigned)hz;
             break;
         }
+        case OPT_CAPTURE_RANGE:
+            if (strcmp(optarg, "cuda-profiler-api") == 0)
+                return usage_error("--capture-range cuda-profiler-api is not supported yet "
+                                   "(nvtx:NAME is)",
+                                   NULL);
+            if (strncmp(optarg, "nvtx:", 5) != 0 || optarg[5] == '\0' || strlen(optarg) > 1000)
+                return usage_error("--capture-range takes nvtx:NAME", optarg);
+            o.capture = optarg + 5;
+            break;
         case OPT_MARKERS:
             if (!markers_ok(optarg))
                 return usage_error("--markers takes MODE[:SINKS]: interval, event or "
@@ -763,6 +781,8 @@ int cmd_record(int argc, char **argv) {
         }
     }
     if (first >= argc) return usage_error("no PROGRAM to run", NULL);
+    if (o.capture && (o.delay_ms > 0 || o.duration_ms >= 0))
+        return usage_error("--capture-range does not go with --delay or --duration", NULL);
     char **prog_argv = argv + first;
     char file[PATH_MAX];
     int rc = find_program(prog_argv[0], file, sizeof file);

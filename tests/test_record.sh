@@ -358,6 +358,25 @@ if reg and w and plain:
 want(any(e.get("name") == "start" for e in events), "the start/end range start")
 want(len(procs) == 1, "one process: %s" % procs)
 '
+  # --capture-range nvtx:w: only what happens inside nvtx_plain's "w" range is recorded: "w"
+  # itself, the start/end range and the worker's 1000 ranges and marks, not "registered" (pushed
+  # before "w"); nvtx:none (no such range): nothing, no trace, the program's status.
+  record nvtxcap --capture-range nvtx:w -- "$STROBE_TEST_NVTX_PLAIN"
+  [ "$rc" = 0 ] || { cat "$out/nvtxcap.err"; fail "nvtx capture: exit $rc"; }
+  traces+=("$out/nvtxcap.json")
+  check "$out/nvtxcap.json" /dev/null '
+x = [e for e in events if e.get("ph") == "X"]
+names = collections.Counter(e.get("name") for e in x)
+want(names["w"] == 1 and names["plain"] == 1000, "w and the 1000 plain ranges: %s" % names)
+want(names["registered"] == 0, "registered (pushed before w) is not recorded: %s" % names)
+want(len([e for e in events if e.get("name") == "m"]) == 1000, "the 1000 marks")
+'
+  record nvtxnone --capture-range nvtx:none -- "$STROBE_TEST_NVTX_PLAIN"
+  [ "$rc" = 0 ] && [ ! -e "$out/nvtxnone.json" ] || fail "capture of a range that never comes: exit $rc, or a trace"
+  "$strobe" record --capture-range nvtx:w --delay 1 -- /bin/true 2>/dev/null
+  [ $? = 2 ] || fail "--capture-range with --delay: not a usage error"
+  "$strobe" record --capture-range cuda -- /bin/true 2>/dev/null
+  [ $? = 2 ] || fail "--capture-range cuda: not a usage error"
 else
   echo "nvtx skipped: nvtx_plain not built (no nvtx3 headers)"
 fi

@@ -562,8 +562,60 @@ static void record_text(const char *a, const wchar_t *w, int instant) {
     }
 }
 
+/* ---- capture range (strobe__nvtx_set_capture) ---- */
+
+static char *capture_name; /* set once, before the program's NVTX calls */
+static void (*capture_begin)(void), (*capture_end)(void);
+static int capture_armed;               /* atomic: a name is set */
+static int capture_open;                /* atomic: a range is being captured */
+static __thread int capture_level = -1; /* its push level, on the thread that opened it */
+
+void strobe__nvtx_set_capture(const char *name, void (*begin)(void), void (*end)(void)) {
+    if (name == NULL || begin == NULL || end == NULL) return;
+    capture_name = strdup(name);
+    capture_begin = begin;
+    capture_end = end;
+    if (capture_name) __atomic_store_n(&capture_armed, 1, __ATOMIC_RELEASE);
+}
+
+/* A push of `text` at `level`: opens the capture when it is the name and none is open. */
+static void capture_push(const char *text, int level) {
+    if (text == NULL || strcmp(text, capture_name) != 0) return;
+    int closed = 0;
+    if (!__atomic_compare_exchange_n(&capture_open, &closed, 1, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return;
+    capture_level = level;
+    capture_begin();
+}
+
+/* The text of a push with attributes, for the capture's comparison (W text in `buf`). */
+static const char *attr_text(const nvabi_attr *a, char *buf, size_t cap) {
+    if (a == NULL || a->size < NVABI_ATTR_MIN_SIZE || a->message == NULL) return NULL;
+    if (a->message_type == NVABI_MESSAGE_ASCII) return a->message;
+    if (a->message_type == NVABI_MESSAGE_UNICODE) {
+        utf8_of(a->message, buf, cap);
+        return buf;
+    }
+    if (a->message_type == NVABI_MESSAGE_REGISTERED) return ((const nv_string *)a->message)->text;
+    return NULL;
+}
+
+static void capture_push_w(const wchar_t *msg, int level) {
+    char buf[4 * MAX_NAME + 1];
+    if (msg == NULL) return;
+    utf8_of(msg, buf, sizeof buf);
+    capture_push(buf, level);
+}
+
+static void capture_push_attr(const nvabi_attr *a, int level) {
+    char buf[4 * MAX_NAME + 1];
+    capture_push(attr_text(a, buf, sizeof buf), level);
+}
+
 static int push_a(const char *msg) {
     int level = depth++;
+    if (UNLIKELY(__atomic_load_n(&capture_armed, __ATOMIC_RELAXED))) capture_push(msg, level);
     if (UNLIKELY(strobe_is_active())) {
         /* The common case inline: a message seen before at this address, with the same text. */
         nv_thread *t = tls;
@@ -582,18 +634,21 @@ static int push_a(const char *msg) {
 
 static int push_w(const wchar_t *msg) {
     int level = depth++;
+    if (UNLIKELY(__atomic_load_n(&capture_armed, __ATOMIC_RELAXED))) capture_push_w(msg, level);
     if (UNLIKELY(strobe_is_active())) record_text(NULL, msg, 0);
     return level;
 }
 
 static int push_ex(const nvabi_attr *a) {
     int level = depth++;
+    if (UNLIKELY(__atomic_load_n(&capture_armed, __ATOMIC_RELAXED))) capture_push_attr(a, level);
     if (UNLIKELY(strobe_is_active())) record_attr(NULL, a, 0);
     return level;
 }
 
 static int domain_push_ex(const nv_domain *dom, const nvabi_attr *a) {
     int level = depth++;
+    if (UNLIKELY(__atomic_load_n(&capture_armed, __ATOMIC_RELAXED))) capture_push_attr(a, level);
     if (UNLIKELY(strobe_is_active())) {
         /* The common case inline: a registered string of this domain, nothing else given. */
         if (LIKELY(a != NULL && a->size >= NVABI_ATTR_MIN_SIZE &&
@@ -614,6 +669,12 @@ static int pop(void) {
     if (depth == 0) return -1; /* NVTX: an error is a negative value */
     int level = --depth;
     if (UNLIKELY(strobe_is_active())) strobe__end_internal();
+    if (UNLIKELY(level == capture_level)) {
+        /* The captured range ends (its end is recorded above): the capture closes. */
+        capture_level = -1;
+        capture_end();
+        __atomic_store_n(&capture_open, 0, __ATOMIC_RELEASE);
+    }
     return level;
 }
 

@@ -23,4 +23,12 @@
  * callbacks table). */
 int strobe__nvtx_inject(void *get_export_table);
 
+/* A capture range (`strobe record --capture-range nvtx:NAME`): from now on, a push/pop range
+ * whose text is `name` (A, W, Ex, any domain; a registered string's text) calls begin() right
+ * after its push and before it is recorded, and end() right after its pop is recorded, on the
+ * thread that pushed it; one range at a time (a range of that name pushed while one is open is
+ * an ordinary range). begin() may start a session and end() stop it. Call it once, before the
+ * program makes NVTX calls (a preload's constructor); the name is copied. */
+void strobe__nvtx_set_capture(const char *name, void (*begin)(void), void (*end)(void));
+
 #endif /* STROBE_NVTX_H */

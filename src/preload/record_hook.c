@@ -13,6 +13,8 @@
  *   STROBE_RECORD_DURATION_MS and for this long (default: to the end)
  *   STROBE_RECORD_HEAP        "1": the malloc interposer's events (malloc_hook.c, built in)
  *   STROBE_RECORD_SAMPLE_HZ   CPU sampling at this rate (config.cpu_sample_hz), 0 or unset: none
+ *   STROBE_RECORD_CAPTURE_NVTX NAME: record only inside the NVTX ranges named NAME, a session
+ *                             (and a part file) per range, instead of from start to exit
  *   STROBE_RECORD_NO_FOLLOW   "1": this process only: the variables, and the LD_PRELOAD entry
  *                             STROBE_RECORD_PRELOAD names, leave the environment at start, so
  *                             that the programs it runs are not recorded
@@ -56,6 +58,7 @@ typedef struct settings {
     long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
     int heap;
     uint32_t sample_hz; /* CPU sampling (--sample), 0: none */
+    char capture[1024]; /* --capture-range nvtx:NAME: NAME, "" for none */
 } settings;
 
 static settings set;
@@ -112,10 +115,10 @@ static void forget_settings(void) {
      * at this process's first NVTX call and cuInit. Programs it runs inherit them and may load
      * this library as a tool, which then does nothing (no settings: not active). */
     strip_preload(getenv("STROBE_RECORD_PRELOAD"));
-    static const char *const vars[] = {"STROBE_RECORD_DIR",      "STROBE_RECORD_ACTIVITIES",
-                                       "STROBE_RECORD_DELAY_MS", "STROBE_RECORD_DURATION_MS",
-                                       "STROBE_RECORD_HEAP",     "STROBE_RECORD_NO_FOLLOW",
-                                       "STROBE_RECORD_PRELOAD",  "STROBE_RECORD_SAMPLE_HZ"};
+    static const char *const vars[] = {
+        "STROBE_RECORD_DIR",         "STROBE_RECORD_ACTIVITIES", "STROBE_RECORD_DELAY_MS",
+        "STROBE_RECORD_DURATION_MS", "STROBE_RECORD_HEAP",       "STROBE_RECORD_NO_FOLLOW",
+        "STROBE_RECORD_PRELOAD",     "STROBE_RECORD_SAMPLE_HZ",  "STROBE_RECORD_CAPTURE_NVTX"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
 }
@@ -144,6 +147,8 @@ static int read_settings(void) {
     set.duration_ms = env_ms("STROBE_RECORD_DURATION_MS", -1);
     const char *heap = getenv("STROBE_RECORD_HEAP");
     set.heap = heap && strcmp(heap, "1") == 0;
+    const char *cap = getenv("STROBE_RECORD_CAPTURE_NVTX");
+    snprintf(set.capture, sizeof set.capture, "%s", cap ? cap : "");
     long long hz = env_ms("STROBE_RECORD_SAMPLE_HZ", 0);
     set.sample_hz = hz > 0 && hz <= STROBE_CPU_SAMPLE_HZ_MAX ? (uint32_t)hz : 0;
     if (no_follow) forget_settings();
@@ -278,7 +283,29 @@ static void *timer_main(void *arg) {
 }
 
 /* Starts the session now, or the timer that starts and stops it. */
+/* --capture-range nvtx:NAME: a session per captured range, started at its push and stopped
+ * after its pop (src/nvtx calls these on the thread that pushed it). */
+static void capture_on(void) {
+    pthread_mutex_lock(&lock);
+    if (state == ST_WAIT) start_locked();
+    pthread_mutex_unlock(&lock);
+}
+
+static void capture_off(void) {
+    pthread_mutex_lock(&lock);
+    if (state == ST_ON) {
+        stop_locked(0);
+        state = ST_WAIT; /* the next range of that name is captured too */
+    }
+    pthread_mutex_unlock(&lock);
+}
+
 static void begin(void) {
+    if (set.capture[0]) {
+        static int armed; /* once: a forked child keeps its parent's (src/nvtx's state is copied) */
+        if (!armed++) strobe__nvtx_set_capture(set.capture, capture_on, capture_off);
+        return;
+    }
     if (set.delay_ms == 0) {
         pthread_mutex_lock(&lock);
         start_locked();
