@@ -10,7 +10,11 @@
  *          later CUDA session traces CUDA itself (its own cuInit does not inject again)
  *   busy   another CUPTI client (FAKE_CUPTI_BUSY): a warning, the CPU recorded, no kernel
  *   cuda   a session that starts CUDA itself while the injection is set: its cuInit calls strobe
- *          back under the session lock, which must neither deadlock nor trace twice */
+ *          back under the session lock, which must neither deadlock nor trace twice
+ *   own    the program loaded CUPTI before its cuInit (as torch's profiler does): it keeps CUPTI,
+ *          a warning says so, the CPU is recorded, no kernel
+ * The stand-in CUPTI is opened by the test only after cuInit (but in `own`), as strobe would open
+ * it, so that it counts as strobe's. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +23,17 @@
 #include "check.h"
 #include "strobe/strobe.h"
 
-static void (*mark)(void);
+static const char *cupti_path;
 static int (*injections)(void);
 static int (*cu_init)(unsigned);
+
+/* The stand-in's "a launch happened" (the library strobe opened, or opens now). */
+static void mark(void) {
+    void *h = dlopen(cupti_path, RTLD_NOW);
+    void (*fn)(void) = h ? (void (*)(void))dlsym(h, "fake_cupti_mark_launch") : NULL;
+    REQUIRE(fn != NULL);
+    fn();
+}
 
 static size_t count_cat(const strobe_result *r, const char *cat, const char *name) {
     const strobe_event *ev = strobe_result_events(r);
@@ -52,20 +64,19 @@ static strobe_result *record(uint32_t activities, int call_init) {
 
 int main(int argc, char **argv) {
     if (argc != 4) {
-        fprintf(stderr, "usage: test_cuda_inject FAKE_CUPTI LIBSTROBE late|none|busy|cuda\n");
+        fprintf(stderr, "usage: test_cuda_inject FAKE_CUPTI LIBSTROBE late|none|busy|cuda|own\n");
         return 2;
     }
     const char *mode = argv[3];
     setenv("STROBE_CUPTI_PATH", argv[1], 1);
     setenv("CUDA_INJECTION64_PATH", argv[2], 1);
     if (strcmp(mode, "busy") == 0) setenv("FAKE_CUPTI_BUSY", "1", 1);
-    void *cupti = dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL);
+    cupti_path = argv[1];
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    REQUIRE(cupti != NULL && cuda != NULL);
-    mark = (void (*)(void))dlsym(cupti, "fake_cupti_mark_launch");
+    REQUIRE(cuda != NULL);
     injections = (int (*)(void))dlsym(cuda, "fake_cuda_injections");
     cu_init = (int (*)(unsigned))dlsym(cuda, "cuInit");
-    REQUIRE(mark && injections && cu_init);
+    REQUIRE(injections && cu_init);
 
     if (strcmp(mode, "late") == 0) {
         strobe_result *r = record(STROBE_ACTIVITY_CPU, 1);
@@ -103,6 +114,16 @@ int main(int argc, char **argv) {
         CHECK_EQ(strobe_result_warning_count(r), 0);
         CHECK_EQ(count_cat(r, "kernel", NULL), 1);
         CHECK_EQ(count_cat(r, "cuda_runtime", "cudaLaunchKernel"), 1);
+        strobe_result_free(r);
+    } else if (strcmp(mode, "own") == 0) {
+        REQUIRE(dlopen(argv[1], RTLD_NOW) != NULL); /* the program's own CUPTI */
+        strobe_result *r = record(STROBE_ACTIVITY_CPU, 1);
+        CHECK_EQ(injections(), 1);
+        CHECK_EQ(strobe_result_warning_count(r), 1);
+        if (strobe_result_warning_count(r) == 1)
+            CHECK(strstr(strobe_result_warning(r, 0), "the program loads CUPTI itself") != NULL);
+        CHECK_EQ(count_cat(r, "kernel", NULL), 0);
+        CHECK_EQ(count_cat(r, "cpu_op", "aten::mm"), 1);
         strobe_result_free(r);
     } else {
         fprintf(stderr, "test_cuda_inject: unknown case %s\n", mode);

@@ -88,6 +88,7 @@ int strobe__cuda_inject(void) {
 #else /* STROBE_HAVE_CUPTI_HEADERS */
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -635,9 +636,29 @@ static int start(const strobe_config *cfg, char *why, size_t why_size) {
     return rc;
 }
 
+/* dl_iterate_phdr callback: stops at a loaded object whose file name starts "libcupti". */
+static int is_cupti(struct dl_phdr_info *info, size_t size, void *found) {
+    (void)size;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name;
+    if (base && strncmp(base, "libcupti", 8) == 0) {
+        snprintf((char *)found, 256, "%s", info->dlpi_name);
+        return 1;
+    }
+    return 0;
+}
+
 static int start_backend(const strobe_config *cfg, char *why, size_t why_size) {
     int rc = check_config(cfg, why, why_size);
     if (rc) return rc;
+    /* Started from the program's cuInit (strobe record): a program that loaded CUPTI before it
+     * (torch's profiler, Nsight's, its own) keeps CUPTI for itself; strobe records the rest. */
+    char own[256] = "";
+    if (injecting && L.cupti == NULL && dl_iterate_phdr(is_cupti, own)) {
+        snprintf(why, why_size,
+                 "the program loads CUPTI itself (%s): it keeps it, strobe records the rest", own);
+        return 1;
+    }
     if (S.active) {
         snprintf(why, why_size, "the CUDA backend is already tracing");
         return STROBE_EBUSY;
