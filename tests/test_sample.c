@@ -50,8 +50,9 @@
 #define HZ 1000
 #define SPIN_MS 300
 
-static volatile double sink;
-static volatile int go_pre;
+/* Keeps the spin loops' results alive; per thread, so that the threads do not race on it. */
+static __thread volatile double sink;
+static int go_pre; /* atomic */
 
 static int64_t thread_cpu_ns(void) {
     struct timespec ts;
@@ -157,7 +158,7 @@ static void check_thread(const strobe_result *r, int64_t tid, int64_t cpu_ns, co
  * paths to save the result to (NULL-terminated). */
 static void run(const char *stream, const char *const *save) {
     worker pre = {0}, post = {0};
-    go_pre = 0;
+    __atomic_store_n(&go_pre, 0, __ATOMIC_RELEASE);
     pthread_t tp, tq;
     CHECK_EQ(pthread_create(&tp, NULL, pre_main, &pre), 0);
     while (__atomic_load_n(&pre.tid, __ATOMIC_ACQUIRE) == 0)
@@ -327,10 +328,10 @@ static void check_prepared(void) {
     strobe_result_free(r);
 }
 
-static volatile int park_go;
+static int park_go; /* atomic */
 static void *park_main(void *arg) {
     (void)arg;
-    while (!park_go)
+    while (!__atomic_load_n(&park_go, __ATOMIC_ACQUIRE))
         usleep(1000);
     return NULL;
 }
@@ -359,7 +360,7 @@ static void check_fd_limit(void) {
         cfg.cpu_sample_hz = HZ;
         if (strobe_start(&cfg) != 0) _exit(3);
         hot_main(100);
-        park_go = 1;
+        __atomic_store_n(&park_go, 1, __ATOMIC_RELEASE);
         for (int i = 0; i < 6; i++)
             pthread_join(t[i], NULL);
         strobe_result *r = NULL;
