@@ -552,9 +552,13 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
         name = e.key
         if max_name_column_width is not None and len(name) >= max_name_column_width - 3:
             name = name[:max_name_column_width - 3] + "..."
+        # The average from the integer ns total, as the C library's table divides it: the float
+        # sum of microseconds can differ in the last bit, and so in the third decimal of an
+        # average that falls on a half (23.0405).
+        avg_us = e._total_ns / 1000.0 / e.count if e.count and e._total_ns else e.cpu_time
         cells = [name, _format_share(e._self_ns, self_total_ns),
                  _format_time(e.self_cpu_time_total), _format_share(e._total_ns, self_total_ns),
-                 _format_time(e.cpu_time_total), _format_time(e.cpu_time)]
+                 _format_time(e.cpu_time_total), _format_time(avg_us)]
         if has_device:
             cells += [_format_time(e.self_device_time_total),
                       "NaN" if self_device_total == 0 else "{:.2f}%".format(
