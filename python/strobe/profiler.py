@@ -304,6 +304,12 @@ class FunctionEvent:
                                     self.start_ns / 1000.0, self.end_ns / 1000.0, self.thread))
 
 
+def _int_arg(args, key, default):
+    """An integer arg (given as a number or as text), else `default`."""
+    v = _json_arg(args, key, None)
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
 def _json_arg(args, key, default):
     v = args.get(key)
     if v is None:
@@ -343,6 +349,7 @@ class FunctionEventAvg:
         self._self_ns = 0
         self._total_ns = 0
         self._top_level = False
+        self._gpu_annotation = False
 
     def add(self, other) -> "FunctionEventAvg":
         """Adds an event (or another average) of the same key."""
@@ -361,6 +368,7 @@ class FunctionEventAvg:
         self.self_cpu_memory_usage += other.self_cpu_memory_usage
         self.flops += other.flops
         if isinstance(other, FunctionEvent):
+            self._gpu_annotation = other.category == "gpu_user_annotation"
             if other.is_cpu:
                 self._total_ns += other.end_ns - other.start_ns
                 self._self_ns += other._self_ns
@@ -369,6 +377,7 @@ class FunctionEventAvg:
             self._total_ns += other._total_ns
             self._self_ns += other._self_ns
             self._top_level = self._top_level or other._top_level
+            self._gpu_annotation = other._gpu_annotation
         return self
 
     def __iadd__(self, other):
@@ -427,7 +436,9 @@ class EventList(list):
             raise ValueError("group_by_stack_n must be a non-negative int")
         stats: Dict[Tuple, FunctionEventAvg] = {}
         for evt in self:
-            key = [str(evt.key), str(evt.node_id)]
+            # torch groups by device type too: a kernel, or a record_function's GPU annotation,
+            # never shares a row with a CPU range of the same name.
+            key = [str(evt.key), str(evt.node_id), str(evt.device_type)]
             if group_by_input_shape:
                 key.append(str(evt.input_shapes))
             if group_by_stack_n > 0:
@@ -537,7 +548,12 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
 
     # Shares are of the self times of every entry, in integer nanoseconds like the C summary.
     self_total_ns = sum(e._self_ns for e in events)
-    self_device_total = sum(e.self_device_time_total for e in events)
+    # As torch's footer: the device's own events (an operator's self device time is its
+    # kernels', counted there), not the GPU copies of user annotations.
+    self_device_total = sum(e.self_device_time_total for e in events
+                            if e.device_type != DeviceType.CPU
+                            and not getattr(e, "_gpu_annotation", False)
+                            and getattr(e, "category", "") != "gpu_user_annotation")
     out = []
     if header is not None:
         out.append("=" * line_length)
@@ -592,7 +608,8 @@ def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
     out = EventList(with_stack=with_stack, profile_memory=profile_memory)
     kept: List[Optional[FunctionEvent]] = [None] * len(rows)
     parent_of = [r[6] for r in rows]
-    by_corr: Dict[int, FunctionEvent] = {}
+    by_corr: Dict[int, FunctionEvent] = {}  # operators and user ranges, by External id
+    by_rt_corr: Dict[int, FunctionEvent] = {}  # runtime and driver calls, by correlation
     device_rows = []
     for i, r in enumerate(rows):
         (name, cat, start, end, tid, _ti, parent, _depth, kind, scope, dtype, dindex, corr,
@@ -628,8 +645,17 @@ def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
                 ev._top_level = False
                 par.cpu_children.append(ev)
                 par._self_ns -= end - start
-            if corr:
-                by_corr[corr] = ev
+            # Device work belongs to the operator or user range of its External id, as torch
+            # links it; the runtime and driver calls inside share that id and take none (they
+            # are found by their CUPTI correlation, for work without an External id).
+            if cat.endswith(("_runtime", "_driver")) or cat == "Runtime":
+                rc = _int_arg(ev.args, "correlation", corr)
+                if rc:
+                    by_rt_corr[rc] = ev
+            else:
+                ext = _int_arg(ev.args, "External id", corr)
+                if ext:
+                    by_corr[ext] = ev
         else:
             device_rows.append(ev)
     # Device work counts in the CPU op that launched it (same correlation id), and in that op's
@@ -638,7 +664,15 @@ def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
         dur = k.end_ns - k.start_ns
         k._device_ns = dur
         k._self_device_ns = dur
-        op = by_corr.get(k.correlation_id)
+        if k.category == "gpu_user_annotation":
+            continue  # a row of its own; its range's work is already counted by its kernels
+        op = by_corr.get(_int_arg(k.args, "External id", k.correlation_id))
+        if op is None:
+            # No operator with its External id: the launch's enclosing operator.
+            op = by_rt_corr.get(_int_arg(k.args, "correlation", k.correlation_id))
+            while op is not None and (op.category.endswith(("_runtime", "_driver")) or
+                                      op.category == "Runtime"):
+                op = op.cpu_parent
         if op is None:
             continue
         op.kernels.append(k)

@@ -362,6 +362,61 @@ class CliTest(unittest.TestCase):
         self.assertIn("/nonexistent.json", r.stderr)
 
 
+class DeviceTimeTest(unittest.TestCase):
+    """Device time as torch attributes it, on a trace written here: work belongs to the operator
+    or user range of its External id (not to the runtime calls inside, which share that id),
+    and to the ranges enclosing it in totals; the footer sums the device's own events. The
+    numbers must be those of `strobe summary -f json` (the CLI's torch-parity table), worked out
+    by hand too: alloc_and_set self 5 us (its memset), total 35 us (with aten::mm's 30 us
+    kernel); aten::mm 30/30; runtime calls 0; footer 35 us."""
+
+    EVENTS = [
+        ("user_annotation", "alloc_and_set", 1, 0, 200, {"External id": 1}),
+        ("cuda_runtime", "cudaMemset", 1, 10, 40, {"External id": 1, "correlation": 11}),
+        ("cuda_runtime", "cudaDeviceSynchronize", 1, 60, 20,
+         {"External id": 1, "correlation": 12}),
+        ("gpu_memset", "Memset (Device)", 7, 55, 5,
+         {"External id": 1, "correlation": 11, "stream": 7, "device": 0}),
+        ("gpu_user_annotation", "alloc_and_set", 7, 55, 5, {"External id": 1}),
+        ("cpu_op", "aten::mm", 1, 100, 50, {"External id": 2}),
+        ("cuda_runtime", "cudaLaunchKernel", 1, 110, 10, {"External id": 2, "correlation": 13}),
+        ("kernel", "gemm", 7, 130, 30,
+         {"External id": 2, "correlation": 13, "stream": 7, "device": 0}),
+    ]
+
+    def test_device_time_matches_cli(self):
+        ev = [{"ph": "X", "cat": c, "name": n, "pid": 0 if tid == 7 else 1, "tid": tid,
+               "ts": ts, "dur": dur, "args": args} for c, n, tid, ts, dur, args in self.EVENTS]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "dev.json")
+            with open(path, "w") as f:
+                json.dump({"traceEvents": ev}, f)
+            avg = {(a.key, a.device_type.name): a for a in strobe.load(path).key_averages()}
+            table = strobe.load(path).key_averages().table(sort_by="cpu_time_total")
+            r = subprocess.run([sys.executable, "-m", "strobe", "summary", "-f", "json", path],
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        cli = json.loads(r.stdout)
+        want = {"alloc_and_set": (5.0, 35.0), "aten::mm": (30.0, 30.0), "cudaMemset": (0.0, 0.0),
+                "cudaDeviceSynchronize": (0.0, 0.0), "cudaLaunchKernel": (0.0, 0.0)}
+        for name, (self_us, total_us) in want.items():
+            a = avg[(name, "CPU")]
+            self.assertAlmostEqual(a.self_device_time_total, self_us, places=3, msg=name)
+            self.assertAlmostEqual(a.device_time_total, total_us, places=3, msg=name)
+        rows = {(row["Name"], row["CPU total"] > 0 or row["Self CUDA"] == 0): row
+                for row in cli["rows"]}
+        for (name, dev), a in avg.items():
+            if dev != "CPU":
+                continue
+            row = rows[(name, True)]
+            self.assertAlmostEqual(a.self_device_time_total, row["Self CUDA"], places=3, msg=name)
+            self.assertAlmostEqual(a.device_time_total, row["CUDA total"], places=3, msg=name)
+            self.assertEqual(a.count, row["# of Calls"], name)
+        self.assertAlmostEqual(avg[("gemm", "CUDA")].self_device_time_total, 30.0, places=3)
+        self.assertAlmostEqual(cli["self_cuda_time_total_us"], 35.0, places=3)
+        self.assertIn("Self CUDA time total: 35.000us", table)
+
+
 class DocsTest(unittest.TestCase):
     def test_docstrings_and_stubs(self):
         here = os.path.dirname(strobe.__file__)
