@@ -35,7 +35,6 @@
  * Not done: HTA's decompose_nested_annotations option, whose definition is not in the sources
  * read here (see above); strobe does not guess it. */
 #include <errno.h>
-#include <math.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,48 +105,22 @@ static int allowed(const an_args *a, const char *name) {
     return 0;
 }
 
-typedef struct an_dur {
-    const char *name;
-    int64_t dur;
-} an_dur;
-
+/* A name's row of one rank. */
 typedef struct an_row {
-    const char *name;
-    int64_t sum, max, min, rank;
-    double mean, std;
+    hta_named s;
+    int64_t rank;
 } an_row;
-
-static int by_dur_name(const void *a, const void *b) {
-    return strcmp(((const an_dur *)a)->name, ((const an_dur *)b)->name);
-}
-
-static int by_sum(const void *a, const void *b) {
-    const an_row *x = a, *y = b;
-    if (x->sum != y->sum) return x->sum > y->sum ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
 
 static int by_name_rank(const void *a, const void *b) {
     const an_row *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
+    int c = strcmp(x->s.name, y->s.name);
     if (c) return c;
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/* Sum, max, min, mean, std (n - 1; 0 for one value) of v[0..n), n > 0. */
-static void stats(const int64_t *v, size_t n, an_row *o) {
-    o->sum = 0;
-    o->max = o->min = v[0];
-    for (size_t k = 0; k < n; k++) {
-        o->sum += v[k];
-        if (v[k] > o->max) o->max = v[k];
-        if (v[k] < o->min) o->min = v[k];
-    }
-    o->mean = (double)o->sum / (double)n;
-    double ss = 0;
-    for (size_t k = 0; k < n; k++)
-        ss += ((double)v[k] - o->mean) * ((double)v[k] - o->mean);
-    o->std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
+/* hta_name_others's keep: names an --allowlist pattern finds. */
+static int keep_allowed(const void *ctx, const char *name) {
+    return allowed(ctx, name);
 }
 
 /* Whether a row of the rank is one of the annotations asked for. */
@@ -167,10 +140,10 @@ static int rank_rows(const hta_rank *r, const an_args *a, an_row **out, size_t *
             if (is_annotation(r, &rows[k], cat)) n += rows[k].mult;
     }
     if (n == 0) return 0;
-    an_dur *d = malloc(n * sizeof *d);
-    int64_t *v = malloc(n * sizeof *v), *c = malloc(n * sizeof *c);
-    an_row *names = malloc(n * sizeof *names);
-    int rc = d && v && c && names ? 0 : STROBE_ENOMEM;
+    hta_dur *d = malloc(n * sizeof *d);
+    int64_t *v = malloc(n * sizeof *v);
+    hta_named *names = malloc(n * sizeof *names);
+    int rc = d && v && names ? 0 : STROBE_ENOMEM;
     size_t nn = 0, j = 0;
     for (int pass = 0; !rc && pass < 2; pass++) {
         const hta_row *rows = pass ? r->rows : r->cpu;
@@ -178,45 +151,14 @@ static int rank_rows(const hta_rank *r, const an_args *a, an_row **out, size_t *
         for (size_t k = 0; k < count; k++) {
             if (!is_annotation(r, &rows[k], cat)) continue;
             for (uint32_t m = 0; m < rows[k].mult; m++)
-                d[j++] =
-                    (an_dur){md_str(&r->m, r->m.events[rows[k].ev].name), rows[k].end - rows[k].ts};
+                d[j++] = (hta_dur){md_str(&r->m, r->m.events[rows[k].ev].name),
+                                   rows[k].end - rows[k].ts};
         }
     }
-    if (!rc) {
-        qsort(d, n, sizeof *d, by_dur_name);
-        for (size_t i = 0, e; i < n; i = e) {
-            for (e = i; e < n && strcmp(d[e].name, d[i].name) == 0; e++)
-                v[e - i] = d[e].dur;
-            stats(v, e - i, &names[nn]);
-            names[nn++].name = d[i].name;
-        }
-        qsort(names, nn, sizeof *names, by_sum);
-    }
-    size_t rows = nn;
-    if (!rc && nn > num) {
-        int64_t cum = 0;
-        for (size_t k = 0; k < nn; k++)
-            c[k] = v[k] = cum += names[k].sum;
-        double q = hta_quantile(c, nn, AN_RATIO);
-        size_t kept = 0, other = 0;
-        for (size_t k = 0; k < nn; k++) {
-            if (((double)v[k] > q || k >= num) && !allowed(a, names[k].name)) {
-                v[other++] = names[k].sum;
-                continue;
-            }
-            an_row *o = &names[kept++];
-            *o = names[k];
-            o->max = o->min = o->sum;
-            o->mean = (double)o->sum;
-            o->std = 0;
-        }
-        if (other) {
-            stats(v, other, &names[kept]);
-            names[kept++].name = "others";
-        }
-        rows = kept;
-    }
-    for (size_t k = 0; !rc && k < rows; k++) {
+    if (!rc) nn = hta_name_table(d, n, v, names);
+    long rows = rc ? 0 : hta_name_others(names, nn, v, num, AN_RATIO, keep_allowed, a);
+    if (rows < 0) rc = (int)rows;
+    for (size_t k = 0; !rc && k < (size_t)rows; k++) {
         if (*nout == *cap) {
             size_t ncap = *cap ? *cap * 2 : 32;
             an_row *o = realloc(*out, ncap * sizeof *o);
@@ -227,12 +169,11 @@ static int rank_rows(const hta_rank *r, const an_args *a, an_row **out, size_t *
             *out = o;
             *cap = ncap;
         }
-        (*out)[*nout] = names[k];
+        (*out)[*nout].s = names[k];
         (*out)[(*nout)++].rank = r->rank;
     }
     free(d);
     free(v);
-    free(c);
     free(names);
     return rc;
 }
@@ -247,8 +188,8 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
         rc = rank_rows(&s->ranks[k], a, &rows, &n, &cap);
     if (rc == 0 && n > 1) qsort(rows, n, sizeof *rows, by_name_rank);
     for (size_t k = 0; rc == 0 && k < n; k++)
-        rc = HTA_ROW(t, HTA_TEXT(rows[k].name), HTA_INT(rows[k].sum), HTA_INT(rows[k].max),
-                     HTA_INT(rows[k].min), HTA_NUM(rows[k].mean), HTA_NUM(rows[k].std),
+        rc = HTA_ROW(t, HTA_TEXT(rows[k].s.name), HTA_INT(rows[k].s.sum), HTA_INT(rows[k].s.max),
+                     HTA_INT(rows[k].s.min), HTA_NUM(rows[k].s.mean), HTA_NUM(rows[k].s.std),
                      HTA_INT(rows[k].rank));
     if (rc == 0 && n == 0)
         fprintf(stderr, "strobe annotations: no %s event in the traces (HTA returns None)\n", cat);

@@ -4,7 +4,6 @@
  * Contents: usage, the per-name rows, interval unions (busy time), output (table, CSV, JSON),
  * HTA's kernel breakdown (--by-type). */
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -391,44 +390,6 @@ static int bt_by_time(const void *a, const void *b) {
     return (x->t > y->t) - (x->t < y->t);
 }
 
-typedef struct bt_name {
-    const char *name;
-    int64_t sum, max, min;
-    double mean, std;
-} bt_name;
-
-static int bt_by_sum(const void *a, const void *b) {
-    const bt_name *x = a, *y = b;
-    if (x->sum != y->sum) return x->sum > y->sum ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
-typedef struct bt_dur {
-    const char *name;
-    int64_t dur;
-} bt_dur;
-
-static int bt_by_name(const void *a, const void *b) {
-    const bt_dur *x = a, *y = b;
-    return strcmp(x->name, y->name);
-}
-
-/* Sum, max, min, mean and std (n - 1, 0 for one value) of v[0..n). */
-static void bt_stats(const int64_t *v, size_t n, bt_name *o) {
-    o->sum = 0;
-    o->max = o->min = v[0];
-    for (size_t k = 0; k < n; k++) {
-        o->sum += v[k];
-        if (v[k] > o->max) o->max = v[k];
-        if (v[k] < o->min) o->min = v[k];
-    }
-    o->mean = (double)o->sum / (double)n;
-    double ss = 0;
-    for (size_t k = 0; k < n; k++)
-        ss += ((double)v[k] - o->mean) * ((double)v[k] - o->mean);
-    o->std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
-}
-
 typedef struct bt_label {
     unsigned bits;
     int64_t sum;
@@ -454,7 +415,7 @@ static int bt_label_cmp(const void *a, const void *b) {
 }
 
 typedef struct bt_out {
-    bt_name s;
+    hta_named s;
     int type;
     int64_t rank;
 } bt_out;
@@ -473,9 +434,9 @@ static int bt_kernels(const hta_rank *r, int type, bt_out **out, size_t *nout, s
     size_t n = 0;
     for (size_t k = 0; k < r->count; k++)
         if (bt_of_type(r, &r->rows[k], (void *)&type)) n += r->rows[k].mult;
-    bt_dur *d = malloc((n ? n : 1) * sizeof *d);
+    hta_dur *d = malloc((n ? n : 1) * sizeof *d);
     int64_t *v = malloc((n ? n : 1) * sizeof *v);
-    bt_name *names = malloc((n ? n : 1) * sizeof *names);
+    hta_named *names = malloc((n ? n : 1) * sizeof *names);
     int rc = d && v && names ? 0 : STROBE_ENOMEM;
     size_t nn = 0;
     if (!rc) {
@@ -488,45 +449,13 @@ static int bt_kernels(const hta_rank *r, int type, bt_out **out, size_t *nout, s
                 d[j++].dur = w->end - w->ts;
             }
         }
-        qsort(d, n, sizeof *d, bt_by_name);
-        for (size_t a = 0, b; a < n; a = b) {
-            for (b = a; b < n && strcmp(d[b].name, d[a].name) == 0; b++)
-                v[b - a] = d[b].dur;
-            bt_stats(v, b - a, &names[nn]);
-            names[nn++].name = d[a].name;
-        }
-        qsort(names, nn, sizeof *names, bt_by_sum);
+        nn = hta_name_table(d, n, v, names);
     }
-    size_t rows = nn;
-    if (!rc && nn > BT_KERNELS) {
-        /* The first names whose cumulated sum is within the quantile keep their row (as one
-         * value: sum = max = min = mean, std 0); the others are one row over their sums. */
-        int64_t cum = 0;
-        for (size_t k = 0; k < nn; k++)
-            v[k] = cum += names[k].sum;
-        int64_t *c = malloc(nn * sizeof *c);
-        if (c == NULL) rc = STROBE_ENOMEM;
-        double q = c ? (memcpy(c, v, nn * sizeof *c), hta_quantile(c, nn, BT_RATIO)) : 0;
-        free(c);
-        size_t kept = 0, other = 0;
-        for (size_t k = 0; !rc && k < nn; k++) {
-            if ((double)v[k] > q || k >= BT_KERNELS) {
-                v[other++] = names[k].sum;
-                continue;
-            }
-            bt_name *o = &names[kept++];
-            *o = names[k];
-            o->max = o->min = o->sum;
-            o->mean = (double)o->sum;
-            o->std = 0;
-        }
-        if (!rc && other) {
-            bt_stats(v, other, &names[kept]);
-            names[kept++].name = "others";
-        }
-        rows = kept;
-    }
-    for (size_t k = 0; !rc && k < rows; k++) {
+    /* The first names whose cumulated sum is within the quantile keep their row (as one
+     * value: sum = max = min = mean, std 0); the others are one row over their sums. */
+    long rows = rc ? 0 : hta_name_others(names, nn, v, BT_KERNELS, BT_RATIO, NULL, NULL);
+    if (rows < 0) rc = (int)rows;
+    for (size_t k = 0; !rc && k < (size_t)rows; k++) {
         if (*nout == *cap) {
             size_t nc = *cap ? *cap * 2 : 32;
             bt_out *o = realloc(*out, nc * sizeof *o);

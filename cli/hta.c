@@ -634,3 +634,71 @@ double hta_quantile(int64_t *v, size_t n, double q) {
     double t = pos - (double)lo, a = (double)v[lo], b = (double)v[hi];
     return t >= 0.5 ? b - (b - a) * (1.0 - t) : a + (b - a) * t;
 }
+
+/* Sum, max, min, mean, std (n - 1; 0 for one value) of v[0..n), n > 0. */
+static void describe(const int64_t *v, size_t n, hta_named *o) {
+    o->sum = 0;
+    o->max = o->min = v[0];
+    for (size_t k = 0; k < n; k++) {
+        o->sum += v[k];
+        if (v[k] > o->max) o->max = v[k];
+        if (v[k] < o->min) o->min = v[k];
+    }
+    o->mean = (double)o->sum / (double)n;
+    double ss = 0;
+    for (size_t k = 0; k < n; k++)
+        ss += ((double)v[k] - o->mean) * ((double)v[k] - o->mean);
+    o->std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
+}
+
+static int by_dur_name(const void *a, const void *b) {
+    return strcmp(((const hta_dur *)a)->name, ((const hta_dur *)b)->name);
+}
+
+static int by_sum(const void *a, const void *b) {
+    const hta_named *x = a, *y = b;
+    if (x->sum != y->sum) return x->sum > y->sum ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+size_t hta_name_table(hta_dur *d, size_t n, int64_t *v, hta_named *names) {
+    size_t nn = 0;
+    qsort(d, n, sizeof *d, by_dur_name);
+    for (size_t i = 0, e; i < n; i = e) {
+        for (e = i; e < n && strcmp(d[e].name, d[i].name) == 0; e++)
+            v[e - i] = d[e].dur;
+        describe(v, e - i, &names[nn]);
+        names[nn++].name = d[i].name;
+    }
+    qsort(names, nn, sizeof *names, by_sum);
+    return nn;
+}
+
+long hta_name_others(hta_named *names, size_t nn, int64_t *v, size_t num, double ratio,
+                     int (*keep)(const void *ctx, const char *name), const void *ctx) {
+    if (nn <= num) return (long)nn;
+    int64_t *c = malloc(nn * sizeof *c);
+    if (c == NULL) return STROBE_ENOMEM;
+    int64_t cum = 0;
+    for (size_t k = 0; k < nn; k++)
+        c[k] = v[k] = cum += names[k].sum;
+    double q = hta_quantile(c, nn, ratio);
+    free(c);
+    size_t kept = 0, other = 0;
+    for (size_t k = 0; k < nn; k++) {
+        if (((double)v[k] > q || k >= num) && !(keep && keep(ctx, names[k].name))) {
+            v[other++] = names[k].sum;
+            continue;
+        }
+        hta_named *o = &names[kept++];
+        *o = names[k];
+        o->max = o->min = o->sum;
+        o->mean = (double)o->sum;
+        o->std = 0;
+    }
+    if (other) {
+        describe(v, other, &names[kept]);
+        names[kept++].name = "others";
+    }
+    return (long)kept;
+}

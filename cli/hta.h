@@ -203,6 +203,32 @@ int hta_main(const hta_command *c, void *ctx, int argc, char **argv);
  * breakdowns' duration_ratio cut. */
 double hta_quantile(int64_t *v, size_t n, double q);
 
+/* A duration of a named event, and the durations of one name described as HTA's kernel and
+ * annotation breakdowns describe them: sum, max, min, mean, std (n - 1; 0 for one value). */
+typedef struct hta_dur {
+    const char *name;
+    int64_t dur;
+} hta_dur;
+
+typedef struct hta_named {
+    const char *name;
+    int64_t sum, max, min;
+    double mean, std;
+} hta_named;
+
+/* Groups d[0..n) (sorted here) by name into names[] (room for n), sorted by sum, largest first,
+ * then by name; v is scratch for n values. @return the number of names. */
+size_t hta_name_table(hta_dur *d, size_t n, int64_t *v, hta_named *names);
+
+/* HTA's "others" rule over names[0..nn) sorted by sum: when there are more than `num` names,
+ * a name keeps its row (as one value: sum = max = min = mean, std 0) while the cumulated sum
+ * up to it is within the `ratio` quantile of the cumulated sums and it is among the first
+ * `num`, or when keep(ctx, name) says so (the allowlist); the others become one row "others"
+ * described over their sums. v is scratch for nn values. @return the rows left in names, or
+ * STROBE_ENOMEM. */
+long hta_name_others(hta_named *names, size_t nn, int64_t *v, size_t num, double ratio,
+                     int (*keep)(const void *ctx, const char *name), const void *ctx);
+
 /* HTA's round(x, digits) as text; "" (null, HTA's NaN) when x is not finite. */
 void hta_pct(char *buf, size_t n, double x, int digits);
 
