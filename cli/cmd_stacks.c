@@ -1,7 +1,8 @@
 /* cmd_stacks.c: `strobe stacks`, folded stacks (Brendan Gregg's format) for flamegraph.pl and
  * speedscope, weighted by self CPU or self device time.
  *
- * Contents: usage, frames of an event, aggregation of equal stacks, the command.
+ * Contents: usage, the command. The stacks are folded by folded.c, which `strobe flamegraph`
+ * shares.
  *
  * Each operator (and runtime call) is one sample of its self time. Its frames, root first, are:
  * the Python frames of its "Call stack" (the trace lists them innermost first) followed by its
@@ -14,16 +15,14 @@
  * With --samples, the CPU samples strobe records (config.cpu_sample_hz: instants of category
  * "cpu_sample" with their native "Call stack") are folded instead: one line per distinct stack,
  * weighted by its number of samples. */
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "common.h"
-#include "link.h"
+#include "folded.h"
 #include "model.h"
 #include "strobe/error.h"
-#include "util/strtab.h"
 
 const char cmd_stacks_usage[] =
     "NAME\n"
@@ -67,211 +66,17 @@ const char cmd_stacks_usage[] =
     "EXIT STATUS\n"
     "    0 success; 2 bad input (the trace cannot be read) or bad usage.\n";
 
-/* A growable byte buffer; put() keeps room for one more byte and the NUL, for a separator. */
-typedef struct buf {
-    char *p;
-    size_t len, cap;
-} buf;
-
-static int put(buf *b, const char *s, size_t n) {
-    if (b->len + n + 2 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (b->len + n + 2 > cap)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) return STROBE_ENOMEM;
-        b->p = p;
-        b->cap = cap;
-    }
-    for (size_t k = 0; k < n; k++) {
-        unsigned char c = (unsigned char)s[k];
-        /* A C1 control (U+0080..U+009F, two bytes in UTF-8) becomes one '_'. */
-        if (c == 0xc2 && k + 1 < n && (unsigned char)s[k + 1] >= 0x80 &&
-            (unsigned char)s[k + 1] < 0xa0) {
-            k++;
-            c = 0;
-        }
-        b->p[b->len++] = c == ';' || c < 0x20 || c == 0x7f ? '_' : (char)c;
-    }
-    b->p[b->len] = '\0';
-    return 0;
-}
-
-/* Appends the frames of event i (see the file comment), root first, each followed by ';'. */
-static int frames(const md_model *m, uint32_t i, buf *b) {
-    /* The chain of operators up to the first that has a "Call stack" (or the root). */
-    uint32_t chain[512];
-    size_t n = 0;
-    uint32_t e = i;
-    while (e != MD_NONE && n < sizeof chain / sizeof chain[0]) {
-        chain[n++] = e;
-        if (m->events[e].stack) break;
-        e = cl_op_parent(m, e);
-    }
-    const md_event *top = &m->events[chain[n - 1]];
-    if (top->stack) {
-        /* Kineto writes the Python frames innermost first: emit them in reverse. */
-        const char *s = md_str(m, top->stack);
-        size_t end = strlen(s);
-        while (end > 0) {
-            size_t start = end;
-            while (start > 0 && s[start - 1] != ';')
-                start--;
-            if (end > start && (put(b, s + start, end - start) || put(b, "", 0)))
-                return STROBE_ENOMEM;
-            if (end > start) b->p[b->len++] = ';';
-            end = start ? start - 1 : 0;
-        }
-    }
-    for (size_t k = n; k-- > 0;) {
-        const char *name = md_str(m, m->events[chain[k]].name);
-        if (put(b, name, strlen(name))) return STROBE_ENOMEM;
-        if (k) {
-            if (put(b, "", 0)) return STROBE_ENOMEM;
-            b->p[b->len++] = ';';
-        }
-    }
-    b->p[b->len] = '\0';
-    return 0;
-}
-
-static const char *const *g_keys;
-
-static int by_key(const void *a, const void *b) {
-    return strcmp(g_keys[*(const uint32_t *)a], g_keys[*(const uint32_t *)b]);
-}
-
-/* Folded stacks being summed: each distinct stack once (interned), with its weight. */
-typedef struct folded {
-    strobe__pool pool;
-    strobe__strtab tab;
-    int64_t *weight; /* by the stack's string id */
-    size_t cap;
-} folded;
-
-static void folded_init(folded *f) {
-    memset(f, 0, sizeof *f);
-    strobe__strtab_init(&f->tab, &f->pool);
-}
-
-/* Adds `w` to the stack stack[0..len). @return 0 or STROBE_ENOMEM. */
-static int folded_add(folded *f, const char *stack, size_t len, int64_t w) {
-    int64_t id = strobe__strtab_intern(&f->tab, stack, len);
-    if (id < 0) return (int)id;
-    if ((size_t)id >= f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 1024;
-        int64_t *nw = realloc(f->weight, cap * sizeof *nw);
-        if (nw == NULL) return STROBE_ENOMEM;
-        memset(nw + f->cap, 0, (cap - f->cap) * sizeof *nw);
-        f->weight = nw;
-        f->cap = cap;
-    }
-    f->weight[id] = md_add_sat(f->weight[id], w);
-    return 0;
-}
-
-static void folded_free(folded *f) {
-    free(f->weight);
-    strobe__strtab_release(&f->tab);
-    strobe__pool_release(&f->pool);
-}
-
-/* Prints "stack weight" lines sorted by stack, the weight divided by `unit` (rounded; a line
- * whose weight rounds to 0 is left out) when unit > 1, then frees `f`. @return 0 or
- * STROBE_ENOMEM. */
-static int folded_print_free(folded *f, int64_t unit) {
-    int err = 0;
-    uint32_t *order = f->tab.count ? malloc(f->tab.count * sizeof *order) : NULL;
-    if (f->tab.count && order == NULL) err = STROBE_ENOMEM;
-    if (!err && f->tab.count) {
-        for (size_t k = 0; k < f->tab.count; k++)
-            order[k] = (uint32_t)k;
-        g_keys = f->tab.strs;
-        qsort(order, f->tab.count, sizeof *order, by_key);
-        for (size_t k = 0; k < f->tab.count; k++) {
-            int64_t w = f->weight[order[k]];
-            if (unit > 1) w = md_add_sat(w, unit / 2) / unit;
-            if (w > 0) printf("%s %" PRId64 "\n", f->tab.strs[order[k]], w);
-        }
-    }
-    free(order);
-    folded_free(f);
-    return err;
-}
-
-static int run(const md_model *m, int cuda) {
-    folded f;
-    folded_init(&f);
-    int64_t *self = calloc(m->count ? m->count : 1, sizeof *self);
-    uint32_t *owner = malloc((m->count ? m->count : 1) * sizeof *owner);
-    buf b = {0};
-    int err = self && owner ? 0 : STROBE_ENOMEM;
-    if (!err && cuda) err = cl_link(m, owner);
-    /* Per event: the metric. */
-    uint8_t *merged = malloc(m->count ? m->count : 1);
-    if (merged == NULL) err = STROBE_ENOMEM;
-    /* owner: the tree's parents, for self_cpu */
-    if (!err && !cuda) err = cl_cpu_tree(m, owner, self, merged);
-    for (size_t i = 0; !err && cuda && i < m->count; i++) {
-        const md_event *e = &m->events[i];
-        if (md_is_device_work(e->kind) && owner[i] != MD_NONE)
-            self[owner[i]] = md_add_sat(self[owner[i]], e->dur);
-    }
-    for (size_t i = 0; !err && i < m->count; i++) {
-        if (self[i] == 0 || !cl_is_row(m->events[i].kind)) continue;
-        b.len = 0;
-        err = frames(m, (uint32_t)i, &b);
-        if (!err) err = folded_add(&f, b.p, b.len, self[i]);
-    }
-    free(b.p);
-    free(self);
-    free(owner);
-    free(merged);
-    if (err) {
-        folded_free(&f);
-        return err;
-    }
-    return folded_print_free(&f, 1000); /* weights in ns, lines in us */
-}
-
-/* --samples: one line per distinct sample stack (its "Call stack", innermost first in the trace,
- * printed root first) and its count, sorted by stack. @return 0, 1 when the trace has no
- * samples, or STROBE_ENOMEM. */
-static int run_samples(const md_model *m) {
-    folded f;
-    folded_init(&f);
-    size_t total = 0;
-    buf b = {0};
-    int err = 0;
-    uint32_t cat = 0;
-    for (size_t i = 0; i < m->count && cat == 0; i++)
-        if (strcmp(md_str(m, m->events[i].cat), "cpu_sample") == 0) cat = m->events[i].cat;
-    for (size_t i = 0; !err && cat && i < m->count; i++) {
-        const md_event *e = &m->events[i];
-        if (e->cat != cat || e->ph != 'i' || e->stack == 0) continue;
-        b.len = 0;
-        const char *s = md_str(m, e->stack);
-        size_t end = strlen(s);
-        while (!err && end > 0) {
-            size_t start = end;
-            while (start > 0 && s[start - 1] != ';')
-                start--;
-            if (b.len) b.p[b.len++] = ';';
-            err = put(&b, s + start, end - start);
-            end = start ? start - 1 : 0;
-        }
-        if (err || b.len == 0) continue;
-        err = folded_add(&f, b.p, b.len, 1);
-        total++;
-    }
-    free(b.p);
-    if (err) {
-        folded_free(&f);
-        return err;
-    }
-    /* The same output as the time-weighted stacks, sorted by stack, with counts. */
-    err = folded_print_free(&f, 1);
-    return err ? err : total == 0;
+/* Folds the trace for `metric` (CL_FOLD_SELF_CPU, CL_FOLD_SELF_CUDA_OP or CL_FOLD_SAMPLES) and
+ * prints the folded lines: times in ns printed in us, samples as counts. @return 0, 1 when the
+ * metric is samples and the trace has none, or STROBE_ENOMEM. */
+static int run(const md_model *m, cl_fold_metric metric) {
+    cl_fold f;
+    uint64_t samples = 0;
+    int err = cl_fold_init(&f);
+    if (!err) err = cl_fold_add(&f, m, metric, CL_FOLD_STACK, 0, &samples);
+    if (!err) err = cl_fold_print(&f, stdout, metric == CL_FOLD_SAMPLES ? 1 : 1000);
+    cl_fold_free(&f);
+    return err ? err : metric == CL_FOLD_SAMPLES && samples == 0;
 }
 
 static int usage_error(const char *msg, const char *arg) {
@@ -322,7 +127,7 @@ int cmd_stacks(int argc, char **argv) {
     if (rc == CLI_OK) {
         cli_say_skipped("stacks", path, m);
         if (samples) {
-            int src = run_samples(m);
+            int src = run(m, CL_FOLD_SAMPLES);
             if (src == 1) {
                 fprintf(stderr,
                         "strobe stacks: %s: no CPU samples (events of category cpu_sample) in the "
@@ -333,7 +138,8 @@ int cmd_stacks(int argc, char **argv) {
                 rc = cli_finish("stacks", path, src, CLI_OK);
             }
         } else {
-            rc = cli_finish("stacks", path, run(m, cuda) != 0 ? STROBE_ENOMEM : 0, CLI_OK);
+            int src = run(m, cuda ? CL_FOLD_SELF_CUDA_OP : CL_FOLD_SELF_CPU);
+            rc = cli_finish("stacks", path, src != 0 ? STROBE_ENOMEM : 0, CLI_OK);
         }
         md_free(m);
     }

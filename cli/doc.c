@@ -19,6 +19,8 @@ const cli_command cli_commands[] = {
      "per-kernel table; busy and idle time per stream"},
     {"stacks", cmd_stacks, cmd_stacks_usage, cmd_stacks_options,
      "folded stacks for flamegraph.pl and speedscope"},
+    {"flamegraph", cmd_flamegraph, cmd_flamegraph_usage, cmd_flamegraph_options,
+     "a flame graph (or a differential one) as a self-contained SVG"},
     {"check", cmd_check, cmd_check_usage, cmd_check_options,
      "what is wrong with a trace (exit 1 when anything)"},
     {"info", cmd_info, cmd_info_usage, cmd_info_options,

@@ -1,0 +1,343 @@
+/* folded.c: folded stacks as a tree of frames (see folded.h).
+ *
+ * Contents: nodes, the stack of an event (memoized), the metrics, folded lines.
+ *
+ * The frames of an event are computed once per event and once per distinct "Call stack": an
+ * operator's node is its enclosing operator's node (or the node of its own "Call stack") with its
+ * name below, so a trace is folded in time linear in its events, whatever the depth. */
+#include "folded.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "link.h"
+#include "strobe/error.h"
+
+/* ---- nodes --------------------------------------------------------------------------------- */
+
+/* The frame name made safe in f->scratch: ';' and control characters (C0, DEL and the C1
+ * controls U+0080..U+009F, two bytes in UTF-8) become one '_' each, so that a stack stays one
+ * line of frames. @return its length, or -1 when out of memory. */
+static int64_t safe_name(cl_fold *f, const char *s, size_t n) {
+    if (n + 1 > f->scratch_cap) {
+        size_t cap = f->scratch_cap ? f->scratch_cap : 256;
+        while (cap < n + 1)
+            cap *= 2;
+        char *p = realloc(f->scratch, cap);
+        if (p == NULL) return -1;
+        f->scratch = p;
+        f->scratch_cap = cap;
+    }
+    size_t len = 0;
+    for (size_t k = 0; k < n; k++) {
+        unsigned char c = (unsigned char)s[k];
+        if (c == 0xc2 && k + 1 < n && (unsigned char)s[k + 1] >= 0x80 &&
+            (unsigned char)s[k + 1] < 0xa0) {
+            k++;
+            c = 0;
+        }
+        f->scratch[len++] = c == ';' || c < 0x20 || c == 0x7f ? '_' : (char)c;
+    }
+    f->scratch[len] = '\0';
+    return (int64_t)len;
+}
+
+/* The node of frame s[0..n) under `parent`, made when new with `kind`. @return the node, or
+ * MD_NONE when out of memory. */
+static uint32_t child(cl_fold *f, uint32_t parent, const char *s, size_t n, int kind) {
+    if (f->count == f->cap) {
+        size_t cap = f->cap * 2;
+        cl_fold_node *p = cap < MD_NONE ? realloc(f->nodes, cap * sizeof *p) : NULL;
+        if (p == NULL) return MD_NONE;
+        f->nodes = p;
+        f->cap = cap;
+    }
+    int64_t len = safe_name(f, s, n);
+    int64_t name =
+        len < 0 ? STROBE_ENOMEM : strobe__strtab_intern(&f->names, f->scratch, (size_t)len);
+    if (name < 0) return MD_NONE;
+    int fresh;
+    uint64_t *v = strobe__u64map_put(&f->children, (uint64_t)parent << 32 | (uint64_t)name, &fresh);
+    if (v == NULL) return MD_NONE;
+    if (!fresh) return (uint32_t)*v;
+    f->nodes[f->count] = (cl_fold_node){parent, (uint32_t)name, (uint8_t)kind, {0, 0}};
+    *v = f->count;
+    return (uint32_t)f->count++;
+}
+
+int cl_fold_init(cl_fold *f) {
+    memset(f, 0, sizeof *f);
+    strobe__strtab_init(&f->names, &f->pool);
+    int64_t name = strobe__strtab_intern(&f->names, "all", 3);
+    f->nodes = malloc(1024 * sizeof *f->nodes);
+    if (name < 0 || f->nodes == NULL) return STROBE_ENOMEM;
+    f->cap = 1024;
+    f->nodes[0] = (cl_fold_node){MD_NONE, (uint32_t)name, CL_FRAME_OTHER, {0, 0}};
+    f->count = 1;
+    return 0;
+}
+
+void cl_fold_free(cl_fold *f) {
+    free(f->nodes);
+    free(f->scratch);
+    strobe__u64map_free(&f->children);
+    strobe__strtab_release(&f->names);
+    strobe__pool_release(&f->pool);
+    memset(f, 0, sizeof *f);
+}
+
+/* ---- the stack of an event ----------------------------------------------------------------- */
+
+/* One cl_fold_add(): the tree, the trace, and what is memoized for it. */
+typedef struct fold_ctx {
+    cl_fold *f;
+    const md_model *m;
+    cl_fold_group group;
+    uint32_t *memo;         /* per event: the node of its own frame, MD_NONE until known */
+    strobe__u64map stacks;  /* "Call stack" string id -> node of its innermost Python frame */
+    strobe__u64map natives; /* a sample's "Call stack" string id -> node of its leaf */
+    uint32_t *chain;        /* events whose node is being made */
+    size_t chain_cap;
+} fold_ctx;
+
+static int frame_kind(int md) {
+    switch (md) {
+    case MD_CPU_OP:
+        return CL_FRAME_OP;
+    case MD_USER_ANNOTATION:
+        return CL_FRAME_USER;
+    case MD_PYTHON:
+        return CL_FRAME_PYTHON;
+    case MD_KERNEL:
+    case MD_MEMCPY:
+    case MD_MEMSET:
+        return CL_FRAME_DEVICE;
+    case MD_RUNTIME:
+    case MD_DRIVER:
+        return CL_FRAME_RUNTIME;
+    default:
+        return CL_FRAME_OTHER;
+    }
+}
+
+/* The node of the frames of a "Call stack" (Kineto writes them innermost first, joined by ';';
+ * the tree gets them root first; empty frames are left out) under the root, memoized in `memo`.
+ * @return the node (the root for a stack of no frames), or MD_NONE when out of memory. */
+static uint32_t stack_node(fold_ctx *c, strobe__u64map *memo, uint32_t stack, int kind) {
+    uint64_t *v = strobe__u64map_get(memo, stack);
+    if (v) return (uint32_t)*v;
+    const char *s = md_str(c->m, stack);
+    size_t end = strlen(s);
+    uint32_t node = 0;
+    while (end > 0 && node != MD_NONE) {
+        size_t start = end;
+        while (start > 0 && s[start - 1] != ';')
+            start--;
+        if (end > start) node = child(c->f, node, s + start, end - start, kind);
+        end = start ? start - 1 : 0;
+    }
+    if (node == MD_NONE || (v = strobe__u64map_put(memo, stack, NULL)) == NULL) return MD_NONE;
+    *v = node;
+    return node;
+}
+
+/* The node of event i's own frame: the node of its "Call stack" (CL_FOLD_STACK) or else of its
+ * enclosing operator, with its name below. @return the node, or MD_NONE when out of memory. */
+static uint32_t event_node(fold_ctx *c, uint32_t i) {
+    const md_model *m = c->m;
+    size_t n = 0;
+    uint32_t base = 0;
+    for (uint32_t x = i; x != MD_NONE; x = cl_op_parent(m, x)) {
+        if (c->memo[x] != MD_NONE) {
+            base = c->memo[x];
+            break;
+        }
+        if (n == c->chain_cap) {
+            size_t cap = c->chain_cap ? c->chain_cap * 2 : 64;
+            uint32_t *p = realloc(c->chain, cap * sizeof *p);
+            if (p == NULL) return MD_NONE;
+            c->chain = p;
+            c->chain_cap = cap;
+        }
+        c->chain[n++] = x;
+        if (c->group == CL_FOLD_STACK && m->events[x].stack) {
+            base = stack_node(c, &c->stacks, m->events[x].stack, CL_FRAME_PYTHON);
+            break;
+        }
+    }
+    while (n-- > 0 && base != MD_NONE) {
+        const md_event *e = &m->events[c->chain[n]];
+        const char *name = md_str(m, e->name);
+        base = child(c->f, base, name, strlen(name), frame_kind(e->kind));
+        c->memo[c->chain[n]] = base;
+    }
+    return base;
+}
+
+/* The node of event i's enclosing operator, or (`outside`) a frame of that name under the root
+ * for an event that has none. @return MD_NONE when out of memory. */
+static uint32_t owner_node(fold_ctx *c, uint32_t owner, const char *outside) {
+    if (owner != MD_NONE) return event_node(c, owner);
+    return child(c->f, 0, outside, strlen(outside), CL_FRAME_OTHER);
+}
+
+static void add(cl_fold *f, uint32_t node, int slot, int64_t w) {
+    f->nodes[node].self[slot] = md_add_sat(f->nodes[node].self[slot], w);
+}
+
+/* ---- the metrics --------------------------------------------------------------------------- */
+
+static const char outside_ranges[] = "[outside any range]";
+
+int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_group group, int slot,
+                uint64_t *samples) {
+    size_t nev = m->count ? m->count : 1;
+    fold_ctx c = {.f = f, .m = m, .group = group};
+    uint64_t count = 0;
+    int64_t *w = NULL;
+    uint32_t *owner = NULL;
+    uint8_t *merged = NULL;
+    int err = STROBE_ENOMEM;
+    c.memo = malloc(nev * sizeof *c.memo);
+    if (c.memo == NULL) goto done;
+    for (size_t i = 0; i < m->count; i++)
+        c.memo[i] = MD_NONE;
+    if (metric != CL_FOLD_SAMPLES && (owner = malloc(nev * sizeof *owner)) == NULL) goto done;
+
+    switch (metric) {
+    case CL_FOLD_SELF_CPU:
+    case CL_FOLD_SELF_CUDA_OP:
+        /* A weight per event, then each row that has one is a sample. */
+        w = calloc(nev, sizeof *w);
+        merged = malloc(nev);
+        if (w == NULL || merged == NULL) goto done;
+        if (metric == CL_FOLD_SELF_CPU) {
+            if (cl_cpu_tree(m, owner, w, merged)) goto done;
+        } else {
+            if (cl_link(m, owner)) goto done;
+            for (size_t i = 0; i < m->count; i++)
+                if (md_is_device_work(m->events[i].kind) && owner[i] != MD_NONE)
+                    w[owner[i]] = md_add_sat(w[owner[i]], m->events[i].dur);
+        }
+        for (size_t i = 0; i < m->count; i++) {
+            if (w[i] == 0 || !cl_is_row(m->events[i].kind)) continue;
+            uint32_t node = event_node(&c, (uint32_t)i);
+            if (node == MD_NONE) goto done;
+            add(f, node, slot, w[i]);
+            count++;
+        }
+        break;
+    case CL_FOLD_SELF_DEVICE:
+    case CL_FOLD_MEMORY:
+        if (cl_link(m, owner)) goto done;
+        for (size_t i = 0; i < m->count; i++) {
+            const md_event *e = &m->events[i];
+            uint32_t node;
+            if (metric == CL_FOLD_SELF_DEVICE && md_is_device_work(e->kind) && e->dur > 0) {
+                /* The launching operator's frames (the root where none is known), then the
+                 * kernel's name. */
+                node = owner[i] != MD_NONE ? event_node(&c, owner[i]) : 0;
+                const char *name = md_str(m, e->name);
+                if (node != MD_NONE) node = child(f, node, name, strlen(name), CL_FRAME_DEVICE);
+                if (node == MD_NONE) goto done;
+                add(f, node, slot, e->dur);
+            } else if (metric == CL_FOLD_MEMORY && e->kind == MD_MEMORY && e->bytes > 0 &&
+                       e->has_time && !e->bad) {
+                if ((node = owner_node(&c, owner[i], outside_ranges)) == MD_NONE) goto done;
+                add(f, node, slot, e->bytes);
+            } else {
+                continue;
+            }
+            count++;
+        }
+        break;
+    case CL_FOLD_SAMPLES: {
+        /* strobe writes them as instants of category cpu_sample, with their native stack. */
+        uint32_t cat = 0;
+        for (size_t i = 0; i < m->count && cat == 0; i++)
+            if (strcmp(md_str(m, m->events[i].cat), "cpu_sample") == 0) cat = m->events[i].cat;
+        for (size_t i = 0; cat && i < m->count; i++) {
+            const md_event *e = &m->events[i];
+            if (e->cat != cat || e->ph != 'i' || e->stack == 0) continue;
+            uint32_t node;
+            if (group == CL_FOLD_STACK) {
+                node = stack_node(&c, &c.natives, e->stack, CL_FRAME_SAMPLE);
+                if (node == 0) continue; /* a stack of no frames */
+            } else {
+                node = owner_node(&c, cl_op_parent(m, (uint32_t)i), outside_ranges);
+            }
+            if (node == MD_NONE) goto done;
+            add(f, node, slot, 1);
+            count++;
+        }
+        break;
+    }
+    }
+    err = 0;
+done:
+    if (samples) *samples = count;
+    free(c.memo);
+    free(c.chain);
+    strobe__u64map_free(&c.stacks);
+    strobe__u64map_free(&c.natives);
+    free(w);
+    free(owner);
+    free(merged);
+    return err;
+}
+
+/* ---- folded lines -------------------------------------------------------------------------- */
+
+typedef struct line {
+    const char *stack;
+    int64_t w;
+} line;
+
+static int by_stack(const void *a, const void *b) {
+    return strcmp(((const line *)a)->stack, ((const line *)b)->stack);
+}
+
+int cl_fold_print(const cl_fold *f, FILE *out, int64_t unit) {
+    size_t n = 0;
+    for (size_t k = 1; k < f->count; k++)
+        n += f->nodes[k].self[0] != 0;
+    line *lines = malloc((n ? n : 1) * sizeof *lines);
+    uint32_t *path = malloc(f->count * sizeof *path);
+    strobe__pool pool = {0};
+    int err = lines && path ? 0 : STROBE_ENOMEM;
+    n = 0;
+    for (size_t k = 1; !err && k < f->count; k++) {
+        int64_t w = f->nodes[k].self[0];
+        if (w == 0) continue;
+        if (unit > 1) w = md_add_sat(w, unit / 2) / unit;
+        if (w <= 0) continue;
+        /* The frames from the leaf up to (not including) the root, then joined root first. */
+        size_t depth = 0, len = 0;
+        for (uint32_t x = (uint32_t)k; x != 0; x = f->nodes[x].parent) {
+            path[depth++] = x;
+            len += f->names.lens[f->nodes[x].name] + 1;
+        }
+        char *s = strobe__pool_alloc(&pool, len);
+        if (s == NULL) {
+            err = STROBE_ENOMEM;
+            break;
+        }
+        char *p = s;
+        while (depth-- > 0) {
+            uint32_t name = f->nodes[path[depth]].name;
+            memcpy(p, f->names.strs[name], f->names.lens[name]);
+            p += f->names.lens[name];
+            *p++ = depth ? ';' : '\0';
+        }
+        lines[n++] = (line){s, w};
+    }
+    if (!err) {
+        qsort(lines, n, sizeof *lines, by_stack);
+        for (size_t k = 0; k < n; k++)
+            fprintf(out, "%s %lld\n", lines[k].stack, (long long)lines[k].w);
+    }
+    free(lines);
+    free(path);
+    strobe__pool_release(&pool);
+    return err;
+}
