@@ -1,5 +1,5 @@
 /* fuzz_model.c: libFuzzer harness for the CLI's trace model (cli/model.c) and the subcommands
- * that analyse it: check, info, summary, kernels, stacks, and convert both ways.
+ * that analyse it: check, info, summary, kernels, stacks, convert both ways, and flame graphs.
  *
  * Build and run: tests/fuzz_bounded.sh (30 s, a CTest test) or scripts/fuzz.sh --minutes N; both
  * build it through tests/fuzz_build.sh, with the model, the subcommands, the reader, the util layer
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "flame.h"
 #include "model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -55,6 +56,21 @@ static void check_invariants(const md_model *m) {
     }
 }
 
+/* Flame graphs of the model (cli/flame.c): every metric, both groupings, and the diff of the
+ * model with itself, into /dev/null; each must succeed. */
+static void flame_all(const md_model *m) {
+    FILE *null = fopen("/dev/null", "w");
+    if (null == NULL) return;
+    for (int metric = 0; metric < CLI_FLAME_METRIC_COUNT; metric++) {
+        for (int group = 0; group < 2; group++) {
+            cli_flame_opts o = {.metric = metric, .group_by = group};
+            if (cli_flame_svg(null, m, &o, NULL, 0) != 0) abort();
+        }
+    }
+    if (cli_flame_svg_diff(null, m, m, NULL, NULL, 0) != 0) abort();
+    fclose(null);
+}
+
 static char out_dir[4096]; /* convert's outputs */
 
 static void remove_out_dir(void) {
@@ -68,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_invariants(&m);
     else if (m.err[0] == '\0')
         abort();
+    if (loaded) flame_all(&m);
     md_free(&m);
 
     int fd = memfd_create("fuzz", 0);
