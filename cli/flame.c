@@ -205,13 +205,16 @@ static void layout_free(layout *l) {
     free(l->shown);
 }
 
-static const cl_fold *g_fold;
+/* A node to sort: children grouped by parent (the root first), then by name. */
+typedef struct sort_key {
+    uint32_t parent, node;
+    const char *name;
+} sort_key;
 
 static int by_parent_name(const void *a, const void *b) {
-    const cl_fold_node *x = &g_fold->nodes[*(const uint32_t *)a];
-    const cl_fold_node *y = &g_fold->nodes[*(const uint32_t *)b];
-    if (x->parent != y->parent) return x->parent + 1 < y->parent + 1 ? -1 : 1; /* root first */
-    return strcmp(g_fold->names.strs[x->name], g_fold->names.strs[y->name]);
+    const sort_key *x = a, *y = b;
+    if (x->parent != y->parent) return x->parent + 1 < y->parent + 1 ? -1 : 1; /* MD_NONE: 0 */
+    return strcmp(x->name, y->name);
 }
 
 /* Inclusive values (negative self values, which torch's self times can be, count as 0), order,
@@ -231,7 +234,6 @@ static int layout_make(layout *l, const cl_fold *f, int two, double min_px, doub
     for (size_t k = 0; k < n; k++) {
         l->val[k] = f->nodes[k].self[0] > 0 ? f->nodes[k].self[0] : 0;
         if (two) l->bval[k] = f->nodes[k].self[1] > 0 ? f->nodes[k].self[1] : 0;
-        l->order[k] = (uint32_t)k;
     }
     /* A parent's index is below its children's: one pass from the leaves up sums them. */
     for (size_t k = n; k-- > 1;) {
@@ -240,8 +242,14 @@ static int layout_make(layout *l, const cl_fold *f, int two, double min_px, doub
         if (two) l->bval[p] = md_add_sat(l->bval[p], l->bval[k]);
     }
     l->total = l->val[0];
-    g_fold = f;
-    qsort(l->order, n, sizeof *l->order, by_parent_name);
+    sort_key *keys = malloc(n * sizeof *keys);
+    if (keys == NULL) return STROBE_ENOMEM;
+    for (size_t k = 0; k < n; k++)
+        keys[k] = (sort_key){f->nodes[k].parent, (uint32_t)k, f->names.strs[f->nodes[k].name]};
+    qsort(keys, n, sizeof *keys, by_parent_name);
+    for (size_t k = 0; k < n; k++)
+        l->order[k] = keys[k].node;
+    free(keys);
     /* Sorted by parent, a parent's group of children comes after its own place is known. */
     int64_t *next = calloc(n, sizeof *next); /* per parent: where its next child starts */
     if (next == NULL) return STROBE_ENOMEM;

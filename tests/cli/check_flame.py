@@ -474,6 +474,16 @@ def test_empty_and_bad(strobe, work):
                        (["--diff", "-", "-"], "stdin twice")):
         rc, _, err = run(strobe, "flamegraph", *args)
         expect("usage error (%s): exit 2, one line" % what, (rc, err.count("\n")), (2, 1))
+    # A malformed event is skipped and counted on standard error; the rest is drawn.
+    bad_ev = x("cpu_op", "bad", 0, 5)
+    bad_ev["ts"] = "x"
+    skip = write(os.path.join(work, "skip.json"), [x("cpu_op", "good", 0, 10), bad_ev])
+    out = os.path.join(work, "skip.svg")
+    rc, _, err = run(strobe, "flamegraph", skip, "-o", out)
+    _, frs = parse_svg(out)
+    expect("a malformed event: exit 0, counted on stderr, the rest drawn",
+           (rc, "1 malformed event" in err, sorted((f["name"], f["v"]) for f in frs)),
+           (0, True, [("all", 10000), ("good", 10000)]))
     rc, _, err = run(strobe, "flamegraph", empty, "-o", os.path.join(work, "no/such/dir.svg"))
     expect("unwritable output: exit 2 naming it", (rc, "dir.svg" in err), (2, True))
     # Standard output by default, and from standard input.
