@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks `strobe flamegraph` (cli/flame.c, cli/cmd_flamegraph.c).
 
-Usage: check_flame.py STROBE WORK_DIR generated
+Usage: check_flame.py STROBE WORK_DIR generated|browser|torch
        check_flame.py STROBE WORK_DIR shared SHARED_DIR
 
 generated: traces written here with known nesting, times, kernels, allocations and samples. The
@@ -13,8 +13,13 @@ must be its share of the drawing's width, and children must lie inside their par
 differential graph's colours (red grew, blue shrank, grey unchanged) and its base values, names
 with markup characters, control characters and bytes that are not UTF-8, the merging of frames
 narrower than --min-width, an empty trace ("no samples"), bad input and bad usage (exit 2, one
-line naming the file), and, where chromium is installed, the script in a browser: search with
-its share (a match inside a match counted once), zoom, no script error.
+line naming the file), a .pftrace giving what its JSON gives.
+
+browser: the script in headless chromium (skipped with a note without it): search with its share
+(a match inside a match counted once), zoom and unzoom, no script error; and a screenshot.
+
+torch: a legacy-format trace written by Debian's python3-torch (skipped with a note without it):
+the root is torch's own self CPU total.
 
 shared: the resnet50 trace of SHARED_DIR (exit 77 without it): the SVG's frames against the lines
 of `strobe stacks` (each shown frame's value is the sum of the lines under it, within their
@@ -492,6 +497,40 @@ def test_empty_and_bad(strobe, work):
     expect("stdin to stdout", (p.returncode, p.stdout.startswith(b"<?xml")), (0, True))
 
 
+# ---- a legacy trace written by torch itself -----------------------------------------------------
+
+TORCH_SCRIPT = """
+import sys, torch
+from torch.autograd import profiler
+x = torch.randn(64, 64)
+with profiler.profile() as prof:
+    with profiler.record_function("outer"):
+        for _ in range(3):
+            y = torch.mm(x, x).relu()
+prof.export_chrome_trace(sys.argv[1])
+print(sum(e.self_cpu_time_total for e in prof.key_averages()))
+"""
+
+
+def test_torch_legacy(strobe, work):
+    """Debian's python3-torch writes the legacy profiler's format (no "cat"; pid "CPU
+    functions"): the root is torch's own self CPU total (key_averages(), in us)."""
+    py = "/usr/bin/python3"
+    if subprocess.run([py, "-c", "import torch"], capture_output=True).returncode != 0:
+        print("skip  a legacy trace by torch: %s cannot import torch" % py)
+        return
+    path = os.path.join(work, "legacy.json")
+    p = subprocess.run([py, "-c", TORCH_SCRIPT, path], capture_output=True, text=True)
+    if p.returncode != 0:
+        fail("torch could not write a trace: " + p.stderr[-300:])
+        return
+    svg, frs = flame(strobe, os.path.join(work, "legacy.svg"), path)
+    if svg is not None:
+        check_geometry("legacy torch trace", svg, frs, 1200)
+        expect("legacy torch trace: the root is torch's self CPU total (us)",
+               frs[0]["v"] / 1000 if frs else 0, float(p.stdout.split()[-1]))
+
+
 # ---- the script, in a browser -------------------------------------------------------------------
 
 def test_browser(strobe, work):
@@ -499,8 +538,10 @@ def test_browser(strobe, work):
     if chromium is None:
         print("skip  the script in a browser: chromium not installed")
         return
-    path = os.path.join(work, "main.json")
+    path = main_trace(os.path.join(work, "main.json"))
     svg_path = os.path.join(work, "main_self_cpu_range.svg")
+    if flame(strobe, svg_path, path, "--group-by", "range")[0] is None:
+        return
     with open(svg_path, encoding="utf-8") as f:
         svg = f.read()
     svg = svg[svg.index("<svg"):]
@@ -522,7 +563,8 @@ window.addEventListener('load', function () {
   var f = fl.frames[k];
   out.push('zoomed ' + f.r.getAttribute('x') + ' ' + f.r.getAttribute('width'));
   var hidden = 0;
-  for (var j = 0; j < fl.frames.length; j++) if (fl.frames[j].g.classList.contains('hide')) hidden++;
+  for (var j = 0; j < fl.frames.length; j++)
+    if (fl.frames[j].g.classList.contains('hide')) hidden++;
   out.push('hidden ' + hidden);
   fl.unzoom();
   out.push('unzoomed ' + f.r.getAttribute('width'));
@@ -621,13 +663,16 @@ def main():
     os.makedirs(work, exist_ok=True)
     if mode == "shared":
         test_shared(strobe, work, sys.argv[4])
+    elif mode == "browser":
+        test_browser(strobe, work)
+    elif mode == "torch":
+        test_torch_legacy(strobe, work)
     else:
         test_metrics(strobe, work)
         test_diff(strobe, work)
         test_escaping(strobe, work)
         test_merge(strobe, work)
         test_empty_and_bad(strobe, work)
-        test_browser(strobe, work)
     finish()
 
 
