@@ -491,6 +491,12 @@ def test_empty_and_bad(strobe, work):
            (0, True, [("all", 10000), ("good", 10000)]))
     rc, _, err = run(strobe, "flamegraph", empty, "-o", os.path.join(work, "no/such/dir.svg"))
     expect("unwritable output: exit 2 naming it", (rc, "dir.svg" in err), (2, True))
+    # -o /dev/null writes to it (no temporary file renamed over it); no temporary file is left.
+    rc, _, err = run(strobe, "flamegraph", empty, "-o", "/dev/null")
+    expect("-o /dev/null", (rc, err, os.path.exists("/dev/null") and
+                            not os.path.isfile("/dev/null")), (0, "", True))
+    expect("no temporary file left", [n for n in os.listdir(work) if ".strobe-flamegraph." in n],
+           [])
     # Standard output by default, and from standard input.
     with open(empty, "rb") as f:
         p = subprocess.run([strobe, "flamegraph", "-"], stdin=f, capture_output=True)
