@@ -194,6 +194,8 @@ static const struct {
      "self_cpu_memory_usage cuda_memory_usage self_cuda_memory_usage flops count name"},
     {"kernels", "format", "table csv json"},
     {"stacks", "metric", "self_cpu self_cuda"},
+    {"flamegraph", "metric", "self_cpu self_device samples memory"},
+    {"flamegraph", "group-by", "stack range"},
     {"check", "format", "text json"},
     {"info", "format", "text json"},
     {"trigger", "activities", "cpu cuda cpu,cuda"},
