@@ -56,7 +56,7 @@ const char cmd_report_usage[] =
     "    track.\n"
     "\n"
     "OPTIONS\n"
-    "    -o, --output F the HTML file to write (required)\n"
+    "    -o, --output F the HTML file to write (required; - is standard output)\n"
     "    --title T      the page's title (default: the first trace's file name)\n"
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
