@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check_report.py: `strobe report` (the one-file HTML report) against numbers worked out here.
 
-  check_report.py STROBE WORK_DIR data
+  check_report.py STROBE WORK_DIR data [SHARED_DIR]
       1. A small trace written here (two profiler steps, nested operators, launches, kernels on
          two streams, [memory] events, a name made to break HTML, a malformed event): the data
          the page embeds is read back from the HTML file and its numbers compared with those
@@ -9,7 +9,8 @@
          the busy fraction of each stream per time bucket, memory per bucket, the warnings.
       2. Escaping: nothing from the trace can end the script element or open a tag.
       3. Bounds: 1000 operator names keep 200 rows; the time series have at most 1000 points.
-      4. Several ranks: the per-rank sections; bad input and usage (exit 2, one line).
+      4. Several ranks: the per-rank sections; bad input and usage (exit 2, one line); the
+         malformed samples of SHARED_DIR/validators/samples/bad (a page, or exit 2).
   check_report.py STROBE WORK_DIR browser [SHARED_DIR]
       The page opened in headless Chromium (skipped, 77, without it): no script error (and the
       check must catch one injected in a copy of the page), the DOM holds one row per operator
@@ -333,10 +334,26 @@ def part_browser():
     flame_screenshot(exe)
 
 
+def part_bad_samples():
+    """Every malformed sample of ../shared: a page (exit 0, the problems counted) or exit 2 with a
+    message naming the file; never a crash."""
+    folder = os.path.join(SHARED, "validators", "samples", "bad")
+    if not (SHARED and os.path.isdir(folder)):
+        print("skip  bad samples: %s missing" % folder)
+        return
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        rc, _, se, _ = report(path)
+        ok = rc == 0 or (rc == 2 and name in se)
+        expect("bad sample %s: exit 0, or 2 naming it (got %d)" % (name, rc),
+               (ok, "Sanitizer" in se or "runtime error" in se), (True, False))
+
+
 if MODE == "data":
     part_data()
     part_bounds()
     part_ranks_and_bad()
+    part_bad_samples()
 elif MODE == "browser":
     part_browser()
 else:
