@@ -256,11 +256,13 @@ def chromium():
 
 
 def browse(exe, html_path, *args):
-    """Runs headless Chromium on the page: (stdout, the console's error lines)."""
+    """Runs headless Chromium on the page (with #selftest: the page sorts its operator table by
+    clicks on two headers, checks the order, and says so in data-selftest): (stdout, the
+    console's error lines)."""
     prof = os.path.join(WORK, "chromium-profile")
     cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
            "--no-first-run", "--user-data-dir=" + prof, "--enable-logging=stderr", "--v=0",
-           *args, "file://" + os.path.abspath(html_path)]
+           *args, "file://" + os.path.abspath(html_path) + "#selftest"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     console = [ln for ln in p.stderr.splitlines()
                if "CONSOLE" in ln and ("Uncaught" in ln or "Error" in ln)]
@@ -307,6 +309,9 @@ def part_browser():
            (0, []))
     expect("DOM: one row per operator in the data",
            len(re.findall(r'<tr class="op-row">', dom)), len(d["summary"]["rows"]))
+    m = re.search(r'data-selftest="([^"]*)"', dom)
+    expect("sorting by a click on # of Calls and on Name (the page's self-test)",
+           m.group(1) if m else None, "ok")
     expect("DOM: one row per kernel", len(re.findall(r'<tr class="kernel-row">', dom)),
            len(d["kernels"]["kernels"]))
     charts = ["chart-steps", "chart-breakdown", "chart-kernel-types", "chart-util"]
