@@ -152,45 +152,64 @@ static void buckets(int64_t t0, int64_t t1, int64_t *width, size_t *n) {
  * kernels, copies and memsets cover, capped at the bucket's length where they overlap. */
 static int put_util(FILE *out, const md_model *m, int64_t t0, int64_t width, size_t nb) {
     double *busy = malloc(nb * sizeof *busy);
-    if (busy == NULL) return STROBE_ENOMEM;
+    /* The buckets an event covers whole are counted in a difference array, so that the walk
+     * costs one step per event whatever its length (a trace of long, overlapping kernels would
+     * otherwise cost events x buckets). */
+    int64_t *whole = malloc((nb + 1) * sizeof *whole);
+    if (busy == NULL || whole == NULL) {
+        free(busy);
+        free(whole);
+        return STROBE_ENOMEM;
+    }
     fputs("[", out);
     size_t tracks = 0;
-    for (size_t i = 0; i < m->thread_count && tracks < REPORT_MAX_TRACKS; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < m->thread_count && tracks < REPORT_MAX_TRACKS && rc == 0; i++) {
         const md_thread *th = &m->threads[i];
         int any = 0;
         memset(busy, 0, nb * sizeof *busy);
+        memset(whole, 0, (nb + 1) * sizeof *whole);
         for (size_t k = 0; k < th->count; k++) {
             const md_event *e = &m->events[th->order[k]];
             if (!md_is_device_work(e->kind) || e->bad || !e->has_time || e->dur <= 0) continue;
             any = 1;
             int64_t s = md_sub_sat(e->ts, t0), end = md_add_sat(s, e->dur);
-            for (int64_t b = s / width; b < (int64_t)nb && b * width < end; b++) {
-                int64_t lo = s > b * width ? s : b * width;
-                int64_t hi = end < (b + 1) * width ? end : (b + 1) * width;
-                if (hi > lo) busy[b] += (double)(hi - lo);
+            int64_t first = s / width, last = (end - 1) / width;
+            if (first >= (int64_t)nb) continue;
+            if (last >= (int64_t)nb) {
+                last = (int64_t)nb - 1;
+                end = (int64_t)nb * width;
             }
+            if (first == last) {
+                busy[first] += (double)(end - s);
+                continue;
+            }
+            busy[first] += (double)((first + 1) * width - s);
+            busy[last] += (double)(end - last * width);
+            whole[first + 1]++;
+            whole[last]--;
         }
         if (!any) continue;
         fputs(tracks++ ? ",\n  {\"pid\": " : "\n  {\"pid\": ", out);
-        put_id(out, m, th->pid, th->pid_kind);
+        rc |= put_id(out, m, th->pid, th->pid_kind);
         fputs(", \"tid\": ", out);
-        put_id(out, m, th->tid, th->tid_kind);
+        rc |= put_id(out, m, th->tid, th->tid_kind);
         fputs(", \"name\": ", out);
-        if (put_str(out, th->name ? md_str(m, th->name) : "") != 0) {
-            free(busy);
-            return STROBE_ENOMEM;
-        }
+        rc |= put_str(out, th->name ? md_str(m, th->name) : "");
         fputs(", \"busy\": [", out);
+        int64_t run = 0;
         for (size_t b = 0; b < nb; b++) {
-            double f = busy[b] / (double)width;
-            /* Three decimals: the page draws shades, and the file stays small. */
+            run += whole[b];
+            double f = (busy[b] + (double)run * (double)width) / (double)width;
+            /* Three significant digits: the page draws shades, and the file stays small. */
             fprintf(out, "%s%.3g", b ? "," : "", f > 1.0 ? 1.0 : f);
         }
         fputs("]}", out);
     }
     fputs("]", out);
     free(busy);
-    return 0;
+    free(whole);
+    return rc ? STROBE_ENOMEM : 0;
 }
 
 typedef struct mem_ev {

@@ -194,21 +194,27 @@ def part_data():
 
 
 def part_bounds():
-    # Rows: ProfilerStep*, 1000 operators, 3 kernels.
+    # Rows: ProfilerStep*, 1000 operators, 4 kernel names.
     ev = [x("user_annotation", "ProfilerStep#1", 0, 2000000)]
     for k in range(1000):
         ev.append(x("cpu_op", "op_%04d" % k, 1 + k * 1000, 500 + k))
         ev.append(x("kernel", "k_%d" % (k % 3), 1 + k * 1000, 300, pid=0, tid=7, stream=7))
+    # 5000 kernels that overlap and each last nearly the whole trace: the busy fraction is 1
+    # everywhere, in one step per kernel (not one per kernel and bucket).
+    for k in range(5000):
+        ev.append(x("kernel", "long", k, 2000000 - k, pid=0, tid=9, stream=9))
     path = tracegen.write(os.path.join(WORK, "big.json"), ev)
     rc, _, _, out = report(path)
     d = page_data(open(out, encoding="utf-8").read())
     expect("1000 operators: rows kept, rows found", (len(d["summary"]["rows"]),
-                                                     d["summary_rows"]), (200, 1 + 1000 + 3))
+                                                     d["summary_rows"]), (200, 1 + 1000 + 4))
     expect("the longest operator first", d["summary"]["rows"][0]["Name"], "ProfilerStep*")
+    busy9 = [t["busy"] for t in d["utilization"] if t["tid"] == 9]
+    expect("overlapping long kernels: busy everywhere", busy9 and set(busy9[0]), {1})
     expect("time series at most 1000 points",
            max(len(t["busy"]) for t in d["utilization"]) <= 1000, True)
     size = os.path.getsize(out)
-    expect("page under 1 MB for 2000 events (%d bytes)" % size, size < 1 << 20, True)
+    expect("page under 1 MB for 7000 events (%d bytes)" % size, size < 1 << 20, True)
 
 
 def part_ranks_and_bad():
