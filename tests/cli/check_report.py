@@ -290,6 +290,19 @@ def flame_screenshot(exe):
     if rc != 0:
         print("skip  flame graph screenshot: this strobe has no flamegraph command yet")
         return
+    # The command as issue 21 names it: strobe flamegraph TRACE -o OUT.svg.
+    src = os.path.join(SHARED, "traces", "kineto_tb_resnet50_nw0.pt.trace.json.gz")
+    if not (SHARED and os.path.exists(src)):
+        src = os.path.join(WORK, "t.json")
+    svg = os.path.join(WORK, "flame.svg")
+    rc, _, se = tracegen.run(STROBE, "flamegraph", "-q", src, "-o", svg)
+    expect("strobe flamegraph: exit status (%s)" % se.strip(), rc, 0)
+    png = os.path.join(WORK, "flame.png")
+    if os.path.exists(png):
+        os.remove(png)
+    browse(exe, svg, "--window-size=1200,700", "--screenshot=" + png)
+    ok = os.path.exists(png) and open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    expect("flame graph screenshot %s written (a PNG)" % png, ok, True)
 
 
 def part_browser():
