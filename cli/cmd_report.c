@@ -150,7 +150,8 @@ static void buckets(int64_t t0, int64_t t1, int64_t *width, size_t *n) {
 
 /* Per device stream (a thread with device work), the busy fraction of each bucket: the time its
  * kernels, copies and memsets cover, capped at the bucket's length where they overlap. */
-static int put_util(FILE *out, const md_model *m, int64_t t0, int64_t width, size_t nb) {
+static int put_util(FILE *out, const md_model *m, int64_t rank, int64_t t0, int64_t width,
+                    size_t nb, size_t *tracks) {
     double *busy = malloc(nb * sizeof *busy);
     /* The buckets an event covers whole are counted in a difference array, so that the walk
      * costs one step per event whatever its length (a trace of long, overlapping kernels would
@@ -161,10 +162,8 @@ static int put_util(FILE *out, const md_model *m, int64_t t0, int64_t width, siz
         free(whole);
         return STROBE_ENOMEM;
     }
-    fputs("[", out);
-    size_t tracks = 0;
     int rc = 0;
-    for (size_t i = 0; i < m->thread_count && tracks < REPORT_MAX_TRACKS && rc == 0; i++) {
+    for (size_t i = 0; i < m->thread_count && *tracks < REPORT_MAX_TRACKS && rc == 0; i++) {
         const md_thread *th = &m->threads[i];
         int any = 0;
         memset(busy, 0, nb * sizeof *busy);
@@ -190,7 +189,10 @@ static int put_util(FILE *out, const md_model *m, int64_t t0, int64_t width, siz
             whole[last]--;
         }
         if (!any) continue;
-        fputs(tracks++ ? ",\n  {\"pid\": " : "\n  {\"pid\": ", out);
+        fprintf(out,
+                "%s\n  {\"rank\": %" PRId64 ", \"start_ns\": %" PRId64 ", \"bucket_ns\": %" PRId64
+                ", \"pid\": ",
+                (*tracks)++ ? "," : "", rank, t0, width);
         rc |= put_id(out, m, th->pid, th->pid_kind);
         fputs(", \"tid\": ", out);
         rc |= put_id(out, m, th->tid, th->tid_kind);
@@ -206,7 +208,6 @@ static int put_util(FILE *out, const md_model *m, int64_t t0, int64_t width, siz
         }
         fputs("]}", out);
     }
-    fputs("]", out);
     free(busy);
     free(whole);
     return rc ? STROBE_ENOMEM : 0;
@@ -485,19 +486,27 @@ static int put_data(FILE *out, hta_set *s, const char *title) {
     if (rc == 0) rc = put_section(out, "idle", j_idle, s);
     if (rc == 0) rc = put_section(out, "queue", j_queue, s);
     if (rc == 0 && s->count > 1) rc = put_section(out, "ranks_steps", j_ranks, s);
+    /* Time series: each rank's over its own span (its first event to its last end), in at most
+     * REPORT_BUCKETS buckets; "time" is the first rank's, which memory uses too. */
+    int64_t t0[2] = {0, 0}, width[2] = {1, 1};
+    size_t nb[2] = {1, 1}, tracks = 0;
+    if (rc == 0) fputs(",\n\"utilization\": [", out);
+    for (size_t k = 0; k < s->count && rc == 0; k++) {
+        const md_model *mk = &s->ranks[k].m;
+        int has = mk->min_ts <= mk->max_ts;
+        size_t j = k ? 1 : 0;
+        t0[j] = has ? mk->min_ts : 0;
+        buckets(t0[j], has ? mk->max_ts : 1, &width[j], &nb[j]);
+        rc = put_util(out, mk, s->ranks[k].rank, t0[j], width[j], nb[j], &tracks);
+    }
     if (rc == 0) {
-        int64_t t0 = m->min_ts <= m->max_ts ? m->min_ts : 0;
-        int64_t t1 = m->min_ts <= m->max_ts ? m->max_ts : 1, width;
-        size_t nb;
-        buckets(t0, t1, &width, &nb);
+        fputs("]", out);
         fprintf(out,
                 ",\n\"time\": {\"start_ns\": %" PRId64 ", \"bucket_ns\": %" PRId64
                 ", \"buckets\": %zu}",
-                t0, width, nb);
-        fputs(",\n\"utilization\": ", out);
-        rc = put_util(out, m, t0, width, nb);
+                t0[0], width[0], nb[0]);
         fputs(",\n\"memory\": ", out);
-        if (rc == 0) rc = put_memory(out, m, t0, width, nb);
+        rc = put_memory(out, m, t0[0], width[0], nb[0]);
     }
     fputs("}\n", out);
     return rc;

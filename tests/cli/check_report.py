@@ -239,6 +239,12 @@ def part_ranks_and_bad():
     steps = sorted((r["rank"], r["iter"], r["dur"]) for r in d["ranks_steps"]["steps"])
     expect("step times per rank (HTA keeps the steps before each rank's last)",
            steps, [(r, i, 900) for r in (0, 1) for i in (0, 1)])
+    # Utilization per rank, each over its own span: busy time adds up to the kernels' time.
+    for rank, kernel_us in ((0, 3 * 100), (1, 3 * 500)):
+        got = [t for t in d["utilization"] if t["rank"] == rank]
+        busy = sum(got[0]["busy"]) * got[0]["bucket_ns"] if got else 0
+        expect("rank %d: busy time ~ its kernels' %d us" % (rank, kernel_us),
+               abs(busy - kernel_us * 1000) < kernel_us * 1000 * 0.01, True)
     # Bad input and usage: exit 2 and one line naming the file or the problem.
     cut = write_cut(os.path.join(WORK, "cut.json"))
     rc, so, se, out = report(cut)
