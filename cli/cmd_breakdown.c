@@ -96,15 +96,15 @@ static const char *const cols[] = {
     "kernel_time", "idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"};
 static const uint8_t text[8] = {0};
 
-static const hta_command command = {"breakdown",
-                                    cmd_breakdown_usage,
-                                    cmd_breakdown_options,
-                                    ":f:qhV",
-                                    NULL,
-                                    run,
-                                    {{NULL, cols, text, 8}},
-                                    1};
+const hta_command hta_cmd_breakdown = {"breakdown",
+                                       cmd_breakdown_usage,
+                                       cmd_breakdown_options,
+                                       ":f:qhV",
+                                       NULL,
+                                       run,
+                                       {{NULL, cols, text, 8}},
+                                       1};
 
 int cmd_breakdown(int argc, char **argv) {
-    return hta_main(&command, NULL, argc, argv);
+    return hta_main(&hta_cmd_breakdown, NULL, argc, argv);
 }

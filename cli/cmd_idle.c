@@ -209,10 +209,10 @@ static const char *const cols[] = {"rank", "stream", "idle_category", "idle_time
                                    "idle_time_ratio"};
 static const uint8_t text[5] = {0, 0, 1, 0, 0};
 
-static const hta_command command = {
+const hta_command hta_cmd_idle = {
     "idle", cmd_idle_usage, cmd_idle_options, ":f:qhV", option, run, {{NULL, cols, text, 5}}, 1};
 
 int cmd_idle(int argc, char **argv) {
     int64_t delay = 30;
-    return hta_main(&command, &delay, argc, argv);
+    return hta_main(&hta_cmd_idle, &delay, argc, argv);
 }

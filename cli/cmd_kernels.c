@@ -12,6 +12,7 @@
 #include "emit.h"
 #include "hta.h"
 #include "model.h"
+#include "rows.h"
 #include "strobe/error.h"
 #include "util/table.h"
 
@@ -164,7 +165,7 @@ static size_t device_intervals(const md_model *m, const md_thread *th, int64_t *
     return n;
 }
 
-static int run(const md_model *m, size_t limit, int format, size_t name_width) {
+static int run(FILE *out, const md_model *m, size_t limit, int format, size_t name_width) {
     /* Rows per kernel name, indexed by the name's string id. */
     size_t nstr = m->strings.count;
     uint32_t *row_of = malloc((nstr ? nstr : 1) * sizeof *row_of);
@@ -254,11 +255,11 @@ static int run(const md_model *m, size_t limit, int format, size_t name_width) {
             w[c] = STROBE__TABLE_COL_WIDTH;
         static const char *const hk[] = {"Name", "# of Calls", "Total",     "Avg",
                                          "Min",  "Max",        "% GPU time"};
-        strobe__table_separator(stdout, w, 7);
+        strobe__table_separator(out, w, 7);
         for (int c = 0; c < 7; c++)
-            strobe__table_cell(stdout, hk[c], w[c], 0, 0);
-        putchar('\n');
-        strobe__table_separator(stdout, w, 7);
+            strobe__table_cell(out, hk[c], w[c], 0, 0);
+        fputc('\n', out);
+        strobe__table_separator(out, w, 7);
         for (size_t k = 0; k < shown; k++) {
             const krow *r = &rows[k];
             snprintf(b[0], sizeof b[0], "%" PRIu64, r->calls);
@@ -267,22 +268,22 @@ static int run(const md_model *m, size_t limit, int format, size_t name_width) {
             strobe__fmt_time_ns(b[3], sizeof b[3], r->min);
             strobe__fmt_time_ns(b[4], sizeof b[4], r->max);
             strobe__fmt_share(b[5], sizeof b[5], r->total, all);
-            strobe__table_cell(stdout, cli_esc(md_str(m, r->name)), w[0], 0, name_width - 3);
+            strobe__table_cell(out, cli_esc(md_str(m, r->name)), w[0], 0, name_width - 3);
             for (int c = 1; c < 7; c++)
-                strobe__table_cell(stdout, b[c - 1], w[c], 0, 0);
-            putchar('\n');
+                strobe__table_cell(out, b[c - 1], w[c], 0, 0);
+            fputc('\n', out);
         }
-        strobe__table_separator(stdout, w, 7);
+        strobe__table_separator(out, w, 7);
         strobe__fmt_time_ns(b[0], sizeof b[0], all);
-        printf("Kernel time total: %s\n\n", b[0]);
+        fprintf(out, "Kernel time total: %s\n\n", b[0]);
 
         size_t sw[6] = {12, 16, 12, 12, 12, 12};
         static const char *const hs[] = {"Device", "Stream", "Busy", "Idle", "Span", "Busy %"};
-        strobe__table_separator(stdout, sw, 6);
+        strobe__table_separator(out, sw, 6);
         for (int c = 0; c < 6; c++)
-            strobe__table_cell(stdout, hs[c], sw[c], 0, 0);
-        putchar('\n');
-        strobe__table_separator(stdout, sw, 6);
+            strobe__table_cell(out, hs[c], sw[c], 0, 0);
+        fputc('\n', out);
+        strobe__table_separator(out, sw, 6);
         for (size_t k = 0; k < nstreams; k++) {
             const srow *s = &streams[k];
             device_name(m, s, b[0], sizeof b[0]);
@@ -292,65 +293,65 @@ static int run(const md_model *m, size_t limit, int format, size_t name_width) {
             strobe__fmt_time_ns(b[4], sizeof b[4], s->span);
             strobe__fmt_share(b[5], sizeof b[5], s->busy, s->span);
             /* Device and stream names can be strings from the trace: escaped and cut. */
-            strobe__table_cell(stdout, cli_esc(b[0]), sw[0], 0, sw[0] - 3);
-            strobe__table_cell(stdout, cli_esc(b[1]), sw[1], 0, sw[1] - 3);
+            strobe__table_cell(out, cli_esc(b[0]), sw[0], 0, sw[0] - 3);
+            strobe__table_cell(out, cli_esc(b[1]), sw[1], 0, sw[1] - 3);
             for (int c = 2; c < 6; c++)
-                strobe__table_cell(stdout, b[c], sw[c], 0, 0);
-            putchar('\n');
+                strobe__table_cell(out, b[c], sw[c], 0, 0);
+            fputc('\n', out);
         }
-        strobe__table_separator(stdout, sw, 6);
+        strobe__table_separator(out, sw, 6);
     } else {
         int json = format == CL_JSON;
-        printf(json ? "{\"kernel_time_total_us\": "
-                    : "Name,# of Calls,Total,Avg,Min,Max,%% GPU time\n");
+        fprintf(out, json ? "{\"kernel_time_total_us\": "
+                          : "Name,# of Calls,Total,Avg,Min,Max,%% GPU time\n");
         if (json) {
-            cl_put_us(stdout, all);
-            printf(",\n \"kernels\": [");
+            cl_put_us(out, all);
+            fprintf(out, ",\n \"kernels\": [");
         }
         for (size_t k = 0; k < shown; k++) {
             const krow *r = &rows[k];
             double pct = all ? (double)r->total * 100.0 / (double)all : 0.0;
             if (json) {
-                printf("%s\n  {\"Name\": ", k ? "," : "");
-                cl_json_str(stdout, md_str(m, r->name));
-                printf(", \"# of Calls\": %" PRIu64 ", \"Total\": ", r->calls);
+                fprintf(out, "%s\n  {\"Name\": ", k ? "," : "");
+                cl_json_str(out, md_str(m, r->name));
+                fprintf(out, ", \"# of Calls\": %" PRIu64 ", \"Total\": ", r->calls);
             } else {
-                cl_csv_str(stdout, md_str(m, r->name));
-                printf(",%" PRIu64 ",", r->calls);
+                cl_csv_str(out, md_str(m, r->name));
+                fprintf(out, ",%" PRIu64 ",", r->calls);
             }
-            cl_put_us(stdout, r->total);
-            printf(json ? ", \"Avg\": %.3f, \"Min\": " : ",%.3f,",
-                   (double)r->total / 1000.0 / (double)r->calls);
-            cl_put_us(stdout, r->min);
-            printf(json ? ", \"Max\": " : ",");
-            cl_put_us(stdout, r->max);
-            printf(json ? ", \"%% GPU time\": %.4f}" : ",%.4f\n", pct);
+            cl_put_us(out, r->total);
+            fprintf(out, json ? ", \"Avg\": %.3f, \"Min\": " : ",%.3f,",
+                    (double)r->total / 1000.0 / (double)r->calls);
+            cl_put_us(out, r->min);
+            fprintf(out, json ? ", \"Max\": " : ",");
+            cl_put_us(out, r->max);
+            fprintf(out, json ? ", \"%% GPU time\": %.4f}" : ",%.4f\n", pct);
         }
-        printf(json ? "\n ],\n \"streams\": [" : "\nDevice,Stream,Busy,Idle,Span\n");
+        fprintf(out, json ? "\n ],\n \"streams\": [" : "\nDevice,Stream,Busy,Idle,Span\n");
         for (size_t k = 0; k < nstreams; k++) {
             const srow *s = &streams[k];
             device_name(m, s, b[0], sizeof b[0]);
             stream_name(m, s, b[1], sizeof b[1]);
             if (json) {
-                printf("%s\n  {\"Device\": ", k ? "," : "");
-                cl_json_str(stdout, b[0]);
-                printf(", \"Stream\": ");
-                cl_json_str(stdout, b[1]);
-                printf(", \"Busy\": ");
+                fprintf(out, "%s\n  {\"Device\": ", k ? "," : "");
+                cl_json_str(out, b[0]);
+                fprintf(out, ", \"Stream\": ");
+                cl_json_str(out, b[1]);
+                fprintf(out, ", \"Busy\": ");
             } else {
-                cl_csv_str(stdout, b[0]);
-                putchar(',');
-                cl_csv_str(stdout, b[1]);
-                putchar(',');
+                cl_csv_str(out, b[0]);
+                fputc(',', out);
+                cl_csv_str(out, b[1]);
+                fputc(',', out);
             }
-            cl_put_us(stdout, s->busy);
-            printf(json ? ", \"Idle\": " : ",");
-            cl_put_us(stdout, s->span - s->busy);
-            printf(json ? ", \"Span\": " : ",");
-            cl_put_us(stdout, s->span);
-            printf(json ? "}" : "\n");
+            cl_put_us(out, s->busy);
+            fprintf(out, json ? ", \"Idle\": " : ",");
+            cl_put_us(out, s->span - s->busy);
+            fprintf(out, json ? ", \"Span\": " : ",");
+            cl_put_us(out, s->span);
+            fprintf(out, json ? "}" : "\n");
         }
-        if (json) printf("\n ]}\n");
+        if (json) fprintf(out, "\n ]}\n");
     }
 out:
     free(row_of);
@@ -481,7 +482,7 @@ static void bt_num(char *buf, size_t n, double x) {
     snprintf(buf, n, "%.15g", x);
 }
 
-static int by_type_run(const hta_set *s, int format, int memory) {
+static int by_type_run(FILE *fp, const hta_set *s, int format, int memory) {
     int ntypes = memory ? 3 : 2;
     int64_t sums[8] = {0};
     bt_out *out = NULL;
@@ -552,11 +553,11 @@ static int by_type_run(const hta_set *s, int format, int memory) {
         rc = hta_table_add(&kt, cells);
     }
     if (rc == 0) {
-        if (format == CL_JSON) fputs("{\"kernel_types\": ", stdout);
-        hta_table_print(&tt, format, stdout);
-        fputs(format == CL_JSON ? ", \"kernels\": " : "\n", stdout);
-        hta_table_print(&kt, format, stdout);
-        if (format == CL_JSON) fputs("}\n", stdout);
+        if (format == CL_JSON) fputs("{\"kernel_types\": ", fp);
+        hta_table_print(&tt, format, fp);
+        fputs(format == CL_JSON ? ", \"kernels\": " : "\n", fp);
+        hta_table_print(&kt, format, fp);
+        if (format == CL_JSON) fputs("}\n", fp);
     }
     hta_table_free(&tt);
     hta_table_free(&kt);
@@ -617,7 +618,7 @@ int cmd_kernels(int argc, char **argv) {
         hta_set s;
         if (hta_load(&s, "kernels", argv + first, (size_t)(argc - first), quiet) != 0)
             return CLI_BAD_INPUT;
-        int work = by_type_run(&s, format, memory);
+        int work = by_type_run(stdout, &s, format, memory);
         hta_free(&s);
         return cli_finish("kernels", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
     }
@@ -627,10 +628,20 @@ int cmd_kernels(int argc, char **argv) {
     int rc = cli_load(m, "kernels", path, quiet);
     if (rc == CLI_OK) {
         cli_say_skipped("kernels", path, m);
-        int work = run(m, limit, format, name_width) != 0 ? STROBE_ENOMEM : 0;
+        int work = run(stdout, m, limit, format, name_width) != 0 ? STROBE_ENOMEM : 0;
         rc = cli_finish("kernels", path, work, CLI_OK);
         md_free(m);
     }
     free(m);
     return rc;
+}
+
+/* ---- for the report ----------------------------------------------------------------------- */
+
+int cl_kernels_json(FILE *out, const md_model *m, size_t limit) {
+    return run(out, m, limit, CL_JSON, CLI_NAME_WIDTH_DEFAULT);
+}
+
+int cl_kernels_by_type_json(FILE *out, const hta_set *s) {
+    return by_type_run(out, s, CL_JSON, 0);
 }

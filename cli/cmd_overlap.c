@@ -93,10 +93,10 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
 static const char *const cols[] = {"rank", "comp_comm_overlap_pctg"};
 static const uint8_t text[2] = {0};
 
-static const hta_command command = {
+const hta_command hta_cmd_overlap = {
     "overlap", cmd_overlap_usage, cmd_overlap_options, ":f:qhV", NULL, run, {{NULL, cols, text, 2}},
     1};
 
 int cmd_overlap(int argc, char **argv) {
-    return hta_main(&command, NULL, argc, argv);
+    return hta_main(&hta_cmd_overlap, NULL, argc, argv);
 }

@@ -264,16 +264,16 @@ static const uint8_t text[10] = {0};
 static const char *const bcols[] = {"rank", "stream", "duration_at_max_queue_length",
                                     "relative_duration_at_max_queue_length"};
 
-static const hta_command command = {"queue",
-                                    cmd_queue_usage,
-                                    cmd_queue_options,
-                                    ":f:qhV",
-                                    option,
-                                    run,
-                                    {{"summary", cols, text, 10}, {"blocked", bcols, text, 4}},
-                                    2};
+const hta_command hta_cmd_queue = {"queue",
+                                   cmd_queue_usage,
+                                   cmd_queue_options,
+                                   ":f:qhV",
+                                   option,
+                                   run,
+                                   {{"summary", cols, text, 10}, {"blocked", bcols, text, 4}},
+                                   2};
 
 int cmd_queue(int argc, char **argv) {
     int64_t max_len = 1024;
-    return hta_main(&command, &max_len, argc, argv);
+    return hta_main(&hta_cmd_queue, &max_len, argc, argv);
 }

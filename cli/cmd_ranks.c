@@ -357,6 +357,8 @@ done:
 }
 
 static int run(const hta_set *s, void *ctx, hta_table *t) {
+    static const strag_args defaults = {NULL, 0, 2}; /* the report's (hta.h): no options */
+    const strag_args *a = ctx ? ctx : &defaults;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
         const hta_rank *r = &s->ranks[k];
@@ -370,7 +372,7 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
         }
     }
     const char *why = NULL;
-    if (rc == 0) rc = stragglers(s, ctx, &t[1], &why);
+    if (rc == 0) rc = stragglers(s, a, &t[1], &why);
     if (rc == 0 && why) fprintf(stderr, "strobe ranks: no potential stragglers: %s\n", why);
     return rc;
 }
@@ -427,18 +429,18 @@ static const char *const cols[] = {"rank", "iter", "ts", "dur", "end"};
 static const uint8_t text[5] = {0};
 static const char *const scols[] = {"rank", "is_straggler"};
 
-static const hta_command command = {"ranks",
-                                    cmd_ranks_usage,
-                                    cmd_ranks_options,
-                                    ":f:k:qhV",
-                                    option,
-                                    run,
-                                    {{"steps", cols, text, 5}, {"stragglers", scols, text, 2}},
-                                    2};
+const hta_command hta_cmd_ranks = {"ranks",
+                                   cmd_ranks_usage,
+                                   cmd_ranks_options,
+                                   ":f:k:qhV",
+                                   option,
+                                   run,
+                                   {{"steps", cols, text, 5}, {"stragglers", scols, text, 2}},
+                                   2};
 
 int cmd_ranks(int argc, char **argv) {
     strag_args a = {NULL, 0, 2};
-    int rc = hta_main(&command, &a, argc, argv);
+    int rc = hta_main(&hta_cmd_ranks, &a, argc, argv);
     free(a.want);
     return rc;
 }

@@ -35,6 +35,7 @@
 #include "common.h"
 #include "emit.h"
 #include "model.h"
+#include "rows.h"
 #include "step.h"
 #include "strobe/error.h"
 #include "util/table.h"
@@ -395,61 +396,61 @@ out:
 
 /* ---- output -------------------------------------------------------------------------------- */
 
-static void print_rows(const result *res, int format) {
+static void print_rows(FILE *out, const result *res, int format) {
     static const char *const total = "Total";
     if (format == CL_TABLE) {
         size_t w[R_COUNT + 2];
         w[0] = 10;
         for (int c = 1; c < R_COUNT + 2; c++)
             w[c] = 15;
-        strobe__table_separator(stdout, w, R_COUNT + 2);
-        strobe__table_cell(stdout, "Step", w[0], 0, 0);
+        strobe__table_separator(out, w, R_COUNT + 2);
+        strobe__table_cell(out, "Step", w[0], 0, 0);
         for (int r = 0; r < R_COUNT; r++)
-            strobe__table_cell(stdout, role_names[r], w[r + 1], 0, 0);
-        strobe__table_cell(stdout, total, w[R_COUNT + 1], 0, 0);
-        putchar('\n');
-        strobe__table_separator(stdout, w, R_COUNT + 2);
+            strobe__table_cell(out, role_names[r], w[r + 1], 0, 0);
+        strobe__table_cell(out, total, w[R_COUNT + 1], 0, 0);
+        fputc('\n', out);
+        strobe__table_separator(out, w, R_COUNT + 2);
         char b[64];
         for (size_t k = 0; k < res->nsteps; k++) {
             snprintf(b, sizeof b, "%" PRId64, res->steps[k].n);
-            strobe__table_cell(stdout, b, w[0], 0, 0);
+            strobe__table_cell(out, b, w[0], 0, 0);
             for (int r = 0; r <= R_COUNT; r++) {
                 int64_t v =
                     r < R_COUNT ? res->costs[k * R_COUNT + r] : res->steps[k].e - res->steps[k].s;
                 strobe__fmt_time_ns(b, sizeof b, v);
-                strobe__table_cell(stdout, b, w[r + 1], 0, 0);
+                strobe__table_cell(out, b, w[r + 1], 0, 0);
             }
-            putchar('\n');
+            fputc('\n', out);
         }
-        strobe__table_separator(stdout, w, R_COUNT + 2);
+        strobe__table_separator(out, w, R_COUNT + 2);
         return;
     }
     int json = format == CL_JSON;
     if (json) {
-        putchar('[');
+        fputc('[', out);
     } else {
-        printf("step");
+        fprintf(out, "step");
         for (int r = 0; r < R_COUNT; r++)
-            printf(",%s", role_names[r]);
-        printf(",%s\n", total);
+            fprintf(out, ",%s", role_names[r]);
+        fprintf(out, ",%s\n", total);
     }
     for (size_t k = 0; k < res->nsteps; k++) {
         if (json)
-            printf("%s\n {\"step\": %" PRId64, k ? "," : "", res->steps[k].n);
+            fprintf(out, "%s\n {\"step\": %" PRId64, k ? "," : "", res->steps[k].n);
         else
-            printf("%" PRId64, res->steps[k].n);
+            fprintf(out, "%" PRId64, res->steps[k].n);
         for (int r = 0; r <= R_COUNT; r++) {
             int64_t v =
                 r < R_COUNT ? res->costs[k * R_COUNT + r] : res->steps[k].e - res->steps[k].s;
             if (json)
-                printf(", \"%s\": ", r < R_COUNT ? role_names[r] : total);
+                fprintf(out, ", \"%s\": ", r < R_COUNT ? role_names[r] : total);
             else
-                putchar(',');
-            cl_put_us(stdout, v);
+                fputc(',', out);
+            cl_put_us(out, v);
         }
-        printf(json ? "}" : "\n");
+        fprintf(out, json ? "}" : "\n");
     }
-    if (json) printf("%s]\n", res->nsteps ? "\n" : "");
+    if (json) fprintf(out, "%s]\n", res->nsteps ? "\n" : "");
 }
 
 /* ---- the command --------------------------------------------------------------------------- */
@@ -489,7 +490,7 @@ int cmd_steps(int argc, char **argv) {
         cli_say_skipped("steps", path, m);
         result res;
         int work = analyse(m, &res);
-        if (work == 0) print_rows(&res, format);
+        if (work == 0) print_rows(stdout, &res, format);
         free(res.steps);
         free(res.costs);
         rc = cli_finish("steps", path, work, CLI_OK);
@@ -497,4 +498,15 @@ int cmd_steps(int argc, char **argv) {
     }
     free(m);
     return rc;
+}
+
+/* ---- for the report ----------------------------------------------------------------------- */
+
+int cl_steps_json(FILE *out, const md_model *m) {
+    result res;
+    int work = analyse(m, &res);
+    if (work == 0) print_rows(out, &res, CL_JSON);
+    free(res.steps);
+    free(res.costs);
+    return work;
 }

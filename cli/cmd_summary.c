@@ -19,6 +19,7 @@
 #include "emit.h"
 #include "link.h"
 #include "model.h"
+#include "rows.h"
 #include "strobe/error.h"
 #include "util/table.h"
 
@@ -177,7 +178,8 @@ typedef struct row {
 } row;
 
 typedef struct summary {
-    md_model m;
+    md_model *m; /* the trace: &model for the command, the caller's for cl_summary_json */
+    md_model model;
     strobe__pool pool;
     strobe__strtab aux; /* stack keys */
     row *rows;
@@ -290,11 +292,11 @@ static int64_t stack_key(summary *s, const char *stack) {
 /* The name of event e's row: torch groups every "ProfilerStep#N" as "ProfilerStep*"
  * (_rewrite_name with its wildcard). */
 static uint32_t row_name(const summary *s, const md_event *e) {
-    return strncmp(md_str(&s->m, e->name), "ProfilerStep#", 13) == 0 ? s->step_name : e->name;
+    return strncmp(md_str(s->m, e->name), "ProfilerStep#", 13) == 0 ? s->step_name : e->name;
 }
 
 static int build(summary *s) {
-    md_model *m = &s->m;
+    md_model *m = s->m;
     int err = 0;
     s->np = m->perf_count;
     size_t n = m->count ? m->count : 1;
@@ -460,7 +462,7 @@ static int compare_rows(const void *a, const void *b) {
         int64_t kx = key_of(x), ky = key_of(y);
         if (kx != ky) return kx > ky ? -1 : 1;
     }
-    int c = strcmp(md_str(&sort_s->m, x->name), md_str(&sort_s->m, y->name));
+    int c = strcmp(md_str(sort_s->m, x->name), md_str(sort_s->m, y->name));
     if (c) return c;
     c = strcmp(strobe__strtab_str(&sort_s->aux, x->aux), strobe__strtab_str(&sort_s->aux, y->aux));
     return c ? c : (x->cls > y->cls) - (x->cls < y->cls);
@@ -514,7 +516,7 @@ static const char *col_name(const summary *s, int c, char *buf, size_t n) {
     }
     if (c < C_NCOLS) return col_names[c];
     snprintf(buf, n, "%s%s", PERF_TOTAL(c) ? "" : "Self ",
-             md_str(&s->m, s->m.perf_names[PERF_COL(c)]));
+             md_str(s->m, s->m->perf_names[PERF_COL(c)]));
     return buf;
 }
 
@@ -649,7 +651,7 @@ static int print_table(const summary *s, size_t shown) {
     double fscale = s->has_flops ? flops_scale(s, &fheader) : 1.0;
     size_t longest = 0, shapes = 0, src = 0;
     for (size_t k = 0; k < s->count; k++) {
-        size_t len = strobe__utf8_len(cli_esc(md_str(&s->m, s->rows[k].name)));
+        size_t len = strobe__utf8_len(cli_esc(md_str(s->m, s->rows[k].name)));
         if (len > longest) longest = len;
         const char *aux = cli_esc(strobe__strtab_str(&s->aux, s->rows[k].aux));
         if ((s->group == 1 || s->group == 3) && strobe__utf8_len(aux) > shapes)
@@ -695,7 +697,7 @@ static int print_table(const summary *s, size_t shown) {
         for (size_t c = 0; c < nc; c++) {
             switch (cols[c]) {
             case C_NAME:
-                strobe__table_cell(out, cli_esc(md_str(&s->m, r->name)), widths[c], 0,
+                strobe__table_cell(out, cli_esc(md_str(s->m, r->name)), widths[c], 0,
                                    s->name_width - 3);
                 break;
             case C_SHAPES:
@@ -742,16 +744,15 @@ static int print_table(const summary *s, size_t shown) {
 }
 
 /* A raw value for CSV and JSON: microseconds, bytes, counts, percentages as numbers. */
-static void put_raw(const summary *s, const row *r, int c, int json) {
-    FILE *out = stdout;
+static void put_raw(FILE *out, const summary *s, const row *r, int c, int json) {
     double pct_base = (double)s->self_total, dev_base = (double)s->self_dev_total;
     if (c >= C_NCOLS) {
-        printf("%" PRId64, perf_of(s, r, c));
+        fprintf(out, "%" PRId64, perf_of(s, r, c));
         return;
     }
     switch (c) {
     case C_NAME:
-        json ? cl_json_str(out, md_str(&s->m, r->name)) : cl_csv_str(out, md_str(&s->m, r->name));
+        json ? cl_json_str(out, md_str(s->m, r->name)) : cl_csv_str(out, md_str(s->m, r->name));
         break;
     case C_SHAPES:
     case C_MODULE:
@@ -760,13 +761,13 @@ static void put_raw(const summary *s, const row *r, int c, int json) {
              : cl_csv_str(out, strobe__strtab_str(&s->aux, r->aux));
         break;
     case C_SELF_PCT:
-        printf("%.4f", pct_base ? (double)r->self_ns * 100.0 / pct_base : 0.0);
+        fprintf(out, "%.4f", pct_base ? (double)r->self_ns * 100.0 / pct_base : 0.0);
         break;
     case C_TOTAL_PCT:
-        printf("%.4f", pct_base ? (double)r->total_ns * 100.0 / pct_base : 0.0);
+        fprintf(out, "%.4f", pct_base ? (double)r->total_ns * 100.0 / pct_base : 0.0);
         break;
     case C_SELF_DEV_PCT:
-        printf("%.4f", dev_base ? (double)r->self_dev * 100.0 / dev_base : 0.0);
+        fprintf(out, "%.4f", dev_base ? (double)r->self_dev * 100.0 / dev_base : 0.0);
         break;
     case C_SELF:
         cl_put_us(out, r->self_ns);
@@ -775,7 +776,7 @@ static void put_raw(const summary *s, const row *r, int c, int json) {
         cl_put_us(out, r->total_ns);
         break;
     case C_AVG:
-        printf("%.3f", r->calls ? (double)r->total_ns / 1000.0 / (double)r->calls : 0.0);
+        fprintf(out, "%.3f", r->calls ? (double)r->total_ns / 1000.0 / (double)r->calls : 0.0);
         break;
     case C_SELF_DEV:
         cl_put_us(out, r->self_dev);
@@ -784,71 +785,71 @@ static void put_raw(const summary *s, const row *r, int c, int json) {
         cl_put_us(out, r->total_dev);
         break;
     case C_DEV_AVG:
-        printf("%.3f", r->calls ? (double)r->total_dev / 1000.0 / (double)r->calls : 0.0);
+        fprintf(out, "%.3f", r->calls ? (double)r->total_dev / 1000.0 / (double)r->calls : 0.0);
         break;
     case C_CPU_MEM:
-        printf("%" PRId64, r->cpu_mem);
+        fprintf(out, "%" PRId64, r->cpu_mem);
         break;
     case C_SELF_CPU_MEM:
-        printf("%" PRId64, r->self_cpu_mem);
+        fprintf(out, "%" PRId64, r->self_cpu_mem);
         break;
     case C_DEV_MEM:
-        printf("%" PRId64, r->dev_mem);
+        fprintf(out, "%" PRId64, r->dev_mem);
         break;
     case C_SELF_DEV_MEM:
-        printf("%" PRId64, r->self_dev_mem);
+        fprintf(out, "%" PRId64, r->self_dev_mem);
         break;
     case C_CALLS:
-        printf("%" PRIu64, r->calls);
+        fprintf(out, "%" PRIu64, r->calls);
         break;
     case C_FLOPS:
-        printf("%.17g", r->flops);
+        fprintf(out, "%.17g", r->flops);
         break;
     default:
         break;
     }
 }
 
-static int print_machine(const summary *s, size_t shown, int json) {
+static int print_machine(FILE *out, const summary *s, size_t shown, int json) {
     int *cols = malloc((C_NCOLS + 2 * s->np) * sizeof *cols);
     if (cols == NULL) return STROBE_ENOMEM;
     size_t nc = pick_columns(s, cols);
     char head[1024];
     if (!json) {
         for (size_t c = 0; c < nc; c++) {
-            if (c) putchar(',');
-            cl_csv_str(stdout, col_name(s, cols[c], head, sizeof head));
+            if (c) fputc(',', out);
+            cl_csv_str(out, col_name(s, cols[c], head, sizeof head));
         }
-        putchar('\n');
+        fputc('\n', out);
         for (size_t k = 0; k < shown; k++) {
             for (size_t c = 0; c < nc; c++) {
-                if (c) putchar(',');
-                put_raw(s, &s->rows[k], cols[c], 0);
+                if (c) fputc(',', out);
+                put_raw(out, s, &s->rows[k], cols[c], 0);
             }
-            putchar('\n');
+            fputc('\n', out);
         }
         free(cols);
         return 0;
     }
-    printf("{\"self_cpu_time_total_us\": ");
-    cl_put_us(stdout, s->self_total);
+    fprintf(out, "{\"self_cpu_time_total_us\": ");
+    cl_put_us(out, s->self_total);
     if (s->has_dev) {
-        printf(", \"self_cuda_time_total_us\": ");
-        cl_put_us(stdout, s->self_dev_total);
-        printf(", \"device\": \"%s\"", s->dev_name);
+        fprintf(out, ", \"self_cuda_time_total_us\": ");
+        cl_put_us(out, s->self_dev_total);
+        fprintf(out, ", \"device\": \"%s\"", s->dev_name);
     }
-    printf(",\n \"rows\": [");
+    fprintf(out, ",\n \"rows\": [");
     for (size_t k = 0; k < shown; k++) {
-        printf("%s\n  {", k ? "," : "");
+        fprintf(out, "%s\n  {", k ? "," : "");
         for (size_t c = 0; c < nc; c++) {
-            if (c) printf(", ");
-            cl_json_str(stdout, col_name(s, cols[c], head, sizeof head));
-            printf(": ");
-            put_raw(s, &s->rows[k], cols[c], 1);
+            if (c) fprintf(out, ", ");
+            cl_json_str(out, col_name(s, cols[c], head, sizeof head));
+            fprintf(out, ": ");
+            put_raw(out, s, &s->rows[k], cols[c], 1);
         }
-        putchar('}');
+        fputc('}', out);
     }
-    printf("\n]}\n");
+    fprintf(out, "\n]}\n");
     free(cols);
     return 0;
 }
@@ -959,17 +960,18 @@ int cmd_summary(int argc, char **argv) {
 
     summary *s = calloc(1, sizeof *s);
     if (s == NULL) return usage_error("out of memory", NULL);
+    s->m = &s->model;
     s->group = group;
     s->stack_n = stack_n;
     s->name_width = name_width;
     strobe__strtab_init(&s->aux, &s->pool);
-    int rc = cli_load(&s->m, "summary", path, quiet);
-    int64_t pk = rc == CLI_OK && perf_name ? perf_sort_index(&s->m, perf_name) : 0;
+    int rc = cli_load(s->m, "summary", path, quiet);
+    int64_t pk = rc == CLI_OK && perf_name ? perf_sort_index(s->m, perf_name) : 0;
     if (pk < 0) {
-        md_free(&s->m);
+        md_free(s->m);
         rc = CLI_BAD_INPUT;
     } else if (rc == CLI_OK) {
-        cli_say_skipped("summary", path, &s->m);
+        cli_say_skipped("summary", path, s->m);
         int work = build(s) != 0 ? STROBE_ENOMEM : 0;
         if (work == 0) {
             sort_s = s;
@@ -980,10 +982,10 @@ int cmd_summary(int argc, char **argv) {
             if (format == CL_TABLE)
                 work = print_table(s, shown);
             else
-                work = print_machine(s, shown, format == CL_JSON);
+                work = print_machine(stdout, s, shown, format == CL_JSON);
         }
         rc = cli_finish("summary", path, work, CLI_OK);
-        md_free(&s->m);
+        md_free(s->m);
     }
     free(s->perf);
     free(s->rows);
@@ -993,4 +995,31 @@ int cmd_summary(int argc, char **argv) {
     strobe__pool_release(&s->pool);
     free(s);
     return rc;
+}
+
+/* ---- for the report ----------------------------------------------------------------------- */
+
+int cl_summary_json(FILE *out, md_model *m, size_t limit, size_t *rows) {
+    summary *s = calloc(1, sizeof *s);
+    if (s == NULL) return STROBE_ENOMEM;
+    s->m = m;
+    s->name_width = CLI_NAME_WIDTH_DEFAULT;
+    strobe__strtab_init(&s->aux, &s->pool);
+    int work = build(s) != 0 ? STROBE_ENOMEM : 0;
+    if (work == 0) {
+        sort_s = s;
+        sort_by = S_CPU_TOTAL;
+        sort_perf = 0;
+        if (s->count > 1) qsort(s->rows, s->count, sizeof *s->rows, compare_rows);
+        *rows = s->count;
+        work = print_machine(out, s, limit == 0 || limit > s->count ? s->count : limit, 1);
+    }
+    free(s->perf);
+    free(s->rows);
+    free(s->slots);
+    free(s->row_of);
+    strobe__strtab_release(&s->aux);
+    strobe__pool_release(&s->pool);
+    free(s);
+    return work;
 }

@@ -53,6 +53,8 @@ const cli_command cli_commands[] = {
      "HTA's GPU (or CPU) user-annotation breakdown per rank"},
     {"record", cmd_record, cmd_record_usage, cmd_record_options,
      "run a program and record a trace of it, with no change to it"},
+    {"report", cmd_report, cmd_report_usage, cmd_report_options,
+     "one self-contained HTML report: tables, charts, ranks compared"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 

@@ -582,6 +582,27 @@ void hta_emit(FILE *out, int format, const hta_table *t, const char *const *keys
 
 /* ---- the commands' frame ------------------------------------------------------------------- */
 
+/* Runs command c over the loaded traces and prints its tables in format. @return as c->run. */
+static int run_emit(FILE *out, int format, const hta_command *c, const hta_set *s, void *ctx) {
+    hta_table t[HTA_MAX_TABLES] = {{0}};
+    const char *keys[HTA_MAX_TABLES] = {0};
+    size_t n = c->ntables < HTA_MAX_TABLES ? c->ntables : HTA_MAX_TABLES;
+    for (size_t k = 0; k < n; k++) {
+        const hta_columns *h = &c->tables[k];
+        t[k] = (hta_table){h->cols, h->text, h->ncols, NULL, 0, 0};
+        keys[k] = h->key;
+    }
+    int work = c->run(s, ctx, t);
+    if (work == 0) hta_emit(out, format, t, keys, n);
+    for (size_t k = 0; k < n; k++)
+        hta_table_free(&t[k]);
+    return work;
+}
+
+int hta_json(FILE *out, const hta_command *c, const hta_set *s, void *ctx) {
+    return run_emit(out, CL_JSON, c, s, ctx);
+}
+
 int hta_main(const hta_command *c, void *ctx, int argc, char **argv) {
     int format = CL_TABLE, quiet = 0, first = 0;
     for (int o; (o = cli_getopt(argc, argv, c->shortopts, c->options, &first)) != -1;) {
@@ -603,18 +624,7 @@ int hta_main(const hta_command *c, void *ctx, int argc, char **argv) {
     hta_set s;
     if (hta_load(&s, c->name, argv + first, (size_t)(argc - first), quiet) != 0)
         return CLI_BAD_INPUT;
-    hta_table t[HTA_MAX_TABLES] = {{0}};
-    const char *keys[HTA_MAX_TABLES] = {0};
-    size_t n = c->ntables < HTA_MAX_TABLES ? c->ntables : HTA_MAX_TABLES;
-    for (size_t k = 0; k < n; k++) {
-        const hta_columns *h = &c->tables[k];
-        t[k] = (hta_table){h->cols, h->text, h->ncols, NULL, 0, 0};
-        keys[k] = h->key;
-    }
-    int work = c->run(&s, ctx, t);
-    if (work == 0) hta_emit(stdout, format, t, keys, n);
-    for (size_t k = 0; k < n; k++)
-        hta_table_free(&t[k]);
+    int work = run_emit(stdout, format, c, &s, ctx);
     hta_free(&s);
     if (work == HTA_REPORTED) return CLI_BAD_INPUT;
     return cli_finish(c->name, argc - first == 1 ? argv[first] : "traces", work, CLI_OK);

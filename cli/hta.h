@@ -199,6 +199,16 @@ typedef struct hta_command {
  * @return the exit status. */
 int hta_main(const hta_command *c, void *ctx, int argc, char **argv);
 
+/* Runs command c's analysis over traces loaded by hta_load, with the command's state ctx (as its
+ * cmd_* function sets it up; NULL where the command takes none, and for ranks: its defaults), and
+ * writes its tables as `-f json` prints them. @return 0, a negative STROBE_E* code, or
+ * HTA_REPORTED (said on stderr; nothing written). */
+int hta_json(FILE *out, const hta_command *c, const hta_set *s, void *ctx);
+
+/* The commands, for the report (cmd_report.c), which runs them over its traces. */
+extern const hta_command hta_cmd_breakdown, hta_cmd_overlap, hta_cmd_idle, hta_cmd_queue,
+    hta_cmd_ranks;
+
 /* numpy's linear quantile q of v[0..n) (n > 0), which it sorts: the kernel and annotation
  * breakdowns' duration_ratio cut. */
 double hta_quantile(int64_t *v, size_t n, double q);

@@ -10,6 +10,7 @@ want+=(python3-dev python3-setuptools python3-venv) # the Python package (python
 if [ "${1:-}" = "--test" ]; then
   want+=(clang libclang-rt-14-dev clang-format)
   want+=(python3-torch) # test_cli_torch_summary: torch's own key_averages() to compare with
+  want+=(chromium) # cli_report_browser: the HTML report opened headless, its DOM and a screenshot
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -1,0 +1,29 @@
+/* report.h: the HTML report (`strobe report`, cmd_report.c): its escaping writer, its fixed parts
+ * (report_page.c), and its flame graph section. */
+#ifndef STROBE_CLI_REPORT_H
+#define STROBE_CLI_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "model.h"
+
+/* Writes s as HTML text (element content or a quoted attribute value): & < > " ' as entities,
+ * control characters and bytes that are not UTF-8 as U+FFFD. Names from a trace are untrusted:
+ * nothing in them can open a tag or end an attribute. */
+void report_html_text(FILE *out, const char *s);
+
+/* Writes json[0..n) (JSON text) for the inside of a <script> element: every '<' as \u003c, which
+ * means the same in a JSON string (the only place JSON has one), so that "</script>" or "<!--"
+ * in a name cannot end or change the element. */
+void report_script_json(FILE *out, const char *json, size_t n);
+
+/* The flame graph section's content for the trace m. */
+void report_flame(FILE *out, const md_model *m);
+
+/* The page's style sheet, its sections (the error catcher's script first), and its script. */
+extern const char report_page_css[];
+extern const char report_page_body[];
+extern const char report_page_script[];
+
+#endif
