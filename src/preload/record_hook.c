@@ -44,6 +44,7 @@
 
 #include "core/device.h"
 #include "heap_hook.h"
+#include "nccl/nccl.h"
 #include "nvtx/nvtx.h"
 #include "strobe/strobe.h"
 
@@ -447,6 +448,10 @@ EXPORT int InitializeInjectionNvtx2(void *get_export_table) {
     if (!active) return 0; /* not recorded (--no-follow's children): NVTX turns into no-ops */
     return strobe__nvtx_inject(get_export_table) > 0;
 }
+
+/* NCCL's profiler plugin tables (nccl/nccl.h): `strobe record` names this library in
+ * NCCL_PROFILER_PLUGIN, so that NCCL's events reach the session this copy of strobe holds. */
+STROBE__NCCL_DEFINE_EXPORTS(EXPORT)
 
 static void stop_at_exit(void);
 

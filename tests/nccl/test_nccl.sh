@@ -1,0 +1,49 @@
+#!/bin/bash
+# The NCCL profiler plugin (src/nccl) driven by nccl_driver, which plays NCCL's calls (see its
+# header): with the v5 table (API events, tasks, proxy thread) and the v4 table (tasks and proxy
+# thread only), no session running, so that the plugin starts one and writes it at finalize to
+# $STROBE_NCCL_OUTPUT (%p expanded). check_nccl_trace.py compares each trace with what the driver
+# did; the independent checkers (--strict) run on it where SHARED_DIR/validators exists. A second
+# v5 run under `strobe record` checks that the plugin records into the record session instead.
+# Usage: test_nccl.sh LIBSTROBE DRIVER OUT_DIR SHARED_DIR [STROBE_CLI]
+# Exit 77 (skipped) without python3.
+set -u
+lib=$1 driver=$2 out=$3 shared=$4 cli=${5:-}
+here=$(cd "$(dirname "$0")" && pwd)
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+rm -rf "$out" && mkdir -p "$out" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+have_validators=0
+if [ -x "$shared/validators/check_all.sh" ]; then
+    . "$here/../validators.sh"
+    have_validators=1
+else
+    echo "note: $shared/validators missing: independent checkers not run"
+fi
+
+for v in v5 v4; do
+    STROBE_NCCL_OUTPUT="$out/trace_${v}_%p.json" "$driver" "$lib" $v "$out/$v.log" \
+        >"$out/$v.out" 2>&1 || { cat "$out/$v.out"; fail "$v: driver exited $?"; }
+    pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$out/$v.log") ||
+        fail "$v: driver log"
+    trace="$out/trace_${v}_$pid.json"
+    [ -s "$trace" ] || fail "$v: no trace at $trace (%p not expanded?)"
+    python3 "$here/check_nccl_trace.py" "$trace" "$out/$v.log" || fail "$v: trace check"
+    if [ $have_validators = 1 ]; then
+        strobe_check_trace "$shared" "$trace" --strict >"$out/$v.validators.txt" 2>&1 ||
+            { cat "$out/$v.validators.txt"; fail "$v: validators"; }
+    fi
+    echo "ok: $v"
+done
+
+# Under strobe record: NCCL_PROFILER_PLUGIN names libstrobe_record.so (set by strobe record), the
+# plugin records into the record session and writes no trace of its own.
+if [ -n "$cli" ]; then
+    STROBE_NCCL_OUTPUT="$out/own_%p.json" "$cli" record -o "$out/record.json" -- \
+        sh -c 'exec "$0" "$NCCL_PROFILER_PLUGIN" v5 "$1"' "$driver" "$out/record.log" \
+        >"$out/record.out" 2>&1 || { cat "$out/record.out"; fail "record: exited $?"; }
+    ls "$out"/own_*.json >/dev/null 2>&1 && fail "record: the plugin wrote a trace of its own"
+    python3 "$here/check_nccl_trace.py" "$out/record.json" "$out/record.log" --merged ||
+        fail "record: trace check"
+    echo "ok: record"
+fi
