@@ -3,8 +3,9 @@
 # header): with the v5 table (API events, tasks, proxy thread) and the v4 table (tasks and proxy
 # thread only), no session running, so that the plugin starts one and writes it at finalize to
 # $STROBE_NCCL_OUTPUT (%p expanded). check_nccl_trace.py compares each trace with what the driver
-# did; the independent checkers (--strict) run on it where SHARED_DIR/validators exists. A second
-# v5 run under `strobe record` checks that the plugin records into the record session instead.
+# did; the independent checkers (--strict) run on it where SHARED_DIR/validators exists. A v5 run
+# writes Perfetto's format (for the checkers), and a v5 run under `strobe record` checks that the
+# plugin records into the record session instead.
 # Usage: test_nccl.sh LIBSTROBE DRIVER OUT_DIR SHARED_DIR [STROBE_CLI]
 # Exit 77 (skipped) without python3.
 set -u
@@ -35,6 +36,17 @@ for v in v5 v4; do
     fi
     echo "ok: $v"
 done
+
+# Perfetto's format (the suffix): the checkers read it.
+STROBE_NCCL_OUTPUT="$out/trace_%p.pftrace" "$driver" "$lib" v5 "$out/pf.log" >"$out/pf.out" 2>&1 ||
+    { cat "$out/pf.out"; fail "pftrace: driver exited $?"; }
+pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$out/pf.log")
+[ -s "$out/trace_$pid.pftrace" ] || fail "pftrace: no trace"
+if [ $have_validators = 1 ]; then
+    strobe_check_trace "$shared" "$out/trace_$pid.pftrace" --strict >"$out/pf.validators.txt" 2>&1 ||
+        { cat "$out/pf.validators.txt"; fail "pftrace: validators"; }
+fi
+echo "ok: pftrace"
 
 # Under strobe record: NCCL_PROFILER_PLUGIN names libstrobe_record.so (set by strobe record), the
 # plugin records into the record session and writes no trace of its own.
