@@ -51,7 +51,7 @@
 
 #define NAME_MAX_ 96
 #define ARGS_CAP 1024
-#define THREAD_DEPTH 64
+#define THREAD_DEPTH 4096 /* open ranges per thread at most */
 #define MAX_COMMS 64
 
 /* The event kinds that are ranges on their thread. */
@@ -526,9 +526,24 @@ nccl_result strobe__nccl_finalize(void *context) {
 
 /* ---- 4. events ------------------------------------------------------------------------------ */
 
-/* The calling thread's open ranges (events begun on it), innermost last. */
-static __thread nc_ev *tstack[THREAD_DEPTH];
-static __thread int tdepth;
+/* The calling thread's open ranges (events begun on it), innermost last: on the heap while any
+ * is open, so that the thread-local part stays a few words (libstrobe.so's thread-locals come
+ * from the static TLS block, which is small when NCCL dlopens it). */
+static __thread nc_ev **tstack;
+static __thread int tdepth, tcap;
+
+/* Under lock: pushes `e` on the calling thread's stack. @return 0, or -1 (full, or no memory). */
+static int tpush(nc_ev *e) {
+    if (tdepth == tcap) {
+        int cap = tcap ? tcap * 2 : 8;
+        nc_ev **n = cap <= THREAD_DEPTH ? realloc(tstack, (size_t)cap * sizeof *n) : NULL;
+        if (n == NULL) return -1;
+        tstack = n;
+        tcap = cap;
+    }
+    tstack[tdepth++] = e;
+    return 0;
+}
 
 /* Under lock: ends the calling thread's innermost ranges that were stopped. */
 static void drain(void) {
@@ -536,6 +551,11 @@ static void drain(void) {
         nc_ev *e = tstack[--tdepth];
         if (e->on_stack) strobe__end_internal();
         ev_release(e);
+    }
+    if (tdepth == 0 && tstack) {
+        free(tstack);
+        tstack = NULL;
+        tcap = 0;
     }
 }
 
@@ -629,12 +649,11 @@ static nccl_result start(nc_ctx *c, void **handle, const nc_desc *d) {
             comm_args(&a, c, d);
         }
         const strobe_site *site = site_of(name);
-        if (tdepth < THREAD_DEPTH && site != NULL) {
+        if (site != NULL && tpush(e) == 0) {
             strobe__begin_site_args(site, a.b, a.len);
             e->on_stack = 1;
             e->tid = my_tid();
             e->refs++;
-            tstack[tdepth++] = e;
         } else {
             stats.not_recorded++;
         }
