@@ -24,12 +24,12 @@
  * (a handle from another process — PXN — is not among them).
  *
  * Sessions: events are recorded into the session that runs in the process (one the program
- * started, or `strobe record`'s). When none runs at the first communicator's init, the plugin
- * starts one and, when the last communicator is finalized, stops it and writes it to
- * $STROBE_NCCL_OUTPUT (default "strobe_nccl_%p.json"; %p: pid, %r: rank, %%: '%'). The rank and
- * size of the largest communicator become the trace's "distributedInfo" (backend "nccl", with
- * "pg_count" and "pg_config": one entry per communicator), and "strobe_nccl" counts what the
- * plugin saw and what it could not use.
+ * started, or `strobe record`'s). When none runs at the first communicator's init (and the
+ * library is not `strobe record`'s: strobe__nccl_allow_own_session), the plugin starts one and,
+ * when the last communicator is finalized, stops it and writes it to $STROBE_NCCL_OUTPUT (default
+ * "strobe_nccl_%p.json"; %p: pid, %r: rank, %%: '%'). The rank and size of the largest communicator
+ * become the trace's "distributedInfo" (backend "nccl", with "pg_count" and "pg_config": one entry
+ * per communicator), and "strobe_nccl" counts what the plugin saw and what it could not use.
  *
  * Contents: 1. live handles, 2. names and args, 3. communicators and sessions, 4. events,
  * 5. the version entry points. */
@@ -347,8 +347,9 @@ static void comm_args(nc_args *a, const nc_ctx *c, const nc_desc *d) {
 /* ---- 3. communicators and sessions --------------------------------------------------------- */
 
 static nc_ctx *comms[MAX_COMMS];
-static int n_comms;     /* live communicators */
-static int own_session; /* the plugin started the running session */
+static int n_comms;       /* live communicators */
+static int own_session;   /* the plugin started the running session */
+static int allow_own = 1; /* strobe__nccl_allow_own_session() */
 static nccl_logger_fn logger;
 
 static int64_t my_tid(void) {
@@ -479,7 +480,7 @@ static nccl_result comm_init(void **context, int *mask, int version, const char 
         }
     }
     n_comms++;
-    if (!strobe_is_running()) {
+    if (allow_own && !strobe_is_running()) {
         strobe_config cfg;
         strobe_config_init(&cfg);
         if (strobe_start(&cfg) == 0) own_session = 1;
@@ -489,6 +490,12 @@ static nccl_result comm_init(void **context, int *mask, int version, const char 
     *mask = (version >= 5 ? THREAD_TYPES : (THREAD_TYPES & 0xff)) | ASYNC_TYPES;
     *context = c;
     return NCCL_ABI_SUCCESS;
+}
+
+void strobe__nccl_allow_own_session(int allow) {
+    pthread_mutex_lock(&lock);
+    allow_own = allow;
+    pthread_mutex_unlock(&lock);
 }
 
 nccl_result strobe__nccl_finalize(void *context) {

@@ -31,6 +31,11 @@ nccl_result strobe__nccl_state_v4(void *handle, int state, nccl_abi_state_args_v
 nccl_result strobe__nccl_state_v3(void *handle, int state, nccl_abi_state_args_v3 *args);
 nccl_result strobe__nccl_finalize(void *context);
 
+/* Whether the plugin may start a session of its own when none runs at a communicator's init
+ * (default 1). `strobe record`'s library sets 0: its session (which may start later, with
+ * --delay) is the only one, and a process it does not record gets no trace from the plugin. */
+void strobe__nccl_allow_own_session(int allow);
+
 /* The plugin's name in NCCL's log. */
 #define STROBE__NCCL_NAME "strobe"
 

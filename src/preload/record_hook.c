@@ -475,6 +475,8 @@ __attribute__((constructor)) static void strobe_record_start(void) {
     strobe__heap_resolve();
     __atomic_store_n(&real_exit, (exit_fn)dlsym(RTLD_NEXT, "_exit"), __ATOMIC_RELEASE);
     int quiet = strobe__heap_quiet(1);
+    /* NCCL's events go to the record session only, never to one the plugin would start. */
+    strobe__nccl_allow_own_session(0);
     active = read_settings();
     if (!active) {
         strobe__heap_set_tracing(0);

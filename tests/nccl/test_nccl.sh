@@ -4,8 +4,9 @@
 # thread only), no session running, so that the plugin starts one and writes it at finalize to
 # $STROBE_NCCL_OUTPUT (%p expanded). check_nccl_trace.py compares each trace with what the driver
 # did; the independent checkers (--strict) run on it where SHARED_DIR/validators exists. A v5 run
-# writes Perfetto's format (for the checkers), and a v5 run under `strobe record` checks that the
-# plugin records into the record session instead.
+# writes Perfetto's format (for the checkers), a v5 run under `strobe record` checks that the
+# plugin records into the record session instead, and one with strobe record's library outside
+# strobe record that it then records nothing.
 # Usage: test_nccl.sh LIBSTROBE DRIVER OUT_DIR SHARED_DIR [STROBE_CLI]
 # Exit 77 (skipped) without python3.
 set -u
@@ -58,4 +59,14 @@ if [ -n "$cli" ]; then
     python3 "$here/check_nccl_trace.py" "$out/record.json" "$out/record.log" --merged ||
         fail "record: trace check"
     echo "ok: record"
+fi
+
+# strobe record's library named as the plugin in a process it does not record: the plugin records
+# nothing and starts no session of its own.
+rec_lib="$(dirname "$lib")/libstrobe_record.so"
+if [ -e "$rec_lib" ]; then
+    STROBE_NCCL_OUTPUT="$out/inactive_%p.json" "$driver" "$rec_lib" v5 "$out/inactive.log" \
+        >"$out/inactive.out" 2>&1 || { cat "$out/inactive.out"; fail "inactive: driver exited $?"; }
+    ls "$out"/inactive_*.json >/dev/null 2>&1 && fail "inactive: the plugin wrote a trace"
+    echo "ok: inactive"
 fi
