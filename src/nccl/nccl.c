@@ -48,6 +48,7 @@
 #include "strobe/error.h"
 #include "strobe/result.h"
 #include "strobe/session.h"
+#include "trace/kineto.h"
 
 #define NAME_MAX_ 96
 #define ARGS_CAP 1024
@@ -403,8 +404,19 @@ static void put_metadata(void) {
                 first ? "" : ",", a.b + 2, hex, c->n_ranks, c->rank);
             first = 0;
         }
-        o += (size_t)snprintf(j + o, sizeof j - o, "]}");
-        if (o < sizeof j) (void)strobe_add_metadata_json("distributedInfo", j);
+        o += (size_t)snprintf(j + o, sizeof j - o, "]");
+        /* NCCL gives no local rank: the launcher's, where it set one. */
+        static const char *const local[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                            "MPI_LOCALRANKID", "SLURM_LOCALID"};
+        for (size_t i = 0; i < sizeof local / sizeof local[0]; i++) {
+            const char *v = getenv(local[i]);
+            if (v && *v && strspn(v, "0123456789") == strlen(v) && strlen(v) < 10) {
+                o += (size_t)snprintf(j + o, sizeof j - o, ",\"local_rank\":%s", v);
+                break;
+            }
+        }
+        o += (size_t)snprintf(j + o, sizeof j - o, "}");
+        if (o < sizeof j) (void)strobe_add_metadata_json(STROBE_KINETO_KEY_DISTRIBUTED_INFO, j);
     }
     snprintf(j, sizeof j,
              "{\"events\":%llu,\"unknown_event_types\":%llu,\"unknown_handles\":%llu,"

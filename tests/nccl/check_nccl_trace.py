@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks a trace written through strobe's NCCL profiler plugin against what nccl_driver did.
 
-Usage: check_nccl_trace.py TRACE DRIVER_LOG [--merged]
+Usage: check_nccl_trace.py TRACE DRIVER_LOG [--merged] [--local-rank]
 
 The driver's log gives, per event, its name, its thread and the CLOCK_REALTIME times around its
 start and stop calls. Checked: every event is in the trace once, as a range of its name, on the
@@ -12,6 +12,7 @@ nest; never after its group); ranges nest as NCCL made them; the collective args
 driver gave (torch's record_param_comms names and value forms); the trace's distributedInfo and
 strobe_nccl say what the driver made and which bad calls it made. --merged: a `strobe record`
 trace (several processes; only the driver's pid is checked, and no plugin-own metadata).
+--local-rank: the driver ran with LOCAL_RANK=3, which distributedInfo must carry.
 """
 import json
 import sys
@@ -139,6 +140,8 @@ def main():
             di.get("world_size") != 4 or di.get("pg_count") != 1 or \
             di["pg_config"][0].get("pg_name") != "world" or di["pg_config"][0].get("pg_size") != 4:
         fail(f"distributedInfo: {di}")
+    if "--local-rank" in sys.argv[3:] and di.get("local_rank") != 3:
+        fail(f"distributedInfo: local_rank {di.get('local_rank')} (LOCAL_RANK=3)")
     sn = trace.get("strobe_nccl")
     if not merged or sn is not None:
         # One unknown type; stops of 0x1234, a stack address and a stopped handle, and a state

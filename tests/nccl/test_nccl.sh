@@ -24,13 +24,13 @@ else
 fi
 
 for v in v5 v4; do
-    STROBE_NCCL_OUTPUT="$out/trace_${v}_%p.json" "$driver" "$lib" $v "$out/$v.log" \
+    LOCAL_RANK=3 STROBE_NCCL_OUTPUT="$out/trace_${v}_%p.json" "$driver" "$lib" $v "$out/$v.log" \
         >"$out/$v.out" 2>&1 || { cat "$out/$v.out"; fail "$v: driver exited $?"; }
     pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$out/$v.log") ||
         fail "$v: driver log"
     trace="$out/trace_${v}_$pid.json"
     [ -s "$trace" ] || fail "$v: no trace at $trace (%p not expanded?)"
-    python3 "$here/check_nccl_trace.py" "$trace" "$out/$v.log" || fail "$v: trace check"
+    python3 "$here/check_nccl_trace.py" "$trace" "$out/$v.log" --local-rank || fail "$v: trace check"
     if [ $have_validators = 1 ]; then
         strobe_check_trace "$shared" "$trace" --strict >"$out/$v.validators.txt" 2>&1 ||
             { cat "$out/$v.validators.txt"; fail "$v: validators"; }
