@@ -274,9 +274,34 @@ static void arg_raw(nc_args *a, const char *key, const char *json) {
     a->len += kl + jl + 2;
 }
 static void arg_i64(nc_args *a, const char *key, int64_t v) {
-    char j[24];
-    snprintf(j, sizeof j, "%lld", (long long)v);
-    arg_raw(a, key, j);
+    /* By hand: snprintf was most of an event's cost. */
+    char j[24], *p = j + sizeof j - 1;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    *p = '\0';
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) *--p = '-';
+    arg_raw(a, key, p);
+}
+
+/* out = a b c, cut to cap - 1 bytes. */
+static void cat3(char *out, size_t cap, const char *a, const char *b, const char *c) {
+    size_t o = 0;
+    for (const char *const *p = (const char *const[]){a, b, c, NULL}; *p; p++)
+        for (const char *q = *p; *q && o + 1 < cap; q++)
+            out[o++] = *q;
+    out[o] = '\0';
+}
+
+/* "0x" and 16 hex digits. */
+static void hex64(char out[19], uint64_t v) {
+    out[0] = '0';
+    out[1] = 'x';
+    for (int i = 0; i < 16; i++)
+        out[2 + i] = "0123456789abcdef"[(v >> (60 - 4 * i)) & 0xf];
+    out[18] = '\0';
 }
 static void arg_str(nc_args *a, const char *key, const char *s) {
     char j[200];
@@ -333,7 +358,7 @@ static void comm_args(nc_args *a, const nc_ctx *c, const nc_desc *d) {
     const char *pg = d->has_comm ? d->comm_name : c->comm_name;
     uint64_t hash = d->has_comm ? d->comm_hash : c->comm_hash;
     char hex[24];
-    snprintf(hex, sizeof hex, "0x%016llx", (unsigned long long)hash);
+    hex64(hex, hash);
     arg_str(a, "Process Group Name", pg && *pg ? pg : hex);
     arg_i64(a, "Rank", d->rank);
     if (d->seq >= 0) arg_i64(a, "Seq", d->seq);
@@ -639,7 +664,7 @@ static nccl_result start(nc_ctx *c, void **handle, const nc_desc *d) {
         e->parent = p;
         p->refs++;
     }
-    if (d->func) snprintf(e->func, sizeof e->func, "%s", d->func);
+    if (d->func) cat3(e->func, sizeof e->func, d->func, "", "");
     if (e->parent && e->func[0] == '\0') memcpy(e->func, e->parent->func, sizeof e->func);
     if (e->parent && e->seq < 0) e->seq = e->parent->seq;
     if (d->proxy_op) {
@@ -657,14 +682,14 @@ static nccl_result start(nc_ctx *c, void **handle, const nc_desc *d) {
         nc_args a = {.len = 0};
         const char *fixed = type_range_name(t);
         if (fixed) {
-            snprintf(name, sizeof name, "%s", fixed);
+            cat3(name, sizeof name, fixed, "", "");
             if (t == NCCL_EV_GROUP_API && d->root >= 0) arg_i64(&a, "Group depth", d->root);
         } else {
             char sn[48];
             snake(sn, sizeof sn, d->func ? d->func : "unknown");
             /* v5's tasks: the API call is the operation, the task its enqueueing. */
             int task = c->version >= 5 && (t == NCCL_EV_COLL || t == NCCL_EV_P2P);
-            snprintf(name, sizeof name, "nccl:%s%s", sn, task ? ":task" : "");
+            cat3(name, sizeof name, "nccl:", sn, task ? ":task" : "");
             comm_args(&a, c, d);
         }
         const strobe_site *site = site_of(name);

@@ -11,7 +11,8 @@
  * layouts are checked against the offsets of NCCL's declarations (x86-64 / LP64), worked out by
  * hand from their field order, so that strobe's own declarations cannot drift unnoticed.
  *
- * Usage: nccl_driver LIBRARY v5|v4 LOG */
+ * Usage: nccl_driver LIBRARY v5|v4 LOG
+ *        nccl_driver LIBRARY bench N   (the plugin's cost per event; see bench()) */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -178,9 +179,53 @@ static void nccl_log(int level, unsigned long flags, const char *file, int line,
     fprintf(stderr, "nccl_driver: plugin logged: %s\n", fmt);
 }
 
+/* bench: the cost of the plugin per event pair, in the session it starts: N collective API
+ * calls (a range with record_param_comms args) and N proxy steps (a backend event), against the
+ * floor of two clock reads. Prints ns per pair. */
+static int bench(long n) {
+    int mask = 0;
+    if (p5->init(&ctx, 1, &mask, "bench", 1, 2, 0, NULL) != 0) return 1;
+    nccl_abi_descr_v5 d;
+    memset(&d, 0, sizeof d);
+    int64_t t0 = now();
+    for (long i = 0; i < n; i++)
+        (void)now(), (void)now();
+    int64_t t1 = now();
+    for (long i = 0; i < n; i++) {
+        void *h = NULL;
+        d.type = NCCL_EV_COLL_API;
+        d.coll_api.func = "AllReduce";
+        d.coll_api.count = 1024;
+        d.coll_api.datatype = "ncclFloat32";
+        d.coll_api.root = -1;
+        p5->start_event(ctx, &h, &d);
+        p5->stop_event(h);
+    }
+    int64_t t2 = now();
+    for (long i = 0; i < n; i++) {
+        void *h = NULL;
+        memset(&d, 0, sizeof d);
+        d.type = NCCL_EV_PROXY_STEP;
+        d.proxy_step.step = (int)i;
+        p5->start_event(ctx, &h, &d);
+        p5->record_event_state(h, NCCL_ST_PROXY_STEP_SEND_WAIT, NULL);
+        p5->stop_event(h);
+    }
+    int64_t t3 = now();
+    printf("floor (2 clock reads) %.1f ns, coll API start+stop %.1f ns, proxy step "
+           "start+state+stop %.1f ns (n=%ld)\n",
+           (double)(t1 - t0) / n, (double)(t2 - t1) / n, (double)(t3 - t2) / n, n);
+    return p5->finalize(ctx);
+}
+
 int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[2], "bench") == 0) {
+        void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+        p5 = lib ? dlsym(lib, "ncclProfiler_v5") : NULL;
+        return p5 ? bench(atol(argv[3])) : 1;
+    }
     if (argc != 4 || (strcmp(argv[2], "v5") && strcmp(argv[2], "v4"))) {
-        fprintf(stderr, "usage: nccl_driver LIBRARY v5|v4 LOG\n");
+        fprintf(stderr, "usage: nccl_driver LIBRARY v5|v4 LOG | nccl_driver LIBRARY bench N\n");
         return 2;
     }
     int v5 = strcmp(argv[2], "v5") == 0;
