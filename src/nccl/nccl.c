@@ -16,7 +16,9 @@
  *   control, kernel channels, network plugin events) overlap without nesting and may end on
  *   another thread: each is recorded when it stops as a backend event with its start and stop
  *   times, on a track of its own: "NCCL proxy ch<C> send|recv" (ops), the same with
- *   " step slot <S>" (steps, S = step % 8: NCCL keeps at most 8 in flight per channel),
+ *   " step slot <S>" (steps, S = step % 8: NCCL keeps at most 8 in flight per channel; each
+ *   step's states are its children there: "send GPU wait", "send peer wait", "send network
+ *   wait", "recv network wait", "recv flush wait", "recv GPU wait"),
  *   "NCCL kernel ch<C>", "NCCL proxy ctrl", "NCCL net". The "Debug handle" of an op or kernel
  *   channel is its collective's sequence number (-1: unknown).
  * A task stays alive (reference counted) until the proxy ops started under it stop, so that an op
@@ -54,6 +56,7 @@
 #define ARGS_CAP 1024
 #define THREAD_DEPTH 4096 /* open ranges per thread at most */
 #define MAX_COMMS 64
+#define STEP_STATES 6
 
 /* The event kinds that are ranges on their thread. */
 #define THREAD_TYPES                                                                               \
@@ -85,6 +88,10 @@ typedef struct nc_ev {
     int64_t seq; /* collective's sequence number; -1: unknown */
     /* async events */
     int channel, is_send, peer, step, state;
+    /* Proxy steps: the states they went through and when (the last STEP_STATES kept). */
+    int n_states;
+    int st_state[STEP_STATES];
+    int64_t st_ns[STEP_STATES];
 } nc_ev;
 
 /* ---- 1. live handles: a set of pointers (open addressing, tombstones), under `lock` -------- */
@@ -708,6 +715,26 @@ static nccl_result start(nc_ctx *c, void **handle, const nc_desc *d) {
     return NCCL_ABI_SUCCESS;
 }
 
+/* What a proxy step waits for in a state (NCCL's ProxyStep states), or NULL. */
+static const char *step_state_name(int st) {
+    switch (st) {
+    case NCCL_ST_PROXY_STEP_SEND_GPU_WAIT:
+        return "GPU wait";
+    case NCCL_ST_PROXY_STEP_SEND_PEER_WAIT:
+        return "peer wait";
+    case NCCL_ST_PROXY_STEP_SEND_WAIT:
+        return "network wait";
+    case NCCL_ST_PROXY_STEP_RECV_WAIT:
+        return "network wait";
+    case NCCL_ST_PROXY_STEP_RECV_FLUSH_WAIT:
+        return "flush wait";
+    case NCCL_ST_PROXY_STEP_RECV_GPU_WAIT:
+        return "GPU wait";
+    default:
+        return NULL;
+    }
+}
+
 /* Under lock: an async event as a backend event on its track. */
 static void record_async(nc_ev *e, int64_t end_ns) {
     char name[NAME_MAX_], track[NAME_MAX_];
@@ -744,6 +771,17 @@ static void record_async(nc_ev *e, int64_t end_ns) {
         break;
     }
     strobe_record_backend_event_ns(e->start_ns, end_ns, handle, name, track);
+    /* A step's states as its children: each from its transition to the next one (or the stop),
+     * on the step's track, where they nest in it. */
+    for (int i = 0; e->type == NCCL_EV_PROXY_STEP && i < e->n_states; i++) {
+        int64_t a = e->st_ns[i], b = i + 1 < e->n_states ? e->st_ns[i + 1] : end_ns;
+        if (a < e->start_ns) a = e->start_ns;
+        if (b > end_ns || b < a) b = end_ns < a ? a : end_ns;
+        const char *what = step_state_name(e->st_state[i]);
+        if (what == NULL) continue;
+        cat3(name, sizeof name, dir, " ", what);
+        strobe_record_backend_event_ns(a, b, handle, name, track);
+    }
 }
 
 nccl_result strobe__nccl_stop(void *handle) {
@@ -777,6 +815,15 @@ static void state(void *handle, int st, size_t trans_size) {
     } else {
         stats.states++;
         e->state = st;
+        if (e->type == NCCL_EV_PROXY_STEP) {
+            if (e->n_states == STEP_STATES) {
+                memmove(e->st_state, e->st_state + 1, sizeof e->st_state - sizeof e->st_state[0]);
+                memmove(e->st_ns, e->st_ns + 1, sizeof e->st_ns - sizeof e->st_ns[0]);
+                e->n_states--;
+            }
+            e->st_state[e->n_states] = st;
+            e->st_ns[e->n_states++] = strobe_clock_now_ns();
+        }
     }
     pthread_mutex_unlock(&lock);
 }

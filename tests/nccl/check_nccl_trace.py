@@ -97,6 +97,24 @@ def main():
         got = thread_names.get(found[name]["tid"])
         if got != "Backend: " + track:
             fail(f"{name}: track '{got}', want 'Backend: {track}'")
+    # A step's states are its children on its track: "send GPU wait" from its SendGPUWait state
+    # to its SendWait state (the driver slept 2 ms twice in between), then "send network wait"
+    # to the step's stop (one 2 ms sleep at least).
+    for step in ("send step 0", "send step 1"):
+        parent = found[step]
+        kids = sorted((r for r in ranges if r["tid"] == parent["tid"] and r is not parent),
+                      key=lambda r: float(r["ts"]))
+        if [k["name"] for k in kids] != ["send GPU wait", "send network wait"]:
+            fail(f"{step}: state ranges {[k['name'] for k in kids]}")
+        ps, pe = ns(parent["ts"]), ns(parent["ts"]) + round(float(parent["dur"]) * 1000)
+        a0, a1 = ns(kids[0]["ts"]), ns(kids[0]["ts"]) + round(float(kids[0]["dur"]) * 1000)
+        b0, b1 = ns(kids[1]["ts"]), ns(kids[1]["ts"]) + round(float(kids[1]["dur"]) * 1000)
+        # (writers may move a time by a nanosecond or so to keep a track's slices strictly
+        # nested)
+        if not (ps <= a0 and abs(a1 - b0) <= 1000 and abs(b1 - pe) <= 1000):
+            fail(f"{step}: states [{a0},{a1}] [{b0},{b1}] do not tile the step [{ps},{pe}]")
+        if a1 - a0 < 3_900_000 or b1 - b0 < 1_900_000:
+            fail(f"{step}: GPU wait {a1 - a0} ns (>= 4 ms), network wait {b1 - b0} ns (>= 2 ms)")
     for name in ("AllReduce send to 2", "AllReduce kernel"):
         if found[name]["args"].get("Debug handle") != 7:
             fail(f"{name}: Debug handle {found[name]['args'].get('Debug handle')} (want seq 7)")
