@@ -4,7 +4,7 @@
 # thread only), no session running, so that the plugin starts one and writes it at finalize to
 # $STROBE_NCCL_OUTPUT (%p expanded). check_nccl_trace.py compares each trace with what the driver
 # did; the independent checkers (--strict) run on it where SHARED_DIR/validators exists. A v5 run
-# writes Perfetto's format (for the checkers), a v5 run under `strobe record` checks that the
+# writes Perfetto's format (for the checkers, and read back through strobe convert), a v5 run under `strobe record` checks that the
 # plugin records into the record session instead, and one with strobe record's library outside
 # strobe record that it then records nothing.
 # Usage: test_nccl.sh LIBSTROBE DRIVER OUT_DIR SHARED_DIR [STROBE_CLI]
@@ -46,6 +46,10 @@ pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "
 if [ $have_validators = 1 ]; then
     strobe_check_trace "$shared" "$out/trace_$pid.pftrace" --strict >"$out/pf.validators.txt" 2>&1 ||
         { cat "$out/pf.validators.txt"; fail "pftrace: validators"; }
+fi
+if [ -n "$cli" ]; then # read back through strobe convert: the same events, args and metadata
+    "$cli" convert -q "$out/trace_$pid.pftrace" "$out/pf_back.json" || fail "pftrace: convert"
+    python3 "$here/check_nccl_trace.py" "$out/pf_back.json" "$out/pf.log" || fail "pftrace: check"
 fi
 echo "ok: pftrace"
 
