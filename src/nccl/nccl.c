@@ -28,7 +28,8 @@
  * Sessions: events are recorded into the session that runs in the process (one the program
  * started, or `strobe record`'s). When none runs at the first communicator's init (and the
  * library is not `strobe record`'s: strobe__nccl_allow_own_session), the plugin starts one and,
- * when the last communicator is finalized, stops it and writes it to $STROBE_NCCL_OUTPUT (default
+ * when the last communicator is finalized (or at exit), stops it and writes it to
+ * $STROBE_NCCL_OUTPUT (default
  * "strobe_nccl_%p.json"; %p: pid, %r: rank, %%: '%'). The rank and size of the largest communicator
  * become the trace's "distributedInfo" (backend "nccl", with "pg_count" and "pg_config": one entry
  * per communicator), and "strobe_nccl" counts what the plugin saw and what it could not use.
@@ -502,6 +503,28 @@ static void log_warn(const char *fmt, ...) {
     logger(2 /* NCCL_LOG_WARN */, 1 /* NCCL_INIT */, __FILE__, __LINE__, "%s", msg);
 }
 
+/* Under lock: stops the plugin's own session and writes it. */
+static void own_stop(void) {
+    own_session = 0;
+    put_metadata();
+    strobe_result *r = NULL;
+    char path[4096];
+    output_path(path, sizeof path);
+    if (strobe_stop(&r) == 0) {
+        int rc = strobe_result_save(r, path);
+        if (rc) log_warn("strobe: cannot write %s: %s", path, strobe_strerror(rc));
+        strobe_result_free(r);
+    }
+}
+
+/* Many programs never destroy their communicators: the plugin's own session is written at exit
+ * then. */
+static void own_at_exit(void) {
+    pthread_mutex_lock(&lock);
+    if (own_session) own_stop();
+    pthread_mutex_unlock(&lock);
+}
+
 static nccl_result comm_init(void **context, int *mask, int version, const char *comm_name,
                              uint64_t hash, int n_nodes, int n_ranks, int rank,
                              nccl_logger_fn log) {
@@ -527,7 +550,11 @@ static nccl_result comm_init(void **context, int *mask, int version, const char 
     if (allow_own && !strobe_is_running()) {
         strobe_config cfg;
         strobe_config_init(&cfg);
-        if (strobe_start(&cfg) == 0) own_session = 1;
+        if (strobe_start(&cfg) == 0) {
+            static int registered;
+            own_session = 1;
+            if (!registered) registered = atexit(own_at_exit) == 0;
+        }
     }
     put_metadata();
     pthread_mutex_unlock(&lock);
@@ -560,17 +587,7 @@ nccl_result strobe__nccl_finalize(void *context) {
     }
     /* Events may still point at the context: it is kept (a few bytes per communicator). */
     ((nc_ctx *)context)->live = 0;
-    if (--n_comms == 0 && own_session) {
-        own_session = 0;
-        strobe_result *r = NULL;
-        char path[4096];
-        output_path(path, sizeof path);
-        if (strobe_stop(&r) == 0) {
-            int rc = strobe_result_save(r, path);
-            if (rc) log_warn("strobe: cannot write %s: %s", path, strobe_strerror(rc));
-            strobe_result_free(r);
-        }
-    }
+    if (--n_comms == 0 && own_session) own_stop();
     pthread_mutex_unlock(&lock);
     return NCCL_ABI_SUCCESS;
 }

@@ -3,10 +3,11 @@
 # header): with the v5 table (API events, tasks, proxy thread) and the v4 table (tasks and proxy
 # thread only), no session running, so that the plugin starts one and writes it at finalize to
 # $STROBE_NCCL_OUTPUT (%p expanded). check_nccl_trace.py compares each trace with what the driver
-# did; the independent checkers (--strict) run on it where SHARED_DIR/validators exists. A v5 run
-# writes Perfetto's format (for the checkers, and read back through strobe convert), a v5 run under `strobe record` checks that the
-# plugin records into the record session instead, and one with strobe record's library outside
-# strobe record that it then records nothing.
+# did; the independent checkers (--strict) run on it where SHARED_DIR/validators exists. Then v5
+# runs: one that never finalizes (its trace is written at exit), one writing Perfetto's format
+# (for the checkers, and read back through strobe convert), one under `strobe record` (the plugin
+# records into the record session instead), and one with strobe record's library outside strobe
+# record (the plugin records nothing).
 # Usage: test_nccl.sh LIBSTROBE DRIVER OUT_DIR SHARED_DIR [STROBE_CLI]
 # Exit 77 (skipped) without python3.
 set -u
@@ -37,6 +38,14 @@ for v in v5 v4; do
     fi
     echo "ok: $v"
 done
+
+# No finalize (programs that never destroy their communicators): the trace is written at exit.
+NCCL_DRIVER_NO_FINALIZE=1 STROBE_NCCL_OUTPUT="$out/nofin_%p.json" "$driver" "$lib" v5 \
+    "$out/nofin.log" >"$out/nofin.out" 2>&1 || { cat "$out/nofin.out"; fail "nofin: driver exited $?"; }
+pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$out/nofin.log")
+[ -s "$out/nofin_$pid.json" ] || fail "nofin: no trace written at exit"
+python3 "$here/check_nccl_trace.py" "$out/nofin_$pid.json" "$out/nofin.log" || fail "nofin: check"
+echo "ok: no finalize"
 
 # Perfetto's format (the suffix): the checkers read it.
 STROBE_NCCL_OUTPUT="$out/trace_%p.pftrace" "$driver" "$lib" v5 "$out/pf.log" >"$out/pf.out" 2>&1 ||
