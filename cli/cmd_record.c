@@ -43,7 +43,8 @@ const char cmd_record_usage[] =
     "    PROGRAM runs as it would without strobe: the same standard input, output and error,\n"
     "    working folder, arguments and environment, but for the variables strobe adds for\n"
     "    itself (STROBE_RECORD_*, its library at the end of LD_PRELOAD, and as the NVTX and\n"
-    "    CUDA tool: NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH). Ctrl-C and\n"
+    "    CUDA tool and NCCL's profiler plugin: NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH,\n"
+    "    NCCL_PROFILER_PLUGIN). Ctrl-C and\n"
     "    Ctrl-\\ go to PROGRAM (strobe record ignores them and writes the trace when PROGRAM\n"
     "    is done); SIGTERM and SIGHUP sent to strobe record are passed on to PROGRAM.\n"
     "\n"
@@ -424,6 +425,9 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
     if (rc == 0 && !getenv("NVTX_INJECTION64_PATH")) rc = env_add(e, "NVTX_INJECTION64_PATH", lib);
     if (rc == 0 && o->cuda && !getenv("CUDA_INJECTION64_PATH"))
         rc = env_add(e, "CUDA_INJECTION64_PATH", lib);
+    /* NCCL's events reach the session through its profiler plugin (src/nccl), unless the user
+     * named a plugin of their own. */
+    if (rc == 0 && !getenv("NCCL_PROFILER_PLUGIN")) rc = env_add(e, "NCCL_PROFILER_PLUGIN", lib);
     if (rc == 0) {
         size_t len = (preload ? strlen(preload) + 1 : 0) + strlen(lib) + 1;
         char *v = malloc(len);

@@ -29,10 +29,23 @@ const char cmd_trigger_usage[] =
     "    multiple of the round-up (default 1) and records N steps, each a ProfilerStep#K range.\n"
     "\n"
     "    The traced process writes the trace itself. PATH is made absolute against this\n"
-    "    command's working directory; when several processes trace, each one's pid is put\n"
+    "    command's working directory. In PATH, each process expands %p to its pid, %r to its\n"
+    "    rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; 0 when none is set) and\n"
+    "    %% to '%'. Without %p or %r, when several processes trace, each one's pid is put\n"
     "    before the file name's first dot (trace.json -> trace.1234.json). The process only\n"
     "    writes into its allowed folders (by default the temp folder and its working directory),\n"
     "    never through '..' or a link. The format follows PATH's suffix, as strobe_result_save().\n"
+    "\n"
+    "    A job on many hosts: run one trigger per host, each with --all, through the job's\n"
+    "    launcher, in iteration mode with a round-up, so that every rank starts at the same\n"
+    "    step (the first multiple of N after the step it is at when the request arrives):\n"
+    "        mpirun -np HOSTS --map-by ppr:1:node strobe trigger --all --iterations 5 \\\n"
+    "            --start-iteration-roundup 100 -o '/tmp/trace_%r.json'\n"
+    "    The ranks of a synchronous job step together, so they agree unless a multiple of N\n"
+    "    passes between the first and the last rank's request: make N large against the steps\n"
+    "    that pass while the launcher reaches every host. --all reaches the processes whose\n"
+    "    endpoint is in this command's socket folder ($STROBE_RUNTIME_DIR, else\n"
+    "    $XDG_RUNTIME_DIR/strobe, else /tmp/strobe-UID).\n"
     "\n"
     "    --flight-dump writes the window a process's flight recorder keeps (its own session\n"
     "    with ring_bytes or ring_ms) to PATH, while it goes on recording.\n"
@@ -232,10 +245,13 @@ int cmd_trigger(int argc, char **argv) {
         fprintf(stderr, "strobe trigger: out of memory\n");
         return CLI_BAD_INPUT;
     }
+    /* A path with %p or %r names each process's file already (the process expands them). */
+    int per_process = strstr(output, "%p") != NULL || strstr(output, "%r") != NULL;
     for (size_t i = 0; i < n; i++) {
         t[i].pid = pids[i];
         t[i].fd = -1;
-        if (odc_output_path(output, n > 1 ? pids[i] : -1, t[i].output, sizeof t[i].output) != 0) {
+        long tag = n > 1 && !per_process ? pids[i] : -1;
+        if (odc_output_path(output, tag, t[i].output, sizeof t[i].output) != 0) {
             free(t);
             free(pids);
             return cli_usage_error(cmd, "output path too long", output);

@@ -17,7 +17,8 @@
 #     ends the program only, and strobe record writes the trace and exits 130;
 #  6. --no-follow: one process, and what it runs sees no STROBE_RECORD_* nor LD_PRELOAD; with
 #     following, the program's environment differs from a plain run only by those and
-#     NVTX_INJECTION64_PATH (the library as the program's NVTX tool);
+#     NVTX_INJECTION64_PATH and NCCL_PROFILER_PLUGIN (the library as the program's NVTX tool and
+#     NCCL profiler plugin);
 #  7. .pftrace output read back by `strobe info` and `strobe summary`, .json.gz output; --stats; --keep-parts;
 #     --delay past the program's end writes nothing; --duration stops recording; CUDA through
 #     the stand-in CUPTI: the launch, its kernel and their flow, in JSON and .pftrace;
@@ -226,7 +227,7 @@ want(not [e for e in mem if 55555 <= abs(e["args"]["Bytes"]) <= 55555 + 64], "th
 env -u LD_PRELOAD /bin/sh -c "env >'$out/plain.env'"
 env -u LD_PRELOAD "$strobe" record -q -o "$out/env.json" -- /bin/sh -c "env >'$out/recorded.env'" ||
   fail "recorded env run failed"
-diff <(grep -vE '^(STROBE_RECORD_[A-Z_]*|LD_PRELOAD|NVTX_INJECTION64_PATH)=' "$out/recorded.env" | sort) <(sort "$out/plain.env") ||
+diff <(grep -vE '^(STROBE_RECORD_[A-Z_]*|LD_PRELOAD|NVTX_INJECTION64_PATH|NCCL_PROFILER_PLUGIN)=' "$out/recorded.env" | sort) <(sort "$out/plain.env") ||
   fail "the recorded program's environment differs by more than strobe's variables"
 grep -q '^STROBE_RECORD_DIR=' "$out/recorded.env" || fail "the recorded program has no STROBE_RECORD_DIR"
 traces+=("$out/nofollow.json")

@@ -415,12 +415,17 @@ static const char *c_name(cthread *c, const strobe_site *site, const char *name,
 }
 
 /* The event's own args (a site's constant args, kept as they are: they live as long as the
- * process; a payload, copied). */
+ * process; a payload and args copied into the record, copied, keys too). */
 static int event_args(cthread *c, uint32_t idx, const strobe__dec_event *d) {
     int rc = 0;
     for (size_t i = 0; i < d->nargs && rc == 0; i++) {
         const strobe__dec_arg *a = &d->args[i];
-        rc = strobe__event_put_arg(c->r, idx, a->key, a->json, a->transient, 1);
+        const char *key = a->key;
+        if (a->transient) {
+            key = strobe__pool_strdup(&c->r->pool, key);
+            if (key == NULL) return STROBE_ENOMEM;
+        }
+        rc = strobe__event_put_arg(c->r, idx, key, a->json, a->transient, 1);
     }
     return rc;
 }

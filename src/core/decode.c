@@ -202,6 +202,11 @@ static int on_ext(strobe__decoder *d, strobe__dec_thread *t, const uint64_t *w) 
         }
         return 0;
     }
+    if (sub == STROBE__EXT_ARGS) {
+        t->pend_args = len ? bytes : NULL;
+        t->pend_args_len = len;
+        return 0;
+    }
     if (sub == STROBE__EXT_PAYLOAD) {
         if (len == 16) {
             t->pend_ptype = (int)(uint32_t)w[2];
@@ -327,6 +332,20 @@ static void named(strobe__decoder *d, strobe__dec_thread *t, strobe__dec_event *
             d->evargs[e->nargs++] = (strobe__dec_arg){STROBE__PAYLOAD_ARG, d->payload_json, len, 1};
         t->pend_ptype = 0;
     }
+    /* Copied args (an ARGS record just before the begin, in the same reserve): pairs
+     * "key\0json\0"; a pair cut short ends them. */
+    size_t off = 0;
+    while (t->pend_args && off < t->pend_args_len && e->nargs < STROBE__DEC_MAX_ARGS) {
+        const char *key = t->pend_args + off;
+        size_t kl = strnlen(key, t->pend_args_len - off);
+        if (kl == 0 || off + kl + 1 >= t->pend_args_len) break;
+        const char *json = key + kl + 1;
+        size_t jl = strnlen(json, t->pend_args_len - off - kl - 1);
+        if (jl == 0 || off + kl + 1 + jl >= t->pend_args_len) break;
+        d->evargs[e->nargs++] = (strobe__dec_arg){key, json, jl, 1};
+        off += kl + 1 + jl + 1;
+    }
+    t->pend_args = NULL;
 }
 
 int strobe__decode(strobe__decoder *d, strobe__dec_thread *t, const char *p, size_t used) {

@@ -35,7 +35,7 @@ typedef struct strobe__dec_arg {
     size_t len;
     int transient;
 } strobe__dec_arg;
-#define STROBE__DEC_MAX_ARGS 8
+#define STROBE__DEC_MAX_ARGS 16
 
 /* A range's begin or an instant: its name is the site's, or bytes in the record (valid only
  * during the callback: the chunk may be recycled after it). */
@@ -98,6 +98,9 @@ typedef struct strobe__dec_thread {
     uint64_t pend_ext, pend_user;
     int pend_ptype; /* a payload for the next begin or instant (hooks.h's types); 0: none */
     uint64_t pend_pbits;
+    const char
+        *pend_args; /* an ARGS record's pairs for the next begin (in the chunk); NULL: none */
+    size_t pend_args_len;
     strobe__buf mods; /* the open modules' names joined by '.' */
     uint32_t *mod_off;
     size_t mod_depth, mod_cap;

@@ -73,6 +73,14 @@ enum {
 void strobe__begin_site_payload(const strobe_site *site, int type, uint64_t bits);
 void strobe__instant_site_payload(const strobe_site *site, int type, uint64_t bits);
 
+/* hotpath.c: begins a range named by `site` whose args are given per call: `args` holds `len`
+ * bytes of pairs "key\0json\0" (each json one JSON value), copied into the record; the range
+ * gets them after the site's constant args (at most 16 args in all: more are left out). Lists
+ * longer than STROBE__ARGS_MAX_BYTES (or empty) are left out and the range begins without them.
+ * The range ends with strobe__end_internal(). Hot-path rules as above. */
+#define STROBE__ARGS_MAX_BYTES 4096u
+void strobe__begin_site_args(const strobe_site *site, const char *args, size_t len);
+
 /* hotpath.c: strobe__begin_site() and strobe__end() (instrument.h) for callers inside the
  * library: the same functions, reached without the PLT. */
 void strobe__begin_site_internal(const strobe_site *site);

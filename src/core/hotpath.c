@@ -577,6 +577,42 @@ void strobe__begin_site_payload(const strobe_site *site, int type, uint64_t bits
     leave(t);
 }
 
+void strobe__begin_site_args(const strobe_site *site, const char *args, size_t len) {
+    if (args == NULL || len == 0 || len > STROBE__ARGS_MAX_BYTES) {
+        strobe__begin_site(site);
+        return;
+    }
+    const strobe__marker_ops *m = marker_ops();
+    if (UNLIKELY(m != NULL)) {
+        (void)m->begin(site->name, STROBE__SITE_SCOPE(site->scope), 1);
+        if (!recording()) return;
+    }
+    strobe__tstate *t = enter(1);
+    if (t == NULL) return;
+    if (UNLIKELY(t->filtering) && filter_push(t, site->scope)) {
+        leave(t);
+        return;
+    }
+    /* As put_site_payload(): the ARGS record and the begin share one reserve and one time. */
+    size_t cb = corr_bytes(t);
+    size_t padded = STROBE__NAME_PAD(len);
+    if (reserve(t, cb + 16u + padded + 16u, 1)) {
+        if (cb) put_corr(t);
+        uint64_t now = strobe__now_raw();
+        uint64_t *w = (uint64_t *)t->pos;
+        w[1] = (uint64_t)STROBE__EXT_ARGS | (uint64_t)padded << 8 | (uint64_t)len << 32;
+        memcpy(w + 2, args, len);
+        memset((char *)(w + 2) + len, 0, padded - len);
+        w[0] = STROBE__REC_WORD(STROBE__REC_EXT, now);
+        uint64_t *b = w + 2 + padded / 8u;
+        b[1] = (uint64_t)(uintptr_t)site;
+        b[0] = STROBE__REC_WORD(STROBE__REC_BEGIN_SITE, now);
+        strobe__pos_publish(t, t->pos + (16u + padded + 16u));
+    }
+    put_begin_details(t, __builtin_frame_address(0));
+    leave(t);
+}
+
 void strobe__instant_site_payload(const strobe_site *site, int type, uint64_t bits) {
     strobe__tstate *t = enter(1);
     if (t == NULL) return;

@@ -29,7 +29,8 @@
  *                      module pop (none), backend event (start ns, end ns, debug handle, name
  *                      length | backend length << 32, the two names' bytes padded to 8), payload
  *                      (a value type, the value's bits: applies to the next begin or instant,
- *                      written with it and with its time)
+ *                      written with it and with its time), args (pairs "key\0json\0", copied:
+ *                      apply to the next begin, written with it and with its time)
  */
 #ifndef STROBE_RECORD_H
 #define STROBE_RECORD_H
@@ -59,7 +60,8 @@ enum {
     STROBE__EXT_MODULE_PUSH = 1,
     STROBE__EXT_MODULE_POP = 2,
     STROBE__EXT_BACKEND = 3,
-    STROBE__EXT_PAYLOAD = 4
+    STROBE__EXT_PAYLOAD = 4,
+    STROBE__EXT_ARGS = 5
 };
 
 /* Input words of a SHAPES record. */

@@ -11,7 +11,9 @@
  * stops the trace on the steps it waits for. */
 void strobe__od_on_step(uint64_t step);
 
-/* outpath.c: checks an output path against the allowed folders and pins its folder.
+/* outpath.c: checks an output path against the allowed folders and pins its folder, after
+ * expanding %p (pid), %r (the rank in RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; 0 when
+ * none is set) and %% in it.
  * `roots` is a colon-separated list of folders, or NULL for the defaults (the temp folder and the
  * working directory). On success *dirfd is an open descriptor of the path's folder (the caller
  * closes it) and save_path is "/proc/self/fd/N/NAME", a name that reaches the file through that

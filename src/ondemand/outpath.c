@@ -53,10 +53,57 @@ static int allowed(const char *real, const char *roots) {
     return 0;
 }
 
-int strobe__od_check_output(const char *path, const char *roots, int *dirfd, char *save_path,
-                            size_t cap, char *err, size_t errcap) {
+/* The rank of this process in a parallel job, from the launcher's variables (the order `strobe
+ * record` reads them in), or NULL. */
+static const char *launcher_rank(void) {
+    static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && v[0]) return v;
+    }
+    return NULL;
+}
+
+/* Writes `path` with %p (this process's pid), %r (its rank; 0 when none is set) and %% expanded
+ * into out, so that one request reaches every rank of a job with a file name of its own.
+ * @return 0, or -1 when it does not fit. */
+static int expand(const char *path, char *out, size_t cap) {
+    const char *rank = launcher_rank();
+    size_t o = 0;
+    for (const char *s = path; *s; s++) {
+        char num[32];
+        const char *add = s;
+        size_t len = 1;
+        if (s[0] == '%' && (s[1] == 'p' || s[1] == 'r' || s[1] == '%')) {
+            if (s[1] == 'p') {
+                snprintf(num, sizeof num, "%ld", (long)getpid());
+                add = num;
+            } else if (s[1] == 'r') {
+                /* Only digits and a sign: a rank variable cannot add '/' or ".." to the path. */
+                add = rank && strspn(rank, "-0123456789") == strlen(rank) && strlen(rank) < 24
+                          ? rank
+                          : "0";
+            }
+            len = strlen(add);
+            s++;
+        }
+        if (o + len >= cap) return -1;
+        memcpy(out + o, add, len);
+        o += len;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+int strobe__od_check_output(const char *path_pattern, const char *roots, int *dirfd,
+                            char *save_path, size_t cap, char *err, size_t errcap) {
     *dirfd = -1;
-    size_t n = path ? strlen(path) : 0;
+    char path[PATH_MAX];
+    if (path_pattern && expand(path_pattern, path, sizeof path) != 0) {
+        set_err(err, errcap, "the output path is too long");
+        return STROBE_ERANGE;
+    }
+    size_t n = path_pattern ? strlen(path) : 0;
     if (n == 0 || path[0] != '/') {
         set_err(err, errcap, "the output path must be absolute");
         return STROBE_EINVAL;

@@ -44,6 +44,7 @@
 
 #include "core/device.h"
 #include "heap_hook.h"
+#include "nccl/nccl.h"
 #include "nvtx/nvtx.h"
 #include "strobe/strobe.h"
 
@@ -448,6 +449,10 @@ EXPORT int InitializeInjectionNvtx2(void *get_export_table) {
     return strobe__nvtx_inject(get_export_table) > 0;
 }
 
+/* NCCL's profiler plugin tables (nccl/nccl.h): `strobe record` names this library in
+ * NCCL_PROFILER_PLUGIN, so that NCCL's events reach the session this copy of strobe holds. */
+STROBE__NCCL_DEFINE_EXPORTS(EXPORT)
+
 static void stop_at_exit(void);
 
 EXPORT int InitializeInjection(void);
@@ -470,6 +475,8 @@ __attribute__((constructor)) static void strobe_record_start(void) {
     strobe__heap_resolve();
     __atomic_store_n(&real_exit, (exit_fn)dlsym(RTLD_NEXT, "_exit"), __ATOMIC_RELEASE);
     int quiet = strobe__heap_quiet(1);
+    /* NCCL's events go to the record session only, never to one the plugin would start. */
+    strobe__nccl_allow_own_session(0);
     active = read_settings();
     if (!active) {
         strobe__heap_set_tracing(0);
