@@ -32,8 +32,8 @@ const char cmd_record_usage[] =
     "SYNOPSIS\n"
     "    strobe record [-o PATH] [--delay SEC] [--duration SEC] [--activities cpu,cuda]\n"
     "                  [--capture-range nvtx:NAME] [--sample[=HZ]] [--markers MODE[:SINKS]]\n"
-    "                  [--heap] [--no-follow] [--stats] [--keep-parts] [-q] [--] PROGRAM\n"
-    "                  [ARGS...]\n"
+    "                  [--heap] [--mpi] [--no-follow] [--stats] [--keep-parts] [-q] [--]\n"
+    "                  PROGRAM [ARGS...]\n"
     "\n"
     "DESCRIPTION\n"
     "    Runs PROGRAM (found as the shell finds it, through PATH) with strobe injected\n"
@@ -81,6 +81,15 @@ const char cmd_record_usage[] =
     "    --duration SEC        record for SEC seconds (per process; the program runs on)\n"
     "    --activities LIST     cpu (always), cuda\n"
     "    --heap                record allocations (malloc, free, ...)\n"
+    "    --mpi                 record PROGRAM's MPI calls (a PMPI interposer,\n"
+    "                          libstrobe_record_mpi.so, built where mpi.h was found):\n"
+    "                          point-to-point, collectives with Kineto's args (\"Collective\n"
+    "                          name\", \"In msg nelems\", ...), waits and tests, each nonblocking\n"
+    "                          call linked to its completion (args \"request\", \"completes\");\n"
+    "                          at MPI_Init and MPI_Finalize each rank measures its clock\n"
+    "                          against rank 0's (\"strobe_clock_sync\" in the trace). Run one\n"
+    "                          strobe record per rank: mpirun -np N strobe record --mpi -o\n"
+    "                          out_%r.json -- PROGRAM\n"
     "    --capture-range nvtx:NAME\n"
     "                          record only inside the program's NVTX ranges named NAME\n"
     "                          (push/pop, any domain; every such range, each process), as\n"
@@ -122,6 +131,7 @@ enum {
     OPT_SAMPLE,
     OPT_MARKERS,
     OPT_CAPTURE_RANGE,
+    OPT_MPI,
 };
 
 const struct option cmd_record_options[] = {
@@ -136,6 +146,7 @@ const struct option cmd_record_options[] = {
     {"sample", optional_argument, NULL, OPT_SAMPLE},
     {"markers", required_argument, NULL, OPT_MARKERS},
     {"capture-range", required_argument, NULL, OPT_CAPTURE_RANGE},
+    {"mpi", no_argument, NULL, OPT_MPI},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -148,6 +159,7 @@ typedef struct rec_opts {
     unsigned sample_hz;  /* 0: no sampling */
     const char *markers; /* STROBE_MARKERS for every process; NULL: none */
     const char *capture; /* --capture-range nvtx:NAME: NAME; NULL: none */
+    int mpi;             /* --mpi: libstrobe_record_mpi.so, beside libstrobe_record.so */
 } rec_opts;
 
 static int usage_error(const char *msg, const char *arg) {
@@ -236,6 +248,24 @@ static int find_library(char *out, size_t size) {
     fprintf(stderr, "strobe record: libstrobe_record.so not found beside strobe or in its library "
                     "folder (set STROBE_RECORD_LIB)\n");
     return -1;
+}
+
+/* --mpi: the library with the MPI interposer, libstrobe_record_mpi.so, in the folder of `lib`
+ * (replaced with it). @return 0, or -1 after the message. */
+static int mpi_library(char *lib, size_t size) {
+    char cand[PATH_MAX + 32];
+    const char *slash = strrchr(lib, '/');
+    int dir = slash ? (int)(slash - lib) : 0;
+    snprintf(cand, sizeof cand, "%.*s/libstrobe_record_mpi.so", dir, lib);
+    if (access(cand, R_OK) != 0 || strlen(cand) >= size) {
+        fprintf(stderr,
+                "strobe record: --mpi: %s not found (strobe was built without MPI: mpi.h, "
+                "Debian's libopenmpi-dev, was not found)\n",
+                cli_esc(cand));
+        return -1;
+    }
+    snprintf(lib, size, "%s", cand);
+    return 0;
 }
 
 /* ---- the output path and the parts folder -----------------------------------------------------
@@ -740,6 +770,9 @@ int cmd_record(int argc, char **argv) {
         case OPT_HEAP:
             o.heap = 1;
             break;
+        case OPT_MPI:
+            o.mpi = 1;
+            break;
         case OPT_NO_FOLLOW:
             o.no_follow = 1;
             break;
@@ -789,6 +822,7 @@ int cmd_record(int argc, char **argv) {
     if (rc != 0) return rc;
     char lib[PATH_MAX];
     if (find_library(lib, sizeof lib) != 0) return CLI_BAD_INPUT;
+    if (o.mpi && mpi_library(lib, sizeof lib) != 0) return CLI_BAD_INPUT;
 
     /* The output: %r now, %p once the first process has a pid (this process's own stands in
      * for the checks and the parts folder's name). */

@@ -29,7 +29,8 @@
  *                      module pop (none), backend event (start ns, end ns, debug handle, name
  *                      length | backend length << 32, the two names' bytes padded to 8), payload
  *                      (a value type, the value's bits: applies to the next begin or instant,
- *                      written with it and with its time)
+ *                      written with it and with its time), arg (key bytes, a NUL, one JSON
+ *                      value's bytes: an arg of the innermost open range, strobe_range_arg())
  */
 #ifndef STROBE_RECORD_H
 #define STROBE_RECORD_H
@@ -59,8 +60,14 @@ enum {
     STROBE__EXT_MODULE_PUSH = 1,
     STROBE__EXT_MODULE_POP = 2,
     STROBE__EXT_BACKEND = 3,
-    STROBE__EXT_PAYLOAD = 4
+    STROBE__EXT_PAYLOAD = 4,
+    STROBE__EXT_ARG = 5
 };
+
+/* Longest key and JSON value of an EXT arg record; longer ones are not recorded (counted in
+ * stats.truncated_details). */
+#define STROBE__MAX_ARG_KEY 128u
+#define STROBE__MAX_ARG_JSON 4096u
 
 /* Input words of a SHAPES record. */
 #define STROBE__MAX_DIMS 32u
