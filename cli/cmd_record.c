@@ -66,8 +66,9 @@ const char cmd_record_usage[] =
     "    PATH: \".json\" writes Kineto-format JSON, \".pftrace\" Perfetto's protobuf format,\n"
     "    either gzip-compressed when it ends in \".gz\". In PATH, %p is the first process's\n"
     "    pid, %r the rank given by RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID (the\n"
-    "    first one set; 0 when none is), %% a '%'. PATH's folder must be writable: strobe\n"
-    "    record checks it before it runs PROGRAM. The parts go to PATH.parts/ meanwhile.\n"
+    "    first one set with its world size, as the trace's distributedInfo has it; 0 when\n"
+    "    none is), %% a '%'. PATH's folder must be writable: strobe record checks it before\n"
+    "    it runs PROGRAM. The parts go to PATH.parts/ meanwhile.\n"
     "\n"
     "    One line on standard error says where the trace went, how many processes and events\n"
     "    it holds. A program that does not load LD_PRELOAD libraries (statically linked,\n"
@@ -271,20 +272,20 @@ static int mpi_library(char *lib, size_t size) {
 /* ---- the output path and the parts folder -----------------------------------------------------
  */
 
-/* The rank of this process in a parallel job, from the launcher's variables, or NULL. */
-static const char *launcher_rank(void) {
-    static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && v[0]) return v;
-    }
-    return NULL;
+/* The rank of this process in a parallel job, from the launcher's variables as the library reads
+ * them for the trace's distributedInfo (strobe/dist.h), into buf; NULL when none is set. */
+static const char *launcher_rank(char *buf, size_t size) {
+    int rank;
+    if (!strobe_get_rank(&rank, NULL, NULL)) return NULL;
+    snprintf(buf, size, "%d", rank);
+    return buf;
 }
 
 /* Writes `pattern` with %p (pid), %r (rank) and %% expanded into out. @return 0 or -1 (too
  * long). */
 static int expand_output(const char *pattern, long pid, char *out, size_t size) {
-    const char *rank = launcher_rank();
+    char rank_buf[16];
+    const char *rank = launcher_rank(rank_buf, sizeof rank_buf);
     size_t o = 0;
     for (const char *s = pattern; *s; s++) {
         char num[32];

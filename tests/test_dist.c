@@ -118,9 +118,18 @@ static void check_env(void) {
     session_meta(di, job, sizeof di);
     CHECK_STR(di, "{\"backend\": \"mpi\", \"rank\": 2, \"world_size\": 4, \"local_rank\": 0}");
     setenv("RANK", "3x", 1);
-    setenv("OMPI_COMM_WORLD_SIZE", "", 1);
+    setenv("OMPI_COMM_WORLD_RANK", "-1", 1);
     session_meta(di, job, sizeof di);
     CHECK_STR(di, "{\"backend\": \"mpi\", \"rank\": 5, \"world_size\": 6, \"local_rank\": 1}");
+    /* A rank without a world size (or a malformed one) is kept, world_size left out. */
+    setenv("OMPI_COMM_WORLD_RANK", "2", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "", 1);
+    session_meta(di, job, sizeof di);
+    CHECK_STR(di, "{\"backend\": \"mpi\", \"rank\": 2, \"local_rank\": 0}");
+    int ws0 = -9;
+    CHECK_EQ(strobe_get_rank(NULL, NULL, &ws0), 1);
+    CHECK_EQ(ws0, 0);
+    unsetenv("OMPI_COMM_WORLD_RANK");
     int lr = -9, ws = -9;
     CHECK_EQ(strobe_get_rank(&rank, &lr, &ws), 1);
     CHECK_EQ(rank, 5);

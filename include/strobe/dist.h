@@ -9,10 +9,11 @@
  *   Open MPI        OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK          (backend "mpi")
  *   MPICH / PMI     PMI_RANK, PMI_SIZE, MPI_LOCALRANKID               (backend "mpi")
  *   Slurm           SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID         (backend "unknown")
- * (a rank without its world size counts as not set). The job's id is SLURM_JOB_ID, else
- * PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid or OMPI_MCA_ess_base_jobid (Open MPI), else
- * TORCHELASTIC_RUN_ID; "id" is left out when none is set. `strobe record` expands %r in its output
- * path to the same rank (0 when none is known). */
+ * (a rank without a valid world size is kept, and "world_size" left out; a rank not below the
+ * world size, or not a decimal number, passes on to the next launcher). The job's id is
+ * SLURM_JOB_ID, else PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid or OMPI_MCA_ess_base_jobid (Open MPI),
+ * else TORCHELASTIC_RUN_ID; "id" is left out when none is set. `strobe record` expands %r in its
+ * output path to the same rank (0 when none is known). */
 #ifndef STROBE_DIST_H
 #define STROBE_DIST_H
 
@@ -31,7 +32,8 @@ extern "C" {
 STROBE_API int strobe_set_rank(int rank, int local_rank, int world_size, const char *backend);
 
 /* The rank as strobe knows it (strobe_set_rank(), else the environment). Each out pointer may be
- * NULL; *local_rank is -1 when unknown. @return 1 when a rank is known, else 0 (outs untouched). */
+ * NULL; *local_rank is -1 and *world_size 0 when unknown. @return 1 when a rank is known, else 0
+ * (outs untouched). */
 STROBE_API int strobe_get_rank(int *rank, int *local_rank, int *world_size);
 
 #ifdef __cplusplus

@@ -47,8 +47,9 @@ static int from_env(rank_info *ri) {
     };
     for (size_t i = 0; i < sizeof launchers / sizeof launchers[0]; i++) {
         int r, w, l;
-        if (!env_int(launchers[i].rank, &r) || !env_int(launchers[i].size, &w) || w < 1 || r >= w)
-            continue;
+        if (!env_int(launchers[i].rank, &r)) continue;
+        if (!env_int(launchers[i].size, &w) || w < 1) w = 0; /* unknown: left out */
+        if (w && r >= w) continue;
         ri->rank = r;
         ri->world_size = w;
         ri->local_rank = env_int(launchers[i].local, &l) ? l : -1;
@@ -79,8 +80,9 @@ int strobe_get_rank(int *rank, int *local_rank, int *world_size) {
 static int make_meta(char *di, size_t di_cap, char *job, size_t job_cap) {
     rank_info ri;
     if (!current(&ri)) return 0;
-    int n = snprintf(di, di_cap, "{\"backend\": \"%s\", \"rank\": %d, \"world_size\": %d",
-                     ri.backend, ri.rank, ri.world_size);
+    int n = snprintf(di, di_cap, "{\"backend\": \"%s\", \"rank\": %d", ri.backend, ri.rank);
+    if (ri.world_size > 0 && n > 0 && (size_t)n < di_cap)
+        n += snprintf(di + n, di_cap - (size_t)n, ", \"world_size\": %d", ri.world_size);
     if (ri.local_rank >= 0 && n > 0 && (size_t)n < di_cap)
         n += snprintf(di + n, di_cap - (size_t)n, ", \"local_rank\": %d", ri.local_rank);
     if (n > 0 && (size_t)n + 2 <= di_cap) memcpy(di + n, "}", 2);
