@@ -185,7 +185,9 @@ static long long sum(const int *counts, int n) {
 /* ---- Requests: numbers for nonblocking operations, and their completion ---------------------- */
 
 /* Open addressing over the request handles (MPI reuses a handle once its request completes:
- * entries go at completion). Key 0: empty; TOMB: removed. */
+ * entries go at completion). Key 0: empty; TOMB: removed. A handle may stand for several live
+ * requests: Open MPI gives the same completed request to every send that finished at once, so
+ * entries of one key are kept side by side and taken oldest first. */
 #define TOMB ((uintptr_t)1)
 static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct req_slot {
@@ -227,7 +229,7 @@ static int req_grow_locked(void) {
 
 static void req_put_locked(uintptr_t k, uint64_t id) {
     for (size_t i = req_hash(k) & (req_cap - 1);; i = (i + 1) & (req_cap - 1)) {
-        if (req_tab[i].key <= TOMB || req_tab[i].key == k) {
+        if (req_tab[i].key <= TOMB) {
             if (req_tab[i].key == 0) req_used++;
             req_tab[i].key = k;
             req_tab[i].id = id;
@@ -250,21 +252,25 @@ static void req_new(MPI_Request r) {
     if (id) arg_int("request", (long long)id);
 }
 
-/* Removes request `r` (completed or freed). @return its number, 0 when it had none. */
+/* Removes request `r` (completed or freed): the oldest entry of its handle. @return its number,
+ * 0 when it had none. */
 static uint64_t req_take(MPI_Request r) {
     if (r == MPI_REQUEST_NULL || __atomic_load_n(&req_live, __ATOMIC_RELAXED) == 0) return 0;
     uintptr_t k = req_key(r);
     uint64_t id = 0;
+    size_t at = 0;
     pthread_mutex_lock(&req_lock);
     for (size_t i = req_cap ? req_hash(k) & (req_cap - 1) : 0, n = 0; req_cap && n < req_cap;
          i = (i + 1) & (req_cap - 1), n++) {
         if (req_tab[i].key == 0) break;
-        if (req_tab[i].key == k) {
+        if (req_tab[i].key == k && (id == 0 || req_tab[i].id < id)) {
             id = req_tab[i].id;
-            req_tab[i].key = TOMB;
-            __atomic_sub_fetch(&req_live, 1, __ATOMIC_RELAXED);
-            break;
+            at = i;
         }
+    }
+    if (id) {
+        req_tab[at].key = TOMB;
+        __atomic_sub_fetch(&req_live, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&req_lock);
     return id;

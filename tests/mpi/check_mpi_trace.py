@@ -2,7 +2,8 @@
 """check_mpi_trace.py: the per-rank traces of tests/mpi/mpi_prog.c recorded by
 `strobe record --mpi` (test_mpi_record.sh).
 
-Usage: check_mpi_trace.py --world W --skew R=NS[,R=NS...] TRACE_0 ... TRACE_{W-1}
+Usage: check_mpi_trace.py --world W [--skew R=NS[,R=NS...]] [--init MPI_Init_thread]
+                          TRACE_0 ... TRACE_{W-1}
 
 For each rank r, the calls mpi_prog.c makes are worked out again from r and W (its header says
 which) and each must be in the trace, in order, with its args: Kineto's collective args ("Collective
@@ -36,7 +37,7 @@ def load(path):
         return json.load(f)
 
 
-def expected_calls(r, w):
+def expected_calls(r, w, init="MPI_Init"):
     """(name, args that must match) in the order rank r makes them; "req:X" / "done:[X..]" name
     requests symbolically."""
     right, left = (r + 1) % w, (r - 1 + w) % w
@@ -58,7 +59,7 @@ def expected_calls(r, w):
             a["Root"] = root
         return a
 
-    calls = [("MPI_Init", {})]
+    calls = [(init, {})]
     send = ("MPI_Send", p2p("send", 100 + r, "Int", 4, right, 7 + r))
     recv = ("MPI_Recv", p2p("recv", 100 + left, "Int", 4, left, 7 + left))
     calls += [send, recv] if r % 2 == 0 else [recv, send]
@@ -70,6 +71,17 @@ def expected_calls(r, w):
         ("MPI_Irecv", p2p("recv", 10, "Char", 1, left, 12, request="req:d")),
         ("MPI_Wait", {"completes": "done:c"}),
         ("MPI_Wait", {"completes": "done:d"}),
+        ("MPI_Irecv", p2p("recv", 4, "Int", 4, left, 13, request="req:e")),
+        ("MPI_Irecv", p2p("recv", 6, "Int", 4, left, 14, request="req:f")),
+        ("MPI_Isend", p2p("send", 4, "Int", 4, right, 13, request="req:g")),
+        ("MPI_Isend", p2p("send", 6, "Int", 4, right, 14, request="req:h")),
+        ("MPI_Waitany", {"completes": "any:e,f"}),
+        ("MPI_Waitany", {"completes": "any:e,f"}),
+        ("MPI_Waitall", {"completes": "done:g,h"}),
+        ("MPI_Sendrecv", dict(group, **{"Collective name": "sendrecv", "In msg nelems": 5,
+                                        "Out msg nelems": 5, "dtype": "Int", "bytes": 20,
+                                        "peer": right, "tag": 15, "recv bytes": 20,
+                                        "recv peer": left, "recv tag": 15})),
         ("MPI_Bcast", coll("broadcast", 1000, 1000, "Int", 0)),
         ("MPI_Allreduce", coll("allreduce", 256, 256, "Double")),
         ("MPI_Allgather", coll("allgather", 3, 3 * w, "Int")),
@@ -82,16 +94,17 @@ def expected_calls(r, w):
     return calls
 
 
-def check_calls(r, w, trace):
+def check_calls(r, w, trace, init):
     evs = sorted((e for e in trace["traceEvents"]
                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("MPI_")),
                  key=lambda e: e["ts"])
-    want = expected_calls(r, w)
+    want = expected_calls(r, w, init)
     if [e["name"] for e in evs] != [n for n, _ in want]:
         fail("rank %d: MPI calls %s, expected %s" % (r, [e["name"] for e in evs],
                                                     [n for n, _ in want]))
         return []
     reqs = {}
+    anys = {}
     for e, (name, args) in zip(evs, want):
         got = e.get("args", {})
         if e.get("cat") != "cpu_op":
@@ -106,8 +119,18 @@ def check_calls(r, w, trace):
                 ids = [reqs.get(x) for x in v[5:].split(",")]
                 if got.get(k) != ids:
                     fail("rank %d: %s completes %r, expected %r" % (r, name, got.get(k), ids))
+            elif isinstance(v, str) and v.startswith("any:"):
+                # One of the requests each time; together, each of them once.
+                ids = got.get(k)
+                anys.setdefault(v, []).extend(ids if isinstance(ids, list) else [ids])
+                if not isinstance(ids, list) or len(ids) != 1:
+                    fail("rank %d: %s completes %r, expected one request" % (r, name, ids))
             elif got.get(k) != v:
                 fail("rank %d: %s arg %r = %r, expected %r" % (r, name, k, got.get(k), v))
+    for v, ids in anys.items():
+        want_ids = sorted(reqs.get(x) for x in v[4:].split(","))
+        if sorted(i for i in ids if isinstance(i, int)) != want_ids:
+            fail("rank %d: the waits complete %r, expected %r" % (r, ids, want_ids))
     if len(set(reqs.values())) != len(reqs):
         fail("rank %d: request numbers repeat: %r" % (r, reqs))
     return evs
@@ -115,12 +138,16 @@ def check_calls(r, w, trace):
 
 def main(argv):
     w = 0
+    init = "MPI_Init"
     skew = {}
     files = []
     i = 1
     while i < len(argv):
         if argv[i] == "--world":
             w = int(argv[i + 1])
+            i += 2
+        elif argv[i] == "--init":
+            init = argv[i + 1]
             i += 2
         elif argv[i] == "--skew":
             for part in argv[i + 1].split(","):
@@ -147,7 +174,7 @@ def main(argv):
         if job.get("host") != host or not isinstance(job.get("pid"), int):
             fail("rank %d: strobe_job %r (host %s)" % (r, job, host))
         jobs.add(job.get("id"))
-        evs = check_calls(r, w, t)
+        evs = check_calls(r, w, t, init)
         base = t["baseTimeNanoseconds"]
         barriers.append([(base + round(e["ts"] * 1000), base + round((e["ts"] + e["dur"]) * 1000))
                          for e in evs if e["name"] == "MPI_Barrier"])

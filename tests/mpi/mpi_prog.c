@@ -6,13 +6,18 @@
  *   MPI_Waitall of the two
  *   MPI_Isend 10 chars to the right, tag 12; MPI_Irecv 10 chars from the left, tag 12; MPI_Wait
  *   each
+ *   MPI_Irecv 4 ints from the left, tag 13, and 6 ints, tag 14; MPI_Isend 4 ints to the right,
+ *   tag 13, and 6, tag 14; MPI_Waitany (the receives) twice; MPI_Waitall (the sends)
+ *   MPI_Sendrecv 5 ints to the right, tag 15, 5 ints from the left, tag 15
  *   MPI_Bcast 1000 ints from 0; MPI_Allreduce 256 doubles; MPI_Allgather 3 ints each; MPI_Alltoall
  *   2 ints each; MPI_Reduce 64 floats to root 1 (W > 1)
  *   BARRIERS MPI_Barrier calls, with a sleep of 1 ms after each
- * and checks the data it received (exit 1 when wrong). */
+ * and checks the data it received (exit 1 when wrong). With the argument "thread" it starts with
+ * MPI_Init_thread (MPI_THREAD_FUNNELED) instead of MPI_Init. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define BARRIERS 20
@@ -24,7 +29,12 @@ static int fail(const char *what, int rank) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    if (argc > 1 && strcmp(argv[1], "thread") == 0) {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     int r, w;
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     MPI_Comm_size(MPI_COMM_WORLD, &w);
@@ -58,6 +68,23 @@ int main(int argc, char **argv) {
     MPI_Irecv(cr, 10, MPI_CHAR, left, 12, MPI_COMM_WORLD, &b);
     MPI_Wait(&a, MPI_STATUS_IGNORE);
     MPI_Wait(&b, MPI_STATUS_IGNORE);
+
+    int s4[4] = {r, r, r, r}, s6[6] = {r, r, r, r, r, r}, r4[4], r6[6];
+    MPI_Request rq[2], sq[2];
+    MPI_Irecv(r4, 4, MPI_INT, left, 13, MPI_COMM_WORLD, &rq[0]);
+    MPI_Irecv(r6, 6, MPI_INT, left, 14, MPI_COMM_WORLD, &rq[1]);
+    MPI_Isend(s4, 4, MPI_INT, right, 13, MPI_COMM_WORLD, &sq[0]);
+    MPI_Isend(s6, 6, MPI_INT, right, 14, MPI_COMM_WORLD, &sq[1]);
+    for (int k = 0; k < 2; k++) {
+        int idx;
+        MPI_Waitany(2, rq, &idx, MPI_STATUS_IGNORE);
+    }
+    MPI_Waitall(2, sq, MPI_STATUSES_IGNORE);
+    if (r4[3] != left || r6[5] != left) return fail("MPI_Waitany data", r);
+    int sr[5] = {r, r, r, r, r}, rr[5];
+    MPI_Sendrecv(sr, 5, MPI_INT, right, 15, rr, 5, MPI_INT, left, 15, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    if (rr[0] != left) return fail("MPI_Sendrecv data", r);
 
     int big[1000];
     for (int i = 0; i < 1000; i++)
