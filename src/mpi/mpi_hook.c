@@ -119,35 +119,94 @@ static int comm_rank(MPI_Comm comm) {
     return r;
 }
 
-/* "Group size" and "Process Group Ranks": the communicator's ranks in MPI_COMM_WORLD (local
- * queries: group calls send nothing). Groups too large for one arg give the size alone. */
-static void arg_group(MPI_Comm comm) {
-    int n = comm_size(comm);
-    arg_int("Group size", n);
-    if (n <= 0 || n > 512) return;
+/* The largest group whose ranks are listed, and the room its list takes. */
+#define GROUP_MAX 256
+#define GROUP_JSON (GROUP_MAX * 12 + 8)
+
+/* The ranks' lists of the last communicators seen (computing one takes group calls and an
+ * allocation): `gen` of an entry is group_gen when it is valid; MPI_Comm_free and
+ * MPI_Comm_disconnect empty the cache, since MPI may give a freed communicator's handle to the
+ * next one. Under group_lock. */
+#define GROUP_CACHE 8
+static pthread_mutex_t group_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct group_entry {
+    MPI_Comm comm;
+    unsigned gen;
+    char json[GROUP_JSON];
+} group_cache[GROUP_CACHE];
+static unsigned group_gen = 1, group_next;
+
+/* The communicator's ranks in MPI_COMM_WORLD as "\"[0, 1, ...]\"" into b (local queries: group
+ * calls send nothing). @return 0, or -1 (no list: too large, or a call failed). */
+static int group_list(MPI_Comm comm, int n, char *b) {
     MPI_Group g, world;
-    if (PMPI_Comm_group(comm, &g) != MPI_SUCCESS) return;
+    if (PMPI_Comm_group(comm, &g) != MPI_SUCCESS) return -1;
     if (PMPI_Comm_group(MPI_COMM_WORLD, &world) != MPI_SUCCESS) {
         PMPI_Group_free(&g);
-        return;
+        return -1;
     }
-    int in[512], out[512];
+    int in[GROUP_MAX], out[GROUP_MAX];
     for (int i = 0; i < n; i++)
         in[i] = i;
-    if (PMPI_Group_translate_ranks(g, n, in, world, out) == MPI_SUCCESS) {
-        char b[512 * 12 + 8];
+    int rc = PMPI_Group_translate_ranks(g, n, in, world, out) == MPI_SUCCESS ? 0 : -1;
+    if (rc == 0) {
         size_t o = 0;
         b[o++] = '"';
         b[o++] = '[';
         for (int i = 0; i < n; i++)
-            o += (size_t)snprintf(b + o, sizeof b - o, "%s%d", i ? ", " : "", out[i]);
+            o += (size_t)snprintf(b + o, GROUP_JSON - o, "%s%d", i ? ", " : "", out[i]);
         b[o++] = ']';
         b[o++] = '"';
         b[o] = '\0';
-        strobe_range_arg("Process Group Ranks", b);
     }
     PMPI_Group_free(&world);
     PMPI_Group_free(&g);
+    return rc;
+}
+
+/* "Group size" and "Process Group Ranks". Groups too large for the list give the size alone. */
+static void arg_group(MPI_Comm comm) {
+    int n = comm_size(comm);
+    arg_int("Group size", n);
+    if (n <= 0 || n > GROUP_MAX) return;
+    char b[GROUP_JSON];
+    int found = 0;
+    pthread_mutex_lock(&group_lock);
+    for (int i = 0; i < GROUP_CACHE && !found; i++)
+        if (group_cache[i].gen == group_gen && group_cache[i].comm == comm) {
+            memcpy(b, group_cache[i].json, strlen(group_cache[i].json) + 1);
+            found = 1;
+        }
+    unsigned gen = group_gen;
+    pthread_mutex_unlock(&group_lock);
+    if (!found) {
+        if (group_list(comm, n, b) != 0) return;
+        pthread_mutex_lock(&group_lock);
+        if (gen == group_gen) {
+            struct group_entry *e = &group_cache[group_next++ % GROUP_CACHE];
+            e->comm = comm;
+            e->gen = gen;
+            memcpy(e->json, b, strlen(b) + 1);
+        }
+        pthread_mutex_unlock(&group_lock);
+    }
+    strobe_range_arg("Process Group Ranks", b);
+}
+
+static void group_forget(void) {
+    pthread_mutex_lock(&group_lock);
+    group_gen++;
+    pthread_mutex_unlock(&group_lock);
+}
+
+EXPORT int MPI_Comm_free(MPI_Comm *comm) {
+    group_forget();
+    return PMPI_Comm_free(comm);
+}
+
+EXPORT int MPI_Comm_disconnect(MPI_Comm *comm) {
+    group_forget();
+    return PMPI_Comm_disconnect(comm);
 }
 
 /* A collective's args. */
