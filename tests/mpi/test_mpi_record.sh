@@ -7,7 +7,8 @@
 # `strobe record --mpi -o out_%r.json`, ranks 1 and 2 with their clocks skewed by
 # STROBE_CLOCK_SKEW_NS (+50 ms, -30 ms); check_mpi_trace.py then finds every MPI call with its
 # args, the rank's metadata, and the skew cancelled by the recorded clock offsets. A second run
-# writes .pftrace (from MPI_Init_thread). The traces pass SHARED_DIR's validators when SHARED_DIR has them. Skips (77)
+# writes .pftrace (from MPI_Init_thread); a third records mpirun itself (every rank in one trace,
+# without a distributedInfo); --mpi without its library is refused. The traces pass SHARED_DIR's validators when SHARED_DIR has them. Skips (77)
 # without mpirun or python3.
 set -u
 STROBE=$1 PROG=$2 SHARED=$3 WORK=$4
@@ -93,6 +94,24 @@ if [ -x "$SHARED/validators/check_all.sh" ]; then
 else
     echo "note: $SHARED/validators absent: the traces were not validated"
 fi
+# strobe record around mpirun: every rank in one trace (the ranks are children of mpirun), and no
+# distributedInfo, which would name one rank for all.
+if timeout 120 "$STROBE" record --mpi -o whole.json -- mpirun --allow-run-as-root --oversubscribe \
+    -np 2 --mca btl self,vader,tcp "$PROG" >whole.log 2>&1; then
+    python3 - whole.json <<'EOP' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+pids = {e["pid"] for e in d["traceEvents"] if e.get("name") == "MPI_Allreduce"}
+if len(pids) != 2 or "distributedInfo" in d or "strobe_clock_sync" in d:
+    print("FAIL strobe record -- mpirun: MPI_Allreduce in processes %r, keys %r" % (pids, list(d)))
+    sys.exit(1)
+EOP
+    grep -q "several ranks" whole.log || { echo "FAIL no note on several ranks: $(cat whole.log)"; fail=1; }
+else
+    echo "FAIL strobe record --mpi -- mpirun: $(tail -5 whole.log)"
+    fail=1
+fi
+
 # Without libstrobe_record_mpi.so beside the library, --mpi is refused (exit 2, one line).
 mkdir -p nompi
 cp "$(dirname "$STROBE")/libstrobe_record.so" nompi/ 2>/dev/null &&
