@@ -8,8 +8,8 @@
 # STROBE_CLOCK_SKEW_NS (+50 ms, -30 ms); check_mpi_trace.py then finds every MPI call with its
 # args, the rank's metadata, and the skew cancelled by the recorded clock offsets. A second run
 # writes .pftrace (from MPI_Init_thread); a third records mpirun itself (every rank in one trace,
-# without a distributedInfo); --mpi without its library is refused. The traces pass SHARED_DIR's validators when SHARED_DIR has them. Skips (77)
-# without mpirun or python3.
+# without a distributedInfo); --mpi without its library is refused. The traces pass SHARED_DIR's
+# validators when SHARED_DIR has them. Skips (77) without mpirun or python3.
 set -u
 STROBE=$1 PROG=$2 SHARED=$3 WORK=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
