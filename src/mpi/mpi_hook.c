@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "strobe/strobe.h"
+#include "trace/kineto.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -423,8 +424,8 @@ static int measure(sync_m *m) {
     return 0;
 }
 
-/* Writes strobe_clock_sync from the measurements made (see the contract in strobe/dist.h's
- * README section): offset and t_ref from the first, the drift from the two. */
+/* Writes strobe_clock_sync from the measurements made (README, "Jobs on many ranks"): offset and
+ * t_ref from the first, the drift from the two. */
 static void write_sync(void) {
     if (!have_first) return;
     sync_m a = first_m;
@@ -455,7 +456,7 @@ static void write_sync(void) {
              "\"round_trip_ns\": %lld, \"samples\": %d}",
              (long long)a.offset, drift_ppb, (long long)a.t, (long long)unc, (long long)rtt,
              samples);
-    (void)strobe_add_metadata_json("strobe_clock_sync", b);
+    (void)strobe_add_metadata_json(STROBE_KINETO_KEY_CLOCK_SYNC, b);
 }
 
 static void say(const char *what) {
