@@ -20,7 +20,9 @@
  *                    (a blocking receive's: the status's)
  *   nonblocking      "request": a number for the request, per process; the wait or test that
  *                    completes it lists it in "completes" ([numbers]), so that each operation is
- *                    linked to its completion
+ *                    linked to its completion; MPI_Start numbers each start of a persistent
+ *                    request ("requests" for MPI_Startall's)
+ *   probes           "peer" and "tag" (a probe that found a message: the message's)
  * Nothing is recorded while no session records: the wrappers then cost a load and a branch.
  *
  * Clock alignment (strobe/dist.h, the trace metadata "strobe_clock_sync"): MPI_Init's wrapper,
@@ -298,9 +300,10 @@ static void req_put_locked(uintptr_t k, uint64_t id) {
     }
 }
 
-/* Numbers request `r` (just made by a nonblocking call) and gives it to the open range. */
-static void req_new(MPI_Request r) {
-    if (r == MPI_REQUEST_NULL) return;
+/* Numbers request `r` (just made or started). @return its number, 0 for none (a null request,
+ * or no memory for the table). */
+static uint64_t req_number(MPI_Request r) {
+    if (r == MPI_REQUEST_NULL) return 0;
     pthread_mutex_lock(&req_lock);
     uint64_t id = req_next++;
     if ((req_used + 1) * 2 > req_cap && req_grow_locked() != 0) id = 0;
@@ -309,6 +312,12 @@ static void req_new(MPI_Request r) {
         __atomic_add_fetch(&req_live, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&req_lock);
+    return id;
+}
+
+/* Numbers request `r` (just made by a nonblocking call) and gives it to the open range. */
+static void req_new(MPI_Request r) {
+    uint64_t id = req_number(r);
     if (id) arg_int("request", (long long)id);
 }
 
@@ -609,6 +618,73 @@ EXPORT int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int de
     arg_int("recv bytes", rcount * type_size(rtype));
     arg_int("recv peer", source);
     arg_int("recv tag", rtag);
+    END();
+    return rc;
+}
+
+EXPORT int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+    if (!recording()) return PMPI_Probe(source, tag, comm, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    BEGIN("MPI_Probe");
+    int rc = PMPI_Probe(source, tag, comm, st);
+    if (rc == MPI_SUCCESS && source != MPI_PROC_NULL) {
+        source = st->MPI_SOURCE;
+        tag = st->MPI_TAG;
+    }
+    arg_int("peer", source);
+    arg_int("tag", tag);
+    END();
+    return rc;
+}
+
+EXPORT int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+    if (!recording()) return PMPI_Iprobe(source, tag, comm, flag, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    BEGIN("MPI_Iprobe");
+    int rc = PMPI_Iprobe(source, tag, comm, flag, st);
+    if (rc == MPI_SUCCESS && *flag && source != MPI_PROC_NULL) {
+        source = st->MPI_SOURCE;
+        tag = st->MPI_TAG;
+    }
+    arg_int("peer", source);
+    arg_int("tag", tag);
+    END();
+    return rc;
+}
+
+/* Persistent requests: each start is an operation of its own, numbered like a nonblocking call
+ * (the handle stays the same from start to start; its completion takes the oldest number). */
+EXPORT int MPI_Start(MPI_Request *req) {
+    if (!recording()) return PMPI_Start(req);
+    BEGIN("MPI_Start");
+    int rc = PMPI_Start(req);
+    if (rc == MPI_SUCCESS) req_new(*req);
+    END();
+    return rc;
+}
+
+EXPORT int MPI_Startall(int n, MPI_Request reqs[]) {
+    if (!recording()) return PMPI_Startall(n, reqs);
+    BEGIN("MPI_Startall");
+    int rc = PMPI_Startall(n, reqs);
+    if (rc == MPI_SUCCESS) {
+        char b[4096];
+        size_t o = 0;
+        int any = 0;
+        b[o++] = '[';
+        for (int i = 0; i < n; i++) {
+            uint64_t id = req_number(reqs[i]);
+            if (id == 0 || o > sizeof b - 32) continue;
+            o += (size_t)snprintf(b + o, sizeof b - o, "%s%llu", any ? ", " : "",
+                                  (unsigned long long)id);
+            any = 1;
+        }
+        b[o++] = ']';
+        b[o] = '\0';
+        if (any) strobe_range_arg("requests", b);
+    }
     END();
     return rc;
 }

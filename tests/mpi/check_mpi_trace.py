@@ -82,6 +82,16 @@ def expected_calls(r, w, init="MPI_Init"):
                                         "Out msg nelems": 5, "dtype": "Int", "bytes": 20,
                                         "peer": right, "tag": 15, "recv bytes": 20,
                                         "recv peer": left, "recv tag": 15})),
+        ("MPI_Send", p2p("send", 3, "Int", 4, right, 16)),
+        ("MPI_Probe", {"peer": left, "tag": 16}),
+        ("MPI_Recv", p2p("recv", 3, "Int", 4, left, 16)),
+    ]
+    for k in range(2):
+        calls += [("MPI_Start", {"request": "req:p%d" % k}),
+                  ("MPI_Start", {"request": "req:q%d" % k}),
+                  ("MPI_Wait", {"completes": "done:p%d" % k}),
+                  ("MPI_Wait", {"completes": "done:q%d" % k})]
+    calls += [
         ("MPI_Bcast", coll("broadcast", 1000, 1000, "Int", 0)),
         ("MPI_Allreduce", coll("allreduce", 256, 256, "Double")),
         ("MPI_Allgather", coll("allgather", 3, 3 * w, "Int")),

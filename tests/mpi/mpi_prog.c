@@ -9,6 +9,9 @@
  *   MPI_Irecv 4 ints from the left, tag 13, and 6 ints, tag 14; MPI_Isend 4 ints to the right,
  *   tag 13, and 6, tag 14; MPI_Waitany (the receives) twice; MPI_Waitall (the sends)
  *   MPI_Sendrecv 5 ints to the right, tag 15, 5 ints from the left, tag 15
+ *   MPI_Send 3 ints to the right, tag 16; MPI_Probe the left's, tag 16; MPI_Recv it
+ *   persistent: MPI_Recv_init 2 ints from the left, MPI_Send_init to the right, tag 17 (not
+ *   recorded), then twice: MPI_Start each, MPI_Wait each; MPI_Request_free both
  *   MPI_Bcast 1000 ints from 0; MPI_Allreduce 256 doubles; MPI_Allgather 3 ints each; MPI_Alltoall
  *   2 ints each; MPI_Reduce 64 floats to root 1 (W > 1)
  *   BARRIERS MPI_Barrier calls, with a sleep of 1 ms after each
@@ -85,6 +88,26 @@ int main(int argc, char **argv) {
     MPI_Sendrecv(sr, 5, MPI_INT, right, 15, rr, 5, MPI_INT, left, 15, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
     if (rr[0] != left) return fail("MPI_Sendrecv data", r);
+
+    int p3[3] = {r, r, r}, q3[3];
+    MPI_Send(p3, 3, MPI_INT, right, 16, MPI_COMM_WORLD);
+    MPI_Probe(left, 16, MPI_COMM_WORLD, &st);
+    MPI_Recv(q3, 3, MPI_INT, left, 16, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (q3[2] != left) return fail("MPI_Probe data", r);
+
+    int ps[2] = {r, r}, pr[2];
+    MPI_Request preq[2];
+    MPI_Recv_init(pr, 2, MPI_INT, left, 17, MPI_COMM_WORLD, &preq[0]);
+    MPI_Send_init(ps, 2, MPI_INT, right, 17, MPI_COMM_WORLD, &preq[1]);
+    for (int k = 0; k < 2; k++) {
+        MPI_Start(&preq[0]);
+        MPI_Start(&preq[1]);
+        MPI_Wait(&preq[0], MPI_STATUS_IGNORE);
+        MPI_Wait(&preq[1], MPI_STATUS_IGNORE);
+        if (pr[1] != left) return fail("persistent data", r);
+    }
+    MPI_Request_free(&preq[0]);
+    MPI_Request_free(&preq[1]);
 
     int big[1000];
     for (int i = 0; i < 1000; i++)
