@@ -338,13 +338,13 @@ static void add_cut_session(merger *m, const cli_merge_input *in, int64_t pid, s
     if (m->tracks[tr].name == NO_STR) m->tracks[tr].name = intern(m, "Spans", 5);
 }
 
-/* Reads one input. @return 0, or -1 when nothing of it could be read. */
 /* The rank's metadata (src/trace/kineto.h: distributedInfo, strobe_job, strobe_clock_sync), kept
  * from the first input that has each: the processes `strobe record` merges are one rank's. When
  * they are of several ranks (distributedInfo differs: strobe record ran mpirun), the rank's
  * distributedInfo and clock offset describe none of the whole: both are left out. */
 static const char *const carried_keys[3] = {"distributedInfo", "strobe_job", "strobe_clock_sync"};
 
+/* Reads one input. @return 0, or -1 when nothing of it could be read. */
 static int collect_input(merger *m, const cli_merge_input *in, size_t index, size_t *cut,
                          size_t *empty) {
     strobe_rd_options opt;
