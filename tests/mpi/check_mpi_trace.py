@@ -99,6 +99,11 @@ def expected_calls(r, w, init="MPI_Init"):
     ]
     if w > 1:
         calls.append(("MPI_Reduce", coll("reduce", 64, 64 if r == 1 else 0, "Float", 1)))
+    half = [i for i in range(w) if i % 2 == r % 2]
+    sub = coll("allreduce", 8, 8, "Double")
+    sub.update({"Group size": len(half),
+                "Process Group Ranks": "[" + ", ".join(str(i) for i in half) + "]"})
+    calls.append(("MPI_Allreduce", sub))
     calls += [("MPI_Barrier", coll("barrier", 0, 0))] * BARRIERS
     calls.append(("MPI_Finalize", {}))
     return calls

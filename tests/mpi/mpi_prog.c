@@ -14,6 +14,7 @@
  *   recorded), then twice: MPI_Start each, MPI_Wait each; MPI_Request_free both
  *   MPI_Bcast 1000 ints from 0; MPI_Allreduce 256 doubles; MPI_Allgather 3 ints each; MPI_Alltoall
  *   2 ints each; MPI_Reduce 64 floats to root 1 (W > 1)
+ *   MPI_Allreduce 8 doubles on the ranks of r's parity (MPI_Comm_split), then MPI_Comm_free
  *   BARRIERS MPI_Barrier calls, with a sleep of 1 ms after each
  * and checks the data it received (exit 1 when wrong). With the argument "thread" it starts with
  * MPI_Init_thread (MPI_THREAD_FUNNELED) instead of MPI_Init. */
@@ -139,6 +140,12 @@ int main(int argc, char **argv) {
         MPI_Reduce(f, fr, 64, MPI_FLOAT, MPI_SUM, 1, MPI_COMM_WORLD);
         if (r == 1 && fr[0] != (float)w) return fail("MPI_Reduce data", r);
     }
+
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, r % 2, r, &half);
+    MPI_Allreduce(x, y, 8, MPI_DOUBLE, MPI_SUM, half);
+    if (y[0] != (double)((w - r % 2 + 1) / 2)) return fail("MPI_Allreduce (split) data", r);
+    MPI_Comm_free(&half);
 
     for (int i = 0; i < BARRIERS; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
