@@ -272,8 +272,11 @@ static size_t req_hash(uintptr_t k) {
 
 static void req_put_locked(uintptr_t k, uint64_t id);
 
+/* Rehashes the table (dropping the tombstones), twice as large unless the live entries fill
+ * under a quarter of it: a long run of requests made and completed keeps a table of its size. */
 static int req_grow_locked(void) {
-    size_t cap = req_cap ? req_cap * 2 : 256;
+    size_t live = (size_t)__atomic_load_n(&req_live, __ATOMIC_RELAXED);
+    size_t cap = req_cap == 0 ? 256 : live * 4 < req_cap ? req_cap : req_cap * 2;
     struct req_slot *old = req_tab;
     size_t ocap = req_cap;
     req_tab = calloc(cap, sizeof *req_tab);
