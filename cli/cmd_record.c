@@ -32,8 +32,8 @@ const char cmd_record_usage[] =
     "SYNOPSIS\n"
     "    strobe record [-o PATH] [--delay SEC] [--duration SEC] [--activities cpu,cuda]\n"
     "                  [--capture-range nvtx:NAME] [--sample[=HZ]] [--markers MODE[:SINKS]]\n"
-    "                  [--heap] [--no-follow] [--stats] [--keep-parts] [-q] [--] PROGRAM\n"
-    "                  [ARGS...]\n"
+    "                  [--heap] [--mpi] [--no-follow] [--stats] [--keep-parts] [-q] [--]\n"
+    "                  PROGRAM [ARGS...]\n"
     "\n"
     "DESCRIPTION\n"
     "    Runs PROGRAM (found as the shell finds it, through PATH) with strobe injected\n"
@@ -67,8 +67,9 @@ const char cmd_record_usage[] =
     "    PATH: \".json\" writes Kineto-format JSON, \".pftrace\" Perfetto's protobuf format,\n"
     "    either gzip-compressed when it ends in \".gz\". In PATH, %p is the first process's\n"
     "    pid, %r the rank given by RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID (the\n"
-    "    first one set; 0 when none is), %% a '%'. PATH's folder must be writable: strobe\n"
-    "    record checks it before it runs PROGRAM. The parts go to PATH.parts/ meanwhile.\n"
+    "    first one set with its world size, as the trace's distributedInfo has it; 0 when\n"
+    "    none is), %% a '%'. PATH's folder must be writable: strobe record checks it before\n"
+    "    it runs PROGRAM. The parts go to PATH.parts/ meanwhile.\n"
     "\n"
     "    One line on standard error says where the trace went, how many processes and events\n"
     "    it holds. A program that does not load LD_PRELOAD libraries (statically linked,\n"
@@ -82,6 +83,15 @@ const char cmd_record_usage[] =
     "    --duration SEC        record for SEC seconds (per process; the program runs on)\n"
     "    --activities LIST     cpu (always), cuda\n"
     "    --heap                record allocations (malloc, free, ...)\n"
+    "    --mpi                 record PROGRAM's MPI calls (a PMPI interposer,\n"
+    "                          libstrobe_record_mpi.so, built where mpi.h was found):\n"
+    "                          point-to-point, collectives with Kineto's args (\"Collective\n"
+    "                          name\", \"In msg nelems\", ...), waits and tests, each nonblocking\n"
+    "                          call linked to its completion (args \"request\", \"completes\");\n"
+    "                          at MPI_Init and MPI_Finalize each rank measures its clock\n"
+    "                          against rank 0's (\"strobe_clock_sync\" in the trace). Run one\n"
+    "                          strobe record per rank: mpirun -np N strobe record --mpi -o\n"
+    "                          out_%r.json -- PROGRAM\n"
     "    --capture-range nvtx:NAME\n"
     "                          record only inside the program's NVTX ranges named NAME\n"
     "                          (push/pop, any domain; every such range, each process), as\n"
@@ -123,6 +133,7 @@ enum {
     OPT_SAMPLE,
     OPT_MARKERS,
     OPT_CAPTURE_RANGE,
+    OPT_MPI,
 };
 
 const struct option cmd_record_options[] = {
@@ -137,6 +148,7 @@ const struct option cmd_record_options[] = {
     {"sample", optional_argument, NULL, OPT_SAMPLE},
     {"markers", required_argument, NULL, OPT_MARKERS},
     {"capture-range", required_argument, NULL, OPT_CAPTURE_RANGE},
+    {"mpi", no_argument, NULL, OPT_MPI},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -149,6 +161,7 @@ typedef struct rec_opts {
     unsigned sample_hz;  /* 0: no sampling */
     const char *markers; /* STROBE_MARKERS for every process; NULL: none */
     const char *capture; /* --capture-range nvtx:NAME: NAME; NULL: none */
+    int mpi;             /* --mpi: libstrobe_record_mpi.so, beside libstrobe_record.so */
 } rec_opts;
 
 static int usage_error(const char *msg, const char *arg) {
@@ -239,23 +252,41 @@ static int find_library(char *out, size_t size) {
     return -1;
 }
 
+/* --mpi: the library with the MPI interposer, libstrobe_record_mpi.so, in the folder of `lib`
+ * (replaced with it). @return 0, or -1 after the message. */
+static int mpi_library(char *lib, size_t size) {
+    char cand[PATH_MAX + 32];
+    const char *slash = strrchr(lib, '/');
+    int dir = slash ? (int)(slash - lib) : 0;
+    snprintf(cand, sizeof cand, "%.*s/libstrobe_record_mpi.so", dir, lib);
+    if (access(cand, R_OK) != 0 || strlen(cand) >= size) {
+        fprintf(stderr,
+                "strobe record: --mpi: %s not found (strobe was built without MPI: mpi.h, "
+                "Debian's libopenmpi-dev, was not found)\n",
+                cli_esc(cand));
+        return -1;
+    }
+    snprintf(lib, size, "%s", cand);
+    return 0;
+}
+
 /* ---- the output path and the parts folder -----------------------------------------------------
  */
 
-/* The rank of this process in a parallel job, from the launcher's variables, or NULL. */
-static const char *launcher_rank(void) {
-    static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && v[0]) return v;
-    }
-    return NULL;
+/* The rank of this process in a parallel job, from the launcher's variables as the library reads
+ * them for the trace's distributedInfo (strobe/dist.h), into buf; NULL when none is set. */
+static const char *launcher_rank(char *buf, size_t size) {
+    int rank;
+    if (!strobe_get_rank(&rank, NULL, NULL)) return NULL;
+    snprintf(buf, size, "%d", rank);
+    return buf;
 }
 
 /* Writes `pattern` with %p (pid), %r (rank) and %% expanded into out. @return 0 or -1 (too
  * long). */
 static int expand_output(const char *pattern, long pid, char *out, size_t size) {
-    const char *rank = launcher_rank();
+    char rank_buf[16];
+    const char *rank = launcher_rank(rank_buf, sizeof rank_buf);
     size_t o = 0;
     for (const char *s = pattern; *s; s++) {
         char num[32];
@@ -744,6 +775,9 @@ int cmd_record(int argc, char **argv) {
         case OPT_HEAP:
             o.heap = 1;
             break;
+        case OPT_MPI:
+            o.mpi = 1;
+            break;
         case OPT_NO_FOLLOW:
             o.no_follow = 1;
             break;
@@ -793,6 +827,7 @@ int cmd_record(int argc, char **argv) {
     if (rc != 0) return rc;
     char lib[PATH_MAX];
     if (find_library(lib, sizeof lib) != 0) return CLI_BAD_INPUT;
+    if (o.mpi && mpi_library(lib, sizeof lib) != 0) return CLI_BAD_INPUT;
 
     /* The output: %r now, %p once the first process has a pid (this process's own stands in
      * for the checks and the parts folder's name). */

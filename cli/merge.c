@@ -65,6 +65,8 @@ typedef struct merger {
     int64_t base;
     int has_base;
     char *trace_id, *device_props;
+    char *carried[3]; /* the first input's values of carried_keys */
+    int ranks_differ; /* inputs gave distributedInfo values that differ */
     /* Names and labels an input gives (tracks and strings), applied when the input is read and
      * its rank known. */
     struct pending_name {
@@ -336,6 +338,12 @@ static void add_cut_session(merger *m, const cli_merge_input *in, int64_t pid, s
     if (m->tracks[tr].name == NO_STR) m->tracks[tr].name = intern(m, "Spans", 5);
 }
 
+/* The rank's metadata (src/trace/kineto.h: distributedInfo, strobe_job, strobe_clock_sync), kept
+ * from the first input that has each: the processes `strobe record` merges are one rank's. When
+ * they are of several ranks (distributedInfo differs: strobe record ran mpirun), the rank's
+ * distributedInfo and clock offset describe none of the whole: both are left out. */
+static const char *const carried_keys[3] = {"distributedInfo", "strobe_job", "strobe_clock_sync"};
+
 /* Reads one input. @return 0, or -1 when nothing of it could be read. */
 static int collect_input(merger *m, const cli_merge_input *in, size_t index, size_t *cut,
                          size_t *empty) {
@@ -369,6 +377,15 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
             } else if (strcmp(mt->key.s, "deviceProperties") == 0 && m->device_props == NULL &&
                        mt->value.type == STROBE_RD_T_ARRAY && mt->value.len > 2) {
                 m->device_props = strobe__pool_strndup(&m->pool, mt->value.raw, mt->value.len);
+            }
+            for (size_t k = 0; k < 3; k++) {
+                if (strcmp(mt->key.s, carried_keys[k]) != 0 || mt->value.type != STROBE_RD_T_OBJECT)
+                    continue;
+                if (m->carried[k] == NULL)
+                    m->carried[k] = strobe__pool_strndup(&m->pool, mt->value.raw, mt->value.len);
+                else if (k == 0 && (strlen(m->carried[0]) != mt->value.len ||
+                                    memcmp(m->carried[0], mt->value.raw, mt->value.len) != 0))
+                    m->ranks_differ = 1;
             }
         }
     }
@@ -693,6 +710,14 @@ int cli_merge(const char *cmd, const cli_merge_input *inputs, size_t n, const ch
     }
     if (rc == 0 && m.device_props)
         rc = strobe_writer_set_meta(w, "deviceProperties", m.device_props);
+    for (size_t k = 0; k < 3 && rc == 0; k++)
+        if (m.carried[k] && !(m.ranks_differ && k != 1))
+            rc = strobe_writer_set_meta(w, carried_keys[k], m.carried[k]);
+    if (rc == 0 && m.ranks_differ)
+        fprintf(stderr,
+                "strobe %s: note: the processes are of several ranks: their distributedInfo is "
+                "left out (record each rank on its own: mpirun ... strobe record ...)\n",
+                cmd);
     if (rc == 0) rc = write_tracks(&m, w, root, &st);
     if (rc == 0) rc = write_events(&m, w, stack, &st);
     if (w != NULL) {

@@ -6,8 +6,8 @@
  * Like instrument.h, this header depends on nothing but <stdint.h> and strobe's export macro, so it
  * compiles in C, C++ and CUDA sources. Calls never fail: what cannot be recorded is counted.
  *
- * Contents: inputs (shapes, dtypes, scalars), FLOPs and the FLOP helpers, module scopes, memory
- * events. */
+ * Contents: inputs (shapes, dtypes, scalars), FLOPs and the FLOP helpers, args of a range, module
+ * scopes, memory events. */
 #ifndef STROBE_OP_H
 #define STROBE_OP_H
 
@@ -76,6 +76,7 @@ STROBE_API int64_t strobe_flops_from_inputs(const char *op, const strobe_input *
 
 STROBE_API void strobe__range_inputs(const strobe_input *inputs, int n);
 STROBE_API void strobe__range_flops(int64_t flops);
+STROBE_API void strobe__range_arg(const char *key, const char *json);
 STROBE_API void strobe__module_push(const char *name);
 STROBE_API void strobe__module_pop(void);
 STROBE_API void strobe__memory(int32_t device, const void *ptr, int64_t bytes,
@@ -92,6 +93,15 @@ static inline void strobe_range_inputs(const strobe_input *inputs, int n) {
  * counts FLOPs. */
 static inline void strobe_range_flops(int64_t flops) {
     if (STROBE__UNLIKELY(STROBE__ACTIVE() & STROBE__ACTIVE_FLOPS)) strobe__range_flops(flops);
+}
+
+/* Attaches an arg to the calling thread's innermost open range, whatever the session's config:
+ * `key` (1 to 128 bytes) and `json`, one JSON value as text (a number "42", a string "\"x\"", an
+ * array or object; at most 4096 bytes), both copied. A key given twice keeps the last value. An
+ * invalid or too long one is not recorded and is counted (stats.truncated_details); with no open
+ * range it is counted as an orphan detail. */
+static inline void strobe_range_arg(const char *key, const char *json) {
+    if (STROBE__UNLIKELY(STROBE__ACTIVE() & STROBE__ACTIVE_RECORDING)) strobe__range_arg(key, json);
 }
 
 /* Module scopes, per thread (as a model runtime walks its module tree): ranges that begin
@@ -134,6 +144,10 @@ static inline void strobe_range_inputs(const strobe_input *inputs, int n) {
 }
 static inline void strobe_range_flops(int64_t flops) {
     (void)flops;
+}
+static inline void strobe_range_arg(const char *key, const char *json) {
+    (void)key;
+    (void)json;
 }
 static inline void strobe_module_push(const char *name) {
     (void)name;

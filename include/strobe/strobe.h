@@ -13,6 +13,7 @@
  *   ondemand.h    the on-demand endpoint (traces started from outside) and its client interface
  *   writer.h      writing a trace event by event, in any of strobe's formats
  *   markers.h     strobe's ranges for NVTX and ftrace tools; CUDA profiler API captures
+ *   dist.h        the process's rank in a parallel job (distributedInfo in its traces)
  * export.h (the STROBE_API visibility macro) comes with each of them. */
 #ifndef STROBE_STROBE_H
 #define STROBE_STROBE_H
@@ -30,5 +31,6 @@
 #include "ondemand.h"
 #include "writer.h"
 #include "markers.h"
+#include "dist.h"
 
 #endif /* STROBE_STROBE_H */

@@ -22,7 +22,8 @@ int64_t strobe_clock_now_ns(void) {
     if (off != 0) return (int64_t)strobe__mono_ns() + off;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    strobe__clock_init(); /* the skew knob (clock.h) */
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + strobe__clock_skew_ns;
 }
 
 /* ---- backend events ------------------------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /* clock.c: choosing the raw clock and calibrating it (see clock.h). */
 #include "clock.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #endif
 
 int strobe__clock_is_tsc;
+int64_t strobe__clock_skew_ns;
 
 /* The process's first anchor: the long baseline for measuring the tick rate. */
 static strobe__clock_anchor first_anchor;
@@ -32,7 +34,19 @@ static int tsc_is_invariant(void) {
 #endif
 }
 
+/* STROBE_CLOCK_SKEW_NS: a signed decimal count of ns, at most a day either way. */
+static int64_t read_skew(void) {
+    const char *v = getenv("STROBE_CLOCK_SKEW_NS");
+    if (v == NULL || v[0] == '\0') return 0;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end != '\0' || x > 86400000000000LL || x < -86400000000000LL) return 0;
+    return (int64_t)x;
+}
+
 static void clock_init_once(void) {
+    strobe__clock_skew_ns = read_skew();
     const char *force = getenv("STROBE_CLOCK");
     int want_tsc = !(force && strcmp(force, "monotonic") == 0);
     strobe__clock_is_tsc = want_tsc && tsc_is_invariant();
@@ -51,7 +65,7 @@ strobe__clock_anchor strobe__clock_anchor_now(void) {
     for (int i = 0; i < 5; i++) {
         uint64_t r0 = strobe__now_raw();
         int64_t mono = (int64_t)strobe__mono_ns();
-        int64_t real = real_ns_now();
+        int64_t real = real_ns_now() + strobe__clock_skew_ns;
         uint64_t r1 = strobe__now_raw();
         if (r1 - r0 < best_gap) {
             best_gap = r1 - r0;

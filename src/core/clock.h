@@ -4,7 +4,11 @@
  * synchronized across cores), else CLOCK_MONOTONIC through the vDSO. Raw values become epoch
  * nanoseconds at stop, with a calibration: an anchor (raw, monotonic, realtime) read at start and
  * the tick rate measured between the process's first clock reading and the stop reading.
- * STROBE_CLOCK=monotonic in the environment forces the vDSO clock. */
+ * STROBE_CLOCK=monotonic in the environment forces the vDSO clock.
+ *
+ * STROBE_CLOCK_SKEW_NS=N (a test knob, README): N nanoseconds (signed) are added to the realtime
+ * side of every anchor, and so to every time the process's traces hold and to
+ * strobe_clock_now_ns(): tests skew one process's clock against the others' on one machine. */
 #ifndef STROBE_CLOCK_H
 #define STROBE_CLOCK_H
 
@@ -20,6 +24,8 @@
 
 /* Nonzero when the raw clock is the TSC. Set once by strobe__clock_init(). */
 extern __attribute__((visibility("hidden"))) int strobe__clock_is_tsc;
+/* STROBE_CLOCK_SKEW_NS, read once by strobe__clock_init() (0 when unset or malformed). */
+extern __attribute__((visibility("hidden"))) int64_t strobe__clock_skew_ns;
 
 static inline uint64_t strobe__mono_ns(void) {
     struct timespec ts;

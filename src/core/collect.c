@@ -552,6 +552,11 @@ static const char *c_top(void *ctx, size_t *depth) {
 static int c_arg(void *ctx, const char *key, const char *json, size_t len, int replace) {
     cthread *c = ctx;
     uint32_t top = c->st.idx[c->st.depth - 1];
+    if (replace & STROBE__DEC_ARG_KEY_TRANSIENT) {
+        key = bytes_name(c->in, key, (uint32_t)strlen(key));
+        if (key == NULL) return STROBE_ENOMEM;
+        replace &= 1;
+    }
     if (strcmp(key, STROBE_KINETO_ARG_MODULE_HIERARCHY) == 0) {
         /* The same path for many ranges: stored once. */
         const char *v = bytes_name(c->in, json, (uint32_t)len);

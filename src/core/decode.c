@@ -207,6 +207,22 @@ static int on_ext(strobe__decoder *d, strobe__dec_thread *t, const uint64_t *w) 
         t->pend_args_len = len;
         return 0;
     }
+    if (sub == STROBE__EXT_ARG) {
+        /* An arg of the innermost open range (strobe_range_arg()): "key\0json". */
+        const char *nul = memchr(bytes, '\0', len);
+        size_t depth = 0;
+        if (nul == NULL || nul == bytes || (size_t)(nul - bytes) + 1 >= len) return 0;
+        if (d->ops->top(d->ctx, &depth) == NULL) {
+            d->orphan_details++;
+            return 0;
+        }
+        size_t jl = len - (size_t)(nul - bytes) - 1;
+        char json[STROBE__MAX_ARG_JSON + 1];
+        if (jl > STROBE__MAX_ARG_JSON) return 0;
+        memcpy(json, nul + 1, jl);
+        json[jl] = '\0';
+        return d->ops->arg(d->ctx, bytes, json, jl, 1 | STROBE__DEC_ARG_KEY_TRANSIENT);
+    }
     if (sub == STROBE__EXT_PAYLOAD) {
         if (len == 16) {
             t->pend_ptype = (int)(uint32_t)w[2];

@@ -36,6 +36,7 @@ typedef struct strobe__dec_arg {
     int transient;
 } strobe__dec_arg;
 #define STROBE__DEC_MAX_ARGS 16
+#define STROBE__DEC_ARG_KEY_TRANSIENT 2
 
 /* A range's begin or an instant: its name is the site's, or bytes in the record (valid only
  * during the callback: the chunk may be recycled after it). */
@@ -85,8 +86,10 @@ typedef struct strobe__dec_ops {
     /* The innermost open range's name (NUL-terminated) and depth (1 = outermost); NULL when no
      * range is open, and the detail is counted as an orphan. */
     const char *(*top)(void *ctx, size_t *depth);
-    /* An arg of the innermost open range: `key` lives as long as the session; `json` (a JSON
-     * value) only during the call. An existing key keeps its value unless `replace`. */
+    /* An arg of the innermost open range: `key` lives as long as the session, unless `replace`
+     * has STROBE__DEC_ARG_KEY_TRANSIENT (a key from a record: valid only during the call);
+     * `json` (a JSON value) only during the call. An existing key keeps its value unless
+     * `replace` (bit 1). */
     int (*arg)(void *ctx, const char *key, const char *json, size_t len, int replace);
     /* The innermost open range's call stack, return addresses innermost first. */
     int (*stack)(void *ctx, const uint64_t *pcs, uint32_t n);

@@ -20,6 +20,7 @@
 #include "stream.h"
 #include "strobe/instrument.h"
 #include "strobe/op.h"
+#include "util/json_check.h"
 
 int strobe__active;
 
@@ -720,6 +721,26 @@ static void put_ext(strobe__tstate *t, unsigned sub, const void *a, size_t alen,
     }
     w[0] = STROBE__REC_WORD(STROBE__REC_EXT, strobe__now_raw());
     strobe__pos_publish(t, t->pos + (16u + padded));
+}
+
+void strobe__range_arg(const char *key, const char *json) {
+    strobe__tstate *t = enter(0);
+    if (t == NULL) return;
+    if (innermost_recorded(t)) {
+        size_t kl = key ? strnlen(key, STROBE__MAX_ARG_KEY + 1) : 0;
+        size_t jl = json ? strnlen(json, STROBE__MAX_ARG_JSON + 1) : 0;
+        if (kl == 0 || kl > STROBE__MAX_ARG_KEY || jl == 0 || jl > STROBE__MAX_ARG_JSON ||
+            !strobe__json_valid(json, jl)) {
+            t->truncated_details++;
+        } else {
+            char buf[STROBE__MAX_ARG_KEY + 1 + STROBE__MAX_ARG_JSON];
+            memcpy(buf, key, kl);
+            buf[kl] = '\0';
+            memcpy(buf + kl + 1, json, jl);
+            put_ext(t, STROBE__EXT_ARG, buf, kl + 1 + jl, 0);
+        }
+    }
+    leave(t);
 }
 
 void strobe__module_push(const char *name) {

@@ -30,7 +30,9 @@
  *                      length | backend length << 32, the two names' bytes padded to 8), payload
  *                      (a value type, the value's bits: applies to the next begin or instant,
  *                      written with it and with its time), args (pairs "key\0json\0", copied:
- *                      apply to the next begin, written with it and with its time)
+ *                      apply to the next begin, written with it and with its time);
+ *                      arg (key bytes, a NUL, one JSON value's bytes: an arg of the
+ *                      innermost open range, strobe_range_arg())
  */
 #ifndef STROBE_RECORD_H
 #define STROBE_RECORD_H
@@ -61,8 +63,14 @@ enum {
     STROBE__EXT_MODULE_POP = 2,
     STROBE__EXT_BACKEND = 3,
     STROBE__EXT_PAYLOAD = 4,
-    STROBE__EXT_ARGS = 5
+    STROBE__EXT_ARGS = 5,
+    STROBE__EXT_ARG = 6
 };
+
+/* Longest key and JSON value of an EXT arg record; longer ones are not recorded (counted in
+ * stats.truncated_details). */
+#define STROBE__MAX_ARG_KEY 128u
+#define STROBE__MAX_ARG_JSON 4096u
 
 /* Input words of a SHAPES record. */
 #define STROBE__MAX_DIMS 32u

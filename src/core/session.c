@@ -22,6 +22,7 @@
 
 #include "util/bigmem.h"
 #include "details.h"
+#include "dist.h"
 #include "hooks.h"
 #include "util/json_check.h"
 #include "record.h"
@@ -398,6 +399,8 @@ static int begin_session(const strobe_config *user_cfg, int record) {
         r->trace_name = cfg->trace_name ? strobe__pool_strdup(&r->pool, cfg->trace_name) : NULL;
         if (r->trace_id == NULL || (cfg->trace_name && r->trace_name == NULL)) rc = STROBE_ENOMEM;
     }
+    /* The rank in a parallel job (strobe/dist.h): distributedInfo and strobe_job. */
+    if (rc == 0) rc = strobe__dist_meta(r);
 
     /* Devices without a backend in this build are not traced: the CPU is, with a warning. */
     static const struct {

@@ -680,7 +680,8 @@ static const char *s_top(void *ctx, size_t *depth) {
 }
 
 static int s_arg(void *ctx, const char *key, const char *json, size_t len, int replace) {
-    return arg_add(((strobe__stream *)ctx)->cur, key, json, len, replace);
+    /* arg_add copies the key: a transient one needs nothing more. */
+    return arg_add(((strobe__stream *)ctx)->cur, key, json, len, replace & 1);
 }
 
 static const strobe__dec_ops stream_ops = {

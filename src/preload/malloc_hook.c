@@ -21,7 +21,8 @@
  *   the events of an address that another thread reuses at once come in the right order.
  * - The session runs in STROBE_THREADS_ALL mode with profile_memory and is saved at normal exit
  *   (the library's destructor); "%p" in the path is replaced by the process id, for programs
- *   that start other programs, which inherit the environment. A forked child that does not exec
+ *   that start other programs, which inherit the environment, and "%r" by the rank in a parallel
+ *   job (strobe/dist.h), for the ranks of one job. A forked child that does not exec
  *   writes nothing (strobe stops recording in it). Errors print one line prefixed
  *   "strobe_malloc:" and never stop the program.
  * - Built into libstrobe_record.so (STROBE_MALLOC_EMBEDDED, for `strobe record --heap`), the file
@@ -308,7 +309,8 @@ static void log_sink(strobe_log_level level, const char *msg, void *ctx) {
     if (level >= STROBE_LOG_WARN) say("strobe", msg);
 }
 
-/* Copies `path` into trace_path with "%p" replaced by the process id. Returns 0, or
+/* Copies `path` into trace_path with "%p" replaced by the process id and "%r" by the rank in a
+ * parallel job (strobe/dist.h; 0 when none is known, as `strobe record` does). Returns 0, or
  * STROBE_ERANGE when it does not fit. */
 static int expand_path(const char *path) {
     size_t o = 0;
@@ -316,8 +318,10 @@ static int expand_path(const char *path) {
         char pid[24];
         const char *add = s;
         size_t len = 1;
-        if (s[0] == '%' && s[1] == 'p') {
-            len = (size_t)snprintf(pid, sizeof pid, "%ld", (long)getpid());
+        if (s[0] == '%' && (s[1] == 'p' || s[1] == 'r')) {
+            int rank = 0;
+            if (s[1] == 'r' && !strobe_get_rank(&rank, NULL, NULL)) rank = 0;
+            len = (size_t)snprintf(pid, sizeof pid, "%ld", s[1] == 'p' ? (long)getpid() : rank);
             add = pid;
             s++;
         }

@@ -20,6 +20,8 @@
 #define STROBE_KINETO_KEY_SCHEMA_VERSION "schemaVersion"
 #define STROBE_KINETO_KEY_DEVICE_PROPERTIES "deviceProperties"
 #define STROBE_KINETO_KEY_DISTRIBUTED_INFO "distributedInfo"
+#define STROBE_KINETO_KEY_CLOCK_SYNC "strobe_clock_sync"
+#define STROBE_KINETO_KEY_JOB "strobe_job"
 #define STROBE_KINETO_KEY_TRACE_ID "trace_id"
 #define STROBE_KINETO_KEY_DISPLAY_TIME_UNIT "displayTimeUnit"
 #define STROBE_KINETO_KEY_BASE_TIME_NS "baseTimeNanoseconds"
