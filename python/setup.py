@@ -37,10 +37,11 @@ def sources():
         sys.exit("strobe: the library's sources are not at %s (set STROBE_SOURCE_DIR)" % ROOT)
     src = []
     # Every folder of src/ (a new one is found without a change here), but the preloaded
-    # libraries (src/preload: programs of their own); of src/ itself backends.c, not the shared
+    # libraries (src/preload, and src/mpi, the MPI interposer preloaded by `strobe record --mpi`,
+    # built only where mpi.h is: programs of their own); of src/ itself backends.c, not the shared
     # library's exported entry points (inject_export.c).
     for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, "src")):
-        dirnames[:] = sorted(d for d in dirnames if d != "preload")
+        dirnames[:] = sorted(d for d in dirnames if d not in ("preload", "mpi"))
         if os.path.samefile(dirpath, os.path.join(ROOT, "src")):
             continue
         src += sorted(os.path.join(dirpath, f) for f in filenames if f.endswith(".c"))
