@@ -37,6 +37,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -492,9 +493,32 @@ EXPORT int InitializeInjectionNvtx2(void *get_export_table) {
 
 static void stop_at_exit(void);
 
+/* dl_iterate_phdr callback: stops at a loaded libstrobe.so (the program's own copy of strobe;
+ * this library's copy is built in, under other names). */
+static int is_libstrobe(struct dl_phdr_info *info, size_t size, void *found) {
+    (void)size;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name;
+    if (base && strncmp(base, "libstrobe.so", 12) == 0) {
+        snprintf((char *)found, 256, "%s", info->dlpi_name);
+        return 1;
+    }
+    return 0;
+}
+
 EXPORT int InitializeInjection(void);
 EXPORT int InitializeInjection(void) {
     if (!active || !set.cuda_wanted) return 1;
+    /* A program linked with libstrobe.so runs sessions of its own, whose CUDA needs CUPTI, which
+     * takes one client per process: the program keeps it, as a program that loads CUPTI itself
+     * does, and this copy records the rest (its NVTX ranges, threads, heap, samples). */
+    char own[256] = "";
+    if (dl_iterate_phdr(is_libstrobe, own)) {
+        say("the program uses strobe itself: its own sessions keep CUDA (CUPTI takes one "
+            "client); strobe record records the rest",
+            own);
+        return 1;
+    }
     __atomic_store_n(&cuda_initialized, 1, __ATOMIC_RELEASE);
     int rc = 1;
     if (set.capture_cuda) {
