@@ -3,10 +3,13 @@
 # the table of the largest allocators names each site by its leaf function and caller, with the
 # bytes, count and peak live bytes the program worked out itself (malloc_usable_size), largest
 # first, on standard error, and with --stats on standard output; the trace still holds the
-# [memory] events and passes the checkers (--strict) where SHARED_DIR has them.
-# Usage: test_record_heap.sh STROBE TARGET OUT_DIR SHARED_DIR. Exit 77 without python3.
+# [memory] events and passes the checkers (--strict) where SHARED_DIR has them. A forked child
+# (tests/record_target.c fork: 77777 bytes in the parent, 55555 in the child, both from main)
+# counts its own sites, and the table sums the two processes' rows.
+# Usage: test_record_heap.sh STROBE TARGET OUT_DIR SHARED_DIR RECORD_TARGET. Exit 77 without
+# python3.
 set -u
-strobe=$1 target=$2 out=$3 shared=$4
+strobe=$1 target=$2 out=$3 shared=$4 rtarget=$5
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 rm -rf "$out" && mkdir -p "$out" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
@@ -52,6 +55,20 @@ grep -q "Largest allocators" "$out/stats.err" && fail "--stats: the table went t
 # Without --heap-stacks: no table.
 "$strobe" record --heap -o "$out/plain.json" -- "$target" >/dev/null 2>"$out/plain.err" || fail "--heap: exit $?"
 grep -q "Largest allocators" "$out/plain.err" && fail "--heap alone printed the table"
+
+# fork without exec: one row for main, the parent's block and the child's.
+"$strobe" record --heap-stacks -o "$out/fork.json" -- "$rtarget" fork >/dev/null 2>"$out/fork.err" ||
+  { cat "$out/fork.err"; fail "fork: exit $?"; }
+python3 - "$out/fork.err" <<'PY' || { cat "$out/fork.err"; exit 1; }
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if " <- " in l]
+main = [r for r in rows if len(r) >= 6 and r[3] == "main"]
+ok = len(main) == 1 and int(main[0][1]) == 2 and 77777 + 55555 <= int(main[0][0]) < 77777 + 55555 + 64
+if not ok:
+    print("FAIL: fork: one row for main, 2 allocations of 77777 and 55555 bytes: %s" % main)
+    sys.exit(1)
+print("ok    fork: main's blocks of both processes in one row: %s" % main[0][:3])
+PY
 
 if [ -x "$shared/validators/check_all.sh" ]; then
   strobe_check_trace "$shared" "$out/heap.json" --strict >"$out/heap.check.log" 2>&1 || { cat "$out/heap.check.log"; fail "checkers"; }

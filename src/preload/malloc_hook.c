@@ -492,6 +492,18 @@ int strobe__heap_stacks(int on) {
     return rc;
 }
 
+void strobe__heap_stacks_forked(void) {
+    /* Another thread of the parent may have held the lock, mid-update, at the fork: the child,
+     * which starts a session of its own, starts the sites afresh. */
+    pthread_mutex_init(&site_lock, NULL);
+    __atomic_store_n(&stacks_on, 0, __ATOMIC_SEQ_CST);
+    if (sites) memset(sites, 0, SITE_CAP * sizeof *sites);
+    site_n = 0;
+    site_missed = 0;
+    if (blk_keys) memset(blk_keys, 0, blk_cap * sizeof *blk_keys);
+    blk_n = 0;
+}
+
 /* A symbolized frame's function: the innermost inlined level, less " (file:line)". */
 static void frame_name(const char *sym, char *out, size_t size) {
     size_t len = strcspn(sym, ";");

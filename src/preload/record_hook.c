@@ -470,6 +470,7 @@ EXPORT void _Exit(int status) {
 static void fork_child(void) {
     pthread_mutex_init(&lock, NULL);
     state = ST_WAIT;
+    if (set.heap_stacks) strobe__heap_stacks_forked();
     /* CUDA does not carry over into a forked child (its driver state is the parent's, and the
      * core's CUDA backend counts as tracing there): the child records its CPU side. */
     set.activities &= ~(uint32_t)STROBE_ACTIVITY_CUDA;
