@@ -5,13 +5,15 @@
  * CUPTI (the library the tool loaded, opened again) is told when each window's launch happens,
  * as a CUDA program would launch one. No strobe.
  *
- * Usage: record_capture_target WINDOWS [FAKE_CUPTI]. Prints "pid PID" and, per window, "window I"
+ * Usage: record_capture_target WINDOWS [FAKE_CUPTI [open]]; with "open" the last window is never
+ * stopped: the program exits inside it. Prints "pid PID" and, per window, "window I"
  * with the names of the ranges inside it; the ranges outside are "before", "between-I" and "after".
  * Exit 1 when the driver cannot be loaded or initialized. */
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +53,10 @@ int main(int argc, char **argv) {
         range(nested);
         pause_ms(2);
         nvtxRangePop();
+        if (i == windows && argc > 3 && strcmp(argv[3], "open") == 0) {
+            printf("window %d %s %s\n", i, name, nested);
+            return 0;
+        }
         if (stop() != 0) return 1;
         printf("window %d %s %s\n", i, name, nested);
         if (i < windows) range(between);

@@ -4,7 +4,8 @@
 # subscriber's driver-API callbacks, as CUDA does): only what happens between each
 # cuProfilerStart() and cuProfilerStop() is in the trace (the ranges and marks the program says
 # were inside, in their windows, and one kernel per window, the stand-in CUPTI's), nothing from
-# before, between or after; the program's exit status; a program that never calls
+# before, between or after; a window the program never stops ends at its exit, and is kept; the
+# program's exit status; a program that never calls
 # cuProfilerStart leaves no trace. The traces pass the checkers (--strict) where SHARED_DIR has
 # them.
 # Usage: test_record_capture.sh STROBE TARGET FAKE_CUPTI FAKE_CUDA_DIR OUT_DIR SHARED_DIR.
@@ -20,11 +21,12 @@ run() { # NAME WINDOWS [OPTIONS...]
     local name=$1 windows=$2
     shift 2
     STROBE_CUPTI_PATH=$cupti LD_LIBRARY_PATH=$cudadir "$strobe" record "$@" \
-      --capture-range cuda-profiler-api -o "$out/$name" -- "$target" "$windows" "$cupti" \
+      --capture-range cuda-profiler-api -o "$out/$name" -- "$target" "$windows" "$cupti" $open \
       >"$out/$name.out" 2>"$out/$name.err"
     rc=$?
 }
 
+open=
 for fmt in json pftrace; do
   run "cap.$fmt" 3
   [ "$rc" = 0 ] || { cat "$out/cap.$fmt.err"; fail "$fmt: exit $rc"; }
@@ -71,6 +73,23 @@ if bad:
 print("ok    %s: %d ranges inside 3 windows, 3 kernels, nothing outside" % (sys.argv[1], len(nvtx)))
 PY
 done
+
+# A window still open at exit: stopped there, before CUDA goes, with its range and kernel.
+open=open run open.json 2
+[ "$rc" = 0 ] || { cat "$out/open.json.err"; fail "open window: exit $rc"; }
+python3 - "$out/open.json" <<'PY' || exit 1
+import collections, json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+names = collections.Counter(e["name"] for e in events if e.get("ph") == "X" and e.get("cat") != "kernel")
+kernels = [e for e in events if e.get("cat") == "kernel"]
+ok = names["inside-2"] == 1 and names["nested-2"] == 1 and names["inside-1"] == 1 and len(kernels) == 2
+ok = ok and names["after"] == 0 and names["between-1"] == 0
+if not ok:
+    print("FAIL: a window open at exit: %s, %d kernels" % (names, len(kernels)))
+    sys.exit(1)
+print("ok    a window open at exit is kept: %s, %d kernels" % (dict(names), len(kernels)))
+PY
+open=
 
 # No window: nothing recorded, no trace, the program's status.
 run none.json 0
