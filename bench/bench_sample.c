@@ -11,9 +11,11 @@
  *
  * Runs alternate (floor, sampling, sampling, floor, floor, ...) so that drift in the machine's
  * load hits both and neither is always second; the figures are the medians of --runs runs of
- * each. --hz 0 runs a session without sampling in place of the sampling one: the control, whose
- * "overhead" shows the noise of the measurement. strobe_stop()'s time (collecting and
- * symbolizing the samples) is reported apart: it is not spent while the program runs.
+ * each, and the median of each pair's own ratio (a sampled run against the floor run beside it,
+ * which cancels drift between pairs). --hz 0 runs a session without sampling in place of the
+ * sampling one: the control, whose "overhead" shows the noise of the measurement. strobe_stop()'s
+ * time (collecting and symbolizing the samples) is reported apart: it is not spent while the
+ * program runs.
  *
  * Usage: strobe_bench_sample [--threads N] [--runs R] [--hz HZ] [--ms MS] */
 #include <pthread.h>
@@ -181,12 +183,23 @@ int main(int argc, char **argv) {
         strobe_result_free(res);
         if (r % 2 == 1) run_once(&fw[r], &fc[r]);
     }
+    /* Each sampled run against the floor run beside it (the same pair of the alternation), before
+     * median() reorders the arrays: drift in the machine's load between pairs cancels out. */
+    double *pw = calloc((size_t)runs, sizeof *pw), *pc = calloc((size_t)runs, sizeof *pc);
+    if (pw == NULL || pc == NULL) return 1;
+    for (int r = 0; r < runs; r++) {
+        pw[r] = sw[r] / fw[r] - 1;
+        pc[r] = sc[r] / fc[r] - 1;
+    }
+    double ppw = median(pw, runs), ppc = median(pc, runs);
     double mfw = median(fw, runs), mfc = median(fc, runs);
     double msw = median(sw, runs), msc = median(sc, runs), mstop = median(stop, runs);
     printf("floor (no session):  wall %8.1f ms   cpu %8.1f ms\n", mfw * 1e3, mfc * 1e3);
     printf("sampling %5u Hz:    wall %8.1f ms   cpu %8.1f ms\n", hz, msw * 1e3, msc * 1e3);
     printf("overhead:            wall %+7.2f %%    cpu %+7.2f %%\n", (msw / mfw - 1) * 100,
            (msc / mfc - 1) * 100);
+    printf("paired:              wall %+7.2f %%    cpu %+7.2f %%  (median of each pair's ratio)\n",
+           ppw * 100, ppc * 100);
     printf("samples per run: %.0f (expected about %.0f from the floor's cpu time), lost %llu in "
            "all; strobe_stop: %.1f ms (median)\n",
            (double)samples / runs, mfc * hz, lost, mstop * 1e3);
@@ -195,5 +208,7 @@ int main(int argc, char **argv) {
     free(sw);
     free(sc);
     free(stop);
+    free(pw);
+    free(pc);
     return 0;
 }

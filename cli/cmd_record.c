@@ -31,9 +31,9 @@ const char cmd_record_usage[] =
     "\n"
     "SYNOPSIS\n"
     "    strobe record [-o PATH] [--delay SEC] [--duration SEC] [--activities cpu,cuda]\n"
-    "                  [--capture-range nvtx:NAME] [--sample[=HZ]] [--markers MODE[:SINKS]]\n"
-    "                  [--heap] [--mpi] [--no-follow] [--stats] [--keep-parts] [-q] [--]\n"
-    "                  PROGRAM [ARGS...]\n"
+    "                  [--capture-range nvtx:NAME|cuda-profiler-api] [--sample[=HZ]]\n"
+    "                  [--markers MODE[:SINKS]] [--heap] [--heap-stacks] [--mpi]\n"
+    "                  [--no-follow] [--stats] [--keep-parts] [-q] [--] PROGRAM [ARGS...]\n"
     "\n"
     "DESCRIPTION\n"
     "    Runs PROGRAM (found as the shell finds it, through PATH) with strobe injected\n"
@@ -62,7 +62,10 @@ const char cmd_record_usage[] =
     "    and no device events); the threads that record, named as the program names them\n"
     "    (pthread_setname_np). A tool already named in NVTX_INJECTION64_PATH or\n"
     "    CUDA_INJECTION64_PATH (Nsight's) keeps its place: strobe then records no NVTX, or\n"
-    "    starts CUDA with each process, and says so.\n"
+    "    starts CUDA with each process, and says so. A program linked with libstrobe.so\n"
+    "    (two copies of strobe in one process) keeps CUDA for its own sessions (CUPTI takes\n"
+    "    one client), which get no NVTX ranges (strobe record is the NVTX tool); strobe\n"
+    "    record records the rest and says so.\n"
     "\n"
     "    PATH: \".json\" writes Kineto-format JSON, \".pftrace\" Perfetto's protobuf format,\n"
     "    either gzip-compressed when it ends in \".gz\". In PATH, %p is the first process's\n"
@@ -92,10 +95,21 @@ const char cmd_record_usage[] =
     "                          against rank 0's (\"strobe_clock_sync\" in the trace). Run one\n"
     "                          strobe record per rank: mpirun -np N strobe record --mpi -o\n"
     "                          out_%r.json -- PROGRAM\n"
+    "    --heap-stacks         --heap, and each allocation's call stack (frame pointers: the\n"
+    "                          program's own frames need them), summed per call site: the\n"
+    "                          largest allocators (leaf function and its caller, by bytes\n"
+    "                          allocated, with counts and peak live bytes) are printed at the\n"
+    "                          end, on standard error (with --stats, standard output)\n"
     "    --capture-range nvtx:NAME\n"
     "                          record only inside the program's NVTX ranges named NAME\n"
     "                          (push/pop, any domain; every such range, each process), as\n"
     "                          nsys --capture-range=nvtx does; not with --delay/--duration\n"
+    "    --capture-range cuda-profiler-api\n"
+    "                          record only between the program's cuProfilerStart() and\n"
+    "                          cuProfilerStop() (cudaProfilerStart/Stop, any number of such\n"
+    "                          windows; seen through CUPTI's callbacks, so cudart linked\n"
+    "                          statically too), as nsys --capture-range=cudaProfilerApi does;\n"
+    "                          implies --activities cpu,cuda; not with --delay/--duration\n"
     "    --sample[=HZ]         sample every thread's call stack HZ times a second of CPU\n"
     "                          time (default 1000, at most 10000; perf_event_open)\n"
     "    --markers MODE[:SINKS]\n"
@@ -134,6 +148,7 @@ enum {
     OPT_MARKERS,
     OPT_CAPTURE_RANGE,
     OPT_MPI,
+    OPT_HEAP_STACKS,
 };
 
 const struct option cmd_record_options[] = {
@@ -149,6 +164,7 @@ const struct option cmd_record_options[] = {
     {"markers", required_argument, NULL, OPT_MARKERS},
     {"capture-range", required_argument, NULL, OPT_CAPTURE_RANGE},
     {"mpi", no_argument, NULL, OPT_MPI},
+    {"heap-stacks", no_argument, NULL, OPT_HEAP_STACKS},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -162,6 +178,8 @@ typedef struct rec_opts {
     const char *markers; /* STROBE_MARKERS for every process; NULL: none */
     const char *capture; /* --capture-range nvtx:NAME: NAME; NULL: none */
     int mpi;             /* --mpi: libstrobe_record_mpi.so, beside libstrobe_record.so */
+    int capture_cuda;    /* --capture-range cuda-profiler-api */
+    int heap_stacks;     /* --heap-stacks */
 } rec_opts;
 
 static int usage_error(const char *msg, const char *arg) {
@@ -441,6 +459,7 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
         rc = env_add(e, "STROBE_RECORD_DURATION_MS", num);
     }
     if (rc == 0 && o->heap) rc = env_add(e, "STROBE_RECORD_HEAP", "1");
+    if (rc == 0 && o->heap_stacks) rc = env_add(e, "STROBE_RECORD_HEAP_STACKS", "1");
     if (rc == 0 && o->sample_hz) {
         snprintf(num, sizeof num, "%u", o->sample_hz);
         rc = env_add(e, "STROBE_RECORD_SAMPLE_HZ", num);
@@ -448,6 +467,7 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
     /* Markers start at load in every process (src/markers reads STROBE_MARKERS). */
     if (rc == 0 && o->markers) rc = env_add(e, "STROBE_MARKERS", o->markers);
     if (rc == 0 && o->capture) rc = env_add(e, "STROBE_RECORD_CAPTURE_NVTX", o->capture);
+    if (rc == 0 && o->capture_cuda) rc = env_add(e, "STROBE_RECORD_CAPTURE_CUDA", "1");
     if (rc == 0 && o->no_follow) rc = env_add(e, "STROBE_RECORD_NO_FOLLOW", "1");
     if (rc == 0) rc = env_add(e, "STROBE_RECORD_PRELOAD", lib);
     /* NVTX ranges and, with CUDA, the driver's first cuInit reach the preloaded library through
@@ -674,6 +694,106 @@ static int merge_parts(const rec_opts *o, const char *parts, long root, int64_t 
     return rc;
 }
 
+/* --heap-stacks: the largest allocation sites. Each part has its own list (PARTS/<part>.heap,
+ * written by the preload: "BYTES\tCOUNT\tPEAK\tLEAF\tCALLER" lines, then "missed\tN"); the rows
+ * of every part are summed by leaf and caller, the peak the highest of one part (one process, or
+ * one captured window). */
+typedef struct heap_row {
+    char *leaf, *caller;
+    long long bytes, peak;
+    unsigned long long count;
+} heap_row;
+
+static int cmp_heap_rows(const void *a, const void *b) {
+    const heap_row *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    int c = strcmp(x->leaf, y->leaf);
+    return c ? c : strcmp(x->caller, y->caller);
+}
+
+#define HEAP_TOP 10
+
+static void print_heap_sites(const char *parts, FILE *to) {
+    DIR *d = opendir(parts);
+    if (d == NULL) return;
+    heap_row *v = NULL;
+    size_t n = 0, cap = 0;
+    unsigned long long missed = 0;
+    int files = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        size_t len = strlen(de->d_name);
+        if (len < 6 || strcmp(de->d_name + len - 5, ".heap") != 0) continue;
+        char path[PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", parts, de->d_name);
+        FILE *f = fopen(path, "re");
+        if (f == NULL) continue;
+        files++;
+        char line[1024];
+        while (fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = '\0';
+            unsigned long long m;
+            if (sscanf(line, "missed\t%llu", &m) == 1) {
+                missed += m;
+                continue;
+            }
+            char *f1 = line, *f2, *f3, *f4, *f5;
+            if (!(f2 = strchr(f1, '\t')) || !(f3 = strchr(f2 + 1, '\t')) ||
+                !(f4 = strchr(f3 + 1, '\t')) || !(f5 = strchr(f4 + 1, '\t')))
+                continue;
+            *f2++ = *f3++ = *f4++ = *f5++ = '\0';
+            heap_row r = {f4, f5, strtoll(f1, NULL, 10), strtoll(f3, NULL, 10),
+                          strtoull(f2, NULL, 10)};
+            size_t i = 0;
+            while (i < n && !(strcmp(v[i].leaf, r.leaf) == 0 && strcmp(v[i].caller, r.caller) == 0))
+                i++;
+            if (i < n) {
+                v[i].bytes += r.bytes;
+                v[i].count += r.count;
+                if (r.peak > v[i].peak) v[i].peak = r.peak;
+                continue;
+            }
+            if (n == cap) {
+                size_t c2 = cap ? 2 * cap : 64;
+                heap_row *w = realloc(v, c2 * sizeof *w);
+                if (w == NULL) break;
+                v = w;
+                cap = c2;
+            }
+            r.leaf = strdup(r.leaf);
+            r.caller = strdup(r.caller);
+            if (r.leaf == NULL || r.caller == NULL) {
+                free(r.leaf);
+                free(r.caller);
+                break;
+            }
+            v[n++] = r;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    if (n) qsort(v, n, sizeof *v, cmp_heap_rows);
+    fprintf(to, "%sLargest allocators (--heap-stacks), by bytes allocated:\n",
+            to == stderr ? "strobe record: " : "\n");
+    if (files == 0 || n == 0) {
+        fprintf(to, "  (no allocation sites were recorded)\n");
+    } else {
+        fprintf(to, "  %14s %10s %14s  %s\n", "bytes", "count", "peak live",
+                "site (leaf <- caller)");
+        for (size_t i = 0; i < n && i < HEAP_TOP; i++)
+            fprintf(to, "  %14lld %10llu %14lld  %s <- %s\n", v[i].bytes, v[i].count, v[i].peak,
+                    cli_esc(v[i].leaf), cli_esc(v[i].caller));
+        if (n > HEAP_TOP) fprintf(to, "  (%zu more sites)\n", n - HEAP_TOP);
+    }
+    if (missed)
+        fprintf(to, "  %llu allocation(s) not assigned to a site (no stack, or too many sites)\n",
+                missed);
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].leaf);
+        free(v[i].caller);
+    }
+    free(v);
+}
+
 /* --stats: the operator summary and, when the trace has device events, the top kernels, through
  * their commands. */
 static void print_stats(const char *out, int kernels) {
@@ -778,6 +898,9 @@ int cmd_record(int argc, char **argv) {
         case OPT_MPI:
             o.mpi = 1;
             break;
+        case OPT_HEAP_STACKS:
+            o.heap = o.heap_stacks = 1;
+            break;
         case OPT_NO_FOLLOW:
             o.no_follow = 1;
             break;
@@ -799,12 +922,14 @@ int cmd_record(int argc, char **argv) {
             break;
         }
         case OPT_CAPTURE_RANGE:
-            if (strcmp(optarg, "cuda-profiler-api") == 0)
-                return usage_error("--capture-range cuda-profiler-api is not supported yet "
-                                   "(nvtx:NAME is)",
-                                   NULL);
+            o.capture = NULL;
+            o.capture_cuda = 0;
+            if (strcmp(optarg, "cuda-profiler-api") == 0) {
+                o.capture_cuda = 1;
+                break;
+            }
             if (strncmp(optarg, "nvtx:", 5) != 0 || optarg[5] == '\0' || strlen(optarg) > 1000)
-                return usage_error("--capture-range takes nvtx:NAME", optarg);
+                return usage_error("--capture-range takes nvtx:NAME or cuda-profiler-api", optarg);
             o.capture = optarg + 5;
             break;
         case OPT_MARKERS:
@@ -819,7 +944,8 @@ int cmd_record(int argc, char **argv) {
         }
     }
     if (first >= argc) return usage_error("no PROGRAM to run", NULL);
-    if (o.capture && (o.delay_ms > 0 || o.duration_ms >= 0))
+    if (o.capture_cuda) o.cuda = 1; /* the windows are seen through CUDA's injection */
+    if ((o.capture || o.capture_cuda) && (o.delay_ms > 0 || o.duration_ms >= 0))
         return usage_error("--capture-range does not go with --delay or --duration", NULL);
     char **prog_argv = argv + first;
     char file[PATH_MAX];
@@ -875,11 +1001,28 @@ int cmd_record(int argc, char **argv) {
     base = base ? base + 1 : prog_argv[0];
     int device_events = 0;
     int merged = merge_parts(&o, parts, pid, end_ns, out, base, &device_events);
+    /* The allocation sites are read before the parts go: on standard error, or with --stats on
+     * standard output after the summary. */
+    char *heap_text = NULL;
+    size_t heap_len = 0;
+    if (o.heap_stacks && !o.stats && !o.quiet) print_heap_sites(parts, stderr);
+    if (o.heap_stacks && o.stats) {
+        FILE *mem = open_memstream(&heap_text, &heap_len);
+        if (mem) {
+            print_heap_sites(parts, mem);
+            fclose(mem);
+        }
+    }
     if ((merged == 0 && !o.keep_parts) || merged == 1)
         remove_parts(parts);
     else if (merged != 0 || !o.quiet)
         fprintf(stderr, "strobe record: the parts are kept in %s\n", cli_esc(parts));
     if (merged == 0 && o.stats) print_stats(out, device_events);
+    if (heap_text) {
+        fputs(heap_text, stdout);
+        fflush(stdout);
+        free(heap_text);
+    }
     if (merged < 0 && status == 0) return CLI_BAD_INPUT;
     return status;
 }

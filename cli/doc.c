@@ -202,6 +202,7 @@ static const struct {
     {"info", "format", "text json"},
     {"trigger", "activities", "cpu cuda cpu,cuda"},
     {"record", "activities", "cpu cuda cpu,cuda"},
+    {"record", "capture-range", "cuda-profiler-api nvtx:"},
 };
 
 void cli_write_completion(FILE *out) {

@@ -52,6 +52,16 @@ int strobe__session_add_device(uint32_t activity);
  * program). */
 int strobe__cuda_inject(void);
 
+/* For `strobe record --capture-range cuda-profiler-api` (src/preload): from now on, `fn` is called
+ * on the program's thread at each cuProfilerStart (1, after the driver's call returned) and
+ * cuProfilerStop (0, before the driver's call), through CUPTI's driver-API callbacks, so that a
+ * program linking cudart statically is caught too. Called from the driver's InitializeInjection
+ * (the process's first cuInit). The CUDA backend keeps its CUPTI subscriber from then on, and
+ * every session it starts tracing CUDA uses it (CUPTI takes one subscriber per process); it is
+ * not finalized at a session's stop. `fn` may start and stop sessions. @return 0, or 1 with why
+ * (no CUPTI, another subscriber, a build without the CUPTI headers). */
+int strobe__cuda_watch_profiler(void (*fn)(int start), char *why, size_t why_size);
+
 /* The backends this build has, NULL-terminated (src/backends.c). */
 extern const strobe__device_backend *const strobe__device_backends[];
 

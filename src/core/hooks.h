@@ -86,6 +86,13 @@ void strobe__begin_site_args(const strobe_site *site, const char *args, size_t l
 void strobe__begin_site_internal(const strobe_site *site);
 void strobe__end_internal(void);
 
+/* hotpath.c: the recording half of strobe__begin_site() and strobe__end(), without the markers'
+ * check: for a caller that read strobe__active once and found STROBE__ACTIVE_RECORDING set and
+ * STROBE__ACTIVE_MARKERS clear (src/nvtx's push and pop), so that the markers cost such a path
+ * nothing beyond that one load. Hot-path rules as above. */
+void strobe__begin_site_record(const strobe_site *site);
+void strobe__end_record(void);
+
 /* thread.c: names the thread whose OS id is `tid` (as strobe_set_thread_name() names the caller).
  * @return 1 when a thread of that id has called strobe, else 0 (nothing is named). */
 int strobe__thread_name_tid(int64_t tid, const char *name);

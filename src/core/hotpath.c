@@ -319,19 +319,31 @@ __attribute__((noinline)) static void begin_site_full(const strobe_site *site, c
     leave(t);
 }
 
-void strobe__begin_site(const strobe_site *site) {
-    const strobe__marker_ops *m = marker_ops();
-    if (UNLIKELY(m != NULL)) {
-        (void)m->begin(site->name, STROBE__SITE_SCOPE(site->scope), 1);
-        if (!recording()) return;
-    }
+/* The recording half of strobe__begin_site, inlined into it and into strobe__begin_site_record
+ * (core/hooks.h), which callers that read strobe__active themselves call without the markers'
+ * check. `fp`: the entry point's frame. */
+static inline __attribute__((always_inline)) void begin_site_rec(const strobe_site *site,
+                                                                 const void *fp) {
     strobe__tstate *t = strobe__tls;
     if (LIKELY(fast_enter(t, BEGIN_SLOW, 16))) {
         fast_put_begin_site(t, site);
         leave(t);
         return;
     }
-    begin_site_full(site, __builtin_frame_address(0));
+    begin_site_full(site, fp);
+}
+
+void strobe__begin_site(const strobe_site *site) {
+    const strobe__marker_ops *m = marker_ops();
+    if (UNLIKELY(m != NULL)) {
+        (void)m->begin(site->name, STROBE__SITE_SCOPE(site->scope), 1);
+        if (!recording()) return;
+    }
+    begin_site_rec(site, __builtin_frame_address(0));
+}
+
+void strobe__begin_site_record(const strobe_site *site) {
+    begin_site_rec(site, __builtin_frame_address(0));
 }
 
 void strobe__begin_name(const char *name, int scope) {
@@ -363,12 +375,7 @@ __attribute__((noinline)) static void end_full(void) {
     leave(t);
 }
 
-void strobe__end(void) {
-    const strobe__marker_ops *m = marker_ops();
-    if (UNLIKELY(m != NULL)) {
-        m->end();
-        if (!recording()) return;
-    }
+static inline __attribute__((always_inline)) void end_rec(void) {
     strobe__tstate *t = strobe__tls;
     if (LIKELY(fast_enter(t, END_SLOW, 8))) {
         fast_put_end(t);
@@ -376,6 +383,19 @@ void strobe__end(void) {
         return;
     }
     end_full();
+}
+
+void strobe__end(void) {
+    const strobe__marker_ops *m = marker_ops();
+    if (UNLIKELY(m != NULL)) {
+        m->end();
+        if (!recording()) return;
+    }
+    end_rec();
+}
+
+void strobe__end_record(void) {
+    end_rec();
 }
 
 /* The same entry points for callers inside the library (src/nvtx), called directly rather than

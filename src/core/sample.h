@@ -31,11 +31,12 @@ typedef struct strobe__sample {
 typedef struct strobe__sampler strobe__sampler;
 
 /* Opens the sampling events for every thread of the process (disabled until
- * strobe__sampler_enable) and starts the thread that drains them every `drain_ms` (0: 50 ms; below
- * 0: no thread, the rings are read at stop only, which the tests use to force losses) from
- * rings of `ring_pages` pages per CPU (rounded down to a power of two; 0: within 512 KiB in all,
- * at most 32). @return 0 and *out; 1 when this process cannot sample (perf_event_open refused:
- * seccomp, perf_event_paranoid), with the reason in `why`; or STROBE_ENOMEM / STROBE_ESYS. */
+ * strobe__sampler_enable) and starts the thread that drains them when the kernel says a ring is a
+ * quarter full, and at least every `drain_ms` (0: 500 ms; below 0: no thread, the rings are read
+ * at stop only, which the tests use to force losses) from rings of `ring_pages` pages per CPU
+ * (rounded down to a power of two; 0: within 512 KiB in all, at most 32). @return 0 and *out; 1
+ * when this process cannot sample (perf_event_open refused: seccomp, perf_event_paranoid), with the
+ * reason in `why`; or STROBE_ENOMEM / STROBE_ESYS. */
 int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
                           char *why, size_t why_size);
 

@@ -613,17 +613,28 @@ static void capture_push_attr(const nvabi_attr *a, int level) {
     capture_push(attr_text(a, buf, sizeof buf), level);
 }
 
+/* The begin and end of a cached site, given strobe__active as read once by the caller (with
+ * the recording bit set): the markers' check costs a bit test of it, not a load of their table
+ * (core/hooks.h, strobe__begin_site_record). */
+static inline void begin_cached(const strobe_site *site, int act) {
+    if (LIKELY(!(act & STROBE__ACTIVE_MARKERS)))
+        strobe__begin_site_record(site);
+    else
+        strobe__begin_site_internal(site);
+}
+
 static int push_a(const char *msg) {
     int level = depth++;
     if (UNLIKELY(__atomic_load_n(&capture_armed, __ATOMIC_RELAXED))) capture_push(msg, level);
-    if (UNLIKELY(strobe_is_active())) {
+    int act = STROBE__ACTIVE();
+    if (UNLIKELY(act & STROBE__ACTIVE_RECORDING)) {
         /* The common case inline: a message seen before at this address, with the same text. */
         nv_thread *t = tls;
         if (LIKELY(t != NULL && msg != NULL)) {
             nv_centry *e = &t->cache[slot_of(msg, 0, 0)];
             if (LIKELY(e->key == msg && e->dom == 0 && e->attr == 0) &&
                 LIKELY(same_text(e->site, msg))) {
-                strobe__begin_site_internal(&e->site->sa.site);
+                begin_cached(&e->site->sa.site, act);
                 return level;
             }
         }
@@ -649,14 +660,15 @@ static int push_ex(const nvabi_attr *a) {
 static int domain_push_ex(const nv_domain *dom, const nvabi_attr *a) {
     int level = depth++;
     if (UNLIKELY(__atomic_load_n(&capture_armed, __ATOMIC_RELAXED))) capture_push_attr(a, level);
-    if (UNLIKELY(strobe_is_active())) {
+    int act = STROBE__ACTIVE();
+    if (UNLIKELY(act & STROBE__ACTIVE_RECORDING)) {
         /* The common case inline: a registered string of this domain, nothing else given. */
         if (LIKELY(a != NULL && a->size >= NVABI_ATTR_MIN_SIZE &&
                    a->message_type == NVABI_MESSAGE_REGISTERED && a->message != NULL &&
                    a->category == 0 && a->color_type != NVABI_COLOR_ARGB && a->payload_type == 0)) {
             const nv_string *h = a->message;
             if (LIKELY(h->dom == dom && h->plain != NULL)) {
-                strobe__begin_site_internal(&h->plain->sa.site);
+                begin_cached(&h->plain->sa.site, act);
                 return level;
             }
         }
@@ -668,7 +680,13 @@ static int domain_push_ex(const nv_domain *dom, const nvabi_attr *a) {
 static int pop(void) {
     if (depth == 0) return -1; /* NVTX: an error is a negative value */
     int level = --depth;
-    if (UNLIKELY(strobe_is_active())) strobe__end_internal();
+    int act = STROBE__ACTIVE();
+    if (UNLIKELY(act & STROBE__ACTIVE_RECORDING)) {
+        if (LIKELY(!(act & STROBE__ACTIVE_MARKERS)))
+            strobe__end_record();
+        else
+            strobe__end_internal();
+    }
     if (UNLIKELY(level == capture_level)) {
         /* The captured range ends (its end is recorded above): the capture closes. */
         capture_level = -1;

@@ -39,6 +39,10 @@
 
 #include "strobe/strobe.h"
 #ifdef STROBE_MALLOC_EMBEDDED
+#include <link.h>
+#include <pthread.h>
+
+#include "core/stack.h"
 #include "heap_hook.h"
 #endif
 
@@ -139,6 +143,12 @@ static int mode;
 static int64_t total_allocated;
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
 
+#ifdef STROBE_MALLOC_EMBEDDED
+static int stacks_on; /* --heap-stacks: allocation sites are counted (atomic) */
+static void site_alloc(void *p, int64_t n);
+static void site_free(void *p, int64_t n);
+#endif
+
 /* Returns 1 when the calling allocation should be counted: the allocator is resolved, the thread
  * is not inside the hook already, and the mode counts. */
 static inline int counting(void) {
@@ -150,8 +160,12 @@ static void note_alloc(void *p) {
     in_hook = 1;
     int64_t n = (int64_t)real.usable(p);
     int64_t total = __atomic_add_fetch(&total_allocated, n, __ATOMIC_RELAXED);
-    if (__atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_TRACE)
+    if (__atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_TRACE) {
         strobe_record_alloc(STROBE_DEVICE_CPU_ID, p, n, total, 0);
+#ifdef STROBE_MALLOC_EMBEDDED
+        if (UNLIKELY(__atomic_load_n(&stacks_on, __ATOMIC_RELAXED))) site_alloc(p, n);
+#endif
+    }
     in_hook = 0;
 }
 
@@ -160,8 +174,12 @@ static void note_free(void *p) {
     in_hook = 1;
     int64_t n = (int64_t)real.usable(p);
     int64_t total = __atomic_sub_fetch(&total_allocated, n, __ATOMIC_RELAXED);
-    if (__atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_TRACE)
+    if (__atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_TRACE) {
         strobe_record_free(STROBE_DEVICE_CPU_ID, p, n, total, 0);
+#ifdef STROBE_MALLOC_EMBEDDED
+        if (UNLIKELY(__atomic_load_n(&stacks_on, __ATOMIC_RELAXED))) site_free(p, n);
+#endif
+    }
     in_hook = 0;
 }
 
@@ -295,6 +313,296 @@ int strobe__heap_quiet(int on) {
 
 void strobe__heap_resolve(void) {
     (void)resolve();
+}
+
+/* ---- Allocation sites (--heap-stacks) -------------------------------------------------- */
+
+/* Each allocation's call stack is taken by the frame-pointer walk (core/stack.h; this library is
+ * built with frame pointers, and the program's own frames need them too), strobe's frames cut
+ * off the top, and its first SITE_FRAMES return addresses are the site: allocations are summed
+ * per site (count, bytes) and the site's live bytes kept up to date through a map from each live
+ * block to its site, for the peak. Symbolized once, at the report. Under one lock: the cost is
+ * paid only with --heap-stacks. */
+#define SITE_FRAMES 6
+#define SITE_CAP 8192 /* power of two */
+
+typedef struct site {
+    uint64_t pcs[SITE_FRAMES];
+    uint32_t n; /* frames; 0: the slot is free */
+    uint64_t count;
+    int64_t bytes, live, peak;
+} site;
+
+static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
+static site *sites;          /* SITE_CAP slots, from the real allocator */
+static size_t site_n;        /* slots in use */
+static uint64_t site_missed; /* allocations whose site found no slot, or whose stack was empty */
+/* Live blocks: address -> site index + 1, linear probing, kept at most half full. */
+static uintptr_t *blk_keys;
+static uint32_t *blk_vals;
+static size_t blk_cap, blk_n;
+static __thread uintptr_t stack_lo __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));
+/* This library's code, whose frames are cut off the top of each stack. */
+static uintptr_t self_lo, self_hi;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size, (void)arg;
+    uintptr_t me = (uintptr_t)(void *)&site_alloc;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD) continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (me >= lo && me < hi) {
+            self_lo = lo;
+            self_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static inline uint64_t mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static int blk_grow(void) {
+    size_t cap = blk_cap ? 2 * blk_cap : 4096;
+    uintptr_t *k = real.calloc(cap, sizeof *k);
+    uint32_t *v = real.malloc(cap * sizeof *v);
+    if (k == NULL || v == NULL) {
+        real.free(k);
+        real.free(v);
+        return -1;
+    }
+    for (size_t i = 0; i < blk_cap; i++) {
+        if (blk_keys[i] == 0) continue;
+        size_t j = mix(blk_keys[i]) & (cap - 1);
+        while (k[j] != 0)
+            j = (j + 1) & (cap - 1);
+        k[j] = blk_keys[i];
+        v[j] = blk_vals[i];
+    }
+    real.free(blk_keys);
+    real.free(blk_vals);
+    blk_keys = k;
+    blk_vals = v;
+    blk_cap = cap;
+    return 0;
+}
+
+static void site_alloc(void *p, int64_t n) {
+    if (stack_hi == 0 && strobe__stack_bounds(&stack_lo, &stack_hi) != 0) stack_hi = 1;
+    uint64_t raw[SITE_FRAMES + 8];
+    int got = strobe__stack_capture(stack_lo, stack_hi, 0, raw, SITE_FRAMES + 8);
+    int first = 0;
+    while (first < got && raw[first] >= self_lo && raw[first] < self_hi)
+        first++;
+    int k = got - first < SITE_FRAMES ? got - first : SITE_FRAMES;
+    pthread_mutex_lock(&site_lock);
+    if (k <= 0 || sites == NULL) {
+        site_missed++;
+        pthread_mutex_unlock(&site_lock);
+        return;
+    }
+    uint64_t h = (uint64_t)k;
+    for (int i = 0; i < k; i++)
+        h = mix(h ^ raw[first + i]);
+    size_t at = h & (SITE_CAP - 1);
+    site *s = NULL;
+    for (size_t probe = 0; probe < SITE_CAP; probe++, at = (at + 1) & (SITE_CAP - 1)) {
+        site *c = &sites[at];
+        if (c->n == 0) {
+            if (site_n * 4 >= SITE_CAP * 3) break; /* full enough: further sites are missed */
+            c->n = (uint32_t)k;
+            memcpy(c->pcs, raw + first, (size_t)k * sizeof raw[0]);
+            site_n++;
+            s = c;
+            break;
+        }
+        if (c->n == (uint32_t)k && memcmp(c->pcs, raw + first, (size_t)k * sizeof raw[0]) == 0) {
+            s = c;
+            break;
+        }
+    }
+    if (s == NULL) {
+        site_missed++;
+        pthread_mutex_unlock(&site_lock);
+        return;
+    }
+    s->count++;
+    s->bytes += n;
+    s->live += n;
+    if (s->live > s->peak) s->peak = s->live;
+    if ((blk_n + 1) * 2 <= blk_cap || blk_grow() == 0) {
+        uintptr_t key = (uintptr_t)p;
+        size_t j = mix(key) & (blk_cap - 1);
+        while (blk_keys[j] != 0 && blk_keys[j] != key)
+            j = (j + 1) & (blk_cap - 1);
+        if (blk_keys[j] == 0) blk_n++;
+        blk_keys[j] = key;
+        blk_vals[j] = (uint32_t)(s - sites) + 1;
+    }
+    pthread_mutex_unlock(&site_lock);
+}
+
+static void site_free(void *p, int64_t n) {
+    uintptr_t key = (uintptr_t)p;
+    pthread_mutex_lock(&site_lock);
+    if (blk_cap == 0) {
+        pthread_mutex_unlock(&site_lock);
+        return;
+    }
+    size_t j = mix(key) & (blk_cap - 1);
+    while (blk_keys[j] != 0 && blk_keys[j] != key)
+        j = (j + 1) & (blk_cap - 1);
+    if (blk_keys[j] == key) {
+        sites[blk_vals[j] - 1].live -= n;
+        /* Backward-shift deletion keeps every other key reachable from its home slot. */
+        size_t hole = j;
+        for (size_t i = (j + 1) & (blk_cap - 1); blk_keys[i] != 0; i = (i + 1) & (blk_cap - 1)) {
+            size_t home = mix(blk_keys[i]) & (blk_cap - 1);
+            if (((i - home) & (blk_cap - 1)) >= ((i - hole) & (blk_cap - 1))) {
+                blk_keys[hole] = blk_keys[i];
+                blk_vals[hole] = blk_vals[i];
+                hole = i;
+            }
+        }
+        blk_keys[hole] = 0;
+        blk_n--;
+    }
+    pthread_mutex_unlock(&site_lock);
+}
+
+int strobe__heap_stacks(int on) {
+    int quiet = strobe__heap_quiet(1);
+    int rc = 0;
+    if (on && sites == NULL && resolve()) {
+        dl_iterate_phdr(find_self, NULL);
+        site *v = real.calloc(SITE_CAP, sizeof *v);
+        pthread_mutex_lock(&site_lock);
+        sites = v;
+        pthread_mutex_unlock(&site_lock);
+        if (v == NULL) rc = -1;
+    }
+    __atomic_store_n(&stacks_on, on && sites != NULL, __ATOMIC_SEQ_CST);
+    strobe__heap_quiet(quiet);
+    return rc;
+}
+
+void strobe__heap_stacks_forked(void) {
+    /* Another thread of the parent may have held the lock, mid-update, at the fork: the child,
+     * which starts a session of its own, starts the sites afresh. */
+    pthread_mutex_init(&site_lock, NULL);
+    __atomic_store_n(&stacks_on, 0, __ATOMIC_SEQ_CST);
+    if (sites) memset(sites, 0, SITE_CAP * sizeof *sites);
+    site_n = 0;
+    site_missed = 0;
+    if (blk_keys) memset(blk_keys, 0, blk_cap * sizeof *blk_keys);
+    blk_n = 0;
+}
+
+/* A symbolized frame's function: the innermost inlined level, less " (file:line)". */
+static void frame_name(const char *sym, char *out, size_t size) {
+    size_t len = strcspn(sym, ";");
+    const char *paren = strstr(sym, " (");
+    if (paren && (size_t)(paren - sym) < len) len = (size_t)(paren - sym);
+    if (len >= size) len = size - 1;
+    memcpy(out, sym, len);
+    out[len] = '\0';
+}
+
+typedef struct site_row {
+    char leaf[128], caller[128];
+    uint64_t count;
+    int64_t bytes, peak;
+} site_row;
+
+static int cmp_rows(const void *a, const void *b) {
+    const site_row *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    return strcmp(x->leaf, y->leaf);
+}
+
+int strobe__heap_stacks_report(const char *path, int top) {
+    int quiet = strobe__heap_quiet(1);
+    __atomic_store_n(&stacks_on, 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&site_lock);
+    int rc = -1;
+    size_t n = 0;
+    uint64_t *pcs = NULL;
+    const char **syms = NULL;
+    site_row *rows = NULL;
+    strobe__symbolizer *sym = NULL;
+    size_t *idx = NULL;
+    if (sites == NULL || site_n == 0) {
+        rc = 0;
+        goto out;
+    }
+    /* The leaf and its caller of every site, symbolized together. */
+    pcs = real.malloc(2 * site_n * sizeof *pcs);
+    idx = real.malloc(site_n * sizeof *idx);
+    rows = real.calloc(site_n, sizeof *rows);
+    syms = real.calloc(2 * site_n, sizeof *syms);
+    if (pcs == NULL || idx == NULL || rows == NULL || syms == NULL) goto out;
+    for (size_t i = 0; i < SITE_CAP; i++) {
+        if (sites[i].n == 0) continue;
+        idx[n] = i;
+        pcs[2 * n] = sites[i].pcs[0];
+        pcs[2 * n + 1] = sites[i].n > 1 ? sites[i].pcs[1] : 0;
+        n++;
+    }
+    sym = strobe__symbolize(pcs, 2 * n, syms);
+    if (sym == NULL) goto out;
+    /* Sites with the same leaf and caller functions are one row: their peaks add up (an upper
+     * bound of the row's peak, exact where one site makes the row). */
+    size_t rn = 0;
+    for (size_t i = 0; i < n; i++) {
+        const site *s = &sites[idx[i]];
+        site_row r = {.count = s->count, .bytes = s->bytes, .peak = s->peak};
+        frame_name(syms[2 * i] ? syms[2 * i] : "??", r.leaf, sizeof r.leaf);
+        frame_name(s->n > 1 && syms[2 * i + 1] ? syms[2 * i + 1] : "-", r.caller, sizeof r.caller);
+        size_t j = 0;
+        while (j < rn &&
+               !(strcmp(rows[j].leaf, r.leaf) == 0 && strcmp(rows[j].caller, r.caller) == 0))
+            j++;
+        if (j == rn) {
+            rows[rn++] = r;
+        } else {
+            rows[j].count += r.count;
+            rows[j].bytes += r.bytes;
+            rows[j].peak += r.peak;
+        }
+    }
+    qsort(rows, rn, sizeof *rows, cmp_rows);
+    FILE *f = fopen(path, "we");
+    if (f == NULL) goto out;
+    /* One line a row: bytes, count, peak live bytes, leaf, caller (tabs between); a last line
+     * "missed N" counts the allocations no site took. */
+    for (size_t i = 0; i < rn && (int)i < top; i++)
+        fprintf(f, "%lld\t%llu\t%lld\t%s\t%s\n", (long long)rows[i].bytes,
+                (unsigned long long)rows[i].count, (long long)rows[i].peak, rows[i].leaf,
+                rows[i].caller);
+    fprintf(f, "missed\t%llu\n", (unsigned long long)site_missed);
+    rc = fclose(f) == 0 ? 0 : -1;
+out:
+    if (sym) strobe__symbolizer_free(sym);
+    real.free(pcs);
+    real.free(idx);
+    real.free(rows);
+    real.free(syms);
+    /* A next session (a window, a forked child) counts afresh. */
+    if (sites) memset(sites, 0, SITE_CAP * sizeof *sites);
+    site_n = 0;
+    site_missed = 0;
+    if (blk_keys) memset(blk_keys, 0, blk_cap * sizeof *blk_keys);
+    blk_n = 0;
+    pthread_mutex_unlock(&site_lock);
+    strobe__heap_quiet(quiet);
+    return rc;
 }
 #else
 /* ---- The session ---------------------------------------------------------------------- */

@@ -12,9 +12,14 @@
  *   STROBE_RECORD_DELAY_MS    record from this long after the process starts (default 0)
  *   STROBE_RECORD_DURATION_MS and for this long (default: to the end)
  *   STROBE_RECORD_HEAP        "1": the malloc interposer's events (malloc_hook.c, built in)
+ *   STROBE_RECORD_HEAP_STACKS "1": and the allocation sites (their call stacks), whose largest
+ *                             go to PARTS/<part>.heap when the session stops (heap_hook.h)
  *   STROBE_RECORD_SAMPLE_HZ   CPU sampling at this rate (config.cpu_sample_hz), 0 or unset: none
  *   STROBE_RECORD_CAPTURE_NVTX NAME: record only inside the NVTX ranges named NAME, a session
  *                             (and a part file) per range, instead of from start to exit
+ *   STROBE_RECORD_CAPTURE_CUDA "1": the same between each cuProfilerStart and cuProfilerStop of
+ *                             the program (with cuda: seen through CUPTI's callbacks from the
+ *                             first cuInit on, core/device.h strobe__cuda_watch_profiler)
  *   STROBE_RECORD_NO_FOLLOW   "1": this process only: the variables, and the LD_PRELOAD entry
  *                             STROBE_RECORD_PRELOAD names, leave the environment at start, so
  *                             that the programs it runs are not recorded
@@ -32,6 +37,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -57,9 +63,10 @@ typedef struct settings {
     uint32_t activities; /* at start: the CPU; CUDA joins at the program's cuInit (cuda_wanted) */
     int cuda_wanted;
     long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
-    int heap;
+    int heap, heap_stacks;
     uint32_t sample_hz; /* CPU sampling (--sample), 0: none */
     char capture[1024]; /* --capture-range nvtx:NAME: NAME, "" for none */
+    int capture_cuda;   /* --capture-range cuda-profiler-api */
 } settings;
 
 static settings set;
@@ -117,9 +124,10 @@ static void forget_settings(void) {
      * this library as a tool, which then does nothing (no settings: not active). */
     strip_preload(getenv("STROBE_RECORD_PRELOAD"));
     static const char *const vars[] = {
-        "STROBE_RECORD_DIR",         "STROBE_RECORD_ACTIVITIES", "STROBE_RECORD_DELAY_MS",
-        "STROBE_RECORD_DURATION_MS", "STROBE_RECORD_HEAP",       "STROBE_RECORD_NO_FOLLOW",
-        "STROBE_RECORD_PRELOAD",     "STROBE_RECORD_SAMPLE_HZ",  "STROBE_RECORD_CAPTURE_NVTX"};
+        "STROBE_RECORD_DIR",          "STROBE_RECORD_ACTIVITIES", "STROBE_RECORD_DELAY_MS",
+        "STROBE_RECORD_DURATION_MS",  "STROBE_RECORD_HEAP",       "STROBE_RECORD_NO_FOLLOW",
+        "STROBE_RECORD_PRELOAD",      "STROBE_RECORD_SAMPLE_HZ",  "STROBE_RECORD_CAPTURE_NVTX",
+        "STROBE_RECORD_CAPTURE_CUDA", "STROBE_RECORD_HEAP_STACKS"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
 }
@@ -142,14 +150,23 @@ static int read_settings(void) {
     const char *inj = getenv("CUDA_INJECTION64_PATH"), *self = getenv("STROBE_RECORD_PRELOAD");
     const char *nf = getenv("STROBE_RECORD_NO_FOLLOW");
     int no_follow = nf && strcmp(nf, "1") == 0;
-    if (set.cuda_wanted && (inj == NULL || self == NULL || strcmp(inj, self) != 0))
+    if (set.cuda_wanted && (inj == NULL || self == NULL || strcmp(inj, self) != 0)) {
         set.activities |= STROBE_ACTIVITY_CUDA;
+        if (getenv("STROBE_RECORD_CAPTURE_CUDA") && !no_follow)
+            say("CUDA_INJECTION64_PATH names another tool: cuProfilerStart/Stop cannot be "
+                "watched; nothing is recorded",
+                inj);
+    }
     set.delay_ms = env_ms("STROBE_RECORD_DELAY_MS", 0);
     set.duration_ms = env_ms("STROBE_RECORD_DURATION_MS", -1);
     const char *heap = getenv("STROBE_RECORD_HEAP");
     set.heap = heap && strcmp(heap, "1") == 0;
+    const char *hs = getenv("STROBE_RECORD_HEAP_STACKS");
+    set.heap_stacks = set.heap && hs && strcmp(hs, "1") == 0;
     const char *cap = getenv("STROBE_RECORD_CAPTURE_NVTX");
     snprintf(set.capture, sizeof set.capture, "%s", cap ? cap : "");
+    const char *capc = getenv("STROBE_RECORD_CAPTURE_CUDA");
+    set.capture_cuda = capc && strcmp(capc, "1") == 0;
     long long hz = env_ms("STROBE_RECORD_SAMPLE_HZ", 0);
     set.sample_hz = hz > 0 && hz <= STROBE_CPU_SAMPLE_HZ_MAX ? (uint32_t)hz : 0;
     if (no_follow) forget_settings();
@@ -238,6 +255,8 @@ static void start_locked(void) {
         session_pid = getpid();
         state = ST_ON;
         if (set.heap) strobe__heap_set_tracing(1);
+        if (set.heap_stacks && strobe__heap_stacks(1) != 0)
+            say("--heap-stacks: out of memory; no allocation sites", NULL);
     }
     strobe__heap_quiet(quiet);
 }
@@ -253,6 +272,16 @@ static void stop_locked(int final) {
             say("cannot stop the session", strobe_strerror(rc));
         } else {
             strobe_result_free(r);
+        }
+        if (set.heap_stacks) {
+            /* The largest allocation sites, beside the part (PARTS/<part>.heap). */
+            char heap_path[sizeof part_path];
+            size_t len = strlen(part_path);
+            if (len > 5) {
+                snprintf(heap_path, sizeof heap_path, "%.*s.heap", (int)(len - 5), part_path);
+                if (strobe__heap_stacks_report(heap_path, 50) != 0)
+                    say("--heap-stacks: cannot write the allocation sites", heap_path);
+            }
         }
         strobe__heap_quiet(quiet);
     }
@@ -301,7 +330,21 @@ static void capture_off(void) {
     pthread_mutex_unlock(&lock);
 }
 
+/* --capture-range cuda-profiler-api: the CUDA backend's callback, on the thread that called
+ * cuProfilerStart (after it) or cuProfilerStop (before it). */
+static void capture_cuda(int start) {
+    int quiet = strobe__heap_quiet(1);
+    if (start)
+        capture_on();
+    else
+        capture_off();
+    strobe__heap_quiet(quiet);
+}
+
 static void begin(void) {
+    /* The windows open at the program's cuProfilerStart calls, watched from its first cuInit
+     * (InitializeInjection). */
+    if (set.capture_cuda) return;
     if (set.capture[0]) {
         static int armed; /* once: a forked child keeps its parent's (src/nvtx's state is copied) */
         if (!armed++) strobe__nvtx_set_capture(set.capture, capture_on, capture_off);
@@ -428,6 +471,7 @@ EXPORT void _Exit(int status) {
 static void fork_child(void) {
     pthread_mutex_init(&lock, NULL);
     state = ST_WAIT;
+    if (set.heap_stacks) strobe__heap_stacks_forked();
     /* CUDA does not carry over into a forked child (its driver state is the parent's, and the
      * core's CUDA backend counts as tracing there): the child records its CPU side. */
     set.activities &= ~(uint32_t)STROBE_ACTIVITY_CUDA;
@@ -455,11 +499,44 @@ STROBE__NCCL_DEFINE_EXPORTS(EXPORT)
 
 static void stop_at_exit(void);
 
+/* dl_iterate_phdr callback: stops at a loaded libstrobe.so (the program's own copy of strobe;
+ * this library's copy is built in, under other names). */
+static int is_libstrobe(struct dl_phdr_info *info, size_t size, void *found) {
+    (void)size;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name;
+    if (base && strncmp(base, "libstrobe.so", 12) == 0) {
+        snprintf((char *)found, 256, "%s", info->dlpi_name);
+        return 1;
+    }
+    return 0;
+}
+
 EXPORT int InitializeInjection(void);
 EXPORT int InitializeInjection(void) {
     if (!active || !set.cuda_wanted) return 1;
+    /* A program linked with libstrobe.so runs sessions of its own, whose CUDA needs CUPTI, which
+     * takes one client per process: the program keeps it, as a program that loads CUPTI itself
+     * does, and this copy records the rest (its NVTX ranges, threads, heap, samples). */
+    char own[256] = "";
+    if (dl_iterate_phdr(is_libstrobe, own)) {
+        say("the program uses strobe itself: its own sessions keep CUDA (CUPTI takes one "
+            "client); strobe record records the rest",
+            own);
+        return 1;
+    }
     __atomic_store_n(&cuda_initialized, 1, __ATOMIC_RELEASE);
-    int rc = strobe__cuda_inject();
+    int rc = 1;
+    if (set.capture_cuda) {
+        /* Sessions start and stop at the program's cuProfilerStart/Stop from now on. */
+        char why[512];
+        int quiet = strobe__heap_quiet(1);
+        if (strobe__cuda_watch_profiler(capture_cuda, why, sizeof why) != 0)
+            say("cannot watch cuProfilerStart/Stop; nothing is recorded", why);
+        strobe__heap_quiet(quiet);
+    } else {
+        rc = strobe__cuda_inject();
+    }
     /* The session must stop, and CUPTI hand over its records, while CUDA and CUPTI are still up:
      * an exit handler registered now, after CUPTI registered its own while it started, runs
      * before CUPTI's and the CUDA runtime's (atexit runs in reverse order; CUPTI's own handler

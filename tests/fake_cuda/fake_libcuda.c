@@ -158,13 +158,25 @@ EXPORT int cuStreamSynchronize(void *stream) {
     log_call("cuStreamSynchronize");
     return 0;
 }
+/* The stand-in CUPTI's driver-API callback (fake_libcupti.c sets it when its subscriber enables
+ * the CUDA profiler API's callbacks): called at each call's entry (0) and exit (1). */
+static void (*cupti_call)(const char *name, int exit_site);
+EXPORT void fake_cuda_set_cupti(void (*fn)(const char *, int));
+EXPORT void fake_cuda_set_cupti(void (*fn)(const char *, int)) {
+    cupti_call = fn;
+}
 EXPORT int cuProfilerStart(void);
 EXPORT int cuProfilerStart(void) {
+    if (cupti_call) cupti_call("cuProfilerStart", 0);
     log_call("cuProfilerStart");
-    return env_int("FAKE_CUDA_PROFILER", 0);
+    int rc = env_int("FAKE_CUDA_PROFILER", 0);
+    if (cupti_call) cupti_call("cuProfilerStart", 1);
+    return rc;
 }
 EXPORT int cuProfilerStop(void);
 EXPORT int cuProfilerStop(void) {
+    if (cupti_call) cupti_call("cuProfilerStop", 0);
     log_call("cuProfilerStop");
+    if (cupti_call) cupti_call("cuProfilerStop", 1);
     return 0;
 }

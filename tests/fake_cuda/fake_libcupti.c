@@ -15,6 +15,7 @@
  * as CUPTI 2025.3 writes them under kernel replay on an H100; =2: and the second extra kernel's
  * launch record is lost). Built a third time with
  * FAKE_NO_RANGE_PROFILER (a CUPTI older than 12.6). */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,11 +72,50 @@ EXPORT CUptiResult cuptiGetResultString(CUptiResult r, const char **s) {
                                                              : "CUPTI_ERROR_FAKE";
     return CUPTI_SUCCESS;
 }
+/* The subscriber's callback and the driver-API callbacks it enabled (cuptiEnableCallback): the
+ * stand-in libcuda.so.1 calls fake_cupti_driver_call at each of its CUDA profiler API calls,
+ * which calls the subscriber back as CUPTI does, at the call's entry and exit. */
+static CUpti_CallbackFunc sub_fn;
+static void *sub_data;
+static int cb_on[2]; /* cuProfilerStart, cuProfilerStop */
+
+static void driver_call(const char *name, int exit_site) {
+    CUpti_CallbackId cbid = strcmp(name, "cuProfilerStart") == 0
+                                ? CUPTI_DRIVER_TRACE_CBID_cuProfilerStart
+                                : CUPTI_DRIVER_TRACE_CBID_cuProfilerStop;
+    if (!subscribed || sub_fn == NULL || !cb_on[cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop])
+        return;
+    CUpti_CallbackData d;
+    memset(&d, 0, sizeof d);
+    d.callbackSite = exit_site ? CUPTI_API_EXIT : CUPTI_API_ENTER;
+    d.functionName = name;
+    sub_fn(sub_data, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+}
+
+EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s,
+                                       CUpti_CallbackDomain d, CUpti_CallbackId cbid) {
+    if (s != (CUpti_SubscriberHandle)&subscribed || !subscribed)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    if (d != CUPTI_CB_DOMAIN_DRIVER_API || (cbid != CUPTI_DRIVER_TRACE_CBID_cuProfilerStart &&
+                                            cbid != CUPTI_DRIVER_TRACE_CBID_cuProfilerStop))
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    cb_on[cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop] = enable != 0;
+    /* The stand-in driver learns where to report its calls (it is loaded: the client opened it
+     * before CUPTI). */
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void (*set)(void (*)(const char *, int)) =
+        cuda ? (void (*)(void (*)(const char *, int)))dlsym(cuda, "fake_cuda_set_cupti") : NULL;
+    if (set) set(driver_call);
+    return CUPTI_SUCCESS;
+}
+
 EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void *u) {
-    (void)f, (void)u;
     if (env_int("FAKE_CUPTI_BUSY")) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     if (subscribed) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     subscribed = 1;
+    sub_fn = f;
+    sub_data = u;
+    cb_on[0] = cb_on[1] = 0;
     memset(enabled, 0, sizeof enabled);
     *s = (CUpti_SubscriberHandle)&subscribed;
     return CUPTI_SUCCESS;

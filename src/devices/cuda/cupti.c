@@ -85,6 +85,12 @@ int strobe__cuda_inject(void) {
     return 1;
 }
 
+int strobe__cuda_watch_profiler(void (*fn)(int start), char *why, size_t why_size) {
+    (void)fn;
+    snprintf(why, why_size, "this build of strobe was made without the CUPTI headers");
+    return 1;
+}
+
 #else /* STROBE_HAVE_CUPTI_HEADERS */
 
 #include <dlfcn.h>
@@ -140,6 +146,8 @@ static struct cuda_lib {
     CUptiResult (*GetCallbackName)(CUpti_CallbackDomain, uint32_t, const char **);
     CUptiResult (*GetResultString)(CUptiResult, const char **);
     CUptiResult (*Finalize)(void);
+    CUptiResult (*EnableCallback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+                                  CUpti_CallbackId);
     /* libstdc++'s demangler, where the process has one */
     char *(*cxa_demangle)(const char *, char *, size_t *, int *);
     int demangle_looked;
@@ -291,6 +299,7 @@ static int load_symbols(char *why, size_t why_size) {
         S(GetCallbackName, 0),
         S(GetResultString, 0),
         S(Finalize, 0),
+        S(EnableCallback, 0),
 #undef S
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
@@ -595,9 +604,25 @@ static int start_failed(int rc) {
     return rc;
 }
 
-static void CUPTIAPI no_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+/* strobe__cuda_watch_profiler: the function told of cuProfilerStart/Stop (atomic; NULL: none)
+ * and the subscriber kept for the process while it is set. */
+static void (*watch_fn)(int start);
+static CUpti_SubscriberHandle watch_sub;
+
+/* The subscriber's callback: only the CUDA profiler API's calls are enabled, and only while
+ * watched (strobe__cuda_watch_profiler). */
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *data) {
-    (void)userdata, (void)domain, (void)cbid, (void)data;
+    (void)userdata;
+    void (*fn)(int) = __atomic_load_n(&watch_fn, __ATOMIC_ACQUIRE);
+    const CUpti_CallbackData *cd = data;
+    if (fn == NULL || domain != CUPTI_CB_DOMAIN_DRIVER_API || cd == NULL) return;
+    /* The window opens once the start returned and closes before the stop runs, as nsys's
+     * --capture-range=cudaProfilerApi does. */
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart && cd->callbackSite == CUPTI_API_EXIT)
+        fn(1);
+    else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop && cd->callbackSite == CUPTI_API_ENTER)
+        fn(0);
 }
 
 /* The message for CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED. */
@@ -672,19 +697,23 @@ static int start_backend(const strobe_config *cfg, char *why, size_t why_size) {
     S.warn_n = 0;
     S.enabled_n = 0;
     S.subscriber = NULL;
-    /* Subscribing first makes CUPTI say whether another tool owns it. */
+    /* Subscribing first makes CUPTI say whether another tool owns it; the watch's subscriber,
+     * kept for the process, is already strobe's. */
     CUptiResult cr;
     char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
-    if (L.Subscribe_v2) {
+    if (watch_sub) {
+        S.subscriber = watch_sub;
+        cr = CUPTI_SUCCESS;
+    } else if (L.Subscribe_v2) {
         CUpti_SubscriberParams p;
         memset(&p, 0, sizeof p);
         p.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
         p.subscriberName = "strobe";
         p.oldSubscriberName = old;
         p.oldSubscriberSize = sizeof old - 1;
-        cr = L.Subscribe_v2(&S.subscriber, no_callback, NULL, &p);
+        cr = L.Subscribe_v2(&S.subscriber, on_callback, NULL, &p);
     } else {
-        cr = L.Subscribe(&S.subscriber, no_callback, NULL);
+        cr = L.Subscribe(&S.subscriber, on_callback, NULL);
     }
     if (cr == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         S.subscriber = NULL;
@@ -769,7 +798,7 @@ static void teardown(void) {
         L.ActivityDisable(S.enabled[i]);
     if (S.enabled_n) L.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     S.enabled_n = 0;
-    if (S.subscriber) L.Unsubscribe(S.subscriber);
+    if (S.subscriber && S.subscriber != watch_sub) L.Unsubscribe(S.subscriber);
     S.subscriber = NULL;
 }
 
@@ -778,6 +807,7 @@ static void teardown(void) {
  * are read: kernel names point into CUPTI's memory. */
 static void finalize(void) {
     const char *env = getenv("STROBE_CUPTI_FINALIZE");
+    if (watch_sub) return; /* the watch's subscriber stays for the next window */
     if (L.Finalize && (env == NULL || strcmp(env, "0") != 0)) L.Finalize();
 }
 
@@ -1175,6 +1205,73 @@ int strobe__cuda_inject(void) {
     (void)strobe__session_add_device(STROBE_ACTIVITY_CUDA);
     injecting = 0;
     return 1;
+}
+
+int strobe__cuda_watch_profiler(void (*fn)(int start), char *why, size_t why_size) {
+    if (watch_sub) {
+        __atomic_store_n(&watch_fn, fn, __ATOMIC_RELEASE);
+        return 0;
+    }
+    /* From the driver's cuInit: the driver is not called back (as in strobe__cuda_inject). */
+    int was = injecting;
+    injecting = 1;
+    char own[256] = "";
+    int rc = 1;
+    if (L.cupti == NULL && dl_iterate_phdr(is_cupti, own)) {
+        snprintf(why, why_size,
+                 "the program loads CUPTI itself (%s): it keeps it, and its CUDA profiler API "
+                 "calls cannot be watched",
+                 own);
+        goto done;
+    }
+    if (load_driver(why, why_size) != 0 || load_cupti(why, why_size) != 0 ||
+        load_symbols(why, why_size) != 0)
+        goto done;
+    if (L.EnableCallback == NULL) {
+        snprintf(why, why_size, "%.200s lacks cuptiEnableCallback (too old a CUPTI?)",
+                 L.cupti_path);
+        goto done;
+    }
+    CUpti_SubscriberHandle sub = NULL;
+    char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
+    CUptiResult cr;
+    if (L.Subscribe_v2) {
+        CUpti_SubscriberParams p;
+        memset(&p, 0, sizeof p);
+        p.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+        p.subscriberName = "strobe";
+        p.oldSubscriberName = old;
+        p.oldSubscriberSize = sizeof old - 1;
+        cr = L.Subscribe_v2(&sub, on_callback, NULL, &p);
+    } else {
+        cr = L.Subscribe(&sub, on_callback, NULL);
+    }
+    if (cr == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        busy(why, why_size, old);
+        goto done;
+    }
+    if (cr != CUPTI_SUCCESS) {
+        snprintf(why, why_size, "CUPTI (%.200s) did not start (cuptiSubscribe: %s)", L.cupti_path,
+                 cupti_err(cr));
+        goto done;
+    }
+    static const CUpti_CallbackId cbids[] = {CUPTI_DRIVER_TRACE_CBID_cuProfilerStart,
+                                             CUPTI_DRIVER_TRACE_CBID_cuProfilerStop};
+    for (size_t i = 0; i < 2; i++) {
+        cr = L.EnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, cbids[i]);
+        if (cr != CUPTI_SUCCESS) {
+            snprintf(why, why_size, "CUPTI cannot call back at the CUDA profiler API (%s)",
+                     cupti_err(cr));
+            L.Unsubscribe(sub);
+            goto done;
+        }
+    }
+    __atomic_store_n(&watch_fn, fn, __ATOMIC_RELEASE);
+    watch_sub = sub;
+    rc = 0;
+done:
+    injecting = was;
+    return rc;
 }
 
 #endif /* STROBE_HAVE_CUPTI_HEADERS */

@@ -1,0 +1,79 @@
+#!/bin/bash
+# `strobe record --heap-stacks` on tests/heap_sites_target.c, whose allocation sites are known:
+# the table of the largest allocators names each site by its leaf function and caller, with the
+# bytes, count and peak live bytes the program worked out itself (malloc_usable_size), largest
+# first, on standard error, and with --stats on standard output; the trace still holds the
+# [memory] events and passes the checkers (--strict) where SHARED_DIR has them. A forked child
+# (tests/record_target.c fork: 77777 bytes in the parent, 55555 in the child, both from main)
+# counts its own sites, and the table sums the two processes' rows.
+# Usage: test_record_heap.sh STROBE TARGET OUT_DIR SHARED_DIR RECORD_TARGET. Exit 77 without
+# python3.
+set -u
+strobe=$1 target=$2 out=$3 shared=$4 rtarget=$5
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+rm -rf "$out" && mkdir -p "$out" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/validators.sh"
+
+"$strobe" record --heap-stacks -o "$out/heap.json" -- "$target" >"$out/heap.out" 2>"$out/heap.err" ||
+  { cat "$out/heap.err"; fail "exit $?"; }
+"$strobe" record --heap-stacks --stats -o "$out/stats.json" -- "$target" >"$out/stats.out" 2>"$out/stats.err" ||
+  { cat "$out/stats.err"; fail "--stats: exit $?"; }
+for t in heap:err stats:out; do
+  python3 - "$out/${t%%:*}.${t#*:}" "$out/${t%%:*}.out" "$out/${t%%:*}.json" <<'PY' || { cat "$out/${t%%:*}.${t#*:}"; exit 1; }
+import json, sys
+text = open(sys.argv[1]).read().splitlines()
+facts = [l.split() for l in open(sys.argv[2]) if l.startswith("site ")]
+bad = []
+def want(ok, msg):
+    if not ok:
+        bad.append(msg)
+head = [i for i, l in enumerate(text) if "Largest allocators" in l]
+want(len(head) == 1, "one table: %s" % text)
+rows = []
+for l in text[head[0] + 2:] if head else []:
+    f = l.split()
+    if len(f) >= 6 and f[4] == "<-" and f[0].isdigit():
+        rows.append((int(f[0]), int(f[1]), int(f[2]), f[3], f[5]))
+for _, leaf, caller, b, c, p in facts:
+    r = [x for x in rows if x[3] == leaf and x[4] == caller]
+    want(len(r) == 1, "one row for %s <- %s: %s" % (leaf, caller, rows))
+    if r:
+        want(r[0][:3] == (int(b), int(c), int(p)), "%s <- %s: bytes, count, peak %s, expected %s" % (leaf, caller, r[0][:3], (b, c, p)))
+order = [x[3] for x in rows if x[3] in ("alloc_big", "alloc_small")]
+want(order == ["alloc_big", "alloc_small"], "largest first: %s" % order)
+events = json.load(open(sys.argv[3]))["traceEvents"]
+mem = [e for e in events if e.get("name") == "[memory]"]
+want(len(mem) >= 2 * (10 + 1000), "the [memory] events are still there: %d" % len(mem))
+if bad:
+    print("FAIL (%s):\n  %s" % (sys.argv[1], "\n  ".join(bad)))
+    sys.exit(1)
+print("ok    %s: %d sites, the known ones exact" % (sys.argv[1], len(rows)))
+PY
+done
+grep -q "Largest allocators" "$out/stats.err" && fail "--stats: the table went to standard error too"
+# Without --heap-stacks: no table.
+"$strobe" record --heap -o "$out/plain.json" -- "$target" >/dev/null 2>"$out/plain.err" || fail "--heap: exit $?"
+grep -q "Largest allocators" "$out/plain.err" && fail "--heap alone printed the table"
+
+# fork without exec: one row for main, the parent's block and the child's.
+"$strobe" record --heap-stacks -o "$out/fork.json" -- "$rtarget" fork >/dev/null 2>"$out/fork.err" ||
+  { cat "$out/fork.err"; fail "fork: exit $?"; }
+python3 - "$out/fork.err" <<'PY' || { cat "$out/fork.err"; exit 1; }
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if " <- " in l]
+main = [r for r in rows if len(r) >= 6 and r[3] == "main"]
+ok = len(main) == 1 and int(main[0][1]) == 2 and 77777 + 55555 <= int(main[0][0]) < 77777 + 55555 + 64
+if not ok:
+    print("FAIL: fork: one row for main, 2 allocations of 77777 and 55555 bytes: %s" % main)
+    sys.exit(1)
+print("ok    fork: main's blocks of both processes in one row: %s" % main[0][:3])
+PY
+
+if [ -x "$shared/validators/check_all.sh" ]; then
+  strobe_check_trace "$shared" "$out/heap.json" --strict >"$out/heap.check.log" 2>&1 || { cat "$out/heap.check.log"; fail "checkers"; }
+  echo "ok    checkers on $out/heap.json"
+else
+  echo "checkers skipped"
+fi
+echo "test_record_heap: ok"
