@@ -95,6 +95,9 @@ typedef struct rank_file {
     char prefix[400];
 } rank_file;
 
+/* The most ranks one merge takes (see check_job). */
+#define MAX_RANKS 8192
+
 typedef struct file_list {
     rank_file *v;
     size_t n, cap;
@@ -134,8 +137,9 @@ static int by_path(const void *a, const void *b) {
     return strcmp(((const rank_file *)a)->path, ((const rank_file *)b)->path);
 }
 
-/* A folder's traces, in name order. @return 0, or CLI_BAD_INPUT after a message. */
-static int list_folder(file_list *l, const char *dir) {
+/* A folder's traces, in name order, but `skip` (the output, when it is there from an earlier
+ * merge). @return 0, or CLI_BAD_INPUT after a message. */
+static int list_folder(file_list *l, const char *dir, const struct stat *skip) {
     DIR *d = opendir(dir);
     if (d == NULL) {
         fprintf(stderr, "strobe merge: %s: %s\n", cli_esc(dir), strerror(errno));
@@ -153,7 +157,9 @@ static int list_folder(file_list *l, const char *dir) {
         }
         snprintf(p, len, "%s/%s", dir, de->d_name);
         struct stat st;
-        if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) rc = push_file(l, p);
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode) &&
+            !(skip && st.st_dev == skip->st_dev && st.st_ino == skip->st_ino))
+            rc = push_file(l, p);
         free(p);
     }
     closedir(d);
@@ -343,11 +349,12 @@ static int check_job(file_list *l, int64_t *world) {
                     cli_esc(f->path), f->rank, *world - 1);
             return CLI_BAD_INPUT;
         }
-        /* The renumbered pids must stay below 2^24, what Perfetto's Kineto tracks hold. */
-        if ((f->rank + 2) * CLI_MERGE_MAX_PIDS > 0xFFFFFF) {
+        /* The renumbered pids must stay below 2^24, what Perfetto's Kineto tracks hold, and flow
+         * ids (the rank's index above bit 40, merge.c) below 2^53, what JSON readers hold. */
+        if (f->rank >= MAX_RANKS) {
             fprintf(stderr,
                     "strobe merge: %s: rank %" PRId64 " is beyond the %d ranks merge takes\n",
-                    cli_esc(f->path), f->rank, 0xFFFFFF / CLI_MERGE_MAX_PIDS - 2);
+                    cli_esc(f->path), f->rank, MAX_RANKS);
             return CLI_BAD_INPUT;
         }
     }
@@ -549,13 +556,15 @@ int cmd_merge(int argc, char **argv) {
     if (out[0] == '\0') return cli_usage_error("merge", "OUT is empty", NULL);
     file_list l = {0};
     int rc = CLI_OK;
+    struct stat out_st;
+    int has_out = stat(out, &out_st) == 0;
     for (int i = first; rc == CLI_OK && i < argc; i++) {
         struct stat st;
         if (stat(argv[i], &st) != 0) {
             fprintf(stderr, "strobe merge: %s: %s\n", cli_esc(argv[i]), strerror(errno));
             rc = CLI_BAD_INPUT;
         } else if (S_ISDIR(st.st_mode)) {
-            rc = list_folder(&l, argv[i]);
+            rc = list_folder(&l, argv[i], has_out ? &out_st : NULL);
         } else if (push_file(&l, argv[i]) != 0) {
             fprintf(stderr, "strobe merge: out of memory\n");
             rc = CLI_BAD_INPUT;

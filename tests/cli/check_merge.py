@@ -178,6 +178,13 @@ if rc == 0:
 else:
     fail("convert the .pftrace back: %s" % se)
 
+# The output in the folder merged, from an earlier merge, is not taken for a rank.
+inside = os.path.join(job, "merged.json")
+r1 = run(strobe, "merge", "-q", job, "-o", inside)[0]
+r2 = run(strobe, "merge", "-q", job, "-o", inside)[0]
+expect("merging into the folder twice", (r1, r2), (0, 0))
+os.remove(inside)
+
 # Refusals.
 def refused(what, folder_paths, *needles):
     rc, so, se = run(strobe, "merge", *folder_paths, "-o", os.path.join(out, "no.json"))

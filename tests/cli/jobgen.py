@@ -123,13 +123,35 @@ def step_events(pid, clock, tau, corr, step, rank=0):
 
 def big(folder, ranks, mb):
     """RANKS traces of about MB megabytes each (steps of the shape above), written as a stream
-    of events so that the generator itself stays small."""
+    of events from one text template per rank, so that the generator itself stays small and
+    fast (its times in float arithmetic: a benchmark's, not check_merge.py's exact ones)."""
     os.makedirs(folder, exist_ok=True)
+    tmpl = (',\n{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%(step)d", '
+            '"pid": %(pid)d, "tid": %(pid)d, "ts": %(t0)s, "dur": 1000.000}'
+            ',\n{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": %(pid)d, '
+            '"tid": %(pid)d, "ts": %(t1)s, "dur": 5.000, "args": {"correlation": %(c)d, '
+            '"External id": %(c)d}}'
+            ',\n{"ph": "s", "cat": "ac2g", "name": "ac2g", "pid": %(pid)d, "tid": %(pid)d, '
+            '"ts": %(t1)s, "id": %(c)d, "bp": "e"}'
+            ',\n{"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, '
+            '"ts": %(t2)s, "dur": 100.000, "args": {"correlation": %(c)d, "stream": 7, '
+            '"device": 0}}'
+            ',\n{"ph": "f", "cat": "ac2g", "name": "ac2g", "pid": 0, "tid": 7, "ts": %(t2)s, '
+            '"id": %(c)d, "bp": "e"}'
+            ',\n{"ph": "X", "cat": "user_annotation", "name": "MPI_Barrier", "pid": %(pid)d, '
+            '"tid": %(pid)d, "ts": %(t3)s, "dur": %(bd)s}')
     for r in range(ranks):
         clock = Clock(offset_ns=1_000_000 * r, drift_ppb=100 * r)
         pid = 40000 + r
         path = os.path.join(folder, "rank%d.json" % r)
         base = T0 - 10_000
+
+        def loc(tau):
+            return int(round((tau - clock.o + clock.t * clock.d / 1e9) / (1 + clock.d / 1e9)))
+
+        def fus(ns):
+            return "%d.%03d" % divmod(ns - base, 1000)
+
         head = {"schemaVersion": 1, "deviceProperties": [],
                 "distributedInfo": {"backend": "mpi", "rank": r, "world_size": ranks},
                 "strobe_job": {"id": "bench", "host": "node-%d" % (r // 8), "pid": pid},
@@ -141,22 +163,13 @@ def big(folder, ranks, mb):
             f.write('{"ph": "M", "name": "process_name", "pid": %d, "tid": 0, '
                     '"args": {"name": "python"}},\n' % pid)
             f.write('{"ph": "M", "name": "process_name", "pid": 0, "tid": 0, '
-                    '"args": {"name": "GPU 0"}}' % ())
+                    '"args": {"name": "GPU 0"}}')
             size, step, t = 0, 0, T0
             while size < mb * 1_000_000:
-                parts = []
-                for ph, p, tid, name, cat, tl, dur, extra in step_events(pid, clock, t, step + 1,
-                                                                        step, r):
-                    e = '{"ph": "%s", "cat": "%s", "name": "%s", "pid": %d, "tid": %d, "ts": %s' % (
-                        ph, cat, name, p, tid, format(us(tl, base), "f"))
-                    if ph == "X":
-                        e += ', "dur": %s' % format(Decimal(dur) / 1000, "f")
-                    if "args" in extra:
-                        e += ', "args": %s' % json.dumps(extra["args"])
-                    if "id" in extra:
-                        e += ', "id": %d, "bp": "e"' % extra["id"]
-                    parts.append(e + "}")
-                chunk = ",\n" + ",\n".join(parts)
+                b0, b1 = loc(t + 500_000 + 37_000 * (r % 8)), loc(t + BARRIER_END)
+                chunk = tmpl % {"step": step, "pid": pid, "c": step + 1, "t0": fus(loc(t)),
+                                "t1": fus(loc(t + 10_000)), "t2": fus(loc(t + 20_000)),
+                                "t3": fus(b0), "bd": "%d.%03d" % divmod(b1 - b0, 1000)}
                 f.write(chunk)
                 size += len(chunk)
                 step += 1
