@@ -533,10 +533,8 @@ static void bind_flows(merger *m, size_t *stack) {
 
 /* ---- writing --------------------------------------------------------------------------------- */
 
-/* The args object at text[0..len) as writer args (values copied into *scratch): strings and
- * integers keep their type, anything else goes as JSON text. */
-static int parse_args(const char *text, size_t len, strobe_writer_arg **args, size_t *cap,
-                      size_t *n, char **scratch, size_t *scap) {
+int cli_writer_args(const char *text, size_t len, strobe_writer_arg **args, size_t *cap, size_t *n,
+                    char **scratch, size_t *scap) {
     *n = 0;
     int oom = 0;
     strobe_jp jp;
@@ -573,7 +571,7 @@ static int parse_args(const char *text, size_t len, strobe_writer_arg **args, si
                 int integer = tl > 0 && tl < 19;
                 for (size_t i = t[0] == '-'; integer && i < tl; i++)
                     integer = t[i] >= '0' && t[i] <= '9';
-                if (integer) type = STROBE_ARG_INT;
+                if (integer && !(tl > 1 && t[t[0] == '-'] == '0')) type = STROBE_ARG_INT;
             }
         }
         *scratch = grow(*scratch, scap, used + tl + 1, 1, &oom);
@@ -703,8 +701,8 @@ static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_st
              * it is given then; Perfetto's keeps what it was given at the begin. */
             nargs = 0;
             if (top->args_off != SIZE_MAX)
-                rc = parse_args(m->arena + top->args_off, top->args_len, &args, &acap, &nargs,
-                                &scratch, &scap);
+                rc = cli_writer_args(m->arena + top->args_off, top->args_len, &args, &acap, &nargs,
+                                     &scratch, &scap);
             strobe_writer_event e = item_event(m, top);
             e.args = args;
             e.nargs = nargs;
@@ -727,8 +725,8 @@ static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_st
         }
         nargs = 0;
         if (it->args_off != SIZE_MAX)
-            rc = parse_args(m->arena + it->args_off, it->args_len, &args, &acap, &nargs, &scratch,
-                            &scap);
+            rc = cli_writer_args(m->arena + it->args_off, it->args_len, &args, &acap, &nargs,
+                                 &scratch, &scap);
         if (rc) break;
         strobe_writer_event e = item_event(m, it);
         e.args = args;

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strobe/writer.h"
+
 typedef struct cli_merge_input {
     const char *path;
     /* The name of process `pid` of this input; NULL: the trace's own process_name. */
@@ -97,5 +99,13 @@ int cli_merge(const char *cmd, const cli_merge_input *inputs, size_t n, const ch
 /* cli_merge with options (opt may be NULL: cli_merge's defaults). */
 int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const char *out,
                  const cli_merge_options *opt, cli_merge_stats *stats);
+
+/* The JSON args object text[0..len) as the writer's args (*args, *n), their keys and values
+ * copied into *scratch (*args, *scratch and their capacities *cap, *scap grow as needed, and are
+ * the caller's to free): strings and integers keep their type, any other value goes as its JSON
+ * text. `strobe merge`, `strobe record` and `strobe convert` pass a trace's args on with it.
+ * @return 0 or STROBE_ENOMEM. */
+int cli_writer_args(const char *text, size_t len, strobe_writer_arg **args, size_t *cap, size_t *n,
+                    char **scratch, size_t *scap);
 
 #endif
