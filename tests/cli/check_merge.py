@@ -217,12 +217,16 @@ pp = write_job(part, [0, 1, 3])
 text = open(pp[1]).read()
 cut = text.index('"name": "gemm_kernel"', len(text) // 2)
 open(pp[1], "w").write(text[:cut])
+# Rank 3 ends between two events (an array never closed: the reader accepts it).
+text = open(pp[2]).read()
+open(pp[2], "w").write(text[:text.index("}, {", len(text) // 2) + 3])
 pm = os.path.join(out, "partial.json")
 rc, so, se = run(strobe, "merge", part, "-o", pm)
 print(se.rstrip())
 expect("missing and short ranks: merged", rc, 0)
 expect("the missing rank is said", "1 of 4 ranks have no trace: 2" in se, True)
 expect("the short rank is said", "rank 1 (%s) is short" % pp[1] in se, True)
+expect("the unterminated rank is said", "rank 3 (%s) is short" % pp[2] in se, True)
 if rc == 0:
     pdoc = json.load(open(pm))
     pn = {e["args"]["name"] for e in pdoc["traceEvents"] if e.get("name") == "process_name"}
