@@ -235,6 +235,33 @@ if rc == 0:
            any(e.get("name") == "MPI_Barrier" and e["pid"] == 2000 for e in pdoc["traceEvents"]),
            True)
 
+# Perfetto rank traces (strobe's own: the metadata on the session span): converted from JSON
+# ranks that have one, merged, and aligned the same way.
+pfdir = os.path.join(out, "pftrace_ranks")
+os.makedirs(pfdir)
+for r in range(3):
+    ev = rank_events(r)
+    t0, t1 = min(e[5] for e in ev), max(e[5] + e[6] for e in ev)
+    ev.insert(0, ("X", PIDS[r], 0, "strobe session", "Trace", t0, t1 - t0, {}))
+    src = jobgen.dump(jobgen.rank_trace(r, 3, "1234", HOSTS[r], PIDS[r], CLOCKS[r], ev),
+                      os.path.join(out, "pf%d.json" % r))
+    run(strobe, "convert", "-q", src, os.path.join(pfdir, "rank%d.pftrace" % r))
+pfm = os.path.join(out, "from_pftrace.json")
+rc, so, se = run(strobe, "merge", "-q", pfdir, "-o", pfm)
+expect("merge of .pftrace ranks", (rc, se), (0, ""))
+if rc == 0:
+    d = json.load(open(pfm), parse_float=Decimal)
+    b = d["baseTimeNanoseconds"]
+    ends = [b + int((e["ts"] + e["dur"]) * 1000) for e in d["traceEvents"]
+            if e.get("name") == "MPI_Barrier"]
+    expect(".pftrace ranks: world_size and offsets read",
+           (d["distributedInfo"]["world_size"],
+            [x["offset_ns"] for x in d["strobe_merge"]["ranks"]]), (3, [0, 5_123_457, -3_000_001]))
+    expect(".pftrace ranks: barriers within 1 us of the true end",
+           len(ends) == 3 * STEPS and all(
+               min(abs(x - (jobgen.T0 + s * 2_000_000 + jobgen.BARRIER_END)) for s in range(STEPS))
+               <= 1000 for x in ends), True)
+
 # The independent checkers.
 if not os.path.isdir(os.path.join(shared, "validators")):
     print("skip  validators: %s/validators is absent" % shared)
