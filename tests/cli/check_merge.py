@@ -205,6 +205,29 @@ refused("two world sizes", [paths[0], o2], paths[0], o2, "world_size")
 dup = os.path.join(other, "dup.json")
 shutil.copy(paths[1], dup)
 refused("one rank twice", [paths[1], dup, paths[0]], paths[1], dup, "both rank 1")
+o3 = os.path.join(other, "r5.json")
+jobgen.dump(jobgen.rank_trace(5, 4, "1234", "node-b", 1, CLOCKS[2], rank_events(2)), o3)
+refused("a rank outside 0..world_size-1", [paths[0], o3], o3, "outside")
+o4 = os.path.join(other, "norank.json")
+d = jobgen.rank_trace(2, 4, "1234", "node-b", 1, CLOCKS[2], rank_events(2))
+del d["distributedInfo"]
+jobgen.dump(d, o4)
+refused("one trace without a rank among ranked ones", [paths[0], o4], o4, "no rank")
+# Traces without any rank: merged in the order given, as ranks 0, 1 ..., and said.
+plain = []
+for k, r in enumerate((2, 1)):
+    d = jobgen.rank_trace(r, 4, "1234", HOSTS[r], PIDS[r], CLOCKS[r], rank_events(r))
+    del d["distributedInfo"]
+    plain.append(jobgen.dump(d, os.path.join(other, "plain%d.json" % k)))
+rc, so, se = run(strobe, "merge", "-q", *plain, "-o", os.path.join(out, "plain.json"))
+expect("traces without ranks: merged in the order given, and said",
+       (rc, "merged as ranks 0..1 in the order given" in se), (0, True))
+if rc == 0:
+    d = json.load(open(os.path.join(out, "plain.json")))
+    expect("traces without ranks: named by their place",
+           sorted(e["args"]["name"] for e in d["traceEvents"] if e.get("name") == "process_name"),
+           ["rank 0 (node-b): GPU 0", "rank 0 (node-b): python",
+            "rank 1 (node-a): GPU 0", "rank 1 (node-a): python"])
 empty = os.path.join(out, "empty")
 os.makedirs(empty)
 refused("a folder without traces", [empty], empty, "no trace")
