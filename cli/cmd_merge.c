@@ -225,9 +225,10 @@ static int take_meta(rank_file *f, const strobe_rd_meta *mt) {
         f->has_clock = get_int(v, "offset_ns", &f->offset_ns);
         if (!get_int(v, "t_ref_ns", &f->t_ref_ns)) f->t_ref_ns = 0;
         f->drift_ppb = 0;
-        /* A drift without its reference time cannot be applied. */
+        /* A drift without its reference time cannot be applied, nor one of 10% or more. */
         if (strobe_rd_obj_get(v->raw, v->len, "drift_ppb", &d) == 1 &&
-            (strobe_rd_value_double(&d, &f->drift_ppb) != 0 || f->t_ref_ns == 0))
+            (strobe_rd_value_double(&d, &f->drift_ppb) != 0 || f->t_ref_ns == 0 ||
+             !(f->drift_ppb > -1e8 && f->drift_ppb < 1e8)))
             f->drift_ppb = 0;
         if (!get_int(v, "uncertainty_ns", &f->uncertainty_ns)) f->uncertainty_ns = -1;
         if (!get_int(v, "round_trip_ns", &f->rtt_ns)) f->rtt_ns = -1;
@@ -482,10 +483,7 @@ static int merge_job(file_list *l, const char *out, int quiet) {
                     f->rank, cli_esc(f->path));
         /* The output's base: the earliest rank's, on rank 0's clock. */
         if (f->has_base) {
-            cli_merge_input one = in[i];
-            int64_t b = f->base_ns;
-            if (one.has_clock)
-                b += one.offset_ns + (int64_t)((double)(b - one.t_ref_ns) * one.drift_ppb / 1e9);
+            int64_t b = cli_merge_align(&in[i], f->base_ns);
             if (!has_base || b < base) base = b;
             has_base = 1;
         }

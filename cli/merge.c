@@ -11,8 +11,8 @@
  * ends after it does not nest: it is ended with the slice around it and counted (strobe's own
  * traces always nest).
  *
- * A rank's times are mapped onto the reference rank's clock as they are read (align_ns), and its
- * pids onto numbers of its own (own_pid), so that nothing later needs to know about ranks. */
+ * A rank's times are mapped onto the reference rank's clock as they are read (cli_merge_align), and
+ * its pids onto numbers of its own (own_pid), so that nothing later needs to know about ranks. */
 #include "merge.h"
 
 #include <errno.h>
@@ -121,13 +121,16 @@ static const char *str(const merger *m, uint32_t id) {
 
 /* ---- collecting ------------------------------------------------------------------------------ */
 
-/* Time t of the input being read on the output's clock (cli_merge_input.has_clock). */
-static int64_t align_ns(const cli_merge_input *in, int64_t t) {
+int64_t cli_merge_align(const cli_merge_input *in, int64_t t) {
     if (!in->has_clock) return t;
-    double d = (double)(t - in->t_ref_ns) * in->drift_ppb / 1e9;
+    /* In doubles, which cannot overflow: an epoch time in ns rounds to 256 ns, an error that
+     * the drift (parts per billion: below 10^6 for any real clock) scales to under 1 ns. */
+    double d = ((double)t - (double)in->t_ref_ns) * in->drift_ppb / 1e9;
+    if (!(d > -1e18 && d < 1e18)) return t;
     int64_t r;
     if (__builtin_add_overflow(t, in->offset_ns, &r)) return t;
-    return r + (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+    int64_t out;
+    return __builtin_add_overflow(r, (int64_t)(d < 0 ? d - 0.5 : d + 0.5), &out) ? t : out;
 }
 
 /* The output's pid of the input's `pid`: itself, or for an own_pids input its number there
@@ -306,7 +309,7 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
                          e->name.s ? e->name.s : "", key);
             it->ph = 'C';
             it->track = tr;
-            it->ts = align_ns(m->cur, e->abs_ts_ns);
+            it->ts = cli_merge_align(m->cur, e->abs_ts_ns);
             it->name = intern(m, series, strlen(series));
             it->cat = e->cat.s ? intern(m, e->cat.s, e->cat.len) : NO_STR;
             it->value = strtod(jp.num, NULL);
@@ -318,7 +321,7 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
     if (it == NULL) return;
     it->ph = ph == 'I' ? 'i' : ph;
     it->track = tr;
-    it->ts = align_ns(m->cur, e->abs_ts_ns);
+    it->ts = cli_merge_align(m->cur, e->abs_ts_ns);
     if (ph == 's' || ph == 'f') {
         it->flow = (uint64_t)id_num(&e->id) ^ flow_salt;
         it->bp_e = e->bp.s && strcmp(e->bp.s, "e") == 0;
@@ -327,7 +330,7 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
     it->dur = ph == 'X' && e->has_dur ? e->dur_ns : 0;
     if (it->dur > 0 && m->cur->has_clock) {
         /* The end goes through the clock too (the drift stretches a slice). */
-        int64_t end = align_ns(m->cur, e->abs_ts_ns + it->dur) - it->ts;
+        int64_t end = cli_merge_align(m->cur, e->abs_ts_ns + it->dur) - it->ts;
         it->dur = end > 0 ? end : 0;
     }
     it->name = intern(m, e->name.s ? e->name.s : "", e->name.s ? e->name.len : 0);
@@ -353,15 +356,16 @@ static void add_cut_session(merger *m, const cli_merge_input *in, int64_t pid, s
             if (!m->tracks[m->items[i].track].device) pid = m->tracks[m->items[i].track].pid;
     }
     if (pid <= 0) return;
-    int64_t start = align_ns(in, base + 1000), end = start;
+    int64_t start = cli_merge_align(in, base + 1000), end = start;
     for (size_t i = first; i < m->nitems; i++)
         if (m->items[i].ts + m->items[i].dur > end) end = m->items[i].ts + m->items[i].dur;
     struct stat st;
-    int64_t in_end = in->end_ns ? align_ns(in, in->end_ns) : 0;
+    int64_t in_end = in->end_ns ? cli_merge_align(in, in->end_ns) : 0;
     if (in_end > end && in_end - start < (int64_t)86400 * 1000000000) {
         end = in_end;
     } else if (stat(in->path, &st) == 0) {
-        int64_t mt = align_ns(in, (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
+        int64_t mt =
+            cli_merge_align(in, (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
         if (mt > end && mt - start < (int64_t)86400 * 1000000000) end = mt;
     }
     uint32_t tr = track_of(m, pid, 0);
@@ -467,7 +471,7 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
     if (rd) {
         const strobe_rd_info *info = strobe_rd_get_info(rd);
         if (info->has_base_time) info_base = info->base_time_ns;
-        int64_t b = align_ns(in, info->base_time_ns);
+        int64_t b = cli_merge_align(in, info->base_time_ns);
         if (info->has_base_time && (!m->has_base || b < m->base)) {
             m->base = b;
             m->has_base = 1;

@@ -100,6 +100,10 @@ int cli_merge(const char *cmd, const cli_merge_input *inputs, size_t n, const ch
 int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const char *out,
                  const cli_merge_options *opt, cli_merge_stats *stats);
 
+/* Time t of input `in` on the output's clock: t + offset_ns + (t - t_ref_ns) * drift_ppb / 1e9,
+ * rounded to the ns (t itself without has_clock, or where that would overflow). */
+int64_t cli_merge_align(const cli_merge_input *in, int64_t t);
+
 /* The JSON args object text[0..len) as the writer's args (*args, *n), their keys and values
  * copied into *scratch (*args, *scratch and their capacities *cap, *scap grow as needed, and are
  * the caller's to free): strings and integers keep their type, any other value goes as its JSON
