@@ -496,11 +496,10 @@ static int merge_job(file_list *l, const char *out, int quiet) {
                              .meta_keys = keys,
                              .meta_values = vals,
                              .nmeta = 2,
-                             .state = state};
+                             .state = state,
+                             .progress = !quiet};
     cli_merge_stats st;
-    cli_progress *p = cli_progress_start("merge", l->v[0].path, quiet);
     rc = cli_merge_ex("merge", in, l->n, out, &opt, &st);
-    cli_progress_stop(p);
     for (size_t i = 0; i < l->n; i++) {
         if (state[i] == CLI_MERGE_SHORT)
             fprintf(stderr,

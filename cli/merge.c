@@ -828,7 +828,9 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
         size_t group_read = 0;
         for (size_t k = i; k < end && !m.oom && !m.too_many; k++) {
             int state = CLI_MERGE_READ;
+            cli_progress *p = cli_progress_start(cmd, inputs[k].path, !opt->progress);
             if (collect_input(&m, &inputs[k], k, &st.cut, &st.empty, &state) == 0) group_read++;
+            cli_progress_stop(p);
             if (opt->state) opt->state[k] = state;
         }
         read += group_read;

@@ -72,6 +72,8 @@ typedef struct cli_merge_options {
     size_t nmeta;
     /* When not NULL: one CLI_MERGE_* per input, set by cli_merge_ex. */
     int *state;
+    /* Show a progress line on a terminal while each input is read (cli_progress_start). */
+    int progress;
 } cli_merge_options;
 
 typedef struct cli_merge_stats {
