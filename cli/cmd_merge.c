@@ -90,8 +90,8 @@ typedef struct rank_file {
     int has_clock;
     int64_t offset_ns, t_ref_ns, uncertainty_ns, rtt_ns, samples;
     double drift_ppb;
-    int has_base;
-    int64_t base_ns;
+    int has_base, has_first;
+    int64_t base_ns, first_ns; /* first_ns: the first event's time */
     char prefix[400];
 } rank_file;
 
@@ -259,7 +259,11 @@ static int read_meta(rank_file *f) {
                 f->has_base = info->has_base_time;
                 f->base_ns = info->base_time_ns;
             }
-            if (found >= 3) break;
+            if (!f->has_first && it.event->has_abs && !it.event->bad) {
+                f->has_first = 1;
+                f->first_ns = it.event->abs_ts_ns;
+            }
+            if (found >= 3 && f->has_first) break;
         }
     }
     if (rc < 0 && events == 0 && found == 0) {
@@ -459,7 +463,7 @@ static int merge_job(file_list *l, const char *out, int quiet) {
         free(meta);
         return CLI_BAD_INPUT;
     }
-    int has_base = 0;
+    int has_base = 0, opt_base_set = 0;
     int64_t base = 0;
     for (size_t i = 0; i < l->n; i++) {
         rank_file *f = &l->v[i];
@@ -488,6 +492,16 @@ static int merge_job(file_list *l, const char *out, int quiet) {
             has_base = 1;
         }
     }
+    /* Traces without a base time (older PyTorch ones: absolute microseconds) get one, so that
+     * the output's times are small numbers, which viewers read as doubles without losing their
+     * nanoseconds: 10 s before the earliest first event (traces are roughly in time order). */
+    for (size_t i = 0; !has_base && i < l->n; i++)
+        if (l->v[i].has_first) {
+            int64_t b = cli_merge_align(&in[i], l->v[i].first_ns) - (int64_t)10000000000;
+            if (!opt_base_set || b < base) base = b;
+            opt_base_set = 1;
+        }
+    if (opt_base_set) has_base = 1;
     const char *keys[] = {"distributedInfo", "strobe_merge"};
     const char *vals[] = {dist, meta};
     cli_merge_options opt = {.trace_name = NULL,

@@ -56,6 +56,7 @@ typedef struct mitem {
     double value;
     uint64_t flow;              /* 's'/'f': its id; slices: unused */
     uint64_t flow_out, flow_in; /* slices: the flows bound to them (0: none) */
+    int64_t shown;              /* a slice's end as JSON shows it (shown_end) */
     size_t order;
 } mitem;
 
@@ -78,6 +79,7 @@ typedef struct merger {
     int64_t pids[CLI_MERGE_MAX_PIDS];
     size_t npids;
     int too_many;
+    int json; /* the output is JSON (shown_end) */
     /* Names and labels an input gives (tracks and strings), applied when the input is read and
      * its rank known. */
     struct pending_name {
@@ -679,13 +681,59 @@ static int write_tracks(merger *m, strobe_writer *w, uint32_t root, cli_merge_st
                 int plain = p->device || t->tid <= 0 || t->tid > INT32_MAX;
                 wt.kind = plain ? STROBE_TRACK_STREAM : STROBE_TRACK_THREAD;
                 if (!plain) st->threads++;
+                /* A negative tid (PyTorch writes some) in a thread_name or thread_sort_index
+                 * event is an error to Perfetto's JSON importer: in JSON, such a thread is
+                 * declared as a lane, which writes no metadata event (its name is lost). */
+                if (m->json && t->tid < 0) wt.kind = STROBE_TRACK_LANE;
             }
+            /* Nor an empty name, which Perfetto's importer refuses in a metadata event. */
+            char fallback[48];
+            if (m->json && (wt.name == NULL || wt.name[0] == '\0')) {
+                if (pass == 0)
+                    snprintf(fallback, sizeof fallback, "pid %" PRId64, wt.pid);
+                else
+                    snprintf(fallback, sizeof fallback, "%s %" PRId64,
+                             wt.kind == STROBE_TRACK_THREAD ? "thread" : "stream", wt.tid);
+                wt.name = fallback;
+            }
+            /* JSON has no "none" for a sort index (the writer would write INT64_MIN, which
+             * Perfetto's importer refuses): Kineto's default, the id. */
+            if (m->json && wt.sort_index == INT64_MIN) wt.sort_index = pass == 0 ? wt.pid : wt.tid;
             int64_t id = strobe_writer_add_track(w, &wt);
             if (id < 0) return (int)id;
             m->tracks[i].wid = id;
         }
     }
     return 0;
+}
+
+/* Whether a slice of `track` starts at `t`, among items[from..): they are sorted. */
+static int slice_starts_at(const merger *m, size_t from, uint32_t track, int64_t t) {
+    size_t lo = from, hi = m->nitems;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const mitem *x = &m->items[mid];
+        if (x->track < track || (x->track == track && x->ts < t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* At one time slices come first (cmp_items). */
+    return lo < m->nitems && m->items[lo].track == track && m->items[lo].ts == t &&
+           m->items[lo].ph == 'X';
+}
+
+/* The end JSON shows for slice i, whose parent (SIZE_MAX: none) shows its end at parent_shown.
+ * Viewers compute with doubles, and a slice that ends in the very ns its parent ends or its next
+ * sibling begins can look mis-nested after their rounding: it is shown ending 1 ns earlier
+ * (never before its start), as the result walk shows a result's (src/trace/writer.c). Parents
+ * come before their children, so the parent's shown end is known. */
+static int64_t shown_end(const merger *m, size_t i, size_t parent) {
+    const mitem *it = &m->items[i];
+    int64_t end = it->ts + it->dur, shown = end;
+    if (it->dur > 0 && slice_starts_at(m, i + 1, it->track, end)) shown = end - 1;
+    if (parent != SIZE_MAX && shown >= m->items[parent].shown) shown = m->items[parent].shown - 1;
+    return shown < it->ts ? it->ts : shown;
 }
 
 static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_stats *st) {
@@ -708,6 +756,7 @@ static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_st
                 rc = cli_writer_args(m->arena + top->args_off, top->args_len, &args, &acap, &nargs,
                                      &scratch, &scap);
             strobe_writer_event e = item_event(m, top);
+            if (m->json) e.end = top->shown;
             e.args = args;
             e.nargs = nargs;
             e.flow_out = &top->flow_out;
@@ -747,6 +796,7 @@ static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_st
                 e.end = it->ts + m->items[i].dur;
             }
         }
+        m->items[i].shown = shown_end(m, i, depth > 0 ? stack[depth - 1] : SIZE_MAX);
         e.flow_out = &it->flow_out;
         e.nflow_out = it->flow_out != 0;
         e.flow_in = &it->flow_in;
@@ -813,7 +863,7 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
                  const cli_merge_options *opt, cli_merge_stats *stats) {
     cli_merge_options defaults = {0};
     if (opt == NULL) opt = &defaults;
-    merger m = {.cmd = cmd};
+    merger m = {.cmd = cmd, .json = !strobe__pftrace_path(out)};
     cli_merge_stats st = {0};
     strobe__strtab_init(&m.strs, &m.pool);
     size_t read = 0;

@@ -285,12 +285,46 @@ if rc == 0:
                min(abs(x - (jobgen.T0 + s * 2_000_000 + jobgen.BARRIER_END)) for s in range(STEPS))
                <= 1000 for x in ends), True)
 
+# What PyTorch's traces hold and viewers stumble on: no base time (absolute microseconds, which
+# doubles hold only to 0.25 us), a thread with a negative tid and one without a name, a slice
+# ending in the very ns its parent ends and one where its sibling begins.
+pt = os.path.join(out, "pytorch")
+os.makedirs(pt)
+T = 1712195495406752  # us
+for r in range(2):
+    ev = [{"ph": "M", "name": "process_name", "pid": 77, "tid": 0, "args": {"name": "python"}}]
+    for k in range(20):
+        t = T + k * 100
+        ev += [{"ph": "X", "cat": "cpu_op", "name": "outer", "pid": 77, "tid": 5, "ts": t,
+                "dur": 50},
+               {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 77, "tid": 5, "ts": t + 10,
+                "dur": 20},
+               {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 77, "tid": 5, "ts": t + 30,
+                "dur": 20},
+               {"ph": "X", "cat": "cuda_runtime", "name": "cudaEventRecord", "pid": 77,
+                "tid": -247463936, "ts": t, "dur": 3}]
+    with open(os.path.join(pt, "r%d.json" % r), "w") as f:
+        json.dump({"schemaVersion": 1, "distributedInfo": {"rank": r, "world_size": 2},
+                   "traceEvents": ev}, f)
+ptm = os.path.join(out, "pytorch.json")
+rc, so, se = run(strobe, "merge", "-q", pt, "-o", ptm)
+expect("PyTorch-like ranks merged", rc, 0)
+if rc == 0:
+    d = json.load(open(ptm))
+    expect("no base time: one is given, and times stay small",
+           d["baseTimeNanoseconds"] > 0 and max(e.get("ts", 0) for e in d["traceEvents"]) < 1e8,
+           True)
+    ends = {e["name"]: (e["ts"], e["dur"]) for e in d["traceEvents"]
+            if e.get("ph") == "X" and e["pid"] == 1000}
+    expect("a slice ending where its parent ends is shown 1 ns earlier",
+           round(ends["b"][1] * 1000), 20 * 1000 - 1)
+
 # The independent checkers.
 if not os.path.isdir(os.path.join(shared, "validators")):
     print("skip  validators: %s/validators is absent" % shared)
 else:
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for t in (merged, pf):
+    for t in (merged, pf, ptm):
         p = subprocess.run(["bash", "-c", '. "$0/validators.sh"; strobe_check_trace "$1" "$2" '
                             '--strict', here, shared, t], capture_output=True, text=True)
         expect("validators on " + os.path.basename(t), p.returncode, 0)
