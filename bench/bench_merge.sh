@@ -42,7 +42,7 @@ measure() {
     size=-
     [ -n "$outf" ] && [ -f "$outf" ] && size=$(du -m "$outf" | cut -f1)
     printf '%-26s wall %7.2f s  cpu %7.2f s  max RSS %6d MB  output %s MB\n' "$label" "$wall" \
-        "$(echo "$user + $sys" | bc)" "$((rss / 1024))" "$size"
+        "$(awk "BEGIN { print $user + $sys }")" "$((rss / 1024))" "$size"
 }
 measure "cat (all inputs)" "" sh -c 'cat "$0"/*.json' "$dir/job"
 measure "strobe info (one rank)" "" "$strobe" info -q "$dir/job/rank0.json"
