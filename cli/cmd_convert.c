@@ -31,6 +31,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "merge.h"
 #include "reader/json_pull.h"
 #include "reader/pftrace_dec.h"
 #include "strobe/error.h"
@@ -689,96 +690,12 @@ static int fan_out_flows(conv *c) {
     return c->oom ? STROBE_ENOMEM : 0;
 }
 
-/* The args object of an item as debug annotations. Strings and integers keep their type; any
- * other value is passed as JSON text. */
+/* The args object of an item as debug annotations (cli_writer_args, merge.h). */
 static int item_args(conv *c, const item *it, strobe_writer_arg **args, size_t *cap, size_t *n,
                      char **scratch, size_t *scap) {
     *n = 0;
     if (it->args_off == SIZE_MAX) return 0;
-    strobe_jp jp;
-    strobe_jp_init_mem(&jp, c->arena + it->args_off, it->args_len);
-    size_t used = 0;
-    /* Two passes: values are copied into scratch first, pointers taken after it stops moving. */
-    size_t *offs = NULL, *lens = NULL, *koffs = NULL;
-    int *types = NULL;
-    size_t m = 0, mcap = 0;
-    int oom = 0;
-    int tok = strobe_jp_next(&jp);
-    if (tok != STROBE_JP_OBJ_BEGIN) goto done;
-    while ((tok = strobe_jp_next(&jp)) == STROBE_JP_KEY) {
-        size_t need = used + jp.str_len + 1;
-        *scratch = grow_array(*scratch, scap, need, 1, &oom);
-        if (oom) break;
-        size_t koff = used;
-        memcpy(*scratch + used, jp.str, jp.str_len);
-        (*scratch)[used + jp.str_len] = '\0';
-        used = need;
-        strobe_jp_capture_begin(&jp, 0);
-        tok = strobe_jp_next(&jp);
-        int type = STROBE_ARG_JSON;
-        const char *text = NULL;
-        size_t tlen = 0;
-        if (tok == STROBE_JP_STRING) {
-            type = STROBE_ARG_STRING;
-            text = jp.str;
-            tlen = jp.str_len;
-            const char *ct;
-            size_t cl;
-            int64_t off;
-            strobe_jp_capture_end(&jp, &ct, &cl, &off);
-        } else {
-            if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN)
-                tok = strobe_jp_skip_container(&jp);
-            if (tok <= STROBE_JP_EOF) break;
-            int64_t off;
-            if (strobe_jp_capture_end(&jp, &text, &tlen, &off)) break;
-            if (tok == STROBE_JP_NUMBER) {
-                int integer = tlen > 0 && tlen < 19;
-                for (size_t i = text[0] == '-'; integer && i < tlen; i++)
-                    integer = text[i] >= '0' && text[i] <= '9';
-                if (integer && !(tlen > 1 && text[text[0] == '-'] == '0')) type = STROBE_ARG_INT;
-            }
-        }
-        need = used + tlen + 1;
-        *scratch = grow_array(*scratch, scap, need, 1, &oom);
-        if (oom) break;
-        memcpy(*scratch + used, text, tlen);
-        (*scratch)[used + tlen] = '\0';
-        offs = grow_array(offs, &mcap, m + 1, sizeof *offs, &oom);
-        if (oom) break;
-        lens = realloc(lens, mcap * sizeof *lens);
-        koffs = realloc(koffs, mcap * sizeof *koffs);
-        types = realloc(types, mcap * sizeof *types);
-        if (!lens || !koffs || !types) {
-            oom = 1;
-            break;
-        }
-        offs[m] = used;
-        lens[m] = tlen;
-        koffs[m] = koff;
-        types[m++] = type;
-        used = need;
-    }
-done:
-    strobe_jp_free(&jp);
-    if (!oom) {
-        *args = grow_array(*args, cap, m ? m : 1, sizeof **args, &oom);
-        for (size_t i = 0; !oom && i < m; i++) {
-            strobe_writer_arg *a = &(*args)[i];
-            memset(a, 0, sizeof *a);
-            a->key = *scratch + koffs[i];
-            a->type = types[i];
-            a->s = *scratch + offs[i];
-            a->len = lens[i];
-            if (types[i] == STROBE_ARG_INT) a->i = strtoll(a->s, NULL, 10);
-        }
-        if (!oom) *n = m;
-    }
-    free(offs);
-    free(lens);
-    free(koffs);
-    free(types);
-    return oom ? STROBE_ENOMEM : 0;
+    return cli_writer_args(c->arena + it->args_off, it->args_len, args, cap, n, scratch, scap);
 }
 
 /* ---- lanes: slices that overlap without nesting -------------------------------------------- */

@@ -33,6 +33,8 @@ const cli_command cli_commands[] = {
      "record a running process's allocations for a while"},
     {"convert", cmd_convert, cmd_convert_usage, cmd_convert_options,
      "convert a trace: Kineto JSON <-> Perfetto protobuf (.pftrace)"},
+    {"merge", cmd_merge, cmd_merge_usage, cmd_merge_options,
+     "the rank traces of one job as one trace, clocks aligned"},
     {"diff", cmd_diff, cmd_diff_usage, cmd_diff_options,
      "operators and kernels of two traces compared (HTA's trace diff)"},
     {"steps", cmd_steps, cmd_steps_usage, cmd_steps_options,

@@ -3,10 +3,16 @@
  * Contents: collecting (tracks, events, args kept as raw text); binding flows to slices; writing
  * (tracks, then each track's events in time order with a stack of open slices).
  *
- * Every event of every input is collected first (the inputs fit in memory as their JSON did),
- * then sorted per track by start, longer slices first, and written as slice begins and ends, as
- * Perfetto's format needs them. A slice that starts inside another and ends after it does not
- * nest: it is ended with the slice around it and counted (strobe's own traces always nest). */
+ * The inputs are merged a group at a time: a group is a run of inputs that share process ids (the
+ * parts of one program), or one input whose processes are its own (a rank of a job). Every event
+ * of a group is collected first (a group fits in memory as its JSON did), then sorted per track
+ * by start, longer slices first, and written as slice begins and ends, as Perfetto's format needs
+ * them; then the group is freed and the next one read. A slice that starts inside another and
+ * ends after it does not nest: it is ended with the slice around it and counted (strobe's own
+ * traces always nest).
+ *
+ * A rank's times are mapped onto the reference rank's clock as they are read (cli_merge_align), and
+ * its pids onto numbers of its own (own_pid), so that nothing later needs to know about ranks. */
 #include "merge.h"
 
 #include <errno.h>
@@ -21,6 +27,7 @@
 #include "reader/trace_reader.h"
 #include "strobe/error.h"
 #include "strobe/writer.h"
+#include "util/pftrace_enc.h"
 #include "util/strpool.h"
 #include "util/strtab.h"
 #include "util/u64map.h"
@@ -30,6 +37,7 @@
 
 typedef struct mtrack {
     int64_t pid, tid; /* tid PROCESS_TID: the process itself */
+    int64_t orig_pid; /* the pid in its input (own_pids inputs remap it) */
     uint32_t name, label;
     int64_t name_rank; /* which input named it: (has events, input index), highest wins */
     int64_t sort;
@@ -48,6 +56,7 @@ typedef struct mitem {
     double value;
     uint64_t flow;              /* 's'/'f': its id; slices: unused */
     uint64_t flow_out, flow_in; /* slices: the flows bound to them (0: none) */
+    int64_t shown;              /* a slice's end as JSON shows it (shown_end) */
     size_t order;
 } mitem;
 
@@ -64,9 +73,17 @@ typedef struct merger {
     size_t narena, caparena;
     int64_t base;
     int has_base;
-    char *trace_id, *device_props;
-    char *carried[3]; /* the first input's values of carried_keys */
-    int ranks_differ; /* inputs gave distributedInfo values that differ */
+    char *trace_id, *device_props; /* malloc'd: they outlive a group */
+    /* The rank's metadata of the inputs that are one program's processes (not own_pids; malloc'd):
+     * the first value of each of carried_keys, and whether their distributedInfo values differ. */
+    char *carried[3];
+    int ranks_differ;
+    /* The input being read, and its own pids (own_pids): pids[k] becomes pid_base + k. */
+    const cli_merge_input *cur;
+    int64_t pids[CLI_MERGE_MAX_PIDS];
+    size_t npids;
+    int too_many;
+    int json; /* the output is JSON (shown_end) */
     /* Names and labels an input gives (tracks and strings), applied when the input is read and
      * its rank known. */
     struct pending_name {
@@ -110,6 +127,32 @@ static const char *str(const merger *m, uint32_t id) {
 
 /* ---- collecting ------------------------------------------------------------------------------ */
 
+int64_t cli_merge_align(const cli_merge_input *in, int64_t t) {
+    if (!in->has_clock) return t;
+    /* In doubles, which cannot overflow: an epoch time in ns rounds to 256 ns, an error that
+     * the drift (parts per billion: below 10^6 for any real clock) scales to under 1 ns. */
+    double d = ((double)t - (double)in->t_ref_ns) * in->drift_ppb / 1e9;
+    if (!(d > -1e18 && d < 1e18)) return t;
+    int64_t r;
+    if (__builtin_add_overflow(t, in->offset_ns, &r)) return t;
+    int64_t out;
+    return __builtin_add_overflow(r, (int64_t)(d < 0 ? d - 0.5 : d + 0.5), &out) ? t : out;
+}
+
+/* The output's pid of the input's `pid`: itself, or for an own_pids input its number there
+ * (m->too_many set, and -1, past CLI_MERGE_MAX_PIDS). */
+static int64_t own_pid(merger *m, int64_t pid) {
+    if (!m->cur->own_pids) return pid;
+    for (size_t k = 0; k < m->npids; k++)
+        if (m->pids[k] == pid) return m->cur->pid_base + (int64_t)k;
+    if (m->npids == CLI_MERGE_MAX_PIDS) {
+        m->too_many = 1;
+        return -1;
+    }
+    m->pids[m->npids] = pid;
+    return m->cur->pid_base + (int64_t)m->npids++;
+}
+
 static uint64_t track_key(int64_t pid, int64_t tid) {
     uint64_t t = tid == PROCESS_TID ? 0xffffffffu : (uint32_t)tid;
     return (((uint64_t)(uint32_t)pid << 32) | t) & STROBE__U64MAP_KEY_MAX;
@@ -135,6 +178,9 @@ static uint32_t track_of(merger *m, int64_t pid, int64_t tid) {
     mtrack *t = &m->tracks[m->ntracks];
     memset(t, 0, sizeof *t);
     t->pid = pid;
+    t->orig_pid = m->cur && m->cur->own_pids && (uint64_t)(pid - m->cur->pid_base) < m->npids
+                      ? m->pids[pid - m->cur->pid_base]
+                      : pid;
     t->tid = tid;
     t->name = t->label = NO_STR;
     t->name_rank = -1;
@@ -200,6 +246,8 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
     }
     char ph = e->ph.s[0];
     int64_t pid = id_num(&e->pid), tid = id_num(&e->tid);
+    int named = pname && pid == pname_pid;
+    if ((pid = own_pid(m, pid)) < 0) return;
     if (ph == 'M') {
         const char *nm = e->name.s ? e->name.s : "";
         strobe_rd_value v;
@@ -212,7 +260,7 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
         if ((strcmp(nm, "process_name") == 0 || strcmp(nm, "thread_name") == 0) &&
             strobe_rd_event_arg(e, "name", &v) == 1 &&
             strobe_rd_value_str(&v, buf, sizeof buf, &len) == 0) {
-            if (proc && pname && pid == pname_pid) {
+            if (proc && named) {
                 name_track(m, tr, pname, strlen(pname), 0);
             } else {
                 name_track(m, tr, buf, len, 0);
@@ -267,7 +315,7 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
                          e->name.s ? e->name.s : "", key);
             it->ph = 'C';
             it->track = tr;
-            it->ts = e->abs_ts_ns;
+            it->ts = cli_merge_align(m->cur, e->abs_ts_ns);
             it->name = intern(m, series, strlen(series));
             it->cat = e->cat.s ? intern(m, e->cat.s, e->cat.len) : NO_STR;
             it->value = strtod(jp.num, NULL);
@@ -279,13 +327,18 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
     if (it == NULL) return;
     it->ph = ph == 'I' ? 'i' : ph;
     it->track = tr;
-    it->ts = e->abs_ts_ns;
+    it->ts = cli_merge_align(m->cur, e->abs_ts_ns);
     if (ph == 's' || ph == 'f') {
         it->flow = (uint64_t)id_num(&e->id) ^ flow_salt;
         it->bp_e = e->bp.s && strcmp(e->bp.s, "e") == 0;
         return;
     }
     it->dur = ph == 'X' && e->has_dur ? e->dur_ns : 0;
+    if (it->dur > 0 && m->cur->has_clock) {
+        /* The end goes through the clock too (the drift stretches a slice). */
+        int64_t end = cli_merge_align(m->cur, e->abs_ts_ns + it->dur) - it->ts;
+        it->dur = end > 0 ? end : 0;
+    }
     it->name = intern(m, e->name.s ? e->name.s : "", e->name.s ? e->name.len : 0);
     it->cat = e->cat.s ? intern(m, e->cat.s, e->cat.len) : NO_STR;
     if (ph == 'X' && e->cat.s && strcmp(e->cat.s, "Trace") == 0 && e->name.s &&
@@ -309,14 +362,16 @@ static void add_cut_session(merger *m, const cli_merge_input *in, int64_t pid, s
             if (!m->tracks[m->items[i].track].device) pid = m->tracks[m->items[i].track].pid;
     }
     if (pid <= 0) return;
-    int64_t start = base + 1000, end = start;
+    int64_t start = cli_merge_align(in, base + 1000), end = start;
     for (size_t i = first; i < m->nitems; i++)
         if (m->items[i].ts + m->items[i].dur > end) end = m->items[i].ts + m->items[i].dur;
     struct stat st;
-    if (in->end_ns > end && in->end_ns - start < (int64_t)86400 * 1000000000) {
-        end = in->end_ns;
+    int64_t in_end = in->end_ns ? cli_merge_align(in, in->end_ns) : 0;
+    if (in_end > end && in_end - start < (int64_t)86400 * 1000000000) {
+        end = in_end;
     } else if (stat(in->path, &st) == 0) {
-        int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        int64_t mt =
+            cli_merge_align(in, (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
         if (mt > end && mt - start < (int64_t)86400 * 1000000000) end = mt;
     }
     uint32_t tr = track_of(m, pid, 0);
@@ -338,15 +393,44 @@ static void add_cut_session(merger *m, const cli_merge_input *in, int64_t pid, s
     if (m->tracks[tr].name == NO_STR) m->tracks[tr].name = intern(m, "Spans", 5);
 }
 
+/* A session span for the first input when it has none (a PyTorch trace), over its events, on its
+ * first process: Perfetto's format has no top-level members, and the writer puts the trace's
+ * metadata (a job's distributedInfo and strobe_merge) on that span, without which it is lost. */
+static void add_session_span(merger *m) {
+    int64_t pid = -1, start = INT64_MAX, end = INT64_MIN;
+    for (size_t i = 0; i < m->ntracks && pid < 0; i++)
+        if (m->tracks[i].tid == PROCESS_TID && !m->tracks[i].device) pid = m->tracks[i].pid;
+    for (size_t i = 0; i < m->nitems; i++) {
+        if (pid < 0 && !m->tracks[m->items[i].track].device) pid = m->tracks[m->items[i].track].pid;
+        if (m->items[i].ts < start) start = m->items[i].ts;
+        if (m->items[i].ts + m->items[i].dur > end) end = m->items[i].ts + m->items[i].dur;
+    }
+    if (pid < 0 || start > end) return;
+    uint32_t tr = track_of(m, pid, 0);
+    mitem *it = tr == UINT32_MAX ? NULL : new_item(m);
+    if (it == NULL) return;
+    it->ph = 'X';
+    it->track = tr;
+    it->ts = start;
+    it->dur = end - start;
+    it->name = intern(m, "strobe session", 14);
+    it->cat = intern(m, "Trace", 5);
+    it->session = 1;
+    m->session_taken = 1;
+    if (m->tracks[tr].name == NO_STR) m->tracks[tr].name = intern(m, "Spans", 5);
+}
+
 /* The rank's metadata (src/trace/kineto.h: distributedInfo, strobe_job, strobe_clock_sync), kept
  * from the first input that has each: the processes `strobe record` merges are one rank's. When
  * they are of several ranks (distributedInfo differs: strobe record ran mpirun), the rank's
- * distributedInfo and clock offset describe none of the whole: both are left out. */
+ * distributedInfo and clock offset describe none of the whole: both are left out. A job's merge
+ * (own_pids inputs) writes its own. */
 static const char *const carried_keys[3] = {"distributedInfo", "strobe_job", "strobe_clock_sync"};
 
-/* Reads one input. @return 0, or -1 when nothing of it could be read. */
+/* Reads one input; *state gets its CLI_MERGE_*. @return 0, or -1 when nothing of it could be
+ * read. */
 static int collect_input(merger *m, const cli_merge_input *in, size_t index, size_t *cut,
-                         size_t *empty) {
+                         size_t *empty, int *state) {
     strobe_rd_options opt;
     strobe_rd_options_init(&opt);
     opt.prescan_base = 1;
@@ -354,9 +438,11 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
     int rc = strobe_rd_open(&rd, in->path, &opt);
     size_t events = 0, first_item = m->nitems;
     uint64_t salt = (uint64_t)index << 40;
-    int cut_stream = 0;
+    int cut_stream = 0, short_in = 0;
     int64_t cpu_pid = in->pid;
     m->input_has_session = 0;
+    m->cur = in;
+    m->npids = 0;
     strobe_rd_item item;
     while (rc == 0 && !m->oom && (rc = strobe_rd_next(rd, &item)) > 0) {
         rc = 0;
@@ -366,8 +452,9 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
             const strobe_rd_meta *mt = item.meta;
             if (strcmp(mt->key.s, "trace_id") == 0 && m->trace_id == NULL) {
                 char buf[256];
-                if (strobe_rd_value_str(&mt->value, buf, sizeof buf, NULL) == 0)
-                    m->trace_id = strobe__pool_strdup(&m->pool, buf);
+                if (strobe_rd_value_str(&mt->value, buf, sizeof buf, NULL) == 0 &&
+                    (m->trace_id = strdup(buf)) == NULL)
+                    m->oom = 1;
             } else if (strcmp(mt->key.s, "strobe_stream") == 0 &&
                        mt->value.type == STROBE_RD_T_OBJECT) {
                 strobe_rd_value c;
@@ -376,16 +463,18 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
                     cut_stream = 1;
             } else if (strcmp(mt->key.s, "deviceProperties") == 0 && m->device_props == NULL &&
                        mt->value.type == STROBE_RD_T_ARRAY && mt->value.len > 2) {
-                m->device_props = strobe__pool_strndup(&m->pool, mt->value.raw, mt->value.len);
+                m->device_props = strndup(mt->value.raw, mt->value.len);
+                if (m->device_props == NULL) m->oom = 1;
             }
-            for (size_t k = 0; k < 3; k++) {
+            for (size_t k = 0; k < 3 && !in->own_pids; k++) {
                 if (strcmp(mt->key.s, carried_keys[k]) != 0 || mt->value.type != STROBE_RD_T_OBJECT)
                     continue;
-                if (m->carried[k] == NULL)
-                    m->carried[k] = strobe__pool_strndup(&m->pool, mt->value.raw, mt->value.len);
-                else if (k == 0 && (strlen(m->carried[0]) != mt->value.len ||
-                                    memcmp(m->carried[0], mt->value.raw, mt->value.len) != 0))
+                if (m->carried[k] == NULL) {
+                    if ((m->carried[k] = strndup(mt->value.raw, mt->value.len)) == NULL) m->oom = 1;
+                } else if (k == 0 && (strlen(m->carried[0]) != mt->value.len ||
+                                      memcmp(m->carried[0], mt->value.raw, mt->value.len) != 0)) {
                     m->ranks_differ = 1;
+                }
             }
         }
     }
@@ -405,11 +494,16 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
     if (rd) {
         const strobe_rd_info *info = strobe_rd_get_info(rd);
         if (info->has_base_time) info_base = info->base_time_ns;
-        if (info->has_base_time && (!m->has_base || info->base_time_ns < m->base)) {
-            m->base = info->base_time_ns;
+        int64_t b = cli_merge_align(in, info->base_time_ns);
+        if (info->has_base_time && (!m->has_base || b < m->base)) {
+            m->base = b;
             m->has_base = 1;
         }
+        /* An event array never closed, or a Perfetto trace cut inside a packet: the reader
+         * accepts both (a writer killed mid-run), and the input is short all the same. */
+        if (info->unterminated || info->pf_cut) short_in = 1;
     }
+    *state = failed ? CLI_MERGE_FAILED : short_in || cut_stream ? CLI_MERGE_SHORT : CLI_MERGE_READ;
     strobe_rd_close(rd);
     if (cut_stream && !m->input_has_session && m->has_base)
         add_cut_session(m, in, cpu_pid, first_item, info_base);
@@ -466,10 +560,8 @@ static void bind_flows(merger *m, size_t *stack) {
 
 /* ---- writing --------------------------------------------------------------------------------- */
 
-/* The args object at text[0..len) as writer args (values copied into *scratch): strings and
- * integers keep their type, anything else goes as JSON text. */
-static int parse_args(const char *text, size_t len, strobe_writer_arg **args, size_t *cap,
-                      size_t *n, char **scratch, size_t *scap) {
+int cli_writer_args(const char *text, size_t len, strobe_writer_arg **args, size_t *cap, size_t *n,
+                    char **scratch, size_t *scap) {
     *n = 0;
     int oom = 0;
     strobe_jp jp;
@@ -506,7 +598,7 @@ static int parse_args(const char *text, size_t len, strobe_writer_arg **args, si
                 int integer = tl > 0 && tl < 19;
                 for (size_t i = t[0] == '-'; integer && i < tl; i++)
                     integer = t[i] >= '0' && t[i] <= '9';
-                if (integer) type = STROBE_ARG_INT;
+                if (integer && !(tl > 1 && t[t[0] == '-'] == '0')) type = STROBE_ARG_INT;
             }
         }
         *scratch = grow(*scratch, scap, used + tl + 1, 1, &oom);
@@ -582,6 +674,22 @@ static int write_tracks(merger *m, strobe_writer *w, uint32_t root, cli_merge_st
                                       .name = str(m, t->name),
                                       .label = str(m, t->label),
                                       .sort_index = t->has_sort ? t->sort : INT64_MIN};
+            char name[1100], label[40];
+            if (pass == 0 && m->cur && m->cur->own_pids) {
+                /* A rank's process: "PREFIX: its name", ordered by rank (cli_merge_input). */
+                const char *pre = m->cur->prefix ? m->cur->prefix : "";
+                if (wt.name && wt.name[0])
+                    snprintf(name, sizeof name, "%.500s: %s", pre, wt.name);
+                else
+                    snprintf(name, sizeof name, "%.500s", pre);
+                wt.name = name;
+                if (wt.label == NULL && !t->device) {
+                    snprintf(label, sizeof label, "pid %" PRId64, t->orig_pid);
+                    wt.label = label;
+                }
+                wt.sort_index = m->cur->sort_base + (t->device ? CLI_MERGE_MAX_PIDS : 0) +
+                                (t->pid - m->cur->pid_base);
+            }
             if (pass == 0) {
                 wt.kind = t->device ? STROBE_TRACK_DEVICE : STROBE_TRACK_PROCESS;
                 if (!t->device) st->processes++;
@@ -594,13 +702,59 @@ static int write_tracks(merger *m, strobe_writer *w, uint32_t root, cli_merge_st
                 int plain = p->device || t->tid <= 0 || t->tid > INT32_MAX;
                 wt.kind = plain ? STROBE_TRACK_STREAM : STROBE_TRACK_THREAD;
                 if (!plain) st->threads++;
+                /* A negative tid (PyTorch writes some) in a thread_name or thread_sort_index
+                 * event is an error to Perfetto's JSON importer: in JSON, such a thread is
+                 * declared as a lane, which writes no metadata event (its name is lost). */
+                if (m->json && t->tid < 0) wt.kind = STROBE_TRACK_LANE;
             }
+            /* Nor an empty name, which Perfetto's importer refuses in a metadata event. */
+            char fallback[48];
+            if (m->json && (wt.name == NULL || wt.name[0] == '\0')) {
+                if (pass == 0)
+                    snprintf(fallback, sizeof fallback, "pid %" PRId64, wt.pid);
+                else
+                    snprintf(fallback, sizeof fallback, "%s %" PRId64,
+                             wt.kind == STROBE_TRACK_THREAD ? "thread" : "stream", wt.tid);
+                wt.name = fallback;
+            }
+            /* JSON has no "none" for a sort index (the writer would write INT64_MIN, which
+             * Perfetto's importer refuses): Kineto's default, the id. */
+            if (m->json && wt.sort_index == INT64_MIN) wt.sort_index = pass == 0 ? wt.pid : wt.tid;
             int64_t id = strobe_writer_add_track(w, &wt);
             if (id < 0) return (int)id;
             m->tracks[i].wid = id;
         }
     }
     return 0;
+}
+
+/* Whether a slice of `track` starts at `t`, among items[from..): they are sorted. */
+static int slice_starts_at(const merger *m, size_t from, uint32_t track, int64_t t) {
+    size_t lo = from, hi = m->nitems;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const mitem *x = &m->items[mid];
+        if (x->track < track || (x->track == track && x->ts < t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* At one time slices come first (cmp_items). */
+    return lo < m->nitems && m->items[lo].track == track && m->items[lo].ts == t &&
+           m->items[lo].ph == 'X';
+}
+
+/* The end JSON shows for slice i, whose parent (SIZE_MAX: none) shows its end at parent_shown.
+ * Viewers compute with doubles, and a slice that ends in the very ns its parent ends or its next
+ * sibling begins can look mis-nested after their rounding: it is shown ending 1 ns earlier
+ * (never before its start), as the result walk shows a result's (src/trace/writer.c). Parents
+ * come before their children, so the parent's shown end is known. */
+static int64_t shown_end(const merger *m, size_t i, size_t parent) {
+    const mitem *it = &m->items[i];
+    int64_t end = it->ts + it->dur, shown = end;
+    if (it->dur > 0 && slice_starts_at(m, i + 1, it->track, end)) shown = end - 1;
+    if (parent != SIZE_MAX && shown >= m->items[parent].shown) shown = m->items[parent].shown - 1;
+    return shown < it->ts ? it->ts : shown;
 }
 
 static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_stats *st) {
@@ -620,9 +774,10 @@ static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_st
              * it is given then; Perfetto's keeps what it was given at the begin. */
             nargs = 0;
             if (top->args_off != SIZE_MAX)
-                rc = parse_args(m->arena + top->args_off, top->args_len, &args, &acap, &nargs,
-                                &scratch, &scap);
+                rc = cli_writer_args(m->arena + top->args_off, top->args_len, &args, &acap, &nargs,
+                                     &scratch, &scap);
             strobe_writer_event e = item_event(m, top);
+            if (m->json) e.end = top->shown;
             e.args = args;
             e.nargs = nargs;
             e.flow_out = &top->flow_out;
@@ -644,8 +799,8 @@ static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_st
         }
         nargs = 0;
         if (it->args_off != SIZE_MAX)
-            rc = parse_args(m->arena + it->args_off, it->args_len, &args, &acap, &nargs, &scratch,
-                            &scap);
+            rc = cli_writer_args(m->arena + it->args_off, it->args_len, &args, &acap, &nargs,
+                                 &scratch, &scap);
         if (rc) break;
         strobe_writer_event e = item_event(m, it);
         e.args = args;
@@ -662,6 +817,7 @@ static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_st
                 e.end = it->ts + m->items[i].dur;
             }
         }
+        m->items[i].shown = shown_end(m, i, depth > 0 ? stack[depth - 1] : SIZE_MAX);
         e.flow_out = &it->flow_out;
         e.nflow_out = it->flow_out != 0;
         e.flow_in = &it->flow_in;
@@ -674,70 +830,137 @@ static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_st
     return rc;
 }
 
-int cli_merge(const char *cmd, const cli_merge_input *inputs, size_t n, const char *out,
-              const char *trace_name, cli_merge_stats *stats) {
-    merger m = {.cmd = cmd};
+/* Frees what one group held, for the next. */
+static void release_group(merger *m) {
+    free(m->tracks);
+    free(m->items);
+    free(m->arena);
+    free(m->pending);
+    strobe__u64map_free(&m->track_map);
+    strobe__strtab_release(&m->strs);
+    strobe__pool_release(&m->pool);
+    m->tracks = NULL;
+    m->items = NULL;
+    m->arena = NULL;
+    m->pending = NULL;
+    m->ntracks = m->captracks = m->nitems = m->capitems = 0;
+    m->narena = m->caparena = m->npending = m->cappending = 0;
+    memset(&m->track_map, 0, sizeof m->track_map);
+    memset(&m->pool, 0, sizeof m->pool);
+    strobe__strtab_init(&m->strs, &m->pool);
+}
+
+/* Opens the output once the first group is read: its base time, trace id and metadata are known
+ * then (the JSON writer writes its header at the first event, so metadata is set here). */
+static int open_output(merger *m, const char *out, const cli_merge_options *opt,
+                       strobe_writer **w) {
+    strobe_writer_options wo;
+    strobe_writer_options_init(&wo);
+    wo.base_ns = opt->has_base ? opt->base_ns : m->has_base ? m->base : 0;
+    wo.trace_id = m->trace_id;
+    wo.trace_name = opt->trace_name;
+    int rc = strobe_writer_open(w, out, &wo);
+    for (size_t i = 0; rc == 0 && i < opt->nmeta; i++)
+        rc = strobe_writer_set_meta(*w, opt->meta_keys[i], opt->meta_values[i]);
+    if (rc == 0 && m->device_props)
+        rc = strobe_writer_set_meta(*w, "deviceProperties", m->device_props);
+    for (size_t k = 0; k < 3 && rc == 0; k++)
+        if (m->carried[k] && !(m->ranks_differ && k != 1))
+            rc = strobe_writer_set_meta(*w, carried_keys[k], m->carried[k]);
+    if (rc == 0 && m->ranks_differ)
+        fprintf(stderr,
+                "strobe %s: note: the processes are of several ranks: their distributedInfo is "
+                "left out (record each rank on its own: mpirun ... strobe record ...)\n",
+                m->cmd);
+    return rc;
+}
+
+/* Sorts, binds and writes the group collected; `root`: whether its first process is written
+ * even without events. */
+static int write_group(merger *m, strobe_writer *w, int root, cli_merge_stats *st) {
+    size_t *stack = malloc((m->nitems ? m->nitems : 1) * sizeof *stack);
+    if (stack == NULL) return STROBE_ENOMEM;
+    qsort(m->items, m->nitems, sizeof *m->items, cmp_items);
+    bind_flows(m, stack);
+    uint32_t first = UINT32_MAX;
+    for (size_t i = 0; root && i < m->ntracks && first == UINT32_MAX; i++)
+        if (m->tracks[i].tid == PROCESS_TID && !m->tracks[i].device) first = (uint32_t)i;
+    int rc = write_tracks(m, w, first, st);
+    if (rc == 0) rc = write_events(m, w, stack, st);
+    free(stack);
+    return rc;
+}
+
+int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const char *out,
+                 const cli_merge_options *opt, cli_merge_stats *stats) {
+    cli_merge_options defaults = {0};
+    if (opt == NULL) opt = &defaults;
+    merger m = {.cmd = cmd, .json = !strobe__pftrace_path(out)};
     cli_merge_stats st = {0};
     strobe__strtab_init(&m.strs, &m.pool);
     size_t read = 0;
-    for (size_t i = 0; i < n && !m.oom; i++)
-        if (collect_input(&m, &inputs[i], i, &st.cut, &st.empty) == 0) read++;
-    st.skipped = m.skipped;
-    int rc = m.oom ? STROBE_ENOMEM : 0;
-    size_t *stack = NULL;
+    int rc = 0;
     strobe_writer *w = NULL;
+    for (size_t i = 0; rc == 0 && i < n;) {
+        /* The group: an own_pids input alone, or the run of inputs up to the next one. */
+        size_t end = i + 1;
+        if (!inputs[i].own_pids)
+            while (end < n && !inputs[end].own_pids)
+                end++;
+        size_t group_read = 0;
+        for (size_t k = i; k < end && !m.oom && !m.too_many; k++) {
+            int state = CLI_MERGE_READ;
+            cli_progress *p = cli_progress_start(cmd, inputs[k].path, !opt->progress);
+            if (collect_input(&m, &inputs[k], k, &st.cut, &st.empty, &state) == 0) group_read++;
+            cli_progress_stop(p);
+            if (opt->state) opt->state[k] = state;
+        }
+        read += group_read;
+        if (m.too_many) {
+            fprintf(stderr, "strobe %s: %s: more than %d processes in one input\n", cmd,
+                    cli_esc(inputs[i].path), CLI_MERGE_MAX_PIDS);
+            rc = STROBE_EINVAL;
+        } else if (m.oom) {
+            rc = STROBE_ENOMEM;
+        }
+        /* The first group read opens the output. */
+        if (rc == 0 && i == 0 && opt->nmeta && !m.session_taken && strobe__pftrace_path(out))
+            add_session_span(&m);
+        if (rc == 0 && w == NULL && read > 0) rc = open_output(&m, out, opt, &w);
+        if (rc == 0 && group_read > 0) rc = write_group(&m, w, i == 0 || inputs[i].own_pids, &st);
+        if (rc == 0 && m.oom) rc = STROBE_ENOMEM;
+        release_group(&m);
+        m.cur = NULL;
+        i = end;
+    }
+    st.skipped = m.skipped;
     if (rc == 0 && read == 0) {
         fprintf(stderr, "strobe %s: no input could be read\n", cmd);
         rc = STROBE_EINVAL;
     }
-    if (rc == 0) {
-        qsort(m.items, m.nitems, sizeof *m.items, cmp_items);
-        stack = malloc((m.nitems ? m.nitems : 1) * sizeof *stack);
-        if (stack == NULL) rc = STROBE_ENOMEM;
-    }
-    if (rc == 0) bind_flows(&m, stack);
-    /* The first input's process: the pid of its first process track. */
-    uint32_t root = UINT32_MAX;
-    for (size_t i = 0; i < m.ntracks && root == UINT32_MAX; i++)
-        if (m.tracks[i].tid == PROCESS_TID && !m.tracks[i].device) root = (uint32_t)i;
-    if (rc == 0) {
-        strobe_writer_options wo;
-        strobe_writer_options_init(&wo);
-        wo.base_ns = m.has_base ? m.base : 0;
-        wo.trace_id = m.trace_id;
-        wo.trace_name = trace_name;
-        rc = strobe_writer_open(&w, out, &wo);
-    }
-    if (rc == 0 && m.device_props)
-        rc = strobe_writer_set_meta(w, "deviceProperties", m.device_props);
-    for (size_t k = 0; k < 3 && rc == 0; k++)
-        if (m.carried[k] && !(m.ranks_differ && k != 1))
-            rc = strobe_writer_set_meta(w, carried_keys[k], m.carried[k]);
-    if (rc == 0 && m.ranks_differ)
-        fprintf(stderr,
-                "strobe %s: note: the processes are of several ranks: their distributedInfo is "
-                "left out (record each rank on its own: mpirun ... strobe record ...)\n",
-                cmd);
-    if (rc == 0) rc = write_tracks(&m, w, root, &st);
-    if (rc == 0) rc = write_events(&m, w, stack, &st);
     if (w != NULL) {
         if (rc == 0)
             rc = strobe_writer_close(w);
         else
             strobe_writer_abort(w);
     }
-    if (rc < 0 && read > 0) {
+    if (rc < 0 && read > 0 && !m.too_many) {
         fprintf(stderr, "strobe %s: %s: cannot write: %s\n", cmd, cli_esc(out),
                 strobe_strerror(rc));
     }
-    free(stack);
-    free(m.tracks);
-    free(m.items);
-    free(m.arena);
-    free(m.pending);
-    strobe__u64map_free(&m.track_map);
+    release_group(&m);
     strobe__strtab_release(&m.strs);
     strobe__pool_release(&m.pool);
+    free(m.trace_id);
+    free(m.device_props);
+    for (size_t k = 0; k < 3; k++)
+        free(m.carried[k]);
     if (stats) *stats = st;
     return rc ? -1 : 0;
+}
+
+int cli_merge(const char *cmd, const cli_merge_input *inputs, size_t n, const char *out,
+              const char *trace_name, cli_merge_stats *stats) {
+    cli_merge_options opt = {.trace_name = trace_name};
+    return cli_merge_ex(cmd, inputs, n, out, &opt, stats);
 }

@@ -8,14 +8,23 @@
  * session's start, and the machine's monotonic clock is one for all its processes: traces of
  * processes of one machine line up to within the anchors' measurement (tens of ns), unless the
  * wall clock was stepped between two sessions' starts or the clock's frequency correction changed
- * during a run. Traces from several machines line up only as well as their clocks agree.
+ * during a run. Traces from several machines line up only as well as their clocks agree, unless
+ * the caller maps each input's times onto one clock (cli_merge_input.has_clock: `strobe merge`,
+ * with the offsets each rank measured to rank 0).
  * The output is written through the public event-level writer (strobe/writer.h), in the format
- * its name says. */
+ * its name says.
+ *
+ * Memory. The inputs that share process ids (the parts of one program) are held in memory
+ * together, as their events must be sorted per track before they are written. An input whose
+ * processes are its own (own_pids: a rank of a job) is read, written and freed before the next
+ * one is read: a job's merge holds one rank at a time, however many ranks there are. */
 #ifndef STROBE_CLI_MERGE_H
 #define STROBE_CLI_MERGE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "strobe/writer.h"
 
 typedef struct cli_merge_input {
     const char *path;
@@ -25,7 +34,47 @@ typedef struct cli_merge_input {
     /* When the input's process ended (ns, the traces' clock), if known: the end of the session
      * span made for a trace cut short (see cli_merge); 0: unknown. */
     int64_t end_ns;
+    /* A rank of a job (strobe merge). With own_pids, the input's processes are apart from every
+     * other input's: its pids become pid_base, pid_base + 1 ... in the order they are first seen
+     * (at most CLI_MERGE_MAX_PIDS), each process is named "PREFIX: its own name" (PREFIX alone
+     * when it has none; its own pid becomes its label "pid N" when it has no label) and sorted
+     * by sort_base + its number (devices after the processes: + CLI_MERGE_MAX_PIDS), and the
+     * input is written out before the next input is read. */
+    int own_pids;
+    int64_t pid_base, sort_base;
+    const char *prefix;
+    /* With has_clock, a time t of this input becomes t + offset_ns + (t - t_ref_ns) * drift_ppb /
+     * 1e9 (the contract's strobe_clock_sync; rounded to the ns). */
+    int has_clock;
+    int64_t offset_ns, t_ref_ns;
+    double drift_ppb;
 } cli_merge_input;
+
+/* The most process ids one own_pids input may hold. */
+#define CLI_MERGE_MAX_PIDS 1000
+
+/* What happened to an input (cli_merge_options.state). */
+enum {
+    CLI_MERGE_READ = 0,  /* read to its end */
+    CLI_MERGE_SHORT = 1, /* cut short (a writer killed mid-run): what came before is merged */
+    CLI_MERGE_FAILED = 2 /* nothing of it could be read */
+};
+
+typedef struct cli_merge_options {
+    const char *trace_name; /* NULL: none */
+    /* The output's base time (baseTimeNanoseconds); without has_base, the earliest base of the
+     * first inputs written (those read before the output is opened). */
+    int has_base;
+    int64_t base_ns;
+    /* Top-level metadata set on the output: keys and JSON values, nmeta of each. */
+    const char *const *meta_keys;
+    const char *const *meta_values;
+    size_t nmeta;
+    /* When not NULL: one CLI_MERGE_* per input, set by cli_merge_ex. */
+    int *state;
+    /* Show a progress line on a terminal while each input is read (cli_progress_start). */
+    int progress;
+} cli_merge_options;
 
 typedef struct cli_merge_stats {
     size_t processes;       /* process tracks written (devices not counted) */
@@ -48,5 +97,21 @@ typedef struct cli_merge_stats {
  * @return 0, or -1 when the output could not be written (or no input could be read). */
 int cli_merge(const char *cmd, const cli_merge_input *inputs, size_t n, const char *out,
               const char *trace_name, cli_merge_stats *stats);
+
+/* cli_merge with options (opt may be NULL: cli_merge's defaults). */
+int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const char *out,
+                 const cli_merge_options *opt, cli_merge_stats *stats);
+
+/* Time t of input `in` on the output's clock: t + offset_ns + (t - t_ref_ns) * drift_ppb / 1e9,
+ * rounded to the ns (t itself without has_clock, or where that would overflow). */
+int64_t cli_merge_align(const cli_merge_input *in, int64_t t);
+
+/* The JSON args object text[0..len) as the writer's args (*args, *n), their keys and values
+ * copied into *scratch (*args, *scratch and their capacities *cap, *scap grow as needed, and are
+ * the caller's to free): strings and integers keep their type, any other value goes as its JSON
+ * text. `strobe merge`, `strobe record` and `strobe convert` pass a trace's args on with it.
+ * @return 0 or STROBE_ENOMEM. */
+int cli_writer_args(const char *text, size_t len, strobe_writer_arg **args, size_t *cap, size_t *n,
+                    char **scratch, size_t *scap);
 
 #endif
