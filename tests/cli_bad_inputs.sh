@@ -15,7 +15,7 @@ STROBE=$1
 SHARED=$2
 WORK=$3
 MODE=${4:-generated}
-COMMANDS="info check summary kernels stacks"
+COMMANDS="info check summary kernels stacks flamegraph"
 LIMIT=60
 
 fail=0
