@@ -65,6 +65,44 @@ fi
 python3 "$HERE/check_mpi_trace.py" --world 4 --skew 1=50000000,2=-30000000 \
     out_0.json out_1.json out_2.json out_3.json || fail=1
 
+# strobe merge of the four ranks: one trace on rank 0's clock. Every barrier: no rank leaves it
+# before the last one entered (on rank 0's clock; the +50 ms and -30 ms skews undone), within
+# 200 us; the median spread of the exits is printed for the note.
+if "$STROBE" merge -q out_0.json out_1.json out_2.json out_3.json -o job.json >merge.log 2>&1; then
+    python3 - job.json <<'EOP' || fail=1
+import json, re, statistics, sys
+d = json.load(open(sys.argv[1]))
+rank_of = {}
+for e in d["traceEvents"]:
+    if e.get("ph") == "M" and e.get("name") == "process_name":
+        m = re.match(r"rank (\d+) ", e["args"]["name"])
+        if m:
+            rank_of[e["pid"]] = int(m.group(1))
+bars = {}
+for e in d["traceEvents"]:
+    if e.get("ph") == "X" and e.get("name") == "MPI_Barrier" and e["pid"] in rank_of:
+        bars.setdefault(rank_of[e["pid"]], []).append((e["ts"], e["ts"] + e["dur"]))
+ok = sorted(bars) == [0, 1, 2, 3] and len({len(v) for v in bars.values()}) == 1
+if not ok:
+    print("FAIL merge: barriers per rank %r" % {r: len(v) for r, v in bars.items()})
+    sys.exit(1)
+spreads = []
+for k in range(len(bars[0])):
+    enter = max(bars[r][k][0] for r in bars)
+    exits = [bars[r][k][1] for r in bars]
+    if min(exits) + 200 < enter:
+        print("FAIL merge: barrier %d: a rank left at %.1f us, before the last entered at %.1f"
+              % (k, min(exits), enter))
+        sys.exit(1)
+    spreads.append(max(exits) - min(exits))
+print("ok  merged: %d barriers, exits spread %.1f us at the median, %.1f us at most"
+      % (len(spreads), statistics.median(spreads), max(spreads)))
+EOP
+else
+    echo "FAIL strobe merge: $(cat merge.log)"
+    fail=1
+fi
+
 # .pftrace, the program starting with MPI_Init_thread: the same checks on the traces converted
 # back to JSON (the rank's metadata travels among the session's args).
 if run_job pftrace thread; then
@@ -84,7 +122,7 @@ fi
 
 if [ -x "$SHARED/validators/check_all.sh" ]; then
     . "$HERE/../validators.sh"
-    for f in out_0.json out_1.json out_0.pftrace; do
+    for f in out_0.json out_1.json out_0.pftrace job.json; do
         if ! strobe_check_trace "$SHARED" "$f" --strict >"check_$f.log" 2>&1; then
             echo "FAIL $f: validators"
             cat "check_$f.log"
