@@ -58,7 +58,7 @@ const struct option cmd_breakdown_options[] = {
 
 static int is_compute(const hta_rank *r, const hta_row *w, void *arg) {
     (void)arg;
-    return hta_kernel_type(md_str(&r->m, r->m.events[w->ev].name)) == HTA_COMPUTATION;
+    return hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == HTA_COMPUTATION;
 }
 
 static int64_t run_time(const int64_t *iv, size_t n) {

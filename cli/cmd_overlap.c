@@ -46,7 +46,7 @@ const struct option cmd_overlap_options[] = {
 };
 
 static int of_type(const hta_rank *r, const hta_row *w, void *arg) {
-    return hta_kernel_type(md_str(&r->m, r->m.events[w->ev].name)) == *(const int *)arg;
+    return hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == *(const int *)arg;
 }
 
 /* The length of the intersection of two sets of disjoint intervals, each sorted by start. */

@@ -105,10 +105,10 @@ static int frames(const md_model *m, uint32_t i, buf *b) {
     uint32_t e = i;
     while (e != MD_NONE && n < sizeof chain / sizeof chain[0]) {
         chain[n++] = e;
-        if (m->events[e].stack) break;
+        if (md_at(m, e).stack) break;
         e = cl_op_parent(m, e);
     }
-    const md_event *top = &m->events[chain[n - 1]];
+    const md_event top_ev = md_at(m, chain[n - 1]), *top = &top_ev;
     if (top->stack) {
         /* Kineto writes the Python frames innermost first: emit them in reverse. */
         const char *s = md_str(m, top->stack);
@@ -124,7 +124,7 @@ static int frames(const md_model *m, uint32_t i, buf *b) {
         }
     }
     for (size_t k = n; k-- > 0;) {
-        const char *name = md_str(m, m->events[chain[k]].name);
+        const char *name = md_str(m, md_name_of(m, chain[k]));
         if (put(b, name, strlen(name))) return STROBE_ENOMEM;
         if (k) {
             if (put(b, "", 0)) return STROBE_ENOMEM;
@@ -213,12 +213,12 @@ static int run(const md_model *m, int cuda) {
     /* owner: the tree's parents, for self_cpu */
     if (!err && !cuda) err = cl_cpu_tree(m, owner, self, merged);
     for (size_t i = 0; !err && cuda && i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (md_is_device_work(e->kind) && owner[i] != MD_NONE)
             self[owner[i]] = md_add_sat(self[owner[i]], e->dur);
     }
     for (size_t i = 0; !err && i < m->count; i++) {
-        if (self[i] == 0 || !cl_is_row(m->events[i].kind)) continue;
+        if (self[i] == 0 || !cl_is_row(md_kind_of(m, i))) continue;
         b.len = 0;
         err = frames(m, (uint32_t)i, &b);
         if (!err) err = folded_add(&f, b.p, b.len, self[i]);
@@ -245,9 +245,9 @@ static int run_samples(const md_model *m) {
     int err = 0;
     uint32_t cat = 0;
     for (size_t i = 0; i < m->count && cat == 0; i++)
-        if (strcmp(md_str(m, m->events[i].cat), "cpu_sample") == 0) cat = m->events[i].cat;
+        if (strcmp(md_str(m, md_cat_of(m, i)), "cpu_sample") == 0) cat = md_cat_of(m, i);
     for (size_t i = 0; !err && cat && i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (e->cat != cat || e->ph != 'i' || e->stack == 0) continue;
         b.len = 0;
         const char *s = md_str(m, e->stack);

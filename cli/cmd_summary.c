@@ -314,7 +314,7 @@ static int build(summary *s) {
     s->step_name = step < 0 ? 0 : (uint32_t)step;
     s->dev_name = md_device_name(m);
     for (size_t i = 0; i < m->count && !err; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         s->row_of[i] = MD_NONE;
         int cls = row_class_of(e->kind);
         /* A malformed event is skipped (the command says how many, and `check` lists them). */
@@ -335,7 +335,7 @@ static int build(summary *s) {
     if (!err) err = cl_link(m, owner);
     if (!err) err = cl_cpu_tree(m, parent, self, merged);
     for (size_t i = 0; i < m->count && !err; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (s->row_of[i] != MD_NONE && s->rows[s->row_of[i]].cls >= R_DEV) {
             /* Device work is a row of its own, as torch lists it: no CPU time, its duration as
              * both its self and total device time. */

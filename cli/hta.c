@@ -134,7 +134,7 @@ static int build_rank(hta_rank *r, int restrict_steps) {
     size_t n = 0, ncpu = 0, nc = 0;
     int64_t last_step = INT64_MIN, first_cpu = INT64_MAX;
     for (size_t i = 0; !rc && i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (!hta_is_row(m, e)) continue;
         double ts = us_double(md_sub_sat(e->ts, base)), dur = us_double(e->dur);
         hta_row *w = &all[n++];
@@ -152,12 +152,12 @@ static int build_rank(hta_rank *r, int restrict_steps) {
         int64_t limit = last_step != INT64_MIN ? last_step : first_cpu;
         /* The kept CPU rows' correlations, sorted: a kernel is kept once per equal one. */
         for (size_t k = 0; k < n; k++) {
-            const md_event *e = &m->events[all[k].ev];
+            const md_event e_ev = md_at(m, all[k].ev), *e = &e_ev;
             if (!hta_is_gpu_row(m, e) && all[k].ts < limit) corrs[nc++] = e->corr;
         }
         qsort(corrs, nc, sizeof *corrs, by_i64);
         for (size_t k = 0; k < n; k++) {
-            const md_event *e = &m->events[all[k].ev];
+            const md_event e_ev = md_at(m, all[k].ev), *e = &e_ev;
             if (!hta_is_gpu_row(m, e)) {
                 all[k].mult = all[k].ts < limit;
                 continue;
@@ -181,7 +181,7 @@ static int build_rank(hta_rank *r, int restrict_steps) {
     if (cpu == NULL) rc = STROBE_ENOMEM;
     for (size_t k = 0; !rc && k < n; k++) {
         if (!all[k].mult) continue;
-        if (m->events[all[k].ev].stream != -1)
+        if (md_at(m, all[k].ev).stream != -1)
             all[kept++] = all[k];
         else
             cpu[ncpu_kept++] = all[k];
@@ -252,7 +252,7 @@ int hta_iterations(const hta_rank *r, int64_t **iter) {
         return STROBE_ENOMEM;
     }
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         it[i] = HTA_NO_ITER;
         if (!hta_is_row(m, e)) continue;
         const char *name = md_str(m, e->name);
@@ -265,7 +265,7 @@ int hta_iterations(const hta_rank *r, int64_t **iter) {
     }
     /* The CPU rows first, by their time. */
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (!hta_is_row(m, e)) continue;
         if (!(e->stream < 0 || (e->stream == 0 && strcmp(md_str(m, e->cat), "cpu_op") == 0)))
             continue;
@@ -278,7 +278,7 @@ int hta_iterations(const hta_rank *r, int64_t **iter) {
     /* Then the rows with a stream, by their CPU row's. */
     qsort(cr, ncorr, sizeof *cr, by_corr);
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (!hta_is_row(m, e) || e->stream <= 0) continue;
         if (!hta_is_gpu_row(m, e)) continue; /* no iteration (NaN) */
         it[i] = -1;
@@ -293,7 +293,7 @@ int hta_iterations(const hta_rank *r, int64_t **iter) {
         }
         if (lo > 0 && cr[lo - 1].corr == e->corr) {
             size_t cpu = cr[lo - 1].ev;
-            const md_event *c = &m->events[cpu];
+            const md_event c_ev = md_at(m, cpu), *c = &c_ev;
             /* The partner's iteration as it is then: set when it is a CPU row by its time. */
             it[i] = c->stream < 0 || c->stream == 0 ? it[cpu] : HTA_NO_ITER;
         }
@@ -367,8 +367,9 @@ int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
     for (size_t k = 0; rc == 0 && k < s->count && !s->restricted; k++) {
         const md_model *m = &s->ranks[k].m;
         for (size_t i = 0; i < m->count && !s->restricted; i++) {
-            const char *name = md_str(m, m->events[i].name);
-            if (!hta_is_row(m, &m->events[i]) || !is_step(name)) continue;
+            const char *name = md_str(m, md_name_of(m, i));
+            const md_event e = md_at(m, i);
+            if (!hta_is_row(m, &e) || !is_step(name)) continue;
             if (step == NULL)
                 step = name;
             else if (strcmp(step, name) != 0)
