@@ -400,7 +400,6 @@ static int reserve_event(md_model *m) {
     if (cap > UINT32_MAX) return STROBE_ENOMEM; /* handles are uint32_t, MD_NONE excluded */
     if (grow(&m->ev_ts, cap, sizeof *m->ev_ts) || grow(&m->ev_dur, cap, sizeof *m->ev_dur) ||
         grow(&m->ev_name, cap, sizeof *m->ev_name) ||
-        grow(&m->ev_parent, cap, sizeof *m->ev_parent) ||
         grow(&m->ev_thread, cap, sizeof *m->ev_thread) ||
         grow(&m->ev_cls, cap, sizeof *m->ev_cls) || grow(&m->ev_flags, cap, sizeof *m->ev_flags) ||
         grow(&m->cold_bits, cap / 64, sizeof *m->cold_bits))
@@ -541,15 +540,14 @@ static int store_event(md_model *m, const md_event *x) {
     if (x->stack) tag |= C_STACK, p += put_uv(p, x->stack);
     if (x->module) tag |= C_MODULE, p += put_uv(p, x->module);
     if (x->dur < 0 || x->dur >= UINT32_MAX) tag |= C_DUR, p += put_sv(p, x->dur);
-    if (x->thread >= 0xffff) tag |= C_THREAD, p += put_uv(p, x->thread);
+    if (x->thread >= 0xff) tag |= C_THREAD, p += put_uv(p, x->thread);
     uint8_t cls = class_id(m, x->cat, x->ph, x->kind);
     if (cls == MD_CLASS_MAX)
         tag |= C_CLASS, p += put_uv(p, x->cat), *p++ = (uint8_t)x->ph, *p++ = x->kind;
     m->ev_ts[i] = x->ts;
     m->ev_dur[i] = tag & C_DUR ? UINT32_MAX : (uint32_t)x->dur;
     m->ev_name[i] = x->name;
-    m->ev_parent[i] = MD_NONE;
-    m->ev_thread[i] = tag & C_THREAD ? 0xffff : (uint16_t)x->thread;
+    m->ev_thread[i] = tag & C_THREAD ? 0xff : (uint8_t)x->thread;
     m->ev_cls[i] = cls;
     m->ev_flags[i] = (uint8_t)((x->has_time ? MD_F_TIME : 0) | (x->pending ? MD_F_PENDING : 0) |
                                x->dur_state << MD_F_DUR_SHIFT);
@@ -635,7 +633,7 @@ void md_get(const md_model *m, uint32_t i, md_event *e) {
     e->name = m->ev_name[i];
     e->shapes = e->stack = e->module = 0;
     e->thread = m->ev_thread[i];
-    e->parent = m->ev_parent[i];
+    e->parent = m->parents_done ? md_parent(m, i) : MD_NONE;
     size_t lo = 0, hi = m->index_run_count;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
@@ -671,6 +669,18 @@ int64_t md_dur_cold(const md_model *m, uint32_t i) {
     md_event e;
     md_get(m, i, &e);
     return e.dur;
+}
+
+uint32_t md_parent_far(const md_model *m, uint32_t i) {
+    size_t lo = 0, hi = m->far_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->far_parents[mid][0] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->far_count && m->far_parents[lo][0] == i ? m->far_parents[lo][1] : MD_NONE;
 }
 
 uint32_t md_thread_cold(const md_model *m, uint32_t i) {
@@ -922,6 +932,83 @@ static void sort_handles(const md_model *m, uint32_t *k, uint32_t *tmp, size_t n
     if (src != k) memcpy(k, src, n * sizeof *k);
 }
 
+static int by_pair(const void *a, const void *b) {
+    const uint32_t *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Event i's parent p, into the parent columns. */
+static void set_parent(md_model *m, uint32_t i, uint32_t p) {
+    if (m->ev_parent) {
+        m->ev_parent[i] = p;
+        return;
+    }
+    int64_t d = (int64_t)i - p;
+    if (p == MD_NONE) {
+        m->ev_pdelta[i] = 0;
+    } else if (d > INT16_MIN && d <= INT16_MAX) {
+        m->ev_pdelta[i] = (int16_t)d;
+    } else {
+        m->ev_pdelta[i] = INT16_MIN;
+        m->far_parents[m->far_count][0] = i;
+        m->far_parents[m->far_count++][1] = p;
+    }
+}
+
+/* The nesting walk over each thread's sorted events: with far NULL, sets the parents; else counts
+ * into *far the parents that a 16-bit delta cannot hold. */
+static int walk(md_model *m, uint32_t **stackp, size_t *capp, size_t *far) {
+    uint32_t *stack = *stackp;
+    size_t cap = *capp;
+    for (size_t t = 0; t < m->thread_count; t++) {
+        md_thread *th = &m->threads[t];
+        size_t depth = 0;
+        int64_t top_end = 0;
+        for (size_t k = 0; k < th->count; k++) {
+            uint32_t i = th->order[k];
+            if (!(m->ev_flags[i] & MD_F_TIME)) {
+                if (!far) set_parent(m, i, MD_NONE);
+                continue;
+            }
+            md_class c = md_class_of(m, i);
+            if (c.kind == MD_COUNTER || c.kind == MD_FLOW_START || c.kind == MD_FLOW_STEP ||
+                c.kind == MD_FLOW_END) {
+                if (!far) set_parent(m, i, MD_NONE);
+                continue;
+            }
+            int64_t ts = m->ev_ts[i];
+            while (depth && ts >= top_end) {
+                depth--;
+                if (depth) top_end = m->ev_ts[stack[depth - 1]] + md_dur(m, stack[depth - 1]);
+            }
+            uint32_t p = depth ? stack[depth - 1] : MD_NONE;
+            if (!far) {
+                set_parent(m, i, p);
+            } else if (p != MD_NONE) {
+                int64_t d = (int64_t)i - p;
+                if (d <= INT16_MIN || d > INT16_MAX) (*far)++;
+            }
+            if (c.ph == 'X') {
+                if (depth == cap) {
+                    cap = cap ? cap * 2 : 64;
+                    uint32_t *s = realloc(stack, cap * sizeof *s);
+                    if (s == NULL) {
+                        *stackp = stack;
+                        *capp = cap / 2;
+                        return STROBE_ENOMEM;
+                    }
+                    stack = s;
+                }
+                stack[depth++] = i;
+                top_end = ts + md_dur(m, i);
+            }
+        }
+    }
+    *stackp = stack;
+    *capp = cap;
+    return 0;
+}
+
 /* Sorts each thread's events and sets each event's parent: the innermost X event that contains
  * it. An event that starts inside a range but ends after it (a partial overlap, which `check`
  * reports) is given that range as parent all the same. */
@@ -942,8 +1029,7 @@ static int nest(md_model *m) {
         md_thread *t = &m->threads[md_thread_of(m, (uint32_t)i)];
         t->order[t->count++] = (uint32_t)i;
     }
-    uint32_t *stack = NULL, *tmp = NULL;
-    size_t cap = 0;
+    uint32_t *tmp = NULL;
     for (size_t t = 0; t < m->thread_count; t++) {
         md_thread *th = &m->threads[t];
         for (size_t k = 1; k < th->count; k++) {
@@ -953,40 +1039,27 @@ static int nest(md_model *m) {
                 break;
             }
         }
-        size_t depth = 0;
-        int64_t top_end = 0;
-        for (size_t k = 0; k < th->count; k++) {
-            uint32_t i = th->order[k];
-            if (!(m->ev_flags[i] & MD_F_TIME)) continue;
-            md_class c = md_class_of(m, i);
-            if (c.kind == MD_COUNTER || c.kind == MD_FLOW_START || c.kind == MD_FLOW_STEP ||
-                c.kind == MD_FLOW_END)
-                continue;
-            int64_t ts = m->ev_ts[i];
-            while (depth && ts >= top_end) {
-                depth--;
-                if (depth) top_end = m->ev_ts[stack[depth - 1]] + md_dur(m, stack[depth - 1]);
-            }
-            m->ev_parent[i] = depth ? stack[depth - 1] : MD_NONE;
-            if (c.ph == 'X') {
-                if (depth == cap) {
-                    cap = cap ? cap * 2 : 64;
-                    uint32_t *s = realloc(stack, cap * sizeof *s);
-                    if (s == NULL) {
-                        free(stack);
-                        free(tmp);
-                        return STROBE_ENOMEM;
-                    }
-                    stack = s;
-                }
-                stack[depth++] = i;
-                top_end = ts + md_dur(m, i);
-            }
-        }
     }
-    free(stack);
     free(tmp);
-    return 0;
+    /* Parents, in 16-bit deltas where few are far (a pass to count them, then one to store). */
+    size_t far = 0;
+    uint32_t *stack = NULL;
+    size_t cap = 0;
+    int rc = walk(m, &stack, &cap, &far);
+    if (rc == 0 && far * 8 > m->count * 2) {
+        m->ev_parent = malloc((m->count ? m->count : 1) * sizeof *m->ev_parent);
+        if (m->ev_parent == NULL) rc = STROBE_ENOMEM;
+    } else if (rc == 0) {
+        m->ev_pdelta = calloc(m->count ? m->count : 1, sizeof *m->ev_pdelta);
+        m->far_parents = malloc((far ? far : 1) * sizeof *m->far_parents);
+        if (m->ev_pdelta == NULL || m->far_parents == NULL) rc = STROBE_ENOMEM;
+    }
+    if (rc == 0) rc = walk(m, &stack, &cap, NULL);
+    free(stack);
+    if (rc == 0 && m->far_count > 1)
+        qsort(m->far_parents, m->far_count, sizeof *m->far_parents, by_pair);
+    m->parents_done = rc == 0;
+    return rc;
 }
 
 static void load_options(strobe_rd_options *opt) {
@@ -1143,6 +1216,8 @@ void md_free(md_model *m) {
     free(m->ev_dur);
     free(m->ev_name);
     free(m->ev_parent);
+    free(m->ev_pdelta);
+    free(m->far_parents);
     free(m->ev_thread);
     free(m->ev_cls);
     free(m->ev_flags);

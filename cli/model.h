@@ -4,7 +4,7 @@
  * is read once, streaming (src/reader).
  *
  * Events are stored packed, not as md_event: per event a fixed "hot" record (ts, dur, name,
- * parent, thread, a class for (cat, ph, kind), flags: 24 bytes, in columns), and the rare fields
+ * parent, thread, a class for (cat, ph, kind), flags: 21 bytes, in columns), and the rare fields
  * (ids, args, long durations) in a variable-length "cold" record that only events with such a
  * field have; bad events' reasons in a side table. md_event is the decoded view that commands
  * read. The API, for every command:
@@ -176,12 +176,19 @@ typedef struct md_model {
     strobe__pool pool;
     strobe__strtab strings;
     /* The packed events (see the top of this file): columns indexed by handle. ev_dur holds
-     * UINT32_MAX for a duration kept in the cold record, ev_thread 0xffff for a thread index kept
+     * UINT32_MAX for a duration kept in the cold record, ev_thread 0xff for a thread index kept
      * there, ev_cls MD_CLASS_MAX for a class kept there. ev_flags: MD_F_* bits. */
     int64_t *ev_ts;
-    uint32_t *ev_dur, *ev_name, *ev_parent;
-    uint16_t *ev_thread;
-    uint8_t *ev_cls, *ev_flags;
+    uint32_t *ev_dur, *ev_name;
+    uint8_t *ev_thread, *ev_cls, *ev_flags;
+    /* Parents: ev_parent, or where most parents are near their child (in handles), ev_pdelta:
+     * child - parent in 16 bits, 0 for none, INT16_MIN for one in far_parents (pairs (child,
+     * parent) sorted by child). */
+    uint32_t *ev_parent;
+    int16_t *ev_pdelta;
+    uint32_t (*far_parents)[2];
+    size_t far_count;
+    int parents_done; /* the parent columns are filled (md_get reads MD_NONE before) */
     size_t count, cap;
     md_class classes[MD_CLASS_MAX];
     size_t class_count;
@@ -287,12 +294,18 @@ static inline uint32_t md_name_of(const md_model *m, uint32_t i) {
     return m->ev_name[i];
 }
 
+uint32_t md_parent_far(const md_model *m, uint32_t i);
+
 static inline uint32_t md_parent(const md_model *m, uint32_t i) {
-    return m->ev_parent[i];
+    if (m->ev_parent) return m->ev_parent[i];
+    int16_t d = m->ev_pdelta[i];
+    if (d == 0) return MD_NONE;
+    if (d != INT16_MIN) return (uint32_t)((int64_t)i - d);
+    return md_parent_far(m, i);
 }
 
 static inline uint32_t md_thread_of(const md_model *m, uint32_t i) {
-    return m->ev_thread[i] != 0xffff ? m->ev_thread[i] : md_thread_cold(m, i);
+    return m->ev_thread[i] != 0xff ? m->ev_thread[i] : md_thread_cold(m, i);
 }
 
 static inline md_class md_class_of(const md_model *m, uint32_t i) {
