@@ -123,45 +123,75 @@ static int by_row_ts(const void *a, const void *b) {
     return (x->ev > y->ev) - (x->ev < y->ev);
 }
 
+/* Row w of event i: HTA's times, in whole microseconds from the trace's base. */
+static void rank_row(const md_model *m, const md_event *e, uint32_t i, hta_row *w) {
+    int64_t base = m->has_base ? m->base_time_ns : 0;
+    double ts = us_double(md_sub_sat(e->ts, base)), dur = us_double(e->dur);
+    w->ts = (int64_t)ceil(ts);
+    w->end = (int64_t)floor(ts + dur);
+    w->ev = i;
+    w->mult = 1;
+}
+
 /* Fills r->rows: HTA's times for every row, then the restriction (when `restrict`), then the rows
- * with a stream. */
+ * with a stream. Passes over the model rather than a copy of every row: a first one for the
+ * counts and the restriction's limit, one for the kept CPU rows' correlations (only when there
+ * are GPU rows for them to count), and one that fills the two arrays, each of its exact size. */
 static int build_rank(hta_rank *r, int restrict_steps) {
     const md_model *m = &r->m;
-    int64_t base = m->has_base ? m->base_time_ns : 0;
-    hta_row *all = malloc((m->count ? m->count : 1) * sizeof *all);
-    int64_t *corrs = malloc((m->count ? m->count : 1) * sizeof *corrs);
-    int rc = all && corrs ? 0 : STROBE_ENOMEM;
-    size_t n = 0, ncpu = 0, nc = 0;
+    size_t n_stream = 0, n_other = 0, ncpu = 0, ngpu = 0, nc = 0;
     int64_t last_step = INT64_MIN, first_cpu = INT64_MAX;
-    for (size_t i = 0; !rc && i < m->count; i++) {
-        const md_event e_ev = md_at(m, i), *e = &e_ev;
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
         if (!hta_is_row(m, e)) continue;
-        double ts = us_double(md_sub_sat(e->ts, base)), dur = us_double(e->dur);
-        hta_row *w = &all[n++];
-        w->ts = (int64_t)ceil(ts);
-        w->end = (int64_t)floor(ts + dur);
-        w->ev = (uint32_t)i;
-        w->mult = 1;
-        if (w->ts < r->min_ts) r->min_ts = w->ts;
-        if (hta_is_gpu_row(m, e)) continue;
+        hta_row w;
+        rank_row(m, e, (uint32_t)i, &w);
+        if (e->stream != -1)
+            n_stream++;
+        else
+            n_other++;
+        if (w.ts < r->min_ts) r->min_ts = w.ts;
+        if (hta_is_gpu_row(m, e)) {
+            ngpu++;
+            continue;
+        }
         ncpu++;
-        if (w->ts < first_cpu) first_cpu = w->ts;
-        if (is_step(md_str(m, e->name)) && w->ts > last_step) last_step = w->ts;
+        if (w.ts < first_cpu) first_cpu = w.ts;
+        if (is_step(md_str(m, e->name)) && w.ts > last_step) last_step = w.ts;
     }
-    if (!rc && restrict_steps && ncpu) {
-        int64_t limit = last_step != INT64_MIN ? last_step : first_cpu;
+    int restrict_rows = restrict_steps && ncpu;
+    int64_t limit = last_step != INT64_MIN ? last_step : first_cpu;
+    int64_t *corrs = NULL;
+    if (restrict_rows && ngpu) {
         /* The kept CPU rows' correlations, sorted: a kernel is kept once per equal one. */
-        for (size_t k = 0; k < n; k++) {
-            const md_event e_ev = md_at(m, all[k].ev), *e = &e_ev;
-            if (!hta_is_gpu_row(m, e) && all[k].ts < limit) corrs[nc++] = e->corr;
+        corrs = malloc(ncpu * sizeof *corrs);
+        if (corrs == NULL) return STROBE_ENOMEM;
+        for (size_t i = 0; i < m->count; i++) {
+            const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
+            if (!hta_is_row(m, e) || hta_is_gpu_row(m, e)) continue;
+            hta_row w;
+            rank_row(m, e, (uint32_t)i, &w);
+            if (w.ts < limit) corrs[nc++] = e->corr;
         }
         qsort(corrs, nc, sizeof *corrs, by_i64);
-        for (size_t k = 0; k < n; k++) {
-            const md_event e_ev = md_at(m, all[k].ev), *e = &e_ev;
-            if (!hta_is_gpu_row(m, e)) {
-                all[k].mult = all[k].ts < limit;
-                continue;
-            }
+    }
+    hta_row *all = malloc((n_stream ? n_stream : 1) * sizeof *all);
+    hta_row *cpu = malloc((n_other ? n_other : 1) * sizeof *cpu);
+    if (all == NULL || cpu == NULL) {
+        free(corrs);
+        free(all);
+        free(cpu);
+        return STROBE_ENOMEM;
+    }
+    size_t kept = 0, ncpu_kept = 0;
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
+        if (!hta_is_row(m, e)) continue;
+        hta_row w;
+        rank_row(m, e, (uint32_t)i, &w);
+        if (restrict_rows && !hta_is_gpu_row(m, e)) {
+            w.mult = w.ts < limit;
+        } else if (restrict_rows) {
             size_t lo = 0, hi = nc;
             while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
@@ -173,26 +203,16 @@ static int build_rank(hta_rank *r, int restrict_steps) {
             size_t c = 0;
             while (lo + c < nc && corrs[lo + c] == e->corr)
                 c++;
-            all[k].mult = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+            w.mult = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
         }
-    }
-    size_t kept = 0, ncpu_kept = 0;
-    hta_row *cpu = malloc((n ? n : 1) * sizeof *cpu);
-    if (cpu == NULL) rc = STROBE_ENOMEM;
-    for (size_t k = 0; !rc && k < n; k++) {
-        if (!all[k].mult) continue;
-        if (md_at(m, all[k].ev).stream != -1)
-            all[kept++] = all[k];
+        if (!w.mult) continue;
+        if (e->stream != -1)
+            all[kept++] = w;
         else
-            cpu[ncpu_kept++] = all[k];
+            cpu[ncpu_kept++] = w;
     }
-    if (!rc) qsort(all, kept, sizeof *all, by_row_ts);
+    qsort(all, kept, sizeof *all, by_row_ts);
     free(corrs);
-    if (rc) {
-        free(all);
-        free(cpu);
-        return rc;
-    }
     r->rows = all;
     r->count = kept;
     r->cpu = cpu;
