@@ -203,7 +203,7 @@ static int run(const md_model *m, int cuda) {
     folded f;
     folded_init(&f);
     int64_t *self = calloc(m->count ? m->count : 1, sizeof *self);
-    uint32_t *owner = malloc((m->count ? m->count : 1) * sizeof *owner);
+    uint32_t *owner = calloc(m->count ? m->count : 1, sizeof *owner);
     buf b = {0};
     int err = self && owner ? 0 : STROBE_ENOMEM;
     if (!err && cuda) err = cl_link(m, owner);
@@ -214,8 +214,8 @@ static int run(const md_model *m, int cuda) {
     if (!err && !cuda) err = cl_cpu_tree(m, owner, self, merged);
     for (size_t i = 0; !err && cuda && i < m->count; i++) {
         const md_event e_ev = md_at(m, i), *e = &e_ev;
-        if (md_is_device_work(e->kind) && owner[i] != MD_NONE)
-            self[owner[i]] = md_add_sat(self[owner[i]], e->dur);
+        uint32_t o = owner[i] - 1; /* MD_NONE where 0 (cl_link) */
+        if (md_is_device_work(e->kind) && o != MD_NONE) self[o] = md_add_sat(self[o], e->dur);
     }
     for (size_t i = 0; !err && i < m->count; i++) {
         if (self[i] == 0 || !cl_is_row(md_kind_of(m, i))) continue;

@@ -298,7 +298,7 @@ static int build(summary *s) {
     int err = 0;
     s->np = m->perf_count;
     size_t n = m->count ? m->count : 1;
-    uint32_t *owner = malloc(n * sizeof *owner), *parent = malloc(n * sizeof *parent);
+    uint32_t *owner = calloc(n, sizeof *owner), *parent = malloc(n * sizeof *parent);
     int64_t *self = malloc(n * sizeof *self);
     uint8_t *merged = malloc(n);
     s->row_of = malloc(n * sizeof *s->row_of);
@@ -364,7 +364,7 @@ static int build(summary *s) {
                 if (up) up[2 * k] = sat_sub(up[2 * k], v[k]);
             }
         }
-        uint32_t o = owner[i];
+        uint32_t o = owner[i] - 1; /* MD_NONE where 0 (cl_link) */
         /* What a merged event owns is its parent's, as torch lifts its kernels up. */
         if (o != MD_NONE && merged[o]) o = parent[o];
         if (o == MD_NONE || s->row_of[o] == MD_NONE || e->bad) continue;

@@ -262,7 +262,7 @@ int cl_link(const md_model *m, uint32_t *owner) {
             if (o == MD_NONE && twin[e->thread] != MD_NONE)
                 o = op_at(m, &m->threads[twin[e->thread]], e->ts);
         }
-        owner[i] = o;
+        if (o != MD_NONE) owner[i] = o + 1;
     }
     free(twin);
     strobe__u64map_free(&by_corr);
