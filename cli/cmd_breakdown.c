@@ -106,5 +106,5 @@ static const hta_command command = {"breakdown",
                                     1};
 
 int cmd_breakdown(int argc, char **argv) {
-    return hta_main(&command, NULL, argc, argv);
+    return hta_main_rows(&command, NULL, argc, argv, 1); /* no CPU rows */
 }

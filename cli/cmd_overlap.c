@@ -98,5 +98,5 @@ static const hta_command command = {
     1};
 
 int cmd_overlap(int argc, char **argv) {
-    return hta_main(&command, NULL, argc, argv);
+    return hta_main_rows(&command, NULL, argc, argv, 1); /* no CPU rows */
 }

@@ -137,7 +137,7 @@ static void rank_row(const md_model *m, const md_event *e, uint32_t i, hta_row *
  * with a stream. Passes over the model rather than a copy of every row: a first one for the
  * counts and the restriction's limit, one for the kept CPU rows' correlations (only when there
  * are GPU rows for them to count), and one that fills the two arrays, each of its exact size. */
-static int build_rank(hta_rank *r, int restrict_steps) {
+static int build_rank(hta_rank *r, int restrict_steps, int no_cpu_rows) {
     const md_model *m = &r->m;
     size_t n_stream = 0, n_other = 0, ncpu = 0, ngpu = 0, nc = 0;
     int64_t last_step = INT64_MIN, first_cpu = INT64_MAX;
@@ -176,8 +176,8 @@ static int build_rank(hta_rank *r, int restrict_steps) {
         qsort(corrs, nc, sizeof *corrs, by_i64);
     }
     hta_row *all = malloc((n_stream ? n_stream : 1) * sizeof *all);
-    hta_row *cpu = malloc((n_other ? n_other : 1) * sizeof *cpu);
-    if (all == NULL || cpu == NULL) {
+    hta_row *cpu = no_cpu_rows ? NULL : malloc((n_other ? n_other : 1) * sizeof *cpu);
+    if (all == NULL || (cpu == NULL && !no_cpu_rows)) {
         free(corrs);
         free(all);
         free(cpu);
@@ -208,7 +208,7 @@ static int build_rank(hta_rank *r, int restrict_steps) {
         if (!w.mult) continue;
         if (e->stream != -1)
             all[kept++] = w;
-        else
+        else if (cpu)
             cpu[ncpu_kept++] = w;
     }
     qsort(all, kept, sizeof *all, by_row_ts);
@@ -329,6 +329,10 @@ static int by_rank(const void *a, const void *b) {
 }
 
 int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
+    return hta_load_rows(s, cmd, paths, n, quiet, 0);
+}
+
+int hta_load_rows(hta_set *s, const char *cmd, char **paths, size_t n, int quiet, int no_cpu_rows) {
     memset(s, 0, sizeof *s);
     path_list l = {0};
     int rc = 0;
@@ -398,7 +402,7 @@ int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
     }
     s->min_ts = INT64_MAX;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
-        rc = build_rank(&s->ranks[k], s->restricted);
+        rc = build_rank(&s->ranks[k], s->restricted, no_cpu_rows);
         if (rc == 0 && s->ranks[k].min_ts < s->min_ts) s->min_ts = s->ranks[k].min_ts;
     }
     if (s->min_ts == INT64_MAX) s->min_ts = 0;
@@ -604,6 +608,10 @@ void hta_emit(FILE *out, int format, const hta_table *t, const char *const *keys
 /* ---- the commands' frame ------------------------------------------------------------------- */
 
 int hta_main(const hta_command *c, void *ctx, int argc, char **argv) {
+    return hta_main_rows(c, ctx, argc, argv, 0);
+}
+
+int hta_main_rows(const hta_command *c, void *ctx, int argc, char **argv, int no_cpu_rows) {
     int format = CL_TABLE, quiet = 0, first = 0;
     for (int o; (o = cli_getopt(argc, argv, c->shortopts, c->options, &first)) != -1;) {
         if (o == 'h') return cli_help(c->usage);
@@ -622,7 +630,7 @@ int hta_main(const hta_command *c, void *ctx, int argc, char **argv) {
     }
     if (first >= argc) return cli_usage_error(c->name, "give a trace or a folder", NULL);
     hta_set s;
-    if (hta_load(&s, c->name, argv + first, (size_t)(argc - first), quiet) != 0)
+    if (hta_load_rows(&s, c->name, argv + first, (size_t)(argc - first), quiet, no_cpu_rows) != 0)
         return CLI_BAD_INPUT;
     hta_table t[HTA_MAX_TABLES] = {{0}};
     const char *keys[HTA_MAX_TABLES] = {0};
