@@ -4,7 +4,8 @@
  * is read once, streaming (src/reader).
  *
  * Events are stored packed, not as md_event: per event a fixed "hot" record (ts, dur, name,
- * parent, thread, a class for (cat, ph, kind), flags: 21 bytes, in columns), and the rare fields
+ * parent, thread, a class for (cat, ph, kind), flags: 21 bytes, in columns; 4 more in its
+ * thread's order), and the rare fields
  * (ids, args, long durations) in a variable-length "cold" record that only events with such a
  * field have; bad events' reasons in a side table. md_event is the decoded view that commands
  * read. The API, for every command:
