@@ -5,10 +5,9 @@
  *
  * Events are stored packed, not as md_event: per event a fixed "hot" record (ts, dur, name,
  * parent, thread, a class for (cat, ph, kind), flags: 21 bytes, in columns; 4 more in its
- * thread's order), and the rare fields
- * (ids, args, long durations) in a variable-length "cold" record that only events with such a
- * field have; bad events' reasons in a side table. md_event is the decoded view that commands
- * read. The API, for every command:
+ * thread's order), and the rare fields (ids, args, long durations) in a variable-length "cold"
+ * record that only events with such a field have; bad events' reasons in a side table. md_event
+ * is the decoded view that commands read. The API, for every command:
  *
  *   md_load(m, path) ... md_free(m)        load and release
  *   m->count                               events, each named by its handle 0 .. count-1 (file
