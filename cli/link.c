@@ -48,7 +48,9 @@ int cl_in_cpu_tree(const md_model *m, const md_event *e) {
 }
 
 int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *merged) {
-    uint32_t *stack = NULL, *nchild = calloc(m->count ? m->count : 1, sizeof *nchild);
+    /* Children per event, held at 2: only "exactly one" matters. */
+    uint32_t *stack = NULL;
+    uint8_t *nchild = calloc(m->count ? m->count : 1, sizeof *nchild);
     size_t cap = 0;
     if (nchild == NULL) return STROBE_ENOMEM;
     for (size_t i = 0; i < m->count; i++) {
@@ -73,7 +75,7 @@ int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *mer
             }
             if (depth) {
                 parent[i] = stack[depth - 1];
-                nchild[parent[i]]++;
+                if (nchild[parent[i]] < 2) nchild[parent[i]]++;
             }
             if (depth == cap) {
                 cap = cap ? cap * 2 : 64;
