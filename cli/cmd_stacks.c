@@ -105,7 +105,7 @@ static int frames(const md_model *m, uint32_t i, buf *b) {
     uint32_t e = i;
     while (e != MD_NONE && n < sizeof chain / sizeof chain[0]) {
         chain[n++] = e;
-        if (md_at(m, e).stack) break;
+        if ((m->ev_flags[e] & MD_F_COLD) && md_at(m, e).stack) break; /* stack is a cold field */
         e = cl_op_parent(m, e);
     }
     const md_event top_ev = md_at(m, chain[n - 1]), *top = &top_ev;

@@ -68,8 +68,8 @@ int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *mer
             if (!cl_in_cpu_tree(m, e)) continue;
             int64_t end = md_add_sat(e->ts, e->dur);
             while (depth) {
-                const md_event top_ev = md_at(m, stack[depth - 1]), *top = &top_ev;
-                int64_t top_end = md_add_sat(top->ts, top->dur);
+                uint32_t top = stack[depth - 1];
+                int64_t top_end = md_add_sat(md_ts(m, top), md_dur(m, top));
                 if (e->ts < top_end && end <= top_end) break;
                 depth--;
             }
