@@ -125,7 +125,7 @@ static int keep_allowed(const void *ctx, const char *name) {
 
 /* Whether a row of the rank is one of the annotations asked for. */
 static int is_annotation(const hta_rank *r, const hta_row *w, const char *cat) {
-    return strcmp(md_str(&r->m, r->m.events[w->ev].cat), cat) == 0;
+    return strcmp(md_str(&r->m, md_cat_of(&r->m, w->ev)), cat) == 0;
 }
 
 /* One rank's rows, appended to *out. */
@@ -151,7 +151,7 @@ static int rank_rows(const hta_rank *r, const an_args *a, an_row **out, size_t *
         for (size_t k = 0; k < count; k++) {
             if (!is_annotation(r, &rows[k], cat)) continue;
             for (uint32_t m = 0; m < rows[k].mult; m++)
-                d[j++] = (hta_dur){md_str(&r->m, r->m.events[rows[k].ev].name),
+                d[j++] = (hta_dur){md_str(&r->m, md_name_of(&r->m, rows[k].ev)),
                                    rows[k].end - rows[k].ts};
         }
     }

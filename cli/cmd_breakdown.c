@@ -58,7 +58,7 @@ const struct option cmd_breakdown_options[] = {
 
 static int is_compute(const hta_rank *r, const hta_row *w, void *arg) {
     (void)arg;
-    return hta_kernel_type(md_str(&r->m, r->m.events[w->ev].name)) == HTA_COMPUTATION;
+    return hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == HTA_COMPUTATION;
 }
 
 static int64_t run_time(const int64_t *iv, size_t n) {
@@ -106,5 +106,5 @@ const hta_command hta_cmd_breakdown = {"breakdown",
                                        1};
 
 int cmd_breakdown(int argc, char **argv) {
-    return hta_main(&hta_cmd_breakdown, NULL, argc, argv);
+    return hta_main_rows(&hta_cmd_breakdown, NULL, argc, argv, 1); /* no CPU rows */
 }

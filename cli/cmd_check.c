@@ -181,7 +181,7 @@ static int known_phase(char ph) {
 static void check_events(checker *c) {
     const md_model *m = c->m;
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         uint32_t id = (uint32_t)i;
         if (e->dur_state == MD_DUR_NEGATIVE)
             add(c, P_NEGATIVE_DUR, id, MD_NONE);
@@ -207,9 +207,9 @@ static void check_events(checker *c) {
 static void check_nesting(checker *c) {
     const md_model *m = c->m;
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (e->ph != 'X' || !e->has_time || e->parent == MD_NONE) continue;
-        const md_event *p = &m->events[e->parent];
+        const md_event p_ev = md_at(m, e->parent), *p = &p_ev;
         int64_t end = e->ts + e->dur, pend = p->ts + p->dur;
         if (end <= pend) continue;
         int64_t inside = pend - e->ts, after = end - pend;
@@ -222,8 +222,8 @@ static void check_nesting(checker *c) {
  * ended was paired with the wrong end (a step closed by a user's scope) or spans other steps. */
 static const md_model *step_model;
 static int by_process_then_ts(const void *a, const void *b) {
-    const md_event *x = &step_model->events[*(const uint32_t *)a];
-    const md_event *y = &step_model->events[*(const uint32_t *)b];
+    const md_event x_ev = md_at(step_model, *(const uint32_t *)a), *x = &x_ev;
+    const md_event y_ev = md_at(step_model, *(const uint32_t *)b), *y = &y_ev;
     const md_thread *tx = &step_model->threads[x->thread], *ty = &step_model->threads[y->thread];
     if (tx->pid_kind != ty->pid_kind) return tx->pid_kind < ty->pid_kind ? -1 : 1;
     if (tx->pid != ty->pid) return tx->pid < ty->pid ? -1 : 1;
@@ -237,7 +237,7 @@ static void check_steps(checker *c) {
     uint32_t *ix = NULL;
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < m->count; i++) {
-            const md_event *e = &m->events[i];
+            const md_event e_ev = md_at(m, i), *e = &e_ev;
             if (e->ph != 'X' || !e->has_time || e->dur_state != MD_DUR_OK || e->bad) continue;
             const char *name = md_str(m, e->name);
             if (strncmp(name, "ProfilerStep#", 13) != 0) continue;
@@ -260,7 +260,8 @@ static void check_steps(checker *c) {
      * shows in each of them. */
     uint32_t last = ix[0];
     for (size_t k = 1; k < n; k++) {
-        const md_event *prev = &m->events[last], *e = &m->events[ix[k]];
+        const md_event prev_ev = md_at(m, last), *prev = &prev_ev, e_ev = md_at(m, ix[k]),
+                       *e = &e_ev;
         const md_thread *tp = &m->threads[prev->thread], *te = &m->threads[e->thread];
         if (tp->pid_kind != te->pid_kind || tp->pid != te->pid) {
             last = ix[k];
@@ -284,7 +285,7 @@ static void check_begin_end(checker *c) {
         size_t depth = 0;
         for (size_t k = 0; k < th->count; k++) {
             uint32_t id = th->order[k];
-            const md_event *e = &m->events[id];
+            const md_event e_ev = md_at(m, id), *e = &e_ev;
             if (!e->has_time || (e->ph != 'B' && e->ph != 'E')) continue;
             if (e->ph == 'B') {
                 if (depth == cap) {
@@ -304,7 +305,7 @@ static void check_begin_end(checker *c) {
                 uint32_t b = stack[--depth];
                 /* An E may leave out its name (the format allows it); only a different one is
                  * wrong. */
-                if (e->name != 0 && e->name != m->events[b].name) add(c, P_BE_NAME_MISMATCH, id, b);
+                if (e->name != 0 && e->name != md_name_of(m, b)) add(c, P_BE_NAME_MISMATCH, id, b);
             }
         }
         while (depth)
@@ -313,11 +314,12 @@ static void check_begin_end(checker *c) {
     free(stack);
 }
 
-static const md_event *flow_events;
+static const md_model *flow_model;
 
 /* By cat, then id, then file order: the events of one flow end up next to each other. */
 static int by_flow(const void *a, const void *b) {
-    const md_event *x = &flow_events[*(const uint32_t *)a], *y = &flow_events[*(const uint32_t *)b];
+    const md_event xe = md_at(flow_model, *(const uint32_t *)a), *x = &xe;
+    const md_event ye = md_at(flow_model, *(const uint32_t *)b), *y = &ye;
     if (x->cat != y->cat) return x->cat < y->cat ? -1 : 1;
     if (x->flow_kind != y->flow_kind) return x->flow_kind < y->flow_kind ? -1 : 1;
     if (x->flow_id != y->flow_id) return x->flow_id < y->flow_id ? -1 : 1;
@@ -330,7 +332,7 @@ static void check_flows(checker *c) {
     const md_model *m = c->m;
     size_t n = 0;
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (e->kind != MD_FLOW_START && e->kind != MD_FLOW_END) continue;
         if (e->flow_kind == MD_ID_NONE)
             add(c, P_FLOW_WITHOUT_ID, (uint32_t)i, MD_NONE);
@@ -345,20 +347,20 @@ static void check_flows(checker *c) {
     }
     n = 0;
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if ((e->kind == MD_FLOW_START || e->kind == MD_FLOW_END) && e->flow_kind != MD_ID_NONE)
             f[n++] = (uint32_t)i;
     }
-    flow_events = m->events;
+    flow_model = m;
     qsort(f, n, sizeof *f, by_flow);
     for (size_t i = 0, j; i < n; i = j) {
-        const md_event *first = &m->events[f[i]];
+        const md_event first_ev = md_at(m, f[i]), *first = &first_ev;
         size_t starts = 0, ends = 0;
-        for (j = i; j < n && m->events[f[j]].cat == first->cat &&
-                    m->events[f[j]].flow_kind == first->flow_kind &&
-                    m->events[f[j]].flow_id == first->flow_id;
+        for (j = i; j < n && md_cat_of(m, f[j]) == first->cat &&
+                    md_at(m, f[j]).flow_kind == first->flow_kind &&
+                    md_at(m, f[j]).flow_id == first->flow_id;
              j++) {
-            if (m->events[f[j]].kind == MD_FLOW_START)
+            if (md_kind_of(m, f[j]) == MD_FLOW_START)
                 starts++;
             else
                 ends++;
@@ -410,7 +412,7 @@ static void print_event(const md_model *m, const md_event *e) {
 
 static void print_example(const checker *c, int kind, const example *x) {
     const md_model *m = c->m;
-    const md_event *e = &m->events[x->ev];
+    const md_event e_ev = md_at(m, x->ev), *e = &e_ev;
     printf("    ");
     print_event(m, e);
     if (kind == P_BAD_EVENT && e->bad_why) printf(": %s", cli_esc(md_str(m, e->bad_why)));
@@ -419,7 +421,7 @@ static void print_example(const checker *c, int kind, const example *x) {
         cli_print_id(m, e->flow_id, e->flow_kind, 0);
     }
     if (x->other != MD_NONE) {
-        const md_event *o = &m->events[x->other];
+        const md_event o_ev = md_at(m, x->other), *o = &o_ev;
         if (kind == P_BE_NAME_MISMATCH) {
             printf(": closes \"%s\" (#%u)", cli_esc(md_str(m, o->name)), o->index);
         } else if (kind == P_STEP_OVERLAP) {
@@ -495,7 +497,7 @@ static void json_event(const md_model *m, const md_event *e) {
 
 static void json_example(const checker *c, int kind, const example *x) {
     const md_model *m = c->m;
-    const md_event *e = &m->events[x->ev];
+    const md_event e_ev = md_at(m, x->ev), *e = &e_ev;
     json_event(m, e);
     if (kind == P_BAD_EVENT && e->bad_why) {
         printf(", \"reason\": ");
@@ -508,7 +510,7 @@ static void json_example(const checker *c, int kind, const example *x) {
         cli_print_id(m, e->flow_id, e->flow_kind, 1);
     }
     if (x->other != MD_NONE) {
-        const md_event *o = &m->events[x->other];
+        const md_event o_ev = md_at(m, x->other), *o = &o_ev;
         printf(", \"%s\": ", kind == P_BE_NAME_MISMATCH ? "closes"
                              : kind == P_STEP_OVERLAP   ? "overlaps"
                                                         : "starts_inside");

@@ -147,7 +147,7 @@ static int collect(const md_model *m, int has_step, int64_t step, trace_rows *ou
             goto out;
         }
         for (size_t i = 0; i < m->count; i++) {
-            const md_event *e = &m->events[i];
+            const md_event e_ev = md_at(m, i), *e = &e_ev;
             int64_t n;
             if (cl_is_step(m, e, &n)) {
                 steps[nsteps++] = (step_range){e->ts, e->ts + e->dur, n};
@@ -174,7 +174,7 @@ static int collect(const md_model *m, int has_step, int64_t step, trace_rows *ou
     for (size_t k = 0; k < 2 * nstr; k++)
         row_of[k] = MD_NONE;
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         int gpu = md_is_device_work(e->kind);
         if (!gpu && !is_cpu_row(e->kind)) continue;
         if (e->ph != 'X' || !e->has_time || e->bad) continue;

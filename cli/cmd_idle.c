@@ -121,7 +121,7 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t delay, hta_tab
     /* The CPU rows with a correlation, before the restriction, by correlation and file order. */
     uint32_t event0 = UINT32_MAX;
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (!hta_is_row(m, e)) continue;
         if (e->index == 0) event0 = (uint32_t)i;
         if (e->corr != -1 && !hta_is_gpu_row(m, e)) cpu[nc++] = (pair){e->corr, (uint32_t)i};
@@ -129,7 +129,7 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t delay, hta_tab
     qsort(cpu, nc, sizeof *cpu, by_pair);
     for (size_t k = 0; k < r->count; k++) {
         const hta_row *w = &r->rows[k];
-        const md_event *e = &m->events[w->ev];
+        const md_event e_ev = md_at(m, w->ev), *e = &e_ev;
         uint32_t rt = UINT32_MAX;
         if (e->corr != -1 && hta_is_gpu_row(m, e)) {
             size_t lo = 0, hi = nc;

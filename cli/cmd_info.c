@@ -204,7 +204,7 @@ static int count_facts(const md_model *m, facts *f) {
         const md_thread *t = &m->threads[i];
         uint64_t gpu = 0;
         for (size_t k = 0; k < t->count; k++) {
-            int kind = m->events[t->order[k]].kind;
+            int kind = md_kind_of(m, t->order[k]);
             gpu += md_is_device_work(kind) || kind == MD_GPU_USER_ANNOTATION;
         }
         if (gpu == 0) continue;
@@ -213,8 +213,8 @@ static int count_facts(const md_model *m, facts *f) {
     }
     if (m->metadata_events) STROBE_FORWARD_IF_ERR(tally_add(&f->phases, 'M', m->metadata_events));
     for (size_t i = 0; i < m->count; i++) {
-        STROBE_FORWARD_IF_ERR(tally_add(&f->phases, (unsigned char)m->events[i].ph, 1));
-        STROBE_FORWARD_IF_ERR(tally_add(&f->cats, m->events[i].cat, 1));
+        STROBE_FORWARD_IF_ERR(tally_add(&f->phases, (unsigned char)md_at(m, i).ph, 1));
+        STROBE_FORWARD_IF_ERR(tally_add(&f->cats, md_cat_of(m, i), 1));
     }
     return 0;
 }

@@ -156,7 +156,7 @@ static int usage_error(const char *msg, const char *arg) {
  * first n). @return the pairs in iv now. */
 static size_t device_intervals(const md_model *m, const md_thread *th, int64_t *iv, size_t n) {
     for (size_t k = 0; k < th->count; k++) {
-        const md_event *e = &m->events[th->order[k]];
+        const md_event e_ev = md_at(m, th->order[k]), *e = &e_ev;
         if (!md_is_device_work(e->kind) || !e->has_time) continue;
         iv[2 * n] = e->ts;
         iv[2 * n + 1] = e->ts + e->dur;
@@ -178,7 +178,7 @@ static int run(FILE *out, const md_model *m, size_t limit, int format, size_t na
     for (size_t k = 0; !err && k < nstr; k++)
         row_of[k] = MD_NONE;
     for (size_t i = 0; !err && i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (e->kind != MD_KERNEL || !e->has_time) continue;
         if (row_of[e->name] == MD_NONE) {
             krow *r = &rows[nrows];
@@ -378,7 +378,7 @@ out:
 static const int bt_types[3] = {HTA_COMPUTATION, HTA_COMMUNICATION, HTA_MEMORY};
 
 static int bt_of_type(const hta_rank *r, const hta_row *w, void *arg) {
-    return hta_kernel_type(md_str(&r->m, r->m.events[w->ev].name)) == *(const int *)arg;
+    return hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == *(const int *)arg;
 }
 
 typedef struct bt_edge {
@@ -446,7 +446,7 @@ static int bt_kernels(const hta_rank *r, int type, bt_out **out, size_t *nout, s
             const hta_row *w = &r->rows[k];
             if (!bt_of_type(r, w, (void *)&type)) continue;
             for (uint32_t c = 0; c < w->mult; c++) {
-                d[j].name = md_str(&r->m, r->m.events[w->ev].name);
+                d[j].name = md_str(&r->m, md_name_of(&r->m, w->ev));
                 d[j++].dur = w->end - w->ts;
             }
         }

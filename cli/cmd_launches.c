@@ -88,20 +88,20 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
         uint64_t shorts = 0, slow = 0, late = 0;
         if (corrs == NULL || g == NULL) rc = STROBE_ENOMEM;
         for (size_t i = 0; rc == 0 && i < r->cpu_count; i++)
-            if (hta_is_launch(md_str(m, m->events[r->cpu[i].ev].name)))
-                corrs[nc++] = m->events[r->cpu[i].ev].corr;
+            if (hta_is_launch(md_str(m, md_name_of(m, r->cpu[i].ev))))
+                corrs[nc++] = md_at(m, r->cpu[i].ev).corr;
         for (size_t i = 0; rc == 0 && i < r->count; i++)
-            if (hta_is_launch(md_str(m, m->events[r->rows[i].ev].name)))
-                corrs[nc++] = m->events[r->rows[i].ev].corr;
+            if (hta_is_launch(md_str(m, md_name_of(m, r->rows[i].ev))))
+                corrs[nc++] = md_at(m, r->rows[i].ev).corr;
         if (rc == 0) hta_sort_i64(corrs, nc);
         for (size_t i = 0; rc == 0 && i < r->count; i++) {
-            int64_t c = m->events[r->rows[i].ev].corr;
+            int64_t c = md_at(m, r->rows[i].ev).corr;
             if (hta_find_i64(corrs, nc, c) >= 0) g[ng++] = (gpu_ref){c, &r->rows[i]};
         }
         if (rc == 0) qsort(g, ng, sizeof *g, by_corr);
         for (size_t i = 0; rc == 0 && i < r->cpu_count; i++) {
             const hta_row *cw = &r->cpu[i];
-            int64_t c = m->events[cw->ev].corr;
+            int64_t c = md_at(m, cw->ev).corr;
             if (hta_find_i64(corrs, nc, c) < 0) continue;
             size_t lo = 0, hi = ng;
             while (lo < hi) {

@@ -46,7 +46,7 @@ const struct option cmd_overlap_options[] = {
 };
 
 static int of_type(const hta_rank *r, const hta_row *w, void *arg) {
-    return hta_kernel_type(md_str(&r->m, r->m.events[w->ev].name)) == *(const int *)arg;
+    return hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == *(const int *)arg;
 }
 
 /* The length of the intersection of two sets of disjoint intervals, each sorted by start. */
@@ -98,5 +98,5 @@ const hta_command hta_cmd_overlap = {
     1};
 
 int cmd_overlap(int argc, char **argv) {
-    return hta_main(&hta_cmd_overlap, NULL, argc, argv);
+    return hta_main_rows(&hta_cmd_overlap, NULL, argc, argv, 1); /* no CPU rows */
 }

@@ -122,14 +122,14 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
     if (rc) goto out;
     /* Correlations with a GPUKernelFilter row, before the restriction. */
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (hta_is_row(m, e) && hta_is_gpu_row(m, e) && e->corr != -1) linked[nl++] = e->corr;
     }
     hta_sort_i64(linked, nl);
     /* The kernels by correlation, in HTA's row order, each copy once. */
     for (size_t k = 0; k < r->count; k++) {
         const hta_row *w = &r->rows[k];
-        const md_event *e = &m->events[w->ev];
+        const md_event e_ev = md_at(m, w->ev), *e = &e_ev;
         uint64_t order = (s->restricted && !hta_is_gpu_row(m, e) ? (uint64_t)1 << 32 : 0) + w->ev;
         for (uint32_t c = 0; c < w->mult; c++)
             ks[nks++] = (kref){e->corr, order, w};
@@ -146,7 +146,7 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
         const hta_row *arr = pass == 0 ? r->rows : r->cpu;
         size_t n = pass == 0 ? r->count : r->cpu_count;
         for (size_t k = 0; k < n; k++) {
-            const md_event *e = &m->events[arr[k].ev];
+            const md_event e_ev = md_at(m, arr[k].ev), *e = &e_ev;
             if (!hta_is_launch(md_str(m, e->name)) || hta_is_gpu_row(m, e) || e->corr == -1 ||
                 hta_find_i64(linked, nl, e->corr) < 0)
                 continue;
@@ -169,7 +169,7 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
                     st = g;
                     cap *= 2;
                 }
-                st[nsteps++] = (step){m->events[ks[j].w->ev].stream, arr[k].ts, order, 1};
+                st[nsteps++] = (step){md_at(m, ks[j].w->ev).stream, arr[k].ts, order, 1};
             }
         }
     }
@@ -183,7 +183,7 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
             st = g;
             cap *= 2;
         }
-        st[nsteps++] = (step){m->events[ks[k].w->ev].stream, ks[k].w->ts,
+        st[nsteps++] = (step){md_at(m, ks[k].w->ev).stream, ks[k].w->ts,
                               ((uint64_t)1 << 40) + ks[k].order, -1};
     }
     qsort(st, nsteps, sizeof *st, by_step);

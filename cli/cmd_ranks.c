@@ -142,7 +142,7 @@ static int profiler_steps(const hta_set *s, int64_t **out, size_t *n) {
     for (size_t r = 0; r < s->count; r++) {
         const hta_rank *rk = &s->ranks[r];
         for (size_t i = 0; i < rk->cpu_count; i++) {
-            const char *name = md_str(&rk->m, rk->m.events[rk->cpu[i].ev].name);
+            const char *name = md_str(&rk->m, md_name_of(&rk->m, rk->cpu[i].ev));
             if (strncmp(name, "ProfilerStep", 12) != 0) continue;
             int64_t it = hta_step_number(name);
             if (it != -1) v[k++] = it;
@@ -246,7 +246,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
         const hta_rank *rk = &s->ranks[r];
         for (size_t i = 0; i < rk->count; i++) {
             const hta_row *w = &rk->rows[i];
-            const md_event *e = &rk->m.events[w->ev];
+            const md_event e_ev = md_at(&rk->m, w->ev), *e = &e_ev;
             int64_t it = its[r][w->ev];
             const char *name = md_str(&rk->m, e->name);
             if (e->stream <= 0 || it == HTA_NO_ITER || it <= 0 || hta_find_i64(sel, nsel, it) < 0 ||
@@ -364,7 +364,7 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
         const hta_rank *r = &s->ranks[k];
         for (size_t i = 0; rc == 0 && i < r->cpu_count; i++) {
             const hta_row *w = &r->cpu[i];
-            const char *name = md_str(&r->m, r->m.events[w->ev].name);
+            const char *name = md_str(&r->m, md_name_of(&r->m, w->ev));
             if (strncmp(name, "ProfilerStep", 12) != 0) continue;
             rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(hta_step_number(name)),
                          HTA_INT(w->ts - s->min_ts), HTA_INT(w->end - w->ts),

@@ -170,7 +170,7 @@ static int put_util(FILE *out, const md_model *m, int64_t rank, int64_t t0, int6
         memset(busy, 0, nb * sizeof *busy);
         memset(whole, 0, (nb + 1) * sizeof *whole);
         for (size_t k = 0; k < th->count; k++) {
-            const md_event *e = &m->events[th->order[k]];
+            const md_event ev = md_at(m, th->order[k]), *e = &ev;
             if (!md_is_device_work(e->kind) || e->bad || !e->has_time || e->dur <= 0) continue;
             any = 1;
             int64_t s = md_sub_sat(e->ts, t0), end = md_add_sat(s, e->dur);
@@ -229,8 +229,11 @@ static int by_mem_ts(const void *a, const void *b) {
  * highest value in each bucket. Tracks: CPU, then device. */
 static int put_memory(FILE *out, const md_model *m, int64_t t0, int64_t width, size_t nb) {
     size_t n = 0;
-    for (size_t i = 0; i < m->count; i++)
-        n += m->events[i].kind == MD_MEMORY && !m->events[i].bad && m->events[i].has_time;
+    for (size_t i = 0; i < m->count; i++) {
+        if (md_kind_of(m, (uint32_t)i) != MD_MEMORY) continue;
+        const md_event e = md_at(m, (uint32_t)i);
+        n += !e.bad && e.has_time;
+    }
     fputs("[", out);
     if (n == 0) {
         fputs("]", out);
@@ -240,8 +243,9 @@ static int put_memory(FILE *out, const md_model *m, int64_t t0, int64_t width, s
     if (v == NULL) return STROBE_ENOMEM;
     n = 0;
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
-        if (e->kind == MD_MEMORY && !e->bad && e->has_time)
+        if (md_kind_of(m, (uint32_t)i) != MD_MEMORY) continue;
+        const md_event ev = md_at(m, (uint32_t)i), *e = &ev;
+        if (!e->bad && e->has_time)
             v[n++] = (mem_ev){e->ts, e->bytes, e->mem_device > 0};
     }
     qsort(v, n, sizeof *v, by_mem_ts);
@@ -302,7 +306,7 @@ static int put_warnings(FILE *out, const md_model *m) {
     reason *r = NULL;
     size_t nr = 0, cap = 0;
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event ev = md_at(m, (uint32_t)i), *e = &ev;
         if (!e->bad) continue;
         size_t k = 0;
         while (k < nr && r[k].why != e->bad_why)

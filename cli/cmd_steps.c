@@ -312,14 +312,14 @@ static int analyse(const md_model *m, result *res) {
     }
     int64_t cpu_min = INT64_MAX, cpu_max = INT64_MIN;
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (e->ph == 'X' && e->has_time && !e->bad && is_cpu_type(m, e) && e->ext_id >= 0 &&
             is_comm_name(md_str(m, e->name)))
             comm_ext[ncomm++] = e->ext_id;
     }
     qsort(comm_ext, ncomm, sizeof *comm_ext, cmp_i64);
     for (size_t i = 0; i < m->count && !err; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (e->ph != 'X' || !e->has_time || e->bad) continue;
         int64_t s = e->ts, t = e->ts + e->dur, n;
         const char *name = md_str(m, e->name);

@@ -300,7 +300,7 @@ static int build(summary *s) {
     int err = 0;
     s->np = m->perf_count;
     size_t n = m->count ? m->count : 1;
-    uint32_t *owner = malloc(n * sizeof *owner), *parent = malloc(n * sizeof *parent);
+    uint32_t *owner = calloc(n, sizeof *owner), *parent = malloc(n * sizeof *parent);
     int64_t *self = malloc(n * sizeof *self);
     uint8_t *merged = malloc(n);
     s->row_of = malloc(n * sizeof *s->row_of);
@@ -316,7 +316,7 @@ static int build(summary *s) {
     s->step_name = step < 0 ? 0 : (uint32_t)step;
     s->dev_name = md_device_name(m);
     for (size_t i = 0; i < m->count && !err; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         s->row_of[i] = MD_NONE;
         int cls = row_class_of(e->kind);
         /* A malformed event is skipped (the command says how many, and `check` lists them). */
@@ -337,7 +337,7 @@ static int build(summary *s) {
     if (!err) err = cl_link(m, owner);
     if (!err) err = cl_cpu_tree(m, parent, self, merged);
     for (size_t i = 0; i < m->count && !err; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (s->row_of[i] != MD_NONE && s->rows[s->row_of[i]].cls >= R_DEV) {
             /* Device work is a row of its own, as torch lists it: no CPU time, its duration as
              * both its self and total device time. */
@@ -366,7 +366,7 @@ static int build(summary *s) {
                 if (up) up[2 * k] = sat_sub(up[2 * k], v[k]);
             }
         }
-        uint32_t o = owner[i];
+        uint32_t o = owner[i] - 1; /* MD_NONE where 0 (cl_link) */
         /* What a merged event owns is its parent's, as torch lifts its kernels up. */
         if (o != MD_NONE && merged[o]) o = parent[o];
         if (o == MD_NONE || s->row_of[o] == MD_NONE || e->bad) continue;

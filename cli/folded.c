@@ -160,15 +160,15 @@ static uint32_t event_node(fold_ctx *c, uint32_t i) {
             c->chain_cap = cap;
         }
         c->chain[n++] = x;
-        if (c->group == CL_FOLD_STACK && m->events[x].stack) {
-            base = stack_node(c, &c->stacks, m->events[x].stack, CL_FRAME_PYTHON);
+        uint32_t stack = (m->ev_flags[x] & MD_F_COLD) ? md_at(m, x).stack : 0; /* a cold field */
+        if (c->group == CL_FOLD_STACK && stack) {
+            base = stack_node(c, &c->stacks, stack, CL_FRAME_PYTHON);
             break;
         }
     }
     while (n-- > 0 && base != MD_NONE) {
-        const md_event *e = &m->events[c->chain[n]];
-        const char *name = md_str(m, e->name);
-        base = child(c->f, base, name, strlen(name), frame_kind(e->kind));
+        const char *name = md_str(m, md_name_of(m, c->chain[n]));
+        base = child(c->f, base, name, strlen(name), frame_kind(md_kind_of(m, c->chain[n])));
         c->memo[c->chain[n]] = base;
     }
     return base;
@@ -202,7 +202,8 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
     if (c.memo == NULL) goto done;
     for (size_t i = 0; i < m->count; i++)
         c.memo[i] = MD_NONE;
-    if (metric != CL_FOLD_SAMPLES && (owner = malloc(nev * sizeof *owner)) == NULL) goto done;
+    /* zeroed: cl_link() sets 1 + the owner where there is one */
+    if (metric != CL_FOLD_SAMPLES && (owner = calloc(nev, sizeof *owner)) == NULL) goto done;
 
     switch (metric) {
     case CL_FOLD_SELF_CPU:
@@ -215,12 +216,14 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
             if (cl_cpu_tree(m, owner, w, merged)) goto done;
         } else {
             if (cl_link(m, owner)) goto done;
-            for (size_t i = 0; i < m->count; i++)
-                if (md_is_device_work(m->events[i].kind) && owner[i] != MD_NONE)
-                    w[owner[i]] = md_add_sat(w[owner[i]], m->events[i].dur);
+            for (size_t i = 0; i < m->count; i++) {
+                uint32_t o = owner[i] - 1; /* MD_NONE where 0 */
+                if (md_is_device_work(md_kind_of(m, (uint32_t)i)) && o != MD_NONE)
+                    w[o] = md_add_sat(w[o], md_dur(m, (uint32_t)i));
+            }
         }
         for (size_t i = 0; i < m->count; i++) {
-            if (w[i] == 0 || !cl_is_row(m->events[i].kind)) continue;
+            if (w[i] == 0 || !cl_is_row(md_kind_of(m, (uint32_t)i))) continue;
             uint32_t node = event_node(&c, (uint32_t)i);
             if (node == MD_NONE) goto done;
             add(f, node, slot, w[i]);
@@ -231,19 +234,22 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
     case CL_FOLD_MEMORY:
         if (cl_link(m, owner)) goto done;
         for (size_t i = 0; i < m->count; i++) {
-            const md_event *e = &m->events[i];
-            uint32_t node;
+            int kind = md_kind_of(m, (uint32_t)i);
+            if (!(metric == CL_FOLD_SELF_DEVICE ? md_is_device_work(kind) : kind == MD_MEMORY))
+                continue;
+            const md_event ev = md_at(m, (uint32_t)i), *e = &ev;
+            uint32_t node, o = owner[i] - 1; /* MD_NONE where 0 */
             if (metric == CL_FOLD_SELF_DEVICE && md_is_device_work(e->kind) && e->dur > 0) {
                 /* The launching operator's frames (the root where none is known), then the
                  * kernel's name. */
-                node = owner[i] != MD_NONE ? event_node(&c, owner[i]) : 0;
+                node = o != MD_NONE ? event_node(&c, o) : 0;
                 const char *name = md_str(m, e->name);
                 if (node != MD_NONE) node = child(f, node, name, strlen(name), CL_FRAME_DEVICE);
                 if (node == MD_NONE) goto done;
                 add(f, node, slot, e->dur);
             } else if (metric == CL_FOLD_MEMORY && e->kind == MD_MEMORY && e->bytes > 0 &&
                        e->has_time && !e->bad) {
-                if ((node = owner_node(&c, owner[i], outside_ranges)) == MD_NONE) goto done;
+                if ((node = owner_node(&c, o, outside_ranges)) == MD_NONE) goto done;
                 add(f, node, slot, e->bytes);
             } else {
                 continue;
@@ -255,9 +261,11 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
         /* strobe writes them as instants of category cpu_sample, with their native stack. */
         uint32_t cat = 0;
         for (size_t i = 0; i < m->count && cat == 0; i++)
-            if (strcmp(md_str(m, m->events[i].cat), "cpu_sample") == 0) cat = m->events[i].cat;
+            if (strcmp(md_str(m, md_cat_of(m, (uint32_t)i)), "cpu_sample") == 0)
+                cat = md_cat_of(m, (uint32_t)i);
         for (size_t i = 0; cat && i < m->count; i++) {
-            const md_event *e = &m->events[i];
+            if (md_cat_of(m, (uint32_t)i) != cat) continue;
+            const md_event ev = md_at(m, (uint32_t)i), *e = &ev;
             if (e->cat != cat || e->ph != 'i' || e->stack == 0) continue;
             uint32_t node;
             if (group == CL_FOLD_STACK) {

@@ -123,45 +123,75 @@ static int by_row_ts(const void *a, const void *b) {
     return (x->ev > y->ev) - (x->ev < y->ev);
 }
 
-/* Fills r->rows: HTA's times for every row, then the restriction (when `restrict`), then the rows
- * with a stream. */
-static int build_rank(hta_rank *r, int restrict_steps) {
-    const md_model *m = &r->m;
+/* Row w of event i: HTA's times, in whole microseconds from the trace's base. */
+static void rank_row(const md_model *m, const md_event *e, uint32_t i, hta_row *w) {
     int64_t base = m->has_base ? m->base_time_ns : 0;
-    hta_row *all = malloc((m->count ? m->count : 1) * sizeof *all);
-    int64_t *corrs = malloc((m->count ? m->count : 1) * sizeof *corrs);
-    int rc = all && corrs ? 0 : STROBE_ENOMEM;
-    size_t n = 0, ncpu = 0, nc = 0;
+    double ts = us_double(md_sub_sat(e->ts, base)), dur = us_double(e->dur);
+    w->ts = (int64_t)ceil(ts);
+    w->end = (int64_t)floor(ts + dur);
+    w->ev = i;
+    w->mult = 1;
+}
+
+/* Fills r->rows: HTA's times for every row, then the restriction (when `restrict`), then the rows
+ * with a stream. Passes over the model rather than a copy of every row: a first one for the
+ * counts and the restriction's limit, one for the kept CPU rows' correlations (only when there
+ * are GPU rows for them to count), and one that fills the two arrays, each of its exact size. */
+static int build_rank(hta_rank *r, int restrict_steps, int no_cpu_rows) {
+    const md_model *m = &r->m;
+    size_t n_stream = 0, n_other = 0, ncpu = 0, ngpu = 0, nc = 0;
     int64_t last_step = INT64_MIN, first_cpu = INT64_MAX;
-    for (size_t i = 0; !rc && i < m->count; i++) {
-        const md_event *e = &m->events[i];
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
         if (!hta_is_row(m, e)) continue;
-        double ts = us_double(md_sub_sat(e->ts, base)), dur = us_double(e->dur);
-        hta_row *w = &all[n++];
-        w->ts = (int64_t)ceil(ts);
-        w->end = (int64_t)floor(ts + dur);
-        w->ev = (uint32_t)i;
-        w->mult = 1;
-        if (w->ts < r->min_ts) r->min_ts = w->ts;
-        if (hta_is_gpu_row(m, e)) continue;
+        hta_row w;
+        rank_row(m, e, (uint32_t)i, &w);
+        if (e->stream != -1)
+            n_stream++;
+        else
+            n_other++;
+        if (w.ts < r->min_ts) r->min_ts = w.ts;
+        if (hta_is_gpu_row(m, e)) {
+            ngpu++;
+            continue;
+        }
         ncpu++;
-        if (w->ts < first_cpu) first_cpu = w->ts;
-        if (is_step(md_str(m, e->name)) && w->ts > last_step) last_step = w->ts;
+        if (w.ts < first_cpu) first_cpu = w.ts;
+        if (is_step(md_str(m, e->name)) && w.ts > last_step) last_step = w.ts;
     }
-    if (!rc && restrict_steps && ncpu) {
-        int64_t limit = last_step != INT64_MIN ? last_step : first_cpu;
+    int restrict_rows = restrict_steps && ncpu;
+    int64_t limit = last_step != INT64_MIN ? last_step : first_cpu;
+    int64_t *corrs = NULL;
+    if (restrict_rows && ngpu) {
         /* The kept CPU rows' correlations, sorted: a kernel is kept once per equal one. */
-        for (size_t k = 0; k < n; k++) {
-            const md_event *e = &m->events[all[k].ev];
-            if (!hta_is_gpu_row(m, e) && all[k].ts < limit) corrs[nc++] = e->corr;
+        corrs = malloc(ncpu * sizeof *corrs);
+        if (corrs == NULL) return STROBE_ENOMEM;
+        for (size_t i = 0; i < m->count; i++) {
+            const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
+            if (!hta_is_row(m, e) || hta_is_gpu_row(m, e)) continue;
+            hta_row w;
+            rank_row(m, e, (uint32_t)i, &w);
+            if (w.ts < limit) corrs[nc++] = e->corr;
         }
         qsort(corrs, nc, sizeof *corrs, by_i64);
-        for (size_t k = 0; k < n; k++) {
-            const md_event *e = &m->events[all[k].ev];
-            if (!hta_is_gpu_row(m, e)) {
-                all[k].mult = all[k].ts < limit;
-                continue;
-            }
+    }
+    hta_row *all = malloc((n_stream ? n_stream : 1) * sizeof *all);
+    hta_row *cpu = no_cpu_rows ? NULL : malloc((n_other ? n_other : 1) * sizeof *cpu);
+    if (all == NULL || (cpu == NULL && !no_cpu_rows)) {
+        free(corrs);
+        free(all);
+        free(cpu);
+        return STROBE_ENOMEM;
+    }
+    size_t kept = 0, ncpu_kept = 0;
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
+        if (!hta_is_row(m, e)) continue;
+        hta_row w;
+        rank_row(m, e, (uint32_t)i, &w);
+        if (restrict_rows && !hta_is_gpu_row(m, e)) {
+            w.mult = w.ts < limit;
+        } else if (restrict_rows) {
             size_t lo = 0, hi = nc;
             while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
@@ -173,26 +203,16 @@ static int build_rank(hta_rank *r, int restrict_steps) {
             size_t c = 0;
             while (lo + c < nc && corrs[lo + c] == e->corr)
                 c++;
-            all[k].mult = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+            w.mult = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
         }
+        if (!w.mult) continue;
+        if (e->stream != -1)
+            all[kept++] = w;
+        else if (cpu)
+            cpu[ncpu_kept++] = w;
     }
-    size_t kept = 0, ncpu_kept = 0;
-    hta_row *cpu = malloc((n ? n : 1) * sizeof *cpu);
-    if (cpu == NULL) rc = STROBE_ENOMEM;
-    for (size_t k = 0; !rc && k < n; k++) {
-        if (!all[k].mult) continue;
-        if (m->events[all[k].ev].stream != -1)
-            all[kept++] = all[k];
-        else
-            cpu[ncpu_kept++] = all[k];
-    }
-    if (!rc) qsort(all, kept, sizeof *all, by_row_ts);
+    qsort(all, kept, sizeof *all, by_row_ts);
     free(corrs);
-    if (rc) {
-        free(all);
-        free(cpu);
-        return rc;
-    }
     r->rows = all;
     r->count = kept;
     r->cpu = cpu;
@@ -252,7 +272,7 @@ int hta_iterations(const hta_rank *r, int64_t **iter) {
         return STROBE_ENOMEM;
     }
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         it[i] = HTA_NO_ITER;
         if (!hta_is_row(m, e)) continue;
         const char *name = md_str(m, e->name);
@@ -265,7 +285,7 @@ int hta_iterations(const hta_rank *r, int64_t **iter) {
     }
     /* The CPU rows first, by their time. */
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (!hta_is_row(m, e)) continue;
         if (!(e->stream < 0 || (e->stream == 0 && strcmp(md_str(m, e->cat), "cpu_op") == 0)))
             continue;
@@ -278,7 +298,7 @@ int hta_iterations(const hta_rank *r, int64_t **iter) {
     /* Then the rows with a stream, by their CPU row's. */
     qsort(cr, ncorr, sizeof *cr, by_corr);
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (!hta_is_row(m, e) || e->stream <= 0) continue;
         if (!hta_is_gpu_row(m, e)) continue; /* no iteration (NaN) */
         it[i] = -1;
@@ -293,7 +313,7 @@ int hta_iterations(const hta_rank *r, int64_t **iter) {
         }
         if (lo > 0 && cr[lo - 1].corr == e->corr) {
             size_t cpu = cr[lo - 1].ev;
-            const md_event *c = &m->events[cpu];
+            const md_event c_ev = md_at(m, cpu), *c = &c_ev;
             /* The partner's iteration as it is then: set when it is a CPU row by its time. */
             it[i] = c->stream < 0 || c->stream == 0 ? it[cpu] : HTA_NO_ITER;
         }
@@ -309,6 +329,10 @@ static int by_rank(const void *a, const void *b) {
 }
 
 int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
+    return hta_load_rows(s, cmd, paths, n, quiet, 0);
+}
+
+int hta_load_rows(hta_set *s, const char *cmd, char **paths, size_t n, int quiet, int no_cpu_rows) {
     memset(s, 0, sizeof *s);
     path_list l = {0};
     int rc = 0;
@@ -367,8 +391,9 @@ int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
     for (size_t k = 0; rc == 0 && k < s->count && !s->restricted; k++) {
         const md_model *m = &s->ranks[k].m;
         for (size_t i = 0; i < m->count && !s->restricted; i++) {
-            const char *name = md_str(m, m->events[i].name);
-            if (!hta_is_row(m, &m->events[i]) || !is_step(name)) continue;
+            const char *name = md_str(m, md_name_of(m, i));
+            const md_event e = md_at(m, i);
+            if (!hta_is_row(m, &e) || !is_step(name)) continue;
             if (step == NULL)
                 step = name;
             else if (strcmp(step, name) != 0)
@@ -377,7 +402,7 @@ int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
     }
     s->min_ts = INT64_MAX;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
-        rc = build_rank(&s->ranks[k], s->restricted);
+        rc = build_rank(&s->ranks[k], s->restricted, no_cpu_rows);
         if (rc == 0 && s->ranks[k].min_ts < s->min_ts) s->min_ts = s->ranks[k].min_ts;
     }
     if (s->min_ts == INT64_MAX) s->min_ts = 0;
@@ -604,6 +629,10 @@ int hta_json(FILE *out, const hta_command *c, const hta_set *s, void *ctx) {
 }
 
 int hta_main(const hta_command *c, void *ctx, int argc, char **argv) {
+    return hta_main_rows(c, ctx, argc, argv, 0);
+}
+
+int hta_main_rows(const hta_command *c, void *ctx, int argc, char **argv, int no_cpu_rows) {
     int format = CL_TABLE, quiet = 0, first = 0;
     for (int o; (o = cli_getopt(argc, argv, c->shortopts, c->options, &first)) != -1;) {
         if (o == 'h') return cli_help(c->usage);
@@ -622,7 +651,7 @@ int hta_main(const hta_command *c, void *ctx, int argc, char **argv) {
     }
     if (first >= argc) return cli_usage_error(c->name, "give a trace or a folder", NULL);
     hta_set s;
-    if (hta_load(&s, c->name, argv + first, (size_t)(argc - first), quiet) != 0)
+    if (hta_load_rows(&s, c->name, argv + first, (size_t)(argc - first), quiet, no_cpu_rows) != 0)
         return CLI_BAD_INPUT;
     int work = run_emit(stdout, format, c, &s, ctx);
     hta_free(&s);

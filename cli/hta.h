@@ -69,6 +69,8 @@ typedef struct hta_set {
  * jobs (distributedInfo.world_size differs); says how many malformed events each file had.
  * @return 0, or CLI_BAD_INPUT after the message; hta_free() in every case. */
 int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet);
+/* hta_load() that builds no hta_rank.cpu rows when no_cpu_rows (cpu NULL, cpu_count 0). */
+int hta_load_rows(hta_set *s, const char *cmd, char **paths, size_t n, int quiet, int no_cpu_rows);
 void hta_free(hta_set *s);
 
 /* A row HTA keeps of the file (before the restriction), and a row of its GPUKernelFilter. */
@@ -198,6 +200,9 @@ typedef struct hta_command {
 /* Runs the command c on argv (argv[0] its name) with the command's own state ctx.
  * @return the exit status. */
 int hta_main(const hta_command *c, void *ctx, int argc, char **argv);
+/* hta_main() for a command whose run reads no hta_rank.cpu (no_cpu_rows 1): those rows, one per
+ * CPU operator, are then not built (see hta_load_rows). */
+int hta_main_rows(const hta_command *c, void *ctx, int argc, char **argv, int no_cpu_rows);
 
 /* Runs command c's analysis over traces loaded by hta_load, with the command's state ctx (as its
  * cmd_* function sets it up; NULL where the command takes none, and for ranks: its defaults), and

@@ -12,16 +12,16 @@
 #include "util/u64map.h"
 
 uint32_t cl_row_parent(const md_model *m, uint32_t i) {
-    uint32_t p = m->events[i].parent;
-    while (p != MD_NONE && !cl_is_row(m->events[p].kind))
-        p = m->events[p].parent;
+    uint32_t p = md_parent(m, i);
+    while (p != MD_NONE && !cl_is_row(md_kind_of(m, p)))
+        p = md_parent(m, p);
     return p;
 }
 
 uint32_t cl_op_parent(const md_model *m, uint32_t i) {
-    uint32_t p = m->events[i].parent;
-    while (p != MD_NONE && !cl_is_op(m->events[p].kind))
-        p = m->events[p].parent;
+    uint32_t p = md_parent(m, i);
+    while (p != MD_NONE && !cl_is_op(md_kind_of(m, p)))
+        p = md_parent(m, p);
     return p;
 }
 
@@ -48,7 +48,9 @@ int cl_in_cpu_tree(const md_model *m, const md_event *e) {
 }
 
 int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *merged) {
-    uint32_t *stack = NULL, *nchild = calloc(m->count ? m->count : 1, sizeof *nchild);
+    /* Children per event, held at 2: only "exactly one" matters. */
+    uint32_t *stack = NULL;
+    uint8_t *nchild = calloc(m->count ? m->count : 1, sizeof *nchild);
     size_t cap = 0;
     if (nchild == NULL) return STROBE_ENOMEM;
     for (size_t i = 0; i < m->count; i++) {
@@ -62,18 +64,18 @@ int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *mer
         size_t depth = 0;
         for (size_t k = 0; k < th->count; k++) {
             uint32_t i = th->order[k];
-            const md_event *e = &m->events[i];
+            const md_event e_ev = md_at(m, i), *e = &e_ev;
             if (!cl_in_cpu_tree(m, e)) continue;
             int64_t end = md_add_sat(e->ts, e->dur);
             while (depth) {
-                const md_event *top = &m->events[stack[depth - 1]];
-                int64_t top_end = md_add_sat(top->ts, top->dur);
+                uint32_t top = stack[depth - 1];
+                int64_t top_end = md_add_sat(md_ts(m, top), md_dur(m, top));
                 if (e->ts < top_end && end <= top_end) break;
                 depth--;
             }
             if (depth) {
                 parent[i] = stack[depth - 1];
-                nchild[parent[i]]++;
+                if (nchild[parent[i]] < 2) nchild[parent[i]]++;
             }
             if (depth == cap) {
                 cap = cap ? cap * 2 : 64;
@@ -96,20 +98,22 @@ int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *mer
         const md_thread *th = &m->threads[t];
         for (size_t k = 0; k < th->count; k++) {
             uint32_t i = th->order[k], p = parent[i];
-            if (!cl_in_cpu_tree(m, &m->events[i])) continue;
+            const md_event e = md_at(m, i);
+            if (!cl_in_cpu_tree(m, &e)) continue;
             while (p != MD_NONE && merged[p])
                 p = parent[p];
             parent[i] = p;
-            if (p != MD_NONE && nchild[p] == 1 && m->events[p].name == m->events[i].name) {
+            if (p != MD_NONE && nchild[p] == 1 && md_name_of(m, p) == md_name_of(m, i)) {
                 merged[i] = 1;
                 nchild[p] = nchild[i];
             }
         }
     }
     for (size_t i = 0; i < m->count; i++) {
-        if (!cl_in_cpu_tree(m, &m->events[i]) || merged[i]) continue;
-        self[i] = md_add_sat(self[i], m->events[i].dur);
-        if (parent[i] != MD_NONE) self[parent[i]] = md_sub_sat(self[parent[i]], m->events[i].dur);
+        const md_event e = md_at(m, i);
+        if (merged[i] || !cl_in_cpu_tree(m, &e)) continue;
+        self[i] = md_add_sat(self[i], md_dur(m, i));
+        if (parent[i] != MD_NONE) self[parent[i]] = md_sub_sat(self[parent[i]], md_dur(m, i));
     }
     free(nchild);
     return 0;
@@ -133,13 +137,13 @@ static uint32_t op_at(const md_model *m, const md_thread *t, int64_t ts) {
     size_t lo = 0, hi = t->count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (m->events[t->order[mid]].ts <= ts)
+        if (md_ts(m, t->order[mid]) <= ts)
             lo = mid + 1;
         else
             hi = mid;
     }
     while (lo > 0) {
-        const md_event *e = &m->events[t->order[lo - 1]];
+        const md_event e_ev = md_at(m, t->order[lo - 1]), *e = &e_ev;
         /* Flows and counters take no part in the nesting (their parent is never set). */
         if (e->has_time && e->kind != MD_COUNTER && e->kind != MD_FLOW_START &&
             e->kind != MD_FLOW_STEP && e->kind != MD_FLOW_END)
@@ -149,7 +153,7 @@ static uint32_t op_at(const md_model *m, const md_thread *t, int64_t ts) {
     if (lo == 0) return MD_NONE;
     uint32_t p = t->order[lo - 1];
     while (p != MD_NONE) {
-        const md_event *e = &m->events[p];
+        const md_event e_ev = md_at(m, p), *e = &e_ev;
         if (cl_is_op(e->kind) && e->ts <= ts && ts < e->ts + e->dur) return p;
         p = e->parent;
     }
@@ -215,7 +219,7 @@ int cl_link(const md_model *m, uint32_t *owner) {
     /* Size the maps by what goes into them, so that they never need to grow. */
     size_t nc = 0, ne = 0;
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if ((e->kind == MD_RUNTIME || e->kind == MD_DRIVER) && e->corr >= 0) nc++;
         if (cl_is_op(e->kind) && e->ext_id >= 0) ne++;
     }
@@ -226,7 +230,7 @@ int cl_link(const md_model *m, uint32_t *owner) {
         return STROBE_ENOMEM;
     }
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         if ((e->kind == MD_RUNTIME || e->kind == MD_DRIVER) && e->corr >= 0) {
             uint64_t *v = strobe__u64map_put(&by_corr, (uint64_t)e->corr, NULL);
             if (v == NULL) goto nomem;
@@ -238,7 +242,7 @@ int cl_link(const md_model *m, uint32_t *owner) {
             int fresh;
             uint64_t *v = strobe__u64map_put(&by_ext, (uint64_t)e->ext_id, &fresh);
             if (v == NULL) goto nomem;
-            if (fresh || m->events[*v].ts <= e->ts) *v = i;
+            if (fresh || md_ts(m, *v) <= e->ts) *v = i;
         }
     }
     uint32_t *twin = calloc(m->thread_count ? m->thread_count : 1, sizeof *twin);
@@ -248,19 +252,19 @@ int cl_link(const md_model *m, uint32_t *owner) {
     }
 
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         uint32_t o = MD_NONE;
         if (md_is_device_work(e->kind)) {
             uint32_t rt = idmap_get(&by_corr, e->corr);
             if (rt != MD_NONE) o = cl_op_parent(m, rt);
             if (o == MD_NONE) o = idmap_get(&by_ext, e->ext_id);
-            if (o == MD_NONE && rt != MD_NONE) o = idmap_get(&by_ext, m->events[rt].ext_id);
+            if (o == MD_NONE && rt != MD_NONE) o = idmap_get(&by_ext, md_at(m, rt).ext_id);
         } else if (e->kind == MD_MEMORY && e->has_time) {
             o = cl_op_parent(m, (uint32_t)i);
             if (o == MD_NONE && twin[e->thread] != MD_NONE)
                 o = op_at(m, &m->threads[twin[e->thread]], e->ts);
         }
-        owner[i] = o;
+        if (o != MD_NONE) owner[i] = o + 1;
     }
     free(twin);
     strobe__u64map_free(&by_corr);

@@ -49,8 +49,9 @@ uint32_t cl_row_parent(const md_model *m, uint32_t i);
 /* The innermost operator enclosing event i on its thread, or MD_NONE. */
 uint32_t cl_op_parent(const md_model *m, uint32_t i);
 
-/* Fills owner[i] (an array of m->count) with the operator that each event belongs to, MD_NONE
- * where none:
+/* Sets owner[i] (an array of m->count, zeroed by the caller: calloc) to 1 + the operator that
+ * event i belongs to, and leaves it 0 where none (owner[i] - 1 is then MD_NONE), so that the
+ * pages of a trace without device work or memory events are never touched:
  *   - device work: the operator enclosing the runtime or driver call with the same
  *     "correlation" (a CUPTI correlation id); failing that, the operator whose "External id"
  *     equals the device event's (or the runtime call's) own. Flow events are not needed: they

@@ -383,14 +383,325 @@ static void perf_values(md_model *m, size_t i, const strobe_rd_event *e) {
 
 /* ---- loading ------------------------------------------------------------------------------- */
 
-static int add_event(md_model *m, const strobe_rd_event *e) {
-    if (m->count == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 1024;
-        md_event *ev = realloc(m->events, cap * sizeof *ev);
-        if (ev == NULL) return STROBE_ENOMEM;
-        m->events = ev;
-        m->cap = cap;
+/* ---- packed storage ------------------------------------------------------------------------ */
+
+/* Grows *arr (of elements of `size` bytes) to `cap` elements. Large blocks are mmapped by the
+ * allocator, which moves them by remapping: growing does not copy nor touch the spare room. */
+static int grow(void *arr, size_t cap, size_t size) {
+    void *p = realloc(*(void **)arr, cap * size);
+    if (p == NULL) return STROBE_ENOMEM;
+    *(void **)arr = p;
+    return 0;
+}
+
+static int reserve_event(md_model *m) {
+    if (m->count < m->cap) return 0;
+    size_t cap = m->cap ? m->cap * 2 : 1024;
+    if (cap > UINT32_MAX) return STROBE_ENOMEM; /* handles are uint32_t, MD_NONE excluded */
+    if (grow(&m->ev_ts, cap, sizeof *m->ev_ts) || grow(&m->ev_dur, cap, sizeof *m->ev_dur) ||
+        grow(&m->ev_name, cap, sizeof *m->ev_name) ||
+        grow(&m->ev_thread, cap, sizeof *m->ev_thread) ||
+        grow(&m->ev_cls, cap, sizeof *m->ev_cls) || grow(&m->ev_flags, cap, sizeof *m->ev_flags) ||
+        grow(&m->cold_bits, cap / 64, sizeof *m->cold_bits))
+        return STROBE_ENOMEM;
+    memset(m->cold_bits + m->cap / 64, 0, (cap - m->cap) / 64 * sizeof *m->cold_bits);
+    m->cap = cap;
+    return 0;
+}
+
+/* Cold fields (bits of a record's tag), each present only when not its default. */
+enum {
+    C_EXT = 1 << 0,     /* ext_id, default -1 */
+    C_CORR = 1 << 1,    /* corr, -1 */
+    C_STREAM = 1 << 2,  /* stream, -1 */
+    C_FLOW = 1 << 3,    /* flow_kind (a byte) and flow_id */
+    C_BYTES = 1 << 4,   /* bytes, 0 */
+    C_MEMDEV = 1 << 5,  /* mem_device (a byte), -1 */
+    C_FLOPS = 1 << 6,   /* flops (8 bytes), 0 */
+    C_SHAPES = 1 << 7,  /* shapes, 0 */
+    C_STACK = 1 << 8,   /* stack, 0 */
+    C_MODULE = 1 << 9,  /* module, 0 */
+    C_DUR = 1 << 10,    /* dur that does not fit ev_dur */
+    C_THREAD = 1 << 11, /* thread that does not fit ev_thread */
+    C_CLASS = 1 << 12   /* cat, ph (a byte), kind (a byte), past the class table */
+};
+
+static size_t put_uv(uint8_t *p, uint64_t v) {
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
     }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+static size_t put_sv(uint8_t *p, int64_t v) {
+    return put_uv(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63)); /* zigzag */
+}
+
+static uint64_t get_uv(const uint8_t **p) {
+    uint64_t v = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) return v;
+    }
+}
+
+static int64_t get_sv(const uint8_t **p) {
+    uint64_t u = get_uv(p);
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+/* The class of (cat, ph, kind) in the table, added on first sight; MD_CLASS_MAX when full. */
+static uint8_t class_id(md_model *m, uint32_t cat, char ph, uint8_t kind) {
+    for (size_t k = 0; k < m->class_count; k++) {
+        const md_class *c = &m->classes[k];
+        if (c->cat == cat && c->ph == ph && c->kind == kind) return (uint8_t)k;
+    }
+    if (m->class_count == MD_CLASS_MAX) return MD_CLASS_MAX;
+    m->classes[m->class_count] = (md_class){cat, ph, kind};
+    return (uint8_t)m->class_count++;
+}
+
+/* Appends a cold record for event i (events come in order, so records stay sorted). */
+static int add_cold(md_model *m, uint32_t i, const uint8_t *rec, size_t len) {
+    if (m->cold_count == m->cold_cap) {
+        size_t cap = m->cold_cap ? m->cold_cap * 2 : 1024;
+        if (grow(&m->cold_off, cap, sizeof *m->cold_off)) return STROBE_ENOMEM;
+        m->cold_cap = cap;
+    }
+    if (m->cold_len + len > m->cold_buf_cap) {
+        size_t cap = m->cold_buf_cap ? m->cold_buf_cap * 2 : 4096;
+        while (cap < m->cold_len + len)
+            cap *= 2;
+        if (cap > UINT32_MAX || grow(&m->cold_buf, cap, 1)) return STROBE_ENOMEM;
+        m->cold_buf_cap = cap;
+    }
+    m->cold_off[m->cold_count++] = (uint32_t)m->cold_len;
+    memcpy(m->cold_buf + m->cold_len, rec, len);
+    m->cold_len += len;
+    m->cold_bits[i / 64] |= (uint64_t)1 << (i % 64);
+    m->ev_flags[i] |= MD_F_COLD;
+    return 0;
+}
+
+/* Adds or updates the bad-table entry of event i. Entries are added in event order while
+ * loading; place_pending may add out of order (it sorts them after). */
+static int set_bad(md_model *m, uint32_t i, uint16_t bits, uint32_t why) {
+    if (m->ev_flags[i] & MD_F_BAD) {
+        size_t lo = 0, hi = m->bad_count;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (m->bads[mid].ev < i)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t k = lo; k < m->bad_count; k++)
+            if (m->bads[k].ev == i) {
+                m->bads[k].bits = bits;
+                m->bads[k].why = why;
+                return 0;
+            }
+        for (size_t k = 0; k < m->bad_count; k++) /* an out-of-order entry */
+            if (m->bads[k].ev == i) {
+                m->bads[k].bits = bits;
+                m->bads[k].why = why;
+                return 0;
+            }
+    }
+    if (m->bad_count == m->bad_cap) {
+        size_t cap = m->bad_cap ? m->bad_cap * 2 : 64;
+        if (grow(&m->bads, cap, sizeof *m->bads)) return STROBE_ENOMEM;
+        m->bad_cap = cap;
+    }
+    m->bads[m->bad_count++] = (md_bad){i, bits, why};
+    m->ev_flags[i] |= MD_F_BAD;
+    return 0;
+}
+
+/* Stores x as event m->count (room reserved). */
+static int store_event(md_model *m, const md_event *x) {
+    uint32_t i = (uint32_t)m->count;
+    uint8_t rec[160];
+    size_t n = 0;
+    unsigned tag = 0;
+    uint8_t *p = rec + 2; /* the tag goes first, two varint bytes at most */
+    if (x->ext_id != -1) tag |= C_EXT, p += put_sv(p, x->ext_id);
+    if (x->corr != -1) tag |= C_CORR, p += put_sv(p, x->corr);
+    if (x->stream != -1) tag |= C_STREAM, p += put_sv(p, x->stream);
+    if (x->flow_kind != MD_ID_NONE) tag |= C_FLOW, *p++ = x->flow_kind, p += put_sv(p, x->flow_id);
+    if (x->bytes != 0) tag |= C_BYTES, p += put_sv(p, x->bytes);
+    if (x->mem_device != -1) tag |= C_MEMDEV, *p++ = (uint8_t)x->mem_device;
+    if (x->flops != 0) tag |= C_FLOPS, memcpy(p, &x->flops, 8), p += 8;
+    if (x->shapes) tag |= C_SHAPES, p += put_uv(p, x->shapes);
+    if (x->stack) tag |= C_STACK, p += put_uv(p, x->stack);
+    if (x->module) tag |= C_MODULE, p += put_uv(p, x->module);
+    if (x->dur < 0 || x->dur >= UINT32_MAX) tag |= C_DUR, p += put_sv(p, x->dur);
+    if (x->thread >= 0xff) tag |= C_THREAD, p += put_uv(p, x->thread);
+    uint8_t cls = class_id(m, x->cat, x->ph, x->kind);
+    if (cls == MD_CLASS_MAX)
+        tag |= C_CLASS, p += put_uv(p, x->cat), *p++ = (uint8_t)x->ph, *p++ = x->kind;
+    m->ev_ts[i] = x->ts;
+    m->ev_dur[i] = tag & C_DUR ? UINT32_MAX : (uint32_t)x->dur;
+    m->ev_name[i] = x->name;
+    m->ev_thread[i] = tag & C_THREAD ? 0xff : (uint8_t)x->thread;
+    m->ev_cls[i] = cls;
+    m->ev_flags[i] = (uint8_t)((x->has_time ? MD_F_TIME : 0) | (x->pending ? MD_F_PENDING : 0) |
+                               x->dur_state << MD_F_DUR_SHIFT);
+    /* The file index, as runs of a constant i - index. */
+    uint32_t delta = x->index - i;
+    if (m->index_run_count == 0 || m->index_runs[m->index_run_count - 1][1] != delta) {
+        if (m->index_run_count == m->index_run_cap) {
+            size_t cap = m->index_run_cap ? m->index_run_cap * 2 : 16;
+            if (grow(&m->index_runs, cap, sizeof *m->index_runs)) return STROBE_ENOMEM;
+            m->index_run_cap = cap;
+        }
+        m->index_runs[m->index_run_count][0] = i;
+        m->index_runs[m->index_run_count++][1] = delta;
+    }
+    if (tag) {
+        size_t t = put_uv(rec, tag);
+        n = (size_t)(p - (rec + 2));
+        memmove(rec + t, rec + 2, n);
+        int rc = add_cold(m, i, rec, t + n);
+        if (rc) return rc;
+    }
+    if (x->bad) {
+        int rc = set_bad(m, i, x->bad_bits, x->bad_why);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The cold record of event i (which has one). Before the load ends (no ranks yet), found by
+ * counting bits. */
+static const uint8_t *cold_of(const md_model *m, uint32_t i) {
+    size_t w = i / 64;
+    uint64_t below = m->cold_bits[w] & (((uint64_t)1 << (i % 64)) - 1);
+    size_t r;
+    if (m->cold_rank) {
+        r = m->cold_rank[w];
+    } else {
+        r = 0;
+        for (size_t k = 0; k < w; k++)
+            r += (size_t)__builtin_popcountll(m->cold_bits[k]);
+    }
+    r += (size_t)__builtin_popcountll(below);
+    return m->cold_buf + m->cold_off[r];
+}
+
+/* Decodes a cold record into e (whose cold fields hold their defaults). */
+static void decode_cold(const uint8_t *p, md_event *e) {
+    unsigned tag = (unsigned)get_uv(&p);
+    if (tag & C_EXT) e->ext_id = get_sv(&p);
+    if (tag & C_CORR) e->corr = get_sv(&p);
+    if (tag & C_STREAM) e->stream = get_sv(&p);
+    if (tag & C_FLOW) e->flow_kind = *p++, e->flow_id = get_sv(&p);
+    if (tag & C_BYTES) e->bytes = get_sv(&p);
+    if (tag & C_MEMDEV) e->mem_device = (int8_t)*p++;
+    if (tag & C_FLOPS) memcpy(&e->flops, p, 8), p += 8;
+    if (tag & C_SHAPES) e->shapes = (uint32_t)get_uv(&p);
+    if (tag & C_STACK) e->stack = (uint32_t)get_uv(&p);
+    if (tag & C_MODULE) e->module = (uint32_t)get_uv(&p);
+    if (tag & C_DUR) e->dur = get_sv(&p);
+    if (tag & C_THREAD) e->thread = (uint32_t)get_uv(&p);
+    if (tag & C_CLASS) e->cat = (uint32_t)get_uv(&p), e->ph = (char)*p++, e->kind = *p++;
+}
+
+static const md_bad *bad_of(const md_model *m, uint32_t i) {
+    size_t lo = 0, hi = m->bad_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->bads[mid].ev < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->bad_count && m->bads[lo].ev == i ? &m->bads[lo] : NULL;
+}
+
+/* Event i's position in the file's event array (from the runs of i - index). */
+static uint32_t file_index(const md_model *m, uint32_t i) {
+    size_t lo = 0, hi = m->index_run_count;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->index_runs[mid][0] <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return i + (m->index_run_count ? m->index_runs[lo][1] : 0);
+}
+
+void md_get(const md_model *m, uint32_t i, md_event *e) {
+    uint8_t f = m->ev_flags[i];
+    e->ts = m->ev_ts[i];
+    e->dur = m->ev_dur[i];
+    e->ext_id = e->corr = e->stream = -1;
+    e->flow_id = e->bytes = 0;
+    e->flops = 0;
+    e->name = m->ev_name[i];
+    e->shapes = e->stack = e->module = 0;
+    e->thread = m->ev_thread[i];
+    e->parent = m->parents_done ? md_parent(m, i) : MD_NONE;
+    e->index = file_index(m, i);
+    if (m->ev_cls[i] != MD_CLASS_MAX) {
+        const md_class *c = &m->classes[m->ev_cls[i]];
+        e->cat = c->cat;
+        e->ph = c->ph;
+        e->kind = c->kind;
+    }
+    e->has_time = (f & MD_F_TIME) != 0;
+    e->mem_device = -1;
+    e->dur_state = (uint8_t)(f >> MD_F_DUR_SHIFT & 3);
+    e->flow_kind = MD_ID_NONE;
+    e->pending = (f & MD_F_PENDING) != 0;
+    e->bad = (f & MD_F_BAD) != 0;
+    e->bad_bits = 0;
+    e->bad_why = 0;
+    if (f & MD_F_COLD) decode_cold(cold_of(m, i), e);
+    if (m->ev_dur[i] != UINT32_MAX) e->dur = m->ev_dur[i]; /* the cold one was dropped */
+    if (f & MD_F_BAD) {
+        const md_bad *b = bad_of(m, i);
+        if (b) e->bad_bits = b->bits, e->bad_why = b->why;
+    }
+}
+
+int64_t md_dur_cold(const md_model *m, uint32_t i) {
+    md_event e;
+    md_get(m, i, &e);
+    return e.dur;
+}
+
+uint32_t md_parent_far(const md_model *m, uint32_t i) {
+    size_t lo = 0, hi = m->far_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->far_parents[mid][0] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->far_count && m->far_parents[lo][0] == i ? m->far_parents[lo][1] : MD_NONE;
+}
+
+uint32_t md_thread_cold(const md_model *m, uint32_t i) {
+    md_event e;
+    md_get(m, i, &e);
+    return e.thread;
+}
+
+void md_class_cold(const md_model *m, uint32_t i, md_class *out) {
+    md_event e;
+    md_get(m, i, &e);
+    *out = (md_class){e.cat, e.ph, e.kind};
+}
+
+static int add_event(md_model *m, const strobe_rd_event *e) {
+    if (reserve_event(m)) return STROBE_ENOMEM;
     int err = 0;
     md_thread key = {0};
     key.pid = id_key(m, &e->pid, &key.pid_kind, &key.pid_str, &err);
@@ -400,7 +711,7 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
     int64_t name = intern(m, e->name.s, e->name.len);
     int64_t cat = intern(m, e->cat.s, e->cat.len);
     if (th < 0 || name < 0 || cat < 0) return STROBE_ENOMEM;
-    md_event *x = &m->events[m->count];
+    md_event xbuf, *x = &xbuf;
     memset(x, 0, sizeof *x);
     x->kind = (uint8_t)classify(e);
     /* The first category of another device than CUDA names the trace's device. */
@@ -481,6 +792,8 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
         int rc = place_time(m, x);
         if (rc) return rc;
     }
+    int rc = store_event(m, x);
+    if (rc) return rc;
     m->count++;
     return 0;
 }
@@ -488,11 +801,19 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
 /* Adds the base time that came after the events (ts plus base out of int64: a bad ts, as the
  * reader marks it when the base comes first) and places the events read before it, so that the
  * model is what one pass with the base known from the start would give. */
+static int by_ev(const void *a, const void *b) {
+    const md_bad *x = a, *y = b;
+    return (x->ev > y->ev) - (x->ev < y->ev);
+}
+
 static int place_pending(md_model *m) {
+    size_t bads_before = m->bad_count;
     for (size_t i = 0; i < m->count; i++) {
-        md_event *x = &m->events[i];
-        if (!x->pending) continue;
-        x->pending = 0;
+        if (!(m->ev_flags[i] & MD_F_PENDING)) continue;
+        m->ev_flags[i] &= (uint8_t)~MD_F_PENDING;
+        md_event xbuf, *x = &xbuf;
+        md_get(m, (uint32_t)i, x);
+        int was_bad = x->bad;
         if (m->has_base && __builtin_add_overflow(x->ts, m->base_time_ns, &x->ts)) {
             x->has_time = 0; /* as the reader leaves it: no time, the dur kept */
             x->ts = 0;
@@ -505,10 +826,32 @@ static int place_pending(md_model *m) {
                 if (w < 0) return STROBE_ENOMEM;
                 x->bad_why = (uint32_t)w;
             }
-            continue;
+        } else {
+            int rc = place_time(m, x);
+            if (rc) return rc;
         }
-        int rc = place_time(m, x);
-        if (rc) return rc;
+        m->ev_ts[i] = x->ts;
+        if (x->dur == 0) m->ev_dur[i] = 0;
+        m->ev_flags[i] = (uint8_t)((m->ev_flags[i] & (MD_F_BAD | MD_F_COLD)) |
+                                   (x->has_time ? MD_F_TIME : 0) | x->dur_state << MD_F_DUR_SHIFT);
+        if (x->bad && (!was_bad || x->bad_bits != 0)) {
+            int rc = set_bad(m, (uint32_t)i, x->bad_bits, x->bad_why);
+            if (rc) return rc;
+        }
+    }
+    if (m->bad_count != bads_before) qsort(m->bads, m->bad_count, sizeof *m->bads, by_ev);
+    return 0;
+}
+
+/* The ranks of the cold records (see md_model.cold_rank), once every event is in. */
+static int rank_cold(md_model *m) {
+    size_t words = (m->count + 63) / 64;
+    m->cold_rank = malloc((words ? words : 1) * sizeof *m->cold_rank);
+    if (m->cold_rank == NULL) return STROBE_ENOMEM;
+    uint32_t r = 0;
+    for (size_t w = 0; w < words; w++) {
+        m->cold_rank[w] = r;
+        r += (uint32_t)__builtin_popcountll(m->cold_bits[w]);
     }
     return 0;
 }
@@ -540,80 +883,137 @@ static int metadata_event(md_model *m, const strobe_rd_event *e) {
 }
 
 /* A thread's events are sorted by start, then longer first (a parent before the children it
- * starts with), then file order: a total order, so any sort gives the same result. The keys are
- * copied out of the events so that comparing them reads no scattered memory, and the sort is a
- * merge sort of runs (events are mostly in order already), its comparison inlined: qsort through
- * the events was a tenth of loading. */
-typedef struct sort_key {
-    int64_t ts, dur;
-    uint32_t i, index;
-} sort_key;
-
-static inline int key_before(const sort_key *x, const sort_key *y) {
-    if (x->ts != y->ts) return x->ts < y->ts;
-    if (x->dur != y->dur) return x->dur > y->dur;
-    return x->index < y->index;
+ * starts with), then file order: a total order, so any sort gives the same result. The sort is a
+ * merge sort of runs (events are mostly in order already) over the thread's handles, with a
+ * buffer of as many handles: no copy of the keys, so that sorting adds 4 bytes per event of the
+ * largest thread to the peak rather than the events' size. */
+static inline int before(const md_model *m, uint32_t x, uint32_t y) {
+    int64_t tx = m->ev_ts[x], ty = m->ev_ts[y];
+    if (tx != ty) return tx < ty;
+    int64_t dx = md_dur(m, x), dy = md_dur(m, y);
+    if (dx != dy) return dx > dy;
+    /* Handles are in the order events were read, which is the file's for JSON; a Perfetto trace
+     * read through its JSON gives slices in an order of their own, so the file index decides. */
+    uint32_t ix = file_index(m, x), iy = file_index(m, y);
+    return ix != iy ? ix < iy : x < y;
 }
 
 /* Sorts k[0..n) using tmp[0..n). */
-static void sort_keys(sort_key *k, sort_key *tmp, size_t n) {
+static void sort_handles(const md_model *m, uint32_t *k, uint32_t *tmp, size_t n) {
     size_t sorted = 1;
-    while (sorted < n && !key_before(&k[sorted], &k[sorted - 1]))
+    while (sorted < n && !before(m, k[sorted], k[sorted - 1]))
         sorted++;
     if (sorted == n) return;
     /* Runs of 16 by insertion, then merges of doubling width back and forth. */
     for (size_t lo = 0; lo < n; lo += 16) {
         size_t hi = lo + 16 < n ? lo + 16 : n;
         for (size_t a = lo + 1; a < hi; a++) {
-            sort_key v = k[a];
+            uint32_t v = k[a];
             size_t b = a;
-            while (b > lo && key_before(&v, &k[b - 1])) {
+            while (b > lo && before(m, v, k[b - 1])) {
                 k[b] = k[b - 1];
                 b--;
             }
             k[b] = v;
         }
     }
-    sort_key *src = k, *dst = tmp;
+    uint32_t *src = k, *dst = tmp;
     for (size_t w = 16; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             size_t a = lo, b = mid, o = lo;
-            if (mid == hi || !key_before(&src[mid], &src[mid - 1])) {
+            if (mid == hi || !before(m, src[mid], src[mid - 1])) {
                 memcpy(dst + lo, src + lo, (hi - lo) * sizeof *src);
                 continue;
             }
             while (a < mid && b < hi)
-                dst[o++] = key_before(&src[b], &src[a]) ? src[b++] : src[a++];
+                dst[o++] = before(m, src[b], src[a]) ? src[b++] : src[a++];
             while (a < mid)
                 dst[o++] = src[a++];
             while (b < hi)
                 dst[o++] = src[b++];
         }
-        sort_key *t = src;
+        uint32_t *t = src;
         src = dst;
         dst = t;
     }
     if (src != k) memcpy(k, src, n * sizeof *k);
 }
 
-static int sort_thread(const md_model *m, md_thread *th, sort_key **buf, size_t *cap) {
-    size_t n = th->count;
-    if (n < 2) return 0;
-    if (2 * n > *cap) {
-        sort_key *b = realloc(*buf, 2 * n * sizeof *b);
-        if (b == NULL) return STROBE_ENOMEM;
-        *buf = b;
-        *cap = 2 * n;
+static int by_pair(const void *a, const void *b) {
+    const uint32_t *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Event i's parent p, into the parent columns. */
+static void set_parent(md_model *m, uint32_t i, uint32_t p) {
+    if (m->ev_parent) {
+        m->ev_parent[i] = p;
+        return;
     }
-    sort_key *k = *buf;
-    for (size_t j = 0; j < n; j++) {
-        const md_event *e = &m->events[th->order[j]];
-        k[j] = (sort_key){e->ts, e->dur, th->order[j], e->index};
+    int64_t d = (int64_t)i - p;
+    if (p == MD_NONE) {
+        m->ev_pdelta[i] = 0;
+    } else if (d > INT16_MIN && d <= INT16_MAX) {
+        m->ev_pdelta[i] = (int16_t)d;
+    } else {
+        m->ev_pdelta[i] = INT16_MIN;
+        m->far_parents[m->far_count][0] = i;
+        m->far_parents[m->far_count++][1] = p;
     }
-    sort_keys(k, k + n, n);
-    for (size_t j = 0; j < n; j++)
-        th->order[j] = k[j].i;
+}
+
+/* The nesting walk over each thread's sorted events: with far NULL, sets the parents; else counts
+ * into *far the parents that a 16-bit delta cannot hold. */
+static int walk(md_model *m, uint32_t **stackp, size_t *capp, size_t *far) {
+    uint32_t *stack = *stackp;
+    size_t cap = *capp;
+    for (size_t t = 0; t < m->thread_count; t++) {
+        md_thread *th = &m->threads[t];
+        size_t depth = 0;
+        int64_t top_end = 0;
+        for (size_t k = 0; k < th->count; k++) {
+            uint32_t i = th->order[k];
+            if (!(m->ev_flags[i] & MD_F_TIME)) {
+                if (!far) set_parent(m, i, MD_NONE);
+                continue;
+            }
+            md_class c = md_class_of(m, i);
+            if (c.kind == MD_COUNTER || c.kind == MD_FLOW_START || c.kind == MD_FLOW_STEP ||
+                c.kind == MD_FLOW_END) {
+                if (!far) set_parent(m, i, MD_NONE);
+                continue;
+            }
+            int64_t ts = m->ev_ts[i];
+            while (depth && ts >= top_end) {
+                depth--;
+                if (depth) top_end = m->ev_ts[stack[depth - 1]] + md_dur(m, stack[depth - 1]);
+            }
+            uint32_t p = depth ? stack[depth - 1] : MD_NONE;
+            if (!far) {
+                set_parent(m, i, p);
+            } else if (p != MD_NONE) {
+                int64_t d = (int64_t)i - p;
+                if (d <= INT16_MIN || d > INT16_MAX) (*far)++;
+            }
+            if (c.ph == 'X') {
+                if (depth == cap) {
+                    cap = cap ? cap * 2 : 64;
+                    uint32_t *s = realloc(stack, cap * sizeof *s);
+                    if (s == NULL) {
+                        *stackp = stack;
+                        *capp = cap / 2;
+                        return STROBE_ENOMEM;
+                    }
+                    stack = s;
+                }
+                stack[depth++] = i;
+                top_end = ts + md_dur(m, i);
+            }
+        }
+    }
+    *stackp = stack;
+    *capp = cap;
     return 0;
 }
 
@@ -624,55 +1024,50 @@ static int nest(md_model *m) {
     for (size_t t = 0; t < m->thread_count; t++)
         m->threads[t].count = 0;
     for (size_t i = 0; i < m->count; i++)
-        m->threads[m->events[i].thread].count++;
+        m->threads[md_thread_of(m, (uint32_t)i)].count++;
+    size_t most = 1;
     for (size_t t = 0; t < m->thread_count; t++) {
         m->threads[t].order =
             malloc((m->threads[t].count ? m->threads[t].count : 1) * sizeof(uint32_t));
         if (m->threads[t].order == NULL) return STROBE_ENOMEM;
+        if (m->threads[t].count > most) most = m->threads[t].count;
         m->threads[t].count = 0;
     }
     for (size_t i = 0; i < m->count; i++) {
-        md_thread *t = &m->threads[m->events[i].thread];
+        md_thread *t = &m->threads[md_thread_of(m, (uint32_t)i)];
         t->order[t->count++] = (uint32_t)i;
     }
-    uint32_t *stack = NULL;
-    size_t cap = 0;
-    sort_key *keys = NULL;
-    size_t keys_cap = 0;
+    uint32_t *tmp = NULL;
     for (size_t t = 0; t < m->thread_count; t++) {
         md_thread *th = &m->threads[t];
-        if (sort_thread(m, th, &keys, &keys_cap)) {
-            free(keys);
-            return STROBE_ENOMEM;
-        }
-        size_t depth = 0;
-        for (size_t k = 0; k < th->count; k++) {
-            md_event *e = &m->events[th->order[k]];
-            if (!e->has_time || e->kind == MD_COUNTER || e->kind == MD_FLOW_START ||
-                e->kind == MD_FLOW_STEP || e->kind == MD_FLOW_END)
-                continue;
-            while (depth &&
-                   e->ts >= m->events[stack[depth - 1]].ts + m->events[stack[depth - 1]].dur)
-                depth--;
-            e->parent = depth ? stack[depth - 1] : MD_NONE;
-            if (e->ph == 'X') {
-                if (depth == cap) {
-                    cap = cap ? cap * 2 : 64;
-                    uint32_t *s = realloc(stack, cap * sizeof *s);
-                    if (s == NULL) {
-                        free(stack);
-                        free(keys);
-                        return STROBE_ENOMEM;
-                    }
-                    stack = s;
-                }
-                stack[depth++] = th->order[k];
+        for (size_t k = 1; k < th->count; k++) {
+            if (before(m, th->order[k], th->order[k - 1])) {
+                if (tmp == NULL && (tmp = malloc(most * sizeof *tmp)) == NULL) return STROBE_ENOMEM;
+                sort_handles(m, th->order, tmp, th->count);
+                break;
             }
         }
     }
+    free(tmp);
+    /* Parents, in 16-bit deltas where few are far (a pass to count them, then one to store). */
+    size_t far = 0;
+    uint32_t *stack = NULL;
+    size_t cap = 0;
+    int rc = walk(m, &stack, &cap, &far);
+    if (rc == 0 && far * 8 > m->count * 2) {
+        m->ev_parent = malloc((m->count ? m->count : 1) * sizeof *m->ev_parent);
+        if (m->ev_parent == NULL) rc = STROBE_ENOMEM;
+    } else if (rc == 0) {
+        m->ev_pdelta = calloc(m->count ? m->count : 1, sizeof *m->ev_pdelta);
+        m->far_parents = malloc((far ? far : 1) * sizeof *m->far_parents);
+        if (m->ev_pdelta == NULL || m->far_parents == NULL) rc = STROBE_ENOMEM;
+    }
+    if (rc == 0) rc = walk(m, &stack, &cap, NULL);
     free(stack);
-    free(keys);
-    return 0;
+    if (rc == 0 && m->far_count > 1)
+        qsort(m->far_parents, m->far_count, sizeof *m->far_parents, by_pair);
+    m->parents_done = rc == 0;
+    return rc;
 }
 
 static void load_options(strobe_rd_options *opt) {
@@ -776,6 +1171,7 @@ static int load_from(md_model *m, strobe_rd *rd, int rc) {
             if (dp < 0) rc = (int)dp;
             m->device_props = dp < 0 ? 0 : (uint32_t)dp;
         }
+        if (rc == 0) rc = rank_cold(m);
         if (rc == 0) rc = place_pending(m);
         if (rc == 0 && m->perf_late) rc = perf_second_pass(m, rd);
         if (rc == 0) rc = nest(m);
@@ -824,7 +1220,21 @@ void md_free(md_model *m) {
     for (size_t t = 0; t < m->thread_count; t++)
         free(m->threads[t].order);
     free(m->threads);
-    free(m->events);
+    free(m->ev_ts);
+    free(m->ev_dur);
+    free(m->ev_name);
+    free(m->ev_parent);
+    free(m->ev_pdelta);
+    free(m->far_parents);
+    free(m->ev_thread);
+    free(m->ev_cls);
+    free(m->ev_flags);
+    free(m->cold_bits);
+    free(m->cold_rank);
+    free(m->cold_off);
+    free(m->cold_buf);
+    free(m->bads);
+    free(m->index_runs);
     free(m->procs);
     free(m->meta_keys);
     free(m->perf_names);

@@ -1,8 +1,25 @@
 /* model.h: a trace loaded for analysis, compactly: the events of a Kineto-format trace (ours or
  * PyTorch's, either schema, or a Perfetto trace read as one) without their JSON, each reduced to
  * the fields the subcommands use, classified by kind, grouped by thread and nested by time. A file
- * is read once, streaming (src/reader): memory holds about 100 bytes per event plus each distinct
- * string once, well below the size of the JSON. */
+ * is read once, streaming (src/reader).
+ *
+ * Events are stored packed, not as md_event: per event a fixed "hot" record (ts, dur, name,
+ * parent, thread, a class for (cat, ph, kind), flags: 21 bytes, in columns; 4 more in its
+ * thread's order), and the rare fields (ids, args, long durations) in a variable-length "cold"
+ * record that only events with such a field have; bad events' reasons in a side table. md_event
+ * is the decoded view that commands read. The API, for every command:
+ *
+ *   md_load(m, path) ... md_free(m)        load and release
+ *   m->count                               events, each named by its handle 0 .. count-1 (file
+ *                                          order, metadata events left out)
+ *   md_event e = md_at(m, i);              the decoded event (or md_get(m, i, &e))
+ *   md_ts/md_dur/md_name_of/md_kind_of/md_parent/md_thread_of(m, i)
+ *                                          the hot fields alone, without decoding the rest
+ *   m->threads[t].order[k], k < .count     thread t's events in time order (parents first)
+ *   md_str(m, id)                          a string id's text
+ *
+ * Handles stay valid until md_free; a decoded md_event is a copy (writing to it changes nothing
+ * in the model). */
 #ifndef STROBE_CLI_MODEL_H
 #define STROBE_CLI_MODEL_H
 
@@ -138,12 +155,55 @@ typedef struct md_process {
     uint32_t name;    /* from "process_name" metadata */
 } md_process;
 
+/* A class of events: the (cat, ph, kind) that most events of a trace share. */
+typedef struct md_class {
+    uint32_t cat;
+    char ph;
+    uint8_t kind;
+} md_class;
+
+#define MD_CLASS_MAX 255 /* classes in the table; class 255 is "in the cold record" */
+
+/* A bad event's reasons (side table, sorted by event). */
+typedef struct md_bad {
+    uint32_t ev;
+    uint16_t bits;
+    uint32_t why;
+} md_bad;
+
 typedef struct md_model {
     char path[4096];
     strobe__pool pool;
     strobe__strtab strings;
-    md_event *events;
+    /* The packed events (see the top of this file): columns indexed by handle. ev_dur holds
+     * UINT32_MAX for a duration kept in the cold record, ev_thread 0xff for a thread index kept
+     * there, ev_cls MD_CLASS_MAX for a class kept there. ev_flags: MD_F_* bits. */
+    int64_t *ev_ts;
+    uint32_t *ev_dur, *ev_name;
+    uint8_t *ev_thread, *ev_cls, *ev_flags;
+    /* Parents: ev_parent, or where most parents are near their child (in handles), ev_pdelta:
+     * child - parent in 16 bits, 0 for none, INT16_MIN for one in far_parents (pairs (child,
+     * parent) sorted by child). */
+    uint32_t *ev_parent;
+    int16_t *ev_pdelta;
+    uint32_t (*far_parents)[2];
+    size_t far_count;
+    int parents_done; /* the parent columns are filled (md_get reads MD_NONE before) */
     size_t count, cap;
+    md_class classes[MD_CLASS_MAX];
+    size_t class_count;
+    /* Cold records: bit i of cold_bits is set when event i has one; cold_rank[w] counts the set
+     * bits before word w; cold_off[r] is where the r-th record starts in cold_buf. */
+    uint64_t *cold_bits;
+    uint32_t *cold_rank, *cold_off;
+    size_t cold_count, cold_cap;
+    uint8_t *cold_buf;
+    size_t cold_len, cold_buf_cap;
+    md_bad *bads; /* one per bad event, sorted by ev */
+    size_t bad_count, bad_cap;
+    /* The file index of event i is i + the delta of the last run that starts at or before i. */
+    uint32_t (*index_runs)[2];
+    size_t index_run_count, index_run_cap;
     md_thread *threads;
     size_t thread_count, thread_cap;
     md_process *procs;
@@ -198,6 +258,70 @@ int md_load(md_model *m, const char *path);
  * the path in messages. The data is not needed after the call. */
 int md_load_mem(md_model *m, const void *data, size_t len, const char *name);
 void md_free(md_model *m);
+
+/* Hot-record flag bits (md_model.ev_flags). */
+enum {
+    MD_F_TIME = 1,     /* has_time */
+    MD_F_BAD = 2,      /* bad (its reasons in md_model.bads) */
+    MD_F_PENDING = 4,  /* while loading: see md_event.pending */
+    MD_F_COLD = 8,     /* has a cold record */
+    MD_F_DUR_SHIFT = 4 /* bits 4-5: md_dur_state */
+};
+
+/* Event i decoded into *out (every field of md_event). */
+void md_get(const md_model *m, uint32_t i, md_event *out);
+
+static inline md_event md_at(const md_model *m, uint32_t i) {
+    md_event e;
+    md_get(m, i, &e);
+    return e;
+}
+
+/* Single fields of event i, read without decoding the event (the cold ones from its record). */
+int64_t md_dur_cold(const md_model *m, uint32_t i);
+uint32_t md_thread_cold(const md_model *m, uint32_t i);
+void md_class_cold(const md_model *m, uint32_t i, md_class *out);
+
+static inline int64_t md_ts(const md_model *m, uint32_t i) {
+    return m->ev_ts[i];
+}
+
+static inline int64_t md_dur(const md_model *m, uint32_t i) {
+    return m->ev_dur[i] != UINT32_MAX ? (int64_t)m->ev_dur[i] : md_dur_cold(m, i);
+}
+
+static inline uint32_t md_name_of(const md_model *m, uint32_t i) {
+    return m->ev_name[i];
+}
+
+uint32_t md_parent_far(const md_model *m, uint32_t i);
+
+static inline uint32_t md_parent(const md_model *m, uint32_t i) {
+    if (m->ev_parent) return m->ev_parent[i];
+    int16_t d = m->ev_pdelta[i];
+    if (d == 0) return MD_NONE;
+    if (d != INT16_MIN) return (uint32_t)((int64_t)i - d);
+    return md_parent_far(m, i);
+}
+
+static inline uint32_t md_thread_of(const md_model *m, uint32_t i) {
+    return m->ev_thread[i] != 0xff ? m->ev_thread[i] : md_thread_cold(m, i);
+}
+
+static inline md_class md_class_of(const md_model *m, uint32_t i) {
+    md_class c;
+    if (m->ev_cls[i] != MD_CLASS_MAX) return m->classes[m->ev_cls[i]];
+    md_class_cold(m, i, &c);
+    return c;
+}
+
+static inline int md_kind_of(const md_model *m, uint32_t i) {
+    return md_class_of(m, i).kind;
+}
+
+static inline uint32_t md_cat_of(const md_model *m, uint32_t i) {
+    return md_class_of(m, i).cat;
+}
 
 static inline const char *md_str(const md_model *m, uint32_t id) {
     return strobe__strtab_str(&m->strings, id);

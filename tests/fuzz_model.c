@@ -40,18 +40,18 @@ static void check_invariants(const md_model *m) {
         total += th->count;
         for (size_t k = 0; k < th->count; k++) {
             uint32_t id = th->order[k];
-            if (id >= m->count || m->events[id].thread != t) abort();
-            if (k && m->events[th->order[k - 1]].ts > m->events[id].ts) abort();
+            if (id >= m->count || md_thread_of(m, id) != t) abort();
+            if (k && md_ts(m, th->order[k - 1]) > md_ts(m, id)) abort();
         }
     }
     if (total != m->count) abort();
     for (size_t i = 0; i < m->count; i++) {
-        const md_event *e = &m->events[i];
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
         (void)md_str(m, e->name);
         (void)md_str(m, e->cat);
         if (e->parent == MD_NONE) continue;
         if (e->parent >= m->count) abort();
-        const md_event *p = &m->events[e->parent];
+        const md_event p_ev = md_at(m, e->parent), *p = &p_ev;
         if (p->ph != 'X' || p->thread != e->thread || p->ts > e->ts) abort();
     }
 }

@@ -261,8 +261,8 @@ static void test_load_mem(void) {
         CHECK_EQ(a.thread_count, b.thread_count);
         CHECK_EQ(a.bad_events, b.bad_events);
         for (size_t e = 0; e < a.count && e < b.count; e++) {
-            CHECK_EQ(a.events[e].ts, b.events[e].ts);
-            CHECK_EQ(a.events[e].parent, b.events[e].parent);
+            CHECK_EQ(md_ts(&a, e), md_ts(&b, e));
+            CHECK_EQ(md_parent(&a, e), md_parent(&b, e));
         }
         md_free(&a);
         md_free(&b);
@@ -356,7 +356,7 @@ static void test_base_after_events(void) {
     static const int64_t want_ts[4] = {1000000000000001500LL, 0, 0, -3000000000000000000LL};
     static const int want_time[4] = {1, 0, 0, 1};
     for (size_t i = 0; i < 4 && i < a.count && i < b.count; i++) {
-        const md_event *x = &a.events[i], *y = &b.events[i];
+        const md_event x_ev = md_at(&a, i), *x = &x_ev, y_ev = md_at(&b, i), *y = &y_ev;
         CHECK_EQ(x->ts, want_ts[i]);
         CHECK_EQ(x->has_time, want_time[i]);
         CHECK_EQ(x->ts, y->ts);

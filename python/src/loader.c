@@ -150,17 +150,17 @@ PyObject *strobe_py_load(const char *path, PyObject *keep) {
         pos[i] = MD_NONE;
     size_t out_n = 0;
     for (size_t i = 0; i < n; i++) {
-        const md_event *e = &m->events[idx[i]];
+        const md_event e_ev = md_at(m, idx[i]), *e = &e_ev;
         if (e->ph != 'X' && e->ph != 'i' && e->ph != 'I' && e->ph != 'C') continue;
         if (!e->has_time || !kept_kind(e->kind)) continue;
         pos[idx[i]] = (uint32_t)out_n++;
     }
     for (size_t i = 0; i < n; i++) {
-        md_event *e = &m->events[idx[i]];
+        const md_event e_ev = md_at(m, idx[i]), *e = &e_ev;
         if (pos[idx[i]] == MD_NONE) continue;
         uint32_t p = e->parent;
         while (p != MD_NONE && pos[p] == MD_NONE)
-            p = m->events[p].parent;
+            p = md_parent(m, p);
         depth[idx[i]] = p == MD_NONE ? 0 : depth[p] + 1;
         PyObject *t = event_tuple(m, e, p == MD_NONE ? -1LL : (long long)pos[p], depth[idx[i]]);
         if (t == NULL || PyList_Append(events, t) < 0) {

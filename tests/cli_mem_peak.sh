@@ -1,0 +1,47 @@
+#!/bin/sh
+# cli_mem_peak.sh STROBE SRC_DIR WORK_DIR [EVENTS] [COMMANDS]: issue 16's memory rule on a generated
+# compact trace (bench/gen_compact.py: ~88 bytes per event, few threads and names, nested ranges,
+# written children first so that loading sorts). For each command, the rule is
+#
+#     (max RSS on the trace - max RSS on an empty trace) <= size of the trace / 3
+#
+# both max RSS measured here (GNU time), the floor with the same command, so that the process's
+# own floor (libraries, ~2.4 MB) is not charged to the trace. Skips (77) without GNU time or
+# python3.
+set -u
+strobe=$1; src=$2; work=$3; events=${4:-400000}
+# The commands that meet the rule today; summary, stacks, steps, diff and the HTA commands that read
+# CPU rows (idle, queue, launches, ranks, annotations) still keep tables of their own per event
+# and peak at 45-65% (bench/mem_cli.sh).
+cmds=${5:-"info check kernels breakdown overlap"}
+[ -x /usr/bin/time ] || { echo "cli_mem_peak: SKIP: no GNU time (/usr/bin/time)"; exit 77; }
+command -v python3 > /dev/null || { echo "cli_mem_peak: SKIP: no python3"; exit 77; }
+mkdir -p "$work"
+trace=$work/compact.json
+python3 "$src/bench/gen_compact.py" --events "$events" --threads 4 "$trace" || exit 1
+echo '{"traceEvents":[]}' > "$work/empty.json"
+size=$(wc -c < "$trace")
+# rss CMD TRACE: max RSS (KB) of a run that must succeed (check exits 0 on a clean trace)
+rss() {
+    /usr/bin/time -f %M -o "$work/time" "$strobe" "$1" -q "$2" > /dev/null || {
+        echo "cli_mem_peak: FAIL: strobe $1 $2 failed" >&2
+        return 1
+    }
+    tail -n 1 "$work/time"
+}
+fails=0
+for c in $cmds; do
+    floor=$(rss "$c" "$work/empty.json") || exit 1
+    peak=$(rss "$c" "$trace") || exit 1
+    # in bytes: (peak - floor) KB * 1024 * 3 against size
+    over=$(( (peak - floor) * 1024 ))
+    pct=$(awk -v o="$over" -v s="$size" 'BEGIN { printf "%.1f", 100 * o / s }')
+    if [ $((over * 3)) -gt "$size" ]; then
+        echo "FAIL: $c: max RSS $peak KB - floor $floor KB = ${pct}% of the trace's $size bytes (over a third)"
+        fails=$((fails + 1))
+    else
+        echo "ok: $c: max RSS $peak KB - floor $floor KB = ${pct}% of the trace's $size bytes"
+    fi
+done
+rm -f "$trace"
+[ $fails -eq 0 ]
