@@ -3,7 +3,9 @@
 # (issue 17), against the same loop with no strobe (the floor), in one run: strobe_bench_heap
 # (bench_heap.c) bare, then recorded each way to a .pftrace (deleted at the end). Prints each
 # line of the program (median and fastest run, ns per pair), the extra cost per pair over the
-# floor's median, and the CPU model.
+# floor's median, the trace's size, and the CPU model. With many pairs the figure includes the
+# wait for the writer thread (the program waits for a free chunk while the trace is written);
+# with few (--pairs 2000) the chunks never fill and it is the interposer's own cost.
 #
 #   bench/bench_heap.sh [--strobe PATH] [--bench PATH] [--pairs N] [--runs R]
 #
@@ -30,10 +32,13 @@ heap=$("$strobe" record --heap -o "$dir/heap.pftrace" -- "$bench" --pairs "$pair
 stacks=$("$strobe" record --heap-stacks -o "$dir/stacks.pftrace" -- "$bench" --pairs "$pairs" --runs "$runs" 2>/dev/null)
 med() { echo "$1" | awk '{print $2}'; }
 f=$(med "$floor")
-for row in "floor (no strobe)|$floor" "--heap|$heap" "--heap-stacks|$stacks"; do
-    name=${row%%|*} line=${row#*|}
+for row in "floor (no strobe)|$floor|" "--heap|$heap|heap" "--heap-stacks|$stacks|stacks"; do
+    name=${row%%|*} rest=${row#*|}
+    line=${rest%|*} file=${rest##*|}
     m=$(med "$line")
-    printf '%-18s %s  (+%s ns, %sx the floor)\n' "$name" "$line" \
+    size=
+    [ -n "$file" ] && size=", trace $(($(stat -c %s "$dir/$file.pftrace") / 1048576)) MiB"
+    printf '%-18s %s  (+%s ns, %sx the floor%s)\n' "$name" "$line" \
         "$(awk -v m="$m" -v f="$f" 'BEGIN { printf "%.1f", m - f }')" \
-        "$(awk -v m="$m" -v f="$f" 'BEGIN { printf "%.2f", m / f }')"
+        "$(awk -v m="$m" -v f="$f" 'BEGIN { printf "%.2f", m / f }')" "$size"
 done

@@ -785,8 +785,10 @@ void strobe__module_pop(void) {
 
 /* A MEM record, followed by its call stack (`n` return addresses, STROBE__MEM_STACK set) when
  * n > 0: one reserve and one publish, so the decoder always finds the two together. */
-static void put_memory(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
-                       int64_t total_reserved, const uint64_t *pcs, uint32_t n) {
+static inline __attribute__((always_inline)) void put_memory(int32_t device, const void *ptr,
+                                                             int64_t bytes, int64_t total_allocated,
+                                                             int64_t total_reserved,
+                                                             const uint64_t *pcs, uint32_t n) {
     strobe__tstate *t = enter(1);
     if (t == NULL) return;
     size_t sb = n ? 8u + 8u * (size_t)n : 0;
