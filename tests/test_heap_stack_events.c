@@ -1,7 +1,7 @@
 /* test_heap_stack_events.c: a memory event with its own call stack (strobe__memory_stack, what
  * `strobe record --heap-stacks` records for each allocation) gets "Call stack" on its [memory]
- * instant, frames innermost first, in a saved result and in a streamed trace; memory events
- * without a stack, and ranges open around them, get none.
+ * instant, frames innermost first, in a saved result and in a streamed trace (JSON, and
+ * .pftrace); memory events without a stack, and ranges open around them, get none.
  *
  * Built with -fno-omit-frame-pointer -O1. The chain's functions are non-static and noinline (and,
  * under GCC, noclone), each call followed by an empty asm so that it is not a tail call. */
@@ -159,8 +159,38 @@ static void test_stream(void) {
     check_frames(v);
 }
 
+/* The same streamed as Perfetto protobuf: the stack's text is a debug annotation's string,
+ * whose bytes are in the file as they are (strobe_check_trace reads the file back fully). */
+static void test_stream_pftrace(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/heap_stack_events_stream.pftrace", STROBE_TEST_OUT_DIR);
+    strobe_config c = base_config();
+    c.stream_path = path;
+    REQUIRE(strobe_start(&c) == 0);
+    heap_ev_outer();
+    strobe_result *r = NULL;
+    REQUIRE(strobe_stop(&r) == 0);
+    strobe_result_free(r);
+    FILE *f = fopen(path, "rb");
+    REQUIRE(f != NULL);
+    static char bytes[1 << 20];
+    size_t len = fread(bytes, 1, sizeof bytes, f);
+    fclose(f);
+    const char *leaf = memmem(bytes, len, "heap_ev_leaf", 12);
+    REQUIRE(leaf != NULL);
+    size_t rest = len - (size_t)(leaf - bytes);
+    const char *mid = memmem(leaf, rest, ";heap_ev_mid", 12);
+    const char *outer = memmem(leaf, rest, ";heap_ev_outer", 14);
+    CHECK(mid != NULL && outer != NULL && mid < outer);
+    /* All within one string: no byte below ' ' between the leaf and the outer frame. */
+    for (const char *p = leaf; outer && p < outer; p++)
+        CHECK((unsigned char)*p >= ' ');
+    printf("pftrace: the stack's text at byte %zu\n", (size_t)(leaf - bytes));
+}
+
 int main(void) {
     test_result();
     test_stream();
+    test_stream_pftrace();
     return check_result();
 }
