@@ -88,28 +88,29 @@ else:
     blocks = [l.split() for l in open(sys.argv[2]) if l.startswith("block ")]
     want(len(blocks) == 10 + 1000, "the target's blocks: %d" % len(blocks))
     mem.sort(key=lambda e: e["ts"])
-    used, at, found = set(), {}, 0
+    # The blocks were made in this order on one thread: each one's event is the next event of
+    # its address and size after the previous block's.
+    prev, found, example = -1, 0, ""
     for _, addr, size, want_frames in blocks:
         key = (int(addr), int(size))
-        # The next event of this block, after the one matched before.
-        i = at.get(key, 0)
+        i = prev + 1
         while i < len(mem) and (int(mem[i]["args"].get("Addr", -1)), int(mem[i]["args"].get("Bytes", 0))) != key:
             i += 1
         want(i < len(mem), "no [memory] event for the block at %s of %s bytes" % (addr, size))
         if i >= len(mem):
             continue
-        at[key] = i + 1
+        prev = i
         found += 1
         stack = mem[i]["args"].get("Call stack")
         want(stack is not None, "the block at %s: no Call stack: %s" % (addr, mem[i]["args"]))
         if stack is None:
             continue
+        example = stack
         exp = want_frames.split(";")
         got = frames(stack)
         want(got[:len(exp)] == exp, "the block at %s: frames %s, expected %s first" % (addr, got[:len(exp) + 1], exp))
     frees = [e for e in mem if int(e["args"].get("Bytes", 0)) < 0 and "Call stack" in e["args"]]
     want(not frees, "frees carry no stack: %d do" % len(frees))
-    example = mem[at[key] - 1]["args"].get("Call stack", "") if blocks and key in at else ""
     ok = "%d allocations' events with their call stacks (the last: %s)" % (found, example[:120])
 if bad:
     print("FAIL (%s):\n  %s" % (sys.argv[1], "\n  ".join(bad)))
