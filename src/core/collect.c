@@ -481,6 +481,17 @@ static int put_arg_i64(strobe_result *r, uint32_t ev, const char *key, int64_t v
     return strobe__event_put_arg(r, ev, key, num, 1, 1);
 }
 
+/* Keeps event `ev`'s stack, to be symbolized with all the others at the end (finish_stacks). */
+static int keep_stack(interner *in, uint32_t ev, const uint64_t *pcs, uint32_t n) {
+    if (strobe__grow((void **)&in->pcs, &in->pcs_cap, in->pcs_count + n, sizeof *in->pcs) ||
+        strobe__grow((void **)&in->stacks, &in->stack_cap, in->stack_count + 1, sizeof *in->stacks))
+        return STROBE_ENOMEM;
+    memcpy(in->pcs + in->pcs_count, pcs, 8u * n);
+    in->stacks[in->stack_count++] = (struct stack_ref){ev, n, in->pcs_count, 0};
+    in->pcs_count += n;
+    return 0;
+}
+
 /* A memory record: the [memory] instant (torch's args) and a sample on each of the device's
  * two counter tracks. */
 static int c_memory(void *ctx, const strobe__dec_memory *m) {
@@ -498,6 +509,8 @@ static int c_memory(void *ctx, const strobe__dec_memory *m) {
     if (rc == 0) rc = put_arg_i64(r, ev, STROBE_KINETO_ARG_MEM_BYTES, m->bytes);
     if (rc == 0) rc = put_arg_i64(r, ev, STROBE_KINETO_ARG_TOTAL_ALLOCATED, m->total_allocated);
     if (rc == 0) rc = put_arg_i64(r, ev, STROBE_KINETO_ARG_TOTAL_RESERVED, m->total_reserved);
+    /* The allocating call stack (--heap-stacks): "Call stack", as a range's. */
+    if (rc == 0 && m->npcs) rc = keep_stack(c->in, ev, m->pcs, m->npcs);
     for (int k = 0; k < 2 && rc == 0; k++) {
         const char *n = bytes_name(c->in, m->counter[k], (uint32_t)strlen(m->counter[k]));
         if (n == NULL) return STROBE_ENOMEM;
@@ -565,18 +578,10 @@ static int c_arg(void *ctx, const char *key, const char *json, size_t len, int r
     return strobe__event_put_arg(c->r, top, key, json, 1, replace);
 }
 
-/* A stack is symbolized with all the others at the end (finish_stacks). */
+/* The innermost open range's stack. */
 static int c_stack(void *ctx, const uint64_t *pcs, uint32_t n) {
     cthread *c = ctx;
-    interner *in = c->in;
-    if (strobe__grow((void **)&in->pcs, &in->pcs_cap, in->pcs_count + n, sizeof *in->pcs) ||
-        strobe__grow((void **)&in->stacks, &in->stack_cap, in->stack_count + 1, sizeof *in->stacks))
-        return STROBE_ENOMEM;
-    memcpy(in->pcs + in->pcs_count, pcs, 8u * n);
-    in->stacks[in->stack_count++] =
-        (struct stack_ref){c->st.idx[c->st.depth - 1], n, in->pcs_count};
-    in->pcs_count += n;
-    return 0;
+    return keep_stack(c->in, c->st.idx[c->st.depth - 1], pcs, n);
 }
 
 static const strobe__dec_ops collect_ops = {

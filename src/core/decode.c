@@ -243,8 +243,11 @@ static int on_ext(strobe__decoder *d, strobe__dec_thread *t, const uint64_t *w) 
     return d->ops->backend(d->ctx, &b);
 }
 
-static int on_memory(strobe__decoder *d, const uint64_t *w, int64_t ts) {
+static int on_memory(strobe__decoder *d, const uint64_t *w, int64_t ts, const uint64_t *pcs,
+                     uint32_t npcs) {
     strobe__dec_memory m;
+    m.pcs = pcs;
+    m.npcs = npcs;
     int32_t dev = (int32_t)(uint32_t)w[5];
     int type = (int)((uint32_t)dev >> 16);
     m.ts = ts;
@@ -436,9 +439,23 @@ int strobe__decode(strobe__decoder *d, strobe__dec_thread *t, const char *p, siz
         case STROBE__REC_TRUNC:
             rc = ops->truncated(d->ctx, ts);
             break;
-        case STROBE__REC_MEM:
-            rc = on_memory(d, w, ts);
+        case STROBE__REC_MEM: {
+            /* Its own call stack follows in the same reserve when the record says so. */
+            const uint64_t *pcs = NULL;
+            uint32_t npcs = 0;
+            if ((w[5] & STROBE__MEM_STACK) && (size_t)(end - p) > size) {
+                const char *q = p + size;
+                size_t qs = strobe__rec_size(q, (size_t)(end - q), NULL);
+                const uint64_t *sw = (const uint64_t *)q;
+                if (qs && STROBE__REC_KIND(sw[0]) == STROBE__REC_STACK) {
+                    pcs = sw + 1;
+                    npcs = (uint32_t)(STROBE__REC_TS(sw[0]) & 0xff);
+                    size += qs;
+                }
+            }
+            rc = on_memory(d, w, ts, pcs, npcs);
             break;
+        }
         case STROBE__REC_SHAPES:
         case STROBE__REC_FLOPS:
         case STROBE__REC_STACK:

@@ -60,6 +60,10 @@ typedef struct strobe__dec_memory {
     uint64_t addr;
     int64_t bytes, total_allocated, total_reserved;
     char counter[2][64]; /* the counter tracks' names: "allocated bytes (cpu)", "reserved ..." */
+    /* The allocating call stack (record.h's STROBE__MEM_STACK), return addresses innermost
+     * first, in the chunk (valid during the callback); npcs 0: none. */
+    const uint64_t *pcs;
+    uint32_t npcs;
 } strobe__dec_memory;
 
 /* A backend event (strobe_record_backend_event); names valid only during the callback. */

@@ -97,6 +97,14 @@ void strobe__end_record(void);
  * @return 1 when a thread of that id has called strobe, else 0 (nothing is named). */
 int strobe__thread_name_tid(int64_t tid, const char *name);
 
+/* hotpath.c: strobe_record_alloc() with the allocation's call stack, for the heap interposer's
+ * --heap-stacks (src/preload): `pcs` holds `n` return addresses, innermost first, the
+ * interposer's own frames already cut off (at most STROBE__MAX_STACK are kept; n <= 0: none).
+ * The [memory] event gets them as its "Call stack", symbolized at the end as ranges' stacks are.
+ * Call it only while strobe__active has STROBE__ACTIVE_MEMORY, as the inline wrapper does. */
+void strobe__memory_stack(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
+                          int64_t total_reserved, const uint64_t *pcs, int n);
+
 /* ---- Markers (src/markers): strobe's ranges for other tools ------------------------------- */
 
 /* What the hot path calls, besides recording, for every range it sees while markers are on

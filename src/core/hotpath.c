@@ -783,21 +783,42 @@ void strobe__module_pop(void) {
     leave(t);
 }
 
-void strobe__memory(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
-                    int64_t total_reserved) {
+/* A MEM record, followed by its call stack (`n` return addresses, STROBE__MEM_STACK set) when
+ * n > 0: one reserve and one publish, so the decoder always finds the two together. */
+static inline __attribute__((always_inline)) void put_memory(int32_t device, const void *ptr,
+                                                             int64_t bytes, int64_t total_allocated,
+                                                             int64_t total_reserved,
+                                                             const uint64_t *pcs, uint32_t n) {
     strobe__tstate *t = enter(1);
     if (t == NULL) return;
-    if (reserve(t, 48, 1)) {
+    size_t sb = n ? 8u + 8u * (size_t)n : 0;
+    if (reserve(t, 48 + sb, 1)) {
         uint64_t *w = (uint64_t *)t->pos;
         w[1] = (uint64_t)(uintptr_t)ptr;
         w[2] = (uint64_t)bytes;
         w[3] = (uint64_t)total_allocated;
         w[4] = (uint64_t)total_reserved;
-        w[5] = (uint64_t)(uint32_t)device;
+        w[5] = (uint64_t)(uint32_t)device | (n ? STROBE__MEM_STACK : 0);
+        if (n) {
+            w[6] = STROBE__REC_WORD(STROBE__REC_STACK, (uint64_t)n);
+            memcpy(w + 7, pcs, 8u * (size_t)n);
+        }
         w[0] = STROBE__REC_WORD(STROBE__REC_MEM, strobe__now_raw());
-        strobe__pos_publish(t, t->pos + (48));
+        strobe__pos_publish(t, t->pos + (48 + sb));
     }
     leave(t);
+}
+
+void strobe__memory(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
+                    int64_t total_reserved) {
+    put_memory(device, ptr, bytes, total_allocated, total_reserved, NULL, 0);
+}
+
+void strobe__memory_stack(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
+                          int64_t total_reserved, const uint64_t *pcs, int n) {
+    if (pcs == NULL || n < 0) n = 0;
+    if (n > (int)STROBE__MAX_STACK) n = (int)STROBE__MAX_STACK;
+    put_memory(device, ptr, bytes, total_allocated, total_reserved, pcs, (uint32_t)n);
 }
 
 void strobe__backend_record(int64_t start_ns, int64_t end_ns, int64_t debug_handle,

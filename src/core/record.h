@@ -20,11 +20,14 @@
  *                      input one word (kind | ndims << 8 | dtype length << 16), then kind-specific
  *                      words (dims, or the scalar), then the dtype bytes padded to 8
  *   FLOPS         16   word0 (no time), the count: applies to the innermost open range
- *   STACK       8+8n   word0 (no time, low bits: n), n return addresses: follows a begin
+ *   STACK       8+8n   word0 (no time, low bits: n), n return addresses: follows a begin (or a
+ *                      MEM record that says so)
  *   PERF        8+8n   word0 (no time, low bits: n | end flag << 8), n counter values: follows a
  *                      begin (the values at begin) or precedes an end (the values at end)
  *   MEM           48   word0, address, bytes (negative: free), total allocated, total reserved,
- *                      device (strobe_device_type << 16 | index)
+ *                      device (strobe_device_type << 16 | index, in the low 32 bits; bit 32,
+ *                      STROBE__MEM_STACK: a STACK record follows, in the same reserve, that is
+ *                      this memory event's call stack rather than a range's)
  *   EXT        16+n    word0, subkind | payload bytes << 8, payload: module push (name bytes),
  *                      module pop (none), backend event (start ns, end ns, debug handle, name
  *                      length | backend length << 32, the two names' bytes padded to 8), payload
@@ -66,6 +69,10 @@ enum {
     STROBE__EXT_ARGS = 5,
     STROBE__EXT_ARG = 6
 };
+
+/* In a MEM record's device word: the STACK record right after it belongs to this memory event
+ * (the allocating call stack of `strobe record --heap-stacks`). */
+#define STROBE__MEM_STACK (UINT64_C(1) << 32)
 
 /* Longest key and JSON value of an EXT arg record; longer ones are not recorded (counted in
  * stats.truncated_details). */

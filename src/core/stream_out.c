@@ -399,12 +399,29 @@ static void pop_range(strobe__stream *st, thr *h, int64_t ts) {
     if (h->args.len > o->args_off) h->args.len = o->args_off;
 }
 
+/* A stack's frames, symbolized (the batch's addresses were symbolized before it was decoded),
+ * innermost first and joined by ';', into st->text. @return 0 or STROBE_ENOMEM. */
+static int stack_text(strobe__stream *st, const uint64_t *pcs, uint32_t n) {
+    st->text.len = 0;
+    int rc = 0;
+    int leading = 1; /* strobe's own frames before the caller's are left out */
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        const char *name = strobe__stream_syms_get(&st->syms, pcs[i]);
+        if (name == NULL) name = "??";
+        if (leading && strobe__frame_is_own(name) && i + 1 < n) continue;
+        if (!leading) rc = strobe__buf_put(&st->text, ";", 1);
+        leading = 0;
+        if (rc == 0) rc = strobe__buf_put(&st->text, name, strlen(name));
+    }
+    return rc;
+}
+
 /* A memory event: an instant with Kineto's args on the allocating thread, and the allocator's
  * totals as counters. */
 static int s_memory(void *ctx, const strobe__dec_memory *m) {
     strobe__stream *st = ctx;
     thr *h = st->cur;
-    const strobe__wr_arg a[6] = {
+    strobe__wr_arg a[7] = {
         {.name = STROBE_KINETO_ARG_DEVICE_TYPE, .type = STROBE__PFT_INT, .i = m->c10_type},
         {.name = STROBE_KINETO_ARG_DEVICE_ID, .type = STROBE__PFT_INT, .i = m->index},
         {.name = STROBE_KINETO_ARG_ADDR, .type = STROBE__PFT_UINT, .u = m->addr},
@@ -414,13 +431,20 @@ static int s_memory(void *ctx, const strobe__dec_memory *m) {
          .i = m->total_allocated},
         {.name = STROBE_KINETO_ARG_TOTAL_RESERVED, .type = STROBE__PFT_INT, .i = m->total_reserved},
     };
+    size_t na = 6;
+    /* The allocating call stack (--heap-stacks), as a range's "Call stack". */
+    if (m->npcs && stack_text(st, m->pcs, m->npcs) == 0)
+        a[na++] = (strobe__wr_arg){.name = STROBE_KINETO_ARG_CALL_STACK,
+                                   .type = STROBE__PFT_STRING,
+                                   .s = st->text.s,
+                                   .slen = st->text.len};
     strobe__wr_event e = {.track = h->track,
                           .cat = STROBE_KINETO_CAT_CPU_INSTANT_EVENT,
                           .name = STROBE_KINETO_MEMORY_EVENT_NAME,
                           .name_len = (size_t)-1,
                           .ts = m->ts,
                           .args = a,
-                          .nargs = 6};
+                          .nargs = na};
     emitted(st, st->wr->ops->instant(st->wr, &e));
     for (int k = 0; k < 2; k++)
         write_counter(st, h, m->counter[k], strlen(m->counter[k]), m->ts,
@@ -445,19 +469,8 @@ static int arg_string(strobe__stream *st, thr *h, const char *key, const char *t
 
 static int s_stack(void *ctx, const uint64_t *pcs, uint32_t n) {
     strobe__stream *st = ctx;
-    thr *h = st->cur;
-    st->text.len = 0;
-    int rc = 0;
-    int leading = 1; /* strobe's own frames before the caller's are left out */
-    for (uint32_t i = 0; i < n && rc == 0; i++) {
-        const char *name = strobe__stream_syms_get(&st->syms, pcs[i]);
-        if (name == NULL) name = "??";
-        if (leading && strobe__frame_is_own(name) && i + 1 < n) continue;
-        if (!leading) rc = strobe__buf_put(&st->text, ";", 1);
-        leading = 0;
-        if (rc == 0) rc = strobe__buf_put(&st->text, name, strlen(name));
-    }
-    return rc ? rc : arg_string(st, h, "Call stack", st->text.s, st->text.len);
+    int rc = stack_text(st, pcs, n);
+    return rc ? rc : arg_string(st, st->cur, "Call stack", st->text.s, st->text.len);
 }
 
 static int s_backend(void *ctx, const strobe__dec_backend *d) {
@@ -721,11 +734,17 @@ static int out_flush(strobe__stream *st, int retry) {
     return rc;
 }
 
+/* Whether records may carry stacks: a range's (with_stack) or an allocation's (profile_memory:
+ * the heap interposer's --heap-stacks), whose addresses are symbolized before each batch. */
+static int wants_syms(const strobe__stream *st) {
+    return st->s->cfg.with_stack || st->s->cfg.profile_memory;
+}
+
 int strobe__stream_batch(strobe__stream *st, strobe__chunk *c) {
     int rc = 0;
     if (c == NULL) return 0;
     st->conv = strobe__clock_calibrate(st->s->start, strobe__clock_anchor_now());
-    if (st->s->cfg.with_stack) {
+    if (wants_syms(st)) {
         for (strobe__chunk *k = c; k && rc == 0; k = k->qnext)
             rc = strobe__stream_syms_scan(&st->syms, (const char *)(k + 1), (size_t)k->used);
         if (rc == 0) rc = strobe__stream_syms_resolve(&st->syms);
@@ -824,7 +843,7 @@ int strobe__stream_header(strobe__stream *st) {
 int strobe__stream_out_finish(strobe__stream *st, const strobe__clock_conv *conv, int64_t stop_ns) {
     int rc = strobe__stream_batch(st, strobe__stream_queue_take(st));
     st->conv = *conv;
-    if (st->s->cfg.with_stack) {
+    if (wants_syms(st)) {
         for (strobe__tstate *t = st->s->threads; t && rc == 0; t = t->sess_next)
             if (t->cur != NULL)
                 rc = strobe__stream_syms_scan(&st->syms, (const char *)(t->cur + 1),

@@ -42,6 +42,7 @@
 #include <link.h>
 #include <pthread.h>
 
+#include "core/hooks.h"
 #include "core/stack.h"
 #include "heap_hook.h"
 #endif
@@ -145,7 +146,7 @@ static __thread int in_hook __attribute__((tls_model("initial-exec")));
 
 #ifdef STROBE_MALLOC_EMBEDDED
 static int stacks_on; /* --heap-stacks: allocation sites are counted (atomic) */
-static void site_alloc(void *p, int64_t n);
+static void alloc_with_stack(void *p, int64_t n, int64_t total);
 static void site_free(void *p, int64_t n);
 #endif
 
@@ -161,10 +162,13 @@ static void note_alloc(void *p) {
     int64_t n = (int64_t)real.usable(p);
     int64_t total = __atomic_add_fetch(&total_allocated, n, __ATOMIC_RELAXED);
     if (__atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_TRACE) {
-        strobe_record_alloc(STROBE_DEVICE_CPU_ID, p, n, total, 0);
 #ifdef STROBE_MALLOC_EMBEDDED
-        if (UNLIKELY(__atomic_load_n(&stacks_on, __ATOMIC_RELAXED))) site_alloc(p, n);
+        /* --heap-stacks: the event with its call stack, and the site's sums. */
+        if (UNLIKELY(__atomic_load_n(&stacks_on, __ATOMIC_RELAXED)))
+            alloc_with_stack(p, n, total);
+        else
 #endif
+            strobe_record_alloc(STROBE_DEVICE_CPU_ID, p, n, total, 0);
     }
     in_hook = 0;
 }
@@ -319,12 +323,16 @@ void strobe__heap_resolve(void) {
 
 /* Each allocation's call stack is taken by the frame-pointer walk (core/stack.h; this library is
  * built with frame pointers, and the program's own frames need them too), strobe's frames cut
- * off the top, and its first SITE_FRAMES return addresses are the site: allocations are summed
- * per site (count, bytes) and the site's live bytes kept up to date through a map from each live
- * block to its site, for the peak. Symbolized once, at the report. Under one lock: the cost is
- * paid only with --heap-stacks. */
+ * off the top. Its first EVENT_FRAMES return addresses go with the allocation's [memory] event
+ * (its "Call stack", symbolized at the end with the trace's other stacks); its first SITE_FRAMES
+ * are the site: allocations are summed per site (count, bytes) and the site's live bytes kept
+ * up to date through a map from each live block to its site, for the peak. Symbolized once, at
+ * the report. Under one lock: the cost is paid only with --heap-stacks. Frees carry no stack:
+ * their block's site is found through the map. */
 #define SITE_FRAMES 6
-#define SITE_CAP 8192 /* power of two */
+#define EVENT_FRAMES 16 /* as with_stack's default depth */
+#define SELF_FRAMES 4   /* room for this library's own frames, cut off the top */
+#define SITE_CAP 8192   /* power of two */
 
 typedef struct site {
     uint64_t pcs[SITE_FRAMES];
@@ -348,7 +356,7 @@ static uintptr_t self_lo, self_hi;
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size, (void)arg;
-    uintptr_t me = (uintptr_t)(void *)&site_alloc;
+    uintptr_t me = (uintptr_t)(void *)&alloc_with_stack;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD) continue;
@@ -394,13 +402,9 @@ static int blk_grow(void) {
     return 0;
 }
 
-static void site_alloc(void *p, int64_t n) {
-    if (stack_hi == 0 && strobe__stack_bounds(&stack_lo, &stack_hi) != 0) stack_hi = 1;
-    uint64_t raw[SITE_FRAMES + 8];
-    int got = strobe__stack_capture(stack_lo, stack_hi, 0, raw, SITE_FRAMES + 8);
-    int first = 0;
-    while (first < got && raw[first] >= self_lo && raw[first] < self_hi)
-        first++;
+/* Counts an allocation of `n` bytes at `p` to the site of its stack (`got` return addresses in
+ * raw, from `first` on: this library's frames before it). */
+static void site_alloc(void *p, int64_t n, const uint64_t *raw, int first, int got) {
     int k = got - first < SITE_FRAMES ? got - first : SITE_FRAMES;
     pthread_mutex_lock(&site_lock);
     if (k <= 0 || sites == NULL) {
@@ -447,6 +451,22 @@ static void site_alloc(void *p, int64_t n) {
         blk_vals[j] = (uint32_t)(s - sites) + 1;
     }
     pthread_mutex_unlock(&site_lock);
+}
+
+/* An allocation of `n` bytes at `p`, the allocator's total `total` after it: its [memory]
+ * event with its call stack, and its site. */
+static void alloc_with_stack(void *p, int64_t n, int64_t total) {
+    if (stack_hi == 0 && strobe__stack_bounds(&stack_lo, &stack_hi) != 0) stack_hi = 1;
+    uint64_t raw[EVENT_FRAMES + SELF_FRAMES];
+    int got = strobe__stack_capture(stack_lo, stack_hi, 0, raw, EVENT_FRAMES + SELF_FRAMES);
+    int first = 0;
+    while (first < got && raw[first] >= self_lo && raw[first] < self_hi)
+        first++;
+    int k = got - first < EVENT_FRAMES ? got - first : EVENT_FRAMES;
+    /* The same gate as strobe_record_alloc()'s. */
+    if (STROBE__ACTIVE() & STROBE__ACTIVE_MEMORY)
+        strobe__memory_stack(STROBE_DEVICE_CPU_ID, p, n, total, 0, raw + first, k);
+    site_alloc(p, n, raw, first, got);
 }
 
 static void site_free(void *p, int64_t n) {
