@@ -16,6 +16,9 @@
 #include "merge.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -928,8 +931,17 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
             add_session_span(&m);
         if (rc == 0 && w == NULL && read > 0) rc = open_output(&m, out, opt, &w);
         if (rc == 0 && group_read > 0) rc = write_group(&m, w, i == 0 || inputs[i].own_pids, &st);
+        /* The group's tracks get no more events: the writer forgets their state (Perfetto's
+         * interned names and buffers), so that memory does not grow with the ranks. */
+        if (rc == 0 && group_read > 0) rc = strobe_writer_flush_interned(w);
         if (rc == 0 && m.oom) rc = STROBE_ENOMEM;
         release_group(&m);
+#ifdef __GLIBC__
+        /* The group's memory goes back to the system: after a large block is freed, glibc serves
+         * the next ones from its heap, whose freed pages otherwise stay in the RSS (2 ranks of
+         * 20 MB took 28 MB, 4 took 40). */
+        malloc_trim(0);
+#endif
         m.cur = NULL;
         i = end;
     }
