@@ -16,9 +16,6 @@
 #include "merge.h"
 
 #include <errno.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -936,12 +933,6 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
         if (rc == 0 && group_read > 0) rc = strobe_writer_flush_interned(w);
         if (rc == 0 && m.oom) rc = STROBE_ENOMEM;
         release_group(&m);
-#ifdef __GLIBC__
-        /* The group's memory goes back to the system: after a large block is freed, glibc serves
-         * the next ones from its heap, whose freed pages otherwise stay in the RSS (2 ranks of
-         * 20 MB took 28 MB, 4 took 40). */
-        malloc_trim(0);
-#endif
         m.cur = NULL;
         i = end;
     }
