@@ -928,6 +928,9 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
             add_session_span(&m);
         if (rc == 0 && w == NULL && read > 0) rc = open_output(&m, out, opt, &w);
         if (rc == 0 && group_read > 0) rc = write_group(&m, w, i == 0 || inputs[i].own_pids, &st);
+        /* The group's tracks get no more events: the writer forgets their state (Perfetto's
+         * interned names and buffers), so that memory does not grow with the ranks. */
+        if (rc == 0 && group_read > 0) rc = strobe_writer_flush_interned(w);
         if (rc == 0 && m.oom) rc = STROBE_ENOMEM;
         release_group(&m);
         m.cur = NULL;

@@ -138,6 +138,13 @@ STROBE_API int strobe_writer_counter(strobe_writer *w, const strobe_writer_event
  * valid JSON value) or STROBE_ENOMEM. */
 STROBE_API int strobe_writer_set_meta(strobe_writer *w, const char *key, const char *json);
 
+/* Writes out what the writer holds and lets it forget the state it keeps to make later events
+ * smaller (Perfetto's interned names and per-track buffers; JSON keeps none), so that memory
+ * stays flat over a long trace written in parts: call it between parts whose names and tracks
+ * are mostly their own (strobe merge calls it after each rank). Every track stays usable; names
+ * used again are written again. @return 0 or a negative STROBE_E* (the first error so far). */
+STROBE_API int strobe_writer_flush_interned(strobe_writer *w);
+
 /* Writes the footer, closes the file and renames it over the path. After any earlier error the
  * file is removed instead and that error returned. Frees the writer either way; accepts NULL.
  * @return 0 or a negative STROBE_E* (STROBE_EIO: the file could not be written). */

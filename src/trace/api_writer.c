@@ -215,6 +215,12 @@ int strobe_writer_set_meta(strobe_writer *x, const char *key, const char *json) 
     return 0;
 }
 
+int strobe_writer_flush_interned(strobe_writer *x) {
+    if (x == NULL) return STROBE_EINVAL;
+    if (x->err) return x->err;
+    return x->w->ops->flush_state ? failed(x, x->w->ops->flush_state(x->w)) : 0;
+}
+
 int strobe_writer_close(strobe_writer *x) {
     if (x == NULL) return 0;
     int rc = x->err;

@@ -55,10 +55,14 @@ typedef struct ptrack {
 
 typedef struct pw {
     strobe__writer base;
-    strobe__pft **encs; /* [0]: sequence 1; [k]: the sequence of a thread, stream or lane */
+    /* [0]: sequence 1; [k]: the sequence of a thread, stream or lane, NULL after pf_flush_state
+     * until the sequence's next packet (revive()). */
+    strobe__pft **encs;
     size_t enc_count, enc_cap;
     uint64_t *enc_track; /* each sequence's default track (0: none) */
     size_t enc_track_cap;
+    uint64_t *enc_clock; /* a freed sequence's clock, which its next encoder carries on */
+    size_t enc_clock_cap;
     /* Streaming: the sequence whose packets may be held in its encoder (see use()). */
     uint32_t held;
     ptrack *tracks;
@@ -94,6 +98,7 @@ static int grow(void **p, size_t *cap, size_t n, size_t size) {
 
 static int flush_one(pw *p, strobe__pft *enc, size_t at_least) {
     size_t len;
+    if (enc == NULL) return 0; /* a sequence freed by pf_flush_state holds nothing */
     const uint8_t *d = strobe__pft_data(enc, &len);
     if (len == 0 || len < at_least) return 0;
     int rc = strobe__sink_write(p->base.out, d, len);
@@ -106,7 +111,7 @@ static int flush_one(pw *p, strobe__pft *enc, size_t at_least) {
 static int flush_batch(pw *p, uint32_t k, int force) {
     size_t min = force ? 1 : FLUSH_BYTES;
     size_t len = 0;
-    if (k) (void)strobe__pft_data(p->encs[k], &len);
+    if (k && p->encs[k]) (void)strobe__pft_data(p->encs[k], &len);
     int rc = flush_one(p, p->encs[0], k && len >= min ? 1 : min);
     if (rc == 0 && k) rc = flush_one(p, p->encs[k], min);
     return rc;
@@ -124,7 +129,9 @@ static inline int flush(pw *p, uint32_t k, int force) {
  * packets), at sync, or at end: one copy per run of events on one thread instead of one per
  * event, and the bytes reach the sink in the order they were written. Call before writing to
  * sequence `k`. @return 0 or the sink's error. */
+static int revive(pw *p, uint32_t k);
 static int use(pw *p, uint32_t k) {
+    if (p->encs[k] == NULL && revive(p, k)) return STROBE_ENOMEM;
     if (!(p->base.flags & STROBE__WR_STREAMING) || p->held == k) return 0;
     int rc = flush_one(p, p->encs[p->held], 1);
     p->held = k;
@@ -134,14 +141,28 @@ static int use(pw *p, uint32_t k) {
 /* A new sequence with `uuid` as its default track. @return its index or -1 (ENOMEM). */
 static int64_t new_sequence(pw *p, uint64_t uuid) {
     if (grow((void **)&p->encs, &p->enc_cap, p->enc_count + 1, sizeof *p->encs) ||
-        grow((void **)&p->enc_track, &p->enc_track_cap, p->enc_count + 1, sizeof *p->enc_track))
+        grow((void **)&p->enc_track, &p->enc_track_cap, p->enc_count + 1, sizeof *p->enc_track) ||
+        grow((void **)&p->enc_clock, &p->enc_clock_cap, p->enc_count + 1, sizeof *p->enc_clock))
         return -1;
     strobe__pft *e = strobe__pft_new((uint32_t)(p->enc_count + 1));
     if (e == NULL) return -1;
     if (uuid) strobe__pft_set_default_track(e, uuid);
     p->encs[p->enc_count] = e;
     p->enc_track[p->enc_count] = uuid;
+    p->enc_clock[p->enc_count] = 0;
     return (int64_t)p->enc_count++;
+}
+
+/* A new encoder for sequence `k`, freed by pf_flush_state: the same id and default track, its
+ * clock where the freed one's was; its first packet starts the sequence over. @return 0 or
+ * STROBE_ENOMEM. */
+static int revive(pw *p, uint32_t k) {
+    strobe__pft *e = strobe__pft_new(k + 1);
+    if (e == NULL) return STROBE_ENOMEM;
+    if (p->enc_track[k]) strobe__pft_set_default_track(e, p->enc_track[k]);
+    strobe__pft_set_clock(e, p->enc_clock[k]);
+    p->encs[k] = e;
+    return 0;
 }
 
 static int pf_begin(strobe__writer *w, const strobe__wr_info *in) {
@@ -446,6 +467,7 @@ static void pf_release(strobe__writer *w) {
         strobe__pft_free(p->encs[k]);
     free(p->encs);
     free(p->enc_track);
+    free(p->enc_clock);
     free(p->tracks);
     free(p->args);
     free(p->name);
@@ -459,7 +481,7 @@ static void pf_release(strobe__writer *w) {
 static size_t pf_held(strobe__writer *w) {
     pw *p = (pw *)w;
     size_t len = 0;
-    if (p->enc_count) (void)strobe__pft_data(p->encs[p->held], &len);
+    if (p->enc_count && p->encs[p->held]) (void)strobe__pft_data(p->encs[p->held], &len);
     return len;
 }
 
@@ -484,6 +506,36 @@ static void pf_discard(strobe__writer *w) {
     p->encs[p->held] = e;
 }
 
+/* Drops what the sequences keep to make later packets smaller: every encoder's interning
+ * tables (strobe__pft_clear_state), and where the encoders hold more than FLUSH_BYTES in all, the
+ * encoders of the threads, streams and lanes themselves, after every sequence's packets are
+ * written out (the descriptors first). A sequence written to again gets a new encoder (use(),
+ * revive()) whose first packet starts the sequence over, its names interned again and its clock
+ * carried on. Below the bound the packets stay where they are: a small trace's session slice,
+ * written at end with the metadata, then still goes out first, where a reader finds the base
+ * time before the events (the decoder's header; a late one is written after them). */
+static int pf_flush_state(strobe__writer *w) {
+    pw *p = (pw *)w;
+    size_t held = 0;
+    for (size_t k = 0; k < p->enc_count; k++) {
+        if (p->encs[k] == NULL) continue;
+        strobe__pft_clear_state(p->encs[k]);
+        held += strobe__pft_memory(p->encs[k]);
+    }
+    if (held <= FLUSH_BYTES) return 0;
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < p->enc_count; k++)
+        rc = flush_one(p, p->encs[k], 1);
+    if (rc) return rc;
+    for (size_t k = 1; k < p->enc_count; k++) {
+        if (p->encs[k] == NULL) continue;
+        p->enc_clock[k] = strobe__pft_clock(p->encs[k]);
+        strobe__pft_free(p->encs[k]);
+        p->encs[k] = NULL;
+    }
+    return 0;
+}
+
 /* ".pftrace" and ".perfetto-trace", also with ".gz": the trace processor reads gzip'd traces. */
 static int perfetto_accepts_path(const char *path) {
     return strobe__pftrace_path(path);
@@ -506,4 +558,5 @@ const strobe__writer_ops strobe__perfetto_writer = {
     .held = pf_held,
     .sync = pf_sync,
     .discard = pf_discard,
+    .flush_state = pf_flush_state,
 };

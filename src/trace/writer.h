@@ -182,6 +182,13 @@ typedef struct strobe__writer_ops {
     size_t (*held)(strobe__writer *w);
     int (*sync)(strobe__writer *w);
     void (*discard)(strobe__writer *w);
+    /* Optional (NULL: the writer keeps nothing that grows): writes out what the writer holds and
+     * drops the state it keeps to make later events smaller (Perfetto: each sequence's interned
+     * names, its buffers), so that a long trace written in parts (strobe merge, rank by rank)
+     * takes the memory of one part. Tracks stay declared and usable; events after it may take
+     * more bytes (names interned again). Not while streaming holds bytes back (sync first).
+     * @return 0 or the sink's error. */
+    int (*flush_state)(strobe__writer *w);
 } strobe__writer_ops;
 
 /* Chrome trace JSON in Kineto's schema (json_writer.c). Accepts every path: it is the default. */

@@ -204,6 +204,10 @@ static void put_msg(bytes *b, unsigned field, bytes *sub) {
 
 /* ---- 3. Packets ------------------------------------------------------------------------------ */
 
+/* What a table entry costs beside its bytes: its pool copy's NUL and alignment, its id, length
+ * and hash, and its share of the hash slots (kept at most half full), about. */
+#define INTERN_OVERHEAD 48
+
 struct strobe__pft {
     uint32_t seq;
     int started;      /* the first packet (clock, defaults, SEQ_INCREMENTAL_STATE_CLEARED) is out */
@@ -214,6 +218,9 @@ struct strobe__pft {
     strobe__strtab names, cats, ann_names; /* interned strings: iid = id + 1 */
     strobe__strtab funcs, stacks; /* CPU samples: frames by name, callstacks by their frames */
     int mapping;                  /* the samples' one mapping is declared */
+    /* About the bytes the tables hold (each string and its entry's overhead): past `limit`, the
+     * next packet starts the sequence over (see begin_packet). */
+    size_t interned_bytes, limit;
     /* The last strings seen at each of a few addresses, per table: callers pass the same static
      * names again and again, and a pointer compare and a memcmp cost less than hashing. The
      * bytes are compared, so a reused buffer with new contents is never mistaken. */
@@ -229,6 +236,7 @@ strobe__pft *strobe__pft_new(uint32_t sequence_id) {
     strobe__pft *p = calloc(1, sizeof *p);
     if (p == NULL) return NULL;
     p->seq = sequence_id ? sequence_id : 1;
+    p->limit = STROBE__PFT_INTERN_LIMIT;
     strobe__strtab_init(&p->names, &p->pool);
     strobe__strtab_init(&p->cats, &p->pool);
     strobe__strtab_init(&p->ann_names, &p->pool);
@@ -284,7 +292,12 @@ static int finish_packet(strobe__pft *p) {
 
 /* The sequence's first packet: it clears incremental state, declares the sequence-scoped
  * incremental clock (mapped one to one onto BOOTTIME, so that the trace processor shows the
- * values given to this encoder), and makes it the default clock of the sequence's packets. */
+ * values given to this encoder), and makes it the default clock of the sequence's packets.
+ *
+ * The same packet starts the sequence over after strobe__pft_clear_state (or the interning
+ * bound): the snapshot then gives the incremental clock its current value, not 0, so that the
+ * next delta means the same whether a reader resets the clock at the new snapshot (strobe's
+ * decoder does) or carries it on from the last packet. */
 static int start_sequence(strobe__pft *p) {
     if (p->started) return 0;
     /* Scratch buffers that no caller has filled yet: descriptor calls fill p->entry first. */
@@ -292,11 +305,11 @@ static int start_sequence(strobe__pft *p) {
     put_uint(b, F_PKT_SEQUENCE_ID, p->seq);
     put_uint(b, F_PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
     put_uint(c, F_CLK_ID, CLOCK_SEQ_INCREMENTAL);
-    put_uint(c, F_CLK_TIMESTAMP, 0);
+    put_uint(c, F_CLK_TIMESTAMP, p->last_ts);
     put_uint(c, F_CLK_IS_INCREMENTAL, 1);
     put_msg(e, F_CS_CLOCKS, c);
     put_uint(c, F_CLK_ID, CLOCK_BOOTTIME);
-    put_uint(c, F_CLK_TIMESTAMP, 0);
+    put_uint(c, F_CLK_TIMESTAMP, p->last_ts);
     put_msg(e, F_CS_CLOCKS, c);
     put_msg(b, F_PKT_CLOCK_SNAPSHOT, e);
     put_uint(e, F_DEF_TIMESTAMP_CLOCK_ID, CLOCK_SEQ_INCREMENTAL);
@@ -306,17 +319,13 @@ static int start_sequence(strobe__pft *p) {
     }
     put_msg(b, F_PKT_DEFAULTS, e);
     int rc = finish_packet(p);
-    if (rc == 0) {
-        p->started = 1;
-        p->last_ts = 0;
-    }
+    if (rc == 0) p->started = 1;
     return rc;
 }
 
-/* After a packet was lost to a failed allocation, its interned strings are in the tables but not
- * in the output: the sequence starts over (the next packet clears the incremental state), with
- * empty tables. */
-static void forget_state(strobe__pft *p) {
+/* Empties the interning tables and their pool (freeing their memory) and marks the sequence to
+ * start over at its next packet; the clock keeps its value (see start_sequence). */
+static void clear_tables(strobe__pft *p) {
     strobe__strtab_release(&p->names);
     strobe__strtab_release(&p->cats);
     strobe__strtab_release(&p->ann_names);
@@ -330,8 +339,39 @@ static void forget_state(strobe__pft *p) {
     strobe__strtab_init(&p->stacks, &p->pool);
     p->mapping = 0;
     memset(p->cache, 0, sizeof p->cache);
+    p->interned_bytes = 0;
     p->started = 0;
+}
+
+/* After a packet was lost to a failed allocation, its interned strings are in the tables but not
+ * in the output: the sequence starts over (the next packet clears the incremental state), with
+ * empty tables and its clock at 0. */
+static void forget_state(strobe__pft *p) {
+    clear_tables(p);
     p->last_ts = 0;
+}
+
+void strobe__pft_clear_state(strobe__pft *p) {
+    if (p->started) clear_tables(p);
+}
+
+void strobe__pft_set_intern_limit(strobe__pft *p, size_t limit) {
+    p->limit = limit;
+}
+
+uint64_t strobe__pft_clock(const strobe__pft *p) {
+    return p->last_ts;
+}
+
+int strobe__pft_set_clock(strobe__pft *p, uint64_t ts) {
+    if (p->started) return STROBE_EINVAL;
+    p->last_ts = ts;
+    return 0;
+}
+
+size_t strobe__pft_memory(const strobe__pft *p) {
+    return sizeof *p + p->out.cap + p->pkt.cap + p->te.cap + p->interned.cap + p->entry.cap +
+           p->ann.cap + p->interned_bytes;
 }
 
 /* Starts a packet on this sequence.
@@ -341,6 +381,10 @@ static void forget_state(strobe__pft *p) {
  * and a strobe file never loses a packet inside a sequence (packets are whole and in order; a cut
  * stream loses only its tail). Leaving it out saves 2 of the about 17 bytes a slice's end takes. */
 static int begin_packet(strobe__pft *p) {
+    /* Past the bound, the tables go and the sequence starts over: the strings used from here on
+     * are interned again, so that a thread with ever new names (a step number in each) holds
+     * what a bound's worth of them takes, however long it runs. */
+    if (p->interned_bytes > p->limit) clear_tables(p);
     int rc = start_sequence(p);
     if (rc) return rc;
     put_uint(&p->pkt, F_PKT_SEQUENCE_ID, p->seq);
@@ -388,6 +432,7 @@ static uint64_t intern(strobe__pft *p, strobe__strtab *t, unsigned field, const 
     p->cache[which][slot].len = len;
     p->cache[which][slot].iid = iid;
     if ((size_t)id >= before) {
+        p->interned_bytes += len + INTERN_OVERHEAD;
         put_uint(&p->entry, F_IE_IID, iid);
         put_len(&p->entry, F_IE_NAME, s, len);
         put_msg(&p->interned, field, &p->entry);
@@ -526,6 +571,7 @@ int strobe__pft_perf_sample(strobe__pft *p, int64_t ts_ns, int32_t pid, int32_t 
     if (sid < 0) p->interned.err = STROBE_ENOMEM;
     uint64_t stack_iid = sid < 0 ? 0 : (uint64_t)sid + 1;
     if (sid >= 0 && p->stacks.count > before) {
+        p->interned_bytes += key->len + INTERN_OVERHEAD;
         put_uint(m, F_CSK_IID, stack_iid);
         /* proto2 repeated scalars, unpacked: one tag per frame. */
         for (size_t off = 0; off < key->len;) {

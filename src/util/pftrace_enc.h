@@ -11,7 +11,10 @@
  * - Event names, categories and debug annotation names are interned per sequence: the first
  *   packet that uses a string carries it in InternedData, later packets refer to its id. The
  *   first packet of the sequence sets SEQ_INCREMENTAL_STATE_CLEARED. (Packets that depend on it
- *   do not set SEQ_NEEDS_INCREMENTAL_STATE: see begin_packet in pftrace_enc.c.)
+ *   do not set SEQ_NEEDS_INCREMENTAL_STATE: see begin_packet in pftrace_enc.c.) The tables are
+ *   bounded: past STROBE__PFT_INTERN_LIMIT bytes, or at strobe__pft_clear_state, the sequence
+ *   starts over with empty tables (the same first packet again), so memory does not grow with
+ *   the number of distinct names.
  * - A sequence may have a default track (strobe__pft_set_default_track), left out of the events
  *   on it: with one sequence per thread, a slice's end is about 11 bytes.
  * - Timestamps are deltas on a sequence-scoped incremental clock (declared by a ClockSnapshot in
@@ -162,5 +165,32 @@ const uint8_t *strobe__pft_data(const strobe__pft *p, size_t *len);
 /* Empties the output buffer, after the caller wrote the packets out; interning and clock state
  * are kept, so the next packets continue the same sequence. */
 void strobe__pft_reset_data(strobe__pft *p);
+
+/* The default bound on the bytes an encoder's interning tables hold (strings and their entries):
+ * past it, the next packet starts the sequence over, as strobe__pft_clear_state does. */
+#define STROBE__PFT_INTERN_LIMIT ((size_t)1 << 20)
+
+/* Drops the interning tables (freeing their memory); the next packet starts the sequence over:
+ * it sets SEQ_INCREMENTAL_STATE_CLEARED, declares the clock again at its current value and
+ * re-emits its defaults, and the strings used from then on are interned anew. Packets already
+ * in the output buffer are whole and stay valid. For a caller that knows the names used so far
+ * will not come back (strobe merge, between ranks), or to bound memory. */
+void strobe__pft_clear_state(strobe__pft *p);
+
+/* Sets the bound on the interning tables' bytes (STROBE__PFT_INTERN_LIMIT by default; tests set
+ * a small one). */
+void strobe__pft_set_intern_limit(strobe__pft *p, size_t limit);
+
+/* The sequence's clock: the last delta-encoded timestamp. */
+uint64_t strobe__pft_clock(const strobe__pft *p);
+
+/* Sets the clock before the sequence's first packet, for an encoder that carries on a sequence
+ * an earlier one wrote (whose strobe__pft_clock it was): the first packet declares it there, so
+ * that a reader that carries the clock on from the earlier packets reads the same times as one
+ * that resets it at the declaration. @return 0, or STROBE_EINVAL after the first packet. */
+int strobe__pft_set_clock(strobe__pft *p, uint64_t ts);
+
+/* About the bytes the encoder holds: itself, its buffers' capacity and its tables' estimate. */
+size_t strobe__pft_memory(const strobe__pft *p);
 
 #endif /* STROBE_UTIL_PFTRACE_ENC_H */
