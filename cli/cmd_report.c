@@ -245,8 +245,7 @@ static int put_memory(FILE *out, const md_model *m, int64_t t0, int64_t width, s
     for (size_t i = 0; i < m->count; i++) {
         if (md_kind_of(m, (uint32_t)i) != MD_MEMORY) continue;
         const md_event ev = md_at(m, (uint32_t)i), *e = &ev;
-        if (!e->bad && e->has_time)
-            v[n++] = (mem_ev){e->ts, e->bytes, e->mem_device > 0};
+        if (!e->bad && e->has_time) v[n++] = (mem_ev){e->ts, e->bytes, e->mem_device > 0};
     }
     qsort(v, n, sizeof *v, by_mem_ts);
     int tracks = 0;
