@@ -18,10 +18,11 @@
  * (the caller may ask for other sizes and drain periods: the tests force losses that way).
  * The drain thread empties a ring when the kernel wakes it there (a quarter full: at 1 kHz a sample
  * of 20 frames is about 200 bytes, so a 128 KiB ring wakes it every 160 ms or so), and all of them
- * every 500 ms in any case; stop wakes it at once (an eventfd in its poll set). Each wakeup costs
- * the sampled program a context switch on a busy CPU, which a shorter period (50 ms, before) paid
- * twenty times a second for nothing: the watermark alone keeps the rings from filling. Samples go
- * into memory, at most SAMPLE_MEM_CAP bytes; beyond it they are dropped and counted, as are the
+ * every 50 ms in any case; stop wakes it at once (an eventfd in its poll set). The period is short
+ * for threads that live briefly: a thread's name is read from /proc when its first samples are
+ * drained, and a thread that has exited by then stays unnamed (500 ms lost the name of a thread
+ * that ran 300 ms: test_sample; the longer period's saving was below this machine's noise). Samples
+ * go into memory, at most SAMPLE_MEM_CAP bytes; beyond it they are dropped and counted, as are the
  * records the kernel could not write (PERF_RECORD_LOST). */
 #include "sample.h"
 
@@ -48,7 +49,7 @@
 #define MAX_CPUS 1024
 #define RING_BUDGET ((size_t)512 << 10)
 #define RING_MAX_PAGES 32
-#define DRAIN_MS 500
+#define DRAIN_MS 50
 #define SAMPLE_MEM_CAP ((size_t)64 << 20)
 
 typedef struct ring {
