@@ -366,6 +366,17 @@ static void completes(const MPI_Request *handles, const int *idx, int n) {
     if (any) strobe_range_arg("completes", b);
 }
 
+/* The requests handles[idx[i]] (idx NULL: all n) a wait or test finished: listed in the range's
+ * "completes" when it is recorded (on), else only taken out of the table. */
+static void finished(const MPI_Request *handles, int on, const int *idx, int n) {
+    if (on) {
+        completes(handles, idx, n);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        (void)req_take(handles[idx ? idx[i] : i]);
+}
+
 /* A copy of `n` request handles before a wait or test overwrites them (MPI_REQUEST_NULL). */
 typedef struct req_copy {
     MPI_Request small[64];
@@ -716,11 +727,7 @@ EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
     if (on) BEGIN("MPI_Waitall");
     int rc = PMPI_Waitall(n, reqs, statuses);
     if (h && rc == MPI_SUCCESS) {
-        if (on)
-            completes(h, NULL, n);
-        else
-            for (int i = 0; i < n; i++)
-                req_take(h[i]);
+        finished(h, on, NULL, n);
     }
     if (on) END();
     free_reqs(&c);
@@ -734,10 +741,7 @@ EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status
     if (on) BEGIN("MPI_Waitany");
     int rc = PMPI_Waitany(n, reqs, index, status);
     if (h && rc == MPI_SUCCESS && *index != MPI_UNDEFINED && *index >= 0 && *index < n) {
-        if (on)
-            completes(h, index, 1);
-        else
-            req_take(h[*index]);
+        finished(h, on, index, 1);
     }
     if (on) END();
     free_reqs(&c);
@@ -752,11 +756,7 @@ EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
     if (on) BEGIN("MPI_Waitsome");
     int rc = PMPI_Waitsome(n, reqs, outcount, indices, statuses);
     if (h && rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0) {
-        if (on)
-            completes(h, indices, *outcount);
-        else
-            for (int i = 0; i < *outcount; i++)
-                req_take(h[indices[i]]);
+        finished(h, on, indices, *outcount);
     }
     if (on) END();
     free_reqs(&c);
@@ -785,11 +785,7 @@ EXPORT int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses
     if (on) BEGIN("MPI_Testall");
     int rc = PMPI_Testall(n, reqs, flag, statuses);
     if (h && rc == MPI_SUCCESS && *flag) {
-        if (on)
-            completes(h, NULL, n);
-        else
-            for (int i = 0; i < n; i++)
-                req_take(h[i]);
+        finished(h, on, NULL, n);
     }
     if (on) END();
     free_reqs(&c);
@@ -803,10 +799,7 @@ EXPORT int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Sta
     if (on) BEGIN("MPI_Testany");
     int rc = PMPI_Testany(n, reqs, index, flag, status);
     if (h && rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED && *index >= 0 && *index < n) {
-        if (on)
-            completes(h, index, 1);
-        else
-            req_take(h[*index]);
+        finished(h, on, index, 1);
     }
     if (on) END();
     free_reqs(&c);
@@ -821,11 +814,7 @@ EXPORT int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
     if (on) BEGIN("MPI_Testsome");
     int rc = PMPI_Testsome(n, reqs, outcount, indices, statuses);
     if (h && rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0) {
-        if (on)
-            completes(h, indices, *outcount);
-        else
-            for (int i = 0; i < *outcount; i++)
-                req_take(h[indices[i]]);
+        finished(h, on, indices, *outcount);
     }
     if (on) END();
     free_reqs(&c);

@@ -879,6 +879,41 @@ nccl_result strobe__nccl_init_v2(void **context, int *activation_mask) {
     return comm_init(context, activation_mask, 2, NULL, 0, -1, -1, -1, NULL);
 }
 
+/* v4 and v5 share the layouts of these events' descriptions: one body for both. */
+#define START_V45(x, d)                                                                            \
+    do {                                                                                           \
+        switch (x->type) {                                                                         \
+        case NCCL_EV_COLL:                                                                         \
+            d.func = x->coll.func;                                                                 \
+            d.count = x->coll.count;                                                               \
+            d.datatype = x->coll.datatype;                                                         \
+            d.root = x->coll.root;                                                                 \
+            d.seq = (int64_t)x->coll.seq;                                                          \
+            d.algo = x->coll.algo;                                                                 \
+            d.proto = x->coll.proto;                                                               \
+            d.n_channels = x->coll.n_channels;                                                     \
+            break;                                                                                 \
+        case NCCL_EV_P2P:                                                                          \
+            d.func = x->p2p.func;                                                                  \
+            d.count = x->p2p.count;                                                                \
+            d.datatype = x->p2p.datatype;                                                          \
+            d.peer = x->p2p.peer;                                                                  \
+            d.n_channels = x->p2p.n_channels;                                                      \
+            break;                                                                                 \
+        case NCCL_EV_PROXY_OP:                                                                     \
+            d.proxy_op = &x->proxy_op;                                                             \
+            break;                                                                                 \
+        case NCCL_EV_PROXY_STEP:                                                                   \
+            d.step = x->proxy_step.step;                                                           \
+            break;                                                                                 \
+        case NCCL_EV_KERNEL_CH:                                                                    \
+            d.channel = x->kernel_ch.channel_id;                                                   \
+            break;                                                                                 \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    } while (0)
+
 nccl_result strobe__nccl_start_v5(void *context, void **handle, nccl_abi_descr_v5 *x) {
     if (x == NULL) return NCCL_ABI_SUCCESS;
     nc_desc d;
@@ -898,33 +933,8 @@ nccl_result strobe__nccl_start_v5(void *context, void **handle, nccl_abi_descr_v
         d.count = x->p2p_api.count;
         d.datatype = x->p2p_api.datatype;
         break;
-    case NCCL_EV_COLL:
-        d.func = x->coll.func;
-        d.count = x->coll.count;
-        d.datatype = x->coll.datatype;
-        d.root = x->coll.root;
-        d.seq = (int64_t)x->coll.seq;
-        d.algo = x->coll.algo;
-        d.proto = x->coll.proto;
-        d.n_channels = x->coll.n_channels;
-        break;
-    case NCCL_EV_P2P:
-        d.func = x->p2p.func;
-        d.count = x->p2p.count;
-        d.datatype = x->p2p.datatype;
-        d.peer = x->p2p.peer;
-        d.n_channels = x->p2p.n_channels;
-        break;
-    case NCCL_EV_PROXY_OP:
-        d.proxy_op = &x->proxy_op;
-        break;
-    case NCCL_EV_PROXY_STEP:
-        d.step = x->proxy_step.step;
-        break;
-    case NCCL_EV_KERNEL_CH:
-        d.channel = x->kernel_ch.channel_id;
-        break;
     default:
+        START_V45(x, d);
         break;
     }
     return start(ctx_of(context), handle, &d);
@@ -934,36 +944,7 @@ nccl_result strobe__nccl_start_v4(void *context, void **handle, nccl_abi_descr_v
     if (x == NULL) return NCCL_ABI_SUCCESS;
     nc_desc d;
     desc_init(&d, x->type, x->parent, x->rank);
-    switch (x->type) {
-    case NCCL_EV_COLL:
-        d.func = x->coll.func;
-        d.count = x->coll.count;
-        d.datatype = x->coll.datatype;
-        d.root = x->coll.root;
-        d.seq = (int64_t)x->coll.seq;
-        d.algo = x->coll.algo;
-        d.proto = x->coll.proto;
-        d.n_channels = x->coll.n_channels;
-        break;
-    case NCCL_EV_P2P:
-        d.func = x->p2p.func;
-        d.count = x->p2p.count;
-        d.datatype = x->p2p.datatype;
-        d.peer = x->p2p.peer;
-        d.n_channels = x->p2p.n_channels;
-        break;
-    case NCCL_EV_PROXY_OP:
-        d.proxy_op = &x->proxy_op;
-        break;
-    case NCCL_EV_PROXY_STEP:
-        d.step = x->proxy_step.step;
-        break;
-    case NCCL_EV_KERNEL_CH:
-        d.channel = x->kernel_ch.channel_id;
-        break;
-    default:
-        break;
-    }
+    START_V45(x, d);
     return start(ctx_of(context), handle, &d);
 }
 
