@@ -577,22 +577,31 @@ static void put_site_payload(strobe__tstate *t, unsigned kind, const strobe_site
     strobe__pos_publish(t, t->pos + (48));
 }
 
+/* The start of a begin with details (payload, args): the markers' begin, then the thread's state
+ * entered, unless the scope filter drops the range. @return the state (leave() it), or NULL when
+ * nothing is to be recorded. */
+static inline strobe__tstate *begin_enter(const strobe_site *site) {
+    const strobe__marker_ops *m = marker_ops();
+    if (UNLIKELY(m != NULL)) {
+        (void)m->begin(site->name, STROBE__SITE_SCOPE(site->scope), 1);
+        if (!recording()) return NULL;
+    }
+    strobe__tstate *t = enter(1);
+    if (t == NULL) return NULL;
+    if (UNLIKELY(t->filtering) && filter_push(t, site->scope)) {
+        leave(t);
+        return NULL;
+    }
+    return t;
+}
+
 void strobe__begin_site_payload(const strobe_site *site, int type, uint64_t bits) {
     if (type == STROBE__PAYLOAD_NONE) {
         strobe__begin_site(site);
         return;
     }
-    const strobe__marker_ops *m = marker_ops();
-    if (UNLIKELY(m != NULL)) {
-        (void)m->begin(site->name, STROBE__SITE_SCOPE(site->scope), 1);
-        if (!recording()) return;
-    }
-    strobe__tstate *t = enter(1);
+    strobe__tstate *t = begin_enter(site);
     if (t == NULL) return;
-    if (UNLIKELY(t->filtering) && filter_push(t, site->scope)) {
-        leave(t);
-        return;
-    }
     put_site_payload(t, STROBE__REC_BEGIN_SITE, site, type, bits);
     put_begin_details(t, __builtin_frame_address(0));
     leave(t);
@@ -603,17 +612,8 @@ void strobe__begin_site_args(const strobe_site *site, const char *args, size_t l
         strobe__begin_site(site);
         return;
     }
-    const strobe__marker_ops *m = marker_ops();
-    if (UNLIKELY(m != NULL)) {
-        (void)m->begin(site->name, STROBE__SITE_SCOPE(site->scope), 1);
-        if (!recording()) return;
-    }
-    strobe__tstate *t = enter(1);
+    strobe__tstate *t = begin_enter(site);
     if (t == NULL) return;
-    if (UNLIKELY(t->filtering) && filter_push(t, site->scope)) {
-        leave(t);
-        return;
-    }
     /* As put_site_payload(): the ARGS record and the begin share one reserve and one time. */
     size_t cb = corr_bytes(t);
     size_t padded = STROBE__NAME_PAD(len);
