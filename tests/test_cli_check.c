@@ -503,8 +503,15 @@ static void test_scale(void) {
     remove(path);
     free(t.p);
     printf("scale: perf names %.2f s, 100000 threads %.2f s\n", perf_s, threads_s);
-    CHECK(perf_s < 20);
-    CHECK(threads_s < 60);
+    /* Bounds that catch a quadratic blowup, not timings: 12x under the sanitizers (TSan runs the
+     * 100000 threads' convert, 1.8 GB of encoders, in 86 s on a loaded 2-CPU machine). */
+#ifdef STROBE_UNDER_SANITIZER
+    const double slow = 12;
+#else
+    const double slow = 1;
+#endif
+    CHECK(perf_s < 20 * slow);
+    CHECK(threads_s < 60 * slow);
 }
 
 /* check and info on the real traces: they must load; PyTorch's have findings, which is fine. */
