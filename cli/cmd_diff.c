@@ -20,6 +20,9 @@
  *
  * Contents: usage, iterations, rows per trace, the merge, output. */
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -418,6 +421,12 @@ int cmd_diff(int argc, char **argv) {
     const char *path[2] = {argv[first], argv[first + 1]};
     if (strcmp(path[0], "-") == 0 && strcmp(path[1], "-") == 0)
         return usage_error("only one trace can be standard input", NULL);
+#ifdef __GLIBC__
+    /* A fixed mmap threshold: glibc's own rises to the size of the first trace's arrays once they
+     * are freed, and the second trace's would then grow in the heap, fragmented, not in pages
+     * that are handed back. */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
     md_model *m = calloc(2, sizeof *m);
     if (m == NULL) return usage_error("out of memory", NULL);
     trace_rows tr[2] = {{NULL, 0, {0}}, {NULL, 0, {0}}};
