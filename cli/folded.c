@@ -234,10 +234,20 @@ static int fold_self(void *ctx, uint32_t i, int64_t self) {
     }
     for (; sf->keyed < made; sf->keyed++)
         sf->key[sf->keyed] = MD_NONE;
-    /* A parent's key is never above its children's. */
+    /* A parent's key is never above its children's. A node takes the kind of the frame that
+     * made it first: the nodes up from i's are those of i's enclosing operators (x), up to one
+     * with a "Call stack", then its Python frames. */
+    uint32_t x = i;
     for (uint32_t y = node; y != MD_NONE && y >= sf->base && sf->key[y - sf->base] > i;
-         y = f->nodes[y].parent)
+         y = f->nodes[y].parent) {
         sf->key[y - sf->base] = i;
+        f->nodes[y].kind = CL_FRAME_PYTHON;
+        if (x == MD_NONE) continue;
+        f->nodes[y].kind = (uint8_t)frame_kind(md_kind_of(sf->c->m, x));
+        int stack = sf->c->group == CL_FOLD_STACK && (sf->c->m->ev_flags[x] & MD_F_COLD) &&
+                    md_at(sf->c->m, x).stack;
+        x = stack ? MD_NONE : cl_op_parent(sf->c->m, x);
+    }
     return 0;
 }
 
