@@ -20,6 +20,9 @@
  *
  * Contents: usage, iterations, rows per trace, the merge, output. */
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +32,7 @@
 #include "model.h"
 #include "step.h"
 #include "strobe/error.h"
+#include "util/strpool.h"
 #include "util/table.h"
 
 const char cmd_diff_usage[] =
@@ -116,6 +120,7 @@ typedef struct agg {
 typedef struct trace_rows {
     agg *rows;
     size_t count;
+    strobe__pool names; /* the rows' names, copied (keep): the trace is freed before the next */
 } trace_rows;
 
 static int by_key(const void *a, const void *b) {
@@ -416,9 +421,16 @@ int cmd_diff(int argc, char **argv) {
     const char *path[2] = {argv[first], argv[first + 1]};
     if (strcmp(path[0], "-") == 0 && strcmp(path[1], "-") == 0)
         return usage_error("only one trace can be standard input", NULL);
+#ifdef __GLIBC__
+    /* A fixed mmap threshold: glibc's own rises to the size of the first trace's arrays once they
+     * are freed, and the second trace's would then grow in the heap, fragmented, not in pages
+     * that are handed back. */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
     md_model *m = calloc(2, sizeof *m);
     if (m == NULL) return usage_error("out of memory", NULL);
-    trace_rows tr[2] = {{NULL, 0}, {NULL, 0}};
+    trace_rows tr[2] = {{NULL, 0, {0}}, {NULL, 0, {0}}};
+    int freed[2] = {0, 0};
     int loaded = 0, rc = CLI_OK, work = 0;
     for (; loaded < 2; loaded++) {
         rc = cli_load(&m[loaded], "diff", path[loaded], quiet);
@@ -436,6 +448,18 @@ int cmd_diff(int argc, char **argv) {
             loaded++;
             break;
         }
+        /* The rows keep copies of their names, so that one trace at a time is held. */
+        for (size_t k = 0; k < tr[loaded].count && !work; k++) {
+            const char *name = strobe__pool_strdup(&tr[loaded].names, tr[loaded].rows[k].name);
+            if (name == NULL) work = STROBE_ENOMEM;
+            tr[loaded].rows[k].name = name;
+        }
+        if (work) {
+            loaded++;
+            break;
+        }
+        md_free(&m[loaded]);
+        freed[loaded] = 1;
     }
     if (rc == CLI_OK) {
         size_t n = 0;
@@ -451,10 +475,12 @@ int cmd_diff(int argc, char **argv) {
         free(rows);
         rc = cli_finish("diff", work ? path[loaded - 1] : path[1], work, CLI_OK);
     }
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
         free(tr[k].rows);
+        strobe__pool_release(&tr[k].names);
+    }
     for (int k = 0; k < loaded; k++)
-        md_free(&m[k]);
+        if (!freed[k]) md_free(&m[k]);
     free(m);
     return rc;
 }

@@ -22,6 +22,7 @@
 #include "rows.h"
 #include "strobe/error.h"
 #include "util/table.h"
+#include "util/u64map.h"
 
 const char cmd_summary_usage[] =
     "NAME\n"
@@ -186,8 +187,7 @@ typedef struct summary {
     size_t count, cap;
     uint32_t *slots; /* (name, aux) -> row + 1 */
     size_t slot_cap;
-    uint32_t *row_of; /* per event: its row, MD_NONE for events that are not rows */
-    int group;        /* 0 name, 1 shape, 2 stack, 3 module */
+    int group; /* 0 name, 1 shape, 2 stack, 3 module */
     int stack_n;
     size_t name_width; /* --name-width: the name column's widest */
     int has_dev, has_mem, has_dev_mem, has_flops;
@@ -295,112 +295,235 @@ static uint32_t row_name(const summary *s, const md_event *e) {
     return strncmp(md_str(s->m, e->name), "ProfilerStep#", 13) == 0 ? s->step_name : e->name;
 }
 
+/* The row of event e (handle i), made if new: *row gets its index, or MD_NONE when e is no row. A
+ * malformed event is skipped (the command says how many, and `check` lists them). @return 0 or
+ * STROBE_ENOMEM. */
+static int row_of_event(summary *s, const md_event *e, uint32_t *out) {
+    md_model *m = s->m;
+    *out = MD_NONE;
+    int cls = row_class_of(e->kind);
+    if (cls == R_NONE || !e->has_time || e->bad || cl_left_out(md_str(m, e->name))) return 0;
+    int64_t aux = 0;
+    if (s->group == 1 && e->shapes) aux = shapes_key(s, md_str(m, e->shapes));
+    if (s->group == 2 && e->stack) aux = stack_key(s, md_str(m, e->stack));
+    if (s->group == 3 && e->module) {
+        const char *mod = md_str(m, e->module);
+        aux = strobe__strtab_intern(&s->aux, mod, strlen(mod));
+    }
+    int64_t r = aux < 0 ? aux : row_for(s, row_name(s, e), (uint32_t)aux, cls);
+    if (r < 0) return (int)r;
+    *out = (uint32_t)r;
+    return 0;
+}
+
+/* An open event of torch's CPU tree on one thread (cl_cpu_tree's nesting, see link.h). */
+typedef struct open_ev {
+    uint32_t i, first; /* the event; its first child */
+    uint8_t nchild;    /* its children, held at 2 */
+    uint8_t merged;    /* the only child of one of its name (see link.h) */
+    uint32_t row;      /* its row (not merged) */
+    int64_t end, self; /* its end; its self time so far (not merged) */
+} open_ev;
+
+typedef struct tree_walk {
+    open_ev *stack;
+    size_t depth, cap;
+} tree_walk;
+
+/* Pops what event e (at ts .. end) neither starts inside nor ends within, calling done on each
+ * popped entry, and pushes e. @return the new entry, or NULL (out of memory). */
+static open_ev *tree_push(tree_walk *w, uint32_t i, int64_t ts, int64_t end,
+                          void (*done)(summary *, const open_ev *), summary *s) {
+    while (w->depth) {
+        const open_ev *top = &w->stack[w->depth - 1];
+        if (ts < top->end && end <= top->end) break;
+        done(s, top);
+        w->depth--;
+    }
+    if (w->depth == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 64;
+        open_ev *p = realloc(w->stack, cap * sizeof *p);
+        if (p == NULL) return NULL;
+        w->stack = p;
+        w->cap = cap;
+    }
+    open_ev *o = &w->stack[w->depth++];
+    memset(o, 0, sizeof *o);
+    o->i = i;
+    o->end = end;
+    o->first = MD_NONE;
+    return o;
+}
+
+static uint8_t *merged_bits; /* build(): 1 bit per event, set for merged events */
+
+static int is_merged(uint32_t i) {
+    return merged_bits[i >> 3] >> (i & 7) & 1;
+}
+
+/* Pass 1's pop: an only child of the popped event's name is merged into it. */
+static void mark_merged(summary *s, const open_ev *o) {
+    if (o->nchild == 1 && md_name_of(s->m, o->first) == md_name_of(s->m, o->i))
+        merged_bits[o->first >> 3] |= (uint8_t)(1u << (o->first & 7));
+}
+
+/* Pass 2's pop: an event's self time is complete. */
+static void add_self(summary *s, const open_ev *o) {
+    if (!o->merged) s->rows[o->row].self_ns = sat_add(s->rows[o->row].self_ns, o->self);
+}
+
+/* Builds the rows thread by thread, with a stack of open events (no array per event but a bit):
+ * pass 1 marks the merged events (torch's _remove_dup_nodes: an event that is the only child of
+ * one of its name; cl_cpu_tree's top-down merging comes to this, as a merged event's parent ends
+ * with the child count of its only child), pass 2 adds calls, times and perf values, and a pass
+ * in file order adds device work, FLOPs (doubles: summed in file order) and memory. The events
+ * that own device work or memory and are merged have their parent kept in a map. */
 static int build(summary *s) {
     md_model *m = s->m;
     int err = 0;
     s->np = m->perf_count;
     size_t n = m->count ? m->count : 1;
-    uint32_t *owner = calloc(n, sizeof *owner), *parent = malloc(n * sizeof *parent);
-    int64_t *self = malloc(n * sizeof *self);
-    uint8_t *merged = malloc(n);
-    s->row_of = malloc(n * sizeof *s->row_of);
-    if (owner == NULL || parent == NULL || self == NULL || merged == NULL || s->row_of == NULL) {
+    /* zeroed: cl_link() sets 1 + the owner where there is one, so that a trace without device
+     * work or memory events never touches its pages */
+    uint32_t *owner = calloc(n, sizeof *owner);
+    merged_bits = calloc((n + 7) / 8, 1);
+    tree_walk w = {0};
+    strobe__u64map up_of = {0}; /* merged event -> its parent that is not merged */
+    if (owner == NULL || merged_bits == NULL) {
         free(owner);
-        free(parent);
-        free(self);
-        free(merged);
+        free(merged_bits);
+        merged_bits = NULL;
         return STROBE_ENOMEM;
     }
     int64_t step = strobe__strtab_intern(&m->strings, "ProfilerStep*", 13);
     if (step < 0 || strobe__strtab_intern(&s->aux, "", 0) != 0) err = STROBE_ENOMEM;
     s->step_name = step < 0 ? 0 : (uint32_t)step;
     s->dev_name = md_device_name(m);
-    for (size_t i = 0; i < m->count && !err; i++) {
-        const md_event e_ev = md_at(m, i), *e = &e_ev;
-        s->row_of[i] = MD_NONE;
-        int cls = row_class_of(e->kind);
-        /* A malformed event is skipped (the command says how many, and `check` lists them). */
-        if (cls == R_NONE || !e->has_time || e->bad || cl_left_out(md_str(m, e->name))) continue;
-        int64_t aux = 0;
-        if (s->group == 1 && e->shapes) aux = shapes_key(s, md_str(m, e->shapes));
-        if (s->group == 2 && e->stack) aux = stack_key(s, md_str(m, e->stack));
-        if (s->group == 3 && e->module) {
-            const char *mod = md_str(m, e->module);
-            aux = strobe__strtab_intern(&s->aux, mod, strlen(mod));
-        }
-        int64_t r = aux < 0 ? aux : row_for(s, row_name(s, e), (uint32_t)aux, cls);
-        if (r < 0)
-            err = (int)r;
-        else
-            s->row_of[i] = (uint32_t)r;
-    }
     if (!err) err = cl_link(m, owner);
-    if (!err) err = cl_cpu_tree(m, parent, self, merged);
-    for (size_t i = 0; i < m->count && !err; i++) {
-        const md_event e_ev = md_at(m, i), *e = &e_ev;
-        if (s->row_of[i] != MD_NONE && s->rows[s->row_of[i]].cls >= R_DEV) {
-            /* Device work is a row of its own, as torch lists it: no CPU time, its duration as
-             * both its self and total device time. */
-            row *r = &s->rows[s->row_of[i]];
-            r->calls++;
-            r->self_dev = sat_add(r->self_dev, e->dur);
-            r->total_dev = sat_add(r->total_dev, e->dur);
-            if (r->cls == R_DEV) s->self_dev_total = sat_add(s->self_dev_total, e->dur);
-        } else if (s->row_of[i] != MD_NONE && !merged[i]) {
-            /* A merged event (the only child of one of its name) is no call of its own. */
-            row *r = &s->rows[s->row_of[i]];
-            r->calls++;
-            r->total_ns = sat_add(r->total_ns, e->dur);
-            r->self_ns = sat_add(r->self_ns, self[i]);
-            r->flops += e->flops;
-            /* Perf deltas include the nested ranges, as durations do: their self values are
-             * less the children's of torch's tree, as self CPU is. */
-            uint32_t p = parent[i];
-            const int64_t *v = s->np ? &m->perf[i * s->np] : NULL;
-            int64_t *mine = s->np ? &s->perf[r->id * 2 * s->np] : NULL;
-            int64_t *up =
-                s->np && p != MD_NONE ? &s->perf[s->rows[s->row_of[p]].id * 2 * s->np] : NULL;
-            for (size_t k = 0; k < s->np; k++) {
-                mine[2 * k] = sat_add(mine[2 * k], v[k]);
-                mine[2 * k + 1] = sat_add(mine[2 * k + 1], v[k]);
-                if (up) up[2 * k] = sat_sub(up[2 * k], v[k]);
+    for (int pass = 1; pass <= 2 && !err; pass++) {
+        for (size_t t = 0; t < m->thread_count && !err; t++) {
+            const md_thread *th = &m->threads[t];
+            w.depth = 0;
+            for (size_t k = 0; k < th->count && !err; k++) {
+                uint32_t i = th->order[k];
+                const md_event e_ev = md_at(m, i), *e = &e_ev;
+                if (!cl_in_cpu_tree(m, e)) continue;
+                open_ev *o = tree_push(&w, i, e->ts, md_add_sat(e->ts, e->dur),
+                                       pass == 1 ? mark_merged : add_self, s);
+                if (o == NULL) {
+                    err = STROBE_ENOMEM;
+                    break;
+                }
+                open_ev *p = w.depth > 1 ? o - 1 : NULL;
+                if (pass == 1) {
+                    if (p && p->nchild++ == 0) p->first = i;
+                    if (p && p->nchild > 2) p->nchild = 2;
+                    continue;
+                }
+                while (p && p->merged)
+                    p = p == w.stack ? NULL : p - 1;
+                if (is_merged(i)) {
+                    o->merged = 1;
+                    uint64_t *v = strobe__u64map_put(&up_of, i, NULL);
+                    if (v == NULL) err = STROBE_ENOMEM;
+                    if (v) *v = p ? p->i : MD_NONE;
+                    continue;
+                }
+                if ((err = row_of_event(s, e, &o->row)) != 0) break;
+                row *r = &s->rows[o->row];
+                r->calls++;
+                r->total_ns = sat_add(r->total_ns, e->dur);
+                o->self = sat_add(0, e->dur);
+                if (p) p->self = sat_sub(p->self, e->dur);
+                /* Perf deltas include the nested ranges, as durations do: their self values are
+                 * less the children's of torch's tree, as self CPU is. */
+                const int64_t *v = s->np ? &m->perf[(size_t)i * s->np] : NULL;
+                int64_t *mine = s->np ? &s->perf[r->id * 2 * s->np] : NULL;
+                int64_t *up = s->np && p ? &s->perf[s->rows[p->row].id * 2 * s->np] : NULL;
+                for (size_t k2 = 0; k2 < s->np; k2++) {
+                    mine[2 * k2] = sat_add(mine[2 * k2], v[k2]);
+                    mine[2 * k2 + 1] = sat_add(mine[2 * k2 + 1], v[k2]);
+                    if (up) up[2 * k2] = sat_sub(up[2 * k2], v[k2]);
+                }
+            }
+            while (w.depth) {
+                if (pass == 1)
+                    mark_merged(s, &w.stack[w.depth - 1]);
+                else
+                    add_self(s, &w.stack[w.depth - 1]);
+                w.depth--;
             }
         }
+    }
+    free(w.stack);
+    for (size_t i = 0; i < m->count && !err; i++) {
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
+        int cls = row_class_of(e->kind);
+        uint32_t ri = MD_NONE;
+        if (cls >= R_DEV) {
+            /* Device work is a row of its own, as torch lists it: no CPU time, its duration as
+             * both its self and total device time. */
+            if ((err = row_of_event(s, e, &ri)) != 0) break;
+            if (ri != MD_NONE) {
+                row *r = &s->rows[ri];
+                r->calls++;
+                r->self_dev = sat_add(r->self_dev, e->dur);
+                r->total_dev = sat_add(r->total_dev, e->dur);
+                if (r->cls == R_DEV) s->self_dev_total = sat_add(s->self_dev_total, e->dur);
+            }
+        } else if (cls != R_NONE && e->flops != 0 && !is_merged((uint32_t)i)) {
+            /* A merged event (the only child of one of its name) is no call of its own. */
+            if ((err = row_of_event(s, e, &ri)) != 0) break;
+            if (ri != MD_NONE) s->rows[ri].flops += e->flops;
+        }
         uint32_t o = owner[i] - 1; /* MD_NONE where 0 (cl_link) */
+        if (o == MD_NONE || e->bad) continue;
         /* What a merged event owns is its parent's, as torch lifts its kernels up. */
-        if (o != MD_NONE && merged[o]) o = parent[o];
-        if (o == MD_NONE || s->row_of[o] == MD_NONE || e->bad) continue;
+        if (is_merged(o)) {
+            const uint64_t *v = strobe__u64map_get(&up_of, o);
+            o = v ? (uint32_t)*v : MD_NONE;
+        }
+        uint32_t ro = MD_NONE;
+        if (o != MD_NONE) {
+            const md_event oe = md_at(m, o);
+            if ((err = row_of_event(s, &oe, &ro)) != 0) break;
+        }
+        if (ro == MD_NONE) continue;
         if (md_is_device_work(e->kind)) {
-            s->rows[s->row_of[o]].self_dev = sat_add(s->rows[s->row_of[o]].self_dev, e->dur);
+            s->rows[ro].self_dev = sat_add(s->rows[ro].self_dev, e->dur);
             /* Merged events are not counted twice: their parent is on the way up too. */
-            for (uint32_t a = o; a != MD_NONE; a = cl_op_parent(m, a))
-                if (s->row_of[a] != MD_NONE && !merged[a])
-                    s->rows[s->row_of[a]].total_dev =
-                        sat_add(s->rows[s->row_of[a]].total_dev, e->dur);
+            for (uint32_t a = o; a != MD_NONE && !err; a = cl_op_parent(m, a)) {
+                const md_event ae = md_at(m, a);
+                uint32_t ra;
+                if (is_merged(a) || (err = row_of_event(s, &ae, &ra)) != 0 || ra == MD_NONE)
+                    continue;
+                s->rows[ra].total_dev = sat_add(s->rows[ra].total_dev, e->dur);
+            }
         } else if (e->kind == MD_MEMORY) {
             int dev = e->mem_device > 0;
-            row *r = &s->rows[s->row_of[o]];
+            row *r = &s->rows[ro];
             if (dev)
                 r->self_dev_mem = sat_add(r->self_dev_mem, e->bytes);
             else
                 r->self_cpu_mem = sat_add(r->self_cpu_mem, e->bytes);
-            for (uint32_t a = o; a != MD_NONE; a = cl_op_parent(m, a)) {
-                if (s->row_of[a] == MD_NONE || merged[a]) continue;
+            for (uint32_t a = o; a != MD_NONE && !err; a = cl_op_parent(m, a)) {
+                const md_event ae = md_at(m, a);
+                uint32_t ra;
+                if (is_merged(a) || (err = row_of_event(s, &ae, &ra)) != 0 || ra == MD_NONE)
+                    continue;
                 if (dev)
-                    s->rows[s->row_of[a]].dev_mem =
-                        sat_add(s->rows[s->row_of[a]].dev_mem, e->bytes);
+                    s->rows[ra].dev_mem = sat_add(s->rows[ra].dev_mem, e->bytes);
                 else
-                    s->rows[s->row_of[a]].cpu_mem =
-                        sat_add(s->rows[s->row_of[a]].cpu_mem, e->bytes);
+                    s->rows[ra].cpu_mem = sat_add(s->rows[ra].cpu_mem, e->bytes);
             }
             s->has_mem = 1;
             if (dev) s->has_dev_mem = 1;
         }
     }
     free(owner);
-    free(parent);
-    free(self);
-    free(merged);
+    free(merged_bits);
+    merged_bits = NULL;
+    strobe__u64map_free(&up_of);
     /* A row whose every event was merged into a parent (of another class) has no call: not a
      * row. The row ids (perf values) stay. */
     size_t kept = 0;
@@ -990,7 +1113,6 @@ int cmd_summary(int argc, char **argv) {
     free(s->perf);
     free(s->rows);
     free(s->slots);
-    free(s->row_of);
     strobe__strtab_release(&s->aux);
     strobe__pool_release(&s->pool);
     free(s);
@@ -1017,7 +1139,6 @@ int cl_summary_json(FILE *out, md_model *m, size_t limit, size_t *rows) {
     free(s->perf);
     free(s->rows);
     free(s->slots);
-    free(s->row_of);
     strobe__strtab_release(&s->aux);
     strobe__pool_release(&s->pool);
     free(s);

@@ -93,12 +93,22 @@ typedef struct fold_ctx {
     cl_fold *f;
     const md_model *m;
     cl_fold_group group;
-    uint32_t *memo;         /* per event: the node of its own frame, MD_NONE until known */
+    struct memo_slot {
+        uint32_t ev, node;
+    } * memo;               /* events' nodes of their own frame, the last few (a cache) */
     strobe__u64map stacks;  /* "Call stack" string id -> node of its innermost Python frame */
     strobe__u64map natives; /* a sample's "Call stack" string id -> node of its leaf */
     uint32_t *chain;        /* events whose node is being made */
     size_t chain_cap;
 } fold_ctx;
+
+/* The memo's slots: a direct-mapped cache by event, which holds the operators enclosing the
+ * events being folded (an event's node is made again, the same, when its slot was taken). */
+#define MEMO_BITS 12
+
+static struct memo_slot *memo_slot_of(const fold_ctx *c, uint32_t x) {
+    return &c->memo[(uint32_t)(x * 2654435761u) >> (32 - MEMO_BITS)];
+}
 
 static int frame_kind(int md) {
     switch (md) {
@@ -148,8 +158,9 @@ static uint32_t event_node(fold_ctx *c, uint32_t i) {
     size_t n = 0;
     uint32_t base = 0;
     for (uint32_t x = i; x != MD_NONE; x = cl_op_parent(m, x)) {
-        if (c->memo[x] != MD_NONE) {
-            base = c->memo[x];
+        const struct memo_slot *ms = memo_slot_of(c, x);
+        if (ms->ev == x) {
+            base = ms->node;
             break;
         }
         if (n == c->chain_cap) {
@@ -169,7 +180,7 @@ static uint32_t event_node(fold_ctx *c, uint32_t i) {
     while (n-- > 0 && base != MD_NONE) {
         const char *name = md_str(m, md_name_of(m, c->chain[n]));
         base = child(c->f, base, name, strlen(name), frame_kind(md_kind_of(m, c->chain[n])));
-        c->memo[c->chain[n]] = base;
+        *memo_slot_of(c, c->chain[n]) = (struct memo_slot){c->chain[n], base};
     }
     return base;
 }
@@ -189,6 +200,108 @@ static void add(cl_fold *f, uint32_t node, int slot, int64_t w) {
 
 static const char outside_ranges[] = "[outside any range]";
 
+/* Self CPU time, folded thread by thread. The nodes are then numbered as folding the events in
+ * file order numbers them (the flame graph draws siblings in that order where names tie): a
+ * node is made by the first event, in file order, whose stack passes through it, root first. */
+typedef struct self_fold {
+    fold_ctx *c;
+    int slot;
+    uint64_t count;
+    uint32_t base;  /* the first node this fold made */
+    uint32_t *key;  /* per node from base: the first event whose stack passes through it */
+    size_t key_cap; /* nodes from base that key has room for */
+    size_t keyed;   /* nodes from base whose key is set (MD_NONE before an event's) */
+} self_fold;
+
+/* cl_cpu_selfs()'s callback: an event with a self time is a sample. */
+static int fold_self(void *ctx, uint32_t i, int64_t self) {
+    self_fold *sf = ctx;
+    cl_fold *f = sf->c->f;
+    if (self == 0) return 0;
+    uint32_t node = event_node(sf->c, i);
+    if (node == MD_NONE) return STROBE_ENOMEM;
+    add(f, node, sf->slot, self);
+    sf->count++;
+    size_t made = f->count - sf->base;
+    if (made > sf->key_cap) {
+        size_t cap = sf->key_cap ? sf->key_cap : 256;
+        while (cap < made)
+            cap *= 2;
+        uint32_t *p = realloc(sf->key, cap * sizeof *p);
+        if (p == NULL) return STROBE_ENOMEM;
+        sf->key = p;
+        sf->key_cap = cap;
+    }
+    for (; sf->keyed < made; sf->keyed++)
+        sf->key[sf->keyed] = MD_NONE;
+    /* A parent's key is never above its children's. A node takes the kind of the frame that
+     * made it first: the nodes up from i's are those of i's enclosing operators (x), up to one
+     * with a "Call stack", then its Python frames. */
+    uint32_t x = i;
+    for (uint32_t y = node; y != MD_NONE && y >= sf->base && sf->key[y - sf->base] > i;
+         y = f->nodes[y].parent) {
+        sf->key[y - sf->base] = i;
+        f->nodes[y].kind = CL_FRAME_PYTHON;
+        if (x == MD_NONE) continue;
+        f->nodes[y].kind = (uint8_t)frame_kind(md_kind_of(sf->c->m, x));
+        int stack = sf->c->group == CL_FOLD_STACK && (sf->c->m->ev_flags[x] & MD_F_COLD) &&
+                    md_at(sf->c->m, x).stack;
+        x = stack ? MD_NONE : cl_op_parent(sf->c->m, x);
+    }
+    return 0;
+}
+
+typedef struct node_order {
+    uint32_t key, depth, node;
+} node_order;
+
+static int by_first_event(const void *a, const void *b) {
+    const node_order *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return (x->depth > y->depth) - (x->depth < y->depth);
+}
+
+/* Numbers the nodes from sf->base by (first event, depth), and the child map anew. @return 0 or
+ * STROBE_ENOMEM. */
+static int renumber(self_fold *sf) {
+    cl_fold *f = sf->c->f;
+    size_t n = f->count - sf->base;
+    if (n == 0) return 0;
+    node_order *ord = malloc(n * sizeof *ord);
+    cl_fold_node *old = malloc(n * sizeof *old);
+    uint32_t *to = malloc(n * sizeof *to);
+    int err = ord && old && to ? 0 : STROBE_ENOMEM;
+    for (size_t k = 0; !err && k < n; k++) {
+        uint32_t p = f->nodes[sf->base + k].parent;
+        ord[k].key = sf->key[k];
+        ord[k].depth = p != MD_NONE && p >= sf->base ? ord[p - sf->base].depth + 1 : 0;
+        ord[k].node = (uint32_t)k;
+        old[k] = f->nodes[sf->base + k];
+    }
+    if (!err) {
+        qsort(ord, n, sizeof *ord, by_first_event);
+        for (size_t r = 0; r < n; r++)
+            to[ord[r].node] = sf->base + (uint32_t)r;
+        for (size_t k = 0; k < n; k++) {
+            cl_fold_node x = old[k];
+            if (x.parent != MD_NONE && x.parent >= sf->base) x.parent = to[x.parent - sf->base];
+            f->nodes[to[k]] = x;
+        }
+        strobe__u64map_free(&f->children);
+        if (strobe__u64map_reserve(&f->children, f->count)) err = STROBE_ENOMEM;
+        for (size_t k = 1; !err && k < f->count; k++) {
+            uint64_t *v = strobe__u64map_put(
+                &f->children, (uint64_t)f->nodes[k].parent << 32 | f->nodes[k].name, NULL);
+            if (v == NULL) err = STROBE_ENOMEM;
+            if (v) *v = k;
+        }
+    }
+    free(ord);
+    free(old);
+    free(to);
+    return err;
+}
+
 int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_group group, int slot,
                 uint64_t *samples) {
     size_t nev = m->count ? m->count : 1;
@@ -196,31 +309,37 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
     uint64_t count = 0;
     int64_t *w = NULL;
     uint32_t *owner = NULL;
-    uint8_t *merged = NULL;
     int err = STROBE_ENOMEM;
-    c.memo = malloc(nev * sizeof *c.memo);
+    c.memo = malloc(((size_t)1 << MEMO_BITS) * sizeof *c.memo);
     if (c.memo == NULL) goto done;
-    for (size_t i = 0; i < m->count; i++)
-        c.memo[i] = MD_NONE;
-    /* zeroed: cl_link() sets 1 + the owner where there is one */
+    for (size_t k = 0; k < (size_t)1 << MEMO_BITS; k++)
+        c.memo[k].ev = MD_NONE;
+    if (metric == CL_FOLD_SELF_CPU) {
+        /* Each event of the CPU tree with a self time is a sample, thread by thread. */
+        self_fold sf = {.c = &c, .slot = slot, .base = (uint32_t)f->count};
+        err = cl_cpu_selfs(m, fold_self, &sf);
+        if (!err) err = renumber(&sf);
+        free(sf.key);
+        count = sf.count;
+        goto done;
+    }
+    /* zeroed: cl_link() sets 1 + the owner where there is one, so that a trace without device
+     * work or memory events never touches its pages */
     if (metric != CL_FOLD_SAMPLES && (owner = calloc(nev, sizeof *owner)) == NULL) goto done;
 
     switch (metric) {
     case CL_FOLD_SELF_CPU:
+        break;
     case CL_FOLD_SELF_CUDA_OP:
-        /* A weight per event, then each row that has one is a sample. */
+        /* A weight per operator (touched only where device work is), then each row that has
+         * one is a sample. */
         w = calloc(nev, sizeof *w);
-        merged = malloc(nev);
-        if (w == NULL || merged == NULL) goto done;
-        if (metric == CL_FOLD_SELF_CPU) {
-            if (cl_cpu_tree(m, owner, w, merged)) goto done;
-        } else {
-            if (cl_link(m, owner)) goto done;
-            for (size_t i = 0; i < m->count; i++) {
-                uint32_t o = owner[i] - 1; /* MD_NONE where 0 */
-                if (md_is_device_work(md_kind_of(m, (uint32_t)i)) && o != MD_NONE)
-                    w[o] = md_add_sat(w[o], md_dur(m, (uint32_t)i));
-            }
+        if (w == NULL) goto done;
+        if (cl_link(m, owner)) goto done;
+        for (size_t i = 0; i < m->count; i++) {
+            uint32_t o = owner[i] - 1; /* MD_NONE where 0 */
+            if (md_is_device_work(md_kind_of(m, (uint32_t)i)) && o != MD_NONE)
+                w[o] = md_add_sat(w[o], md_dur(m, (uint32_t)i));
         }
         for (size_t i = 0; i < m->count; i++) {
             if (w[i] == 0 || !cl_is_row(md_kind_of(m, (uint32_t)i))) continue;
@@ -290,7 +409,6 @@ done:
     strobe__u64map_free(&c.natives);
     free(w);
     free(owner);
-    free(merged);
     return err;
 }
 

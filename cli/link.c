@@ -119,6 +119,96 @@ int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *mer
     return 0;
 }
 
+/* An open event of the tree on one thread. */
+typedef struct open_ev {
+    uint32_t i, first; /* the event; its first child */
+    uint8_t nchild;    /* its children, held at 2 */
+    uint8_t merged;
+    int64_t end, self; /* its end; its self time so far */
+} open_ev;
+
+typedef struct self_walk {
+    const md_model *m;
+    uint8_t *merged; /* a bit per event */
+    open_ev *stack;
+    size_t depth, cap;
+    int (*fn)(void *, uint32_t, int64_t);
+    void *ctx;
+} self_walk;
+
+static int bit(const uint8_t *b, uint32_t i) {
+    return b[i >> 3] >> (i & 7) & 1;
+}
+
+/* Pops the top: in pass 1 its only child is merged into it when of its name (cl_cpu_tree's
+ * top-down merging comes to this: a merged event's parent ends up with the child count of its
+ * only child); in pass 2 its self time is complete. */
+static int self_pop(self_walk *w, int pass) {
+    const open_ev *o = &w->stack[--w->depth];
+    if (pass == 1) {
+        if (o->nchild == 1 && md_name_of(w->m, o->first) == md_name_of(w->m, o->i))
+            w->merged[o->first >> 3] |= (uint8_t)(1u << (o->first & 7));
+        return 0;
+    }
+    return o->merged ? 0 : w->fn(w->ctx, o->i, o->self);
+}
+
+int cl_cpu_selfs(const md_model *m, int (*fn)(void *ctx, uint32_t i, int64_t self), void *ctx) {
+    self_walk w = {.m = m, .fn = fn, .ctx = ctx};
+    int err = 0;
+    w.merged = calloc((m->count + 8) / 8, 1);
+    if (w.merged == NULL) return STROBE_ENOMEM;
+    for (int pass = 1; pass <= 2 && !err; pass++) {
+        for (size_t t = 0; t < m->thread_count && !err; t++) {
+            const md_thread *th = &m->threads[t];
+            for (size_t k = 0; k < th->count && !err; k++) {
+                uint32_t i = th->order[k];
+                const md_event e_ev = md_at(m, i), *e = &e_ev;
+                if (!cl_in_cpu_tree(m, e)) continue;
+                int64_t end = md_add_sat(e->ts, e->dur);
+                while (w.depth && !err) {
+                    const open_ev *top = &w.stack[w.depth - 1];
+                    if (e->ts < top->end && end <= top->end) break;
+                    err = self_pop(&w, pass);
+                }
+                if (err) break;
+                if (w.depth == w.cap) {
+                    size_t cap = w.cap ? w.cap * 2 : 64;
+                    open_ev *s = realloc(w.stack, cap * sizeof *s);
+                    if (s == NULL) {
+                        err = STROBE_ENOMEM;
+                        break;
+                    }
+                    w.stack = s;
+                    w.cap = cap;
+                }
+                open_ev *o = &w.stack[w.depth++], *p = w.depth > 1 ? o - 1 : NULL;
+                *o = (open_ev){.i = i, .first = MD_NONE, .end = end};
+                if (pass == 1) {
+                    if (p && p->nchild++ == 0) p->first = i;
+                    if (p && p->nchild > 2) p->nchild = 2;
+                    continue;
+                }
+                /* A merged event adds nothing; its children are its parent's. */
+                while (p && p->merged)
+                    p = p == w.stack ? NULL : p - 1;
+                if (bit(w.merged, i)) {
+                    o->merged = 1;
+                    continue;
+                }
+                o->self = md_add_sat(0, e->dur);
+                if (p) p->self = md_sub_sat(p->self, e->dur);
+            }
+            while (w.depth && !err)
+                err = self_pop(&w, pass);
+            w.depth = 0;
+        }
+    }
+    free(w.stack);
+    free(w.merged);
+    return err;
+}
+
 /* ---- int64 -> event lookups ----------------------------------------------------------------- */
 
 /* The event an id maps to; ids are non-negative (a negative one is absent), as are the map's

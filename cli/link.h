@@ -43,6 +43,12 @@ int cl_in_cpu_tree(const md_model *m, const md_event *e);
  * merged[i]. @return 0 or STROBE_ENOMEM. */
 int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *merged);
 
+/* cl_cpu_tree's self times without its arrays: calls fn(ctx, i, self) for each event of the tree
+ * that is not merged, with self[i], thread by thread, once the event's last child is seen; it
+ * holds a bit per event and a stack as deep as the tree. @return 0, STROBE_ENOMEM, or the first
+ * non-zero return of fn (which stops the walk). */
+int cl_cpu_selfs(const md_model *m, int (*fn)(void *ctx, uint32_t i, int64_t self), void *ctx);
+
 /* The innermost row enclosing event i on its thread (skipping python functions and other
  * ranges in between), or MD_NONE. */
 uint32_t cl_row_parent(const md_model *m, uint32_t i);

@@ -10,10 +10,10 @@
 # python3.
 set -u
 strobe=$1; src=$2; work=$3; events=${4:-400000}
-# The commands that meet the rule today; summary, stacks, steps, diff and the HTA commands that read
-# CPU rows (idle, queue, launches, ranks, annotations) still keep tables of their own per event
-# and peak at 45-65% (bench/mem_cli.sh).
-cmds=${5:-"info check kernels breakdown overlap"}
+# The commands that meet the rule today (diff compares the trace with itself); steps and the HTA
+# commands that read CPU rows (idle, queue, launches, ranks, annotations) still keep tables of
+# their own per event and peak at 55-65% (bench/mem_cli.sh).
+cmds=${5:-"info check kernels breakdown overlap summary stacks diff"}
 [ -x /usr/bin/time ] || { echo "cli_mem_peak: SKIP: no GNU time (/usr/bin/time)"; exit 77; }
 command -v python3 > /dev/null || { echo "cli_mem_peak: SKIP: no python3"; exit 77; }
 mkdir -p "$work"
@@ -23,8 +23,11 @@ echo '{"traceEvents":[]}' > "$work/empty.json"
 size=$(wc -c < "$trace")
 # rss CMD TRACE: max RSS (KB) of a run that must succeed (check exits 0 on a clean trace)
 rss() {
-    /usr/bin/time -f %M -o "$work/time" "$strobe" "$1" -q "$2" > /dev/null || {
-        echo "cli_mem_peak: FAIL: strobe $1 $2 failed" >&2
+    if [ "$1" = diff ]; then set -- "$1" "$2" "$2"; fi
+    cmd=$1
+    shift
+    /usr/bin/time -f %M -o "$work/time" "$strobe" "$cmd" -q "$@" > /dev/null || {
+        echo "cli_mem_peak: FAIL: strobe $cmd $* failed" >&2
         return 1
     }
     tail -n 1 "$work/time"
