@@ -141,8 +141,9 @@ static int profiler_steps(const hta_set *s, int64_t **out, size_t *n) {
     if (v == NULL) return STROBE_ENOMEM;
     for (size_t r = 0; r < s->count; r++) {
         const hta_rank *rk = &s->ranks[r];
-        for (size_t i = 0; i < rk->cpu_count; i++) {
-            const char *name = md_str(&rk->m, md_name_of(&rk->m, rk->cpu[i].ev));
+        hta_row w;
+        for (size_t i = 0; hta_cpu_next(rk, &i, &w); i++) {
+            const char *name = md_str(&rk->m, md_name_of(&rk->m, w.ev));
             if (strncmp(name, "ProfilerStep", 12) != 0) continue;
             int64_t it = hta_step_number(name);
             if (it != -1) v[k++] = it;
@@ -216,14 +217,14 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
         const hta_rank *rk = &s->ranks[r];
         rc = hta_iterations(rk, &its[r]);
         for (int pass = 0; rc == 0 && pass < 2; pass++) {
-            const hta_row *rows = pass ? rk->rows : rk->cpu;
-            size_t n = pass ? rk->count : rk->cpu_count;
-            for (size_t i = 0; i < n; i++) {
-                long at = hta_find_i64(sel, nsel, its[r][rows[i].ev]);
+            hta_row cw;
+            for (size_t i = 0, j = 0; pass ? hta_cpu_next(rk, &j, &cw) : i < rk->count; i++, j++) {
+                const hta_row *w = pass ? &cw : &rk->rows[i];
+                long at = hta_find_i64(sel, nsel, its[r][w->ev]);
                 if (at < 0) continue;
                 seen[at] = 1;
-                if (rows[i].ts < t_min) t_min = rows[i].ts;
-                if (rows[i].end > t_max) t_max = rows[i].end;
+                if (w->ts < t_min) t_min = w->ts;
+                if (w->end > t_max) t_max = w->end;
             }
         }
         nkrows += rk->count;
@@ -362,8 +363,9 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
         const hta_rank *r = &s->ranks[k];
-        for (size_t i = 0; rc == 0 && i < r->cpu_count; i++) {
-            const hta_row *w = &r->cpu[i];
+        hta_row cw;
+        for (size_t i = 0; rc == 0 && hta_cpu_next(r, &i, &cw); i++) {
+            const hta_row *w = &cw;
             const char *name = md_str(&r->m, md_name_of(&r->m, w->ev));
             if (strncmp(name, "ProfilerStep", 12) != 0) continue;
             rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(hta_step_number(name)),

@@ -133,10 +133,35 @@ static void rank_row(const md_model *m, const md_event *e, uint32_t i, hta_row *
     w->mult = 1;
 }
 
+int hta_cpu_next(const hta_rank *r, size_t *i, hta_row *w) {
+    const md_model *m = &r->m;
+    size_t k = *i;
+    if (r->cpu_bits == NULL || k >= m->count) return 0;
+    uint64_t word = r->cpu_bits[k / 64] >> (k % 64);
+    while (word == 0) {
+        k = (k / 64 + 1) * 64;
+        if (k >= m->count) return 0;
+        word = r->cpu_bits[k / 64];
+    }
+    k += (size_t)__builtin_ctzll(word);
+    if (k >= m->count) return 0;
+    hta_row_at(r, (uint32_t)k, w);
+    *i = k;
+    return 1;
+}
+
+void hta_row_at(const hta_rank *r, uint32_t i, hta_row *w) {
+    md_event e;
+    e.ts = md_ts(&r->m, i);
+    e.dur = md_dur(&r->m, i);
+    rank_row(&r->m, &e, i, w);
+}
+
 /* Fills r->rows: HTA's times for every row, then the restriction (when `restrict`), then the rows
- * with a stream. Passes over the model rather than a copy of every row: a first one for the
- * counts and the restriction's limit, one for the kept CPU rows' correlations (only when there
- * are GPU rows for them to count), and one that fills the two arrays, each of its exact size. */
+ * with a stream (and r->cpu_bits, the others). Passes over the model rather than a copy of every
+ * row: a first one for the counts and the restriction's limit, one for the kept CPU rows'
+ * correlations (only when there are GPU rows for them to count), and one that fills the rows (of
+ * their exact size) and the CPU rows' bits. */
 static int build_rank(hta_rank *r, int restrict_steps, int no_cpu_rows) {
     const md_model *m = &r->m;
     size_t n_stream = 0, n_other = 0, ncpu = 0, ngpu = 0, nc = 0;
@@ -176,7 +201,7 @@ static int build_rank(hta_rank *r, int restrict_steps, int no_cpu_rows) {
         qsort(corrs, nc, sizeof *corrs, by_i64);
     }
     hta_row *all = malloc((n_stream ? n_stream : 1) * sizeof *all);
-    hta_row *cpu = no_cpu_rows ? NULL : malloc((n_other ? n_other : 1) * sizeof *cpu);
+    uint64_t *cpu = no_cpu_rows ? NULL : calloc(m->count / 64 + 1, sizeof *cpu);
     if (all == NULL || (cpu == NULL && !no_cpu_rows)) {
         free(corrs);
         free(all);
@@ -208,14 +233,16 @@ static int build_rank(hta_rank *r, int restrict_steps, int no_cpu_rows) {
         if (!w.mult) continue;
         if (e->stream != -1)
             all[kept++] = w;
-        else if (cpu)
-            cpu[ncpu_kept++] = w;
+        else if (cpu) {
+            cpu[i / 64] |= (uint64_t)1 << (i % 64);
+            ncpu_kept++;
+        }
     }
     qsort(all, kept, sizeof *all, by_row_ts);
     free(corrs);
     r->rows = all;
     r->count = kept;
-    r->cpu = cpu;
+    r->cpu_bits = cpu;
     r->cpu_count = ncpu_kept;
     return 0;
 }
@@ -421,7 +448,7 @@ void hta_free(hta_set *s) {
     for (size_t k = 0; k < s->count; k++) {
         md_free(&s->ranks[k].m);
         free(s->ranks[k].rows);
-        free(s->ranks[k].cpu);
+        free(s->ranks[k].cpu_bits);
     }
     free(s->ranks);
     memset(s, 0, sizeof *s);

@@ -51,7 +51,8 @@ typedef struct hta_rank {
     int64_t rank;
     hta_row *rows; /* kept rows with stream != -1 ("GPU kernels"), sorted by ts */
     size_t count;
-    hta_row *cpu; /* kept rows with stream -1, in file order */
+    uint64_t *cpu_bits; /* the kept rows with stream -1: bit i (word i / 64) of event i set; read
+                           them with hta_cpu_next (a bit per event, not a row per CPU operator) */
     size_t cpu_count;
     int64_t min_ts; /* the earliest row's ts, before the restriction (INT64_MAX: no row) */
 } hta_rank;
@@ -69,9 +70,16 @@ typedef struct hta_set {
  * jobs (distributedInfo.world_size differs); says how many malformed events each file had.
  * @return 0, or CLI_BAD_INPUT after the message; hta_free() in every case. */
 int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet);
-/* hta_load() that builds no hta_rank.cpu rows when no_cpu_rows (cpu NULL, cpu_count 0). */
+/* hta_load() that marks no hta_rank.cpu_bits rows when no_cpu_rows (cpu_bits NULL, cpu_count 0). */
 int hta_load_rows(hta_set *s, const char *cmd, char **paths, size_t n, int quiet, int no_cpu_rows);
 void hta_free(hta_set *s);
+
+/* The rank's first kept CPU row (stream -1) at or after event *i, in file order: sets *i to its
+ * event and *w to the row (mult 1). @return 1, or 0 when there is none. Walks them all as
+ *   for (size_t i = 0; hta_cpu_next(r, &i, &w); i++) ... */
+int hta_cpu_next(const hta_rank *r, size_t *i, hta_row *w);
+/* Event i's row, kept or not: HTA's times (as in rows and hta_cpu_next), mult 1. */
+void hta_row_at(const hta_rank *r, uint32_t i, hta_row *w);
 
 /* A row HTA keeps of the file (before the restriction), and a row of its GPUKernelFilter. */
 int hta_is_row(const md_model *m, const md_event *e);
@@ -200,7 +208,7 @@ typedef struct hta_command {
 /* Runs the command c on argv (argv[0] its name) with the command's own state ctx.
  * @return the exit status. */
 int hta_main(const hta_command *c, void *ctx, int argc, char **argv);
-/* hta_main() for a command whose run reads no hta_rank.cpu (no_cpu_rows 1): those rows, one per
+/* hta_main() for a command whose run reads no CPU rows (no_cpu_rows 1): those rows, one per
  * CPU operator, are then not built (see hta_load_rows). */
 int hta_main_rows(const hta_command *c, void *ctx, int argc, char **argv, int no_cpu_rows);
 
