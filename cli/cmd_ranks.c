@@ -10,7 +10,7 @@
  *     earliest row of all ranks, before the restriction), dur, and end = ts + dur.
  *   - profiler steps (get_profiler_steps): the distinct iters of that table but -1, sorted; the
  *     selection (profiler_steps, --steps) keeps those of the given ones; none is an error.
- *   - the rows of all ranks whose iteration (hta_iterations, HTA's add_iteration) is selected:
+ *   - the rows of all ranks whose iteration (hta_iteration, HTA's add_iteration) is selected:
  *     t_min, their smallest ts; mean_iter_time = (their largest ts + dur - t_min) / the number of
  *     distinct iterations among them; min_duration = mean_iter_time * 0.01.
  *   - long communication kernels: those rows with stream > 0, iteration > 0, dur >= min_duration
@@ -167,7 +167,8 @@ typedef struct strag_args {
 /* HTA's potential stragglers into t (rank, is_straggler). @return 0, STROBE_ENOMEM, or HTA_REPORTED
  * after a message (--steps names no profiler step). *why is set when HTA would raise an error. */
 static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const char **why) {
-    int64_t *avail = NULL, *sel = NULL, **its = calloc(s->count ? s->count : 1, sizeof *its);
+    int64_t *avail = NULL, *sel = NULL;
+    hta_iters *its = calloc(s->count ? s->count : 1, sizeof *its);
     size_t navail = 0, nsel = 0, nk = 0, nlast = 0;
     kern *ks = NULL;
     uint8_t *seen = NULL;
@@ -215,12 +216,12 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
     size_t nkrows = 0;
     for (size_t r = 0; rc == 0 && r < s->count; r++) {
         const hta_rank *rk = &s->ranks[r];
-        rc = hta_iterations(rk, &its[r]);
+        rc = hta_iters_init(&its[r], rk);
         for (int pass = 0; rc == 0 && pass < 2; pass++) {
             hta_row cw;
             for (size_t i = 0, j = 0; pass ? hta_cpu_next(rk, &j, &cw) : i < rk->count; i++, j++) {
                 const hta_row *w = pass ? &cw : &rk->rows[i];
-                long at = hta_find_i64(sel, nsel, its[r][w->ev]);
+                long at = hta_find_i64(sel, nsel, hta_iteration(&its[r], w->ev));
                 if (at < 0) continue;
                 seen[at] = 1;
                 if (w->ts < t_min) t_min = w->ts;
@@ -248,7 +249,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
         for (size_t i = 0; i < rk->count; i++) {
             const hta_row *w = &rk->rows[i];
             const md_event e_ev = md_at(&rk->m, w->ev), *e = &e_ev;
-            int64_t it = its[r][w->ev];
+            int64_t it = hta_iteration(&its[r], w->ev);
             const char *name = md_str(&rk->m, e->name);
             if (e->stream <= 0 || it == HTA_NO_ITER || it <= 0 || hta_find_i64(sel, nsel, it) < 0 ||
                 !((double)(w->end - w->ts) >= min_dur) || strncmp(name, "ncclKernel", 10) != 0)
@@ -346,7 +347,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
     }
 done:
     for (size_t r = 0; its && r < s->count; r++)
-        free(its[r]);
+        hta_iters_free(&its[r]);
     free(its);
     free(avail);
     free(sel);

@@ -96,11 +96,26 @@ int hta_is_gpu_row(const md_model *m, const md_event *e);
  *     none (HTA's NaN), and so here do CPU rows with stream > 0 (in HTA none when they have a GPU
  *     partner, whose iteration is not set yet, else -1: no analysis here looks at them). (HTA's
  * index_correlation > 0 test also leaves out the file's first row as a partner; that row, whose
- * index is 0, is taken here like any other.) Sets (*iter)[i] for every model event i: its
- * iteration, HTA_NO_ITER when none or no row.
- * @return 0 or STROBE_ENOMEM; the caller frees *iter. */
+ * index is 0, is taken here like any other.) */
 #define HTA_NO_ITER INT64_MIN
-int hta_iterations(const hta_rank *r, int64_t **iter);
+typedef struct hta_corr_row {
+    int64_t corr;
+    size_t ev;
+} hta_corr_row;
+/* What an event's iteration is computed from (hta_iters_init: one pass over the rank), so that
+ * no value per event is kept: the steps (ts, end, number) and the CPU rows with a correlation. */
+typedef struct hta_iters {
+    const hta_rank *r;
+    int64_t *steps;
+    size_t nsteps;
+    hta_corr_row *cr;
+    size_t ncorr;
+} hta_iters;
+/* @return 0 or STROBE_ENOMEM; hta_iters_free() in every case. */
+int hta_iters_init(hta_iters *it, const hta_rank *r);
+void hta_iters_free(hta_iters *it);
+/* Model event ev's iteration: its number, -1, or HTA_NO_ITER when none or no row. */
+int64_t hta_iteration(const hta_iters *it, uint32_t ev);
 
 /* The N of "ProfilerStep\s*#\s*(\d+)" at the start of name, or -1. */
 int64_t hta_step_number(const char *name);
