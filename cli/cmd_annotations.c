@@ -134,10 +134,11 @@ static int rank_rows(const hta_rank *r, const an_args *a, an_row **out, size_t *
     size_t num = a->num;
     size_t n = 0;
     for (int pass = 0; pass < 2; pass++) {
-        const hta_row *rows = pass ? r->rows : r->cpu;
-        size_t count = pass ? r->count : r->cpu_count;
-        for (size_t k = 0; k < count; k++)
-            if (is_annotation(r, &rows[k], cat)) n += rows[k].mult;
+        hta_row cw;
+        for (size_t k = 0, j = 0; pass ? k < r->count : hta_cpu_next(r, &j, &cw); k++, j++) {
+            const hta_row *w = pass ? &r->rows[k] : &cw;
+            if (is_annotation(r, w, cat)) n += w->mult;
+        }
     }
     if (n == 0) return 0;
     hta_dur *d = malloc(n * sizeof *d);
@@ -146,13 +147,12 @@ static int rank_rows(const hta_rank *r, const an_args *a, an_row **out, size_t *
     int rc = d && v && names ? 0 : STROBE_ENOMEM;
     size_t nn = 0, j = 0;
     for (int pass = 0; !rc && pass < 2; pass++) {
-        const hta_row *rows = pass ? r->rows : r->cpu;
-        size_t count = pass ? r->count : r->cpu_count;
-        for (size_t k = 0; k < count; k++) {
-            if (!is_annotation(r, &rows[k], cat)) continue;
-            for (uint32_t m = 0; m < rows[k].mult; m++)
-                d[j++] = (hta_dur){md_str(&r->m, md_name_of(&r->m, rows[k].ev)),
-                                   rows[k].end - rows[k].ts};
+        hta_row cw;
+        for (size_t k = 0, i = 0; pass ? k < r->count : hta_cpu_next(r, &i, &cw); k++, i++) {
+            const hta_row *w = pass ? &r->rows[k] : &cw;
+            if (!is_annotation(r, w, cat)) continue;
+            for (uint32_t m = 0; m < w->mult; m++)
+                d[j++] = (hta_dur){md_str(&r->m, md_name_of(&r->m, w->ev)), w->end - w->ts};
         }
     }
     if (!rc) nn = hta_name_table(d, n, v, names);

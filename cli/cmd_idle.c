@@ -101,23 +101,22 @@ static const char *const cat_names[3] = {"host_wait", "kernel_wait", "other"};
 static int rank_rows(const hta_set *s, const hta_rank *r, int64_t delay, hta_table *t) {
     const md_model *m = &r->m;
     size_t nev = m->count ? m->count : 1;
-    /* HTA's ts of each kept row, by event (INT64_MIN: not kept). */
-    int64_t *kept_ts = malloc(nev * sizeof *kept_ts);
+    /* The kept rows, a bit per event (their ts: hta_row_at). */
+    uint64_t *kept = calloc(nev / 64 + 1, sizeof *kept);
     pair *cpu = malloc(nev * sizeof *cpu);
     size_t total = 0;
     for (size_t k = 0; k < r->count; k++)
         total += r->rows[k].mult;
     krow *rows = malloc((total ? total : 1) * sizeof *rows);
     sorder *so = malloc((total ? total : 1) * sizeof *so);
-    int rc = kept_ts && cpu && rows && so ? 0 : STROBE_ENOMEM;
+    int rc = kept && cpu && rows && so ? 0 : STROBE_ENOMEM;
     size_t nc = 0, n = 0, ns = 0;
     if (rc) goto out;
-    for (size_t i = 0; i < m->count; i++)
-        kept_ts[i] = INT64_MIN;
     for (size_t k = 0; k < r->count; k++)
-        kept_ts[r->rows[k].ev] = r->rows[k].ts;
-    for (size_t k = 0; k < r->cpu_count; k++)
-        kept_ts[r->cpu[k].ev] = r->cpu[k].ts;
+        kept[r->rows[k].ev / 64] |= (uint64_t)1 << (r->rows[k].ev % 64);
+    if (r->cpu_bits)
+        for (size_t k = 0; k < nev / 64 + 1; k++)
+            kept[k] |= r->cpu_bits[k];
     /* The CPU rows with a correlation, before the restriction, by correlation and file order. */
     uint32_t event0 = UINT32_MAX;
     for (size_t i = 0; i < m->count; i++) {
@@ -144,14 +143,16 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t delay, hta_tab
                  : e->corr >= 0                        ? event0
                                                        : UINT32_MAX;
         }
+        hta_row rt_row = {0, 0, 0, 0};
+        if (rt != UINT32_MAX) hta_row_at(r, rt, &rt_row);
         for (uint32_t c = 0; c < w->mult; c++) {
             krow *x = &rows[n++];
             x->stream = e->stream;
             x->ts = w->ts;
             x->end = w->end;
             x->order = (s->restricted && !hta_is_gpu_row(m, e) ? (uint64_t)1 << 32 : 0) + w->ev;
-            x->has_runtime = rt != UINT32_MAX && kept_ts[rt] != INT64_MIN;
-            x->runtime = x->has_runtime ? kept_ts[rt] : 0;
+            x->has_runtime = rt != UINT32_MAX && (kept[rt / 64] >> (rt % 64) & 1);
+            x->runtime = x->has_runtime ? rt_row.ts : 0;
         }
     }
     qsort(rows, n, sizeof *rows, by_stream_ts);
@@ -181,7 +182,7 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t delay, hta_tab
         }
     }
 out:
-    free(kept_ts);
+    free(kept);
     free(cpu);
     free(rows);
     free(so);

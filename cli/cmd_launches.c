@@ -87,9 +87,10 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
         size_t nc = 0, ng = 0;
         uint64_t shorts = 0, slow = 0, late = 0;
         if (corrs == NULL || g == NULL) rc = STROBE_ENOMEM;
-        for (size_t i = 0; rc == 0 && i < r->cpu_count; i++)
-            if (hta_is_launch(md_str(m, md_name_of(m, r->cpu[i].ev))))
-                corrs[nc++] = md_at(m, r->cpu[i].ev).corr;
+        hta_row cpu_row;
+        for (size_t i = 0; rc == 0 && hta_cpu_next(r, &i, &cpu_row); i++)
+            if (hta_is_launch(md_str(m, md_name_of(m, cpu_row.ev))))
+                corrs[nc++] = md_at(m, cpu_row.ev).corr;
         for (size_t i = 0; rc == 0 && i < r->count; i++)
             if (hta_is_launch(md_str(m, md_name_of(m, r->rows[i].ev))))
                 corrs[nc++] = md_at(m, r->rows[i].ev).corr;
@@ -99,8 +100,8 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
             if (hta_find_i64(corrs, nc, c) >= 0) g[ng++] = (gpu_ref){c, &r->rows[i]};
         }
         if (rc == 0) qsort(g, ng, sizeof *g, by_corr);
-        for (size_t i = 0; rc == 0 && i < r->cpu_count; i++) {
-            const hta_row *cw = &r->cpu[i];
+        for (size_t i = 0; rc == 0 && hta_cpu_next(r, &i, &cpu_row); i++) {
+            const hta_row *cw = &cpu_row;
             int64_t c = md_at(m, cw->ev).corr;
             if (hta_find_i64(corrs, nc, c) < 0) continue;
             size_t lo = 0, hi = ng;

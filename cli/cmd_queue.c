@@ -143,14 +143,15 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
     }
     /* Launches, in HTA's row order (kept kernels' rows first when restricted, then CPU rows). */
     for (int pass = 0; pass < 2; pass++) {
-        const hta_row *arr = pass == 0 ? r->rows : r->cpu;
-        size_t n = pass == 0 ? r->count : r->cpu_count;
-        for (size_t k = 0; k < n; k++) {
-            const md_event e_ev = md_at(m, arr[k].ev), *e = &e_ev;
+        hta_row cw;
+        for (size_t k = 0, ev = 0; pass == 0 ? k < r->count : hta_cpu_next(r, &ev, &cw);
+             k++, ev++) {
+            const hta_row *w = pass == 0 ? &r->rows[k] : &cw;
+            const md_event e_ev = md_at(m, w->ev), *e = &e_ev;
             if (!hta_is_launch(md_str(m, e->name)) || hta_is_gpu_row(m, e) || e->corr == -1 ||
                 hta_find_i64(linked, nl, e->corr) < 0)
                 continue;
-            uint64_t order = (s->restricted && pass == 1 ? (uint64_t)1 << 32 : 0) + arr[k].ev;
+            uint64_t order = (s->restricted && pass == 1 ? (uint64_t)1 << 32 : 0) + w->ev;
             size_t lo = 0, hi = nks;
             while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
@@ -169,7 +170,7 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
                     st = g;
                     cap *= 2;
                 }
-                st[nsteps++] = (step){md_at(m, ks[j].w->ev).stream, arr[k].ts, order, 1};
+                st[nsteps++] = (step){md_at(m, ks[j].w->ev).stream, w->ts, order, 1};
             }
         }
     }
@@ -224,11 +225,12 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
     if (rc == 0 && blocked) {
         int64_t lo = INT64_MAX, hi = INT64_MIN;
         for (int pass = 0; pass < 2; pass++) {
-            const hta_row *arr = pass == 0 ? r->rows : r->cpu;
-            size_t n = pass == 0 ? r->count : r->cpu_count;
-            for (size_t k = 0; k < n; k++) {
-                if (arr[k].ts < lo) lo = arr[k].ts;
-                if (arr[k].ts > hi) hi = arr[k].ts;
+            hta_row cw;
+            for (size_t k = 0, j = 0; pass == 0 ? k < r->count : hta_cpu_next(r, &j, &cw);
+                 k++, j++) {
+                const hta_row *w = pass == 0 ? &r->rows[k] : &cw;
+                if (w->ts < lo) lo = w->ts;
+                if (w->ts > hi) hi = w->ts;
             }
         }
         rc = HTA_ROW(bt, HTA_INT(r->rank), HTA_INT(blocked_stream), HTA_INT(blocked_time),

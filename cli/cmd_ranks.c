@@ -10,7 +10,7 @@
  *     earliest row of all ranks, before the restriction), dur, and end = ts + dur.
  *   - profiler steps (get_profiler_steps): the distinct iters of that table but -1, sorted; the
  *     selection (profiler_steps, --steps) keeps those of the given ones; none is an error.
- *   - the rows of all ranks whose iteration (hta_iterations, HTA's add_iteration) is selected:
+ *   - the rows of all ranks whose iteration (hta_iteration, HTA's add_iteration) is selected:
  *     t_min, their smallest ts; mean_iter_time = (their largest ts + dur - t_min) / the number of
  *     distinct iterations among them; min_duration = mean_iter_time * 0.01.
  *   - long communication kernels: those rows with stream > 0, iteration > 0, dur >= min_duration
@@ -141,8 +141,9 @@ static int profiler_steps(const hta_set *s, int64_t **out, size_t *n) {
     if (v == NULL) return STROBE_ENOMEM;
     for (size_t r = 0; r < s->count; r++) {
         const hta_rank *rk = &s->ranks[r];
-        for (size_t i = 0; i < rk->cpu_count; i++) {
-            const char *name = md_str(&rk->m, md_name_of(&rk->m, rk->cpu[i].ev));
+        hta_row w;
+        for (size_t i = 0; hta_cpu_next(rk, &i, &w); i++) {
+            const char *name = md_str(&rk->m, md_name_of(&rk->m, w.ev));
             if (strncmp(name, "ProfilerStep", 12) != 0) continue;
             int64_t it = hta_step_number(name);
             if (it != -1) v[k++] = it;
@@ -166,7 +167,8 @@ typedef struct strag_args {
 /* HTA's potential stragglers into t (rank, is_straggler). @return 0, STROBE_ENOMEM, or HTA_REPORTED
  * after a message (--steps names no profiler step). *why is set when HTA would raise an error. */
 static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const char **why) {
-    int64_t *avail = NULL, *sel = NULL, **its = calloc(s->count ? s->count : 1, sizeof *its);
+    int64_t *avail = NULL, *sel = NULL;
+    hta_iters *its = calloc(s->count ? s->count : 1, sizeof *its);
     size_t navail = 0, nsel = 0, nk = 0, nlast = 0;
     kern *ks = NULL;
     uint8_t *seen = NULL;
@@ -214,16 +216,16 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
     size_t nkrows = 0;
     for (size_t r = 0; rc == 0 && r < s->count; r++) {
         const hta_rank *rk = &s->ranks[r];
-        rc = hta_iterations(rk, &its[r]);
+        rc = hta_iters_init(&its[r], rk);
         for (int pass = 0; rc == 0 && pass < 2; pass++) {
-            const hta_row *rows = pass ? rk->rows : rk->cpu;
-            size_t n = pass ? rk->count : rk->cpu_count;
-            for (size_t i = 0; i < n; i++) {
-                long at = hta_find_i64(sel, nsel, its[r][rows[i].ev]);
+            hta_row cw;
+            for (size_t i = 0, j = 0; pass ? hta_cpu_next(rk, &j, &cw) : i < rk->count; i++, j++) {
+                const hta_row *w = pass ? &cw : &rk->rows[i];
+                long at = hta_find_i64(sel, nsel, hta_iteration(&its[r], w->ev));
                 if (at < 0) continue;
                 seen[at] = 1;
-                if (rows[i].ts < t_min) t_min = rows[i].ts;
-                if (rows[i].end > t_max) t_max = rows[i].end;
+                if (w->ts < t_min) t_min = w->ts;
+                if (w->end > t_max) t_max = w->end;
             }
         }
         nkrows += rk->count;
@@ -247,7 +249,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
         for (size_t i = 0; i < rk->count; i++) {
             const hta_row *w = &rk->rows[i];
             const md_event e_ev = md_at(&rk->m, w->ev), *e = &e_ev;
-            int64_t it = its[r][w->ev];
+            int64_t it = hta_iteration(&its[r], w->ev);
             const char *name = md_str(&rk->m, e->name);
             if (e->stream <= 0 || it == HTA_NO_ITER || it <= 0 || hta_find_i64(sel, nsel, it) < 0 ||
                 !((double)(w->end - w->ts) >= min_dur) || strncmp(name, "ncclKernel", 10) != 0)
@@ -345,7 +347,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
     }
 done:
     for (size_t r = 0; its && r < s->count; r++)
-        free(its[r]);
+        hta_iters_free(&its[r]);
     free(its);
     free(avail);
     free(sel);
@@ -362,8 +364,9 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
         const hta_rank *r = &s->ranks[k];
-        for (size_t i = 0; rc == 0 && i < r->cpu_count; i++) {
-            const hta_row *w = &r->cpu[i];
+        hta_row cw;
+        for (size_t i = 0; rc == 0 && hta_cpu_next(r, &i, &cw); i++) {
+            const hta_row *w = &cw;
             const char *name = md_str(&r->m, md_name_of(&r->m, w->ev));
             if (strncmp(name, "ProfilerStep", 12) != 0) continue;
             rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(hta_step_number(name)),

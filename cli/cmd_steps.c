@@ -176,10 +176,103 @@ static int is_dataloader_name(const char *n) {
 }
 
 /* The plugin's CPU-side types: Operator, user annotations (both kinds), and category Python. */
+static int is_cpu_kind(const md_model *m, int kind, uint32_t cat) {
+    return kind == MD_CPU_OP || kind == MD_USER_ANNOTATION || kind == MD_GPU_USER_ANNOTATION ||
+           (kind == MD_OTHER && strcasecmp(md_str(m, cat), "python") == 0);
+}
+
 static int is_cpu_type(const md_model *m, const md_event *e) {
-    return e->kind == MD_CPU_OP || e->kind == MD_USER_ANNOTATION ||
-           e->kind == MD_GPU_USER_ANNOTATION ||
-           (e->kind == MD_OTHER && strcasecmp(md_str(m, e->cat), "python") == 0);
+    return is_cpu_kind(m, e->kind, e->cat);
+}
+
+/* The role of a timed, well-formed X event of kind `kind` on the CPU side (runtime calls and
+ * CPU-type events, as analyse() gives them), or -1 (steps, device work, the rest). */
+static int cpu_role(const md_model *m, int kind, uint32_t cat, const char *name) {
+    int64_t n;
+    if (kind == MD_RUNTIME || kind == MD_DRIVER) return R_RUNTIME;
+    if (!is_cpu_kind(m, kind, cat)) return -1;
+    if ((kind == MD_CPU_OP || kind == MD_USER_ANNOTATION || kind == MD_GPU_USER_ANNOTATION) &&
+        cl_step_number(name, &n))
+        return -1; /* a step, or the device's copy of one */
+    if (kind != MD_OTHER && is_dataloader_name(name)) return R_DATALOADER;
+    return is_comm_name(name) ? R_COMM : R_CPU;
+}
+
+/* A thread's next CPU-side role range at or after order[*k] (see cpu_role_ranges), with its
+ * event, role and [s, e). @return 1, or 0 at the thread's end. */
+typedef struct head {
+    int64_t s, e;
+    uint32_t ev, t;
+    int role;
+    size_t k;
+} head;
+
+static int next_range(const md_model *m, head *h) {
+    const md_thread *th = &m->threads[h->t];
+    for (; h->k < th->count; h->k++) {
+        uint32_t i = th->order[h->k];
+        if ((m->ev_flags[i] & (MD_F_TIME | MD_F_BAD)) != MD_F_TIME) continue;
+        md_class c = md_class_of(m, i);
+        if (c.ph != 'X') continue;
+        int role = cpu_role(m, c.kind, c.cat, md_str(m, md_name_of(m, i)));
+        if (role < 0) continue;
+        int64_t s = md_ts(m, i), e = s + md_dur(m, i);
+        if (e < s) continue;
+        *h = (head){s, e, i, h->t, role, h->k + 1};
+        return 1;
+    }
+    return 0;
+}
+
+/* Restores the min-heap (by s) h[0..n) from position at downwards. */
+static void sift_down(head *h, size_t n, size_t at) {
+    for (;;) {
+        size_t l = 2 * at + 1, r = l + 1, min = at;
+        if (l < n && h[l].s < h[min].s) min = l;
+        if (r < n && h[r].s < h[min].s) min = r;
+        if (min == at) return;
+        head tmp = h[at];
+        h[at] = h[min];
+        h[min] = tmp;
+        at = min;
+    }
+}
+
+/* Pushes the CPU-side role ranges (runtime calls and CPU-type events) to roles[], merged as they
+ * come, and marks in done (a bit per event) the events so taken: the threads' events, each
+ * thread's sorted by start, are walked together by start (a heap of the threads' next ranges),
+ * and a range that starts by the end of its role's open range joins it. The roles' union, all that
+ * the breakdown reads of them, is the same as with one range per event, and the lists hold a range
+ * per stretch in which some thread is busy in that role, not one per operator. */
+static int cpu_role_ranges(const md_model *m, uint64_t *done, rlist *roles) {
+    head *h = malloc((m->thread_count ? m->thread_count : 1) * sizeof *h);
+    if (h == NULL) return STROBE_ENOMEM;
+    size_t n = 0;
+    for (size_t t = 0; t < m->thread_count; t++) {
+        h[n] = (head){.t = (uint32_t)t, .k = 0};
+        if (next_range(m, &h[n])) n++;
+    }
+    for (size_t k = n / 2; k-- > 0;)
+        sift_down(h, n, k);
+    rng cur[R_COUNT];
+    int open[R_COUNT] = {0}, err = 0;
+    while (n && !err) {
+        head x = h[0];
+        done[x.ev / 64] |= (uint64_t)1 << (x.ev % 64);
+        if (open[x.role] && x.s <= cur[x.role].e) {
+            if (x.e > cur[x.role].e) cur[x.role].e = x.e;
+        } else {
+            if (open[x.role]) err = push(&roles[x.role], cur[x.role].s, cur[x.role].e);
+            cur[x.role] = (rng){x.s, x.e};
+            open[x.role] = 1;
+        }
+        if (!next_range(m, &h[0])) h[0] = h[--n];
+        sift_down(h, n, 0);
+    }
+    for (int r = 0; r < R_COUNT && !err; r++)
+        if (open[r]) err = push(&roles[r], cur[r].s, cur[r].e);
+    free(h);
+    return err;
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -299,14 +392,16 @@ static int analyse(const md_model *m, result *res) {
     call *calls = NULL;
     dev *devs = NULL;
     step *st = NULL;
+    uint64_t *done = NULL;
     int err = 0;
     size_t cap = m->count ? m->count : 1;
     comm_ext = malloc(cap * sizeof *comm_ext);
     calls = malloc(cap * sizeof *calls);
     devs = malloc(cap * sizeof *devs);
     st = malloc(cap * sizeof *st);
+    done = calloc(cap / 64 + 1, sizeof *done);
     memset(res, 0, sizeof *res);
-    if (!comm_ext || !calls || !devs || !st) {
+    if (!comm_ext || !calls || !devs || !st || !done) {
         err = STROBE_ENOMEM;
         goto out;
     }
@@ -318,6 +413,7 @@ static int analyse(const md_model *m, result *res) {
             comm_ext[ncomm++] = e->ext_id;
     }
     qsort(comm_ext, ncomm, sizeof *comm_ext, cmp_i64);
+    err = cpu_role_ranges(m, done, roles);
     for (size_t i = 0; i < m->count && !err; i++) {
         const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (e->ph != 'X' || !e->has_time || e->bad) continue;
@@ -354,7 +450,8 @@ static int analyse(const md_model *m, result *res) {
             }
         }
         if (md_is_device_work(e->kind)) devs[ndevs++] = (dev){e->corr, s, t, 0};
-        if (role >= 0) err = push(&roles[role], s, t);
+        if (role >= 0 && !(done[i / 64] >> (i % 64) & 1)) /* not pushed by cpu_role_ranges */
+            err = push(&roles[role], s, t);
     }
     if (err) goto out;
     if (ns == 0 && cpu_min <= cpu_max) st[ns++] = (step){.s = cpu_min, .e = cpu_max, .n = 0};
@@ -391,6 +488,7 @@ out:
     free(calls);
     free(devs);
     free(st);
+    free(done);
     return err;
 }
 

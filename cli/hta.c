@@ -133,10 +133,35 @@ static void rank_row(const md_model *m, const md_event *e, uint32_t i, hta_row *
     w->mult = 1;
 }
 
+int hta_cpu_next(const hta_rank *r, size_t *i, hta_row *w) {
+    const md_model *m = &r->m;
+    size_t k = *i;
+    if (r->cpu_bits == NULL || k >= m->count) return 0;
+    uint64_t word = r->cpu_bits[k / 64] >> (k % 64);
+    while (word == 0) {
+        k = (k / 64 + 1) * 64;
+        if (k >= m->count) return 0;
+        word = r->cpu_bits[k / 64];
+    }
+    k += (size_t)__builtin_ctzll(word);
+    if (k >= m->count) return 0;
+    hta_row_at(r, (uint32_t)k, w);
+    *i = k;
+    return 1;
+}
+
+void hta_row_at(const hta_rank *r, uint32_t i, hta_row *w) {
+    md_event e;
+    e.ts = md_ts(&r->m, i);
+    e.dur = md_dur(&r->m, i);
+    rank_row(&r->m, &e, i, w);
+}
+
 /* Fills r->rows: HTA's times for every row, then the restriction (when `restrict`), then the rows
- * with a stream. Passes over the model rather than a copy of every row: a first one for the
- * counts and the restriction's limit, one for the kept CPU rows' correlations (only when there
- * are GPU rows for them to count), and one that fills the two arrays, each of its exact size. */
+ * with a stream (and r->cpu_bits, the others). Passes over the model rather than a copy of every
+ * row: a first one for the counts and the restriction's limit, one for the kept CPU rows'
+ * correlations (only when there are GPU rows for them to count), and one that fills the rows (of
+ * their exact size) and the CPU rows' bits. */
 static int build_rank(hta_rank *r, int restrict_steps, int no_cpu_rows) {
     const md_model *m = &r->m;
     size_t n_stream = 0, n_other = 0, ncpu = 0, ngpu = 0, nc = 0;
@@ -176,7 +201,7 @@ static int build_rank(hta_rank *r, int restrict_steps, int no_cpu_rows) {
         qsort(corrs, nc, sizeof *corrs, by_i64);
     }
     hta_row *all = malloc((n_stream ? n_stream : 1) * sizeof *all);
-    hta_row *cpu = no_cpu_rows ? NULL : malloc((n_other ? n_other : 1) * sizeof *cpu);
+    uint64_t *cpu = no_cpu_rows ? NULL : calloc(m->count / 64 + 1, sizeof *cpu);
     if (all == NULL || (cpu == NULL && !no_cpu_rows)) {
         free(corrs);
         free(all);
@@ -208,14 +233,16 @@ static int build_rank(hta_rank *r, int restrict_steps, int no_cpu_rows) {
         if (!w.mult) continue;
         if (e->stream != -1)
             all[kept++] = w;
-        else if (cpu)
-            cpu[ncpu_kept++] = w;
+        else if (cpu) {
+            cpu[i / 64] |= (uint64_t)1 << (i % 64);
+            ncpu_kept++;
+        }
     }
     qsort(all, kept, sizeof *all, by_row_ts);
     free(corrs);
     r->rows = all;
     r->count = kept;
-    r->cpu = cpu;
+    r->cpu_bits = cpu;
     r->cpu_count = ncpu_kept;
     return 0;
 }
@@ -241,10 +268,7 @@ int64_t hta_step_number(const char *name) {
     return n;
 }
 
-typedef struct corr_row {
-    int64_t corr;
-    size_t ev;
-} corr_row;
+typedef hta_corr_row corr_row;
 
 static int by_corr(const void *a, const void *b) {
     const corr_row *x = a, *y = b;
@@ -260,67 +284,75 @@ static void row_times(const md_model *m, const md_event *e, int64_t *ts, int64_t
     *end = (int64_t)floor(t + d);
 }
 
-int hta_iterations(const hta_rank *r, int64_t **iter) {
+int hta_iters_init(hta_iters *it, const hta_rank *r) {
     const md_model *m = &r->m;
-    size_t n = m->count ? m->count : 1, nsteps = 0, ncorr = 0;
-    int64_t *it = malloc(n * sizeof *it), *steps = malloc(3 * n * sizeof *steps);
-    corr_row *cr = malloc(n * sizeof *cr);
-    *iter = it;
-    if (it == NULL || steps == NULL || cr == NULL) {
-        free(steps);
-        free(cr);
+    size_t n = m->count ? m->count : 1;
+    memset(it, 0, sizeof *it);
+    it->r = r;
+    /* Room for every event; only the steps' and the correlated CPU rows' entries are written. */
+    it->steps = malloc(3 * n * sizeof *it->steps);
+    it->cr = malloc(n * sizeof *it->cr);
+    if (it->steps == NULL || it->cr == NULL) {
+        hta_iters_free(it);
         return STROBE_ENOMEM;
     }
     for (size_t i = 0; i < m->count; i++) {
         const md_event e_ev = md_at(m, i), *e = &e_ev;
-        it[i] = HTA_NO_ITER;
         if (!hta_is_row(m, e)) continue;
         const char *name = md_str(m, e->name);
         if (strncmp(name, "ProfilerStep", 12) == 0) {
-            row_times(m, e, &steps[3 * nsteps], &steps[3 * nsteps + 1]);
-            steps[3 * nsteps + 2] = hta_step_number(name);
-            nsteps++;
+            int64_t *st = &it->steps[3 * it->nsteps++];
+            row_times(m, e, &st[0], &st[1]);
+            st[2] = hta_step_number(name);
         }
-        if (e->corr != -1 && !hta_is_gpu_row(m, e)) cr[ncorr++] = (corr_row){e->corr, i};
+        if (e->corr != -1 && !hta_is_gpu_row(m, e)) it->cr[it->ncorr++] = (corr_row){e->corr, i};
     }
-    /* The CPU rows first, by their time. */
-    for (size_t i = 0; i < m->count; i++) {
-        const md_event e_ev = md_at(m, i), *e = &e_ev;
-        if (!hta_is_row(m, e)) continue;
-        if (!(e->stream < 0 || (e->stream == 0 && strcmp(md_str(m, e->cat), "cpu_op") == 0)))
-            continue;
-        int64_t ts, end;
-        row_times(m, e, &ts, &end);
-        it[i] = -1;
-        for (size_t k = 0; k < nsteps; k++)
-            if (steps[3 * k] <= ts && ts < steps[3 * k + 1]) it[i] = steps[3 * k + 2];
-    }
-    /* Then the rows with a stream, by their CPU row's. */
-    qsort(cr, ncorr, sizeof *cr, by_corr);
-    for (size_t i = 0; i < m->count; i++) {
-        const md_event e_ev = md_at(m, i), *e = &e_ev;
-        if (!hta_is_row(m, e) || e->stream <= 0) continue;
-        if (!hta_is_gpu_row(m, e)) continue; /* no iteration (NaN) */
-        it[i] = -1;
-        if (e->corr == -1) continue;
-        size_t lo = 0, hi = ncorr;
-        while (lo < hi) { /* the first entry past e->corr */
-            size_t mid = lo + (hi - lo) / 2;
-            if (cr[mid].corr <= e->corr)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo > 0 && cr[lo - 1].corr == e->corr) {
-            size_t cpu = cr[lo - 1].ev;
-            const md_event c_ev = md_at(m, cpu), *c = &c_ev;
-            /* The partner's iteration as it is then: set when it is a CPU row by its time. */
-            it[i] = c->stream < 0 || c->stream == 0 ? it[cpu] : HTA_NO_ITER;
-        }
-    }
-    free(steps);
-    free(cr);
+    qsort(it->cr, it->ncorr, sizeof *it->cr, by_corr);
     return 0;
+}
+
+void hta_iters_free(hta_iters *it) {
+    free(it->steps);
+    free(it->cr);
+    memset(it, 0, sizeof *it);
+}
+
+/* The iteration of a CPU row by its time: the last step, in file order, that holds its ts. */
+static int64_t cpu_iteration(const hta_iters *it, const md_event *e) {
+    int64_t ts, end, v = -1;
+    row_times(&it->r->m, e, &ts, &end);
+    for (size_t k = 0; k < it->nsteps; k++)
+        if (it->steps[3 * k] <= ts && ts < it->steps[3 * k + 1]) v = it->steps[3 * k + 2];
+    return v;
+}
+
+/* A row that takes its iteration by its time (see hta.h). */
+static int is_timed_row(const md_model *m, const md_event *e) {
+    return e->stream < 0 || (e->stream == 0 && strcmp(md_str(m, e->cat), "cpu_op") == 0);
+}
+
+int64_t hta_iteration(const hta_iters *it, uint32_t ev) {
+    const md_model *m = &it->r->m;
+    const md_event e_ev = md_at(m, ev), *e = &e_ev;
+    if (!hta_is_row(m, e)) return HTA_NO_ITER;
+    if (is_timed_row(m, e)) return cpu_iteration(it, e);
+    /* The rows with a stream, by their CPU row's. */
+    if (e->stream <= 0 || !hta_is_gpu_row(m, e)) return HTA_NO_ITER; /* none (NaN) */
+    if (e->corr == -1) return -1;
+    size_t lo = 0, hi = it->ncorr;
+    while (lo < hi) { /* the first entry past e->corr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (it->cr[mid].corr <= e->corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || it->cr[lo - 1].corr != e->corr) return -1;
+    const md_event c_ev = md_at(m, it->cr[lo - 1].ev), *c = &c_ev;
+    /* The partner's iteration as it is then: set when it is a CPU row by its time. */
+    if (c->stream < 0 || c->stream == 0)
+        return is_timed_row(m, c) ? cpu_iteration(it, c) : HTA_NO_ITER;
+    return HTA_NO_ITER;
 }
 
 static int by_rank(const void *a, const void *b) {
@@ -421,7 +453,7 @@ void hta_free(hta_set *s) {
     for (size_t k = 0; k < s->count; k++) {
         md_free(&s->ranks[k].m);
         free(s->ranks[k].rows);
-        free(s->ranks[k].cpu);
+        free(s->ranks[k].cpu_bits);
     }
     free(s->ranks);
     memset(s, 0, sizeof *s);

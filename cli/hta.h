@@ -51,7 +51,8 @@ typedef struct hta_rank {
     int64_t rank;
     hta_row *rows; /* kept rows with stream != -1 ("GPU kernels"), sorted by ts */
     size_t count;
-    hta_row *cpu; /* kept rows with stream -1, in file order */
+    uint64_t *cpu_bits; /* the kept rows with stream -1: bit i (word i / 64) of event i set; read
+                           them with hta_cpu_next (a bit per event, not a row per CPU operator) */
     size_t cpu_count;
     int64_t min_ts; /* the earliest row's ts, before the restriction (INT64_MAX: no row) */
 } hta_rank;
@@ -69,9 +70,16 @@ typedef struct hta_set {
  * jobs (distributedInfo.world_size differs); says how many malformed events each file had.
  * @return 0, or CLI_BAD_INPUT after the message; hta_free() in every case. */
 int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet);
-/* hta_load() that builds no hta_rank.cpu rows when no_cpu_rows (cpu NULL, cpu_count 0). */
+/* hta_load() that marks no hta_rank.cpu_bits rows when no_cpu_rows (cpu_bits NULL, cpu_count 0). */
 int hta_load_rows(hta_set *s, const char *cmd, char **paths, size_t n, int quiet, int no_cpu_rows);
 void hta_free(hta_set *s);
+
+/* The rank's first kept CPU row (stream -1) at or after event *i, in file order: sets *i to its
+ * event and *w to the row (mult 1). @return 1, or 0 when there is none. Walks them all as
+ *   for (size_t i = 0; hta_cpu_next(r, &i, &w); i++) ... */
+int hta_cpu_next(const hta_rank *r, size_t *i, hta_row *w);
+/* Event i's row, kept or not: HTA's times (as in rows and hta_cpu_next), mult 1. */
+void hta_row_at(const hta_rank *r, uint32_t i, hta_row *w);
 
 /* A row HTA keeps of the file (before the restriction), and a row of its GPUKernelFilter. */
 int hta_is_row(const md_model *m, const md_event *e);
@@ -88,11 +96,26 @@ int hta_is_gpu_row(const md_model *m, const md_event *e);
  *     none (HTA's NaN), and so here do CPU rows with stream > 0 (in HTA none when they have a GPU
  *     partner, whose iteration is not set yet, else -1: no analysis here looks at them). (HTA's
  * index_correlation > 0 test also leaves out the file's first row as a partner; that row, whose
- * index is 0, is taken here like any other.) Sets (*iter)[i] for every model event i: its
- * iteration, HTA_NO_ITER when none or no row.
- * @return 0 or STROBE_ENOMEM; the caller frees *iter. */
+ * index is 0, is taken here like any other.) */
 #define HTA_NO_ITER INT64_MIN
-int hta_iterations(const hta_rank *r, int64_t **iter);
+typedef struct hta_corr_row {
+    int64_t corr;
+    size_t ev;
+} hta_corr_row;
+/* What an event's iteration is computed from (hta_iters_init: one pass over the rank), so that
+ * no value per event is kept: the steps (ts, end, number) and the CPU rows with a correlation. */
+typedef struct hta_iters {
+    const hta_rank *r;
+    int64_t *steps;
+    size_t nsteps;
+    hta_corr_row *cr;
+    size_t ncorr;
+} hta_iters;
+/* @return 0 or STROBE_ENOMEM; hta_iters_free() in every case. */
+int hta_iters_init(hta_iters *it, const hta_rank *r);
+void hta_iters_free(hta_iters *it);
+/* Model event ev's iteration: its number, -1, or HTA_NO_ITER when none or no row. */
+int64_t hta_iteration(const hta_iters *it, uint32_t ev);
 
 /* The N of "ProfilerStep\s*#\s*(\d+)" at the start of name, or -1. */
 int64_t hta_step_number(const char *name);
@@ -200,7 +223,7 @@ typedef struct hta_command {
 /* Runs the command c on argv (argv[0] its name) with the command's own state ctx.
  * @return the exit status. */
 int hta_main(const hta_command *c, void *ctx, int argc, char **argv);
-/* hta_main() for a command whose run reads no hta_rank.cpu (no_cpu_rows 1): those rows, one per
+/* hta_main() for a command whose run reads no CPU rows (no_cpu_rows 1): those rows, one per
  * CPU operator, are then not built (see hta_load_rows). */
 int hta_main_rows(const hta_command *c, void *ctx, int argc, char **argv, int no_cpu_rows);
 

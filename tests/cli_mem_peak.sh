@@ -10,10 +10,8 @@
 # python3.
 set -u
 strobe=$1; src=$2; work=$3; events=${4:-400000}
-# The commands that meet the rule today (diff compares the trace with itself); steps and the HTA
-# commands that read CPU rows (idle, queue, launches, ranks, annotations) still keep tables of
-# their own per event and peak at 55-65% (bench/mem_cli.sh).
-cmds=${5:-"info check kernels breakdown overlap summary stacks diff"}
+# Every analysis command that loads the model (diff compares the trace with itself).
+cmds=${5:-"info check kernels breakdown overlap summary stacks diff steps idle queue launches ranks annotations"}
 [ -x /usr/bin/time ] || { echo "cli_mem_peak: SKIP: no GNU time (/usr/bin/time)"; exit 77; }
 command -v python3 > /dev/null || { echo "cli_mem_peak: SKIP: no python3"; exit 77; }
 mkdir -p "$work"
