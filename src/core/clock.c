@@ -78,11 +78,30 @@ strobe__clock_anchor strobe__clock_anchor_now(void) {
     return best;
 }
 
+/* See clock.h. mult lies in [2^62, 2^63), so that the product of a delta under 2^63 ticks fits
+ * 128 bits; a double's 53-bit mantissa fits mult exactly. */
+void strobe__clock_set_rate(strobe__clock_conv *c, double ns_per_tick) {
+    const double lo = 4611686018427387904.0; /* 2^62 */
+    double m = ns_per_tick;
+    c->ns_per_tick = ns_per_tick;
+    unsigned shift = 0;
+    c->mult = 1;
+    c->shift = 0;
+    if (!(m > 0) || m > 1e18 || m == 1.0) return;
+    while (m < lo && shift < 123) { /* doubling is exact */
+        m *= 2;
+        shift++;
+    }
+    if (m < lo || shift == 0) return;
+    c->mult = (uint64_t)m;
+    c->shift = shift;
+}
+
 strobe__clock_conv strobe__clock_calibrate(strobe__clock_anchor start, strobe__clock_anchor stop) {
     strobe__clock_conv c;
     c.anchor = start;
     if (!strobe__clock_is_tsc) {
-        c.ns_per_tick = 1.0;
+        strobe__clock_set_rate(&c, 1.0);
         return c;
     }
     /* The rate is measured over the longest baseline available: from the process's first anchor
@@ -98,6 +117,7 @@ strobe__clock_conv strobe__clock_calibrate(strobe__clock_anchor start, strobe__c
         }
         stop = strobe__clock_anchor_now();
     }
-    c.ns_per_tick = (double)(stop.mono_ns - from.mono_ns) / (double)(stop.raw - from.raw);
+    strobe__clock_set_rate(&c,
+                           (double)(stop.mono_ns - from.mono_ns) / (double)(stop.raw - from.raw));
     return c;
 }

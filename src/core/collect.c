@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "decode.h"
 #include "details.h"
@@ -21,6 +22,7 @@
 #include "sample.h"
 #include "stack.h"
 #include "state.h"
+#include "util/bigmem.h"
 #include "util/strtab.h"
 #include "util/u64map.h"
 #include "strobe/error.h"
@@ -62,6 +64,15 @@ typedef struct {
     const uint64_t *sample_pcs;
     int64_t sample_lo, sample_hi; /* the window: samples outside it are left out */
     int64_t sample_offset;        /* epoch ns minus CLOCK_MONOTONIC ns */
+    /* Memory handed over as the decoder goes (arena_releasable): each 2 MB span of the arena
+     * goes back to the kernel once every chunk in it is decoded, and the event array is faulted
+     * in just ahead of the events, so that the kernel can reuse the arena's pages for it. (On a
+     * VM, a page the guest has not touched recently costs several times its zeroing: a
+     * 10-million-event stop spent most of its time there.) NULL: off; the array was faulted in
+     * whole. */
+    uint32_t *span_left; /* per span: its chunks not yet decoded */
+    size_t span_count;
+    size_t populated; /* bytes of the event array faulted in */
 } interner;
 
 static const char *site_name(interner *in, const strobe_site *site) {
@@ -179,6 +190,60 @@ static void close_open(strobe_result *r, open_stack *st, int64_t at, uint16_t fl
 
 static size_t chunk_used(const strobe__tstate *t, const strobe__chunk *c) {
     return c == t->cur ? (size_t)(t->pos - (const char *)(c + 1)) : (size_t)c->used;
+}
+
+/* ---- memory handed over while decoding (interner.span_left) -------------------------------- */
+
+#define SPAN_SHIFT 21 /* 2 MB: a huge page, as the arena and the event array are mapped */
+
+static void span_release(interner *in, size_t sp) {
+    const strobe__session *s = in->s;
+    size_t off = sp << SPAN_SHIFT, len = (size_t)1 << SPAN_SHIFT;
+    if (off + len > s->arena_bytes) len = s->arena_bytes - off;
+    (void)madvise(s->arena + off, len, MADV_DONTNEED);
+}
+
+/* Counts each used chunk in the spans it overlaps, and releases the spans no chunk uses (the
+ * prefaulted rest of the arena). span_left stays NULL where the session does not allow it, the
+ * arena is small (under 16 MB) or memory ran out. */
+static void spans_init(interner *in, strobe__tstate *const *list, size_t n) {
+    const strobe__session *s = in->s;
+    if (!s->arena_releasable || s->arena == NULL || s->arena_bytes < ((size_t)8 << SPAN_SHIFT) ||
+        ((uintptr_t)s->arena & (((uintptr_t)1 << SPAN_SHIFT) - 1)))
+        return;
+    in->span_count = (s->arena_bytes + ((size_t)1 << SPAN_SHIFT) - 1) >> SPAN_SHIFT;
+    in->span_left = calloc(in->span_count, sizeof *in->span_left);
+    if (in->span_left == NULL) return;
+    for (size_t i = 0; i < n; i++)
+        for (const strobe__chunk *c = list[i]->first; c; c = c->next) {
+            size_t off = (size_t)((const char *)c - s->arena);
+            for (size_t sp = off >> SPAN_SHIFT; sp <= (off + s->chunk_bytes - 1) >> SPAN_SHIFT;
+                 sp++)
+                in->span_left[sp]++;
+        }
+    for (size_t sp = 0; sp < in->span_count; sp++)
+        if (in->span_left[sp] == 0) span_release(in, sp);
+}
+
+/* Chunk c is decoded: the spans it was the last of go back. */
+static void chunk_done(interner *in, const strobe__chunk *c) {
+    const strobe__session *s = in->s;
+    size_t off = (size_t)((const char *)c - s->arena);
+    for (size_t sp = off >> SPAN_SHIFT; sp <= (off + s->chunk_bytes - 1) >> SPAN_SHIFT; sp++)
+        if (--in->span_left[sp] == 0) span_release(in, sp);
+}
+
+/* Faults in the event array for `more` events past the current end, 16 MB at a time. */
+static void populate_ahead(interner *in, size_t more) {
+    strobe_result *r = in->r;
+    size_t need = (r->event_count + more) * sizeof(strobe_event);
+    if (need <= in->populated || in->populated >= r->events_map_bytes) return;
+    size_t to =
+        need > in->populated + ((size_t)16 << 20) ? need : in->populated + ((size_t)16 << 20);
+    to = (to + ((size_t)1 << SPAN_SHIFT) - 1) & ~(((size_t)1 << SPAN_SHIFT) - 1);
+    if (to > r->events_map_bytes) to = r->events_map_bytes;
+    strobe__big_populate((char *)r->events + in->populated, to - in->populated);
+    in->populated = to;
 }
 
 /* ---- per-thread pass (continued) ------------------------------------------------------- */
@@ -598,6 +663,21 @@ static const strobe__dec_ops collect_ops = {
     .stack = c_stack,
 };
 
+/* The same without the time callback, for a thread with no samples and no steps to place: all
+ * c_time would do is keep last_ts, which only placing samples reads. */
+static const strobe__dec_ops collect_ops_untimed = {
+    .begin = c_begin,
+    .end = c_end,
+    .instant = c_instant,
+    .counter = c_counter,
+    .memory = c_memory,
+    .backend = c_backend,
+    .truncated = c_truncated,
+    .top = c_top,
+    .arg = c_arg,
+    .stack = c_stack,
+};
+
 /* Collects one thread's records. *marker is set to the index of the "buffer full" instant, or
  * STROBE_NO_EVENT when the thread's buffer never filled. */
 static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread_index,
@@ -620,8 +700,16 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
     strobe__dec_thread_init(&dt);
     in->dec.ctx = &c;
     int rc = steps_for_thread(in, t, conv, stop_ns, &c.sm);
-    for (const strobe__chunk *k = t->first; k && rc == 0; k = k->next)
-        rc = strobe__decode(&in->dec, &dt, (const char *)(k + 1), chunk_used(t, k));
+    in->dec.ops = c.sample < c.sample_end || c.sm.n ? &collect_ops : &collect_ops_untimed;
+    for (const strobe__chunk *k = t->first, *next; k && rc == 0; k = next) {
+        size_t used = chunk_used(t, k);
+        next = k->next; /* read before the chunk's memory may go */
+        /* A record is 8 bytes at least and starts one event at most (a memory record: three in
+         * 48 bytes). */
+        if (in->span_left) populate_ahead(in, used / 8 + 1);
+        rc = strobe__decode(&in->dec, &dt, (const char *)(k + 1), used);
+        if (in->span_left) chunk_done(in, k);
+    }
     strobe__dec_thread_free(&dt);
     strobe_result *r = in->r;
     /* The samples after the thread's last record: inside the ranges still open (those the
@@ -928,12 +1016,10 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     events += nsamples;
     strobe__tstate **list = calloc(n ? n : 1, sizeof *list);
     r->threads = calloc(n ? n : 1, sizeof *r->threads);
-    int rc = (list && r->threads) ? strobe__result_alloc_events(r, events) : STROBE_ENOMEM;
-    if (rc) {
+    if (list == NULL || r->threads == NULL) {
         free(list);
-        return rc;
+        return STROBE_ENOMEM;
     }
-    r->event_count = 0;
     /* The session list is newest first; report threads in the order they attached. */
     size_t i = n;
     for (strobe__tstate *t = s->threads; t; t = t->sess_next)
@@ -943,6 +1029,14 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     memset(&in, 0, sizeof in);
     in.r = r;
     in.s = s;
+    spans_init(&in, list, n);
+    int rc = strobe__result_map_events(r, events, in.span_left == NULL);
+    if (rc) {
+        free(in.span_left);
+        free(list);
+        return rc;
+    }
+    r->event_count = 0;
     in.dec.s = s;
     in.dec.ops = &collect_ops;
     in.samples = samples;
@@ -1000,6 +1094,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     /* The steps' track below the backends' tids, equally out of the kernel's range. */
     if (rc == 0) rc = finish_steps(&in, s, conv, stop_ns, INT64_C(0x7ffe0000));
     strobe__u64map_free(&in.sites);
+    free(in.span_left);
     free(in.pcs);
     free(in.stacks);
     free(in.backend);

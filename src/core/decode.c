@@ -17,7 +17,7 @@
 /* ---- 1. record sizes ----------------------------------------------------------------------- */
 
 /* See state.h. */
-size_t strobe__rec_size(const char *p, size_t avail, int *starts_event) {
+size_t strobe__rec_size_any(const char *p, size_t avail, int *starts_event) {
     int starts_dummy;
     if (starts_event == NULL) starts_event = &starts_dummy;
     uint64_t w[2] = {0, 0};
@@ -326,7 +326,12 @@ static void named(strobe__decoder *d, strobe__dec_thread *t, strobe__dec_event *
         const strobe_site *site = (const strobe_site *)(uintptr_t)w[1];
         e->site = site;
         e->name = site->name ? site->name : "(null)";
-        e->name_len = strnlen(e->name, STROBE__MAX_NAME);
+        size_t c = ((uintptr_t)site >> 3) & 63u;
+        if (d->len_site[c] != site) {
+            d->len_site[c] = site;
+            d->len_val[c] = (uint32_t)strnlen(e->name, STROBE__MAX_NAME);
+        }
+        e->name_len = d->len_val[c];
         e->scope = STROBE__SITE_SCOPE(site->scope);
         if (site->scope & STROBE__SITE_HAS_ARGS) {
             const char *a =

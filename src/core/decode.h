@@ -127,6 +127,10 @@ typedef struct strobe__decoder {
     void *ctx;
     uint64_t orphan_details;        /* details with no open range */
     uint64_t unmatched_module_pops; /* module pops with no open module */
+    /* The name lengths of recent call sites, direct-mapped by address (a site and its name are
+     * static: the length never changes). Zeroed: empty. */
+    const strobe_site *len_site[64];
+    uint32_t len_val[64];
     /* Formatting scratch. */
     strobe__buf dims, types, concrete, text;
     strobe__dec_arg evargs[STROBE__DEC_MAX_ARGS];

@@ -608,6 +608,7 @@ int strobe_stop(strobe_result **out) {
     r->trace_end_ns = stop_ns;
     r->clock_source = strobe__clock_is_tsc ? "tsc" : "clock_monotonic";
     r->clock_ns_per_tick = conv.ns_per_tick;
+    s->arena_releasable = quiet && s->stream == NULL;
     int rc = strobe__collect(s, &conv, stop_ns, r);
     if (rc == 0) rc = finish_sampling(s, r);
     strobe__stream_add_stats(s, r);

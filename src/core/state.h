@@ -19,6 +19,7 @@
 #include "perf.h"
 #include "hooks.h"
 #include "log.h"
+#include "record.h"
 #include "strobe/session.h"
 
 /* A chunk of a thread's buffer: header, then records. `used` is set when the chunk is closed; the
@@ -112,6 +113,9 @@ typedef struct strobe__session {
     size_t arena_bytes;
     size_t chunk_bytes;
     uint64_t arena_next; /* atomic: offset of the next free chunk */
+    /* Set by stop when no thread can write into the arena any more and no stream recycles its
+     * chunks: collect may hand the arena's pages back as it decodes them. */
+    int arena_releasable;
 
     strobe__clock_anchor start;
     int features;          /* STROBE__ACTIVE_* bits of strobe__active (op.h) */
@@ -213,7 +217,23 @@ struct strobe_result;
  * the number of events it starts. 0 for a record that cannot be read (unknown kind, or longer
  * than what is left), which cannot happen unless memory was overwritten: the rest of the chunk is
  * then skipped. Shared by the collector and the streaming decoder. */
-size_t strobe__rec_size(const char *p, size_t avail, int *starts_event);
+size_t strobe__rec_size_any(const char *p, size_t avail, int *starts_event);
+/* The two records a range is made of, read inline (stop decodes millions of them); the others
+ * through strobe__rec_size_any(). A chunk's records are 8-byte aligned: avail >= 8 here. */
+static inline size_t strobe__rec_size(const char *p, size_t avail, int *starts_event) {
+    uint64_t w0;
+    __builtin_memcpy(&w0, p, 8);
+    unsigned kind = STROBE__REC_KIND(w0);
+    if (kind == STROBE__REC_END) {
+        if (starts_event) *starts_event = 0;
+        return 8;
+    }
+    if (kind == STROBE__REC_BEGIN_SITE && avail >= 16) {
+        if (starts_event) *starts_event = 1;
+        return 16;
+    }
+    return strobe__rec_size_any(p, avail, starts_event);
+}
 /* Builds the result from the session's quiesced threads. @return 0 or STROBE_ENOMEM. */
 int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns,
                     struct strobe_result *r);

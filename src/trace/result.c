@@ -188,10 +188,14 @@ int strobe_event_set_name(strobe_result *r, size_t index, const char *name) {
 /* The event array can be large (10 million events is a gigabyte): it is mapped, not malloc'ed,
  * so that freeing it returns the memory to the system at once. */
 int strobe__result_alloc_events(strobe_result *r, size_t count) {
+    return strobe__result_map_events(r, count, 1);
+}
+
+int strobe__result_map_events(strobe_result *r, size_t count, int populate) {
     size_t bytes = (count ? count : 1) * sizeof(strobe_event);
     void *p = strobe__big_map(bytes, 0);
     if (p == NULL) return STROBE_ENOMEM;
-    strobe__big_populate(p, bytes);
+    if (populate) strobe__big_populate(p, bytes);
     r->events = p;
     r->events_map_bytes = bytes;
     r->event_count = count;

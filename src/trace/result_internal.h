@@ -41,6 +41,8 @@ strobe_result *strobe__result_alloc(void);
 /* Allocates r->events for `count` zeroed events (mapped memory) and sets r->event_count.
  * @return 0 or STROBE_ENOMEM. */
 int strobe__result_alloc_events(strobe_result *r, size_t count);
+/* The same, faulted in at once (populate) or left for the caller to fault in as it goes. */
+int strobe__result_map_events(strobe_result *r, size_t count, int populate);
 /* Appends a warning (copied). @return 0 or STROBE_ENOMEM. */
 int strobe__result_add_warning(strobe_result *r, const char *msg);
 /* Returns 1 for a top-level key strobe writes itself, which user metadata may not use: 2 for the
