@@ -88,8 +88,10 @@ static void check_threads(const strobe_result *r, int whole) {
             i++;
         }
         CHECK(!bad);
-        if (whole) CHECK_EQ(i, ITERS);
-        else CHECK(i > 1000 && i <= ITERS);
+        if (whole)
+            CHECK_EQ(i, ITERS);
+        else
+            CHECK(i > 1000 && i <= ITERS);
         total += i;
     }
     CHECK_EQ(workers, THREADS);
