@@ -72,7 +72,8 @@ typedef struct {
      * whole. */
     uint32_t *span_left; /* per span: its chunks not yet decoded */
     size_t span_count;
-    size_t populated; /* bytes of the event array faulted in */
+    size_t populated;            /* bytes of the event array faulted in */
+    strobe__dec_ops ops_untimed; /* collect_ops without the time callback */
 } interner;
 
 static const char *site_name(interner *in, const strobe_site *site) {
@@ -248,8 +249,6 @@ static void populate_ahead(interner *in, size_t more) {
 
 /* ---- per-thread pass (continued) ------------------------------------------------------- */
 
-/* Collects one thread's records. *marker is set to the index of the "buffer full" instant, or
- * STROBE_NO_EVENT when the thread's buffer never filled. */
 /* Whether a record carries a time: all but correlation ids and the details after a begin. */
 static int rec_timed(unsigned kind) {
     return kind != STROBE__REC_CORR && kind != STROBE__REC_SHAPES && kind != STROBE__REC_FLOPS &&
@@ -663,21 +662,6 @@ static const strobe__dec_ops collect_ops = {
     .stack = c_stack,
 };
 
-/* The same without the time callback, for a thread with no samples and no steps to place: all
- * c_time would do is keep last_ts, which only placing samples reads. */
-static const strobe__dec_ops collect_ops_untimed = {
-    .begin = c_begin,
-    .end = c_end,
-    .instant = c_instant,
-    .counter = c_counter,
-    .memory = c_memory,
-    .backend = c_backend,
-    .truncated = c_truncated,
-    .top = c_top,
-    .arg = c_arg,
-    .stack = c_stack,
-};
-
 /* Collects one thread's records. *marker is set to the index of the "buffer full" instant, or
  * STROBE_NO_EVENT when the thread's buffer never filled. */
 static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread_index,
@@ -700,7 +684,9 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
     strobe__dec_thread_init(&dt);
     in->dec.ctx = &c;
     int rc = steps_for_thread(in, t, conv, stop_ns, &c.sm);
-    in->dec.ops = c.sample < c.sample_end || c.sm.n ? &collect_ops : &collect_ops_untimed;
+    /* A thread with no samples and no steps to place needs no time callback: all c_time would
+     * do is keep last_ts, which only placing samples reads. */
+    in->dec.ops = c.sample < c.sample_end || c.sm.n ? &collect_ops : &in->ops_untimed;
     for (const strobe__chunk *k = t->first, *next; k && rc == 0; k = next) {
         size_t used = chunk_used(t, k);
         next = k->next; /* read before the chunk's memory may go */
@@ -1039,6 +1025,8 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     r->event_count = 0;
     in.dec.s = s;
     in.dec.ops = &collect_ops;
+    in.ops_untimed = collect_ops;
+    in.ops_untimed.time = NULL;
     in.samples = samples;
     in.sample_count = nsamples;
     in.sample_pcs = strobe__sampler_pcs(s->sampler);
