@@ -706,17 +706,12 @@ EXPORT int MPI_Startall(int n, MPI_Request reqs[]) {
 /* ---- Waits and tests ------------------------------------------------------------------------ */
 
 EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status) {
-    if (!recording()) {
-        MPI_Request r = *req;
-        int rc = PMPI_Wait(req, status);
-        if (rc == MPI_SUCCESS) req_take(r);
-        return rc;
-    }
     MPI_Request r = *req;
-    BEGIN("MPI_Wait");
+    int on = recording();
+    if (on) BEGIN("MPI_Wait");
     int rc = PMPI_Wait(req, status);
-    if (rc == MPI_SUCCESS) completes(&r, NULL, 1);
-    END();
+    if (rc == MPI_SUCCESS) finished(&r, on, NULL, 1);
+    if (on) END();
     return rc;
 }
 
@@ -768,12 +763,7 @@ EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
     int on = recording();
     if (on) BEGIN("MPI_Test");
     int rc = PMPI_Test(req, flag, status);
-    if (rc == MPI_SUCCESS && *flag) {
-        if (on)
-            completes(&r, NULL, 1);
-        else
-            req_take(r);
-    }
+    if (rc == MPI_SUCCESS && *flag) finished(&r, on, NULL, 1);
     if (on) END();
     return rc;
 }
