@@ -79,11 +79,6 @@ const char cmd_convert_usage[] =
     "EXIT STATUS\n"
     "    0 converted; 2 bad usage, unreadable or malformed input, or an output error.\n";
 
-static int ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && memcmp(s + n - m, suffix, m) == 0;
-}
-
 /* Reads a whole file, gunzipping when it is gzip. NULL with errno-ish message on failure. */
 static unsigned char *read_all(const char *path, size_t *len, const char **why) {
     errno = 0;
@@ -159,7 +154,7 @@ static int out_open(out_file *o, const char *path) {
     mode_t mask = umask(0);
     umask(mask);
     if (fchmod(o->fd, 0666 & ~mask) != 0) o->err = errno;
-    if (ends_with(path, ".gz")) {
+    if (cli_ends_with(path, ".gz")) {
         int fd2 = dup(o->fd);
         o->gz = fd2 >= 0 ? gzdopen(fd2, "wb1") : NULL;
         if (o->gz == NULL) {

@@ -12,7 +12,6 @@
  * 0's clock; every time of the rank is mapped so before it is written. A rank without it is merged
  * as it is, with a warning (its clock is taken to be rank 0's). The merged trace's "strobe_merge"
  * member lists, per rank, its file, host, the offset and drift applied and their uncertainty. */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -103,16 +102,13 @@ typedef struct file_list {
     size_t n, cap;
 } file_list;
 
-static int ends_with(const char *s, const char *suffix) {
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
+/* A trace's name in a folder (hidden files left out). */
 static int is_trace_name(const char *name) {
     static const char *const exts[] = {".json",       ".json.gz",        ".pftrace",
                                        ".pftrace.gz", ".perfetto-trace", ".perfetto-trace.gz"};
+    if (name[0] == '.') return 0;
     for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++)
-        if (ends_with(name, exts[i])) return 1;
+        if (cli_ends_with(name, exts[i])) return 1;
     return 0;
 }
 
@@ -133,48 +129,30 @@ static int push_file(file_list *l, const char *path) {
     return 0;
 }
 
-static int by_path(const void *a, const void *b) {
-    return strcmp(((const rank_file *)a)->path, ((const rank_file *)b)->path);
-}
-
 /* A folder's traces, in name order, but `skip` (the output, when it is there from an earlier
  * merge). @return 0, or CLI_BAD_INPUT after a message. */
 static int list_folder(file_list *l, const char *dir, const struct stat *skip) {
-    DIR *d = opendir(dir);
-    if (d == NULL) {
+    char **paths;
+    size_t n;
+    int rc = cli_folder_files(dir, is_trace_name, skip, &paths, &n);
+    if (rc == -1) {
         fprintf(stderr, "strobe merge: %s: %s\n", cli_esc(dir), strerror(errno));
         return CLI_BAD_INPUT;
     }
-    size_t first = l->n;
-    int rc = 0;
-    for (struct dirent *de; rc == 0 && (de = readdir(d)) != NULL;) {
-        if (de->d_name[0] == '.' || !is_trace_name(de->d_name)) continue;
-        size_t len = strlen(dir) + strlen(de->d_name) + 2;
-        char *p = malloc(len);
-        if (p == NULL) {
-            rc = STROBE_ENOMEM;
-            break;
-        }
-        snprintf(p, len, "%s/%s", dir, de->d_name);
-        struct stat st;
-        if (stat(p, &st) == 0 && S_ISREG(st.st_mode) &&
-            !(skip && st.st_dev == skip->st_dev && st.st_ino == skip->st_ino))
-            rc = push_file(l, p);
-        free(p);
-    }
-    closedir(d);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = push_file(l, paths[i]);
+    cli_free_paths(paths, n);
     if (rc) {
         fprintf(stderr, "strobe merge: out of memory\n");
         return CLI_BAD_INPUT;
     }
-    if (l->n == first) {
+    if (n == 0) {
         fprintf(stderr,
                 "strobe merge: %s: no trace (.json, .json.gz, .pftrace or .pftrace.gz file) in "
                 "this folder\n",
                 cli_esc(dir));
         return CLI_BAD_INPUT;
     }
-    qsort(l->v + first, l->n - first, sizeof *l->v, by_path);
     return 0;
 }
 

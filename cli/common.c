@@ -423,3 +423,66 @@ void cli_print_id(const md_model *m, int64_t num, uint8_t kind, int json) {
     else
         printf("%lld", (long long)num);
 }
+
+/* ---- files --------------------------------------------------------------------------------- */
+
+int cli_ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
+static int by_path(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void cli_free_paths(char **paths, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+}
+
+int cli_folder_files(const char *dir, int (*want)(const char *name), const struct stat *skip,
+                     char ***paths, size_t *n) {
+    *paths = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (d == NULL) return -1;
+    char **v = NULL;
+    size_t count = 0, cap = 0;
+    int rc = 0;
+    for (struct dirent *de; rc == 0 && (de = readdir(d)) != NULL;) {
+        if (!want(de->d_name)) continue;
+        size_t len = strlen(dir) + strlen(de->d_name) + 2;
+        if (count == cap) {
+            size_t c2 = cap ? 2 * cap : 16;
+            char **v2 = realloc(v, c2 * sizeof *v2);
+            if (v2 == NULL) {
+                rc = STROBE_ENOMEM;
+                break;
+            }
+            v = v2;
+            cap = c2;
+        }
+        char *p = malloc(len);
+        if (p == NULL) {
+            rc = STROBE_ENOMEM;
+            break;
+        }
+        snprintf(p, len, "%s/%s", dir, de->d_name);
+        struct stat st;
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode) &&
+            !(skip && st.st_dev == skip->st_dev && st.st_ino == skip->st_ino))
+            v[count++] = p;
+        else
+            free(p);
+    }
+    closedir(d);
+    if (rc) {
+        cli_free_paths(v, count);
+        return rc;
+    }
+    if (count > 1) qsort(v, count, sizeof *v, by_path);
+    *paths = v;
+    *n = count;
+    return 0;
+}

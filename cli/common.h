@@ -112,6 +112,20 @@ size_t cli_progress_format(char *buf, size_t cap, const char *cmd, const char *p
 extern int cli_progress_delay_ms;
 extern int cli_progress_tty;
 
+/* ---- files -------------------------------------------------------------------------------- */
+
+struct stat;
+
+/* Whether s ends with suffix. */
+int cli_ends_with(const char *s, const char *suffix);
+
+/* The regular files of folder `dir` whose names `want` accepts, but the file `skip` (NULL: none),
+ * as "dir/name" paths in name order: *paths (malloc'd, each path malloc'd; cli_free_paths) and
+ * *n. @return 0, STROBE_ENOMEM, or -1 with errno set when the folder cannot be opened. */
+int cli_folder_files(const char *dir, int (*want)(const char *name), const struct stat *skip,
+                     char ***paths, size_t *n);
+void cli_free_paths(char **paths, size_t n);
+
 /* ---- loading and finishing ----------------------------------------------------------------- */
 
 /* Loads `path` ("-": standard input) into *m, with the progress line unless `quiet`. On failure

@@ -4,7 +4,6 @@
  * types, interval merging, output helpers (tables, typed cells), the commands' frame (hta_main). */
 #include "hta.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -37,46 +36,29 @@ static int push_path(path_list *l, const char *p) {
     return l->v[l->n++] ? 0 : STROBE_ENOMEM;
 }
 
-static int ends_with(const char *s, const char *suffix) {
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-static int by_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+static int json_name(const char *name) {
+    return cli_ends_with(name, ".json") || cli_ends_with(name, ".json.gz");
 }
 
 /* A folder's .json and .json.gz files, in name order. @return 0, STROBE_ENOMEM, or -1 after a
  * message (unreadable, or no trace in it). */
 static int list_folder(path_list *l, const char *cmd, const char *dir) {
-    DIR *d = opendir(dir);
-    if (d == NULL) {
+    char **paths;
+    size_t n;
+    int rc = cli_folder_files(dir, json_name, NULL, &paths, &n);
+    if (rc == -1) {
         fprintf(stderr, "strobe %s: %s: %s\n", cmd, cli_esc(dir), strerror(errno));
         return -1;
     }
-    size_t first = l->n;
-    int rc = 0;
-    for (struct dirent *de; rc == 0 && (de = readdir(d)) != NULL;) {
-        if (!ends_with(de->d_name, ".json") && !ends_with(de->d_name, ".json.gz")) continue;
-        size_t len = strlen(dir) + strlen(de->d_name) + 2;
-        char *p = malloc(len);
-        if (p == NULL) {
-            rc = STROBE_ENOMEM;
-            break;
-        }
-        snprintf(p, len, "%s/%s", dir, de->d_name);
-        struct stat st;
-        if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) rc = push_path(l, p);
-        free(p);
-    }
-    closedir(d);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = push_path(l, paths[i]);
+    cli_free_paths(paths, n);
     if (rc) return rc;
-    if (l->n == first) {
+    if (n == 0) {
         fprintf(stderr, "strobe %s: %s: no trace (.json or .json.gz file) in this folder\n", cmd,
                 cli_esc(dir));
         return -1;
     }
-    qsort(l->v + first, l->n - first, sizeof *l->v, by_str);
     return 0;
 }
 
