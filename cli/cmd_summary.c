@@ -542,6 +542,16 @@ static int build(summary *s) {
     return err;
 }
 
+/* Frees the table (not its model). */
+static void summary_free(summary *s) {
+    free(s->perf);
+    free(s->rows);
+    free(s->slots);
+    strobe__strtab_release(&s->aux);
+    strobe__pool_release(&s->pool);
+    free(s);
+}
+
 /* ---- sorting ------------------------------------------------------------------------------ */
 
 static const summary *sort_s;
@@ -589,6 +599,14 @@ static int compare_rows(const void *a, const void *b) {
     if (c) return c;
     c = strcmp(strobe__strtab_str(&sort_s->aux, x->aux), strobe__strtab_str(&sort_s->aux, y->aux));
     return c ? c : (x->cls > y->cls) - (x->cls < y->cls);
+}
+
+/* Sorts the table's rows by `key` (`perf`: the counter of S_PERF and S_SELF_PERF). */
+static void sort_rows(summary *s, sort_key key, size_t perf) {
+    sort_s = s;
+    sort_by = key;
+    sort_perf = perf;
+    if (s->count > 1) qsort(s->rows, s->count, sizeof *s->rows, compare_rows);
 }
 
 /* ---- output ------------------------------------------------------------------------------- */
@@ -1097,10 +1115,7 @@ int cmd_summary(int argc, char **argv) {
         cli_say_skipped("summary", path, s->m);
         int work = build(s) != 0 ? STROBE_ENOMEM : 0;
         if (work == 0) {
-            sort_s = s;
-            sort_by = key;
-            sort_perf = (size_t)pk;
-            if (s->count > 1) qsort(s->rows, s->count, sizeof *s->rows, compare_rows);
+            sort_rows(s, key, (size_t)pk);
             size_t shown = limit == 0 || limit > s->count ? s->count : limit;
             if (format == CL_TABLE)
                 work = print_table(s, shown);
@@ -1110,12 +1125,7 @@ int cmd_summary(int argc, char **argv) {
         rc = cli_finish("summary", path, work, CLI_OK);
         md_free(s->m);
     }
-    free(s->perf);
-    free(s->rows);
-    free(s->slots);
-    strobe__strtab_release(&s->aux);
-    strobe__pool_release(&s->pool);
-    free(s);
+    summary_free(s);
     return rc;
 }
 
@@ -1129,18 +1139,10 @@ int cl_summary_json(FILE *out, md_model *m, size_t limit, size_t *rows) {
     strobe__strtab_init(&s->aux, &s->pool);
     int work = build(s) != 0 ? STROBE_ENOMEM : 0;
     if (work == 0) {
-        sort_s = s;
-        sort_by = S_CPU_TOTAL;
-        sort_perf = 0;
-        if (s->count > 1) qsort(s->rows, s->count, sizeof *s->rows, compare_rows);
+        sort_rows(s, S_CPU_TOTAL, 0);
         *rows = s->count;
         work = print_machine(out, s, limit == 0 || limit > s->count ? s->count : limit, 1);
     }
-    free(s->perf);
-    free(s->rows);
-    free(s->slots);
-    strobe__strtab_release(&s->aux);
-    strobe__pool_release(&s->pool);
-    free(s);
+    summary_free(s);
     return work;
 }

@@ -349,6 +349,22 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
     keep_args(m, it, e);
 }
 
+/* A "strobe session" span (cat "Trace") from start to end on process pid's track, which is
+ * named "Spans" when it has no name. @return the item, or NULL (out of memory). */
+static mitem *session_item(merger *m, int64_t pid, int64_t start, int64_t end) {
+    uint32_t tr = track_of(m, pid, 0);
+    mitem *it = tr == UINT32_MAX ? NULL : new_item(m);
+    if (it == NULL) return NULL;
+    it->ph = 'X';
+    it->track = tr;
+    it->ts = start;
+    it->dur = end - start;
+    it->name = intern(m, "strobe session", 14);
+    it->cat = intern(m, "Trace", 5);
+    if (m->tracks[tr].name == NO_STR) m->tracks[tr].name = intern(m, "Spans", 5);
+    return it;
+}
+
 /* A streamed trace whose process never stopped its session (it was killed, or ran exec) has no
  * session span: one is made from the session's start (a stream's base is 1 us before it) to when
  * the caller says the process ended, else to its last event or the file's last write, whichever
@@ -374,8 +390,7 @@ static void add_cut_session(merger *m, const cli_merge_input *in, int64_t pid, s
             cli_merge_align(in, (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
         if (mt > end && mt - start < (int64_t)86400 * 1000000000) end = mt;
     }
-    uint32_t tr = track_of(m, pid, 0);
-    mitem *it = tr == UINT32_MAX ? NULL : new_item(m);
+    mitem *it = session_item(m, pid, start, end);
     if (it == NULL) return;
     static const char args[] = "{\"stopped\": false}";
     m->arena = grow(m->arena, &m->caparena, m->narena + sizeof args, 1, &m->oom);
@@ -384,13 +399,6 @@ static void add_cut_session(merger *m, const cli_merge_input *in, int64_t pid, s
     it->args_off = m->narena;
     it->args_len = sizeof args - 1;
     m->narena += sizeof args - 1;
-    it->ph = 'X';
-    it->track = tr;
-    it->ts = start;
-    it->dur = end - start;
-    it->name = intern(m, "strobe session", 14);
-    it->cat = intern(m, "Trace", 5);
-    if (m->tracks[tr].name == NO_STR) m->tracks[tr].name = intern(m, "Spans", 5);
 }
 
 /* A session span for the first input when it has none (a PyTorch trace), over its events, on its
@@ -406,18 +414,10 @@ static void add_session_span(merger *m) {
         if (m->items[i].ts + m->items[i].dur > end) end = m->items[i].ts + m->items[i].dur;
     }
     if (pid < 0 || start > end) return;
-    uint32_t tr = track_of(m, pid, 0);
-    mitem *it = tr == UINT32_MAX ? NULL : new_item(m);
+    mitem *it = session_item(m, pid, start, end);
     if (it == NULL) return;
-    it->ph = 'X';
-    it->track = tr;
-    it->ts = start;
-    it->dur = end - start;
-    it->name = intern(m, "strobe session", 14);
-    it->cat = intern(m, "Trace", 5);
     it->session = 1;
     m->session_taken = 1;
-    if (m->tracks[tr].name == NO_STR) m->tracks[tr].name = intern(m, "Spans", 5);
 }
 
 /* The rank's metadata (src/trace/kineto.h: distributedInfo, strobe_job, strobe_clock_sync), kept

@@ -487,18 +487,24 @@ static int add_cold(md_model *m, uint32_t i, const uint8_t *rec, size_t len) {
     return 0;
 }
 
+/* The first entry of the bad table (sorted by event) at or after event i. */
+static size_t bad_lower(const md_model *m, uint32_t i) {
+    size_t lo = 0, hi = m->bad_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->bads[mid].ev < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Adds or updates the bad-table entry of event i. Entries are added in event order while
  * loading; place_pending may add out of order (it sorts them after). */
 static int set_bad(md_model *m, uint32_t i, uint16_t bits, uint32_t why) {
     if (m->ev_flags[i] & MD_F_BAD) {
-        size_t lo = 0, hi = m->bad_count;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (m->bads[mid].ev < i)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        size_t lo = bad_lower(m, i);
         for (size_t k = lo; k < m->bad_count; k++)
             if (m->bads[k].ev == i) {
                 m->bads[k].bits = bits;
@@ -612,14 +618,7 @@ static void decode_cold(const uint8_t *p, md_event *e) {
 }
 
 static const md_bad *bad_of(const md_model *m, uint32_t i) {
-    size_t lo = 0, hi = m->bad_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->bads[mid].ev < i)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = bad_lower(m, i);
     return lo < m->bad_count && m->bads[lo].ev == i ? &m->bads[lo] : NULL;
 }
 
