@@ -62,6 +62,10 @@ typedef struct {
     const strobe__sample *samples;
     size_t sample_count;
     const uint64_t *sample_pcs;
+    /* Per sample, whether it is placed: a thread can have two states in one session (an exiting
+     * thread's last free() attaches it again after its state was let go), and each would place
+     * the same samples, past the event array counted for one. */
+    uint8_t *sample_placed;
     int64_t sample_lo, sample_hi; /* the window: samples outside it are left out */
     int64_t sample_offset;        /* epoch ns minus CLOCK_MONOTONIC ns */
     /* Memory handed over as the decoder goes (arena_releasable): each 2 MB span of the arena
@@ -441,7 +445,8 @@ static int place_samples(cthread *c, int64_t before) {
     for (; c->sample < c->sample_end; c->sample++) {
         int64_t ts = sample_ns(in, c->sample);
         if (ts >= before) break;
-        if (ts < in->sample_lo || ts > in->sample_hi) continue;
+        if (ts < in->sample_lo || ts > in->sample_hi || in->sample_placed[c->sample]) continue;
+        in->sample_placed[c->sample] = 1;
         /* The steps that begin or end before it come first (the thread's events stay sorted). */
         if (c->sm.n) {
             int rc = apply_step_marks(in, &c->sm, &c->st, c->t, c->ti, ts);
@@ -1030,6 +1035,10 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     in.samples = samples;
     in.sample_count = nsamples;
     in.sample_pcs = strobe__sampler_pcs(s->sampler);
+    if (nsamples) {
+        in.sample_placed = calloc(nsamples, 1);
+        if (in.sample_placed == NULL) rc = STROBE_ENOMEM;
+    }
     in.sample_offset = s->start.real_ns - s->start.mono_ns;
     in.sample_lo = r->trace_start_ns;
     in.sample_hi = stop_ns;
@@ -1087,6 +1096,7 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
     free(in.stacks);
     free(in.backend);
     free(in.step_placed);
+    free(in.sample_placed);
     st->orphan_details += in.dec.orphan_details;
     st->unmatched_module_pops += in.dec.unmatched_module_pops;
     strobe__decoder_free(&in.dec);
