@@ -56,6 +56,11 @@ const char cmd_check_usage[] =
     "      step_overlap          a ProfilerStep#N range that starts before the process's\n"
     "                            previous step ended (steps follow one another, as\n"
     "                            torch.profiler's step() makes them)\n"
+    "      unclean_stop          a process that did not stop its session: strobe's instants\n"
+    "                            \"[strobe] process ended by SIG...\" (a crash or a kill,\n"
+    "                            recorded up to the signal) and \"[strobe] process cut short\"\n"
+    "                            (its part ended without its session's end: SIGKILL, or a\n"
+    "                            stop that did not finish; the events it held were lost)\n"
     "      bad_metadata_event    a malformed ph M event (counted only)\n"
     "\n"
     "    Unsorted events, string pids and tids, a missing cat and an unterminated traceEvents\n"
@@ -100,6 +105,7 @@ enum {
     P_FLOW_WITHOUT_ID,
     P_UNKNOWN_PHASE,
     P_STEP_OVERLAP,
+    P_UNCLEAN_STOP,
     P_COUNT
 };
 
@@ -107,7 +113,7 @@ static const char *const problem_names[P_COUNT] = {
     "bad_event",        "negative_dur",          "x_without_dur",      "end_out_of_range",
     "partial_overlap",  "child_outlives_parent", "b_without_e",        "e_without_b",
     "be_name_mismatch", "flow_without_end",      "flow_without_start", "flow_without_id",
-    "unknown_phase",    "step_overlap"};
+    "unknown_phase",    "step_overlap",          "unclean_stop"};
 
 /* One example: the event, and for a nesting problem or a name mismatch the other event. */
 typedef struct example {
@@ -197,6 +203,22 @@ static void check_events(checker *c) {
         if (e->kind == MD_UNKNOWN_PHASE &&
             !(e->bad_bits & (STROBE_RD_BAD_PH | STROBE_RD_BAD_NOT_OBJECT)) && !known_phase(e->ph))
             add(c, P_UNKNOWN_PHASE, id, MD_NONE);
+    }
+}
+
+/* strobe's marks of a process that did not stop cleanly (record_hook.c's signal handler, and
+ * merge.c's cut-short session). */
+static void check_unclean(checker *c) {
+    const md_model *m = c->m;
+    static const char pre[] = "[strobe] process ";
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event e_ev = md_at(m, i), *e = &e_ev;
+        if (e->ph != 'i' && e->ph != 'I') continue;
+        const char *name = md_str(m, e->name);
+        if (strncmp(name, pre, sizeof pre - 1) == 0 &&
+            (strncmp(name + sizeof pre - 1, "ended by SIG", 12) == 0 ||
+             strncmp(name + sizeof pre - 1, "cut short", 9) == 0))
+            add(c, P_UNCLEAN_STOP, (uint32_t)i, MD_NONE);
     }
 }
 
@@ -615,6 +637,7 @@ int cmd_check(int argc, char **argv) {
     c.m = &m;
     c.limit = limit;
     check_events(&c);
+    check_unclean(&c);
     check_nesting(&c);
     check_begin_end(&c);
     check_flows(&c);

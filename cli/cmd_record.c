@@ -471,6 +471,9 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
     if (rc == 0 && o->capture_cuda) rc = env_add(e, "STROBE_RECORD_CAPTURE_CUDA", "1");
     if (rc == 0 && o->no_follow) rc = env_add(e, "STROBE_RECORD_NO_FOLLOW", "1");
     if (rc == 0) rc = env_add(e, "STROBE_RECORD_PRELOAD", lib);
+    /* The recorded processes stop recording if this one dies (record_hook.c, the watch). */
+    snprintf(num, sizeof num, "%ld", (long)getpid());
+    if (rc == 0) rc = env_add(e, "STROBE_RECORD_WATCH_PID", num);
     /* NVTX ranges and, with CUDA, the driver's first cuInit reach the preloaded library through
      * its entry points (src/preload/record_hook.c). A tool the user named already (Nsight's) is
      * kept: it is theirs, and strobe records without it (warned in run_record). */

@@ -399,6 +399,19 @@ static void add_cut_session(merger *m, const cli_merge_input *in, int64_t pid, s
     it->args_off = m->narena;
     it->args_len = sizeof args - 1;
     m->narena += sizeof args - 1;
+    /* And an instant at its end, which `strobe check` reports (unclean_stop). */
+    uint32_t tr = it->track;
+    mitem *mark = new_item(m);
+    if (mark == NULL) return;
+    static const char cut_name[] =
+        "[strobe] process cut short: it ended before its session stopped";
+    mark->ph = 'i';
+    mark->track = tr;
+    mark->ts = end;
+    mark->dur = 0;
+    mark->name = intern(m, cut_name, sizeof cut_name - 1);
+    mark->cat = intern(m, "Trace", 5);
+    mark->args_off = SIZE_MAX;
 }
 
 /* A session span for the first input when it has none (a PyTorch trace), over its events, on its

@@ -20,6 +20,8 @@
  *   STROBE_RECORD_CAPTURE_CUDA "1": the same between each cuProfilerStart and cuProfilerStop of
  *                             the program (with cuda: seen through CUPTI's callbacks from the
  *                             first cuInit on, core/device.h strobe__cuda_watch_profiler)
+ *   STROBE_RECORD_WATCH_PID   `strobe record`'s pid: when it dies, the session stops (the
+ *                             watch thread, below)
  *   STROBE_RECORD_NO_FOLLOW   "1": this process only: the variables, and the LD_PRELOAD entry
  *                             STROBE_RECORD_PRELOAD names, leave the environment at start, so
  *                             that the programs it runs are not recorded
@@ -44,6 +46,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <stdarg.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,6 +76,10 @@ typedef struct settings {
 static settings set;
 static int active;           /* the settings were read and a session is to run in this process */
 static int cuda_initialized; /* atomic: the driver called InitializeInjection (its first cuInit) */
+
+static int proc_stat(pid_t pid, unsigned long long *start, char *st);
+static pid_t watch_pid; /* `strobe record`'s pid (STROBE_RECORD_WATCH_PID), 0: none */
+static unsigned long long watch_start; /* its start time, against a reused pid */
 
 static void say(const char *msg, const char *detail) {
     char line[600];
@@ -124,10 +132,10 @@ static void forget_settings(void) {
      * this library as a tool, which then does nothing (no settings: not active). */
     strip_preload(getenv("STROBE_RECORD_PRELOAD"));
     static const char *const vars[] = {
-        "STROBE_RECORD_DIR",          "STROBE_RECORD_ACTIVITIES", "STROBE_RECORD_DELAY_MS",
-        "STROBE_RECORD_DURATION_MS",  "STROBE_RECORD_HEAP",       "STROBE_RECORD_NO_FOLLOW",
-        "STROBE_RECORD_PRELOAD",      "STROBE_RECORD_SAMPLE_HZ",  "STROBE_RECORD_CAPTURE_NVTX",
-        "STROBE_RECORD_CAPTURE_CUDA", "STROBE_RECORD_HEAP_STACKS"};
+        "STROBE_RECORD_DIR",          "STROBE_RECORD_ACTIVITIES",  "STROBE_RECORD_DELAY_MS",
+        "STROBE_RECORD_DURATION_MS",  "STROBE_RECORD_HEAP",        "STROBE_RECORD_NO_FOLLOW",
+        "STROBE_RECORD_PRELOAD",      "STROBE_RECORD_SAMPLE_HZ",   "STROBE_RECORD_CAPTURE_NVTX",
+        "STROBE_RECORD_CAPTURE_CUDA", "STROBE_RECORD_HEAP_STACKS", "STROBE_RECORD_WATCH_PID"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
 }
@@ -167,6 +175,10 @@ static int read_settings(void) {
     snprintf(set.capture, sizeof set.capture, "%s", cap ? cap : "");
     const char *capc = getenv("STROBE_RECORD_CAPTURE_CUDA");
     set.capture_cuda = capc && strcmp(capc, "1") == 0;
+    long long wp = env_ms("STROBE_RECORD_WATCH_PID", 0);
+    char wst;
+    if (wp > 0 && wp < INT32_MAX && proc_stat((pid_t)wp, &watch_start, &wst) == 0)
+        watch_pid = (pid_t)wp;
     long long hz = env_ms("STROBE_RECORD_SAMPLE_HZ", 0);
     set.sample_hz = hz > 0 && hz <= STROBE_CPU_SAMPLE_HZ_MAX ? (uint32_t)hz : 0;
     if (no_follow) forget_settings();
@@ -390,6 +402,46 @@ static void *quiet_main(void *p) {
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
+/* The program's threads alive, main included (atomic). A process ends when its last thread does,
+ * with exit(0) (glibc's start_thread); strobe's own threads would keep alive a program whose main
+ * thread called pthread_exit(), so the program's last thread calls exit(0) itself, as glibc would
+ * have without them. Each program thread carries `prog_key`, whose destructor runs however the
+ * thread ends (return, pthread_exit, cancellation). */
+static int prog_threads = 1;
+static pthread_key_t prog_key;
+static int prog_key_ok;
+
+static void prog_thread_gone(void *v) {
+    (void)v;
+    if (__atomic_sub_fetch(&prog_threads, 1, __ATOMIC_ACQ_REL) == 0) exit(0);
+}
+
+static void *prog_main(void *p) {
+    quiet_start q = *(quiet_start *)p;
+    int quiet = strobe__heap_quiet(1);
+    free(p);
+    pthread_setspecific(prog_key, (void *)1);
+    strobe__heap_quiet(quiet);
+    return q.fn(q.arg);
+}
+
+/* A program thread (called quiet): counted from before it starts. */
+static int prog_create(create_fn r, pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                       void *arg) {
+    if (!active || !prog_key_ok) return r(t, attr, fn, arg);
+    quiet_start *q = malloc(sizeof *q);
+    if (q == NULL) return EAGAIN;
+    q->fn = fn;
+    q->arg = arg;
+    __atomic_add_fetch(&prog_threads, 1, __ATOMIC_ACQ_REL);
+    int rc = r(t, attr, prog_main, q);
+    if (rc != 0) {
+        __atomic_sub_fetch(&prog_threads, 1, __ATOMIC_ACQ_REL);
+        free(q);
+    }
+    return rc;
+}
+
 EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
                           void *arg) {
     static create_fn real;
@@ -400,8 +452,11 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
         __atomic_store_n(&real, r, __ATOMIC_RELEASE);
     }
     int quiet = strobe__heap_quiet(1);
-    strobe__heap_quiet(quiet);
-    if (!quiet) return r(t, attr, fn, arg);
+    if (!quiet) {
+        int rc = prog_create(r, t, attr, fn, arg);
+        strobe__heap_quiet(0);
+        return rc;
+    }
     quiet_start *q = malloc(sizeof *q);
     if (q == NULL) return EAGAIN;
     q->fn = fn;
@@ -462,6 +517,303 @@ EXPORT void _Exit(int status) {
     _exit(status);
 }
 
+/* ---- exec --------------------------------------------------------------------------------- */
+
+/* exec replaces the image without running its destructor: the session stops first, so that its
+ * part is complete; the new image, given LD_PRELOAD again, records into a part of its own
+ * (PARTS/<pid>.<n>.json). If exec fails the program goes on, recorded again in a new part. Each
+ * of glibc's exec functions calls the system's directly, so each is wrapped. */
+static int stop_before_exec(void) {
+    if (!active || session_pid != getpid()) return 0;
+    pthread_mutex_lock(&lock);
+    int was_on = state == ST_ON;
+    stop_locked(1);
+    pthread_mutex_unlock(&lock);
+    return was_on;
+}
+
+static void exec_failed(int was_on) {
+    if (!was_on) return;
+    int e = errno;
+    pthread_mutex_lock(&lock);
+    state = ST_WAIT;
+    start_locked();
+    pthread_mutex_unlock(&lock);
+    errno = e;
+}
+
+static void *next_fn(const char *name) {
+    void *f = dlsym(RTLD_NEXT, name);
+    if (f == NULL) errno = ENOSYS;
+    return f;
+}
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+    execve_fn f = (execve_fn)next_fn("execve");
+    if (f == NULL) return -1;
+    int on = stop_before_exec();
+    int rc = f(path, argv, envp);
+    exec_failed(on);
+    return rc;
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    execve_fn f = (execve_fn)next_fn("execvpe");
+    if (f == NULL) return -1;
+    int on = stop_before_exec();
+    int rc = f(file, argv, envp);
+    exec_failed(on);
+    return rc;
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+    fexecve_fn f = (fexecve_fn)next_fn("fexecve");
+    if (f == NULL) return -1;
+    int on = stop_before_exec();
+    int rc = f(fd, argv, envp);
+    exec_failed(on);
+    return rc;
+}
+
+static int exec_v(const char *name, const char *path, char *const argv[]) {
+    execv_fn f = (execv_fn)next_fn(name);
+    if (f == NULL) return -1;
+    int on = stop_before_exec();
+    int rc = f(path, argv);
+    exec_failed(on);
+    return rc;
+}
+
+EXPORT int execv(const char *path, char *const argv[]) {
+    return exec_v("execv", path, argv);
+}
+
+EXPORT int execvp(const char *file, char *const argv[]) {
+    return exec_v("execvp", file, argv);
+}
+
+/* execl, execlp, execle: the arguments gathered into an array (on the stack, as glibc does),
+ * then the vector form. `with_env`: a char *const envp[] follows the terminating NULL. */
+#define EXEC_L(kind, path, arg0)                                                                   \
+    do {                                                                                           \
+        va_list ap;                                                                                \
+        size_t n = 1;                                                                              \
+        va_start(ap, arg0);                                                                        \
+        while (va_arg(ap, const char *) != NULL)                                                   \
+            n++;                                                                                   \
+        va_end(ap);                                                                                \
+        if (n > 1u << 20) {                                                                        \
+            errno = E2BIG;                                                                         \
+            return -1;                                                                             \
+        }                                                                                          \
+        char **v = __builtin_alloca((n + 1) * sizeof *v);                                          \
+        va_start(ap, arg0);                                                                        \
+        v[0] = (char *)arg0;                                                                       \
+        for (size_t i = 1; i <= n; i++)                                                            \
+            v[i] = va_arg(ap, char *);                                                             \
+        char *const *envp = kind == 2 ? va_arg(ap, char *const *) : NULL;                          \
+        va_end(ap);                                                                                \
+        if (kind == 2) return execve(path, v, envp);                                               \
+        return kind == 1 ? execvp(path, v) : execv(path, v);                                       \
+    } while (0)
+
+EXPORT int execl(const char *path, const char *arg0, ...) {
+    EXEC_L(0, path, arg0);
+}
+
+EXPORT int execlp(const char *file, const char *arg0, ...) {
+    EXEC_L(1, file, arg0);
+}
+
+EXPORT int execle(const char *path, const char *arg0, ...) {
+    EXEC_L(2, path, arg0);
+}
+
+/* ---- Signals that end the process, and the watch thread ------------------------------------ */
+
+/* A signal whose default action ends the process (a crash: SIGSEGV, SIGBUS, SIGABRT ...; or a
+ * kill: SIGTERM, SIGINT, SIGHUP ...) would lose what the threads hold in their chunks. Where the
+ * program leaves such a signal at its default, strobe's handler stops the session first (an
+ * instant "[strobe] process ended by SIG..." marks it in the trace), then restores the default
+ * and raises the signal again, so that the process ends as it would have (its status, its core
+ * dump). A program that sets its own handler replaces strobe's.
+ *
+ * Stopping is not async-signal-safe: a crash inside the allocator or inside strobe could block
+ * it. The watch thread bounds it: 3 s after a signal it ends the process with the signal's
+ * default action whether or not the stop finished. The handler runs with SA_NODEFER, so that a
+ * second fault inside the stop goes to the handler again, which then takes the default at once.
+ * The same thread watches `strobe record`: if it dies (SIGKILL), the session stops and its part
+ * is closed, and the program goes on unrecorded, instead of appending to a part nobody merges. */
+static const int end_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE,  SIGILL,  SIGSYS, SIGTERM,
+                                  SIGINT,  SIGHUP, SIGQUIT, SIGPIPE, SIGXCPU, SIGXFSZ};
+static int crash_sig;  /* atomic: the first ending signal, 0: none */
+static long crash_tid; /* the thread handling it */
+static int crash_done; /* atomic: its handler stopped the session (or gave up) */
+static int watch_word; /* futex the watch thread sleeps on */
+
+static void futex_wake(int *w) {
+    __atomic_add_fetch(w, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void default_and_raise(int sig) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigaction(sig, &sa, NULL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+}
+
+static void on_end_signal(int sig) {
+    int e = errno;
+    long self = (long)syscall(SYS_gettid);
+    int first = 0;
+    if (__atomic_compare_exchange_n(&crash_sig, &first, sig, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&crash_tid, self, __ATOMIC_RELEASE);
+        futex_wake(&watch_word);
+        if (session_pid == getpid()) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            if (pthread_mutex_timedlock(&lock, &until) == 0) {
+                if (state == ST_ON) {
+                    char what[64];
+                    snprintf(what, sizeof what, "[strobe] process ended by SIG%s",
+                             sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+                    strobe__instant_name(what);
+                }
+                stop_locked(1);
+                pthread_mutex_unlock(&lock);
+            }
+        }
+        __atomic_store_n(&crash_done, 1, __ATOMIC_RELEASE);
+    } else if (__atomic_load_n(&crash_tid, __ATOMIC_ACQUIRE) != self) {
+        /* Another thread stops the session: this one waits for it (the watch thread bounds the
+         * wait), then ends the process as the signal would. */
+        for (int i = 0; i < 400 && !__atomic_load_n(&crash_done, __ATOMIC_ACQUIRE); i++) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    errno = e;
+    default_and_raise(sig);
+}
+
+static void install_end_handlers(void) {
+    for (size_t i = 0; i < sizeof end_signals / sizeof end_signals[0]; i++) {
+        struct sigaction old;
+        if (sigaction(end_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+            (old.sa_flags & SA_SIGINFO))
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_end_signal;
+        sa.sa_flags = SA_NODEFER | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(end_signals[i], &sa, NULL);
+    }
+}
+
+/* The start time (field 22) and state of process `pid`. @return 0, or -1: no such process. */
+static int proc_stat(pid_t pid, unsigned long long *start, char *st) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (p == NULL || p[1] != ' ') return -1;
+    *st = p[2];
+    p += 2;
+    for (int field = 3; field < 22 && p; field++) {
+        p = strchr(p, ' ');
+        if (p) p++;
+    }
+    if (p == NULL) return -1;
+    *start = strtoull(p, NULL, 10);
+    return 0;
+}
+
+static int watched_gone(void) {
+    if (watch_pid <= 0 || getppid() == watch_pid) return 0;
+    unsigned long long start;
+    char st;
+    if (proc_stat(watch_pid, &start, &st) != 0) return 1;
+    return st == 'Z' || st == 'X' || start != watch_start;
+}
+
+static void *watch_main(void *arg) {
+    (void)arg;
+    strobe__heap_quiet(1);
+    for (;;) {
+        int seen = __atomic_load_n(&watch_word, __ATOMIC_ACQUIRE);
+        int sig = __atomic_load_n(&crash_sig, __ATOMIC_ACQUIRE);
+        if (sig) {
+            for (int i = 0; i < 300 && !__atomic_load_n(&crash_done, __ATOMIC_ACQUIRE); i++) {
+                struct timespec ts = {0, 10 * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+            if (!__atomic_load_n(&crash_done, __ATOMIC_ACQUIRE)) {
+                /* The stop is stuck: the signal's default action, now. */
+                struct sigaction sa;
+                memset(&sa, 0, sizeof sa);
+                sa.sa_handler = SIG_DFL;
+                sigaction(sig, &sa, NULL);
+                syscall(SYS_tgkill, getpid(), __atomic_load_n(&crash_tid, __ATOMIC_ACQUIRE), sig);
+            }
+            return NULL;
+        }
+        if (watched_gone()) {
+            pthread_mutex_lock(&lock);
+            int on = state == ST_ON;
+            stop_locked(1);
+            pthread_mutex_unlock(&lock);
+            if (on)
+                say("strobe record is gone: recording stopped; this process's part stays",
+                    part_path);
+            return NULL;
+        }
+        struct timespec ts = {0, 200 * 1000000L};
+        syscall(SYS_futex, &watch_word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+    }
+}
+
+/* Starts the watch thread of this process (once per process: a forked child starts its own). */
+static void start_watch(void) {
+    static pid_t started_in;
+    if (started_in == getpid()) return;
+    started_in = getpid();
+    __atomic_store_n(&crash_sig, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&crash_done, 0, __ATOMIC_RELEASE);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_t t;
+    int quiet = strobe__heap_quiet(1);
+    if (pthread_create(&t, &attr, watch_main, NULL) != 0)
+        say("cannot start the watch thread: a crash or the end of strobe record may lose events",
+            strerror(errno));
+    strobe__heap_quiet(quiet);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 /* ---- fork --------------------------------------------------------------------------------- */
 
 /* In a child forked without exec: a session of its own, into a part file of its own, timed from
@@ -471,6 +823,9 @@ EXPORT void _Exit(int status) {
 static void fork_child(void) {
     pthread_mutex_init(&lock, NULL);
     state = ST_WAIT;
+    /* The forking thread is the child's only one. */
+    __atomic_store_n(&prog_threads, 1, __ATOMIC_RELEASE);
+    start_watch();
     if (set.heap_stacks) strobe__heap_stacks_forked();
     /* CUDA does not carry over into a forked child (its driver state is the parent's, and the
      * core's CUDA backend counts as tracing there): the child records its CPU side. */
@@ -561,6 +916,12 @@ __attribute__((constructor)) static void strobe_record_start(void) {
         return;
     }
     if (!set.heap) strobe__heap_set_tracing(0);
+    if (pthread_key_create(&prog_key, prog_thread_gone) == 0) {
+        prog_key_ok = 1;
+        pthread_setspecific(prog_key, (void *)1);
+    }
+    install_end_handlers();
+    start_watch();
     /* NVTX ranges and CUDA reach the session started here through the entry points below, which
      * `strobe record` names this library for (NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH). */
     begin();
