@@ -35,6 +35,8 @@ const char cmd_trigger_usage[] =
     "    before the file name's first dot (trace.json -> trace.1234.json). The process only\n"
     "    writes into its allowed folders (by default the temp folder and its working directory),\n"
     "    never through '..' or a link. The format follows PATH's suffix, as strobe_result_save().\n"
+    "    A process that exits normally (exit(), a return from main) during its trace writes the\n"
+    "    trace at exit.\n"
     "\n"
     "    A job on many hosts: run one trigger per host, each with --all, through the job's\n"
     "    launcher, in iteration mode with a round-up, so that every rank starts at the same\n"
@@ -113,6 +115,17 @@ const struct option cmd_trigger_options[] = {
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
 };
+
+/* 1 when `path` holds %p or %r, read as the process reads it: "%%" is a '%' and starts no escape
+ * ("%%p" is the text "%p"). */
+static int names_process(const char *path) {
+    for (const char *s = path; *s; s++) {
+        if (s[0] != '%') continue;
+        if (s[1] == 'p' || s[1] == 'r') return 1;
+        if (s[1] == '%') s++;
+    }
+    return 0;
+}
 
 int cmd_trigger(int argc, char **argv) {
     const char *cmd = "trigger";
@@ -246,7 +259,7 @@ int cmd_trigger(int argc, char **argv) {
         return CLI_BAD_INPUT;
     }
     /* A path with %p or %r names each process's file already (the process expands them). */
-    int per_process = strstr(output, "%p") != NULL || strstr(output, "%r") != NULL;
+    int per_process = names_process(output);
     for (size_t i = 0; i < n; i++) {
         t[i].pid = pids[i];
         t[i].fd = -1;

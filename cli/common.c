@@ -378,6 +378,14 @@ int cli_load(md_model *m, const char *cmd, const char *path, int quiet) {
                     "read up to the last whole packet\n",
                     cmd, strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path),
                     (long long)m->pf_cut_offset);
+        /* gzip reads such a file too, and warns ("trailing garbage ignored"). */
+        if (m->gz_trailing_bytes)
+            fprintf(stderr,
+                    "strobe %s: warning: %s: trailing %s ignored: %lld byte(s) after the gzip "
+                    "data, from byte %lld\n",
+                    cmd, strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path),
+                    m->gz_trailing_zeros ? "zero bytes" : "garbage",
+                    (long long)m->gz_trailing_bytes, (long long)m->gz_trailing_offset);
         /* strobe writes at most 8 counters; a file naming more keeps the first MD_PERF_MAX. */
         if (m->perf_dropped)
             fprintf(stderr,

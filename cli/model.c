@@ -1165,6 +1165,9 @@ static int load_from(md_model *m, strobe_rd *rd, int rc) {
         m->perfetto = info->perfetto;
         m->pf_cut = info->pf_cut;
         m->pf_cut_offset = info->pf_cut_offset;
+        m->gz_trailing_bytes = info->gz_trailing_bytes;
+        m->gz_trailing_offset = info->gz_trailing_offset;
+        m->gz_trailing_zeros = info->gz_trailing_zeros;
         if (info->device_properties) {
             int64_t dp = intern(m, info->device_properties, info->device_properties_len);
             if (dp < 0) rc = (int)dp;

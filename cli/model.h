@@ -233,6 +233,9 @@ typedef struct md_model {
     int64_t base_time_ns;
     int has_schema;
     int64_t schema_version;
+    /* Data after the last gzip member, ignored (strobe_rd_info): bytes (0: none), where from. */
+    int64_t gz_trailing_bytes, gz_trailing_offset;
+    int gz_trailing_zeros;
     int unterminated;       /* traceEvents was not closed (accepted) */
     int perfetto;           /* the file is a Perfetto trace (read through its JSON) */
     int pf_cut;             /* a Perfetto trace cut inside a packet, read up to the last whole

@@ -185,7 +185,10 @@ static void on_line(odc_target *t, const strobe__od_request *req, int no_wait) {
     if (strcmp(w0, "ok") == 0) {
         t->accepted = 1;
         if (no_wait) {
-            printf("%ld: tracing; the process writes %s when done\n", t->pid, cli_esc(t->output));
+            /* The process names the file: it expands %p, %r and %% in the path it was sent. */
+            if (strobe__od_get(t->line, t->len, "output", v, sizeof v) < 0)
+                snprintf(v, sizeof v, "%s", t->output);
+            printf("%ld: tracing; the process writes %s when done\n", t->pid, cli_esc(v));
             t->outcome = 1;
         }
     } else if (strcmp(w0, "done") == 0) {

@@ -3,13 +3,15 @@
  * steps of a small workload until SECONDS have passed or the file STOPFILE appears:
  *
  *   ondemand_target SECONDS STOPFILE [--api] [--step-ms N] [--no-steps] [--exit-after-ms N]
- *                   [--flight]
+ *                   [--return-after-ms N] [--flight]
  *
  * Each step: an "aten::mm" operator with an "aten::add" inside, a block allocated and freed
  * (reported with strobe_record_alloc / strobe_record_free), and strobe_step(). It prints
  * "ready SOCKET" once the endpoint serves. --exit-after-ms ends the process abruptly (_exit) after
- * N ms, whatever runs (the "process exits mid-trace" test). --flight runs the program's own
- * session as a flight recorder (ring_bytes 4 MiB) for `strobe trigger --flight-dump`. */
+ * N ms, whatever runs (the "process exits mid-trace" test); --return-after-ms returns from main
+ * after N ms, a normal exit that the endpoint sees (without --api nothing stops it first). --flight
+ * runs the program's own session as a flight recorder (ring_bytes 4 MiB) for `strobe trigger
+ * --flight-dump`. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -38,7 +40,7 @@ int main(int argc, char **argv) {
     double seconds = atof(argv[1]);
     const char *stopfile = argv[2];
     int api = 0, steps = 1, flight = 0;
-    double step_ms = 2, exit_after = -1;
+    double step_ms = 2, exit_after = -1, return_after = -1;
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "--api") == 0)
             api = 1;
@@ -50,6 +52,8 @@ int main(int argc, char **argv) {
             step_ms = atof(argv[++i]);
         else if (strcmp(argv[i], "--exit-after-ms") == 0 && i + 1 < argc)
             exit_after = atof(argv[++i]);
+        else if (strcmp(argv[i], "--return-after-ms") == 0 && i + 1 < argc)
+            return_after = atof(argv[++i]);
     }
     if (api && strobe_ondemand_start(NULL) != 0) {
         fprintf(stderr, "ondemand_target: strobe_ondemand_start failed\n");
@@ -75,6 +79,7 @@ int main(int argc, char **argv) {
     double t0 = now_s();
     while (now_s() - t0 < seconds && access(stopfile, F_OK) != 0) {
         if (exit_after >= 0 && (now_s() - t0) * 1000 >= exit_after) _exit(3);
+        if (return_after >= 0 && (now_s() - t0) * 1000 >= return_after) break;
         {
             STROBE_OP("aten::mm");
             {

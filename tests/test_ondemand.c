@@ -559,6 +559,111 @@ static void test_exit_mid_trace(void) {
     CHECK(strstr(out, "no endpoint") != NULL);
 }
 
+/* A process that exits normally (returns from main) during a trace: the trace is stopped and
+ * written at exit, and the reply names the file written (%p expanded). Before the fix the CLI said
+ * "the process exited before the trace was written". An iteration trace still waiting for its
+ * first step is cancelled, and says why. */
+static void test_exit_normally(void) {
+    target c;
+    if (start_target(&c, 1, (const char *[]){"--return-after-ms", "700", NULL}) != 0) {
+        CHECK(0);
+        return;
+    }
+    char out[8192], pc[32], pattern[1200], path[1200], want[1300], sock[400];
+    snprintf(pc, sizeof pc, "%ld", (long)c.pid);
+    snprintf(pattern, sizeof pattern, "%s/exit_%%p.json", outdir);
+    snprintf(path, sizeof path, "%s/exit_%s.json", outdir, pc);
+    unlink(path);
+    CHECK_EQ(run_cli(out, sizeof out,
+                     (const char *[]){"trigger", "--pid", pc, "--duration-ms", "5000", "--output",
+                                      pattern, NULL}),
+             0);
+    snprintf(want, sizeof want, "%s: trace written to %s (", pc, path);
+    if (strstr(out, want) == NULL) {
+        fprintf(stderr, "exit: want \"%s\" in: %s\n", want, out);
+        CHECK(0);
+    }
+    CHECK(strstr(out, "the process exited during the trace") != NULL);
+    counts k = read_trace(path);
+    CHECK(k.ok);
+    CHECK(k.mm >= 1);
+    CHECK_EQ(stop_target(&c), 0);
+    snprintf(sock, sizeof sock, "%s/%s.sock", rtdir, pc);
+    CHECK(access(sock, F_OK) != 0); /* removed at exit */
+
+    if (start_target(&c, 1, (const char *[]){"--return-after-ms", "700", NULL}) != 0) {
+        CHECK(0);
+        return;
+    }
+    snprintf(pc, sizeof pc, "%ld", (long)c.pid);
+    CHECK_EQ(run_cli(out, sizeof out,
+                     (const char *[]){"trigger", "--pid", pc, "--iterations", "2",
+                                      "--start-iteration-roundup", "1000000", "--output", pattern,
+                                      NULL}),
+             1);
+    CHECK(strstr(out, "the process exited before step 1000000 was reached") != NULL);
+    CHECK_EQ(stop_target(&c), 0);
+}
+
+/* '%' in an output path: "%%" is one '%' (it was "c%%.json.json"), "%%p" is the text "%p" (it
+ * counted as %p, so two processes wrote one file), and every reply names the file written, not
+ * the pattern. */
+static void test_percent_paths(target *a, target *b) {
+    char out[8192], pa[32], pb[32], pattern[1200], path[1300], bad[1300], want[1400];
+    snprintf(pa, sizeof pa, "%ld", (long)a->pid);
+    snprintf(pb, sizeof pb, "%ld", (long)b->pid);
+
+    snprintf(pattern, sizeof pattern, "%s/c%%%%.json", outdir);
+    snprintf(path, sizeof path, "%s/c%%.json", outdir);
+    snprintf(bad, sizeof bad, "%s/c%%%%.json.json", outdir);
+    unlink(path);
+    CHECK_EQ(run_cli(out, sizeof out,
+                     (const char *[]){"trigger", "--pid", pa, "--duration-ms", "100", "-o", pattern,
+                                      NULL}),
+             0);
+    snprintf(want, sizeof want, "trace written to %s (", path);
+    CHECK(strstr(out, want) != NULL);
+    CHECK(read_trace(path).mm >= 1);
+    CHECK(access(bad, F_OK) != 0);
+
+    /* %p in the "done" line, and in --no-wait's line (the "ok" reply). */
+    snprintf(pattern, sizeof pattern, "%s/b%%p.json", outdir);
+    snprintf(path, sizeof path, "%s/b%s.json", outdir, pa);
+    CHECK_EQ(run_cli(out, sizeof out,
+                     (const char *[]){"trigger", "--pid", pa, "--duration-ms", "100", "-o", pattern,
+                                      NULL}),
+             0);
+    snprintf(want, sizeof want, "trace written to %s (", path);
+    CHECK(strstr(out, want) != NULL);
+    CHECK(read_trace(path).mm >= 1);
+    snprintf(pattern, sizeof pattern, "%s/nw%%p.json", outdir);
+    snprintf(path, sizeof path, "%s/nw%s.json", outdir, pa);
+    unlink(path);
+    CHECK_EQ(run_cli(out, sizeof out,
+                     (const char *[]){"trigger", "--pid", pa, "--duration-ms", "100", "--no-wait",
+                                      "-o", pattern, NULL}),
+             0);
+    snprintf(want, sizeof want, "the process writes %s when done", path);
+    CHECK(strstr(out, want) != NULL);
+    for (int i = 0; i < 100 && access(path, F_OK) != 0; i++)
+        usleep(50 * 1000);
+    CHECK(read_trace(path).mm >= 1);
+    usleep(200 * 1000); /* the endpoint goes back to idle after the write */
+
+    /* "%%p" with --all: no process expands it to its pid, so each file gets the pid from the
+     * CLI. */
+    snprintf(pattern, sizeof pattern, "%s/all%%%%p.json", outdir);
+    char fa[1300], fb[1300];
+    snprintf(fa, sizeof fa, "%s/all%%p.%s.json", outdir, pa);
+    snprintf(fb, sizeof fb, "%s/all%%p.%s.json", outdir, pb);
+    CHECK_EQ(
+        run_cli(out, sizeof out,
+                (const char *[]){"trigger", "--all", "--duration-ms", "100", "-o", pattern, NULL}),
+        0);
+    CHECK(read_trace(fa).mm >= 1);
+    CHECK(read_trace(fb).mm >= 1);
+}
+
 /* The flight recorder's window, written on request through the endpoint; a trace cannot start
  * beside the program's own session (busy); a process without a flight recorder says so. */
 static void test_flight_dump(target *a) {
@@ -742,9 +847,11 @@ int main(int argc, char **argv) {
     test_requester_leaves(&a);
     test_other_user(&a);
     test_flight_dump(&a);
+    test_percent_paths(&a, &b);
     CHECK_EQ(stop_target(&a), 0);
     CHECK_EQ(stop_target(&b), 0);
     test_exit_mid_trace();
+    test_exit_normally();
     test_client_interface();
 
     char cmd[400];

@@ -247,7 +247,7 @@ static void test_get(void) {
 static int check_path(const char *path, const char *roots, char *err) {
     int fd;
     char save[PATH_MAX + 64];
-    int rc = strobe__od_check_output(path, roots, &fd, save, sizeof save, err, 512);
+    int rc = strobe__od_check_output(path, roots, &fd, save, sizeof save, NULL, 0, err, 512);
     if (rc == 0) {
         CHECK(fd >= 0);
         CHECK(strncmp(save, "/proc/self/fd/", 14) == 0);
@@ -347,7 +347,82 @@ static void test_outpath(void) {
     CHECK_EQ(system(cmd), 0);
 }
 
+/* The escapes in an output path (%p, %r, %%), and the expanded name the requester is told. Before
+ * the fix, "%%" copied the rest of the pattern: "c%%.json" became "c%%.json.json". */
+static void test_expand(void) {
+    char base[] = "/tmp/strobe_od_expandXXXXXX";
+    if (mkdtemp(base) == NULL) {
+        CHECK(0);
+        return;
+    }
+    static const struct {
+        const char *name, *rank, *want; /* want: "PID" stands for this process's pid */
+    } cases[] = {
+        {"c%%.json", NULL, "c%.json"},
+        {"%%", NULL, "%"},
+        {"a%%%%b.json", NULL, "a%%b.json"},
+        {"b%p.json", NULL, "bPID.json"},
+        {"b%%p.json", NULL, "b%p.json"},
+        {"b%%%p.json", NULL, "b%PID.json"},
+        {"t_%r.json", "3", "t_3.json"},
+        {"t_%r.json", NULL, "t_0.json"},
+        {"t_%r.json", "../x", "t_0.json"},
+        {"x%q%.json%", NULL, "x%q%.json%"},
+        {"%p_%r_%%.json.gz", "12", "PID_12_%.json.gz"},
+    };
+    char pid[32];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].rank)
+            setenv("RANK", cases[i].rank, 1);
+        else
+            unsetenv("RANK");
+        char path[PATH_MAX], want[PATH_MAX], got[PATH_MAX], save[PATH_MAX + 64], err[512];
+        snprintf(path, sizeof path, "%s/%s", base, cases[i].name);
+        int w = snprintf(want, sizeof want, "%s/", base);
+        for (const char *c = cases[i].want; *c && w < (int)sizeof want - 40;) {
+            if (strncmp(c, "PID", 3) == 0) {
+                w += snprintf(want + w, sizeof want - (size_t)w, "%s", pid);
+                c += 3;
+            } else {
+                want[w++] = *c++;
+            }
+        }
+        want[w] = '\0';
+        int fd = -1;
+        int rc = strobe__od_check_output(path, base, &fd, save, sizeof save, got, sizeof got, err,
+                                         sizeof err);
+        CHECK_EQ(rc, 0);
+        if (rc != 0) {
+            fprintf(stderr, "  %s: %s\n", path, err);
+            continue;
+        }
+        close(fd);
+        if (strcmp(got, want) != 0) {
+            fprintf(stderr, "  expand %s: got %s, want %s\n", cases[i].name, got, want);
+            CHECK(0);
+        }
+        /* The descriptor path reaches the same file name. */
+        const char *slash = strrchr(want, '/');
+        size_t sl = strlen(save), bl = strlen(slash);
+        CHECK(sl >= bl && strcmp(save + sl - bl, slash) == 0);
+    }
+    unsetenv("RANK");
+    /* An expansion that does not fit is refused, not cut. */
+    char longp[PATH_MAX], got[8], save[PATH_MAX + 64], err[512];
+    snprintf(longp, sizeof longp, "%s/t.json", base);
+    int fd = -1;
+    CHECK_EQ(strobe__od_check_output(longp, base, &fd, save, sizeof save, got, sizeof got, err,
+                                     sizeof err),
+             STROBE_ERANGE);
+    CHECK_EQ(fd, -1);
+    char cmd[PATH_MAX + 20];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    CHECK_EQ(system(cmd), 0);
+}
+
 int main(void) {
+    test_expand();
     test_good();
     test_bad();
     test_get();

@@ -117,9 +117,11 @@ static struct {
     int client_set, client_inited;
     /* The job, under lock. */
     job_state state;
-    int memory; /* the job is a memory profile */
-    int waiter; /* the requester waiting for the job's end; -1 none */
-    char output[STROBE__OD_MAX_PATH];
+    int memory;                            /* the job is a memory profile */
+    int cuda;                              /* the job records CUDA activities */
+    int waiter;                            /* the requester waiting for the job's end; -1 none */
+    char output[STROBE__OD_MAX_PATH];      /* the requested path, %p and the like unexpanded */
+    char output_name[STROBE__OD_MAX_PATH]; /* it expanded: the file's name, for replies */
     int64_t deadline_ms; /* duration: when to stop; iteration: the timeout; 0 none */
     uint64_t start_at, end_at, iterations;
     strobe_result *result; /* a stopped trace, for the endpoint to write */
@@ -166,6 +168,8 @@ static const char *enc(const char *s, char *buf, size_t cap) {
 
 /* ---- steps (iteration mode) ------------------------------------------------------------------ */
 
+static void note_started(void);
+
 /* The ProfilerStep#N ranges are the core's: strobe_step() records one in any recording session
  * after this hook has started or stopped it, and strobe_stop() ends the last. */
 
@@ -195,6 +199,7 @@ void strobe__od_on_step(uint64_t n) {
         } else {
             od.state = JOB_ITER;
             od.end_at = n + od.iterations;
+            note_started();
         }
     } else if (od.state == JOB_ITER) {
         if (n >= od.end_at) stop_job(NULL);
@@ -245,11 +250,11 @@ static void handle_status(int fd) {
 /* Starts a trace or a memory profile. @return 1 when fd now waits for the job's end (kept
  * open), 0 when it was answered and may be closed. */
 static int handle_job(int fd, const strobe__od_request *rq) {
-    char err[512], e1[1600];
+    char err[512], e1[1600], name[STROBE__OD_MAX_PATH];
     int dirfd;
     char save_path[STROBE__OD_MAX_PATH + 64];
     if (strobe__od_check_output(rq->output, od.output_dirs, &dirfd, save_path, sizeof save_path,
-                                err, sizeof err) != 0) {
+                                name, sizeof name, err, sizeof err) != 0) {
         reply(fd, "error code=path msg=%s", enc(err, e1, sizeof e1));
         return 0;
     }
@@ -277,6 +282,7 @@ static int handle_job(int fd, const strobe__od_request *rq) {
     od.job_msg[0] = '\0';
     od.result = NULL;
     od.memory = rq->verb == STROBE__OD_MEMORY;
+    od.cuda = !od.memory && (rq->activities & STROBE_ACTIVITY_CUDA) != 0;
     if (od.memory) {
         rc = od.client.start_memory_profile(od.client_ctx);
         mode = "memory";
@@ -296,6 +302,7 @@ static int handle_job(int fd, const strobe__od_request *rq) {
                     /* The duration counts from the start, however long starting took. */
                     od.state = JOB_DURATION;
                     od.deadline_ms = now_ms() + rq->duration_ms;
+                    note_started();
                 } else {
                     strobe_result *r = NULL;
                     if (od.client.stop(od.client_ctx, &r) == 0) strobe_result_free(r);
@@ -323,34 +330,34 @@ static int handle_job(int fd, const strobe__od_request *rq) {
         return 0;
     }
     snprintf(od.output, sizeof od.output, "%s", rq->output);
+    snprintf(od.output_name, sizeof od.output_name, "%s", name);
     od.waiter = fd;
     uint64_t start_at = od.start_at;
     pthread_mutex_unlock(&od.lock);
     if (rq->iterations)
         reply(fd, "ok pid=%ld mode=%s start_step=%llu steps=%lld output=%s", (long)getpid(), mode,
-              (unsigned long long)start_at, (long long)rq->iterations,
-              enc(rq->output, e1, sizeof e1));
+              (unsigned long long)start_at, (long long)rq->iterations, enc(name, e1, sizeof e1));
     else
         reply(fd, "ok pid=%ld mode=%s duration_ms=%lld output=%s", (long)getpid(), mode,
-              (long long)rq->duration_ms, enc(rq->output, e1, sizeof e1));
+              (long long)rq->duration_ms, enc(name, e1, sizeof e1));
     return 1;
 }
 
 /* Writes the program's flight recorder window (its own session, started with ring_bytes or
  * ring_ms) to the requested path, on this thread; recording goes on meanwhile. */
 static void handle_dump(int fd, const strobe__od_request *rq) {
-    char err[512], e1[1600], e2[STROBE__OD_MAX_PATH * 3 + 1];
+    char err[512], e1[1600], e2[STROBE__OD_MAX_PATH * 3 + 1], name[STROBE__OD_MAX_PATH];
     int dirfd;
     char save_path[STROBE__OD_MAX_PATH + 64];
     if (strobe__od_check_output(rq->output, od.output_dirs, &dirfd, save_path, sizeof save_path,
-                                err, sizeof err) != 0) {
+                                name, sizeof name, err, sizeof err) != 0) {
         reply(fd, "error code=path msg=%s", enc(err, e1, sizeof e1));
         return;
     }
     int rc = strobe_flight_dump(save_path);
     close(dirfd);
     if (rc == 0) {
-        reply(fd, "done path=%s", enc(rq->output, e2, sizeof e2));
+        reply(fd, "done path=%s", enc(name, e2, sizeof e2));
     } else {
         snprintf(err, sizeof err, "%s",
                  rc == STROBE_ENOSESSION
@@ -414,9 +421,10 @@ static void finish_job(void) {
     od.result = NULL;
     od.state = JOB_WRITING;
     int rc = od.job_rc, memory = od.memory, waiter = od.waiter;
-    char msg[700], output[STROBE__OD_MAX_PATH];
+    char msg[700], output[STROBE__OD_MAX_PATH], name[STROBE__OD_MAX_PATH];
     snprintf(msg, sizeof msg, "%s", od.job_msg);
     snprintf(output, sizeof output, "%s", od.output);
+    snprintf(name, sizeof name, "%s", od.output_name);
     pthread_mutex_unlock(&od.lock);
 
     char err[600], e1[2000], e2[STROBE__OD_MAX_PATH * 3 + 1];
@@ -425,7 +433,7 @@ static void finish_job(void) {
         int dirfd = -1;
         char save_path[STROBE__OD_MAX_PATH + 64];
         if (strobe__od_check_output(output, od.output_dirs, &dirfd, save_path, sizeof save_path,
-                                    err, sizeof err) != 0) {
+                                    name, sizeof name, err, sizeof err) != 0) {
             rc = STROBE_EINVAL;
             snprintf(msg, sizeof msg, "%s", err);
         } else {
@@ -445,11 +453,11 @@ static void finish_job(void) {
     strobe_result_free(r);
     if (rc == 0) {
         if (msg[0])
-            reply(waiter, "done path=%s events=%zu note=%s", enc(output, e2, sizeof e2), events,
+            reply(waiter, "done path=%s events=%zu note=%s", enc(name, e2, sizeof e2), events,
                   enc(msg, e1, sizeof e1));
         else
-            reply(waiter, "done path=%s events=%zu", enc(output, e2, sizeof e2), events);
-        strobe__log(STROBE_LOG_INFO, "on-demand: trace written to %s", output);
+            reply(waiter, "done path=%s events=%zu", enc(name, e2, sizeof e2), events);
+        strobe__log(STROBE_LOG_INFO, "on-demand: trace written to %s", name);
     } else {
         reply(waiter, "failed msg=%s", enc(msg, e1, sizeof e1));
         strobe__log(STROBE_LOG_WARN, "on-demand: no trace written: %s", msg);
@@ -666,10 +674,36 @@ static void fork_child(void) {
     __atomic_store_n(&strobe__step_hook, NULL, __ATOMIC_RELEASE);
 }
 
+static int stop_endpoint(const char *what);
+
+/* The program's normal exit (exit(), a return from main): a job in progress is ended and its
+ * trace written, its requester told where, as strobe_ondemand_stop() does; then the socket file
+ * goes with the process (a killed process leaves it, and `strobe ps` removes files whose process
+ * is gone). Runs once: a second call finds the endpoint stopped. */
 static void at_exit(void) {
-    /* The socket file goes with the process; a killed process leaves it, and `strobe ps` removes
-     * files whose process is gone. */
-    if (od.started && od.sock_path[0]) unlink(od.sock_path);
+    pthread_mutex_lock(&od.lock);
+    int started = od.started;
+    int own = started && pthread_equal(pthread_self(), od.thread);
+    pthread_mutex_unlock(&od.lock);
+    if (!started) return;
+    if (own) {
+        /* exit() from a client callback on the endpoint's thread: it cannot wait for itself. */
+        unlink(od.sock_path);
+        return;
+    }
+    stop_endpoint("the process exited");
+}
+
+/* Called under lock once a job's session has started. A session with CUDA activities must stop
+ * while CUPTI and the CUDA runtime are still up, and their exit handlers, registered when they
+ * started, run before those registered earlier (atexit runs in reverse order): so at_exit() is
+ * registered again after the first such start, to run before them (the later call does nothing). */
+static void note_started(void) {
+    static int after_cuda;
+    if (od.cuda && !after_cuda) {
+        after_cuda = 1;
+        atexit(at_exit);
+    }
 }
 
 int strobe_ondemand_start(const strobe_ondemand_options *user_opt) {
@@ -755,19 +789,24 @@ fail:
     return rc;
 }
 
-int strobe_ondemand_stop(void) {
+/* Stops the endpoint; a job still running is ended now and written before the thread goes, with
+ * a note that says `what` ("the process exited") ended it. */
+static int stop_endpoint(const char *what) {
     pthread_mutex_lock(&od.lock);
     if (!od.started) {
         pthread_mutex_unlock(&od.lock);
         return STROBE_ENOSESSION;
     }
-    /* A job still running is ended now and written before the thread goes. */
     if (od.state == JOB_ITER || od.state == JOB_DURATION || od.state == JOB_ARMED ||
         od.state == JOB_MEMORY) {
+        int armed = od.state == JOB_ARMED;
         od.deadline_ms = 0;
         on_deadline();
-        if (od.job_rc == 0 && od.state == JOB_FINISHING && !od.memory)
-            snprintf(od.job_msg, sizeof od.job_msg, "the endpoint was stopped during the trace");
+        if (armed) /* the trace never started: not the timeout's message */
+            snprintf(od.job_msg, sizeof od.job_msg, "%s before step %llu was reached", what,
+                     (unsigned long long)od.start_at);
+        else if (od.job_rc == 0 && od.state == JOB_FINISHING && !od.memory)
+            snprintf(od.job_msg, sizeof od.job_msg, "%s during the trace", what);
     }
     pthread_mutex_unlock(&od.lock);
     finish_job();
@@ -788,6 +827,10 @@ int strobe_ondemand_stop(void) {
     od.started = 0;
     pthread_mutex_unlock(&od.lock);
     return 0;
+}
+
+int strobe_ondemand_stop(void) {
+    return stop_endpoint("the endpoint was stopped");
 }
 
 int strobe_ondemand_socket_path(char *buf, size_t cap) {

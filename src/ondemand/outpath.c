@@ -64,9 +64,9 @@ static const char *launcher_rank(void) {
     return NULL;
 }
 
-/* Writes `path` with %p (this process's pid), %r (its rank; 0 when none is set) and %% expanded
- * into out, so that one request reaches every rank of a job with a file name of its own.
- * @return 0, or -1 when it does not fit. */
+/* Writes `path` with %p (this process's pid), %r (its rank; 0 when none is set) and %% (a '%')
+ * expanded into out, so that one request reaches every rank of a job with a file name of its own.
+ * Any other '%' is kept as it is. @return 0, or -1 when it does not fit. */
 static int expand(const char *path, char *out, size_t cap) {
     const char *rank = launcher_rank();
     size_t o = 0;
@@ -74,18 +74,19 @@ static int expand(const char *path, char *out, size_t cap) {
         char num[32];
         const char *add = s;
         size_t len = 1;
-        if (s[0] == '%' && (s[1] == 'p' || s[1] == 'r' || s[1] == '%')) {
-            if (s[1] == 'p') {
-                snprintf(num, sizeof num, "%ld", (long)getpid());
-                add = num;
-            } else if (s[1] == 'r') {
-                /* Only digits and a sign: a rank variable cannot add '/' or ".." to the path. */
-                add = rank && strspn(rank, "-0123456789") == strlen(rank) && strlen(rank) < 24
-                          ? rank
-                          : "0";
-            }
+        if (s[0] == '%' && s[1] == 'p') {
+            snprintf(num, sizeof num, "%ld", (long)getpid());
+            add = num;
+        } else if (s[0] == '%' && s[1] == 'r') {
+            /* Only digits and a sign: a rank variable cannot add '/' or ".." to the path. */
+            add = rank && strspn(rank, "-0123456789") == strlen(rank) && strlen(rank) < 24 ? rank
+                                                                                           : "0";
+        }
+        if (add != s) {
             len = strlen(add);
             s++;
+        } else if (s[0] == '%' && s[1] == '%') {
+            s++; /* the pair is written as one '%' */
         }
         if (o + len >= cap) return -1;
         memcpy(out + o, add, len);
@@ -96,8 +97,10 @@ static int expand(const char *path, char *out, size_t cap) {
 }
 
 int strobe__od_check_output(const char *path_pattern, const char *roots, int *dirfd,
-                            char *save_path, size_t cap, char *err, size_t errcap) {
+                            char *save_path, size_t cap, char *path_out, size_t path_cap, char *err,
+                            size_t errcap) {
     *dirfd = -1;
+    if (path_out && path_cap) path_out[0] = '\0';
     char path[PATH_MAX];
     if (path_pattern && expand(path_pattern, path, sizeof path) != 0) {
         set_err(err, errcap, "the output path is too long");
@@ -171,6 +174,11 @@ int strobe__od_check_output(const char *path_pattern, const char *roots, int *di
     }
     int w = snprintf(save_path, cap, "%s/%s", link, base);
     if (w < 0 || (size_t)w >= cap) {
+        set_err(err, errcap, "the output path is too long");
+        close(fd);
+        return STROBE_ERANGE;
+    }
+    if (path_out && snprintf(path_out, path_cap, "%s", path) >= (int)path_cap) {
         set_err(err, errcap, "the output path is too long");
         close(fd);
         return STROBE_ERANGE;

@@ -119,7 +119,11 @@ static int fill(strobe_jp *jp) {
             strobe_jp_fail(jp, STROBE_EFORMAT, jp->base_off, "gzip: %s", why);
         return -1;
     }
-    if (n == 0) return 0;
+    if (n == 0) {
+        jp->gz_sum.eof = 1;
+        return 0;
+    }
+    strobe_rd_gzsum_add(&jp->gz_sum, jp->block, (size_t)n);
     jp->buf = jp->block;
     jp->len = (size_t)n;
     return 1;

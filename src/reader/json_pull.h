@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <zlib.h>
 
+#include "gz_tail.h"
+
 /* Hard ceiling for the nesting depth option; the stack is a bit array of this many levels. */
 #define STROBE_JP_DEPTH_CAP 4096
 /* Longest number text accepted (JSON allows any length; a trace never needs more). */
@@ -54,6 +56,7 @@ typedef struct strobe_jp {
     long (*src)(void *ctx, const void **text); /* a source function, or NULL */
     void *src_ctx;
     unsigned char *block;     /* owned input block for gzFile input */
+    strobe_rd_gzsum gz_sum;   /* what gzread() gave, for the check of data after it (gz_tail.h) */
     const unsigned char *mem; /* memory input, and the window size when it is fed in pieces */
     size_t mem_len, mem_chunk;
 

@@ -215,6 +215,7 @@ static void input_start(strobe_rd_pfs *s) {
     s->in_base = 0;
     s->in_eof = s->mem != NULL;
     s->in_len = s->mem ? s->mem_len : 0;
+    memset(&s->gz_sum, 0, sizeof s->gz_sum);
     if (s->mem) s->in = (uint8_t *)(uintptr_t)s->mem;
 }
 
@@ -247,7 +248,8 @@ static int64_t refill(strobe_rd_pfs *s, size_t n) {
             return s->d.err;
         }
         size_t got = (size_t)r;
-        if (got == 0) s->in_eof = 1;
+        if (got == 0) s->in_eof = s->gz_sum.eof = 1;
+        strobe_rd_gzsum_add(&s->gz_sum, s->in + s->in_len, got);
         s->in_len += got;
     }
     return (int64_t)(s->in_len - s->in_pos);
@@ -666,6 +668,10 @@ const char *strobe_rd_pfs_errmsg(const strobe_rd_pfs *s) {
 
 int64_t strobe_rd_pfs_error_offset(const strobe_rd_pfs *s) {
     return s->d.err ? s->d.err_off : -1;
+}
+
+const strobe_rd_gzsum *strobe_rd_pfs_gz_sum(const strobe_rd_pfs *s) {
+    return &s->gz_sum;
 }
 
 int64_t strobe_rd_pfs_cut(const strobe_rd_pfs *s) {

@@ -35,6 +35,8 @@
 #include <stdint.h>
 #include <zlib.h>
 
+#include "gz_tail.h"
+
 /* Returns 1 when `data` (the first bytes of a file, decompressed) look like a Perfetto trace
  * rather than JSON: a Trace.packet tag (0x0a) first, and either no '{' or '[' after blank lines
  * or packets whose payloads read as protobuf. `complete`: data is the whole input (else a packet
@@ -107,6 +109,9 @@ int strobe_rd_pfs_rewind(strobe_rd_pfs *s);
  * when there is none; its offset, -1 when none applies. */
 const char *strobe_rd_pfs_errmsg(const strobe_rd_pfs *s);
 int64_t strobe_rd_pfs_error_offset(const strobe_rd_pfs *s);
+
+/* What gzread() gave of a gzFile input since the last (re)start (gz_tail.h). */
+const strobe_rd_gzsum *strobe_rd_pfs_gz_sum(const strobe_rd_pfs *s);
 
 /* Where the incomplete field that ends a cut input starts (known once the text was read to its
  * end), or -1 when the input was whole. */

@@ -222,6 +222,7 @@ struct strobe_rd_pfs {
     size_t in_pos, in_len, in_cap;
     int64_t in_base;
     int in_eof;
+    strobe_rd_gzsum gz_sum; /* what gzread() gave, for the check of data after it (gz_tail.h) */
     size_t max_packet;
     int allow_cut;
     int scanning; /* the first pass, which only gathers fanned-out flows (prescan_flows) */

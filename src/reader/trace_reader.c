@@ -40,6 +40,7 @@ struct strobe_rd {
     int is_mem;
     strobe_rd_options opt;
     int mode, seen_events, abs_mode;
+    int gz_checked; /* check_gz_tail() ran since the last (re)start */
     int err;
     int64_t err_off;
     char errmsg[640];
@@ -320,6 +321,7 @@ int strobe_rd_rewind(strobe_rd *r) {
     r->info.pf_cut = cut;
     r->info.pf_cut_offset = cut_at;
     r->mode = M_START;
+    r->gz_checked = 0;
     r->seen_events = 0;
     r->abs_mode = ABS_UNKNOWN;
     r->err = 0;
@@ -971,7 +973,35 @@ static int finish(strobe_rd *r) {
     return STROBE_RD_END;
 }
 
+/* At the end of a gzip'd file: whether data after its last member was dropped (gz_tail.h), into
+ * r->info. A file that cannot be walked says nothing: its reading succeeded already. */
+static void check_gz_tail(strobe_rd *r) {
+    if (r->is_mem || !r->gz || gzdirect(r->gz)) return;
+    const strobe_rd_gzsum *sum = r->pfs ? strobe_rd_pfs_gz_sum(r->pfs) : &r->jp.gz_sum;
+    if (!sum->eof || r->info.pf_cut) return;
+    int fd = r->fd >= 0 ? r->fd : open(r->name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    strobe_rd_gz_trailing t;
+    if (strobe_rd_gz_tail(fd, sum, &t) == 0 && t.bytes > 0) {
+        r->info.gz_trailing_bytes = t.bytes;
+        r->info.gz_trailing_offset = t.offset;
+        r->info.gz_trailing_zeros = t.zeros;
+    }
+    if (fd != r->fd) close(fd);
+}
+
+static int next_item(strobe_rd *r, strobe_rd_item *item);
+
 int strobe_rd_next(strobe_rd *r, strobe_rd_item *item) {
+    int rc = next_item(r, item);
+    if (rc == STROBE_RD_END && !r->gz_checked) {
+        r->gz_checked = 1;
+        check_gz_tail(r);
+    }
+    return rc;
+}
+
+static int next_item(strobe_rd *r, strobe_rd_item *item) {
     strobe_jp *jp = &r->jp;
     memset(item, 0, sizeof *item);
     if (r->err) return r->err;

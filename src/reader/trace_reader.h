@@ -172,6 +172,12 @@ typedef struct strobe_rd_info {
      * the (decompressed) input. Known once strobe_rd_next() returned STROBE_RD_END. */
     int pf_cut;
     int64_t pf_cut_offset;
+    /* A gzip'd file with data after its last gzip member, which is ignored, as gzip ignores it
+     * ("trailing garbage ignored"; concatenated members are read as one stream): how many bytes
+     * (0: none), where they start in the compressed file, and whether they are all zero bytes
+     * (padding). Known once strobe_rd_next() returned STROBE_RD_END. */
+    int64_t gz_trailing_bytes, gz_trailing_offset;
+    int gz_trailing_zeros;
 } strobe_rd_info;
 
 /* Options, filled with defaults by strobe_rd_options_init(). */
