@@ -14,7 +14,12 @@
  * attached: NVTX's own cost). Each child measures the floor itself; figures are medians of
  * --runs runs of --pairs pairs (default 5 runs of 10 million), one session per run.
  *
- * Usage: strobe_bench_nvtx [--pairs N] [--runs R] [--lib LIBSTROBE.so] */
+ * With --record STROBE, a third child runs under `STROBE record --no-follow` (a streaming session
+ * from the preloaded library, into a .pftrace under /tmp, removed after) and measures the floor
+ * and the fixed pair there: the pair as `strobe record` users get it, against the in-process
+ * session of the same run.
+ *
+ * Usage: strobe_bench_nvtx [--pairs N] [--runs R] [--lib LIBSTROBE.so] [--record STROBE] */
 #include <nvtx3/nvToolsExt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -145,6 +150,25 @@ static double run_once(void (*fn)(long), int session) {
     return (t1 - t0) * 1e9 / (double)pairs;
 }
 
+/* A child under `strobe record` (--record): its session, streaming to a part file, records the
+ * pairs; prints the floor and the fixed pair as "NAME NS" (medians). */
+static int child_record(void) {
+    use_tsc = strobe_uses_tsc();
+    double fl[64], v[64];
+    volatile uint64_t sink = 0;
+    loop_fixed(pairs / 10);
+    for (int r = 0; r < runs; r++) {
+        double t0 = now_s();
+        sink += loop_floor(pairs);
+        fl[r] = (now_s() - t0) * 1e9 / (double)pairs;
+        v[r] = run_once(loop_fixed, 0);
+    }
+    (void)sink;
+    printf("floor %.3f\nfixed %.3f\nclock %s\n", median(fl, runs), median(v, runs),
+           use_tsc ? "tsc" : "monotonic");
+    return 0;
+}
+
 /* A child: prints "NAME NS" per figure (medians). `tool`: NVTX_INJECTION64_PATH is set. */
 static int child(int tool) {
     use_tsc = strobe_uses_tsc();
@@ -187,9 +211,14 @@ typedef struct figures {
     char clock[32];
 } figures;
 
-static int spawn(const char *self, const char *lib, figures *f) {
-    char cmd[4096];
-    if (lib)
+static int spawn(const char *self, const char *lib, const char *record, figures *f) {
+    char cmd[8192];
+    if (record)
+        snprintf(cmd, sizeof cmd,
+                 "'%s' record --no-follow -o /tmp/strobe_bench_nvtx.%d.pftrace -- '%s' --child "
+                 "record --pairs %ld --runs %d && rm -f /tmp/strobe_bench_nvtx.%d.pftrace",
+                 record, (int)getpid(), self, pairs, runs, (int)getpid());
+    else if (lib)
         snprintf(cmd, sizeof cmd,
                  "NVTX_INJECTION64_PATH='%s' '%s' --child tool --pairs %ld --runs %d", lib, self,
                  pairs, runs);
@@ -233,18 +262,21 @@ static void cpu_model(char *out, size_t cap) {
 }
 
 int main(int argc, char **argv) {
-    const char *lib = STROBE_LIB_PATH, *mode = NULL;
+    const char *lib = STROBE_LIB_PATH, *mode = NULL, *record = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--pairs") && i + 1 < argc) {
             pairs = atol(argv[++i]);
         } else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
             runs = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--record") && i + 1 < argc) {
+            record = argv[++i];
         } else if (!strcmp(argv[i], "--lib") && i + 1 < argc) {
             lib = argv[++i];
         } else if (!strcmp(argv[i], "--child") && i + 1 < argc) {
             mode = argv[++i];
         } else {
-            fprintf(stderr, "usage: strobe_bench_nvtx [--pairs N] [--runs R] [--lib LIBSTROBE]\n");
+            fprintf(stderr, "usage: strobe_bench_nvtx [--pairs N] [--runs R] [--lib LIBSTROBE] "
+                            "[--record STROBE]\n");
             return 2;
         }
     }
@@ -252,7 +284,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "strobe_bench_nvtx: --pairs must be >= 1 and --runs 1..64\n");
         return 2;
     }
-    if (mode) return child(strcmp(mode, "tool") == 0);
+    if (mode)
+        return strcmp(mode, "record") == 0 ? child_record() : child(strcmp(mode, "tool") == 0);
 
     /* This program's path (the shell that popen runs has its own /proc/self/exe). */
     char self[4096];
@@ -262,8 +295,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     self[n] = '\0';
-    figures tool, none;
-    if (spawn(self, lib, &tool) || spawn(self, NULL, &none)) {
+    figures tool, none, rec;
+    if (spawn(self, lib, NULL, &tool) || spawn(self, NULL, NULL, &none) ||
+        (record && spawn(self, NULL, record, &rec))) {
         fprintf(stderr, "strobe_bench_nvtx: a measuring child failed\n");
         return 1;
     }
@@ -281,5 +315,8 @@ int main(int argc, char **argv) {
                nv[i] / none.floor);
     printf("%-12s %10.2f %7.2fx   (tool attached, no session)\n", "idle", tool.idle,
            tool.idle / tool.floor);
+    if (record)
+        printf("%-12s %10.2f %7.2fx   (under strobe record, streaming; its floor %.2f)\n",
+               "recorded", rec.fixed, rec.fixed / rec.floor, rec.floor);
     return 0;
 }
