@@ -414,56 +414,114 @@ done:
 
 /* ---- folded lines -------------------------------------------------------------------------- */
 
-typedef struct line {
-    const char *stack;
-    int64_t w;
-} line;
+/* The lines are those of the nodes with a weight, each its path of frames joined by ';', sorted
+ * as strings. They are written by walking the tree, never held: a stack is as long as its depth,
+ * and the lines of a deep tree add up to far more than the tree (n ranges nested in each other
+ * give n lines of 1 to n frames). Under one parent, a child c stands for two items: its own line
+ * (c's name, then the end of the line) and the lines below it (c's name, then ';'). As names hold
+ * no ';' (safe_name), the lines below c are contiguous in the sorted lines, so sorting each
+ * parent's items by name and then that next character, and walking them in that order, writes
+ * the lines in string order: a name that is a prefix of a sibling's ("layer1", "layer10") sorts
+ * its own line before the sibling's lines and its lines below after them when the sibling's next
+ * character is below ';' (as digits are). */
+typedef struct item {
+    const char *name;
+    uint32_t len;
+    uint32_t node; /* node << 1, | 1 for the lines below it */
+} item;
 
-static int by_stack(const void *a, const void *b) {
-    return strcmp(((const line *)a)->stack, ((const line *)b)->stack);
+static int by_item(const void *a, const void *b) {
+    const item *x = a, *y = b;
+    uint32_t n = x->len < y->len ? x->len : y->len;
+    int d = memcmp(x->name, y->name, n);
+    if (d) return d;
+    /* What follows the name: '\0' (its own line) or ';' (the lines below it). */
+    unsigned char cx = x->len > n ? (unsigned char)x->name[n] : (x->node & 1) ? ';' : '\0';
+    unsigned char cy = y->len > n ? (unsigned char)y->name[n] : (y->node & 1) ? ';' : '\0';
+    return (cx > cy) - (cx < cy);
 }
 
+/* A node being walked: the first of its items not yet written, and the length of its path. */
+typedef struct walk_at {
+    uint32_t next, end;
+    size_t len;
+} walk_at;
+
 int cl_fold_print(const cl_fold *f, FILE *out, int64_t unit) {
-    size_t n = 0;
-    for (size_t k = 1; k < f->count; k++)
-        n += f->nodes[k].self[0] != 0;
-    line *lines = malloc((n ? n : 1) * sizeof *lines);
-    uint32_t *path = malloc(f->count * sizeof *path);
-    strobe__pool pool = {0};
-    int err = lines && path ? 0 : STROBE_ENOMEM;
-    n = 0;
-    for (size_t k = 1; !err && k < f->count; k++) {
+    size_t n = f->count;
+    uint32_t *first = calloc(n + 1, sizeof *first); /* per node: its items from first[node] */
+    uint8_t *below = calloc(n, 1);                  /* per node: it has children */
+    item *items = NULL;
+    walk_at *stack = NULL;
+    char *path = NULL;
+    size_t path_cap = 0, depth = 0, count = 0;
+    int err = first && below ? 0 : STROBE_ENOMEM;
+    for (size_t k = 1; !err && k < n; k++)
+        below[f->nodes[k].parent] = 1;
+    /* Each node's items: its own line where its weight is not 0 once rounded, and its lines
+     * below where it has children; counted per parent, then placed. */
+    for (size_t k = 1; !err && k < n; k++) {
+        uint32_t p = f->nodes[k].parent;
+        first[p + 1] += (f->nodes[k].self[0] != 0) + below[k];
+    }
+    for (size_t k = 0; !err && k < n; k++)
+        first[k + 1] += first[k];
+    count = err ? 0 : first[n];
+    if (!err && ((items = malloc((count ? count : 1) * sizeof *items)) == NULL ||
+                 (stack = malloc(n * sizeof *stack)) == NULL))
+        err = STROBE_ENOMEM;
+    for (size_t k = 1; !err && k < n; k++) {
+        const cl_fold_node *x = &f->nodes[k];
+        item it = {f->names.strs[x->name], (uint32_t)f->names.lens[x->name], (uint32_t)k << 1};
+        /* first[p] is moved on past the items placed; set back below */
+        if (x->self[0] != 0) items[first[x->parent]++] = it;
+        it.node |= 1;
+        if (below[k]) items[first[x->parent]++] = it;
+    }
+    for (size_t k = n; !err && k > 0; k--)
+        first[k] = first[k - 1];
+    if (!err) first[0] = 0;
+    for (size_t k = 0; !err && k < n; k++)
+        if (first[k + 1] - first[k] > 1)
+            qsort(items + first[k], first[k + 1] - first[k], sizeof *items, by_item);
+    if (!err) stack[depth++] = (walk_at){first[0], first[1], 0};
+    while (!err && depth) {
+        walk_at *at = &stack[depth - 1];
+        if (at->next == at->end) {
+            depth--;
+            continue;
+        }
+        const item *it = &items[at->next++];
+        uint32_t k = it->node >> 1;
+        size_t len = at->len + it->len + 1;
+        if (len > path_cap) {
+            size_t cap = path_cap ? path_cap : 4096;
+            while (cap < len)
+                cap *= 2;
+            char *p = realloc(path, cap);
+            if (p == NULL) {
+                err = STROBE_ENOMEM;
+                break;
+            }
+            path = p;
+            path_cap = cap;
+        }
+        memcpy(path + at->len, it->name, it->len);
+        if (it->node & 1) {
+            path[len - 1] = ';';
+            stack[depth++] = (walk_at){first[k], first[k + 1], len};
+            continue;
+        }
         int64_t w = f->nodes[k].self[0];
-        if (w == 0) continue;
         if (unit > 1) w = md_add_sat(w, unit / 2) / unit;
         if (w <= 0) continue;
-        /* The frames from the leaf up to (not including) the root, then joined root first. */
-        size_t depth = 0, len = 0;
-        for (uint32_t x = (uint32_t)k; x != 0; x = f->nodes[x].parent) {
-            path[depth++] = x;
-            len += f->names.lens[f->nodes[x].name] + 1;
-        }
-        char *s = strobe__pool_alloc(&pool, len);
-        if (s == NULL) {
-            err = STROBE_ENOMEM;
-            break;
-        }
-        char *p = s;
-        while (depth-- > 0) {
-            uint32_t name = f->nodes[path[depth]].name;
-            memcpy(p, f->names.strs[name], f->names.lens[name]);
-            p += f->names.lens[name];
-            *p++ = depth ? ';' : '\0';
-        }
-        lines[n++] = (line){s, w};
+        fwrite(path, 1, len - 1, out);
+        fprintf(out, " %lld\n", (long long)w);
     }
-    if (!err) {
-        qsort(lines, n, sizeof *lines, by_stack);
-        for (size_t k = 0; k < n; k++)
-            fprintf(out, "%s %lld\n", lines[k].stack, (long long)lines[k].w);
-    }
-    free(lines);
+    free(first);
+    free(below);
+    free(items);
+    free(stack);
     free(path);
-    strobe__pool_release(&pool);
     return err;
 }
