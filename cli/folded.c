@@ -100,6 +100,7 @@ typedef struct fold_ctx {
     strobe__u64map natives; /* a sample's "Call stack" string id -> node of its leaf */
     uint32_t *chain;        /* events whose node is being made */
     size_t chain_cap;
+    uint32_t *up; /* per event: its frame's parent (fold_parents) */
 } fold_ctx;
 
 /* The memo's slots: a direct-mapped cache by event, which holds the operators enclosing the
@@ -130,6 +131,32 @@ static int frame_kind(int md) {
     }
 }
 
+/* The parent of each event's frame, in c->up: the innermost operator enclosing it on its thread
+ * (cl_op_parent) that contains it whole. An event that starts inside an operator and ends after
+ * it (a partial overlap) is not below it, as it is not its child in torch's tree (cl_cpu_selfs),
+ * which does not take its time from that operator's self time either: a chain of events each
+ * overlapping the next would otherwise give one stack as deep as the chain per event (n events,
+ * n^2/2 frames), and a flame graph in which each is as wide as all the rest. Each thread's events
+ * come parents first, so an enclosing operator's own parent is known; one that ends before the
+ * event does is skipped with all the operators it does not lie whole in. @return 0 or
+ * STROBE_ENOMEM. */
+static int fold_parents(fold_ctx *c) {
+    const md_model *m = c->m;
+    c->up = malloc((m->count ? m->count : 1) * sizeof *c->up);
+    if (c->up == NULL) return STROBE_ENOMEM;
+    for (size_t t = 0; t < m->thread_count; t++) {
+        const md_thread *th = &m->threads[t];
+        for (size_t k = 0; k < th->count; k++) {
+            uint32_t i = th->order[k], p = cl_op_parent(m, i);
+            int64_t end = md_add_sat(md_ts(m, i), md_dur(m, i));
+            while (p != MD_NONE && md_add_sat(md_ts(m, p), md_dur(m, p)) < end)
+                p = c->up[p];
+            c->up[i] = p;
+        }
+    }
+    return 0;
+}
+
 /* The node of the frames of a "Call stack" (Kineto writes them innermost first, joined by ';';
  * the tree gets them root first; empty frames are left out) under the root, memoized in `memo`.
  * @return the node (the root for a stack of no frames), or MD_NONE when out of memory. */
@@ -152,12 +179,13 @@ static uint32_t stack_node(fold_ctx *c, strobe__u64map *memo, uint32_t stack, in
 }
 
 /* The node of event i's own frame: the node of its "Call stack" (CL_FOLD_STACK) or else of its
- * enclosing operator, with its name below. @return the node, or MD_NONE when out of memory. */
+ * enclosing operator (c->up), with its name below. @return the node, or MD_NONE when out of memory.
+ */
 static uint32_t event_node(fold_ctx *c, uint32_t i) {
     const md_model *m = c->m;
     size_t n = 0;
     uint32_t base = 0;
-    for (uint32_t x = i; x != MD_NONE; x = cl_op_parent(m, x)) {
+    for (uint32_t x = i; x != MD_NONE; x = c->up[x]) {
         const struct memo_slot *ms = memo_slot_of(c, x);
         if (ms->ev == x) {
             base = ms->node;
@@ -246,7 +274,7 @@ static int fold_self(void *ctx, uint32_t i, int64_t self) {
         f->nodes[y].kind = (uint8_t)frame_kind(md_kind_of(sf->c->m, x));
         int stack = sf->c->group == CL_FOLD_STACK && (sf->c->m->ev_flags[x] & MD_F_COLD) &&
                     md_at(sf->c->m, x).stack;
-        x = stack ? MD_NONE : cl_op_parent(sf->c->m, x);
+        x = stack ? MD_NONE : sf->c->up[x];
     }
     return 0;
 }
@@ -314,6 +342,7 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
     if (c.memo == NULL) goto done;
     for (size_t k = 0; k < (size_t)1 << MEMO_BITS; k++)
         c.memo[k].ev = MD_NONE;
+    if (fold_parents(&c)) goto done;
     if (metric == CL_FOLD_SELF_CPU) {
         /* Each event of the CPU tree with a self time is a sample, thread by thread. */
         self_fold sf = {.c = &c, .slot = slot, .base = (uint32_t)f->count};
@@ -391,7 +420,7 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
                 node = stack_node(&c, &c.natives, e->stack, CL_FRAME_SAMPLE);
                 if (node == 0) continue; /* a stack of no frames */
             } else {
-                node = owner_node(&c, cl_op_parent(m, (uint32_t)i), outside_ranges);
+                node = owner_node(&c, c.up[i], outside_ranges);
             }
             if (node == MD_NONE) goto done;
             add(f, node, slot, 1);
@@ -405,6 +434,7 @@ done:
     if (samples) *samples = count;
     free(c.memo);
     free(c.chain);
+    free(c.up);
     strobe__u64map_free(&c.stacks);
     strobe__u64map_free(&c.natives);
     free(w);
