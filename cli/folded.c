@@ -236,9 +236,10 @@ typedef struct self_fold {
     int slot;
     uint64_t count;
     uint32_t base;  /* the first node this fold made */
+    uint32_t *own;  /* per node from base: the first event whose stack ends there, or MD_NONE */
+    size_t own_cap; /* nodes from base that own has room for */
+    size_t owned;   /* nodes from base whose own is set (MD_NONE before an event's) */
     uint32_t *key;  /* per node from base: the first event whose stack passes through it */
-    size_t key_cap; /* nodes from base that key has room for */
-    size_t keyed;   /* nodes from base whose key is set (MD_NONE before an event's) */
 } self_fold;
 
 /* cl_cpu_selfs()'s callback: an event with a self time is a sample. */
@@ -251,30 +252,53 @@ static int fold_self(void *ctx, uint32_t i, int64_t self) {
     add(f, node, sf->slot, self);
     sf->count++;
     size_t made = f->count - sf->base;
-    if (made > sf->key_cap) {
-        size_t cap = sf->key_cap ? sf->key_cap : 256;
+    if (made > sf->own_cap) {
+        size_t cap = sf->own_cap ? sf->own_cap : 256;
         while (cap < made)
             cap *= 2;
-        uint32_t *p = realloc(sf->key, cap * sizeof *p);
+        uint32_t *p = realloc(sf->own, cap * sizeof *p);
         if (p == NULL) return STROBE_ENOMEM;
-        sf->key = p;
-        sf->key_cap = cap;
+        sf->own = p;
+        sf->own_cap = cap;
     }
-    for (; sf->keyed < made; sf->keyed++)
-        sf->key[sf->keyed] = MD_NONE;
-    /* A parent's key is never above its children's. A node takes the kind of the frame that
-     * made it first: the nodes up from i's are those of i's enclosing operators (x), up to one
-     * with a "Call stack", then its Python frames. */
-    uint32_t x = i;
-    for (uint32_t y = node; y != MD_NONE && y >= sf->base && sf->key[y - sf->base] > i;
-         y = f->nodes[y].parent) {
-        sf->key[y - sf->base] = i;
-        f->nodes[y].kind = CL_FRAME_PYTHON;
-        if (x == MD_NONE) continue;
-        f->nodes[y].kind = (uint8_t)frame_kind(md_kind_of(sf->c->m, x));
-        int stack = sf->c->group == CL_FOLD_STACK && (sf->c->m->ev_flags[x] & MD_F_COLD) &&
-                    md_at(sf->c->m, x).stack;
-        x = stack ? MD_NONE : sf->c->up[x];
+    for (; sf->owned < made; sf->owned++)
+        sf->own[sf->owned] = MD_NONE;
+    if (node >= sf->base && sf->own[node - sf->base] > i) sf->own[node - sf->base] = i;
+    return 0;
+}
+
+/* Once the events are folded: each node's key (the least own of the nodes at and below it), and
+ * its kind, that of the frame that made it first: walking up from the node where the key's event
+ * ends, the nodes are those of the event's enclosing operators (x), up to one with a "Call
+ * stack", then its Python frames. The nodes whose key is one event lie on one path up from where
+ * it ends, so each node is walked once (an event's nodes were walked at each event, n^2/2 nodes
+ * for n nested ranges, as the events come innermost first). @return 0 or STROBE_ENOMEM. */
+static int first_events(self_fold *sf) {
+    cl_fold *f = sf->c->f;
+    size_t n = f->count - sf->base;
+    if (n == 0) return 0;
+    sf->key = malloc(n * sizeof *sf->key);
+    if (sf->key == NULL) return STROBE_ENOMEM;
+    for (size_t k = 0; k < n; k++)
+        sf->key[k] = k < sf->owned ? sf->own[k] : MD_NONE;
+    /* A parent's index is below its children's. */
+    for (size_t k = n; k-- > 0;) {
+        uint32_t p = f->nodes[sf->base + k].parent;
+        if (p != MD_NONE && p >= sf->base && sf->key[p - sf->base] > sf->key[k])
+            sf->key[p - sf->base] = sf->key[k];
+    }
+    for (size_t k = 0; k < sf->owned; k++) {
+        uint32_t i = sf->own[k], x = i;
+        if (i == MD_NONE || sf->key[k] != i) continue;
+        for (uint32_t y = sf->base + (uint32_t)k;
+             y != MD_NONE && y >= sf->base && sf->key[y - sf->base] == i; y = f->nodes[y].parent) {
+            f->nodes[y].kind = CL_FRAME_PYTHON;
+            if (x == MD_NONE) continue;
+            f->nodes[y].kind = (uint8_t)frame_kind(md_kind_of(sf->c->m, x));
+            int stack = sf->c->group == CL_FOLD_STACK && (sf->c->m->ev_flags[x] & MD_F_COLD) &&
+                        md_at(sf->c->m, x).stack;
+            x = stack ? MD_NONE : sf->c->up[x];
+        }
     }
     return 0;
 }
@@ -347,7 +371,9 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
         /* Each event of the CPU tree with a self time is a sample, thread by thread. */
         self_fold sf = {.c = &c, .slot = slot, .base = (uint32_t)f->count};
         err = cl_cpu_selfs(m, fold_self, &sf);
+        if (!err) err = first_events(&sf);
         if (!err) err = renumber(&sf);
+        free(sf.own);
         free(sf.key);
         count = sf.count;
         goto done;
