@@ -804,10 +804,17 @@ static int64_t add_track(strobe_writer *w, strobe_track_kind kind, int64_t pid, 
     return strobe_writer_add_track(w, &wt);
 }
 
+/* The tracks written between two calls of strobe_writer_flush_interned() in write_pf(): a trace
+ * of fewer is written as before, and one of many threads (100,000 with one event each took 1.7 GB,
+ * an encoder of some 17 KB per thread) holds the encoders of this many at most. Each call visits
+ * every sequence, so not after each track. */
+#define CONV_FLUSH_TRACKS 256
+
 /* Writes the collected trace through the writer (times relative to `base`, which the writer
  * subtracts again); counts the slices written on extra lanes and the lanes made. */
 static int write_pf(conv *c, strobe_writer *w, int64_t base, size_t *on_lanes, size_t *lanes_made) {
     int rc = 0;
+    size_t declared = 0;
     /* Tracks: processes first (CPU ones as processes, GPU ones as devices "GPU N"), then
      * threads (CPU threads as threads; streams, tid 0 and named tids as tracks that carry their
      * (pid, tid) for the reader). A ctrack's uuid holds its writer track id + 1. */
@@ -841,6 +848,10 @@ static int write_pf(conv *c, strobe_writer *w, int64_t base, size_t *on_lanes, s
                                name, t, (uint32_t)(p->uuid - 1));
         if (id < 0) return (int)id;
         t->uuid = (uint64_t)id + 1;
+        /* Each thread's track is a sequence with an encoder of its own, made here: every so many,
+         * the writer frees them again until their events come (as below). */
+        if (++declared % CONV_FLUSH_TRACKS == 0 && (rc = strobe_writer_flush_interned(w)) != 0)
+            return rc;
     }
     if (c->n) qsort(c->items, c->n, sizeof *c->items, cmp_items);
     bind_flows(c);
@@ -854,6 +865,7 @@ static int write_pf(conv *c, strobe_writer *w, int64_t base, size_t *on_lanes, s
     char *scratch = NULL;
     if (!ln.below || lanes_grow(&ln)) rc = STROBE_ENOMEM;
     size_t session = SIZE_MAX; /* strobe's session slice, which carries the trace's metadata */
+    size_t tracks_written = 0;
     for (size_t i = 0; rc == 0 && i <= c->n; i++) {
         item *it = i < c->n ? &c->items[i] : NULL;
         int new_track = !it || (i > 0 && c->items[i - 1].track != it->track);
@@ -875,6 +887,11 @@ static int write_pf(conv *c, strobe_writer *w, int64_t base, size_t *on_lanes, s
         if (i == 0 || new_track) {
             ln.n = 1;
             ln.uuid[0] = track;
+            /* The tracks before this one, all closed, get no more events: every so many, the
+             * writer forgets their state (Perfetto's encoder per sequence, with its buffers and
+             * interned names), so that memory does not grow with the threads. */
+            if (++tracks_written % CONV_FLUSH_TRACKS == 0) rc = strobe_writer_flush_interned(w);
+            if (rc) break;
         }
         if (it->ph == 'C') {
             strobe_writer_event e = item_event(c, i, track, base, SIZE_MAX);

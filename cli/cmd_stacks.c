@@ -6,11 +6,12 @@
  *
  * Each operator (and runtime call) is one sample of its self time. Its frames, root first, are:
  * the Python frames of its "Call stack" (the trace lists them innermost first) followed by its
- * own name; an event without a "Call stack" takes the frames of its enclosing operator and adds
- * its own name, so that a trace without stacks gives the nesting of operators. Equal stacks are
- * summed in nanoseconds and printed rounded to the nearest microsecond; a stack whose weight
- * rounds to 0 is left out. Unlike torch's export_stacks, the operator's name is the leaf frame,
- * so that a flame graph shows which operator the time went to.
+ * own name; an event without a "Call stack" takes the frames of its enclosing operator (the
+ * innermost that contains it whole) and adds its own name, so that a trace without stacks gives
+ * the nesting of operators. Equal stacks are summed in nanoseconds and printed rounded to the
+ * nearest microsecond; a stack whose weight rounds to 0 is left out. Unlike torch's export_stacks,
+ * the operator's name is the leaf frame, so that a flame graph shows which operator the time went
+ * to.
  *
  * With --samples, the CPU samples strobe records (config.cpu_sample_hz: instants of category
  * "cpu_sample" with their native "Call stack") are folded instead: one line per distinct stack,
@@ -40,9 +41,13 @@ const char cmd_stacks_usage[] =
     "    Each operator, user annotation and runtime call contributes its self time. Its frames\n"
     "    are the Python frames of its \"Call stack\" argument, root first, then its own name;\n"
     "    without a \"Call stack\", the frames of the operator enclosing it on its thread, then\n"
-    "    its own name (so a trace without stacks gives the nesting of operators). Within a\n"
-    "    frame, ';' and control characters (newlines, escapes, DEL, C1 controls) are replaced\n"
-    "    by '_', so that each stack stays one line. TRACE \"-\" is standard input.\n"
+    "    its own name (so a trace without stacks gives the nesting of operators). An event that\n"
+    "    ends after the operator it starts in is not below it, as in torch's tree of self\n"
+    "    times. Within a frame, ';' and control characters (newlines, escapes, DEL, C1\n"
+    "    controls) are replaced by '_', so that each stack stays one line. Each line lists its\n"
+    "    whole stack, so deep nesting makes long output (N ranges nested in each other give N\n"
+    "    lines of 1 to N frames, N*N/2 in all), though memory stays of the order of the\n"
+    "    trace's. TRACE \"-\" is standard input.\n"
     "    Malformed events are skipped; standard error says how many, and `strobe check TRACE`\n"
     "    lists them.\n"
     "\n"

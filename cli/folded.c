@@ -100,6 +100,7 @@ typedef struct fold_ctx {
     strobe__u64map natives; /* a sample's "Call stack" string id -> node of its leaf */
     uint32_t *chain;        /* events whose node is being made */
     size_t chain_cap;
+    uint32_t *up; /* per event: its frame's parent (fold_parents) */
 } fold_ctx;
 
 /* The memo's slots: a direct-mapped cache by event, which holds the operators enclosing the
@@ -130,6 +131,32 @@ static int frame_kind(int md) {
     }
 }
 
+/* The parent of each event's frame, in c->up: the innermost operator enclosing it on its thread
+ * (cl_op_parent) that contains it whole. An event that starts inside an operator and ends after
+ * it (a partial overlap) is not below it, as it is not its child in torch's tree (cl_cpu_selfs),
+ * which does not take its time from that operator's self time either: a chain of events each
+ * overlapping the next would otherwise give one stack as deep as the chain per event (n events,
+ * n^2/2 frames), and a flame graph in which each is as wide as all the rest. Each thread's events
+ * come parents first, so an enclosing operator's own parent is known; one that ends before the
+ * event does is skipped with all the operators it does not lie whole in. @return 0 or
+ * STROBE_ENOMEM. */
+static int fold_parents(fold_ctx *c) {
+    const md_model *m = c->m;
+    c->up = malloc((m->count ? m->count : 1) * sizeof *c->up);
+    if (c->up == NULL) return STROBE_ENOMEM;
+    for (size_t t = 0; t < m->thread_count; t++) {
+        const md_thread *th = &m->threads[t];
+        for (size_t k = 0; k < th->count; k++) {
+            uint32_t i = th->order[k], p = cl_op_parent(m, i);
+            int64_t end = md_add_sat(md_ts(m, i), md_dur(m, i));
+            while (p != MD_NONE && md_add_sat(md_ts(m, p), md_dur(m, p)) < end)
+                p = c->up[p];
+            c->up[i] = p;
+        }
+    }
+    return 0;
+}
+
 /* The node of the frames of a "Call stack" (Kineto writes them innermost first, joined by ';';
  * the tree gets them root first; empty frames are left out) under the root, memoized in `memo`.
  * @return the node (the root for a stack of no frames), or MD_NONE when out of memory. */
@@ -152,12 +179,13 @@ static uint32_t stack_node(fold_ctx *c, strobe__u64map *memo, uint32_t stack, in
 }
 
 /* The node of event i's own frame: the node of its "Call stack" (CL_FOLD_STACK) or else of its
- * enclosing operator, with its name below. @return the node, or MD_NONE when out of memory. */
+ * enclosing operator (c->up), with its name below. @return the node, or MD_NONE when out of memory.
+ */
 static uint32_t event_node(fold_ctx *c, uint32_t i) {
     const md_model *m = c->m;
     size_t n = 0;
     uint32_t base = 0;
-    for (uint32_t x = i; x != MD_NONE; x = cl_op_parent(m, x)) {
+    for (uint32_t x = i; x != MD_NONE; x = c->up[x]) {
         const struct memo_slot *ms = memo_slot_of(c, x);
         if (ms->ev == x) {
             base = ms->node;
@@ -208,9 +236,10 @@ typedef struct self_fold {
     int slot;
     uint64_t count;
     uint32_t base;  /* the first node this fold made */
+    uint32_t *own;  /* per node from base: the first event whose stack ends there, or MD_NONE */
+    size_t own_cap; /* nodes from base that own has room for */
+    size_t owned;   /* nodes from base whose own is set (MD_NONE before an event's) */
     uint32_t *key;  /* per node from base: the first event whose stack passes through it */
-    size_t key_cap; /* nodes from base that key has room for */
-    size_t keyed;   /* nodes from base whose key is set (MD_NONE before an event's) */
 } self_fold;
 
 /* cl_cpu_selfs()'s callback: an event with a self time is a sample. */
@@ -223,30 +252,53 @@ static int fold_self(void *ctx, uint32_t i, int64_t self) {
     add(f, node, sf->slot, self);
     sf->count++;
     size_t made = f->count - sf->base;
-    if (made > sf->key_cap) {
-        size_t cap = sf->key_cap ? sf->key_cap : 256;
+    if (made > sf->own_cap) {
+        size_t cap = sf->own_cap ? sf->own_cap : 256;
         while (cap < made)
             cap *= 2;
-        uint32_t *p = realloc(sf->key, cap * sizeof *p);
+        uint32_t *p = realloc(sf->own, cap * sizeof *p);
         if (p == NULL) return STROBE_ENOMEM;
-        sf->key = p;
-        sf->key_cap = cap;
+        sf->own = p;
+        sf->own_cap = cap;
     }
-    for (; sf->keyed < made; sf->keyed++)
-        sf->key[sf->keyed] = MD_NONE;
-    /* A parent's key is never above its children's. A node takes the kind of the frame that
-     * made it first: the nodes up from i's are those of i's enclosing operators (x), up to one
-     * with a "Call stack", then its Python frames. */
-    uint32_t x = i;
-    for (uint32_t y = node; y != MD_NONE && y >= sf->base && sf->key[y - sf->base] > i;
-         y = f->nodes[y].parent) {
-        sf->key[y - sf->base] = i;
-        f->nodes[y].kind = CL_FRAME_PYTHON;
-        if (x == MD_NONE) continue;
-        f->nodes[y].kind = (uint8_t)frame_kind(md_kind_of(sf->c->m, x));
-        int stack = sf->c->group == CL_FOLD_STACK && (sf->c->m->ev_flags[x] & MD_F_COLD) &&
-                    md_at(sf->c->m, x).stack;
-        x = stack ? MD_NONE : cl_op_parent(sf->c->m, x);
+    for (; sf->owned < made; sf->owned++)
+        sf->own[sf->owned] = MD_NONE;
+    if (node >= sf->base && sf->own[node - sf->base] > i) sf->own[node - sf->base] = i;
+    return 0;
+}
+
+/* Once the events are folded: each node's key (the least own of the nodes at and below it), and
+ * its kind, that of the frame that made it first: walking up from the node where the key's event
+ * ends, the nodes are those of the event's enclosing operators (x), up to one with a "Call
+ * stack", then its Python frames. The nodes whose key is one event lie on one path up from where
+ * it ends, so each node is walked once (an event's nodes were walked at each event, n^2/2 nodes
+ * for n nested ranges, as the events come innermost first). @return 0 or STROBE_ENOMEM. */
+static int first_events(self_fold *sf) {
+    cl_fold *f = sf->c->f;
+    size_t n = f->count - sf->base;
+    if (n == 0) return 0;
+    sf->key = malloc(n * sizeof *sf->key);
+    if (sf->key == NULL) return STROBE_ENOMEM;
+    for (size_t k = 0; k < n; k++)
+        sf->key[k] = k < sf->owned ? sf->own[k] : MD_NONE;
+    /* A parent's index is below its children's. */
+    for (size_t k = n; k-- > 0;) {
+        uint32_t p = f->nodes[sf->base + k].parent;
+        if (p != MD_NONE && p >= sf->base && sf->key[p - sf->base] > sf->key[k])
+            sf->key[p - sf->base] = sf->key[k];
+    }
+    for (size_t k = 0; k < sf->owned; k++) {
+        uint32_t i = sf->own[k], x = i;
+        if (i == MD_NONE || sf->key[k] != i) continue;
+        for (uint32_t y = sf->base + (uint32_t)k;
+             y != MD_NONE && y >= sf->base && sf->key[y - sf->base] == i; y = f->nodes[y].parent) {
+            f->nodes[y].kind = CL_FRAME_PYTHON;
+            if (x == MD_NONE) continue;
+            f->nodes[y].kind = (uint8_t)frame_kind(md_kind_of(sf->c->m, x));
+            int stack = sf->c->group == CL_FOLD_STACK && (sf->c->m->ev_flags[x] & MD_F_COLD) &&
+                        md_at(sf->c->m, x).stack;
+            x = stack ? MD_NONE : sf->c->up[x];
+        }
     }
     return 0;
 }
@@ -314,11 +366,14 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
     if (c.memo == NULL) goto done;
     for (size_t k = 0; k < (size_t)1 << MEMO_BITS; k++)
         c.memo[k].ev = MD_NONE;
+    if (fold_parents(&c)) goto done;
     if (metric == CL_FOLD_SELF_CPU) {
         /* Each event of the CPU tree with a self time is a sample, thread by thread. */
         self_fold sf = {.c = &c, .slot = slot, .base = (uint32_t)f->count};
         err = cl_cpu_selfs(m, fold_self, &sf);
+        if (!err) err = first_events(&sf);
         if (!err) err = renumber(&sf);
+        free(sf.own);
         free(sf.key);
         count = sf.count;
         goto done;
@@ -391,7 +446,7 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
                 node = stack_node(&c, &c.natives, e->stack, CL_FRAME_SAMPLE);
                 if (node == 0) continue; /* a stack of no frames */
             } else {
-                node = owner_node(&c, cl_op_parent(m, (uint32_t)i), outside_ranges);
+                node = owner_node(&c, c.up[i], outside_ranges);
             }
             if (node == MD_NONE) goto done;
             add(f, node, slot, 1);
@@ -405,6 +460,7 @@ done:
     if (samples) *samples = count;
     free(c.memo);
     free(c.chain);
+    free(c.up);
     strobe__u64map_free(&c.stacks);
     strobe__u64map_free(&c.natives);
     free(w);
@@ -414,56 +470,114 @@ done:
 
 /* ---- folded lines -------------------------------------------------------------------------- */
 
-typedef struct line {
-    const char *stack;
-    int64_t w;
-} line;
+/* The lines are those of the nodes with a weight, each its path of frames joined by ';', sorted
+ * as strings. They are written by walking the tree, never held: a stack is as long as its depth,
+ * and the lines of a deep tree add up to far more than the tree (n ranges nested in each other
+ * give n lines of 1 to n frames). Under one parent, a child c stands for two items: its own line
+ * (c's name, then the end of the line) and the lines below it (c's name, then ';'). As names hold
+ * no ';' (safe_name), the lines below c are contiguous in the sorted lines, so sorting each
+ * parent's items by name and then that next character, and walking them in that order, writes
+ * the lines in string order: a name that is a prefix of a sibling's ("layer1", "layer10") sorts
+ * its own line before the sibling's lines and its lines below after them when the sibling's next
+ * character is below ';' (as digits are). */
+typedef struct item {
+    const char *name;
+    uint32_t len;
+    uint32_t node; /* node << 1, | 1 for the lines below it */
+} item;
 
-static int by_stack(const void *a, const void *b) {
-    return strcmp(((const line *)a)->stack, ((const line *)b)->stack);
+static int by_item(const void *a, const void *b) {
+    const item *x = a, *y = b;
+    uint32_t n = x->len < y->len ? x->len : y->len;
+    int d = memcmp(x->name, y->name, n);
+    if (d) return d;
+    /* What follows the name: '\0' (its own line) or ';' (the lines below it). */
+    unsigned char cx = x->len > n ? (unsigned char)x->name[n] : (x->node & 1) ? ';' : '\0';
+    unsigned char cy = y->len > n ? (unsigned char)y->name[n] : (y->node & 1) ? ';' : '\0';
+    return (cx > cy) - (cx < cy);
 }
 
+/* A node being walked: the first of its items not yet written, and the length of its path. */
+typedef struct walk_at {
+    uint32_t next, end;
+    size_t len;
+} walk_at;
+
 int cl_fold_print(const cl_fold *f, FILE *out, int64_t unit) {
-    size_t n = 0;
-    for (size_t k = 1; k < f->count; k++)
-        n += f->nodes[k].self[0] != 0;
-    line *lines = malloc((n ? n : 1) * sizeof *lines);
-    uint32_t *path = malloc(f->count * sizeof *path);
-    strobe__pool pool = {0};
-    int err = lines && path ? 0 : STROBE_ENOMEM;
-    n = 0;
-    for (size_t k = 1; !err && k < f->count; k++) {
+    size_t n = f->count;
+    uint32_t *first = calloc(n + 1, sizeof *first); /* per node: its items from first[node] */
+    uint8_t *below = calloc(n, 1);                  /* per node: it has children */
+    item *items = NULL;
+    walk_at *stack = NULL;
+    char *path = NULL;
+    size_t path_cap = 0, depth = 0, count = 0;
+    int err = first && below ? 0 : STROBE_ENOMEM;
+    for (size_t k = 1; !err && k < n; k++)
+        below[f->nodes[k].parent] = 1;
+    /* Each node's items: its own line where its weight is not 0 once rounded, and its lines
+     * below where it has children; counted per parent, then placed. */
+    for (size_t k = 1; !err && k < n; k++) {
+        uint32_t p = f->nodes[k].parent;
+        first[p + 1] += (f->nodes[k].self[0] != 0) + below[k];
+    }
+    for (size_t k = 0; !err && k < n; k++)
+        first[k + 1] += first[k];
+    count = err ? 0 : first[n];
+    if (!err && ((items = malloc((count ? count : 1) * sizeof *items)) == NULL ||
+                 (stack = malloc(n * sizeof *stack)) == NULL))
+        err = STROBE_ENOMEM;
+    for (size_t k = 1; !err && k < n; k++) {
+        const cl_fold_node *x = &f->nodes[k];
+        item it = {f->names.strs[x->name], (uint32_t)f->names.lens[x->name], (uint32_t)k << 1};
+        /* first[p] is moved on past the items placed; set back below */
+        if (x->self[0] != 0) items[first[x->parent]++] = it;
+        it.node |= 1;
+        if (below[k]) items[first[x->parent]++] = it;
+    }
+    for (size_t k = n; !err && k > 0; k--)
+        first[k] = first[k - 1];
+    if (!err) first[0] = 0;
+    for (size_t k = 0; !err && k < n; k++)
+        if (first[k + 1] - first[k] > 1)
+            qsort(items + first[k], first[k + 1] - first[k], sizeof *items, by_item);
+    if (!err) stack[depth++] = (walk_at){first[0], first[1], 0};
+    while (!err && depth) {
+        walk_at *at = &stack[depth - 1];
+        if (at->next == at->end) {
+            depth--;
+            continue;
+        }
+        const item *it = &items[at->next++];
+        uint32_t k = it->node >> 1;
+        size_t len = at->len + it->len + 1;
+        if (len > path_cap) {
+            size_t cap = path_cap ? path_cap : 4096;
+            while (cap < len)
+                cap *= 2;
+            char *p = realloc(path, cap);
+            if (p == NULL) {
+                err = STROBE_ENOMEM;
+                break;
+            }
+            path = p;
+            path_cap = cap;
+        }
+        memcpy(path + at->len, it->name, it->len);
+        if (it->node & 1) {
+            path[len - 1] = ';';
+            stack[depth++] = (walk_at){first[k], first[k + 1], len};
+            continue;
+        }
         int64_t w = f->nodes[k].self[0];
-        if (w == 0) continue;
         if (unit > 1) w = md_add_sat(w, unit / 2) / unit;
         if (w <= 0) continue;
-        /* The frames from the leaf up to (not including) the root, then joined root first. */
-        size_t depth = 0, len = 0;
-        for (uint32_t x = (uint32_t)k; x != 0; x = f->nodes[x].parent) {
-            path[depth++] = x;
-            len += f->names.lens[f->nodes[x].name] + 1;
-        }
-        char *s = strobe__pool_alloc(&pool, len);
-        if (s == NULL) {
-            err = STROBE_ENOMEM;
-            break;
-        }
-        char *p = s;
-        while (depth-- > 0) {
-            uint32_t name = f->nodes[path[depth]].name;
-            memcpy(p, f->names.strs[name], f->names.lens[name]);
-            p += f->names.lens[name];
-            *p++ = depth ? ';' : '\0';
-        }
-        lines[n++] = (line){s, w};
+        fwrite(path, 1, len - 1, out);
+        fprintf(out, " %lld\n", (long long)w);
     }
-    if (!err) {
-        qsort(lines, n, sizeof *lines, by_stack);
-        for (size_t k = 0; k < n; k++)
-            fprintf(out, "%s %lld\n", lines[k].stack, (long long)lines[k].w);
-    }
-    free(lines);
+    free(first);
+    free(below);
+    free(items);
+    free(stack);
     free(path);
-    strobe__pool_release(&pool);
     return err;
 }
