@@ -350,10 +350,12 @@ static void check_fd_limit(void) {
             open_fds++;
         closedir(d);
         long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-        /* The rings (one per CPU), the /proc/self/task directory, two more threads' events. */
+        /* The rings (one per CPU), the /proc/self/task directory, two more threads' events.
+         * The hard limit too: under a higher one, strobe's descriptors go past the soft limit
+         * (core/ownfd.h), out of the program's budget. */
         struct rlimit rl;
         if (getrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(77);
-        rl.rlim_cur = (rlim_t)(open_fds + ncpu + 1 + 2 * ncpu);
+        rl.rlim_cur = rl.rlim_max = (rlim_t)(open_fds + ncpu + 1 + 2 * ncpu);
         if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(77);
         strobe_config cfg;
         strobe_config_init(&cfg);

@@ -131,7 +131,7 @@ typedef struct strobe_config {
     size_t ring_bytes;
     uint32_t ring_ms;
     /* A signal (e.g. SIGUSR2) that dumps the flight recorder's window to flight_path; the handler
-     * only writes a byte to a pipe the background thread polls. The previous handler is restored
+     * only sets a flag and wakes the background thread (a futex). The previous handler is restored
      * at stop. 0: none (default). Only with the flight recorder (else STROBE_EINVAL). */
     int flight_signal;
     /* Where a flight_signal dump goes (copied; replaced by each dump, through a temporary file
@@ -152,6 +152,15 @@ typedef struct strobe_config {
      * 1 .. STROBE_CPU_SAMPLE_HZ_MAX, else STROBE_EINVAL; STROBE_CPU_SAMPLE_HZ_DEFAULT (1000) is a
      * good rate. */
     uint32_t cpu_sample_hz;
+    /* A cap on the size of the stream_path file, in bytes (a guard against a runaway program
+     * filling the disk, e.g. one whose `strobe record` was killed). When an append of events would
+     * take the file past the cap, that append keeps only the events that fit, and every later
+     * event is left out and counted: "strobe_stream" then says "capped": true, with the events
+     * left out in "capped_events" (also counted in "lost_events"). The file's footer (the stats
+     * and metadata) is still written after the last event, and may take the file past the cap by
+     * its own size, so that the file stays a whole trace. Only with stream_path (else
+     * STROBE_EINVAL); 0: no cap (default). */
+    uint64_t stream_max_bytes;
 } strobe_config;
 
 /* strobe_config.cuda_flags. */

@@ -20,8 +20,8 @@
 #include "strobe/result.h"
 #include "trace/result_internal.h"
 
-/* The write end of the flight recorder's pipe, for the signal handler (one session at a time). */
-static volatile int signal_fd = -1;
+/* The stream whose background thread a flight signal wakes (NULL: none). */
+static strobe__stream *volatile signal_stream = NULL;
 
 void strobe__flight_ring_add(strobe__stream *st, strobe__chunk *c) {
     while (c) {
@@ -196,9 +196,8 @@ int strobe__flight_dump(strobe__session *s, const char *path) {
 static void on_signal(int sig) {
     (void)sig;
     int saved = errno;
-    char b = 'd';
-    int fd = signal_fd;
-    if (fd >= 0) (void)!write(fd, &b, 1);
+    strobe__stream *st = signal_stream;
+    if (st != NULL) strobe__stream_wake(st, 1);
     errno = saved;
 }
 
@@ -240,14 +239,14 @@ int strobe__flight_setup(strobe__stream *st) {
     st->flight_path = strdup(cfg->flight_path ? cfg->flight_path : def);
     if (st->flight_path == NULL) return STROBE_ENOMEM;
     if (cfg->flight_signal) {
-        signal_fd = st->pipe_fd[1];
+        signal_stream = st;
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
         sa.sa_flags = SA_RESTART;
         sigemptyset(&sa.sa_mask);
         if (sigaction(cfg->flight_signal, &sa, &st->old_action) != 0) {
-            signal_fd = -1;
+            signal_stream = NULL;
             return STROBE_ESYS;
         }
         st->sig = cfg->flight_signal;
@@ -258,7 +257,7 @@ int strobe__flight_setup(strobe__stream *st) {
 void strobe__flight_release(strobe__stream *st) {
     if (st->sig) {
         sigaction(st->sig, &st->old_action, NULL);
-        signal_fd = -1;
+        signal_stream = NULL;
         st->sig = 0;
     }
 }

@@ -1,6 +1,7 @@
 /* perf.c: the perf_event counters behind config.perf_events (see perf.h). */
 #include "perf.h"
 
+#include "ownfd.h"
 #include "strobe/error.h"
 
 #include <errno.h>
@@ -110,7 +111,8 @@ static int open_one(const strobe__perf_event *ev, int group_fd, int exclude_kern
     a.exclude_hv = 1;
     long fd = syscall(SYS_perf_event_open, &a, 0 /* this thread */, -1 /* any cpu */, group_fd,
                       PERF_FLAG_FD_CLOEXEC);
-    return fd < 0 ? STROBE_ESYS : (int)fd;
+    /* Out of the way of a program that closes or reuses descriptors (core/ownfd.h). */
+    return fd < 0 ? STROBE_ESYS : strobe__fd_move_high((int)fd);
 }
 
 /* Opens with kernel time counted, and again without when perf_event_paranoid forbids it.
@@ -175,7 +177,10 @@ int strobe__perf_read(int leader_fd, int n, uint64_t *vals) {
 void strobe__perf_close(int fds[STROBE__PERF_MAX], int n) {
     if (n > STROBE__PERF_MAX) n = STROBE__PERF_MAX;
     for (int i = n - 1; i >= 0; i--) {
-        if (fds[i] >= 0) close(fds[i]);
+        /* Closed only while it still is a perf event: the program may have closed it and put a
+         * file of its own at its number. */
+        uint64_t id;
+        if (fds[i] >= 0 && strobe__fd_perf_id(fds[i], &id) == 0) close(fds[i]);
         fds[i] = -1;
     }
 }

@@ -18,12 +18,21 @@
  * (the caller may ask for other sizes and drain periods: the tests force losses that way).
  * The drain thread empties a ring when the kernel wakes it there (a quarter full: at 1 kHz a sample
  * of 20 frames is about 200 bytes, so a 128 KiB ring wakes it every 160 ms or so), and all of them
- * every 50 ms in any case; stop wakes it at once (an eventfd in its poll set). The period is short
+ * every 50 ms in any case; it looks for stop every 10 ms (no descriptor of its own to wake it:
+ * see below). The period is short
  * for threads that live briefly: a thread's name is read from /proc when its first samples are
  * drained, and a thread that has exited by then stays unnamed (500 ms lost the name of a thread
  * that ran 300 ms: test_sample; the longer period's saving was below this machine's noise). Samples
  * go into memory, at most SAMPLE_MEM_CAP bytes; beyond it they are dropped and counted, as are the
- * records the kernel could not write (PERF_RECORD_LOST). */
+ * records the kernel could not write (PERF_RECORD_LOST).
+ *
+ * A program may close or reuse the sampler's descriptors (a daemon closing every descriptor,
+ * close_range(), dup2() over a range): they are moved to high numbers (core/ownfd.h), each event's
+ * kernel id is kept, and a descriptor is read, stopped or closed only while it still has that id.
+ * A ring whose descriptor is gone still fills (its mapping keeps the event) and is drained every
+ * period; poll() leaves it out (poll on a closed descriptor returns at once, which would make the
+ * thread spin). A thread's event whose descriptor the program closed is gone, and its thread is no
+ * longer sampled: the descriptors lost are counted in "strobe_cpu_sampling". */
 #include "sample.h"
 
 #include <dirent.h>
@@ -35,13 +44,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "ownfd.h"
 #include "strobe/error.h"
 #include "util/u64map.h"
 
@@ -50,6 +59,8 @@
 #define RING_BUDGET ((size_t)512 << 10)
 #define RING_MAX_PAGES 32
 #define DRAIN_MS 50
+/* The longest the drain thread waits before it looks at `stop`. */
+#define STOP_MS 10
 #define SAMPLE_MEM_CAP ((size_t)64 << 20)
 
 typedef struct ring {
@@ -72,13 +83,14 @@ struct strobe__sampler {
     ring *rings;
     int nrings;
     int *fds;
+    uint64_t *ids; /* each descriptor's event id (PERF_EVENT_IOC_ID) */
     size_t nfds;
+    uint64_t fds_lost;     /* descriptors the program closed or reused, found at stop */
     strobe__u64map opened; /* tids with events */
     uint64_t threads, threads_skipped;
 
     pthread_t drainer;
     int drainer_running;
-    int wake_fd; /* eventfd: stop wakes the drain thread; -1 none */
     int running; /* started and not stopped */
     int stop;    /* atomic */
 
@@ -144,6 +156,34 @@ static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cp
     return fd;
 }
 
+/* Keeps a new event's descriptor with its id, moved out of the program's way first when `move`.
+ * @return the descriptor. */
+static int keep_fd(strobe__sampler *sp, long fd, int move) {
+    int high = move ? strobe__fd_move_high((int)fd) : (int)fd;
+    uint64_t id = 0;
+    (void)strobe__fd_perf_id(high, &id);
+    sp->ids[sp->nfds] = id;
+    sp->fds[sp->nfds++] = high;
+    return high;
+}
+
+/* Whether descriptor i still is the sampler's event (not closed, nor another file at its number).
+ * No side effect: the drain thread's check. */
+static int fd_is_ours(const strobe__sampler *sp, size_t i) {
+    uint64_t id;
+    return sp->fds[i] >= 0 && strobe__fd_perf_id(sp->fds[i], &id) == 0 && id == sp->ids[i];
+}
+
+/* fd_is_ours, where one that is not is counted once and never used again (not while the drain
+ * thread runs). */
+static int fd_ours(strobe__sampler *sp, size_t i) {
+    if (sp->fds[i] < 0) return 0;
+    if (fd_is_ours(sp, i)) return 1;
+    sp->fds[i] = -1;
+    sp->fds_lost++;
+    return 0;
+}
+
 /* Opens thread tid's events, one per ring. @return 0, or -1 with errno (ESRCH: it exited). */
 static int open_thread(strobe__sampler *sp, int64_t tid) {
     if (sp->nfds + (size_t)sp->nrings > MAX_FDS) {
@@ -154,7 +194,7 @@ static int open_thread(strobe__sampler *sp, int64_t tid) {
     for (int i = 0; i < sp->nrings; i++) {
         long fd = open_event(sp, sp->config, tid, sp->rings[i].cpu);
         if (fd < 0) goto fail;
-        sp->fds[sp->nfds++] = (int)fd;
+        fd = keep_fd(sp, fd, 1);
         if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, sp->rings[i].fd) != 0) goto fail;
     }
     sp->threads++;
@@ -279,11 +319,13 @@ static void on_sample(strobe__sampler *sp, const char *body, size_t len) {
     name_of(sp, (int64_t)tid);
 }
 
-static void drain_ring(strobe__sampler *sp, ring *r) {
+/* @return 1 when the ring held records. */
+static int drain_ring(strobe__sampler *sp, ring *r) {
     struct perf_event_mmap_page *meta = (struct perf_event_mmap_page *)r->base;
     const char *data = r->base + sp->page;
     uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
     uint64_t tail = meta->data_tail;
+    int found = tail < head;
     size_t mask = r->data_size - 1;
     while (tail < head) {
         struct perf_event_header h;
@@ -329,6 +371,7 @@ static void drain_ring(strobe__sampler *sp, ring *r) {
         tail += h.size;
     }
     __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+    return found;
 }
 
 static void drain_all(strobe__sampler *sp) {
@@ -336,26 +379,45 @@ static void drain_all(strobe__sampler *sp) {
         drain_ring(sp, &sp->rings[i]);
 }
 
+/* Sleeps up to `ms` milliseconds. */
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 static void *drain_main(void *arg) {
     strobe__sampler *sp = arg;
     (void)pthread_setname_np(pthread_self(), "strobe_sampler");
-    struct pollfd *pfd = calloc((size_t)sp->nrings + 1, sizeof *pfd);
+    /* pfd[i] is ring i's descriptor (its fds entry i: the rings' events come first); -1 once the
+     * program took it away, which poll() skips. */
+    struct pollfd *pfd = calloc((size_t)sp->nrings, sizeof *pfd);
     for (int i = 0; pfd && i < sp->nrings; i++) {
         pfd[i].fd = sp->rings[i].fd;
         pfd[i].events = POLLIN;
     }
-    if (pfd) {
-        pfd[sp->nrings].fd = sp->wake_fd; /* -1: poll skips it */
-        pfd[sp->nrings].events = POLLIN;
-    }
+    int waited = 0;
     while (!__atomic_load_n(&sp->stop, __ATOMIC_ACQUIRE)) {
+        int slice = sp->drain_ms - waited < STOP_MS ? sp->drain_ms - waited : STOP_MS;
+        int ready = 0;
         if (pfd) {
-            (void)poll(pfd, (nfds_t)sp->nrings + 1, sp->drain_ms);
+            ready = poll(pfd, (nfds_t)sp->nrings, slice);
+            if (ready < 0) sleep_ms(slice); /* EINTR, ENOMEM: no busy loop either way */
         } else {
-            struct timespec ts = {sp->drain_ms / 1000, (long)(sp->drain_ms % 1000) * 1000000L};
-            nanosleep(&ts, NULL);
+            sleep_ms(slice);
         }
-        drain_all(sp);
+        waited += slice;
+        if (ready <= 0 && waited < sp->drain_ms) continue;
+        waited = 0;
+        for (int i = 0; i < sp->nrings; i++) {
+            int found = drain_ring(sp, &sp->rings[i]);
+            if (ready <= 0 || pfd == NULL || pfd[i].revents == 0) continue;
+            /* Readiness from a descriptor that is no longer the ring's own (closed: POLLNVAL at
+             * once; another file at its number: POLLIN with nothing in the ring) would wake this
+             * thread again at once: it is left out of the poll set. */
+            if ((pfd[i].revents & (POLLNVAL | POLLERR | POLLHUP)) ||
+                (!found && !fd_is_ours(sp, (size_t)i)))
+                pfd[i].fd = -1;
+        }
     }
     free(pfd);
     return NULL;
@@ -365,7 +427,7 @@ static void *drain_main(void *arg) {
 
 static void close_all(strobe__sampler *sp) {
     for (size_t i = 0; i < sp->nfds; i++)
-        close(sp->fds[i]);
+        if (fd_ours(sp, i)) close(sp->fds[i]);
     sp->nfds = 0;
     for (int i = 0; i < sp->nrings; i++)
         if (sp->rings[i].base) munmap(sp->rings[i].base, sp->page + sp->rings[i].data_size);
@@ -379,7 +441,6 @@ int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages,
     if (sp == NULL) return STROBE_ENOMEM;
     sp->hz = hz;
     sp->pid = (uint32_t)getpid();
-    sp->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     sp->page = (size_t)sysconf(_SC_PAGESIZE);
     long ncpu = sysconf(_SC_NPROCESSORS_CONF);
     if (ncpu < 1) ncpu = 1;
@@ -392,7 +453,8 @@ int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages,
     sp->drain_ms = drain_ms > 0 ? drain_ms : DRAIN_MS;
     sp->rings = calloc((size_t)ncpu, sizeof *sp->rings);
     sp->fds = calloc(MAX_FDS, sizeof *sp->fds);
-    if (sp->rings == NULL || sp->fds == NULL) {
+    sp->ids = calloc(MAX_FDS, sizeof *sp->ids);
+    if (sp->rings == NULL || sp->fds == NULL || sp->ids == NULL) {
         strobe__sampler_free(sp);
         return STROBE_ENOMEM;
     }
@@ -426,6 +488,7 @@ int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages,
     for (long c = 0; c < ncpu; c++) {
         long fd = open_event(sp, sp->config, self, (int)c);
         if (fd < 0) continue;
+        fd = strobe__fd_move_high((int)fd);
         size_t len = sp->page * (1 + p2);
         void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
         if (base == MAP_FAILED) {
@@ -438,7 +501,7 @@ int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages,
         r->cpu = (int)c;
         r->base = base;
         r->data_size = sp->page * p2;
-        sp->fds[sp->nfds++] = (int)fd;
+        (void)keep_fd(sp, fd, 0); /* moved above */
     }
     if (sp->nrings == 0) {
         snprintf(why, why_size, "perf ring buffers could not be mapped (%s)", strerror(e));
@@ -474,7 +537,7 @@ void strobe__sampler_enable(strobe__sampler *sp) {
     if (sp == NULL) return;
     /* Enabling an event enables the copies its thread's children inherited meanwhile. */
     for (size_t i = 0; i < sp->nfds; i++)
-        (void)ioctl(sp->fds[i], PERF_EVENT_IOC_ENABLE, 0);
+        if (fd_is_ours(sp, i)) (void)ioctl(sp->fds[i], PERF_EVENT_IOC_ENABLE, 0);
 }
 
 static int cmp_sample(const void *a, const void *b) {
@@ -494,22 +557,18 @@ void strobe__sampler_stop(strobe__sampler *sp) {
         close_all(sp);
         return;
     }
+    /* The drain thread first: it reads the descriptors that fd_ours may set aside. */
+    __atomic_store_n(&sp->stop, 1, __ATOMIC_RELEASE);
+    if (sp->drainer_running) pthread_join(sp->drainer, NULL);
+    sp->drainer_running = 0;
     for (size_t i = 0; i < sp->nfds; i++) {
+        if (!fd_ours(sp, i)) continue;
         (void)ioctl(sp->fds[i], PERF_EVENT_IOC_DISABLE, 0);
         /* PERF_FORMAT_LOST without other flags: { u64 value; u64 lost; } */
         uint64_t v[2];
         if (!sp->no_format_lost && read(sp->fds[i], v, sizeof v) == (ssize_t)sizeof v)
             sp->format_lost += v[1];
     }
-    __atomic_store_n(&sp->stop, 1, __ATOMIC_RELEASE);
-    if (sp->wake_fd >= 0) {
-        uint64_t one = 1;
-        if (write(sp->wake_fd, &one, sizeof one) < 0) {
-            /* then the thread sees `stop` at its next period */
-        }
-    }
-    if (sp->drainer_running) pthread_join(sp->drainer, NULL);
-    sp->drainer_running = 0;
     drain_all(sp);
     close_all(sp);
     if (sp->count) qsort(sp->samples, sp->count, sizeof *sp->samples, cmp_sample);
@@ -548,19 +607,20 @@ void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size) {
         buf, size,
         "{\"event\": \"%s\", \"frequency_hz\": %u, \"callchain\": \"frame pointers, user "
         "space\", \"threads_at_start\": %llu, \"threads_not_sampled\": %llu, \"samples\": %llu, "
-        "\"lost\": %llu, \"dropped\": %llu, \"throttled\": %llu}",
+        "\"lost\": %llu, \"dropped\": %llu, \"throttled\": %llu, \"descriptors_lost\": %llu}",
         sp->event, sp->hz, (unsigned long long)sp->threads, (unsigned long long)sp->threads_skipped,
         (unsigned long long)sp->count, (unsigned long long)kernel_lost(sp),
-        (unsigned long long)sp->dropped, (unsigned long long)sp->throttled);
+        (unsigned long long)sp->dropped, (unsigned long long)sp->throttled,
+        (unsigned long long)sp->fds_lost);
 }
 
 void strobe__sampler_free(strobe__sampler *sp) {
     if (sp == NULL) return;
     strobe__sampler_stop(sp);
     close_all(sp);
-    if (sp->wake_fd >= 0) close(sp->wake_fd);
     free(sp->rings);
     free(sp->fds);
+    free(sp->ids);
     free(sp->samples);
     free(sp->pcs);
     free(sp->names);

@@ -13,17 +13,23 @@
  *   that the background thread empties at once and reverses: every thread pushes its own chunks
  *   in order, so the reversed batch keeps each thread's order.
  * - The background thread polls every few milliseconds instead of being woken: a wake-up would
- *   put a system call into the recording thread's refill. */
+ *   put a system call into the recording thread's refill. Stop and the flight signal wake it
+ *   early through a futex word, not a pipe: a program that closes every descriptor (a daemon) or
+ *   dup2()s over a range of numbers would take a pipe away, and poll() on a closed descriptor
+ *   returns at once, which made the thread spin. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "ownfd.h"
 #include "stream.h"
 #include "stream_internal.h"
 #include "strobe/error.h"
@@ -137,6 +143,20 @@ int strobe__stream_refill(strobe__tstate *t, size_t need, int counts) {
 
 /* ---- 3. the background thread ------------------------------------------------------------- */
 
+void strobe__stream_wake(strobe__stream *st, int dump) {
+    __atomic_fetch_or(&st->wake, STROBE__WAKE | (dump ? STROBE__WAKE_DUMP : 0u), __ATOMIC_RELEASE);
+    (void)syscall(SYS_futex, &st->wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Waits up to POLL_MS for a wake-up. @return the wake-up bits taken (0: the time passed). */
+static uint32_t wait_wake(strobe__stream *st) {
+    if (__atomic_load_n(&st->wake, __ATOMIC_ACQUIRE) == 0) {
+        struct timespec ts = {0, POLL_MS * 1000000L};
+        (void)syscall(SYS_futex, &st->wake, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+    }
+    return __atomic_exchange_n(&st->wake, 0, __ATOMIC_ACQ_REL);
+}
+
 static void *stream_main(void *arg) {
     strobe__stream *st = arg;
     /* This thread records nothing, and its signals belong to the program's threads. */
@@ -145,14 +165,7 @@ static void *stream_main(void *arg) {
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     int errors_logged = 0;
     for (;;) {
-        struct pollfd pfd = {st->pipe_fd[0], POLLIN, 0};
-        int dump = 0;
-        if (poll(&pfd, 1, POLL_MS) > 0 && (pfd.revents & POLLIN)) {
-            char b[64];
-            ssize_t got = read(st->pipe_fd[0], b, sizeof b);
-            for (ssize_t i = 0; i < got; i++)
-                dump |= b[i] == 'd';
-        }
+        int dump = (wait_wake(st) & STROBE__WAKE_DUMP) != 0;
         int quit = __atomic_load_n(&st->quit, __ATOMIC_ACQUIRE);
         if (quit) break; /* stop takes the last chunks itself */
         if (st->mode == MODE_STREAM) {
@@ -178,6 +191,7 @@ int strobe__stream_check_config(const strobe_config *cfg) {
     if (cfg->stream_path != NULL) {
         if (cfg->stream_path[0] == '\0' || ring) return STROBE_EINVAL;
     }
+    if (cfg->stream_max_bytes != 0 && cfg->stream_path == NULL) return STROBE_EINVAL;
     if (ring && cfg->ring_bytes > cfg->buffer_bytes) return STROBE_EINVAL;
     if (ring && cfg->ring_bytes != 0 && cfg->ring_bytes < cfg->chunk_bytes) return STROBE_EINVAL;
     if (cfg->flight_signal != 0) {
@@ -191,9 +205,8 @@ int strobe__stream_check_config(const strobe_config *cfg) {
 static void stream_release(strobe__stream *st) {
     if (st == NULL) return;
     strobe__flight_release(st);
-    if (st->pipe_fd[0] >= 0) close(st->pipe_fd[0]);
-    if (st->pipe_fd[1] >= 0) close(st->pipe_fd[1]);
-    if (st->a.fd >= 0) close(st->a.fd);
+    /* Closed only while it still is the stream's file: the program may own the number now. */
+    if (st->a.fd >= 0 && strobe__fd_is(st->a.fd, st->file_dev, st->file_ino)) close(st->a.fd);
     strobe__stream_out_release(st);
     strobe__append_free(&st->a);
     free(st->path);
@@ -211,16 +224,17 @@ int strobe__stream_start(strobe__session *s) {
     st->s = s;
     st->mode = ring ? MODE_RING : MODE_STREAM;
     strobe__stream_out_init(st);
-    st->a.fd = st->pipe_fd[0] = st->pipe_fd[1] = -1;
+    st->a.fd = -1;
+    st->max_bytes = cfg->stream_max_bytes;
     pthread_mutex_init(&st->ring_lock, NULL);
     int rc = 0;
-    if (pipe2(st->pipe_fd, O_CLOEXEC | O_NONBLOCK) != 0) rc = STROBE_ESYS;
-    if (rc == 0 && st->mode == MODE_STREAM) {
+    if (st->mode == MODE_STREAM) {
         st->path = strdup(cfg->stream_path);
         if (st->path == NULL) rc = STROBE_ENOMEM;
         if (rc == 0) {
-            st->a.fd = open(st->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (st->a.fd < 0) {
+            /* Out of the program's way, and known by its identity from now on. */
+            st->a.fd = strobe__fd_open(st->path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (st->a.fd < 0 || strobe__fd_identity(st->a.fd, &st->file_dev, &st->file_ino)) {
                 strobe__log(STROBE_LOG_ERROR, "stream %s: %s", st->path, strerror(errno));
                 rc = STROBE_EIO;
             }
@@ -256,8 +270,7 @@ static void stop_thread(strobe__stream *st) {
         return;
     }
     __atomic_store_n(&st->quit, 1, __ATOMIC_RELEASE);
-    char b = 'q';
-    (void)!write(st->pipe_fd[1], &b, 1);
+    strobe__stream_wake(st, 0);
     pthread_join(st->thread, NULL);
     st->thread_started = 0;
 }

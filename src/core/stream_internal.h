@@ -101,6 +101,18 @@ typedef struct strobe__stream {
     strobe__writer *wr;
     strobe__sink ms;
     strobe__append a;
+    /* The file's identity (device, inode), checked before each append: a descriptor the program
+     * closed or reused is never written through; the file is opened again by its path instead
+     * (`reopens`), or, where that fails, the rest is counted lost (`fd_lost`; stop tries once
+     * more; `fd_was_lost` stays). */
+    uint64_t file_dev, file_ino;
+    uint64_t reopens;
+    int fd_lost, fd_was_lost;
+    /* config.stream_max_bytes (0: none); `capped` once an append met it, with the events left out
+     * for it in `capped_events` (also in a.lost). `nocap`: the header and the closing part at stop
+     * are written whatever the cap. */
+    uint64_t max_bytes, capped_events;
+    int capped, nocap;
     /* The bytes the writer holds back (its ops' held) at the last emit, and the ends of the
      * events in them (offsets from their start), marked when they reach the buffer. */
     size_t held_len;
@@ -110,8 +122,10 @@ typedef struct strobe__stream {
     int64_t pid;
     pthread_t thread;
     int thread_started;
-    int quit;          /* atomic */
-    int pipe_fd[2];    /* signal and stop wake-ups */
+    int quit; /* atomic */
+    /* Wake-ups of the background thread (a futex word, no descriptor: a program that closes or
+     * reuses descriptors cannot take it): WAKE_ bits, set by stop and the flight signal. */
+    uint32_t wake;
     void *queue;       /* atomic: the lock-free stack of full chunks */
     uint64_t free_top; /* atomic: tag << 32 | (index + 1) of the free pool's top; 0 index: empty */
     /* The decoder (stream mode; owned by the background thread, then by stop). */
@@ -151,6 +165,12 @@ typedef struct strobe__stream {
 } strobe__stream;
 
 /* ---- stream.c ---- */
+/* Bits of strobe__stream.wake. */
+#define STROBE__WAKE 1u
+#define STROBE__WAKE_DUMP 2u
+/* Wakes the background thread, asking for a flight dump when `dump`. Async-signal-safe (an atomic
+ * or and a futex wake). */
+void strobe__stream_wake(strobe__stream *st, int dump);
 /* Returns a chunk to the free pool (the background thread or stop only). */
 void strobe__stream_pool_push(strobe__stream *st, strobe__chunk *c);
 /* Takes every queued chunk, oldest first. */

@@ -31,12 +31,16 @@
  *   events before the cut, truncates the file there and counts the rest in lost_events, as it
  *   counts every later append's events (strobe__append_flush). The footer, written at stop,
  *   carries the result's stats and the stream's counts. */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
+#include "ownfd.h"
 #include "record.h"
 #include "stack.h"
 #include "stream.h"
@@ -721,6 +725,68 @@ static size_t out_pending(const strobe__stream *st) {
     return st->a.len + st->held_len;
 }
 
+/* Makes sure the descriptor about to be written through still is the stream's file. A program
+ * may have closed it (a daemon closing every descriptor, close_range()) or put a file of its own
+ * at its number (dup2()): that number is then left alone, never written or closed, and the file is
+ * opened again by its path (not truncated: the next append goes where the last one ended), if the
+ * path still names the same file. Where it does not, the stream's descriptor is gone for good and
+ * every later append's events are counted lost (strobe__append_flush with no descriptor).
+ * @return 0, or STROBE_EIO when the file could not be found again. */
+static int out_own_fd(strobe__stream *st) {
+    if (st->fd_lost) return STROBE_EIO;
+    if (st->a.fd >= 0 && strobe__fd_is(st->a.fd, st->file_dev, st->file_ino)) return 0;
+    st->a.fd = -1;
+    int fd = strobe__fd_open(st->path, O_WRONLY, 0);
+    if (fd >= 0 && !strobe__fd_is(fd, st->file_dev, st->file_ino)) {
+        close(fd);
+        fd = -1;
+        errno = ESTALE;
+    }
+    if (fd < 0) {
+        strobe__log(STROBE_LOG_ERROR,
+                    "stream %s: the program closed or reused the file's descriptor, and the file "
+                    "cannot be opened again (%s): the rest of the stream is lost (counted)",
+                    st->path, strerror(errno));
+        st->fd_lost = st->fd_was_lost = 1;
+        return STROBE_EIO;
+    }
+    if (st->reopens++ == 0)
+        strobe__log(STROBE_LOG_WARN,
+                    "stream %s: the program closed or reused the file's descriptor; opened again",
+                    st->path);
+    st->a.fd = fd;
+    return 0;
+}
+
+/* The cap (config.stream_max_bytes): keeps the whole events of the buffer that fit in the file
+ * with `closing` after them, and leaves out and counts the rest, and every event after (the
+ * stream then has a gap at most at its end). Nothing happens while `nocap` (the header and the
+ * closing part). */
+static void out_cap(strobe__stream *st, size_t closing) {
+    strobe__append *a = &st->a;
+    if (st->max_bytes == 0 || st->nocap || a->len == 0) return;
+    uint64_t room = st->max_bytes > a->off + closing ? st->max_bytes - a->off - closing : 0;
+    if (!st->capped && a->len <= room) return;
+    size_t keep = 0;
+    uint64_t kept = 0;
+    for (size_t i = 0; !st->capped && i < a->mark_count && a->marks[i].end <= room; i++) {
+        keep = a->marks[i].end;
+        kept += a->marks[i].events;
+    }
+    if (!st->capped)
+        strobe__log(STROBE_LOG_WARN,
+                    "stream %s: the file reached its cap of %llu bytes; later events are left "
+                    "out (counted)",
+                    st->path, (unsigned long long)st->max_bytes);
+    st->capped = 1;
+    st->capped_events += a->pending - kept;
+    a->lost += a->pending - kept;
+    a->pending = 0;
+    a->len = keep;
+    a->mark_count = 0;
+    if (kept) strobe__append_mark(a, keep, kept); /* one group: the events kept */
+}
+
 /* Appends what is encoded (what the writer holds too), with the format's running tail after it.
  * `retry`: see strobe__append_flush. @return 0 or the output's error. */
 static int out_flush(strobe__stream *st, int retry) {
@@ -729,6 +795,13 @@ static int out_flush(strobe__stream *st, int retry) {
         emit(st, 0);
     }
     const char *tail = st->fmt->running_tail;
+    out_cap(st, tail ? strlen(tail) : 0);
+    if (out_own_fd(st) != 0) {
+        /* The append fails without a descriptor, and counts its events lost. */
+        st->a.fd = -1;
+        st->a.err = STROBE_EIO;
+        retry = 0;
+    }
     int rc = strobe__append_flush(&st->a, tail ? tail : "", retry);
     strobe__sink_view(&st->ms, &st->a); /* the buffer starts over */
     return rc;
@@ -837,7 +910,11 @@ int strobe__stream_header(strobe__stream *st) {
     if (rc == 0) rc = (int)strobe__writer_track(st->wr, &p);
     if (rc < 0) return rc;
     emit(st, 0);
-    return out_flush(st, 0);
+    /* The header is written whatever the cap: the file is a trace from the start. */
+    st->nocap = 1;
+    rc = out_flush(st, 0);
+    st->nocap = 0;
+    return rc;
 }
 
 int strobe__stream_out_finish(strobe__stream *st, const strobe__clock_conv *conv, int64_t stop_ns) {
@@ -883,13 +960,16 @@ static void stream_json(const strobe__stream *st, const strobe_result *r, int co
                  "\"device_events\": %llu, \"bytes\": %llu, \"dropped_events\": %llu, "
                  "\"lost_events\": %llu, \"skipped_details\": %llu, "
                  "\"skipped_counter_samples\": %llu, \"skipped_backend_events\": %llu, "
-                 "\"write_error\": %s}",
+                 "\"write_error\": %s, \"max_bytes\": %llu, \"capped\": %s, "
+                 "\"capped_events\": %llu, \"reopened\": %llu, \"descriptor_lost\": %s}",
                  complete ? "true" : "false",
                  (unsigned long long)(st->stopping ? st->cpu_events : st->a.events),
                  (unsigned long long)st->device_events, (unsigned long long)st->event_bytes,
                  dropped, (unsigned long long)st->a.lost, (unsigned long long)st->skipped_details,
                  (unsigned long long)st->skipped_counters, (unsigned long long)st->skipped_backend,
-                 st->a.failed ? "true" : "false");
+                 st->a.failed ? "true" : "false", (unsigned long long)st->max_bytes,
+                 st->capped ? "true" : "false", (unsigned long long)st->capped_events,
+                 (unsigned long long)st->reopens, st->fd_was_lost ? "true" : "false");
     } else {
         snprintf(json, size,
                  "{\"mode\": \"flight\", \"ring_bytes\": %llu, \"kept_bytes\": %llu, "
@@ -903,7 +983,7 @@ static void stream_json(const strobe__stream *st, const strobe_result *r, int co
 
 void strobe__stream_meta(const strobe__stream *st, strobe_result *r) {
     if (r == NULL) return;
-    char json[768];
+    char json[1024];
     stream_json(st, r, st->complete, json, sizeof json);
     (void)strobe__result_set_meta(r, "strobe_stream", json);
 }
@@ -919,6 +999,8 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
     if (st == NULL || st->mode != MODE_STREAM) return 0;
     int64_t stop_ns = st->stop_ns;
     strobe__writer *w = st->wr;
+    /* One more try to find a lost file again: the program may have given descriptors back. */
+    st->fd_lost = 0;
     /* The stream's own events first (the ranges left open at stop are still in the buffer). */
     (void)out_flush(st, 0);
     st->event_bytes = st->a.off;
@@ -939,7 +1021,11 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
             emit(st, n);
         }
     }
-    /* The session's span on its own track, as a saved result has it. */
+    int rc = out_flush(st, 1);
+    /* The session's span on its own track, as a saved result has it, and the footer after it are
+     * written whatever the cap (config.stream_max_bytes), so that the file stays a whole trace with
+     * its counts. */
+    st->nocap = 1;
     strobe__wr_track sp = {
         .kind = STROBE__WR_THREAD, .pid = st->pid, .tid = 0, .name = "Spans", .sort_index = 0};
     int64_t spans = strobe__writer_track(w, &sp);
@@ -957,11 +1043,12 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
     }
     if (src) drop(st);
     emit(st, 0);
-    int rc = out_flush(st, 1);
+    int frc = out_flush(st, 1);
+    if (rc == 0) rc = frc;
     st->device_events = st->a.events - st->cpu_events;
 
     /* The footer: the stream's counts first, then the result's metadata. */
-    char json[768];
+    char json[1024];
     stream_json(st, r, 1, json, sizeof json);
     size_t nmeta = 1 + (r ? r->meta_count : 0), k = 0;
     strobe__meta *meta = malloc(nmeta * sizeof *meta);
@@ -991,16 +1078,21 @@ int strobe__stream_complete(strobe__session *s, strobe_result *r) {
             tail[n] = '\0';
         }
         drop(st);
-        crc = tail ? strobe__append_flush(&st->a, tail, 1) : STROBE_ENOMEM;
+        crc = tail ? out_own_fd(st) : STROBE_ENOMEM;
+        if (crc == 0) crc = strobe__append_flush(&st->a, tail, 1);
         free(tail);
     } else if (crc == 0) {
         emit(st, 0);
-        crc = strobe__append_flush(&st->a, "", 1);
+        crc = out_own_fd(st);
+        if (crc == 0) crc = strobe__append_flush(&st->a, "", 1);
     }
     drop(st);
     st->complete = crc == 0;
     if (rc == 0) rc = crc;
-    if (close(st->a.fd) != 0 && rc == 0) rc = STROBE_EIO;
+    /* Closed only while it still is the stream's file (the program may own the number now). */
+    if (st->a.fd >= 0 && strobe__fd_is(st->a.fd, st->file_dev, st->file_ino) &&
+        close(st->a.fd) != 0 && rc == 0)
+        rc = STROBE_EIO;
     st->a.fd = -1;
     strobe__stream_meta(st, r);
     return rc;
