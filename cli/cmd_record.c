@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,7 +34,8 @@ const char cmd_record_usage[] =
     "    strobe record [-o PATH] [--delay SEC] [--duration SEC] [--activities cpu,cuda]\n"
     "                  [--capture-range nvtx:NAME|cuda-profiler-api] [--sample[=HZ]]\n"
     "                  [--markers MODE[:SINKS]] [--heap] [--heap-stacks] [--mpi]\n"
-    "                  [--no-follow] [--stats] [--keep-parts] [-q] [--] PROGRAM [ARGS...]\n"
+    "                  [--no-follow] [--max-part-size SIZE] [--stats] [--keep-parts] [-q]\n"
+    "                  [--] PROGRAM [ARGS...]\n"
     "\n"
     "DESCRIPTION\n"
     "    Runs PROGRAM (found as the shell finds it, through PATH) with strobe injected\n"
@@ -118,6 +120,13 @@ const char cmd_record_usage[] =
     "                          other tools: MODE interval, event or interval,event; SINKS\n"
     "                          nvtx, ftrace or nvtx,ftrace (default nvtx); see strobe/markers.h\n"
     "    --no-follow           record PROGRAM's first process only\n"
+    "    --max-part-size SIZE  stop writing a process's part file at SIZE bytes (K, M, G\n"
+    "                          suffixes: 1024s); what did not fit is counted (\"capped\" and\n"
+    "                          \"capped_events\" in the part's strobe_stream object) and the\n"
+    "                          merge warns. Default: a quarter of the free space of the\n"
+    "                          output's folder when recording starts, at least 64M and at most\n"
+    "                          16G, so that a process left running (strobe record killed) or\n"
+    "                          a flood of events cannot fill the disk\n"
     "    --stats               print the operator summary (strobe summary) and, when there\n"
     "                          was device activity, the top kernels (strobe kernels) at the\n"
     "                          end\n"
@@ -150,6 +159,7 @@ enum {
     OPT_CAPTURE_RANGE,
     OPT_MPI,
     OPT_HEAP_STACKS,
+    OPT_MAX_PART_SIZE,
 };
 
 const struct option cmd_record_options[] = {
@@ -166,6 +176,7 @@ const struct option cmd_record_options[] = {
     {"capture-range", required_argument, NULL, OPT_CAPTURE_RANGE},
     {"mpi", no_argument, NULL, OPT_MPI},
     {"heap-stacks", no_argument, NULL, OPT_HEAP_STACKS},
+    {"max-part-size", required_argument, NULL, OPT_MAX_PART_SIZE},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -181,6 +192,7 @@ typedef struct rec_opts {
     int mpi;             /* --mpi: libstrobe_record_mpi.so, beside libstrobe_record.so */
     int capture_cuda;    /* --capture-range cuda-profiler-api */
     int heap_stacks;     /* --heap-stacks */
+    uint64_t max_part;   /* --max-part-size in bytes; 0: the default, from the free space */
 } rec_opts;
 
 static int usage_error(const char *msg, const char *arg) {
@@ -420,6 +432,33 @@ static void env_free(env_list *e) {
     free(e->v);
 }
 
+/* SIZE: a whole number of bytes, with an optional K, M or G (powers of 1024). */
+static int parse_size(const char *v, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno || end == v || v[0] == '-') return -1;
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k') shift = 10;
+    if (*end == 'M' || *end == 'm') shift = 20;
+    if (*end == 'G' || *end == 'g') shift = 30;
+    if (shift) end++;
+    if (*end != '\0' || n == 0 || n > (UINT64_C(1) << 50) >> shift) return -1;
+    *out = (uint64_t)n << shift;
+    return 0;
+}
+
+/* The default part cap: a quarter of the free space of `dir`'s file system, 64 MiB .. 16 GiB. */
+static uint64_t default_part_cap(const char *dir) {
+    struct statvfs fs;
+    uint64_t cap = UINT64_C(16) << 30;
+    if (statvfs(dir, &fs) == 0) {
+        uint64_t avail = (uint64_t)fs.f_bavail * (uint64_t)fs.f_frsize;
+        if (avail / 4 < cap) cap = avail / 4;
+    }
+    return cap < (UINT64_C(64) << 20) ? UINT64_C(64) << 20 : cap;
+}
+
 /* PROGRAM's environment: ours, less any STROBE_RECORD_* and LD_PRELOAD, plus the settings and
  * LD_PRELOAD with the library at its end. @return 0 or -1 (out of memory). */
 static int make_env(env_list *e, const rec_opts *o, const char *parts, const char *lib) {
@@ -471,6 +510,9 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
     if (rc == 0 && o->capture_cuda) rc = env_add(e, "STROBE_RECORD_CAPTURE_CUDA", "1");
     if (rc == 0 && o->no_follow) rc = env_add(e, "STROBE_RECORD_NO_FOLLOW", "1");
     if (rc == 0) rc = env_add(e, "STROBE_RECORD_PRELOAD", lib);
+    snprintf(num, sizeof num, "%llu",
+             (unsigned long long)(o->max_part ? o->max_part : default_part_cap(parts)));
+    if (rc == 0) rc = env_add(e, "STROBE_RECORD_MAX_BYTES", num);
     /* The recorded processes stop recording if this one dies (record_hook.c, the watch). */
     snprintf(num, sizeof num, "%ld", (long)getpid());
     if (rc == 0) rc = env_add(e, "STROBE_RECORD_WATCH_PID", num);
@@ -913,6 +955,11 @@ int cmd_record(int argc, char **argv) {
             break;
         case OPT_KEEP_PARTS:
             o.keep_parts = 1;
+            break;
+        case OPT_MAX_PART_SIZE:
+            if (parse_size(optarg, &o.max_part) != 0)
+                return usage_error("--max-part-size takes a size in bytes (with K, M or G)",
+                                   optarg);
             break;
         case OPT_SAMPLE: {
             o.sample_hz = STROBE_CPU_SAMPLE_HZ_DEFAULT;

@@ -474,6 +474,20 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
                 if (strobe_rd_obj_get(mt->value.raw, mt->value.len, "complete", &c) == 1 &&
                     c.type == STROBE_RD_T_FALSE)
                     cut_stream = 1;
+                /* A part that reached its size cap (strobe record --max-part-size) says how
+                 * many events it left out. */
+                if (strobe_rd_obj_get(mt->value.raw, mt->value.len, "capped", &c) == 1 &&
+                    c.type == STROBE_RD_T_TRUE) {
+                    strobe_rd_value n;
+                    int64_t lost = 0;
+                    if (strobe_rd_obj_get(mt->value.raw, mt->value.len, "capped_events", &n) == 1)
+                        (void)strobe_rd_value_int(&n, &lost);
+                    fprintf(stderr,
+                            "strobe %s: warning: %s (%s): the part reached its size cap; %" PRId64
+                            " events were not written\n",
+                            m->cmd, cli_esc(in->path),
+                            in->process_name ? cli_esc(in->process_name) : "?", lost);
+                }
             } else if (strcmp(mt->key.s, "deviceProperties") == 0 && m->device_props == NULL &&
                        mt->value.type == STROBE_RD_T_ARRAY && mt->value.len > 2) {
                 m->device_props = strndup(mt->value.raw, mt->value.len);

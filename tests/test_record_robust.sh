@@ -10,7 +10,8 @@
 #  4. `strobe record` killed (SIGKILL): the program stops recording, closes its part (complete,
 #     and it stops growing) and runs on to its end;
 #  5. the program killed (SIGKILL): the merged trace marks it "cut short", and check reports it;
-#  6. every trace passes the independent checkers (--strict) where SHARED_DIR/validators exists.
+#  6. --max-part-size caps a part, and the merge warns with the count of events left out;
+#  7. every trace passes the independent checkers (--strict) where SHARED_DIR/validators exists.
 # Usage: test_record_robust.sh STROBE TARGET OUT_DIR SHARED_DIR. Exit 77 without python3.
 set -u
 strobe=$1 target=$2 out=$3 shared=$4
@@ -112,7 +113,22 @@ PY
 unclean "$out/cut.json"
 traces+=("$out/cut.json")
 
-# 6. The independent checkers.
+# 6. --max-part-size: the part stops at the cap, the merge warns with the count, and a size that
+#    is not one is a usage error.
+timeout 60 "$strobe" record --heap --max-part-size 1M -o "$out/capped.json" -- "$target" spin 1 2 \
+    >"$out/capped.out" 2>"$out/capped.err"
+rc=$?
+[ $rc -eq 0 ] || { cat "$out/capped.err"; fail "capped: exit $rc"; }
+grep -q "reached its size cap; [1-9][0-9]* events were not written" "$out/capped.err" ||
+    { cat "$out/capped.err"; fail "capped: no warning with a count"; }
+[ "$(stat -c %s "$out/capped.json")" -lt 1200000 ] || fail "capped: the trace is over the cap"
+traces+=("$out/capped.json")
+for bad in abc 0 -5 12Q 99999999999G; do
+    "$strobe" record --max-part-size "$bad" -o "$out/bad.json" -- true 2>"$out/bad.err"
+    [ $? -eq 2 ] || fail "--max-part-size $bad: not a usage error"
+done
+
+# 7. The independent checkers.
 if [ -x "$shared/validators/check_all.sh" ]; then
     for t in "${traces[@]}"; do
         strobe_check_trace "$shared" "$t" --strict >"$t.check.log" 2>&1 ||

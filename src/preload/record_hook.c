@@ -22,13 +22,14 @@
  *                             first cuInit on, core/device.h strobe__cuda_watch_profiler)
  *   STROBE_RECORD_WATCH_PID   `strobe record`'s pid: when it dies, the session stops (the
  *                             watch thread, below)
- *   STROBE_RECORD_NO_FOLLOW   "1": this process only: the variables, and the LD_PRELOAD entry
- *                             STROBE_RECORD_PRELOAD names, leave the environment at start, so
- *                             that the programs it runs are not recorded
- * Programs started with fork+exec or posix_spawn inherit them and load the library again. A child
- * forked without exec starts a session of its own at the fork (CPU only: CUDA does not survive a
- * fork), into its own part file; the copy of the parent's session that it inherits is the core's
- * to drop (session.c, fork handling), and is never written by the child.
+ *   STROBE_RECORD_MAX_BYTES   the part file's cap in bytes (config.stream_max_bytes;
+ * --max-part-size) STROBE_RECORD_NO_FOLLOW   "1": this process only: the variables, and the
+ * LD_PRELOAD entry STROBE_RECORD_PRELOAD names, leave the environment at start, so that the
+ * programs it runs are not recorded Programs started with fork+exec or posix_spawn inherit them and
+ * load the library again. A child forked without exec starts a session of its own at the fork (CPU
+ * only: CUDA does not survive a fork), into its own part file; the copy of the parent's session
+ * that it inherits is the core's to drop (session.c, fork handling), and is never written by the
+ * child.
  *
  * Part files: PARTS/<pid>.json, or PARTS/<pid>.<n>.json when the pid has one already (a forked
  * child that then runs exec: the image before exec and the one after), with PARTS/<same>.name
@@ -68,9 +69,10 @@ typedef struct settings {
     int cuda_wanted;
     long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
     int heap, heap_stacks;
-    uint32_t sample_hz; /* CPU sampling (--sample), 0: none */
-    char capture[1024]; /* --capture-range nvtx:NAME: NAME, "" for none */
-    int capture_cuda;   /* --capture-range cuda-profiler-api */
+    uint32_t sample_hz;           /* CPU sampling (--sample), 0: none */
+    char capture[1024];           /* --capture-range nvtx:NAME: NAME, "" for none */
+    int capture_cuda;             /* --capture-range cuda-profiler-api */
+    unsigned long long max_bytes; /* the part's cap (config.stream_max_bytes), 0: none */
 } settings;
 
 static settings set;
@@ -135,7 +137,8 @@ static void forget_settings(void) {
         "STROBE_RECORD_DIR",          "STROBE_RECORD_ACTIVITIES",  "STROBE_RECORD_DELAY_MS",
         "STROBE_RECORD_DURATION_MS",  "STROBE_RECORD_HEAP",        "STROBE_RECORD_NO_FOLLOW",
         "STROBE_RECORD_PRELOAD",      "STROBE_RECORD_SAMPLE_HZ",   "STROBE_RECORD_CAPTURE_NVTX",
-        "STROBE_RECORD_CAPTURE_CUDA", "STROBE_RECORD_HEAP_STACKS", "STROBE_RECORD_WATCH_PID"};
+        "STROBE_RECORD_CAPTURE_CUDA", "STROBE_RECORD_HEAP_STACKS", "STROBE_RECORD_WATCH_PID",
+        "STROBE_RECORD_MAX_BYTES"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
 }
@@ -179,6 +182,8 @@ static int read_settings(void) {
     char wst;
     if (wp > 0 && wp < INT32_MAX && proc_stat((pid_t)wp, &watch_start, &wst) == 0)
         watch_pid = (pid_t)wp;
+    long long max_bytes = env_ms("STROBE_RECORD_MAX_BYTES", 0);
+    set.max_bytes = max_bytes > 0 ? (unsigned long long)max_bytes : 0;
     long long hz = env_ms("STROBE_RECORD_SAMPLE_HZ", 0);
     set.sample_hz = hz > 0 && hz <= STROBE_CPU_SAMPLE_HZ_MAX ? (uint32_t)hz : 0;
     if (no_follow) forget_settings();
@@ -253,6 +258,7 @@ static void start_locked(void) {
         cfg.activities |= STROBE_ACTIVITY_CUDA;
     cfg.thread_mode = STROBE_THREADS_ALL;
     cfg.stream_path = part_path;
+    cfg.stream_max_bytes = set.max_bytes;
     cfg.profile_memory = set.heap;
     cfg.cpu_sample_hz = set.sample_hz;
     cfg.trace_name = program_invocation_short_name;
