@@ -188,7 +188,8 @@ import json, sys
 all_ev = json.load(open(sys.argv[1]))["traceEvents"]
 ev = [e for e in all_ev if e.get("name") == "strobe session"]
 mark = [e for e in all_ev if e.get("name") == "[strobe] process ended by SIGTERM"]
-sys.exit(0 if len(ev) == 1 and ev[0]["dur"] >= 200000 and len(mark) == 1 else 1)
+# (The span starts when the session has started, some time after its part file appears.)
+sys.exit(0 if len(ev) == 1 and ev[0]["dur"] >= 100000 and len(mark) == 1 else 1)
 PY
 traces+=("$out/sigterm.json")
 # Ctrl-C: SIGINT to the whole process group (as a terminal sends it) ends the program, not strobe
