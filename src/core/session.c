@@ -340,9 +340,9 @@ static int stop_backends(strobe__session *s, strobe_result *r) {
 /* Opens the recording window of a made session: threads attach from now on. Under the session
  * lock. */
 static void open_window(strobe__session *s) {
-    pthread_mutex_lock(&strobe__registry_lock);
+    int was_busy = strobe__registry_lock_cold();
     s->recording = 1;
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was_busy);
     s->window_open = 1;
     s->start = strobe__clock_anchor_now();
     __atomic_store_n(&strobe__epoch_offset_ns, s->start.real_ns - s->start.mono_ns,
@@ -373,11 +373,11 @@ static int begin_session(const strobe_config *user_cfg, int record) {
             return STROBE_EBUSY;
         }
         /* A session inherited through fork(): drop the child's copy. */
-        pthread_mutex_lock(&strobe__registry_lock);
+        int was_busy = strobe__registry_lock_cold();
         strobe__session *old = strobe__current;
         strobe__current = NULL;
         strobe__registry_sweep();
-        pthread_mutex_unlock(&strobe__registry_lock);
+        strobe__registry_unlock_cold(was_busy);
         session_free(old, 1);
     }
 
@@ -468,11 +468,11 @@ static int begin_session(const strobe_config *user_cfg, int record) {
 
     if (++last_gen >= STROBE__TOKEN_MARKED || last_gen == 0) last_gen = 1;
     s->gen = last_gen;
-    pthread_mutex_lock(&strobe__registry_lock);
+    int was_busy = strobe__registry_lock_cold();
     strobe__registry_sweep();
     strobe__current = s;
     s->starter = me;
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was_busy);
     if (record) {
         open_window(s);
         rc = strobe__stream_run(s);
@@ -560,6 +560,9 @@ static int quiesce(strobe__session *s) {
 int strobe_stop(strobe_result **out) {
     if (out == NULL) return STROBE_EINVAL;
     *out = NULL;
+    /* The calling thread gets its state now, not from a signal handler's first record (which
+     * would allocate there); the registry lock below marks it busy (strobe__registry_lock_cold). */
+    (void)strobe__tstate_get();
     pthread_mutex_lock(&session_lock);
     strobe__session *s = strobe__current;
     if (s == NULL) {
@@ -573,11 +576,11 @@ int strobe_stop(strobe_result **out) {
 
     /* A prepared session that never recorded gives an empty result over an empty window. */
     if (!s->window_open) s->start = strobe__clock_anchor_now();
-    pthread_mutex_lock(&strobe__registry_lock);
+    int was_busy = strobe__registry_lock_cold();
     s->recording = 0;
     __atomic_fetch_and(&strobe__active, STROBE__ACTIVE_MARKERS, __ATOMIC_SEQ_CST);
     __atomic_store_n(&strobe__gen, 0, __ATOMIC_SEQ_CST);
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was_busy);
     int quiet = quiesce(s);
     strobe__sampler_stop(s->sampler);
     /* No thread reads its counters after quiescence: close them, and say where they failed.
@@ -585,14 +588,14 @@ int strobe_stop(strobe_result **out) {
      * slow bits are its own to write (a stale SLOW_PERF is harmless: no session, no records). */
     int perf_failed = 0;
     char perf_why[128] = "";
-    pthread_mutex_lock(&strobe__registry_lock);
+    was_busy = strobe__registry_lock_cold();
     for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
         if (t->perf_failed && !perf_failed++)
             snprintf(perf_why, sizeof perf_why, "%s", strerror(t->perf_failed));
         strobe__perf_close(t->perf_fds, t->perf_n);
         t->perf_n = 0;
     }
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was_busy);
 
     strobe__clock_anchor stop = strobe__clock_anchor_now();
     strobe__clock_conv conv = strobe__clock_calibrate(s->start, stop);
@@ -647,10 +650,10 @@ int strobe_stop(strobe_result **out) {
 
     strobe_postprocess_fn post = s->cfg.postprocess;
     void *post_ctx = s->cfg.postprocess_ctx;
-    pthread_mutex_lock(&strobe__registry_lock);
+    was_busy = strobe__registry_lock_cold();
     strobe__current = NULL;
     strobe__registry_sweep();
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was_busy);
     /* A thread that never left the hot path may still write into the arena: keep it mapped. */
     session_free(s, quiet);
     pthread_mutex_unlock(&session_lock);

@@ -189,6 +189,13 @@ strobe__tstate *strobe__tstate_get(void);
 /* Attaches the calling thread to the recording session if it may record. Called with t->busy set.
  * @return 1 when the thread now records (t->gen == strobe__gen), else 0. */
 int strobe__tstate_attach(strobe__tstate *t);
+/* The registry lock, taken by cold-path code on a thread that may record from a signal handler
+ * (every caller but the hot path's attach, which runs with busy set already): the calling thread
+ * is marked busy while it holds the lock, so that a handler interrupting it there drops its
+ * records (counted in signal_dropped) instead of attaching the thread, which takes the lock again
+ * and would wait for itself forever. Returns what unlock needs: the thread's busy flag before. */
+int strobe__registry_lock_cold(void);
+void strobe__registry_unlock_cold(int was_busy);
 /* Frees the states of threads that exited and hold no session data. Under the registry lock. */
 void strobe__registry_sweep(void);
 /* Marks every state except the caller's as exited (in a child after fork). */
