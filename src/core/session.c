@@ -352,6 +352,8 @@ static void open_window(strobe__session *s) {
     strobe__sampler_enable(s->sampler);
 }
 
+static int stop_session(strobe_result **out, uint32_t only_gen);
+
 /* Makes a session; with `record`, it records at once, else it waits for strobe_start_prepared()
  * (threads do not attach to it until then). */
 static int begin_session(const strobe_config *user_cfg, int record) {
@@ -477,16 +479,22 @@ static int begin_session(const strobe_config *user_cfg, int record) {
         open_window(s);
         rc = strobe__stream_run(s);
     }
+    /* Logged under the lock: once it is released, another thread may stop the session and free
+     * it (and its result). */
+    if (rc == 0)
+        strobe__log(STROBE_LOG_INFO, "session %s %s (clock %s, buffer cap %zu bytes)", r->trace_id,
+                    record ? "started" : "prepared",
+                    strobe__clock_is_tsc ? "tsc" : "clock_monotonic", s->arena_bytes);
+    uint32_t gen = s->gen;
     pthread_mutex_unlock(&session_lock);
     if (rc) {
+        /* This session only: another thread may have stopped it, and started one of its own,
+         * since the lock was released. */
         strobe_result *dummy = NULL;
-        (void)strobe_stop(&dummy);
+        (void)stop_session(&dummy, gen);
         strobe_result_free(dummy);
         return rc;
     }
-    strobe__log(STROBE_LOG_INFO, "session %s %s (clock %s, buffer cap %zu bytes)", r->trace_id,
-                record ? "started" : "prepared", strobe__clock_is_tsc ? "tsc" : "clock_monotonic",
-                s->arena_bytes);
     return 0;
 }
 
@@ -511,17 +519,20 @@ int strobe_start_prepared(void) {
         rc = strobe__stream_start(s);
     }
     int run_failed = 0;
+    uint32_t gen = 0;
     if (rc == 0) {
         open_window(s);
         rc = strobe__stream_run(s);
         run_failed = rc != 0;
+        gen = s->gen;
     }
     pthread_mutex_unlock(&session_lock);
     if (run_failed) {
         /* The window opened but the background thread did not start: nothing would drain the
-         * chunks, so the session ends here. */
+         * chunks, so the session ends here (this session only: another thread may have
+         * stopped it, and started one of its own, since the lock was released). */
         strobe_result *dummy = NULL;
-        (void)strobe_stop(&dummy);
+        (void)stop_session(&dummy, gen);
         strobe_result_free(dummy);
     }
     return rc;
@@ -557,7 +568,9 @@ static int quiesce(strobe__session *s) {
     return all;
 }
 
-int strobe_stop(strobe_result **out) {
+/* strobe_stop() of the session of generation `only_gen`, or of any session when it is 0: a session
+ * of another generation is left running (STROBE_ENOSESSION). */
+static int stop_session(strobe_result **out, uint32_t only_gen) {
     if (out == NULL) return STROBE_EINVAL;
     *out = NULL;
     /* The calling thread gets its state now, not from a signal handler's first record (which
@@ -572,6 +585,10 @@ int strobe_stop(strobe_result **out) {
     if (s->pid != getpid()) {
         pthread_mutex_unlock(&session_lock);
         return STROBE_EFORK;
+    }
+    if (only_gen != 0 && s->gen != only_gen) {
+        pthread_mutex_unlock(&session_lock);
+        return STROBE_ENOSESSION;
     }
 
     /* A prepared session that never recorded gives an empty result over an empty window. */
@@ -666,6 +683,10 @@ int strobe_stop(strobe_result **out) {
     if (post) post(r, post_ctx);
     *out = r;
     return 0;
+}
+
+int strobe_stop(strobe_result **out) {
+    return stop_session(out, 0);
 }
 
 void strobe__markers_gate(int on) {
