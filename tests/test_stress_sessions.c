@@ -18,7 +18,7 @@
 
 #define CONTROLLERS 16
 #define RECORDERS 4
-#define CALLS_PER_CONTROLLER 200
+#define CALLS_PER_CONTROLLER 100
 
 static atomic_int recording_on = 1;
 static atomic_long starts_ok, stops_ok, results_checked, traces_saved, streams_checked;
@@ -226,6 +226,8 @@ static void *recorder_body(void *arg) {
     unsigned i = 0;
     char name[32];
     snprintf(name, sizeof name, "recorder %d", id);
+    /* Named once, before any session: renaming while stop collects is test_stress_rename's. */
+    strobe_set_thread_name(name);
     while (atomic_load_explicit(&recording_on, memory_order_relaxed)) {
         STROBE_SCOPE("rec scope");
         strobe_range_begin("rec dyn");
@@ -234,7 +236,6 @@ static void *recorder_body(void *arg) {
         strobe_counter("rec counter", (double)i);
         if ((i & 31) == 0) strobe_pop_correlation_id();
         strobe_range_end();
-        if ((i & 4095) == 0) strobe_set_thread_name(name);
         if ((i & 1023) == 0) sched_yield();
     }
     return NULL;

@@ -557,7 +557,8 @@ static int quiesce(strobe__session *s) {
     int64_t deadline = (int64_t)strobe__mono_ns() + QUIESCE_TIMEOUT_NS;
     for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
         if (t == strobe__tls) continue; /* the caller is not in the hot path */
-        while (__atomic_load_n(&t->busy, __ATOMIC_ACQUIRE)) {
+        /* 2: the thread is in a cold-path call, writing no record (strobe__registry_lock_cold). */
+        while (__atomic_load_n(&t->busy, __ATOMIC_ACQUIRE) == 1) {
             if ((int64_t)strobe__mono_ns() > deadline) {
                 all = 0;
                 break;
@@ -630,6 +631,9 @@ static int stop_session(strobe_result **out, uint32_t only_gen) {
     r->clock_ns_per_tick = conv.ns_per_tick;
     s->arena_releasable = quiet && s->stream == NULL;
     int rc = strobe__collect(s, &conv, stop_ns, r);
+    /* The gate is closed: handlers count no more drops for this session. */
+    r->stats.signal_dropped +=
+        __atomic_exchange_n(&strobe__cold_signal_dropped, 0, __ATOMIC_RELAXED);
     if (rc == 0) rc = finish_sampling(s, r);
     strobe__stream_add_stats(s, r);
     if (rc == 0 && src != 0) {

@@ -6,6 +6,7 @@
  * exits its state is only marked exited: the records it wrote in a session stay reachable until
  * strobe_stop() collects them, and the registry frees exited states after that. */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -28,13 +29,17 @@ static strobe__tstate *all_states;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
+uint64_t strobe__cold_signal_dropped;
+
 int strobe__registry_lock_cold(void) {
     strobe__tstate *t = strobe__tls;
     int was = 0;
     if (t != NULL) {
         was = (int)__atomic_load_n(&t->busy, __ATOMIC_RELAXED);
-        __atomic_store_n(&t->busy, 1, __ATOMIC_RELAXED);
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (!was) {
+            __atomic_store_n(&t->busy, 2, __ATOMIC_RELAXED);
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        }
     }
     pthread_mutex_lock(&strobe__registry_lock);
     return was;
@@ -51,11 +56,18 @@ void strobe__registry_unlock_cold(int was_busy) {
 
 static void on_thread_exit(void *p) {
     strobe__tstate *t = p;
-    int was = strobe__registry_lock_cold();
+    /* Once the lock is released the state may be freed (strobe__registry_sweep), so no signal
+     * handler may touch it from here: signals are held until this thread no longer refers to it
+     * (the cold lock's busy flag would be cleared in freed memory). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_mutex_lock(&strobe__registry_lock);
     __atomic_store_n(&t->exited, 1, __ATOMIC_RELAXED);
-    strobe__registry_unlock_cold(was);
     /* A later strobe call on this thread (from another key's destructor) makes a fresh state. */
     strobe__tls = NULL;
+    pthread_mutex_unlock(&strobe__registry_lock);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static void make_exit_key(void) {
