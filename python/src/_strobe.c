@@ -197,6 +197,8 @@ typedef struct {
     PyObject_HEAD PyObject *name; /* str */
     PyObject *args;               /* str or None */
     uint32_t token;               /* the open range's guard token, 0: none */
+    int entered;                  /* between __enter__ and __exit__ (with or without a session) */
+    unsigned long owner;          /* the thread that entered it (PyThread_get_thread_ident) */
 } RecordFunction;
 
 static PyTypeObject RecordFunction_Type;
@@ -303,16 +305,39 @@ static inline void rf_end(RecordFunction *self) {
     strobe__guard_close(token);
 }
 
+/* One object is one range, ended on the thread that began it: entering an object again before
+ * its exit would lose the first range's end, and an exit on another thread would end that
+ * thread's innermost range instead of this one. Both raise RuntimeError; the range stays open
+ * (its own thread's exit still ends it, else stop closes it, flagged unfinished). */
 static PyObject *rf_enter(PyObject *op, PyObject *unused) {
     (void)unused;
-    if (rf_begin((RecordFunction *)op) < 0) return NULL;
+    RecordFunction *self = (RecordFunction *)op;
+    if (self->entered) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "strobe: record_function '%U' is already entered: use one record_function "
+                     "object per with block",
+                     self->name);
+        return NULL;
+    }
+    if (rf_begin(self) < 0) return NULL;
+    self->entered = 1;
+    self->owner = PyThread_get_thread_ident();
     Py_INCREF(op);
     return op;
 }
 
 static PyObject *rf_exit(PyObject *op, PyObject *const *argv, Py_ssize_t n) {
     (void)argv, (void)n;
-    rf_end((RecordFunction *)op);
+    RecordFunction *self = (RecordFunction *)op;
+    if (self->entered && self->owner != PyThread_get_thread_ident()) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "strobe: record_function '%U' exited on another thread than the one that "
+                     "entered it: a range ends on its own thread",
+                     self->name);
+        return NULL;
+    }
+    self->entered = 0;
+    rf_end(self);
     Py_RETURN_NONE;
 }
 

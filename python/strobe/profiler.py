@@ -686,6 +686,10 @@ def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
 # ---- profile --------------------------------------------------------------------------------
 
 _running: "List[profile]" = []
+# Held while a profiler stops its session, so that two threads stopping one profiler at once
+# stop it once: the second finds it stopped (a check, then a note that it stopped, with the GIL
+# free to switch threads between them and during the stop itself).
+_stop_lock = threading.Lock()
 
 
 class profile:
@@ -831,14 +835,15 @@ class profile:
 
     def stop_trace(self) -> None:
         """Stops the session and keeps its result for the exports and tables."""
-        if not self._session:
-            return
-        self._session = False
-        if self in _running:
-            _running.remove(self)
-        self._result = _strobe.stop()
-        self._events = None
-        self._saved = None
+        with _stop_lock:
+            if not self._session:
+                return
+            self._session = False
+            if self in _running:
+                _running.remove(self)
+            self._result = _strobe.stop()
+            self._events = None
+            self._saved = None
 
     # -- results --
 
@@ -924,10 +929,11 @@ def _fmt(path: str) -> str:
 @atexit.register
 def _stop_at_exit() -> None:
     """A profiler left running at interpreter exit is stopped, its result dropped."""
-    while _running:
-        p = _running.pop()
-        try:
-            p._session = False
-            _strobe.stop()
-        except RuntimeError:
-            pass
+    with _stop_lock:
+        while _running:
+            p = _running.pop()
+            try:
+                p._session = False
+                _strobe.stop()
+            except RuntimeError:
+                pass

@@ -118,7 +118,7 @@ int strobe__flight_dump(strobe__session *s, const char *path) {
     int rc = 0;
     pthread_mutex_lock(&st->ring_lock);
     size_t n = 0;
-    pthread_mutex_lock(&strobe__registry_lock);
+    int was_busy = strobe__registry_lock_cold();
     for (strobe__tstate *t = s->threads; t; t = t->sess_next)
         n++;
     strobe__tstate *fakes = calloc(n ? n : 1, sizeof *fakes);
@@ -145,7 +145,7 @@ int strobe__flight_dump(strobe__session *s, const char *path) {
     if (rc == 0 && copies == NULL) rc = STROBE_ENOMEM;
     for (size_t i = 0; rc == 0 && i < n; i++)
         copies[i] = snapshot_current(s, order[i]);
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was_busy);
     if (rc == 0) {
         /* The chunks closed since the background thread last looked belong to the window; taken
          * after the copies, so that a chunk handed over while they were taken is in the ring,

@@ -86,8 +86,16 @@ static strobe__tstate *enter(int counts) {
         t = strobe__tstate_get();
         if (t == NULL) return NULL;
     }
-    if (UNLIKELY(__atomic_load_n(&t->busy, __ATOMIC_RELAXED))) {
-        t->signal_dropped++;
+    uint32_t busy = __atomic_load_n(&t->busy, __ATOMIC_RELAXED);
+    if (UNLIKELY(busy)) {
+        /* A handler that interrupted a record: counted on the thread, which stop reads after
+         * quiescence. One that interrupted a cold-path call holding the registry lock (2), which
+         * quiescence does not wait for: counted process-wide while a session records, and added
+         * to the session's count at stop. */
+        if (busy == 1)
+            t->signal_dropped++;
+        else if (__atomic_load_n(&strobe__gen, __ATOMIC_RELAXED) != 0)
+            __atomic_fetch_add(&strobe__cold_signal_dropped, 1, __ATOMIC_RELAXED);
         return NULL;
     }
     __atomic_store_n(&t->busy, 1, __ATOMIC_RELAXED);

@@ -340,9 +340,9 @@ static int stop_backends(strobe__session *s, strobe_result *r) {
 /* Opens the recording window of a made session: threads attach from now on. Under the session
  * lock. */
 static void open_window(strobe__session *s) {
-    pthread_mutex_lock(&strobe__registry_lock);
+    int was_busy = strobe__registry_lock_cold();
     s->recording = 1;
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was_busy);
     s->window_open = 1;
     s->start = strobe__clock_anchor_now();
     __atomic_store_n(&strobe__epoch_offset_ns, s->start.real_ns - s->start.mono_ns,
@@ -351,6 +351,8 @@ static void open_window(strobe__session *s) {
     __atomic_fetch_or(&strobe__active, STROBE__ACTIVE_RECORDING | s->features, __ATOMIC_SEQ_CST);
     strobe__sampler_enable(s->sampler);
 }
+
+static int stop_session(strobe_result **out, uint32_t only_gen);
 
 /* Makes a session; with `record`, it records at once, else it waits for strobe_start_prepared()
  * (threads do not attach to it until then). */
@@ -373,11 +375,11 @@ static int begin_session(const strobe_config *user_cfg, int record) {
             return STROBE_EBUSY;
         }
         /* A session inherited through fork(): drop the child's copy. */
-        pthread_mutex_lock(&strobe__registry_lock);
+        int was_busy = strobe__registry_lock_cold();
         strobe__session *old = strobe__current;
         strobe__current = NULL;
         strobe__registry_sweep();
-        pthread_mutex_unlock(&strobe__registry_lock);
+        strobe__registry_unlock_cold(was_busy);
         session_free(old, 1);
     }
 
@@ -468,25 +470,31 @@ static int begin_session(const strobe_config *user_cfg, int record) {
 
     if (++last_gen >= STROBE__TOKEN_MARKED || last_gen == 0) last_gen = 1;
     s->gen = last_gen;
-    pthread_mutex_lock(&strobe__registry_lock);
+    int was_busy = strobe__registry_lock_cold();
     strobe__registry_sweep();
     strobe__current = s;
     s->starter = me;
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was_busy);
     if (record) {
         open_window(s);
         rc = strobe__stream_run(s);
     }
+    /* Logged under the lock: once it is released, another thread may stop the session and free
+     * it (and its result). */
+    if (rc == 0)
+        strobe__log(STROBE_LOG_INFO, "session %s %s (clock %s, buffer cap %zu bytes)", r->trace_id,
+                    record ? "started" : "prepared",
+                    strobe__clock_is_tsc ? "tsc" : "clock_monotonic", s->arena_bytes);
+    uint32_t gen = s->gen;
     pthread_mutex_unlock(&session_lock);
     if (rc) {
+        /* This session only: another thread may have stopped it, and started one of its own,
+         * since the lock was released. */
         strobe_result *dummy = NULL;
-        (void)strobe_stop(&dummy);
+        (void)stop_session(&dummy, gen);
         strobe_result_free(dummy);
         return rc;
     }
-    strobe__log(STROBE_LOG_INFO, "session %s %s (clock %s, buffer cap %zu bytes)", r->trace_id,
-                record ? "started" : "prepared", strobe__clock_is_tsc ? "tsc" : "clock_monotonic",
-                s->arena_bytes);
     return 0;
 }
 
@@ -511,17 +519,20 @@ int strobe_start_prepared(void) {
         rc = strobe__stream_start(s);
     }
     int run_failed = 0;
+    uint32_t gen = 0;
     if (rc == 0) {
         open_window(s);
         rc = strobe__stream_run(s);
         run_failed = rc != 0;
+        gen = s->gen;
     }
     pthread_mutex_unlock(&session_lock);
     if (run_failed) {
         /* The window opened but the background thread did not start: nothing would drain the
-         * chunks, so the session ends here. */
+         * chunks, so the session ends here (this session only: another thread may have
+         * stopped it, and started one of its own, since the lock was released). */
         strobe_result *dummy = NULL;
-        (void)strobe_stop(&dummy);
+        (void)stop_session(&dummy, gen);
         strobe_result_free(dummy);
     }
     return rc;
@@ -546,7 +557,8 @@ static int quiesce(strobe__session *s) {
     int64_t deadline = (int64_t)strobe__mono_ns() + QUIESCE_TIMEOUT_NS;
     for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
         if (t == strobe__tls) continue; /* the caller is not in the hot path */
-        while (__atomic_load_n(&t->busy, __ATOMIC_ACQUIRE)) {
+        /* 2: the thread is in a cold-path call, writing no record (strobe__registry_lock_cold). */
+        while (__atomic_load_n(&t->busy, __ATOMIC_ACQUIRE) == 1) {
             if ((int64_t)strobe__mono_ns() > deadline) {
                 all = 0;
                 break;
@@ -557,9 +569,14 @@ static int quiesce(strobe__session *s) {
     return all;
 }
 
-int strobe_stop(strobe_result **out) {
+/* strobe_stop() of the session of generation `only_gen`, or of any session when it is 0: a session
+ * of another generation is left running (STROBE_ENOSESSION). */
+static int stop_session(strobe_result **out, uint32_t only_gen) {
     if (out == NULL) return STROBE_EINVAL;
     *out = NULL;
+    /* The calling thread gets its state now, not from a signal handler's first record (which
+     * would allocate there); the registry lock below marks it busy (strobe__registry_lock_cold). */
+    (void)strobe__tstate_get();
     pthread_mutex_lock(&session_lock);
     strobe__session *s = strobe__current;
     if (s == NULL) {
@@ -570,14 +587,18 @@ int strobe_stop(strobe_result **out) {
         pthread_mutex_unlock(&session_lock);
         return STROBE_EFORK;
     }
+    if (only_gen != 0 && s->gen != only_gen) {
+        pthread_mutex_unlock(&session_lock);
+        return STROBE_ENOSESSION;
+    }
 
     /* A prepared session that never recorded gives an empty result over an empty window. */
     if (!s->window_open) s->start = strobe__clock_anchor_now();
-    pthread_mutex_lock(&strobe__registry_lock);
+    int was_busy = strobe__registry_lock_cold();
     s->recording = 0;
     __atomic_fetch_and(&strobe__active, STROBE__ACTIVE_MARKERS, __ATOMIC_SEQ_CST);
     __atomic_store_n(&strobe__gen, 0, __ATOMIC_SEQ_CST);
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was_busy);
     int quiet = quiesce(s);
     strobe__sampler_stop(s->sampler);
     /* No thread reads its counters after quiescence: close them, and say where they failed.
@@ -585,14 +606,14 @@ int strobe_stop(strobe_result **out) {
      * slow bits are its own to write (a stale SLOW_PERF is harmless: no session, no records). */
     int perf_failed = 0;
     char perf_why[128] = "";
-    pthread_mutex_lock(&strobe__registry_lock);
+    was_busy = strobe__registry_lock_cold();
     for (strobe__tstate *t = s->threads; t; t = t->sess_next) {
         if (t->perf_failed && !perf_failed++)
             snprintf(perf_why, sizeof perf_why, "%s", strerror(t->perf_failed));
         strobe__perf_close(t->perf_fds, t->perf_n);
         t->perf_n = 0;
     }
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was_busy);
 
     strobe__clock_anchor stop = strobe__clock_anchor_now();
     strobe__clock_conv conv = strobe__clock_calibrate(s->start, stop);
@@ -610,6 +631,9 @@ int strobe_stop(strobe_result **out) {
     r->clock_ns_per_tick = conv.ns_per_tick;
     s->arena_releasable = quiet && s->stream == NULL;
     int rc = strobe__collect(s, &conv, stop_ns, r);
+    /* The gate is closed: handlers count no more drops for this session. */
+    r->stats.signal_dropped +=
+        __atomic_exchange_n(&strobe__cold_signal_dropped, 0, __ATOMIC_RELAXED);
     if (rc == 0) rc = finish_sampling(s, r);
     strobe__stream_add_stats(s, r);
     if (rc == 0 && src != 0) {
@@ -647,10 +671,10 @@ int strobe_stop(strobe_result **out) {
 
     strobe_postprocess_fn post = s->cfg.postprocess;
     void *post_ctx = s->cfg.postprocess_ctx;
-    pthread_mutex_lock(&strobe__registry_lock);
+    was_busy = strobe__registry_lock_cold();
     strobe__current = NULL;
     strobe__registry_sweep();
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was_busy);
     /* A thread that never left the hot path may still write into the arena: keep it mapped. */
     session_free(s, quiet);
     pthread_mutex_unlock(&session_lock);
@@ -663,6 +687,10 @@ int strobe_stop(strobe_result **out) {
     if (post) post(r, post_ctx);
     *out = r;
     return 0;
+}
+
+int strobe_stop(strobe_result **out) {
+    return stop_session(out, 0);
 }
 
 void strobe__markers_gate(int on) {

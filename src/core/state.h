@@ -47,7 +47,9 @@ typedef struct strobe__tstate {
     char *pos;         /* next record; written only by the thread, with strobe__pos_publish */
     char *end;         /* end of the current chunk, less the reserve */
     uint32_t gen;      /* session generation this thread records for; 0: none */
-    uint32_t busy;     /* 1 while a record is being written (atomic) */
+    uint32_t busy;     /* atomic: 1 while a record is being written, 2 while the thread holds the
+                          registry lock in a cold-path call (strobe__registry_lock_cold); a signal
+                          handler's records are dropped while it is set, stop waits only for 1 */
     uint8_t full;      /* the session's buffer cap was reached: drop everything */
     uint8_t filtering; /* the session keeps a subset of scopes: track raw begins */
     uint8_t slow;      /* STROBE__SLOW_* bits: the fast path does not apply */
@@ -189,6 +191,17 @@ strobe__tstate *strobe__tstate_get(void);
 /* Attaches the calling thread to the recording session if it may record. Called with t->busy set.
  * @return 1 when the thread now records (t->gen == strobe__gen), else 0. */
 int strobe__tstate_attach(strobe__tstate *t);
+/* The registry lock, taken by cold-path code on a thread that may record from a signal handler
+ * (every caller but the hot path's attach, which runs with busy set already): the calling thread
+ * is marked busy while it holds the lock, so that a handler interrupting it there drops its
+ * records (counted in signal_dropped) instead of attaching the thread, which takes the lock again
+ * and would wait for itself forever. The flag is 2 then, which stop's quiescence does not wait for
+ * (no record is being written). Returns what unlock needs: the thread's busy flag before. */
+int strobe__registry_lock_cold(void);
+/* Records dropped by signal handlers that interrupted such a call while a session recorded
+ * (atomic); strobe_stop() adds them to the session's stats.signal_dropped. */
+extern STROBE__HIDDEN uint64_t strobe__cold_signal_dropped;
+void strobe__registry_unlock_cold(int was_busy);
 /* Frees the states of threads that exited and hold no session data. Under the registry lock. */
 void strobe__registry_sweep(void);
 /* Marks every state except the caller's as exited (in a child after fork). */

@@ -6,6 +6,7 @@
  * exits its state is only marked exited: the records it wrote in a session stay reachable until
  * strobe_stop() collects them, and the registry frees exited states after that. */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -28,13 +29,45 @@ static strobe__tstate *all_states;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
+uint64_t strobe__cold_signal_dropped;
+
+int strobe__registry_lock_cold(void) {
+    strobe__tstate *t = strobe__tls;
+    int was = 0;
+    if (t != NULL) {
+        was = (int)__atomic_load_n(&t->busy, __ATOMIC_RELAXED);
+        if (!was) {
+            __atomic_store_n(&t->busy, 2, __ATOMIC_RELAXED);
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        }
+    }
+    pthread_mutex_lock(&strobe__registry_lock);
+    return was;
+}
+
+void strobe__registry_unlock_cold(int was_busy) {
+    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__tstate *t = strobe__tls;
+    if (t != NULL && !was_busy) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        __atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
+    }
+}
+
 static void on_thread_exit(void *p) {
     strobe__tstate *t = p;
+    /* Once the lock is released the state may be freed (strobe__registry_sweep), so no signal
+     * handler may touch it from here: signals are held until this thread no longer refers to it
+     * (the cold lock's busy flag would be cleared in freed memory). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_mutex_lock(&strobe__registry_lock);
     __atomic_store_n(&t->exited, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&strobe__registry_lock);
     /* A later strobe call on this thread (from another key's destructor) makes a fresh state. */
     strobe__tls = NULL;
+    pthread_mutex_unlock(&strobe__registry_lock);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static void make_exit_key(void) {
@@ -160,7 +193,7 @@ int strobe_enable_in_child_thread(void) {
     strobe__tstate *t = strobe__tstate_get();
     if (t == NULL) return STROBE_ENOMEM;
     int rc = 0;
-    pthread_mutex_lock(&strobe__registry_lock);
+    int was = strobe__registry_lock_cold();
     strobe__session *s = strobe__current;
     if (s == NULL || !s->recording) {
         rc = STROBE_ENOSESSION;
@@ -168,7 +201,7 @@ int strobe_enable_in_child_thread(void) {
         t->optin_gen = s->gen;
         if (t->denied_gen == s->gen) t->denied_gen = 0;
     }
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was);
     return rc;
 }
 
@@ -176,7 +209,7 @@ int strobe_disable_in_child_thread(void) {
     strobe__tstate *t = strobe__tstate_get();
     if (t == NULL) return STROBE_ENOMEM;
     int rc = 0;
-    pthread_mutex_lock(&strobe__registry_lock);
+    int was = strobe__registry_lock_cold();
     strobe__session *s = strobe__current;
     if (s == NULL || !s->recording) {
         rc = STROBE_ENOSESSION;
@@ -185,15 +218,15 @@ int strobe_disable_in_child_thread(void) {
         t->denied_gen = s->gen;
         t->gen = STROBE__GEN_NONE;
     }
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was);
     return rc;
 }
 
 int strobe_is_enabled_in_main_thread(void) {
-    pthread_mutex_lock(&strobe__registry_lock);
+    int was = strobe__registry_lock_cold();
     strobe__session *s = strobe__current;
     int on = s != NULL && s->recording && s->starter != NULL && s->starter->denied_gen != s->gen;
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was);
     return on;
 }
 
@@ -202,12 +235,12 @@ int strobe_is_enabled_in_main_thread(void) {
 void strobe_set_thread_name(const char *name) {
     strobe__tstate *t = strobe__tstate_get();
     if (t == NULL || name == NULL) return;
-    pthread_mutex_lock(&strobe__registry_lock);
+    int was = strobe__registry_lock_cold();
     size_t n = strnlen(name, sizeof t->name - 1);
     memcpy(t->name, name, n);
     t->name[n] = '\0';
     t->user_named = 1;
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was);
 }
 
 /* Pushes (push != 0) or pops the calling thread's external (user == 0) or user correlation id,
@@ -268,7 +301,7 @@ void strobe_pop_user_correlation_id(void) {
 int strobe__thread_name_tid(int64_t tid, const char *name) {
     if (name == NULL) return 0;
     int found = 0;
-    pthread_mutex_lock(&strobe__registry_lock);
+    int was = strobe__registry_lock_cold();
     for (strobe__tstate *t = all_states; t; t = t->all_next) {
         if (t->tid != tid || __atomic_load_n(&t->exited, __ATOMIC_RELAXED)) continue;
         size_t n = strnlen(name, sizeof t->name - 1);
@@ -277,6 +310,6 @@ int strobe__thread_name_tid(int64_t tid, const char *name) {
         t->user_named = 1;
         found = 1;
     }
-    pthread_mutex_unlock(&strobe__registry_lock);
+    strobe__registry_unlock_cold(was);
     return found;
 }
