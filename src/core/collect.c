@@ -1057,7 +1057,14 @@ int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t 
         strobe__tstate *t = list[i];
         strobe_thread_info *ti = &r->threads[i];
         ti->tid = t->tid;
-        ti->name = strobe__pool_strdup(&r->pool, t->name);
+        /* The thread may rename itself meanwhile (strobe_set_thread_name, under the registry
+         * lock): its name is copied under the same lock. */
+        char tname[sizeof t->name];
+        int was_busy = strobe__registry_lock_cold();
+        memcpy(tname, t->name, sizeof tname);
+        strobe__registry_unlock_cold(was_busy);
+        tname[sizeof tname - 1] = '\0';
+        ti->name = strobe__pool_strdup(&r->pool, tname);
         ti->first_event = r->event_count;
         ti->dropped_events = t->dropped;
         /* Read without the registry lock: a thread may exit while stop collects (its records
