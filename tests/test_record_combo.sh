@@ -15,11 +15,13 @@
 # nvtx 2, python 1, gcc and pipe at least 3) that `strobe check` passes. The independent checkers
 # (SHARED_DIR/validators, --strict) run on one trace of every other pair, the programs taken in
 # turn (on every trace with STROBE_COMBO_ALL_CHECKS=1).
+# Under ASan+UBSan (tests/CMakeLists.txt) STROBE_COMBO_PRELOAD names ASan's shared runtime, which
+# strobe then runs with in LD_PRELOAD, and so every process it records (after it, the preload).
 # Usage: test_record_combo.sh STROBE TARGET FAKE_CUPTI FAKE_CUDA_DIR OUT_DIR SHARED_DIR
-# (FAKE_CUPTI and FAKE_CUDA_DIR "-" where the stand-in is not built: cuda then runs without them, as on a machine
-# without CUDA). Exit 77 (skipped) without python3 or gcc.
+# (FAKE_CUPTI and FAKE_CUDA_DIR "-" where the stand-in is not built: cuda then runs without
+# them, as on a machine without CUDA). Exit 77 (skipped) without python3 or gcc.
 set -u
-strobe=$1 target=$2 cupti=${3#-} cudadir=${4#-} out=$5 shared=$6
+strobe_bin=$1 target=$2 cupti=${3#-} cudadir=${4#-} out=$5 shared=$6
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 command -v gcc >/dev/null || { echo "SKIP: gcc missing"; exit 77; }
 rm -rf "$out" && mkdir -p "$out" || exit 1
@@ -27,6 +29,13 @@ rm -rf "$out" && mkdir -p "$out" || exit 1
 python=$(python3 -c 'import sys; print(sys.executable)')
 . "$(dirname "$0")/validators.sh"
 checker="$shared/validators/check_all.sh"
+# Under ASan (tests/CMakeLists.txt): its runtime goes first into strobe's LD_PRELOAD, and from
+# there into every process strobe records.
+strobe=("$strobe_bin")
+if [ -n "${STROBE_COMBO_PRELOAD:-}" ]; then
+  strobe=(env LD_PRELOAD="$STROBE_COMBO_PRELOAD" "$strobe_bin")
+  echo "strobe and every process it records run with LD_PRELOAD=$STROBE_COMBO_PRELOAD"
+fi
 failures=0
 bad() {
     echo "FAIL: $*"
@@ -78,7 +87,7 @@ declare -A plain
 for p in "${programs[@]}"; do
   with_cuda=
   program "$p" plain
-  "${cmd[@]}" >/dev/null 2>&1
+  env ${STROBE_COMBO_PRELOAD:+LD_PRELOAD="$STROBE_COMBO_PRELOAD"} "${cmd[@]}" >/dev/null 2>&1
   plain[$p]=$?
 done
 echo "plain runs' statuses: nvtx ${plain[nvtx]} python ${plain[python]} gcc ${plain[gcc]} pipe ${plain[pipe]}"
@@ -112,7 +121,7 @@ for ((i = 0; i < ${#keys[@]}; i++)); do
       program "$p" "$name"
       trace="$out/$name.$ext"
       # shellcheck disable=SC2046 # each key gives zero or one word
-      env "${env[@]}" "$strobe" record $(opts "$a") $(opts "$b") -o "$trace" -- "${cmd[@]}" \
+      env "${env[@]}" "${strobe[@]}" record $(opts "$a") $(opts "$b") -o "$trace" -- "${cmd[@]}" \
         >"$out/$name.out" 2>"$out/$name.err"
       rc=$?
       runs=$((runs + 1))
@@ -138,7 +147,7 @@ for ((i = 0; i < ${#keys[@]}; i++)); do
       # shellcheck disable=SC2086 # want is an operator and a number
       [ -n "$n" ] && [ "$n" $want ] 2>/dev/null ||
         bad "$name: ${n:-no} processes in the closing line, want $want: $(grep wrote "$out/$name.err")"
-      "$strobe" check -q "$trace" >"$out/$name.check" 2>&1 ||
+      "${strobe[@]}" check -q "$trace" >"$out/$name.check" 2>&1 ||
         bad "$name: strobe check: $(head -n 5 "$out/$name.check" | tr '\n' '|')"
       if [ "${STROBE_COMBO_ALL_CHECKS:-0}" = 1 ] || [ "$k" = "$pick" ]; then
         checked+=("$trace")
