@@ -699,20 +699,20 @@ static int secure_exec(const char *file) {
     return !(magic[0] == '#' && magic[1] == '!');
 }
 
-/* Whether the filesystem of the parts folder is (nearly) full: less than 1 MiB free. */
-static int parts_fs_full(const char *parts) {
+/* The bytes free on the filesystem of the parts folder (ULLONG_MAX when unknown). */
+static unsigned long long parts_fs_free(const char *parts) {
     struct statvfs sv;
-    return statvfs(parts, &sv) == 0 && (unsigned long long)sv.f_bavail * sv.f_frsize < (1u << 20);
+    return statvfs(parts, &sv) == 0 ? (unsigned long long)sv.f_bavail * sv.f_frsize : ULLONG_MAX;
 }
 
 /* Says which processes were not recorded: PROGRAM's first process when it left no part at all
  * (`root`, run from `file`; not said where --delay or --capture-range can leave none), and each
  * process that reserved a part (PARTS/STEM.name) but has no part file: its part could not be
- * created or its session not started (the preload said why, without naming it). `full`: the
- * parts' filesystem is full. @return whether PROGRAM's first process was recorded. */
-static int report_unrecorded(const rec_opts *o, const char *parts, long root, const char *file,
-                             int full) {
-    int root_seen = 0;
+ * created or its session not started (the preload said why, without naming it). The parts'
+ * filesystem counts as full with less than 1 MiB free. */
+static void report_unrecorded(const rec_opts *o, const char *parts, long root, const char *file) {
+    unsigned long long free_bytes = parts_fs_free(parts);
+    int full = free_bytes < (1u << 20), root_seen = 0, orphans = 0;
     DIR *d = opendir(parts);
     for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
         char *end;
@@ -726,6 +726,7 @@ static int report_unrecorded(const rec_opts *o, const char *parts, long root, co
         snprintf(json, sizeof json, "%s/%s.json", parts, stem);
         if (access(json, F_OK) == 0) continue;
         root_seen |= pid == root;
+        orphans++;
         char *name = read_name(parts, stem);
         fprintf(stderr,
                 "strobe record: process %ld (%s) was not recorded: its part file could not be "
@@ -737,12 +738,12 @@ static int report_unrecorded(const rec_opts *o, const char *parts, long root, co
     if (d) closedir(d);
     /* A part that hit the full filesystem while its process ran ends at its last complete
      * write (the stream's error line above gives its path, PARTS/PID[.N].json). */
-    if (full)
+    if (full && (orphans || free_bytes == 0))
         fprintf(stderr,
                 "strobe record: the filesystem of %s is full: what a process recorded after "
                 "its part's last complete write is lost\n",
                 cli_esc(parts));
-    if (root_seen || root <= 0) return root_seen;
+    if (root_seen || root <= 0) return;
     if (secure_exec(file))
         fprintf(stderr,
                 "strobe record: %s (pid %ld) was not recorded: it is set-user-ID or "
@@ -755,7 +756,6 @@ static int report_unrecorded(const rec_opts *o, const char *parts, long root, co
                 cli_esc(file), root,
                 full ? "the filesystem of the parts is full"
                      : "statically linked, set-user-ID, or it cleared LD_PRELOAD");
-    return 0;
 }
 
 /* Merges the parts into `out`. @return 0, 1 when there were none (said on stderr: nothing is
@@ -1113,7 +1113,7 @@ int cmd_record(int argc, char **argv) {
     const char *base = strrchr(prog_argv[0], '/');
     base = base ? base + 1 : prog_argv[0];
     int device_events = 0;
-    report_unrecorded(&o, parts, pid, file, parts_fs_full(parts));
+    report_unrecorded(&o, parts, pid, file);
     /* An output that %p named only now gets the check the others had before PROGRAM ran. */
     int merged = strcmp(out, check) != 0 && output_replaceable(out, file) != 0
                      ? -1
