@@ -79,7 +79,10 @@ const char cmd_record_usage[] =
     "    One line on standard error says where the trace went, how many processes and events\n"
     "    it holds. A program that does not load LD_PRELOAD libraries (statically linked,\n"
     "    set-user-ID) is not recorded, nor a child started with an environment of its own\n"
-    "    that leaves out LD_PRELOAD (env -i).\n"
+    "    that leaves out LD_PRELOAD (env -i); when PROGRAM itself is not, or a process's\n"
+    "    part file could not be written (a full disk), strobe record says which, and why.\n"
+    "    PATH must not be PROGRAM, another executable file, or an existing file that is not\n"
+    "    a regular one (a device, a FIFO): strobe record refuses it (exit 2).\n"
     "\n"
     "OPTIONS\n"
     "    -o, --output PATH     the trace (default PROGRAM-YYYYmmdd-HHMMSS.json in the working\n"
@@ -350,6 +353,33 @@ static void default_output(const char *prog, char *out, size_t size) {
     char stamp[32] = "";
     if (localtime_r(&now, &tm)) strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
     snprintf(out, size, "%s-%s.json", base[0] ? base : "program", stamp);
+}
+
+/* Whether the trace may go to `out`: not over PROGRAM (`prog`, the file it runs from), nor over
+ * any other existing executable file or anything that is not a regular file (a folder, a device,
+ * a FIFO), which a trace would replace or never reach. A folder keeps prepare_output's message.
+ * @return 0, or -1 after a one-line message. */
+static int output_replaceable(const char *out, const char *prog) {
+    struct stat st, ps;
+    if (stat(out, &st) != 0 || S_ISDIR(st.st_mode)) return 0;
+    if (stat(prog, &ps) == 0 && st.st_dev == ps.st_dev && st.st_ino == ps.st_ino) {
+        fprintf(stderr, "strobe record: %s: the output is PROGRAM itself (%s); not replaced\n",
+                cli_esc(out), cli_esc(prog));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "strobe record: %s: the output exists and is not a regular file\n",
+                cli_esc(out));
+        return -1;
+    }
+    if (st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) {
+        fprintf(stderr,
+                "strobe record: %s: the output is an existing executable file; not "
+                "replaced\n",
+                cli_esc(out));
+        return -1;
+    }
+    return 0;
 }
 
 /* Checks that the output can be written (its folder exists and takes files; it is not a folder)
@@ -692,6 +722,86 @@ static void remove_parts(const char *parts) {
     rmdir(parts);
 }
 
+/* ---- what was not recorded, and why -----------------------------------------------------------
+ */
+
+/* Whether the loader runs `file` in secure-execution mode for this user (set-user-ID to another
+ * user, set-group-ID to another group; the kernel ignores both bits on a "#!" script): ld.so then
+ * ignores LD_PRELOAD, and the program is not recorded. */
+static int secure_exec(const char *file) {
+    struct stat st;
+    if (stat(file, &st) != 0) return 0;
+    int setuid = (st.st_mode & S_ISUID) && st.st_uid != getuid();
+    int setgid = (st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getgid();
+    if (!setuid && !setgid) return 0;
+    char magic[2] = {0, 0};
+    FILE *f = fopen(file, "re");
+    if (f) {
+        if (fread(magic, 1, 2, f) != 2) magic[0] = 0;
+        fclose(f);
+    }
+    return !(magic[0] == '#' && magic[1] == '!');
+}
+
+/* The bytes free on the filesystem of the parts folder (ULLONG_MAX when unknown). */
+static unsigned long long parts_fs_free(const char *parts) {
+    struct statvfs sv;
+    return statvfs(parts, &sv) == 0 ? (unsigned long long)sv.f_bavail * sv.f_frsize : ULLONG_MAX;
+}
+
+/* Says which processes were not recorded: PROGRAM's first process when it left no part at all
+ * (`root`, run from `file`; not said where --delay or --capture-range can leave none), and each
+ * process that reserved a part (PARTS/STEM.name) but has no part file: its part could not be
+ * created or its session not started (the preload said why, without naming it). The parts'
+ * filesystem counts as full with less than 1 MiB free. */
+static void report_unrecorded(const rec_opts *o, const char *parts, long root, const char *file) {
+    unsigned long long free_bytes = parts_fs_free(parts);
+    int full = free_bytes < (1u << 20), root_seen = 0, orphans = 0;
+    DIR *d = opendir(parts);
+    for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (end == de->d_name || pid <= 0) continue;
+        if (*end == '.' && end[1] >= '0' && end[1] <= '9') strtol(end + 1, &end, 10);
+        if (strcmp(end, ".json") == 0) root_seen |= pid == root;
+        if (strcmp(end, ".name") != 0) continue;
+        char json[PATH_MAX + 320], stem[300];
+        snprintf(stem, sizeof stem, "%.*s", (int)(end - de->d_name), de->d_name);
+        snprintf(json, sizeof json, "%s/%s.json", parts, stem);
+        if (access(json, F_OK) == 0) continue;
+        root_seen |= pid == root;
+        orphans++;
+        char *name = read_name(parts, stem);
+        fprintf(stderr,
+                "strobe record: process %ld (%s) was not recorded: its part file could not be "
+                "created or written in %s%s; all its events are lost\n",
+                pid, name ? cli_esc(name) : "name unknown", cli_esc(parts),
+                full ? " (the filesystem is full)" : "");
+        free(name);
+    }
+    if (d) closedir(d);
+    /* A part that hit the full filesystem while its process ran ends at its last complete
+     * write (the stream's error line above gives its path, PARTS/PID[.N].json). */
+    if (full && (orphans || free_bytes == 0))
+        fprintf(stderr,
+                "strobe record: the filesystem of %s is full: what a process recorded after "
+                "its part's last complete write is lost\n",
+                cli_esc(parts));
+    if (root_seen || root <= 0) return;
+    if (secure_exec(file))
+        fprintf(stderr,
+                "strobe record: %s (pid %ld) was not recorded: it is set-user-ID or "
+                "set-group-ID, and the loader ignores LD_PRELOAD for it\n",
+                cli_esc(file), root);
+    else if (o->delay_ms <= 0 && !o->capture && !o->capture_cuda)
+        fprintf(stderr,
+                "strobe record: %s (pid %ld) was not recorded: no part file appeared for it "
+                "(%s)\n",
+                cli_esc(file), root,
+                full ? "the filesystem of the parts is full"
+                     : "statically linked, set-user-ID, or it cleared LD_PRELOAD");
+}
+
 /* Merges the parts into `out`. @return 0, 1 when there were none (said on stderr: nothing is
  * written and the parts folder is removed), or -1 (said on stderr). */
 static int merge_parts(const rec_opts *o, const char *parts, long root, int64_t end_ns,
@@ -1017,6 +1127,7 @@ int cmd_record(int argc, char **argv) {
         fprintf(stderr, "strobe record: %s: the path is too long\n", cli_esc(pattern));
         return CLI_BAD_INPUT;
     }
+    if (output_replaceable(check, file) != 0) return CLI_BAD_INPUT;
     if (prepare_output(check, parts, sizeof parts) != 0) return CLI_BAD_INPUT;
 
     env_list env = {0};
@@ -1051,7 +1162,11 @@ int cmd_record(int argc, char **argv) {
     const char *base = strrchr(prog_argv[0], '/');
     base = base ? base + 1 : prog_argv[0];
     int device_events = 0;
-    int merged = merge_parts(&o, parts, pid, end_ns, out, base, &device_events);
+    report_unrecorded(&o, parts, pid, file);
+    /* An output that %p named only now gets the check the others had before PROGRAM ran. */
+    int merged = strcmp(out, check) != 0 && output_replaceable(out, file) != 0
+                     ? -1
+                     : merge_parts(&o, parts, pid, end_ns, out, base, &device_events);
     /* The allocation sites are read before the parts go: on standard error, or with --stats on
      * standard output after the summary. */
     char *heap_text = NULL;

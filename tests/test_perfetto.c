@@ -11,8 +11,11 @@
  * 2. The encoder's edge cases: time going back on one sequence, a stream cut after any packet.
  * 3. Decode errors: truncated varints, lengths past the end, wrong wire types, garbage; and a
  *    bounded fuzz of the decoder (random mutations of a valid trace must never crash). */
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "reader/pftrace_dec.h"
@@ -383,31 +386,108 @@ static strobe_result *build_graph(void) {
     return r;
 }
 
-/* `select count(*) from flow` in Perfetto's trace processor (the validators' tp_query), or -1
- * where it is not installed. */
-static long tp_flow_count(const char *path) {
-    const char *home = getenv("TRACE_VALIDATORS_HOME");
-    char tp[512], cmd[1200], line[256];
-    if (home)
-        snprintf(tp, sizeof tp, "%s/tp_query", home);
-    else
-        snprintf(tp, sizeof tp, "%s/.cache/trace-validators/tp_query",
-                 getenv("HOME") ? getenv("HOME") : "");
+static long long mtime_ns(const struct stat *st) {
+    return st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+}
+
+/* Whether tp_query (stat `b`) has settled: no newer tp_query.cc beside it (`src`), and nothing
+ * written to it for 2 seconds (the linker writes the new one after the compile, and then the
+ * source is older). */
+static int tp_settled(const char *src, const struct stat *b) {
+    struct stat cc;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return !(stat(src, &cc) == 0 && mtime_ns(&cc) > mtime_ns(b)) &&
+           now.tv_sec * 1000000000LL + now.tv_nsec - mtime_ns(b) >= 2000000000LL;
+}
+
+/* Whether the ELF file's first bytes `h` (n of a file of `size` bytes) put its section header
+ * table inside the file: the linker writes it last. */
+static int elf_whole(const unsigned char *h, size_t n, size_t size) {
+    if (n < 64 || memcmp(h, "\177ELF", 4) != 0 || h[4] != 2) return 0;
+    uint64_t shoff = 0;
+    for (int i = 7; i >= 0; i--)
+        shoff = shoff << 8 | h[0x28 + i];
+    uint64_t entsize = (uint64_t)(h[0x3a] | h[0x3b] << 8), num = (uint64_t)(h[0x3c] | h[0x3d] << 8);
+    return shoff > 0 && shoff + entsize * num <= size;
+}
+
+/* The validators' tp_query (Perfetto's trace processor) copied to `copy`, once it is whole: the
+ * shared cache's binary is rebuilt in place whenever someone runs the validators' check_all.sh
+ * directly (its setup.sh copies tp_query.cc into the cache, so it is always newer, and relinks),
+ * and running it while the linker writes it fails ("Text file busy") or runs half a binary: the
+ * count then depended on whether anyone else checked a trace at that moment (on a loaded
+ * machine, a rebuild takes 10-20 s). Whole: settled (tp_settled) before and after the copy, not
+ * replaced meanwhile, and the copy an ELF file with its section headers in it. Taken under a shared
+ * lock of the file the test scripts' setup takes exclusively (tests/validators.sh); a rebuild in
+ * progress is waited for (up to 2 minutes, the time it takes on a loaded machine several times
+ * over). @return 0, -1 where tp_query is not installed, -2 when it never settled (said). */
+static int copy_tp_query(const char *home, const char *copy) {
+    char tp[600], src[600];
+    snprintf(tp, sizeof tp, "%s/tp_query", home);
+    snprintf(src, sizeof src, "%s/tp_query.cc", home);
     if (access(tp, X_OK) != 0) return -1;
-    /* Under the lock the test scripts take: the validators' setup rebuilds tp_query as it runs. */
-    snprintf(cmd, sizeof cmd,
-             "flock /tmp/strobe-trace-validators.lock '%s' '%s' --sql 'select count(*) as n from "
-             "flow' 2>&1",
-             tp, path);
+    int lock = open("/tmp/strobe-trace-validators.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    int ok = 0;
+    for (int tries = 0; tries < 120 && !ok; tries++) {
+        if (tries) sleep(1);
+        if (lock >= 0) flock(lock, LOCK_SH);
+        struct stat b, a;
+        FILE *in = stat(tp, &b) == 0 && tp_settled(src, &b) ? fopen(tp, "rb") : NULL;
+        FILE *out = in ? fopen(copy, "wb") : NULL;
+        unsigned char buf[1 << 16], head[64];
+        size_t n, total = 0, nhead = 0;
+        while (out && (n = fread(buf, 1, sizeof buf, in)) > 0) {
+            if (total == 0) memcpy(head, buf, nhead = n < sizeof head ? n : sizeof head);
+            total += fwrite(buf, 1, n, out) == n ? n : 0;
+        }
+        ok = out && !ferror(in);
+        if (out && fclose(out) != 0) ok = 0;
+        if (in) fclose(in);
+        ok = ok && stat(tp, &a) == 0 && a.st_ino == b.st_ino && a.st_size == b.st_size &&
+             mtime_ns(&a) == mtime_ns(&b) && total == (size_t)a.st_size && tp_settled(src, &a) &&
+             elf_whole(head, nhead, total) && chmod(copy, 0755) == 0;
+        if (lock >= 0) flock(lock, LOCK_UN);
+    }
+    if (lock >= 0) close(lock);
+    if (ok) return 0;
+    fprintf(stderr, "%s is being rebuilt and did not settle in 2 minutes\n", tp);
+    return -2;
+}
+
+/* `select count(*) from flow` in Perfetto's trace processor (a settled copy of the validators'
+ * tp_query, see copy_tp_query), or -1 where it is not installed. */
+static long tp_flow_count(const char *path) {
+    static int copied; /* 0: not yet, 1: copied, -1: not installed, -2: never settled */
+    const char *home = getenv("TRACE_VALIDATORS_HOME");
+    char dir[512], cmd[1200], line[256];
+    const char *tp = OUT_DIR "/tp_query";
+    if (home)
+        snprintf(dir, sizeof dir, "%s", home);
+    else
+        snprintf(dir, sizeof dir, "%s/.cache/trace-validators",
+                 getenv("HOME") ? getenv("HOME") : "");
+    if (copied == 0) {
+        int rc = copy_tp_query(dir, tp);
+        copied = rc == 0 ? 1 : rc;
+    }
+    if (copied != 1) return copied;
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --sql 'select count(*) as n from flow' 2>&1", tp, path);
     FILE *f = popen(cmd, "r");
-    if (f == NULL) return -1;
+    if (f == NULL) return -2;
     long n = -2, prev_n = 0;
+    char said[2048] = "";
     while (fgets(line, sizeof line, f)) {
         /* The count is the line after the column name "n". */
         if (prev_n) n = strtol(line, NULL, 10);
         prev_n = strcmp(line, "n\n") == 0;
+        if (strlen(said) + strlen(line) < sizeof said) strcat(said, line);
     }
-    if (pclose(f) != 0) return -2;
+    int st = pclose(f);
+    if (st != 0 || n < 0) {
+        fprintf(stderr, "%s on %s: status %d, said:\n%s", tp, path, st, said);
+        return -2;
+    }
     return n;
 }
 

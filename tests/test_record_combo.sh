@@ -1,0 +1,172 @@
+#!/bin/bash
+# `strobe record`'s options taken in pairs, on four kinds of program:
+#   nvtx    tests/record_combo_target.c: threads with NVTX ranges holding malloc/free, a fork
+#           (the child does the same), exit status 3; with the cuda option it also calls the
+#           stand-in libcuda.so.1 and CUPTI (tests/fake_cuda) and launches one kernel;
+#   python  python3 (the interpreter, not a wrapper script) running a script with four threads
+#           that allocate, exit status 5;
+#   gcc     gcc compiling and linking a small C file (gcc, cc1, as, collect2, ld);
+#   pipe    a shell pipeline, sh -c 'seq | sort | wc'.
+# The options: --sample, --heap, --heap-stacks, --markers interval,event, --capture-range
+# nvtx:combo, --activities cpu,cuda, --no-follow and a .pftrace output. Every pair on every
+# program (112 runs) must exit with the program's own status (a plain run's) and, but where
+# --capture-range meets a program without NVTX (which then has nothing to record: no trace and
+# the note saying so), write a trace with the closing line's process count (1 with --no-follow;
+# nvtx 2, python 1, gcc and pipe at least 3) that `strobe check` passes. The independent checkers
+# (SHARED_DIR/validators, --strict) run on one trace of every other pair, the programs taken in
+# turn (on every trace with STROBE_COMBO_ALL_CHECKS=1).
+# Under ASan+UBSan (tests/CMakeLists.txt) STROBE_COMBO_PRELOAD names ASan's shared runtime, which
+# strobe then runs with in LD_PRELOAD, and so every process it records (after it, the preload).
+# Usage: test_record_combo.sh STROBE TARGET FAKE_CUPTI FAKE_CUDA_DIR OUT_DIR SHARED_DIR
+# (FAKE_CUPTI and FAKE_CUDA_DIR "-" where the stand-in is not built: cuda then runs without
+# them, as on a machine without CUDA). Exit 77 (skipped) without python3 or gcc.
+set -u
+strobe_bin=$1 target=$2 cupti=${3#-} cudadir=${4#-} out=$5 shared=$6
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+command -v gcc >/dev/null || { echo "SKIP: gcc missing"; exit 77; }
+rm -rf "$out" && mkdir -p "$out" || exit 1
+# The interpreter itself, not a wrapper script in PATH (pyenv's shims run bash and env first).
+python=$(python3 -c 'import sys; print(sys.executable)')
+. "$(dirname "$0")/validators.sh"
+checker="$shared/validators/check_all.sh"
+# Under ASan (tests/CMakeLists.txt): its runtime goes first into strobe's LD_PRELOAD, and from
+# there into every process strobe records.
+strobe=("$strobe_bin")
+if [ -n "${STROBE_COMBO_PRELOAD:-}" ]; then
+  strobe=(env LD_PRELOAD="$STROBE_COMBO_PRELOAD" "$strobe_bin")
+  echo "strobe and every process it records run with LD_PRELOAD=$STROBE_COMBO_PRELOAD"
+fi
+failures=0
+bad() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+cat >"$out/threads.py" <<'PY'
+import sys, threading
+def work(n):
+    keep = [bytearray(64 + i % 512) for i in range(n)]
+    return sum(len(b) for b in keep)
+ts = [threading.Thread(target=work, args=(20000,), name="w%d" % i) for i in range(4)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+sys.exit(5)
+PY
+printf '#include <stdio.h>\nint main(void) { puts("small"); return 0; }\n' >"$out/small.c"
+
+# program NAME ARGS...: sets $cmd to the command line of the program NAME (with the stand-in CUDA
+# for the nvtx program when $with_cuda is set).
+program() {
+    case $1 in
+    nvtx) cmd=("$target" 3 ${with_cuda:+"$cupti"}) ;;
+    python) cmd=("$python" "$out/threads.py") ;;
+    gcc) cmd=(gcc -O1 -o "$out/small.$2" "$out/small.c") ;;
+    pipe) cmd=(sh -c 'seq 1 3000 | sort -rn | wc -l >/dev/null') ;;
+    esac
+}
+
+# The options of each key.
+opts() {
+    case $1 in
+    sample) echo --sample ;;
+    heap) echo --heap ;;
+    heapstacks) echo --heap-stacks ;;
+    markers) echo "--markers=interval,event" ;;
+    capture) echo --capture-range=nvtx:combo ;;
+    cuda) echo --activities=cpu,cuda ;;
+    nofollow) echo --no-follow ;;
+    pftrace) ;;
+    esac
+}
+
+keys=(sample heap heapstacks markers capture cuda nofollow pftrace)
+programs=(nvtx python gcc pipe)
+declare -A plain
+for p in "${programs[@]}"; do
+  with_cuda=
+  program "$p" plain
+  env ${STROBE_COMBO_PRELOAD:+LD_PRELOAD="$STROBE_COMBO_PRELOAD"} "${cmd[@]}" >/dev/null 2>&1
+  plain[$p]=$?
+done
+echo "plain runs' statuses: nvtx ${plain[nvtx]} python ${plain[python]} gcc ${plain[gcc]} pipe ${plain[pipe]}"
+[ "${plain[nvtx]}" = 3 ] && [ "${plain[python]}" = 5 ] && [ "${plain[gcc]}" = 0 ] &&
+  [ "${plain[pipe]}" = 0 ] || { echo "FAIL: the programs do not run plainly"; exit 1; }
+
+checked=()
+runs=0 traces=0 pair=0
+start=$(date +%s)
+for ((i = 0; i < ${#keys[@]}; i++)); do
+  for ((j = i + 1; j < ${#keys[@]}; j++)); do
+    a=${keys[i]} b=${keys[j]}
+    # The independent checkers take a few seconds a trace: they check one trace of every other
+    # pair, the programs in turn (the nvtx one where --capture-range leaves the others none).
+    pick=-1
+    if [ $((pair % 2)) = 0 ]; then
+      pick=$(((pair / 2) % ${#programs[@]}))
+      [ "$a" = capture ] || [ "$b" = capture ] && pick=0
+    fi
+    for ((k = 0; k < ${#programs[@]}; k++)); do
+      p=${programs[k]}
+      name="$p-$a-$b"
+      ext=json
+      [ "$a" = pftrace ] || [ "$b" = pftrace ] && ext=pftrace
+      with_cuda=
+      env=()
+      if [ "$a" = cuda ] || [ "$b" = cuda ]; then
+        with_cuda=${cupti:+1}
+        [ -n "$cupti" ] && env=(STROBE_CUPTI_PATH="$cupti" LD_LIBRARY_PATH="$cudadir")
+      fi
+      program "$p" "$name"
+      trace="$out/$name.$ext"
+      # shellcheck disable=SC2046 # each key gives zero or one word
+      env "${env[@]}" "${strobe[@]}" record $(opts "$a") $(opts "$b") -o "$trace" -- "${cmd[@]}" \
+        >"$out/$name.out" 2>"$out/$name.err"
+      rc=$?
+      runs=$((runs + 1))
+      if [ "$rc" != "${plain[$p]}" ]; then
+        bad "$name: exit $rc, not the program's ${plain[$p]}: $(tail -n 3 "$out/$name.err" | tr '\n' '|')"
+        continue
+      fi
+      if { [ "$a" = capture ] || [ "$b" = capture ]; } && [ "$p" != nvtx ]; then
+        # No NVTX range "combo": nothing to record, and the note saying so.
+        [ -e "$trace" ] && bad "$name: a trace although no range was captured"
+        grep -q "no process recorded anything" "$out/$name.err" || bad "$name: no note that nothing was recorded"
+        continue
+      fi
+      [ -s "$trace" ] || { bad "$name: no trace: $(tail -n 3 "$out/$name.err" | tr '\n' '|')"; continue; }
+      traces=$((traces + 1))
+      n=$(sed -n "s|^strobe record: wrote $trace: \([0-9]*\) process.*|\1|p" "$out/$name.err")
+      case "$p:$a:$b" in
+      *:nofollow:* | *:*:nofollow) want="-eq 1" ;;
+      nvtx:*) want="-eq 2" ;;
+      python:*) want="-eq 1" ;;
+      *) want="-ge 3" ;;
+      esac
+      # shellcheck disable=SC2086 # want is an operator and a number
+      [ -n "$n" ] && [ "$n" $want ] 2>/dev/null ||
+        bad "$name: ${n:-no} processes in the closing line, want $want: $(grep wrote "$out/$name.err")"
+      "${strobe[@]}" check -q "$trace" >"$out/$name.check" 2>&1 ||
+        bad "$name: strobe check: $(head -n 5 "$out/$name.check" | tr '\n' '|')"
+      if [ "${STROBE_COMBO_ALL_CHECKS:-0}" = 1 ] || [ "$k" = "$pick" ]; then
+        checked+=("$trace")
+      fi
+    done
+    pair=$((pair + 1))
+  done
+done
+echo "$runs runs, $traces traces in $(($(date +%s) - start)) s"
+
+if [ -x "$checker" ]; then
+  start=$(date +%s)
+  for t in "${checked[@]}"; do
+    strobe_check_trace "$shared" "$t" --strict >"$t.validators.log" 2>&1 ||
+      bad "checkers on $t: $(grep -E 'exit [1-9]|error|Error' "$t.validators.log" | head -n 3 | tr '\n' '|')"
+  done
+  echo "the checkers on ${#checked[@]} traces in $(($(date +%s) - start)) s"
+else
+  echo "checkers skipped: $checker not found"
+fi
+[ "$failures" = 0 ] || { echo "test_record_combo: $failures failure(s)"; exit 1; }
+echo "test_record_combo: ok"
