@@ -842,6 +842,14 @@ static void fork_child(void) {
     begin();
 }
 
+/* --no-follow: a forked child records nothing, not even the NVTX ranges that --capture-range
+ * would start a session for (the capture's state is copied from the parent). */
+static void fork_child_unfollowed(void) {
+    pthread_mutex_init(&lock, NULL);
+    state = ST_DONE;
+    __atomic_store_n(&prog_threads, 1, __ATOMIC_RELEASE);
+}
+
 /* ---- NVTX and CUDA ------------------------------------------------------------------------ */
 
 /* The entry points NVTX and CUDA's driver look up by name in the library their environment names
@@ -932,7 +940,7 @@ __attribute__((constructor)) static void strobe_record_start(void) {
      * `strobe record` names this library for (NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH). */
     begin();
     int follow = getenv("STROBE_RECORD_DIR") != NULL; /* removed by read_settings: --no-follow */
-    if (follow) pthread_atfork(NULL, NULL, fork_child);
+    pthread_atfork(NULL, NULL, follow ? fork_child : fork_child_unfollowed);
     strobe__heap_quiet(quiet);
 }
 
