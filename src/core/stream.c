@@ -171,7 +171,10 @@ static void *stream_main(void *arg) {
         if (st->mode == MODE_STREAM) {
             int rc = strobe__stream_batch(st, strobe__stream_queue_take(st));
             if (rc && !errors_logged++)
-                strobe__log(STROBE_LOG_ERROR, "stream %s: %s", st->path, strobe_strerror(rc));
+                strobe__log(STROBE_LOG_ERROR, "stream %s: %s%s", st->path,
+                            rc == STROBE_EIO && st->a.sys_errno ? strerror(st->a.sys_errno)
+                                                                : strobe_strerror(rc),
+                            "; later events are counted as lost");
         } else {
             /* Taken under the lock, so that a dump taking the queue meanwhile cannot put newer
              * chunks in the ring before older ones. */

@@ -85,7 +85,8 @@ static unsigned long long watch_start; /* its start time, against a reused pid *
 
 static void say(const char *msg, const char *detail) {
     char line[600];
-    int n = snprintf(line, sizeof line, "strobe record: %s%s%s\n", msg, detail ? ": " : "",
+    int n = snprintf(line, sizeof line, "strobe record: %s (pid %ld): %s%s%s\n",
+                     program_invocation_short_name, (long)getpid(), msg, detail ? ": " : "",
                      detail ? detail : "");
     if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
     if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0) return;

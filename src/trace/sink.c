@@ -294,6 +294,7 @@ int strobe__append_flush(strobe__append *w, const char *closing, int retry) {
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) {
                 w->err = STROBE_EIO;
+                w->sys_errno = n < 0 ? errno : ENOSPC; /* pwrite writes nothing only when full */
                 break;
             }
             done += (size_t)n;

@@ -94,9 +94,10 @@ typedef struct strobe__append {
     uint64_t off; /* file offset of the closing text */
     char *buf;
     size_t len, cap;
-    int err;      /* the first error since the last retry; appends fail while set */
-    int failed;   /* a write failed (err may be cleared for a last try) */
-    int page_pad; /* no committed text crosses a page boundary of the file */
+    int err;       /* the first error since the last retry; appends fail while set */
+    int failed;    /* a write failed (err may be cleared for a last try) */
+    int sys_errno; /* the system's reason for the last failed write (ENOSPC ...), 0: none */
+    int page_pad;  /* no committed text crosses a page boundary of the file */
     strobe__append_boundary *marks;
     size_t mark_count, mark_cap;
     uint64_t pending; /* events in buf, not yet written */
