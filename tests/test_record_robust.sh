@@ -6,7 +6,8 @@
 #  2. SIGSEGV, abort() and a SIGTERM the program sends itself: the status is the signal's (139,
 #     134, 143), every allocation made before it is kept, the trace marks the process ("[strobe]
 #     process ended by SIG...") and `strobe check` reports it as unclean_stop;
-#  3. exec: what the image recorded before exec is kept; a failed exec goes on recording;
+#  3. exec: what the image recorded before exec is kept; a failed exec goes on recording; a
+#     program that dup2()s over all its descriptors loses nothing;
 #  4. `strobe record` killed (SIGKILL): the program stops recording, closes its part (complete,
 #     and it stops growing) and runs on to its end;
 #  5. the program killed (SIGKILL): the merged trace marks it "cut short", and check reports it;
@@ -77,6 +78,11 @@ allocs "$out/exec.json" $N
 "$strobe" check -q "$out/exec.json" >/dev/null || fail "exec: check found problems"
 run execfail execfail 0
 allocs "$out/execfail.json" $((2 * N))
+
+# 3b. A program that dup2()s /dev/null over every descriptor from 3 to 1023 (daemons and
+#     close_fds do as much): strobe's part descriptor survives, nothing is lost.
+run fds fds 0
+allocs "$out/fds.json" $((2 * N))
 
 # 4. strobe record killed: the part is closed, stops growing, and the program runs to its end.
 "$strobe" record --heap -o "$out/killed.json" -- "$target" spin 1 4 >"$out/killed.out" \
