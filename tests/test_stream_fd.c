@@ -354,6 +354,7 @@ static void test_sampler(int devnull) {
     volatile double x = 0;
     for (long i = 0; i < 20000000; i++)
         x += (double)i;
+    (void)x;
     double t0 = cpu_ms();
     sleep_ms(300);
     double spent = cpu_ms() - t0;
