@@ -70,7 +70,7 @@ __attribute__((noinline)) static int spin_hot(long ms) {
             x = x * 6364136223846793005ull + 1442695040888963407ull;
         clock_gettime(CLOCK_MONOTONIC, &t);
     } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
-    return x != 0 || x == 0;
+    return (int)(x & 1u) | 1; /* uses x, so that the loop stays; always nonzero */
 }
 
 static int wait_child(pid_t c) {
