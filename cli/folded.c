@@ -142,6 +142,15 @@ static int frame_kind(int md) {
  * STROBE_ENOMEM. */
 static int fold_parents(fold_ctx *c) {
     const md_model *m = c->m;
+    /* Where every event lies whole in its enclosing operator (traces without partial overlaps,
+     * the usual case), the parents are cl_op_parent's, and no array is made (up_of). */
+    int overlaps = 0;
+    for (size_t i = 0; i < m->count && !overlaps; i++) {
+        uint32_t p = cl_op_parent(m, (uint32_t)i);
+        overlaps = p != MD_NONE && md_add_sat(md_ts(m, p), md_dur(m, p)) <
+                                       md_add_sat(md_ts(m, (uint32_t)i), md_dur(m, (uint32_t)i));
+    }
+    if (!overlaps) return 0;
     c->up = malloc((m->count ? m->count : 1) * sizeof *c->up);
     if (c->up == NULL) return STROBE_ENOMEM;
     for (size_t t = 0; t < m->thread_count; t++) {
@@ -155,6 +164,11 @@ static int fold_parents(fold_ctx *c) {
         }
     }
     return 0;
+}
+
+/* Event i's frame's parent (fold_parents). */
+static uint32_t up_of(const fold_ctx *c, uint32_t i) {
+    return c->up ? c->up[i] : cl_op_parent(c->m, i);
 }
 
 /* The node of the frames of a "Call stack" (Kineto writes them innermost first, joined by ';';
@@ -185,7 +199,7 @@ static uint32_t event_node(fold_ctx *c, uint32_t i) {
     const md_model *m = c->m;
     size_t n = 0;
     uint32_t base = 0;
-    for (uint32_t x = i; x != MD_NONE; x = c->up[x]) {
+    for (uint32_t x = i; x != MD_NONE; x = up_of(c, x)) {
         const struct memo_slot *ms = memo_slot_of(c, x);
         if (ms->ev == x) {
             base = ms->node;
@@ -297,7 +311,7 @@ static int first_events(self_fold *sf) {
             f->nodes[y].kind = (uint8_t)frame_kind(md_kind_of(sf->c->m, x));
             int stack = sf->c->group == CL_FOLD_STACK && (sf->c->m->ev_flags[x] & MD_F_COLD) &&
                         md_at(sf->c->m, x).stack;
-            x = stack ? MD_NONE : sf->c->up[x];
+            x = stack ? MD_NONE : up_of(sf->c, x);
         }
     }
     return 0;
@@ -446,7 +460,7 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
                 node = stack_node(&c, &c.natives, e->stack, CL_FRAME_SAMPLE);
                 if (node == 0) continue; /* a stack of no frames */
             } else {
-                node = owner_node(&c, c.up[i], outside_ranges);
+                node = owner_node(&c, up_of(&c, (uint32_t)i), outside_ranges);
             }
             if (node == MD_NONE) goto done;
             add(f, node, slot, 1);
