@@ -56,11 +56,13 @@ const char cmd_check_usage[] =
     "      step_overlap          a ProfilerStep#N range that starts before the process's\n"
     "                            previous step ended (steps follow one another, as\n"
     "                            torch.profiler's step() makes them)\n"
-    "      unclean_stop          a process that did not stop its session: strobe's instants\n"
-    "                            \"[strobe] process ended by SIG...\" (a crash or a kill,\n"
-    "                            recorded up to the signal) and \"[strobe] process cut short\"\n"
-    "                            (its part ended without its session's end: SIGKILL, or a\n"
-    "                            stop that did not finish; the events it held were lost)\n"
+    "      unclean_stop          a process that did not stop cleanly: strobe's instants\n"
+    "                            \"[strobe] process ended by SIGSEGV\" (SIGBUS, SIGABRT,\n"
+    "                            SIGFPE, SIGILL, SIGSYS: a crash, recorded up to it) and\n"
+    "                            \"[strobe] process cut short\" (its part ended without its\n"
+    "                            session's end: SIGKILL, or a stop that did not finish; the\n"
+    "                            events it held were lost). A process ended by SIGTERM, SIGINT,\n"
+    "                            SIGPIPE ... stopped its session first and is not reported\n"
     "      bad_metadata_event    a malformed ph M event (counted only)\n"
     "\n"
     "    Unsorted events, string pids and tids, a missing cat and an unterminated traceEvents\n"
@@ -206,6 +208,15 @@ static void check_events(checker *c) {
     }
 }
 
+/* Whether SIG`abbrev` (after "SIG") is a crash; a kill (SIGTERM, SIGINT, SIGPIPE ...) ends a
+ * process on purpose, and its session stopped with everything it recorded. */
+static int crash_signal(const char *abbrev) {
+    static const char *const crashes[] = {"SEGV", "BUS", "ABRT", "FPE", "ILL", "SYS", NULL};
+    for (size_t k = 0; crashes[k]; k++)
+        if (strcmp(abbrev, crashes[k]) == 0) return 1;
+    return 0;
+}
+
 /* strobe's marks of a process that did not stop cleanly (record_hook.c's signal handler, and
  * merge.c's cut-short session). */
 static void check_unclean(checker *c) {
@@ -215,9 +226,10 @@ static void check_unclean(checker *c) {
         const md_event e_ev = md_at(m, i), *e = &e_ev;
         if (e->ph != 'i' && e->ph != 'I') continue;
         const char *name = md_str(m, e->name);
-        if (strncmp(name, pre, sizeof pre - 1) == 0 &&
-            (strncmp(name + sizeof pre - 1, "ended by SIG", 12) == 0 ||
-             strncmp(name + sizeof pre - 1, "cut short", 9) == 0))
+        if (strncmp(name, pre, sizeof pre - 1) != 0) continue;
+        name += sizeof pre - 1;
+        if (strncmp(name, "cut short", 9) == 0 ||
+            (strncmp(name, "ended by SIG", 12) == 0 && crash_signal(name + 12)))
             add(c, P_UNCLEAN_STOP, (uint32_t)i, MD_NONE);
     }
 }

@@ -810,7 +810,6 @@ static void start_watch(void) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
     pthread_t t;
     int quiet = strobe__heap_quiet(1);
     if (pthread_create(&t, &attr, watch_main, NULL) != 0)
