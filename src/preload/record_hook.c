@@ -831,7 +831,6 @@ static void fork_child(void) {
     state = ST_WAIT;
     /* The forking thread is the child's only one. */
     __atomic_store_n(&prog_threads, 1, __ATOMIC_RELEASE);
-    start_watch();
     if (set.heap_stacks) strobe__heap_stacks_forked();
     /* CUDA does not carry over into a forked child (its driver state is the parent's, and the
      * core's CUDA backend counts as tracing there): the child records its CPU side. */
@@ -840,6 +839,7 @@ static void fork_child(void) {
     /* Heap recording stays on: until the child's session starts, the core's closed gate keeps
      * its allocations out, while they are still counted for the totals. */
     begin();
+    start_watch();
 }
 
 /* --no-follow: a forked child records nothing, not even the NVTX ranges that --capture-range
