@@ -360,6 +360,25 @@ static void capture_cuda(int start) {
     strobe__heap_quiet(quiet);
 }
 
+/* Starts one of this library's threads (the timer, the watch): detached, quiet (its
+ * allocations are not the program's), with every signal blocked, so that the program's signals
+ * go to its own threads. `fail` is said, with the system's reason, if it cannot start. */
+static void start_own_thread(void *(*fn)(void *), const char *fail) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int quiet = strobe__heap_quiet(1);
+    int rc = pthread_create(&t, &attr, fn, NULL);
+    if (rc != 0) say(fail, strerror(rc));
+    strobe__heap_quiet(quiet);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static void begin(void) {
     /* The windows open at the program's cuProfilerStart calls, watched from its first cuInit
      * (InitializeInjection). */
@@ -376,19 +395,7 @@ static void begin(void) {
         if (set.duration_ms < 0) return;
     }
     if (set.delay_ms == 0 && state != ST_ON) return;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
-    int quiet = strobe__heap_quiet(1);
-    if (pthread_create(&t, &attr, timer_main, NULL) != 0)
-        say("cannot start the --delay/--duration timer", strerror(errno));
-    strobe__heap_quiet(quiet);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    start_own_thread(timer_main, "cannot start the --delay/--duration timer");
 }
 
 /* ---- Threads ------------------------------------------------------------------------------ */
@@ -804,20 +811,9 @@ static void start_watch(void) {
     started_in = getpid();
     __atomic_store_n(&crash_sig, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&crash_done, 0, __ATOMIC_RELEASE);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
-    int quiet = strobe__heap_quiet(1);
-    if (pthread_create(&t, &attr, watch_main, NULL) != 0)
-        say("cannot start the watch thread: a crash or the end of strobe record may lose events",
-            strerror(errno));
-    strobe__heap_quiet(quiet);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    start_own_thread(watch_main,
+                     "cannot start the watch thread: a crash or the end of strobe record may lose "
+                     "events");
 }
 
 /* ---- fork --------------------------------------------------------------------------------- */
