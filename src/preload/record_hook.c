@@ -509,18 +509,22 @@ EXPORT int pthread_setname_np(pthread_t t, const char *name) {
  * handler, so its pid differs from session_pid and it passes straight through. */
 typedef void (*exit_fn)(int);
 
-static void stop_before_exit(void) {
-    if (!active || session_pid != getpid()) return;
+/* Stops the session for good when this process owns it (exec uses it too). @return whether it was
+ * recording. */
+static int stop_before_exit(void) {
+    if (!active || session_pid != getpid()) return 0;
     pthread_mutex_lock(&lock);
+    int was_on = state == ST_ON;
     stop_locked(1);
     pthread_mutex_unlock(&lock);
+    return was_on;
 }
 
 /* Found by the constructor: a vfork() child that calls _exit must not enter the loader. */
 static exit_fn real_exit;
 
 EXPORT void _exit(int status) {
-    stop_before_exit();
+    (void)stop_before_exit();
     exit_fn r = __atomic_load_n(&real_exit, __ATOMIC_ACQUIRE);
     if (r) r(status);
     for (;;)
@@ -537,15 +541,6 @@ EXPORT void _Exit(int status) {
  * part is complete; the new image, given LD_PRELOAD again, records into a part of its own
  * (PARTS/<pid>.<n>.json). If exec fails the program goes on, recorded again in a new part. Each
  * of glibc's exec functions calls the system's directly, so each is wrapped. */
-static int stop_before_exec(void) {
-    if (!active || session_pid != getpid()) return 0;
-    pthread_mutex_lock(&lock);
-    int was_on = state == ST_ON;
-    stop_locked(1);
-    pthread_mutex_unlock(&lock);
-    return was_on;
-}
-
 static void exec_failed(int was_on) {
     if (!was_on) return;
     int e = errno;
@@ -569,7 +564,7 @@ typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
     execve_fn f = (execve_fn)next_fn("execve");
     if (f == NULL) return -1;
-    int on = stop_before_exec();
+    int on = stop_before_exit();
     int rc = f(path, argv, envp);
     exec_failed(on);
     return rc;
@@ -578,7 +573,7 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
     execve_fn f = (execve_fn)next_fn("execvpe");
     if (f == NULL) return -1;
-    int on = stop_before_exec();
+    int on = stop_before_exit();
     int rc = f(file, argv, envp);
     exec_failed(on);
     return rc;
@@ -587,7 +582,7 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
     fexecve_fn f = (fexecve_fn)next_fn("fexecve");
     if (f == NULL) return -1;
-    int on = stop_before_exec();
+    int on = stop_before_exit();
     int rc = f(fd, argv, envp);
     exec_failed(on);
     return rc;
@@ -596,7 +591,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
 static int exec_v(const char *name, const char *path, char *const argv[]) {
     execv_fn f = (execv_fn)next_fn(name);
     if (f == NULL) return -1;
-    int on = stop_before_exec();
+    int on = stop_before_exit();
     int rc = f(path, argv);
     exec_failed(on);
     return rc;
