@@ -561,22 +561,22 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 
-EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
-    execve_fn f = (execve_fn)next_fn("execve");
-    if (f == NULL) return -1;
-    int on = stop_before_exit();
-    int rc = f(path, argv, envp);
-    exec_failed(on);
-    return rc;
-}
-
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
-    execve_fn f = (execve_fn)next_fn("execvpe");
+/* execve and execvpe, which differ only in how the file is found. */
+static int exec_ve(const char *name, const char *file, char *const argv[], char *const envp[]) {
+    execve_fn f = (execve_fn)next_fn(name);
     if (f == NULL) return -1;
     int on = stop_before_exit();
     int rc = f(file, argv, envp);
     exec_failed(on);
     return rc;
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+    return exec_ve("execve", path, argv, envp);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    return exec_ve("execvpe", file, argv, envp);
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
