@@ -25,11 +25,14 @@
  * starts or exits at the fork, is inherited held, and the child's pthread_create waits on it
  * (seen once in the ASan suite: a child hung until its alarm). */
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define CHILD_THREAD 0
+#define SANITIZED 1
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define CHILD_THREAD 0
+#define SANITIZED 1
 #endif
+#endif
+#ifdef SANITIZED
+#define CHILD_THREAD 0
 #endif
 #ifndef CHILD_THREAD
 #define CHILD_THREAD 1
@@ -238,6 +241,14 @@ static void test_fork_racing_start_stop(void) {
 }
 
 int main(void) {
+#ifdef SANITIZED
+    /* The sanitizers' allocators (clang 14) are not fork-safe: a child forked while another
+     * thread allocates can inherit an allocator lock held, and its first calloc waits for ever
+     * (seen in the TSan and ASan suites: a child hung in SizeClassAllocator64::GetFromAllocator
+     * under strobe_stop). The plain build runs this test. */
+    printf("SKIP: fork from a thread while others allocate hangs in the sanitizer's allocator\n");
+    return 77;
+#endif
     stress_watchdog();
     test_fork_during_session();
     test_fork_racing_start_stop();
