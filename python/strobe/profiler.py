@@ -206,7 +206,8 @@ class FunctionEvent:
     """One event: a range (an operator, a user range, a kernel) or a memory event, with torch's
     attribute names. Times are microseconds (floats) as in torch; start_ns/end_ns keep strobe's
     integer nanoseconds since the epoch."""
-    __slots__ = ("id", "name", "category", "start_ns", "end_ns", "thread", "device_type",
+    __slots__ = ("id", "name", "trace_name", "category", "start_ns", "end_ns", "thread",
+                 "device_type",
                  "device_index", "correlation_id", "args", "cpu_parent", "cpu_children",
                  "kernels", "_self_ns", "_device_ns", "_self_device_ns", "cpu_memory_usage",
                  "self_cpu_memory_usage", "input_shapes", "stack", "flops", "scope",
@@ -215,7 +216,11 @@ class FunctionEvent:
     def __init__(self, id, name, category, start_ns, end_ns, thread, device_type, device_index,
                  correlation_id, args, scope):
         self.id = id
-        self.name = name
+        # torch's name (torch/autograd/profiler_util.py, _rewrite_name with_wildcard): every
+        # step is "ProfilerStep*", so that key_averages() gives the steps one row; trace_name
+        # keeps the step's own.
+        self.trace_name = name
+        self.name = "ProfilerStep*" if name.startswith("ProfilerStep#") else name
         self.category = category
         self.start_ns = start_ns
         self.end_ns = end_ns
@@ -243,10 +248,6 @@ class FunctionEvent:
 
     @property
     def key(self) -> str:
-        return self.name
-
-    @property
-    def trace_name(self) -> str:
         return self.name
 
     @property
@@ -784,6 +785,11 @@ class profile:
     def __exit__(self, exc_type, exc_val, exc_tb):
         self.stop()
 
+    # As torch.profiler's (torch/profiler/profiler.py): with a schedule, "ProfilerStep#N" is a
+    # range of the thread that calls start() and step(), ended by the next step() (before the
+    # schedule acts on it) or by stop(); without one, steps are not marked. The with_stack hook
+    # records no frame of these three methods (nor of __enter__ and __exit__): a step begins in
+    # one call and ends in another, and their frames would cross it.
     def start(self) -> None:
         """Starts profiling (or the schedule's first step's action)."""
         self._transit_action(ProfilerAction.NONE, self.current_action)
@@ -792,11 +798,15 @@ class profile:
 
     def stop(self) -> None:
         """Stops profiling; a recording cycle ends in on_trace_ready."""
+        if self.record_steps:
+            _strobe.step_end()
         self._transit_action(self.current_action, None)
 
     def step(self) -> None:
         """Signals that the next step begins: moves the schedule along, and marks the step in
         the trace ("ProfilerStep#N") when a schedule is given."""
+        if self.record_steps:
+            _strobe.step_end()
         prev_action = self.current_action
         self.step_num += 1
         self.current_action = self.schedule(self.step_num)
@@ -917,6 +927,10 @@ class profile:
     def _summary_table(self, sort=0, limit=0) -> str:
         """The C library's own table for this session (strobe/summary.h)."""
         return self._need_result().summary_table(sort, limit)
+
+
+_strobe._hide_frames(profile.start, profile.stop, profile.step, profile.__enter__,
+                     profile.__exit__)
 
 
 def _fmt(path: str) -> str:

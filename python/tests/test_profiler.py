@@ -221,6 +221,57 @@ class WithStackTest(unittest.TestCase):
                                                       "%s(%d):_work" % (wc.co_filename,
                                                                         wc.co_firstlineno)), l)
 
+    def test_steps_nest_with_stack(self):
+        # With with_stack, Python functions enclose the training loop: ProfilerStep#N must still
+        # nest on the thread that calls step(), inside them, with the iteration's ranges inside
+        # it (the step's self time is what they leave), not on a track of its own where its
+        # self time would be its whole time and the table would count each step twice.
+        def body(i):
+            with record_function("iter"):
+                spin(300)
+
+        def train():
+            with profile(with_stack=True,
+                         schedule=schedule(wait=0, warmup=1, active=4, repeat=1)) as prof:
+                for i in range(6):
+                    body(i)
+                    prof.step()
+            return prof
+
+        prof = train()
+        steps = [e for e in prof.events() if e.name == "ProfilerStep*"]
+        self.assertEqual([e.trace_name for e in steps],
+                         ["ProfilerStep#%d" % i for i in range(1, 5)])
+        me = threading.get_native_id()
+        for e in steps:
+            self.assertEqual(e.thread, me)
+            self.assertEqual([c.name for c in e.cpu_children], ["iter"], e.trace_name)
+            self.assertLess(e.self_cpu_time_total, e.cpu_time_total / 2, e.trace_name)
+        avg = {a.key: a for a in prof.key_averages()}
+        step_total = avg["ProfilerStep*"].cpu_time_total
+        self_total = prof.key_averages().self_cpu_time_total
+        # Self times add up to the steps' time (nothing counted twice).
+        self.assertLess(self_total, step_total * 1.01, prof.key_averages().table())
+        path = tempfile.mktemp(suffix=".json", dir=OUT)
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+        names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+                 if e.get("ph") == "M" and e.get("name") == "thread_name"}
+        xs = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+        tc = train.__code__
+        tfn = [e for e in xs if e["name"] == "%s(%d): train" % (tc.co_filename,
+                                                               tc.co_firstlineno)]
+        self.assertEqual(len(tfn), 1)
+        for e in xs:
+            if e["name"].startswith("ProfilerStep#"):
+                self.assertNotEqual(names.get(e["tid"]), "ProfilerStep", e)
+                self.assertEqual(e["tid"], tfn[0]["tid"])
+                self.assertGreaterEqual(e["ts"], tfn[0]["ts"])
+                self.assertLessEqual(e["ts"] + e["dur"], tfn[0]["ts"] + tfn[0]["dur"])
+        if OUT is None:
+            os.unlink(path)
+
     def test_hook_removed_after_stop(self):
         with profile(with_stack=True):
             pass
@@ -241,7 +292,13 @@ class ScheduleTest(unittest.TestCase):
         ready = []
 
         def on_ready(p):
-            ready.append([e.name for e in p.events()])
+            ready.append([e.trace_name for e in p.events()])
+            # As torch's events(): every step is named "ProfilerStep*" (trace_name keeps its
+            # number), and key_averages() gives the steps one row.
+            self.assertEqual([e.name for e in p.events()][0], "ProfilerStep*")
+            rows = {a.key: a.count for a in p.key_averages()}
+            self.assertEqual(rows, {"ProfilerStep*": 2, "it%d" % (len(ready) * 4 - 2): 1,
+                                    "it%d" % (len(ready) * 4 - 1): 1})
             tensorboard_trace_handler(d, worker_name="w0")(p)
 
         with profile(schedule=schedule(wait=1, warmup=1, active=2, repeat=2),

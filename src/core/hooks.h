@@ -28,6 +28,10 @@ int strobe__schedule_installed(void);
  * path). */
 void strobe__session_step(uint64_t number);
 
+/* session.c: ends the recording session's open ProfilerStep range now, if any, and begins none
+ * (torch's profile.stop() and step() end the step before the schedule acts). Any thread. */
+void strobe__session_step_end(void);
+
 /* session.c: takes in a caller's config (util/struct_in.h): *dst becomes the library's defaults
  * overlaid with the caller's struct_size bytes. @return 0, STROBE_EINVAL (NULL, struct_size below
  * STROBE_CONFIG_MIN_SIZE) or STROBE_ENOTSUP (a newer program's field this library lacks is set). */
