@@ -12,9 +12,11 @@ import atexit
 import enum
 import functools
 import json
+import math
 import os
 import shutil
 import socket
+import sys
 import threading
 import time
 import warnings
@@ -42,6 +44,36 @@ class ProfilerAction(enum.Enum):
     WARMUP = 1
     RECORD = 2
     RECORD_AND_SAVE = 3
+
+
+def _activity(a) -> Optional[ProfilerActivity]:
+    """strobe's activity for `a`: one of ours, or torch's own ProfilerActivity value (matched
+    by name; one strobe does not trace, as XPU, warns and gives None)."""
+    if isinstance(a, ProfilerActivity):
+        return a
+    if type(a).__name__ == "ProfilerActivity" and isinstance(getattr(a, "name", None), str):
+        if a.name in ProfilerActivity.__members__:
+            return ProfilerActivity[a.name]
+        _warn_once("strobe.profiler: ProfilerActivity.%s is not traced by strobe: ignored"
+                   % a.name)
+        return None
+    raise TypeError("activities must hold ProfilerActivity values, not %s" % type(a).__name__)
+
+
+_warned = set()
+
+
+def _warn_once(msg: str) -> None:
+    """warnings.warn(msg), once per message in the process (a schedule's cycles would repeat
+    it)."""
+    if msg not in _warned:
+        _warned.add(msg)
+        # Attributed to the user's line that called into this module.
+        level, f = 2, sys._getframe(1)
+        while f is not None and f.f_code.co_filename == __file__:
+            f = f.f_back
+            level += 1
+        warnings.warn(msg, stacklevel=level)
 
 
 def supported_activities():
@@ -429,10 +461,13 @@ class EventList(list):
     def self_cpu_time_total(self) -> float:
         return sum(e.self_cpu_time_total for e in self)
 
-    def key_averages(self, group_by_input_shape: bool = False,
-                     group_by_stack_n: int = 0) -> "EventList":
-        """Averages the events by key (name), and by input shapes and the top
-        group_by_stack_n frames of their Call stack when asked."""
+    def key_averages(self, group_by_input_shapes: bool = False, group_by_stack_n: int = 0,
+                     group_by_input_shape: Optional[bool] = None) -> "EventList":
+        """Averages the events by key (name), and by input shapes (their "Input Dims") and the
+        top group_by_stack_n frames of their Call stack when asked. group_by_input_shape is
+        profile.key_averages()'s spelling of group_by_input_shapes (torch's EventList's)."""
+        group_by_input_shape = bool(group_by_input_shapes if group_by_input_shape is None
+                                    else group_by_input_shape)
         if not isinstance(group_by_stack_n, int) or group_by_stack_n < 0:
             raise ValueError("group_by_stack_n must be a non-negative int")
         stats: Dict[Tuple, FunctionEventAvg] = {}
@@ -498,9 +533,12 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
     if len(events) == 0:
         return ""
     has_device = any(e.self_device_time_total > 0 or e.device_time_total > 0 for e in events)
-    has_mem = any(e.cpu_memory_usage != 0 for e in events)
-    has_shapes = getattr(events, "_group_by_input_shape", False) and any(
-        e.input_shapes for e in events)
+    # The columns torch's _build_table (torch/autograd/profiler_util.py) shows: memory with
+    # profile_memory, shapes where an entry has them (key_averages keeps them only when grouped
+    # by them), FLOPs in the unit of the smallest count.
+    has_mem = getattr(events, "_profile_memory", False) or any(
+        e.cpu_memory_usage != 0 for e in events)
+    has_shapes = any(e.input_shapes for e in events)
     has_stack = getattr(events, "_group_by_stack_n", 0) > 0 and any(e.stack for e in events)
     has_flops = any(e.flops > 0 for e in events)
     if sort_by is not None:
@@ -537,8 +575,13 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
                         max_src_column_width)
         headers.append("Source Location")
         widths.append(src_width)
+    flops_scale = 1.0
     if has_flops:
-        headers.append("Total MFLOPs")
+        units = ["FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"]
+        least = min(e.flops for e in events if e.flops > 0)
+        k = int(max(0.0, min(math.log10(least) / 3, float(len(units) - 1))))
+        flops_scale = 10.0 ** (-3 * k)
+        headers.append("Total " + units[k])
         widths.append(col)
 
     sep = "".join("-" * w + "  " for w in widths)
@@ -592,7 +635,7 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
                 src = "..." + src[len(src) - src_width + 3:]
             cells.append(src)
         if has_flops:
-            cells.append("{:.3f}".format(e.flops / 1e6) if e.flops > 0 else "--")
+            cells.append("{:8.3f}".format(e.flops * flops_scale) if e.flops > 0 else "--")
         out.append(row(cells))
     out.append(sep)
     out.append("Self CPU time total: " + _format_time(self_total_ns / 1000.0))
@@ -684,6 +727,71 @@ def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
     return out
 
 
+# ---- the torch observer -----------------------------------------------------------------------
+
+# The torch observer (strobe._torch: a global RecordFunction callback built against the
+# installed torch) records torch's operators into this extension's copy of the core. It is used
+# only where the program has imported torch itself: strobe.profiler never imports torch.
+_observer: Dict[str, Any] = {"mod": None, "error": None}
+
+
+def _torch_observer():
+    """strobe._torch with its observer loaded, or None: torch is not imported, or the observer
+    cannot be loaded (said once, with the reason)."""
+    if "torch" not in sys.modules:
+        return None
+    if _observer["mod"] is not None:
+        return _observer["mod"]
+    if _observer["error"] is not None:
+        return None
+    try:
+        from . import _torch
+        _torch.load()
+    except Exception as e:  # noqa: BLE001: any failure leaves torch's operators unrecorded
+        _observer["error"] = str(e) or type(e).__name__
+        _warn_once("strobe.profiler: torch's operators are not recorded: the torch observer is "
+                   "unavailable (%s)" % _observer["error"])
+        return None
+    _observer["mod"] = _torch
+    return _torch
+
+
+def _observer_flags(t, prof) -> int:
+    flags = 0
+    if prof.record_shapes:
+        flags |= t.SHAPES
+    if prof.profile_memory:
+        flags |= t.MEMORY
+    if prof.with_flops:
+        flags |= t.FLOPS
+    if prof.with_modules:
+        flags |= t.MODULES
+    # Not t.STACK: with_stack's "Call stack" comes from the Python hook at stop, for torch's
+    # operators as for every other range.
+    return flags
+
+
+def _observer_warnings(t) -> List[str]:
+    """The observer's pending messages (strobe_torch_observer_warning, each given once)."""
+    fn = getattr(t, "warnings", None)
+    if callable(fn):
+        return list(fn())
+    out: List[str] = []
+    lib = t.load()
+    get = getattr(lib, "strobe_torch_observer_warning", None)
+    if get is None:
+        return out
+    import ctypes
+    get.restype = ctypes.c_char_p
+    get.argtypes = []
+    for _ in range(64):
+        msg = get()
+        if not msg:
+            break
+        out.append(msg.decode("utf-8", "replace"))
+    return out
+
+
 # ---- profile --------------------------------------------------------------------------------
 
 _running: "List[profile]" = []
@@ -706,11 +814,9 @@ class profile:
                  record_shapes: bool = False, profile_memory: bool = False,
                  with_stack: bool = False, with_flops: bool = False, with_modules: bool = False,
                  experimental_config: Any = None, use_cuda: Optional[bool] = None):
-        acts = set(activities) if activities else supported_activities()
-        for a in acts:
-            if not isinstance(a, ProfilerActivity):
-                raise TypeError("activities must hold ProfilerActivity values, not %s"
-                                % type(a).__name__)
+        acts = set(_activity(a) for a in activities) if activities else \
+            supported_activities()
+        acts.discard(None)
         if use_cuda is not None:
             warnings.warn("use_cuda is deprecated, use activities argument instead")
             if use_cuda:
@@ -835,8 +941,14 @@ class profile:
         _running.append(self)
 
     def start_trace(self) -> None:
-        """Opens the prepared session's window."""
-        _strobe.start_prepared()
+        """Opens the prepared session's window (with torch's operators, through the torch
+        observer, where the program has imported torch)."""
+        self._observer_on()
+        try:
+            _strobe.start_prepared()
+        except BaseException:
+            self._observer_off()
+            raise
         self._result = None
         self._events = None
         self._saved = None
@@ -851,9 +963,43 @@ class profile:
             self._session = False
             if self in _running:
                 _running.remove(self)
-            self._result = _strobe.stop()
+            try:
+                self._result = _strobe.stop()
+            finally:
+                self._observer_off()
             self._events = None
             self._saved = None
+        # What the session could not trace (CUDA without a driver, events dropped) is said, not
+        # only written into the trace.
+        for msg in self._result.info()["warnings"]:
+            _warn_once("strobe.profiler: " + msg)
+
+    def _observer_on(self) -> None:
+        """Turns the torch observer on for this window, or says which options record nothing
+        without it (strobe's own ranges have no shapes, FLOPs or memory)."""
+        t = _torch_observer()
+        self._observer_used = t is not None
+        if t is not None:
+            for msg in t.on(_strobe._torch_api(), _observer_flags(t, self)):
+                _warn_once("strobe.profiler: " + msg)
+            return
+        why = ("the torch observer is unavailable" if "torch" in sys.modules
+               else "torch is not imported")
+        for opt, on in (("record_shapes", self.record_shapes),
+                        ("profile_memory", self.profile_memory),
+                        ("with_flops", self.with_flops)):
+            if on:
+                _warn_once("strobe.profiler: %s=True records nothing: %s (shapes, memory and "
+                           "FLOPs come from torch's operators)" % (opt, why))
+
+    def _observer_off(self) -> None:
+        if not getattr(self, "_observer_used", False):
+            return
+        self._observer_used = False
+        t = _observer["mod"]
+        t.off()
+        for msg in _observer_warnings(t):
+            _warn_once("strobe.profiler: " + msg)
 
     # -- results --
 
@@ -950,4 +1096,8 @@ def _stop_at_exit() -> None:
                 p._session = False
                 _strobe.stop()
             except RuntimeError:
+                pass
+            try:
+                p._observer_off()
+            except Exception:  # noqa: BLE001: at exit, nothing is left to tell
                 pass

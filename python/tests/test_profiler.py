@@ -278,6 +278,50 @@ class WithStackTest(unittest.TestCase):
         self.assertIsNone(sys.getprofile())
 
 
+class WarningsTest(unittest.TestCase):
+    # In a child process: torch must not be imported there, and each message is said once per
+    # process.
+    def child(self, code):
+        r = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout, r.stderr
+
+    def test_options_that_record_nothing_warn_once(self):
+        out, err = self.child(
+            "import strobe.profiler as P, sys\n"
+            "for i in range(2):\n"
+            "    with P.profile(activities=[P.ProfilerActivity.CPU], record_shapes=True,\n"
+            "                   profile_memory=True, with_flops=True):\n"
+            "        pass\n"
+            "with P.profile(activities=[P.ProfilerActivity.CPU]):\n"
+            "    pass\n"
+            "print('torch' in sys.modules)\n")
+        self.assertEqual(out.strip(), "False")
+        for opt in ("record_shapes", "profile_memory", "with_flops"):
+            self.assertEqual(err.count("%s=True records nothing: torch is not imported" % opt),
+                             1, err)
+        # Attributed to the user's line, not to strobe's own.
+        self.assertIn("<string>:3: UserWarning", err)
+
+    def test_cuda_without_driver_and_torch_activities(self):
+        if os.path.exists("/dev/nvidiactl"):
+            self.skipTest("a CUDA driver is present")
+        out, err = self.child(
+            "import strobe.profiler as P, enum\n"
+            "class ProfilerActivity(enum.Enum):  # torch's own, as a stand-in\n"
+            "    CPU = 0\n"
+            "    XPU = 1\n"
+            "    CUDA = 2\n"
+            "acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA, ProfilerActivity.XPU]\n"
+            "with P.profile(activities=acts) as p:\n"
+            "    pass\n"
+            "print(sorted(a.name for a in p.activities))\n")
+        self.assertEqual(out.strip(), "['CPU', 'CUDA']")
+        self.assertEqual(err.count("CUDA activity requested but not traced"), 1, err)
+        self.assertIn("ProfilerActivity.XPU is not traced by strobe: ignored", err)
+
+
 class ScheduleTest(unittest.TestCase):
     def test_actions(self):
         s = schedule(skip_first=1, wait=1, warmup=1, active=2, repeat=1)
