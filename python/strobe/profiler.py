@@ -644,6 +644,45 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
     return "".join(s + "\n" for s in out)
 
 
+# Names torch leaves out of its events (torch/autograd/profiler_util.py, _filter_name): the
+# record_function helpers' own operators and a few utility ops; what they enclose belongs to
+# their parent.
+_FILTERED_NAMES = frozenset(("[OutOfMemory]", "profiler::_record_function_enter",
+                             "profiler::_record_function_enter_new",
+                             "profiler::_record_function_exit", "aten::is_leaf",
+                             "aten::output_nr", "aten::_version"))
+
+
+def _remove_dup_nodes(out: EventList) -> EventList:
+    """torch's EventList._remove_dup_nodes: an operator that is the only child of an operator
+    of the same name (a wrapper redispatching to itself) is one event, the parent; the child's
+    children and kernels move up."""
+    drop = set()
+    for ev in out:
+        par = ev.cpu_parent
+        while par is not None and id(par) in drop:
+            par = par.cpu_parent
+        if par is None or par.name != ev.name or len(par.cpu_children) != 1 or \
+                par.cpu_children[0] is not ev:
+            continue
+        drop.add(id(ev))
+        par.cpu_children = ev.cpu_children
+        par.kernels = ev.kernels
+        # The parent's self time is what the child's children leave of it.
+        par._self_ns += ev._self_ns
+        par.self_cpu_memory_usage += ev.self_cpu_memory_usage
+        par._self_device_ns += ev._self_device_ns
+        for ch in ev.cpu_children:
+            ch.cpu_parent = par
+    if not drop:
+        return out
+    kept = EventList([ev for ev in out if id(ev) not in drop], with_stack=out._with_stack,
+                     profile_memory=out._profile_memory)
+    for i, ev in enumerate(kept):
+        ev.id = i
+    return kept
+
+
 def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
     """FunctionEvents from the tuples of Result.events() (or strobe.load): ranges (CPU and
     device) and [memory] events, without python_function events (torch's events() leaves them
@@ -658,10 +697,11 @@ def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
     for i, r in enumerate(rows):
         (name, cat, start, end, tid, _ti, parent, _depth, kind, scope, dtype, dindex, corr,
          _flags, args, _value) = r
-        if kind == 0 and cat == "python_function":
+        if kind == 0 and (cat == "python_function" or name in _FILTERED_NAMES):
             continue
         if kind == 1 and name == "[memory]":
-            nbytes = _json_arg(dict(args), "Bytes", 0)
+            margs = dict(args)
+            nbytes = _json_arg(margs, "Bytes", 0)
             p = parent
             first = True
             while p >= 0:
@@ -672,6 +712,14 @@ def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
                         ev.self_cpu_memory_usage += nbytes
                         first = False
                 p = parent_of[p]
+            if first and _int_arg(margs, "Device Type", 0) == 0:
+                # Outside every operator: a "[memory]" event of its own, as torch's top-level
+                # memory events (a row in key_averages, no time).
+                ev = FunctionEvent(len(out), name, "cpu_instant_event", start, start, tid, 0,
+                                   dindex, 0, margs, scope)
+                ev.cpu_memory_usage = ev.self_cpu_memory_usage = nbytes
+                ev._self_ns = 0
+                out.append(ev)
             continue
         if kind != 0:
             continue
@@ -724,7 +772,7 @@ def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
         while op is not None:
             op._device_ns += dur
             op = op.cpu_parent
-    return out
+    return _remove_dup_nodes(out)
 
 
 # ---- the torch observer -----------------------------------------------------------------------

@@ -278,6 +278,41 @@ class WithStackTest(unittest.TestCase):
         self.assertIsNone(sys.getprofile())
 
 
+class BuildEventsTest(unittest.TestCase):
+    # Result.events() tuples: (name, category, start_ns, end_ns, tid, thread_index, parent,
+    # depth, kind, scope, device_type, device_index, correlation_id, flags, args, value).
+    @staticmethod
+    def rng(name, a, b, parent, depth):
+        return (name, "cpu_op", a, b, 7, 0, parent, depth, 0, 0, 0, -1, 0, 0, (), 0.0)
+
+    @staticmethod
+    def mem(ts, nbytes, parent, depth):
+        return ("[memory]", "cpu_instant_event", ts, ts, 7, 0, parent, depth, 1, 0, 0, -1, 0, 0,
+                (("Bytes", str(nbytes)), ("Device Type", "0")), 0.0)
+
+    def test_torch_rules(self):
+        rows = [
+            self.rng("aten::zero_", 0, 100, -1, 0),      # 0: redispatches to itself
+            self.rng("aten::zero_", 10, 90, 0, 1),       # 1: the only child of the same name
+            self.rng("aten::fill_", 20, 40, 1, 2),       # 2
+            self.mem(30, 64, 2, 3),                      # 3: inside fill_
+            self.rng("aten::is_leaf", 50, 60, 1, 2),     # 4: left out, as torch does
+            self.mem(55, 16, 4, 3),                      # 5: counts in zero_ (self)
+            self.mem(200, -8, -1, 0),                    # 6: outside every op
+        ]
+        ev = P._build_events(rows, profile_memory=True)
+        self.assertEqual([e.name for e in ev], ["aten::zero_", "aten::fill_", "[memory]"])
+        z, f, m = ev
+        self.assertEqual([c.name for c in z.cpu_children], ["aten::fill_"])
+        self.assertIs(f.cpu_parent, z)
+        self.assertEqual(z.self_cpu_time_total, (100 - 20) / 1000.0)
+        self.assertEqual((z.cpu_memory_usage, z.self_cpu_memory_usage), (80, 16))
+        self.assertEqual((m.cpu_memory_usage, m.self_cpu_memory_usage), (-8, -8))
+        avg = {a.key: a for a in ev.key_averages()}
+        self.assertEqual(avg["[memory]"].count, 1)
+        self.assertEqual(avg["aten::zero_"].count, 1)
+
+
 class WarningsTest(unittest.TestCase):
     # In a child process: torch must not be imported there, and each message is said once per
     # process.
