@@ -80,12 +80,36 @@ class Workload:
 
 
 def rows(events, group_by_input_shape=False):
-    """key (name, and shapes when grouped) -> (count, CPU Mem, Self CPU Mem, CPU total us)."""
+    """key (name, and shapes when grouped) -> (count, CPU Mem, Self CPU Mem, CPU total us,
+    FLOPs)."""
     out = {}
     for a in events.key_averages(group_by_input_shape):
         key = (a.key, str(a.input_shapes)) if group_by_input_shape else a.key
-        out[key] = (a.count, a.cpu_memory_usage, a.self_cpu_memory_usage, a.cpu_time_total)
+        out[key] = (a.count, a.cpu_memory_usage, a.self_cpu_memory_usage, a.cpu_time_total,
+                    a.flops)
     return out
+
+
+def tie_free(events):
+    """The keys of torch's rows whose events nest unambiguously at whole microseconds, where
+    torch 1.13 rebuilds its tree: each event, and each of its children, lasts at least a
+    microsecond, its children lie strictly inside it without touching each other, and no other
+    event of the thread begins or ends at the same microsecond as one of its bounds."""
+    bounds = collections.Counter()
+    for e in events:
+        bounds[(e.thread, e.time_range.start)] += 1
+        bounds[(e.thread, e.time_range.end)] += 1
+    bad = set()
+    for e in events:
+        a, b = e.time_range.start, e.time_range.end
+        ok = b > a and bounds[(e.thread, a)] == 1 and bounds[(e.thread, b)] == 1
+        prev = a
+        for c in sorted(e.cpu_children, key=lambda c: c.time_range.start):
+            ok = ok and c.time_range.start > prev and c.time_range.end > c.time_range.start
+            prev = c.time_range.end
+        if not (ok and prev < b):
+            bad.add(e.key)
+    return set(e.key for e in events) - bad
 
 
 class TorchCompareTest(unittest.TestCase):
@@ -114,13 +138,13 @@ class TorchCompareTest(unittest.TestCase):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # torch 1.13 without Kineto says so
                 with tp.profile(activities=[tp.ProfilerActivity.CPU], record_shapes=True,
-                                profile_memory=True) as tprof:
+                                profile_memory=True, with_flops=True) as tprof:
                     w.run(rf)
             cls.truns.append(tprof)
         cls.tprof = cls.truns[0]
         w = Workload(torch)
         with sp.profile(activities=[tp.ProfilerActivity.CPU], record_shapes=True,
-                        profile_memory=True) as sprof:
+                        profile_memory=True, with_flops=True) as sprof:
             cls.side_tid = w.run(rf)
         cls.sprof = sprof
         cls.main_tid = threading.get_native_id()
@@ -139,14 +163,19 @@ class TorchCompareTest(unittest.TestCase):
         self.assertEqual(sorted((k, v[0]) for k, v in s.items()),
                          sorted((k, v[0]) for k, v in t.items()))
         runs = [rows(p.events()) for p in self.truns]
+        # Self CPU Mem is what torch's tree leaves of CPU Mem: compared where that tree is
+        # sound in every run.
+        sound = set.intersection(*[tie_free(p.events()) for p in self.truns])
         compared = 0
         for k in t:
             for i, what in ((1, "CPU Mem"), (2, "Self CPU Mem")):
-                if len(set(r.get(k, (None,) * 4)[i] for r in runs)) == 1:
+                if i == 2 and k not in sound:
+                    continue
+                if len(set(r.get(k, (None,) * 5)[i] for r in runs)) == 1:
                     self.assertEqual(s[k][i], t[k][i], "%s: %s" % (k, what))
                     compared += 1
-        # Most figures are torch's own every time, those of the model's operators among them.
-        self.assertGreater(compared, len(t), "figures compared")
+        # Most rows' figures are torch's own every time.
+        self.assertGreater(compared, len(t) * 2 // 3, "figures compared")
         # Even CPU Mem, which torch knows without its tree, sometimes misses an allocation of
         # torch 1.13's (threshold_backward's 16 KiB): strobe's are checked against the sizes the
         # model allocates (float32, batch 32, 3 iterations), whatever torch's runs gave.
@@ -160,6 +189,15 @@ class TorchCompareTest(unittest.TestCase):
             self.assertEqual(s[k][1:3], v, "%s: CPU Mem, Self CPU Mem" % k)
         self.assertGreater(t["aten::addmm"][1], 0)
 
+    def test_flops(self):
+        t = rows(self.tprof.events())
+        s = rows(self.strobe_main())
+        self.assertEqual({k: v[4] for k, v in s.items() if v[4]},
+                         {k: v[4] for k, v in t.items() if v[4]})
+        self.assertGreater(t["aten::addmm"][4], 0)
+        head = self.strobe_main().key_averages().table().splitlines()[1]
+        self.assertIn("Total MFLOPs", head)
+
     def test_group_by_input_shape(self):
         t = rows(self.tprof.events(), True)
         s = rows(self.strobe_main(), True)
@@ -171,14 +209,18 @@ class TorchCompareTest(unittest.TestCase):
 
     def test_cpu_times(self):
         # torch 1.13's legacy profiler adds microseconds per operator, strobe far less, and the
-        # machine is shared: the ranges' totals need only be of the same order.
-        t = rows(self.tprof.events())
-        s = rows(self.strobe_main())
-        for name in ("forward", "backward", "optimizer"):
-            self.assertGreater(s[name][3], 0)
-            ratio = s[name][3] / t[name][3]
-            self.assertTrue(0.05 < ratio < 5, "%s: %.1f us (strobe), %.1f us (torch)"
-                            % (name, s[name][3], t[name][3]))
+        # machine is shared (a build next door stretches any one call many times): each range's
+        # fastest call needs only be of the same order under both (they were within 15% of each
+        # other when this was written).
+        def fastest(events, name):
+            return min(e.cpu_time_total for e in events if e.name == name)
+
+        for name in ("forward", "backward", "optimizer", "aten::addmm"):
+            t = min(fastest(p.events(), name) for p in self.truns)
+            s = fastest(self.strobe_main(), name)
+            self.assertGreater(s, 0)
+            self.assertTrue(0.2 < s / t < 5, "%s: %.1f us (strobe), %.1f us (torch)"
+                            % (name, s, t))
 
     def test_other_threads(self):
         side = collections.Counter(e.name for e in self.sprof.events()
