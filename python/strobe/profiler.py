@@ -1026,11 +1026,18 @@ class profile:
         """Turns the torch observer on for this window, or says which options record nothing
         without it (strobe's own ranges have no shapes, FLOPs or memory)."""
         t = _torch_observer()
-        self._observer_used = t is not None
+        self._observer_used = False
         if t is not None:
-            for msg in t.on(_strobe._torch_api(), _observer_flags(t, self)):
-                _warn_once("strobe.profiler: " + msg)
-            return
+            try:
+                msgs = t.on(_strobe._torch_api(), _observer_flags(t, self))
+            except Exception as e:  # noqa: BLE001: the profile goes on without torch's ops
+                _warn_once("strobe.profiler: torch's operators are not recorded: the torch "
+                           "observer did not start (%s)" % e)
+            else:
+                self._observer_used = True
+                for msg in msgs:
+                    _warn_once("strobe.profiler: " + msg)
+                return
         why = ("the torch observer is unavailable" if "torch" in sys.modules
                else "torch is not imported")
         for opt, on in (("record_shapes", self.record_shapes),
