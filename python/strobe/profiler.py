@@ -819,27 +819,6 @@ def _observer_flags(t, prof) -> int:
     return flags
 
 
-def _observer_warnings(t) -> List[str]:
-    """The observer's pending messages (strobe_torch_observer_warning, each given once)."""
-    fn = getattr(t, "warnings", None)
-    if callable(fn):
-        return list(fn())
-    out: List[str] = []
-    lib = t.load()
-    get = getattr(lib, "strobe_torch_observer_warning", None)
-    if get is None:
-        return out
-    import ctypes
-    get.restype = ctypes.c_char_p
-    get.argtypes = []
-    for _ in range(64):
-        msg = get()
-        if not msg:
-            break
-        out.append(msg.decode("utf-8", "replace"))
-    return out
-
-
 # ---- profile --------------------------------------------------------------------------------
 
 _running: "List[profile]" = []
@@ -1051,9 +1030,8 @@ class profile:
         if not getattr(self, "_observer_used", False):
             return
         self._observer_used = False
-        t = _observer["mod"]
-        t.off()
-        for msg in _observer_warnings(t):
+        # off() gives the observer's messages since on() (strobe_torch_observer_warning).
+        for msg in _observer["mod"].off() or []:
             _warn_once("strobe.profiler: " + msg)
 
     # -- results --
