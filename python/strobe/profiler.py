@@ -199,14 +199,15 @@ def _format_share(part_ns: int, total_ns: int) -> str:
 
 
 def _format_memory(nbytes: int) -> str:
+    # torch 2.x's units (torch/autograd/profiler_util.py; 1.13 wrote "b", "Kb", "Mb", "Gb").
     kb, mb, gb = 1024.0, 1024.0 * 1024.0, 1024.0 * 1024.0 * 1024.0
     if abs(nbytes) >= gb:
-        return "{:.2f} Gb".format(nbytes * 1.0 / gb)
+        return "{:.2f} GB".format(nbytes * 1.0 / gb)
     if abs(nbytes) >= mb:
-        return "{:.2f} Mb".format(nbytes * 1.0 / mb)
+        return "{:.2f} MB".format(nbytes * 1.0 / mb)
     if abs(nbytes) >= kb:
-        return "{:.2f} Kb".format(nbytes * 1.0 / kb)
-    return str(nbytes) + " b"
+        return "{:.2f} KB".format(nbytes * 1.0 / kb)
+    return str(nbytes) + " B"
 
 
 class Interval:

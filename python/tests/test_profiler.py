@@ -312,6 +312,32 @@ class BuildEventsTest(unittest.TestCase):
         self.assertEqual(avg["[memory]"].count, 1)
         self.assertEqual(avg["aten::zero_"].count, 1)
 
+    def test_table_columns(self):
+        # As torch's table: memory columns with profile_memory (even where all is 0), shapes
+        # where entries have them, FLOPs in the unit of the smallest count.
+        def op(name, a, b, dims, flops):
+            args = (("Input Dims", json.dumps(dims)), ("flops", str(flops)))
+            return (name, "cpu_op", a, b, 7, 0, -1, 0, 0, 0, 0, -1, 0, 0, args, 0.0)
+
+        rows = [op("aten::mm", 0, 10, [[2, 3], [3, 4]], 48000),
+                op("aten::mm", 20, 30, [[2, 3], [3, 4]], 48000),
+                op("aten::mm", 40, 50, [[5, 3], [3, 4]], 120000),
+                op("aten::relu", 60, 70, [[2, 4]], 0)]
+        ev = P._build_events(rows, profile_memory=True)
+        head = ev.key_averages().table().splitlines()[1].split("  ")
+        head = [h.strip() for h in head if h.strip()]
+        self.assertEqual(head[-4:], ["CPU Mem", "Self CPU Mem", "# of Calls", "Total KFLOPs"])
+        grouped = ev.key_averages(group_by_input_shape=True)
+        self.assertEqual(sorted((a.key, str(a.input_shapes), a.count) for a in grouped),
+                         [("aten::mm", "[[2, 3], [3, 4]]", 2), ("aten::mm", "[[5, 3], [3, 4]]", 1),
+                          ("aten::relu", "[[2, 4]]", 1)])
+        text = grouped.table()
+        self.assertIn("Input Shapes", text.splitlines()[1])
+        self.assertIn("[[5, 3], [3, 4]]", text)
+        self.assertIn(" 96.000", text)  # 2 x 48000 FLOPs in KFLOPs
+        self.assertIn("0 B", text)
+        self.assertNotIn("Input Shapes", ev.key_averages().table())
+
 
 class WarningsTest(unittest.TestCase):
     # In a child process: torch must not be imported there, and each message is said once per
