@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "core/hooks.h"
+#include "core/torch_api.h"
 #include "strobe/strobe.h"
 #include "trace/result_internal.h"
 #include "util/json_check.h"
@@ -1008,6 +1009,14 @@ static PyObject *mod_set_decorate(PyObject *m, PyObject *fn) {
     Py_RETURN_NONE;
 }
 
+/* The address of this extension's own strobe__torch_api table, which strobe.profiler hands to the
+ * torch observer (strobe/_torch.py): the observer then records into this copy of the core. */
+static PyObject *mod_torch_api(PyObject *m, PyObject *unused) {
+    (void)m;
+    (void)unused;
+    return PyLong_FromVoidPtr((void *)strobe__torch_api_get());
+}
+
 static PyMethodDef mod_methods[] = {
     {"start", (PyCFunction)(void (*)(void))mod_start, METH_VARARGS | METH_KEYWORDS,
      "Starts (or prepares) a session; RuntimeError when strobe cannot."},
@@ -1027,6 +1036,8 @@ static PyMethodDef mod_methods[] = {
      "Internal: the with_stack hook records no frame of these functions."},
     {"_thread_hook", (PyCFunction)(void (*)(void))thread_hook, METH_FASTCALL,
      "Internal: installs the with_stack hook in a new thread."},
+    {"_torch_api", mod_torch_api, METH_NOARGS,
+     "Internal: the address of this copy's table for the torch observer."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT,
