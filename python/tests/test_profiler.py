@@ -365,6 +365,29 @@ class WarningsTest(unittest.TestCase):
         # Attributed to the user's line, not to strobe's own.
         self.assertIn("<string>:3: UserWarning", err)
 
+    def test_observer_unavailable(self):
+        # torch imported (a stand-in module here) but no observer to load: said once, with the
+        # reason, and the profile goes on with strobe's own ranges.
+        env = dict(os.environ, STROBE_TORCH_OBSERVER="/nonexistent/observer.so")
+        code = ("import sys, types\n"
+                "sys.modules['torch'] = types.ModuleType('torch')\n"
+                "import strobe.profiler as P\n"
+                "for i in range(2):\n"
+                "    with P.profile(activities=[P.ProfilerActivity.CPU],\n"
+                "                   record_shapes=True) as p:\n"
+                "        with P.record_function('mine'):\n"
+                "            pass\n"
+                "print([e.name for e in p.events()])\n")
+        r = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True,
+                           text=True, timeout=120, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "['mine']")
+        self.assertEqual(r.stderr.count("torch's operators are not recorded: the torch observer "
+                                        "is unavailable"), 1, r.stderr)
+        self.assertIn("/nonexistent/observer.so", r.stderr)
+        self.assertEqual(r.stderr.count("record_shapes=True records nothing: the torch observer "
+                                        "is unavailable"), 1, r.stderr)
+
     def test_cuda_without_driver_and_torch_activities(self):
         if os.path.exists("/dev/nvidiactl"):
             self.skipTest("a CUDA driver is present")
