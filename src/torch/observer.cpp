@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -44,6 +45,8 @@ namespace {
  * per-op path. */
 std::atomic<const strobe__torch_api *> g_api{nullptr};
 std::atomic<unsigned> g_flags{0};
+/* Whether the table has begin_op (version 2 and up); else the ids go through range_arg. */
+std::atomic<bool> g_begin_op{false};
 
 std::mutex g_lock; /* guards everything below */
 bool g_registered = false;
@@ -403,6 +406,7 @@ void ensure_reporter(thread_state &ts) {
 /* ---- 6. the callbacks -------------------------------------------------------------------------
  */
 
+/* With a version 1 table: torch's ids as range args (what begin_op records in one go). */
 void record_ids(const strobe__torch_api *api, const at::RecordFunction &fn) {
     /* profiler_kineto.cpp: "Record function id" on every op; "Sequence number" and "Fwd thread
      * id" on those with a sequence number (ops that autograd records, and backward nodes, whose
@@ -456,12 +460,21 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction &fn) {
         at::RecordScope scope = fn.scope();
         const op_site *site = nullptr;
         if (scope == at::RecordScope::FUNCTION) site = function_site(ts, fn, name);
-        if (site != nullptr)
-            api->begin_site(&site->site);
-        else
-            api->begin_name(name, strobe_scope(scope));
-        ts.open[ts.depth++] = fn.handle();
-        record_ids(api, fn);
+        if (g_begin_op.load(std::memory_order_relaxed)) {
+            /* One record with torch's ids (a version 2 table). */
+            int64_t ids[4] = {fn.seqNr(), static_cast<int64_t>(fn.forwardThreadId()),
+                              static_cast<int64_t>(fn.handle()),
+                              static_cast<int64_t>(fn.threadId())};
+            api->begin_op(site ? &site->site : nullptr, name, strobe_scope(scope), ids);
+            ts.open[ts.depth++] = fn.handle();
+        } else {
+            if (site != nullptr)
+                api->begin_site(&site->site);
+            else
+                api->begin_name(name, strobe_scope(scope));
+            ts.open[ts.depth++] = fn.handle();
+            record_ids(api, fn);
+        }
         if (flags & (STROBE_TORCH_SHAPES | STROBE_TORCH_FLOPS | STROBE_TORCH_STACK))
             record_details(api, fn, site, flags);
     } catch (...) {
@@ -508,7 +521,12 @@ extern "C" {
 int strobe_torch_observer_on(const strobe__torch_api *api, unsigned flags) {
     if (api == nullptr) api = find_libstrobe_api();
     if (api == nullptr) return STROBE_ENOTSUP;
-    if (api->version < 1 || api->size < sizeof(strobe__torch_api) - 0) return STROBE_ENOTSUP;
+    /* A table of any version: fields past its size are not used. */
+    if (api->version < 1 || api->size < offsetof(strobe__torch_api, begin_op))
+        return STROBE_ENOTSUP;
+    bool begin_op = api->version >= 2 &&
+                    api->size >= offsetof(strobe__torch_api, begin_op) + sizeof api->begin_op &&
+                    api->begin_op != nullptr;
     try {
         std::lock_guard<std::mutex> g(g_lock);
         static bool names_filled = false;
@@ -516,6 +534,7 @@ int strobe_torch_observer_on(const strobe__torch_api *api, unsigned flags) {
             fill_dtype_names();
             names_filled = true;
         }
+        g_begin_op.store(begin_op);
         g_api.store(api, std::memory_order_release);
         unsigned old = g_flags.exchange(flags);
         bool inputs = (flags & (STROBE_TORCH_SHAPES | STROBE_TORCH_FLOPS)) != 0;

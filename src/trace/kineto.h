@@ -83,6 +83,7 @@
 #define STROBE_KINETO_ARG_EXTERNAL_ID "External id"
 #define STROBE_KINETO_ARG_RECORD_FUNCTION_ID "Record function id"
 #define STROBE_KINETO_ARG_SEQUENCE_NUMBER "Sequence number"
+#define STROBE_KINETO_ARG_FWD_THREAD_ID "Fwd thread id"
 #define STROBE_KINETO_ARG_INPUT_DIMS "Input Dims"
 #define STROBE_KINETO_ARG_INPUT_TYPE "Input type"
 #define STROBE_KINETO_ARG_CONCRETE_INPUTS "Concrete Inputs"
