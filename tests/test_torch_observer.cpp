@@ -155,7 +155,35 @@ void test_record(const char *file) {
     CHECK(mem_tids.count((int64_t)gettid()) == 1);
     CHECK(mem_tids.count(other) == 1);
 
-    CHECK_EQ(strobe_result_save(r, (out_dir() + "/" + file).c_str()), 0);
+    /* Every backward node that autograd numbered (not AccumulateGrad) is linked to its forward
+     * op: one "fwdbwd" flow each, from 1. */
+    size_t nodes = 0;
+    for (size_t i = 0; i < strobe_result_event_count(r); i++)
+        nodes += ev[i].scope == STROBE_RECORD_SCOPE_BACKWARD_FUNCTION &&
+                 !arg(r, i, "Sequence number").empty();
+    CHECK(nodes >= 5); /* AddmmBackward0, MmBackward0, MulBackward0, SumBackward0, TBackward0 */
+    std::string path = out_dir() + "/" + file;
+    CHECK_EQ(strobe_result_save(r, path.c_str()), 0);
+    if (path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
+        std::string text;
+        FILE *f = fopen(path.c_str(), "r");
+        REQUIRE(f != NULL);
+        char buf[65536];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+            text.append(buf, n);
+        fclose(f);
+        size_t starts = 0, finishes = 0;
+        for (size_t at = 0; (at = text.find("\"cat\": \"fwdbwd\"", at)) != std::string::npos;
+             at++) {
+            size_t line = text.rfind('{', at);
+            if (text.compare(line, 12, "{\"ph\": \"s\", ") == 0) starts++;
+            if (text.compare(line, 12, "{\"ph\": \"f\", ") == 0) finishes++;
+        }
+        CHECK_EQ(starts, nodes);
+        CHECK_EQ(finishes, nodes);
+        CHECK(text.find("\"ph\": \"s\", \"id\": 1,") != std::string::npos);
+    }
     strobe_result_free(r);
 }
 
