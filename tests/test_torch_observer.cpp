@@ -8,6 +8,7 @@
  * callback costs per op (ns). */
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
@@ -101,7 +102,11 @@ void test_record(const char *file) {
     int64_t other = 0;
     workload(&other);
     strobe_result *r = stop_or_die();
+    CHECK(c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != nullptr);
     CHECK_EQ(strobe_torch_observer_off(), 0);
+    /* Off takes strobe's memory reporter off the thread: torch.profiler refuses to start on a
+     * thread whose PROFILER_STATE is taken ("Profiler is already enabled on this thread"). */
+    CHECK(c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) == nullptr);
     CHECK_EQ(check_wellformed(r), 0);
     const strobe_event *ev = strobe_result_events(r);
 

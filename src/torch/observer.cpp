@@ -56,6 +56,9 @@ at::CallbackHandle g_floor_handle = 0;
 std::mutex g_warn_lock; /* guards the two below: taken on the per-op path, never with g_lock */
 std::deque<std::string> g_warnings; /* not yet returned by strobe_torch_observer_warning() */
 std::string g_warning_out;          /* the last one returned (valid until the next call) */
+/* Set once any thread has pushed the memory reporter: until then, ops outside a session skip
+ * looking for one to take off. */
+std::atomic<bool> g_any_pushed{false};
 /* Ops that could not be recorded because a thread's nesting ran past kMaxDepth. */
 std::atomic<uint64_t> g_too_deep{0};
 
@@ -96,6 +99,8 @@ struct thread_state {
     int depth;
     /* 1 once this thread has been warned about torch.profiler's memory reporter. */
     int mem_blocked;
+    /* 1 while this thread's debug-info stack holds the reporter (pushed by ensure_reporter). */
+    int mem_pushed;
 };
 thread_local thread_state t_state;
 
@@ -401,6 +406,30 @@ void ensure_reporter(thread_state &ts) {
         return;
     }
     c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, reporter());
+    ts.mem_pushed = 1;
+    g_any_pushed.store(true, std::memory_order_relaxed);
+}
+
+/* Takes the reporter off the calling thread once strobe no longer records its memory: while it
+ * is there, torch takes the thread's profiler for enabled ("Profiler is already enabled on this
+ * thread" when torch.profiler starts). Only when it is the topmost PROFILER_STATE; _pop()
+ * refuses (throws) when another kind is on top, and then it stays until the next try. */
+void drop_reporter(thread_state &ts) {
+    if (!ts.mem_pushed) return;
+    c10::DebugInfoBase *cur = c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE);
+    if (cur != reporter().get()) {
+        ts.mem_pushed = 0; /* a guard restored an older stack: it is gone already */
+        return;
+    }
+    try {
+        std::shared_ptr<c10::DebugInfoBase> top =
+            c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+        if (top.get() != reporter().get()) /* never: get() found it topmost */
+            c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, top);
+        else
+            ts.mem_pushed = 0;
+    } catch (...) {
+    }
 }
 
 /* ---- 6. the callbacks -------------------------------------------------------------------------
@@ -444,9 +473,21 @@ void record_details(const strobe__torch_api *api, const at::RecordFunction &fn, 
         record_stack(api);
 }
 
+/* The first op of a thread after strobe stopped recording its memory. */
+__attribute__((noinline)) void after_memory() {
+    try {
+        drop_reporter(t_state);
+    } catch (...) {
+    }
+}
+
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction &fn) {
     const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
-    if (api == nullptr || !recording(api)) return nullptr;
+    if (api == nullptr || !recording(api)) {
+        if (__builtin_expect(g_any_pushed.load(std::memory_order_relaxed), 0) && t_state.mem_pushed)
+            after_memory();
+        return nullptr;
+    }
     thread_state &ts = t_state;
     if (ts.depth >= kMaxDepth) {
         g_too_deep.fetch_add(1, std::memory_order_relaxed);
@@ -454,7 +495,12 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction &fn) {
     }
     try {
         unsigned flags = g_flags.load(std::memory_order_relaxed);
-        if (flags & STROBE_TORCH_MEMORY) ensure_reporter(ts);
+        if (flags & STROBE_TORCH_MEMORY) {
+            if (mem_reporter::on())
+                ensure_reporter(ts);
+            else if (ts.mem_pushed)
+                drop_reporter(ts);
+        }
         const char *name = fn.name();
         if (name == nullptr) name = "(null)";
         at::RecordScope scope = fn.scope();
@@ -553,9 +599,10 @@ int strobe_torch_observer_on(const strobe__torch_api *api, unsigned flags) {
     } catch (...) {
         return STROBE_EINVAL;
     }
-    /* The calling thread reports its memory from now on; other threads on their first op. */
+    /* The calling thread reports its memory from now on when a session records it; other
+     * threads from their first op. */
     try {
-        if (flags & STROBE_TORCH_MEMORY) ensure_reporter(t_state);
+        if ((flags & STROBE_TORCH_MEMORY) && mem_reporter::on()) ensure_reporter(t_state);
     } catch (...) {
     }
     return 0;
@@ -567,6 +614,7 @@ int strobe_torch_observer_off(void) {
         if (g_registered) at::removeCallback(g_handle);
         g_registered = false;
         g_flags.store(0);
+        drop_reporter(t_state);
         uint64_t deep = g_too_deep.exchange(0);
         if (deep) {
             char msg[160];
