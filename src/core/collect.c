@@ -719,8 +719,9 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
         rc = strobe__decode(&in->dec, &dt, (const char *)(k + 1), used);
         if (in->span_left) chunk_done(in, k);
     }
-    strobe__dec_thread_free(&dt);
     strobe_result *r = in->r;
+    if (rc == 0 && dt.torch_tid) rc = strobe__result_set_torch_tid(r, thread_index, dt.torch_tid);
+    strobe__dec_thread_free(&dt);
     /* The samples after the thread's last record: inside the ranges still open (those the
      * buffer's filling closed end before the samples that came after it), with the steps. */
     if (rc == 0 && c.trunc_ns != INT64_MIN) rc = place_samples(&c, c.trunc_ns);
