@@ -550,12 +550,16 @@ const std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> &observed_
     return s;
 }
 
+/* The table of the copy of strobe in the process: libstrobe.so's, else that of the preload
+ * library of `strobe record` (libstrobe_record.so keeps its core's symbols local, so it exports
+ * the table under a name of its own). */
 const strobe__torch_api *find_libstrobe_api() {
     using get_fn = const strobe__torch_api *(*)();
-    void *sym = dlsym(RTLD_DEFAULT, "strobe__torch_api_get");
-    if (sym == nullptr) return nullptr;
-    get_fn get = reinterpret_cast<get_fn>(sym);
-    return get();
+    for (const char *name : {"strobe__torch_api_get", "strobe__record_torch_api_get"}) {
+        void *sym = dlsym(RTLD_DEFAULT, name);
+        if (sym != nullptr) return reinterpret_cast<get_fn>(sym)();
+    }
+    return nullptr;
 }
 
 } // namespace
