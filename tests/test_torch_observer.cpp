@@ -144,6 +144,16 @@ void test_record(const char *file) {
     CHECK_ARG(r, addmm[0], "Concrete Inputs", "[\"\", \"\", \"\", \"1\", \"1\"]");
     CHECK_ARG(r, addmm[0], "flops", "8192"); /* 2*8*32*16 */
     CHECK_ARG(r, mm[0], "flops", "8192");
+    /* Int lists as torch 2.x writes them: w.t()'s as_strided(w, size, stride, offset). */
+    bool strided = false;
+    for (size_t i : named(r, "aten::as_strided")) {
+        if (arg(r, i, "Input Dims") != "[[16, 32], [], [], []]") continue;
+        strided = true;
+        CHECK_ARG(r, i, "Input type", "[\"float\", \"ScalarList\", \"ScalarList\", \"\"]");
+        CHECK_ARG(r, i, "Concrete Inputs", "[\"\", \"[32, 16]\", \"[1, 32]\", \"\"]");
+        break;
+    }
+    CHECK(strided);
     /* An op torch counts no FLOPs of has none, even where strobe's formulas would. */
     std::vector<size_t> sum = named(r, "aten::sum");
     REQUIRE(!sum.empty());

@@ -263,12 +263,18 @@ int64_t torch_flops(flop_kind kind, c10::ArrayRef<const c10::IValue> in) {
     }
 }
 
+/* The most values of an int list that an input keeps (strobe/op.h: 32 dims). */
+constexpr size_t kMaxListValues = 32;
+
 /* fn.inputs() as strobe_inputs, as torch writes them: a tensor's sizes and dtype name; scalars
- * with their value and type "Scalar"; lists by their kind ("ScalarList", "TensorList", ...)
- * with no dims; undefined tensors, None and other values with no dims and type "". The dims
- * point into the tensors, which outlive the call. */
-int map_inputs(c10::ArrayRef<const c10::IValue> in, strobe_input *out) {
+ * with their value and type "Scalar"; int lists with their values (copied into `ints`, room for
+ * `nints`), other lists by their kind ("ScalarList", "TensorList", ...), all with no dims;
+ * undefined tensors, None and other values with no dims and type "". The dims point into the
+ * tensors, which outlive the call. */
+int map_inputs(c10::ArrayRef<const c10::IValue> in, strobe_input *out, int64_t *ints,
+               size_t nints) {
     int n = 0;
+    size_t used = 0;
     for (const c10::IValue &v : in) {
         if (n == STROBE_MAX_INPUTS) break;
         strobe_input &x = out[n++];
@@ -296,7 +302,19 @@ int map_inputs(c10::ArrayRef<const c10::IValue> in, strobe_input *out) {
             x.dtype = "Scalar";
         } else if (v.isTensorList()) {
             x.dtype = "TensorList";
-        } else if (v.isIntList() || v.isDoubleList() || v.isBoolList()) {
+        } else if (v.isIntList()) {
+            /* The values, as "Concrete Inputs" "[2, 2]" (a list longer than the room left is
+             * recorded without them). */
+            x.dtype = "ScalarList";
+            c10::ArrayRef<c10::IValue> items = v.toListRef();
+            if (items.size() <= kMaxListValues && used + items.size() <= nints) {
+                x.kind = STROBE_INPUT_INT_LIST;
+                x.dims = ints + used;
+                x.ndims = static_cast<int>(items.size());
+                for (const c10::IValue &i : items)
+                    ints[used++] = i.toInt();
+            }
+        } else if (v.isDoubleList() || v.isBoolList()) {
             x.dtype = "ScalarList";
         } else if (v.isList()) {
             x.dtype = "GenericList";
@@ -465,7 +483,8 @@ void record_details(const strobe__torch_api *api, const at::RecordFunction &fn, 
         }
         if (flags & STROBE_TORCH_SHAPES) {
             strobe_input inputs[STROBE_MAX_INPUTS];
-            int n = map_inputs(in, inputs);
+            int64_t ints[128];
+            int n = map_inputs(in, inputs, ints, sizeof ints / sizeof ints[0]);
             if (n > 0) api->range_inputs(inputs, n);
         }
     }
