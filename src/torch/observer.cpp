@@ -18,7 +18,6 @@
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/csrc/jit/frontend/tracer.h>
-#include <torch/version.h>
 
 #include <atomic>
 #include <cinttypes>
@@ -370,13 +369,19 @@ void record_stack(const strobe__torch_api *api) {
  * asking memoryProfilingEnabled() first. One instance, never freed: threads keep it on their
  * debug-info stacks. */
 struct mem_reporter final : public c10::MemoryReportingInfoBase {
-#if TORCH_VERSION_MAJOR >= 2
-    using total_t = size_t;
-#else
-    using total_t = int64_t;
-#endif
-    void reportMemoryUsage(void *ptr, int64_t alloc_size, total_t total_allocated,
-                           total_t total_reserved, c10::Device device) override {
+    /* torch changed the totals from int64_t (1.13) to size_t (2.x): both are declared, and
+     * whichever is the base's overrides it, whatever the version. */
+    virtual void reportMemoryUsage(void *ptr, int64_t alloc_size, int64_t total_allocated,
+                                   int64_t total_reserved, c10::Device device) {
+        report(ptr, alloc_size, total_allocated, total_reserved, device);
+    }
+    virtual void reportMemoryUsage(void *ptr, int64_t alloc_size, size_t total_allocated,
+                                   size_t total_reserved, c10::Device device) {
+        report(ptr, alloc_size, static_cast<int64_t>(total_allocated),
+               static_cast<int64_t>(total_reserved), device);
+    }
+    void report(void *ptr, int64_t alloc_size, int64_t total_allocated, int64_t total_reserved,
+                c10::Device device) {
         const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
         if (api == nullptr || !on()) return;
         int32_t dev;
@@ -388,12 +393,9 @@ struct mem_reporter final : public c10::MemoryReportingInfoBase {
             warn_once("torch reported memory of a device strobe does not name: not recorded");
             return;
         }
-        api->memory(dev, ptr, alloc_size, static_cast<int64_t>(total_allocated),
-                    static_cast<int64_t>(total_reserved));
+        api->memory(dev, ptr, alloc_size, total_allocated, total_reserved);
     }
-    bool memoryProfilingEnabled() const override {
-        return on();
-    }
+    bool memoryProfilingEnabled() const override { return on(); }
 
     static bool on() {
         const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
