@@ -12,6 +12,7 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -202,6 +203,33 @@ void test_record(const char *file) {
     strobe_result_free(r);
 }
 
+/* An op that begins on one thread and ends on another (an async RecordFunction) does not keep
+ * the ranges around it open: "outer" ends at its own exit, and the op after it is no child. */
+void test_async_end() {
+    strobe_config c = base_config();
+    start_or_die(&c);
+    CHECK_EQ(strobe_torch_observer_on(strobe__torch_api_get(), 0), 0);
+    std::unique_ptr<at::RecordFunction> async;
+    {
+        RECORD_USER_SCOPE("outer");
+        async = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+        if (async->isActive()) async->before("async_op");
+    }
+    std::thread([&async] { async.reset(); }).join(); /* its end runs there */
+    at::Tensor a = at::ones({2, 2});
+    at::Tensor b = at::mm(a, a);
+    strobe_result *r = stop_or_die();
+    CHECK_EQ(strobe_torch_observer_off(), 0);
+    CHECK_EQ(check_wellformed(r), 0);
+    const strobe_event *ev = strobe_result_events(r);
+    std::vector<size_t> outer = named(r, "outer"), mm = named(r, "aten::mm");
+    REQUIRE(outer.size() == 1 && mm.size() == 1);
+    CHECK(ev[mm[0]].parent == STROBE_NO_EVENT);
+    CHECK(ev[outer[0]].end_ns <= ev[mm[0]].start_ns);
+    CHECK_EQ(named(r, "async_op").size(), 1u);
+    strobe_result_free(r);
+}
+
 /* With the observer off, or on with no session, nothing is recorded. */
 void test_off() {
     strobe_config c = base_config();
@@ -280,6 +308,7 @@ void print_costs() {
 int main() {
     test_record("observer.json");
     test_record("observer.pftrace");
+    test_async_end();
     test_off();
     print_costs();
     return check_result();

@@ -550,9 +550,26 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction &fn) {
     return nullptr;
 }
 
+/* An exit that is not the innermost open op's: an op above it began here and ended on another
+ * thread (an async RecordFunction ends where its future completes), or never. Those ranges end
+ * now, so that this thread's ranges keep nesting; an exit of an op not open here is ignored. */
+__attribute__((noinline)) void exit_out_of_order(thread_state &ts, uint64_t handle) {
+    int k = ts.depth - 1;
+    while (k >= 0 && ts.open[k] != handle)
+        k--;
+    if (k < 0) return;
+    const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
+    for (; ts.depth > k; ts.depth--)
+        if (api != nullptr) api->end();
+}
+
 void on_exit(const at::RecordFunction &fn, at::ObserverContext *) {
     thread_state &ts = t_state;
-    if (ts.depth == 0 || ts.open[ts.depth - 1] != fn.handle()) return;
+    if (ts.depth == 0) return;
+    if (__builtin_expect(ts.open[ts.depth - 1] != fn.handle(), 0)) {
+        exit_out_of_order(ts, fn.handle());
+        return;
+    }
     ts.depth--;
     const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
     if (api != nullptr) api->end();
