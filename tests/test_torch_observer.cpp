@@ -12,6 +12,7 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -144,6 +145,16 @@ void test_record(const char *file) {
     CHECK_ARG(r, addmm[0], "Concrete Inputs", "[\"\", \"\", \"\", \"1\", \"1\"]");
     CHECK_ARG(r, addmm[0], "flops", "8192"); /* 2*8*32*16 */
     CHECK_ARG(r, mm[0], "flops", "8192");
+    /* Int lists as torch 2.x writes them: w.t()'s as_strided(w, size, stride, offset). */
+    bool strided = false;
+    for (size_t i : named(r, "aten::as_strided")) {
+        if (arg(r, i, "Input Dims") != "[[16, 32], [], [], []]") continue;
+        strided = true;
+        CHECK_ARG(r, i, "Input type", "[\"float\", \"ScalarList\", \"ScalarList\", \"\"]");
+        CHECK_ARG(r, i, "Concrete Inputs", "[\"\", \"[32, 16]\", \"[1, 32]\", \"\"]");
+        break;
+    }
+    CHECK(strided);
     /* An op torch counts no FLOPs of has none, even where strobe's formulas would. */
     std::vector<size_t> sum = named(r, "aten::sum");
     REQUIRE(!sum.empty());
@@ -189,6 +200,33 @@ void test_record(const char *file) {
         CHECK_EQ(finishes, nodes);
         CHECK(text.find("\"ph\": \"s\", \"id\": 1,") != std::string::npos);
     }
+    strobe_result_free(r);
+}
+
+/* An op that begins on one thread and ends on another (an async RecordFunction) does not keep
+ * the ranges around it open: "outer" ends at its own exit, and the op after it is no child. */
+void test_async_end() {
+    strobe_config c = base_config();
+    start_or_die(&c);
+    CHECK_EQ(strobe_torch_observer_on(strobe__torch_api_get(), 0), 0);
+    std::unique_ptr<at::RecordFunction> async;
+    {
+        RECORD_USER_SCOPE("outer");
+        async = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+        if (async->isActive()) async->before("async_op");
+    }
+    std::thread([&async] { async.reset(); }).join(); /* its end runs there */
+    at::Tensor a = at::ones({2, 2});
+    at::Tensor b = at::mm(a, a);
+    strobe_result *r = stop_or_die();
+    CHECK_EQ(strobe_torch_observer_off(), 0);
+    CHECK_EQ(check_wellformed(r), 0);
+    const strobe_event *ev = strobe_result_events(r);
+    std::vector<size_t> outer = named(r, "outer"), mm = named(r, "aten::mm");
+    REQUIRE(outer.size() == 1 && mm.size() == 1);
+    CHECK(ev[mm[0]].parent == STROBE_NO_EVENT);
+    CHECK(ev[outer[0]].end_ns <= ev[mm[0]].start_ns);
+    CHECK_EQ(named(r, "async_op").size(), 1u);
     strobe_result_free(r);
 }
 
@@ -270,6 +308,7 @@ void print_costs() {
 int main() {
     test_record("observer.json");
     test_record("observer.pftrace");
+    test_async_end();
     test_off();
     print_costs();
     return check_result();

@@ -23,11 +23,13 @@ extern "C" {
 
 /* What an operator input is. */
 typedef enum strobe_input_kind {
-    STROBE_INPUT_TENSOR = 0, /* dims + dtype: "Input Dims" [d0, d1, ...], "Input type" dtype */
-    STROBE_INPUT_INT = 1,    /* a scalar: "Concrete Inputs" "42", "Input type" "Scalar" */
-    STROBE_INPUT_DOUBLE = 2, /* a scalar: "Concrete Inputs" "0.5", "Input type" "Scalar" */
-    STROBE_INPUT_BOOL = 3,   /* a scalar: "Concrete Inputs" "True", "Input type" "Bool" */
-    STROBE_INPUT_NONE = 4    /* an absent optional input: type "", dims [] */
+    STROBE_INPUT_TENSOR = 0,  /* dims + dtype: "Input Dims" [d0, d1, ...], "Input type" dtype */
+    STROBE_INPUT_INT = 1,     /* a scalar: "Concrete Inputs" "42", "Input type" "Scalar" */
+    STROBE_INPUT_DOUBLE = 2,  /* a scalar: "Concrete Inputs" "0.5", "Input type" "Scalar" */
+    STROBE_INPUT_BOOL = 3,    /* a scalar: "Concrete Inputs" "True", "Input type" "Bool" */
+    STROBE_INPUT_NONE = 4,    /* an absent optional input: type "", dims [] */
+    STROBE_INPUT_INT_LIST = 5 /* a list of ints (dims, ndims of them): "Concrete Inputs" "[2, 2]",
+                                 "Input type" "ScalarList", "Input Dims" [] */
 } strobe_input_kind;
 
 /* One input of an operator. Everything is copied when recorded. */
@@ -35,7 +37,7 @@ typedef struct strobe_input {
     int kind;            /* strobe_input_kind */
     const char *dtype;   /* tensors: "float", "c10::Half", ...; scalars: NULL for the default
                             type name above, or a name of your own */
-    const int64_t *dims; /* tensors: ndims sizes (NULL when ndims is 0) */
+    const int64_t *dims; /* tensors: ndims sizes; int lists: the values (NULL when ndims is 0) */
     int ndims;           /* at most 32 are kept (more are cut and counted) */
     int64_t int_value;   /* STROBE_INPUT_INT, STROBE_INPUT_BOOL (0 / 1) */
     double double_value; /* STROBE_INPUT_DOUBLE */

@@ -100,13 +100,13 @@ int strobe__format_inputs(const uint64_t *payload, size_t bytes, uint32_t count,
         int kind = (int)(h & 0xff);
         uint32_t nd = (uint32_t)((h >> 8) & 0xff), dl = (uint32_t)((h >> 16) & 0xffff);
         STROBE_RETURN_IF(nd > STROBE__MAX_DIMS || dl > STROBE__MAX_DTYPE ||
-                             kind > STROBE_INPUT_NONE,
+                             kind > STROBE_INPUT_INT_LIST,
                          STROBE_EFORMAT);
         strobe_input *x = &in[i];
         memset(x, 0, sizeof *x);
         x->kind = kind;
         int64_t *d = dims_store + (size_t)i * STROBE__MAX_DIMS;
-        if (kind == STROBE_INPUT_TENSOR) {
+        if (kind == STROBE_INPUT_TENSOR || kind == STROBE_INPUT_INT_LIST) {
             STROBE_RETURN_IF((size_t)(end - w) < nd, STROBE_EFORMAT);
             memcpy(d, w, 8u * nd);
             w += nd;
@@ -136,7 +136,8 @@ int strobe__format_inputs(const uint64_t *payload, size_t bytes, uint32_t count,
         if (rc) break;
         /* Input Dims: a tensor's sizes; [] for everything else. */
         rc = put_str(dims, "[");
-        for (uint32_t k = 0; k < (uint32_t)x->ndims && rc == 0; k++) {
+        for (uint32_t k = 0; kind == STROBE_INPUT_TENSOR && k < (uint32_t)x->ndims && rc == 0;
+             k++) {
             char num[32];
             snprintf(num, sizeof num, "%s%" PRId64, k ? ", " : "", d[k]);
             rc = put_str(dims, num);
@@ -145,14 +146,27 @@ int strobe__format_inputs(const uint64_t *payload, size_t bytes, uint32_t count,
         /* Input type: the dtype, else the default name of a scalar kind. */
         const char *type = x->dtype;
         if (type == NULL) {
-            type = kind == STROBE_INPUT_TENSOR ? ""
-                   : kind == STROBE_INPUT_BOOL ? "Bool"
-                   : kind == STROBE_INPUT_NONE ? ""
-                                               : "Scalar";
+            type = kind == STROBE_INPUT_TENSOR     ? ""
+                   : kind == STROBE_INPUT_BOOL     ? "Bool"
+                   : kind == STROBE_INPUT_NONE     ? ""
+                   : kind == STROBE_INPUT_INT_LIST ? "ScalarList"
+                                                   : "Scalar";
         }
         if (rc == 0) rc = strobe__buf_put_json_string(types, type, strlen(type));
-        /* Concrete Inputs: the value of a scalar; "" for tensors and absent inputs. */
+        /* Concrete Inputs: the value of a scalar or an int list ("[2, 2]", as torch writes it);
+         * "" for tensors and absent inputs. */
         char val[40] = "";
+        if (rc) break;
+        if (kind == STROBE_INPUT_INT_LIST) {
+            rc = put_str(concrete, "\"[");
+            for (uint32_t k = 0; k < (uint32_t)x->ndims && rc == 0; k++) {
+                char num[32];
+                snprintf(num, sizeof num, "%s%" PRId64, k ? ", " : "", d[k]);
+                rc = put_str(concrete, num);
+            }
+            if (rc == 0) rc = put_str(concrete, "]\"");
+            continue;
+        }
         if (kind == STROBE_INPUT_INT) {
             snprintf(val, sizeof val, "%" PRId64, x->int_value);
         } else if (kind == STROBE_INPUT_BOOL) {

@@ -729,7 +729,7 @@ void strobe__instant_site_payload(const strobe_site *site, int type, uint64_t bi
 
 /* Words of one input in a SHAPES record, beyond its header word (dtype bytes not included). */
 static size_t input_words(const strobe_input *in, uint32_t ndims) {
-    if (in->kind == STROBE_INPUT_TENSOR) return ndims;
+    if (in->kind == STROBE_INPUT_TENSOR || in->kind == STROBE_INPUT_INT_LIST) return ndims;
     if (in->kind == STROBE_INPUT_NONE) return 0;
     return 1;
 }
@@ -747,14 +747,16 @@ void strobe__range_inputs(const strobe_input *inputs, int n) {
         t->truncated_details++;
         count = STROBE_MAX_INPUTS;
     }
-    /* Sizes first, so the record is reserved once. */
+    /* Sizes first, so the record is reserved once; each dtype's length is measured once. */
     size_t payload = 0;
+    uint8_t dls[STROBE_MAX_INPUTS];
     for (uint32_t i = 0; i < count; i++) {
         const strobe_input *in = &inputs[i];
-        uint32_t nd =
-            in->kind == STROBE_INPUT_TENSOR && in->ndims > 0 && in->dims ? (uint32_t)in->ndims : 0;
+        int listed = in->kind == STROBE_INPUT_TENSOR || in->kind == STROBE_INPUT_INT_LIST;
+        uint32_t nd = listed && in->ndims > 0 && in->dims ? (uint32_t)in->ndims : 0;
         if (nd > STROBE__MAX_DIMS) nd = STROBE__MAX_DIMS;
         size_t dl = in->dtype ? strnlen(in->dtype, STROBE__MAX_DTYPE) : 0;
+        dls[i] = (uint8_t)dl;
         payload += 8u + 8u * input_words(in, nd) + STROBE__NAME_PAD(dl);
     }
     if (!reserve(t, 16u + payload, 0)) {
@@ -766,17 +768,17 @@ void strobe__range_inputs(const strobe_input *inputs, int n) {
     for (uint32_t i = 0; i < count; i++) {
         const strobe_input *in = &inputs[i];
         uint32_t kind = (uint32_t)in->kind;
-        if (kind > STROBE_INPUT_NONE) kind = STROBE_INPUT_NONE;
-        uint32_t nd =
-            kind == STROBE_INPUT_TENSOR && in->ndims > 0 && in->dims ? (uint32_t)in->ndims : 0;
+        if (kind > STROBE_INPUT_INT_LIST) kind = STROBE_INPUT_NONE;
+        int listed = kind == STROBE_INPUT_TENSOR || kind == STROBE_INPUT_INT_LIST;
+        uint32_t nd = listed && in->ndims > 0 && in->dims ? (uint32_t)in->ndims : 0;
         if (nd > STROBE__MAX_DIMS) {
             nd = STROBE__MAX_DIMS;
             t->truncated_details++;
         }
-        size_t dl = in->dtype ? strnlen(in->dtype, STROBE__MAX_DTYPE) : 0;
+        size_t dl = dls[i];
         if (dl == STROBE__MAX_DTYPE && in->dtype[dl] != '\0') t->truncated_details++;
         *o++ = (uint64_t)kind | (uint64_t)nd << 8 | (uint64_t)dl << 16;
-        if (kind == STROBE_INPUT_TENSOR) {
+        if (listed) {
             memcpy(o, in->dims, 8u * nd);
             o += nd;
         } else if (kind == STROBE_INPUT_DOUBLE) {
@@ -785,9 +787,9 @@ void strobe__range_inputs(const strobe_input *inputs, int n) {
             memcpy(o++, &in->int_value, 8);
         }
         if (dl) {
-            char *b = (char *)o;
-            memcpy(b, in->dtype, dl);
-            memset(b + dl, 0, STROBE__NAME_PAD(dl) - dl);
+            /* The last word zeroed first: the pad after the name. */
+            o[STROBE__NAME_PAD(dl) / 8 - 1] = 0;
+            memcpy(o, in->dtype, dl);
             o += STROBE__NAME_PAD(dl) / 8;
         }
     }

@@ -18,7 +18,6 @@
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/csrc/jit/frontend/tracer.h>
-#include <torch/version.h>
 
 #include <atomic>
 #include <cinttypes>
@@ -263,12 +262,18 @@ int64_t torch_flops(flop_kind kind, c10::ArrayRef<const c10::IValue> in) {
     }
 }
 
+/* The most values of an int list that an input keeps (strobe/op.h: 32 dims). */
+constexpr size_t kMaxListValues = 32;
+
 /* fn.inputs() as strobe_inputs, as torch writes them: a tensor's sizes and dtype name; scalars
- * with their value and type "Scalar"; lists by their kind ("ScalarList", "TensorList", ...)
- * with no dims; undefined tensors, None and other values with no dims and type "". The dims
- * point into the tensors, which outlive the call. */
-int map_inputs(c10::ArrayRef<const c10::IValue> in, strobe_input *out) {
+ * with their value and type "Scalar"; int lists with their values (copied into `ints`, room for
+ * `nints`), other lists by their kind ("ScalarList", "TensorList", ...), all with no dims;
+ * undefined tensors, None and other values with no dims and type "". The dims point into the
+ * tensors, which outlive the call. */
+int map_inputs(c10::ArrayRef<const c10::IValue> in, strobe_input *out, int64_t *ints,
+               size_t nints) {
     int n = 0;
+    size_t used = 0;
     for (const c10::IValue &v : in) {
         if (n == STROBE_MAX_INPUTS) break;
         strobe_input &x = out[n++];
@@ -296,7 +301,19 @@ int map_inputs(c10::ArrayRef<const c10::IValue> in, strobe_input *out) {
             x.dtype = "Scalar";
         } else if (v.isTensorList()) {
             x.dtype = "TensorList";
-        } else if (v.isIntList() || v.isDoubleList() || v.isBoolList()) {
+        } else if (v.isIntList()) {
+            /* The values, as "Concrete Inputs" "[2, 2]" (a list longer than the room left is
+             * recorded without them). */
+            x.dtype = "ScalarList";
+            c10::ArrayRef<c10::IValue> items = v.toListRef();
+            if (items.size() <= kMaxListValues && used + items.size() <= nints) {
+                x.kind = STROBE_INPUT_INT_LIST;
+                x.dims = ints + used;
+                x.ndims = static_cast<int>(items.size());
+                for (const c10::IValue &i : items)
+                    ints[used++] = i.toInt();
+            }
+        } else if (v.isDoubleList() || v.isBoolList()) {
             x.dtype = "ScalarList";
         } else if (v.isList()) {
             x.dtype = "GenericList";
@@ -352,13 +369,19 @@ void record_stack(const strobe__torch_api *api) {
  * asking memoryProfilingEnabled() first. One instance, never freed: threads keep it on their
  * debug-info stacks. */
 struct mem_reporter final : public c10::MemoryReportingInfoBase {
-#if TORCH_VERSION_MAJOR >= 2
-    using total_t = size_t;
-#else
-    using total_t = int64_t;
-#endif
-    void reportMemoryUsage(void *ptr, int64_t alloc_size, total_t total_allocated,
-                           total_t total_reserved, c10::Device device) override {
+    /* torch changed the totals from int64_t (1.13) to size_t (2.x): both are declared, and
+     * whichever is the base's overrides it, whatever the version. */
+    virtual void reportMemoryUsage(void *ptr, int64_t alloc_size, int64_t total_allocated,
+                                   int64_t total_reserved, c10::Device device) {
+        report(ptr, alloc_size, total_allocated, total_reserved, device);
+    }
+    virtual void reportMemoryUsage(void *ptr, int64_t alloc_size, size_t total_allocated,
+                                   size_t total_reserved, c10::Device device) {
+        report(ptr, alloc_size, static_cast<int64_t>(total_allocated),
+               static_cast<int64_t>(total_reserved), device);
+    }
+    void report(void *ptr, int64_t alloc_size, int64_t total_allocated, int64_t total_reserved,
+                c10::Device device) {
         const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
         if (api == nullptr || !on()) return;
         int32_t dev;
@@ -370,12 +393,9 @@ struct mem_reporter final : public c10::MemoryReportingInfoBase {
             warn_once("torch reported memory of a device strobe does not name: not recorded");
             return;
         }
-        api->memory(dev, ptr, alloc_size, static_cast<int64_t>(total_allocated),
-                    static_cast<int64_t>(total_reserved));
+        api->memory(dev, ptr, alloc_size, total_allocated, total_reserved);
     }
-    bool memoryProfilingEnabled() const override {
-        return on();
-    }
+    bool memoryProfilingEnabled() const override { return on(); }
 
     static bool on() {
         const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
@@ -465,7 +485,8 @@ void record_details(const strobe__torch_api *api, const at::RecordFunction &fn, 
         }
         if (flags & STROBE_TORCH_SHAPES) {
             strobe_input inputs[STROBE_MAX_INPUTS];
-            int n = map_inputs(in, inputs);
+            int64_t ints[128];
+            int n = map_inputs(in, inputs, ints, sizeof ints / sizeof ints[0]);
             if (n > 0) api->range_inputs(inputs, n);
         }
     }
@@ -529,9 +550,26 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction &fn) {
     return nullptr;
 }
 
+/* An exit that is not the innermost open op's: an op above it began here and ended on another
+ * thread (an async RecordFunction ends where its future completes), or never. Those ranges end
+ * now, so that this thread's ranges keep nesting; an exit of an op not open here is ignored. */
+__attribute__((noinline)) void exit_out_of_order(thread_state &ts, uint64_t handle) {
+    int k = ts.depth - 1;
+    while (k >= 0 && ts.open[k] != handle)
+        k--;
+    if (k < 0) return;
+    const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
+    for (; ts.depth > k; ts.depth--)
+        if (api != nullptr) api->end();
+}
+
 void on_exit(const at::RecordFunction &fn, at::ObserverContext *) {
     thread_state &ts = t_state;
-    if (ts.depth == 0 || ts.open[ts.depth - 1] != fn.handle()) return;
+    if (ts.depth == 0) return;
+    if (__builtin_expect(ts.open[ts.depth - 1] != fn.handle(), 0)) {
+        exit_out_of_order(ts, fn.handle());
+        return;
+    }
     ts.depth--;
     const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
     if (api != nullptr) api->end();
@@ -550,12 +588,16 @@ const std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> &observed_
     return s;
 }
 
+/* The table of the copy of strobe in the process: libstrobe.so's, else that of the preload
+ * library of `strobe record` (libstrobe_record.so keeps its core's symbols local, so it exports
+ * the table under a name of its own). */
 const strobe__torch_api *find_libstrobe_api() {
     using get_fn = const strobe__torch_api *(*)();
-    void *sym = dlsym(RTLD_DEFAULT, "strobe__torch_api_get");
-    if (sym == nullptr) return nullptr;
-    get_fn get = reinterpret_cast<get_fn>(sym);
-    return get();
+    for (const char *name : {"strobe__torch_api_get", "strobe__record_torch_api_get"}) {
+        void *sym = dlsym(RTLD_DEFAULT, name);
+        if (sym != nullptr) return reinterpret_cast<get_fn>(sym)();
+    }
+    return nullptr;
 }
 
 } // namespace

@@ -21,7 +21,9 @@ extern "C" {
 
 /* Registers the global callback (once; a second call changes the flags) and records each
  * operator into `api`'s copy while that copy's session records. api NULL: libstrobe.so's table,
- * found in the process with dlsym (strobe record --torch); STROBE_ENOTSUP when there is none. */
+ * found in the process with dlsym (strobe__torch_api_get), else one that the preload library of
+ * `strobe record --torch` exports as strobe__record_torch_api_get (same signature);
+ * STROBE_ENOTSUP when there is none. */
 STROBE_API int strobe_torch_observer_on(const strobe__torch_api *api, unsigned flags);
 /* Removes the callback; operators cost torch nothing of strobe's afterwards. */
 STROBE_API int strobe_torch_observer_off(void);
