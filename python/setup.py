@@ -9,6 +9,7 @@ build_ext --inplace` works too, for development.
 import concurrent.futures
 import glob
 import os
+import subprocess
 import sys
 import sysconfig
 
@@ -117,6 +118,46 @@ class BuildExt(build_ext):
 
         cc.compile = compile
         super().build_extensions()
+        self.build_torch_observer()
+
+    def build_torch_observer(self):
+        """strobe._torch_observer: the torch observer (src/torch/observer.cpp), a plain shared
+        object that strobe/_torch.py loads with ctypes, built when the building interpreter can
+        import torch: against that torch's headers and libraries, with its C++ ABI flag. Any
+        failure leaves it out with a message; the package builds without it."""
+        out = self.get_ext_fullpath("strobe._torch_observer")
+        src = os.path.join(ROOT, "src", "torch", "observer.cpp")
+        try:
+            import torch
+            from torch.utils import cpp_extension
+            abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+            incs = cpp_extension.include_paths()
+            libs = cpp_extension.library_paths()
+        except Exception as e:  # torch absent or unusable: the observer is optional
+            print("strobe: torch is not importable (%s): strobe._torch_observer is not built"
+                  % (str(e).splitlines() or ["?"])[0], file=sys.stderr)
+            return
+        if os.path.isfile(out) and os.path.getmtime(out) > max(os.path.getmtime(src),
+                                                               _newest_header()):
+            return
+        cmd = [os.environ.get("CXX", "c++"), "-std=c++17", "-O2", "-fPIC", "-shared",
+               "-fvisibility=hidden", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi, "-DNDEBUG",
+               "-DSTROBE_BUILDING=1", "-I" + os.path.join(ROOT, "include"),
+               "-I" + os.path.join(ROOT, "src")]
+        # -DNDEBUG as torch's own build: RecordFunction's debug-only checks (inputs_valid_) read
+        # state that a release torch never sets, and would throw on every inputs() call.
+        cmd += ["-isystem" + d for d in incs]
+        cmd += [src, "-o", out]
+        cmd += ["-L" + d for d in libs] + ["-Wl,-rpath," + d for d in libs]
+        cmd += ["-ltorch_cpu", "-lc10", "-ldl"]
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        print("strobe: building strobe._torch_observer against torch %s" % torch.__version__,
+              file=sys.stderr)
+        try:
+            subprocess.run(cmd, check=True)
+        except (OSError, subprocess.CalledProcessError) as e:
+            print("strobe: strobe._torch_observer could not be built (%s); the package builds "
+                  "without it" % e, file=sys.stderr)
 
 
 cupti = cupti_include()

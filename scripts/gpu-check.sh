@@ -16,6 +16,12 @@
 #   8. zero code (tests/gpu/zero_code.sh): strobe record on a CUDA program that never calls
 #      strobe (cudart static, NVTX ranges): its kernels, copies, memset, launches and NVTX ranges
 #      in the trace, and the launch cost next to a bare CUPTI client's
+#   9. torch (where python3 imports torch with CUDA): the Python package with its torch observer,
+#      then tests/gpu/torch_check.py: one workload under torch.profiler and strobe.profiler,
+#      op names and counts equal, per-op self device time within 5%, every kernel linked
+#  10. zero code on torch: strobe record --torch --activities cpu,cuda of the same workload;
+#      then with --capture-range cuda-profiler-api (torch.cuda.profiler.start/stop); then a
+#      one-GPU torch.distributed job on NCCL (tests/gpu/torch_nccl.py): the NCCL plugin's events
 #
 # Options: --build-only  do step 2 only (works without a GPU: checks that everything compiles)
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc); CUDA_ARCH_FLAGS
@@ -111,7 +117,10 @@ fi
 step "build strobe (Release) into $build"
 mkdir -p "$build"
 log=$build/gpu-check-cmake.log
-if ! { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$log" 2>&1 &&
+# A pip-installed torch: its CMake config, so that the torch observer (libstrobe_torch.so) is built.
+torch_prefix=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
+if ! { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+         ${torch_prefix:+-DCMAKE_PREFIX_PATH="$torch_prefix"} >"$log" 2>&1 &&
        cmake --build "$build" -j"$(nproc)" >>"$log" 2>&1; }; then
   tail -n 40 "$log"
   echo "FAIL: the strobe build failed (log: $log)"
@@ -225,6 +234,68 @@ fi
 step "zero code: tests/gpu/zero_code.sh (strobe record --activities cpu,cuda)"
 STROBE_GPU_LAUNCHES=$launches "$root/tests/gpu/zero_code.sh" "$build" "$out/zero-code" ||
   fail "zero-code pass (strobe record)"
+
+# ---- 9. torch: strobe.profiler beside torch.profiler on CUDA ------------------------------------
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  step "torch: the Python package with its observer (pip --target $out/py)"
+  rm -rf "$out/py"
+  if python3 -m pip install -q --no-build-isolation --no-index --target "$out/py" "$root/python" \
+       >"$out/pip.log" 2>&1 && ls "$out"/py/strobe/_torch_observer*.so >/dev/null 2>&1; then
+    step "torch: tests/gpu/torch_check.py (torch.profiler and strobe.profiler, CUDA)"
+    PYTHONPATH=$out/py python3 "$root/tests/gpu/torch_check.py" "$out/torch" || fail "torch_check.py"
+    if [ -x "$validators" ]; then
+      "$validators" "$out/torch/strobe.json" --strict || fail "check_all.sh --strict strobe.json"
+    fi
+  else
+    tail -n 20 "$out/pip.log"
+    fail "the Python package or its torch observer did not build (log: $out/pip.log)"
+  fi
+
+  # ---- 10. Zero code on torch ----------------------------------------------------------------------
+  if [ -e "$build/libstrobe_torch.so" ]; then
+    step "torch: strobe record --torch --activities cpu,cuda"
+    t=$out/torch-record.json
+    "$build/strobe" record --torch --activities cpu,cuda -o "$t" -- \
+      python3 "$root/tests/gpu/torch_check.py" "$out/torch" --workload-only &&
+      python3 "$root/tests/gpu/torch_check.py" --check-trace "$t" || fail "strobe record --torch"
+    "$build/strobe" summary "$t" -n 15 || fail "strobe summary $t"
+    step "torch: strobe record --torch --capture-range cuda-profiler-api"
+    t=$out/torch-capture.json
+    "$build/strobe" record --torch --activities cpu,cuda --capture-range cuda-profiler-api \
+      -o "$t" -- python3 "$root/tests/gpu/torch_check.py" "$out/torch" --workload-only \
+      --capture-range &&
+      python3 "$root/tests/gpu/torch_check.py" --check-trace "$t" --ranges 4 ||
+      fail "strobe record --torch --capture-range cuda-profiler-api"
+    step "torch: a one-GPU torch.distributed job on NCCL under strobe record (the NCCL plugin)"
+    t=$out/torch-nccl.json
+    "$build/strobe" record --torch --activities cpu,cuda -o "$t" -- \
+      python3 "$root/tests/gpu/torch_nccl.py"
+    rc=$?
+    if [ $rc -eq 77 ]; then
+      echo "skipped: no NCCL in this torch"
+    elif [ $rc -ne 0 ]; then
+      fail "torch_nccl.py under strobe record (exit $rc)"
+    else
+      python3 - "$t" <<'PY' || fail "no NCCL plugin events (nccl:all_reduce) in $t"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+n = sum(1 for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and
+        str(e.get("name", "")).startswith("nccl:all_reduce"))
+print("nccl:all_reduce events: %d; distributedInfo: %s" % (n, doc.get("distributedInfo")))
+sys.exit(0 if n >= 5 else 1)
+PY
+    fi
+    for f in "$out/torch-record.json" "$out/torch-capture.json" "$t"; do
+      [ -x "$validators" ] && [ -s "$f" ] && { "$validators" "$f" --strict >/dev/null 2>&1 ||
+        fail "check_all.sh --strict $f"; }
+    done
+  else
+    fail "torch imports with CUDA, but $build/libstrobe_torch.so was not built (torch's CMake config: $torch_prefix)"
+  fi
+else
+  step "torch"
+  echo "skipped: python3 does not import torch with a CUDA device"
+fi
 
 # ---- Summary -----------------------------------------------------------------------------------
 step "summary"

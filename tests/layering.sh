@@ -1,13 +1,14 @@
 #!/bin/sh
-# layering.sh: checks every #include "..." under include/strobe/, src/ and cli/ against the
-# dependency rule in tests/layers.txt, and that README.md shows the same rule. Each violation is
-# reported as FILE:LINE with the include and the reason; the test fails if there is any.
+# layering.sh: checks every #include "..." under include/strobe/, src/ and cli/ (C, and the torch
+# observer's C++) against the dependency rule in tests/layers.txt, and that README.md shows the
+# same rule. Each violation is reported as FILE:LINE with the include and the reason; the test
+# fails if there is any.
 # Usage: layering.sh SOURCE_DIR [LAYERS_FILE]
 set -u
 root=$1
 layers=${2:-tests/layers.txt}
 cd "$root" || exit 1
-files=$(find include/strobe src cli -name '*.[ch]' | sort)
+files=$(find include/strobe src cli -name '*.[ch]' -o -name '*.cpp' | sort)
 headers=$(find include src cli -name '*.h' | sort)
 
 # One pass: the rule file first, then the list of headers that exist, then the sources.

@@ -90,7 +90,8 @@ static inline void strobe_range_inputs(const strobe_input *inputs, int n) {
 }
 
 /* Sets the FLOP count of the calling thread's innermost open range ("flops"), when the session
- * counts FLOPs. */
+ * counts FLOPs. A negative count says the range has none: it gets no "flops", and none is
+ * computed from the inputs given after it. */
 static inline void strobe_range_flops(int64_t flops) {
     if (STROBE__UNLIKELY(STROBE__ACTIVE() & STROBE__ACTIVE_FLOPS)) strobe__range_flops(flops);
 }

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "core/hooks.h"
+#include "core/torch_api.h"
 #include "strobe/strobe.h"
 #include "trace/result_internal.h"
 #include "util/json_check.h"
@@ -956,6 +957,14 @@ static PyObject *mod_set_decorate(PyObject *m, PyObject *fn) {
     Py_RETURN_NONE;
 }
 
+/* The address of this extension's own strobe__torch_api table, which strobe.profiler hands to the
+ * torch observer (strobe/_torch.py): the observer then records into this copy of the core. */
+static PyObject *mod_torch_api(PyObject *m, PyObject *unused) {
+    (void)m;
+    (void)unused;
+    return PyLong_FromVoidPtr((void *)strobe__torch_api_get());
+}
+
 static PyMethodDef mod_methods[] = {
     {"start", (PyCFunction)(void (*)(void))mod_start, METH_VARARGS | METH_KEYWORDS,
      "Starts (or prepares) a session; RuntimeError when strobe cannot."},
@@ -972,6 +981,8 @@ static PyMethodDef mod_methods[] = {
     {"_set_decorate", mod_set_decorate, METH_O, "Internal: record_function's decorator helper."},
     {"_thread_hook", (PyCFunction)(void (*)(void))thread_hook, METH_FASTCALL,
      "Internal: installs the with_stack hook in a new thread."},
+    {"_torch_api", mod_torch_api, METH_NOARGS,
+     "Internal: the address of this copy's table for the torch observer."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT,

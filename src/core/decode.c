@@ -129,7 +129,8 @@ static int arg_i64(strobe__decoder *d, const char *key, int64_t v, int replace) 
     return d->ops->arg(d->ctx, key, num, (size_t)n, replace);
 }
 
-static int on_shapes(strobe__decoder *d, const char *top, const uint64_t *w) {
+static int on_shapes(strobe__decoder *d, strobe__dec_thread *t, const char *top, size_t depth,
+                     const uint64_t *w) {
     const strobe_config *cfg = &d->s->cfg;
     uint32_t count = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
     if (count > STROBE_MAX_INPUTS) return 0;
@@ -145,8 +146,9 @@ static int on_shapes(strobe__decoder *d, const char *top, const uint64_t *w) {
             rc = d->ops->arg(d->ctx, STROBE_KINETO_ARG_CONCRETE_INPUTS, d->concrete.s,
                              d->concrete.len, 1);
     }
-    if (rc == 0 && cfg->with_flops) {
-        /* Computed FLOPs never replace a count the program gave. */
+    if (rc == 0 && cfg->with_flops && t->noflops_depth != depth) {
+        /* Computed FLOPs never replace a count the program gave, nor a range that was said to
+         * have none. */
         int64_t f = strobe_flops_from_inputs(top, d->inputs, (int)count);
         if (f >= 0) rc = arg_i64(d, "flops", f, 0);
     }
@@ -401,6 +403,7 @@ int strobe__decode(strobe__decoder *d, strobe__dec_thread *t, const char *p, siz
             e.ext = t->pend_ext;
             e.user = t->pend_user;
             t->pend_ext = t->pend_user = 0;
+            t->noflops_depth = 0;
             rc = ops->begin(d->ctx, &e);
             /* A new range forgets the counters read at the begin of the last one at its depth. */
             size_t depth = 0;
@@ -471,9 +474,15 @@ int strobe__decode(strobe__decoder *d, strobe__dec_thread *t, const char *p, siz
             if (top == NULL) {
                 d->orphan_details++;
             } else if (kind == STROBE__REC_SHAPES) {
-                rc = on_shapes(d, top, w);
+                rc = on_shapes(d, t, top, depth, w);
             } else if (kind == STROBE__REC_FLOPS) {
-                if (d->s->cfg.with_flops) rc = arg_i64(d, "flops", (int64_t)w[1], 1);
+                /* A negative count: the range has none (the torch observer says so of the ops
+                 * torch does not count), and none is computed from its inputs. */
+                if ((int64_t)w[1] < 0) {
+                    t->noflops_depth = depth;
+                } else if (d->s->cfg.with_flops) {
+                    rc = arg_i64(d, "flops", (int64_t)w[1], 1);
+                }
             } else if (kind == STROBE__REC_STACK) {
                 uint32_t n = (uint32_t)(STROBE__REC_TS(w[0]) & 0xff);
                 if (n) rc = ops->stack(d->ctx, w + 1, n);

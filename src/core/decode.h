@@ -104,6 +104,9 @@ typedef struct strobe__dec_thread {
     int64_t prev; /* the last time given out; INT64_MIN before the first */
     uint64_t pend_ext, pend_user;
     int pend_ptype; /* a payload for the next begin or instant (hooks.h's types); 0: none */
+    /* The depth of the open range that was given a negative FLOP count (no FLOPs: none are
+     * computed from its inputs either); 0: none. */
+    size_t noflops_depth;
     uint64_t pend_pbits;
     const char
         *pend_args; /* an ARGS record's pairs for the next begin (in the chunk); NULL: none */

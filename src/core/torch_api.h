@@ -21,8 +21,8 @@ extern "C" {
 #define STROBE__TORCH_API_VERSION 1u
 
 typedef struct strobe__torch_api {
-    uint32_t version; /* STROBE__TORCH_API_VERSION of the copy that filled it */
-    uint32_t size;    /* sizeof(strobe__torch_api) of that copy */
+    uint32_t version;  /* STROBE__TORCH_API_VERSION of the copy that filled it */
+    uint32_t size;     /* sizeof(strobe__torch_api) of that copy */
     const int *active; /* that copy's strobe__active (read relaxed: the gate) */
     void (*begin_site)(const strobe_site *site);
     void (*begin_name)(const char *name, int scope);

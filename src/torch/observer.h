@@ -13,10 +13,10 @@ extern "C" {
 #endif
 
 /* What the observer records beside each operator's range (flags of strobe_torch_observer_on). */
-#define STROBE_TORCH_SHAPES 0x1u  /* record_shapes: "Input Dims", "Input type", "Concrete Inputs" */
-#define STROBE_TORCH_MEMORY 0x2u  /* profile_memory: torch's memory reports as [memory] events */
-#define STROBE_TORCH_STACK 0x4u   /* with_stack: each op's Python "Call stack" (torch's own walk) */
-#define STROBE_TORCH_FLOPS 0x8u   /* with_flops: torch's FLOP formulas ("flops") */
+#define STROBE_TORCH_SHAPES 0x1u   /* record_shapes: "Input Dims", "Input type", ... */
+#define STROBE_TORCH_MEMORY 0x2u   /* profile_memory: torch's memory reports, [memory] events */
+#define STROBE_TORCH_STACK 0x4u    /* with_stack: each op's Python "Call stack" */
+#define STROBE_TORCH_FLOPS 0x8u    /* with_flops: torch's FLOP formulas ("flops") */
 #define STROBE_TORCH_MODULES 0x10u /* with_modules */
 
 /* Registers the global callback (once; a second call changes the flags) and records each

@@ -1,0 +1,593 @@
+/* observer.cpp: the torch observer (see observer.h), a thin adapter between torch's
+ * RecordFunction callbacks and strobe's hot path, which it reaches only through a
+ * strobe__torch_api table (core/torch_api.h).
+ *
+ * The arg names and formats are torch's own: torch/csrc/profiler/util.cpp (input shapes and
+ * types, FLOP formulas), torch/csrc/autograd/profiler_kineto.cpp ("Sequence number", "Fwd
+ * thread id", "Call stack") and c10/core/Allocator.h (memory reports).
+ *
+ * Rules of the per-op path (on_enter, on_exit): no allocation once a thread's caches are warm,
+ * no lock, no exception out of a callback.
+ *
+ * Contents: 1. state and warnings, 2. interned sites, 3. inputs and FLOPs, 4. the Python stack,
+ * 5. memory reports, 6. the callbacks, 7. the C entry points. */
+#include "torch/observer.h"
+
+#include <ATen/record_function.h>
+#include <ATen/core/ivalue.h>
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/jit/frontend/tracer.h>
+#include <torch/version.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <dlfcn.h>
+
+#include "strobe/error.h"
+#include "strobe/result.h"
+
+namespace {
+
+/* ---- 1. state and warnings ------------------------------------------------------------------ */
+
+/* The table records go through and the flags of strobe_torch_observer_on(); read relaxed on the
+ * per-op path. */
+std::atomic<const strobe__torch_api *> g_api{nullptr};
+std::atomic<unsigned> g_flags{0};
+
+std::mutex g_lock; /* guards everything below */
+bool g_registered = false;
+at::CallbackHandle g_handle = 0;
+bool g_floor_registered = false;
+at::CallbackHandle g_floor_handle = 0;
+std::mutex g_warn_lock; /* guards the two below: taken on the per-op path, never with g_lock */
+std::deque<std::string> g_warnings; /* not yet returned by strobe_torch_observer_warning() */
+std::string g_warning_out;          /* the last one returned (valid until the next call) */
+/* Ops that could not be recorded because a thread's nesting ran past kMaxDepth. */
+std::atomic<uint64_t> g_too_deep{0};
+
+void warn_once(const char *msg) {
+    static std::vector<std::string> said;
+    std::lock_guard<std::mutex> g(g_warn_lock);
+    for (const auto &s : said)
+        if (s == msg) return;
+    said.emplace_back(msg);
+    g_warnings.emplace_back(msg);
+}
+
+inline bool recording(const strobe__torch_api *api) {
+    return (__atomic_load_n(api->active, __ATOMIC_RELAXED) & STROBE__ACTIVE_RECORDING) != 0;
+}
+
+/* ---- 2. interned sites -------------------------------------------------------------------- */
+
+/* A FUNCTION-scope op named by the dispatcher's schema has a name that lives as long as the
+ * operator's registration: its pointer is a stable key. Each such name gets one strobe_site,
+ * never freed (sites must outlive the sessions that recorded them). A per-thread direct-mapped
+ * cache keyed by the pointer sits in front of the global map. */
+constexpr size_t kCacheSlots = 512;
+constexpr int kMaxDepth = 512;
+
+struct op_site;
+struct cache_slot {
+    const char *key;
+    const op_site *site;
+};
+
+/* Per-thread state; trivially constructible, so that its thread_local costs no guard. */
+struct thread_state {
+    cache_slot cache[kCacheSlots];
+    /* The handles of this thread's recorded ops still open, innermost last: an exit ends a range
+     * only when it is the op that began it (torch calls exit for every op, recorded or not). */
+    uint64_t open[kMaxDepth];
+    int depth;
+    /* 1 once this thread has been warned about torch.profiler's memory reporter. */
+    int mem_blocked;
+};
+thread_local thread_state t_state;
+
+struct op_site;
+const op_site *intern_site(const char *name);
+
+/* The site of a FUNCTION-scope op whose name comes from its schema, or NULL (the name may be a
+ * temporary: copy it). */
+const op_site *function_site(thread_state &ts, const at::RecordFunction &fn, const char *name) {
+    size_t slot = (reinterpret_cast<uintptr_t>(name) >> 3) & (kCacheSlots - 1);
+    cache_slot &c = ts.cache[slot];
+    if (c.key == name) return c.site;
+    /* A miss: only a name that belongs to a registered operator's schema is stable. */
+    if (!fn.operator_name().has_value()) return nullptr;
+    const op_site *s = intern_site(name);
+    c.key = name;
+    c.site = s;
+    return s;
+}
+
+int strobe_scope(at::RecordScope scope) {
+    switch (scope) {
+    case at::RecordScope::FUNCTION:
+        return STROBE_RECORD_SCOPE_FUNCTION;
+    case at::RecordScope::BACKWARD_FUNCTION:
+        return STROBE_RECORD_SCOPE_BACKWARD_FUNCTION;
+    case at::RecordScope::TORCHSCRIPT_FUNCTION:
+        return STROBE_RECORD_SCOPE_TORCHSCRIPT_FUNCTION;
+    case at::RecordScope::USER_SCOPE:
+        return STROBE_RECORD_SCOPE_USER_SCOPE;
+    default:
+        return STROBE_RECORD_SCOPE_USER_SCOPE;
+    }
+}
+
+/* ---- 3. inputs and FLOPs --------------------------------------------------------------------- */
+
+/* Each value's name as torch writes it in "Input type" (a tensor's dtype: "float", "c10::Half",
+ * ...), copied once: TypeMeta's names are views that need not end with a NUL. */
+constexpr int kNumTypes = static_cast<int>(c10::ScalarType::NumOptions);
+char g_dtype_names[kNumTypes][48];
+
+void fill_dtype_names() {
+    for (int i = 0; i < kNumTypes; i++) {
+        try {
+            auto name = c10::scalarTypeToTypeMeta(static_cast<c10::ScalarType>(i)).name();
+            size_t n = std::min(name.size(), sizeof g_dtype_names[i] - 1);
+            memcpy(g_dtype_names[i], name.data(), n);
+            g_dtype_names[i][n] = '\0';
+        } catch (...) {
+            g_dtype_names[i][0] = '\0';
+        }
+    }
+}
+
+/* What torch's formulas count (torch/csrc/profiler/util.cpp, computeFlops): these ops only. */
+enum flop_kind {
+    FLOP_NONE = 0,
+    FLOP_MM,
+    FLOP_ADDMM,
+    FLOP_BMM,
+    FLOP_BADDBMM,
+    FLOP_CONV2D,
+    FLOP_MUL,
+    FLOP_ADD
+};
+
+flop_kind flop_kind_of(const char *name) {
+    static const struct {
+        const char *name;
+        flop_kind kind;
+    } table[] = {{"aten::mm", FLOP_MM},         {"aten::addmm", FLOP_ADDMM},
+                 {"aten::bmm", FLOP_BMM},       {"aten::baddbmm", FLOP_BADDBMM},
+                 {"aten::conv2d", FLOP_CONV2D}, {"aten::mul", FLOP_MUL},
+                 {"aten::add", FLOP_ADD}};
+    for (const auto &t : table)
+        if (strcmp(name, t.name) == 0) return t.kind;
+    return FLOP_NONE;
+}
+
+/* An interned op: its site (first member: the core sees a strobe_site) and what torch counts of
+ * it. */
+struct op_site {
+    strobe_site site;
+    flop_kind flops;
+};
+
+const op_site *intern_site(const char *name) {
+    static auto *m = new std::unordered_map<const char *, const op_site *>();
+    std::lock_guard<std::mutex> g(g_lock);
+    auto it = m->find(name);
+    if (it != m->end()) return it->second;
+    auto *s = new op_site{{name, "torch", 0, STROBE_RECORD_SCOPE_FUNCTION}, flop_kind_of(name)};
+    m->emplace(name, s);
+    return s;
+}
+
+bool tensor_sizes(const c10::IValue &v, c10::IntArrayRef &out) {
+    if (!v.isTensor()) return false;
+    const at::Tensor &t = v.toTensor();
+    if (!t.defined()) return false;
+    out = t.sizes();
+    return true;
+}
+
+int64_t numel_of(c10::IntArrayRef s) {
+    int64_t n = 1;
+    for (int64_t d : s)
+        n *= d;
+    return n;
+}
+
+/* An int list input (stride, padding, dilation), or empty. */
+std::vector<int64_t> int_list(const c10::IValue &v) {
+    if (v.isIntList()) return v.toIntVector();
+    if (v.isInt()) return {v.toInt()};
+    return {};
+}
+
+/* torch's FLOPs of one op from its inputs, or -1 when torch counts none (a shape that does not
+ * fit the formula included). */
+int64_t torch_flops(flop_kind kind, c10::ArrayRef<const c10::IValue> in) {
+    c10::IntArrayRef a, b;
+    switch (kind) {
+    case FLOP_MM:
+        if (in.size() < 2 || !tensor_sizes(in[0], a) || !tensor_sizes(in[1], b)) return -1;
+        if (a.size() != 2 || b.size() != 2) return -1;
+        return 2 * a[0] * a[1] * b[1];
+    case FLOP_ADDMM:
+        if (in.size() < 3 || !tensor_sizes(in[1], a) || !tensor_sizes(in[2], b)) return -1;
+        if (a.size() != 2 || b.size() != 2) return -1;
+        return 2 * a[0] * a[1] * b[1];
+    case FLOP_BMM:
+        if (in.size() < 2 || !tensor_sizes(in[0], a) || !tensor_sizes(in[1], b)) return -1;
+        if (a.size() != 3 || b.size() != 3) return -1;
+        return 2 * a[0] * a[1] * a[2] * b[2];
+    case FLOP_BADDBMM:
+        if (in.size() < 3 || !tensor_sizes(in[1], a) || !tensor_sizes(in[2], b)) return -1;
+        if (a.size() != 3 || b.size() != 3) return -1;
+        return 2 * a[0] * a[1] * a[2] * b[2];
+    case FLOP_CONV2D: {
+        /* input, weight, bias, stride, padding, dilation, groups. */
+        if (in.size() < 7 || !tensor_sizes(in[0], a) || !tensor_sizes(in[1], b)) return -1;
+        if (a.size() != 4 || b.size() != 4 || !in[6].isInt()) return -1;
+        std::vector<int64_t> stride = int_list(in[3]), pad = int_list(in[4]), dil = int_list(in[5]);
+        if (stride.size() != 2 || pad.size() != 2 || dil.size() != 2) return -1;
+        int64_t groups = in[6].toInt();
+        if (groups <= 0 || stride[0] <= 0 || stride[1] <= 0) return -1;
+        int64_t oh = (a[2] + 2 * pad[0] - dil[0] * (b[2] - 1) - 1) / stride[0] + 1;
+        int64_t ow = (a[3] + 2 * pad[1] - dil[1] * (b[3] - 1) - 1) / stride[1] + 1;
+        return 2 * a[0] * oh * ow * b[2] * b[3] * a[1] * b[0] / groups;
+    }
+    case FLOP_MUL:
+    case FLOP_ADD:
+        /* One per element of the first input. */
+        if (in.empty() || !tensor_sizes(in[0], a)) return -1;
+        return numel_of(a);
+    default:
+        return -1;
+    }
+}
+
+/* fn.inputs() as strobe_inputs, as torch writes them: a tensor's sizes and dtype name; scalars
+ * with their value and type "Scalar"; lists by their kind ("ScalarList", "TensorList", ...)
+ * with no dims; undefined tensors, None and other values with no dims and type "". The dims
+ * point into the tensors, which outlive the call. */
+int map_inputs(c10::ArrayRef<const c10::IValue> in, strobe_input *out) {
+    int n = 0;
+    for (const c10::IValue &v : in) {
+        if (n == STROBE_MAX_INPUTS) break;
+        strobe_input &x = out[n++];
+        x = strobe_input{};
+        x.kind = STROBE_INPUT_NONE;
+        if (v.isTensor()) {
+            const at::Tensor &t = v.toTensor();
+            if (!t.defined()) continue;
+            x.kind = STROBE_INPUT_TENSOR;
+            x.dims = t.sizes().data();
+            x.ndims = static_cast<int>(t.dim());
+            int st = static_cast<int>(t.scalar_type());
+            x.dtype = st >= 0 && st < kNumTypes ? g_dtype_names[st] : "";
+        } else if (v.isInt()) {
+            x.kind = STROBE_INPUT_INT;
+            x.int_value = v.toInt();
+            x.dtype = "Scalar";
+        } else if (v.isDouble()) {
+            x.kind = STROBE_INPUT_DOUBLE;
+            x.double_value = v.toDouble();
+            x.dtype = "Scalar";
+        } else if (v.isBool()) {
+            x.kind = STROBE_INPUT_BOOL;
+            x.int_value = v.toBool() ? 1 : 0;
+            x.dtype = "Scalar";
+        } else if (v.isTensorList()) {
+            x.dtype = "TensorList";
+        } else if (v.isIntList() || v.isDoubleList() || v.isBoolList()) {
+            x.dtype = "ScalarList";
+        } else if (v.isList()) {
+            x.dtype = "GenericList";
+        }
+    }
+    return n;
+}
+
+/* ---- 4. the Python stack ----------------------------------------------------------------------
+ */
+
+void put_json_escaped(std::string &out, const std::string &s) {
+    for (char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char esc[8];
+            snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(c));
+            out += esc;
+        } else {
+            out += c;
+        }
+    }
+}
+
+/* "Call stack": the op's Python frames from torch's own walk (torch::jit::tracer), each
+ * "file(line): function" (torch/csrc/profiler/util.cpp), joined by ";", as one JSON string. */
+void record_stack(const strobe__torch_api *api) {
+    std::vector<torch::jit::StackEntry> cs = torch::jit::tracer::pythonCallstack();
+    std::string json = "\"";
+    bool first = true;
+    for (const auto &e : cs) {
+        const auto &src = e.range.source();
+        if (!src || !src->filename()) continue;
+        size_t line = src->starting_line_no() + src->lineno_for_offset(e.range.start());
+        if (!first) json += ';';
+        first = false;
+        put_json_escaped(json, *src->filename());
+        json += '(' + std::to_string(line) + "): ";
+        put_json_escaped(json, e.filename);
+    }
+    if (first) return; /* no Python frame (an op from C++): torch writes none either */
+    json += '"';
+    if (json.size() > 4000) return; /* the core keeps JSON values up to 4096 bytes */
+    api->range_arg("Call stack", json.c_str());
+}
+
+/* ---- 5. memory reports ---------------------------------------------------------------------- */
+
+/* torch's allocators report each allocation and free to the MemoryReportingInfoBase that
+ * ThreadLocalDebugInfo holds as PROFILER_STATE on the allocating thread (c10/core/Allocator.h),
+ * asking memoryProfilingEnabled() first. One instance, never freed: threads keep it on their
+ * debug-info stacks. */
+struct mem_reporter final : public c10::MemoryReportingInfoBase {
+#if TORCH_VERSION_MAJOR >= 2
+    using total_t = size_t;
+#else
+    using total_t = int64_t;
+#endif
+    void reportMemoryUsage(void *ptr, int64_t alloc_size, total_t total_allocated,
+                           total_t total_reserved, c10::Device device) override {
+        const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
+        if (api == nullptr || !on()) return;
+        int32_t dev;
+        if (device.type() == c10::DeviceType::CPU) {
+            dev = STROBE_DEVICE_CPU_ID;
+        } else if (device.type() == c10::DeviceType::CUDA) {
+            dev = STROBE_DEVICE(STROBE_DEVICE_CUDA, device.index());
+        } else {
+            warn_once("torch reported memory of a device strobe does not name: not recorded");
+            return;
+        }
+        api->memory(dev, ptr, alloc_size, static_cast<int64_t>(total_allocated),
+                    static_cast<int64_t>(total_reserved));
+    }
+    bool memoryProfilingEnabled() const override {
+        return on();
+    }
+
+    static bool on() {
+        const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
+        if (api == nullptr || !(g_flags.load(std::memory_order_relaxed) & STROBE_TORCH_MEMORY))
+            return false;
+        int a = __atomic_load_n(api->active, __ATOMIC_RELAXED);
+        return (a & STROBE__ACTIVE_RECORDING) && (a & STROBE__ACTIVE_MEMORY);
+    }
+};
+
+std::shared_ptr<mem_reporter> &reporter() {
+    static auto *r = new std::shared_ptr<mem_reporter>(std::make_shared<mem_reporter>());
+    return *r;
+}
+
+/* Makes the calling thread report its memory to strobe: pushes the reporter unless it is on
+ * top already. Never on top of torch.profiler's own state, whose disable pops PROFILER_STATE
+ * and takes it for its own type: that thread's memory stays torch.profiler's, with a warning. */
+void ensure_reporter(thread_state &ts) {
+    c10::DebugInfoBase *cur = c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE);
+    if (cur == reporter().get()) return;
+    if (cur != nullptr) {
+        if (!ts.mem_blocked) {
+            ts.mem_blocked = 1;
+            warn_once("torch.profiler holds torch's memory reports on this thread: strobe records "
+                      "no memory events there");
+        }
+        return;
+    }
+    c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, reporter());
+}
+
+/* ---- 6. the callbacks -------------------------------------------------------------------------
+ */
+
+void record_ids(const strobe__torch_api *api, const at::RecordFunction &fn) {
+    /* profiler_kineto.cpp: "Record function id" on every op; "Sequence number" and "Fwd thread
+     * id" on those with a sequence number (ops that autograd records, and backward nodes, whose
+     * Fwd thread id is RecordFunction's number of the forward thread, 0 on forward ops). */
+    char num[32];
+    snprintf(num, sizeof num, "%" PRIu64, static_cast<uint64_t>(fn.handle()));
+    api->range_arg("Record function id", num);
+    if (fn.seqNr() >= 0) {
+        snprintf(num, sizeof num, "%" PRId64, fn.seqNr());
+        api->range_arg("Sequence number", num);
+        snprintf(num, sizeof num, "%" PRIu64, fn.forwardThreadId());
+        api->range_arg("Fwd thread id", num);
+    }
+}
+
+/* The details of a recorded op beside its range, as the flags ask. */
+void record_details(const strobe__torch_api *api, const at::RecordFunction &fn, const op_site *site,
+                    unsigned flags) {
+    if ((flags & (STROBE_TORCH_SHAPES | STROBE_TORCH_FLOPS)) && fn.needsInputs()) {
+        c10::ArrayRef<const c10::IValue> in = fn.inputs();
+        if (flags & STROBE_TORCH_FLOPS) {
+            /* First, so that a count the core would compute from the inputs for an op torch
+             * does not count is not made (-1: none). */
+            int64_t f =
+                site != nullptr && site->flops != FLOP_NONE ? torch_flops(site->flops, in) : -1;
+            api->range_flops(f);
+        }
+        if (flags & STROBE_TORCH_SHAPES) {
+            strobe_input inputs[STROBE_MAX_INPUTS];
+            int n = map_inputs(in, inputs);
+            if (n > 0) api->range_inputs(inputs, n);
+        }
+    }
+    if ((flags & STROBE_TORCH_STACK) && fn.scope() != at::RecordScope::BACKWARD_FUNCTION)
+        record_stack(api);
+}
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction &fn) {
+    const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
+    if (api == nullptr || !recording(api)) return nullptr;
+    thread_state &ts = t_state;
+    if (ts.depth >= kMaxDepth) {
+        g_too_deep.fetch_add(1, std::memory_order_relaxed);
+        return nullptr;
+    }
+    try {
+        unsigned flags = g_flags.load(std::memory_order_relaxed);
+        if (flags & STROBE_TORCH_MEMORY) ensure_reporter(ts);
+        const char *name = fn.name();
+        if (name == nullptr) name = "(null)";
+        at::RecordScope scope = fn.scope();
+        const op_site *site = nullptr;
+        if (scope == at::RecordScope::FUNCTION) site = function_site(ts, fn, name);
+        if (site != nullptr)
+            api->begin_site(&site->site);
+        else
+            api->begin_name(name, strobe_scope(scope));
+        ts.open[ts.depth++] = fn.handle();
+        record_ids(api, fn);
+        if (flags & (STROBE_TORCH_SHAPES | STROBE_TORCH_FLOPS | STROBE_TORCH_STACK))
+            record_details(api, fn, site, flags);
+    } catch (...) {
+        /* Nothing leaves a callback into torch. */
+    }
+    return nullptr;
+}
+
+void on_exit(const at::RecordFunction &fn, at::ObserverContext *) {
+    thread_state &ts = t_state;
+    if (ts.depth == 0 || ts.open[ts.depth - 1] != fn.handle()) return;
+    ts.depth--;
+    const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
+    if (api != nullptr) api->end();
+}
+
+/* The floor: callbacks that do nothing, as cheap as torch allows. */
+std::unique_ptr<at::ObserverContext> floor_enter(const at::RecordFunction &) {
+    return nullptr;
+}
+void floor_exit(const at::RecordFunction &, at::ObserverContext *) {}
+
+const std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> &observed_scopes() {
+    static const std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> s{
+        at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE,
+        at::RecordScope::TORCHSCRIPT_FUNCTION};
+    return s;
+}
+
+const strobe__torch_api *find_libstrobe_api() {
+    using get_fn = const strobe__torch_api *(*)();
+    void *sym = dlsym(RTLD_DEFAULT, "strobe__torch_api_get");
+    if (sym == nullptr) return nullptr;
+    get_fn get = reinterpret_cast<get_fn>(sym);
+    return get();
+}
+
+} // namespace
+
+/* ---- 7. the C entry points ------------------------------------------------------------------ */
+
+extern "C" {
+
+int strobe_torch_observer_on(const strobe__torch_api *api, unsigned flags) {
+    if (api == nullptr) api = find_libstrobe_api();
+    if (api == nullptr) return STROBE_ENOTSUP;
+    if (api->version < 1 || api->size < sizeof(strobe__torch_api) - 0) return STROBE_ENOTSUP;
+    try {
+        std::lock_guard<std::mutex> g(g_lock);
+        static bool names_filled = false;
+        if (!names_filled) {
+            fill_dtype_names();
+            names_filled = true;
+        }
+        g_api.store(api, std::memory_order_release);
+        unsigned old = g_flags.exchange(flags);
+        bool inputs = (flags & (STROBE_TORCH_SHAPES | STROBE_TORCH_FLOPS)) != 0;
+        bool old_inputs = (old & (STROBE_TORCH_SHAPES | STROBE_TORCH_FLOPS)) != 0;
+        if (g_registered && inputs != old_inputs) {
+            at::removeCallback(g_handle);
+            g_registered = false;
+        }
+        if (!g_registered) {
+            g_handle = at::addGlobalCallback(at::RecordFunctionCallback(on_enter, on_exit)
+                                                 .needsInputs(inputs)
+                                                 .needsIds(true)
+                                                 .scopes(observed_scopes()));
+            g_registered = true;
+        }
+    } catch (...) {
+        return STROBE_EINVAL;
+    }
+    /* The calling thread reports its memory from now on; other threads on their first op. */
+    try {
+        if (flags & STROBE_TORCH_MEMORY) ensure_reporter(t_state);
+    } catch (...) {
+    }
+    return 0;
+}
+
+int strobe_torch_observer_off(void) {
+    try {
+        std::lock_guard<std::mutex> g(g_lock);
+        if (g_registered) at::removeCallback(g_handle);
+        g_registered = false;
+        g_flags.store(0);
+        uint64_t deep = g_too_deep.exchange(0);
+        if (deep) {
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "%" PRIu64 " torch ops nested deeper than %d were not recorded", deep,
+                     kMaxDepth);
+            std::lock_guard<std::mutex> w(g_warn_lock);
+            g_warnings.emplace_back(msg);
+        }
+    } catch (...) {
+        return STROBE_EINVAL;
+    }
+    return 0;
+}
+
+const char *strobe_torch_observer_warning(void) {
+    std::lock_guard<std::mutex> g(g_warn_lock);
+    if (g_warnings.empty()) return nullptr;
+    g_warning_out = g_warnings.front();
+    g_warnings.pop_front();
+    return g_warning_out.c_str();
+}
+
+int strobe_torch_observer_floor(int mode) {
+    if (mode < 0 || mode > 2) return STROBE_EINVAL;
+    try {
+        std::lock_guard<std::mutex> g(g_lock);
+        if (g_floor_registered) at::removeCallback(g_floor_handle);
+        g_floor_registered = false;
+        if (mode > 0) {
+            g_floor_handle =
+                at::addGlobalCallback(at::RecordFunctionCallback(floor_enter, floor_exit)
+                                          .needsInputs(mode == 2)
+                                          .scopes(observed_scopes()));
+            g_floor_registered = true;
+        }
+    } catch (...) {
+        return STROBE_EINVAL;
+    }
+    return 0;
+}
+
+} // extern "C"
