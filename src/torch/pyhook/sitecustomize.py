@@ -38,7 +38,9 @@ def _say(msg):
 
 
 def _prog():
-    argv = getattr(_sys, "argv", None) or [""]
+    # The name the record hook gives the process: the base name of the argv[0] it was started
+    # with (program_invocation_short_name), not the script's.
+    argv = getattr(_sys, "orig_argv", None) or [_sys.executable or "python"]
     return _os.path.basename(argv[0]) or "python"
 
 
