@@ -932,6 +932,12 @@ static int merge_parts(const rec_opts *o, const char *parts, long root, int64_t 
         if (rc == 0 && o->cuda && st.device_events == 0)
             fprintf(stderr, "strobe record: note: no CUDA activity was recorded (the program "
                             "used no GPU, or CUDA could not be traced here)\n");
+        if (rc == 0 && st.dropped)
+            fprintf(stderr,
+                    "strobe record: warning: %llu event(s) were dropped while recording: a "
+                    "process's record buffer was full (its part's writer fell behind the "
+                    "program); the trace holds the rest\n",
+                    (unsigned long long)st.dropped);
         if (rc == 0 && st.clipped)
             fprintf(stderr,
                     "strobe record: %llu slice(s) ended after the slice around them: ended "
