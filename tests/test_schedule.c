@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "core/hooks.h"
 #include "result_check.h"
 #include "strobe/strobe.h"
 
@@ -380,6 +381,44 @@ static void test_step_on_thread(void) {
     strobe_result_free(r);
 }
 
+/* Steps called inside a scope that encloses the whole loop (the Python functions around a
+ * training loop, with with_stack) nest inside that scope, on the calling thread's track: the
+ * same ranges are open at each step's begin and end, and none ends in between. */
+static void test_step_in_outer_scope(void) {
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    start_or_die(&cfg);
+    {
+        STROBE_SCOPE("loop");
+        strobe_step();
+        for (int i = 0; i < 3; i++) {
+            work(i);
+            strobe_step();
+        }
+        strobe__session_step_end(); /* as profile.stop() ends the open step */
+    }
+    strobe_result *r = stop_or_die();
+    CHECK_EQ(check_wellformed(r), 0);
+    const strobe_event *ev = strobe_result_events(r);
+    size_t n = strobe_result_event_count(r), loop = STROBE_NO_EVENT;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(ev[i].name, "loop") == 0) loop = i;
+    REQUIRE(loop != STROBE_NO_EVENT);
+    int steps = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(ev[i].name, "ProfilerStep#", 13) != 0) continue;
+        CHECK_EQ(ev[i].parent, (uint32_t)loop);
+        CHECK_EQ(ev[i].depth, 1);
+        if (++steps == 4) continue; /* begun after the last work, ended by step_end: empty */
+        CHECK(ev[i].first_child != STROBE_NO_EVENT);
+        if (ev[i].first_child != STROBE_NO_EVENT)
+            CHECK_EQ(strncmp(ev[ev[i].first_child].name, "work ", 5), 0);
+    }
+    /* Three steps hold work; the fourth begins after the last and ends at step_end. */
+    CHECK_EQ(steps, 4);
+    strobe_result_free(r);
+}
+
 static void test_step_in_scope(void) {
     /* A plain session: every strobe_step() records its ProfilerStep#N range (as torch's
      * prof.step()): the first opens one, each next closes it and opens the following, stop closes
@@ -517,6 +556,7 @@ int main(void) {
     test_handler_threads();
     test_step_in_scope();
     test_step_on_thread();
+    test_step_in_outer_scope();
     test_config_strings_copied();
     uint64_t before = strobe_step_count();
     strobe_step();

@@ -432,6 +432,24 @@ static void test_names_owned_and_grouped(void) {
     strobe_summary_free(s);
 }
 
+/* Steps: torch's key_averages() counts every "ProfilerStep#N" as one "ProfilerStep*" row; a name
+ * that only begins like one ("ProfilerStep" without '#') keeps its own row. */
+static void test_steps_grouped(void) {
+    spec sp[] = {
+        RANGE("ProfilerStep#1", 0, 100, -1, 0),   RANGE("aten::mm", 10, 40, 0, 0),
+        RANGE("ProfilerStep#2", 100, 250, -1, 0), RANGE("aten::mm", 110, 140, 2, 0),
+        RANGE("ProfilerStep", 300, 310, -1, 0),
+    };
+    strobe_result *r = build(sp, 5);
+    strobe_summary *s = summarize(r, STROBE_SORT_CPU_TOTAL);
+    strobe_result_free(r);
+    CHECK_EQ(strobe_summary_row_count(s), 3);
+    CHECK_ROW(s, "ProfilerStep*", 2, 190, 250);
+    CHECK_ROW(s, "aten::mm", 2, 60, 60);
+    CHECK_ROW(s, "ProfilerStep", 1, 10, 10);
+    strobe_summary_free(s);
+}
+
 /* Enough names to make the name table grow several times, and enough events per name to
  * exercise the address cache: 5000 names op0..op4999, name i called (i % 3) + 1 times for 1 us
  * each, as separate roots. Every row must come out with its own count, and the rows sorted by
@@ -664,6 +682,7 @@ int main(void) {
     test_unfinished();
     test_ignored_kinds();
     test_names_owned_and_grouped();
+    test_steps_grouped();
     test_many_names();
     test_empty();
     test_time_formats();

@@ -403,12 +403,32 @@ static _Thread_local uint64_t hook_depth;
 static uint64_t session_gen; /* changes at each start; under the GIL */
 static int hook_on;          /* under the GIL */
 
+/* Code objects whose frames the hook does not record (strobe.profiler's step(), start() and
+ * stop(), through _hide_frames): ProfilerStep#N begins and ends inside them, and a range of
+ * their own would cross the step's boundary, so that the step could not nest on its thread's
+ * track. A few pointers compared on each call and return; references held for the process. */
+#define HIDDEN_MAX 8
+static PyObject *hidden_code[HIDDEN_MAX];
+static int hidden_count;
+
+static inline int code_hidden(PyCodeObject *code) {
+    for (int i = 0; i < hidden_count; i++)
+        if (hidden_code[i] == (PyObject *)code) return 1;
+    return 0;
+}
+
 static int py_hook(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
     (void)obj, (void)arg;
     if (!strobe_is_active()) return 0;
     if (hook_gen != session_gen) {
         hook_gen = session_gen;
         hook_depth = 0;
+    }
+    if (what == PyTrace_CALL || what == PyTrace_RETURN) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        int hidden = code_hidden(code);
+        Py_DECREF(code);
+        if (hidden) return 0;
     }
     if (what == PyTrace_CALL) {
         PyCodeObject *code = PyFrame_GetCode(frame);
@@ -444,7 +464,7 @@ static void hook_open_stack(void) {
     hook_depth = 0;
     for (int i = n - 1; i >= 0; i--) {
         PyCodeObject *code = PyFrame_GetCode(frames[i]);
-        strobe_site *site = code_site(code);
+        strobe_site *site = code_hidden(code) ? NULL : code_site(code);
         Py_DECREF(code);
         if (site != NULL) {
             strobe__begin_site(site);
@@ -494,6 +514,31 @@ static PyObject *thread_hook(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
     PyEval_SetProfile(hook_on ? py_hook : NULL, NULL);
     if (hook_on && PyFrame_Check(argv[0]) && PyUnicode_CompareWithASCIIString(argv[1], "call") == 0)
         py_hook(NULL, (PyFrameObject *)argv[0], PyTrace_CALL, NULL);
+    Py_RETURN_NONE;
+}
+
+/* _hide_frames(fn, ...): the hook records no frame of these functions' code. */
+static PyObject *hide_frames(PyObject *m, PyObject *const *argv, Py_ssize_t n) {
+    (void)m;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *code = PyObject_GetAttrString(argv[i], "__code__");
+        if (code == NULL) return NULL;
+        if (!PyCode_Check(code)) {
+            Py_DECREF(code);
+            PyErr_SetString(PyExc_TypeError, "_hide_frames: not a Python function");
+            return NULL;
+        }
+        if (code_hidden((PyCodeObject *)code)) {
+            Py_DECREF(code);
+            continue;
+        }
+        if (hidden_count == HIDDEN_MAX) {
+            Py_DECREF(code);
+            PyErr_SetString(PyExc_ValueError, "_hide_frames: too many functions");
+            return NULL;
+        }
+        hidden_code[hidden_count++] = code; /* the reference is kept */
+    }
     Py_RETURN_NONE;
 }
 
@@ -875,6 +920,13 @@ static PyObject *mod_step(PyObject *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* step_end(): the recording session's open ProfilerStep#N ends now (none begins). */
+static PyObject *mod_step_end(PyObject *m, PyObject *unused) {
+    (void)m, (void)unused;
+    strobe__session_step_end();
+    Py_RETURN_NONE;
+}
+
 static PyObject *mod_add_metadata_json(PyObject *m, PyObject *a) {
     (void)m;
     const char *key, *json;
@@ -973,12 +1025,15 @@ static PyMethodDef mod_methods[] = {
     {"is_running", mod_is_running, METH_NOARGS, "True while a session exists."},
     {"is_active", mod_is_active, METH_NOARGS, "True while a session records."},
     {"step", mod_step, METH_O, "ProfilerStep#N begins in the recording session."},
+    {"step_end", mod_step_end, METH_NOARGS, "The open ProfilerStep#N ends (none begins)."},
     {"add_metadata_json", mod_add_metadata_json, METH_VARARGS, "Metadata of the running session."},
     {"instant", mod_instant, METH_O, "Records an instant event."},
     {"version", mod_version, METH_NOARGS, "libstrobe's version."},
     {"load", mod_load, METH_O, "Reads a trace: (events, threads, metadata)."},
     {"cli", mod_cli, METH_O, "Runs the strobe command line with argv; returns its exit status."},
     {"_set_decorate", mod_set_decorate, METH_O, "Internal: record_function's decorator helper."},
+    {"_hide_frames", (PyCFunction)(void (*)(void))hide_frames, METH_FASTCALL,
+     "Internal: the with_stack hook records no frame of these functions."},
     {"_thread_hook", (PyCFunction)(void (*)(void))thread_hook, METH_FASTCALL,
      "Internal: installs the with_stack hook in a new thread."},
     {"_torch_api", mod_torch_api, METH_NOARGS,

@@ -12,9 +12,11 @@ import atexit
 import enum
 import functools
 import json
+import math
 import os
 import shutil
 import socket
+import sys
 import threading
 import time
 import warnings
@@ -42,6 +44,36 @@ class ProfilerAction(enum.Enum):
     WARMUP = 1
     RECORD = 2
     RECORD_AND_SAVE = 3
+
+
+def _activity(a) -> Optional[ProfilerActivity]:
+    """strobe's activity for `a`: one of ours, or torch's own ProfilerActivity value (matched
+    by name; one strobe does not trace, as XPU, warns and gives None)."""
+    if isinstance(a, ProfilerActivity):
+        return a
+    if type(a).__name__ == "ProfilerActivity" and isinstance(getattr(a, "name", None), str):
+        if a.name in ProfilerActivity.__members__:
+            return ProfilerActivity[a.name]
+        _warn_once("strobe.profiler: ProfilerActivity.%s is not traced by strobe: ignored"
+                   % a.name)
+        return None
+    raise TypeError("activities must hold ProfilerActivity values, not %s" % type(a).__name__)
+
+
+_warned = set()
+
+
+def _warn_once(msg: str) -> None:
+    """warnings.warn(msg), once per message in the process (a schedule's cycles would repeat
+    it)."""
+    if msg not in _warned:
+        _warned.add(msg)
+        # Attributed to the user's line that called into this module.
+        level, f = 2, sys._getframe(1)
+        while f is not None and f.f_code.co_filename == __file__:
+            f = f.f_back
+            level += 1
+        warnings.warn(msg, stacklevel=level)
 
 
 def supported_activities():
@@ -167,14 +199,15 @@ def _format_share(part_ns: int, total_ns: int) -> str:
 
 
 def _format_memory(nbytes: int) -> str:
+    # torch 2.x's units (torch/autograd/profiler_util.py; 1.13 wrote "b", "Kb", "Mb", "Gb").
     kb, mb, gb = 1024.0, 1024.0 * 1024.0, 1024.0 * 1024.0 * 1024.0
     if abs(nbytes) >= gb:
-        return "{:.2f} Gb".format(nbytes * 1.0 / gb)
+        return "{:.2f} GB".format(nbytes * 1.0 / gb)
     if abs(nbytes) >= mb:
-        return "{:.2f} Mb".format(nbytes * 1.0 / mb)
+        return "{:.2f} MB".format(nbytes * 1.0 / mb)
     if abs(nbytes) >= kb:
-        return "{:.2f} Kb".format(nbytes * 1.0 / kb)
-    return str(nbytes) + " b"
+        return "{:.2f} KB".format(nbytes * 1.0 / kb)
+    return str(nbytes) + " B"
 
 
 class Interval:
@@ -206,7 +239,8 @@ class FunctionEvent:
     """One event: a range (an operator, a user range, a kernel) or a memory event, with torch's
     attribute names. Times are microseconds (floats) as in torch; start_ns/end_ns keep strobe's
     integer nanoseconds since the epoch."""
-    __slots__ = ("id", "name", "category", "start_ns", "end_ns", "thread", "device_type",
+    __slots__ = ("id", "name", "trace_name", "category", "start_ns", "end_ns", "thread",
+                 "device_type",
                  "device_index", "correlation_id", "args", "cpu_parent", "cpu_children",
                  "kernels", "_self_ns", "_device_ns", "_self_device_ns", "cpu_memory_usage",
                  "self_cpu_memory_usage", "input_shapes", "stack", "flops", "scope",
@@ -215,7 +249,11 @@ class FunctionEvent:
     def __init__(self, id, name, category, start_ns, end_ns, thread, device_type, device_index,
                  correlation_id, args, scope):
         self.id = id
-        self.name = name
+        # torch's name (torch/autograd/profiler_util.py, _rewrite_name with_wildcard): every
+        # step is "ProfilerStep*", so that key_averages() gives the steps one row; trace_name
+        # keeps the step's own.
+        self.trace_name = name
+        self.name = "ProfilerStep*" if name.startswith("ProfilerStep#") else name
         self.category = category
         self.start_ns = start_ns
         self.end_ns = end_ns
@@ -243,10 +281,6 @@ class FunctionEvent:
 
     @property
     def key(self) -> str:
-        return self.name
-
-    @property
-    def trace_name(self) -> str:
         return self.name
 
     @property
@@ -428,10 +462,13 @@ class EventList(list):
     def self_cpu_time_total(self) -> float:
         return sum(e.self_cpu_time_total for e in self)
 
-    def key_averages(self, group_by_input_shape: bool = False,
-                     group_by_stack_n: int = 0) -> "EventList":
-        """Averages the events by key (name), and by input shapes and the top
-        group_by_stack_n frames of their Call stack when asked."""
+    def key_averages(self, group_by_input_shapes: bool = False, group_by_stack_n: int = 0,
+                     group_by_input_shape: Optional[bool] = None) -> "EventList":
+        """Averages the events by key (name), and by input shapes (their "Input Dims") and the
+        top group_by_stack_n frames of their Call stack when asked. group_by_input_shape is
+        profile.key_averages()'s spelling of group_by_input_shapes (torch's EventList's)."""
+        group_by_input_shape = bool(group_by_input_shapes if group_by_input_shape is None
+                                    else group_by_input_shape)
         if not isinstance(group_by_stack_n, int) or group_by_stack_n < 0:
             raise ValueError("group_by_stack_n must be a non-negative int")
         stats: Dict[Tuple, FunctionEventAvg] = {}
@@ -497,9 +534,12 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
     if len(events) == 0:
         return ""
     has_device = any(e.self_device_time_total > 0 or e.device_time_total > 0 for e in events)
-    has_mem = any(e.cpu_memory_usage != 0 for e in events)
-    has_shapes = getattr(events, "_group_by_input_shape", False) and any(
-        e.input_shapes for e in events)
+    # The columns torch's _build_table (torch/autograd/profiler_util.py) shows: memory with
+    # profile_memory, shapes where an entry has them (key_averages keeps them only when grouped
+    # by them), FLOPs in the unit of the smallest count.
+    has_mem = getattr(events, "_profile_memory", False) or any(
+        e.cpu_memory_usage != 0 for e in events)
+    has_shapes = any(e.input_shapes for e in events)
     has_stack = getattr(events, "_group_by_stack_n", 0) > 0 and any(e.stack for e in events)
     has_flops = any(e.flops > 0 for e in events)
     if sort_by is not None:
@@ -536,8 +576,13 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
                         max_src_column_width)
         headers.append("Source Location")
         widths.append(src_width)
+    flops_scale = 1.0
     if has_flops:
-        headers.append("Total MFLOPs")
+        units = ["FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"]
+        least = min(e.flops for e in events if e.flops > 0)
+        k = int(max(0.0, min(math.log10(least) / 3, float(len(units) - 1))))
+        flops_scale = 10.0 ** (-3 * k)
+        headers.append("Total " + units[k])
         widths.append(col)
 
     sep = "".join("-" * w + "  " for w in widths)
@@ -591,13 +636,52 @@ def _build_table(events, sort_by, row_limit, max_src_column_width, max_name_colu
                 src = "..." + src[len(src) - src_width + 3:]
             cells.append(src)
         if has_flops:
-            cells.append("{:.3f}".format(e.flops / 1e6) if e.flops > 0 else "--")
+            cells.append("{:8.3f}".format(e.flops * flops_scale) if e.flops > 0 else "--")
         out.append(row(cells))
     out.append(sep)
     out.append("Self CPU time total: " + _format_time(self_total_ns / 1000.0))
     if has_device:
         out.append("Self CUDA time total: " + _format_time(self_device_total))
     return "".join(s + "\n" for s in out)
+
+
+# Names torch leaves out of its events (torch/autograd/profiler_util.py, _filter_name): the
+# record_function helpers' own operators and a few utility ops; what they enclose belongs to
+# their parent.
+_FILTERED_NAMES = frozenset(("[OutOfMemory]", "profiler::_record_function_enter",
+                             "profiler::_record_function_enter_new",
+                             "profiler::_record_function_exit", "aten::is_leaf",
+                             "aten::output_nr", "aten::_version"))
+
+
+def _remove_dup_nodes(out: EventList) -> EventList:
+    """torch's EventList._remove_dup_nodes: an operator that is the only child of an operator
+    of the same name (a wrapper redispatching to itself) is one event, the parent; the child's
+    children and kernels move up."""
+    drop = set()
+    for ev in out:
+        par = ev.cpu_parent
+        while par is not None and id(par) in drop:
+            par = par.cpu_parent
+        if par is None or par.name != ev.name or len(par.cpu_children) != 1 or \
+                par.cpu_children[0] is not ev:
+            continue
+        drop.add(id(ev))
+        par.cpu_children = ev.cpu_children
+        par.kernels = ev.kernels
+        # The parent's self time is what the child's children leave of it.
+        par._self_ns += ev._self_ns
+        par.self_cpu_memory_usage += ev.self_cpu_memory_usage
+        par._self_device_ns += ev._self_device_ns
+        for ch in ev.cpu_children:
+            ch.cpu_parent = par
+    if not drop:
+        return out
+    kept = EventList([ev for ev in out if id(ev) not in drop], with_stack=out._with_stack,
+                     profile_memory=out._profile_memory)
+    for i, ev in enumerate(kept):
+        ev.id = i
+    return kept
 
 
 def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
@@ -614,10 +698,11 @@ def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
     for i, r in enumerate(rows):
         (name, cat, start, end, tid, _ti, parent, _depth, kind, scope, dtype, dindex, corr,
          _flags, args, _value) = r
-        if kind == 0 and cat == "python_function":
+        if kind == 0 and (cat == "python_function" or name in _FILTERED_NAMES):
             continue
         if kind == 1 and name == "[memory]":
-            nbytes = _json_arg(dict(args), "Bytes", 0)
+            margs = dict(args)
+            nbytes = _json_arg(margs, "Bytes", 0)
             p = parent
             first = True
             while p >= 0:
@@ -628,6 +713,14 @@ def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
                         ev.self_cpu_memory_usage += nbytes
                         first = False
                 p = parent_of[p]
+            if first and _int_arg(margs, "Device Type", 0) == 0:
+                # Outside every operator: a "[memory]" event of its own, as torch's top-level
+                # memory events (a row in key_averages, no time).
+                ev = FunctionEvent(len(out), name, "cpu_instant_event", start, start, tid, 0,
+                                   dindex, 0, margs, scope)
+                ev.cpu_memory_usage = ev.self_cpu_memory_usage = nbytes
+                ev._self_ns = 0
+                out.append(ev)
             continue
         if kind != 0:
             continue
@@ -680,7 +773,51 @@ def _build_events(rows, with_stack=False, profile_memory=False) -> EventList:
         while op is not None:
             op._device_ns += dur
             op = op.cpu_parent
-    return out
+    return _remove_dup_nodes(out)
+
+
+# ---- the torch observer -----------------------------------------------------------------------
+
+# The torch observer (strobe._torch: a global RecordFunction callback built against the
+# installed torch) records torch's operators into this extension's copy of the core. It is used
+# only where the program has imported torch itself: strobe.profiler never imports torch.
+_observer: Dict[str, Any] = {"mod": None, "error": None}
+
+
+def _torch_observer():
+    """strobe._torch with its observer loaded, or None: torch is not imported, or the observer
+    cannot be loaded (said once, with the reason)."""
+    if "torch" not in sys.modules:
+        return None
+    if _observer["mod"] is not None:
+        return _observer["mod"]
+    if _observer["error"] is not None:
+        return None
+    try:
+        from . import _torch
+        _torch.load()
+    except Exception as e:  # noqa: BLE001: any failure leaves torch's operators unrecorded
+        _observer["error"] = str(e) or type(e).__name__
+        _warn_once("strobe.profiler: torch's operators are not recorded: the torch observer is "
+                   "unavailable (%s)" % _observer["error"])
+        return None
+    _observer["mod"] = _torch
+    return _torch
+
+
+def _observer_flags(t, prof) -> int:
+    flags = 0
+    if prof.record_shapes:
+        flags |= t.SHAPES
+    if prof.profile_memory:
+        flags |= t.MEMORY
+    if prof.with_flops:
+        flags |= t.FLOPS
+    if prof.with_modules:
+        flags |= t.MODULES
+    # Not t.STACK: with_stack's "Call stack" comes from the Python hook at stop, for torch's
+    # operators as for every other range.
+    return flags
 
 
 # ---- profile --------------------------------------------------------------------------------
@@ -705,11 +842,9 @@ class profile:
                  record_shapes: bool = False, profile_memory: bool = False,
                  with_stack: bool = False, with_flops: bool = False, with_modules: bool = False,
                  experimental_config: Any = None, use_cuda: Optional[bool] = None):
-        acts = set(activities) if activities else supported_activities()
-        for a in acts:
-            if not isinstance(a, ProfilerActivity):
-                raise TypeError("activities must hold ProfilerActivity values, not %s"
-                                % type(a).__name__)
+        acts = set(_activity(a) for a in activities) if activities else \
+            supported_activities()
+        acts.discard(None)
         if use_cuda is not None:
             warnings.warn("use_cuda is deprecated, use activities argument instead")
             if use_cuda:
@@ -784,6 +919,11 @@ class profile:
     def __exit__(self, exc_type, exc_val, exc_tb):
         self.stop()
 
+    # As torch.profiler's (torch/profiler/profiler.py): with a schedule, "ProfilerStep#N" is a
+    # range of the thread that calls start() and step(), ended by the next step() (before the
+    # schedule acts on it) or by stop(); without one, steps are not marked. The with_stack hook
+    # records no frame of these three methods (nor of __enter__ and __exit__): a step begins in
+    # one call and ends in another, and their frames would cross it.
     def start(self) -> None:
         """Starts profiling (or the schedule's first step's action)."""
         self._transit_action(ProfilerAction.NONE, self.current_action)
@@ -792,11 +932,15 @@ class profile:
 
     def stop(self) -> None:
         """Stops profiling; a recording cycle ends in on_trace_ready."""
+        if self.record_steps:
+            _strobe.step_end()
         self._transit_action(self.current_action, None)
 
     def step(self) -> None:
         """Signals that the next step begins: moves the schedule along, and marks the step in
         the trace ("ProfilerStep#N") when a schedule is given."""
+        if self.record_steps:
+            _strobe.step_end()
         prev_action = self.current_action
         self.step_num += 1
         self.current_action = self.schedule(self.step_num)
@@ -825,8 +969,14 @@ class profile:
         _running.append(self)
 
     def start_trace(self) -> None:
-        """Opens the prepared session's window."""
-        _strobe.start_prepared()
+        """Opens the prepared session's window (with torch's operators, through the torch
+        observer, where the program has imported torch)."""
+        self._observer_on()
+        try:
+            _strobe.start_prepared()
+        except BaseException:
+            self._observer_off()
+            raise
         self._result = None
         self._events = None
         self._saved = None
@@ -841,9 +991,49 @@ class profile:
             self._session = False
             if self in _running:
                 _running.remove(self)
-            self._result = _strobe.stop()
+            try:
+                self._result = _strobe.stop()
+            finally:
+                self._observer_off()
             self._events = None
             self._saved = None
+        # What the session could not trace (CUDA without a driver, events dropped) is said, not
+        # only written into the trace.
+        for msg in self._result.info()["warnings"]:
+            _warn_once("strobe.profiler: " + msg)
+
+    def _observer_on(self) -> None:
+        """Turns the torch observer on for this window, or says which options record nothing
+        without it (strobe's own ranges have no shapes, FLOPs or memory)."""
+        t = _torch_observer()
+        self._observer_used = False
+        if t is not None:
+            try:
+                msgs = t.on(_strobe._torch_api(), _observer_flags(t, self))
+            except Exception as e:  # noqa: BLE001: the profile goes on without torch's ops
+                _warn_once("strobe.profiler: torch's operators are not recorded: the torch "
+                           "observer did not start (%s)" % e)
+            else:
+                self._observer_used = True
+                for msg in msgs:
+                    _warn_once("strobe.profiler: " + msg)
+                return
+        why = ("the torch observer is unavailable" if "torch" in sys.modules
+               else "torch is not imported")
+        for opt, on in (("record_shapes", self.record_shapes),
+                        ("profile_memory", self.profile_memory),
+                        ("with_flops", self.with_flops)):
+            if on:
+                _warn_once("strobe.profiler: %s=True records nothing: %s (shapes, memory and "
+                           "FLOPs come from torch's operators)" % (opt, why))
+
+    def _observer_off(self) -> None:
+        if not getattr(self, "_observer_used", False):
+            return
+        self._observer_used = False
+        # off() gives the observer's messages since on() (strobe_torch_observer_warning).
+        for msg in _observer["mod"].off() or []:
+            _warn_once("strobe.profiler: " + msg)
 
     # -- results --
 
@@ -919,6 +1109,10 @@ class profile:
         return self._need_result().summary_table(sort, limit)
 
 
+_strobe._hide_frames(profile.start, profile.stop, profile.step, profile.__enter__,
+                     profile.__exit__)
+
+
 def _fmt(path: str) -> str:
     if path.endswith(".pftrace") or path.endswith(".perfetto-trace") or \
             path.endswith(".pftrace.gz"):
@@ -936,4 +1130,8 @@ def _stop_at_exit() -> None:
                 p._session = False
                 _strobe.stop()
             except RuntimeError:
+                pass
+            try:
+                p._observer_off()
+            except Exception:  # noqa: BLE001: at exit, nothing is left to tell
                 pass

@@ -110,8 +110,8 @@ class FunctionEventAvg:
 
 class EventList(list):
     self_cpu_time_total: float
-    def key_averages(self, group_by_input_shape: bool = ...,
-                     group_by_stack_n: int = ...) -> "EventList": ...
+    def key_averages(self, group_by_input_shapes: bool = ..., group_by_stack_n: int = ...,
+                     group_by_input_shape: Optional[bool] = ...) -> "EventList": ...
     def total_average(self) -> FunctionEventAvg: ...
     def table(self, sort_by: Optional[str] = ..., row_limit: int = ...,
               max_src_column_width: int = ..., max_name_column_width: int = ...,

@@ -221,10 +221,189 @@ class WithStackTest(unittest.TestCase):
                                                       "%s(%d):_work" % (wc.co_filename,
                                                                         wc.co_firstlineno)), l)
 
+    def test_steps_nest_with_stack(self):
+        # With with_stack, Python functions enclose the training loop: ProfilerStep#N must still
+        # nest on the thread that calls step(), inside them, with the iteration's ranges inside
+        # it (the step's self time is what they leave), not on a track of its own where its
+        # self time would be its whole time and the table would count each step twice.
+        def body(i):
+            with record_function("iter"):
+                spin(300)
+
+        def train():
+            with profile(with_stack=True,
+                         schedule=schedule(wait=0, warmup=1, active=4, repeat=1)) as prof:
+                for i in range(6):
+                    body(i)
+                    prof.step()
+            return prof
+
+        prof = train()
+        steps = [e for e in prof.events() if e.name == "ProfilerStep*"]
+        self.assertEqual([e.trace_name for e in steps],
+                         ["ProfilerStep#%d" % i for i in range(1, 5)])
+        me = threading.get_native_id()
+        for e in steps:
+            self.assertEqual(e.thread, me)
+            self.assertEqual([c.name for c in e.cpu_children], ["iter"], e.trace_name)
+            self.assertLess(e.self_cpu_time_total, e.cpu_time_total / 2, e.trace_name)
+        avg = {a.key: a for a in prof.key_averages()}
+        step_total = avg["ProfilerStep*"].cpu_time_total
+        self_total = prof.key_averages().self_cpu_time_total
+        # Self times add up to the steps' time (nothing counted twice).
+        self.assertLess(self_total, step_total * 1.01, prof.key_averages().table())
+        path = tempfile.mktemp(suffix=".json", dir=OUT)
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+        names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+                 if e.get("ph") == "M" and e.get("name") == "thread_name"}
+        xs = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+        tc = train.__code__
+        tfn = [e for e in xs if e["name"] == "%s(%d): train" % (tc.co_filename,
+                                                               tc.co_firstlineno)]
+        self.assertEqual(len(tfn), 1)
+        for e in xs:
+            if e["name"].startswith("ProfilerStep#"):
+                self.assertNotEqual(names.get(e["tid"]), "ProfilerStep", e)
+                self.assertEqual(e["tid"], tfn[0]["tid"])
+                self.assertGreaterEqual(e["ts"], tfn[0]["ts"])
+                self.assertLessEqual(e["ts"] + e["dur"], tfn[0]["ts"] + tfn[0]["dur"])
+        if OUT is None:
+            os.unlink(path)
+
     def test_hook_removed_after_stop(self):
         with profile(with_stack=True):
             pass
         self.assertIsNone(sys.getprofile())
+
+
+class BuildEventsTest(unittest.TestCase):
+    # Result.events() tuples: (name, category, start_ns, end_ns, tid, thread_index, parent,
+    # depth, kind, scope, device_type, device_index, correlation_id, flags, args, value).
+    @staticmethod
+    def rng(name, a, b, parent, depth):
+        return (name, "cpu_op", a, b, 7, 0, parent, depth, 0, 0, 0, -1, 0, 0, (), 0.0)
+
+    @staticmethod
+    def mem(ts, nbytes, parent, depth):
+        return ("[memory]", "cpu_instant_event", ts, ts, 7, 0, parent, depth, 1, 0, 0, -1, 0, 0,
+                (("Bytes", str(nbytes)), ("Device Type", "0")), 0.0)
+
+    def test_torch_rules(self):
+        rows = [
+            self.rng("aten::zero_", 0, 100, -1, 0),      # 0: redispatches to itself
+            self.rng("aten::zero_", 10, 90, 0, 1),       # 1: the only child of the same name
+            self.rng("aten::fill_", 20, 40, 1, 2),       # 2
+            self.mem(30, 64, 2, 3),                      # 3: inside fill_
+            self.rng("aten::is_leaf", 50, 60, 1, 2),     # 4: left out, as torch does
+            self.mem(55, 16, 4, 3),                      # 5: counts in zero_ (self)
+            self.mem(200, -8, -1, 0),                    # 6: outside every op
+        ]
+        ev = P._build_events(rows, profile_memory=True)
+        self.assertEqual([e.name for e in ev], ["aten::zero_", "aten::fill_", "[memory]"])
+        z, f, m = ev
+        self.assertEqual([c.name for c in z.cpu_children], ["aten::fill_"])
+        self.assertIs(f.cpu_parent, z)
+        self.assertEqual(z.self_cpu_time_total, (100 - 20) / 1000.0)
+        self.assertEqual((z.cpu_memory_usage, z.self_cpu_memory_usage), (80, 16))
+        self.assertEqual((m.cpu_memory_usage, m.self_cpu_memory_usage), (-8, -8))
+        avg = {a.key: a for a in ev.key_averages()}
+        self.assertEqual(avg["[memory]"].count, 1)
+        self.assertEqual(avg["aten::zero_"].count, 1)
+
+    def test_table_columns(self):
+        # As torch's table: memory columns with profile_memory (even where all is 0), shapes
+        # where entries have them, FLOPs in the unit of the smallest count.
+        def op(name, a, b, dims, flops):
+            args = (("Input Dims", json.dumps(dims)), ("flops", str(flops)))
+            return (name, "cpu_op", a, b, 7, 0, -1, 0, 0, 0, 0, -1, 0, 0, args, 0.0)
+
+        rows = [op("aten::mm", 0, 10, [[2, 3], [3, 4]], 48000),
+                op("aten::mm", 20, 30, [[2, 3], [3, 4]], 48000),
+                op("aten::mm", 40, 50, [[5, 3], [3, 4]], 120000),
+                op("aten::relu", 60, 70, [[2, 4]], 0)]
+        ev = P._build_events(rows, profile_memory=True)
+        head = ev.key_averages().table().splitlines()[1].split("  ")
+        head = [h.strip() for h in head if h.strip()]
+        self.assertEqual(head[-4:], ["CPU Mem", "Self CPU Mem", "# of Calls", "Total KFLOPs"])
+        grouped = ev.key_averages(group_by_input_shape=True)
+        self.assertEqual(sorted((a.key, str(a.input_shapes), a.count) for a in grouped),
+                         [("aten::mm", "[[2, 3], [3, 4]]", 2), ("aten::mm", "[[5, 3], [3, 4]]", 1),
+                          ("aten::relu", "[[2, 4]]", 1)])
+        text = grouped.table()
+        self.assertIn("Input Shapes", text.splitlines()[1])
+        self.assertIn("[[5, 3], [3, 4]]", text)
+        self.assertIn(" 96.000", text)  # 2 x 48000 FLOPs in KFLOPs
+        self.assertIn("0 B", text)
+        self.assertNotIn("Input Shapes", ev.key_averages().table())
+
+
+class WarningsTest(unittest.TestCase):
+    # In a child process: torch must not be imported there, and each message is said once per
+    # process.
+    def child(self, code):
+        r = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout, r.stderr
+
+    def test_options_that_record_nothing_warn_once(self):
+        out, err = self.child(
+            "import strobe.profiler as P, sys\n"
+            "for i in range(2):\n"
+            "    with P.profile(activities=[P.ProfilerActivity.CPU], record_shapes=True,\n"
+            "                   profile_memory=True, with_flops=True):\n"
+            "        pass\n"
+            "with P.profile(activities=[P.ProfilerActivity.CPU]):\n"
+            "    pass\n"
+            "print('torch' in sys.modules)\n")
+        self.assertEqual(out.strip(), "False")
+        for opt in ("record_shapes", "profile_memory", "with_flops"):
+            self.assertEqual(err.count("%s=True records nothing: torch is not imported" % opt),
+                             1, err)
+        # Attributed to the user's line, not to strobe's own.
+        self.assertIn("<string>:3: UserWarning", err)
+
+    def test_observer_unavailable(self):
+        # torch imported (a stand-in module here) but no observer to load: said once, with the
+        # reason, and the profile goes on with strobe's own ranges.
+        env = dict(os.environ, STROBE_TORCH_OBSERVER="/nonexistent/observer.so")
+        code = ("import sys, types\n"
+                "sys.modules['torch'] = types.ModuleType('torch')\n"
+                "import strobe.profiler as P\n"
+                "for i in range(2):\n"
+                "    with P.profile(activities=[P.ProfilerActivity.CPU],\n"
+                "                   record_shapes=True) as p:\n"
+                "        with P.record_function('mine'):\n"
+                "            pass\n"
+                "print([e.name for e in p.events()])\n")
+        r = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True,
+                           text=True, timeout=120, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "['mine']")
+        self.assertEqual(r.stderr.count("torch's operators are not recorded: the torch observer "
+                                        "is unavailable"), 1, r.stderr)
+        self.assertIn("/nonexistent/observer.so", r.stderr)
+        self.assertEqual(r.stderr.count("record_shapes=True records nothing: the torch observer "
+                                        "is unavailable"), 1, r.stderr)
+
+    def test_cuda_without_driver_and_torch_activities(self):
+        if os.path.exists("/dev/nvidiactl"):
+            self.skipTest("a CUDA driver is present")
+        out, err = self.child(
+            "import strobe.profiler as P, enum\n"
+            "class ProfilerActivity(enum.Enum):  # torch's own, as a stand-in\n"
+            "    CPU = 0\n"
+            "    XPU = 1\n"
+            "    CUDA = 2\n"
+            "acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA, ProfilerActivity.XPU]\n"
+            "with P.profile(activities=acts) as p:\n"
+            "    pass\n"
+            "print(sorted(a.name for a in p.activities))\n")
+        self.assertEqual(out.strip(), "['CPU', 'CUDA']")
+        self.assertEqual(err.count("CUDA activity requested but not traced"), 1, err)
+        self.assertIn("ProfilerActivity.XPU is not traced by strobe: ignored", err)
 
 
 class ScheduleTest(unittest.TestCase):
@@ -241,7 +420,13 @@ class ScheduleTest(unittest.TestCase):
         ready = []
 
         def on_ready(p):
-            ready.append([e.name for e in p.events()])
+            ready.append([e.trace_name for e in p.events()])
+            # As torch's events(): every step is named "ProfilerStep*" (trace_name keeps its
+            # number), and key_averages() gives the steps one row.
+            self.assertEqual([e.name for e in p.events()][0], "ProfilerStep*")
+            rows = {a.key: a.count for a in p.key_averages()}
+            self.assertEqual(rows, {"ProfilerStep*": 2, "it%d" % (len(ready) * 4 - 2): 1,
+                                    "it%d" % (len(ready) * 4 - 1): 1})
             tensorboard_trace_handler(d, worker_name="w0")(p)
 
         with profile(schedule=schedule(wait=1, warmup=1, active=2, repeat=2),

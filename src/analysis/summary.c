@@ -127,8 +127,11 @@ static int is_cpu_range(const strobe_event *e) {
     return e->kind == STROBE_EVENT_RANGE && e->device_type == STROBE_DEVICE_CPU;
 }
 
+/* An event's row name: torch's key_averages() counts every "ProfilerStep#N" as one
+ * "ProfilerStep*" row (profiler_util.py's _rewrite_name with its wildcard). */
 static const char *event_name(const strobe_event *e) {
-    return e->name ? e->name : "";
+    if (e->name == NULL) return "";
+    return strncmp(e->name, "ProfilerStep#", 13) == 0 ? "ProfilerStep*" : e->name;
 }
 
 /* The part of e's time inside p's. */

@@ -294,10 +294,14 @@ typedef struct step_marks {
 } step_marks;
 
 /* A step goes on the track of the thread that opened it, as torch's record_function does, when
- * it nests there: nothing of that thread is open at its begin nor at its end (a record with the
- * same time as a boundary counts as before it). A step called inside a user scope crosses that
- * scope, and stays on the "ProfilerStep" track (finish_steps). One pass over the thread's
- * records finds the depth at each boundary. @return 0 or STROBE_ENOMEM. */
+ * it nests there: the same ranges of that thread are open at its begin and at its end, and none
+ * of them ends in between (a record with the same time as a boundary counts as before it). It
+ * is then a child of the innermost of them: a training loop's steps nest inside the Python
+ * functions around the loop (with_stack), or inside a user scope around it. A step whose
+ * boundaries fall at different depths (one called inside an iteration's user scope) crosses that
+ * scope, and stays on the "ProfilerStep" track (finish_steps). One pass over the thread's records
+ * finds the depth at each boundary and the least depth between a step's two. @return 0 or
+ * STROBE_ENOMEM. */
 static int steps_for_thread(interner *in, const strobe__tstate *t, const strobe__clock_conv *conv,
                             int64_t stop_ns, step_marks *sm) {
     const strobe__session *s = in->s;
@@ -311,8 +315,10 @@ static int steps_for_thread(interner *in, const strobe__tstate *t, const strobe_
     sm->nests = calloc(total, 1);
     sm->event = malloc(total * sizeof *sm->event);
     if (sm->m == NULL || sm->nests == NULL || sm->event == NULL) return STROBE_ENOMEM;
-    uint8_t *depth0 = calloc(sm->n, 1);
-    if (depth0 == NULL) return STROBE_ENOMEM;
+    /* Per mark: the depth there; per end mark: the least depth since its step's begin. */
+    size_t *at = calloc(2 * sm->n, sizeof *at);
+    if (at == NULL) return STROBE_ENOMEM;
+    size_t *least = at + sm->n;
     size_t n = 0;
     for (size_t k = 0; k < total; k++) {
         if (step_at(s, k).tid != t->tid) continue;
@@ -321,7 +327,7 @@ static int steps_for_thread(interner *in, const strobe__tstate *t, const strobe_
         sm->m[n++] = (step_mark){a, (uint32_t)k, 0};
         sm->m[n++] = (step_mark){b, (uint32_t)k, 1};
     }
-    size_t depth = 0, mi = 0;
+    size_t depth = 0, mi = 0, low = 0;
     int64_t prev = INT64_MIN;
     int truncated = 0;
     for (const strobe__chunk *c = t->first; c && !truncated; c = c->next) {
@@ -339,11 +345,17 @@ static int steps_for_thread(interner *in, const strobe__tstate *t, const strobe_
                 int64_t ts = strobe__clock_to_ns(conv, STROBE__REC_TS(w0));
                 if (ts < prev) ts = prev;
                 prev = ts;
-                for (; mi < n && sm->m[mi].ns < ts; mi++)
-                    depth0[mi] = depth == 0;
-                if (kind == STROBE__REC_END)
+                for (; mi < n && sm->m[mi].ns < ts; mi++) {
+                    at[mi] = depth;
+                    if (sm->m[mi].is_end)
+                        least[mi] = low;
+                    else
+                        low = depth;
+                }
+                if (kind == STROBE__REC_END) {
                     depth -= depth > 0;
-                else if (kind == STROBE__REC_TRUNC)
+                    if (depth < low) low = depth;
+                } else if (kind == STROBE__REC_TRUNC)
                     truncated = 1; /* ranges end where the buffer filled: leave steps apart */
                 else if (kind == STROBE__REC_BEGIN_SITE || kind == STROBE__REC_BEGIN_NAME)
                     depth++;
@@ -351,11 +363,16 @@ static int steps_for_thread(interner *in, const strobe__tstate *t, const strobe_
             p += size;
         }
     }
-    for (; mi < n; mi++)
-        depth0[mi] = depth == 0;
+    for (; mi < n; mi++) {
+        at[mi] = depth;
+        if (sm->m[mi].is_end)
+            least[mi] = low;
+        else
+            low = depth;
+    }
     for (size_t i = 0; i + 1 < n && !truncated; i += 2)
-        sm->nests[sm->m[i].step] = depth0[i] && depth0[i + 1];
-    free(depth0);
+        sm->nests[sm->m[i].step] = at[i] == at[i + 1] && least[i + 1] == at[i];
+    free(at);
     return 0;
 }
 
@@ -366,7 +383,8 @@ static void step_marks_free(step_marks *sm) {
 }
 
 /* Applies the boundaries before time `before` (all of them with INT64_MAX) to the thread's open
- * ranges: a nesting step begins as a root range, or ends with nothing open inside it. */
+ * ranges: a nesting step begins as a child of the innermost open range (or a root), or ends
+ * with nothing open inside it. */
 static int apply_step_marks(interner *in, step_marks *sm, open_stack *st, const strobe__tstate *t,
                             uint32_t thread_index, int64_t before) {
     strobe_result *r = in->r;
@@ -375,9 +393,9 @@ static int apply_step_marks(interner *in, step_marks *sm, open_stack *st, const 
         if (!sm->nests[mk->step]) continue;
         if (mk->is_end) {
             uint32_t ev = sm->event[mk->step];
-            if (st->depth == 1 && st->idx[0] == ev) {
+            if (st->depth > 0 && st->idx[st->depth - 1] == ev) {
                 r->events[ev].end_ns = mk->ns;
-                st->depth = 0;
+                st->depth--;
             }
             continue;
         }
@@ -701,8 +719,9 @@ static int collect_thread(interner *in, const strobe__tstate *t, uint32_t thread
         rc = strobe__decode(&in->dec, &dt, (const char *)(k + 1), used);
         if (in->span_left) chunk_done(in, k);
     }
-    strobe__dec_thread_free(&dt);
     strobe_result *r = in->r;
+    if (rc == 0 && dt.torch_tid) rc = strobe__result_set_torch_tid(r, thread_index, dt.torch_tid);
+    strobe__dec_thread_free(&dt);
     /* The samples after the thread's last record: inside the ranges still open (those the
      * buffer's filling closed end before the samples that came after it), with the steps. */
     if (rc == 0 && c.trunc_ns != INT64_MIN) rc = place_samples(&c, c.trunc_ns);

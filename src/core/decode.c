@@ -225,6 +225,14 @@ static int on_ext(strobe__decoder *d, strobe__dec_thread *t, const uint64_t *w) 
         json[jl] = '\0';
         return d->ops->arg(d->ctx, bytes, json, jl, 1 | STROBE__DEC_ARG_KEY_TRANSIENT);
     }
+    if (sub == STROBE__EXT_TORCH) {
+        if (len == 32) {
+            t->pend_torch = 1;
+            memcpy(t->torch_ids, w + 2, sizeof t->torch_ids);
+            t->torch_tid = w[5];
+        }
+        return 0;
+    }
     if (sub == STROBE__EXT_PAYLOAD) {
         if (len == 16) {
             t->pend_ptype = (int)(uint32_t)w[2];
@@ -357,6 +365,20 @@ static void named(strobe__decoder *d, strobe__dec_thread *t, strobe__dec_event *
         if (len)
             d->evargs[e->nargs++] = (strobe__dec_arg){STROBE__PAYLOAD_ARG, d->payload_json, len, 1};
         t->pend_ptype = 0;
+    }
+    /* torch's ids (torch/csrc/autograd/profiler_kineto.cpp): the record function id of every op;
+     * the sequence number and forward thread id of those autograd numbers. */
+    if (t->pend_torch) {
+        static const char *const keys[3] = {STROBE_KINETO_ARG_RECORD_FUNCTION_ID,
+                                            STROBE_KINETO_ARG_SEQUENCE_NUMBER,
+                                            STROBE_KINETO_ARG_FWD_THREAD_ID};
+        int64_t v[3] = {t->torch_ids[2], t->torch_ids[0], t->torch_ids[1]};
+        int k = t->torch_ids[0] >= 0 ? 3 : 1;
+        for (int i = 0; i < k && e->nargs < STROBE__DEC_MAX_ARGS; i++) {
+            int n = snprintf(d->torch_json[i], sizeof d->torch_json[i], "%lld", (long long)v[i]);
+            d->evargs[e->nargs++] = (strobe__dec_arg){keys[i], d->torch_json[i], (size_t)n, 1};
+        }
+        t->pend_torch = 0;
     }
     /* Copied args (an ARGS record just before the begin, in the same reserve): pairs
      * "key\0json\0"; a pair cut short ends them. */

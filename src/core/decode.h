@@ -104,6 +104,13 @@ typedef struct strobe__dec_thread {
     int64_t prev; /* the last time given out; INT64_MIN before the first */
     uint64_t pend_ext, pend_user;
     int pend_ptype; /* a payload for the next begin or instant (hooks.h's types); 0: none */
+    /* torch's ids for the next begin (an EXT torch record, hooks.h's strobe__begin_torch_op):
+     * sequence number, forward thread id, record function id; pend_torch 0: none. */
+    int pend_torch;
+    int64_t torch_ids[3];
+    /* The thread's own RecordFunction thread id (torch's numbering), from its torch records; 0:
+     * none seen. */
+    uint64_t torch_tid;
     /* The depth of the open range that was given a negative FLOP count (no FLOPs: none are
      * computed from its inputs either); 0: none. */
     size_t noflops_depth;
@@ -138,6 +145,7 @@ typedef struct strobe__decoder {
     strobe__buf dims, types, concrete, text;
     strobe__dec_arg evargs[STROBE__DEC_MAX_ARGS];
     char payload_json[40];
+    char torch_json[3][24];
     strobe_input inputs[STROBE_MAX_INPUTS];
     int64_t dims_store[STROBE_MAX_INPUTS * STROBE__MAX_DIMS];
     char dtype_store[STROBE_MAX_INPUTS][65];

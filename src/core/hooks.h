@@ -28,6 +28,10 @@ int strobe__schedule_installed(void);
  * path). */
 void strobe__session_step(uint64_t number);
 
+/* session.c: ends the recording session's open ProfilerStep range now, if any, and begins none
+ * (torch's profile.stop() and step() end the step before the schedule acts). Any thread. */
+void strobe__session_step_end(void);
+
 /* session.c: takes in a caller's config (util/struct_in.h): *dst becomes the library's defaults
  * overlaid with the caller's struct_size bytes. @return 0, STROBE_EINVAL (NULL, struct_size below
  * STROBE_CONFIG_MIN_SIZE) or STROBE_ENOTSUP (a newer program's field this library lacks is set). */
@@ -80,6 +84,15 @@ void strobe__instant_site_payload(const strobe_site *site, int type, uint64_t bi
  * The range ends with strobe__end_internal(). Hot-path rules as above. */
 #define STROBE__ARGS_MAX_BYTES 4096u
 void strobe__begin_site_args(const strobe_site *site, const char *args, size_t len);
+
+/* hotpath.c: begins a torch op's range (the torch observer, through core/torch_api.h), named by
+ * `site` or, when it is NULL, by a copy of `name`, with torch's ids in the same reserve: ids[0]
+ * the sequence number (negative: none), ids[1] the forward thread id, ids[2] the record function
+ * id, ids[3] the calling thread's RecordFunction thread id. The decoder makes them the args
+ * "Record function id", and "Sequence number" and "Fwd thread id" when there is a sequence
+ * number. Hot-path rules as above; ends with strobe__end(). */
+void strobe__begin_torch_op(const strobe_site *site, const char *name, int scope,
+                            const int64_t ids[4]);
 
 /* hotpath.c: strobe__begin_site() and strobe__end() (instrument.h) for callers inside the
  * library: the same functions, reached without the PLT. */

@@ -642,6 +642,78 @@ void strobe__begin_site_args(const strobe_site *site, const char *args, size_t l
     leave(t);
 }
 
+/* A torch op's begin: the EXT torch record (16 + 32 bytes) and the begin share one reserve and
+ * one time, as put_site_payload(). */
+static void put_torch_op(strobe__tstate *t, const strobe_site *site, const char *name, int scope,
+                         const int64_t ids[4]) {
+    size_t len = 0;
+    if (site == NULL) {
+        if (name == NULL) name = "(null)";
+        len = strnlen(name, STROBE__MAX_NAME + 1);
+        if (len > STROBE__MAX_NAME) {
+            len = STROBE__MAX_NAME;
+            t->truncated_names++;
+        }
+    }
+    size_t cb = corr_bytes(t);
+    size_t begin = site ? 16u : 16u + STROBE__NAME_PAD(len);
+    if (!reserve(t, cb + 48u + begin, 1)) return;
+    if (cb) put_corr(t);
+    uint64_t now = strobe__now_raw();
+    uint64_t *w = (uint64_t *)t->pos;
+    w[1] = (uint64_t)STROBE__EXT_TORCH | (uint64_t)32 << 8 | (uint64_t)32 << 32;
+    memcpy(w + 2, ids, 32);
+    w[0] = STROBE__REC_WORD(STROBE__REC_EXT, now);
+    uint64_t *b = w + 6;
+    if (site) {
+        b[1] = (uint64_t)(uintptr_t)site;
+        b[0] = STROBE__REC_WORD(STROBE__REC_BEGIN_SITE, now);
+    } else {
+        b[1] = (uint64_t)len | (uint64_t)(uint32_t)scope << 32;
+        char *bytes = (char *)(b + 2);
+        memcpy(bytes, name, len);
+        memset(bytes + len, 0, STROBE__NAME_PAD(len) - len);
+        b[0] = STROBE__REC_WORD(STROBE__REC_BEGIN_NAME, now);
+    }
+    strobe__pos_publish(t, t->pos + (48u + begin));
+}
+
+void strobe__begin_torch_op(const strobe_site *site, const char *name, int scope,
+                            const int64_t ids[4]) {
+    if (site != NULL) {
+        /* The fast path: no markers, nothing slow on the thread, room in its chunk. */
+        strobe__tstate *t = strobe__tls;
+        if (LIKELY(marker_ops() == NULL) && LIKELY(fast_enter(t, BEGIN_SLOW, 64))) {
+            uint64_t now = strobe__now_raw();
+            uint64_t *w = (uint64_t *)t->pos;
+            w[1] = (uint64_t)STROBE__EXT_TORCH | (uint64_t)32 << 8 | (uint64_t)32 << 32;
+            memcpy(w + 2, ids, 32);
+            w[0] = STROBE__REC_WORD(STROBE__REC_EXT, now);
+            w[7] = (uint64_t)(uintptr_t)site;
+            w[6] = STROBE__REC_WORD(STROBE__REC_BEGIN_SITE, now);
+            strobe__pos_publish(t, t->pos + 64);
+            leave(t);
+            return;
+        }
+        scope = STROBE__SITE_SCOPE(site->scope);
+        name = site->name;
+    }
+    const strobe__marker_ops *m = marker_ops();
+    if (UNLIKELY(m != NULL)) {
+        (void)m->begin(name ? name : "(null)", scope, site != NULL);
+        if (!recording()) return;
+    }
+    strobe__tstate *t = enter(1);
+    if (t == NULL) return;
+    if (UNLIKELY(t->filtering) && filter_push(t, scope)) {
+        leave(t);
+        return;
+    }
+    put_torch_op(t, site, name, scope, ids);
+    put_begin_details(t, __builtin_frame_address(0));
+    leave(t);
+}
+
 void strobe__instant_site_payload(const strobe_site *site, int type, uint64_t bits) {
     strobe__tstate *t = enter(1);
     if (t == NULL) return;

@@ -35,7 +35,10 @@
  *                      written with it and with its time), args (pairs "key\0json\0", copied:
  *                      apply to the next begin, written with it and with its time);
  *                      arg (key bytes, a NUL, one JSON value's bytes: an arg of the
- *                      innermost open range, strobe_range_arg())
+ *                      innermost open range, strobe_range_arg());
+ *                      torch (4 words: sequence number, forward thread id, record function
+ *                      id, the thread's own RecordFunction thread id: torch's ids of the op
+ *                      that the begin written with it in the same reserve starts)
  */
 #ifndef STROBE_RECORD_H
 #define STROBE_RECORD_H
@@ -67,7 +70,8 @@ enum {
     STROBE__EXT_BACKEND = 3,
     STROBE__EXT_PAYLOAD = 4,
     STROBE__EXT_ARGS = 5,
-    STROBE__EXT_ARG = 6
+    STROBE__EXT_ARG = 6,
+    STROBE__EXT_TORCH = 7
 };
 
 /* In a MEM record's device word: the STACK record right after it belongs to this memory event

@@ -703,7 +703,8 @@ void strobe__markers_gate(int on) {
 
 /* ---- steps ----------------------------------------------------------------------------- */
 
-void strobe__session_step(uint64_t number) {
+/* A step boundary now: the open step ends, and step `number` begins unless `begin` is 0. */
+static void session_step_mark(uint64_t number, int begin) {
     /* The common case, no session: one relaxed load. */
     if (!strobe_is_active()) return;
     pthread_mutex_lock(&session_lock);
@@ -719,16 +720,27 @@ void strobe__session_step(uint64_t number) {
                     s->step_open_number, s->step_open_raw, now, s->step_open_tid};
             else
                 s->steps_lost++;
+            s->step_open = 0;
         }
-        s->step_open = 1;
-        s->step_open_number = number;
-        s->step_open_raw = now;
-        /* The collector puts the range on this thread's track where it nests there. The thread
-         * may not have recorded in this session yet (a step that starts an on-demand trace):
-         * its id comes from the kernel, not from its recording state. */
-        s->step_open_tid = (int64_t)syscall(SYS_gettid);
+        if (begin) {
+            s->step_open = 1;
+            s->step_open_number = number;
+            s->step_open_raw = now;
+            /* The collector puts the range on this thread's track where it nests there. The
+             * thread may not have recorded in this session yet (a step that starts an on-demand
+             * trace): its id comes from the kernel, not from its recording state. */
+            s->step_open_tid = (int64_t)syscall(SYS_gettid);
+        }
     }
     pthread_mutex_unlock(&session_lock);
+}
+
+void strobe__session_step(uint64_t number) {
+    session_step_mark(number, 1);
+}
+
+void strobe__session_step_end(void) {
+    session_step_mark(0, 0);
 }
 
 /* ---- flight recorder ------------------------------------------------------------------- */

@@ -269,6 +269,9 @@ static void range_event(const thr *h, const open_rng *o, int at_end, strobe__wr_
     e->flow_id = 0;
     e->flow_out = e->flow_in = NULL;
     e->nflow_out = e->nflow_in = 0;
+    e->fb_ph = 0; /* no fwdbwd flows while streaming: a forward op is written before its
+                   * backward op is recorded */
+    e->fb_id = 0;
 }
 
 /* Writes a range that ends at `end` with its details (the thread's args from o->args_off: `o` is

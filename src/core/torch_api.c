@@ -3,6 +3,7 @@
  * extension's is handed over by address (_strobe._torch_api()). */
 #include "torch_api.h"
 
+#include "hooks.h"
 #include "strobe/instrument.h"
 #include "strobe/op.h"
 
@@ -12,6 +13,7 @@ static const strobe__torch_api torch_api = {
     strobe__begin_name,        strobe__end,
     strobe__range_inputs,      strobe__range_flops,
     strobe__range_arg,         strobe__memory,
+    strobe__begin_torch_op,
 };
 
 const strobe__torch_api *strobe__torch_api_get(void) {

@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 /* The table's layout version; a later version only adds fields at the end (size tells). */
-#define STROBE__TORCH_API_VERSION 1u
+#define STROBE__TORCH_API_VERSION 2u
 
 typedef struct strobe__torch_api {
     uint32_t version;  /* STROBE__TORCH_API_VERSION of the copy that filled it */
@@ -32,6 +32,12 @@ typedef struct strobe__torch_api {
     void (*range_arg)(const char *key, const char *json);
     void (*memory)(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
                    int64_t total_reserved);
+    /* Version 2: begins an op's range named by `site` (or, when NULL, a copy of `name` of record
+     * scope `scope`) with torch's ids in one record, cheaper than range_arg: ids[0] the sequence
+     * number (negative: none), ids[1] the forward thread id, ids[2] the record function id,
+     * ids[3] the calling thread's RecordFunction thread id (which links forward ops to their
+     * backward ones in saved traces). The range ends with end(). */
+    void (*begin_op)(const strobe_site *site, const char *name, int scope, const int64_t ids[4]);
 } strobe__torch_api;
 
 /* The calling copy's table (static; valid for the life of the process). Exported from

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -44,6 +45,8 @@ namespace {
  * per-op path. */
 std::atomic<const strobe__torch_api *> g_api{nullptr};
 std::atomic<unsigned> g_flags{0};
+/* Whether the table has begin_op (version 2 and up); else the ids go through range_arg. */
+std::atomic<bool> g_begin_op{false};
 
 std::mutex g_lock; /* guards everything below */
 bool g_registered = false;
@@ -53,6 +56,9 @@ at::CallbackHandle g_floor_handle = 0;
 std::mutex g_warn_lock; /* guards the two below: taken on the per-op path, never with g_lock */
 std::deque<std::string> g_warnings; /* not yet returned by strobe_torch_observer_warning() */
 std::string g_warning_out;          /* the last one returned (valid until the next call) */
+/* Set once any thread has pushed the memory reporter: until then, ops outside a session skip
+ * looking for one to take off. */
+std::atomic<bool> g_any_pushed{false};
 /* Ops that could not be recorded because a thread's nesting ran past kMaxDepth. */
 std::atomic<uint64_t> g_too_deep{0};
 
@@ -93,6 +99,8 @@ struct thread_state {
     int depth;
     /* 1 once this thread has been warned about torch.profiler's memory reporter. */
     int mem_blocked;
+    /* 1 while this thread's debug-info stack holds the reporter (pushed by ensure_reporter). */
+    int mem_pushed;
 };
 thread_local thread_state t_state;
 
@@ -398,11 +406,36 @@ void ensure_reporter(thread_state &ts) {
         return;
     }
     c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, reporter());
+    ts.mem_pushed = 1;
+    g_any_pushed.store(true, std::memory_order_relaxed);
+}
+
+/* Takes the reporter off the calling thread once strobe no longer records its memory: while it
+ * is there, torch takes the thread's profiler for enabled ("Profiler is already enabled on this
+ * thread" when torch.profiler starts). Only when it is the topmost PROFILER_STATE; _pop()
+ * refuses (throws) when another kind is on top, and then it stays until the next try. */
+void drop_reporter(thread_state &ts) {
+    if (!ts.mem_pushed) return;
+    c10::DebugInfoBase *cur = c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE);
+    if (cur != reporter().get()) {
+        ts.mem_pushed = 0; /* a guard restored an older stack: it is gone already */
+        return;
+    }
+    try {
+        std::shared_ptr<c10::DebugInfoBase> top =
+            c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+        if (top.get() != reporter().get()) /* never: get() found it topmost */
+            c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, top);
+        else
+            ts.mem_pushed = 0;
+    } catch (...) {
+    }
 }
 
 /* ---- 6. the callbacks -------------------------------------------------------------------------
  */
 
+/* With a version 1 table: torch's ids as range args (what begin_op records in one go). */
 void record_ids(const strobe__torch_api *api, const at::RecordFunction &fn) {
     /* profiler_kineto.cpp: "Record function id" on every op; "Sequence number" and "Fwd thread
      * id" on those with a sequence number (ops that autograd records, and backward nodes, whose
@@ -440,9 +473,21 @@ void record_details(const strobe__torch_api *api, const at::RecordFunction &fn, 
         record_stack(api);
 }
 
+/* The first op of a thread after strobe stopped recording its memory. */
+__attribute__((noinline)) void after_memory() {
+    try {
+        drop_reporter(t_state);
+    } catch (...) {
+    }
+}
+
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction &fn) {
     const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
-    if (api == nullptr || !recording(api)) return nullptr;
+    if (api == nullptr || !recording(api)) {
+        if (__builtin_expect(g_any_pushed.load(std::memory_order_relaxed), 0) && t_state.mem_pushed)
+            after_memory();
+        return nullptr;
+    }
     thread_state &ts = t_state;
     if (ts.depth >= kMaxDepth) {
         g_too_deep.fetch_add(1, std::memory_order_relaxed);
@@ -450,18 +495,32 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction &fn) {
     }
     try {
         unsigned flags = g_flags.load(std::memory_order_relaxed);
-        if (flags & STROBE_TORCH_MEMORY) ensure_reporter(ts);
+        if (flags & STROBE_TORCH_MEMORY) {
+            if (mem_reporter::on())
+                ensure_reporter(ts);
+            else if (ts.mem_pushed)
+                drop_reporter(ts);
+        }
         const char *name = fn.name();
         if (name == nullptr) name = "(null)";
         at::RecordScope scope = fn.scope();
         const op_site *site = nullptr;
         if (scope == at::RecordScope::FUNCTION) site = function_site(ts, fn, name);
-        if (site != nullptr)
-            api->begin_site(&site->site);
-        else
-            api->begin_name(name, strobe_scope(scope));
-        ts.open[ts.depth++] = fn.handle();
-        record_ids(api, fn);
+        if (g_begin_op.load(std::memory_order_relaxed)) {
+            /* One record with torch's ids (a version 2 table). */
+            int64_t ids[4] = {fn.seqNr(), static_cast<int64_t>(fn.forwardThreadId()),
+                              static_cast<int64_t>(fn.handle()),
+                              static_cast<int64_t>(fn.threadId())};
+            api->begin_op(site ? &site->site : nullptr, name, strobe_scope(scope), ids);
+            ts.open[ts.depth++] = fn.handle();
+        } else {
+            if (site != nullptr)
+                api->begin_site(&site->site);
+            else
+                api->begin_name(name, strobe_scope(scope));
+            ts.open[ts.depth++] = fn.handle();
+            record_ids(api, fn);
+        }
         if (flags & (STROBE_TORCH_SHAPES | STROBE_TORCH_FLOPS | STROBE_TORCH_STACK))
             record_details(api, fn, site, flags);
     } catch (...) {
@@ -508,7 +567,12 @@ extern "C" {
 int strobe_torch_observer_on(const strobe__torch_api *api, unsigned flags) {
     if (api == nullptr) api = find_libstrobe_api();
     if (api == nullptr) return STROBE_ENOTSUP;
-    if (api->version < 1 || api->size < sizeof(strobe__torch_api) - 0) return STROBE_ENOTSUP;
+    /* A table of any version: fields past its size are not used. */
+    if (api->version < 1 || api->size < offsetof(strobe__torch_api, begin_op))
+        return STROBE_ENOTSUP;
+    bool begin_op = api->version >= 2 &&
+                    api->size >= offsetof(strobe__torch_api, begin_op) + sizeof api->begin_op &&
+                    api->begin_op != nullptr;
     try {
         std::lock_guard<std::mutex> g(g_lock);
         static bool names_filled = false;
@@ -516,6 +580,7 @@ int strobe_torch_observer_on(const strobe__torch_api *api, unsigned flags) {
             fill_dtype_names();
             names_filled = true;
         }
+        g_begin_op.store(begin_op);
         g_api.store(api, std::memory_order_release);
         unsigned old = g_flags.exchange(flags);
         bool inputs = (flags & (STROBE_TORCH_SHAPES | STROBE_TORCH_FLOPS)) != 0;
@@ -534,9 +599,10 @@ int strobe_torch_observer_on(const strobe__torch_api *api, unsigned flags) {
     } catch (...) {
         return STROBE_EINVAL;
     }
-    /* The calling thread reports its memory from now on; other threads on their first op. */
+    /* The calling thread reports its memory from now on when a session records it; other
+     * threads from their first op. */
     try {
-        if (flags & STROBE_TORCH_MEMORY) ensure_reporter(t_state);
+        if ((flags & STROBE_TORCH_MEMORY) && mem_reporter::on()) ensure_reporter(t_state);
     } catch (...) {
     }
     return 0;
@@ -548,6 +614,7 @@ int strobe_torch_observer_off(void) {
         if (g_registered) at::removeCallback(g_handle);
         g_registered = false;
         g_flags.store(0);
+        drop_reporter(t_state);
         uint64_t deep = g_too_deep.exchange(0);
         if (deep) {
             char msg[160];

@@ -29,7 +29,9 @@
 
 #include "strobe/error.h"
 #include "kineto.h"
+#include "result_internal.h"
 #include "strobe/version.h"
+#include "util/u64map.h"
 #include "writer.h"
 
 #define LIT(p, s) (memcpy((p), (s), sizeof(s) - 1), (p) + sizeof(s) - 1)
@@ -116,6 +118,104 @@ void strobe__json_write_strobe_object(const strobe_result *r, strobe__sink *s,
         emit_string(s, r->warnings[i] ? r->warnings[i] : "");
     }
     emit(s, "]}");
+}
+
+/* ---- Flows: forward op -> backward op ("fwdbwd"), as torch links them ------------------------ */
+
+/* An arg's integer value (args are JSON text), or `none`. */
+static int64_t arg_int(const strobe_result *r, size_t i, const char *key, int64_t none) {
+    const char *v = strobe_event_arg(r, i, key);
+    if (v == NULL) return none;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    return end == v ? none : (int64_t)x;
+}
+
+/* The key of a (torch thread, sequence number) pair: thread ids above 2^16 may collide, which
+ * links at worst one op to a wrong one; torch numbers its threads from 1. */
+static uint64_t fwd_key(uint64_t tid, int64_t seq) {
+    return tid << 48 ^ ((uint64_t)seq & ((UINT64_C(1) << 48) - 1));
+}
+
+typedef struct bwd_op {
+    int64_t end;
+    uint32_t depth, event;
+    uint64_t key;
+} bwd_op;
+
+static int bwd_cmp(const void *a, const void *b) {
+    const bwd_op *x = a, *y = b;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    if (x->depth != y->depth) return x->depth > y->depth ? -1 : 1; /* the inner one ends first */
+    return x->event < y->event ? -1 : x->event > y->event;
+}
+
+static int mark_cmp(const void *a, const void *b) {
+    const strobe__fwdbwd_mark *x = a, *y = b;
+    return x->event < y->event ? -1 : x->event > y->event;
+}
+
+int strobe__fwdbwd_plan_make(const strobe_result *r, strobe__fwdbwd_plan *fb) {
+    fb->marks = NULL;
+    fb->n = 0;
+    if (r->torch_tids == NULL) return 0;
+    strobe__u64map fwd = {0};
+    bwd_op *bwd = NULL;
+    size_t nb = 0, cap = 0;
+    int rc = 0;
+    for (size_t i = 0; i < r->event_count && rc == 0; i++) {
+        const strobe_event *e = &r->events[i];
+        if (e->kind != STROBE_EVENT_RANGE || e->thread_index >= r->torch_tid_count) continue;
+        int64_t seq = arg_int(r, i, STROBE_KINETO_ARG_SEQUENCE_NUMBER, -1);
+        if (seq < 0) continue;
+        int64_t ftid = arg_int(r, i, STROBE_KINETO_ARG_FWD_THREAD_ID, 0);
+        if (ftid > 0) {
+            if (nb == cap) {
+                cap = cap ? 2 * cap : 256;
+                bwd_op *p = realloc(bwd, cap * sizeof *p);
+                if (p == NULL) {
+                    rc = STROBE_ENOMEM;
+                    break;
+                }
+                bwd = p;
+            }
+            bwd[nb++] = (bwd_op){e->end_ns, e->depth, (uint32_t)i, fwd_key((uint64_t)ftid, seq)};
+            continue;
+        }
+        uint64_t tid = r->torch_tids[e->thread_index];
+        if (tid == 0) continue;
+        /* Of the forward ops with one number on one thread, the last to start. */
+        int inserted;
+        uint64_t *v = strobe__u64map_put(&fwd, fwd_key(tid, seq), &inserted);
+        if (v == NULL) {
+            rc = STROBE_ENOMEM;
+        } else if (inserted || r->events[*v].start_ns <= e->start_ns) {
+            *v = i;
+        }
+    }
+    if (rc == 0 && nb) {
+        qsort(bwd, nb, sizeof *bwd, bwd_cmp);
+        fb->marks = malloc(2 * nb * sizeof *fb->marks);
+        if (fb->marks == NULL) rc = STROBE_ENOMEM;
+    }
+    uint64_t id = 0;
+    for (size_t k = 0; rc == 0 && k < nb; k++) {
+        uint64_t *v = strobe__u64map_get(&fwd, bwd[k].key);
+        if (v == NULL || *v == UINT64_MAX) continue;
+        id++;
+        fb->marks[fb->n++] = (strobe__fwdbwd_mark){(uint32_t)*v, STROBE__FLOW_START, id};
+        fb->marks[fb->n++] = (strobe__fwdbwd_mark){bwd[k].event, STROBE__FLOW_FINISH, id};
+        *v = UINT64_MAX; /* one flow per forward op, as torch's */
+    }
+    if (rc == 0 && fb->n) qsort(fb->marks, fb->n, sizeof *fb->marks, mark_cmp);
+    free(bwd);
+    strobe__u64map_free(&fwd);
+    if (rc) {
+        free(fb->marks);
+        fb->marks = NULL;
+        fb->n = 0;
+    }
+    return rc;
 }
 
 /* The process's name from /proc when the result is this process's own, else "strobe". */
@@ -475,7 +575,7 @@ static const char *write_args(strobe__sink *s, const strobe__wr_arg *a, size_t n
 }
 
 /* The flow event of an event that has one, on its track at its start. */
-static void write_flow(jw *j, const strobe__wr_event *e, int ph, uint64_t id) {
+static void write_flow(jw *j, const strobe__wr_event *e, int ph, uint64_t id, int fwdbwd) {
     strobe__sink *s = j->base.out;
     const strobe__wr_track *t = &j->base.tracks[e->track];
     char *p = strobe__sink_reserve(s, 256);
@@ -490,8 +590,10 @@ static void write_flow(jw *j, const strobe__wr_event *e, int ph, uint64_t id) {
     p = put_i64(p, t->tid);
     p = LIT(p, ", \"ts\": ");
     p = put_ts(p, e->ts, j->base.base_ns);
-    p = LIT(p,
-            ", \"cat\": \"" STROBE_KINETO_CAT_FLOW "\", \"name\": \"" STROBE_KINETO_CAT_FLOW "\"");
+    p = fwdbwd ? LIT(p, ", \"cat\": \"" STROBE_KINETO_CAT_FWDBWD
+                        "\", \"name\": \"" STROBE_KINETO_CAT_FWDBWD "\"")
+               : LIT(p, ", \"cat\": \"" STROBE_KINETO_CAT_FLOW
+                        "\", \"name\": \"" STROBE_KINETO_CAT_FLOW "\"");
     if (ph == STROBE__FLOW_FINISH) p = LIT(p, ", \"bp\": \"e\"");
     p = LIT(p, "}");
     strobe__sink_commit(s, p);
@@ -520,15 +622,16 @@ static int write_event(jw *j, const strobe__wr_event *e, int slice, const strobe
     if (p == NULL) return s->err;
     strobe__sink_commit(s, LIT(p, "}}"));
     if (e->flow_ph != STROBE__FLOW_NONE) {
-        write_flow(j, e, e->flow_ph, e->flow_id);
+        write_flow(j, e, e->flow_ph, e->flow_id, 0);
     } else {
         /* Perfetto's ids only (the public writer's callers): a start per id going out, a finish
          * per id coming in. */
         for (size_t i = 0; i < e->nflow_out; i++)
-            write_flow(j, e, STROBE__FLOW_START, e->flow_out[i]);
+            write_flow(j, e, STROBE__FLOW_START, e->flow_out[i], 0);
         for (size_t i = 0; i < e->nflow_in; i++)
-            write_flow(j, e, STROBE__FLOW_FINISH, e->flow_in[i]);
+            write_flow(j, e, STROBE__FLOW_FINISH, e->flow_in[i], 0);
     }
+    if (e->fb_ph != STROBE__FLOW_NONE) write_flow(j, e, e->fb_ph, e->fb_id, 1);
     return s->err;
 }
 

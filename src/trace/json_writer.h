@@ -45,6 +45,28 @@ int strobe__json_plan_flows(const strobe_result *r, strobe__flow_plan *fp);
 /* Frees the plan's arrays (the struct itself is the caller's). */
 void strobe__flow_plan_free(strobe__flow_plan *fp);
 
+/* One end of a "fwdbwd" flow: event `event` starts (ph STROBE__FLOW_START) or finishes flow `id`.
+ */
+typedef struct strobe__fwdbwd_mark {
+    uint32_t event;
+    uint32_t ph;
+    uint64_t id;
+} strobe__fwdbwd_mark;
+
+/* The "fwdbwd" flows of a result, sorted by event (release with free(marks)). */
+typedef struct strobe__fwdbwd_plan {
+    strobe__fwdbwd_mark *marks;
+    size_t n;
+} strobe__fwdbwd_plan;
+
+/* Plans the flows from forward ops to their backward ops as torch does (profiler_kineto.cpp,
+ * generateForwardBackwardLink): a backward op ("Fwd thread id" > 0) is linked to the forward op
+ * with its "Sequence number" on the thread whose torch id is its Fwd thread id (r->torch_tids)
+ * that started last; of the backward ops of one forward op, the first to end gets the flow. Ids
+ * count from 1 in that order. A result without torch thread ids has none. @return 0 or
+ * STROBE_ENOMEM. */
+int strobe__fwdbwd_plan_make(const strobe_result *r, strobe__fwdbwd_plan *fb);
+
 /* The process's name from /proc when the result is this process's own, else "strobe". */
 void strobe__json_process_name(const strobe_result *r, char *buf, size_t size);
 

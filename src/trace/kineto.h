@@ -51,6 +51,8 @@
 #define STROBE_KINETO_CAT_GPU_USER_ANNOTATION "gpu_user_annotation"
 /* The flow from a launch to the device work it made ("s" on the launch, "f" on the work). */
 #define STROBE_KINETO_CAT_FLOW "ac2g"
+/* Flows from a forward op to its backward op (cat and name), torch's profiler_kineto.cpp. */
+#define STROBE_KINETO_CAT_FWDBWD "fwdbwd"
 /* What traces written in 2021 use instead (schema before "cpu_op"); readers accept both. */
 #define STROBE_KINETO_LEGACY_CAT_OPERATOR "Operator"
 #define STROBE_KINETO_LEGACY_CAT_RUNTIME "Runtime"
@@ -83,6 +85,7 @@
 #define STROBE_KINETO_ARG_EXTERNAL_ID "External id"
 #define STROBE_KINETO_ARG_RECORD_FUNCTION_ID "Record function id"
 #define STROBE_KINETO_ARG_SEQUENCE_NUMBER "Sequence number"
+#define STROBE_KINETO_ARG_FWD_THREAD_ID "Fwd thread id"
 #define STROBE_KINETO_ARG_INPUT_DIMS "Input Dims"
 #define STROBE_KINETO_ARG_INPUT_TYPE "Input type"
 #define STROBE_KINETO_ARG_CONCRETE_INPUTS "Concrete Inputs"

@@ -72,6 +72,8 @@ typedef struct pw {
     strobe__pool pool;
     strobe__pft_arg *args;
     size_t args_cap;
+    uint64_t *fb_ids; /* a slice's flow ids with its fwdbwd flow's */
+    size_t fb_cap;
     char *name; /* a NUL-terminated copy of a name given with its length */
     size_t name_cap;
     int session; /* a session slice was given: written at end with the metadata */
@@ -266,10 +268,29 @@ static int pf_slice_begin(strobe__writer *w, const strobe__wr_event *e) {
     const char *name = cname(p, e);
     int rc = name ? pargs(p, e->args, e->nargs) : STROBE_ENOMEM;
     if (rc == 0) rc = use(p, t->enc);
+    const uint64_t *out = e->flow_out, *in = e->flow_in;
+    size_t nout = e->nflow_out, nin = e->nflow_in;
+    if (rc == 0 && e->fb_ph != STROBE__FLOW_NONE) {
+        /* A fwdbwd flow joins the slice's others, with an id no ac2g flow uses (those are
+         * correlation ids, and ids made below 2^62). */
+        const uint64_t *have = e->fb_ph == STROBE__FLOW_START ? out : in;
+        size_t n = e->fb_ph == STROBE__FLOW_START ? nout : nin;
+        rc = grow((void **)&p->fb_ids, &p->fb_cap, n + 1, sizeof *p->fb_ids);
+        if (rc == 0) {
+            if (n) memcpy(p->fb_ids, have, n * sizeof *have);
+            p->fb_ids[n] = e->fb_id | UINT64_C(1) << 62;
+            if (e->fb_ph == STROBE__FLOW_START) {
+                out = p->fb_ids;
+                nout = n + 1;
+            } else {
+                in = p->fb_ids;
+                nin = n + 1;
+            }
+        }
+    }
     if (rc == 0)
         rc = strobe__pft_begin(p->encs[t->enc], t->uuid, e->ts - p->base.base_ns, e->cat, name,
-                               p->args, e->nargs, e->flow_out, e->nflow_out, e->flow_in,
-                               e->nflow_in);
+                               p->args, e->nargs, out, nout, in, nin);
     return rc ? rc : flush(p, t->enc, 0);
 }
 
@@ -470,6 +491,7 @@ static void pf_release(strobe__writer *w) {
     free(p->enc_clock);
     free(p->tracks);
     free(p->args);
+    free(p->fb_ids);
     free(p->name);
     if (p->next_uuid) {
         strobe__strtab_release(&p->counters);

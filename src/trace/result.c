@@ -202,8 +202,22 @@ int strobe__result_map_events(strobe_result *r, size_t count, int populate) {
     return 0;
 }
 
+int strobe__result_set_torch_tid(strobe_result *r, size_t index, uint64_t torch_tid) {
+    if (index >= r->torch_tid_count) {
+        size_t n = index + 1 > 2 * r->torch_tid_count ? index + 1 : 2 * r->torch_tid_count;
+        uint64_t *p = realloc(r->torch_tids, n * sizeof *p);
+        if (p == NULL) return STROBE_ENOMEM;
+        memset(p + r->torch_tid_count, 0, (n - r->torch_tid_count) * sizeof *p);
+        r->torch_tids = p;
+        r->torch_tid_count = n;
+    }
+    r->torch_tids[index] = torch_tid;
+    return 0;
+}
+
 void strobe_result_free(strobe_result *r) {
     if (r == NULL) return;
+    free(r->torch_tids);
     strobe__big_unmap(r->events, r->events_map_bytes);
     free(r->threads);
     free(r->meta);

@@ -33,7 +33,12 @@ struct strobe_result {
     double clock_ns_per_tick; /* the calibration used (1.0 for clock_monotonic) */
     int saved;
     const char *device_props; /* "deviceProperties": a JSON array (in the pool), NULL: [] */
-    strobe__pool pool;        /* owns every string and arg of the result */
+    /* Per thread (index), torch's RecordFunction id of the thread where the torch observer
+     * recorded ops on it, 0 elsewhere (malloc'ed, torch_tid_count entries; NULL: none). It links
+     * forward ops to their backward ones ("fwdbwd" flows, strobe__fwdbwd_plan()). */
+    uint64_t *torch_tids;
+    size_t torch_tid_count;
+    strobe__pool pool; /* owns every string and arg of the result */
 };
 
 /* Allocates an empty result (zeroed, pool ready, pid = getpid(), trace_id = ""). NULL on ENOMEM. */
@@ -61,5 +66,8 @@ int strobe__event_put_arg(strobe_result *r, size_t index, const char *key, const
 /* The same for an event not (yet) in r->events, whose args still live in r's pool. */
 int strobe__event_add_arg(strobe_result *r, strobe_event *e, const char *key, const char *json,
                           int copy, int replace);
+
+/* Sets thread `index`'s torch thread id (see torch_tids). @return 0 or STROBE_ENOMEM. */
+int strobe__result_set_torch_tid(strobe_result *r, size_t index, uint64_t torch_tid);
 
 #endif /* STROBE_RESULT_INTERNAL_H */

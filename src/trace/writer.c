@@ -364,8 +364,11 @@ static int put_events(walk *k, uint64_t *written) {
     strobe__writer *w = k->w;
     int64_t *shown = display_ends(r);
     strobe__flow_plan fp = {0};
+    strobe__fwdbwd_plan fb = {0};
+    size_t next_fb = 0; /* the next mark of fb (by event) */
     int rc = shown ? 0 : STROBE_ENOMEM;
     if (rc == 0) rc = strobe__json_plan_flows(r, &fp);
+    if (rc == 0) rc = strobe__fwdbwd_plan_make(r, &fb);
     strobe__wr_event ev;
     for (size_t i = 0; rc == 0 && i < r->event_count; i++) {
         const strobe_event *e = &r->events[i];
@@ -394,6 +397,12 @@ static int put_events(walk *k, uint64_t *written) {
         rc = event_args(k, e, i, &nargs);
         if (rc == 0) rc = event_flows(k, &fp, i, &ev);
         if (rc) break;
+        while (next_fb < fb.n && fb.marks[next_fb].event < i)
+            next_fb++;
+        if (next_fb < fb.n && fb.marks[next_fb].event == i) {
+            ev.fb_ph = (int)fb.marks[next_fb].ph;
+            ev.fb_id = fb.marks[next_fb].id;
+        }
         ev.args = k->args;
         ev.nargs = nargs;
         if (e->kind == STROBE_EVENT_RANGE) {
@@ -415,6 +424,7 @@ static int put_events(walk *k, uint64_t *written) {
     for (size_t t = 0; rc == 0 && t < k->open_cap; t++)
         rc = end_open(k, (int64_t)t, NULL);
     strobe__flow_plan_free(&fp);
+    free(fb.marks);
     free(shown);
     return rc;
 }

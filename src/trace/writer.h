@@ -87,6 +87,11 @@ typedef struct strobe__wr_event {
     uint64_t flow_id;
     const uint64_t *flow_out, *flow_in;
     size_t nflow_out, nflow_in;
+    /* A "fwdbwd" flow (torch's forward op -> backward op): fb_ph STROBE__FLOW_START on the
+     * forward op, STROBE__FLOW_FINISH on the backward one, with id fb_id (from 1 per trace);
+     * STROBE__FLOW_NONE (0): none. */
+    int fb_ph;
+    uint64_t fb_id;
 } strobe__wr_event;
 
 /* The trace's metadata: what begin knows, and at end all of it. */
