@@ -40,7 +40,7 @@
  * after every append, so that a process that is killed leaves what it had written.
  *
  * PyTorch (strobe record --torch): the import hook gets this copy's torch table through
- * strobe__record_torch_api(); a process that loaded torch leaves PARTS/<part>.torch (below).
+ * strobe__record_torch_api_get(); a process that loaded torch leaves PARTS/<part>.torch (below).
  *
  * Errors print one line prefixed "strobe record:" and never stop the program. */
 #include <dlfcn.h>
@@ -300,8 +300,8 @@ static void start_locked(void) {
  * the callback its parent registered). */
 static int torch_observed;
 
-EXPORT const strobe__torch_api *strobe__record_torch_api(void);
-EXPORT const strobe__torch_api *strobe__record_torch_api(void) {
+EXPORT const strobe__torch_api *strobe__record_torch_api_get(void);
+EXPORT const strobe__torch_api *strobe__record_torch_api_get(void) {
     if (!active) return NULL; /* not recorded here (--no-follow's children): no observer */
     __atomic_store_n(&torch_observed, 1, __ATOMIC_RELEASE);
     return strobe__torch_api_get();

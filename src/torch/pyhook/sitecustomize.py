@@ -9,7 +9,7 @@
 #      sys.meta_path wraps the loader of the top-level "torch" package, so that right after
 #      torch's __init__ has run, the observer (libstrobe_torch.so, src/torch/observer.h) is
 #      loaded with ctypes and turned on, recording into the session of the preloaded
-#      libstrobe_record.so (its table comes from strobe__record_torch_api(), record_hook.c);
+#      libstrobe_record.so (its table comes from strobe__record_torch_api_get(), record_hook.c);
 #   3. never breaks the program: a failure prints one line "strobe record: ..." on standard error
 #      and the program runs on, unobserved.
 # A child forked without exec (a DataLoader worker under fork) inherits the callback that its
@@ -83,11 +83,12 @@ def _flags():
 
 def _record_api():
     """The table of the preloaded libstrobe_record.so's session, or None where this process is
-    not recorded (no such library, or it records nothing here)."""
+    not recorded (no such library, or it records nothing here). Given to the observer by address
+    rather than NULL: NULL would prefer a libstrobe.so the program may have loaded itself."""
     import ctypes
 
     try:
-        get = ctypes.CDLL(None).strobe__record_torch_api
+        get = ctypes.CDLL(None).strobe__record_torch_api_get
     except (AttributeError, OSError):
         return None
     get.restype = ctypes.c_void_p
