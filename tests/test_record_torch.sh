@@ -7,7 +7,8 @@
 #     torch.profiler key_averages() of its events inside "workload" (run separately; torch 1.13's
 #     legacy profiler sees the main thread only);
 #   - the second thread's ops are there (on a thread of their own), and each DataLoader worker is a
-#     process of its own with its own ops; "Input Dims" and [memory] events are recorded;
+#     process of its own with its own ops; "Input Dims" are recorded, and [memory] events on the
+#     main thread, the second thread and in each worker;
 #   - a loop calling torch.profiler.profile().step() gives ProfilerStep#N ranges that `strobe
 #     steps` counts, and with --with-stack each operator's Python "Call stack"; summary, steps, breakdown and report read both traces;
 #   - a program that imports torch recorded without --torch gets the suggestion, once; with
@@ -60,8 +61,13 @@ if len(workers) != 2:
     bad.append("aten::full in 2 worker processes: %s" % sorted(workers))
 if not any("Input Dims" in e.get("args", {}) for e in ev if e.get("cat") == "cpu_op"):
     bad.append("no cpu_op with \"Input Dims\" (--record-shapes)")
-if not any(e.get("name") == "[memory]" and e.get("pid") == w["pid"] for e in ev):
-    bad.append("no [memory] event in the program's process (--profile-memory)")
+mem = [e for e in ev if e.get("name") == "[memory]"]
+if not any(e["pid"] == w["pid"] and e["tid"] == w["tid"] for e in mem):
+    bad.append("no [memory] event on the program's main thread (--profile-memory)")
+if side and not any(e["pid"] == w["pid"] and e["tid"] == side[0]["tid"] for e in mem):
+    bad.append("no [memory] event on the second thread (--profile-memory)")
+if not workers or not all(any(e["pid"] == p for e in mem) for p in workers):
+    bad.append("no [memory] event in a worker process (--profile-memory)")
 if bad:
     print("FAIL:\n  " + "\n  ".join(bad))
     sys.exit(1)
