@@ -34,6 +34,7 @@ const char cmd_record_usage[] =
     "    strobe record [-o PATH] [--delay SEC] [--duration SEC] [--activities cpu,cuda]\n"
     "                  [--capture-range nvtx:NAME|cuda-profiler-api] [--sample[=HZ]]\n"
     "                  [--markers MODE[:SINKS]] [--heap] [--heap-stacks] [--mpi]\n"
+    "                  [--torch] [--record-shapes] [--profile-memory] [--with-stack]\n"
     "                  [--no-follow] [--max-part-size SIZE] [--stats] [--keep-parts] [-q]\n"
     "                  [--] PROGRAM [ARGS...]\n"
     "\n"
@@ -46,7 +47,7 @@ const char cmd_record_usage[] =
     "    working folder, arguments and environment, but for the variables strobe adds for\n"
     "    itself (STROBE_RECORD_*, its library at the end of LD_PRELOAD, and as the NVTX and\n"
     "    CUDA tool and NCCL's profiler plugin: NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH,\n"
-    "    NCCL_PROFILER_PLUGIN). Ctrl-C and\n"
+    "    NCCL_PROFILER_PLUGIN; with --torch, its import hook first on PYTHONPATH). Ctrl-C and\n"
     "    Ctrl-\\ go to PROGRAM (strobe record ignores them and writes the trace when PROGRAM\n"
     "    is done); SIGTERM and SIGHUP sent to strobe record are passed on to PROGRAM.\n"
     "\n"
@@ -68,6 +69,16 @@ const char cmd_record_usage[] =
     "    (two copies of strobe in one process) keeps CUDA for its own sessions (CUPTI takes\n"
     "    one client), which get no NVTX ranges (strobe record is the NVTX tool); strobe\n"
     "    record records the rest and says so.\n"
+    "\n"
+    "    PyTorch: with --torch, every Python process PROGRAM starts (DataLoader workers,\n"
+    "    torchrun's and subprocess's children) records torch's operators as torch.profiler\n"
+    "    would: an import hook (a sitecustomize.py in a folder strobe record puts first on\n"
+    "    PYTHONPATH, before the program's own entries) waits for the program to import torch,\n"
+    "    then turns on strobe's torch observer (libstrobe_torch.so, built where torch's CMake\n"
+    "    config was found), a RecordFunction callback recording each operator with torch's\n"
+    "    args (\"Sequence number\", \"External id\", forward-backward flows). The program's own\n"
+    "    sitecustomize still runs. A program that imports torch recorded without --torch gets\n"
+    "    a note saying so.\n"
     "\n"
     "    PATH: \".json\" writes Kineto-format JSON, \".pftrace\" Perfetto's protobuf format,\n"
     "    either gzip-compressed when it ends in \".gz\". In PATH, %p is the first process's\n"
@@ -91,6 +102,14 @@ const char cmd_record_usage[] =
     "    --duration SEC        record for SEC seconds (per process; the program runs on)\n"
     "    --activities LIST     cpu (always), cuda\n"
     "    --heap                record allocations (malloc, free, ...)\n"
+    "    --torch               record PyTorch's operators (see PyTorch above); fails at once\n"
+    "                          when strobe was built without the torch observer\n"
+    "    --record-shapes       --torch, and each operator's \"Input Dims\" and \"Input type\"\n"
+    "                          (torch.profiler's record_shapes)\n"
+    "    --profile-memory      --torch, and torch's allocations as [memory] events\n"
+    "                          (torch.profiler's profile_memory)\n"
+    "    --with-stack          --torch, and each operator's Python \"Call stack\"\n"
+    "                          (torch.profiler's with_stack)\n"
     "    --mpi                 record PROGRAM's MPI calls (a PMPI interposer,\n"
     "                          libstrobe_record_mpi.so, built where mpi.h was found):\n"
     "                          point-to-point, collectives with Kineto's args (\"Collective\n"
@@ -141,6 +160,9 @@ const char cmd_record_usage[] =
     "ENVIRONMENT\n"
     "    STROBE_RECORD_LIB     the libstrobe_record.so to inject (default: beside strobe, or\n"
     "                          in the installed library folder)\n"
+    "    STROBE_RECORD_TORCH_LIB\n"
+    "                          the torch observer that --torch loads (default:\n"
+    "                          libstrobe_torch.so beside libstrobe_record.so)\n"
     "\n"
     "EXIT STATUS\n"
     "    PROGRAM's exit status, or 128+N when signal N ended it; 127 when PROGRAM is not\n"
@@ -163,6 +185,10 @@ enum {
     OPT_MPI,
     OPT_HEAP_STACKS,
     OPT_MAX_PART_SIZE,
+    OPT_TORCH,
+    OPT_RECORD_SHAPES,
+    OPT_PROFILE_MEMORY,
+    OPT_WITH_STACK,
 };
 
 const struct option cmd_record_options[] = {
@@ -180,6 +206,10 @@ const struct option cmd_record_options[] = {
     {"mpi", no_argument, NULL, OPT_MPI},
     {"heap-stacks", no_argument, NULL, OPT_HEAP_STACKS},
     {"max-part-size", required_argument, NULL, OPT_MAX_PART_SIZE},
+    {"torch", no_argument, NULL, OPT_TORCH},
+    {"record-shapes", no_argument, NULL, OPT_RECORD_SHAPES},
+    {"profile-memory", no_argument, NULL, OPT_PROFILE_MEMORY},
+    {"with-stack", no_argument, NULL, OPT_WITH_STACK},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -196,6 +226,10 @@ typedef struct rec_opts {
     int capture_cuda;    /* --capture-range cuda-profiler-api */
     int heap_stacks;     /* --heap-stacks */
     uint64_t max_part;   /* --max-part-size in bytes; 0: the default, from the free space */
+    int torch;           /* --torch (or one of the options below, which imply it) */
+    int torch_shapes, torch_memory, torch_stack; /* --record-shapes, --profile-memory ... */
+    char torch_lib[PATH_MAX];                    /* --torch: the observer, libstrobe_torch.so */
+    char torch_hook[PATH_MAX]; /* --torch: the folder of the import hook (sitecustomize.py) */
 } rec_opts;
 
 static int usage_error(const char *msg, const char *arg) {
@@ -302,6 +336,45 @@ static int mpi_library(char *lib, size_t size) {
     }
     snprintf(lib, size, "%s", cand);
     return 0;
+}
+
+/* --torch: the observer (STROBE_RECORD_TORCH_LIB, else libstrobe_torch.so in the folder of `lib`)
+ * and the import hook's folder (pyhook/ there in the build tree, strobe/pyhook/ in an install's
+ * library folder), into o->torch_lib and o->torch_hook. @return 0, or -1 after the message. */
+static int torch_library(rec_opts *o, const char *lib) {
+    char folder[PATH_MAX], cand[PATH_MAX + 64];
+    const char *slash = strrchr(lib, '/');
+    snprintf(folder, sizeof folder, "%.*s", slash ? (int)(slash - lib) : 0, lib);
+    const char *env = getenv("STROBE_RECORD_TORCH_LIB");
+    if (env && env[0]) {
+        if (realpath(env, o->torch_lib) == NULL || access(o->torch_lib, R_OK) != 0) {
+            fprintf(stderr, "strobe record: --torch: STROBE_RECORD_TORCH_LIB=%s: %s\n",
+                    cli_esc(env), strerror(errno));
+            return -1;
+        }
+    } else {
+        snprintf(cand, sizeof cand, "%s/libstrobe_torch.so", folder);
+        if (access(cand, R_OK) != 0 || realpath(cand, o->torch_lib) == NULL) {
+            fprintf(stderr,
+                    "strobe record: --torch: %s not found: strobe was built without the torch "
+                    "observer (torch's CMake config, TorchConfig.cmake, was not found when it "
+                    "was configured)\n",
+                    cli_esc(cand));
+            return -1;
+        }
+    }
+    static const char *const hooks[] = {"pyhook", "strobe/pyhook"};
+    for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++) {
+        snprintf(cand, sizeof cand, "%s/%s/sitecustomize.py", folder, hooks[i]);
+        if (access(cand, R_OK) != 0) continue;
+        *strrchr(cand, '/') = '\0';
+        if (realpath(cand, o->torch_hook) != NULL) return 0;
+    }
+    fprintf(stderr,
+            "strobe record: --torch: the import hook (sitecustomize.py) is in neither %s/pyhook "
+            "nor %s/strobe/pyhook\n",
+            cli_esc(folder), cli_esc(folder));
+    return -1;
 }
 
 /* ---- the output path and the parts folder -----------------------------------------------------
@@ -493,9 +566,13 @@ static uint64_t default_part_cap(const char *dir) {
  * LD_PRELOAD with the library at its end. @return 0 or -1 (out of memory). */
 static int make_env(env_list *e, const rec_opts *o, const char *parts, const char *lib) {
     int rc = 0;
-    const char *preload = NULL;
+    const char *preload = NULL, *pythonpath = NULL;
     for (char **p = environ; *p && rc == 0; p++) {
         if (strncmp(*p, "STROBE_RECORD_", 14) == 0) continue;
+        if (o->torch && strncmp(*p, "PYTHONPATH=", 11) == 0) {
+            pythonpath = *p + 11; /* --torch: kept, after the import hook's folder */
+            continue;
+        }
         if (o->markers && strncmp(*p, "STROBE_MARKERS=", 15) == 0) continue; /* --markers' */
         if (strncmp(*p, "LD_PRELOAD=", 11) == 0) {
             preload = *p + 11;
@@ -539,6 +616,25 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
     if (rc == 0 && o->capture) rc = env_add(e, "STROBE_RECORD_CAPTURE_NVTX", o->capture);
     if (rc == 0 && o->capture_cuda) rc = env_add(e, "STROBE_RECORD_CAPTURE_CUDA", "1");
     if (rc == 0 && o->no_follow) rc = env_add(e, "STROBE_RECORD_NO_FOLLOW", "1");
+    if (rc == 0 && o->torch) {
+        /* The import hook (src/torch/pyhook/sitecustomize.py) reads these; its folder comes
+         * first on PYTHONPATH, so that Python imports it as sitecustomize (it then runs the
+         * program's own). */
+        char flags[64];
+        snprintf(flags, sizeof flags, "%s%s%s", o->torch_shapes ? "shapes," : "",
+                 o->torch_memory ? "memory," : "", o->torch_stack ? "stack," : "");
+        size_t fl = strlen(flags);
+        if (fl) flags[fl - 1] = '\0';
+        rc = env_add(e, "STROBE_RECORD_TORCH_LIB", o->torch_lib);
+        if (rc == 0) rc = env_add(e, "STROBE_RECORD_TORCH_FLAGS", flags);
+        size_t len = strlen(o->torch_hook) + (pythonpath ? strlen(pythonpath) + 1 : 0) + 1;
+        char *v = rc == 0 ? malloc(len) : NULL;
+        if (v == NULL) return -1;
+        snprintf(v, len, "%s%s%s", o->torch_hook, pythonpath && pythonpath[0] ? ":" : "",
+                 pythonpath ? pythonpath : "");
+        rc = env_add(e, "PYTHONPATH", v);
+        free(v);
+    }
     if (rc == 0) rc = env_add(e, "STROBE_RECORD_PRELOAD", lib);
     snprintf(num, sizeof num, "%llu",
              (unsigned long long)(o->max_part ? o->max_part : default_part_cap(parts)));
@@ -836,6 +932,12 @@ static int merge_parts(const rec_opts *o, const char *parts, long root, int64_t 
         if (rc == 0 && o->cuda && st.device_events == 0)
             fprintf(stderr, "strobe record: note: no CUDA activity was recorded (the program "
                             "used no GPU, or CUDA could not be traced here)\n");
+        if (rc == 0 && st.dropped)
+            fprintf(stderr,
+                    "strobe record: warning: %llu event(s) were dropped while recording: a "
+                    "process's record buffer was full (its part's writer fell behind the "
+                    "program); the trace holds the rest\n",
+                    (unsigned long long)st.dropped);
         if (rc == 0 && st.clipped)
             fprintf(stderr,
                     "strobe record: %llu slice(s) ended after the slice around them: ended "
@@ -950,6 +1052,54 @@ static void print_heap_sites(const char *parts, FILE *to) {
     free(v);
 }
 
+/* PyTorch: each recorded process that had loaded torch (libtorch_cpu) when its session stopped
+ * left PARTS/<part>.torch, saying whether the torch observer was on in it ("observed") or not
+ * ("unobserved"; record_hook.c). Without --torch, one note suggests it, for the whole run; with
+ * it, one note counts the processes whose operators were not recorded (the import hook did not
+ * run in them), and one says when no process imported torch at all. */
+static void torch_notes(const rec_opts *o, const char *parts) {
+    DIR *d = opendir(parts);
+    if (d == NULL) return;
+    long seen = 0, unobserved = 0, first_pid = 0;
+    char *first_name = NULL;
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        size_t len = strlen(de->d_name);
+        if (len < 7 || strcmp(de->d_name + len - 6, ".torch") != 0) continue;
+        char path[PATH_MAX + 300], buf[32] = "";
+        snprintf(path, sizeof path, "%s/%s", parts, de->d_name);
+        FILE *f = fopen(path, "re");
+        if (f == NULL) continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        seen++;
+        if (strncmp(buf, "unobserved", 10) != 0) continue;
+        if (unobserved++ == 0) {
+            char stem[300];
+            snprintf(stem, sizeof stem, "%.*s", (int)(len - 6), de->d_name);
+            first_pid = strtol(stem, NULL, 10);
+            first_name = read_name(parts, stem);
+        }
+    }
+    closedir(d);
+    const char *name = first_name ? cli_esc(first_name) : "the program";
+    if (!o->torch && unobserved)
+        fprintf(stderr,
+                "strobe record: %s (pid %ld) imports torch: add --torch to record its "
+                "operators\n",
+                name, first_pid);
+    else if (o->torch && unobserved)
+        fprintf(stderr,
+                "strobe record: --torch: %ld process%s that loaded torch, %s (pid %ld) the "
+                "first, had no torch observer: the import hook did not run there (python -E, "
+                "-I or -S, PYTHONPATH replaced, or not a Python program); their operators are "
+                "not recorded\n",
+                unobserved, unobserved == 1 ? "" : "es", name, first_pid);
+    else if (o->torch && seen == 0)
+        fprintf(stderr, "strobe record: --torch: no recorded process imported torch\n");
+    free(first_name);
+}
+
 /* --stats: the operator summary and, when the trace has device events, the top kernels, through
  * their commands. */
 static void print_stats(const char *out, int kernels) {
@@ -1051,6 +1201,18 @@ int cmd_record(int argc, char **argv) {
         case OPT_HEAP:
             o.heap = 1;
             break;
+        case OPT_TORCH:
+            o.torch = 1;
+            break;
+        case OPT_RECORD_SHAPES:
+            o.torch = o.torch_shapes = 1;
+            break;
+        case OPT_PROFILE_MEMORY:
+            o.torch = o.torch_memory = 1;
+            break;
+        case OPT_WITH_STACK:
+            o.torch = o.torch_stack = 1;
+            break;
         case OPT_MPI:
             o.mpi = 1;
             break;
@@ -1115,6 +1277,7 @@ int cmd_record(int argc, char **argv) {
     char lib[PATH_MAX];
     if (find_library(lib, sizeof lib) != 0) return CLI_BAD_INPUT;
     if (o.mpi && mpi_library(lib, sizeof lib) != 0) return CLI_BAD_INPUT;
+    if (o.torch && torch_library(&o, lib) != 0) return CLI_BAD_INPUT;
 
     /* The output: %r now, %p once the first process has a pid (this process's own stands in
      * for the checks and the parts folder's name). */
@@ -1167,6 +1330,7 @@ int cmd_record(int argc, char **argv) {
     int merged = strcmp(out, check) != 0 && output_replaceable(out, file) != 0
                      ? -1
                      : merge_parts(&o, parts, pid, end_ns, out, base, &device_events);
+    torch_notes(&o, parts);
     /* The allocation sites are read before the parts go: on standard error, or with --stats on
      * standard output after the summary. */
     char *heap_text = NULL;

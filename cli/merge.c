@@ -93,6 +93,7 @@ typedef struct merger {
     size_t npending, cappending;
     int oom;
     uint64_t skipped;
+    uint64_t dropped; /* the inputs' "dropped_events" and "lost_events" (strobe_stream) */
     int session_taken;
     int input_has_session; /* the input being read has strobe's session span */
 } merger;
@@ -474,6 +475,15 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
                 if (strobe_rd_obj_get(mt->value.raw, mt->value.len, "complete", &c) == 1 &&
                     c.type == STROBE_RD_T_FALSE)
                     cut_stream = 1;
+                /* Events a streaming session counted and did not write: dropped (its buffer
+                 * was full: the writer fell behind) or lost; the caller says how many. */
+                static const char *const gone[] = {"dropped_events", "lost_events"};
+                for (size_t g = 0; g < 2; g++) {
+                    int64_t v = 0;
+                    if (strobe_rd_obj_get(mt->value.raw, mt->value.len, gone[g], &c) == 1 &&
+                        strobe_rd_value_int(&c, &v) == 0 && v > 0)
+                        m->dropped += (uint64_t)v;
+                }
                 /* A part that reached its size cap (strobe record --max-part-size) says how
                  * many events it left out. */
                 if (strobe_rd_obj_get(mt->value.raw, mt->value.len, "capped", &c) == 1 &&
@@ -964,6 +974,7 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
         i = end;
     }
     st.skipped = m.skipped;
+    st.dropped = m.dropped;
     if (rc == 0 && read == 0) {
         fprintf(stderr, "strobe %s: no input could be read\n", cmd);
         rc = STROBE_EINVAL;

@@ -85,6 +85,8 @@ typedef struct cli_merge_stats {
     uint64_t clipped;       /* slices that ended after the slice around them: ended with it */
     uint64_t skipped;       /* events of kinds not merged (B/E pairs, async, ...) */
     uint64_t device_events; /* events on device (GPU) tracks */
+    uint64_t dropped;       /* events the inputs' sessions counted as dropped or lost, not written
+                               ("dropped_events", "lost_events" of their strobe_stream) */
 } cli_merge_stats;
 
 /* Merges inputs[0..n) into `out` (the format by its suffix, see strobe/writer.h). Processes with

@@ -61,7 +61,7 @@ static const char input_b[] =
     "200, \"tid\": 201, \"ts\": 6.000, \"args\": {\"x\": 1}},\n"
     "{\"ph\": \"C\", \"cat\": \"cpu_counter\", \"name\": \"mem\", \"pid\": 200, \"tid\": 201, "
     "\"ts\": 6.000, \"args\": {\"mem\": 42}}\n"
-    "], \"strobe_stream\": {\"complete\": true}}\n";
+    "], \"strobe_stream\": {\"complete\": true, \"dropped_events\": 5, \"lost_events\": 2}}\n";
 
 /* The same pid, later, without events: its name does not win. */
 static const char input_c[] =
@@ -193,6 +193,7 @@ int main(void) {
         CHECK_EQ(st.empty, 1);
         CHECK_EQ(st.clipped, 1);
         CHECK_EQ(st.device_events, 2);
+        CHECK_EQ(st.dropped, 7);
         seen s;
         read_back(outs[k], &s);
         CHECK_STR(s.pname[0], "a");

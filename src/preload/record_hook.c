@@ -22,6 +22,9 @@
  *                             first cuInit on, core/device.h strobe__cuda_watch_profiler)
  *   STROBE_RECORD_WATCH_PID   `strobe record`'s pid: when it dies, the session stops (the
  *                             watch thread, below)
+ *   STROBE_RECORD_TORCH_FLAGS --torch's words (shapes, memory, stack; the import hook reads them
+ *                             too): shapes and memory turn on the session's record_shapes and
+ *                             profile_memory, which keep what the torch observer records
  *   STROBE_RECORD_MAX_BYTES   the part file's cap in bytes (config.stream_max_bytes;
  * --max-part-size) STROBE_RECORD_NO_FOLLOW   "1": this process only: the variables, and the
  * LD_PRELOAD entry STROBE_RECORD_PRELOAD names, leave the environment at start, so that the
@@ -35,6 +38,9 @@
  * child that then runs exec: the image before exec and the one after), with PARTS/<same>.name
  * beside it holding the program's name (argv[0]'s base name). Each is a streamed trace: complete
  * after every append, so that a process that is killed leaves what it had written.
+ *
+ * PyTorch (strobe record --torch): the import hook gets this copy's torch table through
+ * strobe__record_torch_api_get(); a process that loaded torch leaves PARTS/<part>.torch (below).
  *
  * Errors print one line prefixed "strobe record:" and never stop the program. */
 #include <dlfcn.h>
@@ -54,6 +60,7 @@
 #include <unistd.h>
 
 #include "core/device.h"
+#include "core/torch_api.h"
 #include "heap_hook.h"
 #include "nccl/nccl.h"
 #include "nvtx/nvtx.h"
@@ -69,10 +76,11 @@ typedef struct settings {
     int cuda_wanted;
     long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
     int heap, heap_stacks;
-    uint32_t sample_hz;           /* CPU sampling (--sample), 0: none */
-    char capture[1024];           /* --capture-range nvtx:NAME: NAME, "" for none */
-    int capture_cuda;             /* --capture-range cuda-profiler-api */
-    unsigned long long max_bytes; /* the part's cap (config.stream_max_bytes), 0: none */
+    uint32_t sample_hz;             /* CPU sampling (--sample), 0: none */
+    char capture[1024];             /* --capture-range nvtx:NAME: NAME, "" for none */
+    int capture_cuda;               /* --capture-range cuda-profiler-api */
+    unsigned long long max_bytes;   /* the part's cap (config.stream_max_bytes), 0: none */
+    int torch_shapes, torch_memory; /* --record-shapes, --profile-memory (the torch observer's) */
 } settings;
 
 static settings set;
@@ -185,6 +193,9 @@ static int read_settings(void) {
         watch_pid = (pid_t)wp;
     long long max_bytes = env_ms("STROBE_RECORD_MAX_BYTES", 0);
     set.max_bytes = max_bytes > 0 ? (unsigned long long)max_bytes : 0;
+    const char *tf = getenv("STROBE_RECORD_TORCH_FLAGS");
+    set.torch_shapes = tf && strstr(tf, "shapes") != NULL;
+    set.torch_memory = tf && strstr(tf, "memory") != NULL;
     long long hz = env_ms("STROBE_RECORD_SAMPLE_HZ", 0);
     set.sample_hz = hz > 0 && hz <= STROBE_CPU_SAMPLE_HZ_MAX ? (uint32_t)hz : 0;
     if (no_follow) forget_settings();
@@ -260,7 +271,8 @@ static void start_locked(void) {
     cfg.thread_mode = STROBE_THREADS_ALL;
     cfg.stream_path = part_path;
     cfg.stream_max_bytes = set.max_bytes;
-    cfg.profile_memory = set.heap;
+    cfg.profile_memory = set.heap || set.torch_memory;
+    cfg.record_shapes = set.torch_shapes;
     cfg.cpu_sample_hz = set.sample_hz;
     cfg.trace_name = program_invocation_short_name;
     /* Many short processes (a shell script's) each start a session: fault in little up front. */
@@ -280,9 +292,56 @@ static void start_locked(void) {
     strobe__heap_quiet(quiet);
 }
 
+/* ---- PyTorch ---------------------------------------------------------------------------- */
+
+/* strobe record --torch: the import hook (src/torch/pyhook/sitecustomize.py) asks this library
+ * for its copy's table and hands it to the torch observer, which then records torch's operators
+ * into this process's session. torch_observed: it did (atomic; a forked child inherits it with
+ * the callback its parent registered). */
+static int torch_observed;
+
+EXPORT const strobe__torch_api *strobe__record_torch_api_get(void);
+EXPORT const strobe__torch_api *strobe__record_torch_api_get(void) {
+    if (!active) return NULL; /* not recorded here (--no-follow's children): no observer */
+    __atomic_store_n(&torch_observed, 1, __ATOMIC_RELEASE);
+    return strobe__torch_api_get();
+}
+
+static int crash_sig; /* atomic: the first ending signal, 0: none (see Signals, below) */
+
+static int is_libtorch(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    (void)arg;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name;
+    return base && strncmp(base, "libtorch_cpu.so", 15) == 0;
+}
+
+/* When the process has loaded torch (libtorch_cpu), PARTS/<part>.torch says whether the observer
+ * recorded its operators ("observed") or not ("unobserved"), so that `strobe record` can suggest
+ * --torch, once for the run (cmd_record.c). Not from a signal handler: dl_iterate_phdr takes the
+ * loader's lock. */
+static void note_torch(void) {
+    if (__atomic_load_n(&crash_sig, __ATOMIC_ACQUIRE) || !dl_iterate_phdr(is_libtorch, NULL))
+        return;
+    char path[sizeof part_path + 8];
+    size_t len = strlen(part_path);
+    if (len <= 5) return;
+    snprintf(path, sizeof path, "%.*s.torch", (int)(len - 5), part_path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    const char *what =
+        __atomic_load_n(&torch_observed, __ATOMIC_ACQUIRE) ? "observed\n" : "unobserved\n";
+    if (write(fd, what, strlen(what)) < 0) {
+        /* the note is a hint: without it, strobe record says nothing about torch */
+    }
+    close(fd);
+}
+
 /* Stops the session (lock held); `final`: nothing starts after it. */
 static void stop_locked(int final) {
     if (state == ST_ON && session_pid == getpid()) {
+        note_torch();
         strobe__heap_set_tracing(0);
         int quiet = strobe__heap_quiet(1);
         strobe_result *r = NULL;
@@ -659,7 +718,6 @@ EXPORT int execle(const char *path, const char *arg0, ...) {
  * is closed, and the program goes on unrecorded, instead of appending to a part nobody merges. */
 static const int end_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE,  SIGILL,  SIGSYS, SIGTERM,
                                   SIGINT,  SIGHUP, SIGQUIT, SIGPIPE, SIGXCPU, SIGXFSZ};
-static int crash_sig;  /* atomic: the first ending signal, 0: none */
 static long crash_tid; /* the thread handling it */
 static int crash_done; /* atomic: its handler stopped the session (or gave up) */
 static int watch_word; /* futex the watch thread sleeps on */
