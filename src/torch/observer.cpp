@@ -105,16 +105,21 @@ thread_local thread_state t_state;
 
 struct op_site;
 const op_site *intern_site(const char *name);
+const char *site_name(const op_site *s);
 
 /* The site of a FUNCTION-scope op whose name comes from its schema, or NULL (the name may be a
  * temporary: copy it). */
 const op_site *function_site(thread_state &ts, const at::RecordFunction &fn, const char *name) {
     size_t slot = (reinterpret_cast<uintptr_t>(name) >> 3) & (kCacheSlots - 1);
     cache_slot &c = ts.cache[slot];
-    if (c.key == name) return c.site;
+    /* The address alone is not enough: a name torch gives from a schema can still be freed and
+     * its address reused by another op's (seen with torch 1.13: garbage names in streamed
+     * traces), so a hit must also have the same text. */
+    if (c.key == name && std::strcmp(site_name(c.site), name) == 0) return c.site;
     /* A miss: only a name that belongs to a registered operator's schema is stable. */
     if (!fn.operator_name().has_value()) return nullptr;
     const op_site *s = intern_site(name);
+    if (s == nullptr) return nullptr; /* out of memory: the name is copied per call instead */
     c.key = name;
     c.site = s;
     return s;
@@ -187,13 +192,21 @@ struct op_site {
     flop_kind flops;
 };
 
+const char *site_name(const op_site *s) {
+    return s->site.name;
+}
+
+/* The site of an op name, keyed by its text; the site owns a copy of the name, since the
+ * trace is written after the op (a streamed part long after), when torch's string may be gone. */
 const op_site *intern_site(const char *name) {
-    static auto *m = new std::unordered_map<const char *, const op_site *>();
+    static auto *m = new std::unordered_map<std::string, const op_site *>();
     std::lock_guard<std::mutex> g(g_lock);
     auto it = m->find(name);
     if (it != m->end()) return it->second;
-    auto *s = new op_site{{name, "torch", 0, STROBE_RECORD_SCOPE_FUNCTION}, flop_kind_of(name)};
-    m->emplace(name, s);
+    char *copy = strdup(name);
+    if (copy == nullptr) return nullptr;
+    auto *s = new op_site{{copy, "torch", 0, STROBE_RECORD_SCOPE_FUNCTION}, flop_kind_of(copy)};
+    m->emplace(copy, s);
     return s;
 }
 
