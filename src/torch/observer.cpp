@@ -78,9 +78,13 @@ inline bool recording(const strobe__torch_api *api) {
 
 /* A FUNCTION-scope op named by the dispatcher's schema has a name that lives as long as the
  * operator's registration: its pointer is a stable key. Each such name gets one strobe_site,
- * never freed (sites must outlive the sessions that recorded them). A per-thread direct-mapped
- * cache keyed by the pointer sits in front of the global map. */
-constexpr size_t kCacheSlots = 512;
+ * never freed (sites must outlive the sessions that recorded them). A per-thread table keyed by
+ * the pointer (open addressing, a few probes, never evicting: two hot ops that shared a slot of
+ * a direct-mapped cache would take the global map's lock on every call) sits in front of the
+ * global map. */
+constexpr size_t kCacheSlots = 1024;
+constexpr size_t kCacheProbes = 8;
+static_assert(kCacheSlots == 1024, "function_site() hashes to 10 bits");
 constexpr int kMaxDepth = 512;
 
 struct op_site;
@@ -109,14 +113,26 @@ const op_site *intern_site(const char *name);
 /* The site of a FUNCTION-scope op whose name comes from its schema, or NULL (the name may be a
  * temporary: copy it). */
 const op_site *function_site(thread_state &ts, const at::RecordFunction &fn, const char *name) {
-    size_t slot = (reinterpret_cast<uintptr_t>(name) >> 3) & (kCacheSlots - 1);
-    cache_slot &c = ts.cache[slot];
-    if (c.key == name) return c.site;
+    /* Fibonacci hashing: names are aligned, so their low bits carry nothing. */
+    uint64_t h =
+        (static_cast<uint64_t>(reinterpret_cast<uintptr_t>(name)) * UINT64_C(0x9E3779B97F4A7C15)) >>
+        54;
+    cache_slot *free_slot = nullptr;
+    for (size_t i = 0; i < kCacheProbes; i++) {
+        cache_slot &c = ts.cache[(h + i) & (kCacheSlots - 1)];
+        if (c.key == name) return c.site;
+        if (c.key == nullptr) {
+            free_slot = &c;
+            break;
+        }
+    }
     /* A miss: only a name that belongs to a registered operator's schema is stable. */
     if (!fn.operator_name().has_value()) return nullptr;
     const op_site *s = intern_site(name);
-    c.key = name;
-    c.site = s;
+    if (free_slot != nullptr) {
+        free_slot->key = name;
+        free_slot->site = s;
+    }
     return s;
 }
 
