@@ -78,9 +78,13 @@ inline bool recording(const strobe__torch_api *api) {
 
 /* A FUNCTION-scope op named by the dispatcher's schema has a name that lives as long as the
  * operator's registration: its pointer is a stable key. Each such name gets one strobe_site,
- * never freed (sites must outlive the sessions that recorded them). A per-thread direct-mapped
- * cache keyed by the pointer sits in front of the global map. */
-constexpr size_t kCacheSlots = 512;
+ * never freed (sites must outlive the sessions that recorded them). A per-thread table keyed by
+ * the pointer (open addressing, a few probes, never evicting: two hot ops that shared a slot of
+ * a direct-mapped cache would take the global map's lock on every call) sits in front of the
+ * global map. */
+constexpr size_t kCacheSlots = 1024;
+constexpr size_t kCacheProbes = 8;
+static_assert(kCacheSlots == 1024, "function_site() hashes to 10 bits");
 constexpr int kMaxDepth = 512;
 
 struct op_site;
@@ -92,8 +96,9 @@ struct cache_slot {
 /* Per-thread state; trivially constructible, so that its thread_local costs no guard. */
 struct thread_state {
     cache_slot cache[kCacheSlots];
-    /* The handles of this thread's recorded ops still open, innermost last: an exit ends a range
-     * only when it is the op that began it (torch calls exit for every op, recorded or not). */
+    /* The keys (op_key) of this thread's recorded ops still open, innermost last: an exit ends a
+     * range only when it is the op that began it (torch calls exit for every op, recorded or
+     * not). */
     uint64_t open[kMaxDepth];
     int depth;
     /* 1 once this thread has been warned about torch.profiler's memory reporter. */
@@ -110,18 +115,35 @@ const char *site_name(const op_site *s);
 /* The site of a FUNCTION-scope op whose name comes from its schema, or NULL (the name may be a
  * temporary: copy it). */
 const op_site *function_site(thread_state &ts, const at::RecordFunction &fn, const char *name) {
-    size_t slot = (reinterpret_cast<uintptr_t>(name) >> 3) & (kCacheSlots - 1);
-    cache_slot &c = ts.cache[slot];
-    /* The address alone is not enough: a name torch gives from a schema can still be freed and
-     * its address reused by another op's (seen with torch 1.13: garbage names in streamed
-     * traces), so a hit must also have the same text. */
-    if (c.key == name && std::strcmp(site_name(c.site), name) == 0) return c.site;
+    /* Fibonacci hashing: names are aligned, so their low bits carry nothing. */
+    uint64_t h =
+        (static_cast<uint64_t>(reinterpret_cast<uintptr_t>(name)) * UINT64_C(0x9E3779B97F4A7C15)) >>
+        54;
+    cache_slot *free_slot = nullptr;
+    for (size_t i = 0; i < kCacheProbes; i++) {
+        cache_slot &c = ts.cache[(h + i) & (kCacheSlots - 1)];
+        if (c.key == name) {
+            /* The address alone is not enough: a name torch gives from a schema can still be
+             * freed and its address reused by another op's (seen with torch 1.13: garbage names
+             * in streamed traces), so a hit must also have the same text; else the slot is
+             * taken over. */
+            if (std::strcmp(site_name(c.site), name) == 0) return c.site;
+            free_slot = &c;
+            break;
+        }
+        if (c.key == nullptr) {
+            free_slot = &c;
+            break;
+        }
+    }
     /* A miss: only a name that belongs to a registered operator's schema is stable. */
     if (!fn.operator_name().has_value()) return nullptr;
     const op_site *s = intern_site(name);
     if (s == nullptr) return nullptr; /* out of memory: the name is copied per call instead */
-    c.key = name;
-    c.site = s;
+    if (free_slot != nullptr) {
+        free_slot->key = name;
+        free_slot->site = s;
+    }
     return s;
 }
 
@@ -468,11 +490,20 @@ void drop_reporter(thread_state &ts) {
 /* ---- 6. the callbacks -------------------------------------------------------------------------
  */
 
+/* What marks an op on its thread's open stack: the RecordFunction's address, the same object at
+ * enter and exit (its handle would need needsIds, which costs every op a global atomic even with
+ * no session, and which torch's own profiler does not ask for either). */
+inline uint64_t op_key(const at::RecordFunction &fn) {
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&fn));
+}
+
 /* With a version 1 table: torch's ids as range args (what begin_op records in one go). */
 void record_ids(const strobe__torch_api *api, const at::RecordFunction &fn) {
-    /* profiler_kineto.cpp: "Record function id" on every op; "Sequence number" and "Fwd thread
-     * id" on those with a sequence number (ops that autograd records, and backward nodes, whose
-     * Fwd thread id is RecordFunction's number of the forward thread, 0 on forward ops). */
+    /* profiler_kineto.cpp: "Record function id" on every op (RecordFunction's handle: 0 unless
+     * a callback asks torch for ids, as its ExecutionTraceObserver does; torch writes the same);
+     * "Sequence number" and "Fwd thread id" on those with a sequence number (ops that autograd
+     * records, and backward nodes, whose Fwd thread id is RecordFunction's number of the forward
+     * thread, 0 on forward ops). */
     char num[32];
     snprintf(num, sizeof num, "%" PRIu64, static_cast<uint64_t>(fn.handle()));
     api->range_arg("Record function id", num);
@@ -546,13 +577,13 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction &fn) {
                               static_cast<int64_t>(fn.handle()),
                               static_cast<int64_t>(fn.threadId())};
             api->begin_op(site ? &site->site : nullptr, name, strobe_scope(scope), ids);
-            ts.open[ts.depth++] = fn.handle();
+            ts.open[ts.depth++] = op_key(fn);
         } else {
             if (site != nullptr)
                 api->begin_site(&site->site);
             else
                 api->begin_name(name, strobe_scope(scope));
-            ts.open[ts.depth++] = fn.handle();
+            ts.open[ts.depth++] = op_key(fn);
             record_ids(api, fn);
         }
         if (flags & (STROBE_TORCH_SHAPES | STROBE_TORCH_FLOPS | STROBE_TORCH_STACK))
@@ -566,9 +597,9 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction &fn) {
 /* An exit that is not the innermost open op's: an op above it began here and ended on another
  * thread (an async RecordFunction ends where its future completes), or never. Those ranges end
  * now, so that this thread's ranges keep nesting; an exit of an op not open here is ignored. */
-__attribute__((noinline)) void exit_out_of_order(thread_state &ts, uint64_t handle) {
+__attribute__((noinline)) void exit_out_of_order(thread_state &ts, uint64_t key) {
     int k = ts.depth - 1;
-    while (k >= 0 && ts.open[k] != handle)
+    while (k >= 0 && ts.open[k] != key)
         k--;
     if (k < 0) return;
     const strobe__torch_api *api = g_api.load(std::memory_order_relaxed);
@@ -579,8 +610,8 @@ __attribute__((noinline)) void exit_out_of_order(thread_state &ts, uint64_t hand
 void on_exit(const at::RecordFunction &fn, at::ObserverContext *) {
     thread_state &ts = t_state;
     if (ts.depth == 0) return;
-    if (__builtin_expect(ts.open[ts.depth - 1] != fn.handle(), 0)) {
-        exit_out_of_order(ts, fn.handle());
+    if (__builtin_expect(ts.open[ts.depth - 1] != op_key(fn), 0)) {
+        exit_out_of_order(ts, op_key(fn));
         return;
     }
     ts.depth--;
@@ -647,7 +678,6 @@ int strobe_torch_observer_on(const strobe__torch_api *api, unsigned flags) {
         if (!g_registered) {
             g_handle = at::addGlobalCallback(at::RecordFunctionCallback(on_enter, on_exit)
                                                  .needsInputs(inputs)
-                                                 .needsIds(true)
                                                  .scopes(observed_scopes()));
             g_registered = true;
         }
