@@ -1,8 +1,9 @@
 #!/bin/bash
 # Installs what building and testing strobe needs on Debian, and nothing when it is all there.
 # Uses sudo only when not root. Usage: scripts/deps.sh [--test] (--test adds the sanitizer
-# toolchain, clang and its runtimes, clang-format for the format test, python3-torch for
-# test_cli_torch_summary, and Open MPI for strobe record --mpi and test_mpi_record). The C++
+# toolchain, clang and its runtimes, clang-format for the format test, python3-torch and
+# libtorch-dev for the torch observer and its tests (torch's own key_averages() to compare with,
+# torch's C++ headers and CMake config), and Open MPI for strobe record --mpi and test_mpi_record). The C++
 # compiler is needed too: the public headers are compiled as C++ in the tests, and CMake enables
 # C++ at configure time.
 set -euo pipefail
@@ -11,6 +12,7 @@ want+=(python3-dev python3-setuptools python3-venv) # the Python package (python
 if [ "${1:-}" = "--test" ]; then
   want+=(clang libclang-rt-14-dev clang-format)
   want+=(python3-torch) # test_cli_torch_summary: torch's own key_averages() to compare with
+  want+=(libtorch-dev) # the torch observer (issue 30): torch's C++ headers and its CMake config
   want+=(chromium) # cli_report_browser: the HTML report opened headless, its DOM and a screenshot
   want+=(libopenmpi-dev openmpi-bin) # strobe record --mpi and test_mpi_record (issue 20)
 fi
