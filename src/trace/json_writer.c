@@ -31,6 +31,7 @@
 #include "kineto.h"
 #include "result_internal.h"
 #include "strobe/version.h"
+#include "strobe/writer.h"
 #include "util/u64map.h"
 #include "writer.h"
 
@@ -599,6 +600,13 @@ static void write_flow(jw *j, uint32_t track, int64_t ts, int ph, uint64_t id, i
     strobe__sink_commit(s, p);
 }
 
+/* A flow given by a Perfetto-style id: torch's fwdbwd flows carry STROBE_WRITER_FLOW_FWDBWD
+ * (strobe merge keeps their category so), written with their own category and id. */
+static void write_id_flow(jw *j, const strobe__wr_event *e, int ph, uint64_t id) {
+    int fb = (id & STROBE_WRITER_FLOW_FWDBWD) != 0;
+    write_flow(j, e->track, e->ts, ph, id & ~STROBE_WRITER_FLOW_FWDBWD, fb);
+}
+
 /* A slice ("X") or an instant, with its args and those given at its end, then its flow. */
 static int write_event(jw *j, const strobe__wr_event *e, int slice, const strobe__wr_arg *more,
                        size_t nmore) {
@@ -627,9 +635,9 @@ static int write_event(jw *j, const strobe__wr_event *e, int slice, const strobe
         /* Perfetto's ids only (the public writer's callers): a start per id going out, a finish
          * per id coming in. */
         for (size_t i = 0; i < e->nflow_out; i++)
-            write_flow(j, e->track, e->ts, STROBE__FLOW_START, e->flow_out[i], 0);
+            write_id_flow(j, e, STROBE__FLOW_START, e->flow_out[i]);
         for (size_t i = 0; i < e->nflow_in; i++)
-            write_flow(j, e->track, e->ts, STROBE__FLOW_FINISH, e->flow_in[i], 0);
+            write_id_flow(j, e, STROBE__FLOW_FINISH, e->flow_in[i]);
     }
     /* A stream's late start: its forward op was written before this backward op existed. */
     if (e->fb_ph == STROBE__FLOW_FINISH && e->fb_from)
