@@ -1,4 +1,5 @@
-/* test_stream_fwdbwd.c: torch's "fwdbwd" flows in a streamed JSON trace (stream_out.c).
+/* test_stream_fwdbwd.c: torch's "fwdbwd" flows in streamed traces, JSON and .pftrace
+ * (stream_out.c).
  *
  * Ops are recorded as the torch observer records them, through the core's table (torch_api.h,
  * begin_op), without torch: forward ops with a sequence number on a thread that torch numbers 1,
@@ -6,7 +7,10 @@
  * op to the forward op of its number that started last, with a "s" on the forward op and an "f"
  * with "bp": "e" on the backward op, cat and name "fwdbwd", ids from 1, as saved traces do
  * (json_writer.c, strobe__fwdbwd_plan_make). A forward op with no backward op and a backward op
- * with no forward op get none. The file is kept in out/stream/ for the validators. */
+ * with no forward op get none. A .pftrace's flows are ids on the slices (a start on every
+ * numbered forward op's begin, as it is written before its backward op exists), read back as
+ * "s" and "f" events without their category. The files are kept in out/stream/ for the
+ * validators. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,16 +40,24 @@ static void op(const strobe__torch_api *api, const char *name, int64_t seq, int6
     sleep_us(50);
 }
 
+typedef struct flow {
+    char ph;
+    uint64_t id;
+    int64_t ts;
+} flow;
+
 typedef struct seen {
     int64_t ts[8]; /* the ops' starts, by index in `names` */
-    int64_t s_ts[4], f_ts[4];
-    int s_count, f_count, bad_flow, other_flows;
+    flow flows[16];
+    int n, other_cat, bad_bp;
 } seen;
 
 static const char *const names[] = {"fwd_a", "fwd_b", "fwd_c",    "fwd_d",
                                     "bwd_b", "bwd_d", "bwd_none", "wrapper"};
 
-static int read_trace(const char *path, seen *w) {
+/* Reads the ops' starts and the flows (JSON: with their category checked; a .pftrace's flows
+ * are ids only). */
+static int read_trace(const char *path, seen *w, int json) {
     memset(w, 0, sizeof *w);
     strobe_rd *rd = NULL;
     strobe_rd_options opt;
@@ -69,35 +81,42 @@ static int read_trace(const char *path, seen *w) {
             continue;
         }
         if (ph != 's' && ph != 'f') continue;
-        if (e->cat.s == NULL || e->cat.len != 6 || memcmp(e->cat.s, "fwdbwd", 6) != 0 ||
-            e->name.s == NULL || e->name.len != 6 || memcmp(e->name.s, "fwdbwd", 6) != 0) {
-            w->other_flows++;
-            continue;
-        }
-        int64_t id = e->id.num;
-        if (id < 1 || id > 4) {
-            w->bad_flow++;
-            continue;
-        }
-        if (ph == 's') {
-            w->s_count++;
-            w->s_ts[id - 1] = e->ts_ns;
-        } else {
-            w->f_count++;
-            w->f_ts[id - 1] = e->ts_ns;
-            if (e->bp.s == NULL || e->bp.len != 1 || e->bp.s[0] != 'e') w->bad_flow++;
-        }
+        if (json && (e->cat.s == NULL || e->cat.len != 6 || memcmp(e->cat.s, "fwdbwd", 6) != 0 ||
+                     e->name.s == NULL || e->name.len != 6 || memcmp(e->name.s, "fwdbwd", 6) != 0))
+            w->other_cat++;
+        if (json && ph == 'f' && (e->bp.s == NULL || e->bp.len != 1 || e->bp.s[0] != 'e'))
+            w->bad_bp++;
+        if (w->n < 16) w->flows[w->n++] = (flow){ph, (uint64_t)e->id.num, e->ts_ns};
     }
     strobe_rd_close(rd);
     return rc;
 }
 
-int main(void) {
+/* The start of the flow that finishes at `to`: the time of the "s" with the id of the "f" there;
+ * 0: none. */
+static int64_t flow_from(const seen *w, int64_t to) {
+    for (int i = 0; i < w->n; i++) {
+        if (w->flows[i].ph != 'f' || w->flows[i].ts != to) continue;
+        for (int j = 0; j < w->n; j++)
+            if (w->flows[j].ph == 's' && w->flows[j].id == w->flows[i].id) return w->flows[j].ts;
+    }
+    return 0;
+}
+
+static int count_ph(const seen *w, char ph) {
+    int n = 0;
+    for (int i = 0; i < w->n; i++)
+        n += w->flows[i].ph == ph;
+    return n;
+}
+
+/* Streams the ops to `file` in out/stream/ and checks the flows read back. */
+static void test_format(const char *file) {
     char dir[512], path[600];
     snprintf(dir, sizeof dir, "%s/stream", STROBE_TEST_OUT_DIR);
     mkdir(STROBE_TEST_OUT_DIR, 0755);
     mkdir(dir, 0755);
-    snprintf(path, sizeof path, "%s/fwdbwd.json", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
     const strobe__torch_api *api = strobe__torch_api_get();
     REQUIRE(api != NULL && api->size >= sizeof *api && api->begin_op != NULL);
 
@@ -114,7 +133,7 @@ int main(void) {
     api->begin_op(NULL, "wrapper", STROBE_RECORD_SCOPE_FUNCTION, none);
     op(api, "fwd_d", 7, 0);
     api->end();
-    /* Backward: ops of 5 and 7 (linked in that order: ids 1 and 2), and of 9 (no forward op). */
+    /* Backward: ops of 5 and 7 (linked in that order), and of 9 (no forward op). */
     op(api, "bwd_b", 5, 1);
     op(api, "bwd_d", 7, 1);
     op(api, "bwd_none", 9, 1);
@@ -127,20 +146,32 @@ int main(void) {
             sm = json;
     }
     CHECK(sm != NULL && strstr(sm, "\"fwdbwd_flows\": 2, \"fwdbwd_evicted\": 0") != NULL);
-    if (sm) fprintf(stderr, "strobe_stream: %s\n", sm);
+    if (sm) fprintf(stderr, "%s: strobe_stream: %s\n", file, sm);
     strobe_result_free(r);
 
     seen w;
-    REQUIRE(read_trace(path, &w) == 0);
-    CHECK_EQ(w.other_flows, 0);
-    CHECK_EQ(w.bad_flow, 0);
-    CHECK_EQ(w.s_count, 2);
-    CHECK_EQ(w.f_count, 2);
-    /* Flow 1: fwd_b (not fwd_a) -> bwd_b; flow 2: fwd_d -> bwd_d, each at its op's start. */
+    int json = strstr(file, ".json") != NULL;
+    REQUIRE(read_trace(path, &w, json) == 0);
+    CHECK_EQ(w.other_cat, 0);
+    CHECK_EQ(w.bad_bp, 0);
+    /* JSON: a start per linked forward op. Perfetto: one on every numbered forward op's begin
+     * (written before anyone knows whether a backward op comes), which links nothing alone. */
+    CHECK_EQ(count_ph(&w, 's'), json ? 2 : 4);
+    CHECK_EQ(count_ph(&w, 'f'), 2);
+    /* fwd_b (not fwd_a) -> bwd_b, fwd_d -> bwd_d, each at its op's start. */
     CHECK(w.ts[1] != 0 && w.ts[4] != 0 && w.ts[3] != 0 && w.ts[5] != 0);
-    CHECK_EQ(w.s_ts[0], w.ts[1]);
-    CHECK_EQ(w.f_ts[0], w.ts[4]);
-    CHECK_EQ(w.s_ts[1], w.ts[3]);
-    CHECK_EQ(w.f_ts[1], w.ts[5]);
+    CHECK_EQ(flow_from(&w, w.ts[4]), w.ts[1]);
+    CHECK_EQ(flow_from(&w, w.ts[5]), w.ts[3]);
+    if (json) {
+        /* Ids from 1, in the order the backward ops end. */
+        for (int i = 0; i < w.n; i++)
+            if (w.flows[i].ph == 'f')
+                CHECK_EQ(w.flows[i].id, (uint64_t)(w.flows[i].ts == w.ts[4] ? 1 : 2));
+    }
+}
+
+int main(void) {
+    test_format("fwdbwd.json");
+    test_format("fwdbwd.pftrace");
     return check_result();
 }

@@ -289,13 +289,12 @@ static fwd_slot *fwd_slot_of(strobe__stream *st, uint64_t key) {
     return &st->fwd[(key ^ key >> 48 ^ key >> 55) & (FWDBWD_SLOTS - 1)];
 }
 
-/* A torch op has ended and is about to be written: a forward op takes its key's slot (that key's
- * latest to start, as torch's generateForwardBackwardLink keeps it); a backward op that finds its
- * forward op's there gets a flow from it in `e`, and the slot is freed (one flow per forward op).
- * A forward op only written later (the thread's records decoded after the backward op's) has
- * none. */
+/* A torch op is about to be written (JSON: it has ended; Perfetto: it begins, as the slice's flow
+ * ids go with its begin): a forward op takes its key's slot (that key's latest to start, as
+ * torch's generateForwardBackwardLink keeps it); a backward op that finds its forward op's there
+ * gets a flow from it in `e`, and the slot is freed (one flow per forward op). A forward op only
+ * seen later (its thread's records decoded after the backward op's) has none. */
 static void fwdbwd_link(strobe__stream *st, const thr *h, const open_rng *o, strobe__wr_event *e) {
-    if (st->fmt->open_begins) return; /* Perfetto: the forward op's flow ids are written */
     if (st->fwd == NULL) {
         if (o->fwd_tid) return; /* no forward op seen yet */
         st->fwd = calloc(FWDBWD_SLOTS, sizeof *st->fwd);
@@ -310,7 +309,13 @@ static void fwdbwd_link(strobe__stream *st, const thr *h, const open_rng *o, str
         if (f->key != key) return;
         f->key = 0;
         e->fb_ph = STROBE__FLOW_FINISH;
-        e->fb_id = ++st->fb_ids;
+        st->fb_ids++;
+        if (st->fmt->open_begins) {
+            /* Perfetto: the flow its forward op's begin started ends here. */
+            e->fb_id = f->id;
+            return;
+        }
+        e->fb_id = st->fb_ids;
         e->fb_from = 1;
         e->fb_from_track = f->track;
         e->fb_from_ts = f->ts;
@@ -321,7 +326,15 @@ static void fwdbwd_link(strobe__stream *st, const thr *h, const open_rng *o, str
     fwd_slot *f = fwd_slot_of(st, key);
     if (f->key == key && f->ts > o->start) return; /* a later one of the key is there */
     if (f->key != 0 && f->key != key) st->fb_evicted++;
-    *f = (fwd_slot){key, o->start, h->track};
+    *f = (fwd_slot){key, o->start, h->track, 0};
+    if (st->fmt->open_begins) {
+        /* Perfetto: a slice's flow ids go with its begin, before anyone knows whether a backward
+         * op will come, so every numbered forward op starts a flow of its own; those that no
+         * backward op ends link nothing. */
+        f->id = ++st->fb_next;
+        e->fb_ph = STROBE__FLOW_START;
+        e->fb_id = f->id;
+    }
 }
 
 /* Writes a range that ends at `end` with its details (the thread's args from o->args_off: `o` is
@@ -357,7 +370,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
     strobe__wr_event e;
     range_event(h, o, st->fmt->open_begins ? 2 : 1, corr, &e);
     e.end = end;
-    if (o->seq >= 0) fwdbwd_link(st, h, o, &e);
+    if (o->seq >= 0 && !st->fmt->open_begins) fwdbwd_link(st, h, o, &e);
     emitted(st, st->wr->ops->slice_end(st->wr, &e, st->wargs, k));
 }
 
@@ -440,7 +453,9 @@ static int begin_out(strobe__stream *st, thr *h) {
     if (!st->fmt->open_begins) return 0;
     strobe__wr_arg corr[2];
     strobe__wr_event e;
-    range_event(h, &h->open[h->depth - 1], 0, corr, &e);
+    const open_rng *o = &h->open[h->depth - 1];
+    range_event(h, o, 0, corr, &e);
+    if (o->seq >= 0) fwdbwd_link(st, h, o, &e); /* at its begin, with its flow ids */
     if (st->wr->ops->slice_begin(st->wr, &e))
         drop(st); /* its end is counted when it fails too */
     else
