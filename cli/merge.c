@@ -331,6 +331,11 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
     it->ts = cli_merge_align(m->cur, e->abs_ts_ns);
     if (ph == 's' || ph == 'f') {
         it->flow = (uint64_t)id_num(&e->id) ^ flow_salt;
+        /* torch's fwdbwd flows count their ids from 1, as launches' correlation ids may: the
+         * writer's bit keeps them apart and keeps their category (torch's name, from
+         * profiler_kineto.cpp, as src/trace/kineto.h spells it). */
+        if (e->cat.s && e->cat.len == 6 && memcmp(e->cat.s, "fwdbwd", 6) == 0)
+            it->flow |= STROBE_WRITER_FLOW_FWDBWD;
         it->bp_e = e->bp.s && strcmp(e->bp.s, "e") == 0;
         return;
     }

@@ -79,6 +79,28 @@ static const char input_d[] =
     "\"ts\": 1.000, \"dur\": 1.000},\n"
     "{\"ph\": \"X\", \"na";
 
+/* torch's fwdbwd flows next to a launch's ac2g flow, both with id 1, as one process writes them
+ * (the stream counts its fwdbwd ids from 1): `P` is its pid, its threads P + 1 and P + 2. */
+#define FWDBWD_INPUT(P)                                                                            \
+    "{\"baseTimeNanoseconds\": 1000000000000, \"traceEvents\": [\n"                                \
+    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"fwd\", \"pid\": " #P ", \"tid\": " #P        \
+    "1, \"ts\": 10.000, \"dur\": 10.000},\n"                                                       \
+    "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"launch\", \"pid\": " #P                \
+    ", \"tid\": " #P "1, \"ts\": 25.000, \"dur\": 2.000},\n"                                       \
+    "{\"ph\": \"s\", \"id\": 1, \"pid\": " #P ", \"tid\": " #P                                     \
+    "1, \"ts\": 25.000, \"cat\": \"ac2g\", \"name\": \"ac2g\"},\n"                                 \
+    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"kernel\", \"pid\": " #P ", \"tid\": " #P     \
+    "2, \"ts\": 30.000, \"dur\": 5.000},\n"                                                        \
+    "{\"ph\": \"f\", \"id\": 1, \"pid\": " #P ", \"tid\": " #P                                     \
+    "2, \"ts\": 30.000, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"},\n"                  \
+    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bwd\", \"pid\": " #P ", \"tid\": " #P        \
+    "1, \"ts\": 40.000, \"dur\": 10.000},\n"                                                       \
+    "{\"ph\": \"s\", \"id\": 1, \"pid\": " #P ", \"tid\": " #P                                     \
+    "1, \"ts\": 10.000, \"cat\": \"fwdbwd\", \"name\": \"fwdbwd\"},\n"                             \
+    "{\"ph\": \"f\", \"id\": 1, \"pid\": " #P ", \"tid\": " #P                                     \
+    "1, \"ts\": 40.000, \"cat\": \"fwdbwd\", \"name\": \"fwdbwd\", \"bp\": \"e\"}\n"               \
+    "]}\n"
+
 static void write_file(const char *path, const char *text, const char *patch_from,
                        const char *patch_to) {
     FILE *f = fopen(path, "w");
@@ -165,6 +187,60 @@ static void read_back(const char *path, seen *s) {
     strobe_rd_close(rd);
 }
 
+/* Two processes' fwdbwd and ac2g flows, all with id 1, merged into JSON: each keeps its category,
+ * its ends (fwd -> bwd, launch -> kernel) and an id no other flow has. */
+static void test_fwdbwd(const char *dir) {
+    char pe[64], pf[64], out[64];
+    snprintf(pe, sizeof pe, "%s/e.json", dir);
+    snprintf(pf, sizeof pf, "%s/f.json", dir);
+    snprintf(out, sizeof out, "%s/fwdbwd.json", dir);
+    write_file(pe, FWDBWD_INPUT(400), NULL, NULL);
+    write_file(pf, FWDBWD_INPUT(500), NULL, NULL);
+    cli_merge_input in[2] = {{.path = pe, .pid = 400}, {.path = pf, .pid = 500}};
+    CHECK_EQ(cli_merge("test", in, 2, out, "merged", NULL), 0);
+    strobe_rd_options opt;
+    strobe_rd_options_init(&opt);
+    strobe_rd *rd = NULL;
+    int rc = strobe_rd_open(&rd, out, &opt);
+    CHECK_EQ(rc, 0);
+    /* Flows by (category, pid, ph): their ids and times. */
+    uint64_t id[2][2][2] = {{{0}}};
+    int64_t ts[2][2][2] = {{{0}}};
+    int count = 0;
+    strobe_rd_item it;
+    while (rc == 0 && (rc = strobe_rd_next(rd, &it)) > 0) {
+        rc = 0;
+        if (it.kind != STROBE_RD_EVENT || it.event->ph.s == NULL) continue;
+        const strobe_rd_event *e = it.event;
+        char ph = e->ph.s[0];
+        if (ph != 's' && ph != 'f') continue;
+        count++;
+        int fb = e->cat.s && e->cat.len == 6 && memcmp(e->cat.s, "fwdbwd", 6) == 0;
+        int ac = e->cat.s && e->cat.len == 4 && memcmp(e->cat.s, "ac2g", 4) == 0;
+        CHECK(fb || ac);
+        int p = e->pid.num == 500;
+        id[fb][p][ph == 'f'] = e->id.num;
+        ts[fb][p][ph == 'f'] = e->ts_ns;
+    }
+    CHECK_EQ(rc, 0);
+    strobe_rd_close(rd);
+    CHECK_EQ(count, 8);
+    for (int p = 0; p < 2; p++) {
+        CHECK_EQ(id[1][p][0], id[1][p][1]);
+        CHECK_EQ(ts[1][p][0], 10000);
+        CHECK_EQ(ts[1][p][1], 40000);
+        CHECK_EQ(id[0][p][0], id[0][p][1]);
+        CHECK_EQ(ts[0][p][0], 25000);
+        CHECK_EQ(ts[0][p][1], 30000);
+    }
+    /* The fwdbwd ids differ between the processes, as the ac2g ids do. */
+    CHECK(id[1][0][0] != id[1][1][0]);
+    CHECK(id[0][0][0] != id[0][1][0]);
+    unlink(pe);
+    unlink(pf);
+    unlink(out);
+}
+
 int main(void) {
     char dir[] = "/tmp/strobe-test-merge-XXXXXX";
     if (mkdtemp(dir) == NULL) return 1;
@@ -230,6 +306,7 @@ int main(void) {
             }
         }
     }
+    test_fwdbwd(dir);
     /* Nothing readable: an error, and no output. */
     cli_merge_input none = {.path = "/nonexistent/strobe-merge-input.json"};
     char out_none[80];

@@ -91,6 +91,11 @@ typedef struct strobe_writer_arg {
  * has no top-level members: the trace's metadata goes on this slice, and is lost without one. */
 #define STROBE_WRITER_SESSION 2
 
+/* A flow id with this bit set is one of torch's "fwdbwd" flows (forward op -> backward op): JSON
+ * writes it with cat and name "fwdbwd" and its id without the bit, Perfetto as given. Other ids
+ * (a launch's correlation id) stay below it. */
+#define STROBE_WRITER_FLOW_FWDBWD (UINT64_C(1) << 62)
+
 typedef struct strobe_writer_event {
     uint32_t track; /* from strobe_writer_add_track() */
     int flags;      /* STROBE_WRITER_SESSION or 0 */

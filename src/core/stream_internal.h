@@ -56,7 +56,20 @@ typedef struct open_rng {
     uint32_t args_off; /* its args: h->args from here to the end (details go to the innermost) */
     uint8_t scope;
     uint64_t ext, user;
+    /* torch's "Sequence number" (-1: none) and "Fwd thread id" (0: a forward op). */
+    int64_t seq;
+    uint64_t fwd_tid;
 } open_rng;
+
+/* The forward ops that a backward op may link to with a "fwdbwd" flow: a slot per
+ * (torch thread, sequence number), hashed, the latest forward op to start of that key. */
+#define FWDBWD_SLOTS ((size_t)1 << 16)
+typedef struct fwd_slot {
+    uint64_t key; /* 0: free (or linked already) */
+    int64_t ts;   /* the forward op's start */
+    uint32_t track;
+    uint64_t id; /* Perfetto: the flow id its slice's begin carries */
+} fwd_slot;
 
 /* The decoder's state of one thread. */
 typedef struct thr {
@@ -134,6 +147,12 @@ typedef struct strobe__stream {
     size_t thr_count, thr_cap;
     strobe__clock_conv conv;
     uint64_t skipped_details, skipped_counters, unmatched, truncated, unfinished;
+    /* Forward ops waiting for their backward op (allocated with the first); the fwdbwd flows
+     * linked so far (JSON: the last id); forward ops pushed out of their slot by another before
+     * their backward op came (their flow is lost). */
+    fwd_slot *fwd;
+    uint64_t fb_ids, fb_evicted;
+    uint64_t fb_next;       /* Perfetto: the last flow id given to a forward op's begin */
     uint64_t device_events; /* the result's events appended at stop (strobe__stream_complete) */
     uint64_t event_bytes;   /* the file's bytes before what stop appends (device work, closing) */
     int complete;           /* the file's closing part is written */

@@ -49,6 +49,7 @@
 #include "strobe/instrument.h"
 #include "strobe/op.h"
 #include "strobe/result.h"
+#include "trace/json_writer.h"
 #include "trace/kineto.h"
 #include "trace/result_internal.h"
 
@@ -269,9 +270,71 @@ static void range_event(const thr *h, const open_rng *o, int at_end, strobe__wr_
     e->flow_id = 0;
     e->flow_out = e->flow_in = NULL;
     e->nflow_out = e->nflow_in = 0;
-    e->fb_ph = 0; /* no fwdbwd flows while streaming: a forward op is written before its
-                   * backward op is recorded */
+    e->fb_ph = 0; /* write_range sets a backward op's fwdbwd flow */
     e->fb_id = 0;
+    e->fb_from = 0;
+}
+
+/* ---- fwdbwd flows: each backward op linked to its forward op ------------------------------- */
+
+/* The key of a (torch thread, sequence number) pair, never 0: as json_writer.c's fwd_key, thread
+ * ids above 2^16 may collide. */
+static uint64_t fwd_key(uint64_t tid, int64_t seq) {
+    return (tid << 48 ^ ((uint64_t)seq & ((UINT64_C(1) << 48) - 1))) | UINT64_C(1) << 63;
+}
+
+/* The slot of a key: sequence numbers count up per thread, so consecutive ones take consecutive
+ * slots and a forward pass of up to FWDBWD_SLOTS numbered ops keeps them all. */
+static fwd_slot *fwd_slot_of(strobe__stream *st, uint64_t key) {
+    return &st->fwd[(key ^ key >> 48 ^ key >> 55) & (FWDBWD_SLOTS - 1)];
+}
+
+/* A torch op is about to be written (JSON: it has ended; Perfetto: it begins, as the slice's flow
+ * ids go with its begin): a forward op takes its key's slot (that key's latest to start, as
+ * torch's generateForwardBackwardLink keeps it); a backward op that finds its forward op's there
+ * gets a flow from it in `e`, and the slot is freed (one flow per forward op). A forward op only
+ * seen later (its thread's records decoded after the backward op's) has none. */
+static void fwdbwd_link(strobe__stream *st, const thr *h, const open_rng *o, strobe__wr_event *e) {
+    if (st->fwd == NULL) {
+        if (o->fwd_tid) return; /* no forward op seen yet */
+        st->fwd = calloc(FWDBWD_SLOTS, sizeof *st->fwd);
+        if (st->fwd == NULL) {
+            st->fb_evicted++;
+            return;
+        }
+    }
+    if (o->fwd_tid) {
+        uint64_t key = fwd_key(o->fwd_tid, o->seq);
+        fwd_slot *f = fwd_slot_of(st, key);
+        if (f->key != key) return;
+        f->key = 0;
+        e->fb_ph = STROBE__FLOW_FINISH;
+        st->fb_ids++;
+        if (st->fmt->open_begins) {
+            /* Perfetto: the flow its forward op's begin started ends here. */
+            e->fb_id = f->id;
+            return;
+        }
+        e->fb_id = st->fb_ids;
+        e->fb_from = 1;
+        e->fb_from_track = f->track;
+        e->fb_from_ts = f->ts;
+        return;
+    }
+    if (h->dt.torch_tid == 0) return;
+    uint64_t key = fwd_key(h->dt.torch_tid, o->seq);
+    fwd_slot *f = fwd_slot_of(st, key);
+    if (f->key == key && f->ts > o->start) return; /* a later one of the key is there */
+    if (f->key != 0 && f->key != key) st->fb_evicted++;
+    *f = (fwd_slot){key, o->start, h->track, 0};
+    if (st->fmt->open_begins) {
+        /* Perfetto: a slice's flow ids go with its begin, before anyone knows whether a backward
+         * op will come, so every numbered forward op starts a flow of its own; those that no
+         * backward op ends link nothing. */
+        f->id = ++st->fb_next;
+        e->fb_ph = STROBE__FLOW_START;
+        e->fb_id = f->id;
+    }
 }
 
 /* Writes a range that ends at `end` with its details (the thread's args from o->args_off: `o` is
@@ -307,6 +370,7 @@ static void write_range(strobe__stream *st, thr *h, const open_rng *o, int64_t e
     strobe__wr_event e;
     range_event(h, o, st->fmt->open_begins ? 2 : 1, corr, &e);
     e.end = end;
+    if (o->seq >= 0 && !st->fmt->open_begins) fwdbwd_link(st, h, o, &e);
     emitted(st, st->wr->ops->slice_end(st->wr, &e, st->wargs, k));
 }
 
@@ -369,6 +433,8 @@ static int push_range(thr *h, const strobe__dec_event *e) {
     o->scope = (uint8_t)e->scope;
     o->ext = e->ext;
     o->user = e->user;
+    o->seq = -1;
+    o->fwd_tid = 0;
     o->name_off = (uint32_t)h->names.len;
     o->name_len = (uint32_t)e->name_len;
     o->args_off = (uint32_t)h->args.len;
@@ -387,7 +453,9 @@ static int begin_out(strobe__stream *st, thr *h) {
     if (!st->fmt->open_begins) return 0;
     strobe__wr_arg corr[2];
     strobe__wr_event e;
-    range_event(h, &h->open[h->depth - 1], 0, corr, &e);
+    const open_rng *o = &h->open[h->depth - 1];
+    range_event(h, o, 0, corr, &e);
+    if (o->seq >= 0) fwdbwd_link(st, h, o, &e); /* at its begin, with its flow ids */
     if (st->wr->ops->slice_begin(st->wr, &e))
         drop(st); /* its end is counted when it fails too */
     else
@@ -655,8 +723,16 @@ static void flush_backend(strobe__stream *st, int all) {
 static int s_begin(void *ctx, const strobe__dec_event *e) {
     strobe__stream *st = ctx;
     int rc = push_range(st->cur, e);
-    for (size_t i = 0; i < e->nargs && rc == 0; i++)
-        rc = arg_add(st->cur, e->args[i].key, e->args[i].json, e->args[i].len, 1);
+    open_rng *o = &st->cur->open[st->cur->depth - 1];
+    for (size_t i = 0; i < e->nargs && rc == 0; i++) {
+        const strobe__dec_arg *a = &e->args[i];
+        rc = arg_add(st->cur, a->key, a->json, a->len, 1);
+        /* torch's ids (decode.c writes them as integers), for the fwdbwd flows. */
+        if (rc == 0 && strcmp(a->key, STROBE_KINETO_ARG_SEQUENCE_NUMBER) == 0)
+            o->seq = strtoll(a->json, NULL, 10);
+        else if (rc == 0 && strcmp(a->key, STROBE_KINETO_ARG_FWD_THREAD_ID) == 0)
+            o->fwd_tid = strtoull(a->json, NULL, 10);
+    }
     return rc ? rc : begin_out(st, st->cur);
 }
 
@@ -886,6 +962,7 @@ void strobe__stream_out_release(strobe__stream *st) {
     strobe__buf_free(&st->text);
     strobe__buf_free(&st->json);
     free(st->wargs);
+    free(st->fwd);
     free(st->held_marks);
     strobe__stream_syms_free(&st->syms);
     free(st->bk);
@@ -964,7 +1041,8 @@ static void stream_json(const strobe__stream *st, const strobe_result *r, int co
                  "\"lost_events\": %llu, \"skipped_details\": %llu, "
                  "\"skipped_counter_samples\": %llu, \"skipped_backend_events\": %llu, "
                  "\"write_error\": %s, \"max_bytes\": %llu, \"capped\": %s, "
-                 "\"capped_events\": %llu, \"reopened\": %llu, \"descriptor_lost\": %s}",
+                 "\"capped_events\": %llu, \"reopened\": %llu, \"descriptor_lost\": %s, "
+                 "\"fwdbwd_flows\": %llu, \"fwdbwd_evicted\": %llu}",
                  complete ? "true" : "false",
                  (unsigned long long)(st->stopping ? st->cpu_events : st->a.events),
                  (unsigned long long)st->device_events, (unsigned long long)st->event_bytes,
@@ -972,7 +1050,8 @@ static void stream_json(const strobe__stream *st, const strobe_result *r, int co
                  (unsigned long long)st->skipped_counters, (unsigned long long)st->skipped_backend,
                  st->a.failed ? "true" : "false", (unsigned long long)st->max_bytes,
                  st->capped ? "true" : "false", (unsigned long long)st->capped_events,
-                 (unsigned long long)st->reopens, st->fd_was_lost ? "true" : "false");
+                 (unsigned long long)st->reopens, st->fd_was_lost ? "true" : "false",
+                 (unsigned long long)st->fb_ids, (unsigned long long)st->fb_evicted);
     } else {
         snprintf(json, size,
                  "{\"mode\": \"flight\", \"ring_bytes\": %llu, \"kept_bytes\": %llu, "

@@ -31,6 +31,7 @@
 #include "kineto.h"
 #include "result_internal.h"
 #include "strobe/version.h"
+#include "strobe/writer.h"
 #include "util/u64map.h"
 #include "writer.h"
 
@@ -574,10 +575,10 @@ static const char *write_args(strobe__sink *s, const strobe__wr_arg *a, size_t n
     return sep;
 }
 
-/* The flow event of an event that has one, on its track at its start. */
-static void write_flow(jw *j, const strobe__wr_event *e, int ph, uint64_t id, int fwdbwd) {
+/* A flow event on track `track` at `ts` (an event's own: its start). */
+static void write_flow(jw *j, uint32_t track, int64_t ts, int ph, uint64_t id, int fwdbwd) {
     strobe__sink *s = j->base.out;
-    const strobe__wr_track *t = &j->base.tracks[e->track];
+    const strobe__wr_track *t = &j->base.tracks[track];
     char *p = strobe__sink_reserve(s, 256);
     if (p == NULL) return;
     p = ph == STROBE__FLOW_START
@@ -589,7 +590,7 @@ static void write_flow(jw *j, const strobe__wr_event *e, int ph, uint64_t id, in
     p = LIT(p, ", \"tid\": ");
     p = put_i64(p, t->tid);
     p = LIT(p, ", \"ts\": ");
-    p = put_ts(p, e->ts, j->base.base_ns);
+    p = put_ts(p, ts, j->base.base_ns);
     p = fwdbwd ? LIT(p, ", \"cat\": \"" STROBE_KINETO_CAT_FWDBWD
                         "\", \"name\": \"" STROBE_KINETO_CAT_FWDBWD "\"")
                : LIT(p, ", \"cat\": \"" STROBE_KINETO_CAT_FLOW
@@ -597,6 +598,13 @@ static void write_flow(jw *j, const strobe__wr_event *e, int ph, uint64_t id, in
     if (ph == STROBE__FLOW_FINISH) p = LIT(p, ", \"bp\": \"e\"");
     p = LIT(p, "}");
     strobe__sink_commit(s, p);
+}
+
+/* A flow given by a Perfetto-style id: torch's fwdbwd flows carry STROBE_WRITER_FLOW_FWDBWD
+ * (strobe merge keeps their category so), written with their own category and id. */
+static void write_id_flow(jw *j, const strobe__wr_event *e, int ph, uint64_t id) {
+    int fb = (id & STROBE_WRITER_FLOW_FWDBWD) != 0;
+    write_flow(j, e->track, e->ts, ph, id & ~STROBE_WRITER_FLOW_FWDBWD, fb);
 }
 
 /* A slice ("X") or an instant, with its args and those given at its end, then its flow. */
@@ -622,16 +630,19 @@ static int write_event(jw *j, const strobe__wr_event *e, int slice, const strobe
     if (p == NULL) return s->err;
     strobe__sink_commit(s, LIT(p, "}}"));
     if (e->flow_ph != STROBE__FLOW_NONE) {
-        write_flow(j, e, e->flow_ph, e->flow_id, 0);
+        write_flow(j, e->track, e->ts, e->flow_ph, e->flow_id, 0);
     } else {
         /* Perfetto's ids only (the public writer's callers): a start per id going out, a finish
          * per id coming in. */
         for (size_t i = 0; i < e->nflow_out; i++)
-            write_flow(j, e, STROBE__FLOW_START, e->flow_out[i], 0);
+            write_id_flow(j, e, STROBE__FLOW_START, e->flow_out[i]);
         for (size_t i = 0; i < e->nflow_in; i++)
-            write_flow(j, e, STROBE__FLOW_FINISH, e->flow_in[i], 0);
+            write_id_flow(j, e, STROBE__FLOW_FINISH, e->flow_in[i]);
     }
-    if (e->fb_ph != STROBE__FLOW_NONE) write_flow(j, e, e->fb_ph, e->fb_id, 1);
+    /* A stream's late start: its forward op was written before this backward op existed. */
+    if (e->fb_ph == STROBE__FLOW_FINISH && e->fb_from)
+        write_flow(j, e->fb_from_track, e->fb_from_ts, STROBE__FLOW_START, e->fb_id, 1);
+    if (e->fb_ph != STROBE__FLOW_NONE) write_flow(j, e->track, e->ts, e->fb_ph, e->fb_id, 1);
     return s->err;
 }
 

@@ -92,6 +92,14 @@ typedef struct strobe__wr_event {
      * STROBE__FLOW_NONE (0): none. */
     int fb_ph;
     uint64_t fb_id;
+    /* A fwdbwd start that comes late, with the finish: fb_from 1 on a backward op (fb_ph
+     * STROBE__FLOW_FINISH) writes the start of fb_id first, on track fb_from_track at
+     * fb_from_ts (its forward op's start). The stream sets it, as it writes a forward op before
+     * its backward op exists; JSON writes it, Perfetto (whose flow ids go on the slice's begin)
+     * ignores it. 0: none. */
+    int fb_from;
+    uint32_t fb_from_track;
+    int64_t fb_from_ts;
 } strobe__wr_event;
 
 /* The trace's metadata: what begin knows, and at end all of it. */
