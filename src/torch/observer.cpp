@@ -311,9 +311,14 @@ int map_inputs(c10::ArrayRef<const c10::IValue> in, strobe_input *out, int64_t *
     size_t used = 0;
     for (const c10::IValue &v : in) {
         if (n == STROBE_MAX_INPUTS) break;
+        /* Only the fields that range_inputs reads for the input's kind are set (dims and ndims
+         * for tensors and int lists, a value for scalars, the dtype always), rather than
+         * clearing all 48 bytes per input. */
         strobe_input &x = out[n++];
-        x = strobe_input{};
         x.kind = STROBE_INPUT_NONE;
+        x.dtype = nullptr;
+        x.dims = nullptr;
+        x.ndims = 0;
         if (v.isTensor()) {
             const at::Tensor &t = v.toTensor();
             if (!t.defined()) continue;
