@@ -362,10 +362,6 @@ static void stop_locked(int final) {
             }
         }
         strobe__heap_quiet(quiet);
-    } else if (state == ST_DONE && session_pid == getpid()) {
-        /* A session that ended earlier (--duration): torch may have been imported since, its
-         * observer turned on then, so the note is written again at the end. */
-        note_torch();
     }
     if (final || state == ST_ON) state = ST_DONE;
 }
