@@ -354,18 +354,27 @@ void strobe__begin_site_record(const strobe_site *site) {
     begin_site_rec(site, __builtin_frame_address(0));
 }
 
-void strobe__begin_name(const char *name, int scope) {
+/* The slow-path start of a range begin by name: gives the range to the markers (when on), then
+ * enters the thread's recording state unless the range's scope is filtered out. @return the
+ * entered state (the caller records and leaves it), or NULL when nothing is to be recorded. */
+static strobe__tstate *begin_named_enter(const char *name, int scope, int name_is_static) {
     const strobe__marker_ops *m = marker_ops();
     if (UNLIKELY(m != NULL)) {
-        (void)m->begin(name ? name : "(null)", scope, 0);
-        if (!recording()) return;
+        (void)m->begin(name ? name : "(null)", scope, name_is_static);
+        if (!recording()) return NULL;
     }
     strobe__tstate *t = enter(1);
-    if (t == NULL) return;
+    if (t == NULL) return NULL;
     if (UNLIKELY(t->filtering) && filter_push(t, scope)) {
         leave(t);
-        return;
+        return NULL;
     }
+    return t;
+}
+
+void strobe__begin_name(const char *name, int scope) {
+    strobe__tstate *t = begin_named_enter(name, scope, 0);
+    if (t == NULL) return;
     put_name(t, STROBE__REC_BEGIN_NAME, name, (uint64_t)(uint32_t)scope, 0, 0.0);
     put_begin_details(t, __builtin_frame_address(0));
     leave(t);
@@ -698,17 +707,8 @@ void strobe__begin_torch_op(const strobe_site *site, const char *name, int scope
         scope = STROBE__SITE_SCOPE(site->scope);
         name = site->name;
     }
-    const strobe__marker_ops *m = marker_ops();
-    if (UNLIKELY(m != NULL)) {
-        (void)m->begin(name ? name : "(null)", scope, site != NULL);
-        if (!recording()) return;
-    }
-    strobe__tstate *t = enter(1);
+    strobe__tstate *t = begin_named_enter(name, scope, site != NULL);
     if (t == NULL) return;
-    if (UNLIKELY(t->filtering) && filter_push(t, scope)) {
-        leave(t);
-        return;
-    }
     put_torch_op(t, site, name, scope, ids);
     put_begin_details(t, __builtin_frame_address(0));
     leave(t);
