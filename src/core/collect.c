@@ -808,6 +808,53 @@ static int sample_threads(interner *in, strobe__tstate *const *list, size_t n) {
     return 0;
 }
 
+/* The length of the ":LINE" that ends the location of frame f[0..n) ("name (file:LINE)"), or 0
+ * where it has none. */
+static size_t frame_line_len(const char *f, size_t n) {
+    if (n < 4 || f[n - 1] != ')') return 0;
+    size_t i = n - 1;
+    while (i > 0 && f[i - 1] >= '0' && f[i - 1] <= '9')
+        i--;
+    if (i == n - 1 || i < 2 || f[i - 1] != ':') return 0;
+    /* The location is the last parenthesized part, opened by " (". */
+    for (size_t k = i - 1; k >= 2; k--)
+        if (f[k] == '(') return f[k - 1] == ' ' ? n - 1 - (i - 1) : 0;
+    return 0;
+}
+
+/* Makes a sample's frames (text, innermost first, ';' between) one per function: the line is cut
+ * from each location ("hot (x.c:11)" becomes "hot (x.c)"), so that samples taken on different
+ * lines of one function fold into one node. The interrupted frame's "file:line" goes to
+ * line[0..*line_len) (empty where it has none). @return the text's new length. */
+static size_t sample_frames_by_function(char *text, size_t len, char *line, size_t line_cap,
+                                        size_t *line_len) {
+    size_t out = 0, start = 0;
+    *line_len = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && text[i] != ';') continue;
+        size_t n = i - start, cut = frame_line_len(text + start, n);
+        if (start == 0 && cut) {
+            /* "file:LINE" lies between the last " (" and the closing ')'. */
+            size_t open = n - 1;
+            while (text[start + open] != '(')
+                open--;
+            size_t ll = n - 1 - (open + 1);
+            if (ll < line_cap) {
+                memcpy(line, text + start + open + 1, ll);
+                *line_len = ll;
+            }
+        }
+        if (n > 0) {
+            memmove(text + out, text + start, n - cut - 1);
+            out += n - cut - 1;
+            text[out++] = text[start + n - 1];
+        }
+        if (i < len) text[out++] = ';';
+        start = i + 1;
+    }
+    return out;
+}
+
 /* Symbolizes every distinct frame once and gives each stack's range its "Call stack": frames
  * innermost first, joined by ';' as torch joins them. */
 static int finish_stacks(interner *in) {
@@ -853,6 +900,18 @@ static int finish_stacks(interner *in) {
             if (!leading) rc = strobe__buf_put(&text, ";", 1);
             leading = 0;
             if (rc == 0) rc = strobe__buf_put(&text, name, strlen(name));
+        }
+        if (rc == 0 && sr->sample) {
+            char line[512];
+            size_t line_len = 0;
+            text.len = sample_frames_by_function(text.s, text.len, line, sizeof line, &line_len);
+            json.len = 0;
+            if (line_len) rc = strobe__buf_put_json_string(&json, line, line_len);
+            const char *lv = rc || !line_len ? NULL : bytes_name(in, json.s, (uint32_t)json.len);
+            if (rc == 0 && line_len && lv == NULL) rc = STROBE_ENOMEM;
+            if (lv)
+                rc = strobe__event_put_arg(in->r, sr->event, STROBE_KINETO_ARG_SAMPLE_LINE, lv, 0,
+                                           1);
         }
         if (rc == 0 && sr->sample) {
             /* A sample is named after the function it interrupted: the stack's first frame

@@ -5,14 +5,15 @@
  *   string arena          the symbolizer: it owns every string handed out
  *   loaded modules        dl_iterate_phdr: each module's name, load bias and PT_LOAD ranges
  *   ELF symbol tables     .symtab (or .dynsym) of a module's file, mapped read-only
- *   demangling            C++ names, through libstdc++'s __cxa_demangle when the process has it
+ *   demangling            C++ names, through libstdc++'s __cxa_demangle (loaded where missing)
  *   addr2line             file:line for all of a module's addresses in one child process
  *   strobe__symbolize     the driver
  *
  * Only the files on disk are read, never the process's memory at the addresses given, so a
  * bogus address (a frame built without frame pointers) costs a "??", never a fault. C++ names
- * are demangled with __cxa_demangle, looked up at run time (dlsym): a C++ program has libstdc++
- * loaded, and a C library must not pull it in for C programs, whose names need no demangling.
+ * are demangled with __cxa_demangle, looked up at run time (dlsym): a C library must not link
+ * libstdc++ for C programs; a C++ program usually has it loaded, and one that has not (it calls
+ * only C functions) gets it opened the first time a mangled name is met.
  * Inlined levels that are strobe's own (its inline functions, and code whose line lies in
  * strobe's public headers, such as the C++ scope guard's constructor) are left out. */
 #include "stack.h"
@@ -332,6 +333,17 @@ typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, in
 static cxa_demangle_fn cxa_demangle;
 static pthread_once_t cxa_demangle_once = PTHREAD_ONCE_INIT;
 
+/* libstdc++'s __cxa_demangle for a process that has no libstdc++ loaded: a C++ program built
+ * with only C library calls (printf, no iostream or new) links none, though its symbols are
+ * mangled, and `strobe record` symbolizes inside the recorded program. The library is opened
+ * local (its symbols do not join the program's), once, and stays open: the names it returns are
+ * those c++filt prints, from the same demangler. NULL where no libstdc++ is installed (names then
+ * stay mangled). */
+static void *load_demangler(void) {
+    void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    return h ? dlsym(h, "__cxa_demangle") : NULL;
+}
+
 static void find_demangler(void) {
     /* dlsym returns a data pointer; the cast through a union says what it is. */
     union {
@@ -339,11 +351,12 @@ static void find_demangler(void) {
         cxa_demangle_fn f;
     } u;
     u.p = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (u.p == NULL) u.p = load_demangler();
     cxa_demangle = u.f;
 }
 
 /* A demangled copy of `name` (malloc'd), or NULL: not an Itanium C++ name ("_Z..."), no
- * libstdc++ in the process, or a name the demangler refuses. */
+ * libstdc++ to be found, or a name the demangler refuses. */
 static char *demangle(const char *name) {
     if (name == NULL || name[0] != '_' || name[1] != 'Z') return NULL;
     pthread_once(&cxa_demangle_once, find_demangler);

@@ -90,6 +90,9 @@
 #define STROBE_KINETO_ARG_INPUT_TYPE "Input type"
 #define STROBE_KINETO_ARG_CONCRETE_INPUTS "Concrete Inputs"
 #define STROBE_KINETO_ARG_CALL_STACK "Call stack"
+/* A CPU sample's own line: "file:line" of the instruction it interrupted (its "Call stack" names
+ * functions, one frame each, without lines). */
+#define STROBE_KINETO_ARG_SAMPLE_LINE "Line"
 #define STROBE_KINETO_ARG_MODULE_HIERARCHY "Module Hierarchy"
 #define STROBE_KINETO_ARG_BACKEND "Backend"
 #define STROBE_KINETO_ARG_EV_IDX "Ev Idx"
