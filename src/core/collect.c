@@ -16,6 +16,7 @@
 
 #include "decode.h"
 #include "details.h"
+#include "ownthread.h"
 #include "record.h"
 #include "trace/kineto.h"
 #include "trace/result_internal.h"
@@ -780,6 +781,9 @@ static int sample_threads(interner *in, strobe__tstate *const *list, size_t n) {
         size_t lo, hi;
         sample_range(in, tid, &lo, &hi);
         k = hi;
+        /* strobe's own threads (its sampler, its stream writer ...) are left out, uncounted:
+         * their samples are not the program's. */
+        if (strobe__own_thread_is(tid)) continue;
         int known = 0;
         for (size_t i = 0; i < n && !known; i++)
             known = list[i]->tid == tid;

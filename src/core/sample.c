@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "ownfd.h"
+#include "ownthread.h"
 #include "strobe/error.h"
 #include "util/u64map.h"
 
@@ -388,6 +389,7 @@ static void sleep_ms(int ms) {
 static void *drain_main(void *arg) {
     strobe__sampler *sp = arg;
     (void)pthread_setname_np(pthread_self(), "strobe_sampler");
+    strobe__own_thread_enter(); /* its samples are strobe's, not the program's */
     /* pfd[i] is ring i's descriptor (its fds entry i: the rings' events come first); -1 once the
      * program took it away, which poll() skips. */
     struct pollfd *pfd = calloc((size_t)sp->nrings, sizeof *pfd);

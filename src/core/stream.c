@@ -32,6 +32,7 @@
 
 #include "log.h"
 #include "ownfd.h"
+#include "ownthread.h"
 #include "stream.h"
 #include "stream_internal.h"
 #include "strobe/error.h"
@@ -161,6 +162,7 @@ static uint32_t wait_wake(strobe__stream *st) {
 
 static void *stream_main(void *arg) {
     strobe__stream *st = arg;
+    strobe__own_thread_enter(); /* left out of the CPU samples */
     /* This thread records nothing, and its signals belong to the program's threads. */
     sigset_t all;
     sigfillset(&all);

@@ -27,6 +27,7 @@
 #include "od_internal.h"
 #include "core/hooks.h"
 #include "core/log.h"
+#include "core/ownthread.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"
 #include "strobe/ondemand.h"
@@ -542,6 +543,7 @@ static void read_conn(int i) {
 
 static void *endpoint_main(void *arg) {
     (void)arg;
+    strobe__own_thread_enter(); /* left out of the CPU samples */
     /* The endpoint's thread takes no signals meant for the program. */
     sigset_t all;
     sigfillset(&all);

@@ -60,6 +60,7 @@
 #include <unistd.h>
 
 #include "core/device.h"
+#include "core/ownthread.h"
 #include "core/torch_api.h"
 #include "heap_hook.h"
 #include "nccl/nccl.h"
@@ -376,6 +377,7 @@ static void sleep_ms(long long ms) {
  * that the program's signals go to its own threads). */
 static void *timer_main(void *arg) {
     (void)arg;
+    strobe__own_thread_enter(); /* left out of the CPU samples */
     strobe__heap_quiet(1);
     if (set.delay_ms > 0) sleep_ms(set.delay_ms);
     pthread_mutex_lock(&lock);
@@ -823,6 +825,7 @@ static int watched_gone(void) {
 
 static void *watch_main(void *arg) {
     (void)arg;
+    strobe__own_thread_enter(); /* left out of the CPU samples */
     strobe__heap_quiet(1);
     for (;;) {
         int seen = __atomic_load_n(&watch_word, __ATOMIC_ACQUIRE);

@@ -1,0 +1,22 @@
+/* ownthread.c: the registry of strobe's own threads (see ownthread.h). */
+#include "ownthread.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The ids, 0 where none was put; `next` counts registrations, its low bits pick the slot. */
+static int64_t own_tids[STROBE__OWN_THREADS];
+static uint32_t own_next;
+
+void strobe__own_thread_enter(void) {
+    int64_t tid = (int64_t)syscall(SYS_gettid);
+    uint32_t k = __atomic_fetch_add(&own_next, 1u, __ATOMIC_RELAXED);
+    __atomic_store_n(&own_tids[k % STROBE__OWN_THREADS], tid, __ATOMIC_RELEASE);
+}
+
+int strobe__own_thread_is(int64_t tid) {
+    if (tid <= 0) return 0;
+    for (uint32_t i = 0; i < STROBE__OWN_THREADS; i++)
+        if (__atomic_load_n(&own_tids[i], __ATOMIC_ACQUIRE) == tid) return 1;
+    return 0;
+}

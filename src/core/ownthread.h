@@ -1,0 +1,23 @@
+/* ownthread.h: the threads strobe starts in a program (the sampler's drain thread, the stream
+ * writer, the on-demand endpoint, strobe record's timers), so that what strobe records of the
+ * program leaves them out: the CPU sampler samples every thread of the process, strobe's too,
+ * and their samples say nothing about the program.
+ *
+ * Each such thread registers itself first thing. A registered id stays registered for the rest
+ * of the process (a thread's samples are placed at stop, after the thread may have ended), in a
+ * ring of the last STROBE__OWN_THREADS ids. Thread-safe, lock-free. */
+#ifndef STROBE_CORE_OWNTHREAD_H
+#define STROBE_CORE_OWNTHREAD_H
+
+#include <stdint.h>
+
+/* Ids kept; older ones are forgotten (a program that starts and stops sessions this many times). */
+#define STROBE__OWN_THREADS 64u
+
+/* Registers the calling thread as strobe's own. */
+void strobe__own_thread_enter(void);
+
+/* Whether thread `tid` (the kernel's id) registered itself as strobe's own. @return 1 or 0. */
+int strobe__own_thread_is(int64_t tid);
+
+#endif /* STROBE_CORE_OWNTHREAD_H */

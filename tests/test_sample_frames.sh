@@ -1,0 +1,77 @@
+#!/bin/bash
+# CPU samples of a C++ program under `strobe record --sample` (tests/sample_frames_target.cpp,
+# which links no libstdc++), as `strobe stacks --samples` folds them:
+#  1. C++ names are demangled, as c++filt prints them (no "_Z" frame is left);
+#  2. one frame per function: no frame carries a line, and each hot function is the leaf of one
+#     folded stack only, though its samples fall on several lines; the line is each sample's
+#     "Line" arg;
+#  3. strobe's own threads (the sampler's drain thread, the stream writer) have no samples: the
+#     single-threaded program's samples are all on its one thread;
+#  4. with the checkers of SHARED_DIR/validators where present: the trace passes them (--strict).
+# Usage: test_sample_frames.sh STROBE TARGET OUT_DIR SHARED_DIR. Exit 77 (skipped) without
+# python3, or where this machine may not sample (perf_event_open refused).
+set -u
+strobe=$1 target=$2 out=$3 shared=$4
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+rm -rf "$out" && mkdir -p "$out" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$strobe" record -q --sample=1000 -o "$out/frames.json" -- "$target" 600 >/dev/null 2>"$out/err"
+rc=$?
+[ "$rc" = 0 ] || { cat "$out/err"; fail "strobe record: exit $rc"; }
+if grep -q "sampling" "$out/err"; then
+    echo "SKIP: $(grep sampling "$out/err" | head -1)"
+    exit 77
+fi
+"$strobe" stacks --samples "$out/frames.json" >"$out/folded" || fail "stacks --samples"
+cat "$out/folded"
+
+# 1. Demangled, as c++filt has it.
+grep -q '_Z' "$out/folded" && fail "a mangled name is left: $(grep -o '_Z[A-Za-z0-9_]*' "$out/folded" | head -1)"
+for want in 'strobe_test::Worker::hot(int)' 'strobe_test::Box<double>::spin(int)' \
+    'strobe_test::Box<long>::spin(int)'; do
+    grep -qF "$want" "$out/folded" || fail "no frame $want"
+done
+if command -v nm >/dev/null && command -v c++filt >/dev/null; then
+    for sym in $(nm "$target" | awk '$3 ~ /^_ZN11strobe_test/ && ($3 ~ /hot/ || $3 ~ /spin/) {print $3}'); do
+        name=$(c++filt "$sym")
+        grep -qF "$name (" "$out/folded" || fail "c++filt says $sym is $name; not in the samples"
+    done
+fi
+
+# 2. One frame per function; the line is an arg.
+grep -Eq ':[0-9]+\)(;| [0-9]+$)' "$out/folded" && fail "a frame with a line: $(grep -Eo '[^;]*:[0-9]+\)' "$out/folded" | head -1)"
+for f in 'Worker::hot(int)' 'Box<double>::spin(int)'; do
+    n=$(grep -cF "$f (" "$out/folded")
+    [ "$n" = 1 ] || fail "$f is the leaf of $n folded stacks, not 1"
+done
+
+python3 - "$out/frames.json" <<'PY' || fail "trace"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+s = [e for e in ev if e.get("cat") == "cpu_sample"]
+bad = []
+if len(s) < 100: bad.append("about 600 samples wanted: %d" % len(s))
+lines = [e.get("args", {}).get("Line", "") for e in s]
+if sum(1 for l in lines if re.search(r"sample_frames_target\.cpp:\d+$", l)) < 0.8 * len(s):
+    bad.append("samples without their line: %r" % lines[:5])
+hot = {l for e, l in zip(s, lines) if e["name"].startswith("strobe_test::Worker::hot")}
+if len(hot) < 2: bad.append("Worker::hot sampled on one line only: %r" % sorted(hot))
+# 3. The program has one thread (tid = pid); strobe's threads must not appear.
+names = {(e["pid"], e["tid"]): e.get("args", {}).get("name")
+         for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
+other = {(e["pid"], e["tid"]) for e in s if e["tid"] != e["pid"]}
+if other: bad.append("samples of threads other than the program's: %r" %
+                     [(t, names.get(t)) for t in sorted(other)])
+for b in bad: print("FAIL:", b)
+sys.exit(1 if bad else 0)
+PY
+
+# 4. The independent checkers.
+if [ -x "$shared/validators/check_all.sh" ]; then
+    . "$(dirname "$0")/validators.sh"
+    strobe_check_trace "$shared" "$out/frames.json" --strict >"$out/check" 2>&1 ||
+        { cat "$out/check"; fail "the checkers' findings on frames.json"; }
+fi
+echo "ok"
