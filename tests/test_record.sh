@@ -317,9 +317,15 @@ else
   check "$out/sample.json" /dev/null '
 main = [p for p, n in procs.items() if n == "record_target"]
 want(len(procs) == 1 and len(main) == 1, "one process, record_target (not strobe'"'"'s helpers): %s" % procs)
-s = [e for e in events if e.get("cat") == "cpu_sample" and e["pid"] in main]
+# The samples are Chrome'"'"'s CPU profile events: each sample a leaf node of its chunk.
+nodes, s = {}, []
+for e in events:
+    if e.get("ph") == "P" and e.get("name") == "ProfileChunk" and e["pid"] in main:
+        cp = e["args"]["data"]["cpuProfile"]
+        nodes.update({(e["pid"], e["id"], n["id"]): n["callFrame"]["functionName"] for n in cp["nodes"]})
+        s += [nodes[(e["pid"], e["id"], k)] for k in cp["samples"]]
 want(len(s) >= 40, "about 200 samples in 400 ms at 500 Hz: %d" % len(s))
-hot = [e for e in s if "spin_hot" in e.get("name", "")]
+hot = [n for n in s if "spin_hot" in n]
 want(len(hot) >= 0.8 * max(len(s), 1), "spin_hot on top of most samples: %d of %d" % (len(hot), len(s)))
 '
   "$strobe" stacks --samples "$out/sample.json" >"$out/sample.folded" || fail "stacks --samples"

@@ -4,7 +4,7 @@
 #  1. C++ names are demangled, as c++filt prints them (no "_Z" frame is left);
 #  2. one frame per function: no frame carries a line, and each hot function is the leaf of one
 #     folded stack only, though its samples fall on several lines; the line is each sample's
-#     "Line" arg;
+#     own (the chunk's "lines");
 #  3. strobe's own threads (the sampler's drain thread, the stream writer) have no samples: the
 #     single-threaded program's samples are all on its one thread;
 #  4. with the checkers of SHARED_DIR/validators where present: the trace passes them (--strict).
@@ -47,21 +47,32 @@ for f in 'Worker::hot(int)' 'Box<double>::spin(int)'; do
 done
 
 python3 - "$out/frames.json" <<'PY' || fail "trace"
-import json, re, sys
+import json, sys
 d = json.load(open(sys.argv[1]))
 ev = d["traceEvents"]
-s = [e for e in ev if e.get("cat") == "cpu_sample"]
 bad = []
-if len(s) < 100: bad.append("about 600 samples wanted: %d" % len(s))
-lines = [e.get("args", {}).get("Line", "") for e in s]
-if sum(1 for l in lines if re.search(r"sample_frames_target\.cpp:\d+$", l)) < 0.8 * len(s):
-    bad.append("samples without their line: %r" % lines[:5])
-hot = {l for e, l in zip(s, lines) if e["name"].startswith("strobe_test::Worker::hot")}
+# The samples are Chrome's CPU profile events ("Profile", "ProfileChunk"), not instants.
+if any(e.get("cat") == "cpu_sample" for e in ev): bad.append("cpu_sample instants in the JSON")
+nodes, samples = {}, []  # (pid, id, node id) -> node; (pid, tid, leaf node, line)
+for e in ev:
+    if e.get("ph") != "P" or e.get("name") != "ProfileChunk": continue
+    cp = e["args"]["data"]["cpuProfile"]
+    for n in cp.get("nodes", []): nodes[(e["pid"], e["id"], n["id"])] = n
+    lines = cp.get("lines", [0] * len(cp["samples"]))
+    if len(e["args"]["data"]["timeDeltas"]) != len(cp["samples"]): bad.append("timeDeltas != samples")
+    for leaf, line in zip(cp["samples"], lines):
+        samples.append((e["pid"], e["tid"], nodes[(e["pid"], e["id"], leaf)], line))
+if len(samples) < 100: bad.append("about 600 samples wanted: %d" % len(samples))
+if sum(1 for s in samples if s[3] > 0) < 0.8 * len(samples):
+    bad.append("samples without their line: %r" % [s[3] for s in samples[:5]])
+hot = {s[3] for s in samples if s[2]["callFrame"]["functionName"].startswith("strobe_test::Worker::hot")}
 if len(hot) < 2: bad.append("Worker::hot sampled on one line only: %r" % sorted(hot))
+urls = {s[2]["callFrame"]["url"] for s in samples if "strobe_test" in s[2]["callFrame"]["functionName"]}
+if not all(u.endswith("sample_frames_target.cpp") for u in urls): bad.append("urls: %r" % urls)
 # 3. The program has one thread (tid = pid); strobe's threads must not appear.
 names = {(e["pid"], e["tid"]): e.get("args", {}).get("name")
          for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
-other = {(e["pid"], e["tid"]) for e in s if e["tid"] != e["pid"]}
+other = {(s[0], s[1]) for s in samples if s[1] != s[0]}
 if other: bad.append("samples of threads other than the program's: %r" %
                      [(t, names.get(t)) for t in sorted(other)])
 for b in bad: print("FAIL:", b)

@@ -7,6 +7,7 @@
  *   5. strobe_rd_next(): the top-level state machine.
  */
 #include "trace_reader.h"
+#include "profile_rd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,7 +52,8 @@ struct strobe_rd {
     strobe_rd_value arg_values[STROBE_RD_ARG_KEYS]; /* options.arg_keys of the current event */
     int64_t arg_start[STROBE_RD_ARG_KEYS], arg_end[STROBE_RD_ARG_KEYS]; /* stream offsets */
     size_t arg_klen[STROBE_RD_ARG_KEYS];
-    char *arena; /* decoded strings of the current item */
+    strobe__rd_prof *prof; /* CPU profiles' samples waiting to be handed out (profile_rd.h) */
+    char *arena;           /* decoded strings of the current item */
     size_t arena_len, arena_cap;
 };
 
@@ -316,6 +318,8 @@ int strobe_rd_rewind(strobe_rd *r) {
     free(r->trace_name);
     free(r->device_properties);
     r->display_time_unit = r->trace_name = r->device_properties = NULL;
+    strobe__rd_prof_free(r->prof);
+    r->prof = NULL;
     memset(&r->info, 0, sizeof r->info);
     r->info.perfetto = perfetto;
     r->info.pf_cut = cut;
@@ -388,6 +392,7 @@ void strobe_rd_close(strobe_rd *r) {
     free(r->trace_name);
     free(r->device_properties);
     free(r->arena);
+    strobe__rd_prof_free(r->prof);
     free(r);
 }
 
@@ -992,8 +997,45 @@ static void check_gz_tail(strobe_rd *r) {
 
 static int next_item(strobe_rd *r, strobe_rd_item *item);
 
+/* The next sample of a CPU profile read before (profile_rd.h), read from its JSON text as an
+ * element of the file. @return STROBE_RD_EVENT, 0 when none is pending, or an error. */
+static int profile_sample(strobe_rd *r, strobe_rd_item *item) {
+    const char *text;
+    size_t len;
+    uint64_t index;
+    int64_t offset;
+    if (!strobe__rd_prof_next(r->prof, &text, &len, &index, &offset)) return 0;
+    strobe_jp *jp = &r->ejp;
+    strobe_jp_free(jp);
+    strobe_jp_init_mem(jp, text, len);
+    apply_limits(jp, &r->opt);
+    jp->base_off = offset;
+    jp->depth = 2;
+    jp->stack[0] = 1;
+    r->tj = jp;
+    strobe_jp_capture_begin(jp, 1);
+    int tok = strobe_jp_next(jp), rc;
+    if (tok == STROBE_JP_OBJ_BEGIN)
+        rc = read_event(r, item, offset);
+    else
+        rc = fail(r, STROBE_EFORMAT, offset, "a CPU profile's sample is no JSON object");
+    r->tj = &r->jp;
+    if (rc > 0) r->ev.index = index;
+    return rc;
+}
+
 int strobe_rd_next(strobe_rd *r, strobe_rd_item *item) {
-    int rc = next_item(r, item);
+    int rc;
+    for (;;) {
+        rc = r->prof ? profile_sample(r, item) : 0;
+        if (rc != 0) return rc;
+        rc = next_item(r, item);
+        /* A CPU profile's events ("Profile", "ProfileChunk") are handed out as their samples. */
+        if (rc != STROBE_RD_EVENT || item->event->ph.len != 1 || item->event->ph.s[0] != 'P') break;
+        int took = strobe__rd_prof_feed(&r->prof, item->event);
+        if (took < 0) return fail(r, took, -1, "out of memory");
+        if (took == 0) break;
+    }
     if (rc == STROBE_RD_END && !r->gz_checked) {
         r->gz_checked = 1;
         check_gz_tail(r);

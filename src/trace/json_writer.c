@@ -20,6 +20,7 @@
  * parse them as doubles already, and a second rounding here would let children end after their
  * parents. */
 #include "json_writer.h"
+#include "json_profile.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -364,6 +365,7 @@ typedef struct jw {
     char cat[32];  /* the last category (when short), and as a JSON string (cat_len 0: none) */
     char cat_json[STROBE__JSON_STRING_MAX(32)];
     size_t cat_len;
+    strobe__json_profiles *prof; /* the CPU samples, written at end (json_profile.h) */
 } jw;
 
 /* Writes the "strobe" object and the user's metadata as top-level members. */
@@ -411,6 +413,8 @@ static int json_begin(strobe__writer *w, const strobe__wr_info *in) {
 static int json_end(strobe__writer *w, const strobe__wr_info *in) {
     jw *j = (jw *)w;
     strobe__sink *s = w->out;
+    int rc = strobe__json_profiles_write(j->prof, w, &j->first);
+    if (rc) return rc;
     emit(s, "\n  ]");
     if (!j->meta_done) write_top_meta(s, in);
     if (in->trace_name) {
@@ -679,6 +683,17 @@ static int json_counter(strobe__writer *w, const strobe__wr_event *e) {
     return 0;
 }
 
+/* A CPU sample: kept for the thread's profile, which end writes (json_profile.h). */
+static int json_sample(strobe__writer *w, const strobe__wr_event *e) {
+    return strobe__json_profiles_add(&((jw *)w)->prof, e);
+}
+
+static void json_release(strobe__writer *w) {
+    jw *j = (jw *)w;
+    strobe__json_profiles_free(j->prof);
+    j->prof = NULL;
+}
+
 /* The default format: any path that no other writer claims is written as JSON. */
 static int json_accepts_path(const char *path) {
     (void)path;
@@ -696,6 +711,8 @@ const strobe__writer_ops strobe__json_writer = {
     .slice_begin = json_slice_begin,
     .slice_end = json_slice_end,
     .instant = json_instant,
+    .sample = json_sample,
     .counter = json_counter,
     .end = json_end,
+    .release = json_release,
 };
