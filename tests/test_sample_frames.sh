@@ -7,7 +7,10 @@
 #     own (the chunk's "lines");
 #  3. strobe's own threads (the sampler's drain thread, the stream writer) have no samples: the
 #     single-threaded program's samples are all on its one thread;
-#  4. with the checkers of SHARED_DIR/validators where present: the trace passes them (--strict).
+#  4. JSON and .pftrace of one recording give the same folded counts (convert both ways, and a
+#     recording made straight to .pftrace), flamegraph --metric samples reads both;
+#  5. with the checkers of SHARED_DIR/validators where present: the traces pass them (--strict),
+#     Perfetto imports every JSON sample (cpu_profile_stack_sample), DevTools finds the profile.
 # Usage: test_sample_frames.sh STROBE TARGET OUT_DIR SHARED_DIR. Exit 77 (skipped) without
 # python3, or where this machine may not sample (perf_event_open refused).
 set -u
@@ -79,10 +82,41 @@ for b in bad: print("FAIL:", b)
 sys.exit(1 if bad else 0)
 PY
 
-# 4. The independent checkers.
+# 4. One recording in both formats: stacks --samples gives the same counts from the .json, from
+#    its .pftrace conversion, and from that converted back; a recording straight to .pftrace
+#    reads as its JSON conversion does. flamegraph --metric samples reads both.
+"$strobe" convert "$out/frames.json" "$out/frames.pftrace" || fail "convert to .pftrace"
+"$strobe" convert "$out/frames.pftrace" "$out/frames2.json" || fail "convert back to .json"
+for f in frames.pftrace frames2.json; do
+    "$strobe" stacks --samples "$out/$f" >"$out/$f.folded" || fail "stacks --samples $f"
+    cmp -s "$out/folded" "$out/$f.folded" || { diff "$out/folded" "$out/$f.folded"; fail "$f: other counts"; }
+    "$strobe" flamegraph --metric samples -o "$out/$f.svg" "$out/$f" || fail "flamegraph $f"
+    grep -q "Worker::hot" "$out/$f.svg" || fail "flamegraph $f: no Worker::hot"
+done
+"$strobe" record -q --sample=1000 -o "$out/direct.pftrace" -- "$target" 300 >/dev/null 2>&1 ||
+    fail "strobe record to .pftrace"
+"$strobe" convert "$out/direct.pftrace" "$out/direct.json" || fail "convert direct.pftrace"
+"$strobe" stacks --samples "$out/direct.pftrace" >"$out/direct.p.folded" || fail "stacks direct.pftrace"
+"$strobe" stacks --samples "$out/direct.json" >"$out/direct.j.folded" || fail "stacks direct.json"
+cmp -s "$out/direct.p.folded" "$out/direct.j.folded" || fail "direct.pftrace and its JSON differ"
+grep -q "Worker::hot" "$out/direct.p.folded" || fail "direct.pftrace: no Worker::hot"
+
+# 5. The independent checkers.
 if [ -x "$shared/validators/check_all.sh" ]; then
     . "$(dirname "$0")/validators.sh"
-    strobe_check_trace "$shared" "$out/frames.json" --strict >"$out/check" 2>&1 ||
-        { cat "$out/check"; fail "the checkers' findings on frames.json"; }
+    for f in frames.json frames2.json frames.pftrace direct.pftrace; do
+        strobe_check_trace "$shared" "$out/$f" --strict >"$out/check" 2>&1 ||
+            { cat "$out/check"; fail "the checkers' findings on $f"; }
+    done
+    # Perfetto imports the JSON's profiles as CPU samples, DevTools as a samples profile.
+    home=$(strobe_validators_home)
+    n=$("$home/tp_query" "$out/frames.json" --sql 'select count(*) as n from cpu_profile_stack_sample' |
+        tail -1)
+    want=$(awk '{s += $NF} END {print s}' "$out/folded")
+    [ "$n" = "$want" ] || fail "Perfetto's cpu_profile_stack_sample: $n rows, not $want"
+    if command -v node >/dev/null; then
+        node "$home/parse_trace.mjs" "$out/frames.json" --json | grep -q '"samplesProfiles": 1,' ||
+            fail "DevTools: no samples profile"
+    fi
 fi
 echo "ok"

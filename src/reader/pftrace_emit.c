@@ -656,17 +656,145 @@ static int parse_descriptor(strobe_rd_pfs *s, const field *df) {
     return s->out.err || s->pending_m.err ? strobe__pf_nomem(s) : 0;
 }
 
+/* ---- CPU samples (PerfSample) ---- */
+
+/* A Frame or Callstack entry of InternedData, kept as the decimal iids it refers to (a frame:
+ * its function name's; a callstack: its frames', outermost first, joined by ','). */
+static int parse_sample_entry(strobe_rd_pfs *s, seq *q, int kind, const field *ef) {
+    cur c = sub(ef);
+    field g;
+    int rc;
+    uint64_t iid = 0;
+    buf ids = {0};
+    while ((rc = strobe__pf_next_field(&s->d, &c, &g)) > 0) {
+        if (g.num == PFW_INTERNED_IID && g.wt == PFW_VARINT) {
+            iid = g.v;
+        } else if (kind == IN_FRAME && g.num == PFW_FRAME_FUNCTION_NAME_ID && g.wt == PFW_VARINT) {
+            ids.len = 0;
+            strobe__pf_put_u64(&ids, g.v);
+        } else if (kind == IN_STACK && g.num == PFW_CALLSTACK_FRAME_IDS && g.wt == PFW_VARINT) {
+            if (ids.len) put(&ids, ",", 1);
+            strobe__pf_put_u64(&ids, g.v);
+        } else if (kind == IN_STACK && g.num == PFW_CALLSTACK_FRAME_IDS && g.wt == PFW_LEN) {
+            /* Packed: varints one after the other. */
+            for (size_t o = 0; o < g.len;) {
+                uint64_t v = 0;
+                for (int shift = 0; o < g.len && shift < 64; shift += 7) {
+                    uint8_t byte = g.data[o++];
+                    v |= (uint64_t)(byte & 0x7f) << shift;
+                    if (!(byte & 0x80)) break;
+                }
+                if (ids.len) put(&ids, ",", 1);
+                strobe__pf_put_u64(&ids, v);
+            }
+        }
+    }
+    char *copy = rc < 0 || ids.err ? NULL : strobe__rd_dup_n(ids.p ? ids.p : "", ids.len);
+    free(ids.p);
+    if (rc < 0) return rc;
+    if (!copy) return strobe__pf_nomem(s);
+    uint64_t old;
+    uint64_t key = ((uint64_t)kind << 60) | (iid & ((UINT64_C(1) << 60) - 1));
+    int had = strobe__pf_map_get(&q->interned, key, iid, &old);
+    if (strobe__pf_map_put(&q->interned, key, iid, (uint64_t)(uintptr_t)copy)) {
+        free(copy);
+        return strobe__pf_nomem(s);
+    }
+    if (had) free((char *)(uintptr_t)old);
+    return 0;
+}
+
+static const char *lookup(seq *q, int kind, uint64_t iid);
+
+/* A PerfSample as a "cpu_sample" instant on its pid and tid at `ts`, named after its leaf, its
+ * frames (innermost first, joined by ';') as its "Call stack", as strobe's JSON has them; read
+ * back from the text (not plain). A sample whose callstack is unknown is left out. */
+static int parse_perf_sample(strobe_rd_pfs *s, seq *q, const field *pf, int64_t ts) {
+    cur c = sub(pf);
+    field g;
+    int rc;
+    int64_t pid = 0, tid = 0;
+    uint64_t stack = 0;
+    while ((rc = strobe__pf_next_field(&s->d, &c, &g)) > 0) {
+        if (g.wt != PFW_VARINT) continue;
+        if (g.num == PFW_PS_PID) pid = (int64_t)(uint32_t)g.v;
+        if (g.num == PFW_PS_TID) tid = (int64_t)(uint32_t)g.v;
+        if (g.num == PFW_PS_CALLSTACK_IID) stack = g.v;
+    }
+    if (rc < 0) return rc;
+    const char *ids = lookup(q, IN_STACK, stack);
+    if (ids == NULL || ids[0] == '\0') return 0;
+    /* The frames' names, outermost first in ids: written innermost first. */
+    size_t n = 1;
+    for (const char *p = ids; *p; p++)
+        n += *p == ',';
+    const char **names = malloc(n * sizeof *names);
+    if (!names) return strobe__pf_nomem(s);
+    const char *p = ids;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t fr = strtoull(p, (char **)&p, 10);
+        if (*p == ',') p++;
+        const char *fn = lookup(q, IN_FRAME, fr);
+        const char *name = fn ? lookup(q, IN_FUNC, strtoull(fn, NULL, 10)) : NULL;
+        names[k] = name ? name : "??";
+    }
+    strobe__pf_need_header(s);
+    buf *b = &s->out;
+    sep(s, b);
+    size_t start = b->len;
+    strobe_rd_pf_elem *x = push_elem(s, s->next_index++, start, 'i');
+    if (!x) {
+        free(names);
+        return s->d.err;
+    }
+    /* The leaf's function: its frame less the location (" (file)") that ends it. */
+    const char *leaf = names[n - 1];
+    size_t leaf_len = strlen(leaf);
+    const char *o = leaf_len > 3 && leaf[leaf_len - 1] == ')' ? strrchr(leaf, '(') : NULL;
+    if (o && o > leaf && o[-1] == ' ') leaf_len = (size_t)(o - 1 - leaf);
+    puts_(b, "{\"ph\": \"i\", \"s\": \"t\", \"cat\": \"cpu_sample\", \"name\": ");
+    put_json_string(b, leaf, leaf_len);
+    put_pid_tid(b, pid, tid);
+    put_ts(b, ts);
+    args_open(b, start, x);
+    puts_(b, "\"Call stack\": ");
+    buf st = {0};
+    for (size_t k = n; k-- > 0;) {
+        if (k + 1 < n) put(&st, ";", 1);
+        put(&st, names[k], strlen(names[k]));
+    }
+    put_json_string(b, st.p ? st.p : "", st.len);
+    int err = st.err;
+    free(st.p);
+    free(names);
+    args_close(b, start, x);
+    x->plain = 0; /* read from its text */
+    x->pid = pid;
+    x->tid = tid;
+    x->ts_ns = ts;
+    x->depth = 2;
+    return err || b->err ? strobe__pf_nomem(s) : 0;
+}
+
 static int parse_interned(strobe_rd_pfs *s, seq *q, const field *idf) {
     cur c = sub(idf);
     field f;
     int rc;
     while ((rc = strobe__pf_next_field(&s->d, &c, &f)) > 0) {
-        int kind = f.num == PFW_INTERNED_CATEGORIES  ? IN_CAT
-                   : f.num == PFW_INTERNED_NAMES     ? IN_NAME
-                   : f.num == PFW_INTERNED_ANN_NAMES ? IN_ANN
-                   : f.num == PFW_INTERNED_STRINGS   ? IN_STR
-                                                     : 0;
+        int kind = f.num == PFW_INTERNED_CATEGORIES       ? IN_CAT
+                   : f.num == PFW_INTERNED_NAMES          ? IN_NAME
+                   : f.num == PFW_INTERNED_ANN_NAMES      ? IN_ANN
+                   : f.num == PFW_INTERNED_STRINGS        ? IN_STR
+                   : f.num == PFW_INTERNED_FUNCTION_NAMES ? IN_FUNC
+                   : f.num == PFW_INTERNED_FRAMES         ? IN_FRAME
+                   : f.num == PFW_INTERNED_CALLSTACKS     ? IN_STACK
+                                                          : 0;
         if (!kind) continue;
+        if (kind == IN_FRAME || kind == IN_STACK) {
+            rc = parse_sample_entry(s, q, kind, &f);
+            if (rc < 0) return rc;
+            continue;
+        }
         if (want(&s->d, &f, PFW_LEN)) return s->d.err;
         cur ec = sub(&f);
         field g;
@@ -1164,6 +1292,7 @@ int strobe__pf_parse_packet(strobe_rd_pfs *s, const field *pf) {
         case PFW_PACKET_INTERNED_DATA:
         case PFW_PACKET_DEFAULTS:
         case PFW_PACKET_TRACK_DESCRIPTOR:
+        case PFW_PACKET_PERF_SAMPLE:
             wt = PFW_LEN;
             if (nkeep < PACKET_KEEP)
                 keep[nkeep++] = f;
@@ -1205,6 +1334,8 @@ int strobe__pf_parse_packet(strobe_rd_pfs *s, const field *pf) {
             }
             if (f.num == PFW_PACKET_TRACK_EVENT && parse_track_event(s, q, &f, when))
                 return s->d.err;
+            if (f.num == PFW_PACKET_PERF_SAMPLE && (rc = parse_perf_sample(s, q, &f, when)) < 0)
+                return rc;
         }
         if (rc < 0) return rc;
         if (pass == 0 && has_ts) { /* the packet's time, once its clock state is known */

@@ -134,7 +134,9 @@ void strobe__pf_map_free(map *m);
 /* ---- The decoder's state -------------------------------------------------------------------- */
 
 enum { TK_PLAIN, TK_PROCESS, TK_THREAD, TK_COUNTER };
-enum { IN_NAME = 1, IN_CAT = 2, IN_ANN = 3, IN_STR = 4 };
+/* Interned kinds; a frame's value is its function name's iid and a callstack's its frames' iids
+ * (outermost first), as decimal text separated by ',' (pftrace_emit.c, CPU samples). */
+enum { IN_NAME = 1, IN_CAT = 2, IN_ANN = 3, IN_STR = 4, IN_FUNC = 5, IN_FRAME = 6, IN_STACK = 7 };
 
 /* A slice whose begin was read and whose end was not yet: the parts of its JSON text known at
  * the begin, kept until the end gives its duration. */

@@ -49,6 +49,18 @@ enum { PFW_VARINT = 0, PFW_I64 = 1, PFW_LEN = 2, PFW_SGROUP = 3, PFW_EGROUP = 4,
 #define PFW_INTERNED_STRINGS 29
 #define PFW_INTERNED_IID 1
 #define PFW_INTERNED_STR 2
+/* CPU samples: TracePacket.perf_sample (PerfSample: pid 2, tid 3, callstack_iid 4) and the
+ * interned tables it uses (InternedData: function_names 5, frames 6, callstacks 7; Frame: iid 1,
+ * function_name_id 2; Callstack: iid 1, frame_ids 2). */
+#define PFW_PACKET_PERF_SAMPLE 66
+#define PFW_PS_PID 2
+#define PFW_PS_TID 3
+#define PFW_PS_CALLSTACK_IID 4
+#define PFW_INTERNED_FUNCTION_NAMES 5
+#define PFW_INTERNED_FRAMES 6
+#define PFW_INTERNED_CALLSTACKS 7
+#define PFW_FRAME_FUNCTION_NAME_ID 2
+#define PFW_CALLSTACK_FRAME_IDS 2
 
 /* TrackDescriptor, ProcessDescriptor, ThreadDescriptor */
 #define PFW_TD_UUID 1
