@@ -37,8 +37,10 @@
 #define STROBE_KINETO_CAT_CPU_INSTANT_EVENT "cpu_instant_event"
 #define STROBE_KINETO_CAT_PYTHON_FUNCTION "python_function"
 #define STROBE_KINETO_CAT_OVERHEAD "overhead"
-/* strobe's CPU samples (config.cpu_sample_hz): instants named after the sampled function, with
- * the "Call stack"; not a Kineto category (torch has no sampler). */
+/* strobe's CPU samples (config.cpu_sample_hz): in a result, instants named after the sampled
+ * function, with the "Call stack"; not a Kineto category (torch has no sampler). JSON files hold
+ * them as Chrome's CPU profile events instead (json_profile.h), which the reader turns back into
+ * such instants. */
 #define STROBE_KINETO_CAT_CPU_SAMPLE "cpu_sample"
 /* Host calls into the CUDA runtime and driver, and waits on streams or events. */
 #define STROBE_KINETO_CAT_CUDA_RUNTIME "cuda_runtime"

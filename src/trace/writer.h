@@ -168,13 +168,13 @@ typedef struct strobe__writer_ops {
     int (*instant)(strobe__writer *w, const strobe__wr_event *e);
     /* A CPU sample (config.cpu_sample_hz): in a result, an instant of category "cpu_sample"
      * named after the sampled function, whose "Call stack" arg (a JSON string) holds its frames,
-     * innermost first, joined by ';'. NULL: the format writes it with instant(). JSON does:
-     * Chrome's trace format has a sample form (top-level "stackFrames" and "samples"), but of
-     * the three checkers only the trace processor reads it, DevTools and speedscope ignore it,
-     * and strobe's reader and CLI would need a second path; an instant on the thread's track,
-     * with the "Call stack" torch's ranges have, opens everywhere and keeps each sample at its
-     * time inside the ranges it interrupted. Perfetto writes a PerfSample, which its UI shows
-     * as CPU samples with flame graphs. @return 0 or an error. */
+     * innermost first, joined by ';', one per function, and whose "Line" arg the line it
+     * interrupted. NULL: the format writes it with instant(). JSON keeps each thread's samples
+     * for its end, and writes them as Chrome writes CPU profiles into traces ("Profile" and
+     * "ProfileChunk" events, json_profile.h): DevTools shows them as the thread's profile,
+     * Perfetto imports them as CPU samples, speedscope passes them by; strobe's reader reads them
+     * back as the instants. Perfetto writes a PerfSample, which its UI shows as CPU samples with
+     * flame graphs. @return 0 or an error. */
     int (*sample)(strobe__writer *w, const strobe__wr_event *e);
     /* A counter sample of series e->name on e->track (a thread's or the process's track; a
      * format with counter tracks makes one per track and name). @return 0, 1 when the sample is
