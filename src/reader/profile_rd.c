@@ -24,6 +24,10 @@ typedef struct profile {
     int has_t;
     node *nodes;
     size_t n, cap;
+    /* Node ids -> index + 1 in nodes (open addressing, at most half full; 0: free), so that a
+     * profile of many nodes with ids of any kind is read in linear time. */
+    size_t *slots;
+    size_t nslots;
 } profile;
 
 struct strobe__rd_prof {
@@ -155,6 +159,39 @@ static int read_frame(strobe_jp *jp, char **out) {
     return rc;
 }
 
+static size_t slot_of(const profile *f, int64_t id) {
+    uint64_t h = (uint64_t)id * UINT64_C(0x9e3779b97f4a7c15);
+    size_t k = (size_t)(h >> 17) & (f->nslots - 1);
+    while (f->slots[k] && f->nodes[f->slots[k] - 1].id != id)
+        k = (k + 1) & (f->nslots - 1);
+    return k;
+}
+
+/* The index of node `id` in f->nodes, or f->n when there is none. */
+static size_t index_of(const profile *f, int64_t id) {
+    if (f->nslots == 0) return f->n;
+    size_t k = slot_of(f, id);
+    return f->slots[k] ? f->slots[k] - 1 : f->n;
+}
+
+/* Adds node index i (f->nodes[i], its id not yet in the table) to the table. */
+static int index_add(profile *f, size_t i) {
+    if (2 * (f->n + 1) > f->nslots) {
+        size_t ns = f->nslots ? 2 * f->nslots : 64;
+        while (2 * (f->n + 1) > ns)
+            ns *= 2;
+        size_t *sl = calloc(ns, sizeof *sl);
+        if (sl == NULL) return STROBE_ENOMEM;
+        free(f->slots);
+        f->slots = sl;
+        f->nslots = ns;
+        for (size_t k = 0; k < f->n; k++)
+            if (k != i) f->slots[slot_of(f, f->nodes[k].id)] = k + 1;
+    }
+    f->slots[slot_of(f, f->nodes[i].id)] = i + 1;
+    return 0;
+}
+
 /* The nodes array into f (nodes already known by id are replaced). */
 static int read_nodes(strobe_jp *jp, int tok, profile *f) {
     if (tok != STROBE_JP_ARR_BEGIN) return skip(jp, tok);
@@ -182,18 +219,18 @@ static int read_nodes(strobe_jp *jp, int tok, profile *f) {
             nd.frame = NULL;
         }
         if (rc == 0 && has_id) {
-            size_t k = 0;
-            while (k < f->n && f->nodes[k].id != nd.id)
-                k++;
-            if (k == f->n && grow((void **)&f->nodes, &f->cap, f->n + 1, sizeof *f->nodes)) {
-                rc = STROBE_ENOMEM;
-            } else {
-                if (k == f->n)
-                    f->n++;
-                else
-                    free(f->nodes[k].frame);
+            size_t k = index_of(f, nd.id);
+            if (k < f->n) {
+                free(f->nodes[k].frame); /* a node given again replaces the first */
                 f->nodes[k] = nd;
                 nd.frame = NULL;
+            } else if (grow((void **)&f->nodes, &f->cap, f->n + 1, sizeof *f->nodes)) {
+                rc = STROBE_ENOMEM;
+            } else {
+                f->nodes[f->n] = nd;
+                nd.frame = NULL;
+                rc = index_add(f, f->n);
+                f->n++;
             }
         }
         free(nd.frame);
@@ -203,11 +240,8 @@ static int read_nodes(strobe_jp *jp, int tok, profile *f) {
 }
 
 static const node *node_of(const profile *f, int64_t id) {
-    /* Ids are dense from 1 in the profiles strobe and Chrome write: try the slot first. */
-    if (id >= 1 && (size_t)id <= f->n && f->nodes[id - 1].id == id) return &f->nodes[id - 1];
-    for (size_t k = 0; k < f->n; k++)
-        if (f->nodes[k].id == id) return &f->nodes[k];
-    return NULL;
+    size_t k = index_of(f, id);
+    return k < f->n ? &f->nodes[k] : NULL;
 }
 
 static profile *profile_of(strobe__rd_prof *p, int64_t pid, const char *id) {
@@ -397,6 +431,7 @@ void strobe__rd_prof_free(strobe__rd_prof *p) {
         for (size_t k = 0; k < p->v[i].n; k++)
             free(p->v[i].nodes[k].frame);
         free(p->v[i].nodes);
+        free(p->v[i].slots);
         free(p->v[i].id);
     }
     free(p->v);
