@@ -908,7 +908,9 @@ static int finish_stacks(interner *in) {
         if (rc == 0 && sr->sample) {
             char line[512];
             size_t line_len = 0;
-            text.len = sample_frames_by_function(text.s, text.len, line, sizeof line, &line_len);
+            if (text.len)
+                text.len =
+                    sample_frames_by_function(text.s, text.len, line, sizeof line, &line_len);
             json.len = 0;
             if (line_len) rc = strobe__buf_put_json_string(&json, line, line_len);
             const char *lv = rc || !line_len ? NULL : bytes_name(in, json.s, (uint32_t)json.len);

@@ -22,6 +22,11 @@
  * are filled from the fields the decoder gives, not by reading their JSON text again (which is
  * still their raw text), unless those fields do not say all or a limit is near (pftrace_dec.h).
  *
+ * CPU samples. A JSON trace's CPU profiles ("Profile" and "ProfileChunk" events, "ph": "P", as
+ * Chrome and strobe's JSON writer write them) are not handed out as they are: each of their
+ * samples is, as the "cpu_sample" instant strobe's older traces hold (profile_rd.h), at its place
+ * in the file; a Perfetto trace's PerfSample packets likewise. Other "P" events are handed out.
+ *
  * Errors. Malformed JSON, input that ends inside an event, or a limit exceeded stops the reader
  * with STROBE_EFORMAT and a message "PATH: byte N: reason", where N is the offset in the decoded
  * (decompressed) text. A well-formed event with bad content (no ph, a string ts, a null element)
