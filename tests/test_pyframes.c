@@ -29,6 +29,11 @@ int main(void) {
     CHECK_EQ(l->minor, 11);
     CHECK_EQ(l->tstate_cframe, offsetof(PyThreadState, cframe));
     CHECK_EQ(l->cframe_current_frame, offsetof(_PyCFrame, current_frame));
+    CHECK_EQ(l->tstate_datastack, offsetof(PyThreadState, datastack_chunk));
+    CHECK_EQ(l->tstate_datastack + 8, offsetof(PyThreadState, datastack_top));
+    CHECK_EQ(l->tstate_datastack + 16, offsetof(PyThreadState, datastack_limit));
+    CHECK_EQ(offsetof(_PyStackChunk, size), 8);
+    CHECK_EQ(offsetof(_PyStackChunk, data), 24);
     CHECK_EQ(l->frame_code, offsetof(_PyInterpreterFrame, f_code));
     CHECK_EQ(l->frame_previous, offsetof(_PyInterpreterFrame, previous));
     CHECK_EQ(l->frame_prev_instr, offsetof(_PyInterpreterFrame, prev_instr));

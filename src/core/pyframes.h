@@ -37,6 +37,7 @@ typedef struct strobe__pyframes strobe__pyframes;
 typedef struct strobe__py_layout {
     unsigned minor; /* 11 or 12 */
     uint16_t tstate_cframe, cframe_current_frame;
+    uint16_t tstate_datastack; /* datastack_chunk, then datastack_top and datastack_limit */
     uint16_t frame_code, frame_previous, frame_prev_instr, frame_is_entry, frame_owner;
     uint16_t frame_size; /* bytes read per frame: through its last field strobe reads */
     uint16_t code_firstlineno, code_filename, code_name, code_linetable, code_code;
