@@ -235,13 +235,21 @@ static void walk(const strobe__pyframes *pf, uintptr_t tstate, pyslot *s) {
     /* tstate is this thread's own, alive while it runs: its fields are read directly. */
     memcpy(&cf, (const char *)tstate + L->tstate_cframe, 8);
     memcpy(ds, (const char *)tstate + L->tstate_datastack, sizeof ds);
-    if (peek(pf, &fr, (uintptr_t)cf + L->cframe_current_frame, 8) != 0) return;
     chunks ck;
     ck.n = 0;
     ck.next = 0;
     /* The first chunk: its top and limit must agree with tstate's, else no direct reads. */
     if (ds[0] == 0 || ds[1] < ds[0] || ds[1] > ds[2] || add_chunk(pf, &ck, ds[0], ds[2]) != 0)
         ck.n = 0, ck.next = 0;
+    /* tstate->cframe always points to a live _PyCFrame (tstate's root one, or one on the stack
+     * of a running _PyEval_EvalFrameDefault, which restores the previous one before it returns):
+     * read directly where the chunk check above vouched for the layout. Its current_frame may
+     * still be stale (set after cframe itself): read_frame checks it. */
+    if (ck.n > 0 && cf != 0 && (cf & 7) == 0) {
+        memcpy(&fr, (const char *)(uintptr_t)cf + L->cframe_current_frame, 8);
+    } else if (peek(pf, &fr, (uintptr_t)cf + L->cframe_current_frame, 8) != 0) {
+        return;
+    }
     /* Shim frames (3.12) count towards the bound too: a cycle read mid-update ends here. */
     for (unsigned steps = 0; fr != 0 && steps < 4 * STROBE__PYFRAMES_MAX; steps++) {
         if ((fr & 7) != 0 || read_frame(pf, &ck, fr, buf) != 0) return;
