@@ -111,6 +111,8 @@ const strobe__py_layout *strobe__py_layout_of(unsigned minor) {
 #define UNKNOWN_NAME "<unknown Python frame>"
 #define MAX_STR 4096u
 #define MAX_LINETABLE ((size_t)1 << 20)
+/* Records and frames kept, like the sampler's own samples (sample.c's SAMPLE_MEM_CAP). */
+#define MEM_CAP ((size_t)64 << 20)
 
 typedef struct pyslot {
     uint64_t seq; /* atomic: the position it holds + 1 once written, + QUEUE_SLOTS once read */
@@ -156,6 +158,7 @@ struct strobe__pyframes {
     uint64_t *frames; /* pseudo-addresses, ENTRY_BIT kept */
     size_t nframes, frames_cap;
     uint64_t truncated, unreadable;
+    uint64_t dropped; /* records past MEM_CAP, or out of memory */
     uint64_t samples_with, records_unmatched;
 
     strobe__u64map code_map; /* code address -> index + 1 into codes */
@@ -643,7 +646,8 @@ void strobe__pyframes_drain(strobe__pyframes *pf) {
         pyslot *s = &pf->slots[pf->tail & (QUEUE_SLOTS - 1)];
         if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != pf->tail + 1) break;
         uint32_t n = s->n <= STROBE__PYFRAMES_MAX ? s->n : STROBE__PYFRAMES_MAX;
-        if (n > 0 &&
+        size_t mem = pf->recs_cap * sizeof *pf->recs + pf->frames_cap * sizeof *pf->frames;
+        if (n > 0 && mem <= MEM_CAP &&
             strobe__grow((void **)&pf->recs, &pf->recs_cap, pf->nrecs + 1, sizeof *pf->recs) == 0 &&
             strobe__grow((void **)&pf->frames, &pf->frames_cap, pf->nframes + n,
                          sizeof *pf->frames) == 0) {
@@ -656,7 +660,7 @@ void strobe__pyframes_drain(strobe__pyframes *pf) {
             pf->recs[pf->nrecs++] = (pyrec){s->tid, s->mono_ns, pf->nframes, k};
             pf->nframes += k;
         } else if (n > 0) {
-            pf->queue_full++; /* out of memory: dropped, counted with the queue's */
+            pf->dropped++;
         }
         __atomic_store_n(&s->seq, pf->tail + QUEUE_SLOTS, __ATOMIC_RELEASE);
         pf->tail++;
@@ -738,11 +742,13 @@ const char *strobe__pyframes_name(uint64_t pc) {
 void strobe__pyframes_json(const strobe__pyframes *pf, char *buf, size_t size) {
     snprintf(buf, size,
              "{\"python\": \"%s\", \"records\": %llu, \"samples_with_python\": %llu, "
-             "\"records_unmatched\": %llu, \"queue_full\": %llu, \"late_signals\": %llu, "
+             "\"records_unmatched\": %llu, \"queue_full\": %llu, \"dropped\": %llu, "
+             "\"late_signals\": %llu, "
              "\"truncated\": %llu, \"unreadable_frames\": %llu, \"code_objects\": %llu}",
              pf->version, (unsigned long long)pf->nrecs, (unsigned long long)pf->samples_with,
              (unsigned long long)pf->records_unmatched,
              (unsigned long long)__atomic_load_n(&pf->queue_full, __ATOMIC_RELAXED),
+             (unsigned long long)pf->dropped,
              (unsigned long long)__atomic_load_n(&pf->late, __ATOMIC_RELAXED),
              (unsigned long long)pf->truncated, (unsigned long long)pf->unreadable,
              (unsigned long long)pf->ncodes);
