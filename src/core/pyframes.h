@@ -5,8 +5,9 @@
  * sampled thread itself, before it runs another user instruction. strobe's handler finds the
  * thread's PyThreadState (PyGILState_GetThisThreadState: a thread-specific key, no GIL) and copies
  * its chain of interpreter frames (code object, last instruction, whether the frame entered the
- * evaluation loop from C) into a lock-free queue, with the time, reading every word through
- * process_vm_readv so that a frame half pushed or freed costs an error, never a fault. The drain
+ * evaluation loop from C) into a lock-free queue, with the time, reading through process_vm_readv
+ * whatever may not be mapped (a frame half pushed costs an error, never a fault; frames on the
+ * thread's own data stack, which is mapped, are copied directly: see pyframes.c). The drain
  * thread resolves the code objects into torch's frame names ("file.py(line): function"), cached
  * per code object; at stop, each sample gets the Python frames recorded at its time on its thread,
  * spliced into its native stack where the interpreter's _PyEval_EvalFrameDefault frames are (as
