@@ -33,8 +33,8 @@ const char cmd_record_usage[] =
     "SYNOPSIS\n"
     "    strobe record [-o PATH] [--delay SEC] [--duration SEC] [--activities cpu,cuda]\n"
     "                  [--capture-range nvtx:NAME|cuda-profiler-api] [--sample[=HZ]]\n"
-    "                  [--markers MODE[:SINKS]] [--heap] [--heap-stacks] [--mpi]\n"
-    "                  [--torch] [--record-shapes] [--profile-memory] [--with-stack]\n"
+    "                  [--no-python-frames] [--markers MODE[:SINKS]] [--heap] [--heap-stacks]\n"
+    "                  [--mpi] [--torch] [--record-shapes] [--profile-memory] [--with-stack]\n"
     "                  [--no-follow] [--max-part-size SIZE] [--stats] [--keep-parts] [-q]\n"
     "                  [--] PROGRAM [ARGS...]\n"
     "\n"
@@ -136,7 +136,10 @@ const char cmd_record_usage[] =
     "                          statically too), as nsys --capture-range=cudaProfilerApi does;\n"
     "                          implies --activities cpu,cuda; not with --delay/--duration\n"
     "    --sample[=HZ]         sample every thread's call stack HZ times a second of CPU\n"
-    "                          time (default 1000, at most 10000; perf_event_open)\n"
+    "                          time (default 1000, at most 10000; perf_event_open); in a\n"
+    "                          CPython 3.11 or 3.12 process, the stacks get the Python frames\n"
+    "                          (\"file.py(line): function\") where the interpreter runs them\n"
+    "    --no-python-frames    with --sample, leave Python frames out (no SIGTRAP per sample)\n"
     "    --markers MODE[:SINKS]\n"
     "                          also send the ranges strobe records (NVTX ones included) to\n"
     "                          other tools: MODE interval, event or interval,event; SINKS\n"
@@ -180,6 +183,7 @@ enum {
     OPT_STATS,
     OPT_KEEP_PARTS,
     OPT_SAMPLE,
+    OPT_NO_PYTHON_FRAMES,
     OPT_MARKERS,
     OPT_CAPTURE_RANGE,
     OPT_MPI,
@@ -201,6 +205,7 @@ const struct option cmd_record_options[] = {
     {"stats", no_argument, NULL, OPT_STATS},
     {"keep-parts", no_argument, NULL, OPT_KEEP_PARTS},
     {"sample", optional_argument, NULL, OPT_SAMPLE},
+    {"no-python-frames", no_argument, NULL, OPT_NO_PYTHON_FRAMES},
     {"markers", required_argument, NULL, OPT_MARKERS},
     {"capture-range", required_argument, NULL, OPT_CAPTURE_RANGE},
     {"mpi", no_argument, NULL, OPT_MPI},
@@ -219,14 +224,15 @@ typedef struct rec_opts {
     const char *output;
     long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
     int cuda, heap, no_follow, stats, keep_parts, quiet;
-    unsigned sample_hz;  /* 0: no sampling */
-    const char *markers; /* STROBE_MARKERS for every process; NULL: none */
-    const char *capture; /* --capture-range nvtx:NAME: NAME; NULL: none */
-    int mpi;             /* --mpi: libstrobe_record_mpi.so, beside libstrobe_record.so */
-    int capture_cuda;    /* --capture-range cuda-profiler-api */
-    int heap_stacks;     /* --heap-stacks */
-    uint64_t max_part;   /* --max-part-size in bytes; 0: the default, from the free space */
-    int torch;           /* --torch (or one of the options below, which imply it) */
+    unsigned sample_hz;   /* 0: no sampling */
+    int no_python_frames; /* --no-python-frames */
+    const char *markers;  /* STROBE_MARKERS for every process; NULL: none */
+    const char *capture;  /* --capture-range nvtx:NAME: NAME; NULL: none */
+    int mpi;              /* --mpi: libstrobe_record_mpi.so, beside libstrobe_record.so */
+    int capture_cuda;     /* --capture-range cuda-profiler-api */
+    int heap_stacks;      /* --heap-stacks */
+    uint64_t max_part;    /* --max-part-size in bytes; 0: the default, from the free space */
+    int torch;            /* --torch (or one of the options below, which imply it) */
     int torch_shapes, torch_memory, torch_stack; /* --record-shapes, --profile-memory ... */
     char torch_lib[PATH_MAX];                    /* --torch: the observer, libstrobe_torch.so */
     char torch_hook[PATH_MAX]; /* --torch: the folder of the import hook (sitecustomize.py) */
@@ -611,6 +617,7 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
         snprintf(num, sizeof num, "%u", o->sample_hz);
         rc = env_add(e, "STROBE_RECORD_SAMPLE_HZ", num);
     }
+    if (rc == 0 && o->no_python_frames) rc = env_add(e, "STROBE_RECORD_NO_PYTHON_FRAMES", "1");
     /* Markers start at load in every process (src/markers reads STROBE_MARKERS). */
     if (rc == 0 && o->markers) rc = env_add(e, "STROBE_MARKERS", o->markers);
     if (rc == 0 && o->capture) rc = env_add(e, "STROBE_RECORD_CAPTURE_NVTX", o->capture);
@@ -1232,6 +1239,9 @@ int cmd_record(int argc, char **argv) {
             if (parse_size(optarg, &o.max_part) != 0)
                 return usage_error("--max-part-size takes a size in bytes (with K, M or G)",
                                    optarg);
+            break;
+        case OPT_NO_PYTHON_FRAMES:
+            o.no_python_frames = 1;
             break;
         case OPT_SAMPLE: {
             o.sample_hz = STROBE_CPU_SAMPLE_HZ_DEFAULT;

@@ -161,6 +161,14 @@ typedef struct strobe_config {
      * its own size, so that the file stays a whole trace. Only with stream_path (else
      * STROBE_EINVAL); 0: no cap (default). */
     uint64_t stream_max_bytes;
+    /* With cpu_sample_hz, in a process that runs CPython 3.11 or 3.12 (found at start), each
+     * sample's stack also has the Python frames of its thread, named as torch names them
+     * ("file.py(line): function"), in place of the interpreter's _PyEval_EvalFrameDefault frames
+     * that run them (Python frames no native frame shows come below the native ones). Each
+     * sample then sends its thread a SIGTRAP, which strobe handles (a program's own SIGTRAP
+     * handler keeps getting the others); "strobe_cpu_sampling" says how many samples got
+     * Python frames, under "python_frames". Nonzero: no Python frames. Default 0 (on). */
+    int no_python_frames;
 } strobe_config;
 
 /* strobe_config.cuda_flags. */

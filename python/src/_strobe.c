@@ -828,19 +828,22 @@ static PyTypeObject Result_Type = {
 static int pending_with_stack; /* prepared with with_stack: the hook goes on at start_prepared */
 
 /* start(activities, record_shapes, profile_memory, with_stack, with_flops, with_modules,
- * prepare_only): strobe_start (or strobe_prepare). */
+ * prepare_only, trace_name, buffer_bytes, cpu_sample_hz, python_frames): strobe_start (or
+ * strobe_prepare). */
 static PyObject *mod_start(PyObject *m, PyObject *a, PyObject *kw) {
     (void)m;
-    static char *kwlist[] = {
-        "activities",   "record_shapes", "profile_memory", "with_stack",   "with_flops",
-        "with_modules", "prepare_only",  "trace_name",     "buffer_bytes", NULL};
+    static char *kwlist[] = {"activities",   "record_shapes", "profile_memory", "with_stack",
+                             "with_flops",   "with_modules",  "prepare_only",   "trace_name",
+                             "buffer_bytes", "cpu_sample_hz", "python_frames",  NULL};
     unsigned int activities = STROBE_ACTIVITY_CPU;
     int shapes = 0, memory = 0, stack = 0, flops = 0, modules = 0, prepare = 0;
     const char *trace_name = NULL;
     Py_ssize_t buffer_bytes = 0;
-    if (!PyArg_ParseTupleAndKeywords(a, kw, "|Ippppppzn:start", kwlist, &activities, &shapes,
+    unsigned int sample_hz = 0;
+    int python_frames = 1;
+    if (!PyArg_ParseTupleAndKeywords(a, kw, "|IppppppznIp:start", kwlist, &activities, &shapes,
                                      &memory, &stack, &flops, &modules, &prepare, &trace_name,
-                                     &buffer_bytes))
+                                     &buffer_bytes, &sample_hz, &python_frames))
         return NULL;
     strobe_config cfg;
     strobe_config_init(&cfg);
@@ -851,6 +854,9 @@ static PyObject *mod_start(PyObject *m, PyObject *a, PyObject *kw) {
     cfg.with_modules = modules;
     cfg.trace_name = trace_name;
     if (buffer_bytes > 0) cfg.buffer_bytes = (size_t)buffer_bytes;
+    /* CPU sampling, with the Python frames of each sample (pyframes.c) unless turned off. */
+    cfg.cpu_sample_hz = sample_hz;
+    cfg.no_python_frames = !python_frames;
     /* with_stack is Python's stack here (the hook), not the native one. */
     cfg.postprocess = postprocess;
     post_with_stack = stack;

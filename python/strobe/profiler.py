@@ -864,6 +864,20 @@ class profile:
         self.with_flops = with_flops
         self.with_modules = with_modules
         self.experimental_config = experimental_config
+        # strobe's own options, in a dict (torch has no CPU sampling, and the signature stays
+        # torch's): "cpu_sample_hz" samples every thread's stack this many times a second of its
+        # CPU time, as "cpu_sample" instants; "python_frames": False leaves the Python frames out
+        # of their stacks. Anything else (torch's _ExperimentalConfig) is ignored.
+        opts = experimental_config if isinstance(experimental_config, dict) else {}
+        unknown = sorted(set(opts) - {"cpu_sample_hz", "python_frames"})
+        if unknown:
+            raise ValueError("experimental_config: unknown strobe option(s) %s (known: "
+                             "cpu_sample_hz, python_frames)" % ", ".join(map(str, unknown)))
+        hz = opts.get("cpu_sample_hz", 0)
+        if not isinstance(hz, int) or isinstance(hz, bool) or not 0 <= hz <= 10000:
+            raise ValueError("experimental_config: cpu_sample_hz must be an int in 0 .. 10000")
+        self.cpu_sample_hz = hz
+        self.python_frames = bool(opts.get("python_frames", True))
         if schedule:
             self.schedule = schedule
             self.record_steps = True
@@ -964,7 +978,8 @@ class profile:
         _strobe.start(activities=mask, record_shapes=self.record_shapes,
                       profile_memory=self.profile_memory, with_stack=self.with_stack,
                       with_flops=self.with_flops, with_modules=self.with_modules,
-                      prepare_only=True)
+                      prepare_only=True, cpu_sample_hz=self.cpu_sample_hz,
+                      python_frames=self.python_frames)
         self._session = True
         _running.append(self)
 

@@ -129,6 +129,8 @@ class profile:
     with_flops: bool
     with_modules: bool
     experimental_config: Any
+    cpu_sample_hz: int
+    python_frames: bool
     record_steps: bool
     step_num: int
     current_action: ProfilerAction

@@ -52,6 +52,7 @@
 
 #include "ownfd.h"
 #include "ownthread.h"
+#include "pyframes.h"
 #include "strobe/error.h"
 #include "util/u64map.h"
 
@@ -111,7 +112,28 @@ struct strobe__sampler {
     size_t nnames, names_cap;
     char *rec; /* a record copied out of the ring where it wraps */
     size_t rec_cap;
+    strobe__pyframes *py; /* Python frames (pyframes.h); NULL: none */
+    char py_why[96];      /* why there are none, where they were asked for */
 };
+
+/* Python frames: each sample also sends its thread a SIGTRAP (pyframes.h), which the kernel allows
+ * only with remove_on_exec (5.13). */
+static void py_attr(const strobe__sampler *sp, struct perf_event_attr *a) {
+    if (sp->py == NULL) return;
+    a->sigtrap = 1;
+    a->remove_on_exec = 1;
+    a->sig_data = STROBE__PYFRAMES_SIG_DATA;
+}
+
+/* The kernel refused sigtrap (before 5.13): sampling goes on without Python frames. Only the
+ * probe, the first event opened, can get here: the others are opened without. */
+static void py_refused(strobe__sampler *sp, struct perf_event_attr *a) {
+    snprintf(sp->py_why, sizeof sp->py_why, "the kernel refused perf_event_attr.sigtrap");
+    strobe__pyframes_free(sp->py);
+    sp->py = NULL;
+    a->sigtrap = 0;
+    a->sig_data = 0;
+}
 
 static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cpu) {
     struct perf_event_attr a;
@@ -142,11 +164,17 @@ static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cp
      * just before stop, which no PERF_RECORD_LOST reports (that record is written only when a
      * later record finds room). Older kernels refuse the flag: opened again without it. */
     a.read_format = sp->no_format_lost ? 0 : PERF_FORMAT_LOST;
+    py_attr(sp, &a);
     long fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-    /* The newer feature goes first: PERF_FORMAT_LOST (6.0), then inherit_thread (5.13). */
+    /* The newer feature goes first: PERF_FORMAT_LOST (6.0), then sigtrap and inherit_thread (5.13).
+     */
     if (fd < 0 && errno == EINVAL && !sp->no_format_lost) {
         sp->no_format_lost = 1;
         a.read_format = 0;
+        fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    }
+    if (fd < 0 && errno == EINVAL && sp->py) {
+        py_refused(sp, &a);
         fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
     }
     if (fd < 0 && errno == EINVAL && !sp->old_kernel) {
@@ -412,6 +440,7 @@ static void *drain_main(void *arg) {
         waited = 0;
         for (int i = 0; i < sp->nrings; i++) {
             int found = drain_ring(sp, &sp->rings[i]);
+            if (i == 0) strobe__pyframes_drain(sp->py);
             if (ready <= 0 || pfd == NULL || pfd[i].revents == 0) continue;
             /* Readiness from a descriptor that is no longer the ring's own (closed: POLLNVAL at
              * once; another file at its number: POLLIN with nothing in the ring) would wake this
@@ -438,9 +467,21 @@ static void close_all(strobe__sampler *sp) {
 
 int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
                           char *why, size_t why_size) {
+    return strobe__sampler_start_ex(out, hz, ring_pages, drain_ms, 0, why, why_size);
+}
+
+int strobe__sampler_start_ex(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
+                             unsigned flags, char *why, size_t why_size) {
     *out = NULL;
     strobe__sampler *sp = calloc(1, sizeof *sp);
     if (sp == NULL) return STROBE_ENOMEM;
+    if (flags & STROBE__SAMPLE_PYTHON) {
+        int prc = strobe__pyframes_start(&sp->py, sp->py_why, sizeof sp->py_why);
+        if (prc < 0) {
+            free(sp);
+            return prc;
+        }
+    }
     sp->hz = hz;
     sp->pid = (uint32_t)getpid();
     sp->page = (size_t)sysconf(_SC_PAGESIZE);
@@ -574,6 +615,9 @@ void strobe__sampler_stop(strobe__sampler *sp) {
     drain_all(sp);
     close_all(sp);
     if (sp->count) qsort(sp->samples, sp->count, sizeof *sp->samples, cmp_sample);
+    /* Out of memory leaves the native frames alone: the samples stay, without Python frames. */
+    (void)strobe__pyframes_splice(sp->py, sp->samples, sp->count, &sp->pcs, &sp->npcs,
+                                  &sp->pcs_cap);
 }
 
 const strobe__sample *strobe__sampler_samples(const strobe__sampler *sp, size_t *count) {
@@ -605,7 +649,7 @@ uint64_t strobe__sampler_lost(const strobe__sampler *sp) {
 }
 
 void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size) {
-    snprintf(
+    int len = snprintf(
         buf, size,
         "{\"event\": \"%s\", \"frequency_hz\": %u, \"callchain\": \"frame pointers, user "
         "space\", \"threads_at_start\": %llu, \"threads_not_sampled\": %llu, \"samples\": %llu, "
@@ -614,6 +658,17 @@ void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size) {
         (unsigned long long)sp->count, (unsigned long long)kernel_lost(sp),
         (unsigned long long)sp->dropped, (unsigned long long)sp->throttled,
         (unsigned long long)sp->fds_lost);
+    /* Python frames: their counts, or why there are none where they were asked for. */
+    if (len <= 0 || (size_t)len >= size || (sp->py == NULL && sp->py_why[0] == '\0')) return;
+    char py[512];
+    if (sp->py) {
+        strobe__pyframes_json(sp->py, py, sizeof py);
+    } else {
+        snprintf(py, sizeof py, "{\"off\": \"%s\"}", sp->py_why);
+    }
+    /* Only whole: a buffer too small for it keeps the object above without it. */
+    if ((size_t)len + strlen(py) + 20 < size)
+        snprintf(buf + len - 1, size - (size_t)len + 1, ", \"python_frames\": %s}", py);
 }
 
 void strobe__sampler_free(strobe__sampler *sp) {
@@ -627,6 +682,7 @@ void strobe__sampler_free(strobe__sampler *sp) {
     free(sp->pcs);
     free(sp->names);
     free(sp->rec);
+    strobe__pyframes_free(sp->py);
     strobe__u64map_free(&sp->opened);
     strobe__u64map_free(&sp->names_map);
     free(sp);

@@ -40,6 +40,14 @@ typedef struct strobe__sampler strobe__sampler;
 int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
                           char *why, size_t why_size);
 
+/* strobe__sampler_start_ex's flags: Python frames where the process runs CPython 3.11 or 3.12
+ * (pyframes.h); elsewhere, sampling goes on without, and the metadata says why. */
+#define STROBE__SAMPLE_PYTHON 0x1u
+
+/* strobe__sampler_start with flags (STROBE__SAMPLE_*). */
+int strobe__sampler_start_ex(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
+                             unsigned flags, char *why, size_t why_size);
+
 /* Starts sampling (the session's window opens). */
 void strobe__sampler_enable(strobe__sampler *sp);
 

@@ -172,7 +172,9 @@ static int check_config(const strobe_config *cfg) {
 static int setup_sampling(strobe__session *s) {
     if (s->cfg.cpu_sample_hz == 0) return 0;
     char why[200] = "";
-    int rc = strobe__sampler_start(&s->sampler, s->cfg.cpu_sample_hz, 0, 0, why, sizeof why);
+    unsigned flags = s->cfg.no_python_frames ? 0 : STROBE__SAMPLE_PYTHON;
+    int rc =
+        strobe__sampler_start_ex(&s->sampler, s->cfg.cpu_sample_hz, 0, 0, flags, why, sizeof why);
     if (rc <= 0) return rc;
     char msg[300];
     snprintf(msg, sizeof msg, "CPU sampling requested but not done: %s", why);
@@ -183,7 +185,7 @@ static int setup_sampling(strobe__session *s) {
  * were lost. */
 static int finish_sampling(strobe__session *s, strobe_result *r) {
     if (s->sampler == NULL) return 0;
-    char json[400];
+    char json[1024];
     strobe__sampler_json(s->sampler, json, sizeof json);
     int rc = strobe__result_set_meta(r, "strobe_cpu_sampling", json);
     uint64_t lost = strobe__sampler_lost(s->sampler);

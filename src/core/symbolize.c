@@ -16,6 +16,7 @@
  * only C functions) gets it opened the first time a mangled name is met.
  * Inlined levels that are strobe's own (its inline functions, and code whose line lies in
  * strobe's public headers, such as the C++ scope guard's constructor) are left out. */
+#include "pyframes.h"
 #include "stack.h"
 #include "util/err.h"
 
@@ -682,6 +683,15 @@ static int symbolize_module(strobe__symbolizer *s, struct module *m, const uint6
     return rc;
 }
 
+/* Python frames in CPU samples are pseudo-addresses (pyframes.h), in no module: named from the
+ * sampler's table. */
+static void python_names(const uint64_t *pcs, size_t n, const char **out) {
+    for (size_t i = 0; i < n; i++) {
+        const char *name = strobe__pyframes_name(pcs[i]);
+        if (name) out[i] = name;
+    }
+}
+
 strobe__symbolizer *strobe__symbolize(const uint64_t *pcs, size_t n, const char **out) {
     strobe__symbolizer *s = calloc(1, sizeof *s);
     if (s == NULL) return NULL;
@@ -708,6 +718,7 @@ strobe__symbolizer *strobe__symbolize(const uint64_t *pcs, size_t n, const char 
     free(mod);
     free(idx);
     modules_free(&ms);
+    if (rc == 0) python_names(pcs, n, out);
     if (rc != 0) {
         strobe__symbolizer_free(s);
         return NULL;
