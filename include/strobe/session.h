@@ -161,7 +161,30 @@ typedef struct strobe_config {
      * its own size, so that the file stays a whole trace. Only with stream_path (else
      * STROBE_EINVAL); 0: no cap (default). */
     uint64_t stream_max_bytes;
+    /* How CPU samples' call stacks are taken (with cpu_sample_hz), as perf's --call-graph:
+     * STROBE_CALL_GRAPH_FP: the kernel walks frame pointers (cheap; code built without them, as
+     * most distribution libraries are, gives short stacks and unknown frames).
+     * STROBE_CALL_GRAPH_DWARF: each sample also copies cpu_sample_stack_bytes of the thread's
+     * stack and its registers, and strobe's sampling thread walks them with the modules' call
+     * frame information (elfutils' libdw, opened at run time), keeping only the addresses; where
+     * a walk stops early (a stack deeper than the copy), the frame-pointer chain completes it
+     * where the two agree. Where DWARF unwinding is not built in or libdw.so.1 is missing,
+     * frame pointers are used, with a warning. STROBE_CALL_GRAPH_DEFAULT (0, default): DWARF
+     * where it is built in, else frame pointers. Other values: STROBE_EINVAL. */
+    uint32_t cpu_sample_call_graph;
+    /* DWARF mode's stack copy per sample, in bytes (rounded up to 8): 0 (default) is
+     * STROBE_CPU_SAMPLE_STACK_DEFAULT (8192, perf's default); at most STROBE_CPU_SAMPLE_STACK_MAX
+     * (else STROBE_EINVAL). */
+    uint32_t cpu_sample_stack_bytes;
 } strobe_config;
+
+/* strobe_config.cpu_sample_call_graph. */
+#define STROBE_CALL_GRAPH_DEFAULT 0u
+#define STROBE_CALL_GRAPH_FP 1u
+#define STROBE_CALL_GRAPH_DWARF 2u
+/* strobe_config.cpu_sample_stack_bytes: the default, and the largest the kernel takes. */
+#define STROBE_CPU_SAMPLE_STACK_DEFAULT 8192u
+#define STROBE_CPU_SAMPLE_STACK_MAX 65528u
 
 /* strobe_config.cuda_flags. */
 #define STROBE_CUDA_SYNC 0x1u              /* record synchronization (cuda_sync events) */

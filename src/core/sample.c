@@ -52,6 +52,7 @@
 
 #include "ownfd.h"
 #include "strobe/error.h"
+#include "unwind.h"
 #include "util/u64map.h"
 
 #define MAX_FDS 4096
@@ -62,6 +63,12 @@
 /* The longest the drain thread waits before it looks at `stop`. */
 #define STOP_MS 10
 #define SAMPLE_MEM_CAP ((size_t)64 << 20)
+/* DWARF mode's rings (see "DWARF unwinding" below): about 8 KiB per sample, so larger rings,
+ * at most DWARF_RING_MAX_PAGES per CPU and DWARF_RING_BUDGET in all, at least DWARF_RING_MIN_PAGES
+ * (a few samples); halved while the kernel refuses to map them (perf_event_mlock_kb). */
+#define DWARF_RING_BUDGET ((size_t)16 << 20)
+#define DWARF_RING_MAX_PAGES 256
+#define DWARF_RING_MIN_PAGES 16
 
 typedef struct ring {
     int fd; /* the CPU's first event: the others write into its ring */
@@ -110,6 +117,16 @@ struct strobe__sampler {
     size_t nnames, names_cap;
     char *rec; /* a record copied out of the ring where it wraps */
     size_t rec_cap;
+    char note[200]; /* why DWARF mode was asked for and not used ("" otherwise) */
+    /* DWARF mode (strobe__sampler_start_dwarf): the stack bytes and registers each sample copies,
+     * the unwinder (owned by the drain thread), and its counts. */
+    uint32_t stack_bytes; /* 0: frame pointers only */
+    uint64_t regs_mask;
+    uint32_t nregs;
+    strobe__unwinder *unwinder;
+    uint64_t dwarf_incomplete; /* walks that stopped before the outermost frame */
+    uint64_t dwarf_fp_spliced; /* ... and were completed from the kernel's frame-pointer chain */
+    uint64_t dwarf_empty;      /* samples without registers or stack (the kernel could not copy) */
 };
 
 static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cpu) {
@@ -141,6 +158,13 @@ static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cp
      * just before stop, which no PERF_RECORD_LOST reports (that record is written only when a
      * later record finds room). Older kernels refuse the flag: opened again without it. */
     a.read_format = sp->no_format_lost ? 0 : PERF_FORMAT_LOST;
+    if (sp->stack_bytes) {
+        /* DWARF mode: the user registers and the top of the user stack with each sample; the
+         * kernel's frame-pointer chain stays, to complete walks that stop early. */
+        a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        a.sample_regs_user = sp->regs_mask;
+        a.sample_stack_user = sp->stack_bytes;
+    }
     long fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
     /* The newer feature goes first: PERF_FORMAT_LOST (6.0), then inherit_thread (5.13). */
     if (fd < 0 && errno == EINVAL && !sp->no_format_lost) {
@@ -283,6 +307,67 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
     return 0;
 }
 
+/* ---- DWARF unwinding ------------------------------------------------------------------------
+ *
+ * With stack_bytes, each sample also carries the user registers (PERF_SAMPLE_REGS_USER: abi,
+ * then one u64 per bit of regs_mask) and the top of the user stack (PERF_SAMPLE_STACK_USER: size,
+ * size bytes, dyn_size: the bytes the kernel could copy), after the call chain. The drain thread
+ * walks them with the unwinder (unwind.c) at once and keeps only the program counters: the
+ * copies never reach memory. A walk that stops early (the copy ended: a deep stack; a module
+ * without call frame information) goes on with the kernel's frame-pointer chain where that
+ * chain holds the walk's last frame (the two agree up to there), else keeps what it walked. */
+
+/* Walks one sample's stack copy into out (raw addresses, innermost first, as the kernel's chain
+ * would give them). `rest` is what follows the call chain in the record. @return the frames. */
+static uint64_t unwind_sample(strobe__sampler *sp, uint32_t tid, uint64_t time, const char *ips,
+                              uint64_t nr, const char *rest, size_t rest_len, uint64_t *out) {
+    uint64_t abi = 0, size = 0, dyn = 0;
+    const uint64_t *regs = NULL;
+    const char *stack = NULL;
+    uint64_t regs_bytes = 8u * sp->nregs;
+    if (rest_len >= 8) memcpy(&abi, rest, 8);
+    if (abi != PERF_SAMPLE_REGS_ABI_NONE && rest_len >= 8 + regs_bytes + 8) {
+        regs = (const uint64_t *)(const void *)(rest + 8); /* 8-byte aligned in the record */
+        memcpy(&size, rest + 8 + regs_bytes, 8);
+        size_t at = 16 + regs_bytes;
+        if (size > 0 && rest_len >= at + size + 8) {
+            stack = rest + at;
+            memcpy(&dyn, rest + at + size, 8);
+            if (dyn > size) dyn = size;
+        }
+    }
+    uint32_t n = 0;
+    int complete = 0;
+    if (regs != NULL && stack != NULL) {
+        n = strobe__unwind(sp->unwinder, (int64_t)tid, (int64_t)time, regs, sp->nregs, stack,
+                           (size_t)dyn, out, STROBE__SAMPLE_MAX_FRAMES, &complete);
+    } else {
+        sp->dwarf_empty++;
+    }
+    /* The kernel's chain, its markers left out: chain[0] is the interrupted instruction. */
+    uint64_t chain[STROBE__SAMPLE_MAX_FRAMES];
+    uint32_t nc = 0;
+    for (uint64_t i = 0; i < nr && nc < STROBE__SAMPLE_MAX_FRAMES; i++) {
+        uint64_t ip;
+        memcpy(&ip, ips + 8 * i, 8);
+        if (ip < (uint64_t)PERF_CONTEXT_MAX) chain[nc++] = ip;
+    }
+    if (complete) return n;
+    if (regs != NULL && stack != NULL) sp->dwarf_incomplete++;
+    if (n == 0) {
+        memcpy(out, chain, nc * sizeof *chain);
+        return nc;
+    }
+    for (uint32_t j = 0; j < nc; j++) {
+        if (chain[j] != out[n - 1]) continue;
+        if (j + 1 < nc) sp->dwarf_fp_spliced++;
+        for (uint32_t k = j + 1; k < nc && n < STROBE__SAMPLE_MAX_FRAMES; k++)
+            out[n++] = chain[k];
+        break;
+    }
+    return n;
+}
+
 /* A PERF_RECORD_SAMPLE of sample_type TID | TIME | CALLCHAIN: pid, tid (u32 each), time, nr,
  * ips[nr]. */
 static void on_sample(strobe__sampler *sp, const char *body, size_t len) {
@@ -296,6 +381,12 @@ static void on_sample(strobe__sampler *sp, const char *body, size_t len) {
     memcpy(&nr, body + 16, 8);
     if (nr > (len - 24) / 8) nr = (len - 24) / 8;
     const char *ips = body + 24;
+    uint64_t walked[STROBE__SAMPLE_MAX_FRAMES];
+    if (sp->unwinder) {
+        /* The walk replaces the kernel's chain (the markers go too: its frames are user ones). */
+        nr = unwind_sample(sp, tid, time, ips, nr, body + 24 + 8 * nr, len - 24 - 8 * nr, walked);
+        ips = (const char *)walked;
+    }
     size_t mem = sp->cap * sizeof *sp->samples + sp->pcs_cap * sizeof *sp->pcs;
     uint32_t n = 0;
     if (grow((void **)&sp->samples, &sp->cap, sp->count + 1, sizeof *sp->samples) ||
@@ -436,18 +527,56 @@ static void close_all(strobe__sampler *sp) {
 
 int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
                           char *why, size_t why_size) {
+    return strobe__sampler_start_dwarf(out, hz, 0, ring_pages, drain_ms, why, why_size);
+}
+
+/* DWARF mode's part of the start: the unwinder, the registers, the ring size. Where the unwinder
+ * cannot be had, the sampler goes on with frame pointers and says why (strobe__sampler_note).
+ * @return 0 or STROBE_ENOMEM. */
+static int start_dwarf(strobe__sampler *sp, uint32_t stack_bytes) {
+    if (stack_bytes == 0) return 0;
+    int rc = strobe__unwinder_new(&sp->unwinder, sp->note, sizeof sp->note);
+    if (rc < 0) return rc;
+    if (rc > 0) return 0;
+    sp->stack_bytes = (stack_bytes + 7u) & ~7u;
+    sp->regs_mask = strobe__unwind_regs_mask();
+    sp->nregs = (uint32_t)__builtin_popcountll(sp->regs_mask);
+    return 0;
+}
+
+/* DWARF mode's larger rings may pass what the kernel lets this user lock (perf_event_mlock_kb,
+ * RLIMIT_MEMLOCK: EPERM); they are halved, before the first is mapped, down to the smallest that
+ * holds a few samples. @return 1 when *p2 was halved. */
+static int shrink_rings(strobe__sampler *sp, size_t *p2, int err) {
+    if (!sp->stack_bytes || sp->nrings > 0 || *p2 <= DWARF_RING_MIN_PAGES) return 0;
+    if (err != EPERM && err != ENOMEM) return 0;
+    *p2 /= 2;
+    sp->ring_pages = *p2;
+    return 1;
+}
+
+int strobe__sampler_start_dwarf(strobe__sampler **out, uint32_t hz, uint32_t stack_bytes,
+                                size_t ring_pages, int drain_ms, char *why, size_t why_size) {
     *out = NULL;
     strobe__sampler *sp = calloc(1, sizeof *sp);
     if (sp == NULL) return STROBE_ENOMEM;
     sp->hz = hz;
+    if (start_dwarf(sp, stack_bytes) != 0) {
+        strobe__sampler_free(sp);
+        return STROBE_ENOMEM;
+    }
     sp->pid = (uint32_t)getpid();
     sp->page = (size_t)sysconf(_SC_PAGESIZE);
     long ncpu = sysconf(_SC_NPROCESSORS_CONF);
     if (ncpu < 1) ncpu = 1;
     if (ncpu > MAX_CPUS) ncpu = MAX_CPUS;
     /* One ring per CPU that takes the event, sized within the budget, a power of two. */
-    size_t pages = ring_pages ? ring_pages : RING_BUDGET / (size_t)ncpu / sp->page, p2 = 1;
-    while (p2 * 2 <= pages && p2 * 2 <= RING_MAX_PAGES)
+    size_t budget = sp->stack_bytes ? DWARF_RING_BUDGET : RING_BUDGET;
+    size_t most = sp->stack_bytes ? DWARF_RING_MAX_PAGES : RING_MAX_PAGES;
+    size_t pages = ring_pages ? ring_pages : budget / (size_t)ncpu / sp->page, p2 = 1;
+    if (sp->stack_bytes && !ring_pages && pages < DWARF_RING_MIN_PAGES)
+        pages = DWARF_RING_MIN_PAGES;
+    while (p2 * 2 <= pages && p2 * 2 <= most)
         p2 *= 2;
     sp->ring_pages = p2;
     sp->drain_ms = drain_ms > 0 ? drain_ms : DRAIN_MS;
@@ -494,6 +623,7 @@ int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages,
         if (base == MAP_FAILED) {
             e = errno;
             close((int)fd);
+            if (shrink_rings(sp, &p2, e)) c--; /* this CPU again, with smaller rings */
             continue;
         }
         ring *r = &sp->rings[sp->nrings++];
@@ -602,16 +732,38 @@ uint64_t strobe__sampler_lost(const strobe__sampler *sp) {
     return sp ? kernel_lost(sp) + sp->dropped : 0;
 }
 
+const char *strobe__sampler_note(const strobe__sampler *sp) {
+    return sp ? sp->note : "";
+}
+
+/* The "callchain" member, and DWARF mode's counts after it. */
+static void callchain_json(const strobe__sampler *sp, char *buf, size_t size) {
+    if (!sp->stack_bytes) {
+        snprintf(buf, size, "\"callchain\": \"frame pointers, user space\"%s%s%s",
+                 sp->note[0] ? ", \"dwarf_unavailable\": \"" : "", sp->note,
+                 sp->note[0] ? "\"" : "");
+        return;
+    }
+    snprintf(buf, size,
+             "\"callchain\": \"dwarf, user space\", \"stack_bytes\": %u, \"unwind_incomplete\": "
+             "%llu, \"unwind_fp_completed\": %llu, \"unwind_no_stack\": %llu, "
+             "\"module_refreshes\": %llu",
+             sp->stack_bytes, (unsigned long long)sp->dwarf_incomplete,
+             (unsigned long long)sp->dwarf_fp_spliced, (unsigned long long)sp->dwarf_empty,
+             (unsigned long long)strobe__unwind_refreshes(sp->unwinder));
+}
+
 void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size) {
-    snprintf(
-        buf, size,
-        "{\"event\": \"%s\", \"frequency_hz\": %u, \"callchain\": \"frame pointers, user "
-        "space\", \"threads_at_start\": %llu, \"threads_not_sampled\": %llu, \"samples\": %llu, "
-        "\"lost\": %llu, \"dropped\": %llu, \"throttled\": %llu, \"descriptors_lost\": %llu}",
-        sp->event, sp->hz, (unsigned long long)sp->threads, (unsigned long long)sp->threads_skipped,
-        (unsigned long long)sp->count, (unsigned long long)kernel_lost(sp),
-        (unsigned long long)sp->dropped, (unsigned long long)sp->throttled,
-        (unsigned long long)sp->fds_lost);
+    char chain[400];
+    callchain_json(sp, chain, sizeof chain);
+    snprintf(buf, size,
+             "{\"event\": \"%s\", \"frequency_hz\": %u, %s, \"threads_at_start\": %llu, "
+             "\"threads_not_sampled\": %llu, \"samples\": %llu, "
+             "\"lost\": %llu, \"dropped\": %llu, \"throttled\": %llu, \"descriptors_lost\": %llu}",
+             sp->event, sp->hz, chain, (unsigned long long)sp->threads,
+             (unsigned long long)sp->threads_skipped, (unsigned long long)sp->count,
+             (unsigned long long)kernel_lost(sp), (unsigned long long)sp->dropped,
+             (unsigned long long)sp->throttled, (unsigned long long)sp->fds_lost);
 }
 
 void strobe__sampler_free(strobe__sampler *sp) {
@@ -625,6 +777,7 @@ void strobe__sampler_free(strobe__sampler *sp) {
     free(sp->pcs);
     free(sp->names);
     free(sp->rec);
+    strobe__unwinder_free(sp->unwinder);
     strobe__u64map_free(&sp->opened);
     strobe__u64map_free(&sp->names_map);
     free(sp);

@@ -40,6 +40,17 @@ typedef struct strobe__sampler strobe__sampler;
 int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
                           char *why, size_t why_size);
 
+/* strobe__sampler_start, with DWARF unwinding when `stack_bytes` is nonzero: each sample copies
+ * that many bytes of its thread's user stack (rounded up to 8) and its registers, which the drain
+ * thread walks with unwind.h's unwinder (the rings are then larger: see sample.c). Where DWARF
+ * unwinding cannot be had (not built in, libdw missing), frame pointers are used, and
+ * strobe__sampler_note() says why. @return as strobe__sampler_start. */
+int strobe__sampler_start_dwarf(strobe__sampler **out, uint32_t hz, uint32_t stack_bytes,
+                                size_t ring_pages, int drain_ms, char *why, size_t why_size);
+
+/* Why DWARF unwinding was asked for and not used, or "". */
+const char *strobe__sampler_note(const strobe__sampler *sp);
+
 /* Starts sampling (the session's window opens). */
 void strobe__sampler_enable(strobe__sampler *sp);
 
@@ -54,7 +65,9 @@ const uint64_t *strobe__sampler_pcs(const strobe__sampler *sp);
 /* The name of thread `tid` as the kernel had it when its first sample was drained ("" unknown). */
 const char *strobe__sampler_thread_name(const strobe__sampler *sp, int64_t tid);
 
-/* The trace's "strobe_cpu_sampling" metadata: the event, the rate, threads sampled, samples kept,
+/* The trace's "strobe_cpu_sampling" metadata: the event, the rate, the call chains (frame
+ * pointers, or DWARF with its stack size, walks that stopped early and those completed from frame
+ * pointers, samples without a stack copy, module list refreshes), threads sampled, samples kept,
  * lost (kernel) and dropped (memory cap), and how often the kernel throttled sampling (its
  * perf_event_max_sample_rate), as a JSON object written into buf. */
 void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size);
