@@ -186,6 +186,11 @@ typedef struct strobe_config {
 #define STROBE_CPU_SAMPLE_STACK_DEFAULT 8192u
 #define STROBE_CPU_SAMPLE_STACK_MAX 65528u
 
+/* Whether CPU samples can be unwound with DWARF in this process (STROBE_CALL_GRAPH_DWARF): 1, or
+ * 0 with the reason, one line, in why (not built in, libdw.so.1 missing, an architecture
+ * without support). Thread-safe. */
+STROBE_API int strobe_cpu_sample_dwarf_available(char *why, size_t why_size);
+
 /* strobe_config.cuda_flags. */
 #define STROBE_CUDA_SYNC 0x1u              /* record synchronization (cuda_sync events) */
 #define STROBE_CUDA_ALL_API 0x2u           /* keep the noisy runtime calls Kineto leaves out */

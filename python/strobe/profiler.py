@@ -841,7 +841,11 @@ class profile:
                  on_trace_ready: Optional[Callable[..., Any]] = None,
                  record_shapes: bool = False, profile_memory: bool = False,
                  with_stack: bool = False, with_flops: bool = False, with_modules: bool = False,
-                 experimental_config: Any = None, use_cuda: Optional[bool] = None):
+                 experimental_config: Any = None, use_cuda: Optional[bool] = None,
+                 cpu_sample_hz: int = 0, call_graph: Optional[str] = None):
+        # cpu_sample_hz and call_graph are strobe's own (torch.profiler has no CPU sampling):
+        # every thread's native call stack sampled this often per second of CPU time, taken as
+        # perf's --call-graph says: "fp", "dwarf" or "dwarf,SIZE" (None: dwarf where built in).
         acts = set(_activity(a) for a in activities) if activities else \
             supported_activities()
         acts.discard(None)
@@ -863,6 +867,8 @@ class profile:
         self.with_stack = with_stack
         self.with_flops = with_flops
         self.with_modules = with_modules
+        self.cpu_sample_hz = cpu_sample_hz
+        self.call_graph = call_graph
         self.experimental_config = experimental_config
         if schedule:
             self.schedule = schedule
@@ -964,7 +970,8 @@ class profile:
         _strobe.start(activities=mask, record_shapes=self.record_shapes,
                       profile_memory=self.profile_memory, with_stack=self.with_stack,
                       with_flops=self.with_flops, with_modules=self.with_modules,
-                      prepare_only=True)
+                      prepare_only=True, cpu_sample_hz=self.cpu_sample_hz,
+                      call_graph=self.call_graph)
         self._session = True
         _running.append(self)
 

@@ -190,6 +190,15 @@ static uint32_t sample_stack_bytes(const strobe_config *cfg) {
                                        : STROBE_CPU_SAMPLE_STACK_DEFAULT;
 }
 
+int strobe_cpu_sample_dwarf_available(char *why, size_t why_size) {
+    char local[200];
+    if (why == NULL || why_size == 0) {
+        why = local;
+        why_size = sizeof local;
+    }
+    return strobe__unwind_available(why, why_size);
+}
+
 /* A warning where DWARF unwinding was asked for and frame pointers were used instead. */
 static int sampling_note(strobe__session *s) {
     const char *note = strobe__sampler_note(s->sampler);
