@@ -63,11 +63,14 @@
 /* The longest the drain thread waits before it looks at `stop`. */
 #define STOP_MS 10
 #define SAMPLE_MEM_CAP ((size_t)64 << 20)
-/* DWARF mode's rings (see "DWARF unwinding" below): about 8 KiB per sample, so larger rings,
- * at most DWARF_RING_MAX_PAGES per CPU and DWARF_RING_BUDGET in all, at least DWARF_RING_MIN_PAGES
- * (a few samples); halved while the kernel refuses to map them (perf_event_mlock_kb). */
-#define DWARF_RING_BUDGET ((size_t)16 << 20)
-#define DWARF_RING_MAX_PAGES 256
+/* DWARF mode's rings (see "DWARF unwinding" below): about 8.3 KiB per sample, so larger rings,
+ * at most DWARF_RING_MAX_PAGES per CPU (4 MiB: about 500 samples, half a second of one thread
+ * at 1 kHz) and DWARF_RING_BUDGET in all, at least DWARF_RING_MIN_PAGES (a few samples); halved
+ * while the kernel refuses to map them (perf_event_mlock_kb, for a user without CAP_IPC_LOCK).
+ * 1 MiB rings lost 20% of a torch script's samples on this project's loaded 2-vCPU VM (the
+ * drain thread, which unwinds as it drains, was scheduled late); 4 MiB lost none. */
+#define DWARF_RING_BUDGET ((size_t)32 << 20)
+#define DWARF_RING_MAX_PAGES 1024
 #define DWARF_RING_MIN_PAGES 16
 
 typedef struct ring {
