@@ -11,7 +11,8 @@
  * - fp: fewer than half of them do (the same check fails without DWARF: this test can fail).
  * The DWARF trace goes to out/unwind/dwarf.json for the independent checkers.
  * Skips (77) where perf_event_open is refused, or (dwarf) where DWARF unwinding is not built in
- * or libdw.so.1 is missing. */
+ * or libdw.so.1 is missing, after checking that a session asking for it then samples with frame
+ * pointers, with a warning and the reason in "strobe_cpu_sampling". */
 #include <dlfcn.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
@@ -109,6 +110,32 @@ static long chain_share(const strobe_result *r, const char *prefix) {
     return leaf ? whole * 100 / leaf : 0;
 }
 
+/* Where DWARF unwinding is not available, a session that asks for it samples with frame
+ * pointers, with a warning and the reason in "strobe_cpu_sampling". */
+static void check_fallback(void) {
+    strobe_config cfg;
+    strobe_config_init(&cfg);
+    cfg.cpu_sample_hz = 1000;
+    cfg.cpu_sample_call_graph = STROBE_CALL_GRAPH_DWARF;
+    CHECK_EQ(strobe_start(&cfg), 0);
+    unw_a(50);
+    strobe_result *r = NULL;
+    CHECK_EQ(strobe_stop(&r), 0);
+    REQUIRE(r != NULL);
+    int warned = 0;
+    for (size_t i = 0; i < strobe_result_warning_count(r); i++)
+        warned += strstr(strobe_result_warning(r, i), "not DWARF") != NULL;
+    CHECK_EQ(warned, 1);
+    int said = 0;
+    for (size_t i = 0; i < strobe_result_metadata_count(r); i++) {
+        const char *k, *v;
+        if (strobe_result_metadata(r, i, &k, &v) == 0 && strcmp(k, "strobe_cpu_sampling") == 0)
+            said = strstr(v, "\"dwarf_unavailable\"") != NULL;
+    }
+    CHECK(said);
+    strobe_result_free(r);
+}
+
 int main(int argc, char **argv) {
     int dwarf = argc > 1 && strcmp(argv[1], "dwarf") == 0;
     if (!perf_allowed()) {
@@ -117,8 +144,10 @@ int main(int argc, char **argv) {
     }
     char why[200];
     if (dwarf && !strobe__unwind_available(why, sizeof why)) {
+        /* Asked for anyway: the session samples with frame pointers and says why. */
+        check_fallback();
         fprintf(stderr, "SKIP: %s\n", why);
-        return 77;
+        return check__failures ? 1 : 77;
     }
     strobe_config cfg;
     strobe_config_init(&cfg);
