@@ -130,6 +130,7 @@ struct strobe__sampler {
     uint64_t dwarf_incomplete; /* walks that stopped before the outermost frame */
     uint64_t dwarf_fp_spliced; /* ... and were completed from the kernel's frame-pointer chain */
     uint64_t dwarf_empty;      /* samples without registers or stack (the kernel could not copy) */
+    int64_t drain_cpu_ns;      /* the drain thread's CPU time, read as it ends */
 };
 
 static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cpu) {
@@ -514,6 +515,9 @@ static void *drain_main(void *arg) {
         }
     }
     free(pfd);
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+        sp->drain_cpu_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     return NULL;
 }
 
@@ -742,18 +746,20 @@ const char *strobe__sampler_note(const strobe__sampler *sp) {
 /* The "callchain" member, and DWARF mode's counts after it. */
 static void callchain_json(const strobe__sampler *sp, char *buf, size_t size) {
     if (!sp->stack_bytes) {
-        snprintf(buf, size, "\"callchain\": \"frame pointers, user space\"%s%s%s",
-                 sp->note[0] ? ", \"dwarf_unavailable\": \"" : "", sp->note,
-                 sp->note[0] ? "\"" : "");
+        snprintf(buf, size,
+                 "\"callchain\": \"frame pointers, user space\", \"drain_cpu_ms\": %.1f%s%s%s",
+                 (double)sp->drain_cpu_ns / 1e6, sp->note[0] ? ", \"dwarf_unavailable\": \"" : "",
+                 sp->note, sp->note[0] ? "\"" : "");
         return;
     }
     snprintf(buf, size,
              "\"callchain\": \"dwarf, user space\", \"stack_bytes\": %u, \"unwind_incomplete\": "
              "%llu, \"unwind_fp_completed\": %llu, \"unwind_no_stack\": %llu, "
-             "\"module_refreshes\": %llu",
+             "\"module_refreshes\": %llu, \"drain_cpu_ms\": %.1f",
              sp->stack_bytes, (unsigned long long)sp->dwarf_incomplete,
              (unsigned long long)sp->dwarf_fp_spliced, (unsigned long long)sp->dwarf_empty,
-             (unsigned long long)strobe__unwind_refreshes(sp->unwinder));
+             (unsigned long long)strobe__unwind_refreshes(sp->unwinder),
+             (double)sp->drain_cpu_ns / 1e6);
 }
 
 void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size) {

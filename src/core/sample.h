@@ -67,7 +67,8 @@ const char *strobe__sampler_thread_name(const strobe__sampler *sp, int64_t tid);
 
 /* The trace's "strobe_cpu_sampling" metadata: the event, the rate, the call chains (frame
  * pointers, or DWARF with its stack size, walks that stopped early and those completed from frame
- * pointers, samples without a stack copy, module list refreshes), threads sampled, samples kept,
+ * pointers, samples without a stack copy, module list refreshes; the drain thread's CPU time,
+ * which includes the unwinding), threads sampled, samples kept,
  * lost (kernel) and dropped (memory cap), and how often the kernel throttled sampling (its
  * perf_event_max_sample_rate), as a JSON object written into buf. */
 void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size);
