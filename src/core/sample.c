@@ -131,6 +131,7 @@ struct strobe__sampler {
     uint64_t dwarf_fp_spliced; /* ... and were completed from the kernel's frame-pointer chain */
     uint64_t dwarf_empty;      /* samples without registers or stack (the kernel could not copy) */
     int64_t drain_cpu_ns;      /* the drain thread's CPU time, read as it ends */
+    strobe__u64map stacks;     /* a stack's hash -> its frames in pcs (intern_stack) */
 };
 
 static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cpu) {
@@ -372,6 +373,33 @@ static uint64_t unwind_sample(strobe__sampler *sp, uint32_t tid, uint64_t time, 
     return n;
 }
 
+/* Keeps the n frames just written at pcs[npcs] once: a sample whose stack an earlier one had
+ * points at that one's frames instead. A loop's samples repeat a few stacks, and DWARF's are
+ * deep (25 frames in a torch matmul loop: 200 bytes a sample, which would reach the memory cap
+ * within minutes). The map holds each stack's hash with (n << 48 | off + 1); a hash whose frames
+ * differ (a collision) keeps its first stack, and the new one is stored apart. @return the
+ * frames' offset in pcs. */
+static uint64_t intern_stack(strobe__sampler *sp, uint32_t n) {
+    const uint64_t *f = sp->pcs + sp->npcs;
+    uint64_t h = 0xcbf29ce484222325ull ^ n;
+    for (uint32_t i = 0; i < n; i++) {
+        h ^= f[i];
+        h *= 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    if (h > STROBE__U64MAP_KEY_MAX) h = STROBE__U64MAP_KEY_MAX;
+    int inserted = 0;
+    uint64_t *v = strobe__u64map_put(&sp->stacks, h, &inserted);
+    uint64_t off = sp->npcs;
+    if (v != NULL && !inserted && (*v >> 48) == n) {
+        uint64_t at = (*v & ((1ull << 48) - 1)) - 1;
+        if (memcmp(sp->pcs + at, f, n * sizeof *f) == 0) return at;
+    }
+    if (v != NULL && inserted) *v = ((uint64_t)n << 48) | (off + 1);
+    sp->npcs += n;
+    return off;
+}
+
 /* A PERF_RECORD_SAMPLE of sample_type TID | TIME | CALLCHAIN: pid, tid (u32 each), time, nr,
  * ips[nr]. */
 static void on_sample(strobe__sampler *sp, const char *body, size_t len) {
@@ -391,7 +419,8 @@ static void on_sample(strobe__sampler *sp, const char *body, size_t len) {
         nr = unwind_sample(sp, tid, time, ips, nr, body + 24 + 8 * nr, len - 24 - 8 * nr, walked);
         ips = (const char *)walked;
     }
-    size_t mem = sp->cap * sizeof *sp->samples + sp->pcs_cap * sizeof *sp->pcs;
+    size_t mem = sp->cap * sizeof *sp->samples + sp->pcs_cap * sizeof *sp->pcs +
+                 sp->stacks.cap * 2 * sizeof(uint64_t);
     uint32_t n = 0;
     if (grow((void **)&sp->samples, &sp->cap, sp->count + 1, sizeof *sp->samples) ||
         grow((void **)&sp->pcs, &sp->pcs_cap, sp->npcs + nr, sizeof *sp->pcs) ||
@@ -409,8 +438,8 @@ static void on_sample(strobe__sampler *sp, const char *body, size_t len) {
         n++;
     }
     if (n == 0) return; /* no user frames: a sample in the kernel's own work */
-    sp->samples[sp->count++] = (strobe__sample){(int64_t)tid, (int64_t)time, sp->npcs, n};
-    sp->npcs += n;
+    uint64_t off = intern_stack(sp, n);
+    sp->samples[sp->count++] = (strobe__sample){(int64_t)tid, (int64_t)time, off, n};
     name_of(sp, (int64_t)tid);
 }
 
@@ -789,5 +818,6 @@ void strobe__sampler_free(strobe__sampler *sp) {
     strobe__unwinder_free(sp->unwinder);
     strobe__u64map_free(&sp->opened);
     strobe__u64map_free(&sp->names_map);
+    strobe__u64map_free(&sp->stacks);
     free(sp);
 }

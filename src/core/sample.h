@@ -20,7 +20,8 @@
 #define STROBE__SAMPLE_MAX_FRAMES 64u
 
 /* One sample: its thread, its time on CLOCK_MONOTONIC, and its frames (pcs[off .. off + n),
- * innermost first; the first is the interrupted instruction, the others return addresses). */
+ * innermost first; the first is the interrupted instruction, the others return addresses).
+ * Samples with the same stack share their frames (the same off). */
 typedef struct strobe__sample {
     int64_t tid;
     int64_t mono_ns;
