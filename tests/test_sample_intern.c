@@ -4,6 +4,8 @@
  * stacks, so they must point at a few frame arrays (distinct offsets at most a quarter of the
  * samples; before interning, every sample had its own), the frames kept must be no more than
  * the distinct stacks' own, and samples that share an offset have the same frame count.
+ * And a kernel that refuses the stack copies (EINVAL; forced with a size past what it takes, 65536
+ * bytes) leaves a sampler that samples with frame pointers and says why (strobe__sampler_note).
  * Skips (77) where perf_event_open is refused. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,12 +84,33 @@ static int run(uint32_t stack_bytes) {
     return 0;
 }
 
+/* Stack copies the kernel refuses: frame pointers, with a note. */
+static void refused(void) {
+    char why[200] = "";
+    strobe__sampler *sp = NULL;
+    CHECK_EQ(strobe__sampler_start_dwarf(&sp, 1000, 65536, 0, 0, why, sizeof why), 0);
+    REQUIRE(sp != NULL);
+    fprintf(stderr, "65536-byte stacks: note \"%s\"\n", strobe__sampler_note(sp));
+    CHECK(strstr(strobe__sampler_note(sp), "refused user stack copies") != NULL);
+    strobe__sampler_enable(sp);
+    outer(100);
+    strobe__sampler_stop(sp);
+    size_t n = 0;
+    (void)strobe__sampler_samples(sp, &n);
+    CHECK_INT(n, >=, 30);
+    char json[1024];
+    strobe__sampler_json(sp, json, sizeof json);
+    CHECK(strstr(json, "\"callchain\": \"frame pointers") != NULL);
+    strobe__sampler_free(sp);
+}
+
 int main(void) {
     if (run(0) == 77) return 77;
     char why[200];
-    if (strobe__unwind_available(why, sizeof why))
+    if (strobe__unwind_available(why, sizeof why)) {
         run(8192);
-    else
+        refused();
+    } else
         fprintf(stderr, "DWARF not checked: %s\n", why);
     return check_result();
 }

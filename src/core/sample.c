@@ -580,6 +580,24 @@ static int start_dwarf(strobe__sampler *sp, uint32_t stack_bytes) {
     return 0;
 }
 
+/* A kernel that refuses user stack and register copies (EINVAL: too old, or an architecture
+ * without them) still samples with frame pointers: DWARF mode is dropped, with the reason in the
+ * note, the flags the probe may have cleared are tried again, and the rings are sized for frame
+ * pointers. @return 1 when there was DWARF mode to drop. */
+static int drop_dwarf(strobe__sampler *sp, size_t *p2, size_t ring_pages) {
+    if (!sp->stack_bytes) return 0;
+    snprintf(sp->note, sizeof sp->note,
+             "the kernel refused user stack copies (PERF_SAMPLE_STACK_USER: EINVAL)");
+    sp->stack_bytes = 0;
+    strobe__unwinder_free(sp->unwinder);
+    sp->unwinder = NULL;
+    sp->no_format_lost = sp->old_kernel = 0;
+    while (!ring_pages && *p2 > RING_MAX_PAGES)
+        *p2 /= 2;
+    sp->ring_pages = *p2;
+    return 1;
+}
+
 /* DWARF mode's larger rings may pass what the kernel lets this user lock (perf_event_mlock_kb,
  * RLIMIT_MEMLOCK: EPERM); they are halved, before the first is mapped, down to the smallest that
  * holds a few samples. @return 1 when *p2 was halved. */
@@ -630,6 +648,7 @@ int strobe__sampler_start_dwarf(strobe__sampler **out, uint32_t hz, uint32_t sta
         uint32_t config;
     } events[] = {{"cpu-clock", PERF_COUNT_SW_CPU_CLOCK}, {"task-clock", PERF_COUNT_SW_TASK_CLOCK}};
     int e = 0;
+probe:
     for (size_t k = 0; k < sizeof events / sizeof events[0] && sp->event == NULL; k++) {
         for (long c = 0; c < ncpu; c++) {
             long fd = open_event(sp, events[k].config, self, (int)c);
@@ -644,6 +663,7 @@ int strobe__sampler_start_dwarf(strobe__sampler **out, uint32_t hz, uint32_t sta
             break;
         }
     }
+    if (sp->event == NULL && e == EINVAL && drop_dwarf(sp, &p2, ring_pages)) goto probe;
     if (sp->event == NULL) {
         snprintf(why, why_size, "perf_event_open refused (%s%s)", strerror(e),
                  e == EACCES || e == EPERM ? "; see /proc/sys/kernel/perf_event_paranoid" : "");
