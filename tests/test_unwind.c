@@ -8,6 +8,9 @@
  * - dwarf: at least 90% of the samples whose leaf is a hot function have its c, b and a in that
  *   order after it, in both chains; "strobe_cpu_sampling" says "dwarf" and counts at least one
  *   module list refresh; no sample is lost;
+ * - dwarf, deeper than the stack copy: a recursion of 40 frames of 600 bytes (unwind_deep.c,
+ *   built with frame pointers) has all its frames in at least 90% of its hot samples, the walk
+ *   completed from the kernel's frame-pointer chain ("unwind_fp_completed" nonzero);
  * - fp: fewer than half of them do (the same check fails without DWARF: this test can fail).
  * The DWARF trace goes to out/unwind/dwarf.json for the independent checkers.
  * Skips (77) where perf_event_open is refused, or (dwarf) where DWARF unwinding is not built in
@@ -28,6 +31,10 @@
 #include "strobe/strobe.h"
 
 #define SPIN_MS 400
+#define DEEP 40
+
+/* unwind_deep.c, built with frame pointers. */
+void deep_frame(int depth, int ms);
 
 static volatile double sink;
 static volatile int depth;
@@ -110,6 +117,27 @@ static long chain_share(const strobe_result *r, const char *prefix) {
     return leaf ? whole * 100 / leaf : 0;
 }
 
+/* The share, in percent, of the samples in deep_hot that have all DEEP frames of deep_frame. */
+static long deep_share(const strobe_result *r) {
+    const strobe_event *ev = strobe_result_events(r);
+    long leaf = 0, whole = 0;
+    for (size_t i = 0; i < strobe_result_event_count(r); i++) {
+        if (strcmp(ev[i].category, "cpu_sample") != 0) continue;
+        if (strncmp(ev[i].name, "deep_hot", 8) != 0) continue;
+        leaf++;
+        const char *p = strobe_event_arg(r, i, "Call stack");
+        int n = 0;
+        while (p && (p = strstr(p, "deep_frame")) != NULL) {
+            n++;
+            p += 10;
+        }
+        whole += n >= DEEP;
+    }
+    fprintf(stderr, "deep: %ld samples in deep_hot, %ld with all %d frames\n", leaf, whole, DEEP);
+    CHECK_INT(leaf, >=, 50);
+    return leaf ? whole * 100 / leaf : 0;
+}
+
 /* Where DWARF unwinding is not available, a session that asks for it samples with frame
  * pointers, with a warning and the reason in "strobe_cpu_sampling". */
 static void check_fallback(void) {
@@ -161,6 +189,7 @@ int main(int argc, char **argv) {
     if (h) *(void **)&dso_a = dlsym(h, "dso_a");
     CHECK(dso_a != NULL);
     if (dso_a) dso_a(SPIN_MS);
+    deep_frame(DEEP, SPIN_MS);
     strobe_result *r = NULL;
     CHECK_EQ(strobe_stop(&r), 0);
     REQUIRE(r != NULL);
@@ -177,6 +206,9 @@ int main(int argc, char **argv) {
     if (dwarf) {
         CHECK_INT(here, >=, 90);
         CHECK_INT(there, >=, 90);
+        /* Deeper than the copy: the frame-pointer chain completes the walks. */
+        CHECK_INT(deep_share(r), >=, 90);
+        CHECK(meta && strstr(meta, "\"unwind_fp_completed\": 0,") == NULL);
         CHECK(meta && strstr(meta, "\"callchain\": \"dwarf") != NULL);
         CHECK(meta && strstr(meta, "\"module_refreshes\": 0") == NULL);
         CHECK(meta && strstr(meta, "\"lost\": 0,") != NULL);

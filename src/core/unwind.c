@@ -135,6 +135,7 @@ struct strobe__unwinder {
     uint64_t *pcs;
     uint32_t n, max;
     int unknown_pc; /* a frame's pc lay outside every module */
+    int past_copy;  /* the walk wanted stack memory past the copy's end */
 };
 
 static int64_t now_ns(void) {
@@ -155,7 +156,12 @@ static bool mem_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
         memcpy(result, u->stack + (addr - u->sp), sizeof *result);
         return true;
     }
-    if (addr + STALE_BELOW >= u->sp && addr < u->sp + STALE_ABOVE) return false;
+    if (addr + STALE_BELOW >= u->sp && addr < u->sp + STALE_ABOVE) {
+        /* libdw may end such a walk as if it had reached the outermost frame: remembered, so
+         * that the walk counts as stopped early. */
+        u->past_copy |= addr >= u->sp;
+        return false;
+    }
     struct iovec local = {result, sizeof *result},
                  remote = {(void *)(uintptr_t)addr, sizeof *result};
     return process_vm_readv(u->pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof *result;
@@ -269,6 +275,7 @@ uint32_t strobe__unwind(strobe__unwinder *u, int64_t tid, int64_t mono_ns, const
     for (int pass = 0;; pass++) {
         u->n = 0;
         u->unknown_pc = 0;
+        u->past_copy = 0;
         int rc = dw.dwfl_getthread_frames(u->dwfl, u->tid, on_frame, u);
         /* A pc outside every module, in a sample taken after the list was read: code loaded
          * since (dlopen). Read the list again, once, and walk again. */
@@ -276,7 +283,7 @@ uint32_t strobe__unwind(strobe__unwinder *u, int64_t tid, int64_t mono_ns, const
             u->refreshes++;
             if (report_modules(u) == 0) continue;
         }
-        *complete = rc == 0 || (rc == DWARF_CB_ABORT && u->n == max && !u->unknown_pc);
+        *complete = !u->past_copy && !u->unknown_pc && (rc == 0 || u->n == max);
         return u->n;
     }
 }
