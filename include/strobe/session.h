@@ -139,8 +139,8 @@ typedef struct strobe_config {
     const char *flight_path;
     /* CPU sampling: every thread of the process (those that exist at start, and those created
      * later, which need not call strobe) is sampled this many times per second of its CPU time,
-     * with its user-space call stack (walked by the kernel through frame pointers: code built
-     * with -fno-omit-frame-pointer gives whole stacks), through perf_event_open (the software
+     * with its user-space call stack (see cpu_sample_call_graph: DWARF unwinding where built in,
+     * else frame pointers, walked by the kernel), through perf_event_open (the software
      * cpu-clock event, task-clock where it is missing). Each sample becomes an instant of
      * category "cpu_sample" on its thread, named after the sampled function, with its "Call
      * stack" (symbolized at stop), inside the ranges open then; Perfetto traces carry them as

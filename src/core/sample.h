@@ -1,10 +1,11 @@
 /* sample.h: CPU sampling of every thread of the process (config.cpu_sample_hz).
  *
  * perf_event_open samples each thread's user-space call chain (frame pointers, walked by the
- * kernel) at a fixed rate of its CPU time. The sampler opens one event per thread and CPU, with
- * `inherit`, so that threads created later (by any sampled thread) are sampled too, and they all
- * write into one ring buffer per CPU. A background thread drains the rings into memory while the
- * session runs; strobe_stop() disables the events, drains what is left, and collect.c turns the
+ * kernel; or, in DWARF mode, a copy of its stack and registers that the drain thread unwinds
+ * with unwind.h) at a fixed rate of its CPU time. The sampler opens one event per thread and CPU,
+ * with `inherit`, so that threads created later (by any sampled thread) are sampled too, and they
+ * all write into one ring buffer per CPU. A background thread drains the rings into memory while
+ * the session runs; strobe_stop() disables the events, drains what is left, and collect.c turns the
  * samples into "cpu_sample" instants on their threads' timelines with their "Call stack",
  * symbolized with the ranges' stacks, once.
  *
