@@ -1,6 +1,7 @@
 /* sample.c: CPU sampling of every thread with its call chain (see sample.h).
  *
- * Contents: opening the events, the drain thread and ring buffers, the samples after stop.
+ * Contents: opening the events, the drain thread and ring buffers (with DWARF unwinding and the
+ * stacks kept once each), the samples after stop.
  *
  * Event: PERF_COUNT_SW_CPU_CLOCK, one sample per 1/hz seconds of a thread's CPU time (a period
  * in ns, so the rate does not depend on the CPU's frequency, and it works in VMs, which have no
@@ -14,7 +15,8 @@
  * strobe are sampled from their first instruction. The threads that exist at start are read from
  * /proc/self/task, again until no new one appears (a thread may create another meanwhile).
  *
- * Rings: about 512 KiB in all (perf_event_mlock_kb's default per user), at most 128 KiB per CPU
+ * Rings (frame pointers; DWARF mode's are larger: DWARF_RING_* below): about 512 KiB in all
+ * (perf_event_mlock_kb's default per user), at most 128 KiB per CPU
  * (the caller may ask for other sizes and drain periods: the tests force losses that way).
  * The drain thread empties a ring when the kernel wakes it there (a quarter full: at 1 kHz a sample
  * of 20 frames is about 200 bytes, so a 128 KiB ring wakes it every 160 ms or so), and all of them
