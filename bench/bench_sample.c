@@ -17,7 +17,11 @@
  * time (collecting and symbolizing the samples) is reported apart: it is not spent while the
  * program runs.
  *
- * Usage: strobe_bench_sample [--threads N] [--runs R] [--hz HZ] [--ms MS] */
+ * --call-graph fp or dwarf chooses how the samples' stacks are taken (config.cpu_sample_call_graph;
+ * default: the library's default). The threads' work is built with frame pointers either way.
+ *
+ * Usage: strobe_bench_sample [--threads N] [--runs R] [--hz HZ] [--ms MS] [--call-graph fp|dwarf]
+ */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,7 +35,8 @@
 
 static int threads = 2, runs = 7, ms = 500;
 static unsigned hz = 1000;
-static long iters; /* per thread, calibrated */
+static uint32_t call_graph = STROBE_CALL_GRAPH_DEFAULT; /* --call-graph */
+static long iters;                                      /* per thread, calibrated */
 static volatile double sink;
 
 static double now_s(void) {
@@ -115,9 +120,14 @@ int main(int argc, char **argv) {
             hz = (unsigned)atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--ms") == 0)
             ms = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--call-graph") == 0 && strcmp(argv[i + 1], "fp") == 0)
+            call_graph = STROBE_CALL_GRAPH_FP;
+        else if (strcmp(argv[i], "--call-graph") == 0 && strcmp(argv[i + 1], "dwarf") == 0)
+            call_graph = STROBE_CALL_GRAPH_DWARF;
         else {
             fprintf(stderr,
-                    "usage: strobe_bench_sample [--threads N] [--runs R] [--hz HZ] [--ms MS]\n");
+                    "usage: strobe_bench_sample [--threads N] [--runs R] [--hz HZ] [--ms MS] "
+                    "[--call-graph fp|dwarf]\n");
             return 2;
         }
     }
@@ -155,6 +165,7 @@ int main(int argc, char **argv) {
         strobe_config cfg;
         strobe_config_init(&cfg);
         cfg.cpu_sample_hz = hz;
+        cfg.cpu_sample_call_graph = call_graph;
         if (strobe_start(&cfg) != 0) {
             fprintf(stderr, "strobe_bench_sample: strobe_start failed\n");
             return 1;

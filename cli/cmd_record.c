@@ -33,8 +33,9 @@ const char cmd_record_usage[] =
     "SYNOPSIS\n"
     "    strobe record [-o PATH] [--delay SEC] [--duration SEC] [--activities cpu,cuda]\n"
     "                  [--capture-range nvtx:NAME|cuda-profiler-api] [--sample[=HZ]]\n"
-    "                  [--no-python-frames] [--markers MODE[:SINKS]] [--heap] [--heap-stacks]\n"
-    "                  [--mpi] [--torch] [--record-shapes] [--profile-memory] [--with-stack]\n"
+    "                  [--call-graph fp|dwarf[,SIZE]] [--no-python-frames]\n"
+    "                  [--markers MODE[:SINKS]] [--heap] [--heap-stacks] [--mpi]\n"
+    "                  [--torch] [--record-shapes] [--profile-memory] [--with-stack]\n"
     "                  [--no-follow] [--max-part-size SIZE] [--stats] [--keep-parts] [-q]\n"
     "                  [--] PROGRAM [ARGS...]\n"
     "\n"
@@ -139,6 +140,13 @@ const char cmd_record_usage[] =
     "                          time (default 1000, at most 10000; perf_event_open); in a\n"
     "                          CPython 3.11 or 3.12 process, the stacks get the Python frames\n"
     "                          (\"file.py(line): function\") where the interpreter runs them\n"
+    "    --call-graph fp|dwarf[,SIZE]\n"
+    "                          how --sample takes call stacks, as perf does: fp walks frame\n"
+    "                          pointers (cheap; code built without them, as most distribution\n"
+    "                          libraries are, gives short stacks); dwarf copies SIZE bytes of\n"
+    "                          stack per sample (default 8192, at most 65528) and unwinds them\n"
+    "                          with the modules' call frame information (libdw). Default: dwarf\n"
+    "                          where it is built in, else fp\n"
     "    --no-python-frames    with --sample, leave Python frames out (no SIGTRAP per sample)\n"
     "    --markers MODE[:SINKS]\n"
     "                          also send the ranges strobe records (NVTX ones included) to\n"
@@ -184,6 +192,7 @@ enum {
     OPT_KEEP_PARTS,
     OPT_SAMPLE,
     OPT_NO_PYTHON_FRAMES,
+    OPT_CALL_GRAPH,
     OPT_MARKERS,
     OPT_CAPTURE_RANGE,
     OPT_MPI,
@@ -206,6 +215,7 @@ const struct option cmd_record_options[] = {
     {"keep-parts", no_argument, NULL, OPT_KEEP_PARTS},
     {"sample", optional_argument, NULL, OPT_SAMPLE},
     {"no-python-frames", no_argument, NULL, OPT_NO_PYTHON_FRAMES},
+    {"call-graph", required_argument, NULL, OPT_CALL_GRAPH},
     {"markers", required_argument, NULL, OPT_MARKERS},
     {"capture-range", required_argument, NULL, OPT_CAPTURE_RANGE},
     {"mpi", no_argument, NULL, OPT_MPI},
@@ -224,15 +234,17 @@ typedef struct rec_opts {
     const char *output;
     long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
     int cuda, heap, no_follow, stats, keep_parts, quiet;
-    unsigned sample_hz;   /* 0: no sampling */
-    int no_python_frames; /* --no-python-frames */
-    const char *markers;  /* STROBE_MARKERS for every process; NULL: none */
-    const char *capture;  /* --capture-range nvtx:NAME: NAME; NULL: none */
-    int mpi;              /* --mpi: libstrobe_record_mpi.so, beside libstrobe_record.so */
-    int capture_cuda;     /* --capture-range cuda-profiler-api */
-    int heap_stacks;      /* --heap-stacks */
-    uint64_t max_part;    /* --max-part-size in bytes; 0: the default, from the free space */
-    int torch;            /* --torch (or one of the options below, which imply it) */
+    unsigned sample_hz;     /* 0: no sampling */
+    int no_python_frames;   /* --no-python-frames */
+    const char *call_graph; /* --call-graph's "fp" or "dwarf,SIZE"; NULL: the default */
+    char call_graph_buf[32];
+    const char *markers; /* STROBE_MARKERS for every process; NULL: none */
+    const char *capture; /* --capture-range nvtx:NAME: NAME; NULL: none */
+    int mpi;             /* --mpi: libstrobe_record_mpi.so, beside libstrobe_record.so */
+    int capture_cuda;    /* --capture-range cuda-profiler-api */
+    int heap_stacks;     /* --heap-stacks */
+    uint64_t max_part;   /* --max-part-size in bytes; 0: the default, from the free space */
+    int torch;           /* --torch (or one of the options below, which imply it) */
     int torch_shapes, torch_memory, torch_stack; /* --record-shapes, --profile-memory ... */
     char torch_lib[PATH_MAX];                    /* --torch: the observer, libstrobe_torch.so */
     char torch_hook[PATH_MAX]; /* --torch: the folder of the import hook (sitecustomize.py) */
@@ -240,6 +252,35 @@ typedef struct rec_opts {
 
 static int usage_error(const char *msg, const char *arg) {
     return cli_usage_error("record", msg, arg);
+}
+
+/* --call-graph fp|dwarf[,SIZE]: checks it (dwarf must be built in and libdw present) and writes
+ * what STROBE_RECORD_CALL_GRAPH carries ("fp" or "dwarf,SIZE") into out. @return 0, or the
+ * usage error's exit status. */
+static int parse_call_graph(const char *arg, char *out, size_t size) {
+    if (strcmp(arg, "fp") == 0) {
+        snprintf(out, size, "fp");
+        return 0;
+    }
+    unsigned long bytes = STROBE_CPU_SAMPLE_STACK_DEFAULT;
+    if (strncmp(arg, "dwarf", 5) != 0 || (arg[5] != '\0' && arg[5] != ','))
+        return usage_error("--call-graph takes fp or dwarf[,SIZE]", arg);
+    if (arg[5] == ',') {
+        char *end;
+        errno = 0;
+        bytes = strtoul(arg + 6, &end, 10);
+        if (errno || end == arg + 6 || *end != '\0' || bytes < 8 ||
+            bytes > STROBE_CPU_SAMPLE_STACK_MAX)
+            return usage_error("--call-graph dwarf,SIZE takes a stack size in bytes (8 .. 65528)",
+                               arg);
+    }
+    char why[200];
+    if (!strobe_cpu_sample_dwarf_available(why, sizeof why)) {
+        fprintf(stderr, "strobe record: --call-graph dwarf: %s\n", why);
+        return 2;
+    }
+    snprintf(out, size, "dwarf,%lu", bytes);
+    return 0;
 }
 
 /* ---- finding PROGRAM and the library --------------------------------------------------------- */
@@ -618,6 +659,8 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
         rc = env_add(e, "STROBE_RECORD_SAMPLE_HZ", num);
     }
     if (rc == 0 && o->no_python_frames) rc = env_add(e, "STROBE_RECORD_NO_PYTHON_FRAMES", "1");
+    if (rc == 0 && o->sample_hz && o->call_graph)
+        rc = env_add(e, "STROBE_RECORD_CALL_GRAPH", o->call_graph);
     /* Markers start at load in every process (src/markers reads STROBE_MARKERS). */
     if (rc == 0 && o->markers) rc = env_add(e, "STROBE_MARKERS", o->markers);
     if (rc == 0 && o->capture) rc = env_add(e, "STROBE_RECORD_CAPTURE_NVTX", o->capture);
@@ -1254,6 +1297,12 @@ int cmd_record(int argc, char **argv) {
             o.sample_hz = (unsigned)hz;
             break;
         }
+        case OPT_CALL_GRAPH: {
+            int rc = parse_call_graph(optarg, o.call_graph_buf, sizeof o.call_graph_buf);
+            if (rc != 0) return rc;
+            o.call_graph = o.call_graph_buf;
+            break;
+        }
         case OPT_CAPTURE_RANGE:
             o.capture = NULL;
             o.capture_cuda = 0;
@@ -1280,6 +1329,7 @@ int cmd_record(int argc, char **argv) {
     if (o.capture_cuda) o.cuda = 1; /* the windows are seen through CUDA's injection */
     if ((o.capture || o.capture_cuda) && (o.delay_ms > 0 || o.duration_ms >= 0))
         return usage_error("--capture-range does not go with --delay or --duration", NULL);
+    if (o.call_graph && !o.sample_hz) return usage_error("--call-graph needs --sample", NULL);
     char **prog_argv = argv + first;
     char file[PATH_MAX];
     int rc = find_program(prog_argv[0], file, sizeof file);

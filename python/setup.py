@@ -167,6 +167,10 @@ include_dirs = [os.path.join(ROOT, "include"), os.path.join(ROOT, "src"), os.pat
 if cupti:
     macros.append(("STROBE_HAVE_CUPTI_HEADERS", "1"))
     include_dirs.append(cupti)
+# DWARF unwinding of CPU samples (src/core/unwind.c) where elfutils' header is (Debian:
+# libdw-dev); libdw.so.1 is opened at run time, so nothing more is linked.
+if os.path.isfile("/usr/include/elfutils/libdwfl.h"):
+    macros.append(("STROBE_HAVE_LIBDW", "1"))
 warnings = ["-Wall", "-Wextra", "-Wno-missing-field-initializers", "-Wno-unused-parameter",
             "-Wno-cast-function-type"]
 if os.environ.get("STROBE_PY_WERROR") == "1":

@@ -9,6 +9,7 @@
 set -euo pipefail
 want=(cmake make gcc g++ pkg-config zlib1g-dev)
 want+=(python3-dev python3-setuptools python3-venv) # the Python package (python/) and its tests
+want+=(libdw-dev) # DWARF unwinding of CPU samples (src/core/unwind.c): libdwfl.h; libdw1 at run time
 if [ "${1:-}" = "--test" ]; then
   want+=(clang libclang-rt-14-dev clang-format)
   want+=(python3-torch) # test_cli_torch_summary: torch's own key_averages() to compare with

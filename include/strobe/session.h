@@ -139,8 +139,8 @@ typedef struct strobe_config {
     const char *flight_path;
     /* CPU sampling: every thread of the process (those that exist at start, and those created
      * later, which need not call strobe) is sampled this many times per second of its CPU time,
-     * with its user-space call stack (walked by the kernel through frame pointers: code built
-     * with -fno-omit-frame-pointer gives whole stacks), through perf_event_open (the software
+     * with its user-space call stack (see cpu_sample_call_graph: DWARF unwinding where built in,
+     * else frame pointers, walked by the kernel), through perf_event_open (the software
      * cpu-clock event, task-clock where it is missing). Each sample becomes an instant of
      * category "cpu_sample" on its thread, named after the sampled function, with its "Call
      * stack" (symbolized at stop), inside the ranges open then; Perfetto traces carry them as
@@ -169,7 +169,35 @@ typedef struct strobe_config {
      * handler keeps getting the others); "strobe_cpu_sampling" says how many samples got
      * Python frames, under "python_frames". Nonzero: no Python frames. Default 0 (on). */
     int no_python_frames;
+    /* How CPU samples' call stacks are taken (with cpu_sample_hz), as perf's --call-graph:
+     * STROBE_CALL_GRAPH_FP: the kernel walks frame pointers (cheap; code built without them, as
+     * most distribution libraries are, gives short stacks and unknown frames).
+     * STROBE_CALL_GRAPH_DWARF: each sample also copies cpu_sample_stack_bytes of the thread's
+     * stack and its registers, and strobe's sampling thread walks them with the modules' call
+     * frame information (elfutils' libdw, opened at run time), keeping only the addresses; where
+     * a walk stops early (a stack deeper than the copy), the frame-pointer chain completes it
+     * where the two agree. Where DWARF unwinding is not built in or libdw.so.1 is missing,
+     * frame pointers are used, with a warning. STROBE_CALL_GRAPH_DEFAULT (0, default): DWARF
+     * where it is built in, else frame pointers. Other values: STROBE_EINVAL. */
+    uint32_t cpu_sample_call_graph;
+    /* DWARF mode's stack copy per sample, in bytes (rounded up to 8): 0 (default) is
+     * STROBE_CPU_SAMPLE_STACK_DEFAULT (8192, perf's default); at most STROBE_CPU_SAMPLE_STACK_MAX
+     * (else STROBE_EINVAL). */
+    uint32_t cpu_sample_stack_bytes;
 } strobe_config;
+
+/* strobe_config.cpu_sample_call_graph. */
+#define STROBE_CALL_GRAPH_DEFAULT 0u
+#define STROBE_CALL_GRAPH_FP 1u
+#define STROBE_CALL_GRAPH_DWARF 2u
+/* strobe_config.cpu_sample_stack_bytes: the default, and the largest the kernel takes. */
+#define STROBE_CPU_SAMPLE_STACK_DEFAULT 8192u
+#define STROBE_CPU_SAMPLE_STACK_MAX 65528u
+
+/* Whether CPU samples can be unwound with DWARF in this process (STROBE_CALL_GRAPH_DWARF): 1, or
+ * 0 with the reason, one line, in why (not built in, libdw.so.1 missing, an architecture
+ * without support). Thread-safe. */
+STROBE_API int strobe_cpu_sample_dwarf_available(char *why, size_t why_size);
 
 /* strobe_config.cuda_flags. */
 #define STROBE_CUDA_SYNC 0x1u              /* record synchronization (cuda_sync events) */

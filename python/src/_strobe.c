@@ -827,23 +827,69 @@ static PyTypeObject Result_Type = {
 
 static int pending_with_stack; /* prepared with with_stack: the hook goes on at start_prepared */
 
+/* "fp", "dwarf" or "dwarf,SIZE" (strobe.profiler's call_graph) into cfg. @return 0, or -1 with
+ * ValueError set. */
+static int parse_call_graph(const char *v, strobe_config *cfg) {
+    if (v == NULL) return 0;
+    if (strcmp(v, "fp") == 0) {
+        cfg->cpu_sample_call_graph = STROBE_CALL_GRAPH_FP;
+        return 0;
+    }
+    if (strncmp(v, "dwarf", 5) == 0 && (v[5] == '\0' || v[5] == ',')) {
+        unsigned long bytes = 0;
+        char *end = NULL;
+        if (v[5] == ',') {
+            errno = 0;
+            bytes = strtoul(v + 6, &end, 10);
+            if (errno || end == v + 6 || *end != '\0' || bytes < 8 ||
+                bytes > STROBE_CPU_SAMPLE_STACK_MAX) {
+                PyErr_Format(PyExc_ValueError,
+                             "call_graph dwarf,SIZE takes a stack size in bytes (8 .. %u): %s",
+                             STROBE_CPU_SAMPLE_STACK_MAX, v);
+                return -1;
+            }
+        }
+        char why[200];
+        if (!strobe_cpu_sample_dwarf_available(why, sizeof why)) {
+            PyErr_Format(PyExc_ValueError, "call_graph dwarf: %s", why);
+            return -1;
+        }
+        cfg->cpu_sample_call_graph = STROBE_CALL_GRAPH_DWARF;
+        cfg->cpu_sample_stack_bytes = (uint32_t)bytes;
+        return 0;
+    }
+    PyErr_Format(PyExc_ValueError, "call_graph takes 'fp' or 'dwarf[,SIZE]', not %s", v);
+    return -1;
+}
+
 /* start(activities, record_shapes, profile_memory, with_stack, with_flops, with_modules,
- * prepare_only, trace_name, buffer_bytes, cpu_sample_hz, python_frames): strobe_start (or
- * strobe_prepare). */
+ * prepare_only, trace_name, buffer_bytes, cpu_sample_hz, python_frames, call_graph): strobe_start
+ * (or strobe_prepare). */
 static PyObject *mod_start(PyObject *m, PyObject *a, PyObject *kw) {
     (void)m;
-    static char *kwlist[] = {"activities",   "record_shapes", "profile_memory", "with_stack",
-                             "with_flops",   "with_modules",  "prepare_only",   "trace_name",
-                             "buffer_bytes", "cpu_sample_hz", "python_frames",  NULL};
+    static char *kwlist[] = {"activities",
+                             "record_shapes",
+                             "profile_memory",
+                             "with_stack",
+                             "with_flops",
+                             "with_modules",
+                             "prepare_only",
+                             "trace_name",
+                             "buffer_bytes",
+                             "cpu_sample_hz",
+                             "python_frames",
+                             "call_graph",
+                             NULL};
     unsigned int activities = STROBE_ACTIVITY_CPU;
     int shapes = 0, memory = 0, stack = 0, flops = 0, modules = 0, prepare = 0;
     const char *trace_name = NULL;
     Py_ssize_t buffer_bytes = 0;
     unsigned int sample_hz = 0;
     int python_frames = 1;
-    if (!PyArg_ParseTupleAndKeywords(a, kw, "|IppppppznIp:start", kwlist, &activities, &shapes,
+    const char *call_graph = NULL;
+    if (!PyArg_ParseTupleAndKeywords(a, kw, "|IppppppznIpz:start", kwlist, &activities, &shapes,
                                      &memory, &stack, &flops, &modules, &prepare, &trace_name,
-                                     &buffer_bytes, &sample_hz, &python_frames))
+                                     &buffer_bytes, &sample_hz, &python_frames, &call_graph))
         return NULL;
     strobe_config cfg;
     strobe_config_init(&cfg);
@@ -857,6 +903,7 @@ static PyObject *mod_start(PyObject *m, PyObject *a, PyObject *kw) {
     /* CPU sampling, with the Python frames of each sample (pyframes.c) unless turned off. */
     cfg.cpu_sample_hz = sample_hz;
     cfg.no_python_frames = !python_frames;
+    if (parse_call_graph(call_graph, &cfg) != 0) return NULL;
     /* with_stack is Python's stack here (the hook), not the native one. */
     cfg.postprocess = postprocess;
     post_with_stack = stack;

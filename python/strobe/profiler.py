@@ -841,7 +841,14 @@ class profile:
                  on_trace_ready: Optional[Callable[..., Any]] = None,
                  record_shapes: bool = False, profile_memory: bool = False,
                  with_stack: bool = False, with_flops: bool = False, with_modules: bool = False,
-                 experimental_config: Any = None, use_cuda: Optional[bool] = None):
+                 experimental_config: Any = None, use_cuda: Optional[bool] = None,
+                 cpu_sample_hz: int = 0, call_graph: Optional[str] = None,
+                 python_frames: bool = True):
+        # cpu_sample_hz, call_graph and python_frames are strobe's own (torch.profiler has no CPU
+        # sampling): every thread's call stack sampled this often per second of CPU time, taken as
+        # perf's --call-graph says: "fp", "dwarf" or "dwarf,SIZE" (None: dwarf where built in),
+        # with the Python frames of each sample unless python_frames is False. The same keys may
+        # come in an experimental_config dict instead (a keyword given both ways must agree).
         acts = set(_activity(a) for a in activities) if activities else \
             supported_activities()
         acts.discard(None)
@@ -864,20 +871,29 @@ class profile:
         self.with_flops = with_flops
         self.with_modules = with_modules
         self.experimental_config = experimental_config
-        # strobe's own options, in a dict (torch has no CPU sampling, and the signature stays
-        # torch's): "cpu_sample_hz" samples every thread's stack this many times a second of its
-        # CPU time, as "cpu_sample" instants; "python_frames": False leaves the Python frames out
-        # of their stacks. Anything else (torch's _ExperimentalConfig) is ignored.
+        # strobe's own options may also come in a dict (keeping the call torch's): the keys above.
+        # Anything else (torch's _ExperimentalConfig) is ignored.
         opts = experimental_config if isinstance(experimental_config, dict) else {}
-        unknown = sorted(set(opts) - {"cpu_sample_hz", "python_frames"})
+        known = {"cpu_sample_hz": (cpu_sample_hz, 0), "call_graph": (call_graph, None),
+                 "python_frames": (python_frames, True)}
+        unknown = sorted(set(map(str, opts)) - set(known))
         if unknown:
-            raise ValueError("experimental_config: unknown strobe option(s) %s (known: "
-                             "cpu_sample_hz, python_frames)" % ", ".join(map(str, unknown)))
-        hz = opts.get("cpu_sample_hz", 0)
+            raise ValueError("experimental_config: unknown strobe option(s) %s (known: %s)" %
+                             (", ".join(unknown), ", ".join(sorted(known))))
+        chosen = {}
+        for key, (given, default) in known.items():
+            if key in opts and given != default and opts[key] != given:
+                raise ValueError("%s given twice, as %r and in experimental_config as %r" %
+                                 (key, given, opts[key]))
+            chosen[key] = opts.get(key, given)
+        hz = chosen["cpu_sample_hz"]
         if not isinstance(hz, int) or isinstance(hz, bool) or not 0 <= hz <= 10000:
-            raise ValueError("experimental_config: cpu_sample_hz must be an int in 0 .. 10000")
+            raise ValueError("cpu_sample_hz must be an int in 0 .. 10000")
+        if chosen["call_graph"] is not None and not isinstance(chosen["call_graph"], str):
+            raise ValueError("call_graph must be 'fp', 'dwarf' or 'dwarf,SIZE'")
         self.cpu_sample_hz = hz
-        self.python_frames = bool(opts.get("python_frames", True))
+        self.call_graph = chosen["call_graph"]
+        self.python_frames = bool(chosen["python_frames"])
         if schedule:
             self.schedule = schedule
             self.record_steps = True
@@ -979,7 +995,8 @@ class profile:
                       profile_memory=self.profile_memory, with_stack=self.with_stack,
                       with_flops=self.with_flops, with_modules=self.with_modules,
                       prepare_only=True, cpu_sample_hz=self.cpu_sample_hz,
-                      python_frames=self.python_frames)
+                      python_frames=self.python_frames,
+                      call_graph=self.call_graph)
         self._session = True
         _running.append(self)
 

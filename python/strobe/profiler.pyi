@@ -130,6 +130,7 @@ class profile:
     with_modules: bool
     experimental_config: Any
     cpu_sample_hz: int
+    call_graph: Optional[str]
     python_frames: bool
     record_steps: bool
     step_num: int
@@ -139,7 +140,9 @@ class profile:
                  on_trace_ready: Optional[Callable[..., Any]] = ...,
                  record_shapes: bool = ..., profile_memory: bool = ...,
                  with_stack: bool = ..., with_flops: bool = ..., with_modules: bool = ...,
-                 experimental_config: Any = ..., use_cuda: Optional[bool] = ...) -> None: ...
+                 experimental_config: Any = ..., use_cuda: Optional[bool] = ...,
+                 cpu_sample_hz: int = ..., call_graph: Optional[str] = ...,
+                 python_frames: bool = ...) -> None: ...
     def __enter__(self) -> "profile": ...
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None: ...
     def start(self) -> None: ...

@@ -662,7 +662,8 @@ class TorchNamesTest(unittest.TestCase):
         def params(f):
             return [p for p in inspect.signature(f).parameters]
 
-        self.assertEqual(params(profile.__init__), t["profile"])
+        # torch's parameters, in torch's order, then strobe's own CPU sampling keywords.
+        self.assertEqual(params(profile.__init__), t["profile"] + ["cpu_sample_hz", "call_graph"])
         self.assertEqual(params(schedule), t["schedule"])
         self.assertEqual(params(tensorboard_trace_handler), t["handler"])
         self.assertEqual(params(P.EventList.table), t["table"])

@@ -1,6 +1,7 @@
 /* sample.c: CPU sampling of every thread with its call chain (see sample.h).
  *
- * Contents: opening the events, the drain thread and ring buffers, the samples after stop.
+ * Contents: opening the events, the drain thread and ring buffers (with DWARF unwinding and the
+ * stacks kept once each), the samples after stop.
  *
  * Event: PERF_COUNT_SW_CPU_CLOCK, one sample per 1/hz seconds of a thread's CPU time (a period
  * in ns, so the rate does not depend on the CPU's frequency, and it works in VMs, which have no
@@ -14,7 +15,8 @@
  * strobe are sampled from their first instruction. The threads that exist at start are read from
  * /proc/self/task, again until no new one appears (a thread may create another meanwhile).
  *
- * Rings: about 512 KiB in all (perf_event_mlock_kb's default per user), at most 128 KiB per CPU
+ * Rings (frame pointers; DWARF mode's are larger: DWARF_RING_* below): about 512 KiB in all
+ * (perf_event_mlock_kb's default per user), at most 128 KiB per CPU
  * (the caller may ask for other sizes and drain periods: the tests force losses that way).
  * The drain thread empties a ring when the kernel wakes it there (a quarter full: at 1 kHz a sample
  * of 20 frames is about 200 bytes, so a 128 KiB ring wakes it every 160 ms or so), and all of them
@@ -54,6 +56,7 @@
 #include "ownthread.h"
 #include "pyframes.h"
 #include "strobe/error.h"
+#include "unwind.h"
 #include "util/u64map.h"
 
 #define MAX_FDS 4096
@@ -64,6 +67,15 @@
 /* The longest the drain thread waits before it looks at `stop`. */
 #define STOP_MS 10
 #define SAMPLE_MEM_CAP ((size_t)64 << 20)
+/* DWARF mode's rings (see "DWARF unwinding" below): about 8.3 KiB per sample, so larger rings,
+ * at most DWARF_RING_MAX_PAGES per CPU (4 MiB: about 500 samples, half a second of one thread
+ * at 1 kHz) and DWARF_RING_BUDGET in all, at least DWARF_RING_MIN_PAGES (a few samples); halved
+ * while the kernel refuses to map them (perf_event_mlock_kb, for a user without CAP_IPC_LOCK).
+ * 1 MiB rings lost 20% of a torch script's samples on this project's loaded 2-vCPU VM (the
+ * drain thread, which unwinds as it drains, was scheduled late); 4 MiB lost none. */
+#define DWARF_RING_BUDGET ((size_t)32 << 20)
+#define DWARF_RING_MAX_PAGES 1024
+#define DWARF_RING_MIN_PAGES 16
 
 typedef struct ring {
     int fd; /* the CPU's first event: the others write into its ring */
@@ -114,6 +126,18 @@ struct strobe__sampler {
     size_t rec_cap;
     strobe__pyframes *py; /* Python frames (pyframes.h); NULL: none */
     char py_why[96];      /* why there are none, where they were asked for */
+    char note[200];       /* why DWARF mode was asked for and not used ("" otherwise) */
+    /* DWARF mode (strobe__sampler_start_dwarf): the stack bytes and registers each sample copies,
+     * the unwinder (owned by the drain thread), and its counts. */
+    uint32_t stack_bytes; /* 0: frame pointers only */
+    uint64_t regs_mask;
+    uint32_t nregs;
+    strobe__unwinder *unwinder;
+    uint64_t dwarf_incomplete; /* walks that stopped before the outermost frame */
+    uint64_t dwarf_fp_spliced; /* ... and were completed from the kernel's frame-pointer chain */
+    uint64_t dwarf_empty;      /* samples without registers or stack (the kernel could not copy) */
+    int64_t drain_cpu_ns;      /* the drain thread's CPU time, read as it ends */
+    strobe__u64map stacks;     /* a stack's hash -> its frames in pcs (intern_stack) */
 };
 
 /* Python frames: each sample also sends its thread a SIGTRAP (pyframes.h), which the kernel allows
@@ -165,6 +189,13 @@ static long open_event(strobe__sampler *sp, uint32_t config, int64_t tid, int cp
      * later record finds room). Older kernels refuse the flag: opened again without it. */
     a.read_format = sp->no_format_lost ? 0 : PERF_FORMAT_LOST;
     py_attr(sp, &a);
+    if (sp->stack_bytes) {
+        /* DWARF mode: the user registers and the top of the user stack with each sample; the
+         * kernel's frame-pointer chain stays, to complete walks that stop early. */
+        a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        a.sample_regs_user = sp->regs_mask;
+        a.sample_stack_user = sp->stack_bytes;
+    }
     long fd = syscall(SYS_perf_event_open, &a, (pid_t)tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
     /* The newer feature goes first: PERF_FORMAT_LOST (6.0), then sigtrap and inherit_thread (5.13).
      */
@@ -312,6 +343,94 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
     return 0;
 }
 
+/* ---- DWARF unwinding ------------------------------------------------------------------------
+ *
+ * With stack_bytes, each sample also carries the user registers (PERF_SAMPLE_REGS_USER: abi,
+ * then one u64 per bit of regs_mask) and the top of the user stack (PERF_SAMPLE_STACK_USER: size,
+ * size bytes, dyn_size: the bytes the kernel could copy), after the call chain. The drain thread
+ * walks them with the unwinder (unwind.c) at once and keeps only the program counters: the
+ * copies never reach memory. A walk that stops early (the copy ended: a deep stack; a module
+ * without call frame information) goes on with the kernel's frame-pointer chain where that
+ * chain holds the walk's last frame (the two agree up to there), else keeps what it walked. */
+
+/* Walks one sample's stack copy into out (raw addresses, innermost first, as the kernel's chain
+ * would give them). `rest` is what follows the call chain in the record. @return the frames. */
+static uint64_t unwind_sample(strobe__sampler *sp, uint32_t tid, uint64_t time, const char *ips,
+                              uint64_t nr, const char *rest, size_t rest_len, uint64_t *out) {
+    uint64_t abi = 0, size = 0, dyn = 0;
+    const uint64_t *regs = NULL;
+    const char *stack = NULL;
+    uint64_t regs_bytes = 8u * sp->nregs;
+    if (rest_len >= 8) memcpy(&abi, rest, 8);
+    if (abi != PERF_SAMPLE_REGS_ABI_NONE && rest_len >= 8 + regs_bytes + 8) {
+        regs = (const uint64_t *)(const void *)(rest + 8); /* 8-byte aligned in the record */
+        memcpy(&size, rest + 8 + regs_bytes, 8);
+        size_t at = 16 + regs_bytes;
+        if (size > 0 && rest_len >= at + size + 8) {
+            stack = rest + at;
+            memcpy(&dyn, rest + at + size, 8);
+            if (dyn > size) dyn = size;
+        }
+    }
+    uint32_t n = 0;
+    int complete = 0;
+    if (regs != NULL && stack != NULL) {
+        n = strobe__unwind(sp->unwinder, (int64_t)tid, (int64_t)time, regs, sp->nregs, stack,
+                           (size_t)dyn, out, STROBE__SAMPLE_MAX_FRAMES, &complete);
+    } else {
+        sp->dwarf_empty++;
+    }
+    /* The kernel's chain, its markers left out: chain[0] is the interrupted instruction. */
+    uint64_t chain[STROBE__SAMPLE_MAX_FRAMES];
+    uint32_t nc = 0;
+    for (uint64_t i = 0; i < nr && nc < STROBE__SAMPLE_MAX_FRAMES; i++) {
+        uint64_t ip;
+        memcpy(&ip, ips + 8 * i, 8);
+        if (ip < (uint64_t)PERF_CONTEXT_MAX) chain[nc++] = ip;
+    }
+    if (complete) return n;
+    if (regs != NULL && stack != NULL) sp->dwarf_incomplete++;
+    if (n == 0) {
+        memcpy(out, chain, nc * sizeof *chain);
+        return nc;
+    }
+    for (uint32_t j = 0; j < nc; j++) {
+        if (chain[j] != out[n - 1]) continue;
+        if (j + 1 < nc) sp->dwarf_fp_spliced++;
+        for (uint32_t k = j + 1; k < nc && n < STROBE__SAMPLE_MAX_FRAMES; k++)
+            out[n++] = chain[k];
+        break;
+    }
+    return n;
+}
+
+/* Keeps the n frames just written at pcs[npcs] once: a sample whose stack an earlier one had
+ * points at that one's frames instead. A loop's samples repeat a few stacks, and DWARF's are
+ * deep (25 frames in a torch matmul loop: 200 bytes a sample, which would reach the memory cap
+ * within minutes). The map holds each stack's hash with (n << 48 | off + 1); a hash whose frames
+ * differ (a collision) keeps its first stack, and the new one is stored apart. @return the
+ * frames' offset in pcs. */
+static uint64_t intern_stack(strobe__sampler *sp, uint32_t n) {
+    const uint64_t *f = sp->pcs + sp->npcs;
+    uint64_t h = 0xcbf29ce484222325ull ^ n;
+    for (uint32_t i = 0; i < n; i++) {
+        h ^= f[i];
+        h *= 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    if (h > STROBE__U64MAP_KEY_MAX) h = STROBE__U64MAP_KEY_MAX;
+    int inserted = 0;
+    uint64_t *v = strobe__u64map_put(&sp->stacks, h, &inserted);
+    uint64_t off = sp->npcs;
+    if (v != NULL && !inserted && (*v >> 48) == n) {
+        uint64_t at = (*v & ((1ull << 48) - 1)) - 1;
+        if (memcmp(sp->pcs + at, f, n * sizeof *f) == 0) return at;
+    }
+    if (v != NULL && inserted) *v = ((uint64_t)n << 48) | (off + 1);
+    sp->npcs += n;
+    return off;
+}
+
 /* A PERF_RECORD_SAMPLE of sample_type TID | TIME | CALLCHAIN: pid, tid (u32 each), time, nr,
  * ips[nr]. */
 static void on_sample(strobe__sampler *sp, const char *body, size_t len) {
@@ -325,7 +444,14 @@ static void on_sample(strobe__sampler *sp, const char *body, size_t len) {
     memcpy(&nr, body + 16, 8);
     if (nr > (len - 24) / 8) nr = (len - 24) / 8;
     const char *ips = body + 24;
-    size_t mem = sp->cap * sizeof *sp->samples + sp->pcs_cap * sizeof *sp->pcs;
+    uint64_t walked[STROBE__SAMPLE_MAX_FRAMES];
+    if (sp->unwinder) {
+        /* The walk replaces the kernel's chain (the markers go too: its frames are user ones). */
+        nr = unwind_sample(sp, tid, time, ips, nr, body + 24 + 8 * nr, len - 24 - 8 * nr, walked);
+        ips = (const char *)walked;
+    }
+    size_t mem = sp->cap * sizeof *sp->samples + sp->pcs_cap * sizeof *sp->pcs +
+                 sp->stacks.cap * 2 * sizeof(uint64_t);
     uint32_t n = 0;
     if (grow((void **)&sp->samples, &sp->cap, sp->count + 1, sizeof *sp->samples) ||
         grow((void **)&sp->pcs, &sp->pcs_cap, sp->npcs + nr, sizeof *sp->pcs) ||
@@ -343,8 +469,8 @@ static void on_sample(strobe__sampler *sp, const char *body, size_t len) {
         n++;
     }
     if (n == 0) return; /* no user frames: a sample in the kernel's own work */
-    sp->samples[sp->count++] = (strobe__sample){(int64_t)tid, (int64_t)time, sp->npcs, n};
-    sp->npcs += n;
+    uint64_t off = intern_stack(sp, n);
+    sp->samples[sp->count++] = (strobe__sample){(int64_t)tid, (int64_t)time, off, n};
     name_of(sp, (int64_t)tid);
 }
 
@@ -451,6 +577,9 @@ static void *drain_main(void *arg) {
         }
     }
     free(pfd);
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+        sp->drain_cpu_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     return NULL;
 }
 
@@ -467,11 +596,59 @@ static void close_all(strobe__sampler *sp) {
 
 int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
                           char *why, size_t why_size) {
-    return strobe__sampler_start_ex(out, hz, ring_pages, drain_ms, 0, why, why_size);
+    return strobe__sampler_start_dwarf(out, hz, 0, ring_pages, drain_ms, why, why_size);
+}
+
+/* DWARF mode's part of the start: the unwinder, the registers, the ring size. Where the unwinder
+ * cannot be had, the sampler goes on with frame pointers and says why (strobe__sampler_note).
+ * @return 0 or STROBE_ENOMEM. */
+static int start_dwarf(strobe__sampler *sp, uint32_t stack_bytes) {
+    if (stack_bytes == 0) return 0;
+    int rc = strobe__unwinder_new(&sp->unwinder, sp->note, sizeof sp->note);
+    if (rc < 0) return rc;
+    if (rc > 0) return 0;
+    sp->stack_bytes = (stack_bytes + 7u) & ~7u;
+    sp->regs_mask = strobe__unwind_regs_mask();
+    sp->nregs = (uint32_t)__builtin_popcountll(sp->regs_mask);
+    return 0;
+}
+
+/* A kernel that refuses user stack and register copies (EINVAL: too old, or an architecture
+ * without them) still samples with frame pointers: DWARF mode is dropped, with the reason in the
+ * note, the flags the probe may have cleared are tried again, and the rings are sized for frame
+ * pointers. @return 1 when there was DWARF mode to drop. */
+static int drop_dwarf(strobe__sampler *sp, size_t *p2, size_t ring_pages) {
+    if (!sp->stack_bytes) return 0;
+    snprintf(sp->note, sizeof sp->note,
+             "the kernel refused user stack copies (PERF_SAMPLE_STACK_USER: EINVAL)");
+    sp->stack_bytes = 0;
+    strobe__unwinder_free(sp->unwinder);
+    sp->unwinder = NULL;
+    sp->no_format_lost = sp->old_kernel = 0;
+    while (!ring_pages && *p2 > RING_MAX_PAGES)
+        *p2 /= 2;
+    sp->ring_pages = *p2;
+    return 1;
+}
+
+/* DWARF mode's larger rings may pass what the kernel lets this user lock (perf_event_mlock_kb,
+ * RLIMIT_MEMLOCK: EPERM); they are halved, before the first is mapped, down to the smallest that
+ * holds a few samples. @return 1 when *p2 was halved. */
+static int shrink_rings(strobe__sampler *sp, size_t *p2, int err) {
+    if (!sp->stack_bytes || sp->nrings > 0 || *p2 <= DWARF_RING_MIN_PAGES) return 0;
+    if (err != EPERM && err != ENOMEM) return 0;
+    *p2 /= 2;
+    sp->ring_pages = *p2;
+    return 1;
+}
+
+int strobe__sampler_start_dwarf(strobe__sampler **out, uint32_t hz, uint32_t stack_bytes,
+                                size_t ring_pages, int drain_ms, char *why, size_t why_size) {
+    return strobe__sampler_start_ex(out, hz, ring_pages, drain_ms, 0, stack_bytes, why, why_size);
 }
 
 int strobe__sampler_start_ex(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
-                             unsigned flags, char *why, size_t why_size) {
+                             unsigned flags, uint32_t stack_bytes, char *why, size_t why_size) {
     *out = NULL;
     strobe__sampler *sp = calloc(1, sizeof *sp);
     if (sp == NULL) return STROBE_ENOMEM;
@@ -483,14 +660,22 @@ int strobe__sampler_start_ex(strobe__sampler **out, uint32_t hz, size_t ring_pag
         }
     }
     sp->hz = hz;
+    if (start_dwarf(sp, stack_bytes) != 0) {
+        strobe__sampler_free(sp);
+        return STROBE_ENOMEM;
+    }
     sp->pid = (uint32_t)getpid();
     sp->page = (size_t)sysconf(_SC_PAGESIZE);
     long ncpu = sysconf(_SC_NPROCESSORS_CONF);
     if (ncpu < 1) ncpu = 1;
     if (ncpu > MAX_CPUS) ncpu = MAX_CPUS;
     /* One ring per CPU that takes the event, sized within the budget, a power of two. */
-    size_t pages = ring_pages ? ring_pages : RING_BUDGET / (size_t)ncpu / sp->page, p2 = 1;
-    while (p2 * 2 <= pages && p2 * 2 <= RING_MAX_PAGES)
+    size_t budget = sp->stack_bytes ? DWARF_RING_BUDGET : RING_BUDGET;
+    size_t most = sp->stack_bytes ? DWARF_RING_MAX_PAGES : RING_MAX_PAGES;
+    size_t pages = ring_pages ? ring_pages : budget / (size_t)ncpu / sp->page, p2 = 1;
+    if (sp->stack_bytes && !ring_pages && pages < DWARF_RING_MIN_PAGES)
+        pages = DWARF_RING_MIN_PAGES;
+    while (p2 * 2 <= pages && p2 * 2 <= most)
         p2 *= 2;
     sp->ring_pages = p2;
     sp->drain_ms = drain_ms > 0 ? drain_ms : DRAIN_MS;
@@ -508,6 +693,7 @@ int strobe__sampler_start_ex(strobe__sampler **out, uint32_t hz, size_t ring_pag
         uint32_t config;
     } events[] = {{"cpu-clock", PERF_COUNT_SW_CPU_CLOCK}, {"task-clock", PERF_COUNT_SW_TASK_CLOCK}};
     int e = 0;
+probe:
     for (size_t k = 0; k < sizeof events / sizeof events[0] && sp->event == NULL; k++) {
         for (long c = 0; c < ncpu; c++) {
             long fd = open_event(sp, events[k].config, self, (int)c);
@@ -522,6 +708,7 @@ int strobe__sampler_start_ex(strobe__sampler **out, uint32_t hz, size_t ring_pag
             break;
         }
     }
+    if (sp->event == NULL && e == EINVAL && drop_dwarf(sp, &p2, ring_pages)) goto probe;
     if (sp->event == NULL) {
         snprintf(why, why_size, "perf_event_open refused (%s%s)", strerror(e),
                  e == EACCES || e == EPERM ? "; see /proc/sys/kernel/perf_event_paranoid" : "");
@@ -537,6 +724,7 @@ int strobe__sampler_start_ex(strobe__sampler **out, uint32_t hz, size_t ring_pag
         if (base == MAP_FAILED) {
             e = errno;
             close((int)fd);
+            if (shrink_rings(sp, &p2, e)) c--; /* this CPU again, with smaller rings */
             continue;
         }
         ring *r = &sp->rings[sp->nrings++];
@@ -648,16 +836,41 @@ uint64_t strobe__sampler_lost(const strobe__sampler *sp) {
     return sp ? kernel_lost(sp) + sp->dropped : 0;
 }
 
+const char *strobe__sampler_note(const strobe__sampler *sp) {
+    return sp ? sp->note : "";
+}
+
+/* The "callchain" member, and DWARF mode's counts after it. */
+static void callchain_json(const strobe__sampler *sp, char *buf, size_t size) {
+    if (!sp->stack_bytes) {
+        snprintf(buf, size,
+                 "\"callchain\": \"frame pointers, user space\", \"drain_cpu_ms\": %.1f%s%s%s",
+                 (double)sp->drain_cpu_ns / 1e6, sp->note[0] ? ", \"dwarf_unavailable\": \"" : "",
+                 sp->note, sp->note[0] ? "\"" : "");
+        return;
+    }
+    snprintf(buf, size,
+             "\"callchain\": \"dwarf, user space\", \"stack_bytes\": %u, \"unwind_incomplete\": "
+             "%llu, \"unwind_fp_completed\": %llu, \"unwind_no_stack\": %llu, "
+             "\"module_refreshes\": %llu, \"drain_cpu_ms\": %.1f",
+             sp->stack_bytes, (unsigned long long)sp->dwarf_incomplete,
+             (unsigned long long)sp->dwarf_fp_spliced, (unsigned long long)sp->dwarf_empty,
+             (unsigned long long)strobe__unwind_refreshes(sp->unwinder),
+             (double)sp->drain_cpu_ns / 1e6);
+}
+
 void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size) {
+    char chain[400];
+    callchain_json(sp, chain, sizeof chain);
     int len = snprintf(
         buf, size,
-        "{\"event\": \"%s\", \"frequency_hz\": %u, \"callchain\": \"frame pointers, user "
-        "space\", \"threads_at_start\": %llu, \"threads_not_sampled\": %llu, \"samples\": %llu, "
+        "{\"event\": \"%s\", \"frequency_hz\": %u, %s, \"threads_at_start\": %llu, "
+        "\"threads_not_sampled\": %llu, \"samples\": %llu, "
         "\"lost\": %llu, \"dropped\": %llu, \"throttled\": %llu, \"descriptors_lost\": %llu}",
-        sp->event, sp->hz, (unsigned long long)sp->threads, (unsigned long long)sp->threads_skipped,
-        (unsigned long long)sp->count, (unsigned long long)kernel_lost(sp),
-        (unsigned long long)sp->dropped, (unsigned long long)sp->throttled,
-        (unsigned long long)sp->fds_lost);
+        sp->event, sp->hz, chain, (unsigned long long)sp->threads,
+        (unsigned long long)sp->threads_skipped, (unsigned long long)sp->count,
+        (unsigned long long)kernel_lost(sp), (unsigned long long)sp->dropped,
+        (unsigned long long)sp->throttled, (unsigned long long)sp->fds_lost);
     /* Python frames: their counts, or why there are none where they were asked for. */
     if (len <= 0 || (size_t)len >= size || (sp->py == NULL && sp->py_why[0] == '\0')) return;
     char py[512];
@@ -683,7 +896,9 @@ void strobe__sampler_free(strobe__sampler *sp) {
     free(sp->names);
     free(sp->rec);
     strobe__pyframes_free(sp->py);
+    strobe__unwinder_free(sp->unwinder);
     strobe__u64map_free(&sp->opened);
     strobe__u64map_free(&sp->names_map);
+    strobe__u64map_free(&sp->stacks);
     free(sp);
 }

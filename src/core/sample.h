@@ -1,10 +1,11 @@
 /* sample.h: CPU sampling of every thread of the process (config.cpu_sample_hz).
  *
  * perf_event_open samples each thread's user-space call chain (frame pointers, walked by the
- * kernel) at a fixed rate of its CPU time. The sampler opens one event per thread and CPU, with
- * `inherit`, so that threads created later (by any sampled thread) are sampled too, and they all
- * write into one ring buffer per CPU. A background thread drains the rings into memory while the
- * session runs; strobe_stop() disables the events, drains what is left, and collect.c turns the
+ * kernel; or, in DWARF mode, a copy of its stack and registers that the drain thread unwinds
+ * with unwind.h) at a fixed rate of its CPU time. The sampler opens one event per thread and CPU,
+ * with `inherit`, so that threads created later (by any sampled thread) are sampled too, and they
+ * all write into one ring buffer per CPU. A background thread drains the rings into memory while
+ * the session runs; strobe_stop() disables the events, drains what is left, and collect.c turns the
  * samples into "cpu_sample" instants on their threads' timelines with their "Call stack",
  * symbolized with the ranges' stacks, once.
  *
@@ -20,7 +21,8 @@
 #define STROBE__SAMPLE_MAX_FRAMES 64u
 
 /* One sample: its thread, its time on CLOCK_MONOTONIC, and its frames (pcs[off .. off + n),
- * innermost first; the first is the interrupted instruction, the others return addresses). */
+ * innermost first; the first is the interrupted instruction, the others return addresses).
+ * Samples with the same stack share their frames (the same off). */
 typedef struct strobe__sample {
     int64_t tid;
     int64_t mono_ns;
@@ -40,13 +42,25 @@ typedef struct strobe__sampler strobe__sampler;
 int strobe__sampler_start(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
                           char *why, size_t why_size);
 
+/* strobe__sampler_start, with DWARF unwinding when `stack_bytes` is nonzero: each sample copies
+ * that many bytes of its thread's user stack (rounded up to 8) and its registers, which the drain
+ * thread walks with unwind.h's unwinder (the rings are then larger: see sample.c). Where DWARF
+ * unwinding cannot be had (not built in, libdw missing), frame pointers are used, and
+ * strobe__sampler_note() says why. @return as strobe__sampler_start. */
+int strobe__sampler_start_dwarf(strobe__sampler **out, uint32_t hz, uint32_t stack_bytes,
+                                size_t ring_pages, int drain_ms, char *why, size_t why_size);
+
+/* Why DWARF unwinding was asked for and not used, or "". */
+const char *strobe__sampler_note(const strobe__sampler *sp);
+
 /* strobe__sampler_start_ex's flags: Python frames where the process runs CPython 3.11 or 3.12
  * (pyframes.h); elsewhere, sampling goes on without, and the metadata says why. */
 #define STROBE__SAMPLE_PYTHON 0x1u
 
-/* strobe__sampler_start with flags (STROBE__SAMPLE_*). */
+/* strobe__sampler_start with flags (STROBE__SAMPLE_*) and DWARF mode's `stack_bytes` (as
+ * strobe__sampler_start_dwarf's). */
 int strobe__sampler_start_ex(strobe__sampler **out, uint32_t hz, size_t ring_pages, int drain_ms,
-                             unsigned flags, char *why, size_t why_size);
+                             unsigned flags, uint32_t stack_bytes, char *why, size_t why_size);
 
 /* Starts sampling (the session's window opens). */
 void strobe__sampler_enable(strobe__sampler *sp);
@@ -62,7 +76,10 @@ const uint64_t *strobe__sampler_pcs(const strobe__sampler *sp);
 /* The name of thread `tid` as the kernel had it when its first sample was drained ("" unknown). */
 const char *strobe__sampler_thread_name(const strobe__sampler *sp, int64_t tid);
 
-/* The trace's "strobe_cpu_sampling" metadata: the event, the rate, threads sampled, samples kept,
+/* The trace's "strobe_cpu_sampling" metadata: the event, the rate, the call chains (frame
+ * pointers, or DWARF with its stack size, walks that stopped early and those completed from frame
+ * pointers, samples without a stack copy, module list refreshes; the drain thread's CPU time,
+ * which includes the unwinding), threads sampled, samples kept,
  * lost (kernel) and dropped (memory cap), and how often the kernel throttled sampling (its
  * perf_event_max_sample_rate), as a JSON object written into buf. */
 void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size);

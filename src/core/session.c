@@ -36,6 +36,7 @@
 #include "strobe/instrument.h"
 #include "strobe/session.h"
 #include "strobe/version.h"
+#include "unwind.h"
 #include "util/struct_in.h"
 
 #define DEFAULT_BUFFER_BYTES ((size_t)512 << 20)
@@ -164,7 +165,47 @@ static int check_config(const strobe_config *cfg) {
                     cfg->cpu_sample_hz, STROBE_CPU_SAMPLE_HZ_MAX);
         return STROBE_EINVAL;
     }
+    if (cfg->cpu_sample_call_graph > STROBE_CALL_GRAPH_DWARF ||
+        cfg->cpu_sample_stack_bytes > STROBE_CPU_SAMPLE_STACK_MAX) {
+        strobe__log(STROBE_LOG_ERROR,
+                    "cpu_sample_call_graph %u or cpu_sample_stack_bytes %u is out of range "
+                    "(0 .. %u, 0 .. %u)",
+                    cfg->cpu_sample_call_graph, cfg->cpu_sample_stack_bytes,
+                    STROBE_CALL_GRAPH_DWARF, STROBE_CPU_SAMPLE_STACK_MAX);
+        return STROBE_EINVAL;
+    }
     return strobe__stream_check_config(cfg);
+}
+
+/* The stack copy per sample for config.cpu_sample_call_graph: 0 for frame pointers. The default
+ * asks for DWARF, which falls back to frame pointers quietly where it is not built in; only an
+ * explicit STROBE_CALL_GRAPH_DWARF warns (sampling_note). */
+static uint32_t sample_stack_bytes(const strobe_config *cfg) {
+    if (cfg->cpu_sample_call_graph == STROBE_CALL_GRAPH_FP) return 0;
+    char why[200];
+    if (cfg->cpu_sample_call_graph == STROBE_CALL_GRAPH_DEFAULT &&
+        !strobe__unwind_available(why, sizeof why))
+        return 0;
+    return cfg->cpu_sample_stack_bytes ? cfg->cpu_sample_stack_bytes
+                                       : STROBE_CPU_SAMPLE_STACK_DEFAULT;
+}
+
+int strobe_cpu_sample_dwarf_available(char *why, size_t why_size) {
+    char local[200];
+    if (why == NULL || why_size == 0) {
+        why = local;
+        why_size = sizeof local;
+    }
+    return strobe__unwind_available(why, why_size);
+}
+
+/* A warning where DWARF unwinding was asked for and frame pointers were used instead. */
+static int sampling_note(strobe__session *s) {
+    const char *note = strobe__sampler_note(s->sampler);
+    if (note[0] == '\0') return 0;
+    char msg[300];
+    snprintf(msg, sizeof msg, "CPU samples use frame pointers, not DWARF: %s", note);
+    return add_warning(s, msg);
 }
 
 /* Opens the CPU sampler (config.cpu_sample_hz). A process that may not sample goes on without,
@@ -173,9 +214,10 @@ static int setup_sampling(strobe__session *s) {
     if (s->cfg.cpu_sample_hz == 0) return 0;
     char why[200] = "";
     unsigned flags = s->cfg.no_python_frames ? 0 : STROBE__SAMPLE_PYTHON;
-    int rc =
-        strobe__sampler_start_ex(&s->sampler, s->cfg.cpu_sample_hz, 0, 0, flags, why, sizeof why);
-    if (rc <= 0) return rc;
+    int rc = strobe__sampler_start_ex(&s->sampler, s->cfg.cpu_sample_hz, 0, 0, flags,
+                                      sample_stack_bytes(&s->cfg), why, sizeof why);
+    if (rc < 0) return rc;
+    if (rc == 0) return sampling_note(s);
     char msg[300];
     snprintf(msg, sizeof msg, "CPU sampling requested but not done: %s", why);
     return add_warning(s, msg);
@@ -185,7 +227,7 @@ static int setup_sampling(strobe__session *s) {
  * were lost. */
 static int finish_sampling(strobe__session *s, strobe_result *r) {
     if (s->sampler == NULL) return 0;
-    char json[1024];
+    char json[2048];
     strobe__sampler_json(s->sampler, json, sizeof json);
     int rc = strobe__result_set_meta(r, "strobe_cpu_sampling", json);
     uint64_t lost = strobe__sampler_lost(s->sampler);

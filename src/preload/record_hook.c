@@ -16,6 +16,8 @@
  *                             go to PARTS/<part>.heap when the session stops (heap_hook.h)
  *   STROBE_RECORD_SAMPLE_HZ   CPU sampling at this rate (config.cpu_sample_hz), 0 or unset: none
  *   STROBE_RECORD_NO_PYTHON_FRAMES "1": samples without Python frames (config.no_python_frames)
+ *   STROBE_RECORD_CALL_GRAPH  "fp" or "dwarf,SIZE" (config.cpu_sample_call_graph and
+ *                             cpu_sample_stack_bytes; --call-graph); unset: the default
  *   STROBE_RECORD_CAPTURE_NVTX NAME: record only inside the NVTX ranges named NAME, a session
  *                             (and a part file) per range, instead of from start to exit
  *   STROBE_RECORD_CAPTURE_CUDA "1": the same between each cuProfilerStart and cuProfilerStop of
@@ -78,12 +80,13 @@ typedef struct settings {
     int cuda_wanted;
     long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
     int heap, heap_stacks;
-    uint32_t sample_hz;             /* CPU sampling (--sample), 0: none */
-    int no_python_frames;           /* --no-python-frames */
-    char capture[1024];             /* --capture-range nvtx:NAME: NAME, "" for none */
-    int capture_cuda;               /* --capture-range cuda-profiler-api */
-    unsigned long long max_bytes;   /* the part's cap (config.stream_max_bytes), 0: none */
-    int torch_shapes, torch_memory; /* --record-shapes, --profile-memory (the torch observer's) */
+    uint32_t sample_hz;               /* CPU sampling (--sample), 0: none */
+    int no_python_frames;             /* --no-python-frames */
+    uint32_t call_graph, stack_bytes; /* --call-graph: STROBE_CALL_GRAPH_*, and dwarf's SIZE */
+    char capture[1024];               /* --capture-range nvtx:NAME: NAME, "" for none */
+    int capture_cuda;                 /* --capture-range cuda-profiler-api */
+    unsigned long long max_bytes;     /* the part's cap (config.stream_max_bytes), 0: none */
+    int torch_shapes, torch_memory;   /* --record-shapes, --profile-memory (the torch observer's) */
 } settings;
 
 static settings set;
@@ -145,16 +148,40 @@ static void forget_settings(void) {
      * at this process's first NVTX call and cuInit. Programs it runs inherit them and may load
      * this library as a tool, which then does nothing (no settings: not active). */
     strip_preload(getenv("STROBE_RECORD_PRELOAD"));
-    static const char *const vars[] = {
-        "STROBE_RECORD_DIR",          "STROBE_RECORD_ACTIVITIES",
-        "STROBE_RECORD_DELAY_MS",     "STROBE_RECORD_DURATION_MS",
-        "STROBE_RECORD_HEAP",         "STROBE_RECORD_NO_FOLLOW",
-        "STROBE_RECORD_PRELOAD",      "STROBE_RECORD_SAMPLE_HZ",
-        "STROBE_RECORD_CAPTURE_NVTX", "STROBE_RECORD_CAPTURE_CUDA",
-        "STROBE_RECORD_HEAP_STACKS",  "STROBE_RECORD_WATCH_PID",
-        "STROBE_RECORD_MAX_BYTES",    "STROBE_RECORD_NO_PYTHON_FRAMES"};
+    static const char *const vars[] = {"STROBE_RECORD_DIR",
+                                       "STROBE_RECORD_ACTIVITIES",
+                                       "STROBE_RECORD_DELAY_MS",
+                                       "STROBE_RECORD_DURATION_MS",
+                                       "STROBE_RECORD_HEAP",
+                                       "STROBE_RECORD_NO_FOLLOW",
+                                       "STROBE_RECORD_PRELOAD",
+                                       "STROBE_RECORD_SAMPLE_HZ",
+                                       "STROBE_RECORD_CAPTURE_NVTX",
+                                       "STROBE_RECORD_CAPTURE_CUDA",
+                                       "STROBE_RECORD_HEAP_STACKS",
+                                       "STROBE_RECORD_WATCH_PID",
+                                       "STROBE_RECORD_MAX_BYTES",
+                                       "STROBE_RECORD_CALL_GRAPH",
+                                       "STROBE_RECORD_NO_PYTHON_FRAMES"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
+}
+
+/* STROBE_RECORD_CALL_GRAPH ("fp" or "dwarf,SIZE", checked by `strobe record`) into set; anything
+ * else leaves the default. */
+static void read_call_graph(void) {
+    const char *v = getenv("STROBE_RECORD_CALL_GRAPH");
+    if (v == NULL) return;
+    if (strcmp(v, "fp") == 0) {
+        set.call_graph = STROBE_CALL_GRAPH_FP;
+    } else if (strncmp(v, "dwarf,", 6) == 0) {
+        char *end;
+        errno = 0;
+        unsigned long bytes = strtoul(v + 6, &end, 10);
+        if (errno || *end != '\0' || bytes > STROBE_CPU_SAMPLE_STACK_MAX) return;
+        set.call_graph = STROBE_CALL_GRAPH_DWARF;
+        set.stack_bytes = (uint32_t)bytes;
+    }
 }
 
 /* Reads the settings. @return 1 when this process records. */
@@ -204,6 +231,7 @@ static int read_settings(void) {
     long long hz = env_ms("STROBE_RECORD_SAMPLE_HZ", 0);
     set.sample_hz = hz > 0 && hz <= STROBE_CPU_SAMPLE_HZ_MAX ? (uint32_t)hz : 0;
     set.no_python_frames = env_ms("STROBE_RECORD_NO_PYTHON_FRAMES", 0) != 0;
+    read_call_graph();
     if (no_follow) forget_settings();
     return 1;
 }
@@ -281,6 +309,8 @@ static void start_locked(void) {
     cfg.record_shapes = set.torch_shapes;
     cfg.cpu_sample_hz = set.sample_hz;
     cfg.no_python_frames = set.no_python_frames;
+    cfg.cpu_sample_call_graph = set.call_graph;
+    cfg.cpu_sample_stack_bytes = set.stack_bytes;
     cfg.trace_name = program_invocation_short_name;
     /* Many short processes (a shell script's) each start a session: fault in little up front. */
     cfg.prefault_bytes = (size_t)1 << 20;
