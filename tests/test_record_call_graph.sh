@@ -30,8 +30,10 @@ done
 share() {
   "$strobe" record -q --keep-parts --sample --call-graph "$1" -o "$out/$1.json" -- "$target" \
     "$dso" 400 2>"$out/$1.err" || { cat "$out/$1.err"; fail "record --call-graph $1: exit $?"; }
-  python3 - "$out/$1.json" "$1" <<'PY' || exit 1
+  python3 - "$out/$1.json" "$1" "$(dirname "$0")" <<'PY' || exit 1
 import glob, json, sys
+sys.path.insert(0, sys.argv[3])
+from cpu_profile import samples_by_tid
 t = json.load(open(sys.argv[1]))
 # The sampler's metadata is in the process's part (the merged trace keeps no per-process ones).
 part = [json.load(open(p)) for p in glob.glob(sys.argv[1] + ".parts/*.json")]
@@ -43,12 +45,12 @@ if not meta["callchain"].startswith(want):
     print("callchain %r, not %s" % (meta["callchain"], want), file=sys.stderr); sys.exit(1)
 shares = []
 for p in ("rec", "dso"):
-    s = [e for e in t["traceEvents"] if e.get("cat") == "cpu_sample"
-         and e["name"].startswith(p + "_hot")]
+    s = [";".join(st) for v in samples_by_tid(t).values() for st in v
+         if st and st[0].startswith(p + "_hot")]
     def whole(st):
         i = st.find(p + "_c"); i = st.find(p + "_b", i) if i >= 0 else -1
         return i >= 0 and st.find(p + "_a", i) >= 0
-    n = sum(1 for e in s if whole(e.get("args", {}).get("Call stack", "")))
+    n = sum(1 for st in s if whole(st))
     print("%s: %d of %d hot samples with the whole chain" % (p, n, len(s)), file=sys.stderr)
     if len(s) < 50:
         print("too few samples in %s_hot: %d" % (p, len(s)), file=sys.stderr); sys.exit(1)

@@ -3,11 +3,16 @@ none): the call graph asked for is the one the trace's "strobe_cpu_sampling" nam
 one is a ValueError before anything starts."""
 import json
 import os
+import sys
 import tempfile
 import time
 import unittest
 
 from strobe.profiler import profile
+
+# The repository's tests/cpu_profile.py reads the samples (Chrome's CPU profile events) back.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
+from cpu_profile import samples_by_tid  # noqa: E402
 
 OUT = os.environ.get("STROBE_TEST_TRACE_DIR")
 
@@ -25,7 +30,7 @@ def sampling_meta(prof):
     prof.export_chrome_trace(path)
     with open(path) as f:
         trace = json.load(f)
-    samples = [e for e in trace["traceEvents"] if e.get("cat") == "cpu_sample"]
+    samples = [st for v in samples_by_tid(trace).values() for st in v]
     return trace.get("strobe_cpu_sampling"), samples
 
 

@@ -663,7 +663,8 @@ class TorchNamesTest(unittest.TestCase):
             return [p for p in inspect.signature(f).parameters]
 
         # torch's parameters, in torch's order, then strobe's own CPU sampling keywords.
-        self.assertEqual(params(profile.__init__), t["profile"] + ["cpu_sample_hz", "call_graph"])
+        strobe_own = ["cpu_sample_hz", "call_graph", "python_frames"]
+        self.assertEqual(params(profile.__init__), t["profile"] + strobe_own)
         self.assertEqual(params(schedule), t["schedule"])
         self.assertEqual(params(tensorboard_trace_handler), t["handler"])
         self.assertEqual(params(P.EventList.table), t["table"])

@@ -15,6 +15,10 @@ import unittest
 
 from strobe.profiler import profile
 
+# The repository's tests/cpu_profile.py reads the samples (Chrome's CPU profile events) back.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
+from cpu_profile import samples_by_tid  # noqa: E402
+
 OUT = os.environ.get("STROBE_TEST_TRACE_DIR")
 PY = re.compile(r"\.py\(\d+\): ")
 
@@ -46,12 +50,7 @@ def samples(path):
         text = f.read()
     if "CPU sampling requested but not done" in text:
         raise Refused()
-    trace = json.loads(text)
-    out = {}
-    for e in trace["traceEvents"]:
-        if e.get("cat") == "cpu_sample":
-            out.setdefault(e["tid"], []).append(e["args"]["Call stack"].split(";"))
-    return out
+    return samples_by_tid(json.loads(text))
 
 
 def record(tmp, name, **kw):

@@ -681,7 +681,11 @@ int strobe__pyframes_splice(strobe__pyframes *pf, strobe__sample *samples, size_
     strobe__pyframes_drain(pf);
     if (pf->nrecs == 0) return 0;
     qsort(pf->recs, pf->nrecs, sizeof *pf->recs, cmp_rec);
-    size_t cap = *npcs + pf->nframes + 16, n = 0;
+    /* Samples may share their frames (the sampler interns stacks), so the spliced array is sized
+     * by the samples' own frame counts, not by the shared array's. */
+    size_t cap = pf->nframes + 16, n = 0;
+    for (size_t i = 0; i < count; i++)
+        cap += samples[i].n;
     uint64_t *out = malloc(cap * sizeof *out);
     if (out == NULL) return STROBE_ENOMEM;
     size_t r = 0, used = 0;
