@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "common.h"
 #include "emit.h"
+#include "heap.h"
 #include "link.h"
 #include "model.h"
 #include "rows.h"
@@ -58,6 +59,12 @@ const char cmd_summary_usage[] =
     "    directly inside it, total also the work of its children. Memory columns add the\n"
     "    [memory] events' bytes (frees are negative) directly inside (Self) and anywhere\n"
     "    inside an operator. Columns with no data are left out, as torch does.\n"
+    "\n"
+    "    A trace of strobe record --heap holds the program's allocation sites: the table (or,\n"
+    "    with no operators, instead of it) is followed by their totals and the largest sites\n"
+    "    by peak live bytes and by bytes allocated (-n of each, default 10), with calls,\n"
+    "    temporary allocations, bytes leaked at exit and the first frames of each call stack,\n"
+    "    as heaptrack's summary shows them.\n"
     "\n"
     "    Perf counters: when the trace names them in its top-level \"strobe_perf_events\"\n"
     "    (strobe's perf_events option), each event adds a column of its name (task-clock,\n"
@@ -1117,10 +1124,17 @@ int cmd_summary(int argc, char **argv) {
         if (work == 0) {
             sort_rows(s, key, (size_t)pk);
             size_t shown = limit == 0 || limit > s->count ? s->count : limit;
-            if (format == CL_TABLE)
-                work = print_table(s, shown);
-            else
-                work = print_machine(stdout, s, shown, format == CL_JSON);
+            /* strobe record --heap's allocation sites follow the table; a trace of them alone
+             * (no operators) prints them instead of an empty table. */
+            cli_heap heap;
+            int has_heap = format == CL_TABLE && cli_heap_read(s->m->heap_json, &heap) == 0;
+            if (format == CL_TABLE && !(has_heap && s->count == 0)) work = print_table(s, shown);
+            if (has_heap) {
+                if (s->count) fputc('\n', stdout);
+                cli_heap_print(stdout, &heap, limit ? limit : 10, 6);
+                cli_heap_free(&heap);
+            }
+            if (format != CL_TABLE) work = print_machine(stdout, s, shown, format == CL_JSON);
         }
         rc = cli_finish("summary", path, work, CLI_OK);
         md_free(s->m);
