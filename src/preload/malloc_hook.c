@@ -342,8 +342,9 @@ void strobe__heap_resolve(void) {
  * site (calls, bytes, temporary allocations), and the site's live bytes are kept up to date
  * through a map from each live block to its site, for the site's peak and the bytes it leaked
  * (still live when the session stops). A temporary allocation is heaptrack's: one that its
- * thread frees with no other allocation of that thread in between. Sites and map are under one
- * lock and bounded (SITE_CAP sites, BLK_CAP_MAX map slots); what they cannot take is counted.
+ * thread frees right after it, with no other allocation or free of that thread in between. Sites
+ * and map are under one lock and bounded (SITE_CAP sites, BLK_CAP_MAX map slots); what they cannot
+ * take is counted.
  *
  * Two ways to run (site_mode):
  * - SITES_EVERY (--heap-stacks): every allocation and free is a [memory] event too, an
@@ -387,7 +388,7 @@ static uint32_t *blk_vals;
 static size_t blk_cap, blk_n;
 static __thread uintptr_t stack_lo __attribute__((tls_model("initial-exec")));
 static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));
-/* The thread's last allocation, until freed (a temporary allocation) or another is made. */
+/* The thread's last allocation, until it or another block is freed, or another is made. */
 static __thread uintptr_t last_alloc __attribute__((tls_model("initial-exec")));
 /* The thread's bytes to go before its next sample (0: not drawn yet), and its random state. */
 static __thread int64_t sample_left __attribute__((tls_model("initial-exec")));
@@ -589,7 +590,7 @@ static void alloc_with_stack(void *p, int64_t n, int64_t total) {
 static int site_free(void *p, int64_t n) {
     uintptr_t key = (uintptr_t)p;
     int temporary = key == last_alloc;
-    if (temporary) last_alloc = 0;
+    last_alloc = 0;
     int sampled = 0;
     pthread_mutex_lock(&site_lock);
     if (blk_cap == 0) {
