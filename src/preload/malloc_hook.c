@@ -153,7 +153,7 @@ static int site_mode;
 static void alloc_with_stack(void *p, int64_t n, int64_t total);
 static int site_free(void *p, int64_t n);
 static void heap_counters(int64_t total);
-static int64_t reserved_now; /* the last reserved bytes read (heap_counters) */
+static int64_t reserved_now; /* the most bytes allocated at once so far (heap_counters) */
 #endif
 
 /* Returns 1 when the calling allocation should be counted: the allocator is resolved, the thread
@@ -359,7 +359,7 @@ void strobe__heap_resolve(void) {
 #define SITE_FRAMES 16
 #define EVENT_FRAMES 16               /* as with_stack's default depth */
 #define SELF_FRAMES 4                 /* room for this library's own frames, cut off the top */
-#define SITE_CAP 16384                /* power of two */
+#define SITE_CAP 65536                /* power of two; 11 MiB */
 #define BLK_CAP_MAX ((size_t)1 << 22) /* map slots at most (48 MiB); kept at most half full */
 #define BLK_SAMPLED 0x80000000u       /* in a map value: the block's allocation was an event */
 #define TABLE_TOP 100                 /* sites written to the trace, by bytes and by peak each */
@@ -446,20 +446,19 @@ static int take_sample(int64_t n) {
 static int64_t ctr_total = -1; /* the last allocated bytes written as a counter */
 static int64_t ctr_ns;         /* and when (CLOCK_MONOTONIC) */
 
-/* The bytes the allocator holds from the system: glibc's mallinfo2(), arena (the arenas' heaps,
- * sbrk'd or mmapped) plus hblkhd (blocks mmapped on their own). It takes the arenas' locks but
- * allocates nothing. */
-static int64_t read_reserved(void) {
-    struct mallinfo2 mi = mallinfo2();
-    return (int64_t)(mi.arena + mi.hblkhd);
-}
-
-/* The allocated bytes `total` and the reserved bytes as samples of the counters that the
- * [memory] events feed ("allocated bytes (cpu)", "reserved bytes (cpu)"), when they changed:
- * at most once every 100 us, and then when the allocated bytes moved by 1% (and 64 KiB) since
- * the last samples, or 1 ms has gone by. Only every 64th call of a thread looks at the clock
+/* The allocated bytes `total` and their high-water mark as samples of the counters that the
+ * [memory] events feed ("allocated bytes (cpu)", "reserved bytes (cpu)"): at most once a
+ * millisecond, when the allocated bytes moved by 1% (and 64 KiB) since the last samples or 10 ms
+ * have gone by with any change. "Reserved" is the most bytes allocated at once so far: a lower
+ * bound of what the allocator holds from the system. glibc's own figure (mallinfo2's arena +
+ * hblkhd) walks every free list of every arena under its lock: 76% of the time of a recorded
+ * `import torch` when read every 10 ms. Only every 64th call of a thread looks at the clock
  * unless the change is that large. */
 static void heap_counters(int64_t total) {
+    int64_t high = __atomic_load_n(&reserved_now, __ATOMIC_RELAXED);
+    while (total > high && !__atomic_compare_exchange_n(&reserved_now, &high, total, 1,
+                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
     int64_t last = __atomic_load_n(&ctr_total, __ATOMIC_RELAXED);
     int64_t d = total > last ? total - last : last - total;
     int big = last < 0 || (d * 100 >= last && d >= 65536);
@@ -468,14 +467,13 @@ static void heap_counters(int64_t total) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     int64_t prev = __atomic_load_n(&ctr_ns, __ATOMIC_RELAXED);
-    if (now - prev < (big ? 100000 : 1000000)) return;
+    if (now - prev < (big ? 1000000 : 10000000)) return;
     if (!__atomic_compare_exchange_n(&ctr_ns, &prev, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return; /* another thread writes them */
     __atomic_store_n(&ctr_total, total, __ATOMIC_RELAXED);
-    int64_t reserved = read_reserved();
-    __atomic_store_n(&reserved_now, reserved, __ATOMIC_RELAXED);
     strobe_counter("allocated bytes (cpu)", (double)total);
-    strobe_counter("reserved bytes (cpu)", (double)reserved);
+    strobe_counter("reserved bytes (cpu)",
+                   (double)__atomic_load_n(&reserved_now, __ATOMIC_RELAXED));
 }
 
 static int blk_grow(void) {
@@ -507,31 +505,39 @@ static int blk_grow(void) {
 /* Counts an allocation of `n` bytes at `p` to the site of its stack (`got` return addresses in
  * raw, from `first` on: this library's frames before it); `sampled`: it was an event. `total`:
  * the allocated bytes after it. */
+/* The site of the k return addresses at pcs, made when missing while the table holds fewer
+ * than `limit` sites (site_lock held). @return it, or NULL. */
+static site *find_site(const uint64_t *pcs, int k, size_t limit) {
+    uint64_t h = (uint64_t)k;
+    for (int i = 0; i < k; i++)
+        h = mix(h ^ pcs[i]);
+    size_t at = h & (SITE_CAP - 1);
+    for (size_t probe = 0; probe < SITE_CAP; probe++, at = (at + 1) & (SITE_CAP - 1)) {
+        site *c = &sites[at];
+        if (c->n == 0) {
+            if (site_n >= limit) return NULL;
+            c->n = (uint32_t)k;
+            memcpy(c->pcs, pcs, (size_t)k * sizeof pcs[0]);
+            site_n++;
+            return c;
+        }
+        if (c->n == (uint32_t)k && memcmp(c->pcs, pcs, (size_t)k * sizeof pcs[0]) == 0) return c;
+    }
+    return NULL;
+}
+
 static void site_alloc(void *p, int64_t n, const uint64_t *raw, int first, int got, int sampled,
                        int64_t total) {
     int k = got - first < SITE_FRAMES ? got - first : SITE_FRAMES;
-    uint64_t h = (uint64_t)k;
-    for (int i = 0; i < k; i++)
-        h = mix(h ^ raw[first + i]);
     pthread_mutex_lock(&site_lock);
     if (total > peak_total) peak_total = total;
+    /* A new stack takes a slot while the table is half full; then the site of its leaf frame
+     * alone takes it, while the table is three quarters full: code without frame pointers ends
+     * its walks in whatever its stack holds, which makes many stacks of one call site. */
     site *s = NULL;
-    size_t at = h & (SITE_CAP - 1);
-    for (size_t probe = 0; k > 0 && sites && probe < SITE_CAP;
-         probe++, at = (at + 1) & (SITE_CAP - 1)) {
-        site *c = &sites[at];
-        if (c->n == 0) {
-            if (site_n * 4 >= SITE_CAP * 3) break; /* full enough: further sites are missed */
-            c->n = (uint32_t)k;
-            memcpy(c->pcs, raw + first, (size_t)k * sizeof raw[0]);
-            site_n++;
-            s = c;
-            break;
-        }
-        if (c->n == (uint32_t)k && memcmp(c->pcs, raw + first, (size_t)k * sizeof raw[0]) == 0) {
-            s = c;
-            break;
-        }
+    if (k > 0 && sites) {
+        s = find_site(raw + first, k, SITE_CAP / 2);
+        if (s == NULL && k > 1) s = find_site(raw + first, 1, SITE_CAP / 4 * 3);
     }
     if (s == NULL) {
         site_missed++;
