@@ -3,7 +3,8 @@
  * malloc, calloc, realloc, posix_memalign, aligned_alloc and memalign made from the main
  * program's own code (their return address lies in the executable, not in a library: the
  * program's allocations, not the loader's, libc's or strobe's), and their bytes by
- * malloc_usable_size, and prints "count PROGRAM CALLS BYTES" to standard error at exit. */
+ * malloc_usable_size, and prints "count PROGRAM CALLS BYTES" to standard error at exit.
+ * HEAP_COUNT_ALL=1 counts the calls from every module (the loader's, libraries', strobe's). */
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -23,6 +24,7 @@ static void *(*next_aligned_alloc)(size_t, size_t);
 static void *(*next_memalign)(size_t, size_t);
 static uintptr_t exe_lo, exe_hi;
 static unsigned long long calls, bytes;
+static int count_all; /* HEAP_COUNT_ALL=1: every call, from any module */
 
 /* The executable's code: the first module dl_iterate_phdr lists. */
 static int find_exe(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -45,6 +47,8 @@ __attribute__((constructor)) static void init(void) {
     next_aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
     next_memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
     dl_iterate_phdr(find_exe, NULL);
+    const char *all = getenv("HEAP_COUNT_ALL");
+    count_all = all && strcmp(all, "1") == 0;
 }
 
 __attribute__((destructor)) static void fini(void) {
@@ -55,7 +59,7 @@ __attribute__((destructor)) static void fini(void) {
 }
 
 static void count(void *p, uintptr_t ret) {
-    if (p == NULL || ret < exe_lo || ret >= exe_hi) return;
+    if (p == NULL || (!count_all && (ret < exe_lo || ret >= exe_hi))) return;
     calls++;
     bytes += malloc_usable_size(p);
 }
