@@ -244,3 +244,48 @@ void cli_heap_print(FILE *out, cli_heap *h, size_t top, size_t depth) {
     print_sites(out, h, 1, top, depth);
     print_sites(out, h, 0, top, depth);
 }
+
+/* ---- for the report ------------------------------------------------------------------------- */
+
+static void json_text(FILE *out, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+}
+
+int cli_heap_json(FILE *out, const char *json, size_t top) {
+    cli_heap h;
+    int rc = cli_heap_read(json, &h);
+    if (rc == 1) return 1;
+    if (rc != 0) return rc;
+    cli_heap_sort(&h, 1);
+    fprintf(out,
+            "{\"processes\": %zu, \"sample_rate\": %" PRId64 ", \"calls\": %" PRIu64
+            ", \"bytes\": %" PRId64 ", \"temporary\": %" PRIu64 ", \"peak\": %" PRId64
+            ", \"leaked\": %" PRId64 ", \"site_count\": %" PRIu64 ", \"missed_calls\": %" PRIu64
+            ", \"sites\": [",
+            h.processes, h.sample_rate, h.calls, h.bytes, h.temporary, h.peak, h.leaked,
+            h.site_count, h.missed_calls);
+    for (size_t i = 0; i < h.n && i < top; i++) {
+        const cli_heap_site *s = &h.sites[i];
+        fprintf(out,
+                "%s\n{\"Peak live bytes\": %" PRId64 ", \"Bytes allocated\": %" PRId64
+                ", \"Calls\": %" PRIu64 ", \"Temporary\": %" PRIu64 ", \"Leaked at exit\": %" PRId64
+                ", \"Call stack\": \"",
+                i ? "," : "", s->peak, s->bytes, s->calls, s->temporary, s->leaked);
+        for (size_t f = 0; f < s->nframes; f++) {
+            if (f) fputs(" <- ", out);
+            json_text(out, s->frames[f]);
+        }
+        fputs("\"}", out);
+    }
+    fputs("]}", out);
+    cli_heap_free(&h);
+    return 0;
+}

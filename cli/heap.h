@@ -43,4 +43,11 @@ void cli_heap_sort(cli_heap *h, int by_peak);
  * live bytes and by bytes allocated, each with its first `depth` frames. */
 void cli_heap_print(FILE *out, cli_heap *h, size_t top, size_t depth);
 
+/* Writes the totals and the `top` largest sites by peak live bytes of `json` (as for
+ * cli_heap_read()) as one JSON object for strobe report: "sites" rows with the columns "Peak live
+ * bytes", "Bytes allocated", "Calls", "Temporary", "Leaked at exit" and "Call stack" (frames
+ * joined by " <- "). @return 0, 1 (no sites in the trace: nothing written), STROBE_EINVAL or
+ * STROBE_ENOMEM. */
+int cli_heap_json(FILE *out, const char *json, size_t top);
+
 #endif

@@ -26,7 +26,12 @@ LD_PRELOAD="$counter" "$strobe" record --heap=64K -o "$out/heap.json" -- "$targe
   >"$out/heap.out" 2>"$out/heap.err" || { cat "$out/heap.err"; fail "exit $?"; }
 grep -q "Largest allocators" "$out/heap.err" || fail "no table of the largest allocators"
 "$strobe" summary "$out/heap.json" >"$out/summary.txt" 2>&1 || { cat "$out/summary.txt"; fail "summary: exit $?"; }
-python3 - "$out/heap.json" "$out/heap.out" "$out/heap.err" "$out/summary.txt" "$(basename "$target")" <<'PY' || exit 1
+"$strobe" report -q -o "$out/report.html" "$out/heap.json" 2>"$out/report.err" ||
+  { cat "$out/report.err"; fail "report: exit $?"; }
+"$strobe" flamegraph -q --metric memory -o "$out/flame.svg" "$out/heap.json" 2>"$out/flame.err" ||
+  { cat "$out/flame.err"; fail "flamegraph: exit $?"; }
+python3 - "$out/heap.json" "$out/heap.out" "$out/heap.err" "$out/summary.txt" "$(basename "$target")" \
+  "$out/report.html" "$out/flame.svg" <<'PY' || exit 1
 import json, math, re, sys
 trace = json.load(open(sys.argv[1]))
 facts = [l.split() for l in open(sys.argv[2]) if l.startswith("site ")]
@@ -62,6 +67,23 @@ for t in ("Top call sites by peak live bytes", "Top call sites by bytes allocate
     want(t in summary, "summary: no %r" % t)
 for f in facts:
     want(summary.count(f[1] + " (") >= 2, "summary: %s not in both tables" % f[1])
+# strobe report embeds the sites; the memory flame graph weighs each site's stack by its bytes.
+page = open(sys.argv[6]).read()
+rep = re.search(r'<script type="application/json" id="strobe-data">(.*?)</script>', page, re.S)
+rh = json.loads(rep.group(1))["heap"] if rep else None
+want(rh is not None and rh["calls"] == h["calls"], "report: no heap data or other totals")
+if rh:
+    for f in facts:
+        r = [x for x in rh["sites"] if re.search(r"(^| <- )%s \(" % f[1], x["Call stack"])]
+        want(len(r) == 1 and [r[0]["Calls"], r[0]["Bytes allocated"], r[0]["Peak live bytes"]] ==
+             [int(f[2]), int(f[3]), int(f[4])], "report: site %s: %s" % (f[1], r))
+svg = open(sys.argv[7]).read()
+for f in [f for f in facts if int(f[3]) >= h["bytes"] // 100]:  # the narrower ones are merged
+    t = re.findall(r"<title>%s \([^<]*\) \(([0-9.]+) (B|KiB|MiB)," % f[1], svg)
+    want(len(t) == 1, "flame graph: one frame of %s: %s" % (f[1], t))
+    if t:
+        v = float(t[0][0]) * {"B": 1, "KiB": 1024, "MiB": 1 << 20}[t[0][1]]
+        want(abs(v - int(f[3])) <= 0.01 * int(f[3]), "flame graph: %s weighs %s, expected %s bytes" % (f[1], t[0], f[3]))
 # 3. The sampled events estimate the total; the big blocks are all events.
 rate = h["sample_rate"]
 mem = [e for e in trace["traceEvents"] if e.get("name") == "[memory]"]
