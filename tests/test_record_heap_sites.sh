@@ -23,7 +23,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 . "$(dirname "$0")/validators.sh"
 
 LD_PRELOAD="$counter" "$strobe" record --heap=64K -o "$out/heap.json" -- "$target" \
-  >"$out/heap.out" 2>"$out/heap.err" || { cat "$out/heap.err"; fail "exit $?"; }
+  >"$out/heap.out" 2>"$out/heap.err"
+rc=$?
+[ "$rc" = 0 ] || { cat "$out/heap.err"; fail "exit $rc"; }
 grep -q "Largest allocators" "$out/heap.err" || fail "no table of the largest allocators"
 "$strobe" summary "$out/heap.json" >"$out/summary.txt" 2>&1 || { cat "$out/summary.txt"; fail "summary: exit $?"; }
 "$strobe" report -q -o "$out/report.html" "$out/heap.json" 2>"$out/report.err" ||
@@ -118,8 +120,9 @@ if [ -x "$shared/validators/check_all.sh" ]; then
 fi
 
 # 5. --heap=all: an event per call, no sites.
-"$strobe" record --heap=all -o "$out/all.json" -- "$target" >/dev/null 2>"$out/all.err" ||
-  { cat "$out/all.err"; fail "--heap=all: exit $?"; }
+"$strobe" record --heap=all -o "$out/all.json" -- "$target" >/dev/null 2>"$out/all.err"
+rc=$?
+[ "$rc" = 0 ] || { cat "$out/all.err"; fail "--heap=all: exit $rc"; }
 grep -q "Largest allocators" "$out/all.err" && fail "--heap=all printed the table"
 python3 - "$out/all.json" <<'PY' || exit 1
 import json, sys

@@ -27,7 +27,8 @@
  *   "strobe_malloc:" and never stop the program.
  * - Built into libstrobe_record.so (STROBE_MALLOC_EMBEDDED, for `strobe record --heap`), the file
  *   has no session of its own: record_hook.c runs it and turns recording on and off through
- *   heap_hook.h. */
+ *   heap_hook.h. There it also sums allocations per call site and can record only a sample of
+ *   them ("Allocation sites" below); this library records every call. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
