@@ -5,6 +5,7 @@
 #include "heap.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,6 +172,24 @@ int cli_heap_read(const char *json, cli_heap *h) {
         return rc;
     }
     return h->processes ? 0 : 1;
+}
+
+int64_t cli_heap_rate(const char *json) {
+    size_t end = json ? strlen(json) : 0, pos = 0;
+    const char *proc;
+    size_t plen;
+    int64_t rate = 0;
+    while (next_value(json, end, &pos, &proc, &plen) == 1) {
+        int64_t r = plen >= 2 && proc[0] == '{' ? get_int(proc, plen, "sample_rate") : 0;
+        if (r > rate) rate = r;
+    }
+    return rate;
+}
+
+int64_t cli_heap_weigh(int64_t b, int64_t rate) {
+    double m = b < 0 ? -(double)b : (double)b;
+    if (rate <= 0 || m >= (double)rate || m == 0) return b;
+    return (int64_t)llround((double)b / -expm1(-m / (double)rate));
 }
 
 void cli_heap_free(cli_heap *h) {

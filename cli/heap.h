@@ -33,6 +33,14 @@ typedef struct cli_heap {
  * or STROBE_ENOMEM. */
 int cli_heap_read(const char *json, cli_heap *h);
 
+/* The sampling rate of the [memory] events of `json` (as for cli_heap_read(): the largest of its
+ * processes'), 0 when every allocation is an event or there is none. */
+int64_t cli_heap_rate(const char *json);
+
+/* An allocation's or free's bytes `b` weighed as one sampled at `rate`: b when |b| >= rate or
+ * rate <= 0, else b / (1 - exp(-|b| / rate)), the inverse of its chance to be sampled. */
+int64_t cli_heap_weigh(int64_t b, int64_t rate);
+
 /* Frees what cli_heap_read() made; accepts a zeroed one. */
 void cli_heap_free(cli_heap *h);
 
