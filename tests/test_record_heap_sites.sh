@@ -5,9 +5,10 @@
 #     leaked at exit and temporary allocations exactly as the target worked them out;
 #  2. strobe summary prints them (no empty table); the trace passes the checkers (--strict)
 #     where SHARED_DIR has them;
-#  3. the sampled events (--heap=64K), each weighed by bytes / (1 - exp(-bytes / rate)), estimate
-#     the bytes allocated within 10%, and every block of 1 MiB or more is an event (both its
-#     allocation and its free);
+#  3. the sampled events (--heap=64K) carry their weights ("Weight": bytes / (1 - exp(-bytes /
+#     rate)), the bytes at or above the rate), which estimate the bytes allocated within 10%; every
+#     block of 1 MiB or more is an event (both its allocation and its free); strobe report and
+#     flamegraph --metric memory show the sites;
 #  4. an independent LD_PRELOAD counter (tests/heap_count_preload.c) counts the same calls and
 #     bytes made from the program's own code as the sites of the program's own functions add up
 #     to, on the same run;
@@ -90,12 +91,22 @@ for f in [f for f in facts if int(f[3]) >= h["bytes"] // 100]:  # the narrower o
 rate = h["sample_rate"]
 mem = [e for e in trace["traceEvents"] if e.get("name") == "[memory]"]
 allocs = [e["args"]["Bytes"] for e in mem if e["args"]["Bytes"] > 0]
-est = sum(b if b >= rate else b / (1 - math.exp(-b / rate)) for b in allocs)
+def weight(b):
+    b = abs(b)
+    return b if b >= rate else b / (1 - math.exp(-b / rate))
+# Each sampled event, allocation or free, carries its weight ("Weight", float precision).
+for e in mem:
+    w = e["args"].get("Weight")
+    want(w is not None and abs(w - weight(e["args"]["Bytes"])) <= 1e-6 * w + 1,
+         "event of %d bytes: Weight %s, expected %.0f" % (e["args"]["Bytes"], w, weight(e["args"]["Bytes"])))
+est = sum(e["args"].get("Weight", 0) for e in mem if e["args"]["Bytes"] > 0)
 want(abs(est - h["bytes"]) <= 0.10 * h["bytes"], "weighted estimate %.0f vs %d bytes" % (est, h["bytes"]))
 want(len(allocs) < h["calls"] / 20, "sampled: %d events of %d calls" % (len(allocs), h["calls"]))
 for b in bigs:
     want(allocs.count(b) == len([x for x in bigs if x == b]), "block of %d: %d events" % (b, allocs.count(b)))
     want(sum(1 for e in mem if e["args"]["Bytes"] == -b) == bigs.count(b), "block of %d: its free" % b)
+want(all(e["args"]["Total Reserved"] >= e["args"]["Total Allocated"] for e in mem),
+     "an event whose reserved bytes (the high water) are below its allocated bytes")
 frees = [e for e in mem if e["args"]["Bytes"] < 0]
 want(len(frees) <= len(allocs), "frees only of sampled blocks: %d > %d" % (len(frees), len(allocs)))
 want(all(e["args"].get("Call stack") for e in mem if e["args"]["Bytes"] > 0), "a sampled event without its stack")
@@ -129,7 +140,7 @@ import json, sys
 t = json.load(open(sys.argv[1]))
 mem = [e for e in t["traceEvents"] if e.get("name") == "[memory]"]
 n = sum(1 for e in mem if e["args"]["Bytes"] > 0)
-if "strobe_heap" in t or n < 300000 + 128:
+if "strobe_heap" in t or n < 300000 + 128 or any("Weight" in e["args"] for e in mem):
     print("FAIL: --heap=all: %d allocation events, strobe_heap %s" % (n, "strobe_heap" in t))
     sys.exit(1)
 print("ok    --heap=all: %d allocation events" % n)

@@ -153,6 +153,7 @@ enum { SITES_OFF = 0, SITES_EVERY = 1, SITES_SAMPLED = 2 };
 static int site_mode;
 static void alloc_with_stack(void *p, int64_t n, int64_t total);
 static int site_free(void *p, int64_t n);
+static double sample_weight(int64_t n);
 static void heap_counters(int64_t total);
 static int64_t reserved_now; /* the most bytes allocated at once so far (heap_counters) */
 #endif
@@ -192,9 +193,14 @@ static void note_free(void *p) {
         /* With sites, only the frees of blocks whose allocation was an event are events. */
         int sm = __atomic_load_n(&site_mode, __ATOMIC_RELAXED);
         if (sm) {
-            if (site_free(p, n) || sm == SITES_EVERY)
-                strobe_record_free(STROBE_DEVICE_CPU_ID, p, n, total,
-                                   __atomic_load_n(&reserved_now, __ATOMIC_RELAXED));
+            int64_t reserved = __atomic_load_n(&reserved_now, __ATOMIC_RELAXED);
+            if (site_free(p, n) && sm == SITES_SAMPLED) {
+                if (STROBE__ACTIVE() & STROBE__ACTIVE_MEMORY)
+                    strobe__memory_sample(STROBE_DEVICE_CPU_ID, p, -n, total, reserved, NULL, 0,
+                                          sample_weight(n));
+            } else if (sm == SITES_EVERY) {
+                strobe_record_free(STROBE_DEVICE_CPU_ID, p, n, total, reserved);
+            }
             heap_counters(total);
         } else
 #endif
@@ -434,6 +440,13 @@ static int64_t draw_distance(void) {
     return d < 1.0 ? 1 : d > 4e18 ? INT64_MAX : (int64_t)d + 1;
 }
 
+/* The bytes that a sampled allocation (or free) of `n` bytes stands for: n divided by its chance
+ * to be sampled, 1 - exp(-n / sample_rate), or n itself at or above the rate. */
+static double sample_weight(int64_t n) {
+    if (n >= sample_rate || n <= 0) return (double)n;
+    return (double)n / -expm1(-(double)n / (double)sample_rate);
+}
+
 /* Whether an allocation of `n` bytes is sampled (SITES_SAMPLED). */
 static int take_sample(int64_t n) {
     if (n >= sample_rate) return 1;
@@ -583,11 +596,18 @@ static void alloc_with_stack(void *p, int64_t n, int64_t total) {
     int first = 0;
     int got = capture(raw, &first);
     int k = got - first < EVENT_FRAMES ? got - first : EVENT_FRAMES;
-    int sampled = __atomic_load_n(&site_mode, __ATOMIC_RELAXED) == SITES_EVERY || take_sample(n);
+    int every = __atomic_load_n(&site_mode, __ATOMIC_RELAXED) == SITES_EVERY;
+    int sampled = every || take_sample(n);
+    int64_t reserved = __atomic_load_n(&reserved_now, __ATOMIC_RELAXED);
+    if (reserved < total) reserved = total; /* the high water, which heap_counters() then keeps */
     /* The same gate as strobe_record_alloc()'s. */
-    if (sampled && (STROBE__ACTIVE() & STROBE__ACTIVE_MEMORY))
-        strobe__memory_stack(STROBE_DEVICE_CPU_ID, p, n, total,
-                             __atomic_load_n(&reserved_now, __ATOMIC_RELAXED), raw + first, k);
+    if (sampled && (STROBE__ACTIVE() & STROBE__ACTIVE_MEMORY)) {
+        if (every)
+            strobe__memory_stack(STROBE_DEVICE_CPU_ID, p, n, total, reserved, raw + first, k);
+        else
+            strobe__memory_sample(STROBE_DEVICE_CPU_ID, p, n, total, reserved, raw + first, k,
+                                  sample_weight(n));
+    }
     site_alloc(p, n, raw, first, got, sampled, total);
     last_alloc = (uintptr_t)p;
 }
