@@ -1,6 +1,6 @@
 #!/bin/sh
-# bench_heap.sh: the cost of a malloc+free pair under `strobe record --heap` and --heap-stacks
-# (issue 17), against the same loop with no strobe (the floor), in one run: strobe_bench_heap
+# bench_heap.sh: the cost of a malloc+free pair under `strobe record --heap` (sums per site,
+# sampled events), --heap=all (an event per call) and --heap-stacks (issues 17, 31), against the same loop with no strobe (the floor), in one run: strobe_bench_heap
 # (bench_heap.c) bare, then recorded each way to a .pftrace (deleted at the end). Prints each
 # line of the program (median and fastest run, ns per pair), the extra cost per pair over the
 # floor's median, the trace's size, and the CPU model. With many pairs the figure includes the
@@ -34,12 +34,13 @@ trap 'rm -rf "$dir"' EXIT
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
 floor=$("$bench" --pairs "$pairs" --runs "$runs")
 heap=$("$strobe" record --heap -o "$dir/heap.pftrace" -- "$bench" --pairs "$pairs" --runs "$runs" 2>/dev/null)
+all=$("$strobe" record --heap=all -o "$dir/all.pftrace" -- "$bench" --pairs "$pairs" --runs "$runs" 2>/dev/null)
 stacks=$("$strobe" record --heap-stacks -o "$dir/stacks.pftrace" -- "$bench" --pairs "$pairs" --runs "$runs" 2>/dev/null)
 old=
 [ -n "$before" ] && old=$(STROBE_RECORD_LIB=$before "$strobe" record --heap-stacks -o "$dir/before.pftrace" -- "$bench" --pairs "$pairs" --runs "$runs" 2>/dev/null)
 med() { echo "$1" | awk '{print $2}'; }
 f=$(med "$floor")
-set -- "floor (no strobe)|$floor|" "--heap|$heap|heap" "--heap-stacks|$stacks|stacks"
+set -- "floor (no strobe)|$floor|" "--heap|$heap|heap" "--heap=all|$all|all" "--heap-stacks|$stacks|stacks"
 [ -n "$before" ] && set -- "$@" "--heap-stacks, before|$old|before"
 for row in "$@"; do
     name=${row%%|*} rest=${row#*|}

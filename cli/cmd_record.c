@@ -34,8 +34,8 @@ const char cmd_record_usage[] =
     "    strobe record [-o PATH] [--delay SEC] [--duration SEC] [--activities cpu,cuda]\n"
     "                  [--capture-range nvtx:NAME|cuda-profiler-api] [--sample[=HZ]]\n"
     "                  [--call-graph fp|dwarf[,SIZE]] [--no-python-frames]\n"
-    "                  [--markers MODE[:SINKS]] [--heap] [--heap-stacks] [--mpi]\n"
-    "                  [--torch] [--record-shapes] [--profile-memory] [--with-stack]\n"
+    "                  [--markers MODE[:SINKS]] [--heap[=all|BYTES]] [--heap-stacks]\n"
+    "                  [--mpi] [--torch] [--record-shapes] [--profile-memory] [--with-stack]\n"
     "                  [--no-follow] [--max-part-size SIZE] [--stats] [--keep-parts] [-q]\n"
     "                  [--] PROGRAM [ARGS...]\n"
     "\n"
@@ -59,8 +59,9 @@ const char cmd_record_usage[] =
     "    the parts are merged into PATH on one timeline and removed.\n"
     "\n"
     "    What a process records: its NVTX ranges, marks and named threads (strobe is the\n"
-    "    program's NVTX tool); with --heap, every allocation (the [memory] events and\n"
-    "    allocation counters of libstrobe_malloc.so); with --activities cpu,cuda, its CUDA\n"
+    "    program's NVTX tool); with --heap, its allocations summed per call site, sampled\n"
+    "    [memory] events and allocation counters (--heap=all: every allocation, as\n"
+    "    libstrobe_malloc.so records them); with --activities cpu,cuda, its CUDA\n"
     "    activity through CUPTI from its first cuInit on (the driver calls strobe then: a\n"
     "    program that never uses CUDA does not load it; a program without CUDA gets a note\n"
     "    and no device events); the threads that record, named as the program names them\n"
@@ -102,7 +103,18 @@ const char cmd_record_usage[] =
     "    --delay SEC           start recording SEC seconds after each process starts\n"
     "    --duration SEC        record for SEC seconds (per process; the program runs on)\n"
     "    --activities LIST     cpu (always), cuda\n"
-    "    --heap                record allocations (malloc, free, ...)\n"
+    "    --heap[=all|BYTES]    record allocations (malloc, free, ...): summed per call\n"
+    "                          stack (frame pointers) in the process (calls, bytes, peak\n"
+    "                          live bytes, bytes leaked at exit, temporary allocations),\n"
+    "                          the sites written to the trace (\"strobe_heap\", shown by\n"
+    "                          strobe summary and report) and the largest printed at the\n"
+    "                          end; [memory] events only of allocations sampled one every\n"
+    "                          BYTES on average (K, M or G; default 512K; an allocation of\n"
+    "                          BYTES or more always is one; each carries the bytes it\n"
+    "                          stands for as its \"Weight\") and of their frees; the\n"
+    "                          allocated bytes and their high-water mark (as \"reserved\")\n"
+    "                          as counters (at most every 1 ms). --heap=all: a [memory]\n"
+    "                          event for every call, no sites\n"
     "    --torch               record PyTorch's operators (see PyTorch above); fails at once\n"
     "                          when strobe was built without the torch observer\n"
     "    --record-shapes       --torch, and each operator's \"Input Dims\" and \"Input type\"\n"
@@ -120,12 +132,13 @@ const char cmd_record_usage[] =
     "                          against rank 0's (\"strobe_clock_sync\" in the trace). Run one\n"
     "                          strobe record per rank: mpirun -np N strobe record --mpi -o\n"
     "                          out_%r.json -- PROGRAM\n"
-    "    --heap-stacks         --heap, and each allocation's call stack (frame pointers: the\n"
-    "                          program's own frames need them) as its [memory] event's \"Call\n"
-    "                          stack\", and summed per call site: the largest allocators (leaf\n"
-    "                          function and its caller, by bytes allocated, with counts and\n"
-    "                          peak live bytes) are printed at the end, on standard error (with\n"
-    "                          --stats, standard output)\n"
+    "    --heap-stacks         --heap's sites, and a [memory] event for every call (as\n"
+    "                          --heap=all), each allocation's with its call stack (frame\n"
+    "                          pointers: the program's own frames need them) as its \"Call\n"
+    "                          stack\". With --heap and --heap-stacks the largest allocators\n"
+    "                          (leaf function and its caller, by bytes allocated, with counts\n"
+    "                          and peak live bytes) are printed at the end, on standard error\n"
+    "                          (with --stats, standard output)\n"
     "    --capture-range nvtx:NAME\n"
     "                          record only inside the program's NVTX ranges named NAME\n"
     "                          (push/pop, any domain; every such range, each process), as\n"
@@ -209,7 +222,7 @@ const struct option cmd_record_options[] = {
     {"delay", required_argument, NULL, OPT_DELAY},
     {"duration", required_argument, NULL, OPT_DURATION},
     {"activities", required_argument, NULL, OPT_ACTIVITIES},
-    {"heap", no_argument, NULL, OPT_HEAP},
+    {"heap", optional_argument, NULL, OPT_HEAP},
     {"no-follow", no_argument, NULL, OPT_NO_FOLLOW},
     {"stats", no_argument, NULL, OPT_STATS},
     {"keep-parts", no_argument, NULL, OPT_KEEP_PARTS},
@@ -243,6 +256,7 @@ typedef struct rec_opts {
     int mpi;             /* --mpi: libstrobe_record_mpi.so, beside libstrobe_record.so */
     int capture_cuda;    /* --capture-range cuda-profiler-api */
     int heap_stacks;     /* --heap-stacks */
+    uint64_t heap_rate;  /* --heap=BYTES: one sampled event every BYTES; 0: --heap=all */
     uint64_t max_part;   /* --max-part-size in bytes; 0: the default, from the free space */
     int torch;           /* --torch (or one of the options below, which imply it) */
     int torch_shapes, torch_memory, torch_stack; /* --record-shapes, --profile-memory ... */
@@ -583,6 +597,12 @@ static void env_free(env_list *e) {
 }
 
 /* SIZE: a whole number of bytes, with an optional K, M or G (powers of 1024). */
+/* --heap's sampling rate: one [memory] event every 512 KiB allocated, on average. tcmalloc's
+ * default of 2 MiB is made for heap profiles taken all the time in production; a recording is
+ * shorter and its timeline shows the events, so four times as many: a busy PyTorch process that
+ * allocates some 10 GB a second then writes some 20 000 events a second (README). */
+#define HEAP_RATE_DEFAULT (UINT64_C(512) << 10)
+
 static int parse_size(const char *v, uint64_t *out) {
     char *end;
     errno = 0;
@@ -652,7 +672,11 @@ static int make_env(env_list *e, const rec_opts *o, const char *parts, const cha
         snprintf(num, sizeof num, "%lld", o->duration_ms);
         rc = env_add(e, "STROBE_RECORD_DURATION_MS", num);
     }
-    if (rc == 0 && o->heap) rc = env_add(e, "STROBE_RECORD_HEAP", "1");
+    if (rc == 0 && o->heap) {
+        char rate[32];
+        snprintf(rate, sizeof rate, "%llu", (unsigned long long)o->heap_rate);
+        rc = env_add(e, "STROBE_RECORD_HEAP", o->heap_rate && !o->heap_stacks ? rate : "all");
+    }
     if (rc == 0 && o->heap_stacks) rc = env_add(e, "STROBE_RECORD_HEAP_STACKS", "1");
     if (rc == 0 && o->sample_hz) {
         snprintf(num, sizeof num, "%u", o->sample_hz);
@@ -1002,10 +1026,10 @@ static int merge_parts(const rec_opts *o, const char *parts, long root, int64_t 
     return rc;
 }
 
-/* --heap-stacks: the largest allocation sites. Each part has its own list (PARTS/<part>.heap,
- * written by the preload: "BYTES\tCOUNT\tPEAK\tLEAF\tCALLER" lines, then "missed\tN"); the rows
- * of every part are summed by leaf and caller, the peak the highest of one part (one process, or
- * one captured window). */
+/* --heap, --heap-stacks: the largest allocation sites. Each part has its own list
+ * (PARTS/<part>.heap, written by the preload: "BYTES\tCOUNT\tPEAK\tLEAF\tCALLER" lines, then
+ * "missed\tN"); the rows of every part are summed by leaf and caller, the peak the highest of one
+ * part (one process, or one captured window). */
 typedef struct heap_row {
     char *leaf, *caller;
     long long bytes, peak;
@@ -1080,7 +1104,7 @@ static void print_heap_sites(const char *parts, FILE *to) {
     }
     closedir(d);
     if (n) qsort(v, n, sizeof *v, cmp_heap_rows);
-    fprintf(to, "%sLargest allocators (--heap-stacks), by bytes allocated:\n",
+    fprintf(to, "%sLargest allocators (--heap), by bytes allocated:\n",
             to == stderr ? "strobe record: " : "\n");
     if (files == 0 || n == 0) {
         fprintf(to, "  (no allocation sites were recorded)\n");
@@ -1250,6 +1274,13 @@ int cmd_record(int argc, char **argv) {
         }
         case OPT_HEAP:
             o.heap = 1;
+            o.heap_rate = HEAP_RATE_DEFAULT;
+            if (optarg && strcmp(optarg, "all") == 0)
+                o.heap_rate = 0;
+            else if (optarg && parse_size(optarg, &o.heap_rate) != 0)
+                return usage_error("--heap takes \"all\" or a sampling rate in bytes (with K, M "
+                                   "or G)",
+                                   optarg);
             break;
         case OPT_TORCH:
             o.torch = 1;
@@ -1395,8 +1426,9 @@ int cmd_record(int argc, char **argv) {
      * standard output after the summary. */
     char *heap_text = NULL;
     size_t heap_len = 0;
-    if (o.heap_stacks && !o.stats && !o.quiet) print_heap_sites(parts, stderr);
-    if (o.heap_stacks && o.stats) {
+    int heap_sites = o.heap && (o.heap_stacks || o.heap_rate > 0);
+    if (heap_sites && !o.stats && !o.quiet) print_heap_sites(parts, stderr);
+    if (heap_sites && o.stats) {
         FILE *mem = open_memstream(&heap_text, &heap_len);
         if (mem) {
             print_heap_sites(parts, mem);

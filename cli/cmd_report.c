@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "common.h"
 #include "flame.h"
+#include "heap.h"
 #include "hta.h"
 #include "model.h"
 #include "report.h"
@@ -443,6 +444,13 @@ static int j_summary(FILE *out, void *arg) {
     sum_arg *a = arg;
     return cl_summary_json(out, a->m, REPORT_MAX_ROWS, &a->rows);
 }
+/* strobe record --heap's allocation sites; null without them. */
+static int j_heap(FILE *out, void *arg) {
+    const md_model *m = arg;
+    if (m->heap_json == NULL) return 0;
+    int rc = cli_heap_json(out, m->heap_json, REPORT_MAX_ROWS);
+    return rc == 1 ? 0 : rc;
+}
 static int j_kernels(FILE *out, void *arg) {
     return cl_kernels_json(out, arg, REPORT_MAX_ROWS);
 }
@@ -491,6 +499,7 @@ static int put_data(FILE *out, hta_set *s, const char *title) {
     if (rc == 0) rc = put_section(out, "summary", j_summary, &sa);
     if (rc == 0) fprintf(out, ",\n\"summary_rows\": %zu", sa.rows);
     if (rc == 0) rc = put_section(out, "kernels", j_kernels, m);
+    if (rc == 0) rc = put_section(out, "heap", j_heap, m);
     if (rc == 0) rc = put_section(out, "steps", j_steps, m);
     if (rc == 0) rc = put_section(out, "kernel_types", j_by_type, s);
     if (rc == 0) rc = put_section(out, "breakdown", j_breakdown, s);

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "common.h"
 #include "emit.h"
+#include "heap.h"
 #include "link.h"
 #include "model.h"
 #include "rows.h"
@@ -58,6 +59,14 @@ const char cmd_summary_usage[] =
     "    directly inside it, total also the work of its children. Memory columns add the\n"
     "    [memory] events' bytes (frees are negative) directly inside (Self) and anywhere\n"
     "    inside an operator. Columns with no data are left out, as torch does.\n"
+    "\n"
+    "    A trace of strobe record --heap holds the program's allocation sites: the table (or,\n"
+    "    with no operators, instead of it) is followed by their totals and the largest sites\n"
+    "    by peak live bytes and by bytes allocated (-n of each, default 10), with calls,\n"
+    "    temporary allocations, bytes leaked at exit and the first frames of each call stack,\n"
+    "    as heaptrack's summary shows them. Its CPU [memory] events are a sample (one every\n"
+    "    N bytes on average): in the memory columns each counts as the bytes it stands for,\n"
+    "    its bytes divided by its chance to be sampled, 1 - exp(-bytes / N).\n"
     "\n"
     "    Perf counters: when the trace names them in its top-level \"strobe_perf_events\"\n"
     "    (strobe's perf_events option), each event adds a column of its name (task-clock,\n"
@@ -456,6 +465,9 @@ static int build(summary *s) {
         }
     }
     free(w.stack);
+    /* strobe record --heap samples the CPU [memory] events by bytes: each counts as the bytes it
+     * stands for (heap.h). */
+    int64_t heap_rate = cli_heap_rate(m->heap_json);
     for (size_t i = 0; i < m->count && !err; i++) {
         const md_event e_ev = md_at(m, i), *e = &e_ev;
         int cls = row_class_of(e->kind);
@@ -501,20 +513,21 @@ static int build(summary *s) {
             }
         } else if (e->kind == MD_MEMORY) {
             int dev = e->mem_device > 0;
+            int64_t bytes = dev ? e->bytes : cli_heap_weigh(e->bytes, heap_rate);
             row *r = &s->rows[ro];
             if (dev)
-                r->self_dev_mem = sat_add(r->self_dev_mem, e->bytes);
+                r->self_dev_mem = sat_add(r->self_dev_mem, bytes);
             else
-                r->self_cpu_mem = sat_add(r->self_cpu_mem, e->bytes);
+                r->self_cpu_mem = sat_add(r->self_cpu_mem, bytes);
             for (uint32_t a = o; a != MD_NONE && !err; a = cl_op_parent(m, a)) {
                 const md_event ae = md_at(m, a);
                 uint32_t ra;
                 if (is_merged(a) || (err = row_of_event(s, &ae, &ra)) != 0 || ra == MD_NONE)
                     continue;
                 if (dev)
-                    s->rows[ra].dev_mem = sat_add(s->rows[ra].dev_mem, e->bytes);
+                    s->rows[ra].dev_mem = sat_add(s->rows[ra].dev_mem, bytes);
                 else
-                    s->rows[ra].cpu_mem = sat_add(s->rows[ra].cpu_mem, e->bytes);
+                    s->rows[ra].cpu_mem = sat_add(s->rows[ra].cpu_mem, bytes);
             }
             s->has_mem = 1;
             if (dev) s->has_dev_mem = 1;
@@ -1117,10 +1130,17 @@ int cmd_summary(int argc, char **argv) {
         if (work == 0) {
             sort_rows(s, key, (size_t)pk);
             size_t shown = limit == 0 || limit > s->count ? s->count : limit;
-            if (format == CL_TABLE)
-                work = print_table(s, shown);
-            else
-                work = print_machine(stdout, s, shown, format == CL_JSON);
+            /* strobe record --heap's allocation sites follow the table; a trace of them alone
+             * (no operators) prints them instead of an empty table. */
+            cli_heap heap;
+            int has_heap = format == CL_TABLE && cli_heap_read(s->m->heap_json, &heap) == 0;
+            if (format == CL_TABLE && !(has_heap && s->count == 0)) work = print_table(s, shown);
+            if (has_heap) {
+                if (s->count) fputc('\n', stdout);
+                cli_heap_print(stdout, &heap, limit ? limit : 10, 6);
+                cli_heap_free(&heap);
+            }
+            if (format != CL_TABLE) work = print_machine(stdout, s, shown, format == CL_JSON);
         }
         rc = cli_finish("summary", path, work, CLI_OK);
         md_free(s->m);

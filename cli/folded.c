@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heap.h"
 #include "link.h"
 #include "strobe/error.h"
 
@@ -418,8 +419,44 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
             count++;
         }
         break;
+    case CL_FOLD_MEMORY: {
+        /* A trace of strobe record --heap: its allocation sites' bytes under their native call
+         * stacks (root first), the sites it leaves out under "[other sites]"; its [memory]
+         * events, a sample of the same bytes, are not added again. */
+        cli_heap h;
+        int hr = cli_heap_read(m->heap_json, &h);
+        if (hr == STROBE_ENOMEM) goto done;
+        if (hr == 0 && h.n > 0) {
+            int64_t rest = h.bytes;
+            for (size_t i = 0; i < h.n; i++) {
+                const cli_heap_site *st = &h.sites[i];
+                uint32_t node = 0;
+                for (size_t k = st->nframes; k-- > 0 && node != MD_NONE;)
+                    node = child(f, node, st->frames[k], strlen(st->frames[k]), CL_FRAME_SAMPLE);
+                if (node == MD_NONE) {
+                    cli_heap_free(&h);
+                    goto done;
+                }
+                add(f, node, slot, st->bytes);
+                rest -= st->bytes;
+                count++;
+            }
+            if (rest > 0) {
+                static const char other[] = "[other sites]";
+                uint32_t node = child(f, 0, other, sizeof other - 1, CL_FRAME_OTHER);
+                if (node == MD_NONE) {
+                    cli_heap_free(&h);
+                    goto done;
+                }
+                add(f, node, slot, rest);
+            }
+            cli_heap_free(&h);
+            break;
+        }
+        if (hr == 0) cli_heap_free(&h);
+    }
+        /* fall through */
     case CL_FOLD_SELF_DEVICE:
-    case CL_FOLD_MEMORY:
         if (cl_link(m, owner)) goto done;
         for (size_t i = 0; i < m->count; i++) {
             int kind = md_kind_of(m, (uint32_t)i);

@@ -78,6 +78,10 @@ typedef struct merger {
      * the first value of each of carried_keys, and whether their distributedInfo values differ. */
     char *carried[3];
     int ranks_differ;
+    /* The elements of every input's "strobe_heap" array (strobe record --heap: one object per
+     * process), joined by commas (malloc'd; NULL: none): the output's array holds them all. */
+    char *heap;
+    size_t heap_len;
     /* The input being read, and its own pids (own_pids): pids[k] becomes pid_base + k. */
     const cli_merge_input *cur;
     int64_t pids[CLI_MERGE_MAX_PIDS];
@@ -503,6 +507,19 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
                             m->cmd, cli_esc(in->path),
                             in->process_name ? cli_esc(in->process_name) : "?", lost);
                 }
+            } else if (strcmp(mt->key.s, "strobe_heap") == 0 &&
+                       mt->value.type == STROBE_RD_T_ARRAY && mt->value.len > 2) {
+                size_t add = mt->value.len - 2; /* less the brackets */
+                char *h = realloc(m->heap, m->heap_len + add + 2);
+                if (h == NULL) {
+                    m->oom = 1;
+                } else {
+                    if (m->heap_len) h[m->heap_len++] = ',';
+                    memcpy(h + m->heap_len, mt->value.raw + 1, add);
+                    m->heap_len += add;
+                    h[m->heap_len] = '\0';
+                    m->heap = h;
+                }
             } else if (strcmp(mt->key.s, "deviceProperties") == 0 && m->device_props == NULL &&
                        mt->value.type == STROBE_RD_T_ARRAY && mt->value.len > 2) {
                 m->device_props = strndup(mt->value.raw, mt->value.len);
@@ -906,6 +923,13 @@ static int open_output(merger *m, const char *out, const cli_merge_options *opt,
         rc = strobe_writer_set_meta(*w, opt->meta_keys[i], opt->meta_values[i]);
     if (rc == 0 && m->device_props)
         rc = strobe_writer_set_meta(*w, "deviceProperties", m->device_props);
+    if (rc == 0 && m->heap) {
+        char *v = malloc(m->heap_len + 3);
+        if (v == NULL) return STROBE_ENOMEM;
+        snprintf(v, m->heap_len + 3, "[%s]", m->heap);
+        rc = strobe_writer_set_meta(*w, "strobe_heap", v);
+        free(v);
+    }
     for (size_t k = 0; k < 3 && rc == 0; k++)
         if (m->carried[k] && !(m->ranks_differ && k != 1))
             rc = strobe_writer_set_meta(*w, carried_keys[k], m->carried[k]);
@@ -999,6 +1023,7 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
     strobe__pool_release(&m.pool);
     free(m.trace_id);
     free(m.device_props);
+    free(m.heap);
     for (size_t k = 0; k < 3; k++)
         free(m.carried[k]);
     if (stats) *stats = st;

@@ -1129,6 +1129,20 @@ static int load_from(md_model *m, strobe_rd *rd, int rc) {
                 rc = dist_info(m, &it.meta->value);
                 if (rc) break;
             }
+            if (it.meta->value.type == STROBE_RD_T_ARRAY && it.meta->value.len > 2 &&
+                strcmp(md_str(m, (uint32_t)key), "strobe_heap") == 0) {
+                size_t add = it.meta->value.len - 2; /* less the brackets */
+                char *h = realloc(m->heap_json, m->heap_len + add + 2);
+                if (h == NULL) {
+                    rc = STROBE_ENOMEM;
+                    break;
+                }
+                if (m->heap_len) h[m->heap_len++] = ',';
+                memcpy(h + m->heap_len, it.meta->value.raw + 1, add);
+                m->heap_len += add;
+                h[m->heap_len] = '\0';
+                m->heap_json = h;
+            }
             /* The first "strobe_perf_events" counts; strobe writes it before the events. */
             if (!perf_seen && strcmp(md_str(m, (uint32_t)key), "strobe_perf_events") == 0) {
                 perf_seen = 1;
@@ -1239,6 +1253,7 @@ void md_free(md_model *m) {
     free(m->index_runs);
     free(m->procs);
     free(m->meta_keys);
+    free(m->heap_json);
     free(m->perf_names);
     free(m->perf);
     free(m->thread_slots);

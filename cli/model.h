@@ -210,6 +210,11 @@ typedef struct md_model {
     size_t proc_count, proc_cap;
     uint32_t *meta_keys; /* top-level keys other than traceEvents, in file order */
     size_t meta_count, meta_cap;
+    /* The elements of the trace's "strobe_heap" arrays (strobe record --heap's allocation sites,
+     * one object per process; heap.h reads them), joined by commas, NUL-terminated (malloc'd;
+     * NULL: none). */
+    char *heap_json;
+    size_t heap_len;
     /* Perf counters: the names in strobe's top-level "strobe_perf_events" array (string ids, in
      * its order, repeats dropped, at most MD_PERF_MAX: perf_dropped counts the others), and
      * perf_count values per event, perf[i * perf_count + k]: event i's integer arg named

@@ -41,7 +41,7 @@ const char report_page_css[] =
 
 const char report_page_body[] =
     "<script>window.addEventListener(\"error\", function (e) { var d = document.documentElement; d.setAttribute(\"data-script-errors\", String(Number(d.getAttribute(\"data-script-errors\") || 0) + 1)); var p = document.getElementById(\"script-error\"); if (!p) { p = document.createElement(\"p\"); p.id = \"script-error\"; document.body.insertBefore(p, document.body.firstChild); } p.textContent = \"The report's script failed: \" + e.message; });</script>\n"
-    "<nav><a href=\"#overview\">Overview</a><a href=\"#steps\">Steps</a><a href=\"#utilization\">Utilization</a><a href=\"#memory\">Memory</a><a href=\"#hta\">Breakdowns</a><a href=\"#operators\">Operators</a><a href=\"#kernels\">Kernels</a><a href=\"#ranks\">Ranks</a><a href=\"#flame\">Flame graph</a><a href=\"#warnings\">Warnings</a><a href=\"#metadata\">Metadata</a></nav>\n"
+    "<nav><a href=\"#overview\">Overview</a><a href=\"#steps\">Steps</a><a href=\"#utilization\">Utilization</a><a href=\"#memory\">Memory</a><a href=\"#hta\">Breakdowns</a><a href=\"#operators\">Operators</a><a href=\"#kernels\">Kernels</a><a href=\"#heap\">Heap</a><a href=\"#ranks\">Ranks</a><a href=\"#flame\">Flame graph</a><a href=\"#warnings\">Warnings</a><a href=\"#metadata\">Metadata</a></nav>\n"
     "<noscript><p class=\"warn\">This report draws its tables and charts with its inline script: allow scripts to see them.</p></noscript>\n"
     "<section id=\"overview\"><h2>Overview</h2><div class=\"body\"></div></section>\n"
     "<section id=\"steps\"><h2>Step time breakdown</h2><div class=\"body\"></div></section>\n"
@@ -50,6 +50,7 @@ const char report_page_body[] =
     "<section id=\"hta\"><h2>HTA breakdowns</h2><div class=\"body\"></div></section>\n"
     "<section id=\"operators\"><h2>Operators</h2><div class=\"body\"></div></section>\n"
     "<section id=\"kernels\"><h2>Kernels</h2><div class=\"body\"></div></section>\n"
+    "<section id=\"heap\"><h2>Heap allocation sites</h2><div class=\"body\"></div></section>\n"
     "<section id=\"ranks\"><h2>Ranks</h2><div class=\"body\"></div></section>\n"
     "<section id=\"warnings\"><h2>Warnings</h2><div class=\"body\"></div></section>\n"
     "<section id=\"metadata\"><h2>Metadata</h2><div class=\"body\"></div></section>\n";
@@ -227,6 +228,13 @@ const char report_page_script[] =
     "    note(b, \"strobe summary of \" + first.file + \": \" + D.summary.rows.length + \" of \" + D.summary_rows +\n"
     "         \" rows (by CPU total), times in microseconds. Click a header to sort.\");\n"
     "    table(b, D.summary.rows, null, {id: \"op-table\", rowClass: \"op-row\", scroll: true});\n"
+    "  })();\n"
+    "\n"
+    "  (function heap() {\n"
+    "    var b = body(\"heap\"), h = D.heap;\n"
+    "    if (!h || !h.sites.length) { note(b, \"No allocation sites in this trace (strobe record --heap records them).\"); return; }\n"
+    "    note(b, \"strobe record --heap: \" + h.calls + \" allocation calls, \" + h.bytes + \" bytes allocated, \" + h.temporary + \" temporary, \" + h.peak + \" bytes peak live, \" + h.leaked + \" bytes leaked at exit, in \" + h.site_count + \" call sites; the largest by peak live bytes (click a header to sort, e.g. by bytes allocated).\");\n"
+    "    table(b, h.sites, null, {id: \"heap-table\", rowClass: \"heap-row\", scroll: true});\n"
     "  })();\n"
     "\n"
     "  (function kernels() {\n"

@@ -1,9 +1,9 @@
 #!/bin/bash
 # `strobe record` on programs that know nothing of strobe (tests/record_target.c, a shell script,
 # python3 -c), checked against what the programs print about themselves (pids, thread ids):
-#  1. threads (--heap): the process by pid and name, the threads by tid and the names they gave
+#  1. threads (--heap=all): the process by pid and name, the threads by tid and the names they gave
 #     themselves (pthread_setname_np), each worker's allocations on its own thread;
-#  2. fork without exec (--heap): parent and child are processes of their own; the 77777-byte
+#  2. fork without exec (--heap=all): parent and child are processes of their own; the 77777-byte
 #     block the parent allocated before the fork is in the parent only, the child's 55555-byte
 #     block in the child only (the child does not write the parent's inherited session), in
 #     the order they happened across the two processes (one timeline);
@@ -67,7 +67,7 @@ PY
 }
 
 # 1. Threads.
-record threads --heap -- "$target" threads
+record threads --heap=all -- "$target" threads
 [ "$rc" = 0 ] || { cat "$out/threads.err"; fail "threads: exit $rc"; }
 grep -q "strobe record: wrote $out/threads.json: 1 process, [0-9]* events" "$out/threads.err" ||
   { cat "$out/threads.err"; fail "threads: no closing line"; }
@@ -87,7 +87,7 @@ traces+=("$out/threads.json")
 grep -q '"worker-a"' "$out/threads.info" || fail "strobe info lists no worker-a"
 
 # 2. fork without exec.
-record fork --heap -- "$target" fork
+record fork --heap=all -- "$target" fork
 [ "$rc" = 0 ] || { cat "$out/fork.err"; fail "fork: exit $rc"; }
 check "$out/fork.json" "$out/fork.out" '
 pid = int(facts[0][1]); child = int([f for f in facts if f[0] == "child"][0][1])
@@ -110,7 +110,7 @@ traces+=("$out/fork.json")
 
 # 3. fork+exec and posix_spawn.
 for mode in forkexec spawn; do
-  record $mode --heap -- "$target" $mode /bin/sh -c 'exit 0'
+  record $mode --heap=all -- "$target" $mode /bin/sh -c 'exit 0'
   [ "$rc" = 0 ] || { cat "$out/$mode.err"; fail "$mode: exit $rc"; }
   check "$out/$mode.json" "$out/$mode.out" '
 pid = int(facts[0][1]); child = int([f for f in facts if f[0] == "child"][0][1])
@@ -218,7 +218,7 @@ record nofollow --no-follow -- "$target" spawn /bin/sh -c "env >'$out/nofollow.e
 [ "$rc" = 0 ] || { cat "$out/nofollow.err"; fail "--no-follow: exit $rc"; }
 grep -q "1 process," "$out/nofollow.err" || { cat "$out/nofollow.err"; fail "--no-follow: not one process"; }
 grep -E '^(STROBE_RECORD_|LD_PRELOAD=)' "$out/nofollow.env" && fail "--no-follow: the child sees strobe's variables"
-record nofollowfork --no-follow --heap -- "$target" fork
+record nofollowfork --no-follow --heap=all -- "$target" fork
 [ "$rc" = 0 ] || { cat "$out/nofollowfork.err"; fail "--no-follow fork: exit $rc"; }
 check "$out/nofollowfork.json" "$out/nofollowfork.out" '
 pid = int(facts[0][1])
@@ -236,7 +236,7 @@ grep -q '^STROBE_RECORD_DIR=' "$out/recorded.env" || fail "the recorded program 
 traces+=("$out/nofollow.json")
 
 # 7. .pftrace, --stats, --keep-parts, --delay, --duration.
-"$strobe" record -q -o "$out/pf.pftrace" --heap -- "$target" fork >/dev/null 2>"$out/pf.err" ||
+"$strobe" record -q -o "$out/pf.pftrace" --heap=all -- "$target" fork >/dev/null 2>"$out/pf.err" ||
   { cat "$out/pf.err"; fail ".pftrace run"; }
 [ -s "$out/pf.err" ] && { cat "$out/pf.err"; fail "-q printed"; }
 "$strobe" info "$out/pf.pftrace" >"$out/pf.info" || fail "strobe info on the .pftrace"
@@ -258,7 +258,7 @@ record delay --delay 30 -- "$target" exit 0
 [ "$rc" = 0 ] || { cat "$out/delay.err"; fail "--delay: exit $rc"; }
 [ -e "$out/delay.json" ] && fail "--delay past the end wrote a trace"
 grep -q "no process recorded anything" "$out/delay.err" || { cat "$out/delay.err"; fail "--delay: message"; }
-record duration --heap --duration 0.3 -- python3 -c '
+record duration --heap=all --duration 0.3 -- python3 -c '
 import time
 time.sleep(1.0)
 keep = [bytearray(300000 + 4096 * i) for i in range(20)]'

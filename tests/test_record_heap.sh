@@ -9,7 +9,7 @@
 # Each allocation's [memory] event carries its call stack ("Call stack", innermost first): the
 # target prints every allocation's address, size and the functions its stack must begin with, and
 # each one's event is found in that order (same "Addr" and "Bytes") in the JSON written while
-# recording and in a .pftrace run converted back to JSON; with --heap alone no [memory] event has
+# recording and in a .pftrace run converted back to JSON; with --heap=all no [memory] event has
 # one.
 # Usage: test_record_heap.sh STROBE TARGET OUT_DIR SHARED_DIR RECORD_TARGET. Exit 77 without
 # python3.
@@ -57,9 +57,9 @@ print("ok    %s: %d sites, the known ones exact" % (sys.argv[1], len(rows)))
 PY
 done
 grep -q "Largest allocators" "$out/stats.err" && fail "--stats: the table went to standard error too"
-# Without --heap-stacks: no table.
-"$strobe" record --heap -o "$out/plain.json" -- "$target" >/dev/null 2>"$out/plain.err" || fail "--heap: exit $?"
-grep -q "Largest allocators" "$out/plain.err" && fail "--heap alone printed the table"
+# With --heap=all (no sites): no table.
+"$strobe" record --heap=all -o "$out/plain.json" -- "$target" >/dev/null 2>"$out/plain.err" || fail "--heap=all: exit $?"
+grep -q "Largest allocators" "$out/plain.err" && fail "--heap=all printed the table"
 
 # The allocating call stacks: streamed JSON, and .pftrace -> JSON through strobe convert.
 "$strobe" record --heap-stacks -o "$out/heap.pftrace" -- "$target" >"$out/pft.out" 2>"$out/pft.err" ||
@@ -79,10 +79,10 @@ def frames(stack):
     # Functions innermost first, less " (file:line)".
     return [re.sub(r" \(.*\)$", "", f) for f in stack.split(";")]
 if sys.argv[2].endswith("-"):
-    # --heap alone: the events, none with a stack.
+    # --heap=all: the events, none with a stack.
     want(len(mem) >= 2 * (10 + 1000), "--heap: the [memory] events: %d" % len(mem))
     with_stack = [e for e in mem if "Call stack" in e.get("args", {})]
-    want(not with_stack, "--heap alone: %d [memory] events with a Call stack" % len(with_stack))
+    want(not with_stack, "--heap=all: %d [memory] events with a Call stack" % len(with_stack))
     ok = "%d [memory] events, none with a call stack" % len(mem)
 else:
     blocks = [l.split() for l in open(sys.argv[2]) if l.startswith("block ")]

@@ -1,6 +1,6 @@
 #!/bin/bash
 # `strobe record` when the program does not end with an ordinary exit (issue 29), with
-# tests/record_robust_target.c (N allocations of 100 bytes, each freed, recorded with --heap):
+# tests/record_robust_target.c (N allocations of 100 bytes, each freed, recorded with --heap=all):
 #  1. main calls pthread_exit() while a detached thread allocates: the process ends (strobe's
 #     own threads do not keep it alive) with status 0, and both threads' allocations are kept;
 #  2. SIGSEGV, abort() and a SIGTERM the program sends itself: the status is the signal's (139,
@@ -27,7 +27,7 @@ N=3000
 # run NAME MODE [EXPECTED_STATUS]: records the target in MODE into $out/NAME.json.
 run() {
     local name=$1 mode=$2 want=${3:-0}
-    timeout 60 "$strobe" record --heap -o "$out/$name.json" -- "$target" "$mode" $N \
+    timeout 60 "$strobe" record --heap=all -o "$out/$name.json" -- "$target" "$mode" $N \
         >"$out/$name.out" 2>"$out/$name.err"
     local rc=$?
     [ $rc -eq 124 ] && fail "$name: strobe record hung (killed after 60 s)"
@@ -86,7 +86,7 @@ run fds fds 0
 allocs "$out/fds.json" $((2 * N))
 
 # 4. strobe record killed: the part is closed, stops growing, and the program runs to its end.
-"$strobe" record --heap -o "$out/killed.json" -- "$target" spin 1 4 >"$out/killed.out" \
+"$strobe" record --heap=all -o "$out/killed.json" -- "$target" spin 1 4 >"$out/killed.out" \
     2>"$out/killed.err" &
 rec=$!
 sleep 1
@@ -107,7 +107,7 @@ grep -q "strobe record is gone" "$out/killed.err" || fail "killed: no message"
 traces+=("$part")
 
 # 5. The program killed with SIGKILL: cut short.
-timeout 60 "$strobe" record --heap -o "$out/cut.json" -- sh -c \
+timeout 60 "$strobe" record --heap=all -o "$out/cut.json" -- sh -c \
     "\"$target\" spin 1 10 & sleep 1; kill -KILL \$!; wait" >"$out/cut.out" 2>"$out/cut.err"
 rc=$?
 [ $rc -eq 137 ] || [ $rc -eq 0 ] || fail "cut: exit $rc"
@@ -122,7 +122,7 @@ traces+=("$out/cut.json")
 
 # 6. --max-part-size: the part stops at the cap, the merge warns with the count, and a size that
 #    is not one is a usage error.
-timeout 60 "$strobe" record --heap --max-part-size 1M -o "$out/capped.json" -- "$target" spin 1 2 \
+timeout 60 "$strobe" record --heap=all --max-part-size 1M -o "$out/capped.json" -- "$target" spin 1 2 \
     >"$out/capped.out" 2>"$out/capped.err"
 rc=$?
 [ $rc -eq 0 ] || { cat "$out/capped.err"; fail "capped: exit $rc"; }

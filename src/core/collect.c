@@ -597,6 +597,9 @@ static int c_memory(void *ctx, const strobe__dec_memory *m) {
     if (rc == 0) rc = put_arg_i64(r, ev, STROBE_KINETO_ARG_MEM_BYTES, m->bytes);
     if (rc == 0) rc = put_arg_i64(r, ev, STROBE_KINETO_ARG_TOTAL_ALLOCATED, m->total_allocated);
     if (rc == 0) rc = put_arg_i64(r, ev, STROBE_KINETO_ARG_TOTAL_RESERVED, m->total_reserved);
+    /* A sample's weight (strobe record --heap), in whole bytes. */
+    if (rc == 0 && m->weight > 0)
+        rc = put_arg_i64(r, ev, STROBE__ARG_MEM_WEIGHT, (int64_t)(m->weight + 0.5));
     /* The allocating call stack (--heap-stacks): "Call stack", as a range's. */
     if (rc == 0 && m->npcs) rc = keep_stack(c->in, ev, m->pcs, m->npcs);
     for (int k = 0; k < 2 && rc == 0; k++) {

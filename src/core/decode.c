@@ -267,6 +267,10 @@ static int on_memory(strobe__decoder *d, const uint64_t *w, int64_t ts, const ui
     m.bytes = (int64_t)w[2];
     m.total_allocated = (int64_t)w[3];
     m.total_reserved = (int64_t)w[4];
+    uint32_t wbits = (uint32_t)(w[5] >> STROBE__MEM_WEIGHT_SHIFT);
+    float wf;
+    memcpy(&wf, &wbits, sizeof wf);
+    m.weight = wbits ? (double)wf : 0;
     for (int k = 0; k < 2; k++) {
         if (type == STROBE_DEVICE_CPU) {
             snprintf(m.counter[k], sizeof m.counter[k], "%s bytes (cpu)",

@@ -64,7 +64,11 @@ typedef struct strobe__dec_memory {
      * first, in the chunk (valid during the callback); npcs 0: none. */
     const uint64_t *pcs;
     uint32_t npcs;
+    double weight; /* a sampled event's weight in bytes (record.h); 0: none */
 } strobe__dec_memory;
+
+/* The arg of a sampled [memory] event that gives its weight (strobe record --heap). */
+#define STROBE__ARG_MEM_WEIGHT "Weight"
 
 /* A backend event (strobe_record_backend_event); names valid only during the callback. */
 typedef struct strobe__dec_backend {

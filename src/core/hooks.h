@@ -118,6 +118,13 @@ int strobe__thread_name_tid(int64_t tid, const char *name);
 void strobe__memory_stack(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
                           int64_t total_reserved, const uint64_t *pcs, int n);
 
+/* hotpath.c: strobe__memory_stack() for an allocation or free that `strobe record --heap`
+ * sampled by bytes: `weight` is the bytes it stands for (> 0; kept as a single-precision float),
+ * which the [memory] event carries as its "Weight" arg. pcs may be NULL (n 0: no stack). Same
+ * gate as strobe__memory_stack(). */
+void strobe__memory_sample(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
+                           int64_t total_reserved, const uint64_t *pcs, int n, double weight);
+
 /* ---- Markers (src/markers): strobe's ranges for other tools ------------------------------- */
 
 /* What the hot path calls, besides recording, for every range it sees while markers are on

@@ -867,10 +867,9 @@ void strobe__module_pop(void) {
 
 /* A MEM record, followed by its call stack (`n` return addresses, STROBE__MEM_STACK set) when
  * n > 0: one reserve and one publish, so the decoder always finds the two together. */
-static inline __attribute__((always_inline)) void put_memory(int32_t device, const void *ptr,
-                                                             int64_t bytes, int64_t total_allocated,
-                                                             int64_t total_reserved,
-                                                             const uint64_t *pcs, uint32_t n) {
+static inline __attribute__((always_inline)) void
+put_memory(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
+           int64_t total_reserved, const uint64_t *pcs, uint32_t n, uint64_t weight_bits) {
     strobe__tstate *t = enter(1);
     if (t == NULL) return;
     size_t sb = n ? 8u + 8u * (size_t)n : 0;
@@ -880,7 +879,8 @@ static inline __attribute__((always_inline)) void put_memory(int32_t device, con
         w[2] = (uint64_t)bytes;
         w[3] = (uint64_t)total_allocated;
         w[4] = (uint64_t)total_reserved;
-        w[5] = (uint64_t)(uint32_t)device | (n ? STROBE__MEM_STACK : 0);
+        w[5] = (uint64_t)(uint32_t)device | (n ? STROBE__MEM_STACK : 0) |
+               weight_bits << STROBE__MEM_WEIGHT_SHIFT;
         if (n) {
             w[6] = STROBE__REC_WORD(STROBE__REC_STACK, (uint64_t)n);
             memcpy(w + 7, pcs, 8u * (size_t)n);
@@ -893,14 +893,26 @@ static inline __attribute__((always_inline)) void put_memory(int32_t device, con
 
 void strobe__memory(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
                     int64_t total_reserved) {
-    put_memory(device, ptr, bytes, total_allocated, total_reserved, NULL, 0);
+    put_memory(device, ptr, bytes, total_allocated, total_reserved, NULL, 0, 0);
 }
 
 void strobe__memory_stack(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
                           int64_t total_reserved, const uint64_t *pcs, int n) {
     if (pcs == NULL || n < 0) n = 0;
     if (n > (int)STROBE__MAX_STACK) n = (int)STROBE__MAX_STACK;
-    put_memory(device, ptr, bytes, total_allocated, total_reserved, pcs, (uint32_t)n);
+    put_memory(device, ptr, bytes, total_allocated, total_reserved, pcs, (uint32_t)n, 0);
+}
+
+void strobe__memory_sample(int32_t device, const void *ptr, int64_t bytes, int64_t total_allocated,
+                           int64_t total_reserved, const uint64_t *pcs, int n, double weight) {
+    if (pcs == NULL || n < 0) n = 0;
+    if (n > (int)STROBE__MAX_STACK) n = (int)STROBE__MAX_STACK;
+    /* A positive finite single's bits (the sign bit clear); anything else: no weight. */
+    float f = weight > 0 && weight < 3e38 ? (float)weight : 0.0f;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    put_memory(device, ptr, bytes, total_allocated, total_reserved, pcs, (uint32_t)n,
+               bits & 0x7fffffffu);
 }
 
 void strobe__backend_record(int64_t start_ns, int64_t end_ns, int64_t debug_handle,

@@ -27,7 +27,8 @@
  *   MEM           48   word0, address, bytes (negative: free), total allocated, total reserved,
  *                      device (strobe_device_type << 16 | index, in the low 32 bits; bit 32,
  *                      STROBE__MEM_STACK: a STACK record follows, in the same reserve, that is
- *                      this memory event's call stack rather than a range's)
+ *                      this memory event's call stack rather than a range's; bits 33..63: a
+ *                      sampled event's weight, STROBE__MEM_WEIGHT_SHIFT)
  *   EXT        16+n    word0, subkind | payload bytes << 8, payload: module push (name bytes),
  *                      module pop (none), backend event (start ns, end ns, debug handle, name
  *                      length | backend length << 32, the two names' bytes padded to 8), payload
@@ -77,6 +78,11 @@ enum {
 /* In a MEM record's device word: the STACK record right after it belongs to this memory event
  * (the allocating call stack of `strobe record --heap-stacks`). */
 #define STROBE__MEM_STACK (UINT64_C(1) << 32)
+
+/* In a MEM record's device word, from this bit up: the bytes a sampled allocation or free stands
+ * for (`strobe record --heap`'s sampling by bytes) as the bit pattern of a positive IEEE single
+ * (its 31 low bits: the sign is 0); 0: the event is no sample. */
+#define STROBE__MEM_WEIGHT_SHIFT 33
 
 /* Longest key and JSON value of an EXT arg record; longer ones are not recorded (counted in
  * stats.truncated_details). */

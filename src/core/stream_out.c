@@ -496,7 +496,7 @@ static int stack_text(strobe__stream *st, const uint64_t *pcs, uint32_t n) {
 static int s_memory(void *ctx, const strobe__dec_memory *m) {
     strobe__stream *st = ctx;
     thr *h = st->cur;
-    strobe__wr_arg a[7] = {
+    strobe__wr_arg a[8] = {
         {.name = STROBE_KINETO_ARG_DEVICE_TYPE, .type = STROBE__PFT_INT, .i = m->c10_type},
         {.name = STROBE_KINETO_ARG_DEVICE_ID, .type = STROBE__PFT_INT, .i = m->index},
         {.name = STROBE_KINETO_ARG_ADDR, .type = STROBE__PFT_UINT, .u = m->addr},
@@ -507,6 +507,11 @@ static int s_memory(void *ctx, const strobe__dec_memory *m) {
         {.name = STROBE_KINETO_ARG_TOTAL_RESERVED, .type = STROBE__PFT_INT, .i = m->total_reserved},
     };
     size_t na = 6;
+    /* A sample's weight (strobe record --heap), in whole bytes. */
+    if (m->weight > 0)
+        a[na++] = (strobe__wr_arg){.name = STROBE__ARG_MEM_WEIGHT,
+                                   .type = STROBE__PFT_INT,
+                                   .i = (int64_t)(m->weight + 0.5)};
     /* The allocating call stack (--heap-stacks), as a range's "Call stack". */
     if (m->npcs && stack_text(st, m->pcs, m->npcs) == 0)
         a[na++] = (strobe__wr_arg){.name = STROBE_KINETO_ARG_CALL_STACK,

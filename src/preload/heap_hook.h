@@ -4,6 +4,8 @@
 #ifndef STROBE_PRELOAD_HEAP_HOOK_H
 #define STROBE_PRELOAD_HEAP_HOOK_H
 
+#include <stdint.h>
+
 /* Records allocations (on != 0) as strobe memory events, or stops counting them (0). Until the
  * first call they are counted, so that a later start knows the total. */
 void strobe__heap_set_tracing(int on);
@@ -15,18 +17,23 @@ int strobe__heap_quiet(int on);
 /* Finds the real allocator now (the constructor's first step, as in libstrobe_malloc.so). */
 void strobe__heap_resolve(void);
 
-/* --heap-stacks: takes each recorded allocation's call stack and sums allocations per call site
- * (on != 0) from now on, or no longer (0). @return 0, or -1 (out of memory: no sites are kept). */
-int strobe__heap_stacks(int on);
+/* Allocation sites from now on: `mode` 1 (--heap-stacks): every allocation and free is an event,
+ * with its call stack, and summed per call site; 2 (--heap): summed per call site, the events
+ * only of allocations sampled one every `rate` bytes on average (rate <= 0: the last rate) and of
+ * their frees, with counters of the allocated and reserved bytes; 0: no sites (--heap=all: an
+ * event per call, with no stack). @return 0, or -1 (out of memory: no sites are kept). */
+int strobe__heap_sites(int mode, int64_t rate);
 
 /* In a forked child (its fork handler, first): the sites start afresh, unlocked, not counted
- * until strobe__heap_stacks(1). */
-void strobe__heap_stacks_forked(void);
+ * until strobe__heap_sites(). */
+void strobe__heap_sites_forked(void);
 
-/* Writes the largest allocation sites counted since strobe__heap_stacks(1), at most `top`, to
- * `path` (one line each, by bytes allocated: "BYTES\tCOUNT\tPEAK\tLEAF\tCALLER", the leaf and
- * caller symbolized; then "missed\tN", the allocations no site took), stops counting and forgets
- * them. Nothing to write: nothing is written. @return 0 or -1. */
-int strobe__heap_stacks_report(const char *path, int top);
+/* Ends the sites counted since strobe__heap_sites() and forgets them: adds the trace's
+ * "strobe_heap" metadata (the session must still run: this process's totals and its largest
+ * sites, with their symbolized stacks), and writes the largest, at most `top`, to `path` (one
+ * line each, by bytes allocated: "BYTES\tCOUNT\tPEAK\tLEAF\tCALLER", the leaf and caller
+ * symbolized; then "missed\tN", the allocations no site took). No sites: nothing is written.
+ * @return 0, or -1 or a negative STROBE_E* code. */
+int strobe__heap_sites_report(const char *path, int top);
 
 #endif

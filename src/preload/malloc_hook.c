@@ -27,7 +27,8 @@
  *   "strobe_malloc:" and never stop the program.
  * - Built into libstrobe_record.so (STROBE_MALLOC_EMBEDDED, for `strobe record --heap`), the file
  *   has no session of its own: record_hook.c runs it and turns recording on and off through
- *   heap_hook.h. */
+ *   heap_hook.h. There it also sums allocations per call site and can record only a sample of
+ *   them ("Allocation sites" below); this library records every call. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
@@ -40,7 +41,9 @@
 #include "strobe/strobe.h"
 #ifdef STROBE_MALLOC_EMBEDDED
 #include <link.h>
+#include <math.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "core/hooks.h"
 #include "core/stack.h"
@@ -145,9 +148,14 @@ static int64_t total_allocated;
 static __thread int in_hook __attribute__((tls_model("initial-exec")));
 
 #ifdef STROBE_MALLOC_EMBEDDED
-static int stacks_on; /* --heap-stacks: allocation sites are counted (atomic) */
+/* How allocation sites are counted (atomic; "Allocation sites" below). */
+enum { SITES_OFF = 0, SITES_EVERY = 1, SITES_SAMPLED = 2 };
+static int site_mode;
 static void alloc_with_stack(void *p, int64_t n, int64_t total);
-static void site_free(void *p, int64_t n);
+static int site_free(void *p, int64_t n);
+static double sample_weight(int64_t n);
+static void heap_counters(int64_t total);
+static int64_t reserved_now; /* the most bytes allocated at once so far (heap_counters) */
 #endif
 
 /* Returns 1 when the calling allocation should be counted: the allocator is resolved, the thread
@@ -163,10 +171,12 @@ static void note_alloc(void *p) {
     int64_t total = __atomic_add_fetch(&total_allocated, n, __ATOMIC_RELAXED);
     if (__atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_TRACE) {
 #ifdef STROBE_MALLOC_EMBEDDED
-        /* --heap-stacks: the event with its call stack, and the site's sums. */
-        if (UNLIKELY(__atomic_load_n(&stacks_on, __ATOMIC_RELAXED)))
+        /* --heap and --heap-stacks: the site's sums, and the event (every one, or sampled) with
+         * its call stack; --heap=all: the event alone. */
+        if (__atomic_load_n(&site_mode, __ATOMIC_RELAXED)) {
             alloc_with_stack(p, n, total);
-        else
+            heap_counters(total);
+        } else
 #endif
             strobe_record_alloc(STROBE_DEVICE_CPU_ID, p, n, total, 0);
     }
@@ -179,10 +189,22 @@ static void note_free(void *p) {
     int64_t n = (int64_t)real.usable(p);
     int64_t total = __atomic_sub_fetch(&total_allocated, n, __ATOMIC_RELAXED);
     if (__atomic_load_n(&mode, __ATOMIC_RELAXED) == MODE_TRACE) {
-        strobe_record_free(STROBE_DEVICE_CPU_ID, p, n, total, 0);
 #ifdef STROBE_MALLOC_EMBEDDED
-        if (UNLIKELY(__atomic_load_n(&stacks_on, __ATOMIC_RELAXED))) site_free(p, n);
+        /* With sites, only the frees of blocks whose allocation was an event are events. */
+        int sm = __atomic_load_n(&site_mode, __ATOMIC_RELAXED);
+        if (sm) {
+            int64_t reserved = __atomic_load_n(&reserved_now, __ATOMIC_RELAXED);
+            if (site_free(p, n) && sm == SITES_SAMPLED) {
+                if (STROBE__ACTIVE() & STROBE__ACTIVE_MEMORY)
+                    strobe__memory_sample(STROBE_DEVICE_CPU_ID, p, -n, total, reserved, NULL, 0,
+                                          sample_weight(n));
+            } else if (sm == SITES_EVERY) {
+                strobe_record_free(STROBE_DEVICE_CPU_ID, p, n, total, reserved);
+            }
+            heap_counters(total);
+        } else
 #endif
+            strobe_record_free(STROBE_DEVICE_CPU_ID, p, n, total, 0);
     }
     in_hook = 0;
 }
@@ -319,44 +341,73 @@ void strobe__heap_resolve(void) {
     (void)resolve();
 }
 
-/* ---- Allocation sites (--heap-stacks) -------------------------------------------------- */
+/* ---- Allocation sites (--heap, --heap-stacks) ------------------------------------------ */
 
 /* Each allocation's call stack is taken by the frame-pointer walk (core/stack.h; this library is
  * built with frame pointers, and the program's own frames need them too), strobe's frames cut
- * off the top. Its first EVENT_FRAMES return addresses go with the allocation's [memory] event
- * (its "Call stack", symbolized at the end with the trace's other stacks); its first SITE_FRAMES
- * are the site: allocations are summed per site (count, bytes) and the site's live bytes kept
- * up to date through a map from each live block to its site, for the peak. Symbolized once, at
- * the report. Under one lock: the cost is paid only with --heap-stacks. Frees carry no stack:
- * their block's site is found through the map. */
-#define SITE_FRAMES 6
-#define EVENT_FRAMES 16 /* as with_stack's default depth */
-#define SELF_FRAMES 4   /* room for this library's own frames, cut off the top */
-#define SITE_CAP 8192   /* power of two */
+ * off the top. Its first SITE_FRAMES return addresses are its site: allocations are summed per
+ * site (calls, bytes, temporary allocations), and the site's live bytes are kept up to date
+ * through a map from each live block to its site, for the site's peak and the bytes it leaked
+ * (still live when the session stops). A temporary allocation is heaptrack's: one that its
+ * thread frees right after it, with no other allocation or free of that thread in between. Sites
+ * and map are under one lock and bounded (SITE_CAP sites, BLK_CAP_MAX map slots); what they cannot
+ * take is counted.
+ *
+ * Two ways to run (site_mode):
+ * - SITES_EVERY (--heap-stacks): every allocation and free is a [memory] event too, an
+ *   allocation's with its first EVENT_FRAMES frames as its "Call stack".
+ * - SITES_SAMPLED (--heap): only sampled allocations are [memory] events (with their call
+ *   stacks), and the frees of those blocks (the map marks them). An allocation of at least
+ *   sample_rate bytes is always sampled; a smaller one when its thread's byte countdown, drawn
+ *   afresh after each sample from an exponential distribution of mean sample_rate (as tcmalloc's
+ *   and Go's heap profilers do), runs out: with probability 1 - exp(-bytes / sample_rate), which
+ *   a reader divides by to weigh the event (strobe_heap's "sample_rate"). The allocated and
+ *   reserved bytes go out as counter samples at a bounded rate (heap_counters). */
+#define SITE_FRAMES 16
+#define EVENT_FRAMES 16               /* as with_stack's default depth */
+#define SELF_FRAMES 4                 /* room for this library's own frames, cut off the top */
+#define SITE_CAP 65536                /* power of two; 11 MiB */
+#define BLK_CAP_MAX ((size_t)1 << 22) /* map slots at most (48 MiB); kept at most half full */
+#define BLK_SAMPLED 0x80000000u       /* in a map value: the block's allocation was an event */
+#define TABLE_TOP 100                 /* sites written to the trace, by bytes and by peak each */
 
 typedef struct site {
     uint64_t pcs[SITE_FRAMES];
     uint32_t n; /* frames; 0: the slot is free */
-    uint64_t count;
+    uint64_t count, temporary;
     int64_t bytes, live, peak;
 } site;
 
+static int64_t sample_rate = 512 * 1024;
 static pthread_mutex_t site_lock = PTHREAD_MUTEX_INITIALIZER;
-static site *sites;          /* SITE_CAP slots, from the real allocator */
-static size_t site_n;        /* slots in use */
-static uint64_t site_missed; /* allocations whose site found no slot, or whose stack was empty */
-/* Live blocks: address -> site index + 1, linear probing, kept at most half full. */
+static site *sites;   /* SITE_CAP slots, from the real allocator */
+static size_t site_n; /* slots in use */
+/* Allocations that no site took (an empty stack, or the sites full), and their bytes. */
+static uint64_t site_missed;
+static int64_t missed_bytes;
+/* Allocations whose block the map could not take (full, or out of memory): their frees are not
+ * attributed, so their bytes stay in their site's live bytes. */
+static uint64_t blk_unmapped;
+static int64_t peak_total; /* the highest total allocated seen while counting sites */
+/* Live blocks: address -> site index + 1 (| BLK_SAMPLED), linear probing. */
 static uintptr_t *blk_keys;
 static uint32_t *blk_vals;
 static size_t blk_cap, blk_n;
 static __thread uintptr_t stack_lo __attribute__((tls_model("initial-exec")));
 static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));
+/* The thread's last allocation, until it or another block is freed, or another is made. */
+static __thread uintptr_t last_alloc __attribute__((tls_model("initial-exec")));
+/* The thread's bytes to go before its next sample (0: not drawn yet), and its random state. */
+static __thread int64_t sample_left __attribute__((tls_model("initial-exec")));
+static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
+static __thread uint32_t ctr_tick __attribute__((tls_model("initial-exec")));
+static uint64_t rng_seq; /* seeds each thread's generator: the same program samples the same */
 /* This library's code, whose frames are cut off the top of each stack. */
 static uintptr_t self_lo, self_hi;
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size, (void)arg;
-    uintptr_t me = (uintptr_t)(void *)&alloc_with_stack;
+    uintptr_t me = (uintptr_t)(void *)&find_self;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD) continue;
@@ -377,8 +428,71 @@ static inline uint64_t mix(uint64_t x) {
     return x;
 }
 
+/* The bytes until the thread's next sample: exponential, of mean sample_rate, at least 1. */
+static int64_t draw_distance(void) {
+    if (rng == 0)
+        rng = mix(__atomic_add_fetch(&rng_seq, 1, __ATOMIC_RELAXED) * 0x9e3779b97f4a7c15ull) | 1;
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    double u = ((double)((rng * 0x2545f4914f6cdd1dull) >> 11) + 1.0) * 0x1.0p-53; /* (0, 1] */
+    double d = -log(u) * (double)sample_rate;
+    return d < 1.0 ? 1 : d > 4e18 ? INT64_MAX : (int64_t)d + 1;
+}
+
+/* The bytes that a sampled allocation (or free) of `n` bytes stands for: n divided by its chance
+ * to be sampled, 1 - exp(-n / sample_rate), or n itself at or above the rate. */
+static double sample_weight(int64_t n) {
+    if (n >= sample_rate || n <= 0) return (double)n;
+    return (double)n / -expm1(-(double)n / (double)sample_rate);
+}
+
+/* Whether an allocation of `n` bytes is sampled (SITES_SAMPLED). */
+static int take_sample(int64_t n) {
+    if (n >= sample_rate) return 1;
+    if (sample_left == 0) sample_left = draw_distance();
+    sample_left -= n;
+    if (sample_left > 0) return 0;
+    sample_left = draw_distance();
+    return 1;
+}
+
+static int64_t ctr_total = -1; /* the last allocated bytes written as a counter */
+static int64_t ctr_ns;         /* and when (CLOCK_MONOTONIC) */
+
+/* The allocated bytes `total` and their high-water mark as samples of the counters that the
+ * [memory] events feed ("allocated bytes (cpu)", "reserved bytes (cpu)"): at most once a
+ * millisecond, when the allocated bytes moved by 1% (and 64 KiB) since the last samples or 10 ms
+ * have gone by with any change. "Reserved" is the most bytes allocated at once so far: a lower
+ * bound of what the allocator holds from the system. glibc's own figure (mallinfo2's arena +
+ * hblkhd) walks every free list of every arena under its lock: 76% of the time of a recorded
+ * `import torch` when read every 10 ms. Only every 64th call of a thread looks at the clock
+ * unless the change is that large. */
+static void heap_counters(int64_t total) {
+    int64_t high = __atomic_load_n(&reserved_now, __ATOMIC_RELAXED);
+    while (total > high && !__atomic_compare_exchange_n(&reserved_now, &high, total, 1,
+                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    int64_t last = __atomic_load_n(&ctr_total, __ATOMIC_RELAXED);
+    int64_t d = total > last ? total - last : last - total;
+    int big = last < 0 || (d * 100 >= last && d >= 65536);
+    if (!big && (d == 0 || (++ctr_tick & 63) != 0)) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    int64_t prev = __atomic_load_n(&ctr_ns, __ATOMIC_RELAXED);
+    if (now - prev < (big ? 1000000 : 10000000)) return;
+    if (!__atomic_compare_exchange_n(&ctr_ns, &prev, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return; /* another thread writes them */
+    __atomic_store_n(&ctr_total, total, __ATOMIC_RELAXED);
+    strobe_counter("allocated bytes (cpu)", (double)total);
+    strobe_counter("reserved bytes (cpu)",
+                   (double)__atomic_load_n(&reserved_now, __ATOMIC_RELAXED));
+}
+
 static int blk_grow(void) {
     size_t cap = blk_cap ? 2 * blk_cap : 4096;
+    if (cap > BLK_CAP_MAX) return -1;
     uintptr_t *k = real.calloc(cap, sizeof *k);
     uint32_t *v = real.malloc(cap * sizeof *v);
     if (k == NULL || v == NULL) {
@@ -403,37 +517,45 @@ static int blk_grow(void) {
 }
 
 /* Counts an allocation of `n` bytes at `p` to the site of its stack (`got` return addresses in
- * raw, from `first` on: this library's frames before it). */
-static void site_alloc(void *p, int64_t n, const uint64_t *raw, int first, int got) {
-    int k = got - first < SITE_FRAMES ? got - first : SITE_FRAMES;
-    pthread_mutex_lock(&site_lock);
-    if (k <= 0 || sites == NULL) {
-        site_missed++;
-        pthread_mutex_unlock(&site_lock);
-        return;
-    }
+ * raw, from `first` on: this library's frames before it); `sampled`: it was an event. `total`:
+ * the allocated bytes after it. */
+/* The site of the k return addresses at pcs, made when missing while the table holds fewer
+ * than `limit` sites (site_lock held). @return it, or NULL. */
+static site *find_site(const uint64_t *pcs, int k, size_t limit) {
     uint64_t h = (uint64_t)k;
     for (int i = 0; i < k; i++)
-        h = mix(h ^ raw[first + i]);
+        h = mix(h ^ pcs[i]);
     size_t at = h & (SITE_CAP - 1);
-    site *s = NULL;
     for (size_t probe = 0; probe < SITE_CAP; probe++, at = (at + 1) & (SITE_CAP - 1)) {
         site *c = &sites[at];
         if (c->n == 0) {
-            if (site_n * 4 >= SITE_CAP * 3) break; /* full enough: further sites are missed */
+            if (site_n >= limit) return NULL;
             c->n = (uint32_t)k;
-            memcpy(c->pcs, raw + first, (size_t)k * sizeof raw[0]);
+            memcpy(c->pcs, pcs, (size_t)k * sizeof pcs[0]);
             site_n++;
-            s = c;
-            break;
+            return c;
         }
-        if (c->n == (uint32_t)k && memcmp(c->pcs, raw + first, (size_t)k * sizeof raw[0]) == 0) {
-            s = c;
-            break;
-        }
+        if (c->n == (uint32_t)k && memcmp(c->pcs, pcs, (size_t)k * sizeof pcs[0]) == 0) return c;
+    }
+    return NULL;
+}
+
+static void site_alloc(void *p, int64_t n, const uint64_t *raw, int first, int got, int sampled,
+                       int64_t total) {
+    int k = got - first < SITE_FRAMES ? got - first : SITE_FRAMES;
+    pthread_mutex_lock(&site_lock);
+    if (total > peak_total) peak_total = total;
+    /* A new stack takes a slot while the table is half full; then the site of its leaf frame
+     * alone takes it, while the table is three quarters full: code without frame pointers ends
+     * its walks in whatever its stack holds, which makes many stacks of one call site. */
+    site *s = NULL;
+    if (k > 0 && sites) {
+        s = find_site(raw + first, k, SITE_CAP / 2);
+        if (s == NULL && k > 1) s = find_site(raw + first, 1, SITE_CAP / 4 * 3);
     }
     if (s == NULL) {
         site_missed++;
+        missed_bytes += n;
         pthread_mutex_unlock(&site_lock);
         return;
     }
@@ -448,39 +570,68 @@ static void site_alloc(void *p, int64_t n, const uint64_t *raw, int first, int g
             j = (j + 1) & (blk_cap - 1);
         if (blk_keys[j] == 0) blk_n++;
         blk_keys[j] = key;
-        blk_vals[j] = (uint32_t)(s - sites) + 1;
+        blk_vals[j] = ((uint32_t)(s - sites) + 1) | (sampled ? BLK_SAMPLED : 0);
+    } else {
+        blk_unmapped++;
     }
     pthread_mutex_unlock(&site_lock);
 }
 
-/* An allocation of `n` bytes at `p`, the allocator's total `total` after it: its [memory]
- * event with its call stack, and its site. */
-static void alloc_with_stack(void *p, int64_t n, int64_t total) {
+/* The calling thread's stack into raw (EVENT_FRAMES + SELF_FRAMES slots); *first gets the index
+ * of its first frame that is not this library's. @return the frames written. */
+static int capture(uint64_t *raw, int *first) {
     if (stack_hi == 0 && strobe__stack_bounds(&stack_lo, &stack_hi) != 0) stack_hi = 1;
-    uint64_t raw[EVENT_FRAMES + SELF_FRAMES];
     int got = strobe__stack_capture(stack_lo, stack_hi, 0, raw, EVENT_FRAMES + SELF_FRAMES);
-    int first = 0;
-    while (first < got && raw[first] >= self_lo && raw[first] < self_hi)
-        first++;
-    int k = got - first < EVENT_FRAMES ? got - first : EVENT_FRAMES;
-    /* The same gate as strobe_record_alloc()'s. */
-    if (STROBE__ACTIVE() & STROBE__ACTIVE_MEMORY)
-        strobe__memory_stack(STROBE_DEVICE_CPU_ID, p, n, total, 0, raw + first, k);
-    site_alloc(p, n, raw, first, got);
+    int f = 0;
+    while (f < got && raw[f] >= self_lo && raw[f] < self_hi)
+        f++;
+    *first = f;
+    return got;
 }
 
-static void site_free(void *p, int64_t n) {
+/* An allocation of `n` bytes at `p`, the allocator's total `total` after it: its [memory] event
+ * with its call stack when every allocation is one or it is sampled, and its site. */
+static void alloc_with_stack(void *p, int64_t n, int64_t total) {
+    uint64_t raw[EVENT_FRAMES + SELF_FRAMES];
+    int first = 0;
+    int got = capture(raw, &first);
+    int k = got - first < EVENT_FRAMES ? got - first : EVENT_FRAMES;
+    int every = __atomic_load_n(&site_mode, __ATOMIC_RELAXED) == SITES_EVERY;
+    int sampled = every || take_sample(n);
+    int64_t reserved = __atomic_load_n(&reserved_now, __ATOMIC_RELAXED);
+    if (reserved < total) reserved = total; /* the high water, which heap_counters() then keeps */
+    /* The same gate as strobe_record_alloc()'s. */
+    if (sampled && (STROBE__ACTIVE() & STROBE__ACTIVE_MEMORY)) {
+        if (every)
+            strobe__memory_stack(STROBE_DEVICE_CPU_ID, p, n, total, reserved, raw + first, k);
+        else
+            strobe__memory_sample(STROBE_DEVICE_CPU_ID, p, n, total, reserved, raw + first, k,
+                                  sample_weight(n));
+    }
+    site_alloc(p, n, raw, first, got, sampled, total);
+    last_alloc = (uintptr_t)p;
+}
+
+/* A free of `n` bytes at `p` (before it is released): its site's live bytes go down.
+ * @return 1 when its allocation was an event (sampled), else 0. */
+static int site_free(void *p, int64_t n) {
     uintptr_t key = (uintptr_t)p;
+    int temporary = key == last_alloc;
+    last_alloc = 0;
+    int sampled = 0;
     pthread_mutex_lock(&site_lock);
     if (blk_cap == 0) {
         pthread_mutex_unlock(&site_lock);
-        return;
+        return 0;
     }
     size_t j = mix(key) & (blk_cap - 1);
     while (blk_keys[j] != 0 && blk_keys[j] != key)
         j = (j + 1) & (blk_cap - 1);
     if (blk_keys[j] == key) {
-        sites[blk_vals[j] - 1].live -= n;
+        site *s = &sites[(blk_vals[j] & ~BLK_SAMPLED) - 1];
+        s->live -= n;
+        if (temporary) s->temporary++;
+        sampled = (blk_vals[j] & BLK_SAMPLED) != 0;
         /* Backward-shift deletion keeps every other key reachable from its home slot. */
         size_t hole = j;
         for (size_t i = (j + 1) & (blk_cap - 1); blk_keys[i] != 0; i = (i + 1) & (blk_cap - 1)) {
@@ -495,12 +646,26 @@ static void site_free(void *p, int64_t n) {
         blk_n--;
     }
     pthread_mutex_unlock(&site_lock);
+    return sampled;
 }
 
-int strobe__heap_stacks(int on) {
+/* Forgets every site and block (locked by the caller, or in a forked child). */
+static void sites_reset(void) {
+    if (sites) memset(sites, 0, SITE_CAP * sizeof *sites);
+    site_n = 0;
+    site_missed = 0;
+    missed_bytes = 0;
+    blk_unmapped = 0;
+    peak_total = 0;
+    if (blk_keys) memset(blk_keys, 0, blk_cap * sizeof *blk_keys);
+    blk_n = 0;
+}
+
+int strobe__heap_sites(int how, int64_t rate) {
     int quiet = strobe__heap_quiet(1);
     int rc = 0;
-    if (on && sites == NULL && resolve()) {
+    if (rate > 0) sample_rate = rate;
+    if (how != SITES_OFF && sites == NULL && resolve()) {
         dl_iterate_phdr(find_self, NULL);
         site *v = real.calloc(SITE_CAP, sizeof *v);
         pthread_mutex_lock(&site_lock);
@@ -508,21 +673,19 @@ int strobe__heap_stacks(int on) {
         pthread_mutex_unlock(&site_lock);
         if (v == NULL) rc = -1;
     }
-    __atomic_store_n(&stacks_on, on && sites != NULL, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&site_mode, sites != NULL ? how : SITES_OFF, __ATOMIC_SEQ_CST);
     strobe__heap_quiet(quiet);
     return rc;
 }
 
-void strobe__heap_stacks_forked(void) {
+void strobe__heap_sites_forked(void) {
     /* Another thread of the parent may have held the lock, mid-update, at the fork: the child,
      * which starts a session of its own, starts the sites afresh. */
     pthread_mutex_init(&site_lock, NULL);
-    __atomic_store_n(&stacks_on, 0, __ATOMIC_SEQ_CST);
-    if (sites) memset(sites, 0, SITE_CAP * sizeof *sites);
-    site_n = 0;
-    site_missed = 0;
-    if (blk_keys) memset(blk_keys, 0, blk_cap * sizeof *blk_keys);
-    blk_n = 0;
+    __atomic_store_n(&site_mode, SITES_OFF, __ATOMIC_SEQ_CST);
+    sites_reset();
+    __atomic_store_n(&ctr_total, -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&ctr_ns, 0, __ATOMIC_RELAXED);
 }
 
 /* A symbolized frame's function: the innermost inlined level, less " (file:line)". */
@@ -533,6 +696,22 @@ static void frame_name(const char *sym, char *out, size_t size) {
     if (len >= size) len = size - 1;
     memcpy(out, sym, len);
     out[len] = '\0';
+}
+
+/* A symbolized frame's innermost inlined level ("function (file:line)") as a JSON string. */
+static void put_frame(FILE *f, const char *sym) {
+    size_t len = strcspn(sym, ";");
+    fputc('"', f);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)sym[i];
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
 }
 
 typedef struct site_row {
@@ -547,44 +726,136 @@ static int cmp_rows(const void *a, const void *b) {
     return strcmp(x->leaf, y->leaf);
 }
 
-int strobe__heap_stacks_report(const char *path, int top) {
+/* Site indexes by bytes (then peak) and by peak (then bytes), largest first. */
+static int cmp_by_bytes(const void *a, const void *b) {
+    const site *x = &sites[*(const size_t *)a], *y = &sites[*(const size_t *)b];
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    if (x->peak != y->peak) return x->peak > y->peak ? -1 : 1;
+    return 0;
+}
+
+static int cmp_by_peak(const void *a, const void *b) {
+    const site *x = &sites[*(const size_t *)a], *y = &sites[*(const size_t *)b];
+    if (x->peak != y->peak) return x->peak > y->peak ? -1 : 1;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The symbol of `pc`, one of the n sorted distinct addresses `u` symbolized into `syms`. */
+static const char *sym_of(const uint64_t *u, const char **syms, size_t n, uint64_t pc) {
+    const uint64_t *hit = bsearch(&pc, u, n, sizeof *u, cmp_u64);
+    return hit && syms[hit - u] ? syms[hit - u] : "??";
+}
+
+int strobe__heap_sites_report(const char *path, int top) {
     int quiet = strobe__heap_quiet(1);
-    __atomic_store_n(&stacks_on, 0, __ATOMIC_SEQ_CST);
+    int sm = __atomic_exchange_n(&site_mode, SITES_OFF, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&site_lock);
     int rc = -1;
-    size_t n = 0;
+    size_t n = 0, pick_n = 0, un = 0;
     uint64_t *pcs = NULL;
     const char **syms = NULL;
     site_row *rows = NULL;
     strobe__symbolizer *sym = NULL;
-    size_t *idx = NULL;
-    if (sites == NULL || site_n == 0) {
+    size_t *idx = NULL, *pick = NULL;
+    char *json = NULL;
+    size_t json_len = 0;
+    FILE *js = NULL;
+    if (sites == NULL || sm == SITES_OFF) {
         rc = 0;
         goto out;
     }
-    /* The leaf and its caller of every site, symbolized together. */
-    pcs = real.malloc(2 * site_n * sizeof *pcs);
-    idx = real.malloc(site_n * sizeof *idx);
-    rows = real.calloc(site_n, sizeof *rows);
-    syms = real.calloc(2 * site_n, sizeof *syms);
-    if (pcs == NULL || idx == NULL || rows == NULL || syms == NULL) goto out;
+    idx = real.malloc((site_n + 1) * sizeof *idx);
+    pick = real.malloc((site_n + 1) * sizeof *pick);
+    if (idx == NULL || pick == NULL) goto out;
+    uint64_t calls = site_missed, temporary = 0;
+    int64_t bytes = missed_bytes, leaked = 0;
     for (size_t i = 0; i < SITE_CAP; i++) {
         if (sites[i].n == 0) continue;
-        idx[n] = i;
-        pcs[2 * n] = sites[i].pcs[0];
-        pcs[2 * n + 1] = sites[i].n > 1 ? sites[i].pcs[1] : 0;
-        n++;
+        idx[n++] = i;
+        calls += sites[i].count;
+        bytes += sites[i].bytes;
+        temporary += sites[i].temporary;
+        leaked += sites[i].live;
     }
-    sym = strobe__symbolize(pcs, 2 * n, syms);
-    if (sym == NULL) goto out;
-    /* Sites with the same leaf and caller functions are one row: their peaks add up (an upper
-     * bound of the row's peak, exact where one site makes the row). */
-    size_t rn = 0;
+    /* The sites of the table: the TABLE_TOP largest by bytes, and by peak. */
+    qsort(idx, n, sizeof *idx, cmp_by_bytes);
+    for (size_t i = 0; i < n && i < TABLE_TOP; i++)
+        sites[idx[i]].n |= 0x80000000u;
+    qsort(idx, n, sizeof *idx, cmp_by_peak);
+    for (size_t i = 0; i < n && i < TABLE_TOP; i++)
+        sites[idx[i]].n |= 0x80000000u;
     for (size_t i = 0; i < n; i++) {
-        const site *s = &sites[idx[i]];
+        if (sites[idx[i]].n & 0x80000000u) {
+            sites[idx[i]].n &= ~0x80000000u;
+            pick[pick_n++] = idx[i];
+        }
+    }
+    qsort(pick, pick_n, sizeof *pick, cmp_by_bytes);
+    /* Their frames, symbolized together (distinct, sorted). */
+    pcs = real.malloc((pick_n * SITE_FRAMES + 1) * sizeof *pcs);
+    if (pcs == NULL) goto out;
+    for (size_t i = 0; i < pick_n; i++)
+        for (uint32_t f = 0; f < sites[pick[i]].n; f++)
+            pcs[un++] = sites[pick[i]].pcs[f];
+    qsort(pcs, un, sizeof *pcs, cmp_u64);
+    size_t w = 0;
+    for (size_t i = 0; i < un; i++)
+        if (w == 0 || pcs[i] != pcs[w - 1]) pcs[w++] = pcs[i];
+    un = w;
+    syms = real.calloc(un + 1, sizeof *syms);
+    if (syms == NULL) goto out;
+    if (un && (sym = strobe__symbolize(pcs, un, syms)) == NULL) goto out;
+    /* The trace's strobe_heap entry: this process's totals and table (README, "strobe record"). */
+    js = open_memstream(&json, &json_len);
+    if (js == NULL) goto out;
+    fprintf(js,
+            "[{\"pid\":%ld,\"mode\":\"%s\",\"sample_rate\":%lld,\"calls\":%llu,\"bytes\":%lld,"
+            "\"temporary\":%llu,\"leaked\":%lld,\"peak\":%lld,\"site_count\":%zu,"
+            "\"missed_calls\":%llu,\"missed_bytes\":%lld,\"unmapped_blocks\":%llu,\"sites\":[",
+            (long)getpid(), sm == SITES_EVERY ? "every" : "sampled",
+            sm == SITES_EVERY ? 0LL : (long long)sample_rate, (unsigned long long)calls,
+            (long long)bytes, (unsigned long long)temporary, (long long)leaked,
+            (long long)peak_total, n, (unsigned long long)site_missed, (long long)missed_bytes,
+            (unsigned long long)blk_unmapped);
+    for (size_t i = 0; i < pick_n; i++) {
+        const site *s = &sites[pick[i]];
+        fprintf(js,
+                "%s{\"calls\":%llu,\"bytes\":%lld,\"peak\":%lld,\"leaked\":%lld,"
+                "\"temporary\":%llu,\"stack\":[",
+                i ? "," : "", (unsigned long long)s->count, (long long)s->bytes, (long long)s->peak,
+                (long long)s->live, (unsigned long long)s->temporary);
+        for (uint32_t f = 0; f < s->n; f++) {
+            if (f) fputc(',', js);
+            put_frame(js, sym_of(pcs, syms, un, s->pcs[f]));
+        }
+        fputs("]}", js);
+    }
+    fputs("]}]", js);
+    if (fclose(js) != 0) {
+        js = NULL;
+        goto out;
+    }
+    js = NULL;
+    rc = strobe_add_metadata_json("strobe_heap", json);
+    if (rc != 0) goto out;
+    rc = -1;
+    /* The .heap list for strobe record's table: the sites of the table with the same leaf and
+     * caller functions are one row, their peaks added up (an upper bound of the row's peak,
+     * exact where one site makes the row). */
+    rows = real.calloc(pick_n + 1, sizeof *rows);
+    if (rows == NULL) goto out;
+    size_t rn = 0;
+    for (size_t i = 0; i < pick_n; i++) {
+        const site *s = &sites[pick[i]];
         site_row r = {.count = s->count, .bytes = s->bytes, .peak = s->peak};
-        frame_name(syms[2 * i] ? syms[2 * i] : "??", r.leaf, sizeof r.leaf);
-        frame_name(s->n > 1 && syms[2 * i + 1] ? syms[2 * i + 1] : "-", r.caller, sizeof r.caller);
+        frame_name(sym_of(pcs, syms, un, s->pcs[0]), r.leaf, sizeof r.leaf);
+        frame_name(s->n > 1 ? sym_of(pcs, syms, un, s->pcs[1]) : "-", r.caller, sizeof r.caller);
         size_t j = 0;
         while (j < rn &&
                !(strcmp(rows[j].leaf, r.leaf) == 0 && strcmp(rows[j].caller, r.caller) == 0))
@@ -609,17 +880,16 @@ int strobe__heap_stacks_report(const char *path, int top) {
     fprintf(f, "missed\t%llu\n", (unsigned long long)site_missed);
     rc = fclose(f) == 0 ? 0 : -1;
 out:
+    if (js) fclose(js);
+    free(json); /* open_memstream's buffer: the real allocator's, this thread being quiet */
     if (sym) strobe__symbolizer_free(sym);
     real.free(pcs);
     real.free(idx);
+    real.free(pick);
     real.free(rows);
     real.free(syms);
     /* A next session (a window, a forked child) counts afresh. */
-    if (sites) memset(sites, 0, SITE_CAP * sizeof *sites);
-    site_n = 0;
-    site_missed = 0;
-    if (blk_keys) memset(blk_keys, 0, blk_cap * sizeof *blk_keys);
-    blk_n = 0;
+    sites_reset();
     pthread_mutex_unlock(&site_lock);
     strobe__heap_quiet(quiet);
     return rc;

@@ -11,9 +11,12 @@
  *                             CUDA_INJECTION64_PATH naming this library)
  *   STROBE_RECORD_DELAY_MS    record from this long after the process starts (default 0)
  *   STROBE_RECORD_DURATION_MS and for this long (default: to the end)
- *   STROBE_RECORD_HEAP        "1": the malloc interposer's events (malloc_hook.c, built in)
- *   STROBE_RECORD_HEAP_STACKS "1": and the allocation sites (their call stacks), whose largest
- *                             go to PARTS/<part>.heap when the session stops (heap_hook.h)
+ *   STROBE_RECORD_HEAP        the malloc interposer (malloc_hook.c, built in): "all", an event
+ *                             per call; BYTES (a number): allocations summed per call site, and
+ *                             events of allocations sampled one every BYTES on average
+ *   STROBE_RECORD_HEAP_STACKS "1": with HEAP, an event per call with its call stack, and the
+ *                             sites summed; the sites' largest go to the trace ("strobe_heap")
+ *                             and to PARTS/<part>.heap when the session stops (heap_hook.h)
  *   STROBE_RECORD_SAMPLE_HZ   CPU sampling at this rate (config.cpu_sample_hz), 0 or unset: none
  *   STROBE_RECORD_NO_PYTHON_FRAMES "1": samples without Python frames (config.no_python_frames)
  *   STROBE_RECORD_CALL_GRAPH  "fp" or "dwarf,SIZE" (config.cpu_sample_call_graph and
@@ -80,8 +83,9 @@ typedef struct settings {
     int cuda_wanted;
     long long delay_ms, duration_ms; /* duration_ms < 0: to the end */
     int heap, heap_stacks;
-    uint32_t sample_hz;               /* CPU sampling (--sample), 0: none */
-    int no_python_frames;             /* --no-python-frames */
+    long long heap_rate;  /* --heap=BYTES: the sampling rate; 0: an event per call (--heap=all) */
+    uint32_t sample_hz;   /* CPU sampling (--sample), 0: none */
+    int no_python_frames; /* --no-python-frames */
     uint32_t call_graph, stack_bytes; /* --call-graph: STROBE_CALL_GRAPH_*, and dwarf's SIZE */
     char capture[1024];               /* --capture-range nvtx:NAME: NAME, "" for none */
     int capture_cuda;                 /* --capture-range cuda-profiler-api */
@@ -212,7 +216,8 @@ static int read_settings(void) {
     set.delay_ms = env_ms("STROBE_RECORD_DELAY_MS", 0);
     set.duration_ms = env_ms("STROBE_RECORD_DURATION_MS", -1);
     const char *heap = getenv("STROBE_RECORD_HEAP");
-    set.heap = heap && strcmp(heap, "1") == 0;
+    set.heap = heap && heap[0] != '\0';
+    set.heap_rate = set.heap && strcmp(heap, "all") != 0 ? env_ms("STROBE_RECORD_HEAP", 0) : 0;
     const char *hs = getenv("STROBE_RECORD_HEAP_STACKS");
     set.heap_stacks = set.heap && hs && strcmp(hs, "1") == 0;
     const char *cap = getenv("STROBE_RECORD_CAPTURE_NVTX");
@@ -323,8 +328,9 @@ static void start_locked(void) {
         session_pid = getpid();
         state = ST_ON;
         if (set.heap) strobe__heap_set_tracing(1);
-        if (set.heap_stacks && strobe__heap_stacks(1) != 0)
-            say("--heap-stacks: out of memory; no allocation sites", NULL);
+        int sites = set.heap_stacks ? 1 : set.heap_rate > 0 ? 2 : 0;
+        if (sites && strobe__heap_sites(sites, set.heap_rate) != 0)
+            say("--heap: out of memory; no allocation sites", NULL);
     }
     strobe__heap_quiet(quiet);
 }
@@ -381,22 +387,23 @@ static void stop_locked(int final) {
         note_torch();
         strobe__heap_set_tracing(0);
         int quiet = strobe__heap_quiet(1);
+        if (set.heap_stacks || set.heap_rate > 0) {
+            /* The allocation sites: into the trace ("strobe_heap", while the session still
+             * runs), and the largest beside the part (PARTS/<part>.heap). */
+            char heap_path[sizeof part_path];
+            size_t len = strlen(part_path);
+            if (len > 5) {
+                snprintf(heap_path, sizeof heap_path, "%.*s.heap", (int)(len - 5), part_path);
+                if (strobe__heap_sites_report(heap_path, 50) != 0)
+                    say("--heap: cannot write the allocation sites", heap_path);
+            }
+        }
         strobe_result *r = NULL;
         int rc = strobe_stop(&r);
         if (rc != 0) {
             say("cannot stop the session", strobe_strerror(rc));
         } else {
             strobe_result_free(r);
-        }
-        if (set.heap_stacks) {
-            /* The largest allocation sites, beside the part (PARTS/<part>.heap). */
-            char heap_path[sizeof part_path];
-            size_t len = strlen(part_path);
-            if (len > 5) {
-                snprintf(heap_path, sizeof heap_path, "%.*s.heap", (int)(len - 5), part_path);
-                if (strobe__heap_stacks_report(heap_path, 50) != 0)
-                    say("--heap-stacks: cannot write the allocation sites", heap_path);
-            }
         }
         strobe__heap_quiet(quiet);
     }
@@ -919,7 +926,7 @@ static void fork_child(void) {
     state = ST_WAIT;
     /* The forking thread is the child's only one. */
     __atomic_store_n(&prog_threads, 1, __ATOMIC_RELEASE);
-    if (set.heap_stacks) strobe__heap_stacks_forked();
+    if (set.heap_stacks || set.heap_rate > 0) strobe__heap_sites_forked();
     /* CUDA does not carry over into a forked child (its driver state is the parent's, and the
      * core's CUDA backend counts as tracing there): the child records its CPU side. */
     set.activities &= ~(uint32_t)STROBE_ACTIVITY_CUDA;

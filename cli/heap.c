@@ -1,0 +1,310 @@
+/* heap.c: strobe record --heap's allocation sites ("strobe_heap") read from a trace (heap.h).
+ *
+ * Contents: a small walker over the array's elements (the reader's strobe_rd_obj_get reads an
+ * object's members, not an array's elements); reading and summing the processes; the table. */
+#include "heap.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "reader/trace_reader.h"
+#include "strobe/error.h"
+
+/* ---- the walker ----------------------------------------------------------------------------- */
+
+/* The JSON value that starts at text[*pos] (after blanks): *val and *len get its text, *pos
+ * moves past it and past the comma after it. @return 1, 0 at the end, -1 on bad JSON. */
+static int next_value(const char *text, size_t end, size_t *pos, const char **val, size_t *len) {
+    size_t i = *pos;
+    while (i < end && strchr(" \t\r\n", text[i]))
+        i++;
+    if (i >= end) return 0;
+    size_t start = i;
+    int depth = 0, in_str = 0;
+    for (; i < end; i++) {
+        char c = text[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (--depth < 0) return -1;
+        } else if (c == ',' && depth == 0) {
+            break;
+        }
+    }
+    if (depth != 0 || in_str) return -1;
+    size_t stop = i;
+    while (stop > start && strchr(" \t\r\n", text[stop - 1]))
+        stop--;
+    *val = text + start;
+    *len = stop - start;
+    *pos = i < end ? i + 1 : i;
+    return 1;
+}
+
+static int64_t get_int(const char *obj, size_t len, const char *key) {
+    strobe_rd_value v;
+    int64_t x = 0;
+    if (strobe_rd_obj_get(obj, len, key, &v) == 1 && strobe_rd_value_int(&v, &x) == 0) return x;
+    return 0;
+}
+
+/* ---- reading -------------------------------------------------------------------------------- */
+
+static int same_stack(const cli_heap_site *a, char **frames, size_t n) {
+    if (a->nframes != n) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(a->frames[i], frames[i]) != 0) return 0;
+    return 1;
+}
+
+static void free_frames(char **frames, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(frames[i]);
+    free(frames);
+}
+
+/* Adds one site object (obj, len) to h. @return 0, STROBE_EINVAL or STROBE_ENOMEM. */
+static int add_site(cli_heap *h, const char *obj, size_t len, size_t *cap) {
+    strobe_rd_value st;
+    char **frames = NULL;
+    size_t nf = 0, fcap = 0;
+    if (strobe_rd_obj_get(obj, len, "stack", &st) == 1 && st.type == STROBE_RD_T_ARRAY) {
+        size_t pos = 1;
+        const char *v;
+        size_t vl;
+        int r;
+        while ((r = next_value(st.raw, st.len - 1, &pos, &v, &vl)) == 1) {
+            strobe_rd_value sv = {STROBE_RD_T_STRING, v, vl};
+            char buf[1024];
+            if (vl < 2 || v[0] != '"' || strobe_rd_value_str(&sv, buf, sizeof buf, NULL) != 0)
+                snprintf(buf, sizeof buf, "??");
+            if (nf == fcap) {
+                fcap = fcap ? 2 * fcap : 16;
+                char **w = realloc(frames, fcap * sizeof *w);
+                if (w == NULL) goto oom;
+                frames = w;
+            }
+            if ((frames[nf] = strdup(buf)) == NULL) goto oom;
+            nf++;
+        }
+        if (r < 0) {
+            free_frames(frames, nf);
+            return STROBE_EINVAL;
+        }
+    }
+    cli_heap_site *s = NULL;
+    for (size_t i = 0; i < h->n && s == NULL; i++)
+        if (same_stack(&h->sites[i], frames, nf)) s = &h->sites[i];
+    if (s != NULL) {
+        free_frames(frames, nf);
+    } else {
+        if (h->n == *cap) {
+            size_t c2 = *cap ? 2 * *cap : 64;
+            cli_heap_site *w = realloc(h->sites, c2 * sizeof *w);
+            if (w == NULL) goto oom;
+            h->sites = w;
+            *cap = c2;
+        }
+        s = &h->sites[h->n++];
+        memset(s, 0, sizeof *s);
+        s->frames = frames;
+        s->nframes = nf;
+    }
+    s->calls += (uint64_t)get_int(obj, len, "calls");
+    s->temporary += (uint64_t)get_int(obj, len, "temporary");
+    s->bytes += get_int(obj, len, "bytes");
+    s->peak += get_int(obj, len, "peak");
+    s->leaked += get_int(obj, len, "leaked");
+    return 0;
+oom:
+    free_frames(frames, nf);
+    return STROBE_ENOMEM;
+}
+
+int cli_heap_read(const char *json, cli_heap *h) {
+    memset(h, 0, sizeof *h);
+    if (json == NULL) return 1;
+    size_t end = strlen(json), pos = 0, cap = 0;
+    const char *proc;
+    size_t plen;
+    int r, rc = 0;
+    while (rc == 0 && (r = next_value(json, end, &pos, &proc, &plen)) == 1) {
+        if (plen < 2 || proc[0] != '{') {
+            rc = STROBE_EINVAL;
+            break;
+        }
+        h->processes++;
+        int64_t rate = get_int(proc, plen, "sample_rate");
+        if (rate > h->sample_rate) h->sample_rate = rate;
+        h->calls += (uint64_t)get_int(proc, plen, "calls");
+        h->temporary += (uint64_t)get_int(proc, plen, "temporary");
+        h->missed_calls += (uint64_t)get_int(proc, plen, "missed_calls");
+        h->unmapped_blocks += (uint64_t)get_int(proc, plen, "unmapped_blocks");
+        h->bytes += get_int(proc, plen, "bytes");
+        h->leaked += get_int(proc, plen, "leaked");
+        h->peak += get_int(proc, plen, "peak");
+        h->missed_bytes += get_int(proc, plen, "missed_bytes");
+        h->site_count += (uint64_t)get_int(proc, plen, "site_count");
+        strobe_rd_value sv;
+        if (strobe_rd_obj_get(proc, plen, "sites", &sv) != 1 || sv.type != STROBE_RD_T_ARRAY)
+            continue;
+        size_t sp = 1;
+        const char *so;
+        size_t sl;
+        int q;
+        while (rc == 0 && (q = next_value(sv.raw, sv.len - 1, &sp, &so, &sl)) == 1)
+            rc = sl >= 2 && so[0] == '{' ? add_site(h, so, sl, &cap) : STROBE_EINVAL;
+        if (rc == 0 && q < 0) rc = STROBE_EINVAL;
+    }
+    if (rc == 0 && r < 0) rc = STROBE_EINVAL;
+    if (rc != 0) {
+        cli_heap_free(h);
+        return rc;
+    }
+    return h->processes ? 0 : 1;
+}
+
+int64_t cli_heap_rate(const char *json) {
+    size_t end = json ? strlen(json) : 0, pos = 0;
+    const char *proc;
+    size_t plen;
+    int64_t rate = 0;
+    while (next_value(json, end, &pos, &proc, &plen) == 1) {
+        int64_t r = plen >= 2 && proc[0] == '{' ? get_int(proc, plen, "sample_rate") : 0;
+        if (r > rate) rate = r;
+    }
+    return rate;
+}
+
+int64_t cli_heap_weigh(int64_t b, int64_t rate) {
+    double m = b < 0 ? -(double)b : (double)b;
+    if (rate <= 0 || m >= (double)rate || m == 0) return b;
+    return (int64_t)llround((double)b / -expm1(-m / (double)rate));
+}
+
+void cli_heap_free(cli_heap *h) {
+    for (size_t i = 0; i < h->n; i++)
+        free_frames(h->sites[i].frames, h->sites[i].nframes);
+    free(h->sites);
+    memset(h, 0, sizeof *h);
+}
+
+static int by_peak(const void *a, const void *b) {
+    const cli_heap_site *x = a, *y = b;
+    if (x->peak != y->peak) return x->peak > y->peak ? -1 : 1;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    return 0;
+}
+
+static int by_bytes(const void *a, const void *b) {
+    const cli_heap_site *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    if (x->peak != y->peak) return x->peak > y->peak ? -1 : 1;
+    return 0;
+}
+
+void cli_heap_sort(cli_heap *h, int peak) {
+    if (h->n) qsort(h->sites, h->n, sizeof *h->sites, peak ? by_peak : by_bytes);
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+static void print_sites(FILE *out, cli_heap *h, int peak, size_t top, size_t depth) {
+    cli_heap_sort(h, peak);
+    fprintf(out, "\nTop call sites by %s:\n", peak ? "peak live bytes" : "bytes allocated");
+    fprintf(out, "  %14s %14s %10s %10s %14s  %s\n", "peak live", "bytes", "calls", "temporary",
+            "leaked", "call stack (innermost first)");
+    for (size_t i = 0; i < h->n && i < top; i++) {
+        const cli_heap_site *s = &h->sites[i];
+        fprintf(out,
+                "  %14" PRId64 " %14" PRId64 " %10" PRIu64 " %10" PRIu64 " %14" PRId64 "  %s\n",
+                s->peak, s->bytes, s->calls, s->temporary, s->leaked,
+                s->nframes ? cli_esc(s->frames[0]) : "??");
+        for (size_t f = 1; f < s->nframes && f < depth; f++)
+            fprintf(out, "  %68s  <- %s\n", "", cli_esc(s->frames[f]));
+    }
+    if (h->n > top) fprintf(out, "  (%zu more sites in the trace)\n", h->n - top);
+}
+
+void cli_heap_print(FILE *out, cli_heap *h, size_t top, size_t depth) {
+    fprintf(out,
+            "Heap (strobe record --heap): %zu process%s, %" PRIu64 " allocation calls, %" PRId64
+            " bytes allocated, %" PRIu64 " temporary allocations, %" PRId64
+            " bytes peak live, %" PRId64 " bytes leaked at exit; %" PRIu64 " call sites",
+            h->processes, h->processes == 1 ? "" : "es", h->calls, h->bytes, h->temporary, h->peak,
+            h->leaked, h->site_count);
+    if ((uint64_t)h->n < h->site_count) fprintf(out, " (the trace holds the %zu largest)", h->n);
+    fputc('\n', out);
+    if (h->sample_rate)
+        fprintf(out,
+                "  [memory] events: allocations sampled one every %" PRId64
+                " bytes on average, and their frees\n",
+                h->sample_rate);
+    if (h->missed_calls)
+        fprintf(out,
+                "  %" PRIu64 " allocations (%" PRId64
+                " bytes) had no site (no stack, or too many sites)\n",
+                h->missed_calls, h->missed_bytes);
+    if (h->unmapped_blocks)
+        fprintf(out,
+                "  %" PRIu64 " blocks were not mapped to their site (the map was full): their "
+                "frees were not counted, their sites' peak and leaked bytes are too high\n",
+                h->unmapped_blocks);
+    print_sites(out, h, 1, top, depth);
+    print_sites(out, h, 0, top, depth);
+}
+
+/* ---- for the report ------------------------------------------------------------------------- */
+
+static void json_text(FILE *out, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+}
+
+int cli_heap_json(FILE *out, const char *json, size_t top) {
+    cli_heap h;
+    int rc = cli_heap_read(json, &h);
+    if (rc == 1) return 1;
+    if (rc != 0) return rc;
+    cli_heap_sort(&h, 1);
+    fprintf(out,
+            "{\"processes\": %zu, \"sample_rate\": %" PRId64 ", \"calls\": %" PRIu64
+            ", \"bytes\": %" PRId64 ", \"temporary\": %" PRIu64 ", \"peak\": %" PRId64
+            ", \"leaked\": %" PRId64 ", \"site_count\": %" PRIu64 ", \"missed_calls\": %" PRIu64
+            ", \"sites\": [",
+            h.processes, h.sample_rate, h.calls, h.bytes, h.temporary, h.peak, h.leaked,
+            h.site_count, h.missed_calls);
+    for (size_t i = 0; i < h.n && i < top; i++) {
+        const cli_heap_site *s = &h.sites[i];
+        fprintf(out,
+                "%s\n{\"Peak live bytes\": %" PRId64 ", \"Bytes allocated\": %" PRId64
+                ", \"Calls\": %" PRIu64 ", \"Temporary\": %" PRIu64 ", \"Leaked at exit\": %" PRId64
+                ", \"Call stack\": \"",
+                i ? "," : "", s->peak, s->bytes, s->calls, s->temporary, s->leaked);
+        for (size_t f = 0; f < s->nframes; f++) {
+            if (f) fputs(" <- ", out);
+            json_text(out, s->frames[f]);
+        }
+        fputs("\"}", out);
+    }
+    fputs("]}", out);
+    cli_heap_free(&h);
+    return 0;
+}
