@@ -138,6 +138,7 @@ struct strobe__sampler {
     uint64_t dwarf_empty;      /* samples without registers or stack (the kernel could not copy) */
     int64_t drain_cpu_ns;      /* the drain thread's CPU time, read as it ends */
     strobe__u64map stacks;     /* a stack's hash -> its frames in pcs (intern_stack) */
+    uint64_t own_threads_samples; /* samples of strobe's own threads, left out */
 };
 
 /* Python frames: each sample also sends its thread a SIGTRAP (pyframes.h), which the kernel allows
@@ -443,6 +444,12 @@ static void on_sample(strobe__sampler *sp, const char *body, size_t len) {
     memcpy(&time, body + 8, 8);
     memcpy(&nr, body + 16, 8);
     if (nr > (len - 24) / 8) nr = (len - 24) / 8;
+    /* strobe's own threads (this one, the stream writer ...) are not the program's: left out
+     * before any unwinding, and counted. */
+    if (strobe__own_thread_is((int64_t)tid)) {
+        sp->own_threads_samples++;
+        return;
+    }
     const char *ips = body + 24;
     uint64_t walked[STROBE__SAMPLE_MAX_FRAMES];
     if (sp->unwinder) {
@@ -866,11 +873,13 @@ void strobe__sampler_json(const strobe__sampler *sp, char *buf, size_t size) {
         buf, size,
         "{\"event\": \"%s\", \"frequency_hz\": %u, %s, \"threads_at_start\": %llu, "
         "\"threads_not_sampled\": %llu, \"samples\": %llu, "
-        "\"lost\": %llu, \"dropped\": %llu, \"throttled\": %llu, \"descriptors_lost\": %llu}",
+        "\"lost\": %llu, \"dropped\": %llu, \"throttled\": %llu, \"descriptors_lost\": %llu, "
+        "\"strobe_threads_left_out\": %llu}",
         sp->event, sp->hz, chain, (unsigned long long)sp->threads,
         (unsigned long long)sp->threads_skipped, (unsigned long long)sp->count,
         (unsigned long long)kernel_lost(sp), (unsigned long long)sp->dropped,
-        (unsigned long long)sp->throttled, (unsigned long long)sp->fds_lost);
+        (unsigned long long)sp->throttled, (unsigned long long)sp->fds_lost,
+        (unsigned long long)sp->own_threads_samples);
     /* Python frames: their counts, or why there are none where they were asked for. */
     if (len <= 0 || (size_t)len >= size || (sp->py == NULL && sp->py_why[0] == '\0')) return;
     char py[512];
