@@ -7,9 +7,10 @@
 #           that allocate, exit status 5;
 #   gcc     gcc compiling and linking a small C file (gcc, cc1, as, collect2, ld);
 #   pipe    a shell pipeline, sh -c 'seq | sort | wc'.
-# The options: --sample, --heap, --heap-stacks, --markers interval,event, --capture-range
-# nvtx:combo, --activities cpu,cuda, --no-follow and a .pftrace output. Every pair on every
-# program (112 runs) must exit with the program's own status (a plain run's) and, but where
+# The options: --sample (DWARF stacks where built in, and Python frames in python3), --sample=499
+# --call-graph=fp --no-python-frames, --heap (sites and sampled events), --heap=all, --heap-stacks,
+# --markers interval,event, --capture-range nvtx:combo, --activities cpu,cuda, --no-follow and a
+# .pftrace output. Every pair on every program (180 runs) must exit with the program's own status (a plain run's) and, but where
 # --capture-range meets a program without NVTX (which then has nothing to record: no trace and
 # the note saying so), write a trace with the closing line's process count (1 with --no-follow;
 # nvtx 2, python 1, gcc and pipe at least 3) that `strobe check` passes. The independent checkers
@@ -72,7 +73,9 @@ program() {
 opts() {
     case $1 in
     sample) echo --sample ;;
+    fpgraph) echo "--sample=499 --call-graph=fp --no-python-frames" ;;
     heap) echo --heap ;;
+    heapall) echo "--heap=all" ;;
     heapstacks) echo --heap-stacks ;;
     markers) echo "--markers=interval,event" ;;
     capture) echo --capture-range=nvtx:combo ;;
@@ -82,7 +85,7 @@ opts() {
     esac
 }
 
-keys=(sample heap heapstacks markers capture cuda nofollow pftrace)
+keys=(sample fpgraph heap heapall heapstacks markers capture cuda nofollow pftrace)
 programs=(nvtx python gcc pipe)
 declare -A plain
 for p in "${programs[@]}"; do
