@@ -121,6 +121,13 @@ struct module {
     size_t map_size;
     struct sym *syms; /* FUNC symbols sorted by value */
     size_t nsyms;
+    /* The unwind table's search index (.eh_frame_hdr's sorted table, in the mapping): where a
+     * stripped file has no symbol for an address, it still gives the start of the function
+     * holding it. NULL: none, or an encoding this reader does not take. */
+    const unsigned char *eh_table;
+    size_t eh_count;
+    uint64_t eh_vaddr;  /* the .eh_frame_hdr's address (the table's entries are relative to it) */
+    int64_t eh_to_file; /* a file offset minus its address, in that segment */
 };
 
 struct range {
@@ -268,6 +275,77 @@ static int take_table(struct module *m, const unsigned char *base, size_t size,
     return 0;
 }
 
+/* ---- Function starts from the unwind table ------------------------------------------------ */
+
+static int32_t rd_s32(const unsigned char *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Finds the .eh_frame_hdr (PT_GNU_EH_FRAME) of the mapped file and keeps its search table when
+ * it has the encoding every GNU linker writes: version 1, the table's pairs as 4-byte signed
+ * offsets from the header (DW_EH_PE_datarel | DW_EH_PE_sdata4), their count as a 4-byte number.
+ * Every offset is checked against the mapping. */
+static void take_eh_table(struct module *m, const unsigned char *base, size_t size,
+                          const ElfW(Ehdr) * eh) {
+    if (eh->e_phoff == 0 || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+        eh->e_phoff % _Alignof(ElfW(Phdr)) != 0 ||
+        !within(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)), size))
+        return;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(const void *)(base + eh->e_phoff);
+    for (size_t i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_GNU_EH_FRAME || !within(ph[i].p_offset, ph[i].p_filesz, size) ||
+            ph[i].p_filesz < 12)
+            continue;
+        const unsigned char *h = base + ph[i].p_offset;
+        /* version; eh_frame_ptr's encoding (4 bytes: sdata4/udata4, pc- or data-relative or
+         * absolute); fde_count's (udata4); the table's (datarel | sdata4). */
+        if (h[0] != 1 || (h[1] & 0x0f) != 0x0b || h[2] != 0x03 || h[3] != 0x3b) continue;
+        uint32_t count;
+        memcpy(&count, h + 8, 4);
+        if ((uint64_t)count * 8 > ph[i].p_filesz - 12) continue;
+        m->eh_table = h + 12;
+        m->eh_count = count;
+        m->eh_vaddr = (uint64_t)ph[i].p_vaddr;
+        m->eh_to_file = (int64_t)ph[i].p_offset - (int64_t)ph[i].p_vaddr;
+        return;
+    }
+}
+
+/* The start of the function holding file address `a`, from the unwind table: the entry with the
+ * greatest start at or below `a`, whose description (FDE) must also cover `a`. Only FDEs whose
+ * start is a 4-byte pc-relative number (what the table's entry must then equal) are read, so that
+ * the 4-byte length after it is read right. @return 1 and *start, or 0. */
+static int eh_function_start(const struct module *m, uint64_t a, uint64_t *start) {
+    size_t lo = 0, hi = m->eh_count;
+    while (lo < hi) { /* the first entry above a */
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t v = m->eh_vaddr + (uint64_t)(int64_t)rd_s32(m->eh_table + 8 * mid);
+        if (v <= a) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if (lo == 0) return 0;
+    const unsigned char *e = m->eh_table + 8 * (lo - 1);
+    uint64_t fn = m->eh_vaddr + (uint64_t)(int64_t)rd_s32(e);
+    uint64_t fde = m->eh_vaddr + (uint64_t)(int64_t)rd_s32(e + 4);
+    int64_t off = (int64_t)fde + m->eh_to_file;
+    if (off < 0 || !within((uint64_t)off, 16, m->map_size)) return 0;
+    const unsigned char *f = (const unsigned char *)m->map + off;
+    uint32_t len;
+    memcpy(&len, f, 4);
+    if (len < 12 || len == 0xffffffffu) return 0; /* too short, or a 64-bit one: not read */
+    if (fde + 8 + (uint64_t)(int64_t)rd_s32(f + 8) != fn) return 0;
+    uint32_t range;
+    memcpy(&range, f + 12, 4);
+    if (a - fn >= range) return 0;
+    *start = fn;
+    return 1;
+}
+
 /* Maps the module's file and loads its symbols (.symtab, else .dynsym). A file that cannot be
  * opened or is no ELF file of this machine leaves the module without symbols. Mapping rather
  * than reading keeps a large file's untouched parts (code, debug info) out of memory. @return 0
@@ -300,6 +378,7 @@ static int load_symbols(struct module *m, const char *path) {
     /* With 0xff00 sections or more, e_shnum is 0 and the count is in section 0's sh_size. */
     uint64_t shnum = eh->e_shnum ? eh->e_shnum : sh[0].sh_size;
     if (shnum > (size - eh->e_shoff) / sizeof(ElfW(Shdr))) return 0;
+    take_eh_table(m, base, size, eh);
     STROBE_FORWARD_IF_ERR(take_table(m, base, size, sh, (size_t)shnum, SHT_SYMTAB));
     if (m->nsyms == 0) return take_table(m, base, size, sh, (size_t)shnum, SHT_DYNSYM);
     return 0;
@@ -665,7 +744,15 @@ static int symbolize_module(strobe__symbolizer *s, struct module *m, const uint6
             r = arena_printf(s, "%s+0x%llx (%s)", shown,
                              (unsigned long long)(pcs[idx[j]] - m->bias), loc[j]);
         } else {
-            r = arena_printf(s, "%s+0x%llx", shown, (unsigned long long)(pcs[idx[j]] - m->bias));
+            /* No name: the function's start where the unwind table knows it, so that a
+             * stripped function is one frame however many addresses in it were seen. */
+            uint64_t start;
+            if (m->eh_table && eh_function_start(m, addrs[j], &start)) {
+                r = arena_printf(s, "%s+0x%llx", shown, (unsigned long long)start);
+            } else {
+                r = arena_printf(s, "%s+0x%llx", shown,
+                                 (unsigned long long)(pcs[idx[j]] - m->bias));
+            }
         }
         free(dm);
         if (r == NULL) rc = STROBE_ENOMEM;
