@@ -1035,6 +1035,9 @@ int strobe_rd_next(strobe_rd *r, strobe_rd_item *item) {
         int took = strobe__rd_prof_feed(&r->prof, item->event);
         if (took < 0) return fail(r, took, -1, "out of memory");
         if (took == 0) break;
+        /* The profile's event is not handed out (its samples are): the counts say so. */
+        r->info.events--;
+        if (item->event->bad) r->info.bad_events--;
     }
     if (rc == STROBE_RD_END && !r->gz_checked) {
         r->gz_checked = 1;
