@@ -431,9 +431,15 @@ static void test_killed(const char *file) {
     CHECK_EQ(got.bad, 0);
     CHECK_INT(tally_count(&got, "leaf"), >, 1000);
     /* Nesting is whole as far as the file goes: every outer range holds a leaf, except one that
-     * the cut left open before its leaf began (a Perfetto begin is written when it happens). */
-    CHECK_INT(tally_count(&got, "outer"), <=, tally_count(&got, "leaf") + 1);
-    CHECK_INT(tally_count(&got, "leaf"), <=, tally_count(&got, "outer") + 1);
+     * the cut left open before its leaf began (a Perfetto begin is written when it happens).
+     * Where the writer fell behind (a slow sanitizer build) and dropped records, which the file's
+     * marks count, a range may have lost its leaf or its parent: the relation is checked only
+     * where nothing was dropped. */
+    long long marks = tally_count(&got, "[strobe] buffer full: records dropped");
+    if (marks == 0) {
+        CHECK_INT(tally_count(&got, "outer"), <=, tally_count(&got, "leaf") + 1);
+        CHECK_INT(tally_count(&got, "leaf"), <=, tally_count(&got, "outer") + 1);
+    }
     if (is_json(file) && got.unterminated) {
         /* The kill cut an append short: the file ends between two events, without its closing
          * brackets (test_cut_pages checks every such cut). Viewers that need a whole JSON
