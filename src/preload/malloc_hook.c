@@ -881,7 +881,18 @@ int strobe__heap_sites_report(const char *path, int top) {
     rc = fclose(f) == 0 ? 0 : -1;
 out:
     if (js) fclose(js);
-    free(json); /* open_memstream's buffer: the real allocator's, this thread being quiet */
+    /* open_memstream's buffer comes from the malloc the C library resolves, which is not always
+     * this file's (ASan's, preloaded first, in the sanitizer tests): it goes back through the
+     * free the process resolves first, never straight to the allocator behind this hook (a call
+     * to free here may bind to this file's own). */
+    if (json) {
+        union {
+            void *p;
+            void (*f)(void *);
+        } first;
+        first.p = dlsym(RTLD_DEFAULT, "free");
+        if (first.f) first.f(json);
+    }
     if (sym) strobe__symbolizer_free(sym);
     real.free(pcs);
     real.free(idx);
