@@ -658,6 +658,26 @@ static int parse_descriptor(strobe_rd_pfs *s, const field *df) {
 
 /* ---- CPU samples (PerfSample) ---- */
 
+/* The interned map's key of entry `iid` of `kind`: the kind in the top 4 bits. */
+static uint64_t interned_key(int kind, uint64_t iid) {
+    return ((uint64_t)kind << 60) | (iid & ((UINT64_C(1) << 60) - 1));
+}
+
+/* Keeps `copy` (malloc'd; taken in every case) as the sequence's interned entry `iid` of `kind`,
+ * freeing the entry it replaces. @return 0, or STROBE_ENOMEM (copy NULL or no room). */
+static int keep_interned(strobe_rd_pfs *s, seq *q, int kind, uint64_t iid, char *copy) {
+    if (!copy) return strobe__pf_nomem(s);
+    uint64_t old;
+    uint64_t key = interned_key(kind, iid);
+    int had = strobe__pf_map_get(&q->interned, key, iid, &old);
+    if (strobe__pf_map_put(&q->interned, key, iid, (uint64_t)(uintptr_t)copy)) {
+        free(copy);
+        return strobe__pf_nomem(s);
+    }
+    if (had) free((char *)(uintptr_t)old);
+    return 0;
+}
+
 /* A Frame or Callstack entry of InternedData, kept as the decimal iids it refers to (a frame:
  * its function name's; a callstack: its frames', outermost first, joined by ','). */
 static int parse_sample_entry(strobe_rd_pfs *s, seq *q, int kind, const field *ef) {
@@ -692,16 +712,7 @@ static int parse_sample_entry(strobe_rd_pfs *s, seq *q, int kind, const field *e
     char *copy = rc < 0 || ids.err ? NULL : strobe__rd_dup_n(ids.p ? ids.p : "", ids.len);
     free(ids.p);
     if (rc < 0) return rc;
-    if (!copy) return strobe__pf_nomem(s);
-    uint64_t old;
-    uint64_t key = ((uint64_t)kind << 60) | (iid & ((UINT64_C(1) << 60) - 1));
-    int had = strobe__pf_map_get(&q->interned, key, iid, &old);
-    if (strobe__pf_map_put(&q->interned, key, iid, (uint64_t)(uintptr_t)copy)) {
-        free(copy);
-        return strobe__pf_nomem(s);
-    }
-    if (had) free((char *)(uintptr_t)old);
-    return 0;
+    return keep_interned(s, q, kind, iid, copy);
 }
 
 static const char *lookup(seq *q, int kind, uint64_t iid);
@@ -812,23 +823,15 @@ static int parse_interned(strobe_rd_pfs *s, seq *q, const field *idf) {
         }
         if (rc < 0) return rc;
         if (!str) continue;
-        char *copy = strobe__rd_dup_n(str, len);
-        if (!copy) return strobe__pf_nomem(s);
-        uint64_t old;
-        uint64_t key = ((uint64_t)kind << 60) | (iid & ((UINT64_C(1) << 60) - 1));
-        int had = strobe__pf_map_get(&q->interned, key, iid, &old);
-        if (strobe__pf_map_put(&q->interned, key, iid, (uint64_t)(uintptr_t)copy)) {
-            free(copy);
-            return strobe__pf_nomem(s);
-        }
-        if (had) free((char *)(uintptr_t)old);
+        int krc = keep_interned(s, q, kind, iid, strobe__rd_dup_n(str, len));
+        if (krc < 0) return krc;
     }
     return rc;
 }
 
 static const char *lookup(seq *q, int kind, uint64_t iid) {
     uint64_t v;
-    uint64_t key = ((uint64_t)kind << 60) | (iid & ((UINT64_C(1) << 60) - 1));
+    uint64_t key = interned_key(kind, iid);
     return strobe__pf_map_get(&q->interned, key, iid, &v) ? (const char *)(uintptr_t)v : NULL;
 }
 
