@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "emit.h"
 #include "reader/trace_reader.h"
 #include "strobe/error.h"
 
@@ -266,16 +267,24 @@ void cli_heap_print(FILE *out, cli_heap *h, size_t top, size_t depth) {
 
 /* ---- for the report ------------------------------------------------------------------------- */
 
-static void json_text(FILE *out, const char *s) {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
+/* The site's frames joined by " <- " (malloc'd), or NULL. */
+static char *joined_stack(const cli_heap_site *s) {
+    size_t n = 1;
+    for (size_t f = 0; f < s->nframes; f++)
+        n += strlen(s->frames[f]) + 4;
+    char *out = malloc(n), *p = out;
+    if (out == NULL) return NULL;
+    for (size_t f = 0; f < s->nframes; f++) {
+        if (f) {
+            memcpy(p, " <- ", 4);
+            p += 4;
+        }
+        size_t len = strlen(s->frames[f]);
+        memcpy(p, s->frames[f], len);
+        p += len;
     }
+    *p = '\0';
+    return out;
 }
 
 int cli_heap_json(FILE *out, const char *json, size_t top) {
@@ -296,13 +305,16 @@ int cli_heap_json(FILE *out, const char *json, size_t top) {
         fprintf(out,
                 "%s\n{\"Peak live bytes\": %" PRId64 ", \"Bytes allocated\": %" PRId64
                 ", \"Calls\": %" PRIu64 ", \"Temporary\": %" PRIu64 ", \"Leaked at exit\": %" PRId64
-                ", \"Call stack\": \"",
+                ", \"Call stack\": ",
                 i ? "," : "", s->peak, s->bytes, s->calls, s->temporary, s->leaked);
-        for (size_t f = 0; f < s->nframes; f++) {
-            if (f) fputs(" <- ", out);
-            json_text(out, s->frames[f]);
+        char *stack = joined_stack(s);
+        if (stack == NULL) {
+            cli_heap_free(&h);
+            return STROBE_ENOMEM;
         }
-        fputs("\"}", out);
+        cl_json_str(out, stack); /* escaped as every JSON string of the CLI's */
+        free(stack);
+        fputs("}", out);
     }
     fputs("]}", out);
     cli_heap_free(&h);
