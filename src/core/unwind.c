@@ -33,6 +33,7 @@
 
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -125,7 +126,8 @@ struct strobe__unwinder {
     Dwfl_Thread_Callbacks tcb;
     char *debuginfo_path;
     pid_t pid;
-    int64_t maps_ns; /* CLOCK_MONOTONIC when /proc/self/maps was last read */
+    int64_t maps_ns;     /* CLOCK_MONOTONIC when /proc/self/maps was last read */
+    uint64_t loader_gen; /* the dynamic loader's loads + unloads then (loader_generation) */
     uint64_t refreshes;
     /* The sample being unwound. */
     pid_t tid;
@@ -199,7 +201,23 @@ static bool set_regs(Dwfl_Thread *thread, void *arg) {
 }
 
 /* Reads the module list again (first use, or code loaded since). @return 0 or -1. */
+static int count_loads(struct dl_phdr_info *info, size_t size, void *arg) {
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        *(uint64_t *)arg = (uint64_t)info->dlpi_adds + (uint64_t)info->dlpi_subs;
+    return 1; /* the counts are the same in every entry: the first is enough */
+}
+
+/* The number of objects the dynamic loader has loaded and unloaded so far (0 where it does not
+ * say): a change means the module list may be stale, even where no pc falls outside it (an
+ * object mapped where an unloaded one was, or inside another module's span). */
+static uint64_t loader_generation(void) {
+    uint64_t gen = 0;
+    dl_iterate_phdr(count_loads, &gen);
+    return gen;
+}
+
 static int report_modules(strobe__unwinder *u) {
+    u->loader_gen = loader_generation();
     dw.dwfl_report_begin(u->dwfl);
     int rc = dw.dwfl_linux_proc_report(u->dwfl, u->pid);
     if (dw.dwfl_report_end(u->dwfl, NULL, NULL) != 0) rc = -1;
@@ -278,8 +296,12 @@ uint32_t strobe__unwind(strobe__unwinder *u, int64_t tid, int64_t mono_ns, const
         u->past_copy = 0;
         int rc = dw.dwfl_getthread_frames(u->dwfl, u->tid, on_frame, u);
         /* A pc outside every module, in a sample taken after the list was read: code loaded
-         * since (dlopen). Read the list again, once, and walk again. */
-        if (u->unknown_pc && pass == 0 && mono_ns > u->maps_ns) {
+         * since (dlopen). Or a walk that failed where the loader has loaded or unloaded an object
+         * since: the module that took the pc may be a stale one (seen under TSan, whose layout
+         * put a dlopen'd object where the list had another). Read the list again, once, and walk
+         * again. */
+        if (pass == 0 && mono_ns > u->maps_ns &&
+            (u->unknown_pc || (rc != 0 && !u->past_copy && loader_generation() != u->loader_gen))) {
             u->refreshes++;
             if (report_modules(u) == 0) continue;
         }
