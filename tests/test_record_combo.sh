@@ -44,6 +44,36 @@ bad() {
     failures=$((failures + 1))
 }
 
+# bounded NAME CMD...: runs CMD (stdout and stderr already redirected by the caller's braces) and
+# returns its status; a run still going after STROBE_COMBO_RUN_TIMEOUT seconds (default 300) is a
+# hang: every thread's stack of it and its children goes to $out/NAME.hang (gdb, where there is
+# one), the tree is killed, and the status is 124, so that a hang names its run instead of
+# running into CTest's timeout.
+bounded() {
+    local name=$1 limit=${STROBE_COMBO_RUN_TIMEOUT:-300} pid s p
+    shift
+    "$@" &
+    pid=$!
+    for ((s = 0; s < limit * 5; s++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        local tree=("$pid" $(pgrep -P "$pid") $(for p in $(pgrep -P "$pid"); do pgrep -P "$p"; done))
+        for p in "${tree[@]}"; do
+            echo "== pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+            command -v gdb >/dev/null &&
+                timeout 60 gdb -p "$p" -batch -ex "thread apply all bt 20" 2>/dev/null | grep -E '^(#|Thread)'
+        done >"$out/$name.hang" 2>&1
+        kill -9 "${tree[@]}" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        echo "HANG: $name still running after $limit s; stacks:" >&2
+        head -n 200 "$out/$name.hang" >&2
+        return 124
+    fi
+    wait "$pid"
+}
+
 cat >"$out/threads.py" <<'PY'
 import sys, threading
 def work(n):
@@ -112,8 +142,10 @@ for ((r = 0; r < repeat; r++)); do
   with_cuda=
   program nvtx "$name"
   trace="$out/$name.$ext"
-  "${strobe[@]}" record --sample "$heap" -o "$trace" -- "${cmd[@]}" >"$out/$name.out" 2>"$out/$name.err"
+  bounded "$name" "${strobe[@]}" record --sample "$heap" -o "$trace" -- "${cmd[@]}" \
+    >"$out/$name.out" 2>"$out/$name.err"
   rc=$?
+  [ "$rc" = 124 ] && cat "$out/$name.err"
   if [ "$rc" != "${plain[nvtx]}" ]; then
     bad "$name (--sample $heap): exit $rc, not ${plain[nvtx]}: $(tail -n 3 "$out/$name.err" | tr '\n' '|')"
     continue
@@ -152,9 +184,10 @@ for ((i = 0; i < ${#keys[@]}; i++)); do
       program "$p" "$name"
       trace="$out/$name.$ext"
       # shellcheck disable=SC2046 # each key gives zero or one word
-      env "${env[@]}" "${strobe[@]}" record $(opts "$a") $(opts "$b") -o "$trace" -- "${cmd[@]}" \
-        >"$out/$name.out" 2>"$out/$name.err"
+      bounded "$name" env "${env[@]}" "${strobe[@]}" record $(opts "$a") $(opts "$b") -o "$trace" \
+        -- "${cmd[@]}" >"$out/$name.out" 2>"$out/$name.err"
       rc=$?
+      [ "$rc" = 124 ] && cat "$out/$name.err"
       runs=$((runs + 1))
       if [ "$rc" != "${plain[$p]}" ]; then
         bad "$name: exit $rc, not the program's ${plain[$p]}: $(tail -n 3 "$out/$name.err" | tr '\n' '|')"
