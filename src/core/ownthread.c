@@ -1,7 +1,9 @@
 /* ownthread.c: the registry of strobe's own threads (see ownthread.h). */
 #include "ownthread.h"
 
+#include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The ids, 0 where none was put; `next` counts registrations, its low bits pick the slot. */
@@ -19,4 +21,17 @@ int strobe__own_thread_is(int64_t tid) {
     for (uint32_t i = 0; i < STROBE__OWN_THREADS; i++)
         if (__atomic_load_n(&own_tids[i], __ATOMIC_ACQUIRE) == tid) return 1;
     return 0;
+}
+
+void strobe__own_thread_ready(uint32_t *word) {
+    __atomic_store_n(word, 1u, __ATOMIC_RELEASE);
+    (void)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void strobe__own_thread_wait(uint32_t *word, int ms) {
+    for (int waited = 0; waited < ms && __atomic_load_n(word, __ATOMIC_ACQUIRE) == 0;
+         waited += 10) {
+        struct timespec ts = {0, 10 * 1000000L};
+        (void)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 0u, &ts, NULL, 0);
+    }
 }

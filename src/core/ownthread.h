@@ -20,4 +20,14 @@ void strobe__own_thread_enter(void);
 /* Whether thread `tid` (the kernel's id) registered itself as strobe's own. @return 1 or 0. */
 int strobe__own_thread_is(int64_t tid);
 
+/* The start handshake. A thread that strobe starts allocates as it starts (its name, its poll
+ * set; the interposed pthread_create's hand-over block), and an allocator that does not lock
+ * itself around fork() (ASan's before LLVM 15) hands a child forked at that moment its lock held,
+ * with no thread to release it: the child's first allocation hangs. So the starter does not
+ * return to the program before the thread has set itself up: the thread calls
+ * strobe__own_thread_ready(&word) when done, and the starter strobe__own_thread_wait(&word) right
+ * after pthread_create (at most `ms` milliseconds; 0: a word that was 0). */
+void strobe__own_thread_ready(uint32_t *word);
+void strobe__own_thread_wait(uint32_t *word, int ms);
+
 #endif /* STROBE_CORE_OWNTHREAD_H */

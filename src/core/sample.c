@@ -48,6 +48,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,8 +106,9 @@ struct strobe__sampler {
 
     pthread_t drainer;
     int drainer_running;
-    int running; /* started and not stopped */
-    int stop;    /* atomic */
+    uint32_t drainer_ready; /* the drain thread has set itself up (strobe__own_thread_ready) */
+    int running;            /* started and not stopped */
+    int stop;               /* atomic */
 
     strobe__sample *samples;
     size_t count, cap;
@@ -570,7 +572,9 @@ static void fork_gate_install(void) {
 
 static void *drain_main(void *arg) {
     strobe__sampler *sp = arg;
-    (void)pthread_setname_np(pthread_self(), "strobe_sampler");
+    /* Named with prctl, not pthread_setname_np, which strobe record interposes to record the
+     * program's thread names (and would take this thread for one of the program's). */
+    (void)prctl(PR_SET_NAME, "strobe_sampler", 0, 0, 0);
     strobe__own_thread_enter(); /* its samples are strobe's, not the program's */
     /* pfd[i] is ring i's descriptor (its fds entry i: the rings' events come first); -1 once the
      * program took it away, which poll() skips. */
@@ -579,6 +583,7 @@ static void *drain_main(void *arg) {
         pfd[i].fd = sp->rings[i].fd;
         pfd[i].events = POLLIN;
     }
+    strobe__own_thread_ready(&sp->drainer_ready);
     int waited = 0;
     while (!__atomic_load_n(&sp->stop, __ATOMIC_ACQUIRE)) {
         int slice = sp->drain_ms - waited < STOP_MS ? sp->drain_ms - waited : STOP_MS;
@@ -785,8 +790,12 @@ probe:
         if (added <= 0) break;
     }
     if (rc == 0 && drain_ms >= 0) (void)pthread_once(&fork_gate_once, fork_gate_install);
-    if (rc == 0 && drain_ms >= 0 && pthread_create(&sp->drainer, NULL, drain_main, sp) != 0)
-        rc = STROBE_ESYS;
+    if (rc == 0 && drain_ms >= 0) {
+        if (pthread_create(&sp->drainer, NULL, drain_main, sp) != 0)
+            rc = STROBE_ESYS;
+        else
+            strobe__own_thread_wait(&sp->drainer_ready, 2000);
+    }
     if (rc != 0) {
         strobe__sampler_free(sp);
         return rc;

@@ -509,13 +509,18 @@ static void begin(void) {
 typedef struct quiet_start {
     void *(*fn)(void *);
     void *arg;
+    uint32_t taken; /* the thread has copied fn and arg: the starter frees the block */
 } quiet_start;
 
+/* The block is freed by the starter, not here: an allocation in a thread that has just started
+ * may be under way when the program forks (see strobe__own_thread_wait). */
 static void *quiet_main(void *p) {
-    quiet_start q = *(quiet_start *)p;
+    quiet_start *qs = p;
+    void *(*fn)(void *) = qs->fn;
+    void *arg = qs->arg;
     strobe__heap_quiet(1);
-    free(p);
-    return q.fn(q.arg);
+    strobe__own_thread_ready(&qs->taken);
+    return fn(arg);
 }
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
@@ -579,8 +584,11 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
     if (q == NULL) return EAGAIN;
     q->fn = fn;
     q->arg = arg;
+    q->taken = 0;
     int rc = r(t, attr, quiet_main, q);
-    if (rc != 0) free(q);
+    if (rc == 0) strobe__own_thread_wait(&q->taken, 2000);
+    /* Not taken in 2 s (a thread not yet scheduled): the block stays, for it to read later. */
+    if (rc != 0 || __atomic_load_n(&q->taken, __ATOMIC_ACQUIRE)) free(q);
     return rc;
 }
 
