@@ -531,12 +531,29 @@ def restrict(ranks):
     return out
 
 
+# HTA's patterns as HTA writes them (hta/common/types.py at f4d0062c), applied with re.match as
+# HTA's GroupingPattern.match does; strobe matches them with its own code (cli/hta.c).
+COMMUNICATE = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
+MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
+KERNEL_LAUNCH = re.compile(r"(cuda.*LaunchKernel)|(cuLaunchKernel)|(^runFunction)")
+# TraceSymbolTable.get_runtime_launch_events_query's names (hta/common/trace_symbol_table.py).
+RUNTIME_LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
+                    "cudaMemcpyAsync", "cudaMemsetAsync",
+                    "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel",
+                    "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync",
+                    "hipMemcpyWithStream")
+
+
 def kernel_type(name):
-    if "ncclKernel" in name:
+    if COMMUNICATE.match(name):
         return "COMMUNICATION"
-    if "Memcpy" in name or "Memset" in name:
+    if MEMORY.match(name):
         return "MEMORY"
     return "COMPUTATION"
+
+
+def is_launch(name):
+    return KERNEL_LAUNCH.match(name) is not None or name in RUNTIME_LAUNCHES
 
 
 def merge(rows):
@@ -682,12 +699,9 @@ def close(a, b):
     return a == b
 
 
-LAUNCHES = ("cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync")
-
-
 def launches(rows, rank):
     """cuda_kernel_launch_stats: rows in file order (restrict() puts kernels first)."""
-    corrs = set(r[4] for r in rows if r[2] in LAUNCHES)
+    corrs = set(r[4] for r in rows if is_launch(r[2]))
     cpu = sorted([r for r in rows if r[3] == -1 and r[4] in corrs], key=lambda r: r[6])
     gpu = sorted([r for r in rows if r[3] != -1 and r[4] in corrs], key=lambda r: r[6])
     out = []
@@ -762,7 +776,7 @@ def queue(all_rows, rows, restricted, rank, cap=None):
     kernels = sorted([r for r in rows if r[3] != -1], key=order)
     steps = []
     for r in sorted(rows, key=order):
-        if r[2] in LAUNCHES and not r[5] and r[4] != -1 and r[4] in linked:
+        if is_launch(r[2]) and not r[5] and r[4] != -1 and r[4] in linked:
             for k in kernels:
                 if k[4] == r[4]:
                     steps.append((k[3], r[0], 0, order(r), 1))
