@@ -869,6 +869,26 @@ def shared(shared_dir):
             want = annotation_rows(doc, rows, 0, cat)
             if not close(got, want):
                 expect("annotations %s %s" % (extra, os.path.basename(path)), got, want)
+        # The traces, counted from the trace itself: the MI250 trace's 12 hipLaunchKernel,
+        # 2 hipExtModuleLaunchKernel and 2 hipMemcpyWithStream each have one device event of
+        # their correlation (16 launch rows, none before); the Triton example's one
+        # cuLaunchKernel has its kernel (1 row, none before).
+        want_launches = {"hta_amd_mi250_rocm6_2.json.gz": 16, "hta_triton_example.json.gz": 1}
+        if os.path.basename(path) in want_launches:
+            names = [e.get("name") for e in doc.get("traceEvents", [])]
+            corr = {}
+            for e in doc.get("traceEvents", []):
+                a = e.get("args") if isinstance(e.get("args"), dict) else {}
+                corr.setdefault(a.get("correlation"), []).append(e.get("name"))
+            paired = sum(1 for c, ns in corr.items() if c is not None and len(ns) == 2
+                         and sum(is_launch(n) for n in ns) == 1)
+            got = rows_of("launches", [path])["launches"]
+            expect("launches %s: the issue's launches" % os.path.basename(path),
+                   (len(got), paired), (want_launches[os.path.basename(path)],) * 2)
+            if "hipLaunchKernel" in names:
+                expect("launches %s: hip names" % os.path.basename(path),
+                       sorted(set(n for n in names if is_launch(n))),
+                       ["hipExtModuleLaunchKernel", "hipLaunchKernel", "hipMemcpyWithStream"])
         if os.path.basename(path).startswith("hta_ns_resolution_rank0"):
             # HTA's test_cpu_user_annotation_breakdown_with_allowlist on this trace: 8 rows,
             # "5 original + 2 for Optimizer + 1 others", 2 of them with "Optimizer".
