@@ -444,9 +444,9 @@ void hta_free(hta_set *s) {
 
 /* ---- HTA's definitions ----------------------------------------------------------------------
  * The one table of the names HTA classifies by pattern, which every HTA command uses through
- * hta_kernel_type() and hta_is_launch(). Each entry is the pattern as HTA writes it (a Python re
- * pattern, applied with re.match: anchored at the start only, "." stopping at a newline) and the
- * same pattern as alternatives of three shapes, which is all these patterns need:
+ * hta_kernel_type() and hta_is_launch(). HTA's patterns are Python re patterns applied with
+ * re.match (anchored at the start only, "." stopping at a newline); each is written here, as HTA
+ * writes it, beside its alternatives, of three shapes, which is all these patterns need:
  *   DEF_PREFIX  "^x"      the name starts with x
  *   DEF_AFTER   "a.*b"    the name starts with a, and b follows in the name's first line
  *   DEF_EQ      a name of HTA's list, whole
@@ -456,7 +456,11 @@ void hta_free(hta_set *s) {
  *     MemoryKernelGroupingPattern       (^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)
  *     KERNEL_LAUNCH_CATEGORY_PATTERN    (cuda.*LaunchKernel)|(cuLaunchKernel)|(^runFunction)
  *   hta/common/trace_symbol_table.py, TraceSymbolTable.get_runtime_launch_events_query (the
- *   version with the MTIA and ROCm names; not stored at f4d0062c): the launches by name. */
+ *   version with the MTIA and ROCm names; not stored at f4d0062c): the launches by name (its
+ *   cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel and "runFunction -
+ *   job_prep_and_submit_for_execution" are taken by the pattern already).
+ * HTA tests COMMUNICATION first (get_kernel_type), so (^hip) takes a device row named hipMemcpy...
+ * before MemoryKernelGroupingPattern's (hip)? can: that is HTA's result, and kept. */
 
 enum { DEF_END, DEF_PREFIX, DEF_AFTER, DEF_EQ };
 typedef struct def_alt {
