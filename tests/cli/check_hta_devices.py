@@ -32,6 +32,7 @@ usage: check_hta_devices.py STROBE OUT_DIR
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -320,7 +321,48 @@ def cuda():
                      "launch_delay_outliers": 0}]})
 
 
+# ---- the matchers against HTA's patterns ------------------------------------------------------
+
+# HTA's patterns as HTA writes them, applied here by Python's re as HTA applies them; strobe has
+# its own matchers (cli/hta.c), compared here name by name.
+COMMUNICATE = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
+MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
+KERNEL_LAUNCH = re.compile(r"(cuda.*LaunchKernel)|(cuLaunchKernel)|(^runFunction)")
+RUNTIME_LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
+                    "cudaMemcpyAsync", "cudaMemsetAsync", RUN, "hipLaunchKernel",
+                    "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync",
+                    "hipMemcpyWithStream")
+NAMES = ["nccl", "ncc", "ncclAllReduce", "xncclKernel_y", "x\nncclKernel", "hip", "hi",
+         "hipMemcpyAsync", "hccl_x", "hcc", "Memcpy", "xMemcpy", "hipMemset", "Memset (Device)",
+         "memset", "dma", "dm", "adma", "cudaLaunchKernel", "cudaXLaunchKernelY", "cudaLaunchKerne",
+         "cuda\nLaunchKernel", "cuLaunchKernelEx", "acuLaunchKernel", "runFunction", "runfunction",
+         RUN, "cudaMemcpyAsync", "cudaMemcpyAsyncX", "hipMemcpyWithStream", "hipLaunchKernelX",
+         "gemm", ""]
+
+
+def matchers():
+    """Each name of NAMES as a kernel (stream 7) and as the CPU row of its correlation: its
+    kernel type (kernels --by-type --memory) is the first pattern of COMMUNICATE, MEMORY that
+    re.match takes, else COMPUTATION; the CPU row is a launch (one launches row) when
+    KERNEL_LAUNCH takes it or RUNTIME_LAUNCHES holds it."""
+    got_types, want_types, got_launch, want_launch = {}, {}, {}, {}
+    for i, name in enumerate(NAMES):
+        path = write_doc(os.path.join(out_dir, "name%02d.json" % i), [
+            x("cuda_runtime", name, 0, 5, correlation=1),
+            x("kernel", name, 10, 5, pid=0, tid=7, stream=7, correlation=1)])
+        rows = (rows_of("kernels", path, ["--by-type", "--memory"]) or {}).get("kernels") or []
+        got_types[name] = [r.get("kernel_type") for r in rows]
+        want_types[name] = ["COMMUNICATION" if COMMUNICATE.match(name) else
+                            "MEMORY" if MEMORY.match(name) else "COMPUTATION"]
+        got_launch[name] = len((rows_of("launches", path) or {}).get("launches") or [])
+        want_launch[name] = int(KERNEL_LAUNCH.match(name) is not None or name in RUNTIME_LAUNCHES)
+    expect("kernel types of %d names, as HTA's patterns" % len(NAMES), got_types, want_types)
+    expect("launches of %d names, as HTA's patterns and list" % len(NAMES), got_launch,
+           want_launch)
+
+
 mtia()
 rocm()
 cuda()
+matchers()
 tracegen.finish()
