@@ -3,11 +3,11 @@
  * include_memory_events True).
  *
  * HTA's definitions, over a rank's rows (see hta.h): the launch correlations are those of the
- * rows named cudaLaunchKernel, cudaMemcpyAsync or cudaMemsetAsync; the CPU rows (stream -1) and
- * the GPU rows (stream != -1) with such a correlation are joined on it (an inner join: every
- * pair), in the CPU rows' order, then the GPU rows'. A pair's row: correlation, cpu_duration and
- * gpu_duration (HTA's durations, end - ts), and launch_delay = gpu ts - cpu ts + cpu_duration
- * (HTA's formula as written). The summaries are those of HTA's plots: short kernels
+ * rows hta_is_launch() takes (CUDA's, ROCm's and MTIA's launches, copies and memsets); the CPU rows
+ * (stream -1) and the GPU rows (stream != -1) with such a correlation are joined on it (an inner
+ * join: every pair), in the CPU rows' order, then the GPU rows'. A pair's row: correlation,
+ * cpu_duration and gpu_duration (HTA's durations, end - ts), and launch_delay = gpu ts - cpu ts +
+ * cpu_duration (HTA's formula as written). The summaries are those of HTA's plots: short kernels
  * (cpu_duration <= runtime cutoff, 50, and gpu_duration < cpu_duration), runtime outliers
  * (cpu_duration > runtime cutoff), launch delay outliers (launch_delay > its cutoff, 100). */
 #include <stdlib.h>
@@ -31,8 +31,11 @@ const char cmd_launches_usage[] =
     "    breakdown reads them (ranks, HTA's times in microseconds, its profiler-step\n"
     "    restriction).\n"
     "\n"
-    "    One row per launch (cudaLaunchKernel, cudaMemcpyAsync, cudaMemsetAsync) and device\n"
-    "    event of its correlation id: rank, correlation, cpu_duration (the launch's),\n"
+    "    One row per launch and device event of its correlation id. Launches, by name as HTA\n"
+    "    takes them: cuda...LaunchKernel, cuLaunchKernel..., runFunction... (MTIA),\n"
+    "    cudaMemcpyAsync, cudaMemsetAsync, hipLaunchKernel, hipExtModuleLaunchKernel,\n"
+    "    hipMemcpyAsync, hipMemsetAsync, hipMemcpyWithStream. Columns: rank, correlation,\n"
+    "    cpu_duration (the launch's),\n"
     "    gpu_duration (the kernel's, copy's or memset's), and launch_delay, which HTA computes\n"
     "    as the kernel's start - the launch's start + the launch's duration. Then, per rank,\n"
     "    HTA's summaries: short_kernels (cpu_duration <= the runtime cutoff and gpu_duration <\n"

@@ -1,7 +1,8 @@
 /* hta.c: traces as HolisticTraceAnalysis sees them (the definitions are in hta.h).
  *
- * Contents: loading (folders, ranks, jobs), HTA's times, the profiler-step restriction, kernel
- * types, interval merging, output helpers (tables, typed cells), the commands' frame (hta_main). */
+ * Contents: loading (folders, ranks, jobs), HTA's times, the profiler-step restriction, HTA's
+ * definitions (kernel types, launches), interval merging, output helpers (tables, typed cells), the
+ * commands' frame (hta_main). */
 #include "hta.h"
 
 #include <errno.h>
@@ -441,18 +442,88 @@ void hta_free(hta_set *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* ---- kernel types, merging, output --------------------------------------------------------- */
+/* ---- HTA's definitions ----------------------------------------------------------------------
+ * The one table of the names HTA classifies by pattern, which every HTA command uses through
+ * hta_kernel_type() and hta_is_launch(). HTA's patterns are Python re patterns applied with
+ * re.match (anchored at the start only, "." stopping at a newline); each is written here, as HTA
+ * writes it, beside its alternatives, of three shapes, which is all these patterns need:
+ *   DEF_PREFIX  "^x"      the name starts with x
+ *   DEF_AFTER   "a.*b"    the name starts with a, and b follows in the name's first line
+ *   DEF_EQ      a name of HTA's list, whole
+ * Sources (facebookresearch/HolisticTraceAnalysis):
+ *   hta/common/types.py at f4d0062c (the commit the shared traces come from):
+ *     CommunicateKernelGroupingPattern  (^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)
+ *     MemoryKernelGroupingPattern       (^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)
+ *     KERNEL_LAUNCH_CATEGORY_PATTERN    (cuda.*LaunchKernel)|(cuLaunchKernel)|(^runFunction)
+ *   hta/common/trace_symbol_table.py, TraceSymbolTable.get_runtime_launch_events_query (the
+ *   version with the MTIA and ROCm names; not stored at f4d0062c): the launches by name (its
+ *   cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel and "runFunction -
+ *   job_prep_and_submit_for_execution" are taken by the pattern already).
+ * HTA tests COMMUNICATION first (get_kernel_type), so (^hip) takes a device row named hipMemcpy...
+ * before MemoryKernelGroupingPattern's (hip)? can: that is HTA's result, and kept. */
+
+enum { DEF_END, DEF_PREFIX, DEF_AFTER, DEF_EQ };
+typedef struct def_alt {
+    int op;
+    const char *a, *b;
+} def_alt;
+
+static const def_alt def_communication[] = {
+    {DEF_PREFIX, "nccl", NULL},    /* (^nccl.*) */
+    {DEF_PREFIX, "hip", NULL},     /* (^hip) */
+    {DEF_PREFIX, "hccl", NULL},    /* (^hccl) */
+    {DEF_AFTER, "", "ncclKernel"}, /* (.*ncclKernel.*) */
+    {DEF_END, NULL, NULL},
+};
+static const def_alt def_memory[] = {
+    {DEF_PREFIX, "Memcpy", NULL}, {DEF_PREFIX, "hipMemcpy", NULL}, /* (^(hip)?Memcpy) */
+    {DEF_PREFIX, "Memset", NULL}, {DEF_PREFIX, "hipMemset", NULL}, /* (^(hip)?Memset) */
+    {DEF_PREFIX, "dma", NULL},                                     /* (^dma) */
+    {DEF_END, NULL, NULL},
+};
+static const def_alt def_launch[] = {
+    /* KERNEL_LAUNCH_CATEGORY_PATTERN */
+    {DEF_AFTER, "cuda", "LaunchKernel"}, /* (cuda.*LaunchKernel) */
+    {DEF_PREFIX, "cuLaunchKernel", NULL},
+    {DEF_PREFIX, "runFunction", NULL},
+    /* get_runtime_launch_events_query's names that the pattern does not take */
+    {DEF_EQ, "cudaMemcpyAsync", NULL},
+    {DEF_EQ, "cudaMemsetAsync", NULL},
+    {DEF_EQ, "hipLaunchKernel", NULL},
+    {DEF_EQ, "hipExtModuleLaunchKernel", NULL},
+    {DEF_EQ, "hipMemcpyAsync", NULL},
+    {DEF_EQ, "hipMemsetAsync", NULL},
+    {DEF_EQ, "hipMemcpyWithStream", NULL},
+    {DEF_END, NULL, NULL},
+};
+
+/* Does one of the alternatives d[] take name (as re.match would)? */
+static int def_match(const def_alt *d, const char *name) {
+    for (; d->op != DEF_END; d++) {
+        size_t n = strlen(d->a);
+        if (d->op == DEF_EQ) {
+            if (strcmp(name, d->a) == 0) return 1;
+        } else if (strncmp(name, d->a, n) == 0) {
+            if (d->op == DEF_PREFIX) return 1;
+            const char *hit = strstr(name + n, d->b);
+            if (hit && memchr(name + n, '\n', (size_t)(hit - (name + n))) == NULL) return 1;
+        }
+    }
+    return 0;
+}
 
 int hta_kernel_type(const char *name) {
-    if (strstr(name, "ncclKernel")) return HTA_COMMUNICATION;
-    if (strstr(name, "Memcpy") || strstr(name, "Memset")) return HTA_MEMORY;
+    /* HTA's get_kernel_type order: communication, then memory, then computation. */
+    if (def_match(def_communication, name)) return HTA_COMMUNICATION;
+    if (def_match(def_memory, name)) return HTA_MEMORY;
     return HTA_COMPUTATION;
 }
 
-int hta_is_launch(const char *n) {
-    return strcmp(n, "cudaLaunchKernel") == 0 || strcmp(n, "cudaMemcpyAsync") == 0 ||
-           strcmp(n, "cudaMemsetAsync") == 0;
+int hta_is_launch(const char *name) {
+    return def_match(def_launch, name);
 }
+
+/* ---- merging, output ----------------------------------------------------------------------- */
 
 void hta_sort_i64(int64_t *v, size_t n) {
     qsort(v, n, sizeof *v, by_i64);

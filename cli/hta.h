@@ -1,6 +1,6 @@
 /* hta.h: traces as HolisticTraceAnalysis (HTA, facebookresearch/HolisticTraceAnalysis) sees
- * them, for the commands that give HTA's numbers (breakdown, overlap, kernels --by-type). The
- * definitions are HTA's; the code is ours.
+ * them, for the commands that give HTA's numbers (breakdown, overlap, kernels --by-type, launches,
+ * idle, queue, ranks, annotations). The definitions are HTA's; the code is ours.
  *
  * What HTA keeps of a trace (hta/common/trace_parser.py, trace.py, trace_filter.py):
  *   - rows: the events with a "dur" and a "cat" (X events; [memory] instants too, with dur 0),
@@ -21,8 +21,21 @@
  *     device_type, is not done: MTIA traces are restricted the same way.)
  *   - the analyses then take the rows with stream != -1 as "GPU kernels" (so copies, memsets,
  *     cuda_sync events and any CPU row with a stream count as well).
- *   - kernel type (hta/utils/utils.py get_kernel_type): COMMUNICATION when the name holds
- *     "ncclKernel", else MEMORY when it holds "Memcpy" or "Memset", else COMPUTATION.
+ *   - HTA's definitions by name, one table in hta.c (its comment cites each pattern; re.match:
+ *     anchored at the start, "." not past a newline), used by every command here:
+ *       kernel type, in get_kernel_type's order (hta/utils/utils.py), with the patterns of
+ *       hta/common/types.py at f4d0062c: COMMUNICATION when the name starts with nccl, hip or
+ *       hccl or holds ncclKernel (CommunicateKernelGroupingPattern), else MEMORY when it starts
+ *       with Memcpy, hipMemcpy, Memset, hipMemset or dma (MemoryKernelGroupingPattern: MTIA's
+ *       dma* kernels), else COMPUTATION;
+ *       launch (cuda_kernel_launch_stats, the queue lengths): a name that
+ *       KERNEL_LAUNCH_CATEGORY_PATTERN takes (cuda...LaunchKernel, cuLaunchKernel...,
+ *       runFunction..., MTIA's launch) or one of the other names of
+ *       TraceSymbolTable.get_runtime_launch_events_query (hta/common/trace_symbol_table.py):
+ *       cudaMemcpyAsync, cudaMemsetAsync, hipLaunchKernel, hipExtModuleLaunchKernel,
+ *       hipMemcpyAsync, hipMemsetAsync, hipMemcpyWithStream.
+ *     HTA's category patterns (KERNEL_CATEGORY_PATTERN, DEVICE_RUNTIME_CATEGORY_PATTERN) are
+ *     not needed: GPU rows are GPUKernelFilter's (stream and correlation), whatever the cat.
  *   - merge_kernel_intervals: rows sorted by ts; a row starts a new interval when its ts is after
  *     every earlier row's end; an interval runs from its first ts to its largest end.
  *
@@ -120,8 +133,8 @@ int64_t hta_iteration(const hta_iters *it, uint32_t ev);
 /* The N of "ProfilerStep\s*#\s*(\d+)" at the start of name, or -1. */
 int64_t hta_step_number(const char *name);
 
-/* A launch as HTA's launch statistics and queue lengths take it: cudaLaunchKernel,
- * cudaMemcpyAsync or cudaMemsetAsync. */
+/* A launch as HTA's launch statistics and queue lengths take it (see the definitions above):
+ * CUDA's, ROCm's (hip...) and MTIA's (runFunction...) kernel launches, copies and memsets. */
 int hta_is_launch(const char *name);
 
 /* Sorts v[0..n) in increasing order; the index of x in the sorted v[0..n) (the first one), or
@@ -129,7 +142,8 @@ int hta_is_launch(const char *name);
 void hta_sort_i64(int64_t *v, size_t n);
 long hta_find_i64(const int64_t *v, size_t n, int64_t x);
 
-/* HTA's kernel type of a name: HTA_COMMUNICATION, HTA_MEMORY or HTA_COMPUTATION. */
+/* HTA's kernel type of a name (see the definitions above): HTA_COMMUNICATION, HTA_MEMORY or
+ * HTA_COMPUTATION. */
 int hta_kernel_type(const char *name);
 /* "COMPUTATION", "COMMUNICATION", "MEMORY". */
 const char *hta_type_name(int type);

@@ -531,12 +531,29 @@ def restrict(ranks):
     return out
 
 
+# HTA's patterns as HTA writes them (hta/common/types.py at f4d0062c), applied with re.match as
+# HTA's GroupingPattern.match does; strobe matches them with its own code (cli/hta.c).
+COMMUNICATE = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
+MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
+KERNEL_LAUNCH = re.compile(r"(cuda.*LaunchKernel)|(cuLaunchKernel)|(^runFunction)")
+# TraceSymbolTable.get_runtime_launch_events_query's names (hta/common/trace_symbol_table.py).
+RUNTIME_LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
+                    "cudaMemcpyAsync", "cudaMemsetAsync",
+                    "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel",
+                    "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync",
+                    "hipMemcpyWithStream")
+
+
 def kernel_type(name):
-    if "ncclKernel" in name:
+    if COMMUNICATE.match(name):
         return "COMMUNICATION"
-    if "Memcpy" in name or "Memset" in name:
+    if MEMORY.match(name):
         return "MEMORY"
     return "COMPUTATION"
+
+
+def is_launch(name):
+    return KERNEL_LAUNCH.match(name) is not None or name in RUNTIME_LAUNCHES
 
 
 def merge(rows):
@@ -682,12 +699,9 @@ def close(a, b):
     return a == b
 
 
-LAUNCHES = ("cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync")
-
-
 def launches(rows, rank):
     """cuda_kernel_launch_stats: rows in file order (restrict() puts kernels first)."""
-    corrs = set(r[4] for r in rows if r[2] in LAUNCHES)
+    corrs = set(r[4] for r in rows if is_launch(r[2]))
     cpu = sorted([r for r in rows if r[3] == -1 and r[4] in corrs], key=lambda r: r[6])
     gpu = sorted([r for r in rows if r[3] != -1 and r[4] in corrs], key=lambda r: r[6])
     out = []
@@ -762,7 +776,7 @@ def queue(all_rows, rows, restricted, rank, cap=None):
     kernels = sorted([r for r in rows if r[3] != -1], key=order)
     steps = []
     for r in sorted(rows, key=order):
-        if r[2] in LAUNCHES and not r[5] and r[4] != -1 and r[4] in linked:
+        if is_launch(r[2]) and not r[5] and r[4] != -1 and r[4] in linked:
             for k in kernels:
                 if k[4] == r[4]:
                     steps.append((k[3], r[0], 0, order(r), 1))
@@ -855,6 +869,26 @@ def shared(shared_dir):
             want = annotation_rows(doc, rows, 0, cat)
             if not close(got, want):
                 expect("annotations %s %s" % (extra, os.path.basename(path)), got, want)
+        # The issue's traces, counted from the trace itself: the MI250 trace's 12 hipLaunchKernel,
+        # 2 hipExtModuleLaunchKernel and 2 hipMemcpyWithStream each have one device event of
+        # their correlation (16 launch rows, none before); the Triton example's one
+        # cuLaunchKernel has its kernel (1 row, none before).
+        want_launches = {"hta_amd_mi250_rocm6_2.json.gz": 16, "hta_triton_example.json.gz": 1}
+        if os.path.basename(path) in want_launches:
+            names = [e.get("name") for e in doc.get("traceEvents", [])]
+            corr = {}
+            for e in doc.get("traceEvents", []):
+                a = e.get("args") if isinstance(e.get("args"), dict) else {}
+                corr.setdefault(a.get("correlation"), []).append(e.get("name"))
+            paired = sum(1 for c, ns in corr.items() if c is not None and len(ns) == 2
+                         and sum(is_launch(n) for n in ns) == 1)
+            got = rows_of("launches", [path])["launches"]
+            expect("launches %s: the issue's launches" % os.path.basename(path),
+                   (len(got), paired), (want_launches[os.path.basename(path)],) * 2)
+            if "hipLaunchKernel" in names:
+                expect("launches %s: hip names" % os.path.basename(path),
+                       sorted(set(n for n in names if is_launch(n))),
+                       ["hipExtModuleLaunchKernel", "hipLaunchKernel", "hipMemcpyWithStream"])
         if os.path.basename(path).startswith("hta_ns_resolution_rank0"):
             # HTA's test_cpu_user_annotation_breakdown_with_allowlist on this trace: 8 rows,
             # "5 original + 2 for Optimizer + 1 others", 2 of them with "Optimizer".
