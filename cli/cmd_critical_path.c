@@ -129,7 +129,10 @@ static void put_flow(FILE *f, const cp_graph *g, const cp_edge *e, uint32_t n, s
     int64_t t = ev.ts;
     if (!g->nodes[n].is_start) {
         t += ev.dur;
-        if (w->stream != -1) t -= ev.dur < 1000 ? ev.dur : 1000;
+        /* HTA's rule keeps a GPU event's arrow inside it (1 us); a CPU event's is kept inside
+         * it by 1 ns, so that the point binds to the event it belongs to. */
+        int64_t in = w->stream != -1 ? 1000 : 1;
+        t -= ev.dur < in ? ev.dur : in;
     }
     if (m->has_base) t -= m->base_time_ns;
     const md_thread *th = &m->threads[ev.thread];
@@ -172,6 +175,120 @@ static void put_critical(FILE *f, const strobe_rd_event *ev) {
     fputs(",\"args\":{\"critical\":1}}", f);
 }
 
+/* The flows of the path's edges of HTA's default types (DEFAULT_EDGE_TYPES_IN_VIZ), after nev
+ * events. */
+static void put_flows(FILE *f, const cp_graph *g, size_t nev) {
+    size_t id = 0;
+    for (size_t i = 0; i + 1 < g->npath; i++) {
+        const cp_edge *e = &g->edges[g->path_edges[i]];
+        if (e->type != CP_DEPENDENCY && e->type != CP_KERNEL_LAUNCH_DELAY &&
+            e->type != CP_SYNC_DEPENDENCY)
+            continue;
+        put_flow(f, g, e, e->u, id, 1, nev > 0 || id > 0);
+        put_flow(f, g, e, e->v, id, 0, 1);
+        id++;
+    }
+}
+
+/* ---- the trace's own flows, when only critical events are kept ----------------------------- */
+
+typedef struct kept_x {
+    uint32_t thread;
+    int64_t ts, end;
+} kept_x;
+
+typedef struct flow_pt {
+    uint32_t cat;
+    uint8_t kind;
+    int64_t id;
+    int64_t idx; /* file index */
+    uint32_t ev; /* the model's event */
+    uint8_t ph;  /* MD_FLOW_START, _STEP, _END */
+    uint8_t bound;
+} flow_pt;
+
+static int by_kept(const void *a, const void *b) {
+    const kept_x *x = a, *y = b;
+    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
+    return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+static int by_flow_pt(const void *a, const void *b) {
+    const flow_pt *x = a, *y = b;
+    if (x->cat != y->cat) return x->cat < y->cat ? -1 : 1;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int is_kept_cat(const char *cat) {
+    return strcmp(cat, "user_annotation") == 0 || strcmp(cat, "python_function") == 0;
+}
+
+/* Leaving out the events that are not on the path would leave the trace's flows (ac2g launch
+ * arrows ...) pointing at nothing, which viewers report: a flow is kept only when each of its
+ * points lies in a complete event that is kept, on its thread, and it has a start and an end.
+ * The file indexes of the flow events to leave out go to *drop (sorted). */
+static int dropped_flows(const cp_graph *g, const int64_t *crit, size_t nc, int64_t **drop,
+                         size_t *ndrop) {
+    const md_model *m = &g->r->m;
+    kept_x *kx = malloc((m->count + 1) * sizeof *kx);
+    flow_pt *fp = malloc((m->count + 1) * sizeof *fp);
+    *drop = malloc((m->count + 1) * sizeof **drop);
+    *ndrop = 0;
+    if (kx == NULL || fp == NULL || *drop == NULL) {
+        free(kx);
+        free(fp);
+        return STROBE_ENOMEM;
+    }
+    size_t nk = 0, nf = 0;
+    for (uint32_t i = 0; i < m->count; i++) {
+        md_event e = md_at(m, i);
+        if (e.ph == 'X' && e.has_time) {
+            int64_t x = (int64_t)e.index;
+            if (is_kept_cat(md_str(m, e.cat)) || bsearch(&x, crit, nc, sizeof *crit, by_i64))
+                kx[nk++] = (kept_x){e.thread, e.ts, e.ts + e.dur};
+        } else if (e.kind == MD_FLOW_START || e.kind == MD_FLOW_STEP || e.kind == MD_FLOW_END) {
+            fp[nf++] = (flow_pt){e.cat, e.flow_kind, e.flow_id, (int64_t)e.index, i, e.kind, 0};
+        }
+    }
+    qsort(kx, nk, sizeof *kx, by_kept);
+    for (size_t k = 0; k < nf; k++) {
+        flow_pt *f = &fp[k];
+        md_event e = md_at(m, f->ev);
+        if (!e.has_time || e.flow_kind == MD_ID_NONE) continue;
+        /* Whether a kept complete event of its thread holds its time. */
+        size_t a = 0, b = nk;
+        while (a < b) {
+            size_t mid = a + (b - a) / 2;
+            if (kx[mid].thread < e.thread)
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        for (; a < nk && kx[a].thread == e.thread && kx[a].ts <= e.ts && !f->bound; a++)
+            f->bound = e.ts < kx[a].end || (e.ts == kx[a].ts && kx[a].end == kx[a].ts);
+    }
+    qsort(fp, nf, sizeof *fp, by_flow_pt);
+    for (size_t a = 0, b; a < nf; a = b) {
+        int ok = fp[a].kind != MD_ID_NONE, starts = 0, ends = 0;
+        for (b = a;
+             b < nf && fp[b].cat == fp[a].cat && fp[b].kind == fp[a].kind && fp[b].id == fp[a].id;
+             b++) {
+            ok &= fp[b].bound;
+            starts += fp[b].ph == MD_FLOW_START;
+            ends += fp[b].ph == MD_FLOW_END;
+        }
+        if (ok && starts && ends) continue;
+        for (size_t k = a; k < b; k++)
+            (*drop)[(*ndrop)++] = fp[k].idx;
+    }
+    qsort(*drop, *ndrop, sizeof **drop, by_i64);
+    free(kx);
+    free(fp);
+    return 0;
+}
+
 static int overlay(const cp_graph *g, const ctx *c) {
     const md_model *m = &g->r->m;
     int64_t *crit = malloc((g->npath + 1) * sizeof *crit);
@@ -180,10 +297,18 @@ static int overlay(const cp_graph *g, const ctx *c) {
     for (size_t i = 0; i < g->npath; i++)
         crit[nc++] = g->rows[g->nodes[g->path[i]].row].idx;
     qsort(crit, nc, sizeof *crit, by_i64);
+    int64_t *drop = NULL;
+    size_t ndrop = 0;
+    if (!c->all_events && dropped_flows(g, crit, nc, &drop, &ndrop)) {
+        free(crit);
+        free(drop);
+        return STROBE_ENOMEM;
+    }
     FILE *f = fopen(c->out, "w");
     if (f == NULL) {
         fprintf(stderr, "strobe critical-path: %s: %s\n", cli_esc(c->out), strerror(errno));
         free(crit);
+        free(drop);
         return HTA_REPORTED;
     }
     strobe_rd *rd = NULL;
@@ -195,7 +320,8 @@ static int overlay(const cp_graph *g, const ctx *c) {
     while (rc == 0 && (rc = strobe_rd_next(rd, &it)) > 0) {
         if (rc == STROBE_RD_META) {
             rc = 0;
-            if (in_events) {
+            if (in_events == 1) {
+                put_flows(f, g, nev);
                 fputs("\n]", f);
                 in_events = 2;
             }
@@ -220,6 +346,7 @@ static int overlay(const cp_graph *g, const ctx *c) {
             !(ev->cat.s && (strcmp(ev->cat.s, "user_annotation") == 0 ||
                             strcmp(ev->cat.s, "python_function") == 0)))
             continue;
+        if (ndrop && bsearch(&x, drop, ndrop, sizeof *drop, by_i64)) continue;
         fputs(nev++ ? ",\n" : "\n", f);
         if (is_crit)
             put_critical(f, ev);
@@ -228,17 +355,10 @@ static int overlay(const cp_graph *g, const ctx *c) {
     }
     if (rc == 0) {
         if (in_events == 0) fputs(members++ ? ",\n\"traceEvents\":[" : "\n\"traceEvents\":[", f);
-        size_t id = 0;
-        for (size_t i = 0; i + 1 < g->npath; i++) {
-            const cp_edge *e = &g->edges[g->path_edges[i]];
-            if (e->type != CP_DEPENDENCY && e->type != CP_KERNEL_LAUNCH_DELAY &&
-                e->type != CP_SYNC_DEPENDENCY)
-                continue;
-            put_flow(f, g, e, e->u, id, 1, nev > 0 || id > 0);
-            put_flow(f, g, e, e->v, id, 0, 1);
-            id++;
+        if (in_events != 2) {
+            put_flows(f, g, nev);
+            fputs("\n]", f);
         }
-        if (in_events != 2) fputs("\n]", f);
         fputs("\n}\n", f);
     }
     if (rc < 0)
@@ -246,6 +366,7 @@ static int overlay(const cp_graph *g, const ctx *c) {
                 rd ? strobe_rd_errmsg(rd) : "cannot read the trace");
     strobe_rd_close(rd);
     free(crit);
+    free(drop);
     if (fclose(f) != 0 && rc == 0) {
         fprintf(stderr, "strobe critical-path: %s: %s\n", cli_esc(c->out), strerror(errno));
         return HTA_REPORTED;
