@@ -70,6 +70,10 @@ const char cmd_critical_path_usage[] =
     "                       overlay_critical_path_analysis() writes it\n"
     "    --all-events       in OUT, keep the events that are not on the path (HTA's\n"
     "                       only_show_critical_events=False)\n"
+    "    --show-all-edges   in OUT, with --all-events, a flow for every edge of the graph but\n"
+    "                       the 0-weight launch edges, each with args.critical (HTA's\n"
+    "                       show_all_edges); without it, only the path's dependency, launch\n"
+    "                       delay and sync edges\n"
     "    -f, --format F table (default); csv (the tables one after another) or json\n"
     "                   ({\"summary\": [...], \"path\": [...], \"graph\": [...]}): summary\n"
     "                   rows bound_by, duration (us), percent (HTA's summary()); path rows\n"
@@ -83,7 +87,14 @@ const char cmd_critical_path_usage[] =
     "    0 success; 2 bad input (a trace cannot be read, no such annotation or instance, an\n"
     "    invalid graph) or usage.\n";
 
-enum { OPT_ANNOTATION = CLI_LONG_ONLY + 1, OPT_INSTANCE, OPT_RANK, OPT_ZERO, OPT_ALL_EVENTS };
+enum {
+    OPT_ANNOTATION = CLI_LONG_ONLY + 1,
+    OPT_INSTANCE,
+    OPT_RANK,
+    OPT_ZERO,
+    OPT_ALL_EVENTS,
+    OPT_ALL_EDGES
+};
 
 const struct option cmd_critical_path_options[] = {
     {"annotation", required_argument, NULL, OPT_ANNOTATION},
@@ -92,6 +103,7 @@ const struct option cmd_critical_path_options[] = {
     {"zero-weight-launch-edges", no_argument, NULL, OPT_ZERO},
     {"output", required_argument, NULL, 'o'},
     {"all-events", no_argument, NULL, OPT_ALL_EVENTS},
+    {"show-all-edges", no_argument, NULL, OPT_ALL_EDGES},
     {"format", required_argument, NULL, 'f'},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
@@ -103,7 +115,7 @@ typedef struct ctx {
     int64_t rank;
     int has_rank;
     const char *out;
-    int all_events;
+    int all_events, all_edges;
 } ctx;
 
 /* ---- the overlaid trace --------------------------------------------------------------------- */
@@ -122,7 +134,7 @@ static void put_id(FILE *f, const md_model *m, int64_t num, uint8_t kind) {
 
 /* One flow point of edge e at node n (HTA's get_flow_event). */
 static void put_flow(FILE *f, const cp_graph *g, const cp_edge *e, uint32_t n, size_t id, int start,
-                     int lead) {
+                     int lead, int critical) {
     const md_model *m = &g->r->m;
     const cp_row *w = &g->rows[g->nodes[n].row];
     md_event ev = md_at(m, w->ev);
@@ -144,8 +156,9 @@ static void put_flow(FILE *f, const cp_graph *g, const cp_edge *e, uint32_t n, s
     cl_put_us(f, t);
     fprintf(f,
             ",\"cat\":\"%s\",\"name\":\"critical_path\",%s\"args\":{\"weight\":%" PRId64
-            ",\"critical\":true}}",
-            cp_edge_type_name(e->type), start ? "" : "\"bp\":\"e\",", e->weight);
+            ",\"critical\":%s}}",
+            cp_edge_type_name(e->type), start ? "" : "\"bp\":\"e\",", e->weight,
+            critical ? "true" : "false");
 }
 
 /* Writes the event's text with "critical": 1 added to its args. */
@@ -177,15 +190,30 @@ static void put_critical(FILE *f, const strobe_rd_event *ev) {
 
 /* The flows of the path's edges of HTA's default types (DEFAULT_EDGE_TYPES_IN_VIZ), after nev
  * events. */
-static void put_flows(FILE *f, const cp_graph *g, size_t nev) {
+static void put_flows(FILE *f, const cp_graph *g, size_t nev, int all_edges) {
     size_t id = 0;
+    if (all_edges) {
+        /* HTA's show_all_edges: every edge, but the 0-weight launch edges, critical or not. */
+        uint8_t *on = calloc(g->nedges + 1, 1);
+        for (size_t i = 0; on && i + 1 < g->npath; i++)
+            on[g->path_edges[i]] = 1;
+        for (size_t k = 0; k < g->nedges; k++) {
+            const cp_edge *e = &g->edges[k];
+            if (e->type == CP_KERNEL_LAUNCH_DELAY && e->weight == 0) continue;
+            put_flow(f, g, e, e->u, id, 1, nev > 0 || id > 0, on && on[k]);
+            put_flow(f, g, e, e->v, id, 0, 1, on && on[k]);
+            id++;
+        }
+        free(on);
+        return;
+    }
     for (size_t i = 0; i + 1 < g->npath; i++) {
         const cp_edge *e = &g->edges[g->path_edges[i]];
         if (e->type != CP_DEPENDENCY && e->type != CP_KERNEL_LAUNCH_DELAY &&
             e->type != CP_SYNC_DEPENDENCY)
             continue;
-        put_flow(f, g, e, e->u, id, 1, nev > 0 || id > 0);
-        put_flow(f, g, e, e->v, id, 0, 1);
+        put_flow(f, g, e, e->u, id, 1, nev > 0 || id > 0, 1);
+        put_flow(f, g, e, e->v, id, 0, 1, 1);
         id++;
     }
 }
@@ -321,7 +349,7 @@ static int overlay(const cp_graph *g, const ctx *c) {
         if (rc == STROBE_RD_META) {
             rc = 0;
             if (in_events == 1) {
-                put_flows(f, g, nev);
+                put_flows(f, g, nev, c->all_events && c->all_edges);
                 fputs("\n]", f);
                 in_events = 2;
             }
@@ -356,7 +384,7 @@ static int overlay(const cp_graph *g, const ctx *c) {
     if (rc == 0) {
         if (in_events == 0) fputs(members++ ? ",\n\"traceEvents\":[" : "\n\"traceEvents\":[", f);
         if (in_events != 2) {
-            put_flows(f, g, nev);
+            put_flows(f, g, nev, c->all_events && c->all_edges);
             fputs("\n]", f);
         }
         fputs("\n}\n", f);
@@ -503,6 +531,9 @@ static int option(void *vc, int o, const char *arg) {
     case OPT_ALL_EVENTS:
         c->all_events = 1;
         return 0;
+    case OPT_ALL_EDGES:
+        c->all_edges = 1;
+        return 0;
     default:
         return HTA_UNKNOWN_OPTION;
     }
@@ -528,6 +559,6 @@ const hta_command hta_cmd_critical_path = {
     3};
 
 int cmd_critical_path(int argc, char **argv) {
-    ctx c = {{"ProfilerStep", 0, 0, 0}, 0, 0, NULL, 0};
+    ctx c = {{"ProfilerStep", 0, 0, 0}, 0, 0, NULL, 0, 0};
     return hta_main(&hta_cmd_critical_path, &c, argc, argv);
 }

@@ -1093,15 +1093,6 @@ int cp_analyze(cp_graph *g, const hta_rank *r, const cp_opts *o) {
     if (rc == 0) rc = call_stacks(g);
     if (rc == 0) rc = kernels(g, o, has_wait_col);
     if (rc == 0) rc = validate(g);
-    if (rc == 0 && getenv("STROBE_CP_DEBUG")) {
-        for (size_t k = 0; k < g->nedges; k++) {
-            const cp_edge *e = &g->edges[k];
-            fprintf(stderr, "E %u %u %" PRId64 " %" PRId64 " %s %" PRId64 " %" PRId64 "\n", e->u,
-                    e->v, g->rows[g->nodes[e->u].row].idx, g->rows[g->nodes[e->v].row].idx,
-                    cp_edge_type_name(e->type), e->weight,
-                    e->attr == CP_NONE ? -1 : g->rows[e->attr].idx);
-        }
-    }
     if (rc == 0) rc = longest(g);
     return rc;
 }
