@@ -125,8 +125,14 @@ out:
 }
 
 /* The wait_on_stream and wait_on_cuda_event_record_corr_id args of the cuda_sync events, which the
- * model does not keep: a second pass over the file. @return 0, STROBE_ENOMEM, or HTA_REPORTED. */
+ * model does not keep: a second pass over the file, when it has cuda_sync rows. @return 0,
+ * STROBE_ENOMEM, or HTA_REPORTED. */
 static int load_wait_args(cp_graph *g, int *has_wait_col) {
+    /* Kineto writes these args on cuda_sync events only: without one, the pass is not needed. */
+    int any = 0;
+    for (size_t k = 0; k < g->nrows && !any; k++)
+        any = strcmp(md_str(&g->r->m, g->rows[k].cat), "cuda_sync") == 0;
+    if (!any) return 0;
     static const char *const keys[] = {"wait_on_stream", "wait_on_cuda_event_record_corr_id"};
     strobe_rd_options opt;
     strobe_rd_options_init(&opt);
