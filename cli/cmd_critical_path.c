@@ -20,6 +20,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
 
 #include "cli.h"
 #include "common.h"
@@ -67,7 +69,9 @@ const char cmd_critical_path_usage[] =
     "                       edge (HTA's CRITICAL_PATH_ADD_ZERO_WEIGHT_LAUNCH_EDGE=1)\n"
     "    -o, --output OUT.json\n"
     "                       write the trace with the critical path overlaid, as HTA's\n"
-    "                       overlay_critical_path_analysis() writes it\n"
+    "                       overlay_critical_path_analysis() writes it (gzip'd when OUT ends\n"
+    "                       in .gz); with only critical events kept, the trace's own flows\n"
+    "                       that would point at a left-out event are left out too\n"
     "    --all-events       in OUT, keep the events that are not on the path (HTA's\n"
     "                       only_show_critical_events=False)\n"
     "    --show-all-edges   in OUT, with --all-events, a flow for every edge of the graph but\n"
@@ -317,6 +321,31 @@ static int dropped_flows(const cp_graph *g, const int64_t *crit, size_t nc, int6
     return 0;
 }
 
+/* A .gz output is written through zlib, as a FILE so that the writers above serve both. */
+static ssize_t gz_write(void *cookie, const char *buf, size_t n) {
+    int w = gzwrite((gzFile)cookie, buf, (unsigned)n);
+    return w > 0 ? w : n == 0 ? 0 : -1;
+}
+
+static int gz_close(void *cookie) {
+    return gzclose((gzFile)cookie) == Z_OK ? 0 : -1;
+}
+
+/* OUT for writing: refused (errno EEXIST) when it is the trace being read. */
+static FILE *open_out(const char *out, const char *in) {
+    struct stat a, b;
+    if (stat(out, &a) == 0 && stat(in, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        errno = EEXIST;
+        return NULL;
+    }
+    if (!cli_ends_with(out, ".gz")) return fopen(out, "w");
+    gzFile gz = gzopen(out, "wb");
+    if (gz == NULL) return NULL;
+    FILE *f = fopencookie(gz, "w", (cookie_io_functions_t){NULL, gz_write, NULL, gz_close});
+    if (f == NULL) gzclose(gz);
+    return f;
+}
+
 static int overlay(const cp_graph *g, const ctx *c) {
     const md_model *m = &g->r->m;
     int64_t *crit = malloc((g->npath + 1) * sizeof *crit);
@@ -332,9 +361,11 @@ static int overlay(const cp_graph *g, const ctx *c) {
         free(drop);
         return STROBE_ENOMEM;
     }
-    FILE *f = fopen(c->out, "w");
+    FILE *f = open_out(c->out, m->path);
     if (f == NULL) {
-        fprintf(stderr, "strobe critical-path: %s: %s\n", cli_esc(c->out), strerror(errno));
+        fprintf(stderr, "strobe critical-path: %s: %s\n", cli_esc(c->out),
+                errno == EEXIST ? "is the trace being read: write the overlay elsewhere"
+                                : strerror(errno));
         free(crit);
         free(drop);
         return HTA_REPORTED;
@@ -437,8 +468,7 @@ static int tables(const cp_graph *g, hta_table *t) {
     }
     /* summary(): per bound_by, in its sorted order, the share of the path's duration. */
     const char **sorted = malloc((ne + 1) * sizeof *sorted);
-    int64_t *dur = malloc((ne + 1) * sizeof *dur);
-    if (rc == 0 && (sorted == NULL || dur == NULL)) rc = STROBE_ENOMEM;
+    if (rc == 0 && sorted == NULL) rc = STROBE_ENOMEM;
     if (rc == 0) {
         memcpy(sorted, bounds, ne * sizeof *sorted);
         qsort(sorted, ne, sizeof *sorted, by_bound);
@@ -466,7 +496,6 @@ static int tables(const cp_graph *g, hta_table *t) {
                      HTA_INT(g->win_hi));
     free(bounds);
     free(sorted);
-    free(dur);
     return rc;
 }
 
@@ -485,6 +514,7 @@ static int run(const hta_set *s, void *vc, hta_table *t) {
         return HTA_REPORTED;
     }
     cp_graph g;
+    c->o.t0 = s->min_ts == INT64_MAX ? 0 : s->min_ts;
     int rc = cp_analyze(&g, r, &c->o);
     if (rc == HTA_REPORTED)
         fprintf(stderr, "strobe critical-path: %s: %s\n", cli_esc(r->m.path), g.err);
@@ -559,6 +589,6 @@ const hta_command hta_cmd_critical_path = {
     3};
 
 int cmd_critical_path(int argc, char **argv) {
-    ctx c = {{"ProfilerStep", 0, 0, 0}, 0, 0, NULL, 0, 0};
+    ctx c = {{"ProfilerStep", 0, 0, 0, 0}, 0, 0, NULL, 0, 0};
     return hta_main(&hta_cmd_critical_path, &c, argc, argv);
 }

@@ -1085,12 +1085,10 @@ out:
 }
 
 int cp_analyze(cp_graph *g, const hta_rank *r, const cp_opts *o) {
-    /* hta_rank does not know its set; its rows' times are aligned by the set's min_ts, which a
-     * one-rank caller passes through r->min_ts as HTA's _align_all_ranks would for one rank. */
     memset(g, 0, sizeof *g);
     g->r = r;
     hta_set one = {0};
-    one.min_ts = r->min_ts == INT64_MAX ? 0 : r->min_ts;
+    one.min_ts = o->t0;
     int has_wait_col = 0;
     int rc = load_rows(g, &one);
     if (rc == 0) rc = load_wait_args(g, &has_wait_col);

@@ -75,6 +75,7 @@ typedef struct cp_opts {
     const char *annotation; /* "" for the whole rank */
     long inst_lo, inst_hi;
     int zero_weight_launch; /* HTA's CRITICAL_PATH_ADD_ZERO_WEIGHT_LAUNCH_EDGE=1 */
+    int64_t t0;             /* HTA's time 0 (_align_all_ranks: the earliest row of all ranks), us */
 } cp_opts;
 
 typedef struct cp_graph {

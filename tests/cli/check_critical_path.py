@@ -143,6 +143,10 @@ def launches_and_sync():
            sorted(["ProfilerStep#1", "aten::mm", "cudaLaunchKernel", "gemm", "add"]))
     expect("launches overlay: flows", flows(events),
            [("s", LAUNCH, 1, 1, 20, True), ("f", LAUNCH, 0, 7, 40, True)])
+    out = os.path.join(out_dir, "launches_overlay.json.gz")
+    run(["critical-path", "-q", "-o", out, path])
+    expect("launches overlay, gzip'd: the same flows", flows(checked_overlay(out)),
+           [("s", LAUNCH, 1, 1, 20, True), ("f", LAUNCH, 0, 7, 40, True)])
     out = os.path.join(out_dir, "launches_all.json")
     run(["critical-path", "-q", "--all-events", "-o", out, path])
     events = checked_overlay(out)
@@ -246,6 +250,8 @@ def bad_input():
     expect("refused: standard input", (p.returncode, "standard input" in p.stderr), (2, True))
     refused("unwritable output", ["-o", os.path.join(out_dir, "no", "such", "dir.json"), path],
             "dir.json")
+    refused("output is the trace", ["-o", path, path], "is the trace being read")
+    expect("the trace is left as it was", load(path)["traceEvents"][1]["name"], "aten::mm")
     # No event in the window (an annotation that holds nothing): no path, said.
     empty = write(os.path.join(out_dir, "empty.json"),
                   [x("user_annotation", "ProfilerStep#1", 0, 10), x("cpu_op", "late", 50, 5)])
