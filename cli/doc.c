@@ -57,6 +57,8 @@ const cli_command cli_commands[] = {
      "run a program and record a trace of it, with no change to it"},
     {"report", cmd_report, cmd_report_usage, cmd_report_options,
      "one self-contained HTML report: tables, charts, ranks compared"},
+    {"critical-path", cmd_critical_path, cmd_critical_path_usage, cmd_critical_path_options,
+     "HTA's critical path analysis of a rank, and the trace with it overlaid"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 
@@ -205,6 +207,7 @@ static const struct {
     {"trigger", "activities", "cpu cuda cpu,cuda"},
     {"record", "activities", "cpu cuda cpu,cuda"},
     {"record", "capture-range", "cuda-profiler-api nvtx:"},
+    {"critical-path", "format", "table csv json"},
 };
 
 void cli_write_completion(FILE *out) {
