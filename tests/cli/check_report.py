@@ -9,6 +9,8 @@
          the busy fraction of each stream per time bucket, memory per bucket, the warnings.
       2. Escaping: nothing from the trace can end the script element or open a tag.
       3. Bounds: 1000 operator names keep 200 rows; the time series have at most 1000 points.
+      2b. The HTA commands' --format table headers: a column of microseconds says (us) (HTA's
+         JSON keys say no unit, or "(ns)"), and its values are microseconds.
       4. Several ranks: the per-rank sections; bad input and usage (exit 2, one line); the
          malformed samples of SHARED_DIR/validators/samples/bad (a page, or exit 2).
   check_report.py STROBE WORK_DIR browser [SHARED_DIR]
@@ -270,6 +272,63 @@ def part_ranks_and_bad():
     expect("unwritable output: exit 2, naming it", (rc, "/nonexistent-dir/r.html" in se), (2, True))
 
 
+# HTA's columns whose values are the trace's microseconds (breakdown_analysis.py, idle_time,
+# queue_length, cuda_kernel_launch_stats): their table headers must say (us), whatever HTA names
+# the JSON and CSV key (no unit, or "(ns)" in get_gpu_kernel_breakdown).
+HTA_TIMES = {"idle_time", "compute_time", "non_compute_time", "kernel_time", "sum", "sum (ns)",
+             "max (ns)", "min (ns)", "mean (ns)", "stddev", "cpu_duration", "gpu_duration",
+             "launch_delay", "duration_at_max_queue_length"}
+
+
+def table_blocks(text):
+    """The tables of a --format table output: [(headers, rows of cells)], columns split at two
+    spaces or more (a header's own words are one space apart)."""
+    blocks, lines, i = [], text.splitlines(), 0
+    while i + 2 < len(lines):
+        if not (lines[i].startswith("--") and lines[i + 2].startswith("--")):
+            i += 1
+            continue
+        head, rows, i = re.split(r"\s{2,}", lines[i + 1].strip()), [], i + 3
+        while i < len(lines) and not lines[i].startswith("--"):
+            rows.append(re.split(r"\s{2,}", lines[i].strip()))
+            i += 1
+        blocks.append((head, rows))
+        i += 1
+    return blocks
+
+
+def part_cli_headers(path):
+    """Each HTA command's table headers against its JSON keys: a time column says (us), no
+    header says (ns), and the values under "(us)" are microseconds worked out here."""
+    for cmd in (["breakdown"], ["kernels", "--by-type"], ["idle"], ["overlap"], ["launches"],
+                ["queue"]):
+        rc, tab, _ = tracegen.run(STROBE, *cmd, "-q", path)
+        rc2, js, _ = tracegen.run(STROBE, *cmd, "-q", "-f", "json", path)
+        what = " ".join(cmd)
+        expect("%s: table and json exit status" % what, (rc, rc2), (0, 0))
+        doc = json.loads(js)
+        tables = list(doc.values()) if isinstance(doc, dict) else [doc]
+        blocks = table_blocks(tab)
+        expect("%s: tables printed" % what, len(blocks), len(tables))
+        for rows, (head, cells) in zip(tables, blocks):
+            if not rows:
+                continue
+            keys = list(rows[0].keys())
+            want = [re.sub(r" \(ns\)$", "", k) + " (us)" if k in HTA_TIMES else k for k in keys]
+            expect("%s: headers with units" % what, head, want)
+            expect("%s: no header says (ns)" % what, [h for h in head if "(ns)" in h], [])
+            if keys[0] == "name" and cells:
+                gemm = [c for c in cells if c[0] == "gemm_kernel"]
+                # HTA keeps the kernels of the profiler steps before the last one.
+                ev = events()
+                steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev
+                               if e["name"].startswith("ProfilerStep#"))[:-1]
+                want_us = sum(e["dur"] for e in ev if e["name"] == "gemm_kernel" and
+                              any(a <= e["ts"] < b for a, b in steps))
+                expect("kernels --by-type: gemm_kernel's sum (us) is microseconds",
+                       gemm[0][head.index("sum (us)")] if gemm else None, str(want_us))
+
+
 # ---- browser -----------------------------------------------------------------------------------
 
 def chromium():
@@ -393,7 +452,7 @@ def part_bad_samples():
 
 
 if MODE == "data":
-    part_data()
+    part_cli_headers(part_data())
     part_bounds()
     part_ranks_and_bad()
     part_bad_samples()
