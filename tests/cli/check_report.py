@@ -51,7 +51,8 @@ def events():
         x("cpu_op", "aten::linear", 10, 400),
         x("cpu_op", "aten::mm", 20, 300),
         x("cuda_runtime", "cudaLaunchKernel", 30, 20, correlation=1),
-        x("cpu_op", "aten::relu", 500, 100),
+        x("cpu_op", "aten::relu", 500, 100,
+          **{"Call stack": "model.py(12): forward;train.py(3): <module>"}),
         x("cuda_runtime", "cudaLaunchKernel", 510, 10, correlation=2),
         x("user_annotation", "ProfilerStep#2", 1000, 1000),
         x("cpu_op", "aten::linear", 1010, 400),
@@ -155,6 +156,13 @@ def part_data():
                want_ns)
         expect("flame root >= the hand-worked operators' self CPU",
                int(root.group(1)) >= want_hand if root else None, True)
+        # A Python frame reads function first, path last; its hover title keeps the name.
+        py = re.search(r'data-l="([^"]*)"><title>model\.py\(12\): forward \([^<]*</title>'
+                       r'<rect[^>]*><text[^>]*>([^<]*)</text>', fl.group(0))
+        lab, shown = py.groups() if py else (None, "")
+        expect("flame label of model.py(12): forward, and the text drawn (%r) its start" % shown,
+               (lab, lab is not None and lab.startswith(shown.replace("..", ""))),
+               ("forward \u2014 model.py(12)", True))
     # ---- kernels (us) ----
     ks = {k["Name"]: k for k in d["kernels"]["kernels"]}
     expect("kernels: gemm calls and total", (ks["gemm_kernel"]["# of Calls"],
