@@ -550,10 +550,14 @@ static int write_page(FILE *out, hta_set *s, const char *title) {
         fputs("</style>\n</head>\n<body>\n<header><h1>", out);
         report_html_text(out, title);
         fputs("</h1><p class=\"sub\">strobe report</p></header>\n", out);
-        fputs(report_page_body, out);
-        fputs("<section id=\"flame\"><h2>Flame graph</h2>\n", out);
+        /* The sections, the flame graph in its place among them. */
+        const char *mark = strstr(report_page_body, REPORT_FLAME_MARK);
+        size_t before = mark ? (size_t)(mark - report_page_body) : strlen(report_page_body);
+        fwrite(report_page_body, 1, before, out);
+        fputc('\n', out);
         report_flame(out, &s->ranks[0].m);
-        fputs("</section>\n<script type=\"application/json\" id=\"strobe-data\">", out);
+        if (mark) fputs(mark + strlen(REPORT_FLAME_MARK), out);
+        fputs("<script type=\"application/json\" id=\"strobe-data\">", out);
         report_script_json(out, data, len);
         fputs("</script>\n<script>\n", out);
         fputs(report_page_script, out);

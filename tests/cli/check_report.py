@@ -163,6 +163,13 @@ def part_data():
         expect("flame label of model.py(12): forward, and the text drawn (%r) its start" % shown,
                (lab, lab is not None and lab.startswith(shown.replace("..", ""))),
                ("forward \u2014 model.py(12)", True))
+    # ---- the sections in the navigation's order, the flame graph among them ----
+    nav = re.findall(r'<a href="#([^"]+)"', re.search(r"<nav>.*?</nav>", html, re.S).group(0))
+    sections = re.findall(r'<section id="([^"]+)"', html)
+    expect("sections in the navigation's order", sections, nav)
+    expect("the flame graph inside its section", re.search(
+        r'<section id="flame">(?:(?!</section>).)*id="report-flame"', html, re.S) is not None,
+        True)
     # ---- kernels (us) ----
     ks = {k["Name"]: k for k in d["kernels"]["kernels"]}
     expect("kernels: gemm calls and total", (ks["gemm_kernel"]["# of Calls"],
@@ -337,6 +344,14 @@ def part_cli_headers(path):
                        gemm[0][head.index("sum (us)")] if gemm else None, str(want_us))
 
 
+def fmt_bytes(b):
+    """A size as the page should show it: B below 1 KiB, else KiB, MiB, GiB with 2 decimals."""
+    units, k, a = ["B", "KiB", "MiB", "GiB", "TiB"], 0, float(b)
+    while abs(a) >= 1024 and k < len(units) - 1:
+        a, k = a / 1024, k + 1
+    return ("%d" % b if k == 0 else "%.2f" % a) + " " + units[k]
+
+
 # ---- browser -----------------------------------------------------------------------------------
 
 def chromium():
@@ -424,6 +439,19 @@ def part_browser():
         charts.append("chart-memory")
     for chart in charts:
         expect("DOM: chart %s" % chart, ('id="%s"' % chart) in dom, True)
+    # deviceProperties: a table, a row per device, the JSON in a collapsed <details>.
+    dp = d["ranks"][0]["meta"]["device_properties"]
+    if dp:
+        devs = json.loads(dp)
+        expect("DOM: a device table row per deviceProperties entry",
+               len(re.findall(r'<tr class="device-row">', dom)), len(devs))
+        expect("DOM: the raw deviceProperties in a closed <details>",
+               re.search(r"<details><summary>deviceProperties[^<]*</summary><pre>", dom)
+               is not None, True)
+        mem = fmt_bytes(devs[0]["totalGlobalMem"])
+        expect("DOM: the first device's memory as %s" % mem,
+               re.search(r'<tr class="device-row">(?:(?!</tr>).)*<td>%s</td>' % re.escape(mem),
+                         dom) is not None, True)
     expect("DOM: step bars", len(re.findall(r'<rect class="bar"', dom)) > 0, True)
     expect("DOM: utilization cells", len(re.findall(r'<rect class="cell"', dom)) > 0, True)
     ok = os.path.exists(png) and open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
