@@ -53,6 +53,7 @@ const char cmd_report_usage[] =
     "    metadata (as strobe info); and from all ranks HTA's temporal breakdown, kernel types,\n"
     "    communication overlap, idle time and queue lengths as charts and tables. Several ranks\n"
     "    add a comparison: step times per rank and HTA's potential stragglers (strobe ranks).\n"
+    "    A CPU-only trace (no kernels, copies or memsets) leaves the device sections out.\n"
     "    The numbers are those the commands print. The report summarizes and never embeds the\n"
     "    trace: tables keep their first 200 rows, and time series at most 1000 points per\n"
     "    track.\n"
@@ -361,8 +362,14 @@ static int put_meta(FILE *out, const md_model *m, int64_t rank) {
         fputs("null", out);
     if (m->min_ts <= m->max_ts)
         fprintf(out, ", \"span_ns\": %" PRId64, md_sub_sat(m->max_ts, m->min_ts));
-    fprintf(out, ", \"events\": %zu, \"metadata_events\": %" PRIu64 ", \"device\": \"%s\"",
-            m->count, m->metadata_events, md_device_name(m));
+    /* Kernels, copies and memsets: with none, the page leaves out its device sections. */
+    size_t device_events = 0;
+    for (size_t i = 0; i < m->count; i++)
+        device_events += md_is_device_work(md_kind_of(m, (uint32_t)i));
+    fprintf(out,
+            ", \"events\": %zu, \"metadata_events\": %" PRIu64
+            ", \"device\": \"%s\", \"device_events\": %zu",
+            m->count, m->metadata_events, md_device_name(m), device_events);
     fprintf(out, ", \"perfetto\": %s", m->perfetto ? "true" : "false");
     /* The raw JSON of distributedInfo and deviceProperties, as text: the page parses it. */
     fputs(", \"distributed_info\": ", out);

@@ -210,6 +210,8 @@ def part_data():
            (1, 1))
     expect("rank and events", (d["ranks"][0]["meta"]["rank"], d["ranks"][0]["meta"]["events"]),
            (0, len(ev)))
+    expect("device events (kernels, copies, memsets)", d["ranks"][0]["meta"]["device_events"],
+           sum(e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") for e in ev))
     # ---- 2. escaping: no '<' in the data; the name only as data; the title as text ----
     data_text = re.search(r'id="strobe-data">(.*?)</script>', html, re.S).group(1)
     expect("no '<' inside the embedded data", "<" in data_text, False)
@@ -221,6 +223,28 @@ def part_data():
     expect("self-contained: no http(s) URL, no <link>, no tag with src=", re.findall(
         r'(?:https?://(?!www\.w3\.org/2000/svg)|<link|<[^>]*\bsrc=)', html), [])
     return path
+
+
+def cpu_only_events():
+    """A CPU-only trace (as the demo writes one): steps and operators, no device work."""
+    ev = []
+    for step in range(2):
+        base = step * 1000
+        ev.append(x("user_annotation", "ProfilerStep#%d" % step, base, 900))
+        ev.append(x("cpu_op", "aten::mm", base + 10, 300))
+        ev.append(x("cpu_op", "aten::relu", base + 400, 100))
+    return ev
+
+
+def part_cpu_only():
+    path = tracegen.write(os.path.join(WORK, "cpu.json"), cpu_only_events())
+    rc, _, _, out = report(path)
+    expect("CPU-only trace: exit status", rc, 0)
+    d = page_data(open(out, encoding="utf-8").read())
+    expect("CPU-only trace: no device events, no kernels, no utilization track",
+           (d["ranks"][0]["meta"]["device_events"], len(d["kernels"]["kernels"]),
+            d["utilization"]), (0, 0, []))
+    return out
 
 
 def part_bounds():
@@ -469,6 +493,28 @@ def part_browser():
     expect("an injected script error is caught", script_errors(dom, console) > 0, True)
     expect("DOM: the hostile name is text", ("<img" in dom, "window.__pwned" in dom),
            (False, True))
+    # 3. A CPU-only trace: no device section, no Device row, no step column of zeros.
+    out = part_cpu_only()
+    dom, console = browse(exe, out, "--dump-dom")
+    expect("CPU only: no script error", script_errors(dom, console), 0)
+    for sec in ("utilization", "hta", "kernels"):
+        expect("CPU only: section %s and its link hidden" % sec,
+               (re.search(r'<section id="%s"[^>]* hidden' % sec, dom) is not None,
+                re.search(r'<a href="#%s" hidden' % sec, dom) is not None), (True, True))
+    ov = re.search(r'<section id="overview">.*?</section>', dom, re.S)
+    expect("CPU only: no Device row in the overview", ov is not None and
+           re.search(r"<td>Device</td>|CUDA", ov.group(0)) is not None, False)
+    cols = re.findall(r'<th[^>]*data-col="([^"]*)"',
+                      re.search(r'<table[^>]*id="steps-table".*?</thead>', dom, re.S).group(0))
+    # The roles a CPU-only step has: CPU Exec (its operators) and Other (the time no operator
+    # covers), in strobe steps' order; no device role.
+    ev = cpu_only_events()
+    steps = [e for e in ev if e["name"].startswith("ProfilerStep#")]
+    ops = [e for e in ev if e["cat"] == "cpu_op"]
+    other = any(st["dur"] > sum(o["dur"] for o in ops if st["ts"] <= o["ts"] < st["ts"] + st["dur"])
+                for st in steps)
+    want = ["step", "CPU Exec"] + (["Other"] if other else []) + ["Total"]
+    expect("CPU only: the steps table's columns", cols, want)
     flame_screenshot(exe)
 
 
@@ -489,6 +535,7 @@ def part_bad_samples():
 
 if MODE == "data":
     part_cli_headers(part_data())
+    part_cpu_only()
     part_bounds()
     part_ranks_and_bad()
     part_bad_samples()
