@@ -20,6 +20,7 @@
       trace's report when SHARED_DIR has it). A flame graph screenshot once `strobe flamegraph`
       exists (flame_screenshot below; skipped with a message before).
 """
+import html
 import json
 import os
 import re
@@ -493,7 +494,14 @@ def part_browser():
     expect("an injected script error is caught", script_errors(dom, console) > 0, True)
     expect("DOM: the hostile name is text", ("<img" in dom, "window.__pwned" in dom),
            (False, True))
-    # 3. A CPU-only trace: no device section, no Device row, no step column of zeros.
+    # 3. Units: the generated trace's page, every time and size cell with its unit, values
+    # worked out here, and the kernel tables longest first.
+    rc, _, _, out = report(path)
+    d = page_data(open(out, encoding="utf-8").read())
+    dom, console = browse(exe, out, "--dump-dom")
+    expect("units page: no script error", script_errors(dom, console), 0)
+    part_units(dom, d)
+    # 4. A CPU-only trace: no device section, no Device row, no step column of zeros.
     out = part_cpu_only()
     dom, console = browse(exe, out, "--dump-dom")
     expect("CPU only: no script error", script_errors(dom, console), 0)
@@ -516,6 +524,85 @@ def part_browser():
     want = ["step", "CPU Exec"] + (["Other"] if other else []) + ["Total"]
     expect("CPU only: the steps table's columns", cols, want)
     flame_screenshot(exe)
+
+
+def fmt_us(us):
+    """A time in microseconds as the page should show it: us, ms or s with 3 decimals."""
+    a = abs(us)
+    if a >= 1e6:
+        return "%.3f s" % (us / 1e6)
+    if a >= 1e3:
+        return "%.3f ms" % (us / 1e3)
+    return "%.3f \u00b5s" % us
+
+
+def dom_table(dom, tid):
+    """Table `tid` of the rendered page: (its columns' keys (data-col), its headers, its rows of
+    cell texts); None when the page has no such table."""
+    m = re.search(r'<table[^>]*id="%s".*?</table>' % tid, dom, re.S)
+    if m is None:
+        return None
+    t = m.group(0)
+    keys = [html.unescape(k) for k in re.findall(r'<th[^>]*data-col="([^"]*)"', t)]
+    heads = [html.unescape(h) for h in re.findall(r"<th[^>]*>([^<]*)</th>", t)]
+    rows = [[html.unescape(c) for c in re.findall(r"<td[^>]*>([^<]*)</td>", r)]
+            for r in re.findall(r"<tr[^>]*>(.*?)</tr>", t.split("</thead>", 1)[1], re.S)]
+    return keys, heads, rows
+
+
+TIME_RE = re.compile(r"^-?[\d.]+ (\u00b5s|ms|s)$")
+SIZE_RE = re.compile(r"^-?[\d.]+ (B|KiB|MiB|GiB|TiB)$")
+
+
+def part_units(dom, d):
+    # Per table: its time columns and its size columns (the data's keys), as the test reads
+    # the commands' definitions (torch's summary, strobe kernels, HTA's tables).
+    dev = "(CPU|CUDA|XPU|MTIA|HPU|PRIVATEUSEONE)"
+    summary_time = re.compile("^(Self %s|%s total|%s time avg)$" % (dev, dev, dev))
+    summary_size = re.compile("^(Self )?%s Mem$" % dev)
+    tables = {
+        "op-table": (lambda k: summary_time.match(k), lambda k: summary_size.match(k)),
+        "kernel-table": (lambda k: k in ("Total", "Avg", "Min", "Max"), lambda k: False),
+        "stream-table": (lambda k: k in ("Busy", "Idle", "Span"), lambda k: False),
+        "steps-table": (lambda k: k != "step", lambda k: False),
+        "breakdown-table": (lambda k: k in HTA_TIMES, lambda k: False),
+        "kernel-type-table": (lambda k: k in HTA_TIMES, lambda k: False),
+        "idle-table": (lambda k: k in HTA_TIMES, lambda k: False),
+    }
+    for tid, (is_time, is_size) in tables.items():
+        t = dom_table(dom, tid)
+        if t is None:
+            fail("units: no table %s" % tid)
+            continue
+        keys, heads, rows = t
+        bad = []
+        for r in rows:
+            for k, c in zip(keys, r):
+                if c and ((is_time(k) and not TIME_RE.match(c)) or
+                          (is_size(k) and not SIZE_RE.match(c))):
+                    bad.append((k, c))
+        expect("units: %s: every time and size cell says its unit" % tid, bad[:3], [])
+        expect("units: %s: no header says ns" % tid, [h for h in heads if re.search(r"\bns\b", h)], [])
+        expect("units: %s: time columns exist" % tid, any(is_time(k) for k in keys), True)
+    # Values: aten::linear's CPU total (2 x 400 us), gemm_kernel's total (2 x 200 us), the
+    # [memory] events' sizes in the operator table where torch's memory columns are.
+    ev = events()
+    keys, _, rows = dom_table(dom, "op-table")
+    lin = [r for r in rows if r[0] == "aten::linear"]
+    want = fmt_us(sum(e["dur"] for e in ev if e["name"] == "aten::linear"))
+    expect("units: aten::linear's CPU total", lin[0][keys.index("CPU total")] if lin else None,
+           want)
+    keys, _, rows = dom_table(dom, "kernel-table")
+    gemm = [r for r in rows if r[0] == "gemm_kernel"]
+    want = fmt_us(sum(e["dur"] for e in ev if e["name"] == "gemm_kernel"))
+    expect("units: gemm_kernel's total", gemm[0][keys.index("Total")] if gemm else None, want)
+    # Order: longest total first (ties in the data's order).
+    want = [r["Name"] for r in sorted(d["kernels"]["kernels"], key=lambda r: -r["Total"])]
+    expect("kernel table: longest total first", [r[0] for r in rows], want)
+    keys, heads, rows = dom_table(dom, "kernel-type-table")
+    want = [r["name"] for r in sorted(d["kernel_types"]["kernels"], key=lambda r: -r["sum (ns)"])]
+    expect("kernel type table: longest sum first, its header marked",
+           ([r[0] for r in rows], 'class="sorted-desc"' in dom), (want, True))
 
 
 def part_bad_samples():
