@@ -6,19 +6,27 @@
          two streams, [memory] events, a name made to break HTML, a malformed event): the data
          the page embeds is read back from the HTML file and its numbers compared with those
          worked out in Python from the events: operators' calls and CPU times, kernels' totals,
-         the busy fraction of each stream per time bucket, memory per bucket, the warnings.
+         the busy fraction of each stream per time bucket, memory per bucket, the warnings; the
+         flame graph's root and a Python frame's label (function first, path last); the
+         sections in the navigation's order, the flame graph among them.
       2. Escaping: nothing from the trace can end the script element or open a tag.
-      3. Bounds: 1000 operator names keep 200 rows; the time series have at most 1000 points.
-      2b. The HTA commands' --format table headers: a column of microseconds says (us) (HTA's
+      3. The HTA commands' --format table headers: a column of microseconds says (us) (HTA's
          JSON keys say no unit, or "(ns)"), and its values are microseconds.
-      4. Several ranks: the per-rank sections; bad input and usage (exit 2, one line); the
+      4. A CPU-only trace: no device events, kernels nor utilization tracks in the data.
+      5. Bounds: 1000 operator names keep 200 rows; the time series have at most 1000 points.
+      6. Several ranks: the per-rank sections; bad input and usage (exit 2, one line); the
          malformed samples of SHARED_DIR/validators/samples/bad (a page, or exit 2).
   check_report.py STROBE WORK_DIR browser [SHARED_DIR]
       The page opened in headless Chromium (skipped, 77, without it): no script error (and the
       check must catch one injected in a copy of the page), the DOM holds one row per operator
-      the data has and the charts; a screenshot (report.png in WORK_DIR, of the shared resnet50
-      trace's report when SHARED_DIR has it). A flame graph screenshot once `strobe flamegraph`
-      exists (flame_screenshot below; skipped with a message before).
+      the data has, the charts, and deviceProperties as a table (its JSON in a closed
+      <details>); a screenshot (report.png in WORK_DIR, of the shared resnet50 trace's report
+      when SHARED_DIR has it). The generated trace's page: every time and size cell with its
+      unit (us, ms, s; B, KiB, MiB, GiB), values worked out from the events, no header saying
+      ns, the kernel tables longest first. The CPU-only trace's page: its device sections and
+      their links hidden, no Device row, no step column that is zero throughout. A flame graph
+      screenshot once `strobe flamegraph` exists (flame_screenshot below; skipped with a
+      message before).
 """
 import html
 import json
