@@ -475,6 +475,7 @@ const char report_page_script[] =
     "        if (p[1] === null) return;\n"
     "        var text = p[1], v = null;\n"
     "        try { v = JSON.parse(p[1]); text = JSON.stringify(v, null, 1); } catch (e) { /* shown as it is */ }\n"
+    "        if (Array.isArray(v) && !v.length) return; /* a CPU-only trace's deviceProperties: [] */\n"
     "        b.appendChild(el(\"h3\", {}, p[0]));\n"
     "        /* Read as a table (one row per device; an object as name and value), the JSON in a\n"
     "         * collapsed element below. */\n"

@@ -246,7 +246,11 @@ def cpu_only_events():
 
 
 def part_cpu_only():
-    path = tracegen.write(os.path.join(WORK, "cpu.json"), cpu_only_events())
+    # As the demo writes it: an empty deviceProperties.
+    path = os.path.join(WORK, "cpu.json")
+    with open(path, "w") as f:
+        json.dump({"schemaVersion": 1, "deviceProperties": [], "traceEvents": cpu_only_events()},
+                  f)
     rc, _, _, out = report(path)
     expect("CPU-only trace: exit status", rc, 0)
     d = page_data(open(out, encoding="utf-8").read())
@@ -517,6 +521,8 @@ def part_browser():
         expect("CPU only: section %s and its link hidden" % sec,
                (re.search(r'<section id="%s"[^>]* hidden' % sec, dom) is not None,
                 re.search(r'<a href="#%s" hidden' % sec, dom) is not None), (True, True))
+    expect("CPU only: no deviceProperties heading for an empty list",
+           "<h3>deviceProperties</h3>" in dom, False)
     ov = re.search(r'<section id="overview">.*?</section>', dom, re.S)
     expect("CPU only: no Device row in the overview", ov is not None and
            re.search(r"<td>Device</td>|CUDA", ov.group(0)) is not None, False)
