@@ -53,6 +53,7 @@ const char cmd_report_usage[] =
     "    metadata (as strobe info); and from all ranks HTA's temporal breakdown, kernel types,\n"
     "    communication overlap, idle time and queue lengths as charts and tables. Several ranks\n"
     "    add a comparison: step times per rank and HTA's potential stragglers (strobe ranks).\n"
+    "    A CPU-only trace (no kernels, copies or memsets) leaves the device sections out.\n"
     "    The numbers are those the commands print. The report summarizes and never embeds the\n"
     "    trace: tables keep their first 200 rows, and time series at most 1000 points per\n"
     "    track.\n"
@@ -361,8 +362,14 @@ static int put_meta(FILE *out, const md_model *m, int64_t rank) {
         fputs("null", out);
     if (m->min_ts <= m->max_ts)
         fprintf(out, ", \"span_ns\": %" PRId64, md_sub_sat(m->max_ts, m->min_ts));
-    fprintf(out, ", \"events\": %zu, \"metadata_events\": %" PRIu64 ", \"device\": \"%s\"",
-            m->count, m->metadata_events, md_device_name(m));
+    /* Kernels, copies and memsets: with none, the page leaves out its device sections. */
+    size_t device_events = 0;
+    for (size_t i = 0; i < m->count; i++)
+        device_events += md_is_device_work(md_kind_of(m, (uint32_t)i));
+    fprintf(out,
+            ", \"events\": %zu, \"metadata_events\": %" PRIu64
+            ", \"device\": \"%s\", \"device_events\": %zu",
+            m->count, m->metadata_events, md_device_name(m), device_events);
     fprintf(out, ", \"perfetto\": %s", m->perfetto ? "true" : "false");
     /* The raw JSON of distributedInfo and deviceProperties, as text: the page parses it. */
     fputs(", \"distributed_info\": ", out);
@@ -550,10 +557,14 @@ static int write_page(FILE *out, hta_set *s, const char *title) {
         fputs("</style>\n</head>\n<body>\n<header><h1>", out);
         report_html_text(out, title);
         fputs("</h1><p class=\"sub\">strobe report</p></header>\n", out);
-        fputs(report_page_body, out);
-        fputs("<section id=\"flame\"><h2>Flame graph</h2>\n", out);
+        /* The sections, the flame graph in its place among them. */
+        const char *mark = strstr(report_page_body, REPORT_FLAME_MARK);
+        size_t before = mark ? (size_t)(mark - report_page_body) : strlen(report_page_body);
+        fwrite(report_page_body, 1, before, out);
+        fputc('\n', out);
         report_flame(out, &s->ranks[0].m);
-        fputs("</section>\n<script type=\"application/json\" id=\"strobe-data\">", out);
+        if (mark) fputs(mark + strlen(REPORT_FLAME_MARK), out);
+        fputs("<script type=\"application/json\" id=\"strobe-data\">", out);
         report_script_json(out, data, len);
         fputs("</script>\n<script>\n", out);
         fputs(report_page_script, out);

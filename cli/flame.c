@@ -95,6 +95,27 @@ static size_t chars_in(const char *s, size_t n) {
     return chars;
 }
 
+/* A frame's label: a Python frame as Kineto names it, "PATH(LINE): FUNC", reads function first,
+ * "FUNC \u2014 PATH(LINE)", so that a frame too narrow for the whole label still shows which
+ * function it is (the cut takes the end); any other name is its own label. Writes the label to
+ * buf (room for len + 8 bytes) and returns its length; 0 when the name is not a Python frame's. */
+static size_t frame_label(const char *name, size_t len, char *buf) {
+    for (size_t i = 0; i < len; i++) {
+        if (name[i] != '(') continue;
+        size_t k = i + 1;
+        while (k < len && name[k] >= '0' && name[k] <= '9')
+            k++;
+        if (k == i + 1 || k + 3 > len || memcmp(name + k, "): ", 3) != 0) continue;
+        size_t path = k + 1, func = k + 3; /* "PATH(LINE)", then FUNC from func */
+        if (func == len) return 0;
+        memcpy(buf, name + func, len - func);
+        memcpy(buf + (len - func), " \xe2\x80\x94 ", 5);
+        memcpy(buf + (len - func) + 5, name, path);
+        return len - func + 5 + path;
+    }
+    return 0;
+}
+
 /* A value of the metric, for people: a time (ns) in us, ms or s with three decimals; samples; a
  * size in B, KiB, MiB or GiB. `v` is not negative. */
 static void fmt_value(char *buf, size_t cap, int metric, int64_t v) {
@@ -302,7 +323,8 @@ static void put_px(FILE *out, long long h) {
 /* The script: details on hover, zoom on click, search. It finds its <svg> by its own position
  * (document.currentScript) or by id, and touches nothing outside it, so that several graphs can
  * share an HTML page. Frames are <g class="f"> with data-o (offset), data-v (value) and data-d
- * (depth); a frame's name is its <title> less the last parenthesis. */
+ * (depth), and data-l (its label, where it differs from its name); a frame's name is its <title>
+ * less the last parenthesis. */
 static const char script_text[] =
     "(function () {\n"
     "  var me = document.currentScript;\n"
@@ -312,7 +334,8 @@ static const char script_text[] =
     "  for (var k = 0; k < gs.length; k++) {\n"
     "    var g = gs[k], t = g.querySelector('title').textContent;\n"
     "    fr.push({g: g, r: g.querySelector('rect'), x: g.querySelector('text'), t: t,\n"
-    "             n: t.replace(/ \\([^()]*\\)$/, ''), o: +g.getAttribute('data-o'),\n"
+    "             n: t.replace(/ \\([^()]*\\)$/, ''), l: g.getAttribute('data-l'),\n"
+    "             o: +g.getAttribute('data-o'),\n"
     "             v: +g.getAttribute('data-v'), d: +g.getAttribute('data-d'),\n"
     "             fill: g.querySelector('rect').getAttribute('fill')});\n"
     "  }\n"
@@ -322,7 +345,8 @@ static const char script_text[] =
     "  function label(f, w) {\n"
     "    var c = Math.floor((w - 6) / (FS * FW));\n"
     "    if (c < 3) return '';\n"
-    "    return f.n.length <= c ? f.n : f.n.substring(0, c - 2) + '..';\n"
+    "    var n = f.l || f.n;\n"
+    "    return n.length <= c ? n : n.substring(0, c - 2) + '..';\n"
     "  }\n"
     "  function place(f, x, w) {\n"
     "    f.r.setAttribute('x', x.toFixed(2));\n"
@@ -495,15 +519,28 @@ static void write_legend(const svg *s, const cl_fold *f, const layout *l) {
     fputs("</g>\n", s->out);
 }
 
-static void write_frames(const svg *s, const cl_fold *f, const layout *l) {
+/* @return 0 or STROBE_ENOMEM. */
+static int write_frames(const svg *s, const cl_fold *f, const layout *l) {
     FILE *out = s->out;
     char v[64], b[64], d[64];
+    char *lab = NULL; /* the label of a Python frame (frame_label) */
+    size_t cap = 0;
     fputs("<g class=\"frames\">\n", out);
     for (size_t k = 0; k < l->n; k++) {
         uint32_t i = l->order[k];
         if (!l->shown[i]) continue;
         const char *name = f->names.strs[f->nodes[i].name];
         size_t len = f->names.lens[f->nodes[i].name];
+        if (len + 8 > cap) {
+            char *g = realloc(lab, len + 8);
+            if (g == NULL) {
+                free(lab);
+                return STROBE_ENOMEM;
+            }
+            lab = g;
+            cap = len + 8;
+        }
+        size_t lab_len = frame_label(name, len, lab);
         long long x0 = hx(s, (double)l->off[i]);
         long long x1 = hx(s, (double)l->off[i] + (double)l->val[i]);
         long long y = s->height - FOOT_H - (l->depth[i] + 1) * FRAME_H;
@@ -512,6 +549,12 @@ static void write_frames(const svg *s, const cl_fold *f, const layout *l) {
         fprintf(out, "<g class=\"f\" data-o=\"%lld\" data-v=\"%lld\" data-d=\"%u\"",
                 (long long)l->off[i], (long long)l->val[i], l->depth[i]);
         if (s->diff) fprintf(out, " data-b=\"%lld\"", (long long)l->bval[i]);
+        if (lab_len) {
+            /* The script relabels the frames on zoom: with this label, not the name. */
+            fputs(" data-l=\"", out);
+            xml_put(out, lab, lab_len, SIZE_MAX);
+            fputc('"', out);
+        }
         fputs("><title>", out);
         xml_put(out, name, len, SIZE_MAX);
         fprintf(out, " (%s, %.2f%%", v, share(l->val[i], l->total));
@@ -541,17 +584,21 @@ static void write_frames(const svg *s, const cl_fold *f, const layout *l) {
          * nothing when fewer than three fit. */
         long long fit = (long long)(((double)(x1 - x0) / 100 - 6) / (FONT_SIZE * FONT_WIDTH));
         if (fit >= 3) {
-            size_t chars = chars_in(name, len);
+            const char *text = lab_len ? lab : name;
+            size_t text_len = lab_len ? lab_len : len;
+            size_t chars = chars_in(text, text_len);
             if ((size_t)fit >= chars) {
-                xml_put(out, name, len, SIZE_MAX);
+                xml_put(out, text, text_len, SIZE_MAX);
             } else {
-                xml_put(out, name, len, (size_t)fit - 2);
+                xml_put(out, text, text_len, (size_t)fit - 2);
                 fputs("..", out);
             }
         }
         fputs("</text></g>\n", out);
     }
     fputs("</g>\n", out);
+    free(lab);
+    return 0;
 }
 
 static void write_foot(const svg *s, const layout *l, double min_px) {
@@ -609,7 +656,12 @@ static int write_svg(FILE *out, const cl_fold *f, int diff, const cli_flame_opts
     write_head(&s, sub);
     write_legend(&s, f, &l);
     if (l.total > 0) {
-        write_frames(&s, f, &l);
+        rc = write_frames(&s, f, &l);
+        if (rc) {
+            layout_free(&l);
+            if (errlen) snprintf(err, errlen, "out of memory");
+            return rc;
+        }
     } else {
         fprintf(out, "<text class=\"sub\" x=\"%.1f\" y=\"%d\">no samples</text>\n", width / 2.0,
                 HEAD_H + 30);

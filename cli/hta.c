@@ -590,12 +590,41 @@ int hta_table_add(hta_table *t, const char *const *cells) {
     return 0;
 }
 
+/* The table format's header of column `col`: HTA's name with the unit of its values. HTA's times
+ * are the trace's microseconds, but its names say no unit (idle_time) or, for the kernels of
+ * get_gpu_kernel_breakdown, "(ns)" (renamed "(us)" in HTA's later releases): a reader of the
+ * table then sees "(us)". CSV and JSON keep HTA's names, which scripts look up. */
+static const char *table_head(const char *col) {
+    static const char *const heads[][2] = {
+        {"idle_time", "idle_time (us)"},
+        {"compute_time", "compute_time (us)"},
+        {"non_compute_time", "non_compute_time (us)"},
+        {"kernel_time", "kernel_time (us)"},
+        {"sum", "sum (us)"},
+        {"sum (ns)", "sum (us)"},
+        {"max (ns)", "max (us)"},
+        {"min (ns)", "min (us)"},
+        {"mean (ns)", "mean (us)"},
+        {"stddev", "stddev (us)"},
+        {"cpu_duration", "cpu_duration (us)"},
+        {"gpu_duration", "gpu_duration (us)"},
+        {"launch_delay", "launch_delay (us)"},
+        {"duration_at_max_queue_length", "duration_at_max_queue_length (us)"},
+        {"ts", "ts (us)"},
+        {"dur", "dur (us)"},
+        {"end", "end (us)"},
+    };
+    for (size_t k = 0; k < sizeof heads / sizeof heads[0]; k++)
+        if (strcmp(col, heads[k][0]) == 0) return heads[k][1];
+    return col;
+}
+
 void hta_table_print(const hta_table *t, int format, FILE *out) {
     size_t nc = t->ncols < HTA_MAX_COLS ? t->ncols : HTA_MAX_COLS;
     if (format == CL_TABLE) {
         size_t w[HTA_MAX_COLS] = {0};
         for (size_t c = 0; c < nc; c++) {
-            w[c] = strobe__utf8_len(t->cols[c]) + 2;
+            w[c] = strobe__utf8_len(table_head(t->cols[c])) + 2;
             for (size_t r = 0; r < t->n; r++) {
                 size_t len = strobe__utf8_len(cli_esc(t->cells[r * nc + c])) + 2;
                 if (len > w[c]) w[c] = len;
@@ -604,7 +633,7 @@ void hta_table_print(const hta_table *t, int format, FILE *out) {
         }
         strobe__table_separator(out, w, nc);
         for (size_t c = 0; c < nc; c++)
-            strobe__table_cell(out, t->cols[c], w[c], t->text[c], 0);
+            strobe__table_cell(out, table_head(t->cols[c]), w[c], t->text[c], 0);
         fputc('\n', out);
         strobe__table_separator(out, w, nc);
         for (size_t r = 0; r < t->n; r++) {

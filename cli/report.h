@@ -21,6 +21,10 @@ void report_script_json(FILE *out, const char *json, size_t n);
 /* The flame graph section's content for the trace m. */
 void report_flame(FILE *out, const md_model *m);
 
+/* Where in report_page_body the flame graph goes (report_flame()'s output), in its place in the
+ * navigation order. */
+#define REPORT_FLAME_MARK "<!--flame-->"
+
 /* The page's style sheet, its sections (the error catcher's script first), and its script. */
 extern const char report_page_css[];
 extern const char report_page_body[];

@@ -347,14 +347,20 @@ def test_metrics(strobe, work):
     legend = [t.text for g in svg.iter(NS + "g") if g.get("class") == "legend"
               for t in g.iter(NS + "text")]
     expect("legend names the kinds shown", legend, ["operator", "Python", "kernel / device"])
-    # Labels: the full name where it fits, cut with ".." where not, none where under 3 chars fit.
-    bad = []
+    # Labels: the full label where it fits, cut with ".." where not, none where under 3 chars
+    # fit. A Python frame's label is its function first, its path last ("forward \u2014
+    # model.py(20)" for "model.py(20): forward"), so that a cut keeps the function.
+    bad, python = [], 0
     for f in frs:
+        m = re.match(r"^(.*\(\d+\)): (.+)$", f["name"])
+        lab = m.group(2) + " \u2014 " + m.group(1) if m else f["name"]
+        python += m is not None
         fit = int((f["w"] - 6) / (12 * 0.59))
-        want = "" if fit < 3 else f["name"] if len(f["name"]) <= fit else f["name"][:fit - 2] + ".."
+        want = "" if fit < 3 else lab if len(lab) <= fit else lab[:fit - 2] + ".."
         if f["text"] != want:
             bad.append((f["name"], f["w"], f["text"]))
     expect("labels fit their frames", bad, [])
+    expect("Python frames labelled function first", python > 0, True)
     # The default metric and grouping are self_cpu by stack; the title and width options.
     svg, frs2 = flame(strobe, os.path.join(work, "main_default.svg"), path, "--width", "600",
                       "--title", "T<1>")

@@ -6,18 +6,29 @@
          two streams, [memory] events, a name made to break HTML, a malformed event): the data
          the page embeds is read back from the HTML file and its numbers compared with those
          worked out in Python from the events: operators' calls and CPU times, kernels' totals,
-         the busy fraction of each stream per time bucket, memory per bucket, the warnings.
+         the busy fraction of each stream per time bucket, memory per bucket, the warnings; the
+         flame graph's root and a Python frame's label (function first, path last); the
+         sections in the navigation's order, the flame graph among them.
       2. Escaping: nothing from the trace can end the script element or open a tag.
-      3. Bounds: 1000 operator names keep 200 rows; the time series have at most 1000 points.
-      4. Several ranks: the per-rank sections; bad input and usage (exit 2, one line); the
+      3. The HTA commands' --format table headers: a column of microseconds says (us) (HTA's
+         JSON keys say no unit, or "(ns)"), and its values are microseconds.
+      4. A CPU-only trace: no device events, kernels nor utilization tracks in the data.
+      5. Bounds: 1000 operator names keep 200 rows; the time series have at most 1000 points.
+      6. Several ranks: the per-rank sections; bad input and usage (exit 2, one line); the
          malformed samples of SHARED_DIR/validators/samples/bad (a page, or exit 2).
   check_report.py STROBE WORK_DIR browser [SHARED_DIR]
       The page opened in headless Chromium (skipped, 77, without it): no script error (and the
       check must catch one injected in a copy of the page), the DOM holds one row per operator
-      the data has and the charts; a screenshot (report.png in WORK_DIR, of the shared resnet50
-      trace's report when SHARED_DIR has it). A flame graph screenshot once `strobe flamegraph`
-      exists (flame_screenshot below; skipped with a message before).
+      the data has, the charts, and deviceProperties as a table (its JSON in a closed
+      <details>); a screenshot (report.png in WORK_DIR, of the shared resnet50 trace's report
+      when SHARED_DIR has it). The generated trace's page: every time and size cell with its
+      unit (us, ms, s; B, KiB, MiB, GiB), values worked out from the events, no header saying
+      ns, the kernel tables longest first. The CPU-only trace's page: its device sections and
+      their links hidden, no Device row, no step column that is zero throughout. A flame graph
+      screenshot once `strobe flamegraph` exists (flame_screenshot below; skipped with a
+      message before).
 """
+import html
 import json
 import os
 import re
@@ -49,7 +60,8 @@ def events():
         x("cpu_op", "aten::linear", 10, 400),
         x("cpu_op", "aten::mm", 20, 300),
         x("cuda_runtime", "cudaLaunchKernel", 30, 20, correlation=1),
-        x("cpu_op", "aten::relu", 500, 100),
+        x("cpu_op", "aten::relu", 500, 100,
+          **{"Call stack": "model.py(12): forward;train.py(3): <module>"}),
         x("cuda_runtime", "cudaLaunchKernel", 510, 10, correlation=2),
         x("user_annotation", "ProfilerStep#2", 1000, 1000),
         x("cpu_op", "aten::linear", 1010, 400),
@@ -153,6 +165,20 @@ def part_data():
                want_ns)
         expect("flame root >= the hand-worked operators' self CPU",
                int(root.group(1)) >= want_hand if root else None, True)
+        # A Python frame reads function first, path last; its hover title keeps the name.
+        py = re.search(r'data-l="([^"]*)"><title>model\.py\(12\): forward \([^<]*</title>'
+                       r'<rect[^>]*><text[^>]*>([^<]*)</text>', fl.group(0))
+        lab, shown = py.groups() if py else (None, "")
+        expect("flame label of model.py(12): forward, and the text drawn (%r) its start" % shown,
+               (lab, lab is not None and lab.startswith(shown.replace("..", ""))),
+               ("forward \u2014 model.py(12)", True))
+    # ---- the sections in the navigation's order, the flame graph among them ----
+    nav = re.findall(r'<a href="#([^"]+)"', re.search(r"<nav>.*?</nav>", html, re.S).group(0))
+    sections = re.findall(r'<section id="([^"]+)"', html)
+    expect("sections in the navigation's order", sections, nav)
+    expect("the flame graph inside its section", re.search(
+        r'<section id="flame">(?:(?!</section>).)*id="report-flame"', html, re.S) is not None,
+        True)
     # ---- kernels (us) ----
     ks = {k["Name"]: k for k in d["kernels"]["kernels"]}
     expect("kernels: gemm calls and total", (ks["gemm_kernel"]["# of Calls"],
@@ -193,6 +219,8 @@ def part_data():
            (1, 1))
     expect("rank and events", (d["ranks"][0]["meta"]["rank"], d["ranks"][0]["meta"]["events"]),
            (0, len(ev)))
+    expect("device events (kernels, copies, memsets)", d["ranks"][0]["meta"]["device_events"],
+           sum(e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") for e in ev))
     # ---- 2. escaping: no '<' in the data; the name only as data; the title as text ----
     data_text = re.search(r'id="strobe-data">(.*?)</script>', html, re.S).group(1)
     expect("no '<' inside the embedded data", "<" in data_text, False)
@@ -204,6 +232,32 @@ def part_data():
     expect("self-contained: no http(s) URL, no <link>, no tag with src=", re.findall(
         r'(?:https?://(?!www\.w3\.org/2000/svg)|<link|<[^>]*\bsrc=)', html), [])
     return path
+
+
+def cpu_only_events():
+    """A CPU-only trace (as the demo writes one): steps and operators, no device work."""
+    ev = []
+    for step in range(2):
+        base = step * 1000
+        ev.append(x("user_annotation", "ProfilerStep#%d" % step, base, 900))
+        ev.append(x("cpu_op", "aten::mm", base + 10, 300))
+        ev.append(x("cpu_op", "aten::relu", base + 400, 100))
+    return ev
+
+
+def part_cpu_only():
+    # As the demo writes it: an empty deviceProperties.
+    path = os.path.join(WORK, "cpu.json")
+    with open(path, "w") as f:
+        json.dump({"schemaVersion": 1, "deviceProperties": [], "traceEvents": cpu_only_events()},
+                  f)
+    rc, _, _, out = report(path)
+    expect("CPU-only trace: exit status", rc, 0)
+    d = page_data(open(out, encoding="utf-8").read())
+    expect("CPU-only trace: no device events, no kernels, no utilization track",
+           (d["ranks"][0]["meta"]["device_events"], len(d["kernels"]["kernels"]),
+            d["utilization"]), (0, 0, []))
+    return out
 
 
 def part_bounds():
@@ -268,6 +322,71 @@ def part_ranks_and_bad():
     expect("no -o: exit 2, one line", (rc, len(se.strip().splitlines())), (2, 1))
     rc, _, se = tracegen.run(STROBE, "report", "-o", "/nonexistent-dir/r.html", paths[0])
     expect("unwritable output: exit 2, naming it", (rc, "/nonexistent-dir/r.html" in se), (2, True))
+
+
+# HTA's columns whose values are the trace's microseconds (breakdown_analysis.py, idle_time,
+# queue_length, cuda_kernel_launch_stats): their table headers must say (us), whatever HTA names
+# the JSON and CSV key (no unit, or "(ns)" in get_gpu_kernel_breakdown).
+HTA_TIMES = {"idle_time", "compute_time", "non_compute_time", "kernel_time", "sum", "sum (ns)",
+             "max (ns)", "min (ns)", "mean (ns)", "stddev", "cpu_duration", "gpu_duration",
+             "launch_delay", "duration_at_max_queue_length"}
+
+
+def table_blocks(text):
+    """The tables of a --format table output: [(headers, rows of cells)], columns split at two
+    spaces or more (a header's own words are one space apart)."""
+    blocks, lines, i = [], text.splitlines(), 0
+    while i + 2 < len(lines):
+        if not (lines[i].startswith("--") and lines[i + 2].startswith("--")):
+            i += 1
+            continue
+        head, rows, i = re.split(r"\s{2,}", lines[i + 1].strip()), [], i + 3
+        while i < len(lines) and not lines[i].startswith("--"):
+            rows.append(re.split(r"\s{2,}", lines[i].strip()))
+            i += 1
+        blocks.append((head, rows))
+        i += 1
+    return blocks
+
+
+def part_cli_headers(path):
+    """Each HTA command's table headers against its JSON keys: a time column says (us), no
+    header says (ns), and the values under "(us)" are microseconds worked out here."""
+    for cmd in (["breakdown"], ["kernels", "--by-type"], ["idle"], ["overlap"], ["launches"],
+                ["queue"]):
+        rc, tab, _ = tracegen.run(STROBE, *cmd, "-q", path)
+        rc2, js, _ = tracegen.run(STROBE, *cmd, "-q", "-f", "json", path)
+        what = " ".join(cmd)
+        expect("%s: table and json exit status" % what, (rc, rc2), (0, 0))
+        doc = json.loads(js)
+        tables = list(doc.values()) if isinstance(doc, dict) else [doc]
+        blocks = table_blocks(tab)
+        expect("%s: tables printed" % what, len(blocks), len(tables))
+        for rows, (head, cells) in zip(tables, blocks):
+            if not rows:
+                continue
+            keys = list(rows[0].keys())
+            want = [re.sub(r" \(ns\)$", "", k) + " (us)" if k in HTA_TIMES else k for k in keys]
+            expect("%s: headers with units" % what, head, want)
+            expect("%s: no header says (ns)" % what, [h for h in head if "(ns)" in h], [])
+            if keys[0] == "name" and cells:
+                gemm = [c for c in cells if c[0] == "gemm_kernel"]
+                # HTA keeps the kernels of the profiler steps before the last one.
+                ev = events()
+                steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev
+                               if e["name"].startswith("ProfilerStep#"))[:-1]
+                want_us = sum(e["dur"] for e in ev if e["name"] == "gemm_kernel" and
+                              any(a <= e["ts"] < b for a, b in steps))
+                expect("kernels --by-type: gemm_kernel's sum (us) is microseconds",
+                       gemm[0][head.index("sum (us)")] if gemm else None, str(want_us))
+
+
+def fmt_bytes(b):
+    """A size as the page should show it: B below 1 KiB, else KiB, MiB, GiB with 2 decimals."""
+    units, k, a = ["B", "KiB", "MiB", "GiB", "TiB"], 0, float(b)
+    while abs(a) >= 1024 and k < len(units) - 1:
+        a, k = a / 1024, k + 1
+    return ("%d" % b if k == 0 else "%.2f" % a) + " " + units[k]
 
 
 # ---- browser -----------------------------------------------------------------------------------
@@ -357,6 +476,19 @@ def part_browser():
         charts.append("chart-memory")
     for chart in charts:
         expect("DOM: chart %s" % chart, ('id="%s"' % chart) in dom, True)
+    # deviceProperties: a table, a row per device, the JSON in a collapsed <details>.
+    dp = d["ranks"][0]["meta"]["device_properties"]
+    if dp:
+        devs = json.loads(dp)
+        expect("DOM: a device table row per deviceProperties entry",
+               len(re.findall(r'<tr class="device-row">', dom)), len(devs))
+        expect("DOM: the raw deviceProperties in a closed <details>",
+               re.search(r"<details><summary>deviceProperties[^<]*</summary><pre>", dom)
+               is not None, True)
+        mem = fmt_bytes(devs[0]["totalGlobalMem"])
+        expect("DOM: the first device's memory as %s" % mem,
+               re.search(r'<tr class="device-row">(?:(?!</tr>).)*<td>%s</td>' % re.escape(mem),
+                         dom) is not None, True)
     expect("DOM: step bars", len(re.findall(r'<rect class="bar"', dom)) > 0, True)
     expect("DOM: utilization cells", len(re.findall(r'<rect class="cell"', dom)) > 0, True)
     ok = os.path.exists(png) and open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
@@ -374,7 +506,117 @@ def part_browser():
     expect("an injected script error is caught", script_errors(dom, console) > 0, True)
     expect("DOM: the hostile name is text", ("<img" in dom, "window.__pwned" in dom),
            (False, True))
+    # 3. Units: the generated trace's page, every time and size cell with its unit, values
+    # worked out here, and the kernel tables longest first.
+    rc, _, _, out = report(path)
+    d = page_data(open(out, encoding="utf-8").read())
+    dom, console = browse(exe, out, "--dump-dom")
+    expect("units page: no script error", script_errors(dom, console), 0)
+    part_units(dom, d)
+    # 4. A CPU-only trace: no device section, no Device row, no step column of zeros.
+    out = part_cpu_only()
+    dom, console = browse(exe, out, "--dump-dom")
+    expect("CPU only: no script error", script_errors(dom, console), 0)
+    for sec in ("utilization", "hta", "kernels"):
+        expect("CPU only: section %s and its link hidden" % sec,
+               (re.search(r'<section id="%s"[^>]* hidden' % sec, dom) is not None,
+                re.search(r'<a href="#%s" hidden' % sec, dom) is not None), (True, True))
+    expect("CPU only: no deviceProperties heading for an empty list",
+           "<h3>deviceProperties</h3>" in dom, False)
+    ov = re.search(r'<section id="overview">.*?</section>', dom, re.S)
+    expect("CPU only: no Device row in the overview", ov is not None and
+           re.search(r"<td>Device</td>|CUDA", ov.group(0)) is not None, False)
+    cols = re.findall(r'<th[^>]*data-col="([^"]*)"',
+                      re.search(r'<table[^>]*id="steps-table".*?</thead>', dom, re.S).group(0))
+    # The roles a CPU-only step has: CPU Exec (its operators) and Other (the time no operator
+    # covers), in strobe steps' order; no device role.
+    ev = cpu_only_events()
+    steps = [e for e in ev if e["name"].startswith("ProfilerStep#")]
+    ops = [e for e in ev if e["cat"] == "cpu_op"]
+    other = any(st["dur"] > sum(o["dur"] for o in ops if st["ts"] <= o["ts"] < st["ts"] + st["dur"])
+                for st in steps)
+    want = ["step", "CPU Exec"] + (["Other"] if other else []) + ["Total"]
+    expect("CPU only: the steps table's columns", cols, want)
     flame_screenshot(exe)
+
+
+def fmt_us(us):
+    """A time in microseconds as the page should show it: us, ms or s with 3 decimals."""
+    a = abs(us)
+    if a >= 1e6:
+        return "%.3f s" % (us / 1e6)
+    if a >= 1e3:
+        return "%.3f ms" % (us / 1e3)
+    return "%.3f \u00b5s" % us
+
+
+def dom_table(dom, tid):
+    """Table `tid` of the rendered page: (its columns' keys (data-col), its headers, its rows of
+    cell texts); None when the page has no such table."""
+    m = re.search(r'<table[^>]*id="%s".*?</table>' % tid, dom, re.S)
+    if m is None:
+        return None
+    t = m.group(0)
+    keys = [html.unescape(k) for k in re.findall(r'<th[^>]*data-col="([^"]*)"', t)]
+    heads = [html.unescape(h) for h in re.findall(r"<th[^>]*>([^<]*)</th>", t)]
+    rows = [[html.unescape(c) for c in re.findall(r"<td[^>]*>([^<]*)</td>", r)]
+            for r in re.findall(r"<tr[^>]*>(.*?)</tr>", t.split("</thead>", 1)[1], re.S)]
+    return keys, heads, rows
+
+
+TIME_RE = re.compile(r"^-?[\d.]+ (\u00b5s|ms|s)$")
+SIZE_RE = re.compile(r"^-?[\d.]+ (B|KiB|MiB|GiB|TiB)$")
+
+
+def part_units(dom, d):
+    # Per table: its time columns and its size columns (the data's keys), as the test reads
+    # the commands' definitions (torch's summary, strobe kernels, HTA's tables).
+    dev = "(CPU|CUDA|XPU|MTIA|HPU|PRIVATEUSEONE)"
+    summary_time = re.compile("^(Self %s|%s total|%s time avg)$" % (dev, dev, dev))
+    summary_size = re.compile("^(Self )?%s Mem$" % dev)
+    tables = {
+        "op-table": (lambda k: summary_time.match(k), lambda k: summary_size.match(k)),
+        "kernel-table": (lambda k: k in ("Total", "Avg", "Min", "Max"), lambda k: False),
+        "stream-table": (lambda k: k in ("Busy", "Idle", "Span"), lambda k: False),
+        "steps-table": (lambda k: k != "step", lambda k: False),
+        "breakdown-table": (lambda k: k in HTA_TIMES, lambda k: False),
+        "kernel-type-table": (lambda k: k in HTA_TIMES, lambda k: False),
+        "idle-table": (lambda k: k in HTA_TIMES, lambda k: False),
+    }
+    for tid, (is_time, is_size) in tables.items():
+        t = dom_table(dom, tid)
+        if t is None:
+            fail("units: no table %s" % tid)
+            continue
+        keys, heads, rows = t
+        bad = []
+        for r in rows:
+            for k, c in zip(keys, r):
+                if c and ((is_time(k) and not TIME_RE.match(c)) or
+                          (is_size(k) and not SIZE_RE.match(c))):
+                    bad.append((k, c))
+        expect("units: %s: every time and size cell says its unit" % tid, bad[:3], [])
+        expect("units: %s: no header says ns" % tid, [h for h in heads if re.search(r"\bns\b", h)], [])
+        expect("units: %s: time columns exist" % tid, any(is_time(k) for k in keys), True)
+    # Values: aten::linear's CPU total (2 x 400 us), gemm_kernel's total (2 x 200 us), the
+    # [memory] events' sizes in the operator table where torch's memory columns are.
+    ev = events()
+    keys, _, rows = dom_table(dom, "op-table")
+    lin = [r for r in rows if r[0] == "aten::linear"]
+    want = fmt_us(sum(e["dur"] for e in ev if e["name"] == "aten::linear"))
+    expect("units: aten::linear's CPU total", lin[0][keys.index("CPU total")] if lin else None,
+           want)
+    keys, _, rows = dom_table(dom, "kernel-table")
+    gemm = [r for r in rows if r[0] == "gemm_kernel"]
+    want = fmt_us(sum(e["dur"] for e in ev if e["name"] == "gemm_kernel"))
+    expect("units: gemm_kernel's total", gemm[0][keys.index("Total")] if gemm else None, want)
+    # Order: longest total first (ties in the data's order).
+    want = [r["Name"] for r in sorted(d["kernels"]["kernels"], key=lambda r: -r["Total"])]
+    expect("kernel table: longest total first", [r[0] for r in rows], want)
+    keys, heads, rows = dom_table(dom, "kernel-type-table")
+    want = [r["name"] for r in sorted(d["kernel_types"]["kernels"], key=lambda r: -r["sum (ns)"])]
+    expect("kernel type table: longest sum first, its header marked",
+           ([r[0] for r in rows], 'class="sorted-desc"' in dom), (want, True))
 
 
 def part_bad_samples():
@@ -393,7 +635,8 @@ def part_bad_samples():
 
 
 if MODE == "data":
-    part_data()
+    part_cli_headers(part_data())
+    part_cpu_only()
     part_bounds()
     part_ranks_and_bad()
     part_bad_samples()
