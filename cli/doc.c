@@ -57,6 +57,8 @@ const cli_command cli_commands[] = {
      "run a program and record a trace of it, with no change to it"},
     {"report", cmd_report, cmd_report_usage, cmd_report_options,
      "one self-contained HTML report: tables, charts, ranks compared"},
+    {"counters", cmd_counters, cmd_counters_usage, cmd_counters_options,
+     "HTA's CUPTI counter analysis: each kernel's counters and operators"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 
@@ -205,6 +207,7 @@ static const struct {
     {"trigger", "activities", "cpu cuda cpu,cuda"},
     {"record", "activities", "cpu cuda cpu,cuda"},
     {"record", "capture-range", "cuda-profiler-api nvtx:"},
+    {"counters", "format", "table csv json"},
 };
 
 void cli_write_completion(FILE *out) {
