@@ -44,11 +44,13 @@ const char cmd_counters_usage[] =
     "    Holistic Trace Analysis's get_counter_data_with_operators(), with its definitions, for\n"
     "    traces taken with CUPTI's profiler (range) mode, whose kernels are the events of cat\n"
     "    cuda_profiler_range with their counter values in args. TRACE is a trace, or a folder of\n"
-    "    rank traces, read as strobe breakdown reads them (ranks, HTA's times in microseconds, its\n"
+    "    rank traces, read as strobe breakdown reads them (ranks, HTA's times in microseconds, "
+    "its\n"
     "    profiler-step restriction); it is read twice, so standard input is refused.\n"
     "\n"
     "    As HTA does, the kernels, sorted by start, are paired with the cudaLaunchKernel calls\n"
-    "    (cuda_runtime), sorted by start: the k-th with the k-th. A rank whose counts differ gives\n"
+    "    (cuda_runtime), sorted by start: the k-th with the k-th. A rank whose counts differ "
+    "gives\n"
     "    no rows (said on standard error). One row per kernel: rank, index (its place in the\n"
     "    file's traceEvents), index_runtime (its launch's), name, cat, ts, dur, op_stack (the\n"
     "    cpu_op operators around the launch, outermost first, joined by ';'), top_level_op and\n"
@@ -76,8 +78,8 @@ const struct option cmd_counters_options[] = {
 #define CT_FIXED 10 /* the columns before the counters */
 
 static const char *const fixed_cols[CT_FIXED] = {
-    "rank", "index", "index_runtime", "name",          "cat", "ts", "dur",
-    "op_stack", "top_level_op", "bottom_level_op"};
+    "rank", "index", "index_runtime", "name",         "cat",
+    "ts",   "dur",   "op_stack",      "top_level_op", "bottom_level_op"};
 static const uint8_t fixed_text[CT_FIXED] = {0, 0, 0, 1, 1, 0, 0, 1, 1, 1};
 
 /* The counters read from one file: per cuda_profiler_range event (by its file index), the value
@@ -424,7 +426,7 @@ static int run(const hta_set *s, int format) {
             cols[CT_FIXED + c] = nm.v[order[c]];
     }
     hta_table t = {cols, text, CT_FIXED + nm.n, NULL, 0, 0};
-    for (size_t k = 0; rc == 0 && k < s->count; k++)
+    for (size_t k = 0; rc == 0 && any && k < s->count; k++)
         rc = rank_rows(s, &s->ranks[k], &files[k], order, nm.n, &t);
     if (rc == 0 && !any)
         fprintf(stderr, "strobe counters: no events of cat " CT_CAT
