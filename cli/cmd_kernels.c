@@ -11,6 +11,7 @@
 #include "common.h"
 #include "emit.h"
 #include "hta.h"
+#include "kseq.h"
 #include "model.h"
 #include "rows.h"
 #include "strobe/error.h"
@@ -571,12 +572,14 @@ const struct option cmd_kernels_options[] = {
     CLI_OPTION_NAME_WIDTH,
     {"by-type", no_argument, NULL, CLI_LONG_ONLY + 1},
     {"memory", no_argument, NULL, CLI_LONG_ONLY + 2},
+    KSEQ_OPTIONS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
 };
 
 int cmd_kernels(int argc, char **argv) {
+    if (kseq_wanted(argc, argv)) return kseq_main(argc, argv); /* --sequences (kseq.c) */
     const char *path = NULL;
     size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
     int format = CL_TABLE, quiet = 0, first = 0, by_type = 0, memory = 0;
