@@ -372,7 +372,7 @@ static long bo_rightmost(const int64_t *tr, size_t node, size_t lo, size_t hi, s
 }
 
 static double bo_round3(double x) {
-    return round(x * 1000.0) / 1000.0;
+    return rint(x * 1000.0) / 1000.0; /* numpy's round(3): x * 1000 to even */
 }
 
 /* One rank's rows into t. */

@@ -628,7 +628,7 @@ static int write_event(ks_out *o, const strobe_rd_event *e, const ks_syms *sy, c
                 size_t len = krlen;
                 while (len > 0 && kraw[len - 1] != '}')
                     len--;
-                if (t != STROBE_JP_OBJ_END || len == 0) {
+                if (t != STROBE_JP_OBJ_BEGIN || len < 2 || kraw[0] != '{') {
                     out_str(o, "{");
                 } else {
                     const char *p = kraw + 1;
