@@ -100,9 +100,12 @@ typedef struct ct_names {
     size_t n, cap;
 } ct_names;
 
+/* The id of counter name s[0..len), added when new. @return it, STROBE_ENOMEM, or STROBE_ERANGE
+ * when a new name would not fit in a table (read_counters says so). */
 static long name_id(ct_names *nm, const char *s, size_t len) {
     for (size_t k = 0; k < nm->n; k++)
         if (strlen(nm->v[k]) == len && memcmp(nm->v[k], s, len) == 0) return (long)k;
+    if (nm->n >= HTA_MAX_COLS - CT_FIXED) return STROBE_ERANGE;
     if (nm->n == nm->cap) {
         size_t cap = nm->cap ? nm->cap * 2 : 16;
         char **v = realloc(nm->v, cap * sizeof *v);
@@ -205,7 +208,11 @@ static int read_counters(const char *path, ct_names *nm, ct_file *f) {
         c->index = e->index;
         if (e->args) rc = read_args(nm, c, e->args, e->args_len);
     }
-    if (rc < 0 && rc != STROBE_ENOMEM) {
+    if (rc == STROBE_ERANGE) {
+        fprintf(stderr, "strobe counters: %s: more than %d counters: more than a table holds\n",
+                cli_esc(path), HTA_MAX_COLS - CT_FIXED);
+        rc = HTA_REPORTED;
+    } else if (rc < 0 && rc != STROBE_ENOMEM) {
         fprintf(stderr, "strobe counters: %s\n",
                 cli_esc(rd && strobe_rd_errmsg(rd)[0] ? strobe_rd_errmsg(rd) : path));
         rc = HTA_REPORTED;
@@ -401,11 +408,6 @@ static int run(const hta_set *s, int format) {
         any |= has;
         if (has) rc = read_counters(m->path, &nm, &files[k]);
         if (rc == 0) qsort(files[k].ev, files[k].n, sizeof *files[k].ev, by_index);
-    }
-    if (rc == 0 && CT_FIXED + nm.n > HTA_MAX_COLS) {
-        fprintf(stderr, "strobe counters: %zu counters: more than the %d columns a table holds\n",
-                nm.n, HTA_MAX_COLS - CT_FIXED);
-        rc = HTA_REPORTED;
     }
     if (rc == 0) {
         order = malloc((nm.n + 1) * sizeof *order);

@@ -548,6 +548,10 @@ static int write_event(ks_out *o, const strobe_rd_event *e, const ks_syms *sy, c
         else
             hi = mid;
     }
+    if (e->raw_len == 0 || e->raw[0] != '{') { /* not an object (a bad event): as it is */
+        out_write(o, e->raw, e->raw_len);
+        return 0;
+    }
     size_t mfirst = lo, mlast = lo;
     while (mlast < nmarks && marks[mlast].index == e->index)
         mlast++;

@@ -115,6 +115,11 @@ def counters_generated():
     expect("counters, no profiler range", json.loads(p.stdout), [])
     if "no events of cat cuda_profiler_range" not in p.stderr:
         fail("counters, no profiler range: stderr %r" % p.stderr)
+    # More counters than a table holds (54 beside the 10 fixed columns): refused.
+    many = dict(("c%02d" % k, k) for k in range(60))
+    path_many = write(os.path.join(out_dir, "counters_many.json"),
+                      ev[:9] + [cnt("kA", 1000, **many)])
+    refused(["counters", path_many], "60 counters")
     refused(["counters", "-"], "standard input")
     refused(["counters", os.path.join(out_dir, "missing.json")], "missing file")
     refused(["counters", "-f", "yaml", path], "bad format")
@@ -279,6 +284,14 @@ def sequences_generated():
     rows_of("kernels", [path2], base + ["--top-k", "5", "-o", out2])
     check_overlay("kernels --sequences -o (gzip, spans)", ev2, load(out2), {P1: 2, P2: 1},
                   spans=True)
+    # A malformed element (null) is skipped by the analysis and copied as it is.
+    ev3 = seq_trace() + [None]
+    path3 = write(os.path.join(out_dir, "seq_null.json"), ev3)
+    out3 = os.path.join(out_dir, "seq_overlaid_null.json")
+    p = run(["kernels", "-q", "-f", "json"] + base + ["-o", out3, path3])
+    expect("kernels --sequences, a null element", json.loads(p.stdout),
+           [seq_row(P1, 2, 80, 180), seq_row(P2, 1, 25, 50)])
+    expect("kernels --sequences -o, a null element", load(out3)["traceEvents"][-1], None)
     refused(["kernels", "--sequences", path], "no --operator")
     refused(["kernels", "--operator", "x", path], "--operator without --sequences")
     refused(["kernels", "--sequences", "--operator", "x", "--top-k", "many", path], "bad --top-k")
