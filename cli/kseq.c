@@ -5,10 +5,10 @@
  *
  * HTA's definitions, over the chosen rank's rows as HTA keeps them (hta.h):
  *   - call stacks: per CPU thread (not one whose pid or tid is 0, which HTA takes for a GPU), its
- *     rows without a stream nest by HTA's times: sorted by start, longer first, an event ending
- *     when another starts is not its parent (zero-length events are: HTA's ordering of ends);
- *     depth 0 for the outermost. A kernel (a GPU row) is a child of its launch, the CPU row its
- *     index_correlation names (hta.h), one level deeper;
+ *     rows without a stream, by CallStackGraph's walk over their ends in HTA's order (see
+ *     ks_less): an opening end's parent is the top of a stack, and it is pushed; a closing end
+ *     pops the top (whichever row that is); depth 0 for the outermost. A kernel (a GPU row) is a
+ *     child of its launch, the CPU row its index_correlation names (hta.h), one level deeper;
  *   - num_kernels and kernel_dur_sum of a row: the kernels under it, and their durations;
  *   - candidates: the rows of the graph whose name holds the operator name (a substring); the
  *     roots are the candidates of the smallest depth among them with num_kernels >=
@@ -26,9 +26,10 @@
  *     event of pid "Spans" gets the symbols, {"id": "name"}, as its args.
  * Choices where HTA leaves one open: the symbol ids number the symbols in order of first
  * appearance (rank by rank, in file order, a row's cat before its name; HTA's come from a Python
- * set, so they differ from run to run); ties in start keep file order; HTA's link of a backward
- * thread's first operators under the main thread's annotations, which changes depths, is not
- * done; a pattern that a root's args already name is added, not merged; no overlay is written
+ * set, so they differ from run to run); ties in start keep file order; a zero-length row's end
+ * against a negative-length row's (HTA raises there) takes the general order; HTA's link of a
+ * backward thread's first operators under the main thread's annotations, which changes depths, is
+ * not done; a pattern that a root's args already name is added, not merged; no overlay is written
  * when there is no pattern (as in HTA). HTA writes "overlaid_" + the trace's name into output_dir;
  * here -o names the file (a name ending in .gz is gzip'd). */
 #include "kseq.h"
@@ -79,20 +80,11 @@ typedef struct ks_kernel {
 } ks_kernel;
 
 typedef struct ks_graph {
-    ks_node *nodes; /* CPU nodes in stack order (thread, start, longer first, file order) */
+    ks_node *nodes; /* CPU nodes, thread by thread, in the order of their open ends */
     size_t n;
     ks_kernel *kern; /* sorted by parent, start, file order */
     size_t nk;
 } ks_graph;
-
-static int node_cmp(const void *a, const void *b) {
-    const ks_node *x = a, *y = b;
-    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
-    if (x->w.ts != y->w.ts) return x->w.ts < y->w.ts ? -1 : 1;
-    int64_t dx = x->w.end - x->w.ts, dy = y->w.end - y->w.ts;
-    if (dx != dy) return dx > dy ? -1 : 1;
-    return (x->w.ev > y->w.ev) - (x->w.ev < y->w.ev);
-}
 
 static int kern_cmp(const void *a, const void *b) {
     const ks_kernel *x = a, *y = b;
@@ -106,13 +98,44 @@ static int by_ev(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Whether an open node (ts, end) still holds an event that starts at ts2 with duration dur2. */
-static int holds(const hta_row *top, int64_t ts2, int64_t dur2) {
-    if (top->end > ts2) return 1;
-    if (top->end < ts2) return 0;
-    /* Ends at ts2: HTA orders a positive event's close before another's open at one time, and a
-     * zero-length event inside a positive one that closes then, or inside another zero one. */
-    return dur2 == 0 || top->end == top->ts;
+/* An end of a row: HTA's (index, dur, kind, time), kind -1 opening, 1 closing. */
+typedef struct ks_end {
+    uint32_t thread, ev;
+    int64_t dur, time;
+    int kind;
+    uint32_t node;
+} ks_end;
+
+/* HTA's order of ends (_less_than and _cmp_events_with_zero_duration in
+ * hta/common/trace_call_stack.py): by time; the two ends of one row, opening first; with a
+ * zero-length row, its ends inside a positive one's that open before or close after them, and
+ * two zero-length rows nested by index; a close before an open; of two opens the longer first, of
+ * two closes the shorter; then by index (opens ascending, closes descending). Threads apart. */
+static int ks_less(const ks_end *x, const ks_end *y) {
+    if (x->time != y->time) return x->time < y->time;
+    if (x->ev == y->ev) return x->kind < 0;
+    if (x->dur == 0 || y->dur == 0) {
+        if (x->dur == 0 && y->dur > 0) return y->kind > 0;
+        if (x->dur > 0 && y->dur == 0) return x->kind < 0;
+        if (x->dur == 0 && y->dur == 0) {
+            if (x->kind < 0 && y->kind < 0) return x->ev < y->ev;
+            if (x->kind > 0 && y->kind > 0) return x->ev > y->ev;
+            return x->kind < 0;
+        }
+        /* one zero, one negative (HTA raises here): fall through to the general order */
+    }
+    if (x->kind > 0 && y->kind < 0) return 1;
+    if (x->kind < 0 && y->kind > 0) return 0;
+    if (x->kind < 0 && x->dur != y->dur) return x->dur > y->dur;
+    if (x->kind > 0 && x->dur != y->dur) return x->dur < y->dur;
+    return x->kind < 0 ? x->ev < y->ev : x->ev > y->ev;
+}
+
+static int ks_end_cmp(const void *a, const void *b) {
+    const ks_end *x = a, *y = b;
+    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
+    if (ks_less(x, y)) return -1;
+    return ks_less(y, x) ? 1 : 0;
 }
 
 static void graph_free(ks_graph *g) {
@@ -142,22 +165,45 @@ static int graph_build(const hta_rank *r, ks_graph *g) {
         nd->w = w;
         nd->thread = t;
     }
-    if (rc == 0) qsort(g->nodes, g->n, sizeof *g->nodes, node_cmp);
-    /* Nesting: a stack per thread (the nodes come thread by thread). */
-    size_t sp = 0;
-    for (size_t k = 0; rc == 0 && k <= g->n; k++) {
-        const ks_node *nd = k < g->n ? &g->nodes[k] : NULL;
-        while (sp > 0) {
-            ks_node *top = &g->nodes[stack[sp - 1]];
-            if (nd && nd->thread == top->thread && holds(&top->w, nd->w.ts, nd->w.end - nd->w.ts))
-                break;
-            top->size = (uint32_t)(k - stack[sp - 1]);
-            sp--;
-        }
-        if (nd == NULL) break;
-        g->nodes[k].depth = (int32_t)sp;
-        stack[sp++] = (uint32_t)k;
+    /* Nesting, as CallStackGraph._construct_call_stack_graph does it: per thread, the opening
+     * and closing ends of its rows sorted by HTA's order (ks_end_cmp); an open end's parent is the
+     * stack's top, and it is pushed; a close end pops the top, whichever row that is. The nodes
+     * are then put in the order of their open ends, so that a node's descendants, opened while
+     * it was on the stack, follow it: nodes [k, k + size). */
+    ks_end *ends = rc ? NULL : malloc((2 * g->n + 1) * sizeof *ends);
+    ks_node *sorted = rc ? NULL : malloc((g->n + 1) * sizeof *sorted);
+    if (rc == 0 && (ends == NULL || sorted == NULL)) rc = STROBE_ENOMEM;
+    for (size_t k = 0; rc == 0 && k < g->n; k++) {
+        const ks_node *nd = &g->nodes[k];
+        int64_t dur = nd->w.end - nd->w.ts;
+        ends[2 * k] = (ks_end){nd->thread, nd->w.ev, dur, nd->w.ts, -1, (uint32_t)k};
+        ends[2 * k + 1] = (ks_end){nd->thread, nd->w.ev, dur, nd->w.end, 1, (uint32_t)k};
     }
+    if (rc == 0) qsort(ends, 2 * g->n, sizeof *ends, ks_end_cmp);
+    size_t sp = 0, opened = 0;
+    for (size_t k = 0; rc == 0 && k <= 2 * g->n; k++) {
+        const ks_end *e = k < 2 * g->n ? &ends[k] : NULL;
+        if (e == NULL || (k > 0 && e->thread != ends[k - 1].thread)) {
+            for (; sp > 0; sp--) /* the thread's rows never closed */
+                sorted[stack[sp - 1]].size = (uint32_t)(opened - stack[sp - 1]);
+        }
+        if (e == NULL) break;
+        if (e->kind < 0) {
+            sorted[opened] = g->nodes[e->node];
+            sorted[opened].depth = (int32_t)sp;
+            stack[sp++] = (uint32_t)opened++;
+        } else if (sp > 0) {
+            sp--;
+            sorted[stack[sp]].size = (uint32_t)(opened - stack[sp]);
+        }
+    }
+    if (rc == 0) {
+        free(g->nodes);
+        g->nodes = sorted;
+        sorted = NULL;
+    }
+    free(sorted);
+    free(ends);
     /* The nodes' events, for finding a launch's node. */
     for (size_t k = 0; rc == 0 && k < g->n; k++)
         evs[k] = g->nodes[k].w.ev;

@@ -446,6 +446,103 @@ def by_op_expected(all_rows, rows):
     return out
 
 
+def hta_less(x, y):
+    """HTA's order of the ends of rows, (pos, dur, kind, time) with kind -1 opening, 1 closing
+    (_less_than and _cmp_events_with_zero_duration, hta/common/trace_call_stack.py)."""
+    i, d, k, t = range(4)
+    if x[t] != y[t]:
+        return x[t] < y[t]
+    if x[i] == y[i]:
+        return x[k] == -1
+    if x[d] == 0 and y[d] > 0:
+        return y[k] == 1
+    if x[d] > 0 and y[d] == 0:
+        return x[k] == -1
+    if x[d] == 0 and y[d] == 0:
+        if x[k] == -1 and y[k] == -1:
+            return x[i] < y[i]
+        if x[k] == 1 and y[k] == 1:
+            return x[i] > y[i]
+        return x[k] == -1
+    if x[k] == 1 and y[k] == -1:
+        return True
+    if x[k] == -1 and y[k] == 1:
+        return False
+    if x[k] == -1 and x[d] != y[d]:
+        return x[d] > y[d]
+    if x[k] == 1 and x[d] != y[d]:
+        return x[d] < y[d]
+    return x[i] < y[i] if x[k] == -1 else x[i] > y[i]
+
+
+def sequences_expected(doc, all_rows, rows, operator, min_len=3):
+    """get_frequent_cuda_kernel_sequences over one rank, as cli/kseq.c describes it."""
+    import functools
+    ev = doc["traceEvents"]
+    threads = {}
+    for r in rows:
+        e = ev[r["pos"]]
+        if r["stream"] == -1 and e.get("pid") != 0 and e.get("tid") != 0:
+            threads.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append(r)
+    depth, children, node = {}, {}, {}
+    cmp = functools.cmp_to_key(lambda a, b: -1 if hta_less(a, b) else (1 if hta_less(b, a) else 0))
+    for trows in threads.values():
+        ends = []
+        for r in trows:
+            node[r["pos"]] = r
+            ends.append((r["pos"], r["end"] - r["ts"], -1, r["ts"]))
+            ends.append((r["pos"], r["end"] - r["ts"], 1, r["end"]))
+        stack = []
+        for pos, _, kind, _ in sorted(ends, key=cmp):
+            if kind == -1:
+                depth[pos] = len(stack)
+                if stack:
+                    children.setdefault(stack[-1], []).append(pos)
+                stack.append(pos)
+            elif stack:
+                stack.pop()
+    partner = {}
+    for r in all_rows:
+        if not r["gpu"] and r["corr"] != -1:
+            partner[r["corr"]] = r["pos"]
+    kern = {}
+    for r in rows:
+        if r["gpu"] and r["stream"] != -1 and r["corr"] != -1 and partner.get(r["corr"]) in node:
+            kern[r["pos"]] = r
+            children.setdefault(partner[r["corr"]], []).append(r["pos"])
+            depth[r["pos"]] = depth[partner[r["corr"]]] + 1
+
+    def kernels_under(pos):
+        out, todo = [], [pos]
+        while todo:
+            p = todo.pop()
+            if p in kern:
+                out.append(kern[p])
+            todo.extend(children.get(p, []))
+        return out
+    cand = [p for p in list(node) + list(kern)
+            if operator in (node.get(p) or kern.get(p))["name"]]
+    if not cand:
+        return []
+    low = min(depth[p] for p in cand)
+    pats = {}
+    for p in sorted(cand):
+        if depth[p] != low:
+            continue
+        r = node.get(p) or kern[p]
+        ks = [r] if p in kern else kernels_under(p)
+        if len(ks) < min_len:
+            continue
+        ks.sort(key=lambda k: (k["ts"], k["pos"]))
+        key = "|".join([r["name"]] + [k["name"] for k in ks])
+        v = pats.setdefault(key, [0, 0, 0])
+        v[0] += 1
+        v[1] += sum(k["end"] - k["ts"] for k in ks)
+        v[2] += r["end"] - r["ts"]
+    return [seq_row(k, v[0], v[1], v[2]) for k, v in sorted(pats.items(),
+                                                             key=lambda e: (-e[1][0], e[0]))]
+
+
 def close(a, b):
     if isinstance(a, float) or isinstance(b, float):
         return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) < 1e-6
@@ -517,6 +614,11 @@ def shared(shared_dir):
         if not close(sorted(got, key=key), sorted(want, key=key)) or \
                 [r["occurrence_count"] for r in got] != [r["occurrence_count"] for r in want]:
             expect("launches --by-op " + os.path.basename(path), got, want)
+        for operator in ("aten::conv2d", "aten::linear", "aten::mm", "ProfilerStep#"):
+            got = rows_of("kernels", [path], ["--sequences", "--operator", operator])
+            want = sequences_expected(doc, all_rows, restrict(all_rows), operator)
+            expect("kernels --sequences --operator %s %s" % (operator, os.path.basename(path)),
+                   got, want)
     # The overlaid trace through the independent checkers.
     check = os.path.join(shared_dir, "validators", "check_all.sh")
     if os.path.exists(check):
