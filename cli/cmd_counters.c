@@ -20,7 +20,10 @@
  * the counter columns are in name order (HTA's come from a Python set); op_stack, a list in HTA,
  * is its names joined by ";"; the ancestors are the model's nesting on the thread (HTA links a
  * backward thread's operators under the main thread's annotations, which are not cpu_op). ts is
- * HTA's (whole microseconds from the earliest row of all ranks); dur is end - ts. */
+ * HTA's (whole microseconds from the earliest row of all ranks); dur is end - ts.
+ *
+ * Contents: usage and options, reading the counters (a second pass over each file, for the args
+ * the model does not keep), pairing and operator stacks per rank, the command. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>

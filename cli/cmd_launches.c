@@ -9,7 +9,10 @@
  * gpu_duration (HTA's durations, end - ts), and launch_delay = gpu ts - cpu ts + cpu_duration
  * (HTA's formula as written). The summaries are those of HTA's plots: short kernels
  * (cpu_duration <= runtime cutoff, 50, and gpu_duration < cpu_duration), runtime outliers
- * (cpu_duration > runtime cutoff), launch delay outliers (launch_delay > its cutoff, 100). */
+ * (cpu_duration > runtime cutoff), launch delay outliers (launch_delay > its cutoff, 100).
+ *
+ * Contents: usage and options, the launch statistics, --by-op (HTA's aten op kernels and delays,
+ * its definitions at the top of its part), the command. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

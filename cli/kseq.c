@@ -31,7 +31,10 @@
  * backward thread's first operators under the main thread's annotations, which changes depths, is
  * not done; a pattern that a root's args already name is added, not merged; no overlay is written
  * when there is no pattern (as in HTA). HTA writes "overlaid_" + the trace's name into output_dir;
- * here -o names the file (a name ending in .gz is gzip'd). */
+ * here -o names the file (a name ending in .gz is gzip'd).
+ *
+ * Contents: options, the call graph, patterns, the overlaid trace (HTA's symbols, events
+ * rewritten), the command. */
 #include "kseq.h"
 
 #include <errno.h>
