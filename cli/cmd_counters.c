@@ -410,7 +410,7 @@ static int run(const hta_set *s, int format) {
             has = is_kernel(m, (uint32_t)i);
         any |= has;
         if (has) rc = read_counters(m->path, &nm, &files[k]);
-        if (rc == 0) qsort(files[k].ev, files[k].n, sizeof *files[k].ev, by_index);
+        if (rc == 0 && files[k].n) qsort(files[k].ev, files[k].n, sizeof *files[k].ev, by_index);
     }
     if (rc == 0) {
         order = malloc((nm.n + 1) * sizeof *order);

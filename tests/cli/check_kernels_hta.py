@@ -42,6 +42,15 @@ def rows_of(cmd, paths, extra=()):
         return []
 
 
+def parsed(p, what):
+    """The JSON on p's stdout, or None after a failure."""
+    try:
+        return json.loads(p.stdout)
+    except ValueError as e:
+        fail("%s: output is not JSON (%s): %r" % (what, e, p.stdout[:200]))
+        return None
+
+
 def refused(args, what):
     """A usage or input error: exit 2 and one line on stderr."""
     p = run(args, 2)
@@ -106,13 +115,13 @@ def counters_generated():
     # One launch more than kernels: HTA gives no rows for the rank, and says why.
     path = write(os.path.join(out_dir, "counters_extra.json"), ev + [launch(600, 5, 6)])
     p = run(["counters", "-q", "-f", "json", path])
-    expect("counters, 5 launches for 4 kernels", json.loads(p.stdout), [])
+    expect("counters, 5 launches for 4 kernels", parsed(p, "counters"), [])
     if "5 kernel launches but 4 cuda_profiler_range kernels" not in p.stderr:
         fail("counters, 5 launches for 4 kernels: stderr %r" % p.stderr)
     # No cuda_profiler_range event: no rows, and a note.
     path = write(os.path.join(out_dir, "counters_none.json"), ev[:9])
     p = run(["counters", "-q", "-f", "json", path])
-    expect("counters, no profiler range", json.loads(p.stdout), [])
+    expect("counters, no profiler range", parsed(p, "counters"), [])
     if "no events of cat cuda_profiler_range" not in p.stderr:
         fail("counters, no profiler range: stderr %r" % p.stderr)
     # More counters than a table holds (54 beside the 10 fixed columns): refused.
@@ -289,7 +298,7 @@ def sequences_generated():
     path3 = write(os.path.join(out_dir, "seq_null.json"), ev3)
     out3 = os.path.join(out_dir, "seq_overlaid_null.json")
     p = run(["kernels", "-q", "-f", "json"] + base + ["-o", out3, path3])
-    expect("kernels --sequences, a null element", json.loads(p.stdout),
+    expect("kernels --sequences, a null element", parsed(p, "kernels --sequences"),
            [seq_row(P1, 2, 80, 180), seq_row(P2, 1, 25, 50)])
     expect("kernels --sequences -o, a null element", load(out3)["traceEvents"][-1], None)
     refused(["kernels", "--sequences", path], "no --operator")
