@@ -40,6 +40,7 @@ int cmd_record(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_critical_path(int argc, char **argv);
+int cmd_counters(int argc, char **argv);
 
 /* Each subcommand's usage text (man-page style), printed by `strobe help CMD` and `CMD --help`. */
 extern const char cmd_summary_usage[];
@@ -65,6 +66,7 @@ extern const char cmd_record_usage[];
 extern const char cmd_flamegraph_usage[];
 extern const char cmd_report_usage[];
 extern const char cmd_critical_path_usage[];
+extern const char cmd_counters_usage[];
 
 /* Each subcommand's options (getopt_long's table, ending in a zeroed entry): the same table
  * parses the command line and generates the bash completion (doc.c). */
@@ -91,6 +93,7 @@ extern const struct option cmd_record_options[];
 extern const struct option cmd_flamegraph_options[];
 extern const struct option cmd_report_options[];
 extern const struct option cmd_critical_path_options[];
+extern const struct option cmd_counters_options[];
 
 /* The subcommands, in the order `strobe --help` lists them (doc.c). */
 typedef struct cli_command {

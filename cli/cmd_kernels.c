@@ -11,6 +11,7 @@
 #include "common.h"
 #include "emit.h"
 #include "hta.h"
+#include "kseq.h"
 #include "model.h"
 #include "rows.h"
 #include "strobe/error.h"
@@ -24,6 +25,8 @@ const char cmd_kernels_usage[] =
     "    strobe kernels [OPTIONS] TRACE\n"
     "    strobe kernels TRACE [-n N] [-f table|csv|json] [--name-width N] [-q]\n"
     "    strobe kernels --by-type [--memory] [-f table|csv|json] [-q] TRACE...\n"
+    "    strobe kernels --sequences --operator NAME [--min-pattern-len N] [--top-k N]\n"
+    "                   [--rank R] [-o OUT] [-f table|csv|json] [-q] TRACE...\n"
     "\n"
     "DESCRIPTION\n"
     "    Reads TRACE (\"-\" is standard input) and prints one row per kernel name (cat kernel, or "
@@ -54,6 +57,17 @@ const char cmd_kernels_usage[] =
     "    {\"kernel_types\": [...], \"kernels\": [...]};\n"
     "    CSV: the two tables, a blank line between.\n"
     "\n"
+    "    --sequences gives HTA's get_frequent_cuda_kernel_sequences() instead, over one rank\n"
+    "    (--rank, default 0) of the traces, read as for --by-type: the shallowest CPU operators\n"
+    "    whose name holds --operator's text (a substring) and that launched --min-pattern-len\n"
+    "    kernels or more (default 3) are the roots; a root's pattern is its name and the names\n"
+    "    of the kernels under it by start, joined by \"|\". One row per pattern: pattern, count,\n"
+    "    \"GPU kernel duration (us)\" and \"CPU op duration (us)\" (summed over its roots), by\n"
+    "    count (largest first) then pattern. -o OUT writes HTA's overlaid trace: the trace with\n"
+    "    args.Patterns on the events of the --top-k most frequent patterns (default 5), empty\n"
+    "    args and names compressed to HTA's symbol ids on the other complete events, and the\n"
+    "    symbol table in the args of the \"PyTorch Profiler\" event (.gz: gzip'd).\n"
+    "\n"
     "OPTIONS\n"
     "    -n, --limit N  print the first N kernel rows only (0: all, the default)\n"
     "    -f, --format F table (default); csv (the kernel rows, a blank line, the stream rows)\n"
@@ -63,6 +77,12 @@ const char cmd_kernels_usage[] =
     "                   and \"...\"; csv and json keep whole names\n"
     "    --by-type      HTA's kernel type and per-kernel breakdown (see above)\n"
     "    --memory       with --by-type: MEMORY kernels too (HTA's include_memory_kernels)\n"
+    "    --sequences    HTA's frequent kernel sequences (see above), with:\n"
+    "    --operator NAME          the operators' name, or a part of it\n"
+    "    --min-pattern-len N      the fewest kernels of a pattern (default 3)\n"
+    "    --top-k N      the patterns written to the overlaid trace (default 5)\n"
+    "    --rank R       the rank analysed (default 0)\n"
+    "    -o, --output OUT         write HTA's overlaid trace to OUT\n"
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
     "    -V, --version  show strobe's version\n"
@@ -575,12 +595,14 @@ const struct option cmd_kernels_options[] = {
     CLI_OPTION_NAME_WIDTH,
     {"by-type", no_argument, NULL, CLI_LONG_ONLY + 1},
     {"memory", no_argument, NULL, CLI_LONG_ONLY + 2},
+    KSEQ_OPTIONS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
 };
 
 int cmd_kernels(int argc, char **argv) {
+    if (kseq_wanted(argc, argv)) return kseq_main(argc, argv); /* --sequences (kseq.c) */
     const char *path = NULL;
     size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
     int format = CL_TABLE, quiet = 0, first = 0, by_type = 0, memory = 0;

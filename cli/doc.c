@@ -59,6 +59,8 @@ const cli_command cli_commands[] = {
      "one self-contained HTML report: tables, charts, ranks compared"},
     {"critical-path", cmd_critical_path, cmd_critical_path_usage, cmd_critical_path_options,
      "HTA's critical path analysis of a rank, and the trace with it overlaid"},
+    {"counters", cmd_counters, cmd_counters_usage, cmd_counters_options,
+     "HTA's CUPTI counter analysis: each kernel's counters and operators"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 
@@ -208,6 +210,7 @@ static const struct {
     {"record", "activities", "cpu cuda cpu,cuda"},
     {"record", "capture-range", "cuda-profiler-api nvtx:"},
     {"critical-path", "format", "table csv json"},
+    {"counters", "format", "table csv json"},
 };
 
 void cli_write_completion(FILE *out) {

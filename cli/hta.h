@@ -157,7 +157,7 @@ size_t hta_merge(const hta_rank *r, int (*keep)(const hta_rank *, const hta_row 
 /* A result table: named columns, rows of cells as text, printed as a table, CSV, or JSON (an
  * array of row objects keyed by the column names; a cell of a column whose text[] is 0 is a
  * number, and null when empty). */
-#define HTA_MAX_COLS 16 /* columns printed at most */
+#define HTA_MAX_COLS 64 /* columns printed at most */
 typedef struct hta_table {
     const char *const *cols;
     const uint8_t *text;
