@@ -24,5 +24,7 @@ int cl_kernels_by_type_json(FILE *out, const hta_set *s);
 
 /* `strobe steps -f json`. @return 0 or STROBE_ENOMEM. */
 int cl_steps_json(FILE *out, const md_model *m);
+/* strobe steps --overview -f json: the steps, averages, GPU Summary and recommendations. */
+int cl_steps_overview_json(FILE *out, const md_model *m);
 
 #endif
