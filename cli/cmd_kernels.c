@@ -4,6 +4,7 @@
  * Contents: usage, the per-name rows, interval unions (busy time), output (table, CSV, JSON),
  * HTA's kernel breakdown (--by-type). */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@
 #include "model.h"
 #include "rows.h"
 #include "strobe/error.h"
+#include "tb.h"
 #include "util/table.h"
 
 const char cmd_kernels_usage[] =
@@ -59,6 +61,13 @@ const char cmd_kernels_usage[] =
     "                   and \"...\"; csv and json keep whole names\n"
     "    --by-type      HTA's kernel type and per-kernel breakdown (see above)\n"
     "    --memory       with --by-type: MEMORY kernels too (HTA's include_memory_kernels)\n"
+    "    --tb-view      the TensorBoard profiler plugin's kernel view instead: per kernel name,\n"
+    "                   Tensor Cores Used (the name shows Tensor Cores: the plugin's list, h884,\n"
+    "                   s1688, xmma_gemm ...), Calls, Total, Mean, Max and Min Duration (us),\n"
+    "                   Mean Blocks Per SM and Mean Est. Achieved Occupancy (%): the kernels'\n"
+    "                   \"blocks per SM\" and \"est. achieved occupancy %\" args weighted by\n"
+    "                   their durations (a kernel without one counts as 0, as in the plugin);\n"
+    "                   sorted by total duration\n"
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
     "    -V, --version  show strobe's version\n"
@@ -565,12 +574,150 @@ static int by_type_run(FILE *fp, const hta_set *s, int format, int memory) {
     return rc;
 }
 
+/* ---- the TensorBoard plugin's kernel view (--tb-view) ------------------------------------- */
+
+/* kernel_parser.py (KernelParser.parse_events) and run_generator.py (_generate_kernel_table):
+ * the kernels grouped by name; count, sum, mean, max, min of durations; blocks per SM and
+ * occupancy averaged with the durations as weights, missing values as 0 (0 when the durations
+ * add to 0); sorted by sum, largest first. */
+typedef struct tbrow {
+    uint32_t name;
+    uint64_t calls;
+    int64_t total, min, max;
+    double bps, occ; /* sums of value * duration (ns) */
+    int tc;
+} tbrow;
+
+static int tb_by_total(const void *a, const void *b) {
+    const tbrow *x = a, *y = b;
+    if (x->total != y->total) return x->total < y->total ? 1 : -1;
+    return strcmp(md_str(g_m, x->name), md_str(g_m, y->name));
+}
+
+static int tb_run(FILE *out, const md_model *m, size_t limit, int format, size_t name_width) {
+    size_t nstr = m->strings.count;
+    uint32_t *row_of = malloc((nstr ? nstr : 1) * sizeof *row_of);
+    tbrow *rows = malloc((nstr ? nstr : 1) * sizeof *rows);
+    if (row_of == NULL || rows == NULL) {
+        free(row_of);
+        free(rows);
+        return STROBE_ENOMEM;
+    }
+    size_t nrows = 0;
+    for (size_t k = 0; k < nstr; k++)
+        row_of[k] = MD_NONE;
+    for (size_t i = 0; i < m->count; i++) {
+        if ((m->ev_flags[i] & (MD_F_TIME | MD_F_BAD)) != MD_F_TIME) continue;
+        md_class c = md_class_of(m, (uint32_t)i);
+        if (c.kind != MD_KERNEL || c.ph != 'X') continue;
+        uint32_t name = md_name_of(m, (uint32_t)i);
+        int64_t d = md_dur(m, (uint32_t)i);
+        if (row_of[name] == MD_NONE) {
+            rows[nrows] = (tbrow){.name = name, .min = d, .max = d};
+            rows[nrows].tc = cl_tb_tc_kernel(md_str(m, name));
+            row_of[name] = (uint32_t)nrows++;
+        }
+        tbrow *r = &rows[row_of[name]];
+        const md_kargs *a = cl_tb_kargs(m, (uint32_t)i);
+        r->calls++;
+        r->total = md_add_sat(r->total, d);
+        if (d < r->min) r->min = d;
+        if (d > r->max) r->max = d;
+        r->bps += cl_tb_blocks_per_sm(a) * (double)d;
+        r->occ += cl_tb_occupancy(a) * (double)d;
+    }
+    g_m = m;
+    qsort(rows, nrows, sizeof *rows, tb_by_total);
+    size_t shown = limit == 0 || limit > nrows ? nrows : limit;
+    static const char *const hk[] = {"Name",
+                                     "Tensor Cores Used",
+                                     "Calls",
+                                     "Total Duration (us)",
+                                     "Mean Duration (us)",
+                                     "Max Duration (us)",
+                                     "Min Duration (us)",
+                                     "Mean Blocks Per SM",
+                                     "Mean Est. Achieved Occupancy (%)"};
+    size_t w[9] = {0, 19, 10, 21, 20, 19, 19, 20, 34};
+    if (format == CL_TABLE) {
+        size_t longest = 4;
+        for (size_t k = 0; k < shown; k++) {
+            size_t len = strobe__utf8_len(cli_esc(md_str(m, rows[k].name)));
+            if (len > longest) longest = len;
+        }
+        w[0] = longest + 4 < name_width ? longest + 4 : name_width;
+        strobe__table_separator(out, w, 9);
+        for (int c = 0; c < 9; c++)
+            strobe__table_cell(out, hk[c], w[c], 0, 0);
+        fputc('\n', out);
+        strobe__table_separator(out, w, 9);
+    } else if (format == CL_CSV) {
+        for (int c = 0; c < 9; c++)
+            fprintf(out, "%s%s", c ? "," : "", hk[c]);
+        fputc('\n', out);
+    } else {
+        fputs("[", out);
+    }
+    for (size_t k = 0; k < shown; k++) {
+        const tbrow *r = &rows[k];
+        double bps = r->total > 0 ? r->bps / (double)r->total : 0;
+        double occ = r->total > 0 ? r->occ / (double)r->total : 0;
+        double mean = (double)r->total / 1000.0 / (double)r->calls;
+        if (format == CL_TABLE) {
+            char b[8][64];
+            snprintf(b[0], sizeof b[0], "%s", r->tc ? "Yes" : "No");
+            snprintf(b[1], sizeof b[1], "%" PRIu64, r->calls);
+            snprintf(b[2], sizeof b[2], "%.3f", (double)r->total / 1000.0);
+            snprintf(b[3], sizeof b[3], "%.3f", mean);
+            snprintf(b[4], sizeof b[4], "%.3f", (double)r->max / 1000.0);
+            snprintf(b[5], sizeof b[5], "%.3f", (double)r->min / 1000.0);
+            snprintf(b[6], sizeof b[6], "%.2f", bps);
+            snprintf(b[7], sizeof b[7], "%.2f", occ);
+            strobe__table_cell(out, cli_esc(md_str(m, r->name)), w[0], 0, name_width - 3);
+            for (int c = 1; c < 9; c++)
+                strobe__table_cell(out, b[c - 1], w[c], 0, 0);
+            fputc('\n', out);
+            continue;
+        }
+        int json = format == CL_JSON;
+        if (json) {
+            fprintf(out, "%s\n {\"Name\": ", k ? "," : "");
+            cl_json_str(out, md_str(m, r->name));
+            fprintf(out, ", \"Tensor Cores Used\": \"%s\", \"Calls\": %" PRIu64,
+                    r->tc ? "Yes" : "No", r->calls);
+        } else {
+            cl_csv_str(out, md_str(m, r->name));
+            fprintf(out, ",%s,%" PRIu64, r->tc ? "Yes" : "No", r->calls);
+        }
+        fputs(json ? ", \"Total Duration (us)\": " : ",", out);
+        cl_put_us(out, r->total);
+        fprintf(out, json ? ", \"Mean Duration (us)\": %.3f, \"Max Duration (us)\": " : ",%.3f,",
+                mean);
+        cl_put_us(out, r->max);
+        fputs(json ? ", \"Min Duration (us)\": " : ",", out);
+        cl_put_us(out, r->min);
+        fprintf(out,
+                json ? ", \"Mean Blocks Per SM\": %.6f, \"Mean Est. Achieved Occupancy (%%)\": "
+                       "%.6f}"
+                     : ",%.6f,%.6f\n",
+                bps, occ);
+    }
+    if (format == CL_TABLE)
+        strobe__table_separator(out, w, 9);
+    else if (format == CL_JSON)
+        fputs(nrows && shown ? "\n]\n" : "]\n", out);
+    free(row_of);
+    free(rows);
+    return 0;
+}
+
 const struct option cmd_kernels_options[] = {
     {"limit", required_argument, NULL, 'n'},
     {"format", required_argument, NULL, 'f'},
     CLI_OPTION_NAME_WIDTH,
     {"by-type", no_argument, NULL, CLI_LONG_ONLY + 1},
     {"memory", no_argument, NULL, CLI_LONG_ONLY + 2},
+    {"tb-view", no_argument, NULL, CLI_LONG_ONLY + 32},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -579,7 +726,7 @@ const struct option cmd_kernels_options[] = {
 int cmd_kernels(int argc, char **argv) {
     const char *path = NULL;
     size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
-    int format = CL_TABLE, quiet = 0, first = 0, by_type = 0, memory = 0;
+    int format = CL_TABLE, quiet = 0, first = 0, by_type = 0, memory = 0, tb_view = 0;
     for (int c; (c = cli_getopt(argc, argv, ":n:f:qhV", cmd_kernels_options, &first)) != -1;) {
         unsigned long long n;
         switch (c) {
@@ -605,6 +752,9 @@ int cmd_kernels(int argc, char **argv) {
         case CLI_LONG_ONLY + 2:
             memory = 1;
             break;
+        case CLI_LONG_ONLY + 32:
+            tb_view = 1;
+            break;
         case CLI_OPT_NAME_WIDTH:
             if (cli_parse_name_width("kernels", optarg, &name_width) != 0) return CLI_BAD_INPUT;
             break;
@@ -613,6 +763,7 @@ int cmd_kernels(int argc, char **argv) {
         }
     }
     if (memory && !by_type) return usage_error("--memory goes with --by-type", NULL);
+    if (tb_view && by_type) return usage_error("--tb-view does not go with --by-type", NULL);
     if (by_type) {
         if (first >= argc) return usage_error("give a trace or a folder", NULL);
         hta_set s;
@@ -628,7 +779,10 @@ int cmd_kernels(int argc, char **argv) {
     int rc = cli_load(m, "kernels", path, quiet);
     if (rc == CLI_OK) {
         cli_say_skipped("kernels", path, m);
-        int work = run(stdout, m, limit, format, name_width) != 0 ? STROBE_ENOMEM : 0;
+        int work = (tb_view ? tb_run(stdout, m, limit, format, name_width)
+                            : run(stdout, m, limit, format, name_width)) != 0
+                       ? STROBE_ENOMEM
+                       : 0;
         rc = cli_finish("kernels", path, work, CLI_OK);
         md_free(m);
     }
@@ -640,6 +794,10 @@ int cmd_kernels(int argc, char **argv) {
 
 int cl_kernels_json(FILE *out, const md_model *m, size_t limit) {
     return run(out, m, limit, CL_JSON, CLI_NAME_WIDTH_DEFAULT);
+}
+
+int cl_kernels_tb_json(FILE *out, const md_model *m, size_t limit) {
+    return tb_run(out, m, limit, CL_JSON, CLI_NAME_WIDTH_DEFAULT);
 }
 
 int cl_kernels_by_type_json(FILE *out, const hta_set *s) {

@@ -198,8 +198,8 @@ static int by_endpoint(const void *a, const void *b) {
     return (x->k > y->k) - (x->k < y->k);
 }
 
-/* Event i's launch figures, or NULL (m->kargs is in event order). */
-static const md_kargs *kargs_of(const md_model *m, uint32_t i) {
+/* m->kargs is in event order: a binary search. */
+const md_kargs *cl_tb_kargs(const md_model *m, uint32_t i) {
     size_t lo = 0, hi = m->kargs_count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -305,7 +305,7 @@ int cl_tb_metrics_get(const md_model *m, int64_t S, int64_t E, cl_tb_metrics *t)
         t->has_kernel = 1;
         all += (double)(e - s);
         if (is_tc) tc_all += (double)(e - s);
-        const md_kargs *a = kargs_of(m, (uint32_t)i);
+        const md_kargs *a = cl_tb_kargs(m, (uint32_t)i);
         if (a == NULL || a->device < 0) continue; /* the plugin places a kernel by its "device" */
         k[n] = (kspan){s, e, a->blocks_per_sm};
         occ[n] = a->occupancy;

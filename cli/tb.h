@@ -69,6 +69,9 @@ int cl_tb_view_op(const md_model *m, uint32_t i);
 int cl_tb_ops_get(const md_model *m, cl_tb_ops *t);
 void cl_tb_ops_free(cl_tb_ops *t);
 
+/* Event i's launch figures (model.h md_kargs), or NULL when it has none. */
+const md_kargs *cl_tb_kargs(const md_model *m, uint32_t i);
+
 /* The kernel view's figures of one kernel event (kargs: its md_kargs, or NULL). */
 double cl_tb_blocks_per_sm(const md_kargs *k); /* 0 when absent, as the plugin fills None */
 double cl_tb_occupancy(const md_kargs *k);
