@@ -27,14 +27,18 @@
  * Contents: allowlists, device properties, GPU metrics, operator tree. */
 #include "tb.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "emit.h"
 #include "link.h"
 #include "reader/trace_reader.h"
 #include "step.h"
+#include "common.h"
 #include "strobe/error.h"
+#include "util/table.h"
 
 /* ---- allowlists ----------------------------------------------------------------------------- */
 
@@ -481,5 +485,161 @@ int cl_tb_ops_get(const md_model *m, cl_tb_ops *t) {
     free(owner);
     free(below);
     if (err) cl_tb_ops_free(t);
+    return err;
+}
+
+/* ---- the operator view's table (summary --tensor-cores) ------------------------------------- */
+
+/* run_generator.py _generate_op_table, grouped by name (op_agg.py aggregate_ops): the operator
+ * view's operators (cl_tb_view_op), not merged; calls, device self and total, host self and total
+ * summed; eligibility that of the name's first call (by start); the ratios of the sums. Sorted by
+ * device self duration when the trace has device work, else by host self duration (the plugin's
+ * order), then by name. */
+typedef struct oprow {
+    uint32_t name, first;
+    uint64_t calls;
+    int64_t dev_self, dev_total, host_self, host_total, tc_self, tc_total, first_ts;
+} oprow;
+
+static const md_model *g_om;
+static int g_by_dev;
+
+static int by_self(const void *a, const void *b) {
+    const oprow *x = a, *y = b;
+    int64_t u = g_by_dev ? x->dev_self : x->host_self, v = g_by_dev ? y->dev_self : y->host_self;
+    if (u != v) return u < v ? 1 : -1;
+    return strcmp(md_str(g_om, x->name), md_str(g_om, y->name));
+}
+
+static void put_us(FILE *out, int64_t ns) {
+    fprintf(out, "%s%" PRId64 ".%03" PRId64, ns < 0 ? "-" : "", (ns < 0 ? -ns : ns) / 1000,
+            (ns < 0 ? -ns : ns) % 1000);
+}
+
+static double pct(int64_t a, int64_t b) {
+    return b > 0 ? 100.0 * (double)a / (double)b : 0;
+}
+
+int cl_tb_op_table(FILE *out, const md_model *m, size_t limit, int format, size_t name_width) {
+    int json = format == CL_JSON, table = format == CL_TABLE;
+    cl_tb_ops t;
+    int err = cl_tb_ops_get(m, &t);
+    if (err) return err;
+    size_t nstr = m->strings.count ? m->strings.count : 1;
+    uint32_t *row_of = malloc(nstr * sizeof *row_of);
+    oprow *rows = malloc(nstr * sizeof *rows);
+    int64_t *self = malloc((m->count ? m->count : 1) * sizeof *self);
+    uint32_t *parent = malloc((m->count ? m->count : 1) * sizeof *parent);
+    uint8_t *merged = calloc(m->count ? m->count : 1, 1);
+    if (!row_of || !rows || !self || !parent || !merged) err = STROBE_ENOMEM;
+    if (!err) err = cl_cpu_tree(m, parent, self, merged);
+    size_t nrows = 0;
+    int any_dev = 0;
+    for (size_t k = 0; k < nstr && !err; k++)
+        row_of[k] = MD_NONE;
+    for (size_t i = 0; i < m->count && !err; i++) {
+        if (t.dev_self[i]) any_dev = 1;
+        if (merged[i] || !cl_tb_view_op(m, (uint32_t)i)) continue;
+        if ((m->ev_flags[i] & (MD_F_TIME | MD_F_BAD)) != MD_F_TIME) continue;
+        const md_event e = md_at(m, (uint32_t)i);
+        if (!cl_in_cpu_tree(m, &e)) continue;
+        if (row_of[e.name] == MD_NONE) {
+            rows[nrows] = (oprow){.name = e.name, .first = (uint32_t)i, .first_ts = e.ts};
+            row_of[e.name] = (uint32_t)nrows++;
+        }
+        oprow *r = &rows[row_of[e.name]];
+        if (e.ts < r->first_ts) {
+            r->first_ts = e.ts;
+            r->first = (uint32_t)i;
+        }
+        r->calls++;
+        r->dev_self += t.dev_self[i];
+        r->dev_total += t.dev_total[i];
+        r->host_self += self[i];
+        r->host_total += e.dur;
+        r->tc_self += t.tc_self[i];
+        r->tc_total += t.tc_total[i];
+    }
+    if (!err) {
+        g_om = m;
+        g_by_dev = any_dev;
+        qsort(rows, nrows, sizeof *rows, by_self);
+        size_t shown = limit == 0 || limit > nrows ? nrows : limit;
+        static const char *const cols[] = {"Name",
+                                           "Calls",
+                                           "Device Self Duration (us)",
+                                           "Device Total Duration (us)",
+                                           "Host Self Duration (us)",
+                                           "Host Total Duration (us)",
+                                           "Tensor Cores Eligible",
+                                           "Tensor Cores Self (%)",
+                                           "Tensor Cores Total (%)"};
+        size_t w[9] = {0, 8, 27, 28, 25, 26, 23, 23, 23};
+        if (table) {
+            size_t longest = 4;
+            for (size_t k = 0; k < shown; k++) {
+                size_t len = strobe__utf8_len(cli_esc(md_str(m, rows[k].name)));
+                if (len > longest) longest = len;
+            }
+            w[0] = longest + 4 < name_width ? longest + 4 : name_width;
+            strobe__table_separator(out, w, 9);
+            for (int c = 0; c < 9; c++)
+                strobe__table_cell(out, cols[c], w[c], 0, 0);
+            fputc('\n', out);
+            strobe__table_separator(out, w, 9);
+        } else if (json) {
+            fputs("[", out);
+        } else {
+            for (int c = 0; c < 9; c++)
+                fprintf(out, "%s%s", c ? "," : "", cols[c]);
+            fputc('\n', out);
+        }
+        for (size_t k = 0; k < shown; k++) {
+            const oprow *r = &rows[k];
+            int64_t v[4] = {r->dev_self, r->dev_total, r->host_self, r->host_total};
+            if (table) {
+                char b[8][64];
+                snprintf(b[0], sizeof b[0], "%" PRIu64, r->calls);
+                for (int c = 0; c < 4; c++)
+                    snprintf(b[1 + c], sizeof b[1 + c], "%.3f", (double)v[c] / 1000.0);
+                snprintf(b[5], sizeof b[5], "%s", t.eligible[r->first] ? "Yes" : "No");
+                snprintf(b[6], sizeof b[6], "%.2f", pct(r->tc_self, r->dev_self));
+                snprintf(b[7], sizeof b[7], "%.2f", pct(r->tc_total, r->dev_total));
+                strobe__table_cell(out, cli_esc(md_str(m, r->name)), w[0], 0, name_width - 3);
+                for (int c = 1; c < 9; c++)
+                    strobe__table_cell(out, b[c - 1], w[c], 0, 0);
+                fputc('\n', out);
+                continue;
+            }
+            if (json) {
+                fprintf(out, "%s\n {\"Name\": ", k ? "," : "");
+                cl_json_str(out, md_str(m, r->name));
+                fprintf(out, ", \"Calls\": %" PRIu64, r->calls);
+            } else {
+                cl_csv_str(out, md_str(m, r->name));
+                fprintf(out, ",%" PRIu64, r->calls);
+            }
+            for (int c = 0; c < 4; c++) {
+                if (json) fprintf(out, ", \"%s\": ", cols[2 + c]);
+                if (!json) fputc(',', out);
+                put_us(out, v[c]);
+            }
+            const char *yes = t.eligible[r->first] ? "Yes" : "No";
+            double ps = pct(r->tc_self, r->dev_self), pt = pct(r->tc_total, r->dev_total);
+            if (json)
+                fprintf(out, ", \"%s\": \"%s\", \"%s\": %.2f, \"%s\": %.2f}", cols[6], yes, cols[7],
+                        ps, cols[8], pt);
+            else
+                fprintf(out, ",%s,%.2f,%.2f\n", yes, ps, pt);
+        }
+        if (json) fputs(shown ? "\n]\n" : "]\n", out);
+        if (table) strobe__table_separator(out, w, 9);
+    }
+    free(row_of);
+    free(rows);
+    free(self);
+    free(parent);
+    free(merged);
+    cl_tb_ops_free(&t);
     return err;
 }

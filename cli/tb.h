@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "model.h"
 
@@ -75,5 +76,10 @@ const md_kargs *cl_tb_kargs(const md_model *m, uint32_t i);
 /* The kernel view's figures of one kernel event (kargs: its md_kargs, or NULL). */
 double cl_tb_blocks_per_sm(const md_kargs *k); /* 0 when absent, as the plugin fills None */
 double cl_tb_occupancy(const md_kargs *k);
+
+/* The operator view's table with its Tensor Core columns (strobe summary --tensor-cores): one row
+ * per operator name, in format CL_TABLE, CL_CSV or CL_JSON (emit.h), its first `limit` rows
+ * (0: all), names cut at name_width in the table. @return 0 or STROBE_ENOMEM. */
+int cl_tb_op_table(FILE *out, const md_model *m, size_t limit, int format, size_t name_width);
 
 #endif
