@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "emit.h"
 #include "flame.h"
 #include "heap.h"
 #include "hta.h"
@@ -26,6 +27,7 @@
 #include "rows.h"
 #include "strobe/error.h"
 #include "strobe/strobe.h"
+#include "tb.h"
 #include "util/json_fmt.h"
 
 #define REPORT_MAX_ROWS 200  /* operators, kernels and streams shown at most */
@@ -53,6 +55,11 @@ const char cmd_report_usage[] =
     "    metadata (as strobe info); and from all ranks HTA's temporal breakdown, kernel types,\n"
     "    communication overlap, idle time and queue lengths as charts and tables. Several ranks\n"
     "    add a comparison: step times per rank and HTA's potential stragglers (strobe ranks).\n"
+    "    A section gives the TensorBoard plugin's GPU Summary (per device: GPU Utilization,\n"
+    "    Est. SM Efficiency, Est. Achieved Occupancy, Kernel Time using Tensor Cores, in %),\n"
+    "    its Average Step Time (us) and Performance Recommendation (strobe steps --overview),\n"
+    "    and its Tensor Core columns of operators and kernels (strobe summary --tensor-cores,\n"
+    "    strobe kernels --tb-view).\n"
     "    The numbers are those the commands print. The report summarizes and never embeds the\n"
     "    trace: tables keep their first 200 rows, and time series at most 1000 points per\n"
     "    track.\n"
@@ -479,6 +486,27 @@ static int j_ranks(FILE *out, void *arg) {
 }
 
 /* The data object the page draws from. @return 0 or a negative STROBE_E* code. */
+/* The TensorBoard plugin's figures (strobe steps --overview, summary --tensor-cores, kernels
+ * --tb-view), for report_tb.c's section. */
+static int j_tb_overview(FILE *out, void *arg) {
+    return cl_steps_overview_json(out, arg);
+}
+
+static int j_tb_operators(FILE *out, void *arg) {
+    return cl_tb_op_table(out, arg, REPORT_MAX_ROWS, CL_JSON, CLI_NAME_WIDTH_DEFAULT);
+}
+
+static int j_tb_kernels(FILE *out, void *arg) {
+    return cl_kernels_tb_json(out, arg, REPORT_MAX_ROWS);
+}
+
+static int put_tb(FILE *out, md_model *m) {
+    int rc = put_section(out, "tb_overview", j_tb_overview, m);
+    if (rc == 0) rc = put_section(out, "tb_operators", j_tb_operators, m);
+    if (rc == 0) rc = put_section(out, "tb_kernels", j_tb_kernels, m);
+    return rc;
+}
+
 static int put_data(FILE *out, hta_set *s, const char *title) {
     md_model *m = &s->ranks[0].m;
     int rc = 0;
@@ -507,6 +535,7 @@ static int put_data(FILE *out, hta_set *s, const char *title) {
     if (rc == 0) rc = put_section(out, "idle", j_idle, s);
     if (rc == 0) rc = put_section(out, "queue", j_queue, s);
     if (rc == 0 && s->count > 1) rc = put_section(out, "ranks_steps", j_ranks, s);
+    if (rc == 0) rc = put_tb(out, m);
     /* Time series: each rank's over its own span (its first event to its last end), in at most
      * REPORT_BUCKETS buckets; "time" is the first rank's, which memory uses too. */
     int64_t t0[2] = {0, 0}, width[2] = {1, 1};
@@ -551,12 +580,15 @@ static int write_page(FILE *out, hta_set *s, const char *title) {
         report_html_text(out, title);
         fputs("</h1><p class=\"sub\">strobe report</p></header>\n", out);
         fputs(report_page_body, out);
+        fputs(report_tb_body, out);
         fputs("<section id=\"flame\"><h2>Flame graph</h2>\n", out);
         report_flame(out, &s->ranks[0].m);
         fputs("</section>\n<script type=\"application/json\" id=\"strobe-data\">", out);
         report_script_json(out, data, len);
         fputs("</script>\n<script>\n", out);
         fputs(report_page_script, out);
+        fputs("</script>\n<script>\n", out);
+        fputs(report_tb_script, out);
         fputs("</script>\n</body>\n</html>\n", out);
     }
     free(data);

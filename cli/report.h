@@ -26,4 +26,8 @@ extern const char report_page_css[];
 extern const char report_page_body[];
 extern const char report_page_script[];
 
+/* The TensorBoard plugin's section (report_tb.c): its place on the page, and its own script. */
+extern const char report_tb_body[];
+extern const char report_tb_script[];
+
 #endif

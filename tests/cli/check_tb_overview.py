@@ -16,6 +16,7 @@ Usage: check_tb_overview.py STROBE SHARED_DIR WORK_DIR
 import bisect
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -176,6 +177,23 @@ expect("operator view: rows", [[r["Name"], r["Calls"], r["Device Self Duration (
     ["custom::fused", 1, 5.0, 5.0, 6.0, "Yes", 100.0, 100.0],
     ["aten::conv2d", 1, 0.0, 80.0, 4.0, "Yes", 0.0, 50.0],
 ])
+
+# The report carries the same figures, each with its unit in the page's section.
+html = os.path.join(WORK, "tb.html")
+rc, out, err = tracegen.run(STROBE, "report", "-q", "-o", html, p)
+expect("report: exit 0", rc, 0)
+page = open(html, encoding="utf-8").read() if rc == 0 else ""
+m = re.search(r'<script type="application/json" id="strobe-data">(.*?)</script>', page, re.S)
+data = json.loads(m.group(1).replace("\\u003c", "<")) if m else {}
+expect("report: the GPU Summary's data", [gpu_row(g) for g in
+                                          (data.get("tb_overview") or {}).get("gpus", [])],
+       [gpu_row(g) for g in o["gpus"]])
+expect("report: the recommendations", (data.get("tb_overview") or {}).get("recommendations"),
+       o["recommendations"])
+expect("report: the operators' and kernels' Tensor Core rows",
+       (len(data.get("tb_operators") or []), len(data.get("tb_kernels") or [])), (5, 5))
+expect("report: the section and its units",
+       all(t in page for t in ('id="tb-gpu"', '" GB"', '" %"', "Time (us)")), True)
 
 # ---- 2. bad input ----------------------------------------------------------------------------
 rc, out, err = run("steps", "--overview", "-f", "csv", p)
