@@ -411,6 +411,7 @@ void cl_tb_ops_free(cl_tb_ops *t) {
     free(t->kern_self);
     free(t->parent);
     free(t->merged);
+    free(t->owner);
     memset(t, 0, sizeof *t);
 }
 
@@ -426,7 +427,7 @@ int cl_tb_ops_get(const md_model *m, cl_tb_ops *t) {
     t->parent = malloc(n * sizeof *t->parent);
     t->merged = calloc(n, 1);
     int64_t *self = malloc(n * sizeof *self);
-    uint32_t *owner = calloc(n, sizeof *owner);
+    uint32_t *owner = t->owner = calloc(n, sizeof *owner);
     uint8_t *below = calloc(n, 1); /* an eligible operator lies below */
     int err = 0;
     if (!t->eligible || !t->dev_self || !t->dev_total || !t->tc_self || !t->tc_total ||
@@ -442,6 +443,7 @@ int cl_tb_ops_get(const md_model *m, cl_tb_ops *t) {
         if ((m->ev_flags[i] & (MD_F_TIME | MD_F_BAD)) != MD_F_TIME) continue;
         uint32_t o = owner[i] - 1;
         if (t->merged[o]) o = t->parent[o];
+        owner[i] = o + 1;
         if (o == MD_NONE) continue;
         int64_t d = md_dur(m, (uint32_t)i);
         t->dev_self[o] += d;
@@ -481,8 +483,10 @@ int cl_tb_ops_get(const md_model *m, cl_tb_ops *t) {
         if (cl_tb_view_op(m, (uint32_t)i)) all += (double)t->kern_self[i];
     }
     t->tc_eligible_ratio = all > 0 ? bottom / all : 0;
+    /* owner[i]: 1 + the operator, 0 where none; as the header says: the operator or MD_NONE. */
+    for (size_t i = 0; i < m->count && !err; i++)
+        owner[i] -= 1;
     free(self);
-    free(owner);
     free(below);
     if (err) cl_tb_ops_free(t);
     return err;

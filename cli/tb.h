@@ -58,7 +58,8 @@ typedef struct cl_tb_ops {
     int64_t *kern_self;            /* kernels only, launched directly */
     uint32_t *parent;              /* cl_cpu_tree's */
     uint8_t *merged;               /* cl_cpu_tree's */
-    double tc_eligible_ratio;      /* see cl_tb_metrics */
+    uint32_t *owner; /* device work: the operator that launched it (not merged), else MD_NONE */
+    double tc_eligible_ratio; /* see cl_tb_metrics */
 } cl_tb_ops;
 
 /* Whether an operator is one of the operator view's rows (node.py is_operator_node): a CPU

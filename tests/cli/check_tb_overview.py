@@ -161,6 +161,27 @@ expect("kernel view: rows", [[r["Name"], r["Tensor Cores Used"], r["Calls"],
     ["xmma_gemm_f16", "Yes", 1, 5.0, 5.0, 5.0, 5.0, 0.5, 30.0],
 ])
 
+# Kernel view by operator: each kernel with the operator around its launch; both relu_kernel
+# launches lie in aten::relu (one row of 2 calls, not eligible); grid and block as the plugin prints
+# the lists. Ties of total duration keep the order of the names.
+rc, out, err = run("kernels", "--tb-by-op", "-f", "json", p)
+rows = json.loads(out) if rc == 0 else []
+expect("kernel view by operator: rows", [[r["Name"], r["Operator"], r["Grid"], r["Block"],
+                                         r["Register Per Thread"], r["Shared Memory"],
+                                         r["Kernel Uses TC"], r["Op is TC Eligible"], r["Calls"],
+                                         r["Total Duration (us)"],
+                                         round(r["Mean Est. Achieved Occupancy (%)"], 4)]
+                                        for r in rows], [
+    ["sgemm_nn", "aten::mm", "[80, 1, 1]", "[256, 1, 1]", 32, 0, "No", "Yes", 1, 60.0, 0.0],
+    ["elementwise_kernel", "aten::cudnn_convolution", "[80, 1, 1]", "[256, 1, 1]", 32, 0, "No",
+     "Yes", 1, 40.0, 60.0],
+    ["relu_kernel", "aten::relu", "[80, 1, 1]", "[256, 1, 1]", 32, 0, "No", "No", 2, 40.0, 57.5],
+    ["volta_h884gemm_64x64_nn", "aten::cudnn_convolution", "[80, 1, 1]", "[256, 1, 1]", 32, 0,
+     "Yes", "Yes", 1, 40.0, 40.0],
+    ["xmma_gemm_f16", "custom::fused", "[80, 1, 1]", "[256, 1, 1]", 32, 0, "Yes", "Yes", 1, 5.0,
+     30.0],
+])
+
 # Operator view. aten::cudnn_convolution: device self 80 (K1, K2), TC 40: 50%; host self
 # 36 - 2 - 2 = 32. aten::conv2d: no device self (0%), total 80 with TC 40: 50%; host self
 # 40 - 36 = 4. aten::mm: 60, eligible by name, 0%. aten::relu: 40, not eligible. custom::fused:
@@ -199,7 +220,8 @@ expect("report: the section and its units",
 rc, out, err = run("steps", "--overview", "-f", "csv", p)
 expect("--overview -f csv: exit 2, one line", (rc, err.count("\n")), (2, 1))
 cut = write_cut(os.path.join(WORK, "cut.json"))
-for cmd in (["steps", "--overview"], ["kernels", "--tb-view"], ["summary", "--tensor-cores"]):
+for cmd in (["steps", "--overview"], ["kernels", "--tb-view"], ["kernels", "--tb-by-op"],
+            ["summary", "--tensor-cores"]):
     rc, out, err = run(*cmd, cut)
     expect("%s on a cut trace: exit 2, one line naming the file" % " ".join(cmd),
            (rc, err.count("\n"), "cut.json" in err), (2, 1, True))
