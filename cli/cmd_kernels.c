@@ -776,7 +776,7 @@ static void dims_text(const char *raw, char *buf, size_t n) {
 
 static int tb_op_run(FILE *out, const md_model *m, size_t limit, int format, size_t name_width) {
     cl_tb_ops t;
-    int err = cl_tb_ops_get(m, &t);
+    int err = cl_tb_ops_get(m, 0, &t);
     if (err) return err;
     kop *k = malloc((m->kargs_count + m->count / 64 + 1) * sizeof *k);
     size_t n = 0, cap = m->kargs_count + m->count / 64 + 1;

@@ -372,7 +372,7 @@ int cl_tb_metrics_get(const md_model *m, int64_t S, int64_t E, cl_tb_metrics *t)
     t->devices_used = (int)t->ngpus;
     if (!err) {
         cl_tb_ops ops;
-        err = cl_tb_ops_get(m, &ops);
+        err = cl_tb_ops_get(m, 0, &ops);
         if (!err) t->tc_eligible_ratio = ops.tc_eligible_ratio;
         cl_tb_ops_free(&ops);
     }
@@ -415,14 +415,16 @@ void cl_tb_ops_free(cl_tb_ops *t) {
     memset(t, 0, sizeof *t);
 }
 
-int cl_tb_ops_get(const md_model *m, cl_tb_ops *t) {
+int cl_tb_ops_get(const md_model *m, int totals, cl_tb_ops *t) {
     size_t n = m->count ? m->count : 1;
     memset(t, 0, sizeof *t);
     t->eligible = calloc(n, 1);
-    t->dev_self = calloc(n, sizeof *t->dev_self);
-    t->dev_total = calloc(n, sizeof *t->dev_total);
+    if (totals) {
+        t->dev_self = calloc(n, sizeof *t->dev_self);
+        t->dev_total = calloc(n, sizeof *t->dev_total);
+        t->tc_total = calloc(n, sizeof *t->tc_total);
+    }
     t->tc_self = calloc(n, sizeof *t->tc_self);
-    t->tc_total = calloc(n, sizeof *t->tc_total);
     t->kern_self = calloc(n, sizeof *t->kern_self);
     t->parent = malloc(n * sizeof *t->parent);
     t->merged = calloc(n, 1);
@@ -430,8 +432,9 @@ int cl_tb_ops_get(const md_model *m, cl_tb_ops *t) {
     uint32_t *owner = t->owner = calloc(n, sizeof *owner);
     uint8_t *below = calloc(n, 1); /* an eligible operator lies below */
     int err = 0;
-    if (!t->eligible || !t->dev_self || !t->dev_total || !t->tc_self || !t->tc_total ||
-        !t->kern_self || !t->parent || !t->merged || !self || !owner || !below)
+    if (totals && (!t->dev_self || !t->dev_total || !t->tc_total)) err = STROBE_ENOMEM;
+    if (!t->eligible || !t->tc_self || !t->kern_self || !t->parent || !t->merged || !self ||
+        !owner || !below)
         err = STROBE_ENOMEM;
     if (!err) err = cl_cpu_tree(m, t->parent, self, t->merged);
     if (!err) err = cl_link(m, owner);
@@ -446,7 +449,7 @@ int cl_tb_ops_get(const md_model *m, cl_tb_ops *t) {
         owner[i] = o + 1;
         if (o == MD_NONE) continue;
         int64_t d = md_dur(m, (uint32_t)i);
-        t->dev_self[o] += d;
+        if (totals) t->dev_self[o] += d;
         if (c.kind == MD_KERNEL) {
             t->kern_self[o] += d;
             if (cl_tb_tc_kernel(md_str(m, md_name_of(m, (uint32_t)i)))) t->tc_self[o] += d;
@@ -456,7 +459,7 @@ int cl_tb_ops_get(const md_model *m, cl_tb_ops *t) {
     for (size_t i = 0; i < m->count && !err; i++) {
         int kind = md_kind_of(m, (uint32_t)i);
         if (!cl_is_op(kind) || t->merged[i]) continue;
-        if (t->dev_self[i] || t->tc_self[i]) {
+        if (totals && (t->dev_self[i] || t->tc_self[i])) {
             for (uint32_t p = (uint32_t)i; p != MD_NONE; p = t->parent[p]) {
                 t->dev_total[p] += t->dev_self[i];
                 t->tc_total[p] += t->tc_self[i];
@@ -527,7 +530,7 @@ static double pct(int64_t a, int64_t b) {
 int cl_tb_op_table(FILE *out, const md_model *m, size_t limit, int format, size_t name_width) {
     int json = format == CL_JSON, table = format == CL_TABLE;
     cl_tb_ops t;
-    int err = cl_tb_ops_get(m, &t);
+    int err = cl_tb_ops_get(m, 1, &t);
     if (err) return err;
     size_t nstr = m->strings.count ? m->strings.count : 1;
     uint32_t *row_of = malloc(nstr * sizeof *row_of);

@@ -67,8 +67,9 @@ typedef struct cl_tb_ops {
  * (Distributed)DataParallel.forward. */
 int cl_tb_view_op(const md_model *m, uint32_t i);
 
-/* Fills *t (free with cl_tb_ops_free). @return 0 or STROBE_ENOMEM. */
-int cl_tb_ops_get(const md_model *m, cl_tb_ops *t);
+/* Fills *t (free with cl_tb_ops_free); dev_self, dev_total and tc_total only when `totals` is
+ * set (NULL otherwise: the overview does not need them). @return 0 or STROBE_ENOMEM. */
+int cl_tb_ops_get(const md_model *m, int totals, cl_tb_ops *t);
 void cl_tb_ops_free(cl_tb_ops *t);
 
 /* Event i's launch figures (model.h md_kargs), or NULL when it has none. */
