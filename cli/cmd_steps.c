@@ -81,7 +81,8 @@ const char cmd_steps_usage[] =
     "                   plugin's, with its thresholds: DataLoader over 5% of the step time,\n"
     "                   communication over 10%, a GPU under 50% utilization, no Tensor Core\n"
     "                   kernel while Tensor Core eligible operators launch kernels (compute\n"
-    "                   capability 7 or more), DataParallel on several GPUs, DDP without NCCL\n"
+    "                   capability 7 or more), DataParallel on several GPUs, DDP without NCCL,\n"
+    "                   a GPU's peak \"Total Allocated\" over 90% of its memory\n"
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
     "    -V, --version  show strobe's version\n"
@@ -678,6 +679,17 @@ static int build_overview(const md_model *m, const result *res, ovw *o) {
             "could enable Automatic Mixed Precision (https://pytorch.org/docs/stable/amp.html) "
             "to speedup by using FP16.",
             round(g->tc_eligible_ratio * 100));
+        err = add_rec(o, b);
+    }
+    if (!err && g->mem_dev >= 0) {
+        snprintf(b, sizeof b,
+                 "Device memory usage is at the limit of device memory capacity (%.1f%% of "
+                 "%.1fGB on GPU%" PRId64 "). To get better value of your GPU or to use larger "
+                 "batch size for training, please refer to Gradient Checkpoint "
+                 "(https://pytorch.org/docs/stable/checkpoint.html) or Automatic Mixed Precision "
+                 "(https://pytorch.org/docs/stable/amp.html).",
+                 (double)g->mem_peak / (double)g->mem_total * 100,
+                 (double)g->mem_total / 1073741824.0, g->mem_dev);
         err = add_rec(o, b);
     }
     return err;

@@ -241,6 +241,8 @@ enum {
     A_SMEM,
     A_GRID,
     A_BLOCK,
+    A_DEVID,
+    A_TOTAL_ALLOC,
     A_N
 };
 static const char *const arg_keys[A_N] = {[A_EXT] = "External id",
@@ -259,7 +261,9 @@ static const char *const arg_keys[A_N] = {[A_EXT] = "External id",
                                           [A_REGS] = "registers per thread",
                                           [A_SMEM] = "shared memory",
                                           [A_GRID] = "grid",
-                                          [A_BLOCK] = "block"};
+                                          [A_BLOCK] = "block",
+                                          [A_DEVID] = "Device Id",
+                                          [A_TOTAL_ALLOC] = "Total Allocated"};
 
 static int64_t arg_int(const strobe_rd_value *a, int key, int alt, int64_t dflt) {
     int64_t out;
@@ -718,6 +722,19 @@ void md_class_cold(const md_model *m, uint32_t i, md_class *out) {
     *out = (md_class){e.cat, e.ph, e.kind};
 }
 
+/* A device's [memory] event with "Total Allocated" `total`: the device's peak (md_model). */
+static void mem_peak(md_model *m, int64_t type, int64_t id, int64_t total) {
+    size_t k = 0;
+    while (k < m->mem_peak_count && (m->mem_peaks[k].type != type || m->mem_peaks[k].id != id))
+        k++;
+    if (k == m->mem_peak_count) {
+        if (k == MD_MEM_PEAKS_MAX) return;
+        m->mem_peaks[k] = (struct md_mem_peak){type, id, total};
+        m->mem_peak_count++;
+    }
+    if (total > m->mem_peaks[k].peak) m->mem_peaks[k].peak = total;
+}
+
 /* The kernel about to be stored as event m->count: its launch figures (md_kargs). */
 static int add_kargs(md_model *m, const strobe_rd_value *a) {
     if (m->kargs_count == m->kargs_cap) {
@@ -816,6 +833,8 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
         x->bytes = arg_int(a, A_BYTES, -1, 0);
         int64_t dt = arg_int(a, A_DEVTYPE, -1, -1);
         x->mem_device = (int8_t)(dt < -1 ? -1 : dt > 127 ? 127 : dt);
+        int64_t total = arg_int(a, A_TOTAL_ALLOC, -1, -1), id = arg_int(a, A_DEVID, -1, -1);
+        if (dt > 0 && total >= 0) mem_peak(m, dt, id, total);
     }
     if (e->args) {
         if (a[A_FLOPS].raw) strobe_rd_value_double(&a[A_FLOPS], &x->flops);

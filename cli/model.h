@@ -171,6 +171,8 @@ typedef struct md_bad {
     uint32_t why;
 } md_bad;
 
+#define MD_MEM_PEAKS_MAX 64
+
 /* A kernel's launch figures, from its args as Kineto writes them (a side table: most events are
  * not kernels). Absent values: device -1, blocks_per_sm and occupancy NAN, regs and smem -1,
  * grid and block 0. */
@@ -244,6 +246,12 @@ typedef struct md_model {
     uint32_t device_props;        /* raw JSON text of deviceProperties; 0 when absent */
     md_kargs *kargs; /* one per kernel event (kind MD_KERNEL) with args, in event order */
     size_t kargs_count, kargs_cap;
+    /* The highest "Total Allocated" of the [memory] events of each device that is not the CPU
+     * ("Device Type" not 0), by "Device Id": the TensorBoard plugin's memory peaks. */
+    struct md_mem_peak {
+        int64_t type, id, peak;
+    } mem_peaks[MD_MEM_PEAKS_MAX];
+    size_t mem_peak_count;
     /* distributedInfo (torch.distributed's rank of the trace): rank and world_size, -1 when
      * absent or not integers; dist_info its raw JSON text, 0 when absent. */
     int64_t rank, world_size;

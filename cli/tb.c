@@ -176,6 +176,26 @@ static void fill_props(void *ctx, size_t k, const char *obj, size_t len) {
     }
 }
 
+/* The memory rule: device k's totalGlobalMem against its peak. */
+typedef struct mem_ctx {
+    cl_tb_metrics *t;
+    const md_model *m;
+} mem_ctx;
+
+static void check_mem(void *ctx, size_t k, const char *obj, size_t len) {
+    mem_ctx *c = ctx;
+    if (c->t->mem_dev >= 0) return;
+    int64_t total = member_int(obj, len, "totalGlobalMem", -1);
+    for (size_t p = 0; p < c->m->mem_peak_count && total > 0; p++) {
+        const struct md_mem_peak *q = &c->m->mem_peaks[p];
+        if (q->id < 0 || (size_t)q->id != k || !((double)q->peak > (double)total * 0.9)) continue;
+        c->t->mem_dev = q->id;
+        c->t->mem_peak = q->peak;
+        c->t->mem_total = total;
+        return;
+    }
+}
+
 /* ---- GPU metrics ---------------------------------------------------------------------------- */
 
 typedef struct kspan {
@@ -290,6 +310,7 @@ static int by_id(const void *a, const void *b) {
 int cl_tb_metrics_get(const md_model *m, int64_t S, int64_t E, cl_tb_metrics *t) {
     memset(t, 0, sizeof *t);
     t->major0 = -1;
+    t->mem_dev = -1;
     size_t nk = m->kargs_count;
     kspan *k = malloc((nk ? nk : 1) * sizeof *k);
     double *occ = malloc((nk ? nk : 1) * sizeof *occ);
@@ -360,6 +381,8 @@ int cl_tb_metrics_get(const md_model *m, int64_t S, int64_t E, cl_tb_metrics *t)
     free(tc);
     free(dev);
     if (!err) each_device(m, fill_props, t);
+    mem_ctx mc = {t, m};
+    if (!err) each_device(m, check_mem, &mc);
     /* The distributed rules' facts (data.py _analyze_distributed_metrics; event_parser.py). */
     for (size_t i = 0; i < m->count && !err; i++) {
         md_class c = md_class_of(m, (uint32_t)i);

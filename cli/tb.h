@@ -43,6 +43,9 @@ typedef struct cl_tb_metrics {
     double tc_eligible_ratio; /* the plugin's tc_eligible_ops_kernel_ratio */
     int major0;               /* deviceProperties[0]'s computeMajor; -1 when none */
     int use_dp, use_ddp, has_nccl, devices_used;
+    /* The first device (in the order the trace's [memory] events name them) whose peak "Total
+     * Allocated" passes 90% of its totalGlobalMem (data.py), -1 when none; the peak and memory. */
+    int64_t mem_dev, mem_peak, mem_total;
 } cl_tb_metrics;
 
 /* Fills *out (free with cl_tb_metrics_free). @return 0 or STROBE_ENOMEM. */

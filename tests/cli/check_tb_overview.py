@@ -47,6 +47,13 @@ PROPS = [{"id": 0, "name": "Test GPU", "totalGlobalMem": 17179869184, "computeMa
           "computeMinor": 5, "numSms": 40}]
 
 
+def mem(ts, dev, nbytes, total):
+    return {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "ts": ts,
+            "pid": 1, "tid": 1, "args": {"Device Type": 1, "Device Id": dev, "Addr": 1 << 20,
+                                         "Bytes": nbytes, "Total Allocated": total,
+                                         "Total Reserved": total}}
+
+
 def trace(name, k1, k5):
     ev = [
         x("cpu_op", "ProfilerStep#1", 0, 100),
@@ -69,6 +76,12 @@ def trace(name, k1, k5):
         kern("relu_kernel", 160, 30, 1, 4, bps=-1, occ=50),  # blocks not positive
         kern("relu_kernel", 175, 10, 1, 6, bps=0.5, occ=80),
         kern(k5, 193, 5, 1, 5, bps=0.5, occ=30),
+        mem(40, 0, 1000, 12000000000),  # 12e9 of GPU 0's 16 GiB: 69.8%, under 90%
+        mem(41, 1, 4096, 8000000000),  # 8e9 of GPU 1's 8 GiB: 93.1%
+        mem(42, 1, -4096, 7999995904),
+        {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "ts": 43, "pid": 1,
+         "tid": 1, "args": {"Device Type": 0, "Device Id": -1, "Bytes": 64,
+                            "Total Allocated": 10 ** 12}},  # the CPU: not a device
     ]
     p = os.path.join(WORK, name)
     with open(p, "w") as f:
@@ -91,7 +104,8 @@ def trace(name, k1, k5):
 #   Utilization: 30 + 5 = 35 / 200 = 17.5%. SM efficiency: (.5 * 10 + .5 * 5) / 200 = 3.75%.
 #   Occupancy: (50 * 30 + 80 * 10 + 30 * 5) / 45 = 54.4444%. Tensor Cores: 5 / 45 = 11.1111%.
 # Recommendations: DataLoader 20 of step 1, 0 of step 2: 10 / 100 = 10.0% > 5%; GPU 1 under
-# 50%. Tensor Cores are used, so no mixed precision advice.
+# 50%. Tensor Cores are used, so no mixed precision advice. GPU 1's memory peaks at 8e9 bytes of
+# 8 GiB (8589934592): 93.1% > 90%.
 # tc_used_ratio: (40 + 5) / 185; eligible: bottom eligible operators aten::cudnn_convolution (80
 # of kernels), aten::mm (60), custom::fused (5: eligible for its Tensor Core kernel) over all
 # operators' kernels, 185: 145 / 185.
@@ -120,7 +134,10 @@ expect("overview: DataLoader share", round(o.get("average", {}).get("DataLoader"
 expect("overview: recommendations", [r[:60] for r in o["recommendations"]], [
     "This run has high time cost on input data loading. 10.0% of ",
     "GPU 1 has low utilization. You could try to increase batch s",
+    "Device memory usage is at the limit of device memory capacit",
 ])
+expect("overview: the memory advice's figures", [r[62:88] for r in o["recommendations"][2:]],
+       ["(93.1% of 8.0GB on GPU1). "])
 rc, out, err = run("steps", "--overview", p)
 expect("overview table: the GPU Summary's lines with units",
        [l.split(None, 0)[0].strip() for l in out.splitlines()
