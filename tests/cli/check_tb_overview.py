@@ -162,6 +162,28 @@ expect("no TC: mixed precision advice", [r for r in o2["recommendations"] if "Te
     "Automatic Mixed Precision (https://pytorch.org/docs/stable/amp.html) to speedup by using "
     "FP16."])
 
+# DataParallel on two GPUs and DDP without NCCL (devices of compute capability 8.0 and 7.5), and
+# both GPUs busy 5 of the step's 100 us: three of the plugin's rules, in its order.
+p3 = os.path.join(WORK, "tb_dp.json")
+with open(p3, "w") as f:
+    json.dump({"deviceProperties": PROPS, "traceEvents": [
+        x("cpu_op", "ProfilerStep#1", 0, 100),
+        x("cpu_op", "DataParallel.forward", 0, 50),
+        x("cuda_runtime", "cudaLaunchKernel", 10, 2, correlation=1),
+        x("cuda_runtime", "cudaLaunchKernel", 30, 2, correlation=2),
+        x("cpu_op", "DistributedDataParallel.forward", 60, 30),
+        kern("k0", 20, 5, 0, 1), kern("k1", 35, 5, 1, 2)]}, f)
+rc, out, err = run("steps", "--overview", "-f", "json", p3)
+o3 = json.loads(out) if rc == 0 else {"recommendations": []}
+expect("DP, DDP and two idle GPUs: the advice", o3["recommendations"], [
+    "It is recommended to use DistributedDataParallel instead of DataParallel "
+    "(https://pytorch.org/docs/stable/notes/cuda.html#cuda-nn-ddp-instead) to do multi-GPU "
+    "training.",
+    "Nccl backend is currently the fastest and highly recommended backend when using DDP for "
+    "training.",
+    "GPU 0 and 1 have low utilization. You could try to increase batch size to improve. Note: "
+    "Increasing batch size may affect the speed and stability of model convergence."])
+
 # Kernel view. relu_kernel: 2 calls, 30 and 10 us; blocks (-1 * 30 + .5 * 10) / 40 = -0.625,
 # occupancy (50 * 30 + 80 * 10) / 40 = 57.5. sgemm_nn has no occupancy: 0, as the plugin fills.
 rc, out, err = run("kernels", "--tb-view", "-f", "json", p)
