@@ -1,8 +1,9 @@
 /* cmd_kernels.c: `strobe kernels`, a per-kernel table and the busy and idle time of each device
- * stream and device; with --by-type, HTA's kernel breakdown instead.
+ * stream and device; with --by-type, HTA's kernel breakdown instead; with --tb-view and
+ * --tb-by-op, the TensorBoard plugin's kernel view.
  *
  * Contents: usage, the per-name rows, interval unions (busy time), output (table, CSV, JSON),
- * HTA's kernel breakdown (--by-type). */
+ * HTA's kernel breakdown (--by-type), the plugin's kernel view (--tb-view, --tb-by-op). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>

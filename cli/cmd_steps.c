@@ -25,7 +25,10 @@
  *     DataLoader, CPU Exec; Other is what is left; each step gets its part of each. Total is
  *     the step's (adjusted) length.
  *
- * Contents: usage, ranges, roles, steps, output. */
+ * With --overview, the rest of the plugin's overview: the average step, the GPU Summary (tb.h)
+ * and the Performance Recommendation.
+ *
+ * Contents: usage, ranges, roles, steps, output, the overview. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>

@@ -24,7 +24,8 @@
  * Operators, their nesting and the device work each launched are strobe's (link.h), the same as
  * strobe summary's and the plugin's own operator view's (tests/cli/check_tb_operator_view.py).
  *
- * Contents: allowlists, device properties, GPU metrics, operator tree. */
+ * Contents: allowlists, device properties (and the memory rule), GPU metrics, operator tree,
+ * the operator view's table. */
 #include "tb.h"
 
 #include <inttypes.h>
