@@ -1,9 +1,11 @@
 /* cmd_kernels.c: `strobe kernels`, a per-kernel table and the busy and idle time of each device
- * stream and device; with --by-type, HTA's kernel breakdown instead.
+ * stream and device; with --by-type, HTA's kernel breakdown instead; with --tb-view and
+ * --tb-by-op, the TensorBoard plugin's kernel view.
  *
  * Contents: usage, the per-name rows, interval unions (busy time), output (table, CSV, JSON),
- * HTA's kernel breakdown (--by-type). */
+ * HTA's kernel breakdown (--by-type), the plugin's kernel view (--tb-view, --tb-by-op). */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +17,7 @@
 #include "model.h"
 #include "rows.h"
 #include "strobe/error.h"
+#include "tb.h"
 #include "util/table.h"
 
 const char cmd_kernels_usage[] =
@@ -83,6 +86,17 @@ const char cmd_kernels_usage[] =
     "    --top-k N      the patterns written to the overlaid trace (default 5)\n"
     "    --rank R       the rank analysed (default 0)\n"
     "    -o, --output OUT         write HTA's overlaid trace to OUT\n"
+    "    --tb-view      the TensorBoard profiler plugin's kernel view instead: per kernel name,\n"
+    "                   Tensor Cores Used (the name shows Tensor Cores: the plugin's list, h884,\n"
+    "                   s1688, xmma_gemm ...), Calls, Total, Mean, Max and Min Duration (us),\n"
+    "                   Mean Blocks Per SM and Mean Est. Achieved Occupancy (%): the kernels'\n"
+    "                   \"blocks per SM\" and \"est. achieved occupancy %\" args weighted by\n"
+    "                   their durations (a kernel without one counts as 0, as in the plugin);\n"
+    "                   sorted by total duration\n"
+    "    --tb-by-op     the plugin's other kernel table: per kernel name, launching operator\n"
+    "                   (the operator around its runtime call, N/A when none), grid, block,\n"
+    "                   registers per thread and shared memory: Kernel Uses TC, Op is TC\n"
+    "                   Eligible (as summary --tensor-cores), the same durations and means\n"
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
     "    -V, --version  show strobe's version\n"
@@ -589,6 +603,367 @@ static int by_type_run(FILE *fp, const hta_set *s, int format, int memory) {
     return rc;
 }
 
+/* ---- the TensorBoard plugin's kernel view (--tb-view) ------------------------------------- */
+
+/* kernel_parser.py (KernelParser.parse_events) and run_generator.py (_generate_kernel_table):
+ * the kernels grouped by name; count, sum, mean, max, min of durations; blocks per SM and
+ * occupancy averaged with the durations as weights, missing values as 0 (0 when the durations
+ * add to 0); sorted by sum, largest first. */
+typedef struct tbrow {
+    uint32_t name;
+    uint64_t calls;
+    int64_t total, min, max;
+    double bps, occ; /* sums of value * duration (ns) */
+    int tc;
+} tbrow;
+
+static int tb_by_total(const void *a, const void *b) {
+    const tbrow *x = a, *y = b;
+    if (x->total != y->total) return x->total < y->total ? 1 : -1;
+    return strcmp(md_str(g_m, x->name), md_str(g_m, y->name));
+}
+
+static int tb_run(FILE *out, const md_model *m, size_t limit, int format, size_t name_width) {
+    size_t nstr = m->strings.count;
+    uint32_t *row_of = malloc((nstr ? nstr : 1) * sizeof *row_of);
+    tbrow *rows = malloc((nstr ? nstr : 1) * sizeof *rows);
+    if (row_of == NULL || rows == NULL) {
+        free(row_of);
+        free(rows);
+        return STROBE_ENOMEM;
+    }
+    size_t nrows = 0;
+    for (size_t k = 0; k < nstr; k++)
+        row_of[k] = MD_NONE;
+    for (size_t i = 0; i < m->count; i++) {
+        if ((m->ev_flags[i] & (MD_F_TIME | MD_F_BAD)) != MD_F_TIME) continue;
+        md_class c = md_class_of(m, (uint32_t)i);
+        if (c.kind != MD_KERNEL || c.ph != 'X') continue;
+        uint32_t name = md_name_of(m, (uint32_t)i);
+        int64_t d = md_dur(m, (uint32_t)i);
+        if (row_of[name] == MD_NONE) {
+            rows[nrows] = (tbrow){.name = name, .min = d, .max = d};
+            rows[nrows].tc = cl_tb_tc_kernel(md_str(m, name));
+            row_of[name] = (uint32_t)nrows++;
+        }
+        tbrow *r = &rows[row_of[name]];
+        const md_kargs *a = cl_tb_kargs(m, (uint32_t)i);
+        r->calls++;
+        r->total = md_add_sat(r->total, d);
+        if (d < r->min) r->min = d;
+        if (d > r->max) r->max = d;
+        r->bps += cl_tb_blocks_per_sm(a) * (double)d;
+        r->occ += cl_tb_occupancy(a) * (double)d;
+    }
+    g_m = m;
+    qsort(rows, nrows, sizeof *rows, tb_by_total);
+    size_t shown = limit == 0 || limit > nrows ? nrows : limit;
+    static const char *const hk[] = {"Name",
+                                     "Tensor Cores Used",
+                                     "Calls",
+                                     "Total Duration (us)",
+                                     "Mean Duration (us)",
+                                     "Max Duration (us)",
+                                     "Min Duration (us)",
+                                     "Mean Blocks Per SM",
+                                     "Mean Est. Achieved Occupancy (%)"};
+    size_t w[9] = {0, 19, 10, 21, 20, 19, 19, 20, 34};
+    if (format == CL_TABLE) {
+        size_t longest = 4;
+        for (size_t k = 0; k < shown; k++) {
+            size_t len = strobe__utf8_len(cli_esc(md_str(m, rows[k].name)));
+            if (len > longest) longest = len;
+        }
+        w[0] = longest + 4 < name_width ? longest + 4 : name_width;
+        strobe__table_separator(out, w, 9);
+        for (int c = 0; c < 9; c++)
+            strobe__table_cell(out, hk[c], w[c], 0, 0);
+        fputc('\n', out);
+        strobe__table_separator(out, w, 9);
+    } else if (format == CL_CSV) {
+        for (int c = 0; c < 9; c++)
+            fprintf(out, "%s%s", c ? "," : "", hk[c]);
+        fputc('\n', out);
+    } else {
+        fputs("[", out);
+    }
+    for (size_t k = 0; k < shown; k++) {
+        const tbrow *r = &rows[k];
+        double bps = r->total > 0 ? r->bps / (double)r->total : 0;
+        double occ = r->total > 0 ? r->occ / (double)r->total : 0;
+        double mean = (double)r->total / 1000.0 / (double)r->calls;
+        if (format == CL_TABLE) {
+            char b[8][64];
+            snprintf(b[0], sizeof b[0], "%s", r->tc ? "Yes" : "No");
+            snprintf(b[1], sizeof b[1], "%" PRIu64, r->calls);
+            snprintf(b[2], sizeof b[2], "%.3f", (double)r->total / 1000.0);
+            snprintf(b[3], sizeof b[3], "%.3f", mean);
+            snprintf(b[4], sizeof b[4], "%.3f", (double)r->max / 1000.0);
+            snprintf(b[5], sizeof b[5], "%.3f", (double)r->min / 1000.0);
+            snprintf(b[6], sizeof b[6], "%.2f", bps);
+            snprintf(b[7], sizeof b[7], "%.2f", occ);
+            strobe__table_cell(out, cli_esc(md_str(m, r->name)), w[0], 0, name_width - 3);
+            for (int c = 1; c < 9; c++)
+                strobe__table_cell(out, b[c - 1], w[c], 0, 0);
+            fputc('\n', out);
+            continue;
+        }
+        int json = format == CL_JSON;
+        if (json) {
+            fprintf(out, "%s\n {\"Name\": ", k ? "," : "");
+            cl_json_str(out, md_str(m, r->name));
+            fprintf(out, ", \"Tensor Cores Used\": \"%s\", \"Calls\": %" PRIu64,
+                    r->tc ? "Yes" : "No", r->calls);
+        } else {
+            cl_csv_str(out, md_str(m, r->name));
+            fprintf(out, ",%s,%" PRIu64, r->tc ? "Yes" : "No", r->calls);
+        }
+        fputs(json ? ", \"Total Duration (us)\": " : ",", out);
+        cl_put_us(out, r->total);
+        fprintf(out, json ? ", \"Mean Duration (us)\": %.3f, \"Max Duration (us)\": " : ",%.3f,",
+                mean);
+        cl_put_us(out, r->max);
+        fputs(json ? ", \"Min Duration (us)\": " : ",", out);
+        cl_put_us(out, r->min);
+        fprintf(out,
+                json ? ", \"Mean Blocks Per SM\": %.6f, \"Mean Est. Achieved Occupancy (%%)\": "
+                       "%.6f}"
+                     : ",%.6f,%.6f\n",
+                bps, occ);
+    }
+    if (format == CL_TABLE)
+        strobe__table_separator(out, w, 9);
+    else if (format == CL_JSON)
+        fputs(nrows && shown ? "\n]\n" : "]\n", out);
+    free(row_of);
+    free(rows);
+    return 0;
+}
+
+/* run_generator.py _generate_kernel_op_table over op_agg.py aggregate_kernels: the kernels
+ * grouped by name, launching operator, grid, block, registers per thread and shared memory (a
+ * missing value as 0). Every kernel is counted; one whose launch has no operator shows N/A. */
+typedef struct kop {
+    uint32_t name, op, grid, block; /* op: the operator event, MD_NONE for N/A */
+    int64_t regs, smem, dur;
+    uint32_t ev;
+} kop;
+
+static int kop_key(const kop *x, const kop *y) {
+    const char *a[4] = {md_str(g_m, x->name),
+                        x->op == MD_NONE ? "N/A" : md_str(g_m, md_name_of(g_m, x->op)),
+                        md_str(g_m, x->grid), md_str(g_m, x->block)};
+    const char *b[4] = {md_str(g_m, y->name),
+                        y->op == MD_NONE ? "N/A" : md_str(g_m, md_name_of(g_m, y->op)),
+                        md_str(g_m, y->grid), md_str(g_m, y->block)};
+    for (int k = 0; k < 4; k++) {
+        int c = strcmp(a[k], b[k]);
+        if (c) return c;
+    }
+    if (x->regs != y->regs) return x->regs < y->regs ? -1 : 1;
+    if (x->smem != y->smem) return x->smem < y->smem ? -1 : 1;
+    return 0;
+}
+
+static int kop_cmp(const void *a, const void *b) {
+    int c = kop_key(a, b);
+    if (c) return c;
+    const kop *x = a, *y = b;
+    return (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+typedef struct kopg {
+    size_t first; /* its first kernel in the sorted array */
+    uint64_t calls;
+    int64_t total, min, max;
+    double bps, occ;
+    int eligible;
+} kopg;
+
+static int kopg_by_total(const void *a, const void *b) {
+    const kopg *x = a, *y = b;
+    if (x->total != y->total) return x->total < y->total ? 1 : -1;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* A grid or block as the plugin prints the list ("[80, 1, 1]"), from the arg's JSON text. */
+static void dims_text(const char *raw, char *buf, size_t n) {
+    size_t k = 0;
+    if (n == 0) return;
+    if (raw[0] == '\0') raw = "0";
+    for (const char *p = raw; *p && k + 3 < n; p++) {
+        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') continue;
+        buf[k++] = *p;
+        if (*p == ',') buf[k++] = ' ';
+    }
+    buf[k] = '\0';
+}
+
+static int tb_op_run(FILE *out, const md_model *m, size_t limit, int format, size_t name_width) {
+    cl_tb_ops t;
+    int err = cl_tb_ops_get(m, 0, &t);
+    if (err) return err;
+    kop *k = malloc((m->kargs_count + m->count / 64 + 1) * sizeof *k);
+    size_t n = 0, cap = m->kargs_count + m->count / 64 + 1;
+    for (size_t i = 0; i < m->count && k && !err; i++) {
+        if ((m->ev_flags[i] & (MD_F_TIME | MD_F_BAD)) != MD_F_TIME) continue;
+        md_class c = md_class_of(m, (uint32_t)i);
+        if (c.kind != MD_KERNEL || c.ph != 'X') continue;
+        if (n == cap) {
+            kop *g = realloc(k, 2 * cap * sizeof *k);
+            if (g == NULL) {
+                err = STROBE_ENOMEM;
+                break;
+            }
+            k = g;
+            cap *= 2;
+        }
+        const md_kargs *a = cl_tb_kargs(m, (uint32_t)i);
+        k[n++] = (kop){.name = md_name_of(m, (uint32_t)i),
+                       .op = t.owner[i],
+                       .grid = a ? a->grid : 0,
+                       .block = a ? a->block : 0,
+                       .regs = a && a->regs > 0 ? a->regs : 0,
+                       .smem = a && a->smem > 0 ? a->smem : 0,
+                       .dur = md_dur(m, (uint32_t)i),
+                       .ev = (uint32_t)i};
+    }
+    if (k == NULL) err = STROBE_ENOMEM;
+    kopg *g = err ? NULL : malloc((n ? n : 1) * sizeof *g);
+    if (!err && g == NULL) err = STROBE_ENOMEM;
+    size_t ng = 0;
+    if (!err) {
+        g_m = m;
+        qsort(k, n, sizeof *k, kop_cmp);
+        for (size_t i = 0; i < n; i++) {
+            if (i == 0 || kop_key(&k[i - 1], &k[i]) != 0) {
+                g[ng++] = (kopg){.first = i, .min = k[i].dur, .max = k[i].dur};
+                g[ng - 1].eligible = k[i].op != MD_NONE && t.eligible[k[i].op];
+            }
+            kopg *r = &g[ng - 1];
+            const md_kargs *a = cl_tb_kargs(m, k[i].ev);
+            r->calls++;
+            r->total = md_add_sat(r->total, k[i].dur);
+            if (k[i].dur < r->min) r->min = k[i].dur;
+            if (k[i].dur > r->max) r->max = k[i].dur;
+            r->bps += cl_tb_blocks_per_sm(a) * (double)k[i].dur;
+            r->occ += cl_tb_occupancy(a) * (double)k[i].dur;
+        }
+        qsort(g, ng, sizeof *g, kopg_by_total);
+    }
+    static const char *const hk[] = {"Name",
+                                     "Operator",
+                                     "Grid",
+                                     "Block",
+                                     "Register Per Thread",
+                                     "Shared Memory",
+                                     "Kernel Uses TC",
+                                     "Op is TC Eligible",
+                                     "Calls",
+                                     "Total Duration (us)",
+                                     "Mean Duration (us)",
+                                     "Max Duration (us)",
+                                     "Min Duration (us)",
+                                     "Mean Blocks Per SM",
+                                     "Mean Est. Achieved Occupancy (%)"};
+    enum { NC = 15 };
+    size_t shown = limit == 0 || limit > ng ? ng : limit;
+    size_t w[NC] = {0, 0, 14, 14, 21, 15, 16, 19, 10, 21, 20, 19, 19, 20, 34};
+    if (!err && format == CL_TABLE) {
+        size_t longest = 4, lop = 8;
+        for (size_t r = 0; r < shown; r++) {
+            const kop *x = &k[g[r].first];
+            size_t len = strobe__utf8_len(cli_esc(md_str(m, x->name)));
+            if (len > longest) longest = len;
+            len = x->op == MD_NONE ? 3 : strobe__utf8_len(cli_esc(md_str(m, md_name_of(m, x->op))));
+            if (len > lop) lop = len;
+        }
+        w[0] = longest + 4 < name_width ? longest + 4 : name_width;
+        w[1] = lop + 4 < name_width ? lop + 4 : name_width;
+        strobe__table_separator(out, w, NC);
+        for (int c = 0; c < NC; c++)
+            strobe__table_cell(out, hk[c], w[c], 0, 0);
+        fputc('\n', out);
+        strobe__table_separator(out, w, NC);
+    } else if (!err && format == CL_CSV) {
+        for (int c = 0; c < NC; c++)
+            fprintf(out, "%s%s", c ? "," : "", hk[c]);
+        fputc('\n', out);
+    } else if (!err) {
+        fputs("[", out);
+    }
+    for (size_t r = 0; r < shown && !err; r++) {
+        const kopg *q = &g[r];
+        const kop *x = &k[q->first];
+        char v[NC][96];
+        snprintf(v[0], sizeof v[0], "%s", "");
+        dims_text(md_str(m, x->grid), v[2], sizeof v[2]);
+        dims_text(md_str(m, x->block), v[3], sizeof v[3]);
+        snprintf(v[4], sizeof v[4], "%" PRId64, x->regs);
+        snprintf(v[5], sizeof v[5], "%" PRId64, x->smem);
+        snprintf(v[6], sizeof v[6], "%s", cl_tb_tc_kernel(md_str(m, x->name)) ? "Yes" : "No");
+        snprintf(v[7], sizeof v[7], "%s", q->eligible ? "Yes" : "No");
+        snprintf(v[8], sizeof v[8], "%" PRIu64, q->calls);
+        snprintf(v[9], sizeof v[9], "%.3f", (double)q->total / 1000.0);
+        snprintf(v[10], sizeof v[10], "%.3f", (double)q->total / 1000.0 / (double)q->calls);
+        snprintf(v[11], sizeof v[11], "%.3f", (double)q->max / 1000.0);
+        snprintf(v[12], sizeof v[12], "%.3f", (double)q->min / 1000.0);
+        double bps = q->total > 0 ? q->bps / (double)q->total : 0;
+        double occ = q->total > 0 ? q->occ / (double)q->total : 0;
+        const char *name = md_str(m, x->name);
+        const char *op = x->op == MD_NONE ? "N/A" : md_str(m, md_name_of(m, x->op));
+        if (format == CL_TABLE) {
+            snprintf(v[13], sizeof v[13], "%.2f", bps);
+            snprintf(v[14], sizeof v[14], "%.2f", occ);
+            strobe__table_cell(out, cli_esc(name), w[0], 0, name_width - 3);
+            strobe__table_cell(out, cli_esc(op), w[1], 0, name_width - 3);
+            for (int c = 2; c < NC; c++)
+                strobe__table_cell(out, v[c], w[c], 0, 0);
+            fputc('\n', out);
+            continue;
+        }
+        int json = format == CL_JSON;
+        if (json) {
+            fprintf(out, "%s\n {\"Name\": ", r ? "," : "");
+            cl_json_str(out, name);
+            fputs(", \"Operator\": ", out);
+            cl_json_str(out, op);
+            fputs(", \"Grid\": ", out);
+            cl_json_str(out, v[2]);
+            fputs(", \"Block\": ", out);
+            cl_json_str(out, v[3]);
+            fprintf(out,
+                    ", \"Register Per Thread\": %s, \"Shared Memory\": %s, \"Kernel Uses TC\": "
+                    "\"%s\", \"Op is TC Eligible\": \"%s\", \"Calls\": %s",
+                    v[4], v[5], v[6], v[7], v[8]);
+            fprintf(out,
+                    ", \"Total Duration (us)\": %s, \"Mean Duration (us)\": %s, \"Max Duration "
+                    "(us)\": %s, \"Min Duration (us)\": %s, \"Mean Blocks Per SM\": %.6f, \"Mean "
+                    "Est. Achieved Occupancy (%%)\": %.6f}",
+                    v[9], v[10], v[11], v[12], bps, occ);
+        } else {
+            cl_csv_str(out, name);
+            fputc(',', out);
+            cl_csv_str(out, op);
+            fputc(',', out);
+            cl_csv_str(out, v[2]);
+            fputc(',', out);
+            cl_csv_str(out, v[3]);
+            for (int c = 4; c < 13; c++)
+                fprintf(out, ",%s", v[c]);
+            fprintf(out, ",%.6f,%.6f\n", bps, occ);
+        }
+    }
+    if (!err && format == CL_TABLE)
+        strobe__table_separator(out, w, NC);
+    else if (!err && format == CL_JSON)
+        fputs(shown ? "\n]\n" : "]\n", out);
+    free(k);
+    free(g);
+    cl_tb_ops_free(&t);
+    return err;
+}
+
 const struct option cmd_kernels_options[] = {
     {"limit", required_argument, NULL, 'n'},
     {"format", required_argument, NULL, 'f'},
@@ -596,6 +971,8 @@ const struct option cmd_kernels_options[] = {
     {"by-type", no_argument, NULL, CLI_LONG_ONLY + 1},
     {"memory", no_argument, NULL, CLI_LONG_ONLY + 2},
     KSEQ_OPTIONS,
+    {"tb-view", no_argument, NULL, CLI_LONG_ONLY + 32},
+    {"tb-by-op", no_argument, NULL, CLI_LONG_ONLY + 33},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -605,7 +982,7 @@ int cmd_kernels(int argc, char **argv) {
     if (kseq_wanted(argc, argv)) return kseq_main(argc, argv); /* --sequences (kseq.c) */
     const char *path = NULL;
     size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
-    int format = CL_TABLE, quiet = 0, first = 0, by_type = 0, memory = 0;
+    int format = CL_TABLE, quiet = 0, first = 0, by_type = 0, memory = 0, tb_view = 0;
     for (int c; (c = cli_getopt(argc, argv, ":n:f:qhV", cmd_kernels_options, &first)) != -1;) {
         unsigned long long n;
         switch (c) {
@@ -631,6 +1008,12 @@ int cmd_kernels(int argc, char **argv) {
         case CLI_LONG_ONLY + 2:
             memory = 1;
             break;
+        case CLI_LONG_ONLY + 32:
+            tb_view = 1;
+            break;
+        case CLI_LONG_ONLY + 33:
+            tb_view = 2;
+            break;
         case CLI_OPT_NAME_WIDTH:
             if (cli_parse_name_width("kernels", optarg, &name_width) != 0) return CLI_BAD_INPUT;
             break;
@@ -639,6 +1022,8 @@ int cmd_kernels(int argc, char **argv) {
         }
     }
     if (memory && !by_type) return usage_error("--memory goes with --by-type", NULL);
+    if (tb_view && by_type)
+        return usage_error("--tb-view and --tb-by-op do not go with --by-type", NULL);
     if (by_type) {
         if (first >= argc) return usage_error("give a trace or a folder", NULL);
         hta_set s;
@@ -654,7 +1039,11 @@ int cmd_kernels(int argc, char **argv) {
     int rc = cli_load(m, "kernels", path, quiet);
     if (rc == CLI_OK) {
         cli_say_skipped("kernels", path, m);
-        int work = run(stdout, m, limit, format, name_width) != 0 ? STROBE_ENOMEM : 0;
+        int work = (tb_view == 2 ? tb_op_run(stdout, m, limit, format, name_width)
+                    : tb_view    ? tb_run(stdout, m, limit, format, name_width)
+                                 : run(stdout, m, limit, format, name_width)) != 0
+                       ? STROBE_ENOMEM
+                       : 0;
         rc = cli_finish("kernels", path, work, CLI_OK);
         md_free(m);
     }
@@ -666,6 +1055,10 @@ int cmd_kernels(int argc, char **argv) {
 
 int cl_kernels_json(FILE *out, const md_model *m, size_t limit) {
     return run(out, m, limit, CL_JSON, CLI_NAME_WIDTH_DEFAULT);
+}
+
+int cl_kernels_tb_json(FILE *out, const md_model *m, size_t limit) {
+    return tb_run(out, m, limit, CL_JSON, CLI_NAME_WIDTH_DEFAULT);
 }
 
 int cl_kernels_by_type_json(FILE *out, const hta_set *s) {

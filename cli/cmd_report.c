@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "emit.h"
 #include "flame.h"
 #include "heap.h"
 #include "hta.h"
@@ -26,6 +27,7 @@
 #include "rows.h"
 #include "strobe/error.h"
 #include "strobe/strobe.h"
+#include "tb.h"
 #include "util/json_fmt.h"
 
 #define REPORT_MAX_ROWS 200  /* operators, kernels and streams shown at most */
@@ -54,6 +56,11 @@ const char cmd_report_usage[] =
     "    communication overlap, idle time and queue lengths as charts and tables. Several ranks\n"
     "    add a comparison: step times per rank and HTA's potential stragglers (strobe ranks).\n"
     "    A CPU-only trace (no kernels, copies or memsets) leaves the device sections out.\n"
+    "    A section gives the TensorBoard plugin's GPU Summary (per device: GPU Utilization,\n"
+    "    Est. SM Efficiency, Est. Achieved Occupancy, Kernel Time using Tensor Cores, in %),\n"
+    "    its Average Step Time (us) and Performance Recommendation (strobe steps --overview),\n"
+    "    and its Tensor Core columns of operators and kernels (strobe summary --tensor-cores,\n"
+    "    strobe kernels --tb-view).\n"
     "    The numbers are those the commands print. The report summarizes and never embeds the\n"
     "    trace: tables keep their first 200 rows, and time series at most 1000 points per\n"
     "    track.\n"
@@ -486,6 +493,27 @@ static int j_ranks(FILE *out, void *arg) {
 }
 
 /* The data object the page draws from. @return 0 or a negative STROBE_E* code. */
+/* The TensorBoard plugin's figures (strobe steps --overview, summary --tensor-cores, kernels
+ * --tb-view), for report_tb.c's section. */
+static int j_tb_overview(FILE *out, void *arg) {
+    return cl_steps_overview_json(out, arg);
+}
+
+static int j_tb_operators(FILE *out, void *arg) {
+    return cl_tb_op_table(out, arg, REPORT_MAX_ROWS, CL_JSON, CLI_NAME_WIDTH_DEFAULT);
+}
+
+static int j_tb_kernels(FILE *out, void *arg) {
+    return cl_kernels_tb_json(out, arg, REPORT_MAX_ROWS);
+}
+
+static int put_tb(FILE *out, md_model *m) {
+    int rc = put_section(out, "tb_overview", j_tb_overview, m);
+    if (rc == 0) rc = put_section(out, "tb_operators", j_tb_operators, m);
+    if (rc == 0) rc = put_section(out, "tb_kernels", j_tb_kernels, m);
+    return rc;
+}
+
 static int put_data(FILE *out, hta_set *s, const char *title) {
     md_model *m = &s->ranks[0].m;
     int rc = 0;
@@ -514,6 +542,7 @@ static int put_data(FILE *out, hta_set *s, const char *title) {
     if (rc == 0) rc = put_section(out, "idle", j_idle, s);
     if (rc == 0) rc = put_section(out, "queue", j_queue, s);
     if (rc == 0 && s->count > 1) rc = put_section(out, "ranks_steps", j_ranks, s);
+    if (rc == 0) rc = put_tb(out, m);
     /* Time series: each rank's over its own span (its first event to its last end), in at most
      * REPORT_BUCKETS buckets; "time" is the first rank's, which memory uses too. */
     int64_t t0[2] = {0, 0}, width[2] = {1, 1};
@@ -557,10 +586,18 @@ static int write_page(FILE *out, hta_set *s, const char *title) {
         fputs("</style>\n</head>\n<body>\n<header><h1>", out);
         report_html_text(out, title);
         fputs("</h1><p class=\"sub\">strobe report</p></header>\n", out);
-        /* The sections, the flame graph in its place among them. */
-        const char *mark = strstr(report_page_body, REPORT_FLAME_MARK);
-        size_t before = mark ? (size_t)(mark - report_page_body) : strlen(report_page_body);
-        fwrite(report_page_body, 1, before, out);
+        /* The sections, the TensorBoard plugin's (report_tb.c) and the flame graph in their
+         * places among them. */
+        const char *body = report_page_body;
+        const char *tb = strstr(body, REPORT_TB_MARK);
+        const char *mark = strstr(body, REPORT_FLAME_MARK);
+        if (tb && mark && tb < mark) {
+            fwrite(body, 1, (size_t)(tb - body), out);
+            fputs(report_tb_body, out);
+            body = tb + strlen(REPORT_TB_MARK);
+        }
+        size_t before = mark ? (size_t)(mark - body) : strlen(body);
+        fwrite(body, 1, before, out);
         fputc('\n', out);
         report_flame(out, &s->ranks[0].m);
         if (mark) fputs(mark + strlen(REPORT_FLAME_MARK), out);
@@ -568,6 +605,8 @@ static int write_page(FILE *out, hta_set *s, const char *title) {
         report_script_json(out, data, len);
         fputs("</script>\n<script>\n", out);
         fputs(report_page_script, out);
+        fputs("</script>\n<script>\n", out);
+        fputs(report_tb_script, out);
         fputs("</script>\n</body>\n</html>\n", out);
     }
     free(data);

@@ -25,8 +25,12 @@
  *     DataLoader, CPU Exec; Other is what is left; each step gets its part of each. Total is
  *     the step's (adjusted) length.
  *
- * Contents: usage, ranges, roles, steps, output. */
+ * With --overview, the rest of the plugin's overview: the average step, the GPU Summary (tb.h)
+ * and the Performance Recommendation.
+ *
+ * Contents: usage, ranges, roles, steps, output, the overview. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -38,6 +42,7 @@
 #include "rows.h"
 #include "step.h"
 #include "strobe/error.h"
+#include "tb.h"
 #include "util/table.h"
 
 const char cmd_steps_usage[] =
@@ -63,6 +68,24 @@ const char cmd_steps_usage[] =
     "OPTIONS\n"
     "    -f, --format F table (default), csv or json (an array of row objects); times in\n"
     "                   microseconds\n"
+    "    --overview     the plugin's whole overview: the steps, the Average Step Time of\n"
+    "                   each part (us, and its share of the step), the GPU Summary and the\n"
+    "                   Performance Recommendation (table or json: an object with \"steps\",\n"
+    "                   \"average\", \"gpus\" and \"recommendations\"). Per device (a\n"
+    "                   kernel's \"device\" arg): its name, memory (GB) and compute\n"
+    "                   capability from deviceProperties; GPU Utilization, the share of the\n"
+    "                   span from the first step's start to the last step's end in which a\n"
+    "                   kernel runs; Est. SM Efficiency, over that span, the sum of the\n"
+    "                   running kernels' \"blocks per SM\" capped at 100%; Est. Achieved\n"
+    "                   Occupancy, the kernels' \"est. achieved occupancy %\" weighted by\n"
+    "                   their time in the span; Kernel Time using Tensor Cores, the share of\n"
+    "                   kernel time in kernels whose names show Tensor Cores (the plugin's\n"
+    "                   list: h884, s1688, xmma_gemm ...). The recommendations are the\n"
+    "                   plugin's, with its thresholds: DataLoader over 5% of the step time,\n"
+    "                   communication over 10%, a GPU under 50% utilization, no Tensor Core\n"
+    "                   kernel while Tensor Core eligible operators launch kernels (compute\n"
+    "                   capability 7 or more), DataParallel on several GPUs, DDP without NCCL,\n"
+    "                   a GPU's peak \"Total Allocated\" over 90% of its memory\n"
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
     "    -V, --version  show strobe's version\n"
@@ -551,10 +574,257 @@ static void print_rows(FILE *out, const result *res, int format) {
     if (json) fprintf(out, "%s]\n", res->nsteps ? "\n" : "");
 }
 
+/* ---- the overview (--overview) ----------------------------------------------------------- */
+
+/* The plugin's overview (run_generator.py _generate_overview; data.py analyze, _analyze_gpu_metrics
+ * and _analyze_distributed_metrics; run.py get_gpu_metrics_data) from the steps and their costs:
+ * the Average Step Time of each role (the mean over the steps, and its share of the mean step),
+ * the GPU Summary (tb.h), and the recommendations, whose wording is the plugin's with its links
+ * written out in parentheses. */
+typedef struct ovw {
+    double avg[R_COUNT + 1]; /* ns; avg[R_COUNT]: the step */
+    cl_tb_metrics gpu;
+    char *recs[8];
+    size_t nrecs;
+} ovw;
+
+static int add_rec(ovw *o, const char *text) {
+    if (o->nrecs == sizeof o->recs / sizeof o->recs[0]) return 0;
+    char *t = strdup(text);
+    if (t == NULL) return STROBE_ENOMEM;
+    o->recs[o->nrecs++] = t;
+    return 0;
+}
+
+static int build_overview(const md_model *m, const result *res, ovw *o) {
+    memset(o, 0, sizeof *o);
+    int64_t S = 0, E = 0;
+    if (res->nsteps) {
+        S = res->steps[0].s;
+        E = res->steps[res->nsteps - 1].e;
+    }
+    for (size_t k = 0; k < res->nsteps; k++) {
+        for (int r = 0; r < R_COUNT; r++)
+            o->avg[r] += (double)res->costs[k * R_COUNT + r];
+        o->avg[R_COUNT] += (double)(res->steps[k].e - res->steps[k].s);
+    }
+    for (int r = 0; r <= R_COUNT && res->nsteps; r++)
+        o->avg[r] /= (double)res->nsteps;
+    int err = cl_tb_metrics_get(m, S, E, &o->gpu);
+    if (err) return err;
+    char b[1024];
+    double total = o->avg[R_COUNT];
+    double dl = total > 0 ? o->avg[R_DATALOADER] / total : 0;
+    if (dl > 0.05) {
+        snprintf(
+            b, sizeof b,
+            "This run has high time cost on input data loading. %.1f%% of the step time is "
+            "in DataLoader. You could try to set num_workers on DataLoader's construction "
+            "and enable multi-processes on data loading "
+            "(https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading).",
+            dl * 100);
+        err = add_rec(o, b);
+    }
+    const cl_tb_metrics *g = &o->gpu;
+    if (!err && g->use_dp && g->devices_used > 1)
+        err = add_rec(o, "It is recommended to use DistributedDataParallel instead of DataParallel "
+                         "(https://pytorch.org/docs/stable/notes/cuda.html#cuda-nn-ddp-instead) to "
+                         "do multi-GPU training.");
+    if (!err && g->use_ddp && !g->has_nccl) {
+        /* Any device of compute capability 3.5 or more (the plugin reads them all). */
+        int cc35 = 0;
+        for (size_t k = 0; k < g->ngpus; k++)
+            if (g->gpus[k].major > 3 || (g->gpus[k].major == 3 && g->gpus[k].minor >= 5)) cc35 = 1;
+        if (cc35)
+            err = add_rec(o, "Nccl backend is currently the fastest and highly recommended backend "
+                             "when using DDP for training.");
+    }
+    double comm = total > 0 ? o->avg[R_COMM] / total : 0;
+    if (!err && comm > 0.1) {
+        snprintf(b, sizeof b,
+                 "This run has high time cost on communication. %.1f%% of the step time is in "
+                 "communication. You could try Gradient Compression "
+                 "(https://pytorch.org/docs/stable/ddp_comm_hooks.html) or Gradient Accumulation "
+                 "(https://towardsdatascience.com/what-is-gradient-accumulation-in-deep-learning-"
+                 "ec034122cfa) or increase the batch size. Note: Gradient accumulation will "
+                 "increase global effective batch size, which may hurt model convergence and "
+                 "accuracy. For such case, you may want to evaluate LAMB optimizer "
+                 "(https://nvidia.github.io/apex/optimizers.html#apex.optimizers.FusedLAMB).",
+                 comm * 100);
+        err = add_rec(o, b);
+    }
+    /* GPUs under 50% utilization: "GPU 0 has ...", "GPU 0, 1 and 2 have ...". */
+    size_t low = 0, len = 0;
+    for (size_t k = 0; k < g->ngpus; k++)
+        if (g->gpus[k].util < 0.5) low++;
+    if (!err && low) {
+        len = (size_t)snprintf(b, sizeof b, "GPU ");
+        size_t seen = 0;
+        for (size_t k = 0; k < g->ngpus && len < sizeof b; k++) {
+            if (!(g->gpus[k].util < 0.5)) continue;
+            const char *sep = seen == 0 ? "" : seen == low - 1 ? " and " : ", ";
+            len += (size_t)snprintf(b + len, sizeof b - len, "%s%" PRId32, sep, g->gpus[k].id);
+            seen++;
+        }
+        if (len < sizeof b)
+            snprintf(b + len, sizeof b - len,
+                     " %s low utilization. You could try to increase batch size to improve. "
+                     "Note: Increasing batch size may affect the speed and stability of model "
+                     "convergence.",
+                     low == 1 ? "has" : "have");
+        err = add_rec(o, b);
+    }
+    if (!err && g->major0 >= 7 && g->has_kernel && g->tc_used_ratio == 0.0 &&
+        g->tc_eligible_ratio > 0.0) {
+        snprintf(
+            b, sizeof b,
+            "Kernels with %.0f%% time are launched by Tensor Cores eligible operators. You "
+            "could enable Automatic Mixed Precision (https://pytorch.org/docs/stable/amp.html) "
+            "to speedup by using FP16.",
+            round(g->tc_eligible_ratio * 100));
+        err = add_rec(o, b);
+    }
+    if (!err && g->mem_dev >= 0) {
+        snprintf(b, sizeof b,
+                 "Device memory usage is at the limit of device memory capacity (%.1f%% of "
+                 "%.1fGB on GPU%" PRId64 "). To get better value of your GPU or to use larger "
+                 "batch size for training, please refer to Gradient Checkpoint "
+                 "(https://pytorch.org/docs/stable/checkpoint.html) or Automatic Mixed Precision "
+                 "(https://pytorch.org/docs/stable/amp.html).",
+                 (double)g->mem_peak / (double)g->mem_total * 100,
+                 (double)g->mem_total / 1073741824.0, g->mem_dev);
+        err = add_rec(o, b);
+    }
+    return err;
+}
+
+static void free_overview(ovw *o) {
+    cl_tb_metrics_free(&o->gpu);
+    for (size_t k = 0; k < o->nrecs; k++)
+        free(o->recs[k]);
+}
+
+/* A percentage as the plugin shows it, to 2 decimals ("n/a" when none). */
+static void put_pct(FILE *out, double frac, int json) {
+    if (isnan(frac))
+        fputs(json ? "null" : "n/a", out);
+    else
+        fprintf(out, json ? "%.6f" : "%.2f %%", frac * 100);
+}
+
+static void print_gpu_table(FILE *out, const cl_tb_gpu *d) {
+    fprintf(out, "GPU %" PRId32 ":\n", d->id);
+    if (d->name[0]) fprintf(out, "  %-32s %s\n", "Name", cli_esc(d->name));
+    if (d->mem >= 0) fprintf(out, "  %-32s %.2f GB\n", "Memory", (double)d->mem / 1073741824.0);
+    if (d->major >= 0 && d->minor >= 0)
+        fprintf(out, "  %-32s %d.%d\n", "Compute Capability", d->major, d->minor);
+    fprintf(out, "  %-32s ", "GPU Utilization");
+    put_pct(out, d->util, 0);
+    if (!isnan(d->sm_eff)) {
+        fprintf(out, "\n  %-32s ", "Est. SM Efficiency");
+        put_pct(out, d->sm_eff, 0);
+    }
+    if (!isnan(d->occupancy))
+        fprintf(out, "\n  %-32s %.2f %%", "Est. Achieved Occupancy", d->occupancy);
+    if (!isnan(d->tc_ratio)) {
+        fprintf(out, "\n  %-32s ", "Kernel Time using Tensor Cores");
+        put_pct(out, d->tc_ratio, 0);
+    }
+    fputc('\n', out);
+}
+
+static void print_gpu_json(FILE *out, const cl_tb_gpu *d) {
+    fprintf(out, "{\"id\": %" PRId32 ", \"name\": ", d->id);
+    if (d->name[0])
+        cl_json_str(out, d->name);
+    else
+        fputs("null", out);
+    if (d->mem >= 0)
+        fprintf(out, ", \"memory_bytes\": %" PRId64 ", \"memory_gb\": %.2f", d->mem,
+                (double)d->mem / 1073741824.0);
+    else
+        fputs(", \"memory_bytes\": null, \"memory_gb\": null", out);
+    if (d->major >= 0 && d->minor >= 0)
+        fprintf(out, ", \"compute_capability\": \"%d.%d\"", d->major, d->minor);
+    else
+        fputs(", \"compute_capability\": null", out);
+    fputs(", \"gpu_utilization_pct\": ", out);
+    put_pct(out, d->util, 1);
+    fputs(", \"est_sm_efficiency_pct\": ", out);
+    put_pct(out, d->sm_eff, 1);
+    fputs(", \"est_achieved_occupancy_pct\": ", out);
+    if (isnan(d->occupancy))
+        fputs("null", out);
+    else
+        fprintf(out, "%.6f", d->occupancy);
+    fputs(", \"tensor_cores_pct\": ", out);
+    put_pct(out, d->tc_ratio, 1);
+    fprintf(out,
+            ", \"kernels_with_blocks_per_sm\": %" PRIu64 ", \"kernels_with_occupancy\": %" PRIu64
+            "}",
+            d->bps_kernels, d->occ_kernels);
+}
+
+static int print_overview(FILE *out, const md_model *m, const result *res, int format) {
+    ovw o;
+    int err = build_overview(m, res, &o);
+    if (err) {
+        free_overview(&o);
+        return err;
+    }
+    double total = o.avg[R_COUNT];
+    if (format == CL_JSON) {
+        fputs("{\"steps\": ", out);
+        print_rows(out, res, CL_JSON);
+        fputs(", \"average\": {\"Average Step Time\": ", out);
+        cl_put_us(out, llround(total));
+        for (int r = 0; r < R_COUNT; r++) {
+            fprintf(out, ", \"%s\": {\"us\": ", role_names[r]);
+            cl_put_us(out, llround(o.avg[r]));
+            fprintf(out, ", \"pct\": %.6f}", total > 0 ? 100 * o.avg[r] / total : 0.0);
+        }
+        fputs("},\n \"gpus\": [", out);
+        for (size_t k = 0; k < o.gpu.ngpus; k++) {
+            fputs(k ? ",\n  " : "\n  ", out);
+            print_gpu_json(out, &o.gpu.gpus[k]);
+        }
+        fprintf(out, "%s],\n \"tc_used_ratio\": %.6f, \"tc_eligible_ops_kernel_ratio\": %.6f,\n",
+                o.gpu.ngpus ? "\n " : "", o.gpu.tc_used_ratio, o.gpu.tc_eligible_ratio);
+        fputs(" \"recommendations\": [", out);
+        for (size_t k = 0; k < o.nrecs; k++) {
+            fputs(k ? ",\n  " : "\n  ", out);
+            cl_json_str(out, o.recs[k]);
+        }
+        fprintf(out, "%s]}\n", o.nrecs ? "\n " : "");
+    } else {
+        print_rows(out, res, CL_TABLE);
+        char b[64];
+        fputs("\nAverage Step Time\n", out);
+        strobe__fmt_time_ns(b, sizeof b, llround(total));
+        fprintf(out, "  %-32s %s\n", "Step", b);
+        for (int r = 0; r < R_COUNT; r++) {
+            strobe__fmt_time_ns(b, sizeof b, llround(o.avg[r]));
+            fprintf(out, "  %-32s %-12s %6.2f %%\n", role_names[r], b,
+                    total > 0 ? 100 * o.avg[r] / total : 0.0);
+        }
+        fputs("\nGPU Summary\n", out);
+        if (o.gpu.ngpus == 0) fputs("  (no kernel with a \"device\" arg)\n", out);
+        for (size_t k = 0; k < o.gpu.ngpus; k++)
+            print_gpu_table(out, &o.gpu.gpus[k]);
+        fputs("\nPerformance Recommendation\n", out);
+        if (o.nrecs == 0) fputs("  N/A\n", out);
+        for (size_t k = 0; k < o.nrecs; k++)
+            fprintf(out, "  - %s\n", o.recs[k]);
+    }
+    free_overview(&o);
+    return 0;
+}
+
 /* ---- the command --------------------------------------------------------------------------- */
 
 const struct option cmd_steps_options[] = {
     {"format", required_argument, NULL, 'f'},
+    {"overview", no_argument, NULL, CLI_LONG_ONLY + 1},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -562,7 +832,7 @@ const struct option cmd_steps_options[] = {
 
 int cmd_steps(int argc, char **argv) {
     const char *path = NULL;
-    int format = CL_TABLE, quiet = 0, first = 0;
+    int format = CL_TABLE, quiet = 0, first = 0, overview = 0;
     for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_steps_options, &first)) != -1;) {
         switch (c) {
         case 'h':
@@ -576,10 +846,15 @@ int cmd_steps(int argc, char **argv) {
             format = cl_parse_format(optarg);
             if (format < 0) return cli_usage_error("steps", "unknown --format", optarg);
             break;
+        case CLI_LONG_ONLY + 1:
+            overview = 1;
+            break;
         default:
             return cli_option_error("steps", c, argv, cmd_steps_options);
         }
     }
+    if (overview && format == CL_CSV)
+        return cli_usage_error("steps", "--overview is table or json, not", "csv");
     if (cli_trace_operand("steps", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
     md_model *m = malloc(sizeof *m);
     if (m == NULL) return cli_usage_error("steps", "out of memory", NULL);
@@ -588,7 +863,10 @@ int cmd_steps(int argc, char **argv) {
         cli_say_skipped("steps", path, m);
         result res;
         int work = analyse(m, &res);
-        if (work == 0) print_rows(stdout, &res, format);
+        if (work == 0 && overview)
+            work = print_overview(stdout, m, &res, format);
+        else if (work == 0)
+            print_rows(stdout, &res, format);
         free(res.steps);
         free(res.costs);
         rc = cli_finish("steps", path, work, CLI_OK);
@@ -599,6 +877,15 @@ int cmd_steps(int argc, char **argv) {
 }
 
 /* ---- for the report ----------------------------------------------------------------------- */
+
+int cl_steps_overview_json(FILE *out, const md_model *m) {
+    result res;
+    int work = analyse(m, &res);
+    if (work == 0) work = print_overview(out, m, &res, CL_JSON);
+    free(res.steps);
+    free(res.costs);
+    return work;
+}
 
 int cl_steps_json(FILE *out, const md_model *m) {
     result res;

@@ -22,6 +22,7 @@
 #include "model.h"
 #include "rows.h"
 #include "strobe/error.h"
+#include "tb.h"
 #include "util/table.h"
 #include "util/u64map.h"
 
@@ -91,6 +92,17 @@ const char cmd_summary_usage[] =
     "    --name-width N the name column's widest (default 55, as torch's\n"
     "                   max_name_column_width): a longer name is cut to N - 3 characters\n"
     "                   and \"...\"; csv and json keep whole names\n"
+    "    --tensor-cores the TensorBoard profiler plugin's operator view instead, with its\n"
+    "                   Tensor Core columns: per operator name (ProfilerStep#N, Optimizer.*,\n"
+    "                   enumerate(DataLoader)#...__next__ and DataParallel.forward left out),\n"
+    "                   Calls, Device Self and Total Duration (us), Host Self and Total\n"
+    "                   Duration (us); Tensor Cores Eligible (the name is on the plugin's list\n"
+    "                   of eligible operators, aten::conv2d, aten::mm, AddmmBackward ..., or it\n"
+    "                   or an operator below it launched a Tensor Core kernel, one whose name\n"
+    "                   shows Tensor Cores: h884, s1688, xmma_gemm ...); Tensor Cores Self (%)\n"
+    "                   and Total (%), the share of Tensor Core kernels in its self and total\n"
+    "                   device time. Sorted by device self time (host self without device\n"
+    "                   work); -n and -f apply\n"
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
     "    -V, --version  show strobe's version\n"
@@ -1030,10 +1042,27 @@ static int64_t perf_sort_index(const md_model *m, const char *name) {
     return -1;
 }
 
+/* --tensor-cores: the TensorBoard plugin's operator view (tb.h). */
+static int tensor_cores_run(const char *path, int quiet, size_t limit, int format,
+                            size_t name_width) {
+    md_model *m = malloc(sizeof *m);
+    if (m == NULL) return usage_error("out of memory", NULL);
+    int rc = cli_load(m, "summary", path, quiet);
+    if (rc == CLI_OK) {
+        cli_say_skipped("summary", path, m);
+        int work = cl_tb_op_table(stdout, m, limit, format, name_width) != 0 ? STROBE_ENOMEM : 0;
+        rc = cli_finish("summary", path, work, CLI_OK);
+        md_free(m);
+    }
+    free(m);
+    return rc;
+}
+
 const struct option cmd_summary_options[] = {
     {"sort", required_argument, NULL, 's'},
     {"limit", required_argument, NULL, 'n'},
     {"group-by", required_argument, NULL, CLI_LONG_ONLY + 1},
+    {"tensor-cores", no_argument, NULL, CLI_LONG_ONLY + 32},
     {"format", required_argument, NULL, 'f'},
     CLI_OPTION_NAME_WIDTH,
     CLI_OPTION_QUIET,
@@ -1045,7 +1074,7 @@ int cmd_summary(int argc, char **argv) {
     const char *path = NULL, *perf_name = NULL;
     sort_key key = S_CPU_TOTAL;
     size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
-    int format = CL_TABLE, group = 0, stack_n = 5, quiet = 0, first = 0;
+    int format = CL_TABLE, group = 0, stack_n = 5, quiet = 0, first = 0, tensor_cores = 0;
     for (int c; (c = cli_getopt(argc, argv, ":s:n:f:qhV", cmd_summary_options, &first)) != -1;) {
         const char *v = optarg;
         unsigned long long n;
@@ -1106,11 +1135,15 @@ int cmd_summary(int argc, char **argv) {
         case CLI_OPT_NAME_WIDTH:
             if (cli_parse_name_width("summary", v, &name_width) != 0) return CLI_BAD_INPUT;
             break;
+        case CLI_LONG_ONLY + 32:
+            tensor_cores = 1;
+            break;
         default:
             return cli_option_error("summary", c, argv, cmd_summary_options);
         }
     }
     if (cli_trace_operand("summary", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
+    if (tensor_cores) return tensor_cores_run(path, quiet, limit, format, name_width);
 
     summary *s = calloc(1, sizeof *s);
     if (s == NULL) return usage_error("out of memory", NULL);

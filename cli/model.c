@@ -4,6 +4,7 @@
  * values, the streaming load, and the per-thread sort and nesting pass. */
 #include "model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,14 +234,36 @@ enum {
     A_DIMS,
     A_STACK,
     A_MODULE,
+    A_DEVICE,
+    A_BPS,
+    A_OCC,
+    A_REGS,
+    A_SMEM,
+    A_GRID,
+    A_BLOCK,
+    A_DEVID,
+    A_TOTAL_ALLOC,
     A_N
 };
-static const char *const arg_keys[A_N] = {
-    [A_EXT] = "External id",  [A_EXT2] = "external id",
-    [A_CORR] = "correlation", [A_STREAM] = "stream",
-    [A_BYTES] = "Bytes",      [A_DEVTYPE] = "Device Type",
-    [A_FLOPS] = "flops",      [A_DIMS] = "Input Dims",
-    [A_STACK] = "Call stack", [A_MODULE] = "Module Hierarchy"};
+static const char *const arg_keys[A_N] = {[A_EXT] = "External id",
+                                          [A_EXT2] = "external id",
+                                          [A_CORR] = "correlation",
+                                          [A_STREAM] = "stream",
+                                          [A_BYTES] = "Bytes",
+                                          [A_DEVTYPE] = "Device Type",
+                                          [A_FLOPS] = "flops",
+                                          [A_DIMS] = "Input Dims",
+                                          [A_STACK] = "Call stack",
+                                          [A_MODULE] = "Module Hierarchy",
+                                          [A_DEVICE] = "device",
+                                          [A_BPS] = "blocks per SM",
+                                          [A_OCC] = "est. achieved occupancy %",
+                                          [A_REGS] = "registers per thread",
+                                          [A_SMEM] = "shared memory",
+                                          [A_GRID] = "grid",
+                                          [A_BLOCK] = "block",
+                                          [A_DEVID] = "Device Id",
+                                          [A_TOTAL_ALLOC] = "Total Allocated"};
 
 static int64_t arg_int(const strobe_rd_value *a, int key, int alt, int64_t dflt) {
     int64_t out;
@@ -699,6 +722,45 @@ void md_class_cold(const md_model *m, uint32_t i, md_class *out) {
     *out = (md_class){e.cat, e.ph, e.kind};
 }
 
+/* A device's [memory] event with "Total Allocated" `total`: the device's peak (md_model). */
+static void mem_peak(md_model *m, int64_t type, int64_t id, int64_t total) {
+    size_t k = 0;
+    while (k < m->mem_peak_count && (m->mem_peaks[k].type != type || m->mem_peaks[k].id != id))
+        k++;
+    if (k == m->mem_peak_count) {
+        if (k == MD_MEM_PEAKS_MAX) return;
+        m->mem_peaks[k] = (struct md_mem_peak){type, id, total};
+        m->mem_peak_count++;
+    }
+    if (total > m->mem_peaks[k].peak) m->mem_peaks[k].peak = total;
+}
+
+/* The kernel about to be stored as event m->count: its launch figures (md_kargs). */
+static int add_kargs(md_model *m, const strobe_rd_value *a) {
+    if (m->kargs_count == m->kargs_cap) {
+        size_t cap = m->kargs_cap ? 2 * m->kargs_cap : 256;
+        md_kargs *k = realloc(m->kargs, cap * sizeof *k);
+        if (k == NULL) return STROBE_ENOMEM;
+        m->kargs = k;
+        m->kargs_cap = cap;
+    }
+    md_kargs *k = &m->kargs[m->kargs_count];
+    int64_t dev = arg_int(a, A_DEVICE, -1, -1);
+    k->ev = (uint32_t)m->count;
+    k->device = dev < 0 || dev > INT32_MAX ? -1 : (int32_t)dev;
+    k->blocks_per_sm = k->occupancy = NAN;
+    if (a[A_BPS].raw) strobe_rd_value_double(&a[A_BPS], &k->blocks_per_sm);
+    if (a[A_OCC].raw) strobe_rd_value_double(&a[A_OCC], &k->occupancy);
+    k->regs = arg_int(a, A_REGS, -1, -1);
+    k->smem = arg_int(a, A_SMEM, -1, -1);
+    int64_t grid = arg_text(m, &a[A_GRID], 0), block = arg_text(m, &a[A_BLOCK], 0);
+    if (grid < 0 || block < 0) return STROBE_ENOMEM;
+    k->grid = (uint32_t)grid;
+    k->block = (uint32_t)block;
+    m->kargs_count++;
+    return 0;
+}
+
 static int add_event(md_model *m, const strobe_rd_event *e) {
     if (reserve_event(m)) return STROBE_ENOMEM;
     int err = 0;
@@ -771,6 +833,8 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
         x->bytes = arg_int(a, A_BYTES, -1, 0);
         int64_t dt = arg_int(a, A_DEVTYPE, -1, -1);
         x->mem_device = (int8_t)(dt < -1 ? -1 : dt > 127 ? 127 : dt);
+        int64_t total = arg_int(a, A_TOTAL_ALLOC, -1, -1), id = arg_int(a, A_DEVID, -1, -1);
+        if (dt > 0 && total >= 0) mem_peak(m, dt, id, total);
     }
     if (e->args) {
         if (a[A_FLOPS].raw) strobe_rd_value_double(&a[A_FLOPS], &x->flops);
@@ -782,6 +846,7 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
         x->stack = (uint32_t)stack;
         x->module = (uint32_t)module;
     }
+    if (x->kind == MD_KERNEL && e->args && add_kargs(m, a) != 0) return STROBE_ENOMEM;
     if (perf_reserve(m)) return STROBE_ENOMEM;
     perf_values(m, m->count, e);
     /* Read before the trace said whether it has a base time (baseTimeNanoseconds after
@@ -1256,6 +1321,7 @@ void md_free(md_model *m) {
     free(m->heap_json);
     free(m->perf_names);
     free(m->perf);
+    free(m->kargs);
     free(m->thread_slots);
     free(m->proc_slots);
     strobe__strtab_release(&m->strings);

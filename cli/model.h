@@ -171,6 +171,20 @@ typedef struct md_bad {
     uint32_t why;
 } md_bad;
 
+#define MD_MEM_PEAKS_MAX 64
+
+/* A kernel's launch figures, from its args as Kineto writes them (a side table: most events are
+ * not kernels). Absent values: device -1, blocks_per_sm and occupancy NAN, regs and smem -1,
+ * grid and block 0. */
+typedef struct md_kargs {
+    uint32_t ev;          /* the kernel event */
+    int32_t device;       /* "device" */
+    double blocks_per_sm; /* "blocks per SM" */
+    double occupancy;     /* "est. achieved occupancy %" */
+    int64_t regs, smem;   /* "registers per thread", "shared memory" */
+    uint32_t grid, block; /* raw JSON text of "grid", "block" ("[50, 1, 1]"), interned */
+} md_kargs;
+
 typedef struct md_model {
     char path[4096];
     strobe__pool pool;
@@ -230,6 +244,14 @@ typedef struct md_model {
     uint64_t bad_events;          /* all bad elements the reader flagged, metadata ones too */
     uint64_t bad_metadata_events; /* bad ph M events (not kept, so only counted) */
     uint32_t device_props;        /* raw JSON text of deviceProperties; 0 when absent */
+    md_kargs *kargs; /* one per kernel event (kind MD_KERNEL) with args, in event order */
+    size_t kargs_count, kargs_cap;
+    /* The highest "Total Allocated" of the [memory] events of each device that is not the CPU
+     * ("Device Type" not 0), by "Device Id": the TensorBoard plugin's memory peaks. */
+    struct md_mem_peak {
+        int64_t type, id, peak;
+    } mem_peaks[MD_MEM_PEAKS_MAX];
+    size_t mem_peak_count;
     /* distributedInfo (torch.distributed's rank of the trace): rank and world_size, -1 when
      * absent or not integers; dist_info its raw JSON text, 0 when absent. */
     int64_t rank, world_size;

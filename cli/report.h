@@ -24,10 +24,16 @@ void report_flame(FILE *out, const md_model *m);
 /* Where in report_page_body the flame graph goes (report_flame()'s output), in its place in the
  * navigation order. */
 #define REPORT_FLAME_MARK "<!--flame-->"
+/* Where report_tb_body goes in report_page_body (after the step time breakdown). */
+#define REPORT_TB_MARK "<!--tb-->"
 
 /* The page's style sheet, its sections (the error catcher's script first), and its script. */
 extern const char report_page_css[];
 extern const char report_page_body[];
 extern const char report_page_script[];
+
+/* The TensorBoard plugin's section (report_tb.c): its place on the page, and its own script. */
+extern const char report_tb_body[];
+extern const char report_tb_script[];
 
 #endif

@@ -45,10 +45,11 @@ const char report_page_css[] =
 
 const char report_page_body[] =
     "<script>window.addEventListener(\"error\", function (e) { var d = document.documentElement; d.setAttribute(\"data-script-errors\", String(Number(d.getAttribute(\"data-script-errors\") || 0) + 1)); var p = document.getElementById(\"script-error\"); if (!p) { p = document.createElement(\"p\"); p.id = \"script-error\"; document.body.insertBefore(p, document.body.firstChild); } p.textContent = \"The report's script failed: \" + e.message; });</script>\n"
-    "<nav><a href=\"#overview\">Overview</a><a href=\"#steps\">Steps</a><a href=\"#utilization\">Utilization</a><a href=\"#memory\">Memory</a><a href=\"#hta\">Breakdowns</a><a href=\"#operators\">Operators</a><a href=\"#kernels\">Kernels</a><a href=\"#heap\">Heap</a><a href=\"#ranks\">Ranks</a><a href=\"#flame\">Flame graph</a><a href=\"#warnings\">Warnings</a><a href=\"#metadata\">Metadata</a></nav>\n"
+    "<nav><a href=\"#overview\">Overview</a><a href=\"#steps\">Steps</a><a href=\"#tb-gpu\">GPU Summary</a><a href=\"#utilization\">Utilization</a><a href=\"#memory\">Memory</a><a href=\"#hta\">Breakdowns</a><a href=\"#operators\">Operators</a><a href=\"#kernels\">Kernels</a><a href=\"#heap\">Heap</a><a href=\"#ranks\">Ranks</a><a href=\"#flame\">Flame graph</a><a href=\"#warnings\">Warnings</a><a href=\"#metadata\">Metadata</a></nav>\n"
     "<noscript><p class=\"warn\">This report draws its tables and charts with its inline script: allow scripts to see them.</p></noscript>\n"
     "<section id=\"overview\"><h2>Overview</h2><div class=\"body\"></div></section>\n"
     "<section id=\"steps\"><h2>Step time breakdown</h2><div class=\"body\"></div></section>\n"
+    REPORT_TB_MARK "\n"
     "<section id=\"utilization\"><h2>Device utilization over time</h2><div class=\"body\"></div></section>\n"
     "<section id=\"memory\"><h2>Memory over time</h2><div class=\"body\"></div></section>\n"
     "<section id=\"hta\"><h2>HTA breakdowns</h2><div class=\"body\"></div></section>\n"
@@ -253,7 +254,7 @@ const char report_page_script[] =
     "    if (!gpu) {\n"
     "      note(b, \"CPU only: no kernels, copies or memsets in this trace, so device utilization, \" +\n"
     "           \"HTA's breakdowns and the kernels are left out.\");\n"
-    "      [\"utilization\", \"hta\", \"kernels\"].forEach(hideSection);\n"
+    "      [\"utilization\", \"tb-gpu\", \"hta\", \"kernels\"].forEach(hideSection);\n"
     "    }\n"
     "  })();\n"
     "\n"
