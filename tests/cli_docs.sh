@@ -114,7 +114,7 @@ else
     echo "FAIL  complete -p strobe: '$reg'"; fail=1
 fi
 expect_completion "summary" strobe su
-expect_completion "check convert counters critical-path" strobe c
+expect_completion "check convert critical-path counters" strobe c
 expect_completion "--limit" strobe summary --li
 expect_completion "--name-width" strobe kernels T --na
 expect_completion "table csv json" strobe summary --format ""
