@@ -39,6 +39,8 @@ int cmd_annotations(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_memory_bw(int argc, char **argv);
+int cmd_overlay(int argc, char **argv);
 
 /* Each subcommand's usage text (man-page style), printed by `strobe help CMD` and `CMD --help`. */
 extern const char cmd_summary_usage[];
@@ -63,6 +65,8 @@ extern const char cmd_annotations_usage[];
 extern const char cmd_record_usage[];
 extern const char cmd_flamegraph_usage[];
 extern const char cmd_report_usage[];
+extern const char cmd_memory_bw_usage[];
+extern const char cmd_overlay_usage[];
 
 /* Each subcommand's options (getopt_long's table, ending in a zeroed entry): the same table
  * parses the command line and generates the bash completion (doc.c). */
@@ -88,6 +92,8 @@ extern const struct option cmd_annotations_options[];
 extern const struct option cmd_record_options[];
 extern const struct option cmd_flamegraph_options[];
 extern const struct option cmd_report_options[];
+extern const struct option cmd_memory_bw_options[];
+extern const struct option cmd_overlay_options[];
 
 /* The subcommands, in the order `strobe --help` lists them (doc.c). */
 typedef struct cli_command {

@@ -57,6 +57,10 @@ const cli_command cli_commands[] = {
      "run a program and record a trace of it, with no change to it"},
     {"report", cmd_report, cmd_report_usage, cmd_report_options,
      "one self-contained HTML report: tables, charts, ranks compared"},
+    {"memory-bw", cmd_memory_bw, cmd_memory_bw_usage, cmd_memory_bw_options,
+     "HTA's memory copy bandwidth per rank and kind of copy"},
+    {"overlay", cmd_overlay, cmd_overlay_usage, cmd_overlay_options,
+     "a copy of a trace with HTA's queue length and bandwidth counters"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 
