@@ -762,17 +762,18 @@ def queue(all_rows, rows, restricted, rank, cap=None):
     linked = set(r[4] for r in all_rows if r[5] and r[4] != -1)
     order = lambda r: ((1 if restricted and not r[5] else 0), r[7])
     kernels = sorted([r for r in rows if r[3] != -1], key=order)
-    steps, launched = [], set()
+    steps = []
     for r in sorted(rows, key=order):
         if r[2] in LAUNCHES and not r[5] and r[4] != -1 and r[4] in linked:
-            launched.add(r[4])
             for k in kernels:
                 if k[4] == r[4]:
-                    steps.append((k[3], r[0], 0, order(r), 1))
-    # HTA's semi-join: a kernel counts only when a launch has its correlation.
+                    steps.append((k[3], r[0], 0, order(r), 1, k[4]))
+    # HTA's semi-join: a kernel counts only when a launch has its correlation (the launch made a
+    # step for every kernel of it).
+    launched = set(x[5] for x in steps)
     for k in kernels:
         if k[4] in launched:
-            steps.append((k[3], k[0], 1, order(k), -1))
+            steps.append((k[3], k[0], 1, order(k), -1, k[4]))
     out, blocked = [], []
     for st in sorted(set(x[0] for x in steps)):
         run_, vals = 0, []
