@@ -428,9 +428,9 @@ int cmd_overlay(int argc, char **argv) {
             unlink(copy);
             if (rc == 0 && st.clipped)
                 fprintf(stderr,
-                        "strobe overlay: %" PRIu64 " events ended after the event around them: "
+                        "strobe overlay: %" PRIu64 " event%s ended after the event around %s: "
                         "ended with it in the copy\n",
-                        st.clipped);
+                        st.clipped, st.clipped == 1 ? "" : "s", st.clipped == 1 ? "it" : "them");
         }
     }
     free(t.p);
