@@ -426,6 +426,12 @@ int cmd_overlay(int argc, char **argv) {
         } else {
             rc = splice_counters(copy, out, &t, props) ? HTA_REPORTED : 0;
             unlink(copy);
+            if (rc == 0 && st.skipped)
+                fprintf(stderr,
+                        "strobe overlay: %" PRIu64
+                        " event%s of kinds the copy does not keep (B/E pairs, async events ...) "
+                        "left out\n",
+                        st.skipped, st.skipped == 1 ? "" : "s");
             if (rc == 0 && st.clipped)
                 fprintf(stderr,
                         "strobe overlay: %" PRIu64 " event%s ended after the event around %s: "
