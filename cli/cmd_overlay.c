@@ -42,6 +42,7 @@
 #include "series.h"
 #include "strobe/error.h"
 #include "util/json_fmt.h"
+#include "util/pftrace_enc.h"
 
 const char cmd_overlay_usage[] =
     "NAME\n"
@@ -307,7 +308,10 @@ static int splice_counters(const char *copy, const char *out, const text *counte
     /* An empty array takes the first counter without its comma. */
     const char *c = counters->p ? counters->p : "";
     size_t cn = counters->n;
-    if (end == a + sizeof open_key - 1 && cn) c++, cn--;
+    const char *q = a + sizeof open_key - 1;
+    while (q < end && (*q == '\n' || *q == ' '))
+        q++;
+    if (q == end && cn) c++, cn--;
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.overlay-%ld.tmp", out, (long)getpid());
     int gzip = cli_ends_with(out, ".gz");
@@ -371,6 +375,19 @@ int cmd_overlay(int argc, char **argv) {
     if (strcmp(in, "-") == 0 || strcmp(out, "-") == 0) {
         fprintf(stderr, "strobe overlay: %s: standard %s cannot be used: give a file\n",
                 strcmp(in, "-") == 0 ? "TRACE" : "OUT", strcmp(in, "-") == 0 ? "input" : "output");
+        return CLI_BAD_INPUT;
+    }
+    if (strobe__pftrace_path(out)) {
+        fprintf(stderr, "strobe overlay: %s: the overlay is written as JSON (.json or .json.gz)\n",
+                cli_esc(out));
+        return CLI_BAD_INPUT;
+    }
+    /* The output's folder, which takes the copy and the output before the rename. */
+    char dir[4096];
+    const char *slash = strrchr(out, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) + 1 : 1, slash ? out : ".");
+    if (access(dir, W_OK) != 0) {
+        fprintf(stderr, "strobe overlay: %s: %s\n", cli_esc(out), strerror(errno));
         return CLI_BAD_INPUT;
     }
     if (stat(in, &si) != 0) {

@@ -243,6 +243,8 @@ def generated():
                        ([cut, "-o", opath], "byte"),
                        ([os.path.join(out_dir, "missing.json"), "-o", opath], "missing.json"),
                        ([path], "give one TRACE"),
+                       ([path, "-o", os.path.join(out_dir, "o.pftrace")], "written as JSON"),
+                       ([path, "-o", os.path.join(out_dir, "nodir", "o.json")], "nodir"),
                        (["--series", "bogus", path, "-o", opath], "--series")):
         p = run(["overlay", "-q"] + args, 2)
         if what not in p.stderr or p.stderr.count("\n") != 1:
