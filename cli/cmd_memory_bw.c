@@ -41,9 +41,9 @@ const char cmd_memory_bw_usage[] =
     "    count, mean, std, min, 25%, 50%, 75%, max.\n"
     "\n"
     "    With --series, the time series itself (HTA's get_memory_bw_time_series): a row per\n"
-    "    start or end of a copy, the value holding until the kind's next row: ts (the trace's\n"
-    "    microseconds, as HTA rounds them), pid of the copy, name (the kind), memory_bw_gbps\n"
-    "    (GB/s).\n"
+    "    start or end of a copy, the value holding until the kind's next row: ts\n"
+    "    (microseconds, as HTA rounds them, from the earliest event of all the ranks, as HTA\n"
+    "    aligns them), pid of the copy, name (the kind), memory_bw_gbps (GB/s).\n"
     "\n"
     "OPTIONS\n"
     "    --series       the time series instead of its statistics\n"
@@ -91,8 +91,8 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
         double *v = rc == 0 ? malloc((b.n ? b.n : 1) * sizeof *v) : NULL;
         if (rc == 0 && v == NULL) rc = STROBE_ENOMEM;
         for (size_t i = 0; rc == 0 && series && i < b.n; i++)
-            rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(b.p[i].ts), HTA_INT(b.p[i].pid),
-                         HTA_TEXT(b.kinds[b.p[i].kind]), HTA_NUM(b.p[i].gbps));
+            rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(b.p[i].ts - s->min_ts),
+                         HTA_INT(b.p[i].pid), HTA_TEXT(b.kinds[b.p[i].kind]), HTA_NUM(b.p[i].gbps));
         for (size_t i = 0, j; rc == 0 && !series && i < b.n; i = j) {
             size_t nv = 0;
             for (j = i; j < b.n && b.p[j].kind == b.p[i].kind; j++)

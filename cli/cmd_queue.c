@@ -53,8 +53,8 @@ const char cmd_queue_usage[] =
     "\n"
     "    With --series, the time series itself (HTA's get_queue_length_time_series): a row per\n"
     "    change of a stream's queue length, the value holding until the stream's next row: ts\n"
-    "    (the trace's microseconds, as HTA rounds them), the pid and tid of the work, stream,\n"
-    "    queue_length.\n"
+    "    (microseconds, as HTA rounds them, from the earliest event of all the ranks, as HTA\n"
+    "    aligns them), the pid and tid of the work, stream, queue_length.\n"
     "\n"
     "OPTIONS\n"
     "    --max-queue-length N  the queue's capacity (default 1024, as HTA's)\n"
@@ -158,8 +158,9 @@ static int run_series(const hta_set *s, void *ctx, hta_table *t) {
         hta_queue q;
         rc = hta_queue_series(s, r, &q);
         for (size_t i = 0; rc == 0 && i < q.n; i++)
-            rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(q.p[i].ts), HTA_INT(q.p[i].pid),
-                         HTA_INT(q.p[i].tid), HTA_INT(q.p[i].stream), HTA_INT(q.p[i].len));
+            rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(q.p[i].ts - s->min_ts),
+                         HTA_INT(q.p[i].pid), HTA_INT(q.p[i].tid), HTA_INT(q.p[i].stream),
+                         HTA_INT(q.p[i].len));
         if (rc == 0) rc = unlaunched_row(r, &q, &t[1]);
         hta_queue_free(&q);
     }
