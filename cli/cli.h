@@ -41,6 +41,8 @@ int cmd_flamegraph(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_critical_path(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
+int cmd_memory_bw(int argc, char **argv);
+int cmd_overlay(int argc, char **argv);
 
 /* Each subcommand's usage text (man-page style), printed by `strobe help CMD` and `CMD --help`. */
 extern const char cmd_summary_usage[];
@@ -67,6 +69,8 @@ extern const char cmd_flamegraph_usage[];
 extern const char cmd_report_usage[];
 extern const char cmd_critical_path_usage[];
 extern const char cmd_counters_usage[];
+extern const char cmd_memory_bw_usage[];
+extern const char cmd_overlay_usage[];
 
 /* Each subcommand's options (getopt_long's table, ending in a zeroed entry): the same table
  * parses the command line and generates the bash completion (doc.c). */
@@ -94,6 +98,8 @@ extern const struct option cmd_flamegraph_options[];
 extern const struct option cmd_report_options[];
 extern const struct option cmd_critical_path_options[];
 extern const struct option cmd_counters_options[];
+extern const struct option cmd_memory_bw_options[];
+extern const struct option cmd_overlay_options[];
 
 /* The subcommands, in the order `strobe --help` lists them (doc.c). */
 typedef struct cli_command {

@@ -61,6 +61,10 @@ const cli_command cli_commands[] = {
      "HTA's critical path analysis of a rank, and the trace with it overlaid"},
     {"counters", cmd_counters, cmd_counters_usage, cmd_counters_options,
      "HTA's CUPTI counter analysis: each kernel's counters and operators"},
+    {"memory-bw", cmd_memory_bw, cmd_memory_bw_usage, cmd_memory_bw_options,
+     "HTA's memory copy bandwidth per rank and kind of copy"},
+    {"overlay", cmd_overlay, cmd_overlay_usage, cmd_overlay_options,
+     "a copy of a trace with HTA's queue length and bandwidth counters"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 

@@ -391,7 +391,9 @@ def generated():
     one = lambda rk, st: q(rk, st, 2, 0.5, 0.5 ** 0.5, 0, 0.25, 0.5, 0.75, 1)
     got = rows_of("queue", [folder])
     want = {"summary": [q(0, 7, 8, 2, (12 / 7) ** 0.5, 0, 1, 2, 3, 4), one(0, 20), one(1, 7),
-                        one(1, 20)], "blocked": []}
+                        one(1, 20)], "blocked": [],
+            "kernels_without_launch": [{"rank": 0, "kernels_without_launch": 0},
+                                       {"rank": 1, "kernels_without_launch": 0}]}
     if not close(got, want):
         expect("queue, generated ranks", got, want)
     # With a capacity of 3, rank 0's stream 7 is at 3 or more from 30 to 140 (the points at 30,
@@ -779,9 +781,13 @@ def queue(all_rows, rows, restricted, rank, cap=None):
         if is_launch(r[2]) and not r[5] and r[4] != -1 and r[4] in linked:
             for k in kernels:
                 if k[4] == r[4]:
-                    steps.append((k[3], r[0], 0, order(r), 1))
+                    steps.append((k[3], r[0], 0, order(r), 1, k[4]))
+    # HTA's semi-join: a kernel counts only when a launch has its correlation (the launch made a
+    # step for every kernel of it).
+    launched = set(x[5] for x in steps)
     for k in kernels:
-        steps.append((k[3], k[0], 1, order(k), -1))
+        if k[4] in launched:
+            steps.append((k[3], k[0], 1, order(k), -1, k[4]))
     out, blocked = [], []
     for st in sorted(set(x[0] for x in steps)):
         run_, vals = 0, []
