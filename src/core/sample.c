@@ -549,27 +549,6 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
-/* A fork() never copies the drain thread in the middle of its work: the drain thread holds the
- * gate while it drains (its unwinder, libdw, allocates and takes locks of its own, which a child
- * would inherit held, with no thread left to release them: ASan's allocator, for one, then hangs
- * the child's first allocation), and a fork takes it first (pthread_atfork, whose handler runs
- * before the session's: registered later), so it waits for the pass to end, at most one pass
- * (milliseconds). */
-static pthread_mutex_t fork_gate = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fork_gate_once = PTHREAD_ONCE_INIT;
-
-static void fork_gate_take(void) {
-    (void)pthread_mutex_lock(&fork_gate);
-}
-
-static void fork_gate_give(void) {
-    (void)pthread_mutex_unlock(&fork_gate);
-}
-
-static void fork_gate_install(void) {
-    (void)pthread_atfork(fork_gate_take, fork_gate_give, fork_gate_give);
-}
-
 static void *drain_main(void *arg) {
     strobe__sampler *sp = arg;
     /* Named with prctl, not pthread_setname_np, which strobe record interposes to record the
@@ -597,9 +576,9 @@ static void *drain_main(void *arg) {
         waited += slice;
         if (ready <= 0 && waited < sp->drain_ms) continue;
         waited = 0;
-        /* Never waits for the gate: a fork's other handlers take the session's lock, which a
-         * thread stopping the session may hold while it waits for this thread to end. */
-        if (pthread_mutex_trylock(&fork_gate) != 0) continue;
+        /* A fork waits for the pass to end (its unwinder, libdw, allocates and takes locks of
+         * its own): the fork gate (ownthread.h), which never waits here. */
+        if (!strobe__own_work_try()) continue;
         for (int i = 0; i < sp->nrings; i++) {
             int found = drain_ring(sp, &sp->rings[i]);
             if (i == 0) strobe__pyframes_drain(sp->py);
@@ -611,7 +590,7 @@ static void *drain_main(void *arg) {
                 (!found && !fd_is_ours(sp, (size_t)i)))
                 pfd[i].fd = -1;
         }
-        fork_gate_give();
+        strobe__own_work_done();
     }
     free(pfd);
     struct timespec ts;
@@ -789,7 +768,8 @@ probe:
         }
         if (added <= 0) break;
     }
-    if (rc == 0 && drain_ms >= 0) (void)pthread_once(&fork_gate_once, fork_gate_install);
+    /* The fork gate's handler is installed now, after the session's (see ownthread.h). */
+    if (rc == 0 && drain_ms >= 0 && strobe__own_work_try()) strobe__own_work_done();
     if (rc == 0 && drain_ms >= 0) {
         if (pthread_create(&sp->drainer, NULL, drain_main, sp) != 0)
             rc = STROBE_ESYS;

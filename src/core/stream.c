@@ -179,6 +179,14 @@ static void *stream_main(void *arg) {
         int dump = (wait_wake(st) & STROBE__WAKE_DUMP) != 0;
         int quit = __atomic_load_n(&st->quit, __ATOMIC_ACQUIRE);
         if (quit) break; /* stop takes the last chunks itself */
+        /* A fork under way: the chunks wait for the next round (the fork gate, ownthread.h). */
+        if (!strobe__own_work_try()) {
+            /* A dump asked for meanwhile is kept for the next round, 1 ms on. */
+            if (dump) __atomic_fetch_or(&st->wake, STROBE__WAKE_DUMP, __ATOMIC_RELEASE);
+            struct timespec ms = {0, 1000000L};
+            nanosleep(&ms, NULL);
+            continue;
+        }
         if (st->mode == MODE_STREAM) {
             int rc = strobe__stream_batch(st, strobe__stream_queue_take(st));
             if (rc && !errors_logged++)
@@ -194,6 +202,7 @@ static void *stream_main(void *arg) {
             pthread_mutex_unlock(&st->ring_lock);
             if (dump) strobe__flight_signal_dump(st);
         }
+        strobe__own_work_done();
     }
     return NULL;
 }
