@@ -25,8 +25,10 @@ int strobe__own_thread_is(int64_t tid);
  * itself around fork() (ASan's before LLVM 15) hands a child forked at that moment its lock held,
  * with no thread to release it: the child's first allocation hangs. So the starter does not
  * return to the program before the thread has set itself up: the thread calls
- * strobe__own_thread_ready(&word) when done, and the starter strobe__own_thread_wait(&word) right
- * after pthread_create (at most `ms` milliseconds; 0: a word that was 0). */
+ * strobe__own_thread_ready(&word) when done (at the earliest first thing in its function, which a
+ * sanitizer's runtime calls after its own setup of the thread, ASan's allocating), and the starter
+ * strobe__own_thread_wait(&word) right after pthread_create (at most `ms` milliseconds; 0: a word
+ * that was 0). */
 void strobe__own_thread_ready(uint32_t *word);
 void strobe__own_thread_wait(uint32_t *word, int ms);
 

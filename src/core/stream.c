@@ -163,6 +163,7 @@ static uint32_t wait_wake(strobe__stream *st) {
 static void *stream_main(void *arg) {
     strobe__stream *st = arg;
     strobe__own_thread_enter(); /* left out of the CPU samples */
+    strobe__own_thread_ready(&st->thread_ready);
     /* This thread records nothing, and its signals belong to the program's threads. */
     sigset_t all;
     sigfillset(&all);
@@ -280,7 +281,9 @@ int strobe__stream_run(strobe__session *s) {
         int rc = strobe__stream_header(st);
         if (rc) return rc;
     }
+    st->thread_ready = 0;
     if (pthread_create(&st->thread, NULL, stream_main, st) != 0) return STROBE_ESYS;
+    strobe__own_thread_wait(&st->thread_ready, 2000); /* see strobe__own_thread_wait */
     st->thread_started = 1;
     return 0;
 }

@@ -135,7 +135,8 @@ typedef struct strobe__stream {
     int64_t pid;
     pthread_t thread;
     int thread_started;
-    int quit; /* atomic */
+    uint32_t thread_ready; /* the writer has started (strobe__own_thread_ready) */
+    int quit;              /* atomic */
     /* Wake-ups of the background thread (a futex word, no descriptor: a program that closes or
      * reuses descriptors cannot take it): WAKE_ bits, set by stop and the flight signal. */
     uint32_t wake;

@@ -419,8 +419,8 @@ static void sleep_ms(long long ms) {
 /* The timer of --delay and --duration, on a thread of its own (with every signal blocked, so
  * that the program's signals go to its own threads). */
 static void *timer_main(void *arg) {
-    (void)arg;
-    strobe__own_thread_enter(); /* left out of the CPU samples */
+    strobe__own_thread_ready(arg); /* start_own_thread's word: arg is not used after this */
+    strobe__own_thread_enter();    /* left out of the CPU samples */
     strobe__heap_quiet(1);
     if (set.delay_ms > 0) sleep_ms(set.delay_ms);
     pthread_mutex_lock(&lock);
@@ -476,8 +476,12 @@ static void start_own_thread(void *(*fn)(void *), const char *fail) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t t;
     int quiet = strobe__heap_quiet(1);
-    int rc = pthread_create(&t, &attr, fn, NULL);
+    /* fn signals `ready` first thing: what a sanitizer's runtime does in a new thread before it
+     * runs fn (ASan allocates) is then over before the program goes on and may fork. */
+    uint32_t ready = 0;
+    int rc = pthread_create(&t, &attr, fn, &ready);
     if (rc != 0) say(fail, strerror(rc));
+    if (rc == 0) strobe__own_thread_wait(&ready, 2000);
     strobe__heap_quiet(quiet);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -875,8 +879,8 @@ static int watched_gone(void) {
 }
 
 static void *watch_main(void *arg) {
-    (void)arg;
-    strobe__own_thread_enter(); /* left out of the CPU samples */
+    strobe__own_thread_ready(arg); /* start_own_thread's word: arg is not used after this */
+    strobe__own_thread_enter();    /* left out of the CPU samples */
     strobe__heap_quiet(1);
     for (;;) {
         int seen = __atomic_load_n(&watch_word, __ATOMIC_ACQUIRE);
