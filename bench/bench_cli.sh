@@ -9,7 +9,8 @@
 # from slice"): min and median of wall time and of user+sys CPU time, and the largest max RSS, over
 # N runs (default 3). The trace processor is ~/.cache/trace-validators/tp_query (built by
 # shared/validators/setup.sh), run under flock /tmp/strobe-trace-validators.lock; its rows are left
-# out when it is missing. Needs GNU time (/usr/bin/time).
+# out when it is missing. A command with options is written with + for its spaces:
+# --cmds "kernels+--tb-view overlay+-o+/tmp/o.json". Needs GNU time (/usr/bin/time).
 set -eu
 runs=3
 strobe=build-rel/strobe
@@ -59,7 +60,7 @@ stats() {
 for trace in "$@"; do
     size=$(wc -c <"$trace")
     printf '\n%s (%.1f MB), %d runs each\n' "$trace" "$(echo "$size" | awk '{ print $1 / 1e6 }')" "$runs"
-    printf '%-22s %-13s   %-13s   %7s   %s\n' "" "wall s min med" "cpu s min med" "RSS MB" "MB/s (min cpu)"
+    printf '%-34s %-13s   %-13s   %7s   %s\n' "" "wall s min med" "cpu s min med" "RSS MB" "MB/s (min cpu)"
     rm -f "$tmp"/r_*
     i=0
     while [ $i -lt "$runs" ]; do
@@ -67,7 +68,8 @@ for trace in "$@"; do
             one r_tp --lock "$tp" "$trace" --sql 'select count(*) from slice'
         fi
         for c in $cmds; do
-            one "r_$c" "$strobe" "$c" "$trace"
+            # shellcheck disable=SC2046 # a command's + are its spaces
+            one "r_$(echo "$c" | tr / _)" "$strobe" $(echo "$c" | tr + ' ') "$trace"
         done
         i=$((i + 1))
     done
@@ -75,9 +77,10 @@ for trace in "$@"; do
     [ $have_tp = 1 ] && labels="tp"
     labels="$labels $cmds"
     for c in $labels; do
-        name=$c
+        name=$(echo "$c" | tr + ' ')
+        c=$(echo "$c" | tr / _)
         [ "$c" = tp ] && name="tp_query (import)"
         mincpu=$(cut -d' ' -f2 "$tmp/r_$c" | sort -n | head -1)
-        printf '%-22s %s   %6.0f\n' "$name" "$(stats "r_$c")" "$(echo "$size $mincpu" | awk '{ print ($2 > 0 ? $1 / 1e6 / $2 : 0) }')"
+        printf '%-34s %s   %6.0f\n' "$name" "$(stats "r_$c")" "$(echo "$size $mincpu" | awk '{ print ($2 > 0 ? $1 / 1e6 / $2 : 0) }')"
     done
 done
