@@ -269,7 +269,7 @@ static long kept_rows(const hta_rank *r, int (*want)(const md_model *, uint32_t)
             v[n++].mult = 1;
         }
     }
-    qsort(v, n, sizeof *v, by_ts);
+    cli_qsort(v, n, sizeof *v, by_ts);
     *out = v;
     return (long)n;
 }
@@ -410,7 +410,8 @@ static int run(const hta_set *s, int format) {
             has = is_kernel(m, (uint32_t)i);
         any |= has;
         if (has) rc = read_counters(m->path, &nm, &files[k]);
-        if (rc == 0 && files[k].n) qsort(files[k].ev, files[k].n, sizeof *files[k].ev, by_index);
+        if (rc == 0 && files[k].n)
+            cli_qsort(files[k].ev, files[k].n, sizeof *files[k].ev, by_index);
     }
     if (rc == 0) {
         order = malloc((nm.n + 1) * sizeof *order);
@@ -422,7 +423,7 @@ static int run(const hta_set *s, int format) {
         for (size_t c = 0; c < nm.n; c++)
             order[c] = c;
         g_names = &nm;
-        qsort(order, nm.n, sizeof *order, by_name);
+        cli_qsort(order, nm.n, sizeof *order, by_name);
         for (size_t c = 0; c < CT_FIXED; c++) {
             cols[c] = fixed_cols[c];
             text[c] = fixed_text[c];

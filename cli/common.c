@@ -494,3 +494,7 @@ int cli_folder_files(const char *dir, int (*want)(const char *name), const struc
     *n = count;
     return 0;
 }
+
+void cli_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+    if (n > 1) qsort(base, n, size, cmp);
+}

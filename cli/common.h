@@ -57,6 +57,9 @@ size_t cli_utf8_seq(const char *s, size_t n);
  * @return the option's value as getopt_long returns it, or -1 at the end; then *first_operand is
  * the index of the first operand in the permuted argv. Errors are returned as '?' and ':' for
  * cli_option_error(). */
+/* qsort() that takes an empty array with a NULL base (which qsort may not be given). */
+void cli_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
                int *first_operand);
 

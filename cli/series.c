@@ -97,7 +97,7 @@ int hta_queue_series(const hta_set *s, const hta_rank *r, hta_queue *q) {
         for (uint32_t c = 0; c < w->mult; c++)
             ks[nks++] = (kref){e->corr, row_order(s, m, e, w->ev), w};
     }
-    qsort(ks, nks, sizeof *ks, by_kref);
+    cli_qsort(ks, nks, sizeof *ks, by_kref);
     /* Launches, in HTA's row order (kept kernels' rows first when restricted, then CPU rows):
      * +1 on the stream of each kernel of their correlation. */
     for (int pass = 0; rc == 0 && pass < 2; pass++) {
@@ -135,7 +135,7 @@ int hta_queue_series(const hta_set *s, const hta_rank *r, hta_queue *q) {
         rc = push_qpoint(q, &cap, p);
     }
     if (rc == 0) {
-        qsort(q->p, q->n, sizeof *q->p, by_qpoint);
+        cli_qsort(q->p, q->n, sizeof *q->p, by_qpoint);
         int64_t run = 0;
         for (size_t k = 0; k < q->n; k++) {
             if (k == 0 || q->p[k].stream != q->p[k - 1].stream) run = 0;
@@ -283,7 +283,7 @@ int hta_bw_series(const hta_set *s, const hta_rank *r, const hta_bw_arg *a, size
         }
         memcpy(b->kinds[b->nkinds++], kind, HTA_BW_KIND_MAX);
     }
-    qsort(b->kinds, b->nkinds, sizeof *b->kinds, by_kind);
+    cli_qsort(b->kinds, b->nkinds, sizeof *b->kinds, by_kind);
     /* Starts (HTA's first half of the concatenation) and ends, each in row order. */
     for (size_t k = 0; k < r->count; k++) {
         const hta_row *w = &r->rows[k];
@@ -305,7 +305,7 @@ int hta_bw_series(const hta_set *s, const hta_rank *r, const hta_bw_arg *a, size
             b->p[b->n++] = (hta_bwpoint){w->ts + dur, pid, j, -v, ((uint64_t)1 << 40) + order};
         }
     }
-    qsort(b->p, b->n, sizeof *b->p, by_bwpoint);
+    cli_qsort(b->p, b->n, sizeof *b->p, by_bwpoint);
     double run = 0;
     for (size_t k = 0; k < b->n; k++) {
         if (k == 0 || b->p[k].kind != b->p[k - 1].kind) run = 0;
@@ -346,7 +346,7 @@ void hta_describe(double *v, size_t n, double out[8]) {
     double mean = sum / (double)n;
     for (size_t i = 0; i < n; i++)
         ss += (v[i] - mean) * (v[i] - mean);
-    qsort(v, n, sizeof *v, by_double);
+    cli_qsort(v, n, sizeof *v, by_double);
     out[0] = (double)n;
     out[1] = mean;
     out[2] = n > 1 ? sqrt(ss / (double)(n - 1)) : NAN;

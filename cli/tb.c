@@ -269,7 +269,7 @@ static int device_metrics(cl_tb_gpu *d, kspan *k, size_t n, const double *occ, c
         ep[ne++] = (endpoint){k[i].s, 0, i, k[i].v};
         ep[ne++] = (endpoint){k[i].e, 1, i, k[i].v};
     }
-    qsort(ep, ne, sizeof *ep, by_endpoint);
+    cli_qsort(ep, ne, sizeof *ep, by_endpoint);
     double level = ne ? ep[0].v : 0, weighted = 0;
     int any = 0;
     for (size_t i = 1; i < ne; i++) {
@@ -285,7 +285,7 @@ static int device_metrics(cl_tb_gpu *d, kspan *k, size_t n, const double *occ, c
     free(ep);
     d->sm_eff = any && span > 0 ? weighted / span : NAN;
     /* GPU Utilization: the union of all the device's kernels within [S, E). */
-    qsort(k, n, sizeof *k, by_s);
+    cli_qsort(k, n, sizeof *k, by_s);
     int64_t busy = 0, cs = 0, ce = 0;
     int open = 0;
     for (size_t i = 0; i < n; i++) {
@@ -358,7 +358,7 @@ int cl_tb_metrics_get(const md_model *m, int64_t S, int64_t E, cl_tb_metrics *t)
         gp[t->ngpus].major = gp[t->ngpus].minor = -1;
         t->ngpus++;
     }
-    if (!err && t->ngpus) qsort(t->gpus, t->ngpus, sizeof *t->gpus, by_id);
+    if (!err && t->ngpus) cli_qsort(t->gpus, t->ngpus, sizeof *t->gpus, by_id);
     kspan *dk = err ? NULL : malloc((n ? n : 1) * sizeof *dk);
     double *docc = err ? NULL : malloc((n ? n : 1) * sizeof *docc);
     uint8_t *dtc = err ? NULL : malloc(n ? n : 1);
@@ -594,7 +594,7 @@ int cl_tb_op_table(FILE *out, const md_model *m, size_t limit, int format, size_
     if (!err) {
         g_om = m;
         g_by_dev = any_dev;
-        qsort(rows, nrows, sizeof *rows, by_self);
+        cli_qsort(rows, nrows, sizeof *rows, by_self);
         size_t shown = limit == 0 || limit > nrows ? nrows : limit;
         static const char *const cols[] = {"Name",
                                            "Calls",
