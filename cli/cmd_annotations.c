@@ -231,28 +231,6 @@ static int rank_rows(const hta_rank *r, const an_args *a, an_row **out, size_t *
 
 /* ---- --kernels ----------------------------------------------------------------------------- */
 
-/* HTA's shorten_name (hta/utils/utils.py) of name, written to out (room for strlen(name) + 1):
- * "->" removed; a '>' drops what was written since the last '<' with it, a ')' what was written
- * since the last '(' (innermost brackets first); then only the text after the last space. */
-static void shorten(const char *name, char *out) {
-    size_t n = 0;
-    for (const char *c = name; *c; c++) {
-        if (c[0] == '-' && c[1] == '>') {
-            c++;
-        } else if (*c == '>' || *c == ')') {
-            char open = *c == '>' ? '<' : '(';
-            while (n && out[n - 1] != open)
-                n--;
-            if (n) n--;
-        } else {
-            out[n++] = *c;
-        }
-    }
-    out[n] = '\0';
-    char *last = strrchr(out, ' ');
-    if (last) memmove(out, last + 1, strlen(last + 1) + 1);
-}
-
 /* A kernel (GPUKernelFilter's row) and the annotation it takes. */
 typedef struct an_kernel {
     hta_row w;
@@ -300,7 +278,7 @@ static hta_cell id_cell(int64_t v, uint8_t kind) {
 /* A symbol column's text: the name, shortened unless full (buf: room for strlen(name) + 1). */
 static const char *sym(const char *name, int full, char *buf) {
     if (full) return name;
-    shorten(name, buf);
+    hta_shorten_name(name, buf);
     return buf;
 }
 
