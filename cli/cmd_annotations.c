@@ -33,8 +33,35 @@
  * only (7 rows) or matched case-insensitively (9 rows, "## optimizer ##" too).
  *
  * Not done: HTA's decompose_nested_annotations option, whose definition is not in the sources
- * read here (see above); strobe does not guess it. */
+ * read here (see above); strobe does not guess it.
+ *
+ * --kernels: HTA's get_gpu_kernels_with_user_annotations(rank, expand_names, shortern_names)
+ * (BreakdownAnalysis in hta/analyzers/breakdown_analysis.py, with its helpers
+ * _get_gpu_kernel_interval_dataframe, _get_gpu_user_anno_interval_dataframe and
+ * _associate_gpu_kernels_with_user_annotations), over the rank's rows after the restriction:
+ *   - the kernels: GPUKernelFilter's rows (hta_is_gpu_row: stream >= 0 and correlation >= 0, or
+ *     "Event Sync" / "Context Sync"), each [ts, end) closed on the left;
+ *   - the annotations: the rows of cat "gpu_user_annotation", [ts, end) closed on the left,
+ *     sorted by dur, longest first, and walked in that order per (pid, tid): every kernel with
+ *     the annotation's pid and tid whose interval overlaps it (pandas' IntervalIndex.overlaps of
+ *     two left-closed intervals: k.ts < a.end and a.ts < k.end) takes its name, so the shortest
+ *     (the leaf of nested ones) is the one a kernel keeps. Annotations of equal dur: pandas'
+ *     sort is not stable, so HTA's order is not defined; strobe walks them in file order (the
+ *     later one wins, a choice);
+ *   - a kernel under no annotation has user_annotation -1, whose name HTA decodes as "";
+ *   - expand_names (always here: strobe has no symbol ids to print): s_name, s_cat and
+ *     s_user_annotation are the names, shortened by HTA's shorten_name (hta/utils/utils.py:
+ *     "->" removed, <...> and (...) removed innermost first, then the text after the last
+ *     space) unless --full-names (shortern_names=False);
+ *   - no rank has a gpu_user_annotation (HTA's symbol table is shared by the ranks): HTA
+ *     returns None; no row, and standard error says so.
+ * Columns kept (HTA's names): ts, dur, end (ts and end aligned to the traces' first row, as
+ * HTA's _align_all_ranks does), pid, tid, stream, correlation, s_name, s_cat,
+ * s_user_annotation; HTA's integer symbol columns (name, cat, user_annotation) and its other
+ * trace columns (index, iteration, ...) are left out. Rows in ts order (then file order; a
+ * kernel the restriction keeps twice is two rows, as in HTA's merge). */
 #include <errno.h>
+#include <inttypes.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +79,8 @@ const char cmd_annotations_usage[] =
     "    strobe annotations [OPTIONS] TRACE...\n"
     "    strobe annotations [--cpu] [-n K] [--allowlist PATTERN]... [-f table|csv|json] [-q]\n"
     "                       TRACE...\n"
+    "    strobe annotations --kernels [--rank R] [--full-names] [-f table|csv|json] [-q]\n"
+    "                       TRACE...\n"
     "\n"
     "DESCRIPTION\n"
     "    Holistic Trace Analysis's get_gpu_user_annotation_breakdown(), with its definitions.\n"
@@ -65,6 +94,14 @@ const char cmd_annotations_usage[] =
     "    but for the names an --allowlist pattern matches, which are kept. Rows sorted by\n"
     "    name and rank. No annotation at all: no row, and standard error says so.\n"
     "\n"
+    "    With --kernels, HTA's get_gpu_kernels_with_user_annotations(): every GPU kernel of\n"
+    "    one rank (stream and correlation >= 0, or Event Sync / Context Sync) with the GPU\n"
+    "    user annotation it runs in: of the annotations on its pid and tid that overlap it\n"
+    "    ([ts, end) intervals), the shortest (the innermost of nested ones); \"\" for none.\n"
+    "    Columns ts, dur, end (microseconds; ts and end from the traces' first event), pid,\n"
+    "    tid, stream, correlation, s_name, s_cat, s_user_annotation; names shortened as HTA\n"
+    "    shortens them (no <...> or (...), the last word) unless --full-names. Rows by ts.\n"
+    "\n"
     "OPTIONS\n"
     "    --cpu          the annotations' time on the CPU (HTA's use_gpu_annotation=False)\n"
     "    -n, --num K    names kept before \"others\" (HTA's num_kernels; default 1000)\n"
@@ -72,17 +109,26 @@ const char cmd_annotations_usage[] =
     "                   never put a name that PATTERN (a POSIX extended regular expression,\n"
     "                   found anywhere in the name, case-sensitive) matches into \"others\"\n"
     "                   (HTA's allowlist_patterns); may be given several times\n"
+    "    --kernels      the kernels of a rank with their annotation, not the breakdown\n"
+    "    --rank R       with --kernels: the rank (default: the first)\n"
+    "    --full-names   with --kernels: the names as the trace has them (HTA's\n"
+    "                   shortern_names=False)\n"
     "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
-    "                   names: name, sum (us), max (us), min (us), mean (us), stddev, rank)\n"
+    "                   names: name, sum (us), max (us), min (us), mean (us), stddev, rank;\n"
+    "                   with --kernels those listed above)\n"
     // clang-format off
     HTA_USAGE_STD_OPTIONS
     // clang-format on
-    "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
+    "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit, no such\n"
+    "    rank) or usage.\n";
 
 const struct option cmd_annotations_options[] = {
     {"cpu", no_argument, NULL, 'C'},
     {"num", required_argument, NULL, 'n'},
     {"allowlist", required_argument, NULL, CLI_LONG_ONLY + 1},
+    {"kernels", no_argument, NULL, CLI_LONG_ONLY + 2},
+    {"rank", required_argument, NULL, CLI_LONG_ONLY + 3},
+    {"full-names", no_argument, NULL, CLI_LONG_ONLY + 4},
     {"format", required_argument, NULL, 'f'},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
@@ -96,6 +142,11 @@ typedef struct an_args {
     size_t num;     /* -n */
     regex_t *allow; /* --allowlist, compiled */
     size_t nallow, cap;
+    int kernels;    /* --kernels */
+    int has_rank;   /* --rank given */
+    int64_t rank;   /* --rank */
+    int full_names; /* --full-names */
+    int has_num;    /* -n given */
 } an_args;
 
 /* Whether an --allowlist pattern matches name. */
@@ -178,8 +229,179 @@ static int rank_rows(const hta_rank *r, const an_args *a, an_row **out, size_t *
     return rc;
 }
 
+/* ---- --kernels ----------------------------------------------------------------------------- */
+
+/* A kernel (GPUKernelFilter's row) and the annotation it takes. */
+typedef struct an_kernel {
+    hta_row w;
+    uint32_t thread;
+    uint32_t ann; /* the annotation's event, or UINT32_MAX (HTA's -1) */
+} an_kernel;
+
+/* A gpu_user_annotation row: [ts, end) on its thread (pid, tid). */
+typedef struct an_anno {
+    hta_row w;
+    uint32_t thread;
+} an_anno;
+
+static int by_ts_ev(const void *a, const void *b) {
+    const an_kernel *x = a, *y = b;
+    if (x->w.ts != y->w.ts) return x->w.ts < y->w.ts ? -1 : 1;
+    return (x->w.ev > y->w.ev) - (x->w.ev < y->w.ev);
+}
+
+/* HTA's walk order: dur, longest first; equal durs in file order (a choice, see the top). */
+static int by_dur_desc(const void *a, const void *b) {
+    const an_anno *x = a, *y = b;
+    int64_t dx = x->w.end - x->w.ts, dy = y->w.end - y->w.ts;
+    if (dx != dy) return dx > dy ? -1 : 1;
+    return (x->w.ev > y->w.ev) - (x->w.ev < y->w.ev);
+}
+
+/* Whether the traces hold a gpu_user_annotation row (HTA's shared symbol table has the name). */
+static int any_gpu_annotation(const hta_set *s) {
+    for (size_t k = 0; k < s->count; k++) {
+        const md_model *m = &s->ranks[k].m;
+        for (uint32_t i = 0; i < m->count; i++) {
+            md_event e = md_at(m, i);
+            if (hta_is_row(m, &e) && strcmp(md_str(m, e.cat), "gpu_user_annotation") == 0) return 1;
+        }
+    }
+    return 0;
+}
+
+/* A pid or tid cell: its number; empty (null) for a string or absent id. */
+static hta_cell id_cell(int64_t v, uint8_t kind) {
+    return kind == MD_ID_NUM ? HTA_INT(v) : HTA_TEXT("");
+}
+
+/* A symbol column's text: the name, shortened unless full (buf: room for strlen(name) + 1). */
+static const char *sym(const char *name, int full, char *buf) {
+    if (full) return name;
+    hta_shorten_name(name, buf);
+    return buf;
+}
+
+/* The rank's kernels, rows of t (see the top of the file). */
+static int kernel_rows(const hta_set *s, const hta_rank *r, const an_args *a, hta_table *t) {
+    const md_model *m = &r->m;
+    an_kernel *ks = NULL;
+    an_anno *as = NULL;
+    size_t nk = 0, na = 0, ck = 0, ca = 0;
+    int rc = 0;
+    for (int pass = 0; !rc && pass < 2; pass++) {
+        hta_row cw;
+        for (size_t k = 0, j = 0; !rc && (pass ? k < r->count : hta_cpu_next(r, &j, &cw));
+             k++, j++) {
+            const hta_row *w = pass ? &r->rows[k] : &cw;
+            md_event e = md_at(m, w->ev);
+            int anno = strcmp(md_str(m, e.cat), "gpu_user_annotation") == 0;
+            int kern = hta_is_gpu_row(m, &e);
+            if (anno) {
+                if (na == ca) {
+                    size_t nc = ca ? 2 * ca : 64;
+                    an_anno *g = realloc(as, nc * sizeof *g);
+                    if (g == NULL) {
+                        rc = STROBE_ENOMEM;
+                        break;
+                    }
+                    as = g;
+                    ca = nc;
+                }
+                as[na++] = (an_anno){*w, e.thread};
+            }
+            if (kern) {
+                if (nk == ck) {
+                    size_t nc = ck ? 2 * ck : 64;
+                    an_kernel *g = realloc(ks, nc * sizeof *g);
+                    if (g == NULL) {
+                        rc = STROBE_ENOMEM;
+                        break;
+                    }
+                    ks = g;
+                    ck = nc;
+                }
+                ks[nk++] = (an_kernel){*w, e.thread, UINT32_MAX};
+            }
+        }
+    }
+    if (!rc && nk > 1) qsort(ks, nk, sizeof *ks, by_ts_ev);
+    if (!rc && na > 1) qsort(as, na, sizeof *as, by_dur_desc);
+    /* _associate_gpu_kernels_with_user_annotations: each annotation in turn names the kernels of
+     * its pid and tid that overlap it; the last to do so (the shortest) stays. Kernels are by
+     * ts, so those that start before the annotation ends are a prefix. */
+    for (size_t i = 0; !rc && i < na; i++)
+        for (size_t k = 0; k < nk && ks[k].w.ts < as[i].w.end; k++)
+            if (ks[k].thread == as[i].thread && as[i].w.ts < ks[k].w.end) ks[k].ann = as[i].w.ev;
+    char *buf = NULL;
+    size_t cap = 0;
+    for (size_t k = 0; !rc && k < nk; k++) {
+        md_event e = md_at(m, ks[k].w.ev);
+        const md_thread *th = &m->threads[ks[k].thread];
+        const char *name = md_str(m, e.name), *cat = md_str(m, e.cat);
+        const char *ann = ks[k].ann == UINT32_MAX ? "" : md_str(m, md_name_of(m, ks[k].ann));
+        size_t ln = strlen(name) + 1, lc = strlen(cat) + 1, need = ln + lc + strlen(ann) + 1;
+        if (need > cap) {
+            char *g = realloc(buf, need);
+            if (g == NULL) {
+                rc = STROBE_ENOMEM;
+                break;
+            }
+            buf = g;
+            cap = need;
+        }
+        const char *sn = sym(name, a->full_names, buf), *sc = sym(cat, a->full_names, buf + ln),
+                   *sa = sym(ann, a->full_names, buf + ln + lc);
+        int64_t ts = ks[k].w.ts, end = ks[k].w.end;
+        for (uint32_t c = 0; !rc && c < ks[k].w.mult; c++)
+            rc = HTA_ROW(t, HTA_INT(ts - s->min_ts), HTA_INT(end - ts), HTA_INT(end - s->min_ts),
+                         id_cell(th->pid, th->pid_kind), id_cell(th->tid, th->tid_kind),
+                         HTA_INT(e.stream), HTA_INT(e.corr), HTA_TEXT(sn), HTA_TEXT(sc),
+                         HTA_TEXT(sa));
+    }
+    free(buf);
+    free(ks);
+    free(as);
+    return rc;
+}
+
+static const char *const kcols[] = {
+    "ts",     "dur",         "end",    "pid",   "tid",
+    "stream", "correlation", "s_name", "s_cat", "s_user_annotation"};
+static const uint8_t ktext[10] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1};
+
+static int run_kernels(const hta_set *s, const an_args *a, hta_table *t) {
+    const hta_rank *r = NULL;
+    for (size_t k = 0; k < s->count && r == NULL; k++)
+        if (!a->has_rank || s->ranks[k].rank == a->rank) r = &s->ranks[k];
+    if (r == NULL) {
+        fprintf(stderr, "strobe annotations: no rank %" PRId64 " in the traces\n", a->rank);
+        return HTA_REPORTED;
+    }
+    t->cols = kcols;
+    t->text = ktext;
+    t->ncols = sizeof kcols / sizeof *kcols;
+    if (!any_gpu_annotation(s)) {
+        fprintf(stderr, "strobe annotations: no gpu_user_annotation event in the traces (HTA "
+                        "returns None)\n");
+        return 0;
+    }
+    return kernel_rows(s, r, a, t);
+}
+
 static int run(const hta_set *s, void *ctx, hta_table *t) {
     const an_args *a = ctx;
+    if (a->kernels && (a->cpu || a->has_num || a->nallow)) {
+        fprintf(stderr, "strobe annotations: --cpu, --num and --allowlist are the breakdown's, "
+                        "not --kernels' (strobe annotations --help)\n");
+        return HTA_REPORTED;
+    }
+    if (!a->kernels && (a->has_rank || a->full_names)) {
+        fprintf(stderr, "strobe annotations: --rank and --full-names go with --kernels "
+                        "(strobe annotations --help)\n");
+        return HTA_REPORTED;
+    }
+    if (a->kernels) return run_kernels(s, a, t);
     const char *cat = a->cpu ? "user_annotation" : "gpu_user_annotation";
     an_row *rows = NULL;
     size_t n = 0, cap = 0;
@@ -208,6 +430,16 @@ static int option(void *ctx, int c, const char *arg) {
         if (errno || end == arg || *end || v < 0)
             return cli_usage_error("annotations", "--num needs a number", arg);
         a->num = (size_t)v;
+        a->has_num = 1;
+    } else if (c == CLI_LONG_ONLY + 2) {
+        a->kernels = 1;
+    } else if (c == CLI_LONG_ONLY + 3) {
+        unsigned long long v;
+        if (cli_parse_count("annotations", "--rank", arg, INT64_MAX, &v)) return CLI_BAD_INPUT;
+        a->rank = (int64_t)v;
+        a->has_rank = 1;
+    } else if (c == CLI_LONG_ONLY + 4) {
+        a->full_names = 1;
     } else if (c == CLI_LONG_ONLY + 1) {
         if (a->nallow == a->cap) {
             size_t cap = a->cap ? 2 * a->cap : 4;
@@ -244,7 +476,7 @@ static const hta_command command = {"annotations",
                                     1};
 
 int cmd_annotations(int argc, char **argv) {
-    an_args a = {0, 1000, NULL, 0, 0};
+    an_args a = {0, 1000, NULL, 0, 0, 0, 0, 0, 0, 0};
     int rc = hta_main(&command, &a, argc, argv);
     for (size_t k = 0; k < a.nallow; k++)
         regfree(&a.allow[k]);

@@ -50,7 +50,7 @@ const char cmd_critical_path_usage[] =
     "    nesting on a CPU thread, kernel launch delays, delays between kernels on a stream, and\n"
     "    synchronizations (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize,\n"
     "    cudaStreamWaitEvent). The critical path is the graph's longest path; each of its edges\n"
-    "    is bound by cpu_bound, gpu_compute_bound, gpu_communication_bound,\n"
+    "    is bound by cpu_bound, data_loading, gpu_compute_bound, gpu_communication_bound,\n"
     "    gpu_kernel_kernel_overhead, gpu_kernel_launch_overhead, or nothing (dependencies).\n"
     "\n"
     "    Where HTA leaves a choice open: nodes of one time are ordered starts first, then by\n"
@@ -64,6 +64,12 @@ const char cmd_critical_path_usage[] =
     "                       trace)\n"
     "    --instance N[:M]   its instance, or instances N to M (default 0)\n"
     "    --rank R           the rank to analyse (default: the first)\n"
+    "    --data-load-events PATTERN[,PATTERN...]\n"
+    "                       HTA's data_load_events: an event whose name holds a PATTERN (as\n"
+    "                       plain text) gets nodes too, and a CPU edge whose event's shortened\n"
+    "                       name (no <...> or (...), its last word) a PATTERN (a POSIX extended\n"
+    "                       regular expression) is found in is bound by data_loading, not\n"
+    "                       cpu_bound; may be given several times\n"
     "    --zero-weight-launch-edges\n"
     "                       add a 0-weight launch edge to every kernel that has no launch delay\n"
     "                       edge (HTA's CRITICAL_PATH_ADD_ZERO_WEIGHT_LAUNCH_EDGE=1)\n"
@@ -97,7 +103,8 @@ enum {
     OPT_RANK,
     OPT_ZERO,
     OPT_ALL_EVENTS,
-    OPT_ALL_EDGES
+    OPT_ALL_EDGES,
+    OPT_DATA_LOAD
 };
 
 const struct option cmd_critical_path_options[] = {
@@ -105,6 +112,7 @@ const struct option cmd_critical_path_options[] = {
     {"instance", required_argument, NULL, OPT_INSTANCE},
     {"rank", required_argument, NULL, OPT_RANK},
     {"zero-weight-launch-edges", no_argument, NULL, OPT_ZERO},
+    {"data-load-events", required_argument, NULL, OPT_DATA_LOAD},
     {"output", required_argument, NULL, 'o'},
     {"all-events", no_argument, NULL, OPT_ALL_EVENTS},
     {"show-all-edges", no_argument, NULL, OPT_ALL_EDGES},
@@ -120,6 +128,13 @@ typedef struct ctx {
     int has_rank;
     const char *out;
     int all_events, all_edges;
+    /* --data-load-events: the patterns (pointing into the copies of the option values in
+     * texts), compiled */
+    const char **dl;
+    regex_t *dl_re;
+    size_t ndl, dl_cap;
+    char **texts;
+    size_t ntexts;
 } ctx;
 
 /* ---- the overlaid trace --------------------------------------------------------------------- */
@@ -524,6 +539,44 @@ static int run(const hta_set *s, void *vc, hta_table *t) {
     return rc;
 }
 
+/* Adds --data-load-events' comma-separated patterns. @return 0, or CLI_BAD_INPUT after a
+ * message. */
+static int data_load_option(ctx *c, const char *arg) {
+    char **t = realloc(c->texts, (c->ntexts + 1) * sizeof *t);
+    if (t == NULL) return cli_usage_error("critical-path", "out of memory", NULL);
+    c->texts = t;
+    char *copy = strdup(arg);
+    if (copy == NULL) return cli_usage_error("critical-path", "out of memory", NULL);
+    c->texts[c->ntexts++] = copy;
+    for (char *p = copy, *next; p; p = next) {
+        next = strchr(p, ',');
+        if (next) *next++ = '\0';
+        if (*p == '\0')
+            return cli_usage_error("critical-path", "--data-load-events needs patterns", arg);
+        if (c->ndl == c->dl_cap) {
+            size_t cap = c->dl_cap ? 2 * c->dl_cap : 4;
+            const char **d = realloc(c->dl, cap * sizeof *d);
+            if (d) c->dl = d;
+            regex_t *r = d ? realloc(c->dl_re, cap * sizeof *r) : NULL;
+            if (r == NULL) return cli_usage_error("critical-path", "out of memory", NULL);
+            c->dl_re = r;
+            c->dl_cap = cap;
+        }
+        int rc = regcomp(&c->dl_re[c->ndl], p, REG_EXTENDED | REG_NOSUB);
+        if (rc != 0) {
+            char why[128], msg[192];
+            regerror(rc, &c->dl_re[c->ndl], why, sizeof why);
+            snprintf(msg, sizeof msg, "bad --data-load-events pattern (%s)", why);
+            return cli_usage_error("critical-path", msg, p);
+        }
+        c->dl[c->ndl++] = p;
+    }
+    c->o.data_load = c->dl;
+    c->o.data_load_re = c->dl_re;
+    c->o.ndata_load = c->ndl;
+    return 0;
+}
+
 static int option(void *vc, int o, const char *arg) {
     ctx *c = vc;
     unsigned long long v;
@@ -564,6 +617,8 @@ static int option(void *vc, int o, const char *arg) {
     case OPT_ALL_EDGES:
         c->all_edges = 1;
         return 0;
+    case OPT_DATA_LOAD:
+        return data_load_option(c, arg);
     default:
         return HTA_UNKNOWN_OPTION;
     }
@@ -589,6 +644,15 @@ const hta_command hta_cmd_critical_path = {
     3};
 
 int cmd_critical_path(int argc, char **argv) {
-    ctx c = {{"ProfilerStep", 0, 0, 0, 0}, 0, 0, NULL, 0, 0};
-    return hta_main(&hta_cmd_critical_path, &c, argc, argv);
+    ctx c = {
+        {"ProfilerStep", 0, 0, 0, 0, NULL, NULL, 0}, 0, 0, NULL, 0, 0, NULL, NULL, 0, 0, NULL, 0};
+    int rc = hta_main(&hta_cmd_critical_path, &c, argc, argv);
+    for (size_t k = 0; k < c.ndl; k++)
+        regfree(&c.dl_re[k]);
+    for (size_t k = 0; k < c.ntexts; k++)
+        free(c.texts[k]);
+    free(c.dl);
+    free(c.dl_re);
+    free(c.texts);
+    return rc;
 }

@@ -262,12 +262,48 @@ static const char *const blocking_calls[] = {"cudaDeviceSynchronize",
                                              "cudaMemcpy",
                                              "cudaMemcpyAsync"};
 
+/* Whether a data_load_events pattern is found, as plain text, in the row's name (find_matches). */
+static int is_data_load_row(const cp_graph *g, uint32_t k) {
+    for (size_t p = 0; p < g->o->ndata_load; p++)
+        if (strstr(row_name(g, k), g->o->data_load[p])) return 1;
+    return 0;
+}
+
+/* bound_by's data_loading test (see critpath.h), for each clipped CPU row: a pattern, as a
+ * regular expression, found in its name as hta_shorten_name shortens it. */
+static int mark_data_load(cp_graph *g) {
+    if (g->o->ndata_load == 0) return 0;
+    char *buf = NULL;
+    size_t cap = 0;
+    for (size_t k = 0; k < g->nrows; k++) {
+        cp_row *w = &g->rows[k];
+        if (!w->clip || w->stream >= 0) continue;
+        const char *name = row_name(g, (uint32_t)k);
+        size_t need = strlen(name) + 1;
+        if (need > cap) {
+            char *b = realloc(buf, need);
+            if (b == NULL) {
+                free(buf);
+                return STROBE_ENOMEM;
+            }
+            buf = b;
+            cap = need;
+        }
+        hta_shorten_name(name, buf);
+        for (size_t p = 0; !w->data_load && p < g->o->ndata_load; p++)
+            w->data_load = regexec(&g->o->data_load_re[p], buf, 0, NULL, 0) == 0;
+    }
+    free(buf);
+    return 0;
+}
+
 static int is_node_row(const cp_graph *g, uint32_t k) {
     const cp_row *w = &g->rows[k];
     if (!w->clip) return 0;
     const char *cat = row_cat(g, k);
     return strcmp(cat, "cpu_op") == 0 || strcmp(cat, "cuda_runtime") == 0 ||
-           strcmp(cat, "cuda_driver") == 0 || (w->stream != -1 && w->ic >= 0);
+           strcmp(cat, "cuda_driver") == 0 || (w->stream != -1 && w->ic >= 0) ||
+           is_data_load_row(g, k);
 }
 
 static int by_node(const void *a, const void *b) {
@@ -1087,12 +1123,14 @@ out:
 int cp_analyze(cp_graph *g, const hta_rank *r, const cp_opts *o) {
     memset(g, 0, sizeof *g);
     g->r = r;
+    g->o = o;
     hta_set one = {0};
     one.min_ts = o->t0;
     int has_wait_col = 0;
     int rc = load_rows(g, &one);
     if (rc == 0) rc = load_wait_args(g, &has_wait_col);
     if (rc == 0) rc = clip(g, o);
+    if (rc == 0) rc = mark_data_load(g);
     if (rc == 0) rc = make_nodes(g);
     if (rc == 0) rc = call_stacks(g);
     if (rc == 0) rc = kernels(g, o, has_wait_col);
@@ -1117,7 +1155,8 @@ const char *cp_bound_by(const cp_graph *g, const cp_edge *e) {
     if (e->type == CP_KERNEL_KERNEL_DELAY) return "gpu_kernel_kernel_overhead";
     if (e->type == CP_KERNEL_LAUNCH_DELAY) return "gpu_kernel_launch_overhead";
     if (e->type != CP_OPERATOR_KERNEL || e->attr == CP_NONE) return "";
-    if (g->rows[e->attr].stream < 0) return "cpu_bound";
+    if (g->rows[e->attr].stream < 0)
+        return g->rows[e->attr].data_load ? "data_loading" : "cpu_bound";
     if (hta_kernel_type(row_name(g, e->attr)) == HTA_COMMUNICATION)
         return "gpu_communication_bound";
     return "gpu_compute_bound";

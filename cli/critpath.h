@@ -20,10 +20,27 @@
  *     and, through cudaEventRecord and cudaStreamWaitEvent, between kernels of two streams.
  *   - the path: networkx's dag_longest_path, with its tie rules (topological generations,
  *     predecessors in the order their edges were added), negative weights counted as 0.
+ *
+ * data_load_events (critical_path_analysis's argument in HTA's later releases, not in the one the
+ * rest follows; read from a copy of hta/analyzers/critical_path_analysis.py whose CPGraph takes
+ * it, with TraceSymbolTable.find_matches and get_events_mask of hta/common/trace_symbol_table.py):
+ *   - nodes (_create_event_nodes' data_loading_events_mask): a clipped row whose name holds one
+ *     of the patterns also gets a start and an end node. find_matches escapes the patterns
+ *     (re.escape) before its re.search, so here a pattern is found as plain text in the full
+ *     name, whatever its regex characters;
+ *   - bound_by: an operator edge attributed to a CPU row (stream < 0) is "data_loading", not
+ *     "cpu_bound", when a pattern, as a regular expression (re.search, not escaped), is found in
+ *     the row's s_name: its name as hta_shorten_name shortens it. Here the patterns are POSIX
+ *     extended regular expressions (Python's \d, \w, lazy quantifiers... are not).
+ * The two readings of one pattern differ: "DataLoader)" finds
+ * "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" as text, but its s_name
+ * "enumerate#_SingleProcessDataLoaderIter.__next__" does not hold it. (HTA's later releases also
+ * sort nodes and build runtime-call edges otherwise; only data_load_events is taken from them.)
  */
 #ifndef STROBE_CLI_CRITPATH_H
 #define STROBE_CLI_CRITPATH_H
 
+#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,6 +73,7 @@ typedef struct cp_row {
     uint32_t name, cat;             /* string ids */
     uint8_t gpu;                    /* a GPUKernelFilter row */
     uint8_t clip;                   /* in the clipped rows */
+    uint8_t data_load;              /* a clipped CPU row bound_by calls data_loading */
 } cp_row;
 
 typedef struct cp_node {
@@ -76,6 +94,11 @@ typedef struct cp_opts {
     long inst_lo, inst_hi;
     int zero_weight_launch; /* HTA's CRITICAL_PATH_ADD_ZERO_WEIGHT_LAUNCH_EDGE=1 */
     int64_t t0;             /* HTA's time 0 (_align_all_ranks: the earliest row of all ranks), us */
+    /* data_load_events (see the top): the patterns as text, and compiled (REG_EXTENDED |
+     * REG_NOSUB) for bound_by; ndata_load 0: none. Owned by the caller. */
+    const char *const *data_load;
+    const regex_t *data_load_re;
+    size_t ndata_load;
 } cp_opts;
 
 typedef struct cp_graph {
@@ -94,6 +117,7 @@ typedef struct cp_graph {
     uint32_t *path_edges; /* its npath - 1 edges */
     int64_t length;       /* the path's length (negative weights as 0), us */
     int64_t win_lo, win_hi;
+    const cp_opts *o;   /* the options, while cp_analyze runs */
     size_t graph_nodes; /* nodes with an edge (networkx's graph) */
     size_t clipped;     /* clipped rows */
     char err[512];      /* why the analysis failed (HTA_REPORTED) */
@@ -105,8 +129,9 @@ typedef struct cp_graph {
 int cp_analyze(cp_graph *g, const hta_rank *r, const cp_opts *o);
 void cp_free(cp_graph *g);
 
-/* HTA's bound_by of path edge e: "cpu_bound", "gpu_compute_bound", "gpu_communication_bound",
- * "gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead" or "" (dependencies). */
+/* HTA's bound_by of path edge e: "cpu_bound", "data_loading" (see data_load_events above),
+ * "gpu_compute_bound", "gpu_communication_bound", "gpu_kernel_kernel_overhead",
+ * "gpu_kernel_launch_overhead" or "" (dependencies). */
 const char *cp_bound_by(const cp_graph *g, const cp_edge *e);
 
 /* The row of file index idx, or CP_NONE. */

@@ -855,3 +855,22 @@ long hta_name_others(hta_named *names, size_t nn, int64_t *v, size_t num, double
     }
     return (long)kept;
 }
+
+void hta_shorten_name(const char *name, char *out) {
+    size_t n = 0;
+    for (const char *c = name; *c; c++) {
+        if (c[0] == '-' && c[1] == '>') {
+            c++;
+        } else if (*c == '>' || *c == ')') {
+            char open = *c == '>' ? '<' : '(';
+            while (n && out[n - 1] != open)
+                n--;
+            if (n) n--;
+        } else {
+            out[n++] = *c;
+        }
+    }
+    out[n] = '\0';
+    char *last = strrchr(out, ' ');
+    if (last) memmove(out, last + 1, strlen(last + 1) + 1);
+}

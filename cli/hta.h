@@ -281,6 +281,13 @@ size_t hta_name_table(hta_dur *d, size_t n, int64_t *v, hta_named *names);
 long hta_name_others(hta_named *names, size_t nn, int64_t *v, size_t num, double ratio,
                      int (*keep)(const void *ctx, const char *name), const void *ctx);
 
+/* HTA's shorten_name (hta/utils/utils.py), which decode_symbol_id_to_symbol_name applies to the
+ * s_name, s_cat and s_user_annotation columns: name with "->" removed, a '>' dropping what was
+ * written since the last '<' with it and a ')' what was written since the last '(' (innermost
+ * brackets first), then only the text after the last space. Written to out, which has room for
+ * strlen(name) + 1. */
+void hta_shorten_name(const char *name, char *out);
+
 /* HTA's round(x, digits) as text; "" (null, HTA's NaN) when x is not finite. */
 void hta_pct(char *buf, size_t n, double x, int digits);
 

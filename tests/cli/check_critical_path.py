@@ -258,9 +258,51 @@ def bad_input():
     refused("nothing in the window", [empty], "no edge in the window")
 
 
+def data_load():
+    """HTA's data_load_events (see cli/critpath.h). ProfilerStep#1 [0, 1000) on thread (1, 1):
+      DL = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" (user_annotation)
+           [10, 110) > aten::copy_ [20, 50);  aten::mm [120, 170);  load_batch<int> [180, 200)
+    Without patterns DL, a user_annotation, has no node: copy_ 30, dep 0, mm 50, dep 0,
+    load_batch 20: length 100, all cpu_bound (and "" 0).
+    --data-load-events DataLoader,batch<int>: DL's name holds "DataLoader", so it has nodes
+    ("batch<int>" is in load_batch<int>'s name, a cpu_op with nodes anyway):
+      DL.s->copy.s op 10 (DL), copy 30 (copy_), copy.e->DL.e op 60 (DL: end to end),
+      DL.e->mm.s dep 0, mm 50, mm.e->lb.s dep 0, lb 20: length 170.
+    bound_by searches the shortened names: DL's is
+    "enumerate#_SingleProcessDataLoaderIter.__next__", which holds DataLoader: data_loading
+    70; load_batch<int>'s is "load_batch", which holds no "batch<int>": cpu_bound 100.
+    --data-load-events DataLoader --data-load-events load_batch: load_batch too is
+    data_loading: data_loading 90, cpu_bound 80."""
+    dl = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+    ev = [x("user_annotation", "ProfilerStep#1", 0, 1000),
+          x("user_annotation", dl, 10, 100), x("cpu_op", "aten::copy_", 20, 30),
+          x("cpu_op", "aten::mm", 120, 50), x("cpu_op", "load_batch<int>", 180, 20)]
+    path = write(os.path.join(out_dir, "data_load.json"), ev)
+    doc = cp(path)
+    expect("data load, no patterns: length, summary", (doc["graph"][0]["length"], summary(doc)),
+           (100, {"": 0, "cpu_bound": 100}))
+    doc = cp(path, "--data-load-events", "DataLoader,batch<int>")
+    expect("data load: graph", doc["graph"][0],
+           {"length": 170, "path_nodes": 8, "path_edges": 7, "critical_events": 4,
+            "graph_nodes": 8, "graph_edges": 7, "window_start": 0, "window_end": 1000})
+    expect("data load: path", path_rows(doc),
+           [(10, 10, OP, dl, "data_loading"), (20, 30, OP, "aten::copy_", "cpu_bound"),
+            (50, 60, OP, dl, "data_loading"), (110, 0, DEP, "", ""),
+            (120, 50, OP, "aten::mm", "cpu_bound"), (170, 0, DEP, "", ""),
+            (180, 20, OP, "load_batch<int>", "cpu_bound")])
+    expect("data load: summary", summary(doc), {"": 0, "cpu_bound": 100, "data_loading": 70})
+    doc = cp(path, "--data-load-events", "DataLoader", "--data-load-events", "load_batch")
+    expect("data load, two options: summary", summary(doc),
+           {"": 0, "cpu_bound": 80, "data_loading": 90})
+    for bad in ["", "a,,b", "("]:
+        p = run(["critical-path", "-q", "--data-load-events", bad, path], expect_rc=2)
+        expect("--data-load-events %r: said" % bad, "--data-load-events" in p.stderr, True)
+
+
 def generated():
     launches_and_sync()
     cpu_only()
+    data_load()
     stream_sync()
     bad_input()
 
