@@ -331,6 +331,51 @@ def mtia_steps():
            [breakdown_row(1110, 250, 0, 1360)])
 
 
+def mtia_ranks():
+    """HTA's branch is chosen by the first rank's metadata alone (Trace.get_device_type: the
+    first key of self.traces, the lowest rank), and taken for every rank. Each rank's trace:
+    ProfilerStep#1 [0,100], #2 [100,200] (user_annotation); L1 [10,20] corr 1 -> K1 k_a
+    stream 1 [30,50]; L2 [120,130] corr 2 -> K2 k_b stream 1 [150,170] (K2 in the last step).
+      MTIA branch: span [0,200]: L1 L2 K1 K2: kernel_time 170 - 30 = 140, busy 40, idle 100,
+        compute 40, non_compute 0: 71.43, 28.57, 0.0.
+      last-step restriction (before 100): L1 K1: kernel_time 20, idle 0, compute 20: 0.0,
+        100.0, 0.0.
+    "device_type": "MTIA" on rank 0 only: both ranks take the MTIA branch; on rank 1 only:
+    neither does."""
+    def doc(folder, rank, mtia):
+        cpu = dict(pid=100, tid=100)
+        ev = [x("user_annotation", "ProfilerStep#1", 0, 100, **cpu),
+              x("user_annotation", "ProfilerStep#2", 100, 100, **cpu),
+              x("mtia_runtime", RUN, 10, 10, correlation=1, **cpu),
+              x("mtia_runtime", RUN, 120, 10, correlation=2, **cpu),
+              x("mtia_ccp_events", "k_a", 30, 20, pid=0, tid=1, stream=1, correlation=1),
+              x("mtia_ccp_events", "k_b", 150, 20, pid=0, tid=1, stream=1, correlation=2)]
+        meta = {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}}
+        if mtia:
+            meta["device_type"] = "MTIA"
+        os.makedirs(folder, exist_ok=True)
+        write_doc(os.path.join(folder, "rank%d.json" % rank), ev, **meta)
+
+    def rows(idle, compute, kernel):
+        out = []
+        for rank in (0, 1):
+            r = breakdown_row(idle, compute, 0, kernel)
+            r["rank"] = rank
+            out.append(r)
+        return out
+
+    first = os.path.join(out_dir, "mtia_rank0")
+    doc(first, 0, True)
+    doc(first, 1, False)
+    expect("mtia device_type on rank 0: breakdown", rows_of("breakdown", first),
+           rows(100, 40, 140))
+    second = os.path.join(out_dir, "mtia_rank1")
+    doc(second, 0, False)
+    doc(second, 1, True)
+    expect("mtia device_type on rank 1: breakdown", rows_of("breakdown", second),
+           rows(0, 20, 20))
+
+
 # ---- ROCm -----------------------------------------------------------------------------------
 
 def rocm():
@@ -468,6 +513,7 @@ def matchers():
 
 mtia()
 mtia_steps()
+mtia_ranks()
 rocm()
 cuda()
 matchers()
