@@ -490,6 +490,43 @@ NAMES = ["nccl", "ncc", "ncclAllReduce", "xncclKernel_y", "x\nncclKernel", "hip"
          "gemm", ""]
 
 
+# The categories of HTA's MTIA branch (hta/common/types.py at f4d0062c), applied by
+# TraceSymbolTable.get_symbol_ids with pandas' str.match, that is re.match.
+CPU_EVENTS = re.compile(r"(^cpu_op)|(^user_annotation$)|(^(.+)_runtime)")
+KERNEL_CATS = re.compile("(kernel)|(gpu_mem.+)|(mtia_ccp_events)")
+CPU_CATS = ["cpu_op", "cpu_op_x", "xcpu_op", "user_annotation", "user_annotation\n",
+            "user_annotation_x", "gpu_user_annotation", "mtia_runtime", "cuda_runtime", "_runtime",
+            "a_runtime", "x\n_runtime", "cuda_driver", "python_function", "xpu_runtime_y"]
+KERNEL_CAT_NAMES = ["kernel", "kernelx", "Kernel", "gpu_memcpy", "gpu_mem", "gpu_mem\nx",
+                    "mtia_ccp_events", "mtia_ccp_events_x", "cuda_sync", "xkernel"]
+
+
+def mtia_categories():
+    """Each category of CPU_CATS as the cat of the launch (RUN, corr 1, [10,20]) of a kernel
+    (mtia_ccp_events, stream 1, [30,50]), and each of KERNEL_CAT_NAMES as the kernel's cat under
+    a launch of cat mtia_runtime, in an MTIA trace with ProfilerStep#1 [0,100] and #2 [100,200]:
+    the branch keeps the launch when CPU_EVENTS takes its cat (its kernel then by the
+    correlation), and the kernel when KERNEL_CATS takes its cat or, being within the steps'
+    span, CPU_EVENTS does; launches then has one row, else none."""
+    got, want = {}, {}
+    for i, (launch_cat, kernel_cat) in enumerate(
+            [(c, "mtia_ccp_events") for c in CPU_CATS] +
+            [("mtia_runtime", c) for c in KERNEL_CAT_NAMES]):
+        cpu = dict(pid=100, tid=100)
+        path = write_doc(os.path.join(out_dir, "mtia_cat%02d.json" % i), [
+            x("user_annotation", "ProfilerStep#1", 0, 100, **cpu),
+            x("user_annotation", "ProfilerStep#2", 100, 100, **cpu),
+            x(launch_cat, RUN, 10, 10, correlation=1, **cpu),
+            x(kernel_cat, "k", 30, 20, pid=0, tid=1, stream=1, correlation=1)],
+            device_type="MTIA")
+        key = "%r -> %r" % (launch_cat, kernel_cat)
+        got[key] = len((rows_of("launches", path) or {}).get("launches") or [])
+        want[key] = int(CPU_EVENTS.match(launch_cat) is not None and
+                        (KERNEL_CATS.match(kernel_cat) is not None or
+                         CPU_EVENTS.match(kernel_cat) is not None))
+    expect("MTIA branch: launches kept by the categories of %d traces" % len(got), got, want)
+
+
 def matchers():
     """Each name of NAMES as a kernel (stream 7) and as the CPU row of its correlation: its
     kernel type (kernels --by-type --memory) is the first pattern of COMMUNICATE, MEMORY that
@@ -517,4 +554,5 @@ mtia_ranks()
 rocm()
 cuda()
 matchers()
+mtia_categories()
 tracegen.finish()
