@@ -9,7 +9,9 @@ three devices, written here, with every number worked out by hand in the comment
         ordinary profiler-step restriction (trace.py's MTIA branch keys on that metadata).
   mtia_steps: an MTIA trace with "device_type": "MTIA" and three profiler steps: HTA's MTIA
         branch (filter_mtia_kernels_for_one_rank, _fix_mtia_memory_kernels) decides what is
-        kept: the steps' span, the last step included, and the dma kernels within a step.
+        kept: the steps' span, the last step included, and the dma kernels within a step;
+        mtia_ranks: the lowest rank's device_type decides for all ranks; mtia_categories: the
+        branch's CPU-event and kernel categories against HTA's patterns.
   rocm: a ROCm trace as Kineto writes it on an MI250 (the shape of HTA's amd_trace test data):
         hipLaunchKernel, hipExtModuleLaunchKernel, hipMemcpyWithStream; the runtime rows carry
         "stream": "0x0", which int() cannot read, so they are CPU rows (stream -1).
