@@ -1,9 +1,8 @@
 /* hta.c: traces as HolisticTraceAnalysis sees them (the definitions are in hta.h).
  *
  * Contents: loading (folders, ranks, jobs), HTA's times, the profiler-step restriction (and HTA's
- * MTIA branch of it), HTA's
- * definitions (kernel types, launches), interval merging, output helpers (tables, typed cells), the
- * commands' frame (hta_main). */
+ * MTIA branch of it), HTA's definitions (kernel types, launches), interval merging, output helpers
+ * (tables, typed cells), the commands' frame (hta_main). */
 #include "hta.h"
 
 #include <errno.h>
