@@ -147,10 +147,12 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t delay, hta_tab
         if (rt != UINT32_MAX) hta_row_at(r, rt, &rt_row);
         for (uint32_t c = 0; c < w->mult; c++) {
             krow *x = &rows[n++];
-            x->stream = e->stream;
+            x->stream = hta_stream(r, w->ev);
             x->ts = w->ts;
             x->end = w->end;
-            x->order = (s->restricted && !hta_is_gpu_row(m, e) ? (uint64_t)1 << 32 : 0) + w->ev;
+            x->order =
+                (s->restricted && !s->mtia && !hta_is_gpu_row(m, e) ? (uint64_t)1 << 32 : 0) +
+                w->ev;
             x->has_runtime = rt != UINT32_MAX && (kept[rt / 64] >> (rt % 64) & 1);
             x->runtime = x->has_runtime ? rt_row.ts : 0;
         }

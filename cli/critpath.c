@@ -97,7 +97,7 @@ static int load_rows(cp_graph *g, const hta_set *s) {
                         .idx = e.index,
                         .ts = w.ts - s->min_ts,
                         .dur = w.end - w.ts,
-                        .stream = e.stream,
+                        .stream = hta_stream(r, (uint32_t)i),
                         .corr = e.corr,
                         .ic = e.corr < 0 ? e.corr : 0,
                         .wait_stream = -1,

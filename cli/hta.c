@@ -1,8 +1,8 @@
 /* hta.c: traces as HolisticTraceAnalysis sees them (the definitions are in hta.h).
  *
- * Contents: loading (folders, ranks, jobs), HTA's times, the profiler-step restriction, HTA's
- * definitions (kernel types, launches), interval merging, output helpers (tables, typed cells), the
- * commands' frame (hta_main). */
+ * Contents: loading (folders, ranks, jobs), HTA's times, the profiler-step restriction (and HTA's
+ * MTIA branch of it), HTA's definitions (kernel types, launches), interval merging, output helpers
+ * (tables, typed cells), the commands' frame (hta_main). */
 #include "hta.h"
 
 #include <errno.h>
@@ -230,6 +230,156 @@ static int build_rank(hta_rank *r, int restrict_steps, int no_cpu_rows) {
     return 0;
 }
 
+/* ---- HTA's MTIA branch ------------------------------------------------------------------- */
+
+static int is_memory_name(const char *name);
+static int is_cpu_cat(const char *cat);
+static int is_kernel_cat(const char *cat);
+
+static int by_fix_ev(const void *a, const void *b) {
+    const hta_fix *x = a, *y = b;
+    return (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+static const hta_fix *find_fix(const hta_rank *r, uint32_t ev) {
+    if (r->nfix == 0) return NULL;
+    hta_fix key = {.ev = ev};
+    return bsearch(&key, r->fix, r->nfix, sizeof *r->fix, by_fix_ev);
+}
+
+int64_t hta_stream(const hta_rank *r, uint32_t ev) {
+    const hta_fix *f = find_fix(r, ev);
+    if (f && f->has_stream) return f->stream;
+    return md_at(&r->m, ev).stream;
+}
+
+/* A step row as _fix_mtia_memory_kernels reads it: [ts, ts + dur] and its iteration. */
+typedef struct mtia_step {
+    int64_t ts, end, iter;
+} mtia_step;
+
+/* HTA's MTIA branch of _filter_irrelevant_gpu_kernels (hta/common/trace.py at 05dc179d, the same
+ * in trace_collection.py at 1cea8d47: its filter_mtia_kernels_for_one_rank and
+ * _fix_mtia_memory_kernels, taken when Trace.get_device_type, the first rank's metadata key
+ * "device_type", is "MTIA"), for one rank, in place of build_rank's restriction:
+ *   - the CPU events are the rows whose cat CPU_EVENTS_CATEGORY_PATTERN takes; those of them
+ *     named as profiler steps (^ProfilerStep#N) span [t_start, t_end], the earliest step's ts to
+ *     the latest step end (a rank without such a step keeps none of the first two kinds below);
+ *   - kept are: the CPU events with t_start <= ts and end <= t_end (so the last step is kept,
+ *     unlike the other branch); the rows whose cat KERNEL_CATEGORY_PATTERN takes and whose
+ *     correlation is one of those CPU events' (-1 left out); and the rows whose name
+ *     MemoryKernelGroupingPattern takes and whose ts lies within a step row's [ts, ts + dur],
+ *     ends included (steps of any cat). Each kept row once (a set of indices); the others are
+ *     dropped, whatever their cat;
+ *   - such a memory kernel with stream -1 takes its tid as its stream (HTA's astype("int32"):
+ *     the tid wrapped to 32 bits; a tid that is not a number, on which HTA's astype fails, leaves
+ *     it -1), and one with iteration -1 the iteration of the last step row, in file order, whose
+ *     span holds it (hta_fix; hta_stream and hta_iteration read them). */
+static int build_rank_mtia(hta_rank *r, int no_cpu_rows) {
+    const md_model *m = &r->m;
+    size_t nsteps = 0, ncpu = 0, nmem = 0, nroom = 0, nc = 0, ns = 0;
+    int has_step = 0;
+    int64_t t_start = INT64_MAX, t_end = INT64_MIN;
+    for (size_t i = 0; i < m->count; i++) {
+        const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
+        if (!hta_is_row(m, e)) continue;
+        hta_row w;
+        rank_row(m, e, (uint32_t)i, &w);
+        if (w.ts < r->min_ts) r->min_ts = w.ts;
+        const char *name = md_str(m, e->name);
+        int mem = is_memory_name(name);
+        nmem += mem;
+        nroom += mem || e->stream != -1;
+        if (is_step(name)) nsteps++;
+        if (!is_cpu_cat(md_str(m, e->cat))) continue;
+        ncpu++;
+        if (!is_step(name)) continue;
+        has_step = 1;
+        if (w.ts < t_start) t_start = w.ts;
+        if (w.end > t_end) t_end = w.end;
+    }
+    hta_iters it = {0};
+    mtia_step *steps = malloc((nsteps ? nsteps : 1) * sizeof *steps);
+    int64_t *corrs = malloc((ncpu ? ncpu : 1) * sizeof *corrs);
+    hta_row *all = malloc((nroom ? nroom : 1) * sizeof *all);
+    hta_fix *fix = malloc((nmem ? nmem : 1) * sizeof *fix);
+    uint64_t *cpu = no_cpu_rows ? NULL : calloc(m->count / 64 + 1, sizeof *cpu);
+    int rc = steps && corrs && all && fix && (cpu || no_cpu_rows) ? 0 : STROBE_ENOMEM;
+    if (rc == 0 && nmem) rc = hta_iters_init(&it, r);
+    /* The steps (iterations as HTA's add_iteration set them) and the kept CPU events'
+     * correlations. */
+    for (size_t i = 0; rc == 0 && i < m->count; i++) {
+        const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
+        if (!hta_is_row(m, e)) continue;
+        hta_row w;
+        rank_row(m, e, (uint32_t)i, &w);
+        const char *name = md_str(m, e->name);
+        if (is_step(name))
+            steps[ns++] = (mtia_step){w.ts, w.end, nmem ? hta_iteration(&it, (uint32_t)i) : -1};
+        if (has_step && is_cpu_cat(md_str(m, e->cat)) && w.ts >= t_start && w.end <= t_end &&
+            e->corr != -1)
+            corrs[nc++] = e->corr;
+    }
+    if (rc == 0) qsort(corrs, nc, sizeof *corrs, by_i64);
+    size_t kept = 0, ncpu_kept = 0, nfix = 0;
+    for (size_t i = 0; rc == 0 && i < m->count; i++) {
+        const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
+        if (!hta_is_row(m, e)) continue;
+        hta_row w;
+        rank_row(m, e, (uint32_t)i, &w);
+        const char *name = md_str(m, e->name), *cat = md_str(m, e->cat);
+        int keep = has_step && is_cpu_cat(cat) && w.ts >= t_start && w.end <= t_end;
+        if (!keep && e->corr != -1 && is_kernel_cat(cat))
+            keep = hta_find_i64(corrs, nc, e->corr) >= 0;
+        int64_t stream = e->stream;
+        if (is_memory_name(name)) {
+            const mtia_step *in = NULL; /* the last step, in file order, that holds its ts */
+            for (size_t k = 0; k < ns; k++)
+                if (steps[k].ts <= w.ts && w.ts <= steps[k].end) in = &steps[k];
+            if (in) {
+                hta_fix f = {.ev = (uint32_t)i};
+                const md_thread *t = &m->threads[md_thread_of(m, (uint32_t)i)];
+                if (stream == -1 && t->tid_kind == MD_ID_NUM) {
+                    stream = (int32_t)(uint32_t)(uint64_t)t->tid;
+                    f.has_stream = 1;
+                    f.stream = stream;
+                }
+                if (hta_iteration(&it, (uint32_t)i) == -1) {
+                    f.has_iter = 1;
+                    f.iter = in->iter;
+                }
+                if (f.has_stream || f.has_iter) fix[nfix++] = f;
+                keep = 1;
+            }
+        }
+        if (!keep) continue;
+        if (stream != -1)
+            all[kept++] = w;
+        else if (cpu) {
+            cpu[i / 64] |= (uint64_t)1 << (i % 64);
+            ncpu_kept++;
+        }
+    }
+    hta_iters_free(&it);
+    free(steps);
+    free(corrs);
+    if (rc) {
+        free(all);
+        free(fix);
+        free(cpu);
+        return rc;
+    }
+    qsort(all, kept, sizeof *all, by_row_ts);
+    r->rows = all;
+    r->count = kept;
+    r->cpu_bits = cpu;
+    r->cpu_count = ncpu_kept;
+    r->fix = nfix ? fix : NULL;
+    r->nfix = nfix;
+    if (nfix == 0) free(fix);
+    return 0;
+}
+
 /* ---- iterations ------------------------------------------------------------------------ */
 
 static int is_space(char c) {
@@ -316,6 +466,8 @@ static int is_timed_row(const md_model *m, const md_event *e) {
 
 int64_t hta_iteration(const hta_iters *it, uint32_t ev) {
     const md_model *m = &it->r->m;
+    const hta_fix *f = find_fix(it->r, ev);
+    if (f && f->has_iter) return f->iter;
     const md_event e_ev = md_at(m, ev), *e = &e_ev;
     if (!hta_is_row(m, e)) return HTA_NO_ITER;
     if (is_timed_row(m, e)) return cpu_iteration(it, e);
@@ -415,9 +567,14 @@ int hta_load_rows(hta_set *s, const char *cmd, char **paths, size_t n, int quiet
                 s->restricted = 1;
         }
     }
+    /* HTA's branch by the first rank's device_type (Trace.get_device_type). */
+    if (rc == 0 && s->restricted && s->count && s->ranks[0].m.device_type &&
+        strcmp(md_str(&s->ranks[0].m, s->ranks[0].m.device_type), "MTIA") == 0)
+        s->mtia = 1;
     s->min_ts = INT64_MAX;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
-        rc = build_rank(&s->ranks[k], s->restricted, no_cpu_rows);
+        rc = s->mtia ? build_rank_mtia(&s->ranks[k], no_cpu_rows)
+                     : build_rank(&s->ranks[k], s->restricted, no_cpu_rows);
         if (rc == 0 && s->ranks[k].min_ts < s->min_ts) s->min_ts = s->ranks[k].min_ts;
     }
     if (s->min_ts == INT64_MAX) s->min_ts = 0;
@@ -437,6 +594,7 @@ void hta_free(hta_set *s) {
         md_free(&s->ranks[k].m);
         free(s->ranks[k].rows);
         free(s->ranks[k].cpu_bits);
+        free(s->ranks[k].fix);
     }
     free(s->ranks);
     memset(s, 0, sizeof *s);
@@ -449,6 +607,7 @@ void hta_free(hta_set *s) {
  * writes it, beside its alternatives, of three shapes, which is all these patterns need:
  *   DEF_PREFIX  "^x"      the name starts with x
  *   DEF_AFTER   "a.*b"    the name starts with a, and b follows in the name's first line
+ *   DEF_PLUS    "a.+b"    as DEF_AFTER, with at least one character between a and b
  *   DEF_EQ      a name of HTA's list, whole
  * Sources (facebookresearch/HolisticTraceAnalysis):
  *   hta/common/types.py at f4d0062c (the commit the shared traces come from):
@@ -462,7 +621,7 @@ void hta_free(hta_set *s) {
  * HTA tests COMMUNICATION first (get_kernel_type), so (^hip) takes a device row named hipMemcpy...
  * before MemoryKernelGroupingPattern's (hip)? can: that is HTA's result, and kept. */
 
-enum { DEF_END, DEF_PREFIX, DEF_AFTER, DEF_EQ };
+enum { DEF_END, DEF_PREFIX, DEF_AFTER, DEF_PLUS, DEF_EQ };
 typedef struct def_alt {
     int op;
     const char *a, *b;
@@ -497,6 +656,26 @@ static const def_alt def_launch[] = {
     {DEF_END, NULL, NULL},
 };
 
+/* The categories of HTA's MTIA branch (_filter_irrelevant_gpu_kernels, see build_rank), of
+ * hta/common/types.py at f4d0062c, which TraceSymbolTable.get_symbol_ids applies with pandas'
+ * str.match (re.match):
+ *   CPU_EVENTS_CATEGORY_PATTERN  (^cpu_op)|(^user_annotation$)|(^(.+)_runtime)
+ *   KERNEL_CATEGORY_PATTERN      (kernel)|(gpu_mem.+)|(mtia_ccp_events)
+ * ("$" also takes a final newline.) */
+static const def_alt def_cpu_cat[] = {
+    {DEF_PREFIX, "cpu_op", NULL}, /* (^cpu_op) */
+    {DEF_EQ, "user_annotation", NULL},
+    {DEF_EQ, "user_annotation\n", NULL}, /* (^user_annotation$) */
+    {DEF_PLUS, "", "_runtime"},          /* (^(.+)_runtime) */
+    {DEF_END, NULL, NULL},
+};
+static const def_alt def_kernel_cat[] = {
+    {DEF_PREFIX, "kernel", NULL},          /* (kernel) */
+    {DEF_PLUS, "gpu_mem", ""},             /* (gpu_mem.+) */
+    {DEF_PREFIX, "mtia_ccp_events", NULL}, /* (mtia_ccp_events) */
+    {DEF_END, NULL, NULL},
+};
+
 /* Does one of the alternatives d[] take name (as re.match would)? */
 static int def_match(const def_alt *d, const char *name) {
     for (; d->op != DEF_END; d++) {
@@ -505,11 +684,26 @@ static int def_match(const def_alt *d, const char *name) {
             if (strcmp(name, d->a) == 0) return 1;
         } else if (strncmp(name, d->a, n) == 0) {
             if (d->op == DEF_PREFIX) return 1;
-            const char *hit = strstr(name + n, d->b);
+            const char *from = name + n;
+            if (d->op == DEF_PLUS) { /* one character, not a newline, first */
+                if (*from == '\0' || *from == '\n') continue;
+                from++;
+            }
+            const char *hit = strstr(from, d->b);
             if (hit && memchr(name + n, '\n', (size_t)(hit - (name + n))) == NULL) return 1;
         }
     }
     return 0;
+}
+
+static int is_memory_name(const char *name) {
+    return def_match(def_memory, name);
+}
+static int is_cpu_cat(const char *cat) {
+    return def_match(def_cpu_cat, cat);
+}
+static int is_kernel_cat(const char *cat) {
+    return def_match(def_kernel_cat, cat);
 }
 
 int hta_kernel_type(const char *name) {

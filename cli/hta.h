@@ -17,8 +17,17 @@
  *     (^ProfilerStep#N), each rank keeps the CPU rows that start before its last profiler step
  *     starts (when it has no step: before its first CPU row) and, of the kernels, those whose
  *     correlation equals a kept CPU row's, once per such row (an inner merge on "correlation").
- *     With fewer than two steps everything is kept. (HTA's MTIA branch, chosen by the metadata's
- *     device_type, is not done: MTIA traces are restricted the same way.)
+ *     With fewer than two steps everything is kept (hta/common/trace.py at 05dc179d; the
+ *     TraceCollection versions restrict then too, with the last step included).
+ *   - HTA's MTIA branch of that restriction (filter_mtia_kernels_for_one_rank, taken when the
+ *     first rank's top-level "device_type" is "MTIA", with two or more steps): each rank keeps the
+ *     CPU events (cat: cpu_op..., user_annotation, ..._runtime) within its profiler steps' span
+ *     (first step's ts to the last step's end: the last step included), the kernels (cat:
+ *     kernel..., gpu_mem..., mtia_ccp_events) with one of their correlations, once each, and the
+ *     memory kernels (Memcpy, Memset, dma... names) that start within a step; such a memory
+ *     kernel without a stream takes its tid as its stream (hta_stream), and without an iteration
+ *     its step's (_fix_mtia_memory_kernels). Every other row is dropped; rows are in file order.
+ *     build_rank_mtia in hta.c has the details.
  *   - the analyses then take the rows with stream != -1 as "GPU kernels" (so copies, memsets,
  *     cuda_sync events and any CPU row with a stream count as well).
  *   - HTA's definitions by name, one table in hta.c (its comment cites each pattern; re.match:
@@ -59,6 +68,13 @@ typedef struct hta_row {
     uint32_t mult; /* copies of it HTA's merge makes (1 for CPU rows) */
 } hta_row;
 
+/* A row whose stream or iteration HTA's MTIA branch sets (_fix_mtia_memory_kernels). */
+typedef struct hta_fix {
+    uint32_t ev;
+    uint8_t has_stream, has_iter;
+    int64_t stream, iter;
+} hta_fix;
+
 typedef struct hta_rank {
     md_model m;
     int64_t rank;
@@ -68,12 +84,15 @@ typedef struct hta_rank {
                            them with hta_cpu_next (a bit per event, not a row per CPU operator) */
     size_t cpu_count;
     int64_t min_ts; /* the earliest row's ts, before the restriction (INT64_MAX: no row) */
+    hta_fix *fix;   /* the MTIA branch's memory kernels, by event (NULL: none) */
+    size_t nfix;
 } hta_rank;
 
 typedef struct hta_set {
     hta_rank *ranks; /* sorted by rank */
     size_t count;
     int restricted; /* the profiler-step restriction applied */
+    int mtia;       /* ... by HTA's MTIA branch (rows then in file order, not kernels first) */
     int64_t min_ts; /* the earliest row of all ranks (HTA's _align_all_ranks makes it 0) */
 } hta_set;
 
@@ -93,6 +112,9 @@ void hta_free(hta_set *s);
 int hta_cpu_next(const hta_rank *r, size_t *i, hta_row *w);
 /* Event i's row, kept or not: HTA's times (as in rows and hta_cpu_next), mult 1. */
 void hta_row_at(const hta_rank *r, uint32_t i, hta_row *w);
+
+/* Event ev's stream as HTA has it after loading: the MTIA branch's (hta_fix), else the file's. */
+int64_t hta_stream(const hta_rank *r, uint32_t ev);
 
 /* A row HTA keeps of the file (before the restriction), and a row of its GPUKernelFilter. */
 int hta_is_row(const md_model *m, const md_event *e);

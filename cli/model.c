@@ -1179,6 +1179,20 @@ static int dist_info(md_model *m, const strobe_rd_value *v) {
     return 0;
 }
 
+/* A top-level "device_type": its decoded string, or 0 (see md_model.device_type). */
+static int device_type(md_model *m, const strobe_rd_value *v) {
+    char buf[256];
+    size_t len;
+    m->device_type = 0;
+    if (v->type != STROBE_RD_T_STRING || strobe_rd_value_str(v, buf, sizeof buf, &len) != 0 ||
+        memchr(buf, '\0', len) != NULL)
+        return 0;
+    int64_t id = intern(m, buf, len);
+    if (id < 0) return (int)id;
+    m->device_type = (uint32_t)id;
+    return 0;
+}
+
 /* Reads everything from an opened reader (rd may be NULL when opening failed with rc). */
 static int load_from(md_model *m, strobe_rd *rd, int rc) {
     strobe_rd_item it;
@@ -1192,6 +1206,10 @@ static int load_from(md_model *m, strobe_rd *rd, int rc) {
             }
             if (m->dist_info == 0 && strcmp(md_str(m, (uint32_t)key), "distributedInfo") == 0) {
                 rc = dist_info(m, &it.meta->value);
+                if (rc) break;
+            }
+            if (strcmp(md_str(m, (uint32_t)key), "device_type") == 0) {
+                rc = device_type(m, &it.meta->value);
                 if (rc) break;
             }
             if (it.meta->value.type == STROBE_RD_T_ARRAY && it.meta->value.len > 2 &&

@@ -256,6 +256,10 @@ typedef struct md_model {
      * absent or not integers; dist_info its raw JSON text, 0 when absent. */
     int64_t rank, world_size;
     uint32_t dist_info;
+    /* The top-level "device_type" (HTA's get_device_type reads it: "MTIA" takes its MTIA
+     * branch), decoded, as the last one written (Python's json keeps the last of a repeated
+     * key); 0 when absent, not a string, or holding a NUL. */
+    uint32_t device_type;
     int has_base;
     int64_t base_time_ns;
     int has_schema;

@@ -15,9 +15,10 @@
 #include "strobe/error.h"
 
 /* HTA's row order of a row with a stream: file order, and when restricted the kept kernels
- * (GPUKernelFilter rows) before the CPU rows that have a stream (HTA concatenates them so). */
+ * (GPUKernelFilter rows) before the CPU rows that have a stream (HTA concatenates them so; its
+ * MTIA branch keeps a set of row indices: file order). */
 static uint64_t row_order(const hta_set *s, const md_model *m, const md_event *e, uint32_t ev) {
-    return (s->restricted && !hta_is_gpu_row(m, e) ? (uint64_t)1 << 32 : 0) + ev;
+    return (s->restricted && !s->mtia && !hta_is_gpu_row(m, e) ? (uint64_t)1 << 32 : 0) + ev;
 }
 
 /* The pid and tid of event ev's thread, as numbers (0 for a string id that is not one). */
@@ -110,11 +111,12 @@ int hta_queue_series(const hta_set *s, const hta_rank *r, hta_queue *q) {
                 hta_find_i64(linked, nl, e->corr) < 0)
                 continue;
             lc[nlc++] = e->corr;
-            uint64_t order = (s->restricted && pass == 1 ? (uint64_t)1 << 32 : 0) + w->ev;
+            uint64_t order =
+                (s->restricted && !s->mtia && pass == 1 ? (uint64_t)1 << 32 : 0) + w->ev;
             for (size_t j = first_kref(ks, nks, e->corr);
                  rc == 0 && j < nks && ks[j].corr == e->corr; j++) {
                 hta_qpoint p = {
-                    .ts = w->ts, .stream = md_at(m, ks[j].w->ev).stream, .len = 1, .seq = order};
+                    .ts = w->ts, .stream = hta_stream(r, ks[j].w->ev), .len = 1, .seq = order};
                 event_ids(m, ks[j].w->ev, &p.pid, &p.tid);
                 rc = push_qpoint(q, &cap, p);
             }
@@ -128,7 +130,7 @@ int hta_queue_series(const hta_set *s, const hta_rank *r, hta_queue *q) {
             continue;
         }
         hta_qpoint p = {.ts = ks[k].w->ts,
-                        .stream = md_at(m, ks[k].w->ev).stream,
+                        .stream = hta_stream(r, ks[k].w->ev),
                         .len = -1,
                         .seq = ((uint64_t)1 << 40) + ks[k].order};
         event_ids(m, ks[k].w->ev, &p.pid, &p.tid);

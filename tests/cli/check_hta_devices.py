@@ -7,6 +7,11 @@ three devices, written here, with every number worked out by hand in the comment
         device events of cat mtia_ccp_events with a stream and a correlation, copies named
         dma_*, a collective named hccl_*. It has no "device_type" metadata, so HTA takes its
         ordinary profiler-step restriction (trace.py's MTIA branch keys on that metadata).
+  mtia_steps: an MTIA trace with "device_type": "MTIA" and three profiler steps: HTA's MTIA
+        branch (filter_mtia_kernels_for_one_rank, _fix_mtia_memory_kernels) decides what is
+        kept: the steps' span, the last step included, and the dma kernels within a step;
+        mtia_ranks: the lowest rank's device_type decides for all ranks; mtia_categories: the
+        branch's CPU-event and kernel categories against HTA's patterns.
   rocm: a ROCm trace as Kineto writes it on an MI250 (the shape of HTA's amd_trace test data):
         hipLaunchKernel, hipExtModuleLaunchKernel, hipMemcpyWithStream; the runtime rows carry
         "stream": "0x0", which int() cannot read, so they are CPU rows (stream -1).
@@ -226,6 +231,153 @@ def mtia():
         queue(801, 2, 0.5, math.sqrt(0.5), 0, 0.25, 0.5, 0.75, 1)])
 
 
+def mtia_steps():
+    """MTIA with the metadata HTA's branch keys on ("device_type": "MTIA", read by
+    Trace.get_device_type from the first rank's top-level keys) and three profiler steps, so that
+    _filter_irrelevant_gpu_kernels takes filter_mtia_kernels_for_one_rank (hta/common/trace.py at
+    05dc179d) instead of the last-step restriction. Integer microseconds. CPU (pid 100):
+    ProfilerStep#1 [100,1100], #2 [1100,2100], #3 [2100,2600] (user_annotation, a CPU event cat):
+    the span is [100, 2600], from the first step's ts to the last step's end. aten::mul [200,300]
+    (cpu_op). Launches L (mtia_runtime: CPU events by (^(.+)_runtime)) -> device events K
+    (mtia_ccp_events: KERNEL_CATEGORY_PATTERN; pid 0, tid = stream), in this file order:
+      L0 [10,30]     corr 10 -> K0 customized_early  stream 1   [40,90]
+      L1 [120,150]   corr 1  -> K1 customized_mul    stream 1   [160,260]
+      L2 [1120,1140] corr 2  -> K2 customized_add    stream 1   [1300,1400]
+      L3 [2120,2130] corr 3  -> K3 customized_late   stream 1   [2200,2260]
+      L4 [2550,2650] corr 4  -> K4 customized_after  stream 1   [2700,2750]
+      D1 dma_read   stream 102, corr 99 (no CPU row has it)     [500,540]
+      D2 dma_write  no stream, tid 7, no correlation            [1500,1530]
+      D3 dma_late   stream 102, corr -1                         [2650,2700]
+    The MTIA branch keeps: the CPU events with 100 <= ts and end <= 2600: the steps, aten::mul,
+      L1 L2 L3 (not L0: ts 10 < 100; not L4: end 2650 > 2600, and so not K4); the kernels of
+      their correlations: K1 K2 K3 (K3 in the last step: kept, where the other branch drops
+      what starts at or after the last step's start); the memory kernels (^dma) whose ts lies
+      in a step's [ts, ts + dur]: D1 (500, step 1, though nothing launched it) and D2 (1500,
+      step 2), which has stream -1 and so takes its tid, 7, as its stream; not D3 (2650 > 2600).
+    GPU rows (stream != -1): K1 [160,260] K2 [1300,1400] K3 [2200,2260] on stream 1, D1
+      [500,540] on 102, D2 [1500,1530] on 7.
+    breakdown: kernel_time 2260 - 160 = 2100; merged busy 100 + 40 + 100 + 30 + 60 = 330, idle
+      1770; COMPUTATION (customized_*) 260; non_compute 2100 - 260 - 1770 = 70 (D1 40, D2 30):
+      84.29, 12.38, 3.33.
+    kernels --by-type: COMPUTATION 260 (100.0); with --memory: COMPUTATION 260 (260/330 =
+      78.8), MEMORY 70 (21.2). Kernels: customized_add 100, customized_late 60, customized_mul
+      100, dma_read 40, dma_write 30 (one each: std 0).
+    launches (cpu_duration, gpu_duration, launch_delay = gpu ts - cpu ts + cpu_duration), L1 L2
+      L3: (30, 100, 160 - 120 + 30 = 70), (20, 100, 1300 - 1120 + 20 = 200), (10, 60, 2200 -
+      2120 + 10 = 90); short kernels (cpu <= 50, gpu < cpu) 0; runtime outliers (cpu > 50) 0;
+      launch delay outliers (> 100): L2's, 1.
+    idle, streams in the order of their first kernel in file order (1, 102, 7): stream 1: K1 ->
+      K2 gap 1040, L2 at 1120 > 260: host_wait; K2 -> K3 gap 800, L3 at 2120 > 1400:
+      host_wait; 1840 (1.00), other 0 (0.00). Streams 102 and 7: one kernel each: other 0,
+      ratio null.
+    queue: stream 1: +1 120, -1 160, +1 1120, -1 1300, +1 2120, -1 2200: 1 0 1 0 1 0: count 6,
+      mean 0.5, std sqrt(6 * 0.25 / 5) = sqrt(0.3); sorted 0 0 0 1 1 1: quartiles 0, 0.5, 1;
+      min 0, max 1. D1 and D2 have no launch: no queue row for 102 or 7.
+    The same trace without "device_type" takes the other branch: CPU rows before the last
+      step's start (2100): L0 L1 L2 ...; kernels K0 K1 K2 (D1: no kept correlation; D2 a CPU
+      row, stream -1): kernel_time 1400 - 40 = 1360, busy 50 + 100 + 100 = 250, idle 1110,
+      compute 250, non_compute 0: 81.62, 18.38, 0.0.
+    """
+    cpu = dict(pid=100, tid=100)
+    ev = [
+        {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "MTIA 0"}},
+        x("user_annotation", "ProfilerStep#1", 100, 1000, **cpu),
+        x("user_annotation", "ProfilerStep#2", 1100, 1000, **cpu),
+        x("user_annotation", "ProfilerStep#3", 2100, 500, **cpu),
+        x("cpu_op", "aten::mul", 200, 100, **cpu),
+    ]
+    for c, ts, dur in ((10, 10, 20), (1, 120, 30), (2, 1120, 20), (3, 2120, 10), (4, 2550, 100)):
+        ev.append(x("mtia_runtime", RUN, ts, dur, correlation=c, **cpu))
+    dev = []
+    for c, name, ts, dur in ((10, "customized_early", 40, 50), (1, "customized_mul", 160, 100),
+                             (2, "customized_add", 1300, 100), (3, "customized_late", 2200, 60),
+                             (4, "customized_after", 2700, 50)):
+        dev.append((ts, x("mtia_ccp_events", name, ts, dur, pid=0, tid=1, stream=1,
+                          correlation=c, device=0)))
+    dev.append((500, x("mtia_ccp_events", "dma_read", 500, 40, pid=0, tid=102, stream=102,
+                       correlation=99, device=0)))
+    dev.append((1500, x("mtia_ccp_events", "dma_write", 1500, 30, pid=0, tid=7, device=0)))
+    dev.append((2650, x("mtia_ccp_events", "dma_late", 2650, 50, pid=0, tid=102, stream=102,
+                        correlation=-1, device=0)))
+    ev += [e for _, e in sorted(dev, key=lambda d: d[0])]
+    path = write_doc(os.path.join(out_dir, "mtia_steps.json"), ev, device_type="MTIA")
+
+    expect("mtia steps: breakdown", rows_of("breakdown", path),
+           [breakdown_row(1770, 260, 70, 2100)])
+    got = rows_of("kernels", path, ["--by-type"]) or {}
+    expect("mtia steps: kernels --by-type: types", got.get("kernel_types"),
+           [{"kernel_type": "COMPUTATION", "sum": 260, "percentage": 100.0}])
+    got = rows_of("kernels", path, ["--by-type", "--memory"]) or {}
+    expect("mtia steps: kernels --by-type --memory: types", got.get("kernel_types"), [
+        {"kernel_type": "COMPUTATION", "sum": 260, "percentage": 78.8},
+        {"kernel_type": "MEMORY", "sum": 70, "percentage": 21.2}])
+    expect_close("mtia steps: kernels --by-type --memory: kernels",
+                 sorted(got.get("kernels") or [], key=lambda k: k.get("name", "")), [
+                     kernel("customized_add", [100], "COMPUTATION"),
+                     kernel("customized_late", [60], "COMPUTATION"),
+                     kernel("customized_mul", [100], "COMPUTATION"),
+                     kernel("dma_read", [40], "MEMORY"), kernel("dma_write", [30], "MEMORY")])
+    expect("mtia steps: launches", rows_of("launches", path), {
+        "launches": [launch(1, 30, 100, 70), launch(2, 20, 100, 200), launch(3, 10, 60, 90)],
+        "summary": [{"rank": 0, "short_kernels": 0, "runtime_outliers": 0,
+                     "launch_delay_outliers": 1}]})
+    expect("mtia steps: idle", rows_of("idle", path), [
+        idle(1, "host_wait", 1840, 1.0), idle(1, "other", 0, 0.0),
+        idle(102, "other", 0, None), idle(7, "other", 0, None)])
+    got = (rows_of("queue", path) or {}).get("summary")
+    expect_close("mtia steps: queue", got,
+                 [queue(1, 6, 0.5, math.sqrt(0.3), 0, 0, 0.5, 1, 1)])
+
+    plain = write_doc(os.path.join(out_dir, "mtia_steps_no_device_type.json"), ev)
+    expect("mtia steps without device_type: breakdown", rows_of("breakdown", plain),
+           [breakdown_row(1110, 250, 0, 1360)])
+
+
+def mtia_ranks():
+    """HTA's branch is chosen by the first rank's metadata alone (Trace.get_device_type: the
+    first key of self.traces, the lowest rank), and taken for every rank. Each rank's trace:
+    ProfilerStep#1 [0,100], #2 [100,200] (user_annotation); L1 [10,20] corr 1 -> K1 k_a
+    stream 1 [30,50]; L2 [120,130] corr 2 -> K2 k_b stream 1 [150,170] (K2 in the last step).
+      MTIA branch: span [0,200]: L1 L2 K1 K2: kernel_time 170 - 30 = 140, busy 40, idle 100,
+        compute 40, non_compute 0: 71.43, 28.57, 0.0.
+      last-step restriction (before 100): L1 K1: kernel_time 20, idle 0, compute 20: 0.0,
+        100.0, 0.0.
+    "device_type": "MTIA" on rank 0 only: both ranks take the MTIA branch; on rank 1 only:
+    neither does."""
+    def doc(folder, rank, mtia):
+        cpu = dict(pid=100, tid=100)
+        ev = [x("user_annotation", "ProfilerStep#1", 0, 100, **cpu),
+              x("user_annotation", "ProfilerStep#2", 100, 100, **cpu),
+              x("mtia_runtime", RUN, 10, 10, correlation=1, **cpu),
+              x("mtia_runtime", RUN, 120, 10, correlation=2, **cpu),
+              x("mtia_ccp_events", "k_a", 30, 20, pid=0, tid=1, stream=1, correlation=1),
+              x("mtia_ccp_events", "k_b", 150, 20, pid=0, tid=1, stream=1, correlation=2)]
+        meta = {"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}}
+        if mtia:
+            meta["device_type"] = "MTIA"
+        os.makedirs(folder, exist_ok=True)
+        write_doc(os.path.join(folder, "rank%d.json" % rank), ev, **meta)
+
+    def rows(idle, compute, kernel):
+        out = []
+        for rank in (0, 1):
+            r = breakdown_row(idle, compute, 0, kernel)
+            r["rank"] = rank
+            out.append(r)
+        return out
+
+    first = os.path.join(out_dir, "mtia_rank0")
+    doc(first, 0, True)
+    doc(first, 1, False)
+    expect("mtia device_type on rank 0: breakdown", rows_of("breakdown", first),
+           rows(100, 40, 140))
+    second = os.path.join(out_dir, "mtia_rank1")
+    doc(second, 0, False)
+    doc(second, 1, True)
+    expect("mtia device_type on rank 1: breakdown", rows_of("breakdown", second),
+           rows(0, 20, 20))
+
+
 # ---- ROCm -----------------------------------------------------------------------------------
 
 def rocm():
@@ -340,6 +492,43 @@ NAMES = ["nccl", "ncc", "ncclAllReduce", "xncclKernel_y", "x\nncclKernel", "hip"
          "gemm", ""]
 
 
+# The categories of HTA's MTIA branch (hta/common/types.py at f4d0062c), applied by
+# TraceSymbolTable.get_symbol_ids with pandas' str.match, that is re.match.
+CPU_EVENTS = re.compile(r"(^cpu_op)|(^user_annotation$)|(^(.+)_runtime)")
+KERNEL_CATS = re.compile("(kernel)|(gpu_mem.+)|(mtia_ccp_events)")
+CPU_CATS = ["cpu_op", "cpu_op_x", "xcpu_op", "user_annotation", "user_annotation\n",
+            "user_annotation_x", "gpu_user_annotation", "mtia_runtime", "cuda_runtime", "_runtime",
+            "a_runtime", "x\n_runtime", "cuda_driver", "python_function", "xpu_runtime_y"]
+KERNEL_CAT_NAMES = ["kernel", "kernelx", "Kernel", "gpu_memcpy", "gpu_mem", "gpu_mem\nx",
+                    "mtia_ccp_events", "mtia_ccp_events_x", "cuda_sync", "xkernel"]
+
+
+def mtia_categories():
+    """Each category of CPU_CATS as the cat of the launch (RUN, corr 1, [10,20]) of a kernel
+    (mtia_ccp_events, stream 1, [30,50]), and each of KERNEL_CAT_NAMES as the kernel's cat under
+    a launch of cat mtia_runtime, in an MTIA trace with ProfilerStep#1 [0,100] and #2 [100,200]:
+    the branch keeps the launch when CPU_EVENTS takes its cat (its kernel then by the
+    correlation), and the kernel when KERNEL_CATS takes its cat or, being within the steps'
+    span, CPU_EVENTS does; launches then has one row, else none."""
+    got, want = {}, {}
+    for i, (launch_cat, kernel_cat) in enumerate(
+            [(c, "mtia_ccp_events") for c in CPU_CATS] +
+            [("mtia_runtime", c) for c in KERNEL_CAT_NAMES]):
+        cpu = dict(pid=100, tid=100)
+        path = write_doc(os.path.join(out_dir, "mtia_cat%02d.json" % i), [
+            x("user_annotation", "ProfilerStep#1", 0, 100, **cpu),
+            x("user_annotation", "ProfilerStep#2", 100, 100, **cpu),
+            x(launch_cat, RUN, 10, 10, correlation=1, **cpu),
+            x(kernel_cat, "k", 30, 20, pid=0, tid=1, stream=1, correlation=1)],
+            device_type="MTIA")
+        key = "%r -> %r" % (launch_cat, kernel_cat)
+        got[key] = len((rows_of("launches", path) or {}).get("launches") or [])
+        want[key] = int(CPU_EVENTS.match(launch_cat) is not None and
+                        (KERNEL_CATS.match(kernel_cat) is not None or
+                         CPU_EVENTS.match(kernel_cat) is not None))
+    expect("MTIA branch: launches kept by the categories of %d traces" % len(got), got, want)
+
+
 def matchers():
     """Each name of NAMES as a kernel (stream 7) and as the CPU row of its correlation: its
     kernel type (kernels --by-type --memory) is the first pattern of COMMUNICATE, MEMORY that
@@ -362,7 +551,10 @@ def matchers():
 
 
 mtia()
+mtia_steps()
+mtia_ranks()
 rocm()
 cuda()
 matchers()
+mtia_categories()
 tracegen.finish()
