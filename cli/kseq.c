@@ -31,7 +31,9 @@
  * backward thread's first operators under the main thread's annotations, which changes depths, is
  * not done; a pattern that a root's args already name is added, not merged; no overlay is written
  * when there is no pattern (as in HTA). HTA writes "overlaid_" + the trace's name into output_dir;
- * here -o names the file (a name ending in .gz is gzip'd).
+ * here -o names the file (a name ending in .gz is gzip'd). String pids and tids (Kineto's "stream
+ * 7", "Spans") are written as numbers, named by process_name and thread_name events at the end of
+ * the array (idmap.h), as viewers want numbers.
  *
  * Contents: options, the call graph, patterns, the overlaid trace (HTA's symbols, events
  * rewritten), the command. */
@@ -47,6 +49,7 @@
 #include "cli.h"
 #include "emit.h"
 #include "hta.h"
+#include "idmap.h"
 #include "reader/json_pull.h"
 #include "reader/trace_reader.h"
 #include "strobe/error.h"
@@ -783,6 +786,38 @@ static int collect_marks(const ks_graph *g, const ks_result *res, const md_model
     return 0;
 }
 
+/* The output as a FILE, for the id map's writes (idmap.h). */
+static ssize_t out_cookie_write(void *cookie, const char *buf, size_t n) {
+    ks_out *o = cookie;
+    out_write(o, buf, n);
+    return o->err ? -1 : (ssize_t)n;
+}
+
+/* Writes event e as write_event() does, its string ids as numbers of the map `ids`, through of
+ * (a FILE over o). */
+static int write_mapped(ks_out *o, FILE *of, cl_idmap *ids, const strobe_rd_event *e,
+                        const ks_syms *sy, const ks_mark *marks, size_t nmarks,
+                        const ks_pattern *pat) {
+    if (!cl_idmap_wants(e)) return write_event(o, e, sy, marks, nmarks, pat);
+    ks_out mo = {0};
+    char *buf = NULL;
+    size_t len = 0;
+    if ((mo.f = open_memstream(&buf, &len)) == NULL) return STROBE_ENOMEM;
+    int rc = write_event(&mo, e, sy, marks, nmarks, pat);
+    if (fclose(mo.f) != 0 || mo.err) rc = rc ? rc : STROBE_ENOMEM;
+    if (rc == 0) rc = cl_idmap_put_event(ids, of, e, buf, len);
+    if (rc == 0 && fflush(of) != 0) o->err = 1;
+    free(buf);
+    return rc;
+}
+
+/* Ends the event array, after nev events: the names of the ids the map made, the bracket. */
+static void end_events(ks_out *o, FILE *of, const cl_idmap *ids, size_t nev) {
+    cl_idmap_put_names(ids, of, nev);
+    if (fflush(of) != 0) o->err = 1;
+    out_str(o, "\n]");
+}
+
 /* Writes the overlaid trace of `path` to o->out. @return 0, a STROBE_E* code, or HTA_REPORTED. */
 static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *s,
                          const ks_graph *g, const ks_result *res, const md_model *m) {
@@ -792,6 +827,8 @@ static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *
     int rc = syms_build(s, &sy);
     if (rc == 0) rc = collect_marks(g, res, m, opt->top_k, &marks, &nmarks);
     ks_out o = {0};
+    cl_idmap ids = {0};
+    if (rc == 0) rc = cl_idmap_reserve(&ids, m);
     if (rc == 0) {
         if (cli_ends_with(opt->out, ".gz"))
             o.gz = gzopen(opt->out, "wb");
@@ -802,17 +839,23 @@ static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *
             rc = HTA_REPORTED;
         }
     }
+    FILE *of = NULL;
+    if (rc == 0 &&
+        (of = fopencookie(&o, "w", (cookie_io_functions_t){NULL, out_cookie_write, NULL, NULL})) ==
+            NULL)
+        rc = STROBE_ENOMEM;
     strobe_rd *rd = NULL;
     if (rc == 0 && (rc = strobe_rd_open(&rd, path, NULL)) != 0) {
         fprintf(stderr, "strobe kernels: %s\n", cli_esc(strobe_rd_errmsg(rd)));
         rc = HTA_REPORTED;
     }
     strobe_rd_item it;
-    int nmeta = 0, events_open = 0, nev = 0, r;
+    int nmeta = 0, events_open = 0, r;
+    size_t nev = 0;
     while (rc == 0 && (r = strobe_rd_next(rd, &it)) > 0) {
         if (r == STROBE_RD_META) {
             if (events_open) {
-                out_str(&o, "\n]");
+                end_events(&o, of, &ids, nev);
                 events_open = 0;
             }
             out_str(&o, nmeta++ ? ",\n" : "{\n");
@@ -829,7 +872,7 @@ static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *
             break;
         }
         out_str(&o, nev++ ? ",\n" : "");
-        rc = write_event(&o, it.event, &sy, marks, nmarks, res->pat);
+        rc = write_mapped(&o, of, &ids, it.event, &sy, marks, nmarks, res->pat);
     }
     if (rc == 0 && r < 0) {
         fprintf(stderr, "strobe kernels: %s\n", cli_esc(strobe_rd_errmsg(rd)));
@@ -837,10 +880,12 @@ static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *
     }
     if (rc == 0) {
         if (nev == 0) out_str(&o, nmeta++ ? ",\n\"traceEvents\": [" : "{\n\"traceEvents\": [");
-        if (events_open || nev == 0) out_str(&o, "\n]");
+        if (events_open || nev == 0) end_events(&o, of, &ids, nev);
         out_str(&o, "\n}\n");
     }
     int close_err = 0;
+    if (of && fclose(of) != 0) close_err = 1;
+    cl_idmap_free(&ids);
     if (o.gz) close_err = gzclose(o.gz) != Z_OK;
     if (o.f) close_err = fclose(o.f) != 0;
     if (rc == 0 && (o.err || close_err)) {
