@@ -13,7 +13,9 @@
  * A flow point at an event's start is at its ts; at its end, at ts + dur, less min(1 us, dur) on
  * a GPU event (HTA's rule, so that the arrow stays inside the kernel). HTA writes int(ts) in its
  * microseconds; strobe writes the exact time, in the file's units, so that the point lies on the
- * event it belongs to. */
+ * event it belongs to. String pids and tids (Kineto's "stream 7", "Spans") are written as numbers,
+ * the flows' too, and named by process_name and thread_name events at the end of the array
+ * (idmap.h), as viewers want numbers. */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -28,8 +30,10 @@
 #include "critpath.h"
 #include "emit.h"
 #include "hta.h"
+#include "idmap.h"
 #include "reader/trace_reader.h"
 #include "strobe/error.h"
+#include "util/err.h"
 
 const char cmd_critical_path_usage[] =
     "NAME\n"
@@ -144,20 +148,30 @@ static int by_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void put_id(FILE *f, const md_model *m, int64_t num, uint8_t kind) {
-    if (kind == MD_ID_STR)
-        cl_json_str(f, md_str(m, (uint32_t)num));
-    else
-        fprintf(f, "%" PRId64, num);
+/* A thread's pid and tid as the overlay writes them: numbers, string ids through the copy's map. */
+static int thread_ids(cl_idmap *ids, const md_model *m, const md_thread *th, int64_t *pid,
+                      int64_t *tid) {
+    *pid = th->pid;
+    *tid = th->tid;
+    if (th->pid_kind == MD_ID_STR) {
+        const char *s = md_str(m, th->pid_str);
+        STROBE_FORWARD_IF_ERR(cl_idmap_pid(ids, s, strlen(s), pid));
+    }
+    if (th->tid_kind == MD_ID_STR) {
+        const char *s = md_str(m, th->tid_str);
+        STROBE_FORWARD_IF_ERR(cl_idmap_tid(ids, *pid, s, strlen(s), tid));
+    }
+    return 0;
 }
 
-/* One flow point of edge e at node n (HTA's get_flow_event). */
-static void put_flow(FILE *f, const cp_graph *g, const cp_edge *e, uint32_t n, size_t id, int start,
-                     int lead, int critical) {
+/* One flow point of edge e at node n (HTA's get_flow_event), after *nev events (counted).
+ * @return 0 or STROBE_ENOMEM. */
+static int put_flow(FILE *f, const cp_graph *g, cl_idmap *ids, const cp_edge *e, uint32_t n,
+                    size_t id, int start, size_t *nev, int critical) {
     const md_model *m = &g->r->m;
     const cp_row *w = &g->rows[g->nodes[n].row];
     md_event ev = md_at(m, w->ev);
-    int64_t t = ev.ts;
+    int64_t t = ev.ts, pid, tid;
     if (!g->nodes[n].is_start) {
         t += ev.dur;
         /* HTA's rule keeps a GPU event's arrow inside it (1 us); a CPU event's is kept inside
@@ -166,18 +180,16 @@ static void put_flow(FILE *f, const cp_graph *g, const cp_edge *e, uint32_t n, s
         t -= ev.dur < in ? ev.dur : in;
     }
     if (m->has_base) t -= m->base_time_ns;
-    const md_thread *th = &m->threads[ev.thread];
-    fprintf(f, "%s\n{\"ph\":\"%s\",\"id\":%zu,\"pid\":", lead ? "," : "", start ? "s" : "f", id);
-    put_id(f, m, th->pid_kind == MD_ID_STR ? th->pid_str : th->pid, th->pid_kind);
-    fputs(",\"tid\":", f);
-    put_id(f, m, th->tid_kind == MD_ID_STR ? th->tid_str : th->tid, th->tid_kind);
-    fputs(",\"ts\":", f);
+    STROBE_FORWARD_IF_ERR(thread_ids(ids, m, &m->threads[ev.thread], &pid, &tid));
+    fprintf(f, "%s\n{\"ph\":\"%s\",\"id\":%zu,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
+            (*nev)++ ? "," : "", start ? "s" : "f", id, pid, tid);
     cl_put_us(f, t);
     fprintf(f,
             ",\"cat\":\"%s\",\"name\":\"critical_path\",%s\"args\":{\"weight\":%" PRId64
             ",\"critical\":%s}}",
             cp_edge_type_name(e->type), start ? "" : "\"bp\":\"e\",", e->weight,
             critical ? "true" : "false");
+    return 0;
 }
 
 /* Writes the event's text with "critical": 1 added to its args. */
@@ -207,34 +219,68 @@ static void put_critical(FILE *f, const strobe_rd_event *ev) {
     fputs(",\"args\":{\"critical\":1}}", f);
 }
 
-/* The flows of the path's edges of HTA's default types (DEFAULT_EDGE_TYPES_IN_VIZ), after nev
- * events. */
-static void put_flows(FILE *f, const cp_graph *g, size_t nev, int all_edges) {
+/* The flows of the path's edges of HTA's default types (DEFAULT_EDGE_TYPES_IN_VIZ), after *nev
+ * events (counted). @return 0 or STROBE_ENOMEM. */
+static int put_flows(FILE *f, const cp_graph *g, cl_idmap *ids, size_t *nev, int all_edges) {
     size_t id = 0;
+    int rc = 0;
     if (all_edges) {
         /* HTA's show_all_edges: every edge, but the 0-weight launch edges, critical or not. */
         uint8_t *on = calloc(g->nedges + 1, 1);
         for (size_t i = 0; on && i + 1 < g->npath; i++)
             on[g->path_edges[i]] = 1;
-        for (size_t k = 0; k < g->nedges; k++) {
+        for (size_t k = 0; k < g->nedges && rc == 0; k++) {
             const cp_edge *e = &g->edges[k];
             if (e->type == CP_KERNEL_LAUNCH_DELAY && e->weight == 0) continue;
-            put_flow(f, g, e, e->u, id, 1, nev > 0 || id > 0, on && on[k]);
-            put_flow(f, g, e, e->v, id, 0, 1, on && on[k]);
+            rc = put_flow(f, g, ids, e, e->u, id, 1, nev, on && on[k]);
+            if (rc == 0) rc = put_flow(f, g, ids, e, e->v, id, 0, nev, on && on[k]);
             id++;
         }
         free(on);
-        return;
+        return rc;
     }
-    for (size_t i = 0; i + 1 < g->npath; i++) {
+    for (size_t i = 0; i + 1 < g->npath && rc == 0; i++) {
         const cp_edge *e = &g->edges[g->path_edges[i]];
         if (e->type != CP_DEPENDENCY && e->type != CP_KERNEL_LAUNCH_DELAY &&
             e->type != CP_SYNC_DEPENDENCY)
             continue;
-        put_flow(f, g, e, e->u, id, 1, nev > 0 || id > 0, 1);
-        put_flow(f, g, e, e->v, id, 0, 1, 1);
+        rc = put_flow(f, g, ids, e, e->u, id, 1, nev, 1);
+        if (rc == 0) rc = put_flow(f, g, ids, e, e->v, id, 0, nev, 1);
         id++;
     }
+    return rc;
+}
+
+/* Ends the event array: the path's flows, the names of the ids the map made, the bracket.
+ * @return 0 or STROBE_ENOMEM. */
+static int end_events(FILE *f, const cp_graph *g, const ctx *c, cl_idmap *ids, size_t nev) {
+    int rc = put_flows(f, g, ids, &nev, c->all_events && c->all_edges);
+    if (rc == 0) cl_idmap_put_names(ids, f, nev);
+    fputs("\n]", f);
+    return rc;
+}
+
+/* Writes event ev, marked critical or as it is, its string ids as numbers of the map.
+ * @return 0, STROBE_ENOMEM or STROBE_EFORMAT. */
+static int put_event(FILE *f, cl_idmap *ids, const strobe_rd_event *ev, int is_crit) {
+    if (!cl_idmap_wants(ev)) {
+        if (is_crit)
+            put_critical(f, ev);
+        else
+            fwrite(ev->raw, 1, ev->raw_len, f);
+        return 0;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&buf, &len);
+    STROBE_RETURN_IF(mf == NULL, STROBE_ENOMEM);
+    if (is_crit)
+        put_critical(mf, ev);
+    else
+        fwrite(ev->raw, 1, ev->raw_len, mf);
+    int rc = fclose(mf) == 0 ? cl_idmap_put_event(ids, f, ev, buf, len) : STROBE_ENOMEM;
+    free(buf);
+    return rc;
 }
 
 /* ---- the trace's own flows, when only critical events are kept ----------------------------- */
@@ -385,8 +431,11 @@ static int overlay(const cp_graph *g, const ctx *c) {
         free(drop);
         return HTA_REPORTED;
     }
+    /* String ids become numbers, named by metadata events (idmap.h). */
+    cl_idmap ids = {0};
+    int wrc = cl_idmap_reserve(&ids, m); /* the writer's error, not the reader's */
     strobe_rd *rd = NULL;
-    int rc = strobe_rd_open(&rd, m->path, NULL);
+    int rc = wrc ? wrc : strobe_rd_open(&rd, m->path, NULL);
     strobe_rd_item it;
     int in_events = 0, members = 0;
     size_t nev = 0;
@@ -395,9 +444,8 @@ static int overlay(const cp_graph *g, const ctx *c) {
         if (rc == STROBE_RD_META) {
             rc = 0;
             if (in_events == 1) {
-                put_flows(f, g, nev, c->all_events && c->all_edges);
-                fputs("\n]", f);
                 in_events = 2;
+                if ((rc = wrc = end_events(f, g, c, &ids, nev)) != 0) break;
             }
             if (strcmp(it.meta->key.s, "traceEvents") == 0) continue;
             fputs(members++ ? ",\n" : "\n", f);
@@ -422,23 +470,20 @@ static int overlay(const cp_graph *g, const ctx *c) {
             continue;
         if (ndrop && bsearch(&x, drop, ndrop, sizeof *drop, by_i64)) continue;
         fputs(nev++ ? ",\n" : "\n", f);
-        if (is_crit)
-            put_critical(f, ev);
-        else
-            fwrite(ev->raw, 1, ev->raw_len, f);
+        if ((rc = wrc = put_event(f, &ids, ev, is_crit)) != 0) break;
     }
     if (rc == 0) {
         if (in_events == 0) fputs(members++ ? ",\n\"traceEvents\":[" : "\n\"traceEvents\":[", f);
-        if (in_events != 2) {
-            put_flows(f, g, nev, c->all_events && c->all_edges);
-            fputs("\n]", f);
-        }
+        if (in_events != 2) rc = wrc = end_events(f, g, c, &ids, nev);
         fputs("\n}\n", f);
     }
-    if (rc < 0)
+    if (rc < 0 && rc != STROBE_ENOMEM)
         fprintf(stderr, "strobe critical-path: %s\n",
-                rd ? strobe_rd_errmsg(rd) : "cannot read the trace");
+                wrc  ? "an event that is not a JSON object"
+                : rd ? strobe_rd_errmsg(rd)
+                     : "cannot read the trace");
     strobe_rd_close(rd);
+    cl_idmap_free(&ids);
     free(crit);
     free(drop);
     if (fclose(f) != 0 && rc == 0) {
