@@ -20,7 +20,7 @@ usage: check_kernels_hta.py STROBE OUT_DIR generated
 import bisect, glob, json, math, os, re, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tracegen import expect, fail, finish, load, write, x  # noqa: E402
+from tracegen import expect, fail, finish, load, mapped_ids, with_ids, write, x  # noqa: E402
 
 strobe, out_dir, mode = sys.argv[1:4]
 os.makedirs(out_dir, exist_ok=True)
@@ -59,8 +59,9 @@ def refused(args, what):
         fail("%s (%s): want one line on stderr, got %r" % (args, what, p.stderr))
 
 
-def kernel(name, ts, dur, corr, stream=7, cat="kernel"):
-    return x(cat, name, ts, dur, tid=stream, pid=0, stream=stream, correlation=corr)
+def kernel(name, ts, dur, corr, stream=7, cat="kernel", tid=None):
+    return x(cat, name, ts, dur, tid=stream if tid is None else tid, pid=0, stream=stream,
+             correlation=corr)
 
 
 def launch(ts, dur, corr, name="cudaLaunchKernel", tid=1):
@@ -223,7 +224,7 @@ def by_op_generated():
 
 # ---- kernels --sequences ------------------------------------------------------------------------
 
-def seq_trace(spans=False):
+def seq_trace(spans=False, str_tids=False):
     """Thread 1 (CPU), kernels on streams 7 and 8:
       aten::linear A [0, 100]: aten::addmm [10, 60] launches 20 (gemm@200/30), 30 (bias@240/10);
         launch 70 (post@260/5): 3 kernels, durations 45; pattern aten::linear|gemm|bias|post
@@ -237,7 +238,9 @@ def seq_trace(spans=False):
         root) with three launches (gemm, bias, post at 1200, 1240, 1260)
     min_pattern_len 3: aten::linear|gemm|bias|post: count 2, GPU 45 + 35 = 80, CPU 100 + 80 =
     180; aten::linear|bias|gemm2|post: 1, 25, 50. With 2 also aten::linear|gemm|bias: 1, 10, 20
-    (after aten::linear|bias|gemm2|post: same count, "b" < "g")."""
+    (after aten::linear|bias|gemm2|post: same count, "b" < "g").
+    str_tids: the kernels' tids are Kineto's strings ("stream 7"), and each launch has an ac2g
+    flow (s at its start, f at its kernel's start, binding point "e")."""
     ev = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python"}},
           op("aten::linear", 0, 100), op("aten::addmm", 10, 50),
           launch(20, 5, 1), launch(30, 5, 2), launch(70, 5, 3), launch(100, 5, 12),
@@ -253,6 +256,17 @@ def seq_trace(spans=False):
           kernel("post", 630, 5, 9), kernel("gemm", 700, 5, 10), kernel("bias", 710, 5, 11),
           kernel("stray", 800, 5, 12), kernel("gemm", 1200, 5, 13), kernel("bias", 1240, 5, 14),
           kernel("post", 1260, 5, 15)]
+    if str_tids:
+        for e in ev[:]:
+            if e.get("pid") == 0:
+                e["tid"] = "stream %d" % e["tid"]
+                c = e["args"]["correlation"]
+                lau = [a for a in ev if a.get("cat") == "cuda_runtime" and
+                       a["args"]["correlation"] == c][0]
+                ev.append({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": c, "pid": 1,
+                           "tid": 1, "ts": lau["ts"]})
+                ev.append({"ph": "f", "bp": "e", "cat": "ac2g", "name": "ac2g", "id": c,
+                           "pid": 0, "tid": e["tid"], "ts": e["ts"]})
     if spans:
         ev.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
                    "tid": "PyTorch Profiler", "ts": 0, "dur": 2000})
@@ -293,7 +307,19 @@ def sequences_generated():
     rows_of("kernels", [path2], base + ["--top-k", "5", "-o", out2])
     check_overlay("kernels --sequences -o (gzip, spans)", ev2, load(out2), {P1: 2, P2: 1},
                   spans=True)
-    # A malformed element (null) is skipped by the analysis and copied as it is.
+    # Kineto's string tids ("stream 7"): the same analysis; in the overlay, numbers that
+    # thread_name events name, the flows' tids the same as their kernels'.
+    ev4 = seq_trace(str_tids=True)
+    path4 = write(os.path.join(out_dir, "seq_str_tids.json"), ev4)
+    out4 = os.path.join(out_dir, "seq_overlaid_str_tids.json")
+    expect("kernels --sequences, string tids",
+           rows_of("kernels", [path4], base + ["--top-k", "5", "-o", out4]),
+           [seq_row(P1, 2, 80, 180), seq_row(P2, 1, 25, 50)])
+    doc4 = load(out4)
+    check_overlay("kernels --sequences -o (string tids)", ev4, doc4, {P1: 2, P2: 1}, spans=False)
+    check_string_tids("kernels --sequences -o (string tids)", doc4["traceEvents"],
+                      ["stream 7", "stream 8"])
+
     ev3 = seq_trace() + [None]
     path3 = write(os.path.join(out_dir, "seq_null.json"), ev3)
     out3 = os.path.join(out_dir, "seq_overlaid_null.json")
@@ -310,6 +336,23 @@ def sequences_generated():
              os.path.join(out_dir, "no", "such", "dir.json"), path], "unwritable output")
     refused(["kernels", "--sequences", "--operator", "x", os.path.join(out_dir, "missing.json")],
             "missing file")
+
+
+def check_string_tids(what, got, streams):
+    """An overlay of a trace whose kernels have string tids: numeric ids only, a thread_name event
+    for each of the streams on pid 0, and each ac2g flow's end on the thread of a kernel that
+    starts at its time."""
+    expect("%s: numeric pid and tid" % what, [e for e in got if not (
+        isinstance(e.get("pid"), int) and isinstance(e.get("tid"), int))], [])
+    named = {e["args"]["name"]: e["tid"] for e in got
+             if e.get("ph") == "M" and e.get("name") == "thread_name" and e.get("pid") == 0}
+    expect("%s: the streams' thread names" % what, sorted(set(streams) & set(named)),
+           sorted(streams))
+    kern = {(e["pid"], e["tid"], e["ts"]) for e in got
+            if e.get("ph") == "X" and e.get("pid") == 0}
+    ends = [(e["pid"], e["tid"], e["ts"]) for e in got if e.get("ph") == "f"]
+    expect("%s: the flows end on their kernels' threads" % what,
+           [f for f in ends if f not in kern], [])
 
 
 def check_overlay(what, ev, doc, patterns, spans):
@@ -334,6 +377,11 @@ def check_overlay(what, ev, doc, patterns, spans):
         if e.get("pid") == 0 and c in launches_under:
             under[k] = launches_under[c]
     got = doc.get("traceEvents", [])
+    # String ids become numbers, named by metadata events after the trace's own (cli/idmap.h).
+    ids = mapped_ids(what, ev, [g for g in got if g is not None])
+    nnames = sum(1 for g in got if isinstance(g, dict) and g.get("ph") == "M" and
+                 g.get("ts") == 0 and g.get("args", {}).get("name") in ids)
+    got = got[:len(got) - nnames]
     if len(got) != len(ev):
         fail("%s: %d events, want %d" % (what, len(got), len(ev)))
         return
@@ -353,7 +401,7 @@ def check_overlay(what, ev, doc, patterns, spans):
             want = dict(e, args={}, name=str(symbols[e["name"]]))
         else:
             want = e
-        expect("%s: event %d" % (what, k), g, want)
+        expect("%s: event %d" % (what, k), g, with_ids(want, ids))
     if spans:
         expect("%s: the profiler event's symbols" % what, mapping,
                {str(v): s for s, v in symbols.items()})
@@ -628,17 +676,35 @@ def shared(shared_dir):
             want = sequences_expected(doc, all_rows, restrict(all_rows), operator)
             expect("kernels --sequences --operator %s %s" % (operator, os.path.basename(path)),
                    got, want)
-    # The overlaid trace through the independent checkers.
+    # The overlaid traces through `strobe check` and the independent checkers: generated ones
+    # (numeric ids; string tids) and TensorBoard's resnet50 trace (string tids "stream 7" and
+    # "25738", the pid "Traces").
     check = os.path.join(shared_dir, "validators", "check_all.sh")
-    if os.path.exists(check):
-        path = write(os.path.join(out_dir, "seq_validate.json"), seq_trace())
-        out = os.path.join(out_dir, "seq_validate_overlaid.json")
-        rows_of("kernels", [path], ["--sequences", "--operator", "aten::linear", "-o", out])
+    outs = []
+    for name, ev in (("seq_validate", seq_trace()), ("seq_validate_str", seq_trace(True, True))):
+        path = write(os.path.join(out_dir, name + ".json"), ev)
+        outs.append(os.path.join(out_dir, name + "_overlaid.json"))
+        rows_of("kernels", [path], ["--sequences", "--operator", "aten::linear", "-o", outs[-1]])
+    resnet = os.path.join(tdir, "kineto_tb_resnet50_nw0.pt.trace.json.gz")
+    if os.path.exists(resnet):
+        outs.append(os.path.join(out_dir, "resnet50_overlaid.json"))
+        rows_of("kernels", [resnet], ["--sequences", "--operator", "aten::conv2d", "-o",
+                                      outs[-1]])
+        check_string_tids("kernels --sequences -o resnet50", load(outs[-1])["traceEvents"],
+                          ["stream 7"])
+    for out in outs:
+        p = subprocess.run([strobe, "check", "-q", out], capture_output=True, text=True)
+        expect("strobe check %s: exit" % os.path.basename(out), (p.returncode, p.stderr),
+               (0, ""))
+        if not os.path.exists(check):
+            continue
         p = subprocess.run([check, out, "--strict"], capture_output=True, text=True)
         if p.returncode != 0:
             fail("check_all.sh --strict %s: exit %d\n%s" % (out, p.returncode, p.stdout[-3000:]))
-    else:
-        print("no %s: the overlaid trace is not validated" % check)
+        else:
+            print("ok    check_all.sh --strict", os.path.basename(out))
+    if not os.path.exists(check):
+        print("no %s: the overlaid traces are not validated" % check)
 
 
 if mode == "generated":

@@ -67,6 +67,60 @@ def load(path):
     return doc if isinstance(doc, dict) else {"traceEvents": doc}
 
 
+def mapped_ids(what, ev, got):
+    """The numbers an overlay (strobe critical-path -o, strobe kernels --sequences -o) gave the
+    string pids and tids of the events ev it copied, read from the process_name and thread_name
+    events it added for them (cli/idmap.h), as {string: number}; fails unless every event of got
+    has a numeric pid and tid, the names are one per string pid and one per (pid, string tid),
+    and the numbers are distinct and none of the trace's numeric ids. Decimal strings are their
+    value, unnamed."""
+    for g in got:
+        if not (isinstance(g, dict) and isinstance(g.get("pid"), int) and
+                isinstance(g.get("tid"), int)):
+            fail("%s: an event without a numeric pid and tid: %r" % (what, g))
+            return {}
+    strs = {v for e in ev if isinstance(e, dict) for v in (e.get("pid"), e.get("tid"))
+            if isinstance(v, str) and not v.isdigit()}
+    nums = {v for e in ev if isinstance(e, dict) for v in (e.get("pid"), e.get("tid"))
+            if isinstance(v, int)}
+    ids = {}
+    for g in got:
+        if g.get("ph") == "M" and g.get("ts") == 0 and g.get("name") in ("process_name",
+                                                                         "thread_name"):
+            n = g.get("args", {}).get("name")
+            if n in strs:
+                ids[n] = g["pid"] if g["name"] == "process_name" else g["tid"]
+    expect("%s: a number for each string id" % what, sorted(ids), sorted(strs))
+    expect("%s: the numbers are distinct, not the trace's" % what,
+           len(set(ids.values())) == len(ids) and not set(ids.values()) & nums, True)
+
+    def num(v):
+        return ids.get(v, int(v) if isinstance(v, str) and v.isdigit() else v)
+
+    procs = {num(e["pid"]) for e in ev if isinstance(e, dict) and e.get("pid") in ids}
+    threads = {(num(e.get("pid")), num(e["tid"])) for e in ev
+               if isinstance(e, dict) and e.get("tid") in ids}
+    named = sorted((g["name"], g["pid"], g["tid"]) for g in got
+                   if g.get("ph") == "M" and g.get("ts") == 0 and
+                   g.get("args", {}).get("name") in strs)
+    expect("%s: the names of the mapped ids" % what, named,
+           sorted([("process_name", p, 0) for p in procs] +
+                  [("thread_name", p, t) for p, t in threads]))
+    return ids
+
+
+def with_ids(e, ids):
+    """Event e with its string pid and tid as mapped_ids() numbers them."""
+    if not isinstance(e, dict):
+        return e
+    e = dict(e)
+    for k in ("pid", "tid"):
+        v = e.get(k)
+        if isinstance(v, str):
+            e[k] = int(v) if v.isdigit() else ids.get(v, v)
+    return e
+
+
 def run(strobe, *args):
     """Runs strobe with args: (exit status, stdout, stderr)."""
     p = subprocess.run([strobe, *args], capture_output=True, text=True)
