@@ -4,13 +4,16 @@ worked out by hand, and against the expectations HTA's own tests state for its s
 
   generated: small traces written here, whose graphs and critical paths are worked out in the
              comments below (edges in the order HTA adds them, distances, networkx's ties), the
-             overlaid trace (-o), and bad input (no annotation, no instance, unreadable file,
-             bad option values, standard input).
+             overlaid trace (-o; Kineto's string tids as numbers, named), and bad input (no
+             annotation, no instance, unreadable file, bad option values, standard input).
   shared:    SHARED_DIR/traces/hta_critical_path_alexnet.json.gz with HTA's
              tests/test_critical_path_analysis.py expectations (149 path nodes, 148 edges, five
              bound_by groups, the GPU->GPU sync edge between events 1109 and 1161, an overlay
              that marks the path's events and edges), and the ns-resolution and AMD traces that
-             HTA's test only runs; every overlay is checked with `strobe check`.
+             HTA's test only runs; every overlay is checked with `strobe check`; TensorBoard's
+             resnet50 trace, whose string tids the overlay writes as numbers; the alexnet,
+             resnet50 and string-tid overlays through SHARED_DIR/validators/check_all.sh
+             --strict where it exists.
 
 usage: check_critical_path.py STROBE OUT_DIR generated
        check_critical_path.py STROBE OUT_DIR shared SHARED_DIR   (exit 77 when it is absent)
@@ -18,7 +21,7 @@ usage: check_critical_path.py STROBE OUT_DIR generated
 import json, os, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tracegen import expect, fail, load, write, x  # noqa: E402
+from tracegen import expect, fail, load, mapped_ids, write, x  # noqa: E402
 import tracegen  # noqa: E402
 
 strobe, out_dir, mode = sys.argv[1:4]
@@ -152,6 +155,64 @@ def launches_and_sync():
     events = checked_overlay(out)
     expect("launches overlay --all-events: every event kept",
            len([e for e in events if e.get("ph") == "X"]), 9)
+
+
+def string_tids_trace():
+    """launches_and_sync()'s trace with Kineto's string tid on the GPU ("stream 7") and ac2g
+    flows from each launch to its kernel: the same graph and path."""
+    ev = [x("user_annotation", "ProfilerStep#1", 0, 1000),
+          x("cpu_op", "aten::mm", 10, 50),
+          x("cuda_runtime", "cudaLaunchKernel", 20, 10, correlation=1),
+          x("kernel", "gemm", 40, 200, pid=0, tid="stream 7", stream=7, correlation=1, device=0),
+          x("cpu_op", "aten::add", 70, 30),
+          x("cuda_runtime", "cudaLaunchKernel", 80, 10, correlation=2),
+          x("kernel", "add", 250, 50, pid=0, tid="stream 7", stream=7, correlation=2, device=0),
+          x("cuda_runtime", "cudaDeviceSynchronize", 110, 200, correlation=3),
+          x("cuda_sync", "Context Sync", 300, 5, pid=0, tid="stream 7", stream=4294967295,
+            correlation=3, device=0)]
+    for c, s, f in ((1, 20, 40), (2, 80, 250)):
+        ev.append({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": c, "pid": 1, "tid": 1, "ts": s})
+        ev.append({"ph": "f", "bp": "e", "cat": "ac2g", "name": "ac2g", "id": c, "pid": 0,
+                   "tid": "stream 7", "ts": f})
+    return ev
+
+
+def string_tids():
+    """The overlay of string_tids_trace(): numbers for "stream 7", named by a thread_name event;
+    the path's flow and the trace's ac2g flows (kept: their starts lie in the annotation, their
+    ends in the kernels) end on the kernels' thread."""
+    ev = string_tids_trace()
+    path = write(os.path.join(out_dir, "string_tids.json"), ev)
+    doc = cp(path)
+    expect("string tids: graph, path", (doc["graph"][0], path_rows(doc)),
+           ({"length": 290, "path_nodes": 6, "path_edges": 5, "critical_events": 4,
+             "graph_nodes": 14, "graph_edges": 14, "window_start": 0, "window_end": 1000},
+            [(10, 10, OP, "aten::mm", "cpu_bound"),
+             (20, 20, LAUNCH, "", "gpu_kernel_launch_overhead"),
+             (40, 200, OP, "gemm", "gpu_compute_bound"),
+             (240, 10, KK, "gemm", "gpu_kernel_kernel_overhead"),
+             (250, 50, OP, "add", "gpu_compute_bound")]))
+    for extra in ([], ["--all-events", "--show-all-edges"]):
+        what = " ".join(["string tids overlay"] + extra)
+        out = os.path.join(out_dir, "string_tids_overlay%s.json" % ("_all" if extra else ""))
+        run(["critical-path", "-q", "-o", out] + extra + [path])
+        events = checked_overlay(out)
+        ids = mapped_ids(what, ev, events)
+        t = ids.get("stream 7")
+        expect("%s: stream 7 named" % what,
+               [(e["pid"], e["tid"]) for e in events if e.get("ph") == "M" and
+                e.get("name") == "thread_name" and e["args"]["name"] == "stream 7"], [(0, t)])
+        expect("%s: kernels on the mapped thread" % what,
+               sorted((e["name"], e["pid"], e["tid"]) for e in events
+                      if e.get("cat") == "kernel"), [("add", 0, t), ("gemm", 0, t)])
+        if not extra:
+            expect("%s: the path's flow" % what, flows(events),
+                   [("s", LAUNCH, 1, 1, 20, True), ("f", LAUNCH, 0, t, 40, True)])
+            expect("%s: the ac2g flows" % what,
+                   [(e["ph"], e["pid"], e["tid"], e["ts"]) for e in events
+                    if e.get("cat") == "ac2g"],
+                   [("s", 1, 1, 20), ("f", 0, t, 40), ("s", 1, 1, 80), ("f", 0, t, 250)])
+    return [os.path.join(out_dir, "string_tids_overlay.json")]
 
 
 def cpu_only():
@@ -301,6 +362,7 @@ def data_load():
 
 def generated():
     launches_and_sync()
+    string_tids()
     cpu_only()
     data_load()
     stream_sync()
@@ -365,6 +427,31 @@ def shared(shared_dir):
         out = os.path.join(out_dir, "overlay_" + name.replace(".gz", ""))
         run(["critical-path", "-q", "--instance", "1", "-o", out, t])
         checked_overlay(out)
+    # TensorBoard's resnet50 trace: string tids ("stream 7", "25738") and the pid "Traces",
+    # numbers in the overlay, "stream 7" named.
+    validate = [os.path.join(out_dir, "alexnet_overlay.json")] + string_tids()
+    resnet = os.path.join(tdir, "kineto_tb_resnet50_nw0.pt.trace.json.gz")
+    if os.path.exists(resnet):
+        out = os.path.join(out_dir, "resnet50_overlay.json")
+        run(["critical-path", "-q", "-o", out, resnet])
+        events = checked_overlay(out)
+        expect("resnet50 overlay: numeric pid and tid", [e for e in events if not (
+            isinstance(e.get("pid"), int) and isinstance(e.get("tid"), int))], [])
+        expect("resnet50 overlay: stream 7 named on pid 0",
+               [e["pid"] for e in events if e.get("ph") == "M" and
+                e.get("name") == "thread_name" and e["args"]["name"] == "stream 7"], [0])
+        validate.append(out)
+    # The overlays through the independent checkers.
+    check = os.path.join(shared_dir, "validators", "check_all.sh")
+    if not os.path.exists(check):
+        print("no %s: the overlays are not validated" % check)
+        return
+    for out in validate:
+        p = subprocess.run([check, out, "--strict"], capture_output=True, text=True)
+        if p.returncode != 0:
+            fail("check_all.sh --strict %s: exit %d\n%s" % (out, p.returncode, p.stdout[-3000:]))
+        else:
+            print("ok    check_all.sh --strict", os.path.basename(out))
 
 
 if mode == "generated":
