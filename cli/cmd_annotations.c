@@ -325,8 +325,8 @@ static int kernel_rows(const hta_set *s, const hta_rank *r, const an_args *a, ht
             }
         }
     }
-    if (!rc && nk > 1) qsort(ks, nk, sizeof *ks, by_ts_ev);
-    if (!rc && na > 1) qsort(as, na, sizeof *as, by_dur_desc);
+    if (!rc && nk > 1) cli_qsort(ks, nk, sizeof *ks, by_ts_ev);
+    if (!rc && na > 1) cli_qsort(as, na, sizeof *as, by_dur_desc);
     /* _associate_gpu_kernels_with_user_annotations: each annotation in turn names the kernels of
      * its pid and tid that overlap it; the last to do so (the shortest) stays. Kernels are by
      * ts, so those that start before the annotation ends are a prefix. */
@@ -408,7 +408,7 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++)
         rc = rank_rows(&s->ranks[k], a, &rows, &n, &cap);
-    if (rc == 0 && n > 1) qsort(rows, n, sizeof *rows, by_name_rank);
+    if (rc == 0 && n > 1) cli_qsort(rows, n, sizeof *rows, by_name_rank);
     for (size_t k = 0; rc == 0 && k < n; k++)
         rc = HTA_ROW(t, HTA_TEXT(rows[k].s.name), HTA_INT(rows[k].s.sum), HTA_INT(rows[k].s.max),
                      HTA_INT(rows[k].s.min), HTA_NUM(rows[k].s.mean), HTA_NUM(rows[k].s.std),

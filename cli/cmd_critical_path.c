@@ -345,7 +345,7 @@ static int dropped_flows(const cp_graph *g, const int64_t *crit, size_t nc, int6
             fp[nf++] = (flow_pt){e.cat, e.flow_kind, e.flow_id, (int64_t)e.index, i, e.kind, 0};
         }
     }
-    qsort(kx, nk, sizeof *kx, by_kept);
+    cli_qsort(kx, nk, sizeof *kx, by_kept);
     for (size_t k = 0; k < nf; k++) {
         flow_pt *f = &fp[k];
         md_event e = md_at(m, f->ev);
@@ -362,7 +362,7 @@ static int dropped_flows(const cp_graph *g, const int64_t *crit, size_t nc, int6
         for (; a < nk && kx[a].thread == e.thread && kx[a].ts <= e.ts && !f->bound; a++)
             f->bound = e.ts < kx[a].end || (e.ts == kx[a].ts && kx[a].end == kx[a].ts);
     }
-    qsort(fp, nf, sizeof *fp, by_flow_pt);
+    cli_qsort(fp, nf, sizeof *fp, by_flow_pt);
     for (size_t a = 0, b; a < nf; a = b) {
         int ok = fp[a].kind != MD_ID_NONE, starts = 0, ends = 0;
         for (b = a;
@@ -376,7 +376,7 @@ static int dropped_flows(const cp_graph *g, const int64_t *crit, size_t nc, int6
         for (size_t k = a; k < b; k++)
             (*drop)[(*ndrop)++] = fp[k].idx;
     }
-    qsort(*drop, *ndrop, sizeof **drop, by_i64);
+    cli_qsort(*drop, *ndrop, sizeof **drop, by_i64);
     free(kx);
     free(fp);
     return 0;
@@ -414,7 +414,7 @@ static int overlay(const cp_graph *g, const ctx *c) {
     size_t nc = 0;
     for (size_t i = 0; i < g->npath; i++)
         crit[nc++] = g->rows[g->nodes[g->path[i]].row].idx;
-    qsort(crit, nc, sizeof *crit, by_i64);
+    cli_qsort(crit, nc, sizeof *crit, by_i64);
     int64_t *drop = NULL;
     size_t ndrop = 0;
     if (!c->all_events && dropped_flows(g, crit, nc, &drop, &ndrop)) {
@@ -531,7 +531,7 @@ static int tables(const cp_graph *g, hta_table *t) {
     if (rc == 0 && sorted == NULL) rc = STROBE_ENOMEM;
     if (rc == 0) {
         memcpy(sorted, bounds, ne * sizeof *sorted);
-        qsort(sorted, ne, sizeof *sorted, by_bound);
+        cli_qsort(sorted, ne, sizeof *sorted, by_bound);
         for (size_t a = 0, b; rc == 0 && a < ne; a = b) {
             for (b = a; b < ne && strcmp(sorted[b], sorted[a]) == 0; b++)
                 ;

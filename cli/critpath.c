@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "reader/trace_reader.h"
 #include "strobe/error.h"
 
@@ -82,7 +83,7 @@ static int load_rows(cp_graph *g, const hta_set *s) {
         if (e.corr != -1) ce[nce++] = (corr_ent){e.corr, e.index, (uint8_t)hta_is_gpu_row(m, &e)};
         if (kept[i / 64] >> (i % 64) & 1) nkept++;
     }
-    qsort(ce, nce, sizeof *ce, by_corr_ent);
+    cli_qsort(ce, nce, sizeof *ce, by_corr_ent);
     g->rows = calloc(nkept ? nkept : 1, sizeof *g->rows);
     if (g->rows == NULL) {
         rc = STROBE_ENOMEM;
@@ -117,7 +118,7 @@ static int load_rows(cp_graph *g, const hta_set *s) {
         for (size_t k = lo; k < nce && ce[k].corr == e.corr; k++)
             if (ce[k].gpu != row->gpu) row->ic = ce[k].idx;
     }
-    qsort(g->rows, g->nrows, sizeof *g->rows, by_row_idx);
+    cli_qsort(g->rows, g->nrows, sizeof *g->rows, by_row_idx);
 out:
     free(kept);
     free(ce);
@@ -227,7 +228,7 @@ static int clip(cp_graph *g, const cp_opts *o) {
     size_t nv = 0;
     for (size_t k = 0; k < g->nrows; k++)
         if (g->rows[k].stream == -1) v[nv++] = (ic_ent){g->rows[k].ic, (uint32_t)k};
-    qsort(v, nv, sizeof *v, by_ic);
+    cli_qsort(v, nv, sizeof *v, by_ic);
     for (size_t k = 0; k < g->nrows; k++) {
         cp_row *w = &g->rows[k];
         if (w->stream == -1) {
@@ -331,7 +332,7 @@ static int make_nodes(cp_graph *g) {
         g->nodes[g->nnodes++] = (cp_node){(uint32_t)k, w->ts, 1, blocking};
         g->nodes[g->nnodes++] = (cp_node){(uint32_t)k, w->ts + w->dur, 0, blocking};
     }
-    qsort(g->nodes, g->nnodes, sizeof *g->nodes, by_node);
+    cli_qsort(g->nodes, g->nnodes, sizeof *g->nodes, by_node);
     for (size_t i = 0; i < g->nnodes; i++) {
         if (g->nodes[i].is_start)
             g->start_of[g->nodes[i].row] = (uint32_t)i;
@@ -497,7 +498,7 @@ static int thread_stack(cp_graph *g, const uint32_t *rows, size_t n) {
         ev[2 * k + 1] = (cs_ev){w->idx, w->ts + d, d, -1, (uint32_t)k};
         parent[k] = first[k] = next[k] = last[k] = CP_NONE;
     }
-    qsort(ev, 2 * n, sizeof *ev, compare_events);
+    cli_qsort(ev, 2 * n, sizeof *ev, compare_events);
     size_t top = 0;
     for (size_t i = 0; i < 2 * n; i++) {
         uint32_t k = ev[i].row;
@@ -577,7 +578,7 @@ static int call_stacks(cp_graph *g) {
     for (size_t k = 0; k < g->nrows; k++)
         if (g->rows[k].clip) v[n++] = (th_ent){md_thread_of(m, g->rows[k].ev), (uint32_t)k};
     sort_model = m;
-    qsort(v, n, sizeof *v, by_thread);
+    cli_qsort(v, n, sizeof *v, by_thread);
     for (size_t a = 0, b; rc == 0 && a < n; a = b) {
         int cpu = 1;
         for (b = a; b < n && v[b].thread == v[a].thread; b++) {
@@ -657,7 +658,7 @@ static int queue_lengths(cp_graph *g, int64_t *ql) {
         if (w->stream != -1) ks[nks++] = (kref){w->corr, (uint32_t)k};
         if (w->ic > 0 && is_launch_name(row_name(g, (uint32_t)k))) lc[nlc++] = w->corr;
     }
-    qsort(ks, nks, sizeof *ks, by_kref);
+    cli_qsort(ks, nks, sizeof *ks, by_kref);
     hta_sort_i64(lc, nlc);
     st = malloc(cap * sizeof *st);
     if (st == NULL) {
@@ -690,7 +691,7 @@ static int queue_lengths(cp_graph *g, int64_t *ql) {
             st[n++] = (qstep){g->rows[ks[lo].row].stream, w->ts, (uint32_t)k, 1};
         }
     }
-    qsort(st, n, sizeof *st, by_qstep);
+    cli_qsort(st, n, sizeof *st, by_qstep);
     int64_t q = 0;
     for (size_t i = 0; i < n; i++) {
         if (i == 0 || st[i].stream != st[i - 1].stream) q = 0;
@@ -794,7 +795,7 @@ static int sync_tables(cp_graph *g, sync_tabs *t) {
                                  thread_pid(g, (uint32_t)k),
                                  thread_tid(g, (uint32_t)k)};
     }
-    qsort(t->l, t->nl, sizeof *t->l, by_launch_ts);
+    cli_qsort(t->l, t->nl, sizeof *t->l, by_launch_ts);
     /* The rows that wait on a recorded event (wait_on_stream > -1). */
     uint32_t *waits = t->wait_next; /* scratch until the waits below are filled */
     size_t nwaits = 0;
@@ -865,7 +866,7 @@ static int kernels(cp_graph *g, const cp_opts *o, int has_wait_col) {
         int64_t key = strcmp(row_cat(g, (uint32_t)k), "cuda_sync") == 0 ? w->ts + w->dur : w->ts;
         ks[nk++] = (kref){key, (uint32_t)k};
     }
-    qsort(ks, nk, sizeof *ks, by_kref);
+    cli_qsort(ks, nk, sizeof *ks, by_kref);
     for (size_t i = 0; i < nk; i++) {
         uint32_t k = ks[i].row;
         const cp_row *w = &g->rows[k];

@@ -47,6 +47,7 @@
 #include <zlib.h>
 
 #include "cli.h"
+#include "common.h"
 #include "emit.h"
 #include "hta.h"
 #include "idmap.h"
@@ -185,7 +186,7 @@ static int graph_build(const hta_rank *r, ks_graph *g) {
         ends[2 * k] = (ks_end){nd->thread, nd->w.ev, dur, nd->w.ts, -1, (uint32_t)k};
         ends[2 * k + 1] = (ks_end){nd->thread, nd->w.ev, dur, nd->w.end, 1, (uint32_t)k};
     }
-    if (rc == 0) qsort(ends, 2 * g->n, sizeof *ends, ks_end_cmp);
+    if (rc == 0) cli_qsort(ends, 2 * g->n, sizeof *ends, ks_end_cmp);
     size_t sp = 0, opened = 0;
     for (size_t k = 0; rc == 0 && k <= 2 * g->n; k++) {
         const ks_end *e = k < 2 * g->n ? &ends[k] : NULL;
@@ -213,7 +214,7 @@ static int graph_build(const hta_rank *r, ks_graph *g) {
     /* The nodes' events, for finding a launch's node. */
     for (size_t k = 0; rc == 0 && k < g->n; k++)
         evs[k] = g->nodes[k].w.ev;
-    if (rc == 0) qsort(evs, g->n, sizeof *evs, by_ev);
+    if (rc == 0) cli_qsort(evs, g->n, sizeof *evs, by_ev);
     uint32_t *node_of = NULL; /* node of evs[k] */
     if (rc == 0) {
         node_of = malloc((g->n + 1) * sizeof *node_of);
@@ -245,7 +246,7 @@ static int graph_build(const hta_rank *r, ks_graph *g) {
         g->kern[g->nk].w = r->rows[k];
         g->kern[g->nk++].w.mult = 1;
     }
-    if (rc == 0) qsort(g->kern, g->nk, sizeof *g->kern, kern_cmp);
+    if (rc == 0) cli_qsort(g->kern, g->nk, sizeof *g->kern, kern_cmp);
     /* num_kernels and kernel_dur_sum: prefix sums over the CPU order, a subtree being a range. */
     int64_t *cnt = rc ? NULL : calloc(g->n + 1, sizeof *cnt), *dur = NULL;
     if (cnt) dur = calloc(g->n + 1, sizeof *dur);
@@ -384,7 +385,7 @@ static int find_patterns(const hta_rank *r, const ks_graph *g, const kseq_opts *
             kernels_under(g, (uint32_t)k, &lo, &hi);
             for (size_t j = lo; j < hi; j++)
                 kw[nkw++] = g->kern[j].w;
-            qsort(kw, nkw, sizeof *kw, kw_cmp);
+            cli_qsort(kw, nkw, sizeof *kw, kw_cmp);
             rt.node = (uint32_t)k;
             rt.gpu = nd->kern_dur;
             rt.cpu = nd->w.end - nd->w.ts;
@@ -421,7 +422,7 @@ static int find_patterns(const hta_rank *r, const ks_graph *g, const kseq_opts *
     }
     free(kw);
     if (rc) return rc;
-    qsort(res->roots, res->nroots, sizeof *res->roots, root_cmp);
+    cli_qsort(res->roots, res->nroots, sizeof *res->roots, root_cmp);
     res->pat = malloc((res->nroots + 1) * sizeof *res->pat);
     if (res->pat == NULL) return STROBE_ENOMEM;
     for (size_t a = 0, b; a < res->nroots; a = b) {
@@ -449,7 +450,7 @@ static int find_patterns(const hta_rank *r, const ks_graph *g, const kseq_opts *
         }
         p->n = b - a;
     }
-    qsort(res->pat, res->npat, sizeof *res->pat, pattern_cmp);
+    cli_qsort(res->pat, res->npat, sizeof *res->pat, pattern_cmp);
     return 0;
 }
 
@@ -777,7 +778,7 @@ static int collect_marks(const ks_graph *g, const ks_result *res, const md_model
         }
     }
 #undef KS_PUSH
-    qsort(v, n, sizeof *v, mark_cmp);
+    cli_qsort(v, n, sizeof *v, mark_cmp);
     size_t u = 0; /* an event twice under one pattern counts once */
     for (size_t k = 0; k < n; k++)
         if (u == 0 || mark_cmp(&v[u - 1], &v[k]) != 0) v[u++] = v[k];
