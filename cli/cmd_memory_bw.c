@@ -120,8 +120,13 @@ static int option(void *ctx, int c, const char *arg) {
 static const char *const cols[] = {"rank", "name", "count", "mean", "std",
                                    "min",  "25%",  "50%",   "75%",  "max"};
 static const uint8_t text[10] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+/* The table format's headers: the statistics are of bandwidths, in GB/s. */
+static const char *const heads[] = {"rank",       "name",       "count",      "mean (GB/s)",
+                                    "std (GB/s)", "min (GB/s)", "25% (GB/s)", "50% (GB/s)",
+                                    "75% (GB/s)", "max (GB/s)"};
 static const char *const scols[] = {"rank", "ts", "pid", "name", "memory_bw_gbps"};
 static const uint8_t stext[5] = {0, 0, 0, 1, 0};
+static const char *const sheads[] = {"rank", "ts (us)", "pid", "name", "memory_bw (GB/s)"};
 
 int cmd_memory_bw(int argc, char **argv) {
     /* --series chooses the table: a first pass over a copy of argv (getopt permutes it) finds
@@ -139,8 +144,8 @@ int cmd_memory_bw(int argc, char **argv) {
                            ":f:qhV",
                            option,
                            run,
-                           {series ? (hta_columns){"series", scols, stext, 5}
-                                   : (hta_columns){"summary", cols, text, 10}},
+                           {series ? (hta_columns){"series", scols, stext, 5, sheads}
+                                   : (hta_columns){"summary", cols, text, 10, heads}},
                            1};
     return hta_main(&c, &series, argc, argv);
 }

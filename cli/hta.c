@@ -818,7 +818,7 @@ void hta_table_print(const hta_table *t, int format, FILE *out) {
     if (format == CL_TABLE) {
         size_t w[HTA_MAX_COLS] = {0};
         for (size_t c = 0; c < nc; c++) {
-            w[c] = strobe__utf8_len(table_head(t->cols[c])) + 2;
+            w[c] = strobe__utf8_len(t->heads ? t->heads[c] : table_head(t->cols[c])) + 2;
             for (size_t r = 0; r < t->n; r++) {
                 size_t len = strobe__utf8_len(cli_esc(t->cells[r * nc + c])) + 2;
                 if (len > w[c]) w[c] = len;
@@ -827,7 +827,8 @@ void hta_table_print(const hta_table *t, int format, FILE *out) {
         }
         strobe__table_separator(out, w, nc);
         for (size_t c = 0; c < nc; c++)
-            strobe__table_cell(out, table_head(t->cols[c]), w[c], t->text[c], 0);
+            strobe__table_cell(out, t->heads ? t->heads[c] : table_head(t->cols[c]), w[c],
+                               t->text[c], 0);
         fputc('\n', out);
         strobe__table_separator(out, w, nc);
         for (size_t r = 0; r < t->n; r++) {
@@ -922,7 +923,7 @@ static int run_emit(FILE *out, int format, const hta_command *c, const hta_set *
     size_t n = c->ntables < HTA_MAX_TABLES ? c->ntables : HTA_MAX_TABLES;
     for (size_t k = 0; k < n; k++) {
         const hta_columns *h = &c->tables[k];
-        t[k] = (hta_table){h->cols, h->text, h->ncols, NULL, 0, 0};
+        t[k] = (hta_table){h->cols, h->text, h->ncols, NULL, 0, 0, h->heads};
         keys[k] = h->key;
     }
     int work = c->run(s, ctx, t);

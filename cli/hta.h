@@ -186,6 +186,9 @@ typedef struct hta_table {
     size_t ncols;
     char **cells;
     size_t n, cap;
+    /* The table format's header of each column, where the command gives them (its unit in the
+     * name: "mean (GB/s)"); NULL: HTA's names, with the unit of HTA's times (us). */
+    const char *const *heads;
 } hta_table;
 
 /* Adds a row of t->ncols cells (copied). @return 0 or STROBE_ENOMEM. */
@@ -238,6 +241,7 @@ typedef struct hta_columns {
     const char *const *cols;
     const uint8_t *text; /* per column: 1 text, 0 a number (see hta_table) */
     size_t ncols;
+    const char *const *heads; /* the table format's headers, or NULL (see hta_table) */
 } hta_columns;
 
 typedef struct hta_command {

@@ -195,6 +195,16 @@ def generated():
     p = run(["memory-bw", "-q", "-f", "csv", path])
     if not p.stdout.startswith("rank,name,count,mean,std,min,25%,50%,75%,max\n0,Memcpy DtoD,1,"):
         fail("memory-bw -f csv: %r" % p.stdout[:200])
+    # The table format's headers say the unit of the values: the bandwidths' GB/s, the series'
+    # times in us (CSV and JSON keep HTA's names, above).
+    for extra, want_heads in (([], ["rank", "name", "count", "mean (GB/s)", "std (GB/s)",
+                                    "min (GB/s)", "25% (GB/s)", "50% (GB/s)", "75% (GB/s)",
+                                    "max (GB/s)"]),
+                              (["--series"], ["rank", "ts (us)", "pid", "name",
+                                              "memory_bw (GB/s)"])):
+        lines = run(["memory-bw", "-q"] + extra + [path]).stdout.splitlines()
+        heads = [h.strip() for h in re.split(r"\s{2,}", lines[1].strip())] if len(lines) > 1 else []
+        expect("memory-bw %s: table headers" % " ".join(extra), heads, want_heads)
 
     # overlay: the counters as HTA names them, the events kept
     for out in ("overlay.json", "overlay.json.gz"):
