@@ -42,7 +42,9 @@ typedef struct mtrack {
     int64_t name_rank; /* which input named it: (has events, input index), highest wins */
     int64_t sort;
     int has_sort, device, used;
-    int64_t wid; /* the writer's track id once declared, else -1 */
+    int64_t wid;            /* the writer's track id once declared, else -1 */
+    uint8_t named_by_input; /* a process_name/thread_name event of an input named it */
+    uint8_t named_by_id;    /* named by its string id (name_by_id) */
 } mtrack;
 
 typedef struct mitem {
@@ -215,8 +217,16 @@ static void keep_args(merger *m, mitem *it, const strobe_rd_event *e) {
     m->narena += e->args_len;
 }
 
+/* An id from the reader: the number; a string that is not one ("stream 7", Kineto's "Spans") a
+ * stable number made from it, as strobe convert and cl_idmap make it (FNV-1a, in 24 bits above
+ * Linux's pid range), so that two string ids stay two tracks; 0 when absent. */
 static int64_t id_num(const strobe_rd_id *id) {
-    return id->has_num ? id->num : 0;
+    if (id->has_num) return id->num;
+    if (id->kind != STROBE_RD_ID_STRING || id->str.s == NULL) return 0;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < id->str.len; i++)
+        h = (h ^ (unsigned char)id->str.s[i]) * 1099511628211ull;
+    return (int64_t)(h % 0x3FFFFFu) + 0xC00000;
 }
 
 /* A name given by the input being read, applied by apply_names(). */
@@ -225,6 +235,16 @@ static void name_track(merger *m, uint32_t tr, const char *s, size_t len, int la
     uint32_t id = intern(m, s, len);
     if (m->oom) return;
     m->pending[m->npending++] = (struct pending_name){.track = tr, .name = id, .label = label};
+}
+
+/* A string id's text names its track ("stream 7"), unless the input names the track itself. */
+static void name_by_id(merger *m, uint32_t tr, const strobe_rd_id *id) {
+    mtrack *t = &m->tracks[tr];
+    if (id->has_num || id->kind != STROBE_RD_ID_STRING || id->str.s == NULL || t->named_by_input ||
+        t->named_by_id)
+        return;
+    t->named_by_id = 1;
+    name_track(m, tr, id->str.s, id->str.len, 0);
 }
 
 /* Applies the names of the input just read: an input outranks the ones before it, and any input
@@ -270,6 +290,7 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
             } else {
                 name_track(m, tr, buf, len, 0);
             }
+            m->tracks[tr].named_by_input = 1;
             if (proc && strncmp(buf, "GPU", 3) == 0) m->tracks[tr].device = 1;
         } else if (strcmp(nm, "process_labels") == 0 && strobe_rd_event_arg(e, "labels", &v) == 1 &&
                    strobe_rd_value_str(&v, buf, sizeof buf, &len) == 0) {
@@ -291,6 +312,12 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
     }
     uint32_t tr = track_of(m, pid, tid);
     if (tr == UINT32_MAX) return;
+    name_by_id(m, tr, &e->tid);
+    if (!e->pid.has_num) {
+        uint32_t ptr = track_of(m, pid, PROCESS_TID);
+        if (ptr == UINT32_MAX) return;
+        name_by_id(m, ptr, &e->pid);
+    }
     (*events)++;
     if (ph == 'C') {
         /* Each numeric member of args is one series on the event's track. */

@@ -517,8 +517,43 @@ def shared(shared_dir):
     print("%d shared traces checked" % checked)
 
 
+def string_tids():
+    """Two GPU streams whose tids are strings, as Kineto writes them ("stream 7", "stream 8"):
+    K7 runs 10..60 on "stream 7" and K8 20..70 on "stream 8", each launched (corr 1, 2). The copy
+    keeps them on two threads (their times overlap: on one thread K7 would be cut at K8's start),
+    each named by its string, and with numbers for ids."""
+    ev = [{"ph": "X", "cat": "kernel", "name": "K7", "pid": 0, "tid": "stream 7", "ts": 10,
+           "dur": 50, "args": {"stream": 7, "correlation": 1, "device": 0}},
+          {"ph": "X", "cat": "kernel", "name": "K8", "pid": 0, "tid": "stream 8", "ts": 20,
+           "dur": 50, "args": {"stream": 8, "correlation": 2, "device": 0}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+           "ts": 5, "dur": 3, "args": {"correlation": 1}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+           "ts": 9, "dur": 3, "args": {"correlation": 2}}]
+    path = os.path.join(out_dir, "string_tids.json")
+    with open(path, "w") as f:
+        json.dump({"traceEvents": ev}, f)
+    out = os.path.join(out_dir, "string_tids.overlay.json")
+    p = run(["overlay", "-q", path, "-o", out])
+    expect("overlay, string tids: nothing cut", "ended" in p.stderr, False)
+    with open(out) as f:
+        doc = json.load(f)
+    k = {e["name"]: e for e in doc["traceEvents"] if e.get("ph") == "X" and e["name"] in ("K7", "K8")}
+    expect("overlay, string tids: ids are numbers",
+           all(isinstance(e.get("pid"), int) and isinstance(e.get("tid"), int) for e in k.values()),
+           True)
+    expect("overlay, string tids: two threads", len({k[n]["tid"] for n in k}), 2)
+    expect("overlay, string tids: durations kept", sorted(round(e["dur"]) for e in k.values()),
+           [50, 50])
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    expect("overlay, string tids: named by their strings",
+           sorted(names.get((e["pid"], e["tid"])) for e in k.values()), ["stream 7", "stream 8"])
+
+
 if mode == "generated":
     generated()
+    string_tids()
 elif mode == "shared":
     shared(sys.argv[4])
 else:
