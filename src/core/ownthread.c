@@ -37,45 +37,33 @@ void strobe__own_thread_wait(uint32_t *word, int ms) {
     }
 }
 
-/* Readers: strobe's threads at work; the writer: a fork. Writers first, so that a fork does not
- * wait for a stream of work (glibc's default lets new readers in while a writer waits). */
-static pthread_rwlock_t work_gate;
+/* One mutex per kind of thread (a rwlock shared by all would do, but a child cannot release
+ * one: glibc's keys its writer on the parent thread's id, and ThreadSanitizer misses a
+ * re-initialization in a fork handler). A fork takes them all, in order; a child releases them
+ * from its one thread, the forking one. */
+static pthread_mutex_t work_gates[STROBE__GATES] = {PTHREAD_MUTEX_INITIALIZER,
+                                                    PTHREAD_MUTEX_INITIALIZER};
 static pthread_once_t work_gate_once = PTHREAD_ONCE_INIT;
 
-static void gate_init(void) {
-    pthread_rwlockattr_t a;
-    pthread_rwlockattr_init(&a);
-#if defined(__GLIBC__)
-    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-#endif
-    pthread_rwlock_init(&work_gate, &a);
-    pthread_rwlockattr_destroy(&a);
-}
-
 static void gate_fork_prepare(void) {
-    (void)pthread_rwlock_wrlock(&work_gate);
+    for (int g = 0; g < STROBE__GATES; g++)
+        (void)pthread_mutex_lock(&work_gates[g]);
 }
 
-static void gate_fork_parent(void) {
-    (void)pthread_rwlock_unlock(&work_gate);
-}
-
-/* The child's one thread has a new id, which glibc's rwlock would not take for its writer's: the
- * gate starts anew instead (no thread of strobe's is at work in the child). */
-static void gate_fork_child(void) {
-    gate_init();
+static void gate_fork_after(void) {
+    for (int g = STROBE__GATES - 1; g >= 0; g--)
+        (void)pthread_mutex_unlock(&work_gates[g]);
 }
 
 static void gate_install(void) {
-    gate_init();
-    (void)pthread_atfork(gate_fork_prepare, gate_fork_parent, gate_fork_child);
+    (void)pthread_atfork(gate_fork_prepare, gate_fork_after, gate_fork_after);
 }
 
-int strobe__own_work_try(void) {
+int strobe__own_work_try(int gate) {
     (void)pthread_once(&work_gate_once, gate_install);
-    return pthread_rwlock_tryrdlock(&work_gate) == 0;
+    return pthread_mutex_trylock(&work_gates[gate]) == 0;
 }
 
-void strobe__own_work_done(void) {
-    (void)pthread_rwlock_unlock(&work_gate);
+void strobe__own_work_done(int gate) {
+    (void)pthread_mutex_unlock(&work_gates[gate]);
 }

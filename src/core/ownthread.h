@@ -33,15 +33,16 @@ void strobe__own_thread_ready(uint32_t *word);
 void strobe__own_thread_wait(uint32_t *word, int ms);
 
 /* The fork gate. A thread of strobe's does its work (what allocates: the drain thread's pass, the
- * stream writer's batch) inside strobe__own_work_try() ... strobe__own_work_done(), and a fork()
- * waits for the work under way to end before it copies the process (pthread_atfork, installed by
- * the first try: after the session's own handlers, so that it runs before them), so that no
- * child inherits a lock of the allocator (or of libdw) held by a thread it does not have. The try
- * never waits: it fails while a fork is waiting or under way (the work is then left for the
- * thread's next round), since a fork's later handlers take locks that a thread stopping a session
- * may hold while it waits for this thread to end. @return 1 when the work may go on (then call
- * strobe__own_work_done), 0 when not. */
-int strobe__own_work_try(void);
-void strobe__own_work_done(void);
+ * stream writer's batch) inside strobe__own_work_try(gate) ... strobe__own_work_done(gate), and a
+ * fork() waits for the work under way to end before it copies the process (pthread_atfork,
+ * installed by the first try: after the session's own handlers, so that it runs before them), so
+ * that no child inherits a lock of the allocator (or of libdw) held by a thread it does not have.
+ * The try never waits: it fails while a fork is under way or another thread of the same kind is
+ * at work (the work is then left for the thread's next round), since a fork's later handlers take
+ * locks that a thread stopping a session may hold while it waits for this thread to end.
+ * @return 1 when the work may go on (then call strobe__own_work_done), 0 when not. */
+enum { STROBE__GATE_DRAIN, STROBE__GATE_STREAM, STROBE__GATES };
+int strobe__own_work_try(int gate);
+void strobe__own_work_done(int gate);
 
 #endif /* STROBE_CORE_OWNTHREAD_H */

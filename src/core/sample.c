@@ -578,7 +578,7 @@ static void *drain_main(void *arg) {
         waited = 0;
         /* A fork waits for the pass to end (its unwinder, libdw, allocates and takes locks of
          * its own): the fork gate (ownthread.h), which never waits here. */
-        if (!strobe__own_work_try()) continue;
+        if (!strobe__own_work_try(STROBE__GATE_DRAIN)) continue;
         for (int i = 0; i < sp->nrings; i++) {
             int found = drain_ring(sp, &sp->rings[i]);
             if (i == 0) strobe__pyframes_drain(sp->py);
@@ -590,7 +590,7 @@ static void *drain_main(void *arg) {
                 (!found && !fd_is_ours(sp, (size_t)i)))
                 pfd[i].fd = -1;
         }
-        strobe__own_work_done();
+        strobe__own_work_done(STROBE__GATE_DRAIN);
     }
     free(pfd);
     struct timespec ts;
@@ -769,7 +769,8 @@ probe:
         if (added <= 0) break;
     }
     /* The fork gate's handler is installed now, after the session's (see ownthread.h). */
-    if (rc == 0 && drain_ms >= 0 && strobe__own_work_try()) strobe__own_work_done();
+    if (rc == 0 && drain_ms >= 0 && strobe__own_work_try(STROBE__GATE_DRAIN))
+        strobe__own_work_done(STROBE__GATE_DRAIN);
     if (rc == 0 && drain_ms >= 0) {
         if (pthread_create(&sp->drainer, NULL, drain_main, sp) != 0)
             rc = STROBE_ESYS;

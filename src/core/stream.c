@@ -181,7 +181,7 @@ static void *stream_main(void *arg) {
         int quit = __atomic_load_n(&st->quit, __ATOMIC_ACQUIRE);
         if (quit) break; /* stop takes the last chunks itself */
         /* A fork under way: the chunks wait for the next round (the fork gate, ownthread.h). */
-        if (!strobe__own_work_try()) {
+        if (!strobe__own_work_try(STROBE__GATE_STREAM)) {
             /* A dump asked for meanwhile is kept for the next round, 1 ms on. */
             if (dump) __atomic_fetch_or(&st->wake, STROBE__WAKE_DUMP, __ATOMIC_RELEASE);
             struct timespec ms = {0, 1000000L};
@@ -203,7 +203,7 @@ static void *stream_main(void *arg) {
             pthread_mutex_unlock(&st->ring_lock);
             if (dump) strobe__flight_signal_dump(st);
         }
-        strobe__own_work_done();
+        strobe__own_work_done(STROBE__GATE_STREAM);
     }
     return NULL;
 }
