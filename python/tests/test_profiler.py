@@ -226,9 +226,11 @@ class WithStackTest(unittest.TestCase):
         # nest on the thread that calls step(), inside them, with the iteration's ranges inside
         # it (the step's self time is what they leave), not on a track of its own where its
         # self time would be its whole time and the table would count each step twice.
+        # The iteration spins 3 ms: the step's own time (step(), the loop) stays well under it
+        # on a loaded machine (with 300 us, a step took 1.6 ms of its own under CI's load).
         def body(i):
             with record_function("iter"):
-                spin(300)
+                spin(3000)
 
         def train():
             with profile(with_stack=True,
