@@ -133,6 +133,27 @@ typedef struct out_file {
     int err;   /* errno of the first failure, or -1 for a zlib one */
 } out_file;
 
+/* Why a file cannot be made at path, in the system's words where its folder says it (a missing
+ * folder: "No such file or directory"; not writable: "Permission denied"), else rc's. */
+static const char *folder_reason(const char *path, int rc) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL) {
+        snprintf(dir, sizeof dir, ".");
+    } else if ((size_t)(slash - path) < sizeof dir) {
+        memcpy(dir, path, (size_t)(slash - path));
+        dir[slash - path] = '\0';
+        if (dir[0] == '\0') snprintf(dir, sizeof dir, "/");
+    } else {
+        return strobe_strerror(rc);
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0) return strerror(errno);
+    if (!S_ISDIR(st.st_mode)) return strerror(ENOTDIR);
+    if (access(dir, W_OK | X_OK) != 0) return strerror(errno);
+    return strobe_strerror(rc);
+}
+
 static int out_open(out_file *o, const char *path) {
     memset(o, 0, sizeof *o);
     o->path = path;
@@ -1027,7 +1048,7 @@ static int json_to_pf(const char *in, const char *out, int quiet) {
         rc = strobe_writer_open(&w, out, &wo);
         if (rc) {
             fprintf(stderr, "strobe convert: %s: cannot create a file in its folder: %s\n",
-                    cli_esc(out), strobe_strerror(rc));
+                    cli_esc(out), folder_reason(out, rc));
             code = CLI_BAD_INPUT;
         }
         /* The other top-level members ride on strobe's session slice, as the writer puts a

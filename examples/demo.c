@@ -445,8 +445,12 @@ int main(int argc, char **argv) {
     }
     print_stats(result);
 
-    printf("\ntrace written to %s\n", path);
-    printf("open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing (Load)\n");
+    /* The path as given and, where it is relative, whole: one line, said once. */
+    char whole[4096];
+    const char *shown = path[0] != '/' && realpath(path, whole) ? whole : path;
+    printf("\ntrace written to %s\n", shown);
+    printf("open it in https://ui.perfetto.dev (\"Open trace file\"), or in Chrome DevTools'"
+           " Performance panel (\"Load profile\")\n");
 
 out:
     strobe_result_free(result);

@@ -52,7 +52,3 @@ cmake --build build -j "$jobs" --target strobe_demo
 echo
 build/examples/strobe_demo "${demo_args[@]}"
 
-echo
-echo "The trace is $(pwd)/$trace"
-echo "Open it in a browser: https://ui.perfetto.dev (\"Open trace file\"), or chrome://tracing"
-echo "(\"Load\") in Chrome or Chromium."

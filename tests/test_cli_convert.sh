@@ -246,6 +246,16 @@ JSON
     expect_bad "JSON cut inside the event array, no events" "$TMP/cut.json" "$TMP/o.pftrace"
     expect_bad "not JSON" "$TMP/bad.json" "$TMP/o.pftrace"
     expect_bad "missing input" "$TMP/nonexistent.json" "$TMP/o.pftrace"
+    # A missing output folder: the system's reason, not "a system call failed".
+    printf '{"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":1,"pid":1,"tid":1}]}' >"$TMP/one.json"
+    for out in "$TMP/no_such_folder/o.pftrace" "$TMP/no_such_folder/o.json"; do
+        src=$TMP/one.json
+        [ "${out%.json}" != "$out" ] && src=$TMP/o_one.pftrace &&
+            "$STROBE" convert "$TMP/one.json" "$src" >/dev/null 2>&1
+        expect_bad "missing output folder ($out)" "$src" "$out"
+        grep -q "No such file or directory" "$TMP/err" ||
+            { echo "FAIL  missing output folder ($out): not the system's reason: $(cat "$TMP/err")"; fail=1; }
+    done
     expect_bad "no output" "$TMP/bad.json"
     expect_bad "unknown option" --frobnicate a b
     expect_bad "JSON to JSON" "$TMP/bad.json" "$TMP/o.json"
