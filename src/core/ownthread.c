@@ -3,6 +3,7 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,7 +12,8 @@
 static int64_t own_tids[STROBE__OWN_THREADS];
 static uint32_t own_next;
 
-void strobe__own_thread_enter(void) {
+void strobe__own_thread_enter(const char *name) {
+    if (name != NULL) (void)prctl(PR_SET_NAME, name, 0, 0, 0);
     int64_t tid = (int64_t)syscall(SYS_gettid);
     uint32_t k = __atomic_fetch_add(&own_next, 1u, __ATOMIC_RELAXED);
     __atomic_store_n(&own_tids[k % STROBE__OWN_THREADS], tid, __ATOMIC_RELEASE);

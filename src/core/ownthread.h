@@ -14,8 +14,11 @@
 /* Ids kept; older ones are forgotten (a program that starts and stops sessions this many times). */
 #define STROBE__OWN_THREADS 64u
 
-/* Registers the calling thread as strobe's own. */
-void strobe__own_thread_enter(void);
+/* Registers the calling thread as strobe's own, and names it `name` (at most 15 bytes; NULL: keeps
+ * its name) so that top, perf and an allocation counter can tell it from the program's threads,
+ * whose name it inherits otherwise. Named with prctl, not pthread_setname_np, which strobe record
+ * interposes to record the program's thread names (and would take this thread for one of them). */
+void strobe__own_thread_enter(const char *name);
 
 /* Whether thread `tid` (the kernel's id) registered itself as strobe's own. @return 1 or 0. */
 int strobe__own_thread_is(int64_t tid);

@@ -48,7 +48,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -551,10 +550,7 @@ static void sleep_ms(int ms) {
 
 static void *drain_main(void *arg) {
     strobe__sampler *sp = arg;
-    /* Named with prctl, not pthread_setname_np, which strobe record interposes to record the
-     * program's thread names (and would take this thread for one of the program's). */
-    (void)prctl(PR_SET_NAME, "strobe_sampler", 0, 0, 0);
-    strobe__own_thread_enter(); /* its samples are strobe's, not the program's */
+    strobe__own_thread_enter("strobe_sampler"); /* its samples are strobe's, not the program's */
     /* pfd[i] is ring i's descriptor (its fds entry i: the rings' events come first); -1 once the
      * program took it away, which poll() skips. */
     struct pollfd *pfd = calloc((size_t)sp->nrings, sizeof *pfd);

@@ -162,7 +162,7 @@ static uint32_t wait_wake(strobe__stream *st) {
 
 static void *stream_main(void *arg) {
     strobe__stream *st = arg;
-    strobe__own_thread_enter(); /* left out of the CPU samples */
+    strobe__own_thread_enter("strobe_stream"); /* left out of the CPU samples */
     strobe__own_thread_ready(&st->thread_ready);
     /* This thread records nothing, and its signals belong to the program's threads. */
     sigset_t all;

@@ -419,8 +419,8 @@ static void sleep_ms(long long ms) {
 /* The timer of --delay and --duration, on a thread of its own (with every signal blocked, so
  * that the program's signals go to its own threads). */
 static void *timer_main(void *arg) {
-    strobe__own_thread_ready(arg); /* start_own_thread's word: arg is not used after this */
-    strobe__own_thread_enter();    /* left out of the CPU samples */
+    strobe__own_thread_ready(arg);            /* start_own_thread's word: not used after this */
+    strobe__own_thread_enter("strobe_timer"); /* left out of the CPU samples */
     strobe__heap_quiet(1);
     if (set.delay_ms > 0) sleep_ms(set.delay_ms);
     pthread_mutex_lock(&lock);
@@ -879,8 +879,8 @@ static int watched_gone(void) {
 }
 
 static void *watch_main(void *arg) {
-    strobe__own_thread_ready(arg); /* start_own_thread's word: arg is not used after this */
-    strobe__own_thread_enter();    /* left out of the CPU samples */
+    strobe__own_thread_ready(arg);            /* start_own_thread's word: not used after this */
+    strobe__own_thread_enter("strobe_watch"); /* left out of the CPU samples */
     strobe__heap_quiet(1);
     for (;;) {
         int seen = __atomic_load_n(&watch_word, __ATOMIC_ACQUIRE);
