@@ -36,10 +36,12 @@ const char cmd_export_usage[] =
     "    Each distinct frame is one location of one function. A Python frame of a \"Call\n"
     "    stack\" (\"model.py(12): forward\") is function forward of file model.py at line 12\n"
     "    (so `go tool pprof -list` finds the source); a native frame of a CPU sample or an\n"
-    "    allocation site (\"fn (file)\") is function fn of that source file, or of that\n"
-    "    module (a shared object or a program), which is then the location's mapping; any\n"
-    "    other frame (an operator, a range, a runtime call) is a function of that name.\n"
-    "    Frames without a module of their own share one mapping named after the trace.\n"
+    "    allocation site (\"fn (file)\", \"fn (file:line)\") is function fn of that source\n"
+    "    file, or of that module (a shared object or a program), which is then the\n"
+    "    location's mapping; any other frame (an operator, a range, a runtime call) is a\n"
+    "    function of that name. Frames without a module of their own share one mapping\n"
+    "    named after the trace. pprof shortens names that look like C++ ones (\"step<1>\"\n"
+    "    shows as \"step\"): `go tool pprof -symbolize=none` shows them whole.\n"
     "\n"
     "    Sample types, by metric:\n"
     "    self_cpu (default): cpu/nanoseconds, the self CPU time of each operator, user\n"
@@ -85,8 +87,7 @@ static const char *const metric_names[] = {"self_cpu", "self_cuda", "samples", "
 
 /* What each metric calls a trace without anything for it. */
 static const char *const metric_missing[] = {
-    "no operators, annotations or runtime calls with self CPU time (for a trace of strobe "
-    "record --sample or --heap: --metric samples or memory)",
+    "no operators, annotations or runtime calls with self CPU time",
     "no device time launched by operators",
     "no CPU samples (strobe record --sample)",
     "no allocations (strobe record --heap)",
@@ -379,8 +380,11 @@ int cmd_export(int argc, char **argv) {
         cli_pprof_comment(&p, note);
         if (!err) err = build(&p, m, metric, hz);
         if (err == 1) {
-            fprintf(stderr, "strobe export: %s: %s in the trace (--metric %s)\n", cli_esc(path),
-                    metric_missing[metric], metric_names[metric]);
+            fprintf(stderr, "strobe export: %s: %s in the trace (--metric %s)%s\n", cli_esc(path),
+                    metric_missing[metric], metric_names[metric],
+                    metric == M_SELF_CPU ? "; a trace of strobe record --sample or --heap: "
+                                           "--metric samples or memory"
+                                         : "");
             rc = CLI_BAD_INPUT;
         } else if (err) {
             rc = cli_finish("export", path, err, CLI_OK);

@@ -178,7 +178,16 @@ static frame_parts parse_frame(const char *s, size_t n) {
             size_t in_n = n - 2 - k;
             if (in_n == 0) break;
             f.fn_n = k - 1;
-            if (is_module(in, in_n)) {
+            /* "file:line", as allocation sites name their frames */
+            size_t d = in_n;
+            while (d > 0 && in[d - 1] >= '0' && in[d - 1] <= '9')
+                d--;
+            if (d > 1 && d < in_n && in_n - d <= 9 && in[d - 1] == ':') {
+                for (size_t j = d; j < in_n; j++)
+                    f.line = f.line * 10 + (in[j] - '0');
+                in_n = d - 1;
+            }
+            if (f.line == 0 && is_module(in, in_n)) {
                 f.module = in;
                 f.module_n = in_n;
             } else {
@@ -206,7 +215,18 @@ uint64_t cli_pprof_frame(cli_pprof *p, const char *s, size_t n) {
     }
     frame_parts f = parse_frame(s, n);
     int64_t name = str_id(p, f.fn, f.fn_n), file = str_id(p, f.file, f.file_n);
-    int64_t system_name = f.fn_n == n ? name : str_id(p, s, n);
+    int64_t system_name = name;
+    if (f.file_n) {
+        /* "fn (file)": the function whatever the line, and not its name alone (see pprof.h) */
+        size_t len = f.fn_n + f.file_n + 3;
+        char *full = malloc(len + 1);
+        if (full == NULL) goto oom;
+        snprintf(full, len + 1, "%.*s (%.*s)", (int)f.fn_n, f.fn, (int)f.file_n, f.file);
+        system_name = str_id(p, full, len);
+        free(full);
+    } else if (f.fn_n != n) {
+        system_name = str_id(p, s, n);
+    }
     uint64_t mapping = 1;
     if (f.module_n) {
         int64_t mod = strobe__strtab_intern(&p->modules, f.module, f.module_n);

@@ -5,13 +5,14 @@
  * first) and one value per sample type. A frame is one of strobe's frame names, and the writer
  * turns each distinct name into one location, with its function, file, line and mapping:
  *   - "file.py(12): fn", a Python frame of a "Call stack": function fn of file.py, line 12;
- *   - "fn (file)", a native frame of a CPU sample or an allocation site: function fn, of source
- *     file `file`, or of the mapping (module) `file` where that is a shared object or a program
- *     (no '.' in its last component);
+ *   - "fn (file)" or "fn (file:line)", a native frame of a CPU sample or an allocation site:
+ *     function fn, of source file `file` (at that line), or of the mapping (module) `file`
+ *     where that is a shared object or a program (no '.' in its last component, no line);
  *   - anything else (an operator, a range, a runtime call): a function of that name, no file.
- * A function's system_name is the whole frame name of its first location: where that differs
- * from its name, pprof shows the name as it is (it would otherwise take a name with '<' or "::"
- * for C++ and cut its template parameters: Python's "<module>" would show empty).
+ * A function's system_name is "fn (file)" (or "fn (module)") where the frame names a file or a
+ * module: as that differs from its name, pprof shows the name as it is (it would otherwise take a
+ * name with '<' or "::" for C++ and cut its template parameters: Python's "<module>" would show
+ * empty). Other frames' system_name is their name.
  * Frames without a module of their own share mapping 1, named by the caller. Not thread-safe. */
 #ifndef STROBE_CLI_PPROF_H
 #define STROBE_CLI_PPROF_H
