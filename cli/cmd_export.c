@@ -59,6 +59,7 @@ const char cmd_export_usage[] =
     "        sites gives alloc_space/bytes under the operators enclosing each allocation,\n"
     "        as `strobe flamegraph --metric memory` does.\n"
     "    A trace with nothing for the metric is refused (exit 2) and no file is written.\n"
+    "    The profile's time and duration are the span of the trace's events.\n"
     "\n"
     "    TRACE \"-\" is standard input. Malformed events are skipped; standard error says\n"
     "    how many, and `strobe check TRACE` lists them.\n"
@@ -378,6 +379,11 @@ int cmd_export(int argc, char **argv) {
         snprintf(note, sizeof note, "strobe export --pprof --metric %s of %s", metric_names[metric],
                  base_name(path));
         cli_pprof_comment(&p, note);
+        /* The span of the trace's events; its start only where it reads as a time since the
+         * epoch (after 2001, as Kineto's and strobe's are), not a time since a process began. */
+        if (m->min_ts <= m->max_ts)
+            cli_pprof_times(&p, m->min_ts >= INT64_C(1000000000000000000) ? m->min_ts : 0,
+                            m->max_ts - m->min_ts);
         if (!err) err = build(&p, m, metric, hz);
         if (err == 1) {
             fprintf(stderr, "strobe export: %s: %s in the trace (--metric %s)%s\n", cli_esc(path),

@@ -3,11 +3,11 @@
  * Contents: protobuf encoding, frames (locations, functions, mappings), the profile, gzip.
  *
  * Field numbers are those of github.com/google/pprof's proto/profile.proto: Profile (sample_type
- * 1, sample 2, mapping 3, location 4, function 5, string_table 6, period_type 11, period 12,
- * comment 13, default_sample_type 14), ValueType (type 1, unit 2), Sample (location_id 1, value
- * 2, both packed), Mapping (id 1, filename 5, has_functions 7, has_filenames 8,
- * has_line_numbers 9), Location (id 1, mapping_id 2, line 4), Line (function_id 1, line 2),
- * Function (id 1, name 2, system_name 3, filename 4). */
+ * 1, sample 2, mapping 3, location 4, function 5, string_table 6, time_nanos 9, duration_nanos
+ * 10, period_type 11, period 12, comment 13, default_sample_type 14), ValueType (type 1, unit
+ * 2), Sample (location_id 1, value 2, both packed), Mapping (id 1, filename 5, has_functions 7,
+ * has_filenames 8, has_line_numbers 9), Location (id 1, mapping_id 2, line 4), Line (function_id
+ * 1, line 2), Function (id 1, name 2, system_name 3, filename 4). */
 #include "pprof.h"
 
 #include <errno.h>
@@ -288,6 +288,11 @@ void cli_pprof_default_type(cli_pprof *p, const char *type) {
     p->default_type = str_id(p, type, strlen(type));
 }
 
+void cli_pprof_times(cli_pprof *p, int64_t time_nanos, int64_t duration_nanos) {
+    p->time_nanos = time_nanos;
+    p->duration_nanos = duration_nanos;
+}
+
 void cli_pprof_comment(cli_pprof *p, const char *text) {
     if (p->ncomments < sizeof p->comments / sizeof p->comments[0])
         p->comments[p->ncomments++] = str_id(p, text, strlen(text));
@@ -358,6 +363,8 @@ static void encode_rest(cli_pprof *p, cli_pb *b) {
         pb_uint(m, 4, (uint64_t)p->fns[k].file);
         pb_message(b, 5, m);
     }
+    pb_uint(b, 9, (uint64_t)p->time_nanos);
+    pb_uint(b, 10, (uint64_t)p->duration_nanos);
     if (p->period_type[0] || p->period_type[1]) value_type(b, 11, m, p->period_type);
     pb_uint(b, 12, (uint64_t)p->period);
     for (size_t k = 0; k < p->ncomments; k++)

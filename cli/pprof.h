@@ -60,7 +60,7 @@ typedef struct cli_pprof {
     size_t scratch_cap;
     int64_t types[CLI_PPROF_MAX_TYPES][2]; /* type, unit string ids */
     size_t ntypes;
-    int64_t period_type[2], period, default_type;
+    int64_t period_type[2], period, default_type, time_nanos, duration_nanos;
     int64_t comments[4];
     size_t ncomments;
     int64_t main_mapping; /* mapping 1's file name */
@@ -79,6 +79,9 @@ void cli_pprof_sample_type(cli_pprof *p, const char *type, const char *unit);
 void cli_pprof_period(cli_pprof *p, const char *type, const char *unit, int64_t period);
 /* Makes sample type `type` (already added) the one pprof shows unless told otherwise. */
 void cli_pprof_default_type(cli_pprof *p, const char *type);
+/* Sets when the profile's collection started (ns since the Unix epoch; 0: unknown) and how long
+ * it lasted (ns; 0: unknown). */
+void cli_pprof_times(cli_pprof *p, int64_t time_nanos, int64_t duration_nanos);
 /* Adds a line of free text to the profile (pprof -comments shows them); at most four. */
 void cli_pprof_comment(cli_pprof *p, const char *text);
 
