@@ -68,8 +68,8 @@ const char cmd_export_usage[] =
     "\n"
     "OPTIONS\n"
     "    --pprof            write pprof's format (the only one so far; required)\n"
-    "    -o, --output FILE  write to FILE (\"-\": standard output), through a temporary file\n"
-    "                       in its folder renamed when complete; required\n"
+    "    -o, --output FILE  write to FILE (\"-\": standard output, not a terminal), through\n"
+    "                       a temporary file in its folder renamed when complete; required\n"
     "    --metric M         self_cpu (default), self_cuda, samples or memory, as above\n"
     "    --samples          the same as --metric samples (as in `strobe stacks`)\n"
     "    --hz HZ            the rate the CPU samples were taken at, 1 to 100000 (default\n"
@@ -367,6 +367,8 @@ int cmd_export(int argc, char **argv) {
     }
     if (!pprof) return usage_error("say which format: --pprof", NULL);
     if (out_path == NULL) return usage_error("-o FILE is required (\"-\": standard output)", NULL);
+    if (strcmp(out_path, "-") == 0 && isatty(STDOUT_FILENO))
+        return usage_error("standard output is a terminal: -o FILE, or redirect it", NULL);
     if (cli_trace_operand("export", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
     md_model *m = malloc(sizeof *m);
     if (m == NULL) return usage_error("out of memory", NULL);

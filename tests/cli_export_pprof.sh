@@ -12,9 +12,10 @@
 #   4. a heap run (`strobe record --heap` of a small C program): alloc_objects, alloc_space and
 #      inuse_space add up to the calls, bytes allocated and bytes leaked `strobe summary` prints;
 #   5. the shared resnet50 trace, where SHARED_DIR has it: self_cpu and self_cuda as in 1.
-# Usage: cli_export_pprof.sh STROBE WORK_DIR [SHARED_DIR]. Exit 77 (with the reason) without go.
+# Usage: cli_export_pprof.sh STROBE WORK_DIR [SHARED_DIR [record|no-record]] (no-record: leave
+# out 3. and 4.). Exit 77 (with the reason) without go.
 set -u
-STROBE=$1 WORK=$2 SHARED=${3:-}
+STROBE=$1 WORK=$2 SHARED=${3:-} RUNS=${4:-record}
 command -v go >/dev/null || { echo "SKIP: go (Debian's golang-go) is not installed"; exit 77; }
 rm -rf "$WORK" && mkdir -p "$WORK/home" || exit 1
 # go keeps a cache under HOME; the build's folder keeps the test's own.
@@ -113,7 +114,9 @@ fi
 
 # ---- 3. and 4. a sampled run and a heap run of small C programs ----
 CC=${CC:-cc}
-if command -v "$CC" >/dev/null && "$STROBE" record --help >/dev/null 2>&1; then
+if [ "$RUNS" = no-record ]; then
+    echo "note: no sampled or heap run (strobe record is not built, or a sanitizer build)"
+elif command -v "$CC" >/dev/null && "$STROBE" record --help >/dev/null 2>&1; then
     cat >"$WORK/spin.c" <<'EOF'
 #include <stdio.h>
 #include <stdlib.h>
