@@ -65,6 +65,8 @@ const cli_command cli_commands[] = {
      "HTA's memory copy bandwidth per rank and kind of copy"},
     {"overlay", cmd_overlay, cmd_overlay_usage, cmd_overlay_options,
      "a copy of a trace with HTA's queue length and bandwidth counters"},
+    {"export", cmd_export, cmd_export_usage, cmd_export_options,
+     "a trace's stacks as a pprof profile (go tool pprof, Pyroscope)"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 
@@ -215,6 +217,7 @@ static const struct {
     {"record", "capture-range", "cuda-profiler-api nvtx:"},
     {"critical-path", "format", "table csv json"},
     {"counters", "format", "table csv json"},
+    {"export", "metric", "self_cpu self_cuda samples memory"},
 };
 
 void cli_write_completion(FILE *out) {

@@ -16,6 +16,7 @@ if [ "${1:-}" = "--test" ]; then
   want+=(libtorch-dev) # the torch observer (issue 30): torch's C++ headers and its CMake config
   want+=(chromium) # cli_report_browser: the HTML report opened headless, its DOM and a screenshot
   want+=(libopenmpi-dev openmpi-bin) # strobe record --mpi and test_mpi_record (issue 20)
+  want+=(golang-go) # cli_export_pprof: `go tool pprof` reads strobe export --pprof's files back
 fi
 missing=()
 for p in "${want[@]}"; do

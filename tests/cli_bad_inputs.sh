@@ -283,6 +283,62 @@ generated() {
         echo "FAIL: strobe no-such-command: exit code is not 2"
         fail=1
     fi
+    export_cases "$d"
+}
+
+# strobe export --pprof (which takes -o and a format, so it is not in COMMANDS): unreadable
+# traces, a trace without the chosen metric's source, an output that cannot be written (the
+# system's reason said, no file left), usage errors.
+export_case() { # WANT_TEXT NAME_IN_ERROR ARGS...: exit 2, one line with both texts, no output
+    local want=$1 name=$2 err="$TMP/err"
+    shift 2
+    runs=$((runs + 1))
+    rm -f "$TMP/export.pb.gz"
+    timeout -k 5 "$LIMIT" "$STROBE" export --pprof -q "$@" >/dev/null 2>"$err"
+    local rc=$?
+    printf '%-8s %-40s -> %s  %s\n' export "$*" "$rc" "$(head -n 1 "$err")"
+    if [ "$rc" -ne 2 ] || [ "$(wc -l <"$err")" -ne 1 ] || ! grep -qF -- "$want" "$err" ||
+        ! grep -qF -- "$name" "$err" || [ -e "$TMP/export.pb.gz" ]; then
+        echo "FAIL: strobe export --pprof $*: exit $rc, expected 2 and one line with '$want' and '$name', no file"
+        sed 's/^/    stderr: /' "$err" | head -5
+        fail=1
+    fi
+}
+
+export_cases() {
+    local d=$1 o="$TMP/export.pb.gz"
+    local ranges="$TMP/export_ranges.json"
+    printf '{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1,"dur":5}]}' >"$ranges"
+    export_case "No such file or directory" no_such_file.json "$d/no_such_file.json" -o "$o"
+    export_case "not_json.json" not_json.json "$d/not_json.json" -o "$o"
+    export_case "a_directory.json" a_directory.json "$d/a_directory.json" -o "$o"
+    export_case "truncated.json.gz" truncated.json.gz "$d/truncated.json.gz" -o "$o"
+    export_case "no CPU samples" export_ranges.json "$ranges" --samples -o "$o"
+    export_case "no allocations" export_ranges.json "$ranges" --metric memory -o "$o"
+    export_case "no device time" export_ranges.json "$ranges" --metric self_cuda -o "$o"
+    printf '{"traceEvents":[]}' >"$TMP/empty_events.json"
+    export_case "no operators" empty_events.json "$TMP/empty_events.json" -o "$o"
+    export_case "No such file or directory" "$TMP/no_folder/x.pb.gz" "$ranges" -o "$TMP/no_folder/x.pb.gz"
+    export_case "Not a directory" "$d/not_json.json/x.pb.gz" "$ranges" -o "$d/not_json.json/x.pb.gz"
+    if [ "$(id -u)" -ne 0 ]; then
+        mkdir -p "$TMP/read_only" && chmod 555 "$TMP/read_only"
+        export_case "Permission denied" "$TMP/read_only/x.pb.gz" "$ranges" -o "$TMP/read_only/x.pb.gz"
+        chmod 755 "$TMP/read_only"
+    fi
+    if [ -w /dev/full ]; then
+        export_case "No space left on device" /dev/full "$ranges" -o /dev/full
+    fi
+    # An existing output stays as it was when the trace is bad.
+    printf 'keep' >"$TMP/keep.pb.gz"
+    "$STROBE" export --pprof -q "$d/not_json.json" -o "$TMP/keep.pb.gz" 2>/dev/null
+    if [ "$(cat "$TMP/keep.pb.gz")" != keep ]; then
+        echo "FAIL: strobe export of a bad trace changed an existing output"
+        fail=1
+    fi
+    usage_case export "$ranges" -o "$o"
+    usage_case export --pprof "$ranges"
+    usage_case export --pprof "$ranges" -o "$o" --metric nonsense
+    usage_case export --pprof "$ranges" -o "$o" --hz 0
 }
 
 # What `strobe check` says about each sample that loads (0 clean, 1 findings); the samples that
