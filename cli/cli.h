@@ -43,6 +43,7 @@ int cmd_critical_path(int argc, char **argv);
 int cmd_counters(int argc, char **argv);
 int cmd_memory_bw(int argc, char **argv);
 int cmd_overlay(int argc, char **argv);
+int cmd_open(int argc, char **argv);
 
 /* Each subcommand's usage text (man-page style), printed by `strobe help CMD` and `CMD --help`. */
 extern const char cmd_summary_usage[];
@@ -71,6 +72,7 @@ extern const char cmd_critical_path_usage[];
 extern const char cmd_counters_usage[];
 extern const char cmd_memory_bw_usage[];
 extern const char cmd_overlay_usage[];
+extern const char cmd_open_usage[];
 
 /* Each subcommand's options (getopt_long's table, ending in a zeroed entry): the same table
  * parses the command line and generates the bash completion (doc.c). */
@@ -100,6 +102,7 @@ extern const struct option cmd_critical_path_options[];
 extern const struct option cmd_counters_options[];
 extern const struct option cmd_memory_bw_options[];
 extern const struct option cmd_overlay_options[];
+extern const struct option cmd_open_options[];
 
 /* The subcommands, in the order `strobe --help` lists them (doc.c). */
 typedef struct cli_command {

@@ -65,6 +65,8 @@ const cli_command cli_commands[] = {
      "HTA's memory copy bandwidth per rank and kind of copy"},
     {"overlay", cmd_overlay, cmd_overlay_usage, cmd_overlay_options,
      "a copy of a trace with HTA's queue length and bandwidth counters"},
+    {"open", cmd_open, cmd_open_usage, cmd_open_options,
+     "serve a trace to the Perfetto UI (ui.perfetto.dev) and open it there"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 
