@@ -57,12 +57,12 @@ const char cmd_open_usage[] =
     "    http://127.0.0.1:PORT/NAME, as Perfetto's tools/open_trace_in_ui does, and prints the\n"
     "    URL that opens it in the Perfetto UI:\n"
     "        https://ui.perfetto.dev/#!/?url=http://127.0.0.1:9001/NAME&referrer=strobe\n"
-    "    The UI fetches the trace from this command; the trace does not leave the machine that\n"
-    "    runs the browser. NAME is the file's name, with characters other than letters, digits,\n"
+    "    The UI fetches the trace from this command and reads it in the browser: it is not\n"
+    "    uploaded anywhere. NAME is the file's name, with characters other than letters, digits,\n"
     "    '.', '_' and '-' made '_'. Where there is a display (DISPLAY or WAYLAND_DISPLAY is set)\n"
-    "    the URL is also opened with $BROWSER (a command, given the URL as its last argument)\n"
-    "    or xdg-open, without waiting for it. The command stops once the UI has fetched the\n"
-    "    whole file, or on Ctrl-C.\n"
+    "    the URL is also opened with $BROWSER (a command and its arguments, split at spaces;\n"
+    "    the URL is added last) or xdg-open, without waiting for it. The command stops once the\n"
+    "    UI has fetched the whole file, or on Ctrl-C.\n"
     "\n"
     "    Only 127.0.0.1 is listened on, never another interface. From a remote machine, forward\n"
     "    the port first, then open the URL in a browser on your own machine:\n"
@@ -608,9 +608,18 @@ static int open_browser(const char *url, const sigset_t *mask, char *what, size_
         signal(SIGPIPE, SIG_DFL);
         sigprocmask(SIG_SETMASK, mask, NULL);
         if (browser[0]) {
-            /* A command with arguments of its own ("firefox --new-tab"): through sh, with the
-             * URL as a positional parameter, never as text of the command. */
-            execl("/bin/sh", "sh", "-c", "exec $0 \"$1\"", browser, url, (char *)NULL);
+            /* A command with arguments of its own ("firefox --new-tab"), split at white
+             * space, the URL last. No shell: the URL is never read as text of a command, and
+             * a command that is not found is reported here. */
+            char *words[17];
+            int nw = 0;
+            char *save = NULL;
+            for (char *w = strtok_r(browser, " \t", &save); w && nw < 16;
+                 w = strtok_r(NULL, " \t", &save))
+                words[nw++] = w;
+            words[nw++] = (char *)url;
+            words[nw] = NULL;
+            execvp(words[0], words);
         } else {
             execlp("xdg-open", "xdg-open", url, (char *)NULL);
         }
