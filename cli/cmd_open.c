@@ -251,14 +251,16 @@ typedef struct open_site {
 } open_site;
 
 /* The value of header `name` in the request's header lines (between the request line and the
- * blank line), white space around it trimmed, copied to out. @return 1 when present. */
+ * blank line), white space around it trimmed, copied to out (cut to cap - 1 bytes). @return 1
+ * when present. */
 static int header_value(const char *req, const char *name, char *out, size_t cap) {
     size_t nlen = strlen(name);
     const char *line = strchr(req, '\n');
     while (line && line[1] != '\0') {
         line++;
         const char *end = strchr(line, '\n');
-        if (end == NULL) break;
+        /* The blank line ends the headers: what follows is a body (or the next request). */
+        if (end == NULL || end == line || (end == line + 1 && line[0] == '\r')) break;
         if ((size_t)(end - line) > nlen && strncasecmp(line, name, nlen) == 0 &&
             line[nlen] == ':') {
             const char *v = line + nlen + 1;
