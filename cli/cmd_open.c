@@ -5,8 +5,8 @@
  * What the UI needs (google/perfetto: tools/open_trace_in_ui, ui/src/core/trace_stream.ts,
  * ui/src/frontend/index.ts): the page at https://ui.perfetto.dev/#!/?url=URL fetch()es URL, a
  * cross-origin GET, so the answer must carry Access-Control-Allow-Origin for the UI's origin;
- * it reads Content-Length for its progress bar. Its Content-Security-Policy lets it connect to
- * http://127.0.0.1:9001 only, hence the default port. On load the UI also probes
+ * it reads Content-Length for its progress bar. Its Content-Security-Policy lets it fetch from
+ * no local address but http://127.0.0.1:9001, hence the default port. On load the UI also probes
  * 127.0.0.1:9001/status (POST) for a trace_processor_shell: that gets a 404, as from
  * open_trace_in_ui, and the UI then goes on with its own engine. A browser that checks private
  * network access first sends a preflight (OPTIONS with Access-Control-Request-Private-Network),
@@ -22,7 +22,6 @@
  * connections, the browser, the command. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -326,25 +325,27 @@ static const char *reason(int status) {
 }
 
 /* Writes an error answer with a short text body into head (the body is short enough to go
- * with the head). */
-static void error_answer(const open_site *s, int status, int cors, char *head, open_answer *a) {
+ * with the head); to a HEAD request (head_req), the same without the body. */
+static void error_answer(const open_site *s, int status, int cors, int head_req, char *head,
+                         open_answer *a) {
     char body[160];
     int blen = snprintf(body, sizeof body, "%d %s\n", status, reason(status));
     char cors_line[OPEN_ORIGIN_MAX + 64] = "";
     if (cors)
         snprintf(cors_line, sizeof cors_line, "Access-Control-Allow-Origin: %s\r\n", s->origin);
-    int n = snprintf(head, OPEN_HEAD_MAX,
-                     "HTTP/1.1 %d %s\r\n"
-                     "%s"
-                     "%s"
-                     "Content-Type: text/plain; charset=utf-8\r\n"
-                     "Content-Length: %d\r\n"
-                     "Cache-Control: no-cache\r\n"
-                     "Connection: close\r\n"
-                     "\r\n"
-                     "%s",
-                     status, reason(status), cors_line,
-                     status == 405 ? "Allow: GET, HEAD, OPTIONS\r\n" : "", blen, body);
+    int n =
+        snprintf(head, OPEN_HEAD_MAX,
+                 "HTTP/1.1 %d %s\r\n"
+                 "%s"
+                 "%s"
+                 "Content-Type: text/plain; charset=utf-8\r\n"
+                 "Content-Length: %d\r\n"
+                 "Cache-Control: no-cache\r\n"
+                 "Connection: close\r\n"
+                 "\r\n"
+                 "%s",
+                 status, reason(status), cors_line,
+                 status == 405 ? "Allow: GET, HEAD, OPTIONS\r\n" : "", blen, head_req ? "" : body);
     a->status = status;
     a->whole_file = 0;
     a->head_len = (size_t)n;
@@ -362,7 +363,7 @@ static void answer(const open_site *s, const char *req, char *head, open_answer 
     const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', line_len - (size_t)(sp1 + 1 - req)) : NULL;
     if (sp1 == NULL || sp2 == NULL || (size_t)(sp1 - req) >= sizeof method || sp1 == req ||
         sp2 == sp1 + 1 || (size_t)(req + line_len - (sp2 + 1)) >= sizeof version) {
-        error_answer(s, 400, 1, head, a);
+        error_answer(s, 400, 1, 0, head, a);
         return;
     }
     memcpy(method, req, (size_t)(sp1 - req));
@@ -373,24 +374,24 @@ static void answer(const open_site *s, const char *req, char *head, open_answer 
     version[req + line_len - (sp2 + 1)] = '\0';
     if (strncmp(version, "HTTP/1.", 7) != 0 || version[7] < '0' || version[7] > '9' ||
         version[8] != '\0') {
-        error_answer(s, strncmp(version, "HTTP/", 5) == 0 ? 505 : 400, 1, head, a);
+        error_answer(s, strncmp(version, "HTTP/", 5) == 0 ? 505 : 400, 1, 0, head, a);
         return;
     }
+    int get = strcmp(method, "GET") == 0, head_only = strcmp(method, "HEAD") == 0;
     /* A browser sends Origin with every cross-origin fetch; a page of another origin gets
      * nothing (it could not read the answer anyway, but its fetch would end the command).
      * Clients that are no browser (curl) send none. */
     char origin[OPEN_ORIGIN_MAX + 2];
     if (header_value(req, "Origin", origin, sizeof origin) && strcmp(origin, s->origin) != 0) {
-        error_answer(s, 403, 0, head, a);
+        error_answer(s, 403, 0, head_only, head, a);
         return;
     }
     char *query = strchr(target, '?');
     if (query) *query = '\0';
     if (strcmp(target, s->path) != 0) {
-        error_answer(s, 404, 1, head, a);
+        error_answer(s, 404, 1, head_only, head, a);
         return;
     }
-    int get = strcmp(method, "GET") == 0, head_only = strcmp(method, "HEAD") == 0;
     if (strcmp(method, "OPTIONS") == 0) {
         /* A CORS preflight: the methods and headers the fetch may use, and private network
          * access (a public page reaching 127.0.0.1) when the browser asks for it. */
@@ -423,7 +424,7 @@ static void answer(const open_site *s, const char *req, char *head, open_answer 
         return;
     }
     if (!get && !head_only) {
-        error_answer(s, 405, 1, head, a);
+        error_answer(s, 405, 1, 0, head, a);
         return;
     }
     /* The file as it is, gzip included: no Content-Encoding, so that the browser hands the UI
@@ -511,11 +512,11 @@ static void conn_read(const open_site *s, open_conn *c) {
     c->req[c->req_len] = '\0';
     open_answer a;
     if (memchr(c->req, '\0', c->req_len) != NULL) {
-        error_answer(s, 400, 1, c->head, &a);
+        error_answer(s, 400, 1, 0, c->head, &a);
     } else if (headers_end(c->req, c->req_len)) {
         answer(s, c->req, c->head, &a);
     } else if (c->req_len == OPEN_REQ_MAX) {
-        error_answer(s, 431, 1, c->head, &a);
+        error_answer(s, 431, 1, 0, c->head, &a);
     } else {
         return;
     }
@@ -873,8 +874,11 @@ int cmd_open(int argc, char **argv) {
                (long long)site.size);
         return cli_finish(cmd, path, 0, CLI_OK);
     }
+    /* On a terminal, Ctrl-C leaves "^C" where the cursor was: the message goes on a line of
+     * its own. */
     if (rc == CLI_OK && sig)
-        fprintf(stderr, "strobe %s: stopped by %s before the trace was fetched\n", cmd,
+        fprintf(stderr, "%sstrobe %s: stopped by %s before the trace was fetched\n",
+                sig == SIGINT && isatty(2) ? "\n" : "", cmd,
                 sig == SIGINT ? "Ctrl-C (SIGINT)" : "SIGTERM");
     fflush(stdout);
     return rc;

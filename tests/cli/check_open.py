@@ -191,6 +191,18 @@ def probes(srv, port, path, size):
     expect("POST /status: Access-Control-Allow-Origin", h.get("access-control-allow-origin"), UI)
     st, _, _ = request(port, "GET", "/other.json", UI_HEADERS)
     expect("GET of another path: status", st, 404)
+    # HEAD of another path: a 404 without a body (read raw: http.client reads none for HEAD).
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"HEAD /other.json HTTP/1.1\r\nHost: x\r\n\r\n")
+    raw = b""
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        raw += d
+    s.close()
+    expect("HEAD of another path: 404, nothing after the headers",
+           (raw.split(b" ")[1:2], raw.endswith(b"\r\n\r\n")), ([b"404"], True))
     st, h, _ = request(port, "PUT", path, UI_HEADERS)
     expect("PUT of the trace: status", st, 405)
     expect("PUT: Allow", h.get("allow"), "GET, HEAD, OPTIONS")
