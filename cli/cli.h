@@ -44,6 +44,7 @@ int cmd_counters(int argc, char **argv);
 int cmd_memory_bw(int argc, char **argv);
 int cmd_overlay(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_open(int argc, char **argv);
 
 /* Each subcommand's usage text (man-page style), printed by `strobe help CMD` and `CMD --help`. */
 extern const char cmd_summary_usage[];
@@ -73,6 +74,7 @@ extern const char cmd_counters_usage[];
 extern const char cmd_memory_bw_usage[];
 extern const char cmd_overlay_usage[];
 extern const char cmd_export_usage[];
+extern const char cmd_open_usage[];
 
 /* Each subcommand's options (getopt_long's table, ending in a zeroed entry): the same table
  * parses the command line and generates the bash completion (doc.c). */
@@ -103,6 +105,7 @@ extern const struct option cmd_counters_options[];
 extern const struct option cmd_memory_bw_options[];
 extern const struct option cmd_overlay_options[];
 extern const struct option cmd_export_options[];
+extern const struct option cmd_open_options[];
 
 /* The subcommands, in the order `strobe --help` lists them (doc.c). */
 typedef struct cli_command {

@@ -67,6 +67,8 @@ const cli_command cli_commands[] = {
      "a copy of a trace with HTA's queue length and bandwidth counters"},
     {"export", cmd_export, cmd_export_usage, cmd_export_options,
      "a trace's stacks as a pprof profile (go tool pprof, Pyroscope)"},
+    {"open", cmd_open, cmd_open_usage, cmd_open_options,
+     "serve a trace to the Perfetto UI (ui.perfetto.dev) and open it there"},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];
 

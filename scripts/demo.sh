@@ -51,4 +51,7 @@ cmake --build build -j "$jobs" --target strobe_demo
 # ---- Run -----------------------------------------------------------------------------------
 echo
 build/examples/strobe_demo "${demo_args[@]}"
+# The demo has printed the trace's path; this names the CLI's way to the UI without repeating it.
+echo "or serve it to ui.perfetto.dev with \`build/strobe open\` on that path (which opens a browser"
+echo "where there is one; the CLI builds with: cmake --build build --target strobe_cli)"
 

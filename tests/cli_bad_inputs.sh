@@ -278,6 +278,37 @@ generated() {
             fail=1
         fi
     done
+    # strobe open (issue 33) checks the file before it listens: a file it cannot serve is one
+    # line and exit 2, never a server that waits (a FIFO must not block the open either).
+    mkfifo "$d/a_fifo.json"
+    printf 'x' >"$d/unreadable.json"
+    chmod 000 "$d/unreadable.json"
+    cp "$d/not_json.json" "$d/wrong_suffix.txt"
+    for f in empty.json a_directory.json not_json.json no_such_file.json a_fifo.json \
+        wrong_suffix.txt unreadable.json; do
+        if [ "$f" = unreadable.json ] && [ "$(id -u)" = 0 ]; then
+            echo "note: running as root, unreadable.json is readable; skipped"
+            continue
+        fi
+        run_case open "$d/$f" 2
+    done
+    chmod 600 "$d/unreadable.json"
+    printf '{"traceEvents":[]}' >"$d/ok.json"
+    usage_case open
+    usage_case open --no-browser
+    usage_case open --no-such-option "$d/ok.json"
+    usage_case open "$d/ok.json" "$d/ok.json"
+    usage_case open -
+    for p in abc 70000 -1 "" 9001x; do usage_case open --port "$p" "$d/ok.json"; done
+    for o in ftp://x https://a/b "https://a"$'\r\n''X: y' https:// ""; do
+        usage_case open --origin "$o" "$d/ok.json"
+    done
+    "$STROBE" open --help >"$TMP/help" 2>&1
+    if [ $? -ne 0 ] || ! grep -q SYNOPSIS "$TMP/help" || ! grep -q "EXIT STATUS" "$TMP/help"; then
+        echo "FAIL: strobe open --help: exit non-zero or no SYNOPSIS / EXIT STATUS"
+        fail=1
+    fi
+
     "$STROBE" no-such-command >/dev/null 2>&1
     if [ $? -ne 2 ]; then
         echo "FAIL: strobe no-such-command: exit code is not 2"
