@@ -24,6 +24,7 @@ abstract sockets.
 """
 import json
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -77,6 +78,13 @@ class Daemon:
             if size != len(body):
                 fail(f"message header says {size} bytes, carries {len(body)}")
                 continue
+            # Reply as dynolog does: to the sender's name (sun_path + 1 up to its NUL), addressed
+            # with Endpoint.h's trailing NUL; libkineto names itself dynoconfigclient + UUID v4.
+            name = addr[1:].split(b"\0")[0].decode(errors="replace")
+            if not re.fullmatch(r"dynoconfigclient[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-"
+                                r"[89ab][0-9a-f]{3}-[0-9a-f]{12}", name):
+                fail(f"client name {name!r} is not dynoconfigclient + a UUID v4")
+            addr = b"\0" + name.encode() + b"\0"
             self.client = addr
             if type_ == "ctxt":
                 gpu, pid, jobid = CTXT.unpack(body)
@@ -195,17 +203,32 @@ def main():
         print("ok: malformed datagrams and a refused path dropped; the target goes on")
 
         # By duration.
-        def trace_cycle(log_file, expect, **kw):
+        # A trace shows as polls without ACTIVITIES, then their return. The duration trace
+        # (600 ms, polls every 100 ms) must show it; the iteration trace may end between two
+        # polls on a loaded machine, so there the file is what is waited for.
+        def trace_cycle(log_file, expect, must_see_busy, **kw):
             daemon.pending = gputrace_config(log_file, **kw)
             n = len(daemon.reqs)
-            if not daemon.serve(15, lambda: any(not k & ACTIVITIES for k, _ in daemon.reqs[n:])):
-                fail(f"{kw}: no poll without ACTIVITIES (a trace running) within 15 s")
+            if not daemon.serve(30, lambda: any(not k & ACTIVITIES for k, _ in daemon.reqs[n:])
+                                or os.path.exists(expect)):
+                fail(f"{kw}: neither a poll without ACTIVITIES nor {expect} within 30 s")
                 return None
             started = len(daemon.reqs)
-            if not daemon.serve(30, lambda: daemon.reqs[-1][0] & ACTIVITIES):
+            # Done: an idle poll sent after the file appeared (the job is idle again only once
+            # the file is whole).
+            seen = []
+
+            def done():
+                if not seen and os.path.exists(expect):
+                    seen.append(len(daemon.reqs))
+                return bool(seen) and any(k & ACTIVITIES for k, _ in daemon.reqs[seen[0]:])
+
+            if not daemon.serve(30, done):
                 fail(f"{kw}: the trace did not end within 30 s")
                 return None
             busy = sum(1 for k, _ in daemon.reqs[n:] if not k & ACTIVITIES)
+            if must_see_busy and busy == 0:
+                fail(f"{kw}: no poll without ACTIVITIES while the trace ran")
             print(f"ok: {kw}: {busy} polls without ACTIVITIES while tracing, then idle again "
                   f"(poll {started} -> {len(daemon.reqs)})")
             if not os.path.exists(expect):
@@ -214,7 +237,7 @@ def main():
             return load(expect)
 
         dur = os.path.join(out, f"dyno_duration_{pid}.json")
-        t = trace_cycle(os.path.join(out, "dyno_duration.json"), dur, duration_ms=300)
+        t = trace_cycle(os.path.join(out, "dyno_duration.json"), dur, True, duration_ms=600)
         if t is not None:
             names = [e.get("name") for e in t.get("traceEvents", [])]
             if "aten::mm" not in names:
@@ -224,7 +247,7 @@ def main():
 
         # By iterations: 4 steps from the next multiple of 10.
         it = os.path.join(out, f"dyno_iter_{pid}.json")
-        t = trace_cycle(os.path.join(out, "dyno_iter.json"), it, iterations=4, roundup=10)
+        t = trace_cycle(os.path.join(out, "dyno_iter.json"), it, False, iterations=4, roundup=10)
         if t is not None:
             steps = sorted(e["name"] for e in t.get("traceEvents", [])
                            if str(e.get("name", "")).startswith("ProfilerStep#"))
