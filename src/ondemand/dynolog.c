@@ -156,7 +156,35 @@ static void random_bytes(unsigned char *b, size_t n) {
     }
 }
 
+/* The parent of `pid` from /proc/PID/stat, or 0. */
+static int32_t parent_of(int32_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    /* "pid (comm) state ppid ...": comm may hold spaces and parentheses; the last ')' ends it. */
+    char *p = strrchr(buf, ')');
+    long ppid = 0;
+    if (p == NULL || sscanf(p + 1, " %*c %ld", &ppid) != 1) return 0;
+    return (int32_t)ppid;
+}
+
+/* This process and its ancestors, this one first, as libkineto sends them in every poll (`dyno
+ * gputrace --pids` may name a launcher's pid). Taken once when the socket opens, as libkineto
+ * takes them once; a forked child opens its own. */
+static int32_t chain[DYNO_MAX_PIDS];
+static int32_t chain_n;
+
 int strobe__dyno_open(char *name, size_t cap, char *err, size_t errcap) {
+    chain_n = 0;
+    for (int32_t p = (int32_t)getpid(); p > 0 && chain_n < DYNO_MAX_PIDS; p = parent_of(p)) {
+        chain[chain_n++] = p;
+        if (p == 1) break;
+    }
     /* "dynoconfigclient" and a UUID v4, as libkineto names its end. */
     unsigned char u[16];
     random_bytes(u, sizeof u);
@@ -217,36 +245,13 @@ int strobe__dyno_send_ctxt(int fd, const char *daemon, int32_t gpu) {
     return send_msg(fd, daemon, "ctxt", &c, sizeof c);
 }
 
-/* The parent of `pid` from /proc/PID/stat, or 0. */
-static int32_t parent_of(int32_t pid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
-    /* "pid (comm) state ppid ...": comm may hold spaces and parentheses; the last ')' ends it. */
-    char *p = strrchr(buf, ')');
-    long ppid = 0;
-    if (p == NULL || sscanf(p + 1, " %*c %ld", &ppid) != 1) return 0;
-    return (int32_t)ppid;
-}
-
 int strobe__dyno_send_req(int fd, const char *daemon, int32_t type) {
     dyno_req r;
     memset(&r, 0, sizeof r);
     r.type = type;
     r.jobid = job_id();
-    /* This process and its ancestors, this one first, as libkineto sends them: `dyno gputrace
-     * --pids` may name a launcher's pid. */
-    int32_t p = (int32_t)getpid();
-    while (p > 0 && r.n < DYNO_MAX_PIDS) {
-        r.pids[r.n++] = p;
-        if (p == 1) break;
-        p = parent_of(p);
-    }
+    r.n = chain_n;
+    memcpy(r.pids, chain, sizeof(int32_t) * (size_t)chain_n);
     return send_msg(fd, daemon, "req", &r, offsetof(dyno_req, pids) + sizeof(int32_t) * r.n);
 }
 
