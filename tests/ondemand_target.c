@@ -3,7 +3,7 @@
  * steps of a small workload until SECONDS have passed or the file STOPFILE appears:
  *
  *   ondemand_target SECONDS STOPFILE [--api] [--step-ms N] [--no-steps] [--exit-after-ms N]
- *                   [--return-after-ms N] [--flight]
+ *                   [--return-after-ms N] [--flight] [--log]
  *
  * Each step: an "aten::mm" operator with an "aten::add" inside, a block allocated and freed
  * (reported with strobe_record_alloc / strobe_record_free), and strobe_step(). It prints
@@ -11,10 +11,12 @@
  * N ms, whatever runs (the "process exits mid-trace" test); --return-after-ms returns from main
  * after N ms, a normal exit that the endpoint sees (without --api nothing stops it first). --flight
  * runs the program's own session as a flight recorder (ring_bytes 4 MiB) for `strobe trigger
- * --flight-dump`. */
+ * --flight-dump`. --log sends the library's log (info and above) to stderr, for the tests that
+ * read what the endpoint says (test_dynolog.py). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,8 @@ int main(int argc, char **argv) {
             api = 1;
         else if (strcmp(argv[i], "--flight") == 0)
             flight = 1;
+        else if (strcmp(argv[i], "--log") == 0)
+            strobe_set_log_fn(strobe_log_stderr, (void *)(intptr_t)STROBE_LOG_INFO);
         else if (strcmp(argv[i], "--no-steps") == 0)
             steps = 0;
         else if (strcmp(argv[i], "--step-ms") == 0 && i + 1 < argc)

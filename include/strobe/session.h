@@ -291,9 +291,10 @@ typedef enum strobe_log_level {
 /* A log sink. `msg` is one line without a newline, valid only during the call. */
 typedef void (*strobe_log_fn)(strobe_log_level level, const char *msg, void *ctx);
 
-/* Replaces the log sink (NULL: discard, the default). Not to be called while a session starts or
- * stops on another thread. The sink may be called with strobe's internal locks held: it must not
- * call strobe functions. */
+/* Replaces the log sink (NULL: discard, the default). Safe while other threads log (the on-demand
+ * endpoint's thread logs at any time): each message goes to the old sink or the new one, though a
+ * message logged during the change may reach the new function with the old ctx. The sink may be
+ * called with strobe's internal locks held: it must not call strobe functions. */
 STROBE_API void strobe_set_log_fn(strobe_log_fn fn, void *ctx);
 
 /* A ready sink that prints "strobe: LEVEL: msg" to stderr for levels >= (intptr_t)ctx. */

@@ -8,9 +8,11 @@
 static strobe_log_fn log_fn;
 static void *log_ctx;
 
+/* Background threads (the on-demand endpoint's) log at any time, also while the program installs
+ * its sink: both words are atomic, the context stored before the function that reads it. */
 void strobe_set_log_fn(strobe_log_fn fn, void *ctx) {
-    log_fn = fn;
-    log_ctx = ctx;
+    __atomic_store_n(&log_ctx, ctx, __ATOMIC_RELEASE);
+    __atomic_store_n(&log_fn, fn, __ATOMIC_RELEASE);
 }
 
 void strobe_log_stderr(strobe_log_level level, const char *msg, void *ctx) {
@@ -20,12 +22,12 @@ void strobe_log_stderr(strobe_log_level level, const char *msg, void *ctx) {
 }
 
 void strobe__log(strobe_log_level level, const char *fmt, ...) {
-    strobe_log_fn fn = log_fn;
+    strobe_log_fn fn = __atomic_load_n(&log_fn, __ATOMIC_ACQUIRE);
     if (fn == NULL) return;
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fn(level, msg, log_ctx);
+    fn(level, msg, __atomic_load_n(&log_ctx, __ATOMIC_ACQUIRE));
 }

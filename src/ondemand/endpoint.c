@@ -3,7 +3,9 @@
  * Contents: the default client (strobe's own session); the job state machine (a duration trace
  * runs on the endpoint's thread, an iteration trace starts and stops on the thread that calls
  * strobe_step()); the connection loop (poll over the listening socket, a wake pipe and at most
- * MAX_CONNS requesters, each with a deadline); start, stop, and the STROBE_ONDEMAND=1 constructor.
+ * MAX_CONNS requesters, each with a deadline); the dynolog client (dynolog.c: its datagram socket
+ * sits in the same poll, its polls are one more deadline, and a gputrace config starts the same
+ * jobs as a trigger); start, stop, and the STROBE_ONDEMAND=1 (or dynolog) constructor.
  *
  * Threads. One mutex (od.lock) guards the job. The endpoint's thread owns the sockets; a stepping
  * thread only changes the job under the lock and wakes the endpoint through the pipe, so a slow or
@@ -129,7 +131,20 @@ static struct {
     int job_rc;            /* a failure while stopping or starting (0 none) */
     char job_msg[256];     /* what to tell the requester besides the path */
     conn *conns[MAX_CONNS];
-} od = {.lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1, .wake = {-1, -1}, .waiter = -1};
+    /* The dynolog client (dynolog.c), the endpoint thread's alone once started. */
+    int dyno_fd;         /* -1: off */
+    char dyno_name[128]; /* our abstract name */
+    char dyno_daemon[STROBE__DYNO_MAX_NAME + 1];
+    int64_t dyno_interval_ms;   /* between polls */
+    int64_t dyno_next_ms;       /* the next poll */
+    int dyno_registered;        /* the daemon answered "ctxt" */
+    int dyno_absent;            /* the last send found no daemon (said once at INFO) */
+    unsigned long dyno_dropped; /* malformed or foreign datagrams dropped */
+} od = {.lock = PTHREAD_MUTEX_INITIALIZER,
+        .listen_fd = -1,
+        .wake = {-1, -1},
+        .waiter = -1,
+        .dyno_fd = -1};
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -248,15 +263,21 @@ static void handle_status(int fd) {
           (unsigned long long)strobe_step_count(), STROBE__OD_PROTO, enc(cmd, ecmd, sizeof ecmd));
 }
 
-/* Starts a trace or a memory profile. @return 1 when fd now waits for the job's end (kept
- * open), 0 when it was answered and may be closed. */
-static int handle_job(int fd, const strobe__od_request *rq) {
+/* Starts a trace or a memory profile for the requester on fd (-1: a dynolog request, which
+ * nobody waits on). first_step above 0: an iteration trace starts at that step, or at the next one
+ * when it has passed (dynolog's PROFILE_START_ITERATION); else at the next multiple of the
+ * round-up. @return 1 when fd now waits for the job's end (kept open), 0 when it was answered and
+ * may be closed; why (NULL: not wanted) gets the reason of a refusal. */
+static int start_job(int fd, const strobe__od_request *rq, int64_t first_step, char *why,
+                     size_t whycap) {
     char err[512], e1[1600], name[STROBE__OD_MAX_PATH];
     int dirfd;
     char save_path[STROBE__OD_MAX_PATH + 64];
+    if (why && whycap) why[0] = '\0';
     if (strobe__od_check_output(rq->output, od.output_dirs, &dirfd, save_path, sizeof save_path,
                                 name, sizeof name, err, sizeof err) != 0) {
         reply(fd, "error code=path msg=%s", enc(err, e1, sizeof e1));
+        if (why) snprintf(why, whycap, "%s", err);
         return 0;
     }
     close(dirfd); /* checked again, and pinned, when the trace is written */
@@ -266,12 +287,14 @@ static int handle_job(int fd, const strobe__od_request *rq) {
         pthread_mutex_unlock(&od.lock);
         reply(fd, "error code=busy msg=%s",
               enc("an on-demand trace already runs in this process", e1, sizeof e1));
+        if (why) snprintf(why, whycap, "an on-demand trace already runs in this process");
         return 0;
     }
     if (od.client_set == 0 && strobe__schedule_installed()) {
         pthread_mutex_unlock(&od.lock);
         reply(fd, "error code=busy msg=%s",
               enc("the program runs a schedule of its own", e1, sizeof e1));
+        if (why) snprintf(why, whycap, "the program runs a schedule of its own");
         return 0;
     }
     if (!od.client_inited && od.client.init) od.client.init(od.client_ctx);
@@ -314,7 +337,10 @@ static int handle_job(int fd, const strobe__od_request *rq) {
             if (rc == 0) {
                 uint64_t cur = strobe_step_count();
                 uint64_t ru = (uint64_t)rq->roundup;
-                od.start_at = (cur / ru + 1) * ru;
+                if (first_step > 0)
+                    od.start_at = (uint64_t)first_step > cur ? (uint64_t)first_step : cur + 1;
+                else
+                    od.start_at = (cur / ru + 1) * ru;
                 od.iterations = (uint64_t)rq->iterations;
                 od.state = JOB_ARMED;
                 od.deadline_ms = t + (rq->timeout_ms ? rq->timeout_ms : DEFAULT_ITER_TIMEOUT_MS);
@@ -328,6 +354,7 @@ static int handle_job(int fd, const strobe__od_request *rq) {
                  rc == STROBE_EBUSY ? " (the program records a session of its own)" : "");
         reply(fd, "error code=%s msg=%s", rc == STROBE_EBUSY ? "busy" : "failed",
               enc(err, e1, sizeof e1));
+        if (why) snprintf(why, whycap, "%s", err);
         return 0;
     }
     snprintf(od.output, sizeof od.output, "%s", rq->output);
@@ -379,7 +406,7 @@ static void handle_line(conn *c) {
         handle_status(fd);
     } else if (rq.verb == STROBE__OD_DUMP) {
         handle_dump(fd, &rq);
-    } else if (handle_job(fd, &rq)) {
+    } else if (start_job(fd, &rq, 0, NULL, 0)) {
         c->fd = -1; /* now the waiter */
         return;
     }
@@ -470,6 +497,116 @@ static void finish_job(void) {
     pthread_mutex_unlock(&od.lock);
 }
 
+/* ---- dynolog (dynolog.c) --------------------------------------------------------------------- */
+
+/* Polls the daemon, as libkineto's config thread does every interval: a registration ("ctxt")
+ * until the daemon has answered one, then a "req" whose kind says whether a trace may start
+ * (ACTIVITIES is left out while a job runs; that is how the daemon sees a trace in progress and,
+ * when the bit returns, its end). A daemon that is not there costs one failed send per interval,
+ * said once. Endpoint thread. */
+static void dyno_tick(int64_t now) {
+    od.dyno_next_ms = now + od.dyno_interval_ms;
+    pthread_mutex_lock(&od.lock);
+    int idle = od.state == JOB_IDLE;
+    pthread_mutex_unlock(&od.lock);
+    int rc = 0;
+    if (!od.dyno_registered) rc = strobe__dyno_send_ctxt(od.dyno_fd, od.dyno_daemon, 0);
+    if (rc == 0)
+        rc = strobe__dyno_send_req(od.dyno_fd, od.dyno_daemon,
+                                   STROBE__DYNO_EVENTS | (idle ? STROBE__DYNO_ACTIVITIES : 0));
+    if (rc != 0) {
+        int e = errno;
+        if (!od.dyno_absent)
+            strobe__log(e == ECONNREFUSED || e == ENOENT ? STROBE_LOG_INFO : STROBE_LOG_WARN,
+                        "on-demand: no dynolog daemon at @%s (%s); asking again every %lld ms",
+                        od.dyno_daemon, strerror(e), (long long)od.dyno_interval_ms);
+        od.dyno_absent = 1;
+        od.dyno_registered = 0; /* a daemon that comes back has forgotten us */
+    } else if (od.dyno_absent) {
+        od.dyno_absent = 0;
+        strobe__log(STROBE_LOG_INFO, "on-demand: dynolog daemon @%s reached", od.dyno_daemon);
+    }
+}
+
+/* Takes a config the daemon handed out: a gputrace request starts a job, as a trigger would,
+ * except that nobody waits on it; where the trace went is logged, as libkineto does. */
+static void dyno_config(const char *text, size_t len) {
+    strobe__od_request rq;
+    int64_t first_step;
+    char err[600], note[200];
+    int rc =
+        strobe__dyno_parse_config(text, len, &rq, &first_step, note, sizeof note, err, sizeof err);
+    if (rc < 0) {
+        od.dyno_dropped++;
+        strobe__log(STROBE_LOG_WARN, "on-demand: dynolog config dropped (%lu so far): %s",
+                    od.dyno_dropped, err);
+        return;
+    }
+    if (rc == 0) return; /* nothing asked of the activity profiler */
+    if (start_job(-1, &rq, first_step, err, sizeof err) == 0) {
+        strobe__log(STROBE_LOG_WARN, "on-demand: dynolog trace to %s not started: %s", rq.output,
+                    err);
+        return;
+    }
+    if (rq.iterations)
+        strobe__log(STROBE_LOG_INFO, "on-demand: dynolog trace of %lld steps to %s",
+                    (long long)rq.iterations, rq.output);
+    else
+        strobe__log(STROBE_LOG_INFO, "on-demand: dynolog trace of %lld ms to %s",
+                    (long long)rq.duration_ms, rq.output);
+    if (note[0]) strobe__log(STROBE_LOG_WARN, "on-demand: dynolog: %s", note);
+}
+
+/* Reads what the daemon sent (a bounded number of datagrams per wake-up, so that a flood cannot
+ * keep the thread from its own socket). Endpoint thread. */
+static void dyno_read(void) {
+    static char payload[65536];
+    for (int i = 0; i < 64; i++) {
+        int kind = 0;
+        size_t len = 0;
+        char err[300];
+        int rc = strobe__dyno_recv(od.dyno_fd, od.dyno_daemon, &kind, payload, sizeof payload, &len,
+                                   err, sizeof err);
+        if (rc == 0) return;
+        if (rc < 0) {
+            od.dyno_dropped++;
+            strobe__log(STROBE_LOG_WARN, "on-demand: dynolog message dropped (%lu so far): %s",
+                        od.dyno_dropped, err);
+            if (rc == STROBE_ESYS) return;
+            continue;
+        }
+        if (kind == STROBE__DYNO_CTXT) {
+            if (!od.dyno_registered)
+                strobe__log(STROBE_LOG_INFO, "on-demand: registered with dynolog @%s as @%s",
+                            od.dyno_daemon, od.dyno_name);
+            od.dyno_registered = 1;
+        } else {
+            dyno_config(payload, len);
+        }
+    }
+}
+
+/* Opens the dynolog client when the environment asks for it (under lock, at start). A failure
+ * leaves the endpoint serving its own socket, with a warning. */
+static void dyno_open(void) {
+    od.dyno_fd = -1;
+    if (!strobe__dyno_enabled()) return;
+    char err[300];
+    snprintf(od.dyno_daemon, sizeof od.dyno_daemon, "%s", strobe__dyno_daemon_name());
+    int fd = strobe__dyno_open(od.dyno_name, sizeof od.dyno_name, err, sizeof err);
+    if (fd < 0) {
+        strobe__log(STROBE_LOG_WARN, "on-demand: no dynolog client: %s", err);
+        return;
+    }
+    od.dyno_fd = fd;
+    od.dyno_interval_ms = strobe__dyno_interval_ms();
+    od.dyno_next_ms = now_ms(); /* register at once */
+    od.dyno_registered = 0;
+    od.dyno_absent = 0;
+    strobe__log(STROBE_LOG_INFO, "on-demand: dynolog client @%s polls @%s every %lld ms",
+                od.dyno_name, od.dyno_daemon, (long long)od.dyno_interval_ms);
+}
+
 /* ---- the connection loop --------------------------------------------------------------------- */
 
 static void accept_one(void) {
@@ -549,8 +686,8 @@ static void *endpoint_main(void *arg) {
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     for (;;) {
-        struct pollfd pf[MAX_CONNS + 3];
-        int idx[MAX_CONNS + 3];
+        struct pollfd pf[MAX_CONNS + 4];
+        int idx[MAX_CONNS + 4];
         int n = 0;
         pf[n] = (struct pollfd){od.wake[0], POLLIN, 0};
         idx[n++] = -1;
@@ -575,6 +712,12 @@ static void *endpoint_main(void *arg) {
             idx[n++] = -3;
         }
         int64_t t = now_ms();
+        if (od.dyno_fd >= 0) {
+            if (od.dyno_next_ms <= t) dyno_tick(t);
+            pf[n] = (struct pollfd){od.dyno_fd, POLLIN, 0};
+            idx[n++] = -4;
+            if (deadline == 0 || od.dyno_next_ms < deadline) deadline = od.dyno_next_ms;
+        }
         for (int i = 0; i < MAX_CONNS; i++) {
             if (od.conns[i] == NULL) continue;
             if (od.conns[i]->deadline_ms < deadline || deadline == 0)
@@ -596,6 +739,8 @@ static void *endpoint_main(void *arg) {
                 }
             } else if (idx[k] == -2) {
                 accept_one();
+            } else if (idx[k] == -4) {
+                dyno_read();
             } else if (idx[k] == -3) {
                 /* The waiting requester sent more, or left: either way it stops waiting. The job
                  * goes on and its trace is still written. */
@@ -653,7 +798,7 @@ int strobe_ondemand_set_client(const strobe_client_interface *client, void *ctx)
 }
 
 static void close_fds(void) {
-    int *fds[] = {&od.listen_fd, &od.wake[0], &od.wake[1]};
+    int *fds[] = {&od.listen_fd, &od.wake[0], &od.wake[1], &od.dyno_fd};
     for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {
         if (*fds[i] >= 0) close(*fds[i]);
         *fds[i] = -1;
@@ -772,6 +917,7 @@ int strobe_ondemand_start(const strobe_ondemand_options *user_opt) {
         goto fail;
     }
     od.stopping = 0;
+    dyno_open();
     if (pthread_create(&od.thread, NULL, endpoint_main, NULL) != 0) {
         snprintf(err, sizeof err, "cannot start the endpoint's thread");
         unlink(od.sock_path);
@@ -853,7 +999,9 @@ int strobe_ondemand_socket_path(char *buf, size_t cap) {
  * links hotpath.o). */
 __attribute__((constructor)) static void ondemand_from_env(void) {
     const char *v = getenv("STROBE_ONDEMAND");
-    if (v == NULL || strcmp(v, "1") != 0) return;
+    /* dynolog's switch (KINETO_USE_DAEMON, or STROBE_DYNOLOG=1) starts the endpoint too, so that
+     * `dyno gputrace` reaches a process started as a libkineto user would start it. */
+    if ((v == NULL || strcmp(v, "1") != 0) && !strobe__dyno_enabled()) return;
     strobe_ondemand_options opt;
     strobe_ondemand_options_init(&opt);
     const char *dirs = getenv("STROBE_ONDEMAND_DIRS");
