@@ -11,11 +11,14 @@
 #   5. --mpi: the wheel's libstrobe_record_mpi.so preloaded into a plain program, and under mpirun
 #      with tests/mpi/mpi_prog.c where mpirun and MPI's compile flags are found; else, without the
 #      interposer, `strobe record --mpi` refuses with its message;
-#   6. a STROBE_RECORD_LIB set by the user wins over the wheel's library.
+#   6. --torch with the wheel's observer, where the venv's python imports torch;
+#   7. a STROBE_RECORD_LIB set by the user wins over the wheel's library.
 # Every trace passes the checkers of SHARED_DIR/validators, when present.
 #
 #   test_wheel.sh ROOT OUT_DIR SHARED_DIR [PYTHON]
 #
+# PYTHON: the interpreter (default python3); Debian's /usr/bin/python3 gets a venv with the
+# system's packages (its setuptools, and python3-torch where installed, for step 6).
 # Skips (77) with a message where the interpreter, its headers, venv, pip or setuptools are
 # missing. OUT_DIR/build-temp keeps the objects between runs (STROBE_BUILD_TEMP), so that a rerun
 # rebuilds only what changed.
@@ -36,7 +39,9 @@ mkdir -p "$out/work"
 # A fresh venv; with the system's packages only where the venv lacks setuptools (Python 3.12's
 # venv has no setuptools, and there is no index to fetch it from).
 venv="$out/venv"
-"$py" -m venv "$venv" >"$out/venv.log" 2>&1 || { cat "$out/venv.log"; skip "cannot make a venv with $py (Debian: python3-venv)"; }
+sys_site=""
+[ "$(readlink -f "$(command -v "$py")")" = "$(readlink -f /usr/bin/python3)" ] && sys_site=--system-site-packages
+"$py" -m venv $sys_site "$venv" >"$out/venv.log" 2>&1 || { cat "$out/venv.log"; skip "cannot make a venv with $py (Debian: python3-venv)"; }
 vpy="$venv/bin/python"
 "$vpy" -m pip --version >/dev/null 2>&1 || skip "the venv of $py has no pip (Debian: python3-venv)"
 if ! "$vpy" -c 'import setuptools' 2>/dev/null; then
@@ -161,7 +166,28 @@ else
     fail "--mpi without its library: exit $rc, $(cat nompi.log)"
 fi
 
-# 6. The user's STROBE_RECORD_LIB wins over the wheel's.
+# 6. --torch, where the venv's python imports torch (Debian's python3-torch through
+#    --system-site-packages): the wheel's observer (strobe/_torch_observer*.so) and import hook.
+if python3 -c 'import torch' 2>/dev/null; then
+  ls "$pkg"/_torch_observer*.so >/dev/null 2>&1 || fail "torch is importable but the wheel has no observer"
+  strobe record --torch -o torch.json -- python3 -c 'import torch; print((torch.ones(4) + 1).sum().item())' \
+    >torch.out 2>torch.err || { rc=$?; cat torch.err; fail "strobe record --torch: exit $rc"; }
+  grep -q '^8.0$' torch.out || fail "the torch program's output changed: $(cat torch.out)"
+  traces+=(torch.json)
+  python3 - torch.json <<'EOF2' || fail "the --torch trace"
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = {e.get("name") for e in d["traceEvents"] if e.get("ph") == "X"}
+if "aten::add" not in names:
+    print("no aten::add among %s" % sorted(n for n in names if n)[:20])
+    sys.exit(1)
+EOF2
+  echo "--torch: ok"
+else
+  echo "note: the venv's python has no torch: --torch is not tested"
+fi
+
+# 7. The user's STROBE_RECORD_LIB wins over the wheel's.
 STROBE_RECORD_LIB=/nonexistent/libstrobe_record.so strobe record -o no.json -- true >nolib.log 2>&1
 rc=$?
 [ $rc -eq 2 ] && grep -q "STROBE_RECORD_LIB=/nonexistent" nolib.log ||
