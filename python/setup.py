@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -121,7 +122,8 @@ class BuildExt(build_ext):
     counter on stderr, recompiles only the objects older than their source or than any header,
     under the same flags (a build folder kept between builds, as STROBE_BUILD_TEMP gives one,
     rebuilds what changed), links the extension with a version script that keeps every symbol
-    local but the module's init function, then links the preloaded libraries (strobe/lib/)."""
+    local but the module's init function, then links the preloaded libraries (strobe/lib/). The
+    torch observer, where torch is importable, compiles in a thread of its own meanwhile."""
 
     def run(self):
         super().run()
@@ -223,9 +225,16 @@ class BuildExt(build_ext):
         # Always through compile() above, which skips what is up to date itself: setuptools would
         # skip an extension newer than its sources, and leave nothing for the libraries' link.
         self.force = True
-        super().build_extensions()
-        self.build_record_libraries(mpi)
-        self.build_torch_observer()
+        self.strobe_outputs = []
+        # The torch observer (one C++ file against torch's headers, the longest compile) beside
+        # the C batch rather than after it.
+        observer = threading.Thread(target=self.build_torch_observer)
+        observer.start()
+        try:
+            super().build_extensions()
+            self.build_record_libraries(mpi)
+        finally:
+            observer.join()
 
     def build_record_libraries(self, mpi):
         """strobe/lib/libstrobe_record.so and, where the interposer compiled,
@@ -238,7 +247,7 @@ class BuildExt(build_ext):
         os.makedirs(os.path.join(out_dir, "pyhook"), exist_ok=True)
         hook = os.path.join(out_dir, "pyhook", "sitecustomize.py")
         shutil.copyfile(os.path.join(ROOT, "src", "torch", "pyhook", "sitecustomize.py"), hook)
-        self.strobe_outputs = [hook]
+        self.strobe_outputs.append(hook)
         archive = cc.library_filename("strobe_core", output_dir=self.build_temp)
         if os.path.exists(archive):
             os.remove(archive)  # ar adds to an existing archive; start afresh.
@@ -306,6 +315,7 @@ class BuildExt(build_ext):
         try:
             subprocess.run(cmd, check=True)
             self.strobe_outputs.append(out)
+            print("strobe: built strobe._torch_observer", file=sys.stderr, flush=True)
         except (OSError, subprocess.CalledProcessError) as e:
             print("strobe: strobe._torch_observer could not be built (%s); the package builds "
                   "without it" % e, file=sys.stderr)
