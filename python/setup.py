@@ -191,7 +191,8 @@ class BuildExt(build_ext):
                       flush=True)
             failed = set()
             with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
-                futures = {ex.submit(one, o, src, os.path.splitext(src)[1], args, post, pp_opts): (o, src, opt)
+                futures = {ex.submit(one, o, src, os.path.splitext(src)[1], args, post,
+                                     pp_opts): (o, src, opt)
                            for o, src, args, post, opt in todo}
                 for done, f in enumerate(concurrent.futures.as_completed(futures), 1):
                     o, src, optional = futures[f]
