@@ -10,8 +10,9 @@ Beside the extension, the build makes what `strobe record` preloads, from the sa
 strobe/lib/libstrobe_record.so (record_hook.c and malloc_hook.c over the library, as
 CMakeLists.txt links it), libstrobe_record_mpi.so (with the MPI interposer, src/mpi/mpi_hook.c)
 where MPI's compile flags are found, and the import hook of `strobe record --torch`
-(strobe/lib/pyhook). Every object is compiled in one parallel batch, with a counter on stderr
-(`pip install -v` shows it).
+(strobe/lib/pyhook) with the torch observer (strobe/lib/libstrobe_torch.so, a copy of
+strobe._torch_observer) where torch is importable. Every object is compiled in one parallel
+batch, with a counter on stderr (`pip install -v` shows it).
 """
 import concurrent.futures
 import glob
@@ -236,6 +237,16 @@ class BuildExt(build_ext):
             self.build_record_libraries(mpi)
         finally:
             observer.join()
+        # `strobe record --torch` loads the observer from the folder of libstrobe_record.so, as
+        # libstrobe_torch.so (a copy of a small file: a wheel holds no links).
+        built = self.get_ext_fullpath("strobe._torch_observer")
+        copy = os.path.join(os.path.dirname(self.get_ext_fullpath("strobe._strobe")), "lib",
+                            "libstrobe_torch.so")
+        if built in self.strobe_outputs:
+            shutil.copy2(built, copy)
+            self.strobe_outputs.append(copy)
+        elif os.path.exists(copy):
+            os.remove(copy)  # from an earlier build with torch: --torch must not find an old one.
 
     def build_record_libraries(self, mpi):
         """strobe/lib/libstrobe_record.so and, where the interposer compiled,

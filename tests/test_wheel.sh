@@ -12,7 +12,8 @@
 #      with tests/mpi/mpi_prog.c where mpirun and MPI's compile flags are found; else, without the
 #      interposer, `strobe record --mpi` refuses with its message;
 #   6. --torch with the wheel's observer, where the venv's python imports torch;
-#   7. a STROBE_RECORD_LIB set by the user wins over the wheel's library.
+#   7. strobe._strobe.cli (no launcher) finds the library too, and sets no STROBE_RECORD_LIB for
+#      the program; a STROBE_RECORD_LIB set by the user wins over the wheel's library.
 # Every trace passes the checkers of SHARED_DIR/validators, when present.
 #
 #   test_wheel.sh ROOT OUT_DIR SHARED_DIR [PYTHON]
@@ -167,9 +168,9 @@ else
 fi
 
 # 6. --torch, where the venv's python imports torch (Debian's python3-torch through
-#    --system-site-packages): the wheel's observer (strobe/_torch_observer*.so) and import hook.
+#    --system-site-packages): the wheel's observer (strobe/lib/libstrobe_torch.so) and import hook.
 if python3 -c 'import torch' 2>/dev/null; then
-  ls "$pkg"/_torch_observer*.so >/dev/null 2>&1 || fail "torch is importable but the wheel has no observer"
+  [ -f "$pkg/lib/libstrobe_torch.so" ] || fail "torch is importable but the wheel has no strobe/lib/libstrobe_torch.so"
   strobe record --torch -o torch.json -- python3 -c 'import torch; print((torch.ones(4) + 1).sum().item())' \
     >torch.out 2>torch.err || { rc=$?; cat torch.err; fail "strobe record --torch: exit $rc"; }
   grep -q '^8.0$' torch.out || fail "the torch program's output changed: $(cat torch.out)"
@@ -187,7 +188,13 @@ else
   echo "note: the venv's python has no torch: --torch is not tested"
 fi
 
-# 7. The user's STROBE_RECORD_LIB wins over the wheel's.
+# 7. The CLI finds the package's library by itself (strobe._strobe.cli without the launcher), and
+#    the recorded program's environment names no library of the package's beyond what record
+#    always sets; the user's STROBE_RECORD_LIB wins over the wheel's.
+python3 -c 'import sys, strobe._strobe as s; sys.exit(s.cli(["strobe", "record", "-q", "-o", "c.json", "--", "python3", "-c", "import os; print(os.environ.get(\"STROBE_RECORD_LIB\"))"]))' \
+  >direct.out 2>direct.err || { rc=$?; cat direct.err; fail "strobe._strobe.cli record: exit $rc"; }
+[ "$(cat direct.out)" = None ] || fail "the recorded program sees STROBE_RECORD_LIB=$(cat direct.out)"
+traces+=(c.json)
 STROBE_RECORD_LIB=/nonexistent/libstrobe_record.so strobe record -o no.json -- true >nolib.log 2>&1
 rc=$?
 [ $rc -eq 2 ] && grep -q "STROBE_RECORD_LIB=/nonexistent" nolib.log ||
