@@ -6,6 +6,7 @@
  * parts folder; the environment; running and waiting (signals); collecting the parts and
  * merging; the command. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -183,7 +184,8 @@ const char cmd_record_usage[] =
     "\n"
     "ENVIRONMENT\n"
     "    STROBE_RECORD_LIB     the libstrobe_record.so to inject (default: beside strobe, or\n"
-    "                          in the installed library folder)\n"
+    "                          in the installed library folder; for the strobe of the\n"
+    "                          Python package, in its strobe/lib/)\n"
     "    STROBE_RECORD_TORCH_LIB\n"
     "                          the torch observer that --torch loads (default:\n"
     "                          libstrobe_torch.so beside libstrobe_record.so)\n"
@@ -349,9 +351,15 @@ static int find_program(const char *prog, char *out, size_t size) {
 #define STROBE_RECORD_BIN_TO_LIB "../lib"
 #endif
 
+/* An address in the module that holds the CLI, for dladdr(). */
+static const char cl_record_anchor = 0;
+
 /* The library to inject: STROBE_RECORD_LIB, else beside the strobe binary (the build tree), else
- * in the library folder relative to it (an install). @return 0 with its absolute path, or -1
- * after the message. */
+ * in the library folder relative to it (an install). When the CLI is compiled into the Python
+ * package's extension (`python -m strobe`, pip's `strobe` command), the program is the
+ * interpreter, whose folders may hold another strobe's library: the package's own is in lib/
+ * beside the extension's file (strobe/lib/), and only there. @return 0 with its absolute path, or
+ * -1 after the message. */
 static int find_library(char *out, size_t size) {
     const char *env = getenv("STROBE_RECORD_LIB");
     char cand[PATH_MAX + 64];
@@ -367,6 +375,17 @@ static int find_library(char *out, size_t size) {
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
         exe[n] = '\0';
+        Dl_info info;
+        char mod[PATH_MAX];
+        if (dladdr(&cl_record_anchor, &info) != 0 && info.dli_fname != NULL &&
+            realpath(info.dli_fname, mod) != NULL && strcmp(mod, exe) != 0) {
+            *strrchr(mod, '/') = '\0';
+            snprintf(cand, sizeof cand, "%s/lib/libstrobe_record.so", mod);
+            if (access(cand, R_OK) == 0 && realpath(cand, out) != NULL) return 0;
+            fprintf(stderr, "strobe record: %s: %s (set STROBE_RECORD_LIB)\n", cli_esc(cand),
+                    strerror(errno));
+            return -1;
+        }
         char *slash = strrchr(exe, '/');
         if (slash) *slash = '\0';
         const char *rel[] = {"", "/" STROBE_RECORD_BIN_TO_LIB};

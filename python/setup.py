@@ -5,13 +5,24 @@ installing first: only a C compiler, the Python headers, setuptools and zlib's h
 in-tree build backend (strobe_build.py) calls this file, so that `pip install
 --no-build-isolation ./python` works offline without the `wheel` package; `python setup.py
 build_ext --inplace` works too, for development.
+
+Beside the extension, the build makes what `strobe record` preloads, from the same objects:
+strobe/lib/libstrobe_record.so (record_hook.c and malloc_hook.c over the library, as
+CMakeLists.txt links it), libstrobe_record_mpi.so (with the MPI interposer, src/mpi/mpi_hook.c)
+where MPI's compile flags are found, and the import hook of `strobe record --torch`
+(strobe/lib/pyhook) with the torch observer (strobe/lib/libstrobe_torch.so, a copy of
+strobe._torch_observer) where torch is importable. Every object is compiled in one parallel
+batch, with a counter on stderr (`pip install -v` shows it).
 """
 import concurrent.futures
 import glob
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -73,12 +84,59 @@ def _newest_header():
     return newest
 
 
+def mpi_flags():
+    """MPI's compile and link flags as two lists, or None where MPI's C headers are not found:
+    pkg-config (Open MPI's ompi-c, MPICH's mpich, Debian's mpi-c), else Open MPI's compiler
+    wrapper (mpicc --showme). STROBE_PY_MPI=0 leaves the interposer out."""
+    if os.environ.get("STROBE_PY_MPI") == "0":
+        return None
+
+    def run(cmd):
+        try:
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            return None
+        return shlex.split(r.stdout) if r.returncode == 0 else None
+
+    for name in ("mpi-c", "ompi-c", "mpich"):
+        cflags = run(["pkg-config", "--cflags", name])
+        libs = run(["pkg-config", "--libs", name])
+        if cflags is not None and libs is not None:
+            return cflags, libs
+    mpicc = os.environ.get("MPICC", "mpicc")
+    cflags = run([mpicc, "--showme:compile"])
+    libs = run([mpicc, "--showme:link"])
+    if cflags is not None and libs is not None:
+        return cflags, libs
+    return None
+
+
+def _rel(path):
+    """A source's path for the progress lines: relative to the repository when inside it."""
+    rel = os.path.relpath(path, ROOT)
+    return path if rel.startswith("..") else rel
+
+
 class BuildExt(build_ext):
-    """Compiles the sources of the extension in parallel (STROBE_BUILD_JOBS, else the CPU count;
-    setuptools alone compiles one file at a time), recompiles only the objects older than their
-    source or than any header, under the same flags (a build folder kept between builds, as
-    STROBE_BUILD_TEMP gives one, rebuilds what changed), and links with a version script that
-    keeps every symbol local but the module's init function."""
+    """Compiles the sources of the extension and of the preloaded libraries in one parallel batch
+    (STROBE_BUILD_JOBS, else the CPU count; setuptools alone compiles one file at a time), with a
+    counter on stderr, recompiles only the objects older than their source or than any header,
+    under the same flags (a build folder kept between builds, as STROBE_BUILD_TEMP gives one,
+    rebuilds what changed), links the extension with a version script that keeps every symbol
+    local but the module's init function, then links the preloaded libraries (strobe/lib/). The
+    torch observer, where torch is importable, compiles in a thread of its own meanwhile."""
+
+    def run(self):
+        super().run()
+        # setuptools builds in build_lib and copies only the extensions into the sources for
+        # --inplace; the preloaded libraries and the torch observer are copied here.
+        if self.inplace:
+            src_dir = self.get_finalized_command("build_py").get_package_dir("strobe")
+            lib_dir = os.path.join(self.build_lib, "strobe")
+            for rel in getattr(self, "strobe_outputs", []):
+                dst = os.path.join(src_dir, os.path.relpath(rel, lib_dir))
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy2(rel, dst)
 
     def build_extensions(self):
         jobs = int(os.environ.get("STROBE_BUILD_JOBS", "0")) or os.cpu_count() or 1
@@ -90,6 +148,16 @@ class BuildExt(build_ext):
             ext.extra_link_args = ext.extra_link_args + ["-Wl,--version-script=" + script]
         cc = self.compiler
         one = cc._compile
+        mpi = mpi_flags()
+        # The preloaded libraries' own sources (CMakeLists.txt: strobe_record, strobe_record_mpi),
+        # compiled in the same batch as the extension's: (source, preprocessor flags, optional).
+        # -fno-builtin: the compiler must not turn the allocator hooks' code into allocator calls.
+        hooks = [(os.path.join(ROOT, "src", "preload", n), ["-DSTROBE_MALLOC_EMBEDDED=1"], False)
+                 for n in ("record_hook.c", "malloc_hook.c")]
+        if mpi:
+            hooks.append((os.path.join(ROOT, "src", "mpi", "mpi_hook.c"), mpi[0], True))
+        self.strobe_hook_objects = {}
+        self.strobe_library_objects = []
 
         def compile(sources, output_dir=None, macros=None, include_dirs=None, debug=0,
                     extra_preargs=None, extra_postargs=None, depends=None):
@@ -98,7 +166,7 @@ class BuildExt(build_ext):
             cc_args = cc._get_cc_args(pp_opts, debug, extra_preargs)
             # Objects are reused only under the same compiler, flags and Python headers.
             stamp = os.path.join(self.build_temp, "strobe_flags.txt")
-            flags = repr((cc.compiler_so, cc_args, extra, sysconfig.get_paths()["include"]))
+            flags = repr((cc.compiler_so, cc_args, extra, sysconfig.get_paths()["include"], mpi))
             same = os.path.isfile(stamp) and open(stamp).read() == flags
             newest = _newest_header()
 
@@ -106,19 +174,121 @@ class BuildExt(build_ext):
                 return (not same or not os.path.isfile(obj) or
                         os.path.getmtime(obj) < max(os.path.getmtime(src), newest))
 
-            todo = [(o, build[o]) for o in objects if stale(o, build[o][0])]
-            for o, _ in todo:
-                os.makedirs(os.path.dirname(o), exist_ok=True)
+            # (object, source, compiler args, postargs, optional)
+            batch = [(o, build[o][0], cc_args, extra, False) for o in objects]
+            hook_dir = os.path.join(self.build_temp, "strobe_record")
+            for src, pp, optional in hooks:
+                obj = cc.object_filenames([src], output_dir=hook_dir)[0]
+                batch.append((obj, src, cc_args + pp, extra + ["-fno-builtin"], optional))
+            todo = [b for b in batch if stale(b[0], b[1])]
+            for b in todo:
+                os.makedirs(os.path.dirname(b[0]), exist_ok=True)
+            total = len(todo)
+            if total:
+                print("strobe: compiling %d of %d files with %d jobs" % (total, len(batch), jobs),
+                      file=sys.stderr, flush=True)
+            else:
+                print("strobe: all %d objects are up to date" % len(batch), file=sys.stderr,
+                      flush=True)
+            failed = set()
             with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
-                for f in [ex.submit(one, o, src, e, cc_args, extra, pp_opts) for o, (src, e) in todo]:
-                    f.result()
+                futures = {ex.submit(one, o, src, os.path.splitext(src)[1], args, post,
+                                     pp_opts): (o, src, opt)
+                           for o, src, args, post, opt in todo}
+                for done, f in enumerate(concurrent.futures.as_completed(futures), 1):
+                    o, src, optional = futures[f]
+                    try:
+                        f.result()
+                    except Exception as e:
+                        if not optional:
+                            raise
+                        failed.add(src)
+                        print("strobe: %s does not compile (%s); left out" % (_rel(src), e),
+                              file=sys.stderr, flush=True)
+                        continue
+                    print("strobe: [%d/%d] %s" % (done, total, _rel(src)), file=sys.stderr,
+                          flush=True)
             with open(stamp, "w") as f:
                 f.write(flags)
+            for o, src, _, _, _ in batch[len(objects):]:
+                if src not in failed:
+                    self.strobe_hook_objects[os.path.basename(src)] = o
+            # The library's own objects, for the preloaded libraries: src/ but the trace reader
+            # (STROBE_SOURCES in CMakeLists.txt), not the CLI's nor the binding's.
+            lib_src = os.path.join(ROOT, "src")
+            reader = os.path.join(lib_src, "reader")
+            self.strobe_library_objects = [
+                o for o in objects
+                if os.path.commonpath([build[o][0], lib_src]) == lib_src
+                and os.path.commonpath([build[o][0], reader]) != reader]
             return objects
 
         cc.compile = compile
-        super().build_extensions()
-        self.build_torch_observer()
+        # Always through compile() above, which skips what is up to date itself: setuptools would
+        # skip an extension newer than its sources, and leave nothing for the libraries' link.
+        self.force = True
+        self.strobe_outputs = []
+        # The torch observer (one C++ file against torch's headers, the longest compile) beside
+        # the C batch rather than after it.
+        observer = threading.Thread(target=self.build_torch_observer)
+        observer.start()
+        try:
+            super().build_extensions()
+            self.build_record_libraries(mpi)
+        finally:
+            observer.join()
+        # `strobe record --torch` loads the observer from the folder of libstrobe_record.so, as
+        # libstrobe_torch.so (a copy of a small file: a wheel holds no links).
+        built = self.get_ext_fullpath("strobe._torch_observer")
+        copy = os.path.join(os.path.dirname(self.get_ext_fullpath("strobe._strobe")), "lib",
+                            "libstrobe_torch.so")
+        if built in self.strobe_outputs:
+            shutil.copy2(built, copy)
+            self.strobe_outputs.append(copy)
+        elif os.path.exists(copy):
+            os.remove(copy)  # from an earlier build with torch: --torch must not find an old one.
+
+    def build_record_libraries(self, mpi):
+        """strobe/lib/libstrobe_record.so and, where the interposer compiled,
+        libstrobe_record_mpi.so, linked as CMakeLists.txt links them: the library's objects in a
+        static archive whose symbols stay local (--exclude-libs), so that only the hooks' entry
+        points are exported and a recorded program that uses libstrobe keeps its own copy. Also
+        the import hook of `strobe record --torch` (strobe/lib/pyhook/sitecustomize.py)."""
+        cc = self.compiler
+        out_dir = os.path.join(os.path.dirname(self.get_ext_fullpath("strobe._strobe")), "lib")
+        os.makedirs(os.path.join(out_dir, "pyhook"), exist_ok=True)
+        hook = os.path.join(out_dir, "pyhook", "sitecustomize.py")
+        shutil.copyfile(os.path.join(ROOT, "src", "torch", "pyhook", "sitecustomize.py"), hook)
+        self.strobe_outputs.append(hook)
+        archive = cc.library_filename("strobe_core", output_dir=self.build_temp)
+        if os.path.exists(archive):
+            os.remove(archive)  # ar adds to an existing archive; start afresh.
+        cc.create_static_lib(self.strobe_library_objects, "strobe_core",
+                             output_dir=self.build_temp)
+        hooks = self.strobe_hook_objects
+        libs = [("libstrobe_record.so", ["record_hook.c", "malloc_hook.c"], [])]
+        if mpi and "mpi_hook.c" in hooks:
+            # MPI's library folder as the runtime path too, as CMake links it.
+            rpath = ["-Wl,-rpath," + f[2:] for f in mpi[1] if f.startswith("-L")]
+            libs.append(("libstrobe_record_mpi.so", ["record_hook.c", "malloc_hook.c",
+                                                     "mpi_hook.c"], mpi[1] + rpath))
+        elif mpi:
+            print("strobe: libstrobe_record_mpi.so is not built (mpi_hook.c did not compile)",
+                  file=sys.stderr)
+        else:
+            print("strobe: MPI's compile flags were not found (pkg-config ompi-c or mpich, or "
+                  "mpicc; Debian: libopenmpi-dev): libstrobe_record_mpi.so is not built, "
+                  "`strobe record --mpi` will say so", file=sys.stderr)
+        for name, srcs, extra in libs:
+            target = os.path.join(out_dir, name)
+            print("strobe: linking strobe/lib/%s" % name, file=sys.stderr, flush=True)
+            cc.link_shared_object([hooks[s] for s in srcs] + [archive], target,
+                                  libraries=["z", "m", "pthread", "dl"],
+                                  extra_postargs=["-Wl,--exclude-libs,ALL"] + extra)
+            self.strobe_outputs.append(target)
+        stale = os.path.join(out_dir, "libstrobe_record_mpi.so")
+        if len(libs) == 1 and os.path.exists(stale):
+            os.remove(stale)  # from an earlier build with MPI: --mpi must not find an old one.
 
     def build_torch_observer(self):
         """strobe._torch_observer: the torch observer (src/torch/observer.cpp), a plain shared
@@ -139,6 +309,7 @@ class BuildExt(build_ext):
             return
         if os.path.isfile(out) and os.path.getmtime(out) > max(os.path.getmtime(src),
                                                                _newest_header()):
+            self.strobe_outputs.append(out)
             return
         cmd = [os.environ.get("CXX", "c++"), "-std=c++17", "-O2", "-fPIC", "-shared",
                "-fvisibility=hidden", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi, "-DNDEBUG",
@@ -155,6 +326,8 @@ class BuildExt(build_ext):
               file=sys.stderr)
         try:
             subprocess.run(cmd, check=True)
+            self.strobe_outputs.append(out)
+            print("strobe: built strobe._torch_observer", file=sys.stderr, flush=True)
         except (OSError, subprocess.CalledProcessError) as e:
             print("strobe: strobe._torch_observer could not be built (%s); the package builds "
                   "without it" % e, file=sys.stderr)
@@ -196,5 +369,7 @@ setup(
     package_data={"strobe": ["py.typed", "*.pyi"]},
     ext_modules=[ext],
     cmdclass={"build_ext": BuildExt},
+    # The whole command line as `strobe` (strobe_build.py writes the same entry point).
+    entry_points={"console_scripts": ["strobe = strobe.__main__:main"]},
     python_requires=">=3.9",
 )

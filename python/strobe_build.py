@@ -1,7 +1,8 @@
 """A PEP 517 build backend for strobe's Python package, kept in the tree (pyproject.toml).
 
-setuptools (through setup.py) compiles the extension; this module packs the wheel: a zip with
-the package, the extension and a .dist-info folder (METADATA, WHEEL, RECORD). It needs nothing
+setuptools (through setup.py) compiles the extension and the libraries `strobe record` preloads;
+this module packs the wheel: a zip with the package, the extension, strobe/lib/ and a .dist-info
+folder (METADATA, WHEEL, entry_points.txt for the `strobe` command, RECORD). It needs nothing
 but setuptools, so that pip installs the package offline without the `wheel` package, which
 setuptools' own backend needs for wheels before setuptools 70.1.
 """
@@ -46,6 +47,11 @@ def _metadata(version):
             "Requires-Python: >=3.9\n" % version)
 
 
+# The `strobe` command: pip writes a script that calls strobe.__main__.main (setup.py declares the
+# same entry point for setuptools' own commands).
+ENTRY_POINTS = "[console_scripts]\nstrobe = strobe.__main__:main\n"
+
+
 def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     version = _version()
     name = "strobe-%s.dist-info" % version
@@ -53,6 +59,8 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "METADATA"), "w") as f:
         f.write(_metadata(version))
+    with open(os.path.join(d, "entry_points.txt"), "w") as f:
+        f.write(ENTRY_POINTS)
     impl, abi, plat = _tag()
     with open(os.path.join(d, "WHEEL"), "w") as f:
         f.write("Wheel-Version: 1.0\nGenerator: strobe_build\nRoot-Is-Purelib: false\n"
@@ -66,7 +74,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     with tempfile.TemporaryDirectory() as tmp:
         lib = os.path.join(tmp, "lib")
         build_temp = os.environ.get("STROBE_BUILD_TEMP") or os.path.join(tmp, "temp")
-        # setup.py's output goes to stderr: pip shows it only when the build fails.
+        # setup.py's output goes to stderr, a line per compiled file: pip shows it with -v (and
+        # when the build fails); without -v, each line turns pip's spinner.
         subprocess.run([sys.executable, os.path.join(HERE, "setup.py"), "-q", "build_ext",
                         "--build-lib", lib, "--build-temp", build_temp], cwd=HERE,
                        check=True, stdout=sys.stderr)
@@ -85,6 +94,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
                                   "Root-Is-Purelib: false\nTag: %s-%s-%s\n"
                                   % (impl, abi, plat)).encode()
         files[info + "/top_level.txt"] = b"strobe\n"
+        files[info + "/entry_points.txt"] = ENTRY_POINTS.encode()
         record = []
         for path, data in files.items():
             digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
