@@ -9,7 +9,9 @@
 #                                       the tests write (when ../shared/validators is present);
 #   install_consumer                    cmake --install, then find_package and pkg-config users.
 #   layering, format                    includes against tests/layers.txt; clang-format.
-# The last line printed is CTest's summary.
+# CTest's summary follows the tests; CTest never prints why a test was skipped, so after it comes
+# a line per skipped test with the reason the test printed (tests/skip_reasons.py, from CTest's
+# JUnit report, build-test/Testing/ctest-junit.xml). The exit status is CTest's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/deps.sh" --test
@@ -23,4 +25,10 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILE
   -DCMAKE_CXX_COMPILER=g++ -DSTROBE_SANITIZER_SUITES=ON -DSTROBE_SHARED_DIR="$shared" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 cd "$build"
-ctest --output-on-failure -j"$(nproc)" "$@"
+rc=0
+rm -f "$build/Testing/ctest-junit.xml"
+ctest --output-on-failure -j"$(nproc)" --output-junit "$build/Testing/ctest-junit.xml" "$@" || rc=$?
+if command -v python3 >/dev/null && [ -f "$build/Testing/ctest-junit.xml" ]; then
+  python3 "$root/tests/skip_reasons.py" "$build/Testing/ctest-junit.xml" || true
+fi
+exit "$rc"
