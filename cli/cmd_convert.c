@@ -21,6 +21,7 @@
  * STROBE_WRITER_SESSION), where the Perfetto writer puts a result's; a trace without one
  * (PyTorch's) keeps its times relative to its base and loses its top-level members. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +56,8 @@ const char cmd_convert_usage[] =
     "    either is gzip-compressed when OUT ends in \".gz\" (.pftrace.gz, .json.gz).\n"
     "\n"
     "    OUT is written to a temporary file in its folder and renamed when complete: a\n"
-    "    conversion that fails leaves an existing OUT as it was, and no partial file.\n"
+    "    conversion that fails leaves an existing OUT as it was, and no partial file. An OUT\n"
+    "    that is a device or a pipe (/dev/null) is written in place, not replaced.\n"
     "    JSON to Perfetto: IN is a Kineto-format trace (.json or .json.gz; \"-\" is standard\n"
     "    input) written by strobe or by the PyTorch profiler. Complete events (X, and B/E\n"
     "    pairs) become slices, instants stay instants, counters (C) become counter tracks,\n"
@@ -126,38 +128,30 @@ static unsigned char *read_all(const char *path, size_t *len, const char **why) 
  * NAME_MAX. OUT ending in ".gz" is gzip-compressed (.json.gz, .pftrace.gz). */
 typedef struct out_file {
     const char *path;
-    char tmp[4200];
+    char tmp[4200]; /* "" when OUT is written in place (a device or a pipe) */
     int fd;
     FILE *f;   /* plain output */
     gzFile gz; /* ".gz" output */
     int err;   /* errno of the first failure, or -1 for a zlib one */
 } out_file;
 
-/* Why a file cannot be made at path, in the system's words where its folder says it (a missing
- * folder: "No such file or directory"; not writable: "Permission denied"), else rc's. */
-static const char *folder_reason(const char *path, int rc) {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (slash == NULL) {
-        snprintf(dir, sizeof dir, ".");
-    } else if ((size_t)(slash - path) < sizeof dir) {
-        memcpy(dir, path, (size_t)(slash - path));
-        dir[slash - path] = '\0';
-        if (dir[0] == '\0') snprintf(dir, sizeof dir, "/");
-    } else {
-        return strobe_strerror(rc);
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0) return strerror(errno);
-    if (!S_ISDIR(st.st_mode)) return strerror(ENOTDIR);
-    if (access(dir, W_OK | X_OK) != 0) return strerror(errno);
-    return strobe_strerror(rc);
-}
+static int out_streams(out_file *o);
 
 static int out_open(out_file *o, const char *path) {
     memset(o, 0, sizeof *o);
     o->path = path;
     o->fd = -1;
+    /* A device or a pipe (/dev/null, /dev/full) is written in place (o->tmp stays ""): a rename
+     * would replace it with a regular file. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        o->fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (o->fd < 0) {
+            fprintf(stderr, "strobe convert: %s: %s\n", cli_esc(path), strerror(errno));
+            return -1;
+        }
+        return out_streams(o);
+    }
     const char *slash = strrchr(path, '/');
     int dir = slash ? (int)(slash - path + 1) : 0;
     if (snprintf(o->tmp, sizeof o->tmp, "%.*s.strobe-convert.XXXXXX", dir, path) >=
@@ -175,7 +169,12 @@ static int out_open(out_file *o, const char *path) {
     mode_t mask = umask(0);
     umask(mask);
     if (fchmod(o->fd, 0666 & ~mask) != 0) o->err = errno;
-    if (cli_ends_with(path, ".gz")) {
+    return out_streams(o);
+}
+
+/* The stdio or zlib stream over o->fd (a failure kept in o->err for out_commit). @return 0. */
+static int out_streams(out_file *o) {
+    if (cli_ends_with(o->path, ".gz")) {
         int fd2 = dup(o->fd);
         o->gz = fd2 >= 0 ? gzdopen(fd2, "wb1") : NULL;
         if (o->gz == NULL) {
@@ -216,9 +215,9 @@ static int out_commit(out_file *o, int ok) {
     if (o->f && fclose(o->f) != 0 && o->err == 0) o->err = errno;
     if (ok && o->err == 0 && fsync(o->fd) != 0 && errno != EINVAL) o->err = errno;
     if (o->fd >= 0) close(o->fd);
-    if (ok && o->err == 0 && rename(o->tmp, o->path) != 0) o->err = errno;
+    if (ok && o->err == 0 && o->tmp[0] && rename(o->tmp, o->path) != 0) o->err = errno;
     if (ok && o->err == 0) return 0;
-    unlink(o->tmp);
+    if (o->tmp[0]) unlink(o->tmp);
     if (ok)
         fprintf(stderr, "strobe convert: %s: cannot write: %s\n", cli_esc(o->path),
                 o->err > 0 ? strerror(o->err) : "compression failed");
@@ -1047,8 +1046,9 @@ static int json_to_pf(const char *in, const char *out, int quiet) {
         strobe_writer *w = NULL;
         rc = strobe_writer_open(&w, out, &wo);
         if (rc) {
+            int e = errno; /* the system's reason: ENOENT, EACCES, EROFS ... */
             fprintf(stderr, "strobe convert: %s: cannot create a file in its folder: %s\n",
-                    cli_esc(out), folder_reason(out, rc));
+                    cli_esc(out), cli_out_reason(rc, e));
             code = CLI_BAD_INPUT;
         }
         /* The other top-level members ride on strobe's session slice, as the writer puts a
@@ -1059,12 +1059,15 @@ static int json_to_pf(const char *in, const char *out, int quiet) {
         size_t on_lanes = 0, lanes_made = 0;
         if (code == CLI_OK && rc == 0) rc = write_pf(&c, w, base, &on_lanes, &lanes_made);
         if (code == CLI_OK && rc) {
-            fprintf(stderr, "strobe convert: %s: %s\n", cli_esc(out), strobe_strerror(rc));
-            strobe_writer_abort(w);
+            errno = 0;
+            strobe_writer_abort(w); /* leaves the reason of a failed write in errno */
+            int e = errno;
+            fprintf(stderr, "strobe convert: %s: %s\n", cli_esc(out), cli_out_reason(rc, e));
             code = CLI_BAD_INPUT;
         } else if (code == CLI_OK && (rc = strobe_writer_close(w)) != 0) {
+            int e = errno;
             fprintf(stderr, "strobe convert: %s: cannot write: %s\n", cli_esc(out),
-                    strobe_strerror(rc));
+                    cli_out_reason(rc, e));
             code = CLI_BAD_INPUT;
         } else if (code == CLI_OK && on_lanes) {
             fprintf(stderr,

@@ -15,6 +15,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "common.h"
@@ -656,9 +658,15 @@ int cmd_report(int argc, char **argv) {
     int work = write_page(out, &s, title);
     hta_free(&s);
     if (out != stdout) {
+        /* fclose writes what the buffer holds: where a write failed before, it fails again
+         * with errno set (ENOSPC). A regular file left partial is removed. */
         int bad = ferror(out);
+        errno = 0;
         if (fclose(out) != 0 || bad) {
-            fprintf(stderr, "strobe report: %s: %s\n", cli_esc(output), strerror(errno));
+            int e = errno ? errno : EIO;
+            struct stat st;
+            if (stat(output, &st) == 0 && S_ISREG(st.st_mode)) unlink(output);
+            fprintf(stderr, "strobe report: %s: %s\n", cli_esc(output), strerror(e));
             return CLI_BAD_INPUT;
         }
     }

@@ -59,7 +59,12 @@ const char cmd_summary_usage[] =
     "    else the operator with the same \"External id\"): self counts the work launched\n"
     "    directly inside it, total also the work of its children. Memory columns add the\n"
     "    [memory] events' bytes (frees are negative) directly inside (Self) and anywhere\n"
-    "    inside an operator. Columns with no data are left out, as torch does.\n"
+    "    inside an operator. Columns with no data are left out, as torch does. A trace with\n"
+    "    no rows (strobe record of a program with no annotations) gets a line on standard\n"
+    "    error after the table: the options of strobe record that would have recorded\n"
+    "    something (--sample, --heap, --torch; NVTX and strobe's ranges), or, for a trace of\n"
+    "    CPU samples, the commands that show them (strobe stacks --samples, strobe\n"
+    "    flamegraph --metric samples).\n"
     "\n"
     "    A trace of strobe record --heap holds the program's allocation sites: the table (or,\n"
     "    with no operators, instead of it) is followed by their totals and the largest sites\n"
@@ -1022,6 +1027,38 @@ static int print_machine(FILE *out, const summary *s, size_t shown, int json) {
 
 /* ---- the command -------------------------------------------------------------------------- */
 
+/* Says on stderr why the table is empty and what would fill it: `strobe record` of a program with
+ * no annotations records no ranges, and a table with no rows and no word of why leaves a new user
+ * with nothing to try. A trace of CPU samples is pointed at the commands that show them. */
+static void say_empty(const char *path, const md_model *m) {
+    const char *shown = strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path);
+    uint64_t samples = 0;
+    uint32_t sample_cat = UINT32_MAX, other_cat = UINT32_MAX;
+    for (uint32_t i = 0; i < m->count; i++) {
+        uint32_t cat = md_cat_of(m, i);
+        if (cat == other_cat) continue;
+        if (cat == sample_cat || strcmp(md_str(m, cat), "cpu_sample") == 0) {
+            sample_cat = cat;
+            samples++;
+        } else {
+            other_cat = cat;
+        }
+    }
+    if (samples)
+        fprintf(stderr,
+                "strobe summary: %s: no operators, annotations or device work to tabulate; its "
+                "%" PRIu64 " CPU sample(s) are shown by `strobe stacks --samples` and `strobe "
+                "flamegraph --metric samples`\n",
+                shown, samples);
+    else
+        fprintf(stderr,
+                "strobe summary: %s: no operators, annotations or device work to tabulate; to "
+                "record some, run `strobe record` with --sample (CPU call stacks), --heap "
+                "(allocation sites), or --torch (PyTorch's operators), or annotate the program "
+                "(strobe's ranges, or NVTX, which strobe record captures)\n",
+                shown);
+}
+
 static int usage_error(const char *msg, const char *arg) {
     return cli_usage_error("summary", msg, arg);
 }
@@ -1174,6 +1211,11 @@ int cmd_summary(int argc, char **argv) {
                 cli_heap_free(&heap);
             }
             if (format != CL_TABLE) work = print_machine(stdout, s, shown, format == CL_JSON);
+            /* After the table, so that the hint is the last thing on a terminal. */
+            if (work == 0 && s->count == 0 && s->m->heap_json == NULL) {
+                fflush(stdout);
+                say_empty(path, s->m);
+            }
         }
         rc = cli_finish("summary", path, work, CLI_OK);
         md_free(s->m);

@@ -421,6 +421,11 @@ int cli_finish(const char *cmd, const char *path, int work, int ok_code) {
     return ok_code;
 }
 
+const char *cli_out_reason(int rc, int sys_errno) {
+    if ((rc == STROBE_ESYS || rc == STROBE_EIO) && sys_errno > 0) return strerror(sys_errno);
+    return strobe_strerror(rc);
+}
+
 void cli_print_id(const md_model *m, int64_t num, uint8_t kind, int json) {
     if (kind == MD_ID_STR && json)
         cl_json_str(stdout, md_str(m, (uint32_t)num));

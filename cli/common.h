@@ -146,6 +146,11 @@ void cli_say_skipped(const char *cmd, const char *path, const md_model *m);
  * `ok_code` when all went well, else CLI_BAD_INPUT. */
 int cli_finish(const char *cmd, const char *path, int work, int ok_code);
 
+/* Why writing an output failed, for a message: the system's reason (strerror(sys_errno): "No
+ * space left on device") where `rc` is STROBE_ESYS or STROBE_EIO and sys_errno is the errno the
+ * failed call left (the library's writer sets it), else strobe_strerror(rc). */
+const char *cli_out_reason(int rc, int sys_errno);
+
 /* Prints a pid, tid or flow id of the model on stdout by its kind: a number, a string id
  * (quoted; escaped for the terminal, or as a JSON string when `json`), or absent ("(none)", or
  * null in JSON). */

@@ -11,6 +11,7 @@
  * whose width includes it. */
 #include "flame.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -670,8 +671,12 @@ static int write_svg(FILE *out, const cl_fold *f, int diff, const cli_flame_opts
     write_script(&s, l.total);
     fputs("</svg>\n", out);
     layout_free(&l);
+    /* The system's reason (No space left on device ...): fflush fails again on what a failed
+     * write left in the buffer, with errno set. */
+    errno = 0;
     if (fflush(out) != 0 || ferror(out)) {
-        if (errlen) snprintf(err, errlen, "writing the SVG failed");
+        int e = errno;
+        if (errlen) snprintf(err, errlen, "writing the SVG: %s", e ? strerror(e) : "failed");
         return STROBE_EIO;
     }
     return 0;

@@ -992,7 +992,7 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
     cli_merge_stats st = {0};
     strobe__strtab_init(&m.strs, &m.pool);
     size_t read = 0;
-    int rc = 0;
+    int rc = 0, open_errno = 0;
     strobe_writer *w = NULL;
     for (size_t i = 0; rc == 0 && i < n;) {
         /* The group: an own_pids input alone, or the run of inputs up to the next one. */
@@ -1019,7 +1019,8 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
         /* The first group read opens the output. */
         if (rc == 0 && i == 0 && opt->nmeta && !m.session_taken && strobe__pftrace_path(out))
             add_session_span(&m);
-        if (rc == 0 && w == NULL && read > 0) rc = open_output(&m, out, opt, &w);
+        if (rc == 0 && w == NULL && read > 0 && (rc = open_output(&m, out, opt, &w)) != 0)
+            open_errno = errno; /* why the file could not be made (ENOENT, EROFS ...) */
         if (rc == 0 && group_read > 0) rc = write_group(&m, w, i == 0 || inputs[i].own_pids, &st);
         /* The group's tracks get no more events: the writer forgets their state (Perfetto's
          * interned names and buffers), so that memory does not grow with the ranks. */
@@ -1035,15 +1036,18 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
         fprintf(stderr, "strobe %s: no input could be read\n", cmd);
         rc = STROBE_EINVAL;
     }
+    int sys_errno = open_errno; /* the writer leaves the system's reason in errno */
     if (w != NULL) {
+        errno = 0;
         if (rc == 0)
             rc = strobe_writer_close(w);
         else
             strobe_writer_abort(w);
+        sys_errno = errno;
     }
     if (rc < 0 && read > 0 && !m.too_many) {
         fprintf(stderr, "strobe %s: %s: cannot write: %s\n", cmd, cli_esc(out),
-                strobe_strerror(rc));
+                cli_out_reason(rc, sys_errno));
     }
     release_group(&m);
     strobe__strtab_release(&m.strs);

@@ -9,7 +9,17 @@ no frame is a Python frame. Prints the counts; exits 1 on a failure."""
 import re
 import sys
 
-PY = re.compile(r"\.py\(\d+\): ")
+# A Python frame: torch's "file.py(LINE): function" (a .pftrace's samples), or "function
+# (file.py)" (a JSON trace's CPU profile, one node per function: src/trace/json_profile.c).
+PY = re.compile(r"\.py\(\d+\): |\(.*\.py\)$")
+TORCH = re.compile(r"\.py\(\d+\): (.*)$")
+PROFILE = re.compile(r"^(.*) \(.*\.py\)$")
+
+
+def func(frame):
+    """The function a Python frame names, in either form; None for another frame."""
+    m = TORCH.search(frame) or PROFILE.match(frame)
+    return m.group(1) if m else None
 
 
 def main():
@@ -26,22 +36,22 @@ def main():
     for outer, hot in (("spin_main", "hot_main"), ("thread_main", "hot_thread")):
         total = top = 0
         for fr, n in stacks:
-            if not any(f.endswith(": " + outer) for f in fr):
+            if not any(func(f) == outer for f in fr):
                 continue
             total += n
             inner = [f for f in fr if PY.search(f)][-1]
-            top += n if inner.endswith(": " + hot) else 0
+            top += n if func(inner) == hot else 0
         ok = total >= 50 and top >= 0.8 * total
         print("%s: %d samples, %d with %s innermost%s" % (outer, total, top, hot,
                                                           "" if ok else "  FAIL"))
         fail |= not ok
     total = above = 0
     for fr, n in stacks:
-        if not any(f.endswith(": compress_loop") for f in fr):
+        if not any(func(f) == "compress_loop" for f in fr):
             continue
         total += n
         last = max(i for i, f in enumerate(fr) if PY.search(f))
-        above += n if fr[last].endswith(": compress_loop") and any(
+        above += n if func(fr[last]) == "compress_loop" and any(
             "libz" in f or "deflate" in f for f in fr[last + 1:]) else 0
     ok = total >= 50 and above >= 0.5 * total
     print("compress_loop: %d samples, %d with libz frames above it%s" % (total, above,

@@ -123,12 +123,12 @@ int main(void) {
     CHECK(has(text, "fill=\"rgb(110,110,237)\"/><text")); /* -50%: half way to blue */
     free(text);
 
-    /* A write error: STROBE_EIO and a message. */
+    /* A write error: STROBE_EIO and a message with the system's reason. */
     FILE *full = fopen("/dev/full", "w");
     if (full) {
         err[0] = '\0';
         CHECK_EQ(cli_flame_svg(full, &a, NULL, err, sizeof err), STROBE_EIO);
-        CHECK_STR(err, "writing the SVG failed");
+        CHECK_STR(err, "writing the SVG: No space left on device");
         fclose(full);
     }
 

@@ -911,6 +911,61 @@ static void test_overlaps_and_bad_events(void) {
                   "summary", path, "--format", "csv");
 }
 
+/* A trace with no rows (what `strobe record` writes of a program with no annotations): the empty
+ * table is followed, on stderr, by the options that would have recorded something; a trace of
+ * CPU samples alone points at the commands that show samples. A table with rows says nothing. */
+static void test_empty_hint(void) {
+    const char *path =
+        write_trace("cli_summary_empty.json",
+                    "{\"traceEvents\": [\n"
+                    "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 7, \"tid\": 0, "
+                    "\"args\": {\"name\": \"true\"}}\n"
+                    "]}\n");
+    const char *a[] = {"summary", path, NULL};
+    int rc;
+    char *err;
+    char *out = run_err(cmd_summary, &rc, a, &err);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, "Self CPU time total: 0.000us") != NULL);
+    if (strstr(err, "--sample") == NULL) fprintf(stderr, "no hint on stderr: \"%s\"\n", err);
+    CHECK(strstr(err, "no operators, annotations or device work") != NULL);
+    CHECK(strstr(err, "--sample") != NULL && strstr(err, "--heap") != NULL);
+    CHECK(strstr(err, "--torch") != NULL && strstr(err, "NVTX") != NULL);
+    free(out);
+    free(err);
+    const char *j[] = {"summary", path, "-f", "json", NULL};
+    out = run_err(cmd_summary, &rc, j, &err);
+    CHECK_EQ(rc, 0);
+    CHECK(strstr(out, "\"rows\": [") != NULL);
+    CHECK(strstr(err, "--sample") != NULL);
+    free(out);
+    free(err);
+
+    path = write_trace(
+        "cli_summary_samples.json",
+        "{\"traceEvents\": [\n"
+        "{\"ph\": \"i\", \"cat\": \"cpu_sample\", \"name\": \"f\", \"pid\": 7, \"tid\": 7, "
+        "\"ts\": 1, \"s\": \"t\", \"args\": {\"Call stack\": \"main;f\"}},\n"
+        "{\"ph\": \"i\", \"cat\": \"cpu_sample\", \"name\": \"f\", \"pid\": 7, \"tid\": 7, "
+        "\"ts\": 2, \"s\": \"t\", \"args\": {\"Call stack\": \"main;f\"}}\n"
+        "]}\n");
+    const char *b[] = {"summary", path, NULL};
+    out = run_err(cmd_summary, &rc, b, &err);
+    CHECK_EQ(rc, 0);
+    if (strstr(err, "2 CPU sample(s)") == NULL) fprintf(stderr, "stderr: \"%s\"\n", err);
+    CHECK(strstr(err, "2 CPU sample(s)") != NULL);
+    CHECK(strstr(err, "strobe stacks --samples") != NULL);
+    free(out);
+    free(err);
+
+    const char *c[] = {"summary", trace("summary_basic.json"), NULL};
+    out = run_err(cmd_summary, &rc, c, &err);
+    CHECK_EQ(rc, 0);
+    CHECK_STR(err, "");
+    free(out);
+    free(err);
+}
+
 int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s", argc > 1 ? argv[1] : STROBE_SOURCE_DIR "/tests/cli");
     test_summary_csv();
@@ -919,6 +974,7 @@ int main(int argc, char **argv) {
     test_summary_module_perf();
     test_devices();
     test_overlaps_and_bad_events();
+    test_empty_hint();
     test_kernels();
     test_stacks();
     test_huge_sums();

@@ -16,6 +16,7 @@
 #include <locale.h>
 #include <math.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -23,6 +24,7 @@
 #include "util/json_check.h"
 #include "trace/result_internal.h"
 #include "strobe/strobe.h"
+#include "strobe/writer.h"
 #include "trace/json_writer.h"
 #include "trace/sink.h"
 #include "trace/writer.h"
@@ -597,6 +599,43 @@ static void test_save_errors(void) {
     CHECK(strstr(last_log, strerror(ENOENT)) != NULL);
     if (strstr(last_log, strerror(ENOENT)) == NULL) fprintf(stderr, "log: %s\n", last_log);
     strobe_set_log_fn(NULL, NULL);
+    /* errno holds the system's reason for the caller's message (result.h). */
+    errno = 0;
+    CHECK_EQ(strobe_result_save(r, OUT "/no/such/dir/t.json"), STROBE_ESYS);
+    CHECK_EQ(errno, ENOENT);
+    strobe_writer *w = NULL;
+    errno = 0;
+    CHECK_EQ(strobe_writer_open(&w, OUT "/no/such/dir/t.pftrace", NULL), STROBE_ESYS);
+    CHECK_EQ(errno, ENOENT);
+
+    /* A full disk, on a device that works as /dev/full does (made here, so that a save that
+     * renamed over its path would replace this node, not /dev/full): written in place, the
+     * device stays, and errno says ENOSPC. mknod needs privileges: skipped without them. */
+    const char *full = OUT "/full_device.json";
+    unlink(full);
+    if (mknod(full, S_IFCHR | 0666, makedev(1, 7)) == 0) {
+        strobe_result *r3 = build_sample();
+        errno = 0;
+        CHECK_EQ(strobe_result_save(r3, full), STROBE_EIO);
+        CHECK_EQ(errno, ENOSPC);
+        struct stat fs;
+        CHECK(stat(full, &fs) == 0 && S_ISCHR(fs.st_mode));
+        CHECK_EQ(count_prefixed(OUT, "full_device.json.tmp."), 0);
+        errno = 0;
+        CHECK_EQ(strobe_writer_open(&w, full, NULL), 0);
+        CHECK_EQ(strobe_writer_close(w), STROBE_EIO);
+        CHECK_EQ(errno, ENOSPC);
+        CHECK(stat(full, &fs) == 0 && S_ISCHR(fs.st_mode));
+        /* /dev/null takes everything: a save there succeeds and leaves it a device. */
+        unlink(full);
+        CHECK(mknod(full, S_IFCHR | 0666, makedev(1, 3)) == 0);
+        CHECK_EQ(strobe_result_save(r3, full), 0);
+        CHECK(stat(full, &fs) == 0 && S_ISCHR(fs.st_mode));
+        unlink(full);
+        strobe_result_free(r3);
+    } else {
+        printf("full device: mknod: %s; not checked\n", strerror(errno));
+    }
 
     /* File names up to NAME_MAX bytes save: the temporary name must fit NAME_MAX too. */
     for (size_t len = 240; len <= 255; len += 5) {

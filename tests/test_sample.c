@@ -345,7 +345,10 @@ static void check_fd_limit(void) {
             if (pthread_create(&t[i], NULL, park_main, NULL) != 0) _exit(2);
         int open_fds = 0;
         DIR *d = opendir("/proc/self/fd");
-        if (d == NULL) _exit(77);
+        if (d == NULL) {
+            fprintf(stderr, "fd limit: /proc/self/fd: %s; not checked\n", strerror(errno));
+            _exit(77);
+        }
         while (readdir(d))
             open_fds++;
         closedir(d);
@@ -354,9 +357,17 @@ static void check_fd_limit(void) {
          * The hard limit too: under a higher one, strobe's descriptors go past the soft limit
          * (core/ownfd.h), out of the program's budget. */
         struct rlimit rl;
-        if (getrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(77);
+        if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            fprintf(stderr, "fd limit: getrlimit(RLIMIT_NOFILE): %s; not checked\n",
+                    strerror(errno));
+            _exit(77);
+        }
         rl.rlim_cur = rl.rlim_max = (rlim_t)(open_fds + ncpu + 1 + 2 * ncpu);
-        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(77);
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            fprintf(stderr, "fd limit: setrlimit(RLIMIT_NOFILE): %s; not checked\n",
+                    strerror(errno));
+            _exit(77);
+        }
         strobe_config cfg;
         strobe_config_init(&cfg);
         cfg.cpu_sample_hz = HZ;

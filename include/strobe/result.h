@@ -160,7 +160,9 @@ STROBE_API int strobe_event_set_name(strobe_result *r, size_t index, const char 
  * most once. A failure is logged with the path and the system's reason (strobe_set_log_fn).
  * @return 0, STROBE_EINVAL, STROBE_EALREADY ("trace is already saved"), STROBE_ESYS (the file
  * could not be created, its mode set or renamed into place: no such folder, no permission, ...),
- * STROBE_EIO (writing failed: disk full, ...) or STROBE_ENOMEM. */
+ * STROBE_EIO (writing failed: disk full, ...) or STROBE_ENOMEM; with STROBE_ESYS and STROBE_EIO,
+ * errno holds the system's reason (ENOENT, EACCES, EROFS, ENOSPC ...). A path that is a device or
+ * a pipe (/dev/null) is written in place, not replaced. */
 STROBE_API int strobe_result_save(strobe_result *r, const char *path);
 
 /* Trace file formats for strobe_result_save_as(). */

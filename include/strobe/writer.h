@@ -110,9 +110,11 @@ typedef struct strobe_writer_event {
     size_t nflow_out, nflow_in;
 } strobe_writer_event;
 
-/* Opens `path` for writing (NULL opt: the defaults). @return 0 and *out, STROBE_EINVAL (NULL
- * path or out, an empty path, an unknown format, struct_size too small), STROBE_ESYS (the folder
- * cannot take the file) or STROBE_ENOMEM. */
+/* Opens `path` for writing (NULL opt: the defaults); a path that is a device or a pipe
+ * (/dev/null, /dev/full) is written in place, not replaced. @return 0 and *out, STROBE_EINVAL
+ * (NULL path or out, an empty path, an unknown format, struct_size too small), STROBE_ESYS (the
+ * folder cannot take the file; errno holds the system's reason: ENOENT, EACCES, EROFS ...) or
+ * STROBE_ENOMEM. */
 STROBE_API int strobe_writer_open(strobe_writer **out, const char *path,
                                   const strobe_writer_options *opt);
 
@@ -152,10 +154,12 @@ STROBE_API int strobe_writer_flush_interned(strobe_writer *w);
 
 /* Writes the footer, closes the file and renames it over the path. After any earlier error the
  * file is removed instead and that error returned. Frees the writer either way; accepts NULL.
- * @return 0 or a negative STROBE_E* (STROBE_EIO: the file could not be written). */
+ * @return 0 or a negative STROBE_E* (STROBE_EIO: the file could not be written, STROBE_ESYS: not
+ * renamed into place; with either, errno holds the system's reason, ENOSPC ...). */
 STROBE_API int strobe_writer_close(strobe_writer *w);
 
-/* Frees the writer without finishing the file, which is removed. Accepts NULL. */
+/* Frees the writer without finishing the file, which is removed. Accepts NULL. After a write
+ * failed (a call returned STROBE_EIO), errno is left at the system's reason. */
 STROBE_API void strobe_writer_abort(strobe_writer *w);
 
 #ifdef __cplusplus

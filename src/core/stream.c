@@ -279,7 +279,13 @@ int strobe__stream_run(strobe__session *s) {
     if (st == NULL || st->thread_started) return 0;
     if (st->mode == MODE_STREAM) {
         int rc = strobe__stream_header(st);
-        if (rc) return rc;
+        if (rc) {
+            /* The system's reason (a full disk: ENOSPC), which the error code alone loses. */
+            strobe__log(STROBE_LOG_ERROR, "stream %s: writing the header: %s", st->path,
+                        rc == STROBE_EIO && st->a.sys_errno ? strerror(st->a.sys_errno)
+                                                            : strobe_strerror(rc));
+            return rc;
+        }
     }
     st->thread_ready = 0;
     if (pthread_create(&st->thread, NULL, stream_main, st) != 0) return STROBE_ESYS;

@@ -465,14 +465,18 @@ static void finish_job(void) {
             rc = STROBE_EINVAL;
             snprintf(msg, sizeof msg, "%s", err);
         } else {
+            int sys_errno = 0;
             if (memory) {
                 rc = od.client.export_memory_profile(od.client_ctx, save_path);
             } else {
                 events = strobe_result_event_count(r);
                 rc = strobe_result_save(r, save_path);
+                /* The system's reason (ENOSPC ...), which a save leaves in errno (result.h). */
+                if (rc == STROBE_ESYS || rc == STROBE_EIO) sys_errno = errno;
             }
             if (rc != 0)
-                snprintf(msg, sizeof msg, "cannot write the trace: %s", strobe_strerror(rc));
+                snprintf(msg, sizeof msg, "cannot write the trace: %s",
+                         sys_errno ? strerror(sys_errno) : strobe_strerror(rc));
             close(dirfd);
         }
     } else if (rc != 0 && msg[0] == '\0') {

@@ -1,5 +1,6 @@
 /* api_writer.c: the public event-level writer (strobe/writer.h) over the trace layer's writers
  * (writer.h) and a save's file (save.c: a temporary file renamed at the end). */
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,9 @@ int strobe_writer_open(strobe_writer **out, const char *path, const strobe_write
         rc = x->w->ops->begin(x->w, &info);
     }
     if (rc) {
+        int e = errno; /* the system's reason, which the cleanup must not replace */
         strobe_writer_abort(x);
+        errno = e;
         return rc;
     }
     *out = x;
@@ -238,15 +241,19 @@ int strobe_writer_close(strobe_writer *x) {
     x->w = NULL;
     rc = strobe__file_finish(x->path, x->tmp, &x->sink, rc);
     x->tmp = NULL;
+    int e = errno; /* the system's reason when rc is STROBE_EIO or STROBE_ESYS */
     strobe_writer_abort(x);
+    errno = e;
     return rc;
 }
 
 void strobe_writer_abort(strobe_writer *x) {
     if (x == NULL) return;
+    /* A caller that aborts after a failed write reports why: errno is left at its reason. */
+    int e = x->sink.sys_errno ? x->sink.sys_errno : errno;
     if (x->tmp) {
         strobe__sink_close(&x->sink);
-        unlink(x->tmp);
+        if (x->tmp[0]) unlink(x->tmp); /* "": written in place, nothing to remove */
         free(x->tmp);
     }
     strobe__writer_free(x->w);
@@ -256,4 +263,5 @@ void strobe_writer_abort(strobe_writer *x) {
     free(x->trace_id);
     free(x->trace_name);
     free(x);
+    errno = e;
 }

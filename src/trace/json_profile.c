@@ -1,7 +1,8 @@
 /* json_profile.c: CPU samples as Chrome's "Profile" and "ProfileChunk" events (json_profile.h).
  *
- * Contents: growing arrays; a sample's frames out of its "Call stack" arg; the profiles (one per
- * track, a call tree each, nodes keyed by parent and frame); writing them. */
+ * Contents: growing arrays; a sample's frames out of its "Call stack" arg, Python frames one per
+ * function; the profiles (one per track, a call tree each, nodes keyed by parent and frame);
+ * writing them. */
 #include "json_profile.h"
 
 #include <stdlib.h>
@@ -38,6 +39,8 @@ struct strobe__json_profiles {
     strobe__strtab frames;
     char *text; /* the "Call stack" being split, unescaped */
     size_t text_cap;
+    char *frame; /* a Python frame rewritten as "function (file)" */
+    size_t frame_cap;
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
@@ -143,6 +146,26 @@ static uint32_t line_of(const char *t, size_t n) {
     return v;
 }
 
+/* Where frame t[0..n) is a Python frame as torch names it, "file(LINE): function" (strobe's
+ * sampler writes them so: core/pyframes.c), sets *file_n (the length of "file"), *func_at (where
+ * "function" starts) and *line, and returns 1; else returns 0. Each sample names the line its
+ * frame was on, so without this one function would be a node per line it was sampled on. */
+static int python_frame(const char *t, size_t n, size_t *file_n, size_t *func_at, uint32_t *line) {
+    for (size_t i = 1; i < n; i++) {
+        if (t[i] != '(') continue;
+        size_t j = i + 1;
+        uint32_t v = 0;
+        while (j < n && j - i <= 9 && t[j] >= '0' && t[j] <= '9')
+            v = v * 10 + (uint32_t)(t[j++] - '0');
+        if (j == i + 1 || j + 3 >= n || t[j] != ')' || t[j + 1] != ':' || t[j + 2] != ' ') continue;
+        *file_n = i;
+        *func_at = j + 3;
+        *line = v;
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- The profiles ------------------------------------------------------------------------ */
 
 static profile *profile_of(strobe__json_profiles *p, uint32_t track) {
@@ -202,14 +225,33 @@ int strobe__json_profiles_add(strobe__json_profiles **pp, const strobe__wr_event
     if (grow((void **)&p->text, &p->text_cap, len + 1, 1)) return STROBE_ENOMEM;
     size_t n = json ? unescape(stack, len, p->text) : len;
     if (!json) memcpy(p->text, stack, len);
-    /* Frames are innermost first: the tree is walked from the root, outermost first. */
-    uint32_t node = 1;
+    /* Frames are innermost first: the tree is walked from the root, outermost first. A Python
+     * frame becomes "function (file)", one node per function as native frames are (their line
+     * is cut when they are symbolized: core/collect.c), which write_node turns into Chrome's
+     * functionName and url; the innermost frame's line goes with the sample, as "lines". */
+    uint32_t node = 1, py_line = 0;
     size_t end = n;
     while (n > 0) {
         size_t start = end;
         while (start > 0 && p->text[start - 1] != ';')
             start--;
-        int64_t fr = strobe__strtab_intern(&p->frames, p->text + start, end - start);
+        const char *ft = p->text + start;
+        size_t fn = end - start, file_n, func_at;
+        uint32_t fl;
+        if (python_frame(ft, fn, &file_n, &func_at, &fl)) {
+            if (grow((void **)&p->frame, &p->frame_cap, fn + 1, 1)) return STROBE_ENOMEM;
+            size_t func_n = fn - func_at, k = func_n;
+            memcpy(p->frame, ft + func_at, func_n);
+            p->frame[k++] = ' ';
+            p->frame[k++] = '(';
+            memcpy(p->frame + k, ft, file_n);
+            k += file_n;
+            p->frame[k++] = ')';
+            ft = p->frame;
+            fn = k;
+            if (start == 0) py_line = fl;
+        }
+        int64_t fr = strobe__strtab_intern(&p->frames, ft, fn);
         if (fr < 0) return STROBE_ENOMEM;
         node = child(f, node, (uint32_t)fr);
         if (node == 0) return STROBE_ENOMEM;
@@ -224,6 +266,7 @@ int strobe__json_profiles_add(strobe__json_profiles **pp, const strobe__wr_event
     } else if (l) {
         line = line_of(l, len);
     }
+    if (line == 0) line = py_line;
     size_t cap = f->cap;
     if (grow((void **)&f->leaf, &f->cap, f->n + 1, sizeof *f->leaf)) return STROBE_ENOMEM;
     if (f->cap != cap) {
@@ -419,6 +462,7 @@ void strobe__json_profiles_free(strobe__json_profiles *p) {
     }
     free(p->v);
     free(p->text);
+    free(p->frame);
     strobe__u64map_free(&p->by_track);
     strobe__strtab_release(&p->frames);
     strobe__pool_release(&p->pool);

@@ -5,8 +5,11 @@
  * the same file system; the target's name is shortened in it where the whole would exceed
  * NAME_MAX) and is renamed over the target only once every byte is written and the file is closed
  * without error. A reader never sees a partial trace under the final name, and a failed save
- * leaves nothing behind. A failure is logged with the path and the system's reason. */
+ * leaves nothing behind. An output that is a device or a pipe (/dev/null, /dev/full) is written
+ * in place instead. A failure is logged with the path and the system's reason, which errno also
+ * holds when the call returns STROBE_ESYS or STROBE_EIO. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,8 +80,36 @@ const strobe__writer_ops *strobe__writer_for_format(const char *path, strobe_for
     }
 }
 
+/* An output that exists and is neither a regular file nor a folder (/dev/null, /dev/full, a pipe,
+ * a terminal) is written in place: a rename over it would replace the device or pipe with a
+ * regular file (as root, /dev/null itself). @return 0 and the sink, 1 when `path` is not such a
+ * file, or STROBE_ESYS / STROBE_ENOMEM with errno set. */
+static int open_in_place(const char *path, strobe__sink *sink) {
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return 1;
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        strobe__log(STROBE_LOG_ERROR, "cannot save %s: %s", path, strerror(e));
+        errno = e;
+        return e == ENOMEM ? STROBE_ENOMEM : STROBE_ESYS;
+    }
+    int rc = strobe__sink_open_fd(sink, fd, ends_with(path, ".gz") ? GZIP_LEVEL : 0);
+    if (rc) strobe__sink_close(sink);
+    return rc;
+}
+
 int strobe__file_open(const char *path, char **tmp_out, strobe__sink *sink) {
     *tmp_out = NULL;
+    int direct = open_in_place(path, sink);
+    if (direct <= 0) {
+        /* The empty name: no temporary file, nothing to rename or remove. */
+        if (direct == 0 && (*tmp_out = calloc(1, 1)) == NULL) {
+            strobe__sink_close(sink);
+            return STROBE_ENOMEM;
+        }
+        return direct;
+    }
     /* The temporary name is the target's plus the suffix, its last component cut so that it
      * fits NAME_MAX: a valid target name of 245 to 255 bytes must not fail the save. */
     static const char suffix[] = ".tmp.XXXXXX";
@@ -96,15 +127,18 @@ int strobe__file_open(const char *path, char **tmp_out, strobe__sink *sink) {
         int e = errno;
         strobe__log(STROBE_LOG_ERROR, "cannot save %s: creating %s: %s", path, tmp, strerror(e));
         free(tmp);
+        errno = e;
         return e == ENOMEM ? STROBE_ENOMEM : STROBE_ESYS;
     }
     /* mkstemp() creates the file 0600; a trace should get the mode any new file of the user
      * would get. */
     if (fchmod(fd, 0666 & ~current_umask()) != 0) {
-        strobe__log(STROBE_LOG_ERROR, "cannot save %s: chmod: %s", path, strerror(errno));
+        int e = errno;
+        strobe__log(STROBE_LOG_ERROR, "cannot save %s: chmod: %s", path, strerror(e));
         close(fd);
         unlink(tmp);
         free(tmp);
+        errno = e;
         return STROBE_ESYS;
     }
     int rc = strobe__sink_open_fd(sink, fd, ends_with(path, ".gz") ? GZIP_LEVEL : 0);
@@ -122,16 +156,22 @@ int strobe__file_finish(const char *path, char *tmp, strobe__sink *sink, int rc)
     /* Close also after a failed write: it frees the buffer and the descriptor. */
     int close_rc = strobe__sink_close(sink);
     if (rc == 0) rc = close_rc;
+    /* The system's reason, left in errno for the caller (the API promises it with STROBE_EIO and
+     * STROBE_ESYS): EIO where the failure had no system call behind it (zlib's). */
+    int e = sink->sys_errno ? sink->sys_errno : EIO;
+    const char *shown = tmp[0] ? tmp : path;
     if (rc != 0)
-        strobe__log(STROBE_LOG_ERROR, "cannot save %s: writing %s: %s", path, tmp,
+        strobe__log(STROBE_LOG_ERROR, "cannot save %s: writing %s: %s", path, shown,
                     sink->sys_errno ? strerror(sink->sys_errno) : strobe_strerror(rc));
-    if (rc == 0 && rename(tmp, path) != 0) {
+    if (rc == 0 && tmp[0] && rename(tmp, path) != 0) {
+        e = errno;
         strobe__log(STROBE_LOG_ERROR, "cannot save %s: renaming %s over it: %s", path, tmp,
-                    strerror(errno));
+                    strerror(e));
         rc = STROBE_ESYS;
     }
-    if (rc != 0) unlink(tmp);
+    if (rc != 0 && tmp[0]) unlink(tmp);
     free(tmp);
+    if (rc == STROBE_EIO || rc == STROBE_ESYS) errno = e;
     return rc;
 }
 

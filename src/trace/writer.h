@@ -219,11 +219,12 @@ const strobe__writer_ops *strobe__writer_for_path(const char *path);
 const strobe__writer_ops *strobe__writer_for_format(const char *path, strobe_format fmt);
 
 /* The file of a save (save.c): a temporary file beside `path` (*tmp, malloc'ed) and a sink over
- * it, compressed for ".gz". @return 0, STROBE_ESYS or STROBE_ENOMEM (logged). */
+ * it, compressed for ".gz"; `path` itself, with *tmp "", where it is a device or a pipe.
+ * @return 0, STROBE_ESYS (errno set) or STROBE_ENOMEM (logged). */
 int strobe__file_open(const char *path, char **tmp, strobe__sink *sink);
 /* Closes the sink and, when `rc` is 0 and all went well, renames the file over `path`; else
- * removes it (a failure is logged). Frees tmp. @return rc, or the
- * first error of closing and renaming. */
+ * removes it (a failure is logged). Frees tmp. @return rc, or the first error of closing and
+ * renaming; with STROBE_EIO or STROBE_ESYS, errno holds the system's reason. */
 int strobe__file_finish(const char *path, char *tmp, strobe__sink *sink, int rc);
 
 /* ---- Driving a writer (writer.c) ---------------------------------------------------------- */
