@@ -5,7 +5,8 @@
 # writer's src/trace/json_profile.c) as one node per function, named "function" with the file as
 # its url, and the innermost frame's line goes to the sample's entry in "lines" (where the sample
 # has no "Line" of its own); `strobe stacks --samples` reads them back folded per function; the
-# trace passes SHARED_DIR's checkers (--strict) where SHARED_DIR has them.
+# same trace converted to .pftrace (PerfSample frames, src/trace/perfetto_writer.c) folds to the
+# same stacks; the traces pass SHARED_DIR's checkers (--strict) where SHARED_DIR has them.
 # Usage: json_sample_frames.sh STROBE WORK_DIR SHARED_DIR. Exit 77 without python3.
 set -u
 strobe=$1 work=$2 shared=$3
@@ -55,13 +56,23 @@ if grep -qx 'main (a.c);main (/x/hot.py);hot (/x/hot.py) 2' "$work/folded"; then
 else
     echo "FAIL  strobe stacks --samples:"; cat "$work/folded"; fail=1
 fi
+"$strobe" convert -q "$work/in.json" "$work/out.pftrace" 2>"$work/convert.err" ||
+    { cat "$work/convert.err"; echo "FAIL: strobe convert"; fail=1; }
+"$strobe" stacks --samples -q "$work/out.pftrace" >"$work/folded_pf" 2>&1 || { cat "$work/folded_pf"; fail=1; }
+if cmp -s <(sort "$work/folded") <(sort "$work/folded_pf"); then
+    echo "ok    the .pftrace's samples fold to the same stacks, one frame per function"
+else
+    echo "FAIL  .pftrace folds otherwise:"; diff <(sort "$work/folded") <(sort "$work/folded_pf"); fail=1
+fi
 if [ -x "$shared/validators/check_all.sh" ]; then
     . "$here/validators.sh"
-    if strobe_check_trace "$shared" "$work/out.json" --strict >"$work/check.log" 2>&1; then
-        echo "ok    the checkers pass the trace (--strict)"
-    else
-        cat "$work/check.log"; echo "FAIL  the checkers"; fail=1
-    fi
+    for t in out.json out.pftrace; do
+        if strobe_check_trace "$shared" "$work/$t" --strict >"$work/check.log" 2>&1; then
+            echo "ok    the checkers pass $t (--strict)"
+        else
+            cat "$work/check.log"; echo "FAIL  the checkers on $t"; fail=1
+        fi
+    done
 else
     echo "note  $shared/validators not found: the trace was not checked"
 fi

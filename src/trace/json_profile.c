@@ -146,11 +146,7 @@ static uint32_t line_of(const char *t, size_t n) {
     return v;
 }
 
-/* Where frame t[0..n) is a Python frame as torch names it, "file(LINE): function" (strobe's
- * sampler writes them so: core/pyframes.c), sets *file_n (the length of "file"), *func_at (where
- * "function" starts) and *line, and returns 1; else returns 0. Each sample names the line its
- * frame was on, so without this one function would be a node per line it was sampled on. */
-static int python_frame(const char *t, size_t n, size_t *file_n, size_t *func_at, uint32_t *line) {
+size_t strobe__py_frame_by_function(const char *t, size_t n, char *out, uint32_t *line) {
     for (size_t i = 1; i < n; i++) {
         if (t[i] != '(') continue;
         size_t j = i + 1;
@@ -158,10 +154,16 @@ static int python_frame(const char *t, size_t n, size_t *file_n, size_t *func_at
         while (j < n && j - i <= 9 && t[j] >= '0' && t[j] <= '9')
             v = v * 10 + (uint32_t)(t[j++] - '0');
         if (j == i + 1 || j + 3 >= n || t[j] != ')' || t[j + 1] != ':' || t[j + 2] != ' ') continue;
-        *file_n = i;
-        *func_at = j + 3;
+        /* "function (file)": the function from j + 3 on, then the file t[0..i). */
+        size_t func_n = n - (j + 3), k = func_n;
+        memmove(out, t + j + 3, func_n);
+        out[k++] = ' ';
+        out[k++] = '(';
+        memcpy(out + k, t, i);
+        k += i;
+        out[k++] = ')';
         *line = v;
-        return 1;
+        return k;
     }
     return 0;
 }
@@ -236,19 +238,13 @@ int strobe__json_profiles_add(strobe__json_profiles **pp, const strobe__wr_event
         while (start > 0 && p->text[start - 1] != ';')
             start--;
         const char *ft = p->text + start;
-        size_t fn = end - start, file_n, func_at;
+        size_t fn = end - start;
         uint32_t fl;
-        if (python_frame(ft, fn, &file_n, &func_at, &fl)) {
-            if (grow((void **)&p->frame, &p->frame_cap, fn + 1, 1)) return STROBE_ENOMEM;
-            size_t func_n = fn - func_at, k = func_n;
-            memcpy(p->frame, ft + func_at, func_n);
-            p->frame[k++] = ' ';
-            p->frame[k++] = '(';
-            memcpy(p->frame + k, ft, file_n);
-            k += file_n;
-            p->frame[k++] = ')';
+        if (grow((void **)&p->frame, &p->frame_cap, fn + 1, 1)) return STROBE_ENOMEM;
+        size_t pn = strobe__py_frame_by_function(ft, fn, p->frame, &fl);
+        if (pn > 0) {
             ft = p->frame;
-            fn = k;
+            fn = pn;
             if (start == 0) py_line = fl;
         }
         int64_t fr = strobe__strtab_intern(&p->frames, ft, fn);

@@ -29,6 +29,13 @@
 
 typedef struct strobe__json_profiles strobe__json_profiles;
 
+/* A sample's Python frame as one frame per function, as its native frames are (their line is cut
+ * when they are symbolized: core/collect.c), for every writer of samples (this file's profiles,
+ * the Perfetto writer's PerfSample frames). Where t[0..n) is a Python frame as torch names it,
+ * "file(LINE): function" (core/pyframes.c writes them so), writes "function (file)" to `out` (n + 1
+ * bytes suffice), sets *line to LINE and returns the length written; else returns 0. */
+size_t strobe__py_frame_by_function(const char *t, size_t n, char *out, uint32_t *line);
+
 /* Adds sample e (a "cpu_sample" instant: its track, time, "Call stack" and "Line" args) to the
  * profile of its track; *pp is allocated on first use. @return 0 or STROBE_ENOMEM. */
 int strobe__json_profiles_add(strobe__json_profiles **pp, const strobe__wr_event *e);

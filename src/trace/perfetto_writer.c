@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_profile.h"
 #include "json_writer.h"
 #include "kineto.h"
 #include "strobe/error.h"
@@ -323,7 +324,8 @@ static int pf_instant(strobe__writer *w, const strobe__wr_event *e) {
 }
 
 /* A CPU sample as a PerfSample packet on its thread's sequence, its frames split out of the
- * "Call stack" arg (JSON string text: escapes are undone). */
+ * "Call stack" arg (JSON string text: escapes are undone), a Python frame as "function (file)"
+ * as in JSON's profiles (strobe__py_frame_by_function), so that both formats fold alike. */
 static int pf_sample(strobe__writer *w, const strobe__wr_event *e) {
     pw *p = (pw *)w;
     const strobe__wr_arg *a = NULL;
@@ -371,12 +373,16 @@ static int pf_sample(strobe__writer *w, const strobe__wr_event *e) {
         nf += out[i] == ';';
     const char **frames = malloc(nf * sizeof *frames);
     size_t *lens = malloc(nf * sizeof *lens);
-    int rc = frames && lens ? 0 : STROBE_ENOMEM;
-    size_t k = 0, start = 0;
+    char *py = malloc(n + 1); /* the Python frames, one per function (json_profile.h) */
+    int rc = frames && lens && py ? 0 : STROBE_ENOMEM;
+    size_t k = 0, start = 0, py_n = 0;
     for (size_t i = 0; rc == 0 && i <= n; i++) {
         if (i < n && out[i] != ';') continue;
-        frames[k] = out + start;
-        lens[k++] = i - start;
+        uint32_t line;
+        size_t pn = strobe__py_frame_by_function(out + start, i - start, py + py_n, &line);
+        frames[k] = pn > 0 ? py + py_n : out + start;
+        lens[k++] = pn > 0 ? pn : i - start;
+        py_n += pn;
         start = i + 1;
     }
     const ptrack *t = &p->tracks[e->track];
@@ -387,6 +393,7 @@ static int pf_sample(strobe__writer *w, const strobe__wr_event *e) {
                                      clamp32(wt->tid), frames, lens, k);
     free(frames);
     free(lens);
+    free(py);
     return rc ? rc : flush(p, t->enc, 0);
 }
 
