@@ -106,9 +106,13 @@ pgrep -f "record_robust_target spin" >/dev/null || fail "killed: the program did
 grep -q "strobe record is gone" "$out/killed.err" || fail "killed: no message"
 traces+=("$part")
 
-# 5. The program killed with SIGKILL: cut short.
+# 5. The program killed with SIGKILL: cut short. It is killed once its part has a header and
+#    some events (a fixed second was not always enough on a loaded machine: CI once killed it
+#    before its part held anything to mark).
 timeout 60 "$strobe" record --heap=all -o "$out/cut.json" -- sh -c \
-    "\"$target\" spin 1 10 & sleep 1; kill -KILL \$!; wait" >"$out/cut.out" 2>"$out/cut.err"
+    "\"$target\" spin 1 10 & p=\$!; for i in \$(seq 1 100); do
+       [ -s \"$out/cut.json.parts/\$p.json\" ] && break; sleep 0.1
+     done; sleep 0.5; kill -KILL \$p; wait" >"$out/cut.out" 2>"$out/cut.err"
 rc=$?
 [ $rc -eq 137 ] || [ $rc -eq 0 ] || fail "cut: exit $rc"
 python3 - "$out/cut.json" <<'PY' || exit 1

@@ -174,8 +174,12 @@ class TorchCompareTest(unittest.TestCase):
                 if len(set(r.get(k, (None,) * 5)[i] for r in runs)) == 1:
                     self.assertEqual(s[k][i], t[k][i], "%s: %s" % (k, what))
                     compared += 1
-        # Most rows' figures are torch's own every time.
-        self.assertGreater(compared, len(t) * 2 // 3, "figures compared")
+        # Many rows' figures are torch's own every time: two thirds on a quiet machine, but
+        # fewer where the machine is loaded and torch's runs rebuild their trees otherwise (CI
+        # with other builds running: 25 of 52). Comparing with the value most runs agree on
+        # instead finds torch's own misattributions (as_strided given 1280 bytes in three of
+        # five runs), so the runs must all agree, and a third of the rows must be compared.
+        self.assertGreater(compared, len(t) // 3, "figures compared")
         # Even CPU Mem, which torch knows without its tree, sometimes misses an allocation of
         # torch 1.13's (threshold_backward's 16 KiB): strobe's are checked against the sizes the
         # model allocates (float32, batch 32, 3 iterations), whatever torch's runs gave.
