@@ -74,7 +74,17 @@ typedef struct cli_merge_options {
     int *state;
     /* Show a progress line on a terminal while each input is read (cli_progress_start). */
     int progress;
+    /* What becomes of a slice that starts inside another and ends after it: CLI_MERGE_CUT, it is
+     * ended with the slice around it (counted in clipped); CLI_MERGE_LANES, it is kept whole on
+     * an extra track of its thread, "THREAD (overlaps, lane N)" (counted in on_lanes). */
+    int overlap;
+    /* One trace rewritten whole (strobe convert): every top-level member of the input rides on
+     * the output (not only those a merge carries), every track it names is declared, and an
+     * input that ends in an error, or holds nothing, is an error (merge.c lists the rest). */
+    int whole;
 } cli_merge_options;
+
+enum { CLI_MERGE_CUT = 0, CLI_MERGE_LANES = 1 };
 
 typedef struct cli_merge_stats {
     size_t processes;       /* process tracks written (devices not counted) */
@@ -83,11 +93,19 @@ typedef struct cli_merge_stats {
     size_t empty;           /* inputs without events, left out */
     size_t cut;             /* inputs that ended in an error: the events before it are kept */
     uint64_t clipped;       /* slices that ended after the slice around them: ended with it */
-    uint64_t skipped;       /* events of kinds not merged (B/E pairs, async, ...) */
+    uint64_t skipped;       /* events of kinds not merged (async, ...) */
     uint64_t device_events; /* events on device (GPU) tracks */
     uint64_t dropped;       /* events the inputs' sessions counted as dropped or lost, not written
                                ("dropped_events", "lost_events" of their strobe_stream) */
+    uint64_t on_lanes;      /* slices kept whole on extra lanes (CLI_MERGE_LANES) */
+    uint64_t lanes;         /* the extra lanes made for them */
+    uint64_t out_of_range;  /* events left out: a time at or beyond +-2^62 ns */
+    uint64_t wide_ids;      /* tracks whose pid is outside 0..16777215 or tid outside 32 bits */
 } cli_merge_stats;
+
+/* The option --overlap=lanes|cut of strobe convert and strobe merge: *policy gets its
+ * CLI_MERGE_*. @return 0, or -1 (a bad value) after a usage message. */
+int cli_merge_overlap_arg(const char *cmd, const char *arg, int *policy);
 
 /* Merges inputs[0..n) into `out` (the format by its suffix, see strobe/writer.h). Processes with
  * one pid in several inputs (a forked child that ran exec) are one process, named after the last
