@@ -239,8 +239,9 @@ static uint32_t track_of(merger *m, int64_t pid, int64_t tid) {
     t->name_rank = -1;
     t->wid = -1;
     /* Perfetto's descriptors hold 32-bit ids, and the uuids of Kineto tracks 24 bits of pid: a
-     * wider id is cut and may land on another id's track, so it is counted (convert reports it). */
-    if (pid < 0 || pid > 0xFFFFFF || (tid != PROCESS_TID && (tid < INT32_MIN || tid > INT32_MAX)))
+     * wider id is cut and may land on another id's track, so each thread is counted (convert
+     * reports them). */
+    if (tid != PROCESS_TID && (pid < 0 || pid > 0xFFFFFF || tid < INT32_MIN || tid > INT32_MAX))
         m->wide_ids++;
     if (inserted) *slot = m->ntracks + 1;
     return (uint32_t)m->ntracks++;
@@ -846,81 +847,65 @@ int cli_writer_args(const char *text, size_t len, strobe_writer_arg **args, size
                     char **scratch, size_t *scap) {
     *n = 0;
     int oom = 0;
+    size_t used = 0, count = 0;
     strobe_jp jp;
     strobe_jp_init_mem(&jp, text, len);
-    size_t used = 0, count = 0;
-    size_t *koff = NULL, *voff = NULL, *vlen = NULL;
-    int *types = NULL;
-    size_t kcap = 0;
-    if (strobe_jp_next(&jp) != STROBE_JP_OBJ_BEGIN) goto done;
-    for (int tok; (tok = strobe_jp_next(&jp)) == STROBE_JP_KEY;) {
+    /* Keys and values go into *scratch, which may move while it grows: each arg holds their
+     * offsets until the end, then the pointers. */
+    int tok = strobe_jp_next(&jp) == STROBE_JP_OBJ_BEGIN ? strobe_jp_next(&jp) : STROBE_JP_EOF;
+    for (; !oom && tok == STROBE_JP_KEY; tok = strobe_jp_next(&jp)) {
+        size_t k = used;
         *scratch = grow(*scratch, scap, used + jp.str_len + 1, 1, &oom);
         if (oom) break;
-        size_t k = used;
         memcpy(*scratch + used, jp.str, jp.str_len);
         (*scratch)[used + jp.str_len] = '\0';
         used += jp.str_len + 1;
         strobe_jp_capture_begin(&jp, 0);
         tok = strobe_jp_next(&jp);
-        const char *t = NULL;
-        size_t tl = 0;
-        int64_t off;
-        int type = STROBE_ARG_JSON;
         if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN)
             tok = strobe_jp_skip_container(&jp);
         if (tok <= STROBE_JP_EOF) break;
+        const char *t = NULL;
+        size_t tl = 0;
+        int64_t off;
+        int type = STROBE_ARG_JSON, captured = strobe_jp_capture_end(&jp, &t, &tl, &off) == 0;
         if (tok == STROBE_JP_STRING) {
             type = STROBE_ARG_STRING;
-            strobe_jp_capture_end(&jp, &t, &tl, &off);
             t = jp.str;
             tl = jp.str_len;
-        } else {
-            if (strobe_jp_capture_end(&jp, &t, &tl, &off)) break;
-            if (tok == STROBE_JP_NUMBER) {
-                int integer = tl > 0 && tl < 19;
-                for (size_t i = t[0] == '-'; integer && i < tl; i++)
-                    integer = t[i] >= '0' && t[i] <= '9';
-                if (integer && !(tl > 1 && t[t[0] == '-'] == '0')) type = STROBE_ARG_INT;
-            }
+        } else if (!captured) {
+            break;
+        } else if (tok == STROBE_JP_NUMBER) {
+            /* An integer that fits int64 (fewer than 19 digits, no leading zero) stays one. */
+            int integer = tl > 0 && tl < 19 && !(tl > 1 && t[t[0] == '-'] == '0');
+            for (size_t i = t[0] == '-'; integer && i < tl; i++)
+                integer = t[i] >= '0' && t[i] <= '9';
+            if (integer) type = STROBE_ARG_INT;
         }
         *scratch = grow(*scratch, scap, used + tl + 1, 1, &oom);
-        koff = grow(koff, &kcap, count + 1, sizeof *koff, &oom);
+        *args = grow(*args, cap, count + 1, sizeof **args, &oom);
         if (oom) break;
-        size_t c2 = kcap;
-        voff = realloc(voff, c2 * sizeof *voff);
-        vlen = realloc(vlen, c2 * sizeof *vlen);
-        types = realloc(types, c2 * sizeof *types);
-        if (!voff || !vlen || !types) {
-            oom = 1;
-            break;
-        }
         memcpy(*scratch + used, t, tl);
         (*scratch)[used + tl] = '\0';
-        koff[count] = k;
-        voff[count] = used;
-        vlen[count] = tl;
-        types[count++] = type;
+        (*args)[count++] = (strobe_writer_arg){.key = (const char *)(uintptr_t)k,
+                                               .type = type,
+                                               .s = (const char *)(uintptr_t)used,
+                                               .len = tl};
         used += tl + 1;
     }
-    *args = grow(*args, cap, count ? count : 1, sizeof **args, &oom);
+    strobe_jp_free(&jp);
+    *args = grow(*args, cap, 1, sizeof **args, &oom);
     for (size_t i = 0; !oom && i < count; i++) {
-        strobe_writer_arg a = {.key = *scratch + koff[i], .type = types[i], .len = (size_t)-1};
-        const char *v = *scratch + voff[i];
-        if (types[i] == STROBE_ARG_INT) {
-            a.i = strtoll(v, NULL, 10);
-        } else {
-            a.s = v;
-            a.len = vlen[i];
+        strobe_writer_arg *a = &(*args)[i];
+        a->key = *scratch + (uintptr_t)a->key;
+        a->s = *scratch + (uintptr_t)a->s;
+        if (a->type == STROBE_ARG_INT) {
+            a->i = strtoll(a->s, NULL, 10);
+            a->s = NULL;
+            a->len = (size_t)-1;
         }
-        (*args)[i] = a;
     }
     if (!oom) *n = count;
-done:
-    strobe_jp_free(&jp);
-    free(koff);
-    free(voff);
-    free(vlen);
-    free(types);
     return oom ? STROBE_ENOMEM : 0;
 }
 
