@@ -76,7 +76,8 @@ const char cmd_convert_usage[] =
     "EXIT STATUS\n"
     "    0 converted; 2 bad usage, unreadable or malformed input, or an output error.\n";
 
-/* Reads a whole file, gunzipping when it is gzip. NULL with errno-ish message on failure. */
+/* Reads a whole file ("-": standard input), gunzipping when it is gzip. NULL with *why set on
+ * failure. */
 static unsigned char *read_all(const char *path, size_t *len, const char **why) {
     errno = 0;
     int fd0 = strcmp(path, "-") == 0 ? dup(0) : -1;
@@ -86,31 +87,25 @@ static unsigned char *read_all(const char *path, size_t *len, const char **why) 
         *why = errno ? strerror(errno) : "cannot open";
         return NULL;
     }
-    size_t cap = 1 << 20, n = 0;
-    unsigned char *p = malloc(cap);
-    for (;;) {
-        if (!p) {
-            *why = "out of memory";
-            gzclose(g);
-            return NULL;
-        }
-        int got = gzread(g, p + n, (unsigned)(cap - n > (1u << 30) ? 1u << 30 : cap - n));
-        if (got < 0) {
-            *why = "read error (or corrupt gzip data)";
-            free(p);
-            gzclose(g);
-            return NULL;
-        }
-        if (got == 0) break;
-        n += (size_t)got;
+    size_t cap = 0, n = 0;
+    unsigned char *p = NULL;
+    int got = 1;
+    while (got > 0) {
         if (n == cap) {
-            unsigned char *q = realloc(p, cap * 2);
-            if (!q) free(p);
+            unsigned char *q = realloc(p, cap ? 2 * cap : 1 << 20);
+            if (q == NULL) break;
             p = q;
-            cap *= 2;
+            cap = cap ? 2 * cap : 1 << 20;
         }
+        got = gzread(g, p + n, (unsigned)(cap - n > (1u << 30) ? 1u << 30 : cap - n));
+        if (got > 0) n += (size_t)got;
     }
     gzclose(g);
+    if (got > 0 || got < 0) {
+        *why = got > 0 ? "out of memory" : "read error (or corrupt gzip data)";
+        free(p);
+        return NULL;
+    }
     *len = n;
     return p;
 }
@@ -120,17 +115,15 @@ static unsigned char *read_all(const char *path, size_t *len, const char **why) 
 /* The output is written to a temporary file in OUT's folder and renamed over OUT once complete,
  * as strobe_result_save() does: a failed conversion leaves an existing OUT as it was and no
  * partial file. The temporary name is short whatever OUT's length, so that it stays within
- * NAME_MAX. OUT ending in ".gz" is gzip-compressed (.json.gz, .pftrace.gz). */
+ * NAME_MAX. OUT ending in ".gz" is gzip-compressed (.json.gz), any other written through zlib's
+ * transparent mode. */
 typedef struct out_file {
     const char *path;
     char tmp[4200]; /* "" when OUT is written in place (a device or a pipe) */
     int fd;
-    FILE *f;   /* plain output */
-    gzFile gz; /* ".gz" output */
-    int err;   /* errno of the first failure, or -1 for a zlib one */
+    gzFile gz;
+    int err; /* errno of the first failure, or -1 for a zlib one */
 } out_file;
-
-static int out_streams(out_file *o);
 
 static int out_open(out_file *o, const char *path) {
     memset(o, 0, sizeof *o);
@@ -139,50 +132,34 @@ static int out_open(out_file *o, const char *path) {
     /* A device or a pipe (/dev/null, /dev/full) is written in place (o->tmp stays ""): a rename
      * would replace it with a regular file. */
     struct stat st;
+    const char *slash = strrchr(path, '/');
+    int dir = slash ? (int)(slash - path + 1) : 0;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
         o->fd = open(path, O_WRONLY | O_CLOEXEC);
         if (o->fd < 0) {
             fprintf(stderr, "strobe convert: %s: %s\n", cli_esc(path), strerror(errno));
             return -1;
         }
-        return out_streams(o);
-    }
-    const char *slash = strrchr(path, '/');
-    int dir = slash ? (int)(slash - path + 1) : 0;
-    if (snprintf(o->tmp, sizeof o->tmp, "%.*s.strobe-convert.XXXXXX", dir, path) >=
-        (int)sizeof o->tmp) {
+    } else if (snprintf(o->tmp, sizeof o->tmp, "%.*s.strobe-convert.XXXXXX", dir, path) >=
+               (int)sizeof o->tmp) {
         fprintf(stderr, "strobe convert: %s: the path is too long\n", cli_esc(path));
         return -1;
-    }
-    o->fd = mkstemp(o->tmp);
-    if (o->fd < 0) {
+    } else if ((o->fd = mkstemp(o->tmp)) < 0) {
         fprintf(stderr, "strobe convert: %s: cannot create a file in its folder: %s\n",
                 cli_esc(path), strerror(errno));
         return -1;
-    }
-    /* mkstemp makes the file private; the output gets the mode a new file would. */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(o->fd, 0666 & ~mask) != 0) o->err = errno;
-    return out_streams(o);
-}
-
-/* The stdio or zlib stream over o->fd (a failure kept in o->err for out_commit). @return 0. */
-static int out_streams(out_file *o) {
-    if (cli_ends_with(o->path, ".gz")) {
-        int fd2 = dup(o->fd);
-        o->gz = fd2 >= 0 ? gzdopen(fd2, "wb1") : NULL;
-        if (o->gz == NULL) {
-            if (fd2 >= 0) close(fd2);
-            o->err = errno ? errno : ENOMEM;
-        }
     } else {
-        int fd2 = dup(o->fd);
-        o->f = fd2 >= 0 ? fdopen(fd2, "wb") : NULL;
-        if (o->f == NULL) {
-            if (fd2 >= 0) close(fd2);
-            o->err = errno;
-        }
+        /* mkstemp makes the file private; the output gets the mode a new file would. */
+        mode_t mask = umask(0);
+        umask(mask);
+        if (fchmod(o->fd, 0666 & ~mask) != 0) o->err = errno;
+    }
+    /* The zlib stream over a copy of the descriptor (a failure kept for out_commit). */
+    int fd2 = dup(o->fd);
+    o->gz = fd2 >= 0 ? gzdopen(fd2, cli_ends_with(path, ".gz") ? "wb1" : "wbT") : NULL;
+    if (o->gz == NULL) {
+        if (fd2 >= 0) close(fd2);
+        if (o->err == 0) o->err = errno ? errno : ENOMEM;
     }
     return 0;
 }
@@ -193,9 +170,7 @@ static int out_write(out_file *o, const void *data, size_t len) {
     while (o->err == 0 && len > 0) {
         size_t chunk = len > (1u << 30) ? 1u << 30 : len;
         errno = 0;
-        if (o->gz ? gzwrite(o->gz, p, (unsigned)chunk) != (int)chunk
-                  : fwrite(p, 1, chunk, o->f) != chunk)
-            o->err = errno ? errno : -1;
+        if (gzwrite(o->gz, p, (unsigned)chunk) != (int)chunk) o->err = errno ? errno : -1;
         p += chunk;
         len -= chunk;
     }
@@ -207,7 +182,6 @@ static int out_write(out_file *o, const void *data, size_t len) {
 static int out_commit(out_file *o, int ok) {
     errno = 0;
     if (o->gz && gzclose(o->gz) != Z_OK && o->err == 0) o->err = errno ? errno : -1;
-    if (o->f && fclose(o->f) != 0 && o->err == 0) o->err = errno;
     if (ok && o->err == 0 && fsync(o->fd) != 0 && errno != EINVAL) o->err = errno;
     if (o->fd >= 0) close(o->fd);
     if (ok && o->err == 0 && o->tmp[0] && rename(o->tmp, o->path) != 0) o->err = errno;
