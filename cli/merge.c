@@ -759,23 +759,27 @@ static int cmp_items(const void *a, const void *b) {
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/* The first of items[from..) (sorted) of `track` at or after `t`, or the first of a later track. */
+static size_t first_at(const merger *m, size_t from, uint32_t track, int64_t t) {
+    size_t lo = from, hi = m->nitems;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const mitem *x = &m->items[mid];
+        if (x->track < track || (x->track == track && x->ts < t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Binds the flows to slices (items sorted) as Perfetto's JSON importer binds them: to the
  * innermost slice of the flow's track that encloses its time; "f" and "t" without bp "e", to the
  * first slice that starts at or after it. */
 static void bind_flows(merger *m) {
     for (size_t f = 0; f < m->nflows; f++) {
         mflow *fl = &m->flows[f];
-        size_t lo = 0, hi = m->nitems;
-        /* The first item of the track at or after ts. */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            const mitem *x = &m->items[mid];
-            if (x->track < fl->track || (x->track == fl->track && x->ts < fl->ts))
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        size_t best = SIZE_MAX, k = lo;
+        size_t best = SIZE_MAX, k = first_at(m, 0, fl->track, fl->ts);
         if (fl->ph != 's' && !fl->bp_e) {
             for (; k < m->nitems && m->items[k].track == fl->track && best == SIZE_MAX; k++)
                 if (m->items[k].ph == 'X') best = k;
@@ -1027,15 +1031,7 @@ static int write_tracks(merger *m, strobe_writer *w, uint32_t root, cli_merge_st
 
 /* Whether a slice of `track` starts at `t`, among items[from..): they are sorted. */
 static int slice_starts_at(const merger *m, size_t from, uint32_t track, int64_t t) {
-    size_t lo = from, hi = m->nitems;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const mitem *x = &m->items[mid];
-        if (x->track < track || (x->track == track && x->ts < t))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = first_at(m, from, track, t);
     /* At one time slices come first (cmp_items). */
     return lo < m->nitems && m->items[lo].track == track && m->items[lo].ts == t &&
            m->items[lo].ph == 'X';
@@ -1075,13 +1071,17 @@ typedef struct lanes {
     size_t couts;
 } lanes;
 
+/* Node i of the tree from its two children. */
+static void lanes_node(lanes *l, size_t i) {
+    l->mn[i] = l->mn[2 * i] < l->mn[2 * i + 1] ? l->mn[2 * i] : l->mn[2 * i + 1];
+    l->mx[i] = l->mx[2 * i] > l->mx[2 * i + 1] ? l->mx[2 * i] : l->mx[2 * i + 1];
+}
+
 static void lanes_set(lanes *l, size_t k, int64_t end) {
     size_t i = l->cap + k;
     l->mn[i] = l->mx[i] = end;
-    for (i /= 2; i >= 1; i /= 2) {
-        l->mn[i] = l->mn[2 * i] < l->mn[2 * i + 1] ? l->mn[2 * i] : l->mn[2 * i + 1];
-        l->mx[i] = l->mx[2 * i] > l->mx[2 * i + 1] ? l->mx[2 * i] : l->mx[2 * i + 1];
-    }
+    for (i /= 2; i >= 1; i /= 2)
+        lanes_node(l, i);
 }
 
 /* Doubles the lanes (from 0: makes 8). @return 0 or STROBE_ENOMEM. */
@@ -1101,15 +1101,13 @@ static int lanes_grow(lanes *l) {
         mn[cap + k] = mx[cap + k] = k < l->cap ? l->mn[l->cap + k] : INT64_MAX;
         if (k >= l->cap) top[k] = SIZE_MAX, wid[k] = 0;
     }
-    for (size_t i = cap - 1; i >= 1; i--) {
-        mn[i] = mn[2 * i] < mn[2 * i + 1] ? mn[2 * i] : mn[2 * i + 1];
-        mx[i] = mx[2 * i] > mx[2 * i + 1] ? mx[2 * i] : mx[2 * i + 1];
-    }
     free(l->mn);
     free(l->mx);
     l->mn = mn;
     l->mx = mx;
     l->cap = cap;
+    for (size_t i = cap - 1; i >= 1; i--)
+        lanes_node(l, i);
     return 0;
 }
 
