@@ -208,7 +208,10 @@ static int64_t own_pid(merger *m, int64_t pid) {
 
 static uint64_t track_key(int64_t pid, int64_t tid) {
     uint64_t t = tid == PROCESS_TID ? 0xffffffffu : (uint32_t)tid;
-    return (((uint64_t)(uint32_t)pid << 32) | t) & STROBE__U64MAP_KEY_MAX;
+    uint64_t k = ((uint64_t)(uint32_t)pid << 32) | t;
+    /* Not masked (which would make tids 2n and 2n + 1 one key, found by a scan each time): the
+     * one key the map refuses becomes its neighbour, and the scan tells them apart. */
+    return k > STROBE__U64MAP_KEY_MAX ? STROBE__U64MAP_KEY_MAX : k;
 }
 
 /* The index of track (pid, tid), made when new; UINT32_MAX when out of memory. */
