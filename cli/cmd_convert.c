@@ -277,27 +277,12 @@ const struct option cmd_convert_options[] = {
 };
 
 int cmd_convert(int argc, char **argv) {
-    const char *in = NULL, *out = NULL;
-    int quiet = 0, first = 0, overlap = CLI_MERGE_LANES;
-    for (int c; (c = cli_getopt(argc, argv, ":o:qhV", cmd_convert_options, &first)) != -1;) {
-        switch (c) {
-        case 'h':
-            return cli_help(cmd_convert_usage);
-        case 'V':
-            return cli_version();
-        case 'q':
-            quiet = 1;
-            break;
-        case 'o':
-            out = optarg;
-            break;
-        case 'O':
-            if (cli_merge_overlap_arg("convert", optarg, &overlap)) return CLI_BAD_INPUT;
-            break;
-        default:
-            return cli_option_error("convert", c, argv, cmd_convert_options);
-        }
-    }
+    const char *in = NULL;
+    cli_merge_args a = {.overlap = CLI_MERGE_LANES};
+    int code = cli_merge_getopt("convert", cmd_convert_usage, cmd_convert_options, argc, argv, &a);
+    if (code >= 0) return code;
+    const char *out = a.out;
+    int first = a.first, quiet = a.quiet, overlap = a.overlap;
     if (first < argc) in = argv[first++];
     if (first < argc && out == NULL) out = argv[first++];
     if (first < argc) return cli_usage_error("convert", "one input and one output", argv[first]);

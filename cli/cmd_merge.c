@@ -532,27 +532,11 @@ static int merge_job(file_list *l, const char *out, int quiet, int overlap) {
 }
 
 int cmd_merge(int argc, char **argv) {
-    const char *out = NULL;
-    int quiet = 0, first = 0, overlap = CLI_MERGE_CUT;
-    for (int c; (c = cli_getopt(argc, argv, ":o:qhV", cmd_merge_options, &first)) != -1;) {
-        switch (c) {
-        case 'h':
-            return cli_help(cmd_merge_usage);
-        case 'V':
-            return cli_version();
-        case 'q':
-            quiet = 1;
-            break;
-        case 'o':
-            out = optarg;
-            break;
-        case 'O':
-            if (cli_merge_overlap_arg("merge", optarg, &overlap)) return CLI_BAD_INPUT;
-            break;
-        default:
-            return cli_option_error("merge", c, argv, cmd_merge_options);
-        }
-    }
+    cli_merge_args a = {.overlap = CLI_MERGE_CUT};
+    int code = cli_merge_getopt("merge", cmd_merge_usage, cmd_merge_options, argc, argv, &a);
+    if (code >= 0) return code;
+    const char *out = a.out;
+    int first = a.first, quiet = a.quiet, overlap = a.overlap;
     if (first >= argc) return cli_usage_error("merge", "a folder or traces are required", NULL);
     if (out == NULL) return cli_usage_error("merge", "-o OUT is required", NULL);
     if (out[0] == '\0') return cli_usage_error("merge", "OUT is empty", NULL);

@@ -37,6 +37,7 @@
 #include "merge.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1441,11 +1442,28 @@ int cli_merge(const char *cmd, const cli_merge_input *inputs, size_t n, const ch
     return cli_merge_ex(cmd, inputs, n, out, &opt, stats);
 }
 
-int cli_merge_overlap_arg(const char *cmd, const char *arg, int *policy) {
-    if (strcmp(arg, "lanes") == 0 || strcmp(arg, "cut") == 0) {
-        *policy = arg[0] == 'l' ? CLI_MERGE_LANES : CLI_MERGE_CUT;
-        return 0;
+int cli_merge_getopt(const char *cmd, const char *usage, const struct option *longopts, int argc,
+                     char **argv, cli_merge_args *a) {
+    for (int c; (c = cli_getopt(argc, argv, ":o:qhV", longopts, &a->first)) != -1;) {
+        switch (c) {
+        case 'h':
+            return cli_help(usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            a->quiet = 1;
+            break;
+        case 'o':
+            a->out = optarg;
+            break;
+        case 'O':
+            if (strcmp(optarg, "lanes") != 0 && strcmp(optarg, "cut") != 0)
+                return cli_usage_error(cmd, "--overlap takes lanes or cut", optarg);
+            a->overlap = optarg[0] == 'l' ? CLI_MERGE_LANES : CLI_MERGE_CUT;
+            break;
+        default:
+            return cli_option_error(cmd, c, argv, longopts);
+        }
     }
-    cli_usage_error(cmd, "--overlap takes lanes or cut", arg);
     return -1;
 }

@@ -21,6 +21,7 @@
 #ifndef STROBE_CLI_MERGE_H
 #define STROBE_CLI_MERGE_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,9 +104,18 @@ typedef struct cli_merge_stats {
     uint64_t wide_ids;      /* tracks whose pid is outside 0..16777215 or tid outside 32 bits */
 } cli_merge_stats;
 
-/* The option --overlap=lanes|cut of strobe convert and strobe merge: *policy gets its
- * CLI_MERGE_*. @return 0, or -1 (a bad value) after a usage message. */
-int cli_merge_overlap_arg(const char *cmd, const char *arg, int *policy);
+/* The options strobe convert and strobe merge share: -o OUT, --overlap=lanes|cut (long only,
+ * 'O' in their option tables), -q, -h, -V. */
+typedef struct cli_merge_args {
+    const char *out; /* NULL: not given */
+    int quiet, overlap;
+    int first; /* the first operand in argv */
+} cli_merge_args;
+
+/* Parses argv into *a (overlap keeps its value unless given). @return -1 when parsed, else the
+ * exit code to return (--help, --version, or a usage error said). */
+int cli_merge_getopt(const char *cmd, const char *usage, const struct option *longopts, int argc,
+                     char **argv, cli_merge_args *a);
 
 /* Merges inputs[0..n) into `out` (the format by its suffix, see strobe/writer.h). Processes with
  * one pid in several inputs (a forked child that ran exec) are one process, named after the last
