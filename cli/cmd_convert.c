@@ -16,7 +16,6 @@
  * trace without one (PyTorch's) keeps its times relative to its base and loses its top-level
  * members. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,87 +109,33 @@ static unsigned char *read_all(const char *path, size_t *len, const char **why) 
     return p;
 }
 
-/* ---- output: through a temporary file ------------------------------------------------------ */
-
-/* The output is written to a temporary file in OUT's folder and renamed over OUT once complete,
- * as strobe_result_save() does: a failed conversion leaves an existing OUT as it was and no
- * partial file. The temporary name is short whatever OUT's length, so that it stays within
- * NAME_MAX. OUT ending in ".gz" is gzip-compressed (.json.gz), any other written through zlib's
- * transparent mode. */
-typedef struct out_file {
-    const char *path;
-    char tmp[4200]; /* "" when OUT is written in place (a device or a pipe) */
-    int fd;
-    gzFile gz;
-    int err; /* errno of the first failure, or -1 for a zlib one */
-} out_file;
-
-static int out_open(out_file *o, const char *path) {
-    memset(o, 0, sizeof *o);
-    o->path = path;
-    o->fd = -1;
-    /* A device or a pipe (/dev/null, /dev/full) is written in place (o->tmp stays ""): a rename
-     * would replace it with a regular file. */
-    struct stat st;
-    const char *slash = strrchr(path, '/');
-    int dir = slash ? (int)(slash - path + 1) : 0;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-        o->fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (o->fd < 0) {
-            fprintf(stderr, "strobe convert: %s: %s\n", cli_esc(path), strerror(errno));
-            return -1;
-        }
-    } else if (snprintf(o->tmp, sizeof o->tmp, "%.*s.strobe-convert.XXXXXX", dir, path) >=
-               (int)sizeof o->tmp) {
-        fprintf(stderr, "strobe convert: %s: the path is too long\n", cli_esc(path));
-        return -1;
-    } else if ((o->fd = mkstemp(o->tmp)) < 0) {
-        fprintf(stderr, "strobe convert: %s: cannot create a file in its folder: %s\n",
-                cli_esc(path), strerror(errno));
-        return -1;
-    } else {
-        /* mkstemp makes the file private; the output gets the mode a new file would. */
-        mode_t mask = umask(0);
-        umask(mask);
-        if (fchmod(o->fd, 0666 & ~mask) != 0) o->err = errno;
-    }
-    /* The zlib stream over a copy of the descriptor (a failure kept for out_commit). */
-    int fd2 = dup(o->fd);
-    o->gz = fd2 >= 0 ? gzdopen(fd2, cli_ends_with(path, ".gz") ? "wb1" : "wbT") : NULL;
-    if (o->gz == NULL) {
-        if (fd2 >= 0) close(fd2);
-        if (o->err == 0) o->err = errno ? errno : ENOMEM;
-    }
-    return 0;
-}
-
-/* @return 0, or STROBE_EIO (the cause kept for out_commit's message). */
-static int out_write(out_file *o, const void *data, size_t len) {
-    const char *p = data;
-    while (o->err == 0 && len > 0) {
-        size_t chunk = len > (1u << 30) ? 1u << 30 : len;
-        errno = 0;
-        if (gzwrite(o->gz, p, (unsigned)chunk) != (int)chunk) o->err = errno ? errno : -1;
-        p += chunk;
-        len -= chunk;
-    }
-    return o->err ? STROBE_EIO : 0;
-}
-
-/* Finishes the output: with ok, flushes, syncs and renames it over OUT; otherwise (or when any
- * of that fails) removes the temporary file. @return 0, or -1 after a message. */
-static int out_commit(out_file *o, int ok) {
+/* Writes s[0..n) to f, gzip'd (level 1, as the trace writers write) when gz. @return 0, or an
+ * errno value (-1: compression failed). */
+static int put_text(FILE *f, const char *s, size_t n, int gz) {
     errno = 0;
-    if (o->gz && gzclose(o->gz) != Z_OK && o->err == 0) o->err = errno ? errno : -1;
-    if (ok && o->err == 0 && fsync(o->fd) != 0 && errno != EINVAL) o->err = errno;
-    if (o->fd >= 0) close(o->fd);
-    if (ok && o->err == 0 && o->tmp[0] && rename(o->tmp, o->path) != 0) o->err = errno;
-    if (ok && o->err == 0) return 0;
-    if (o->tmp[0]) unlink(o->tmp);
-    if (ok)
-        fprintf(stderr, "strobe convert: %s: cannot write: %s\n", cli_esc(o->path),
-                o->err > 0 ? strerror(o->err) : "compression failed");
-    return -1;
+    if (!gz) return fwrite(s, 1, n, f) == n ? 0 : errno ? errno : EIO;
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
+    unsigned char buf[1 << 16];
+    int err = 0, flush = Z_NO_FLUSH;
+    while (err == 0 && flush != Z_FINISH) {
+        size_t chunk = n > (1u << 30) ? 1u << 30 : n;
+        z.next_in = (unsigned char *)s;
+        z.avail_in = (unsigned)chunk;
+        s += chunk;
+        n -= chunk;
+        flush = n ? Z_NO_FLUSH : Z_FINISH;
+        do {
+            z.next_out = buf;
+            z.avail_out = sizeof buf;
+            if (deflate(&z, flush) == Z_STREAM_ERROR) err = -1;
+            size_t have = sizeof buf - z.avail_out;
+            if (err == 0 && fwrite(buf, 1, have, f) != have) err = errno ? errno : EIO;
+        } while (err == 0 && z.avail_out == 0);
+    }
+    deflateEnd(&z);
+    return err;
 }
 
 static int pf_to_json(const char *in, const char *out, int quiet) {
@@ -225,14 +170,19 @@ static int pf_to_json(const char *in, const char *out, int quiet) {
                 "strobe convert: warning: %s: Perfetto trace cut inside a packet at byte %lld: "
                 "converted up to the last whole packet\n",
                 cli_esc(in), (long long)cut);
-    out_file o;
-    if (out_open(&o, out) != 0) {
-        free(json);
-        return CLI_BAD_INPUT;
+    /* Through a temporary file renamed over OUT (cli_out_open); ".gz" compresses. */
+    cli_out o = {0};
+    int werr = cli_out_open(&o, out, "convert");
+    if (werr == 0) {
+        werr = put_text(o.f, json, jlen, cli_ends_with(out, ".gz"));
+        int close_err = cli_out_close(&o, werr == 0);
+        if (werr == 0) werr = close_err;
     }
-    out_write(&o, json, jlen);
     free(json);
-    return out_commit(&o, 1) ? CLI_BAD_INPUT : CLI_OK;
+    if (werr == 0) return CLI_OK;
+    fprintf(stderr, "strobe convert: %s: cannot write: %s\n", cli_esc(out),
+            werr > 0 ? strerror(werr) : "compression failed");
+    return CLI_BAD_INPUT;
 }
 
 /* ---- JSON to Perfetto ------------------------------------------------------------------------ */

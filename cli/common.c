@@ -503,3 +503,40 @@ int cli_folder_files(const char *dir, int (*want)(const char *name), const struc
 void cli_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
     if (n > 1) qsort(base, n, size, cmp);
 }
+
+int cli_out_open(cli_out *o, const char *path, const char *cmd) {
+    struct stat st;
+    o->path = path;
+    o->tmp[0] = '\0';
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        o->f = fopen(path, "wb");
+        return o->f ? 0 : errno;
+    }
+    const char *slash = strrchr(path, '/');
+    int dir = slash ? (int)(slash - path + 1) : 0;
+    if (snprintf(o->tmp, sizeof o->tmp, "%.*s.strobe-%s.XXXXXX", dir, path, cmd) >=
+        (int)sizeof o->tmp)
+        return ENAMETOOLONG;
+    int fd = mkstemp(o->tmp);
+    if (fd < 0) return errno;
+    /* mkstemp makes the file private; the output gets the mode a new file would. */
+    mode_t mask = umask(0);
+    umask(mask);
+    int err = fchmod(fd, 0666 & ~mask) != 0 ? errno : 0;
+    if (err == 0 && (o->f = fdopen(fd, "wb")) == NULL) err = errno;
+    if (err) {
+        close(fd);
+        unlink(o->tmp);
+    }
+    return err;
+}
+
+int cli_out_close(cli_out *o, int ok) {
+    int err = fflush(o->f) != 0 ? errno : 0;
+    if (ok && err == 0 && o->tmp[0] && fsync(fileno(o->f)) != 0) err = errno;
+    if (fclose(o->f) != 0 && err == 0) err = errno;
+    if (o->tmp[0] == '\0') return err;
+    if (ok && err == 0 && rename(o->tmp, o->path) != 0) err = errno;
+    if (!ok || err) unlink(o->tmp);
+    return err;
+}
