@@ -5,16 +5,11 @@
  * a temporary file); JSON to Perfetto, which is a merge of one input (cli_merge_ex in merge.c,
  * with `whole` set: the list of what differs from strobe merge on purpose is there).
  *
- * JSON to Perfetto. Perfetto's slices are begin/end pairs that must nest on their track, and a
- * JSON trace lists complete events in any order: merge.c collects every event, sorts them per
- * track and writes them with a stack of open slices per lane. A slice that starts inside another
- * and ends after it (real PyTorch traces have a few) goes whole on the first lane of its thread
- * where it nests (--overlap=lanes, the default: every command then gives the numbers the JSON
- * gives), or is ended with its parent (--overlap=cut, as strobe merge does); the count is
- * reported on stderr. The top-level members (trace_id, baseTimeNanoseconds ...) go on strobe's
- * session slice (flagged STROBE_WRITER_SESSION), where the Perfetto writer puts a result's; a
- * trace without one (PyTorch's) keeps its times relative to its base and loses its top-level
- * members. */
+ * JSON to Perfetto: a slice that starts inside another and ends after it (real PyTorch traces
+ * have a few) goes whole on a lane of its thread (--overlap=lanes, the default: every command
+ * then gives the numbers the JSON gives), or ends with its parent (--overlap=cut); the count is
+ * said on stderr. The top-level members ride on strobe's session slice (flagged
+ * STROBE_WRITER_SESSION); a trace without one (PyTorch's) loses them. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -81,7 +81,7 @@ typedef struct mitem {
     size_t args_off, args_len; /* args_off SIZE_MAX: none */
     double value;
     uint64_t flow_out, flow_in; /* slices: the flows bound to them (0: none) */
-    size_t extra_first;         /* more outgoing flow ids: extra[extra_first, + extra_n) */
+    size_t extra_first;         /* several outgoing flow ids: extra[extra_first, + extra_n + 1) */
     size_t extra_n;
     int64_t shown; /* a slice's end as JSON shows it (shown_end) */
     size_t order;
@@ -110,13 +110,15 @@ typedef struct merger {
     size_t nitems, capitems;
     mflow *flows;
     size_t nflows, capflows;
-    uint64_t *extra; /* outgoing flow ids beyond a slice's first (fan_out_flows) */
+    uint64_t *extra; /* the outgoing flow ids of slices that have several (fan_out_flows) */
     size_t nextra, capextra;
     /* With whole: the input's top-level members (keys and JSON text, in the pool), and its
-     * traceName. */
-    const char **meta_k, **meta_v;
+     * traceName (malloc'd). */
+    struct {
+        const char *k, *v;
+    } * meta;
     size_t nmeta, capmeta;
-    const char *trace_name;
+    char *trace_name;
     char *arena;
     size_t narena, caparena;
     int64_t base;
@@ -602,28 +604,18 @@ static void collect_whole_meta(merger *m, const strobe_rd_meta *mt) {
         strcmp(k, "traceEvents") == 0 || strcmp(k, "baseTimeNanoseconds") == 0)
         return;
     if (strcmp(k, "trace_id") == 0 || strcmp(k, "traceName") == 0) {
-        char buf[4096];
+        char buf[4096], **dst = k[1] == 'r' ? &m->trace_id : &m->trace_name;
         size_t len = 0;
         if (strobe_rd_value_str(&mt->value, buf, sizeof buf, &len) != 0) return;
-        char *v = len < sizeof buf ? strndup(buf, len) : strndup(buf, sizeof buf - 1);
-        if (v == NULL) m->oom = 1;
-        if (k[1] == 'r') {
-            free(m->trace_id);
-            m->trace_id = v;
-        } else {
-            m->trace_name = v ? strobe__pool_strndup(&m->pool, v, strlen(v)) : NULL;
-            free(v);
-        }
+        free(*dst);
+        if ((*dst = strndup(buf, len < sizeof buf ? len : sizeof buf - 1)) == NULL) m->oom = 1;
         return;
     }
-    m->meta_k = grow(m->meta_k, &m->capmeta, m->nmeta + 1, sizeof *m->meta_k, &m->oom);
-    size_t cap = m->nmeta;
-    m->meta_v = grow(m->meta_v, &cap, m->nmeta + 1, sizeof *m->meta_v, &m->oom);
+    m->meta = grow(m->meta, &m->capmeta, m->nmeta + 1, sizeof *m->meta, &m->oom);
     if (m->oom) return;
-    m->meta_k[m->nmeta] = strobe__pool_strndup(&m->pool, k, mt->key.len);
-    m->meta_v[m->nmeta] = strobe__pool_strndup(&m->pool, mt->value.raw, mt->value.len);
-    if (!m->meta_k[m->nmeta] || !m->meta_v[m->nmeta]) m->oom = 1;
-    m->nmeta++;
+    m->meta[m->nmeta].k = strobe__pool_strndup(&m->pool, k, mt->key.len);
+    m->meta[m->nmeta].v = strobe__pool_strndup(&m->pool, mt->value.raw, mt->value.len);
+    if (!m->meta[m->nmeta].k || !m->meta[m->nmeta++].v) m->oom = 1;
 }
 
 /* Reads one input; *state gets its CLI_MERGE_*. @return 0, or -1 when nothing of it could be
@@ -838,11 +830,10 @@ static void fan_out_flows(merger *m) {
             if (m->flows[k].ph == 's' || end->flow_in != id || rank++ == 0) continue;
             uint64_t fresh = id ^ (rank * 0x9e3779b97f4a7c15ull);
             if (fresh == 0) fresh = 1; /* 0 is "no flow" here */
-            m->extra = grow(m->extra, &m->capextra, m->nextra + 1, sizeof *m->extra, &m->oom);
+            m->extra = grow(m->extra, &m->capextra, m->nextra + 2, sizeof *m->extra, &m->oom);
             if (m->oom) break;
             mitem *st = &m->items[start];
-            if (st->extra_n == 0) st->extra_first = m->nextra;
-            st->extra_n++;
+            if (st->extra_n++ == 0) st->extra_first = m->nextra, m->extra[m->nextra++] = id;
             m->extra[m->nextra++] = fresh;
             end->flow_in = fresh;
         }
@@ -1071,8 +1062,6 @@ typedef struct lanes {
     size_t *top;      /* [cap]: the lane's innermost open slice (item index), SIZE_MAX: none */
     uint32_t *wid;    /* [cap]: the lane's track (the writer's id) */
     size_t *below;    /* [items]: the open slice under each one on its lane */
-    uint64_t *outs;   /* a slice's outgoing flow ids, when it has more than one */
-    size_t couts;
 } lanes;
 
 /* Node i of the tree from its two children. */
@@ -1159,8 +1148,8 @@ static int add_lane(merger *m, strobe_writer *w, lanes *ln, size_t k, const mite
 
 /* The event of item i, its args (for the JSON writer, which writes a slice at its end, from the
  * event it is given then) and flows. */
-static int full_event(merger *m, size_t i, strobe_writer_event *e, lanes *ln,
-                      strobe_writer_arg **args, size_t *acap, char **scratch, size_t *scap) {
+static int full_event(merger *m, size_t i, strobe_writer_event *e, strobe_writer_arg **args,
+                      size_t *acap, char **scratch, size_t *scap) {
     mitem *it = &m->items[i];
     size_t nargs = 0;
     int rc = it->args_off == SIZE_MAX ? 0
@@ -1173,14 +1162,9 @@ static int full_event(merger *m, size_t i, strobe_writer_event *e, lanes *ln,
     e->nflow_out = it->flow_out != 0;
     e->flow_in = &it->flow_in;
     e->nflow_in = it->flow_in != 0;
-    if (it->extra_n && rc == 0) {
-        /* The fanned-out ids after the first (fan_out_flows), in the lanes' scratch. */
-        int oom = 0;
-        ln->outs = grow(ln->outs, &ln->couts, it->extra_n + 1, sizeof *ln->outs, &oom);
-        if (oom) return STROBE_ENOMEM;
-        ln->outs[0] = it->flow_out;
-        memcpy(ln->outs + 1, m->extra + it->extra_first, it->extra_n * sizeof *ln->outs);
-        e->flow_out = ln->outs;
+    if (it->extra_n) {
+        /* Its id, then the fanned-out ones (fan_out_flows). */
+        e->flow_out = m->extra + it->extra_first;
         e->nflow_out = it->extra_n + 1;
     }
     return rc;
@@ -1204,7 +1188,7 @@ static int write_events(merger *m, strobe_writer *w, cli_merge_stats *st) {
             int64_t end = ln.mn[1];
             if (!new_track && (end > it->ts || (it->ph != 'X' && end == it->ts))) break;
             size_t k = lanes_next_end(&ln), top = ln.top[k];
-            rc = full_event(m, top, &e, &ln, &args, &acap, &scratch, &scap);
+            rc = full_event(m, top, &e, &args, &acap, &scratch, &scap);
             e.track = ln.wid[k];
             if (m->json) e.end = m->items[top].shown;
             if (rc == 0) rc = strobe_writer_slice_end(w, &e, NULL, 0);
@@ -1243,7 +1227,7 @@ static int write_events(merger *m, strobe_writer *w, cli_merge_stats *st) {
             it->dur = m->items[parent].ts + m->items[parent].dur - it->ts;
             st->clipped++;
         }
-        if (rc == 0) rc = full_event(m, i, &e, &ln, &args, &acap, &scratch, &scap);
+        if (rc == 0) rc = full_event(m, i, &e, &args, &acap, &scratch, &scap);
         if (rc) break;
         e.track = ln.wid[lane];
         if (it->ph == 'i') {
@@ -1263,7 +1247,6 @@ static int write_events(merger *m, strobe_writer *w, cli_merge_stats *st) {
     free(ln.mx);
     free(ln.top);
     free(ln.wid);
-    free(ln.outs);
     free(args);
     free(scratch);
     return rc;
@@ -1276,12 +1259,10 @@ static void release_group(merger *m) {
     free(m->tracks);
     free(m->flows);
     free(m->extra);
-    free(m->meta_k);
-    free(m->meta_v);
+    free(m->meta);
     m->flows = NULL;
     m->extra = NULL;
-    m->meta_k = m->meta_v = NULL;
-    m->trace_name = NULL;
+    m->meta = NULL;
     m->nflows = m->capflows = m->nextra = m->capextra = m->nmeta = m->capmeta = 0;
     free(m->items);
     free(m->arena);
@@ -1312,7 +1293,7 @@ static int open_output(merger *m, const char *out, const cli_merge_options *opt,
     int rc = strobe_writer_open(w, out, &wo);
     /* A whole trace's members; one the writer refuses (not valid JSON) is left out. */
     for (size_t i = 0; rc == 0 && i < m->nmeta; i++)
-        if (strobe_writer_set_meta(*w, m->meta_k[i], m->meta_v[i]) == STROBE_ENOMEM)
+        if (strobe_writer_set_meta(*w, m->meta[i].k, m->meta[i].v) == STROBE_ENOMEM)
             rc = STROBE_ENOMEM;
     for (size_t i = 0; rc == 0 && i < opt->nmeta; i++)
         rc = strobe_writer_set_meta(*w, opt->meta_keys[i], opt->meta_values[i]);
@@ -1428,6 +1409,7 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
     strobe__strtab_release(&m.strs);
     strobe__pool_release(&m.pool);
     free(m.trace_id);
+    free(m.trace_name);
     free(m.device_props);
     free(m.heap);
     for (size_t k = 0; k < 3; k++)
