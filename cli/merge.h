@@ -1,5 +1,6 @@
 /* merge.h: several traces written into one, each process a process of its own: the parts that
- * `strobe record` collects from the processes of one program (and, later, `strobe merge`).
+ * `strobe record` collects from the processes of one program, a job's ranks (`strobe merge`),
+ * and one JSON trace rewritten whole as Perfetto (`strobe convert`, cli_merge_options.whole).
  *
  * Every input is read with the trace reader (Kineto JSON or Perfetto, plain or gzip) and its
  * events are placed on one timeline by their absolute times (baseTimeNanoseconds + ts). strobe's
