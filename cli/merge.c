@@ -1139,6 +1139,14 @@ static int add_lane(merger *m, strobe_writer *w, lanes *ln, size_t k, const mite
                               .name = name,
                               .sort_index = (int64_t)k,
                               .parent = ln->wid[0]};
+    if (m->json) {
+        /* JSON has no track under a thread: the lane is a stream of the process, its tid made
+         * from the thread's and the lane's (in 30 bits above Linux's pid range). */
+        wt.kind = STROBE_TRACK_STREAM;
+        wt.tid =
+            0x40000000 + (int64_t)(((uint64_t)t->tid * 0x9e3779b97f4a7c15ull + k) % 0x3FFFFFFF);
+        wt.parent = (uint32_t)m->tracks[track_of(m, t->pid, PROCESS_TID)].wid;
+    }
     int64_t id = strobe_writer_add_track(w, &wt);
     if (id < 0) return (int)id;
     ln->wid[k] = (uint32_t)id;
@@ -1158,15 +1166,11 @@ static int full_event(merger *m, size_t i, strobe_writer_event *e, strobe_writer
     *e = item_event(m, it);
     e->args = *args;
     e->nargs = nargs;
-    e->flow_out = &it->flow_out;
-    e->nflow_out = it->flow_out != 0;
+    /* Its outgoing flow, or its id and the fanned-out ones (fan_out_flows). */
+    e->flow_out = it->extra_n ? m->extra + it->extra_first : &it->flow_out;
+    e->nflow_out = it->extra_n ? it->extra_n + 1 : it->flow_out != 0;
     e->flow_in = &it->flow_in;
     e->nflow_in = it->flow_in != 0;
-    if (it->extra_n) {
-        /* Its id, then the fanned-out ones (fan_out_flows). */
-        e->flow_out = m->extra + it->extra_first;
-        e->nflow_out = it->extra_n + 1;
-    }
     return rc;
 }
 
@@ -1231,8 +1235,6 @@ static int write_events(merger *m, strobe_writer *w, cli_merge_stats *st) {
         if (rc) break;
         e.track = ln.wid[lane];
         if (it->ph == 'i') {
-            e.flow_out = e.flow_in = NULL;
-            e.nflow_out = e.nflow_in = 0;
             rc = strobe_writer_instant(w, &e);
             continue;
         }

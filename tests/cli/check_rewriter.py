@@ -74,6 +74,29 @@ err = ok("merge", "--overlap", "lanes", overlap, "-o", p("m_lanes.pftrace"))
 expect("merge --overlap lanes: said", "kept whole on 1 extra track(s)" in err, True)
 ok("convert", p("m_lanes.pftrace"), p("m_lanes.json"))
 expect("merge --overlap lanes: the slice whole", over_dur(p("m_lanes.json")), 30)
+
+
+def nests(doc):
+    """Whether the slices of every (pid, tid) nest, as JSON consumers need them to."""
+    by = {}
+    for e in slices(doc):
+        by.setdefault((e["pid"], e["tid"]), []).append((e["ts"], -e["dur"]))
+    for evs in by.values():
+        open_ends = []
+        for ts, neg in sorted(evs):
+            while open_ends and open_ends[-1] <= ts:
+                open_ends.pop()
+            if open_ends and ts - neg > open_ends[-1] + 1e-6:
+                return False
+            open_ends.append(ts - neg)
+    return True
+
+
+# JSON has no track under a thread: there a lane is a thread of its own, and nothing overlaps.
+ok("merge", "--overlap=lanes", overlap, "-o", p("m_lanes.json"))
+expect("merge --overlap=lanes to JSON: the slice whole", over_dur(p("m_lanes.json")), 30)
+expect("merge --overlap=lanes to JSON: every thread's slices nest",
+       nests(load(p("m_lanes.json"))), True)
 for cmd in (["convert", overlap, p("bad.pftrace")], ["merge", overlap, "-o", p("bad.json")]):
     rc, _, err = run(strobe, cmd[0], "--overlap=sideways", *cmd[1:])
     expect("%s --overlap=sideways: exit 2 and said" % cmd[0],
