@@ -2,8 +2,8 @@
  * protobuf, and a Perfetto trace written by strobe back to Kineto JSON.
  *
  * Contents: the usage text; Perfetto to JSON (the reader's decoder does the work, written through
- * a temporary file); JSON to Perfetto, which is a merge of one input (cli_merge_ex in merge.c,
- * with `whole` set: the list of what differs from strobe merge on purpose is there).
+ * a temporary file: outfile.h); JSON to Perfetto, which is a merge of one input (cli_merge_ex in
+ * merge.c, with `whole` set: the list of what differs from strobe merge on purpose is there).
  *
  * JSON to Perfetto: a slice that starts inside another and ends after it (real PyTorch traces
  * have a few) goes whole on a lane of its thread (--overlap=lanes, the default: every command
@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "common.h"
 #include "merge.h"
+#include "outfile.h"
 #include "reader/pftrace_dec.h"
 #include "strobe/error.h"
 #include "reader/trace_reader.h"
@@ -165,12 +166,12 @@ static int pf_to_json(const char *in, const char *out, int quiet) {
                 "strobe convert: warning: %s: Perfetto trace cut inside a packet at byte %lld: "
                 "converted up to the last whole packet\n",
                 cli_esc(in), (long long)cut);
-    /* Through a temporary file renamed over OUT (cli_out_open); ".gz" compresses. */
-    cli_out o = {0};
-    int werr = cli_out_open(&o, out, "convert");
+    /* Through a temporary file renamed over OUT (outfile.h); ".gz" compresses. */
+    cli_outfile o = {0};
+    int werr = cli_outfile_open(&o, out, "wb", "convert");
     if (werr == 0) {
         werr = put_text(o.f, json, jlen, cli_ends_with(out, ".gz"));
-        int close_err = cli_out_close(&o, werr == 0);
+        int close_err = cli_outfile_close(&o, werr == 0);
         if (werr == 0) werr = close_err;
     }
     free(json);

@@ -2,16 +2,15 @@
  * gzip'd) for `go tool pprof`, Pyroscope, Parca and Grafana. The stacks are those of
  * `strobe stacks` (folded.c); the encoding is pprof.c's.
  *
- * Contents: usage, the sources (folded stacks, heap sites), the command (the output file:
- * cli_out_open in common.c). */
+ * Contents: usage, the sources (folded stacks, heap sites), the output file, the command. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "common.h"
+#include "outfile.h"
 #include "folded.h"
 #include "heap.h"
 #include "model.h"
@@ -249,8 +248,8 @@ static const char *base_name(const char *path) {
  * the one-line error. */
 static int write_out(cli_pprof *p, const char *out_path) {
     int to_file = strcmp(out_path, "-") != 0, err_no = 0, oerr = 0;
-    cli_out of = {0};
-    if (to_file && (oerr = cli_out_open(&of, out_path, "export")) != 0) {
+    cli_outfile of = {0};
+    if (to_file && (oerr = cli_outfile_open(&of, out_path, "wb", "export")) != 0) {
         fprintf(stderr, "strobe export: %s: %s\n", cli_esc(out_path), strerror(oerr));
         return CLI_BAD_INPUT;
     }
@@ -259,7 +258,7 @@ static int write_out(cli_pprof *p, const char *out_path) {
         err_no = errno;
         work = STROBE_EIO;
     }
-    if (to_file && (oerr = cli_out_close(&of, work == 0)) != 0 && work == 0) {
+    if (to_file && (oerr = cli_outfile_close(&of, work == 0)) != 0 && work == 0) {
         err_no = oerr;
         work = STROBE_EIO;
     }

@@ -2,15 +2,14 @@
  * of two) as one self-contained SVG file. The drawing is flame.c's; this file parses the command
  * line, loads the traces and writes the file.
  *
- * Contents: usage, options, the command (the output file: cli_out_open in common.c). */
+ * Contents: usage, options, the output file, the command. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "common.h"
+#include "outfile.h"
 #include "flame.h"
 #include "model.h"
 #include "strobe/error.h"
@@ -228,15 +227,15 @@ int cmd_flamegraph(int argc, char **argv) {
 
     /* The output is opened once the traces are read, so that a bad trace leaves no file. */
     int to_file = out_path && strcmp(out_path, "-") != 0;
-    cli_out of = {0};
-    int rc = CLI_OK, oerr = to_file ? cli_out_open(&of, out_path, "flamegraph") : 0;
+    cli_outfile of = {0};
+    int rc = CLI_OK, oerr = to_file ? cli_outfile_open(&of, out_path, "w", "flamegraph") : 0;
     if (oerr) {
         fprintf(stderr, "strobe flamegraph: %s: %s\n", cli_esc(out_path), strerror(oerr));
         rc = CLI_BAD_INPUT;
     } else {
         char err[256] = "";
         int work = cli_flame_svg_diff(to_file ? of.f : stdout, base, test, &o, err, sizeof err);
-        if (to_file && (oerr = cli_out_close(&of, work == 0)) != 0 && work == 0) {
+        if (to_file && (oerr = cli_outfile_close(&of, work == 0)) != 0 && work == 0) {
             snprintf(err, sizeof err, "%s", strerror(oerr));
             work = STROBE_EIO;
         }

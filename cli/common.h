@@ -156,22 +156,4 @@ const char *cli_out_reason(int rc, int sys_errno);
  * null in JSON). */
 void cli_print_id(const md_model *m, int64_t num, uint8_t kind, int json);
 
-/* An output file (-o OUT of convert, export, flamegraph) written to a temporary file in OUT's
- * folder and renamed over OUT once complete, as strobe_result_save() does, so that a failure
- * leaves an existing OUT as it was and no partial file. An OUT that exists and is not a regular
- * file (/dev/null, a pipe) is written directly: a rename would replace it. */
-typedef struct cli_out {
-    const char *path;
-    char tmp[4200]; /* "" when written directly; short whatever OUT's length (NAME_MAX) */
-    FILE *f;
-} cli_out;
-
-/* Opens o->f for `path`; `cmd` names the temporary file (".strobe-CMD.XXXXXX"). @return 0, or
- * an errno value. */
-int cli_out_open(cli_out *o, const char *path, const char *cmd);
-
-/* Closes o->f; with ok, syncs it and renames it over OUT, else (or when that fails) removes it.
- * @return 0, or an errno value. */
-int cli_out_close(cli_out *o, int ok);
-
 #endif
