@@ -1,7 +1,8 @@
 /* merge.c: several traces into one (merge.h).
  *
  * Contents: collecting (tracks, events, args kept as raw text); binding flows to slices; writing
- * (tracks, then each track's events in time order with a stack of open slices).
+ * (tracks, then each track's events in time order with a stack of open slices per lane); the
+ * options convert and merge share.
  *
  * The inputs are merged a group at a time: a group is a run of inputs that share process ids (the
  * parts of one program), or one input whose processes are its own (a rank of a job). Every event
@@ -21,7 +22,8 @@
  *   - flow ids: convert scopes an id by its category in 53 bits (flow_key), as JSON's importers
  *     read it; merge keeps each input's ids apart with a salt per input, and torch's fwdbwd bit;
  *   - counters: convert puts them on their process (the JSON format's scope for "C"), merge on
- *     the event's (pid, tid), which a rank's renumbered pids keep apart;
+ *     the event's (pid, tid), as merged traces always had them (not unified yet: it would move
+ *     every merged counter);
  *   - tracks: convert declares every (pid, tid) its input names or uses (also one that has only
  *     metadata), each thread named "thread N" or "stream N" when it has no name; merge declares
  *     those that carry events, and names them only in JSON (where the importer needs a name);
@@ -29,8 +31,7 @@
  *     session span in a merge; convert rewrites the trace as it is;
  *   - an input that ends in an error: merge keeps what came before (a part cut short), convert
  *     fails (a JSON file given to convert is expected whole).
- * Both take B/E pairs, fan a flow with several ends out to one id per end, and keep a counter's
- * category.
+ * Both take B/E pairs, fan out a flow with several ends (one id per end), keep counter categories.
  *
  * A rank's times are mapped onto the reference rank's clock as they are read (cli_merge_align), and
  * its pids onto numbers of its own (own_pid), so that nothing later needs to know about ranks. */
@@ -376,7 +377,7 @@ static void collect_names(merger *m, const strobe_rd_event *e, int64_t pid, int6
 /* A counter event: each numeric member of args is one series ("NAME MEMBER", or MEMBER when it
  * is the event's name), on track tr. */
 static void collect_counter(merger *m, const strobe_rd_event *e, uint32_t tr) {
-    if (e->args == NULL) return;
+    if (e->args == NULL || tr == UINT32_MAX) return;
     strobe_jp jp;
     strobe_jp_init_mem(&jp, e->args, e->args_len);
     int tok = strobe_jp_next(&jp);
@@ -447,8 +448,7 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
     (*events)++;
     int64_t ts = cli_merge_align(m->cur, e->abs_ts_ns);
     if (ph == 'C') {
-        uint32_t ctr = m->opt->whole ? track_of(m, pid, PROCESS_TID) : tr;
-        if (ctr != UINT32_MAX) collect_counter(m, e, ctr);
+        collect_counter(m, e, m->opt->whole ? track_of(m, pid, PROCESS_TID) : tr);
         return;
     }
     if (ph == 'E') {
@@ -790,11 +790,8 @@ static void bind_flows(merger *m) {
             }
         }
         fl->item = best;
-        if (best == SIZE_MAX) continue;
-        if (fl->ph == 's')
-            m->items[best].flow_out = fl->id;
-        else
-            m->items[best].flow_in = fl->id;
+        if (best != SIZE_MAX)
+            *(fl->ph == 's' ? &m->items[best].flow_out : &m->items[best].flow_in) = fl->id;
     }
 }
 
@@ -814,8 +811,7 @@ static void fan_out_flows(merger *m) {
     size_t b;
     for (size_t a = 0; a < m->nflows && !m->oom; a = b) {
         uint64_t id = m->flows[a].id;
-        size_t start = SIZE_MAX;
-        int starts = 0;
+        size_t start = SIZE_MAX, starts = 0;
         for (b = a; b < m->nflows && m->flows[b].id == id; b++) {
             size_t it = m->flows[b].item;
             if (it != SIZE_MAX && m->flows[b].ph == 's' && m->items[it].flow_out == id &&
@@ -1342,7 +1338,7 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
     cli_merge_stats st = {0};
     strobe__strtab_init(&m.strs, &m.pool);
     size_t read = 0;
-    int rc = 0, open_errno = 0;
+    int rc = 0, open_errno = 0, open_failed = 0;
     strobe_writer *w = NULL;
     for (size_t i = 0; rc == 0 && i < n;) {
         /* The group: an own_pids input alone, or the run of inputs up to the next one. */
@@ -1375,8 +1371,10 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
         /* The first group read opens the output. */
         if (rc == 0 && i == 0 && opt->nmeta && !m.session_taken && strobe__pftrace_path(out))
             add_session_span(&m);
-        if (rc == 0 && w == NULL && read > 0 && (rc = open_output(&m, out, opt, &w)) != 0)
+        if (rc == 0 && w == NULL && read > 0 && (rc = open_output(&m, out, opt, &w)) != 0) {
             open_errno = errno; /* why the file could not be made (ENOENT, EROFS ...) */
+            open_failed = w == NULL;
+        }
         if (rc == 0 && group_read > 0) rc = write_group(&m, w, i == 0 || inputs[i].own_pids, &st);
         /* The group's tracks get no more events: the writer forgets their state (Perfetto's
          * interned names and buffers), so that memory does not grow with the ranks. */
@@ -1404,7 +1402,8 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
         sys_errno = errno;
     }
     if (rc < 0 && read > 0 && !m.too_many && !m.fatal) {
-        fprintf(stderr, "strobe %s: %s: cannot write: %s\n", cmd, cli_esc(out),
+        fprintf(stderr, "strobe %s: %s: %s: %s\n", cmd, cli_esc(out),
+                open_failed ? "cannot create a file in its folder" : "cannot write",
                 cli_out_reason(rc, sys_errno));
     }
     release_group(&m);
