@@ -31,7 +31,7 @@ const char cmd_merge_usage[] =
     "    strobe merge - the rank traces of one job as one trace, clocks aligned\n"
     "\n"
     "SYNOPSIS\n"
-    "    strobe merge [-q] DIR|TRACE... -o OUT\n"
+    "    strobe merge [-q] [--overlap=lanes|cut] DIR|TRACE... -o OUT\n"
     "\n"
     "DESCRIPTION\n"
     "    Reads the per-rank traces of one job (a folder's .json, .json.gz, .pftrace and\n"
@@ -61,6 +61,9 @@ const char cmd_merge_usage[] =
     "\n"
     "OPTIONS\n"
     "    -o, --output OUT   the merged trace (required)\n"
+    "    --overlap POLICY   a slice that overlaps its parent without nesting ends with its\n"
+    "                       parent (cut, the default) or goes on a lane of its own under\n"
+    "                       its thread (lanes, as strobe convert does)\n"
     "    -q, --quiet        only problems on standard error\n"
     "    -h, --help         show this text\n"
     "    -V, --version      show strobe's version\n"
@@ -71,6 +74,7 @@ const char cmd_merge_usage[] =
 
 const struct option cmd_merge_options[] = {
     {"output", required_argument, NULL, 'o'},
+    {"overlap", required_argument, NULL, 'O'},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -422,7 +426,7 @@ static void free_files(file_list *l) {
     free(l->v);
 }
 
-static int merge_job(file_list *l, const char *out, int quiet) {
+static int merge_job(file_list *l, const char *out, int quiet, int overlap) {
     for (size_t i = 0; i < l->n; i++)
         if (read_meta(&l->v[i]) != 0) return CLI_BAD_INPUT;
     int64_t world;
@@ -489,7 +493,8 @@ static int merge_job(file_list *l, const char *out, int quiet) {
                              .meta_values = vals,
                              .nmeta = 2,
                              .state = state,
-                             .progress = !quiet};
+                             .progress = !quiet,
+                             .overlap = overlap};
     cli_merge_stats st;
     rc = cli_merge_ex("merge", in, l->n, out, &opt, &st);
     for (size_t i = 0; i < l->n; i++) {
@@ -514,6 +519,11 @@ static int merge_job(file_list *l, const char *out, int quiet) {
                 "strobe merge: %llu slice(s) ended after the slice around them: ended "
                 "with it\n",
                 (unsigned long long)st.clipped);
+    if (rc == 0 && st.on_lanes)
+        fprintf(stderr,
+                "strobe merge: %llu slice(s) overlap a slice without nesting in it: kept whole "
+                "on %llu extra track(s) of their thread\n",
+                (unsigned long long)st.on_lanes, (unsigned long long)st.lanes);
     free(in);
     free(state);
     free(dist);
@@ -522,24 +532,11 @@ static int merge_job(file_list *l, const char *out, int quiet) {
 }
 
 int cmd_merge(int argc, char **argv) {
-    const char *out = NULL;
-    int quiet = 0, first = 0;
-    for (int c; (c = cli_getopt(argc, argv, ":o:qhV", cmd_merge_options, &first)) != -1;) {
-        switch (c) {
-        case 'h':
-            return cli_help(cmd_merge_usage);
-        case 'V':
-            return cli_version();
-        case 'q':
-            quiet = 1;
-            break;
-        case 'o':
-            out = optarg;
-            break;
-        default:
-            return cli_option_error("merge", c, argv, cmd_merge_options);
-        }
-    }
+    cli_merge_args a = {.overlap = CLI_MERGE_CUT};
+    int code = cli_merge_getopt("merge", cmd_merge_usage, cmd_merge_options, argc, argv, &a);
+    if (code >= 0) return code;
+    const char *out = a.out;
+    int first = a.first, quiet = a.quiet, overlap = a.overlap;
     if (first >= argc) return cli_usage_error("merge", "a folder or traces are required", NULL);
     if (out == NULL) return cli_usage_error("merge", "-o OUT is required", NULL);
     if (out[0] == '\0') return cli_usage_error("merge", "OUT is empty", NULL);
@@ -559,7 +556,7 @@ int cmd_merge(int argc, char **argv) {
             rc = CLI_BAD_INPUT;
         }
     }
-    if (rc == CLI_OK) rc = merge_job(&l, out, quiet);
+    if (rc == CLI_OK) rc = merge_job(&l, out, quiet, overlap);
     free_files(&l);
     return cli_finish("merge", out, 0, rc);
 }

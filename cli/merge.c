@@ -1,21 +1,44 @@
 /* merge.c: several traces into one (merge.h).
  *
  * Contents: collecting (tracks, events, args kept as raw text); binding flows to slices; writing
- * (tracks, then each track's events in time order with a stack of open slices).
+ * (tracks, then each track's events in time order with a stack of open slices per lane); the
+ * options convert and merge share.
  *
  * The inputs are merged a group at a time: a group is a run of inputs that share process ids (the
  * parts of one program), or one input whose processes are its own (a rank of a job). Every event
  * of a group is collected first (a group fits in memory as its JSON did), then sorted per track
  * by start, longer slices first, and written as slice begins and ends, as Perfetto's format needs
  * them; then the group is freed and the next one read. A slice that starts inside another and
- * ends after it does not nest: it is ended with the slice around it and counted (strobe's own
- * traces always nest).
+ * ends after it does not nest: by cli_merge_options.overlap it is ended with the slice around it
+ * (cut), or kept whole on an extra track of its thread (lanes), and counted either way.
+ *
+ * strobe convert (JSON to Perfetto) is a merge of one input through here, with `whole` set. What
+ * still differs between the two commands, on purpose:
+ *   - the default policy for slices that do not nest: convert keeps them whole on lanes (every
+ *     command then reads the numbers the JSON gives), merge and record cut them (their inputs are
+ *     strobe's, whose slices nest, and a cut keeps one track per thread);
+ *   - top-level members: convert carries every one (it is one trace, rewritten), merge only those
+ *     that describe the whole (trace_id, deviceProperties, strobe_heap, a rank's metadata);
+ *   - flow ids: convert scopes an id by its category in 53 bits (flow_key), as JSON's importers
+ *     read it; merge keeps each input's ids apart with a salt per input, and torch's fwdbwd bit;
+ *   - counters: convert puts them on their process (the JSON format's scope for "C"), merge on
+ *     the event's (pid, tid), as merged traces always had them (not unified yet: it would move
+ *     every merged counter);
+ *   - tracks: convert declares every (pid, tid) its input names or uses (also one that has only
+ *     metadata), each thread named "thread N" or "stream N" when it has no name; merge declares
+ *     those that carry events, and names them only in JSON (where the importer needs a name);
+ *   - a stream written by a process that was killed (strobe_stream "complete": false) gets a
+ *     session span in a merge; convert rewrites the trace as it is;
+ *   - an input that ends in an error: merge keeps what came before (a part cut short), convert
+ *     fails (a JSON file given to convert is expected whole).
+ * Both take B/E pairs, fan out a flow with several ends (one id per end), keep counter categories.
  *
  * A rank's times are mapped onto the reference rank's clock as they are read (cli_merge_align), and
  * its pids onto numbers of its own (own_pid), so that nothing later needs to know about ranks. */
 #include "merge.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,25 +68,40 @@ typedef struct mtrack {
     int64_t wid;            /* the writer's track id once declared, else -1 */
     uint8_t named_by_input; /* a process_name/thread_name event of an input named it */
     uint8_t named_by_id;    /* named by its string id (name_by_id) */
+    uint8_t str_tid;        /* its tid is a string's number (id_num): not an OS thread */
+    size_t *open;           /* B events waiting for their E: item indexes */
+    size_t nopen, capopen;
 } mtrack;
 
 typedef struct mitem {
     uint32_t track;
-    char ph; /* 'X', 'i', 'C', 's' or 'f' */
-    char bp_e;
+    char ph;     /* 'X', 'i' or 'C' */
     int session; /* strobe's session span of the first input */
     int64_t ts, dur;
     uint32_t name, cat;
     size_t args_off, args_len; /* args_off SIZE_MAX: none */
     double value;
-    uint64_t flow;              /* 's'/'f': its id; slices: unused */
     uint64_t flow_out, flow_in; /* slices: the flows bound to them (0: none) */
-    int64_t shown;              /* a slice's end as JSON shows it (shown_end) */
+    size_t extra_first;         /* several outgoing flow ids: extra[extra_first, + extra_n + 1) */
+    size_t extra_n;
+    int64_t shown; /* a slice's end as JSON shows it (shown_end) */
     size_t order;
 } mitem;
 
+/* A flow event ("s", "t", "f"), bound to a slice of its track by bind_flows. */
+typedef struct mflow {
+    uint64_t id;
+    uint32_t track;
+    char ph;
+    int bp_e;
+    int64_t ts;
+    size_t seq;  /* its place in the input */
+    size_t item; /* the slice it is bound to; SIZE_MAX: none */
+} mflow;
+
 typedef struct merger {
     const char *cmd;
+    const cli_merge_options *opt;
     strobe__pool pool;
     strobe__strtab strs;
     mtrack *tracks;
@@ -71,6 +109,17 @@ typedef struct merger {
     strobe__u64map track_map; /* (pid, tid) key -> index + 1 */
     mitem *items;
     size_t nitems, capitems;
+    mflow *flows;
+    size_t nflows, capflows;
+    uint64_t *extra; /* the outgoing flow ids of slices that have several (fan_out_flows) */
+    size_t nextra, capextra;
+    /* With whole: the input's top-level members (keys and JSON text, in the pool), and its
+     * traceName (malloc'd). */
+    struct {
+        const char *k, *v;
+    } * meta;
+    size_t nmeta, capmeta;
+    char *trace_name;
     char *arena;
     size_t narena, caparena;
     int64_t base;
@@ -98,7 +147,8 @@ typedef struct merger {
     } * pending;
     size_t npending, cappending;
     int oom;
-    uint64_t skipped;
+    int fatal; /* with whole: the input could not be read to its end (said) */
+    uint64_t skipped, out_of_range, wide_ids;
     uint64_t dropped; /* the inputs' "dropped_events" and "lost_events" (strobe_stream) */
     int session_taken;
     int input_has_session; /* the input being read has strobe's session span */
@@ -162,7 +212,10 @@ static int64_t own_pid(merger *m, int64_t pid) {
 
 static uint64_t track_key(int64_t pid, int64_t tid) {
     uint64_t t = tid == PROCESS_TID ? 0xffffffffu : (uint32_t)tid;
-    return (((uint64_t)(uint32_t)pid << 32) | t) & STROBE__U64MAP_KEY_MAX;
+    uint64_t k = ((uint64_t)(uint32_t)pid << 32) | t;
+    /* Not masked (which would make tids 2n and 2n + 1 one key, found by a scan each time): the
+     * one key the map refuses becomes its neighbour, and the scan tells them apart. */
+    return k > STROBE__U64MAP_KEY_MAX ? STROBE__U64MAP_KEY_MAX : k;
 }
 
 /* The index of track (pid, tid), made when new; UINT32_MAX when out of memory. */
@@ -192,6 +245,11 @@ static uint32_t track_of(merger *m, int64_t pid, int64_t tid) {
     t->name = t->label = NO_STR;
     t->name_rank = -1;
     t->wid = -1;
+    /* Perfetto's descriptors hold 32-bit ids, and the uuids of Kineto tracks 24 bits of pid: a
+     * wider id is cut and may land on another id's track, so each thread is counted (convert
+     * reports them). */
+    if (tid != PROCESS_TID && (pid < 0 || pid > 0xFFFFFF || tid < INT32_MIN || tid > INT32_MAX))
+        m->wide_ids++;
     if (inserted) *slot = m->ntracks + 1;
     return (uint32_t)m->ntracks++;
 }
@@ -240,8 +298,8 @@ static void name_track(merger *m, uint32_t tr, const char *s, size_t len, int la
 /* A string id's text names its track ("stream 7"), unless the input names the track itself. */
 static void name_by_id(merger *m, uint32_t tr, const strobe_rd_id *id) {
     mtrack *t = &m->tracks[tr];
-    if (id->has_num || id->kind != STROBE_RD_ID_STRING || id->str.s == NULL || t->named_by_input ||
-        t->named_by_id)
+    if (id->has_num || id->kind != STROBE_RD_ID_STRING || id->str.s == NULL || id->str.len == 0 ||
+        t->named_by_input || t->named_by_id)
         return;
     t->named_by_id = 1;
     name_track(m, tr, id->str.s, id->str.len, 0);
@@ -262,56 +320,125 @@ static void apply_names(merger *m, int64_t rank) {
     m->npending = 0;
 }
 
+/* A flow's id with whole (strobe convert): flow ids are scoped by category in the JSON format,
+ * and the id comes back as the JSON's "id", in 53 bits: an integer that every JSON reader holds
+ * exactly (readers that parse numbers as doubles, or as int64, which a 64-bit hash above
+ * INT64_MAX is not). */
+static uint64_t flow_key(const strobe_rd_event *e) {
+    uint64_t h = (uint64_t)id_num(&e->id);
+    if (!e->id.has_num && (e->id.kind != STROBE_RD_ID_STRING || e->id.str.s == NULL))
+        h = (uint64_t)(1469598103934665603ull % 0x3FFFFFu) + 0xC00000;
+    for (size_t i = 0; e->cat.s && i < e->cat.len; i++)
+        h = (h ^ (unsigned char)e->cat.s[i]) * 1099511628211ull;
+    h = (h ^ (h >> 53)) & ((UINT64_C(1) << 53) - 1);
+    return h ? h : 1;
+}
+
+/* Whether the event's start and end lie within +-2^62 ns, so that every difference of two times
+ * (durations, the E that closes a B, nesting) fits in int64. */
+static int time_ok(const strobe_rd_event *e) {
+    const int64_t lim = (int64_t)1 << 62;
+    int64_t end;
+    if (e->ts_ns >= lim || e->ts_ns <= -lim) return 0;
+    return !e->has_dur || (!__builtin_add_overflow(e->ts_ns, e->dur_ns, &end) && end < lim);
+}
+
+/* A metadata event ("M"): names, labels and sort indexes of tracks. */
+static void collect_names(merger *m, const strobe_rd_event *e, int64_t pid, int64_t tid,
+                          const char *pname, int named) {
+    const char *nm = e->name.s ? e->name.s : "";
+    strobe_rd_value v;
+    char buf[512];
+    size_t len;
+    int64_t x;
+    int proc = strncmp(nm, "process_", 8) == 0;
+    uint32_t tr = track_of(m, pid, proc ? PROCESS_TID : tid);
+    if (tr == UINT32_MAX) return;
+    if ((strcmp(nm, "process_name") == 0 || strcmp(nm, "thread_name") == 0) &&
+        strobe_rd_event_arg(e, "name", &v) == 1 &&
+        strobe_rd_value_str(&v, buf, sizeof buf, &len) == 0) {
+        if (proc && named)
+            name_track(m, tr, pname, strlen(pname), 0);
+        else
+            name_track(m, tr, buf, len, 0);
+        m->tracks[tr].named_by_input = 1;
+        if (proc && strncmp(buf, "GPU", 3) == 0) m->tracks[tr].device = 1;
+    } else if (strcmp(nm, "process_labels") == 0 && strobe_rd_event_arg(e, "labels", &v) == 1 &&
+               strobe_rd_value_str(&v, buf, sizeof buf, &len) == 0) {
+        name_track(m, tr, buf, len, 1);
+    } else if ((strcmp(nm, "process_sort_index") == 0 || strcmp(nm, "thread_sort_index") == 0) &&
+               strobe_rd_event_arg(e, "sort_index", &v) == 1 && strobe_rd_value_int(&v, &x) == 0) {
+        m->tracks[tr].sort = x;
+        m->tracks[tr].has_sort = 1;
+        if (proc && x >= 16777216) m->tracks[tr].device = 1;
+    }
+}
+
+/* A counter event: each numeric member of args is one series ("NAME MEMBER", or MEMBER when it
+ * is the event's name), on track tr. */
+static void collect_counter(merger *m, const strobe_rd_event *e, uint32_t tr) {
+    if (e->args == NULL || tr == UINT32_MAX) return;
+    strobe_jp jp;
+    strobe_jp_init_mem(&jp, e->args, e->args_len);
+    int tok = strobe_jp_next(&jp);
+    while (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_NUMBER || tok > STROBE_JP_EOF) {
+        tok = strobe_jp_next(&jp);
+        if (tok != STROBE_JP_KEY) break;
+        char key[256];
+        size_t kl = jp.str_len < sizeof key - 1 ? jp.str_len : sizeof key - 1;
+        memcpy(key, jp.str, kl);
+        key[kl] = '\0';
+        tok = strobe_jp_next(&jp);
+        if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN)
+            tok = strobe_jp_skip_container(&jp);
+        if (tok != STROBE_JP_NUMBER) continue;
+        mitem *it = new_item(m);
+        if (it == NULL) break;
+        char series[600];
+        size_t nl = e->name.s ? e->name.len : 0;
+        if (nl == kl && memcmp(e->name.s, key, kl) == 0)
+            snprintf(series, sizeof series, "%s", key);
+        else
+            snprintf(series, sizeof series, "%.*s %s", (int)(nl > 300 ? 300 : nl),
+                     e->name.s ? e->name.s : "", key);
+        it->ph = 'C';
+        it->track = tr;
+        it->ts = cli_merge_align(m->cur, e->abs_ts_ns);
+        it->name = intern(m, series, strlen(series));
+        it->cat = e->cat.s ? intern(m, e->cat.s, e->cat.len) : NO_STR;
+        it->value = strtod(jp.num, NULL);
+    }
+    strobe_jp_free(&jp);
+}
+
 /* One event of input `in` (rank: its naming rank; flow_salt: mixed into its flow ids). */
 static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64_t flow_salt,
                           const char *pname, int64_t pname_pid, size_t *events) {
-    if (e->bad || e->ph.s == NULL || e->ph.len != 1) {
+    if ((e->bad & ~(unsigned)STROBE_RD_BAD_DUP_KEY) || e->ph.s == NULL || e->ph.len != 1) {
         m->skipped++;
         return;
     }
     char ph = e->ph.s[0];
+    if (ph != 'M' && !time_ok(e)) {
+        m->out_of_range++;
+        return;
+    }
     int64_t pid = id_num(&e->pid), tid = id_num(&e->tid);
     int named = pname && pid == pname_pid;
     if ((pid = own_pid(m, pid)) < 0) return;
+    /* A whole trace declares each (pid, tid) it names, as strobe convert always has. */
+    uint32_t tr = m->opt->whole ? track_of(m, pid, tid) : 0;
+    if (tr == UINT32_MAX) return;
     if (ph == 'M') {
-        const char *nm = e->name.s ? e->name.s : "";
-        strobe_rd_value v;
-        char buf[512];
-        size_t len;
-        int64_t x;
-        int proc = strncmp(nm, "process_", 8) == 0;
-        uint32_t tr = track_of(m, pid, proc ? PROCESS_TID : tid);
-        if (tr == UINT32_MAX) return;
-        if ((strcmp(nm, "process_name") == 0 || strcmp(nm, "thread_name") == 0) &&
-            strobe_rd_event_arg(e, "name", &v) == 1 &&
-            strobe_rd_value_str(&v, buf, sizeof buf, &len) == 0) {
-            if (proc && named) {
-                name_track(m, tr, pname, strlen(pname), 0);
-            } else {
-                name_track(m, tr, buf, len, 0);
-            }
-            m->tracks[tr].named_by_input = 1;
-            if (proc && strncmp(buf, "GPU", 3) == 0) m->tracks[tr].device = 1;
-        } else if (strcmp(nm, "process_labels") == 0 && strobe_rd_event_arg(e, "labels", &v) == 1 &&
-                   strobe_rd_value_str(&v, buf, sizeof buf, &len) == 0) {
-            name_track(m, tr, buf, len, 1);
-        } else if ((strcmp(nm, "process_sort_index") == 0 ||
-                    strcmp(nm, "thread_sort_index") == 0) &&
-                   strobe_rd_event_arg(e, "sort_index", &v) == 1 &&
-                   strobe_rd_value_int(&v, &x) == 0) {
-            m->tracks[tr].sort = x;
-            m->tracks[tr].has_sort = 1;
-            if (proc && x >= 16777216) m->tracks[tr].device = 1;
-        }
+        collect_names(m, e, pid, tid, pname, named);
         return;
     }
-    if (!e->has_abs ||
-        (ph != 'X' && ph != 'i' && ph != 'I' && ph != 'C' && ph != 's' && ph != 'f')) {
+    if (!e->has_abs || strchr("XBEiICsft", ph) == NULL) {
         m->skipped++;
         return;
     }
-    uint32_t tr = track_of(m, pid, tid);
-    if (tr == UINT32_MAX) return;
+    if ((tr = track_of(m, pid, tid)) == UINT32_MAX) return;
+    m->tracks[tr].str_tid = !e->tid.has_num;
     name_by_id(m, tr, &e->tid);
     if (!e->pid.has_num) {
         uint32_t ptr = track_of(m, pid, PROCESS_TID);
@@ -319,57 +446,43 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
         name_by_id(m, ptr, &e->pid);
     }
     (*events)++;
+    int64_t ts = cli_merge_align(m->cur, e->abs_ts_ns);
     if (ph == 'C') {
-        /* Each numeric member of args is one series on the event's track. */
-        if (e->args == NULL) return;
-        strobe_jp jp;
-        strobe_jp_init_mem(&jp, e->args, e->args_len);
-        int tok = strobe_jp_next(&jp);
-        while (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_NUMBER || tok > STROBE_JP_EOF) {
-            tok = strobe_jp_next(&jp);
-            if (tok != STROBE_JP_KEY) break;
-            char key[256];
-            size_t kl = jp.str_len < sizeof key - 1 ? jp.str_len : sizeof key - 1;
-            memcpy(key, jp.str, kl);
-            key[kl] = '\0';
-            tok = strobe_jp_next(&jp);
-            if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN)
-                tok = strobe_jp_skip_container(&jp);
-            if (tok != STROBE_JP_NUMBER) continue;
-            mitem *it = new_item(m);
-            if (it == NULL) break;
-            char series[600];
-            size_t nl = e->name.s ? e->name.len : 0;
-            if (nl == kl && memcmp(e->name.s, key, kl) == 0)
-                snprintf(series, sizeof series, "%s", key);
-            else
-                snprintf(series, sizeof series, "%.*s %s", (int)(nl > 300 ? 300 : nl),
-                         e->name.s ? e->name.s : "", key);
-            it->ph = 'C';
-            it->track = tr;
-            it->ts = cli_merge_align(m->cur, e->abs_ts_ns);
-            it->name = intern(m, series, strlen(series));
-            it->cat = e->cat.s ? intern(m, e->cat.s, e->cat.len) : NO_STR;
-            it->value = strtod(jp.num, NULL);
+        collect_counter(m, e, m->opt->whole ? track_of(m, pid, PROCESS_TID) : tr);
+        return;
+    }
+    if (ph == 'E') {
+        /* It ends the last B of its track that is still open. */
+        mtrack *t = &m->tracks[tr];
+        if (t->nopen == 0) return;
+        mitem *b = &m->items[t->open[--t->nopen]];
+        b->dur = ts > b->ts ? ts - b->ts : 0;
+        return;
+    }
+    if (ph == 's' || ph == 'f' || ph == 't') {
+        m->flows = grow(m->flows, &m->capflows, m->nflows + 1, sizeof *m->flows, &m->oom);
+        if (m->oom) return;
+        mflow *f = &m->flows[m->nflows];
+        *f = (mflow){.track = tr, .ph = ph, .ts = ts, .seq = m->nflows, .item = SIZE_MAX};
+        f->bp_e = e->bp.s && strcmp(e->bp.s, "e") == 0;
+        if (m->opt->whole) {
+            f->id = flow_key(e);
+        } else {
+            f->id = (uint64_t)id_num(&e->id) ^ flow_salt;
+            /* torch's fwdbwd flows count their ids from 1, as launches' correlation ids may: the
+             * writer's bit keeps them apart and keeps their category (torch's name, from
+             * profiler_kineto.cpp, as src/trace/kineto.h spells it). */
+            if (e->cat.s && e->cat.len == 6 && memcmp(e->cat.s, "fwdbwd", 6) == 0)
+                f->id |= STROBE_WRITER_FLOW_FWDBWD;
         }
-        strobe_jp_free(&jp);
+        m->nflows++;
         return;
     }
     mitem *it = new_item(m);
     if (it == NULL) return;
-    it->ph = ph == 'I' ? 'i' : ph;
+    it->ph = ph == 'X' || ph == 'B' ? 'X' : 'i';
     it->track = tr;
-    it->ts = cli_merge_align(m->cur, e->abs_ts_ns);
-    if (ph == 's' || ph == 'f') {
-        it->flow = (uint64_t)id_num(&e->id) ^ flow_salt;
-        /* torch's fwdbwd flows count their ids from 1, as launches' correlation ids may: the
-         * writer's bit keeps them apart and keeps their category (torch's name, from
-         * profiler_kineto.cpp, as src/trace/kineto.h spells it). */
-        if (e->cat.s && e->cat.len == 6 && memcmp(e->cat.s, "fwdbwd", 6) == 0)
-            it->flow |= STROBE_WRITER_FLOW_FWDBWD;
-        it->bp_e = e->bp.s && strcmp(e->bp.s, "e") == 0;
-        return;
-    }
+    it->ts = ts;
     it->dur = ph == 'X' && e->has_dur ? e->dur_ns : 0;
     if (it->dur > 0 && m->cur->has_clock) {
         /* The end goes through the clock too (the drift stretches a slice). */
@@ -384,6 +497,11 @@ static void collect_event(merger *m, const strobe_rd_event *e, size_t in, uint64
         if (in == 0 && !m->session_taken) it->session = 1, m->session_taken = 1;
     }
     keep_args(m, it, e);
+    if (ph == 'B') {
+        mtrack *t = &m->tracks[tr];
+        t->open = grow(t->open, &t->capopen, t->nopen + 1, sizeof *t->open, &m->oom);
+        if (!m->oom) t->open[t->nopen++] = m->nitems - 1;
+    }
 }
 
 /* A "strobe session" span (cat "Trace") from start to end on process pid's track, which is
@@ -477,6 +595,29 @@ static void add_session_span(merger *m) {
  * (own_pids inputs) writes its own. */
 static const char *const carried_keys[3] = {"distributedInfo", "strobe_job", "strobe_clock_sync"};
 
+/* A top-level member of a whole trace (trace_id, deviceProperties, ...), kept as JSON text for
+ * the output's session slice; trace_id and traceName go to the writer as strings. The members
+ * every JSON trace has by construction are left out. */
+static void collect_whole_meta(merger *m, const strobe_rd_meta *mt) {
+    const char *k = mt->key.s ? mt->key.s : "";
+    if (strcmp(k, "schemaVersion") == 0 || strcmp(k, "displayTimeUnit") == 0 ||
+        strcmp(k, "traceEvents") == 0 || strcmp(k, "baseTimeNanoseconds") == 0)
+        return;
+    if (strcmp(k, "trace_id") == 0 || strcmp(k, "traceName") == 0) {
+        char buf[4096], **dst = k[1] == 'r' ? &m->trace_id : &m->trace_name;
+        size_t len = 0;
+        if (strobe_rd_value_str(&mt->value, buf, sizeof buf, &len) != 0) return;
+        free(*dst);
+        if ((*dst = strndup(buf, len < sizeof buf ? len : sizeof buf - 1)) == NULL) m->oom = 1;
+        return;
+    }
+    m->meta = grow(m->meta, &m->capmeta, m->nmeta + 1, sizeof *m->meta, &m->oom);
+    if (m->oom) return;
+    m->meta[m->nmeta].k = strobe__pool_strndup(&m->pool, k, mt->key.len);
+    m->meta[m->nmeta].v = strobe__pool_strndup(&m->pool, mt->value.raw, mt->value.len);
+    if (!m->meta[m->nmeta].k || !m->meta[m->nmeta++].v) m->oom = 1;
+}
+
 /* Reads one input; *state gets its CLI_MERGE_*. @return 0, or -1 when nothing of it could be
  * read. */
 static int collect_input(merger *m, const cli_merge_input *in, size_t index, size_t *cut,
@@ -498,7 +639,9 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
         rc = 0;
         if (item.kind == STROBE_RD_EVENT)
             collect_event(m, item.event, index, salt, in->process_name, in->pid, &events);
-        if (item.kind == STROBE_RD_META && item.meta->key.s) {
+        if (item.kind == STROBE_RD_META && m->opt->whole) {
+            collect_whole_meta(m, item.meta);
+        } else if (item.kind == STROBE_RD_META && item.meta->key.s) {
             const strobe_rd_meta *mt = item.meta;
             if (strcmp(mt->key.s, "trace_id") == 0 && m->trace_id == NULL) {
                 char buf[256];
@@ -572,8 +715,9 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
         const char *why =
             rd && strobe_rd_errmsg(rd)[0] ? strobe_rd_errmsg(rd) : strobe_strerror(rc);
         fprintf(stderr, "strobe %s: %s%s\n", m->cmd, cli_esc(why),
-                events ? " (the events before it are kept)" : "");
+                events && !m->opt->whole ? " (the events before it are kept)" : "");
         (*cut)++;
+        m->fatal = m->opt->whole;
     }
     if (rc == STROBE_ENOMEM) m->oom = 1;
     int64_t info_base = INT64_MIN;
@@ -591,7 +735,7 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
     }
     *state = failed ? CLI_MERGE_FAILED : short_in || cut_stream ? CLI_MERGE_SHORT : CLI_MERGE_READ;
     strobe_rd_close(rd);
-    if (cut_stream && !m->input_has_session && m->has_base)
+    if (cut_stream && !m->input_has_session && m->has_base && !m->opt->whole)
         add_cut_session(m, in, cpu_pid, first_item, info_base);
     if (events == 0 && !(cut_stream && !m->input_has_session)) (*empty)++;
     apply_names(m, (int64_t)index + (events ? (int64_t)1 << 40 : 0));
@@ -604,42 +748,90 @@ static int cmp_items(const void *a, const void *b) {
     const mitem *x = a, *y = b;
     if (x->track != y->track) return x->track < y->track ? -1 : 1;
     if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
-    /* Slices first at one time (a flow or instant at a slice's start is inside it), the longer
-     * (outer) one first. */
-    int xs = x->ph == 'X', ys = y->ph == 'X';
-    if (xs != ys) return xs ? -1 : 1;
+    /* Slices before instants and counters at one time (an instant at a slice's start is inside
+     * it), longer slices first (the parent before its child). */
+    if (x->ph != y->ph) return x->ph == 'X' ? -1 : y->ph == 'X' ? 1 : x->ph < y->ph ? -1 : 1;
     if (x->dur != y->dur) return x->dur > y->dur ? -1 : 1;
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* Binds each flow event to a slice of its track: "s" and "f" with bp "e" to the innermost slice
- * that encloses its time, any other "f" to the next slice that starts at or after it. */
-static void bind_flows(merger *m, size_t *stack) {
-    size_t depth = 0, pending_next = SIZE_MAX;
-    for (size_t i = 0; i < m->nitems; i++) {
-        mitem *it = &m->items[i];
-        if (i > 0 && it->track != m->items[i - 1].track) depth = 0, pending_next = SIZE_MAX;
-        while (depth > 0) {
-            const mitem *top = &m->items[stack[depth - 1]];
-            if (top->ts + top->dur >= it->ts) break;
-            depth--;
+/* The first of items[from..) (sorted) of `track` at or after `t`, or the first of a later track. */
+static size_t first_at(const merger *m, size_t from, uint32_t track, int64_t t) {
+    size_t lo = from, hi = m->nitems;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const mitem *x = &m->items[mid];
+        if (x->track < track || (x->track == track && x->ts < t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Binds the flows to slices (items sorted) as Perfetto's JSON importer binds them: to the
+ * innermost slice of the flow's track that encloses its time; "f" and "t" without bp "e", to the
+ * first slice that starts at or after it. */
+static void bind_flows(merger *m) {
+    for (size_t f = 0; f < m->nflows; f++) {
+        mflow *fl = &m->flows[f];
+        size_t best = SIZE_MAX, k = first_at(m, 0, fl->track, fl->ts);
+        if (fl->ph != 's' && !fl->bp_e) {
+            for (; k < m->nitems && m->items[k].track == fl->track && best == SIZE_MAX; k++)
+                if (m->items[k].ph == 'X') best = k;
+        } else {
+            /* The innermost enclosing slice: the latest start at or before ts that still covers
+             * it (slices at exactly ts come first, the innermost last). */
+            while (k < m->nitems && m->items[k].track == fl->track && m->items[k].ts == fl->ts)
+                k++;
+            while (k-- > 0 && m->items[k].track == fl->track && best == SIZE_MAX) {
+                const mitem *s = &m->items[k];
+                if (s->ph == 'X' && s->ts <= fl->ts && s->ts + s->dur >= fl->ts) best = k;
+            }
         }
-        if (it->ph == 'X') {
-            if (pending_next != SIZE_MAX) {
-                it->flow_in = m->items[pending_next].flow;
-                pending_next = SIZE_MAX;
-            }
-            stack[depth++] = i;
-        } else if (it->ph == 's' || it->ph == 'f') {
-            if (it->ph == 'f' && !it->bp_e) {
-                pending_next = i;
-            } else if (depth > 0) {
-                mitem *s = &m->items[stack[depth - 1]];
-                if (it->ph == 's')
-                    s->flow_out = it->flow;
-                else
-                    s->flow_in = it->flow;
-            }
+        fl->item = best;
+        if (best != SIZE_MAX)
+            *(fl->ph == 's' ? &m->items[best].flow_out : &m->items[best].flow_in) = fl->id;
+    }
+}
+
+/* By id, then input order. */
+static int cmp_flows(const void *a, const void *b) {
+    const mflow *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* A flow with one start and several ends (Kineto's CUDA graph launch: an "f" on each kernel):
+ * the second and later ends get ids of their own (the id mixed with their rank), which the start
+ * lists after its id, as a terminating flow id closes its flow in Perfetto. The reader maps them
+ * back to one "s" and an "f" per end with the start's id. */
+static void fan_out_flows(merger *m) {
+    cli_qsort(m->flows, m->nflows, sizeof *m->flows, cmp_flows);
+    size_t b;
+    for (size_t a = 0; a < m->nflows && !m->oom; a = b) {
+        uint64_t id = m->flows[a].id;
+        size_t start = SIZE_MAX, starts = 0;
+        for (b = a; b < m->nflows && m->flows[b].id == id; b++) {
+            size_t it = m->flows[b].item;
+            if (it != SIZE_MAX && m->flows[b].ph == 's' && m->items[it].flow_out == id &&
+                it != start)
+                start = it, starts++;
+        }
+        if (starts != 1) continue;
+        uint64_t rank = 0;
+        for (size_t k = a; k < b && !m->oom; k++) {
+            if (m->flows[k].item == SIZE_MAX) continue;
+            mitem *end = &m->items[m->flows[k].item];
+            if (m->flows[k].ph == 's' || end->flow_in != id || rank++ == 0) continue;
+            uint64_t fresh = id ^ (rank * 0x9e3779b97f4a7c15ull);
+            if (fresh == 0) fresh = 1; /* 0 is "no flow" here */
+            m->extra = grow(m->extra, &m->capextra, m->nextra + 2, sizeof *m->extra, &m->oom);
+            if (m->oom) break;
+            mitem *st = &m->items[start];
+            if (st->extra_n++ == 0) st->extra_first = m->nextra, m->extra[m->nextra++] = id;
+            m->extra[m->nextra++] = fresh;
+            end->flow_in = fresh;
         }
     }
 }
@@ -650,88 +842,73 @@ int cli_writer_args(const char *text, size_t len, strobe_writer_arg **args, size
                     char **scratch, size_t *scap) {
     *n = 0;
     int oom = 0;
+    size_t used = 0, count = 0;
     strobe_jp jp;
     strobe_jp_init_mem(&jp, text, len);
-    size_t used = 0, count = 0;
-    size_t *koff = NULL, *voff = NULL, *vlen = NULL;
-    int *types = NULL;
-    size_t kcap = 0;
-    if (strobe_jp_next(&jp) != STROBE_JP_OBJ_BEGIN) goto done;
-    for (int tok; (tok = strobe_jp_next(&jp)) == STROBE_JP_KEY;) {
+    /* Keys and values go into *scratch, which may move while it grows: each arg holds their
+     * offsets until the end, then the pointers. */
+    int tok = strobe_jp_next(&jp) == STROBE_JP_OBJ_BEGIN ? strobe_jp_next(&jp) : STROBE_JP_EOF;
+    for (; !oom && tok == STROBE_JP_KEY; tok = strobe_jp_next(&jp)) {
+        size_t k = used;
         *scratch = grow(*scratch, scap, used + jp.str_len + 1, 1, &oom);
         if (oom) break;
-        size_t k = used;
         memcpy(*scratch + used, jp.str, jp.str_len);
         (*scratch)[used + jp.str_len] = '\0';
         used += jp.str_len + 1;
         strobe_jp_capture_begin(&jp, 0);
         tok = strobe_jp_next(&jp);
-        const char *t = NULL;
-        size_t tl = 0;
-        int64_t off;
-        int type = STROBE_ARG_JSON;
         if (tok == STROBE_JP_OBJ_BEGIN || tok == STROBE_JP_ARR_BEGIN)
             tok = strobe_jp_skip_container(&jp);
         if (tok <= STROBE_JP_EOF) break;
+        const char *t = NULL;
+        size_t tl = 0;
+        int64_t off;
+        int type = STROBE_ARG_JSON, captured = strobe_jp_capture_end(&jp, &t, &tl, &off) == 0;
         if (tok == STROBE_JP_STRING) {
             type = STROBE_ARG_STRING;
-            strobe_jp_capture_end(&jp, &t, &tl, &off);
             t = jp.str;
             tl = jp.str_len;
-        } else {
-            if (strobe_jp_capture_end(&jp, &t, &tl, &off)) break;
-            if (tok == STROBE_JP_NUMBER) {
-                int integer = tl > 0 && tl < 19;
-                for (size_t i = t[0] == '-'; integer && i < tl; i++)
-                    integer = t[i] >= '0' && t[i] <= '9';
-                if (integer && !(tl > 1 && t[t[0] == '-'] == '0')) type = STROBE_ARG_INT;
-            }
+        } else if (!captured) {
+            break;
+        } else if (tok == STROBE_JP_NUMBER) {
+            /* An integer that fits int64 (fewer than 19 digits, no leading zero) stays one. */
+            int integer = tl > 0 && tl < 19 && !(tl > 1 && t[t[0] == '-'] == '0');
+            for (size_t i = t[0] == '-'; integer && i < tl; i++)
+                integer = t[i] >= '0' && t[i] <= '9';
+            if (integer) type = STROBE_ARG_INT;
         }
         *scratch = grow(*scratch, scap, used + tl + 1, 1, &oom);
-        koff = grow(koff, &kcap, count + 1, sizeof *koff, &oom);
+        *args = grow(*args, cap, count + 1, sizeof **args, &oom);
         if (oom) break;
-        size_t c2 = kcap;
-        voff = realloc(voff, c2 * sizeof *voff);
-        vlen = realloc(vlen, c2 * sizeof *vlen);
-        types = realloc(types, c2 * sizeof *types);
-        if (!voff || !vlen || !types) {
-            oom = 1;
-            break;
-        }
         memcpy(*scratch + used, t, tl);
         (*scratch)[used + tl] = '\0';
-        koff[count] = k;
-        voff[count] = used;
-        vlen[count] = tl;
-        types[count++] = type;
+        (*args)[count++] = (strobe_writer_arg){.key = (const char *)(uintptr_t)k,
+                                               .type = type,
+                                               .s = (const char *)(uintptr_t)used,
+                                               .len = tl};
         used += tl + 1;
     }
-    *args = grow(*args, cap, count ? count : 1, sizeof **args, &oom);
+    strobe_jp_free(&jp);
+    *args = grow(*args, cap, 1, sizeof **args, &oom);
     for (size_t i = 0; !oom && i < count; i++) {
-        strobe_writer_arg a = {.key = *scratch + koff[i], .type = types[i], .len = (size_t)-1};
-        const char *v = *scratch + voff[i];
-        if (types[i] == STROBE_ARG_INT) {
-            a.i = strtoll(v, NULL, 10);
-        } else {
-            a.s = v;
-            a.len = vlen[i];
+        strobe_writer_arg *a = &(*args)[i];
+        a->key = *scratch + (uintptr_t)a->key;
+        a->s = *scratch + (uintptr_t)a->s;
+        if (a->type == STROBE_ARG_INT) {
+            a->i = strtoll(a->s, NULL, 10);
+            a->s = NULL;
+            a->len = (size_t)-1;
         }
-        (*args)[i] = a;
     }
     if (!oom) *n = count;
-done:
-    strobe_jp_free(&jp);
-    free(koff);
-    free(voff);
-    free(vlen);
-    free(types);
     return oom ? STROBE_ENOMEM : 0;
 }
 
 static strobe_writer_event item_event(const merger *m, const mitem *it) {
+    const char *cat = str(m, it->cat);
     strobe_writer_event e = {.track = (uint32_t)m->tracks[it->track].wid,
                              .flags = it->session ? STROBE_WRITER_SESSION : 0,
-                             .cat = str(m, it->cat),
+                             .cat = cat && cat[0] ? cat : NULL,
                              .name = str(m, it->name),
                              .ts = it->ts,
                              .end = it->ts + it->dur,
@@ -739,92 +916,113 @@ static strobe_writer_event item_event(const merger *m, const mitem *it) {
     return e;
 }
 
-/* Declares the tracks that events use, their processes, and the first input's process. */
+/* The tracks declared, and the tracks whose events are written, between two calls of
+ * strobe_writer_flush_interned(): the Perfetto writer keeps an encoder per thread's sequence,
+ * some 17 KB once written to (100,000 threads with one event each took 1.7 GB), and forgets them
+ * at each call; each call visits every sequence, so not after each track. */
+#define MERGE_FLUSH_TRACKS 256
+
+/* A thread's name with whole: its own, or "thread N" / "stream N". */
+static const char *track_label(const merger *m, const mtrack *t, char *buf, size_t size) {
+    if (t->name != NO_STR) return str(m, t->name);
+    snprintf(buf, size, t->device ? "stream %" PRId64 : "thread %" PRId64, t->tid);
+    return buf;
+}
+
+/* Declares track i (a process, or a thread whose process is declared). */
+static int declare_track(merger *m, strobe_writer *w, size_t i, cli_merge_stats *st) {
+    mtrack *t = &m->tracks[i];
+    int proc = t->tid == PROCESS_TID;
+    strobe_writer_track wt = {.pid = t->pid,
+                              .tid = 0,
+                              .name = str(m, t->name),
+                              .label = str(m, t->label),
+                              .sort_index = t->has_sort ? t->sort : INT64_MIN};
+    char name[1100], label[40], fallback[48];
+    if (proc && m->cur && m->cur->own_pids) {
+        /* A rank's process: "PREFIX: its name", ordered by rank (cli_merge_input). */
+        const char *pre = m->cur->prefix ? m->cur->prefix : "";
+        if (wt.name && wt.name[0])
+            snprintf(name, sizeof name, "%.500s: %s", pre, wt.name);
+        else
+            snprintf(name, sizeof name, "%.500s", pre);
+        wt.name = name;
+        if (wt.label == NULL && !t->device) {
+            snprintf(label, sizeof label, "pid %" PRId64, t->orig_pid);
+            wt.label = label;
+        }
+        wt.sort_index =
+            m->cur->sort_base + (t->device ? CLI_MERGE_MAX_PIDS : 0) + (t->pid - m->cur->pid_base);
+    }
+    if (proc) {
+        wt.kind = t->device ? STROBE_TRACK_DEVICE : STROBE_TRACK_PROCESS;
+        if (!t->device) st->processes++;
+    } else {
+        const mtrack *p = &m->tracks[track_of(m, t->pid, PROCESS_TID)];
+        t = &m->tracks[i];
+        wt.tid = t->tid;
+        wt.parent = (uint32_t)p->wid;
+        t->device = p->device; /* a device's streams count as device events */
+        int plain = p->device || t->tid <= 0 || t->tid > INT32_MAX || t->str_tid;
+        wt.kind = plain ? STROBE_TRACK_STREAM : STROBE_TRACK_THREAD;
+        if (!plain) st->threads++;
+        /* A negative tid (PyTorch writes some) in a thread_name or thread_sort_index
+         * event is an error to Perfetto's JSON importer: in JSON, such a thread is
+         * declared as a lane, which writes no metadata event (its name is lost). */
+        if (m->json && t->tid < 0) wt.kind = STROBE_TRACK_LANE;
+        if (m->opt->whole) wt.name = track_label(m, t, fallback, sizeof fallback);
+    }
+    /* Nor an empty name, which Perfetto's importer refuses in a metadata event. */
+    if (m->json && (wt.name == NULL || wt.name[0] == '\0')) {
+        if (proc)
+            snprintf(fallback, sizeof fallback, "pid %" PRId64, wt.pid);
+        else
+            snprintf(fallback, sizeof fallback, "%s %" PRId64,
+                     wt.kind == STROBE_TRACK_THREAD ? "thread" : "stream", wt.tid);
+        wt.name = fallback;
+    }
+    /* JSON has no "none" for a sort index (the writer would write INT64_MIN, which
+     * Perfetto's importer refuses): Kineto's default, the id. */
+    if (m->json && wt.sort_index == INT64_MIN) wt.sort_index = proc ? wt.pid : wt.tid;
+    int64_t id = strobe_writer_add_track(w, &wt);
+    if (id < 0) return (int)id;
+    m->tracks[i].wid = id;
+    return 0;
+}
+
+/* Declares the tracks that events use (with whole, every track), their processes, and the first
+ * input's process: the processes first, then the threads, each thread's process before it when
+ * it was not declared. */
 static int write_tracks(merger *m, strobe_writer *w, uint32_t root, cli_merge_stats *st) {
     for (size_t i = 0; i < m->nitems; i++)
         m->tracks[m->items[i].track].used = 1;
     if (root != UINT32_MAX) m->tracks[root].used = 1;
-    size_t n = m->ntracks;
-    for (size_t i = 0; i < n; i++) {
+    size_t n = m->ntracks, declared = 0;
+    int rc = 0;
+    /* A merge declares every process before the threads; a whole trace, those it names. */
+    for (size_t i = 0; i < n && !m->opt->whole; i++) {
         if (!m->tracks[i].used || m->tracks[i].tid == PROCESS_TID) continue;
         uint32_t p = track_of(m, m->tracks[i].pid, PROCESS_TID);
         if (p == UINT32_MAX) return STROBE_ENOMEM;
         m->tracks[p].used = 1;
     }
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < m->ntracks; i++) {
-            mtrack *t = &m->tracks[i];
-            if (!t->used || (pass == 0) != (t->tid == PROCESS_TID)) continue;
-            strobe_writer_track wt = {.pid = t->pid,
-                                      .tid = 0,
-                                      .name = str(m, t->name),
-                                      .label = str(m, t->label),
-                                      .sort_index = t->has_sort ? t->sort : INT64_MIN};
-            char name[1100], label[40];
-            if (pass == 0 && m->cur && m->cur->own_pids) {
-                /* A rank's process: "PREFIX: its name", ordered by rank (cli_merge_input). */
-                const char *pre = m->cur->prefix ? m->cur->prefix : "";
-                if (wt.name && wt.name[0])
-                    snprintf(name, sizeof name, "%.500s: %s", pre, wt.name);
-                else
-                    snprintf(name, sizeof name, "%.500s", pre);
-                wt.name = name;
-                if (wt.label == NULL && !t->device) {
-                    snprintf(label, sizeof label, "pid %" PRId64, t->orig_pid);
-                    wt.label = label;
-                }
-                wt.sort_index = m->cur->sort_base + (t->device ? CLI_MERGE_MAX_PIDS : 0) +
-                                (t->pid - m->cur->pid_base);
-            }
-            if (pass == 0) {
-                wt.kind = t->device ? STROBE_TRACK_DEVICE : STROBE_TRACK_PROCESS;
-                if (!t->device) st->processes++;
-            } else {
-                const mtrack *p = &m->tracks[track_of(m, t->pid, PROCESS_TID)];
-                t = &m->tracks[i];
-                wt.tid = t->tid;
-                wt.parent = (uint32_t)p->wid;
-                t->device = p->device; /* a device's streams count as device events */
-                int plain = p->device || t->tid <= 0 || t->tid > INT32_MAX;
-                wt.kind = plain ? STROBE_TRACK_STREAM : STROBE_TRACK_THREAD;
-                if (!plain) st->threads++;
-                /* A negative tid (PyTorch writes some) in a thread_name or thread_sort_index
-                 * event is an error to Perfetto's JSON importer: in JSON, such a thread is
-                 * declared as a lane, which writes no metadata event (its name is lost). */
-                if (m->json && t->tid < 0) wt.kind = STROBE_TRACK_LANE;
-            }
-            /* Nor an empty name, which Perfetto's importer refuses in a metadata event. */
-            char fallback[48];
-            if (m->json && (wt.name == NULL || wt.name[0] == '\0')) {
-                if (pass == 0)
-                    snprintf(fallback, sizeof fallback, "pid %" PRId64, wt.pid);
-                else
-                    snprintf(fallback, sizeof fallback, "%s %" PRId64,
-                             wt.kind == STROBE_TRACK_THREAD ? "thread" : "stream", wt.tid);
-                wt.name = fallback;
-            }
-            /* JSON has no "none" for a sort index (the writer would write INT64_MIN, which
-             * Perfetto's importer refuses): Kineto's default, the id. */
-            if (m->json && wt.sort_index == INT64_MIN) wt.sort_index = pass == 0 ? wt.pid : wt.tid;
-            int64_t id = strobe_writer_add_track(w, &wt);
-            if (id < 0) return (int)id;
-            m->tracks[i].wid = id;
-        }
+    for (size_t i = 0; rc == 0 && i < m->ntracks; i++)
+        if ((m->tracks[i].used || m->opt->whole) && m->tracks[i].tid == PROCESS_TID)
+            rc = declare_track(m, w, i, st);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if ((!m->tracks[i].used && !m->opt->whole) || m->tracks[i].tid == PROCESS_TID) continue;
+        uint32_t p = track_of(m, m->tracks[i].pid, PROCESS_TID);
+        if (p == UINT32_MAX) return STROBE_ENOMEM;
+        if (m->tracks[p].wid < 0) rc = declare_track(m, w, p, st);
+        if (rc == 0) rc = declare_track(m, w, i, st);
+        if (rc == 0 && ++declared % MERGE_FLUSH_TRACKS == 0) rc = strobe_writer_flush_interned(w);
     }
-    return 0;
+    return rc;
 }
 
 /* Whether a slice of `track` starts at `t`, among items[from..): they are sorted. */
 static int slice_starts_at(const merger *m, size_t from, uint32_t track, int64_t t) {
-    size_t lo = from, hi = m->nitems;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const mitem *x = &m->items[mid];
-        if (x->track < track || (x->track == track && x->ts < t))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = first_at(m, from, track, t);
     /* At one time slices come first (cmp_items). */
     return lo < m->nitems && m->items[lo].track == track && m->items[lo].ts == t &&
            m->items[lo].ph == 'X';
@@ -843,74 +1041,210 @@ static int64_t shown_end(const merger *m, size_t i, size_t parent) {
     return shown < it->ts ? it->ts : shown;
 }
 
-static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_stats *st) {
+/* ---- lanes: slices that overlap without nesting -------------------------------------------- */
+
+/* A thread's slices go on lanes, each one a track: lane 0 is the thread's own track, and with
+ * CLI_MERGE_LANES a slice that would end after the innermost open slice of a lane goes on the
+ * first lane where it nests, a new one when none. A lane is a stack of open slices, linked
+ * through `below`. A tree over the lanes holds each lane's innermost open end (INT64_MAX: empty)
+ * as the minimum (which slice ends next, so that ends are written in time order) and the maximum
+ * (the first lane whose innermost open slice ends at or after E, where a slice ending at E nests)
+ * of each subtree: both found in log(lanes) steps, so that many overlapping slices cost no more
+ * than a few. */
+typedef struct lanes {
+    size_t cap;       /* leaves: a power of two */
+    size_t n;         /* lanes of the current thread */
+    int64_t *mn, *mx; /* [2 * cap], leaves at cap + k */
+    size_t *top;      /* [cap]: the lane's innermost open slice (item index), SIZE_MAX: none */
+    uint32_t *wid;    /* [cap]: the lane's track (the writer's id) */
+    size_t *below;    /* [items]: the open slice under each one on its lane */
+} lanes;
+
+/* Node i of the tree from its two children. */
+static void lanes_node(lanes *l, size_t i) {
+    l->mn[i] = l->mn[2 * i] < l->mn[2 * i + 1] ? l->mn[2 * i] : l->mn[2 * i + 1];
+    l->mx[i] = l->mx[2 * i] > l->mx[2 * i + 1] ? l->mx[2 * i] : l->mx[2 * i + 1];
+}
+
+static void lanes_set(lanes *l, size_t k, int64_t end) {
+    size_t i = l->cap + k;
+    l->mn[i] = l->mx[i] = end;
+    for (i /= 2; i >= 1; i /= 2)
+        lanes_node(l, i);
+}
+
+/* Doubles the lanes (from 0: makes 8). @return 0 or STROBE_ENOMEM. */
+static int lanes_grow(lanes *l) {
+    size_t cap = l->cap ? l->cap * 2 : 8;
+    int64_t *mn = malloc(2 * cap * sizeof *mn), *mx = malloc(2 * cap * sizeof *mx);
+    size_t *top = realloc(l->top, cap * sizeof *top);
+    if (top) l->top = top;
+    uint32_t *wid = top ? realloc(l->wid, cap * sizeof *wid) : NULL;
+    if (wid) l->wid = wid;
+    if (!mn || !mx || !top || !wid) {
+        free(mn);
+        free(mx);
+        return STROBE_ENOMEM;
+    }
+    for (size_t k = 0; k < cap; k++) {
+        mn[cap + k] = mx[cap + k] = k < l->cap ? l->mn[l->cap + k] : INT64_MAX;
+        if (k >= l->cap) top[k] = SIZE_MAX, wid[k] = 0;
+    }
+    free(l->mn);
+    free(l->mx);
+    l->mn = mn;
+    l->mx = mx;
+    l->cap = cap;
+    for (size_t i = cap - 1; i >= 1; i--)
+        lanes_node(l, i);
+    return 0;
+}
+
+/* The first lane where a slice ending at `end` nests (an unused lane when no lane in use fits);
+ * open slices that end before the slice starts must have been closed. SIZE_MAX: out of memory. */
+static size_t lanes_fit(lanes *l, int64_t end) {
+    if (l->mx[1] < end) {
+        size_t k = l->cap;
+        return lanes_grow(l) ? SIZE_MAX : k;
+    }
+    size_t i = 1;
+    while (i < l->cap)
+        i = l->mx[2 * i] >= end ? 2 * i : 2 * i + 1;
+    return i - l->cap;
+}
+
+/* The lane whose innermost open slice ends first (l->mn[1] is that end). */
+static size_t lanes_next_end(const lanes *l) {
+    size_t i = 1;
+    while (i < l->cap)
+        i = l->mn[2 * i] <= l->mn[2 * i + 1] ? 2 * i : 2 * i + 1;
+    return i - l->cap;
+}
+
+/* Declares lane k of item it's track: a track under the thread's (or stream's) own, which
+ * Perfetto shows under the thread and strobe's reader reads back as the thread's. */
+static int add_lane(merger *m, strobe_writer *w, lanes *ln, size_t k, const mitem *it) {
+    const mtrack *t = &m->tracks[it->track];
+    char buf[48], name[600];
+    /* A name is at most 511 bytes (collect_names), so never cut inside a character. */
+    snprintf(name, sizeof name, "%s (overlaps, lane %zu)", track_label(m, t, buf, sizeof buf),
+             k + 1);
+    strobe_writer_track wt = {.kind = STROBE_TRACK_LANE,
+                              .pid = t->pid,
+                              .tid = t->tid,
+                              .name = name,
+                              .sort_index = (int64_t)k,
+                              .parent = ln->wid[0]};
+    if (m->json) {
+        /* JSON has no track under a thread: the lane is a stream of the process, its tid made
+         * from the thread's and the lane's (in 30 bits above Linux's pid range). */
+        wt.kind = STROBE_TRACK_STREAM;
+        wt.tid =
+            0x40000000 + (int64_t)(((uint64_t)t->tid * 0x9e3779b97f4a7c15ull + k) % 0x3FFFFFFF);
+        wt.parent = (uint32_t)m->tracks[track_of(m, t->pid, PROCESS_TID)].wid;
+    }
+    int64_t id = strobe_writer_add_track(w, &wt);
+    if (id < 0) return (int)id;
+    ln->wid[k] = (uint32_t)id;
+    ln->n = k + 1;
+    return 0;
+}
+
+/* The event of item i, its args (for the JSON writer, which writes a slice at its end, from the
+ * event it is given then) and flows. */
+static int full_event(merger *m, size_t i, strobe_writer_event *e, strobe_writer_arg **args,
+                      size_t *acap, char **scratch, size_t *scap) {
+    mitem *it = &m->items[i];
+    size_t nargs = 0;
+    int rc = it->args_off == SIZE_MAX ? 0
+                                      : cli_writer_args(m->arena + it->args_off, it->args_len, args,
+                                                        acap, &nargs, scratch, scap);
+    *e = item_event(m, it);
+    e->args = *args;
+    e->nargs = nargs;
+    /* Its outgoing flow, or its id and the fanned-out ones (fan_out_flows). */
+    e->flow_out = it->extra_n ? m->extra + it->extra_first : &it->flow_out;
+    e->nflow_out = it->extra_n ? it->extra_n + 1 : it->flow_out != 0;
+    e->flow_in = &it->flow_in;
+    e->nflow_in = it->flow_in != 0;
+    return rc;
+}
+
+/* Writes the items, sorted, with the lanes' stacks of open slices. */
+static int write_events(merger *m, strobe_writer *w, cli_merge_stats *st) {
     strobe_writer_arg *args = NULL;
-    size_t acap = 0, nargs = 0, scap = 0, depth = 0;
+    size_t acap = 0, scap = 0, tracks_written = 0;
     char *scratch = NULL;
-    int rc = 0;
+    lanes ln = {0};
+    ln.below = malloc((m->nitems ? m->nitems : 1) * sizeof *ln.below);
+    int rc = ln.below == NULL || lanes_grow(&ln) ? STROBE_ENOMEM : 0;
+    strobe_writer_event e;
     for (size_t i = 0; rc == 0 && i <= m->nitems; i++) {
-        const mitem *it = i < m->nitems ? &m->items[i] : NULL;
+        mitem *it = i < m->nitems ? &m->items[i] : NULL;
         int new_track = it == NULL || (i > 0 && it->track != m->items[i - 1].track);
-        /* Close what ends before this item (an instant at a slice's end is inside it). */
-        while (rc == 0 && depth > 0) {
-            mitem *top = &m->items[stack[depth - 1]];
-            int64_t end = top->ts + top->dur;
+        /* Close what ends before this item, or everything at a track's end, in time order over
+         * the lanes (an instant at a slice's end is inside it). */
+        while (rc == 0 && ln.mn[1] != INT64_MAX) {
+            int64_t end = ln.mn[1];
             if (!new_track && (end > it->ts || (it->ph != 'X' && end == it->ts))) break;
-            /* The whole event again: the JSON writer writes a slice at its end, from the event
-             * it is given then; Perfetto's keeps what it was given at the begin. */
-            nargs = 0;
-            if (top->args_off != SIZE_MAX)
-                rc = cli_writer_args(m->arena + top->args_off, top->args_len, &args, &acap, &nargs,
-                                     &scratch, &scap);
-            strobe_writer_event e = item_event(m, top);
-            if (m->json) e.end = top->shown;
-            e.args = args;
-            e.nargs = nargs;
-            e.flow_out = &top->flow_out;
-            e.nflow_out = top->flow_out != 0;
-            e.flow_in = &top->flow_in;
-            e.nflow_in = top->flow_in != 0;
+            size_t k = lanes_next_end(&ln), top = ln.top[k];
+            rc = full_event(m, top, &e, &args, &acap, &scratch, &scap);
+            e.track = ln.wid[k];
+            if (m->json) e.end = m->items[top].shown;
             if (rc == 0) rc = strobe_writer_slice_end(w, &e, NULL, 0);
-            depth--;
+            ln.top[k] = ln.below[top];
+            top = ln.top[k];
+            lanes_set(&ln, k, top == SIZE_MAX ? INT64_MAX : m->items[top].ts + m->items[top].dur);
         }
         if (it == NULL || rc) break;
-        if (it->ph == 's' || it->ph == 'f') continue;
+        if (i == 0 || new_track) {
+            ln.n = 1;
+            ln.wid[0] = (uint32_t)m->tracks[it->track].wid;
+            /* The tracks before this one, all closed, get no more events: the writer forgets
+             * their state every so many. */
+            if (++tracks_written % MERGE_FLUSH_TRACKS == 0) rc = strobe_writer_flush_interned(w);
+            if (rc) break;
+        }
         if (m->tracks[it->track].device) st->device_events++;
         st->events++;
         if (it->ph == 'C') {
-            strobe_writer_event e = item_event(m, it);
+            e = item_event(m, it);
             rc = strobe_writer_counter(w, &e);
-            if (rc > 0) rc = 0;
+            if (rc > 0) rc = 0; /* not finite: JSON has none */
             continue;
         }
-        nargs = 0;
-        if (it->args_off != SIZE_MAX)
-            rc = cli_writer_args(m->arena + it->args_off, it->args_len, &args, &acap, &nargs,
-                                 &scratch, &scap);
+        size_t lane = 0, parent = ln.top[0];
+        if (it->ph == 'X' && m->opt->overlap == CLI_MERGE_LANES) {
+            if ((lane = lanes_fit(&ln, it->ts + it->dur)) == SIZE_MAX) {
+                rc = STROBE_ENOMEM;
+                break;
+            }
+            if (lane >= ln.n && (rc = add_lane(m, w, &ln, lane, it)) == 0) st->lanes++;
+            parent = ln.top[lane];
+            st->on_lanes += lane > 0;
+        } else if (it->ph == 'X' && parent != SIZE_MAX &&
+                   it->ts + it->dur > m->items[parent].ts + m->items[parent].dur) {
+            it->dur = m->items[parent].ts + m->items[parent].dur - it->ts;
+            st->clipped++;
+        }
+        if (rc == 0) rc = full_event(m, i, &e, &args, &acap, &scratch, &scap);
         if (rc) break;
-        strobe_writer_event e = item_event(m, it);
-        e.args = args;
-        e.nargs = nargs;
+        e.track = ln.wid[lane];
         if (it->ph == 'i') {
             rc = strobe_writer_instant(w, &e);
             continue;
         }
-        if (depth > 0) {
-            const mitem *top = &m->items[stack[depth - 1]];
-            if (it->ts + it->dur > top->ts + top->dur) {
-                m->items[i].dur = top->ts + top->dur - it->ts;
-                st->clipped++;
-                e.end = it->ts + m->items[i].dur;
-            }
-        }
-        m->items[i].shown = shown_end(m, i, depth > 0 ? stack[depth - 1] : SIZE_MAX);
-        e.flow_out = &it->flow_out;
-        e.nflow_out = it->flow_out != 0;
-        e.flow_in = &it->flow_in;
-        e.nflow_in = it->flow_in != 0;
+        it->shown = shown_end(m, i, parent);
         rc = strobe_writer_slice_begin(w, &e);
-        stack[depth++] = i;
+        ln.below[i] = ln.top[lane];
+        ln.top[lane] = i;
+        lanes_set(&ln, lane, it->ts + it->dur);
     }
+    free(ln.below);
+    free(ln.mn);
+    free(ln.mx);
+    free(ln.top);
+    free(ln.wid);
     free(args);
     free(scratch);
     return rc;
@@ -918,7 +1252,16 @@ static int write_events(merger *m, strobe_writer *w, size_t *stack, cli_merge_st
 
 /* Frees what one group held, for the next. */
 static void release_group(merger *m) {
+    for (size_t i = 0; i < m->ntracks; i++)
+        free(m->tracks[i].open);
     free(m->tracks);
+    free(m->flows);
+    free(m->extra);
+    free(m->meta);
+    m->flows = NULL;
+    m->extra = NULL;
+    m->meta = NULL;
+    m->nflows = m->capflows = m->nextra = m->capextra = m->nmeta = m->capmeta = 0;
     free(m->items);
     free(m->arena);
     free(m->pending);
@@ -944,8 +1287,12 @@ static int open_output(merger *m, const char *out, const cli_merge_options *opt,
     strobe_writer_options_init(&wo);
     wo.base_ns = opt->has_base ? opt->base_ns : m->has_base ? m->base : 0;
     wo.trace_id = m->trace_id;
-    wo.trace_name = opt->trace_name;
+    wo.trace_name = opt->trace_name ? opt->trace_name : m->trace_name;
     int rc = strobe_writer_open(w, out, &wo);
+    /* A whole trace's members; one the writer refuses (not valid JSON) is left out. */
+    for (size_t i = 0; rc == 0 && i < m->nmeta; i++)
+        if (strobe_writer_set_meta(*w, m->meta[i].k, m->meta[i].v) == STROBE_ENOMEM)
+            rc = STROBE_ENOMEM;
     for (size_t i = 0; rc == 0 && i < opt->nmeta; i++)
         rc = strobe_writer_set_meta(*w, opt->meta_keys[i], opt->meta_values[i]);
     if (rc == 0 && m->device_props)
@@ -971,28 +1318,27 @@ static int open_output(merger *m, const char *out, const cli_merge_options *opt,
 /* Sorts, binds and writes the group collected; `root`: whether its first process is written
  * even without events. */
 static int write_group(merger *m, strobe_writer *w, int root, cli_merge_stats *st) {
-    size_t *stack = malloc((m->nitems ? m->nitems : 1) * sizeof *stack);
-    if (stack == NULL) return STROBE_ENOMEM;
-    qsort(m->items, m->nitems, sizeof *m->items, cmp_items);
-    bind_flows(m, stack);
+    cli_qsort(m->items, m->nitems, sizeof *m->items, cmp_items);
+    bind_flows(m);
+    /* JSON gives a flow several ends as they are; Perfetto needs an id per end. */
+    if (!m->json) fan_out_flows(m);
+    if (m->oom) return STROBE_ENOMEM;
     uint32_t first = UINT32_MAX;
     for (size_t i = 0; root && i < m->ntracks && first == UINT32_MAX; i++)
         if (m->tracks[i].tid == PROCESS_TID && !m->tracks[i].device) first = (uint32_t)i;
     int rc = write_tracks(m, w, first, st);
-    if (rc == 0) rc = write_events(m, w, stack, st);
-    free(stack);
-    return rc;
+    return rc ? rc : write_events(m, w, st);
 }
 
 int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const char *out,
                  const cli_merge_options *opt, cli_merge_stats *stats) {
     cli_merge_options defaults = {0};
     if (opt == NULL) opt = &defaults;
-    merger m = {.cmd = cmd, .json = !strobe__pftrace_path(out)};
+    merger m = {.cmd = cmd, .opt = opt, .json = !strobe__pftrace_path(out)};
     cli_merge_stats st = {0};
     strobe__strtab_init(&m.strs, &m.pool);
     size_t read = 0;
-    int rc = 0, open_errno = 0;
+    int rc = 0, open_errno = 0, open_failed = 0;
     strobe_writer *w = NULL;
     for (size_t i = 0; rc == 0 && i < n;) {
         /* The group: an own_pids input alone, or the run of inputs up to the next one. */
@@ -1009,7 +1355,13 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
             if (opt->state) opt->state[k] = state;
         }
         read += group_read;
-        if (m.too_many) {
+        if (m.fatal) {
+            rc = STROBE_EINVAL;
+        } else if (opt->whole && m.nitems == 0 && m.ntracks == 0) {
+            fprintf(stderr, "strobe %s: %s: no events\n", cmd, cli_esc(inputs[i].path));
+            rc = STROBE_EINVAL;
+            m.fatal = 1;
+        } else if (m.too_many) {
             fprintf(stderr, "strobe %s: %s: more than %d processes in one input\n", cmd,
                     cli_esc(inputs[i].path), CLI_MERGE_MAX_PIDS);
             rc = STROBE_EINVAL;
@@ -1019,8 +1371,10 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
         /* The first group read opens the output. */
         if (rc == 0 && i == 0 && opt->nmeta && !m.session_taken && strobe__pftrace_path(out))
             add_session_span(&m);
-        if (rc == 0 && w == NULL && read > 0 && (rc = open_output(&m, out, opt, &w)) != 0)
+        if (rc == 0 && w == NULL && read > 0 && (rc = open_output(&m, out, opt, &w)) != 0) {
             open_errno = errno; /* why the file could not be made (ENOENT, EROFS ...) */
+            open_failed = w == NULL;
+        }
         if (rc == 0 && group_read > 0) rc = write_group(&m, w, i == 0 || inputs[i].own_pids, &st);
         /* The group's tracks get no more events: the writer forgets their state (Perfetto's
          * interned names and buffers), so that memory does not grow with the ranks. */
@@ -1031,6 +1385,8 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
         i = end;
     }
     st.skipped = m.skipped;
+    st.out_of_range = m.out_of_range;
+    st.wide_ids = m.wide_ids;
     st.dropped = m.dropped;
     if (rc == 0 && read == 0) {
         fprintf(stderr, "strobe %s: no input could be read\n", cmd);
@@ -1045,14 +1401,16 @@ int cli_merge_ex(const char *cmd, const cli_merge_input *inputs, size_t n, const
             strobe_writer_abort(w);
         sys_errno = errno;
     }
-    if (rc < 0 && read > 0 && !m.too_many) {
-        fprintf(stderr, "strobe %s: %s: cannot write: %s\n", cmd, cli_esc(out),
+    if (rc < 0 && read > 0 && !m.too_many && !m.fatal) {
+        fprintf(stderr, "strobe %s: %s: %s: %s\n", cmd, cli_esc(out),
+                open_failed ? "cannot create a file in its folder" : "cannot write",
                 cli_out_reason(rc, sys_errno));
     }
     release_group(&m);
     strobe__strtab_release(&m.strs);
     strobe__pool_release(&m.pool);
     free(m.trace_id);
+    free(m.trace_name);
     free(m.device_props);
     free(m.heap);
     for (size_t k = 0; k < 3; k++)
@@ -1065,4 +1423,30 @@ int cli_merge(const char *cmd, const cli_merge_input *inputs, size_t n, const ch
               const char *trace_name, cli_merge_stats *stats) {
     cli_merge_options opt = {.trace_name = trace_name};
     return cli_merge_ex(cmd, inputs, n, out, &opt, stats);
+}
+
+int cli_merge_getopt(const char *cmd, const char *usage, const struct option *longopts, int argc,
+                     char **argv, cli_merge_args *a) {
+    for (int c; (c = cli_getopt(argc, argv, ":o:qhV", longopts, &a->first)) != -1;) {
+        switch (c) {
+        case 'h':
+            return cli_help(usage);
+        case 'V':
+            return cli_version();
+        case 'q':
+            a->quiet = 1;
+            break;
+        case 'o':
+            a->out = optarg;
+            break;
+        case 'O':
+            if (strcmp(optarg, "lanes") != 0 && strcmp(optarg, "cut") != 0)
+                return cli_usage_error(cmd, "--overlap takes lanes or cut", optarg);
+            a->overlap = optarg[0] == 'l' ? CLI_MERGE_LANES : CLI_MERGE_CUT;
+            break;
+        default:
+            return cli_option_error(cmd, c, argv, longopts);
+        }
+    }
+    return -1;
 }

@@ -1,5 +1,6 @@
 /* merge.h: several traces written into one, each process a process of its own: the parts that
- * `strobe record` collects from the processes of one program (and, later, `strobe merge`).
+ * `strobe record` collects from the processes of one program, a job's ranks (`strobe merge`),
+ * and one JSON trace rewritten whole as Perfetto (`strobe convert`, cli_merge_options.whole).
  *
  * Every input is read with the trace reader (Kineto JSON or Perfetto, plain or gzip) and its
  * events are placed on one timeline by their absolute times (baseTimeNanoseconds + ts). strobe's
@@ -21,6 +22,7 @@
 #ifndef STROBE_CLI_MERGE_H
 #define STROBE_CLI_MERGE_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,7 +76,17 @@ typedef struct cli_merge_options {
     int *state;
     /* Show a progress line on a terminal while each input is read (cli_progress_start). */
     int progress;
+    /* What becomes of a slice that starts inside another and ends after it: CLI_MERGE_CUT, it is
+     * ended with the slice around it (counted in clipped); CLI_MERGE_LANES, it is kept whole on
+     * an extra track of its thread, "THREAD (overlaps, lane N)" (counted in on_lanes). */
+    int overlap;
+    /* One trace rewritten whole (strobe convert): every top-level member of the input rides on
+     * the output (not only those a merge carries), every track it names is declared, and an
+     * input that ends in an error, or holds nothing, is an error (merge.c lists the rest). */
+    int whole;
 } cli_merge_options;
+
+enum { CLI_MERGE_CUT = 0, CLI_MERGE_LANES = 1 };
 
 typedef struct cli_merge_stats {
     size_t processes;       /* process tracks written (devices not counted) */
@@ -83,11 +95,28 @@ typedef struct cli_merge_stats {
     size_t empty;           /* inputs without events, left out */
     size_t cut;             /* inputs that ended in an error: the events before it are kept */
     uint64_t clipped;       /* slices that ended after the slice around them: ended with it */
-    uint64_t skipped;       /* events of kinds not merged (B/E pairs, async, ...) */
+    uint64_t skipped;       /* events of kinds not merged (async, ...) */
     uint64_t device_events; /* events on device (GPU) tracks */
     uint64_t dropped;       /* events the inputs' sessions counted as dropped or lost, not written
                                ("dropped_events", "lost_events" of their strobe_stream) */
+    uint64_t on_lanes;      /* slices kept whole on extra lanes (CLI_MERGE_LANES) */
+    uint64_t lanes;         /* the extra lanes made for them */
+    uint64_t out_of_range;  /* events left out: a time at or beyond +-2^62 ns */
+    uint64_t wide_ids;      /* tracks whose pid is outside 0..16777215 or tid outside 32 bits */
 } cli_merge_stats;
+
+/* The options strobe convert and strobe merge share: -o OUT, --overlap=lanes|cut (long only,
+ * 'O' in their option tables), -q, -h, -V. */
+typedef struct cli_merge_args {
+    const char *out; /* NULL: not given */
+    int quiet, overlap;
+    int first; /* the first operand in argv */
+} cli_merge_args;
+
+/* Parses argv into *a (overlap keeps its value unless given). @return -1 when parsed, else the
+ * exit code to return (--help, --version, or a usage error said). */
+int cli_merge_getopt(const char *cmd, const char *usage, const struct option *longopts, int argc,
+                     char **argv, cli_merge_args *a);
 
 /* Merges inputs[0..n) into `out` (the format by its suffix, see strobe/writer.h). Processes with
  * one pid in several inputs (a forked child that ran exec) are one process, named after the last

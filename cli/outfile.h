@@ -1,4 +1,5 @@
-/* outfile.h: a command's -o OUT written whole or not at all (strobe flamegraph, strobe export).
+/* outfile.h: a command's -o OUT written whole or not at all (strobe flamegraph, strobe export,
+ * strobe convert's JSON).
  *
  * OUT is written to a temporary file in OUT's folder and renamed over OUT once complete, so that a
  * failure leaves an existing OUT as it was and no partial file. An OUT that exists and is not a
