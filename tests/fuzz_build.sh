@@ -35,7 +35,7 @@ FLAGS=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
 READER=("$SRC"/src/reader/*.c)
 MODEL=("$SRC/cli/model.c" "$SRC/cli/common.c" "$SRC/cli/link.c" "$SRC/cli/emit.c"
     "$SRC/cli/cmd_check.c" "$SRC/cli/cmd_info.c" "$SRC/cli/cmd_summary.c" "$SRC/cli/cmd_kernels.c"
-    "$SRC/cli/cmd_stacks.c" "$SRC/cli/folded.c" "$SRC/cli/flame.c" "$SRC/cli/cmd_convert.c" "$SRC/cli/merge.c"
+    "$SRC/cli/cmd_stacks.c" "$SRC/cli/folded.c" "$SRC/cli/flame.c" "$SRC/cli/cmd_convert.c" "$SRC/cli/outfile.c" "$SRC/cli/merge.c"
     "$SRC/cli/hta.c" "$SRC/cli/heap.c" "$SRC/cli/kseq.c" "$SRC/cli/tb.c" "$SRC/cli/idmap.c"
     "$SRC/cli/step.c"
     "$SRC"/src/util/*.c
