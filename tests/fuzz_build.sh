@@ -39,7 +39,7 @@ MODEL=("$SRC/cli/model.c" "$SRC/cli/common.c" "$SRC/cli/link.c" "$SRC/cli/emit.c
     "$SRC/cli/hta.c" "$SRC/cli/heap.c" "$SRC/cli/kseq.c" "$SRC/cli/tb.c" "$SRC/cli/idmap.c"
     "$SRC/cli/step.c"
     "$SRC"/src/util/*.c
-    "$SRC"/src/trace/*.c "$SRC/src/core/log.c" "$SRC/src/core/error.c")
+    "$SRC"/src/trace/*.c)
 
 echo "building the harnesses with $("$CC" --version | head -n 1)"
 "$CC" "${FLAGS[@]}" "$SRC/tests/fuzz_reader.c" "${READER[@]}" -lz -o "$WORK/fuzz_reader" &

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "stream.h"
 #include "stream_internal.h"
 #include "strobe/error.h"

@@ -18,7 +18,7 @@
 #include "clock.h"
 #include "perf.h"
 #include "hooks.h"
-#include "log.h"
+#include "util/log.h"
 #include "record.h"
 #include "strobe/session.h"
 

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "ownfd.h"
 #include "ownthread.h"
 #include "stream.h"

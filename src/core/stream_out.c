@@ -39,7 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "ownfd.h"
 #include "record.h"
 #include "stack.h"
