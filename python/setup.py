@@ -50,14 +50,13 @@ def sources():
     src = []
     # Every folder of src/ (a new one is found without a change here), but the preloaded
     # libraries (src/preload, and src/mpi, the MPI interposer preloaded by `strobe record --mpi`,
-    # built only where mpi.h is: programs of their own); of src/ itself backends.c, not the shared
-    # library's exported entry points (inject_export.c).
+    # built only where mpi.h is: programs of their own); not src/ itself, the shared library's
+    # exported entry points (inject_export.c). The backends' table is src/devices/backends.c.
     for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, "src")):
         dirnames[:] = sorted(d for d in dirnames if d not in ("preload", "mpi"))
         if os.path.samefile(dirpath, os.path.join(ROOT, "src")):
             continue
         src += sorted(os.path.join(dirpath, f) for f in filenames if f.endswith(".c"))
-    src.append(os.path.join(ROOT, "src", "backends.c"))
     src += sorted(p for p in glob.glob(os.path.join(ROOT, "cli", "*.c"))
                   if os.path.basename(p) != "main.c")
     src += sorted(glob.glob(os.path.join(HERE, "src", "*.c")))
