@@ -1,9 +1,15 @@
 /* emit.h: machine-readable output shared by the subcommands: CSV fields (RFC 4180 quoting) and
- * JSON strings, and the --format option's values. */
+ * JSON strings, the --format option's values, and the UTF-8 check they and common.c's escaping
+ * share. It uses nothing else of the CLI: common.c calls it, never the other way. */
 #ifndef STROBE_CLI_EMIT_H
 #define STROBE_CLI_EMIT_H
 
+#include <stddef.h>
 #include <stdio.h>
+
+/* The length of the valid UTF-8 sequence (1 to 4 bytes) at s[0..n), or 0 when it is not one
+ * (a stray continuation byte, an overlong form, a surrogate, a cut sequence). */
+size_t cli_utf8_seq(const char *s, size_t n);
 
 /* CL_FORMAT_UNKNOWN: cl_parse_format()'s answer for a name it does not know (not an error code). */
 enum { CL_FORMAT_UNKNOWN = -1, CL_TABLE = 0, CL_CSV, CL_JSON };

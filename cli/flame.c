@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "emit.h"
 #include "folded.h"
 #include "strobe/error.h"
 
