@@ -18,7 +18,7 @@
 #include "common.h"
 #include "emit.h"
 #include "heap.h"
-#include "link.h"
+#include "oplink.h"
 #include "model.h"
 #include "rows.h"
 #include "strobe/error.h"

@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "emit.h"
-#include "link.h"
+#include "oplink.h"
 #include "reader/trace_reader.h"
 #include "step.h"
 #include "common.h"

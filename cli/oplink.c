@@ -2,7 +2,7 @@
  *
  * Contents: ancestry walks, id -> event lookups (util/u64map.h), the operator at a time on a
  * thread, and cl_link. */
-#include "link.h"
+#include "oplink.h"
 
 #include <errno.h>
 #include <stdlib.h>
