@@ -18,7 +18,7 @@
 #include "common.h"
 #include "emit.h"
 #include "strobe/error.h"
-#include "model.h"
+#include "model/model.h"
 #include "reader/trace_reader.h"
 
 const char cmd_check_usage[] =

@@ -13,7 +13,7 @@
 #include "common.h"
 #include "folded.h"
 #include "heap.h"
-#include "model.h"
+#include "model/model.h"
 #include "pprof.h"
 #include "strobe/error.h"
 

@@ -12,7 +12,7 @@
 #include "cli.h"
 #include "common.h"
 #include "flame.h"
-#include "model.h"
+#include "model/model.h"
 #include "strobe/error.h"
 
 const char cmd_flamegraph_usage[] =

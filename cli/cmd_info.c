@@ -10,7 +10,7 @@
 #include "common.h"
 #include "emit.h"
 #include "strobe/error.h"
-#include "model.h"
+#include "model/model.h"
 #include "reader/trace_reader.h"
 #include "util/err.h"
 

@@ -14,7 +14,7 @@
 #include "emit.h"
 #include "hta.h"
 #include "kseq.h"
-#include "model.h"
+#include "model/model.h"
 #include "rows.h"
 #include "strobe/error.h"
 #include "tb.h"

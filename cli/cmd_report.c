@@ -24,7 +24,7 @@
 #include "flame.h"
 #include "heap.h"
 #include "hta.h"
-#include "model.h"
+#include "model/model.h"
 #include "report.h"
 #include "rows.h"
 #include "strobe/error.h"

@@ -22,7 +22,7 @@
 #include "cli.h"
 #include "common.h"
 #include "folded.h"
-#include "model.h"
+#include "model/model.h"
 #include "strobe/error.h"
 
 const char cmd_stacks_usage[] =

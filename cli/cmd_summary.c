@@ -5,8 +5,8 @@
  *   usage        the man page
  *   grouping     the row of each event: by name, name and shapes, name and stack frames, or
  *                name and module
- *   building     self and total CPU time, device time through the correlation chain (link.h),
- *                memory, FLOPs, perf counters
+ *   building     self and total CPU time, device time through the correlation chain
+ *                (model/oplink.h), memory, FLOPs, perf counters
  *   sorting      the --sort keys
  *   output       torch's table (util/table.h), CSV and JSON */
 #include <inttypes.h>
@@ -18,8 +18,8 @@
 #include "common.h"
 #include "emit.h"
 #include "heap.h"
-#include "oplink.h"
-#include "model.h"
+#include "model/oplink.h"
+#include "model/model.h"
 #include "rows.h"
 #include "strobe/error.h"
 #include "tb.h"
@@ -342,11 +342,11 @@ static int row_of_event(summary *s, const md_event *e, uint32_t *out) {
     return 0;
 }
 
-/* An open event of torch's CPU tree on one thread (cl_cpu_tree's nesting, see link.h). */
+/* An open event of torch's CPU tree on one thread (cl_cpu_tree's nesting, see model/oplink.h). */
 typedef struct open_ev {
     uint32_t i, first; /* the event; its first child */
     uint8_t nchild;    /* its children, held at 2 */
-    uint8_t merged;    /* the only child of one of its name (see link.h) */
+    uint8_t merged;    /* the only child of one of its name (see model/oplink.h) */
     uint32_t row;      /* its row (not merged) */
     int64_t end, self; /* its end; its self time so far (not merged) */
 } open_ev;

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 
 /* ---- escaping ------------------------------------------------------------------------------ */
 

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 
 /* What weighs a frame (see cl_fold_metric). */
 typedef enum cli_flame_metric {

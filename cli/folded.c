@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "heap.h"
-#include "oplink.h"
+#include "model/oplink.h"
 #include "strobe/error.h"
 
 /* ---- nodes --------------------------------------------------------------------------------- */

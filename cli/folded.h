@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "util/strpool.h"
 #include "util/strtab.h"
 #include "util/u64map.h"

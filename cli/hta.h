@@ -57,7 +57,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 
 enum { HTA_COMPUTATION = 0, HTA_COMMUNICATION = 1, HTA_MEMORY = 2 };
 

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "reader/trace_reader.h"
 #include "util/u64map.h"
 

@@ -2,7 +2,7 @@
 #include "od_client.h"
 
 #include "common.h"
-#include "model.h"
+#include "model/model.h"
 #include "util/err.h"
 
 #include <dirent.h>

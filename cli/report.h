@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 
 /* Writes s as HTML text (element content or a quoted attribute value): & < > " ' as entities,
  * control characters and bytes that are not UTF-8 as U+FFFD. Names from a trace are untrusted:

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "hta.h"
-#include "model.h"
+#include "model/model.h"
 
 /* `strobe summary -f json` (grouped by name, sorted by CPU total), its first `limit` rows (0: all);
  * *rows gets the number of rows there are. m gains a string ("ProfilerStep*"). @return 0 or

@@ -21,8 +21,9 @@
  *     descendants'; device self and total likewise for all device work. op_agg.py: the
  *     operator view's tc_self_ratio = tc_self / device self, tc_total_ratio = tc_total / device
  *     total (0 when the denominator is 0).
- * Operators, their nesting and the device work each launched are strobe's (link.h), the same as
- * strobe summary's and the plugin's own operator view's (tests/cli/check_tb_operator_view.py).
+ * Operators, their nesting and the device work each launched are strobe's (model/oplink.h), the
+ * same as strobe summary's and the plugin's own operator view's
+ * (tests/cli/check_tb_operator_view.py).
  *
  * Contents: allowlists, device properties (and the memory rule), GPU metrics, operator tree,
  * the operator view's table. */
@@ -34,9 +35,9 @@
 #include <string.h>
 
 #include "emit.h"
-#include "oplink.h"
+#include "model/oplink.h"
 #include "reader/trace_reader.h"
-#include "step.h"
+#include "model/step.h"
 #include "common.h"
 #include "strobe/error.h"
 #include "util/table.h"

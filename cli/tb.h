@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 
 /* Whether a kernel of this name uses Tensor Cores: its name contains one of the plugin's
  * patterns (tensor_core.py, TC_Allowlist: "h884", "s1688", "xmma_gemm" ...). */
@@ -53,7 +53,7 @@ int cl_tb_metrics_get(const md_model *m, int64_t steps_s, int64_t steps_e, cl_tb
 void cl_tb_metrics_free(cl_tb_metrics *t);
 
 /* The operator tree's Tensor Core figures (node.py OperatorNode.fill_stats), per event of
- * m->count: for operators of torch's CPU tree (link.h cl_cpu_tree), 0 elsewhere. */
+ * m->count: for operators of torch's CPU tree (model/oplink.h cl_cpu_tree), 0 elsewhere. */
 typedef struct cl_tb_ops {
     uint8_t *eligible;             /* tc_eligible */
     int64_t *dev_self, *dev_total; /* device time (kernels, copies, memsets), ns */

@@ -22,7 +22,7 @@
 
 #include "cli.h"
 #include "flame.h"
-#include "model.h"
+#include "model/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,7 @@
 
 #include "check.h"
 #include "heap.h"
-#include "model.h"
+#include "model/model.h"
 #include "rows.h"
 #include "strobe/error.h"
 

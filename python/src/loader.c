@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../cli/model.h"
+#include "model/model.h"
 #include "strobe/result.h"
 
 int strobe_py_load_init(void) {

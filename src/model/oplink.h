@@ -1,8 +1,8 @@
 /* oplink.h: what the CLI's tables need beyond the model's nesting: which events are rows of the
  * operator table, each event's enclosing operator, and the correlation chain that ties device
  * work (kernels, copies, memsets) to the CPU operator that launched it. */
-#ifndef STROBE_CLI_OPLINK_H
-#define STROBE_CLI_OPLINK_H
+#ifndef STROBE_MODEL_OPLINK_H
+#define STROBE_MODEL_OPLINK_H
 
 #include <stdint.h>
 

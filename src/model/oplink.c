@@ -1,4 +1,4 @@
-/* link.c: operator ancestry and the device-work correlation chain (see link.h).
+/* oplink.c: operator ancestry and the device-work correlation chain (see oplink.h).
  *
  * Contents: ancestry walks, id -> event lookups (util/u64map.h), the operator at a time on a
  * thread, and cl_link. */

@@ -1,7 +1,7 @@
 /* step.h: torch.profiler's iterations as the analysis tools find them: the ranges named
  * "ProfilerStep#N" that profile.step() opens on the CPU. */
-#ifndef STROBE_CLI_STEP_H
-#define STROBE_CLI_STEP_H
+#ifndef STROBE_MODEL_STEP_H
+#define STROBE_MODEL_STEP_H
 
 #include <stdint.h>
 
