@@ -1,6 +1,6 @@
 /* device.h: the seam between the session and the device backends (CUDA through CUPTI, in
- * src/devices/). The core knows backends only through this table, filled in src/devices/backends.c, so that
- * the dependencies point one way (backends -> core). */
+ * src/devices/). The core knows backends only through this table, filled in
+ * src/devices/backends.c, so that the dependencies point one way (backends -> core). */
 #ifndef STROBE_DEVICE_H
 #define STROBE_DEVICE_H
 
