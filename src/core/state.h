@@ -207,15 +207,7 @@ void strobe__registry_sweep(void);
 /* Marks every state except the caller's as exited (in a child after fork). */
 void strobe__registry_after_fork_child(void);
 
-/* hotpath.c */
-/* Takes a new chunk for t (the current one is full). Writes a TRUNC record and marks the thread
- * full when the arena is exhausted, counting the lost record as a dropped event when `counts`.
- * @return 1 when a chunk with `need` free bytes is current. */
-int strobe__chunk_refill(strobe__tstate *t, size_t need, int counts);
-
-/* Ends t's recording for want of buffer: writes the TRUNC record (when t has a chunk) into the
- * reserve kept for it and sends t's records to the slow path, which drops and counts them. */
-void strobe__mark_full(strobe__tstate *t);
+/* chunks.c: strobe__chunk_refill() and strobe__mark_full() are in chunks.h. */
 
 /* Records a backend event (backend.c's entry point; times already on the session's clock). */
 void strobe__backend_record(int64_t start_ns, int64_t end_ns, int64_t debug_handle,
