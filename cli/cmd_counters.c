@@ -452,14 +452,14 @@ static int run(const hta_set *s, int format) {
 }
 
 int cmd_counters(int argc, char **argv) {
-    int format = CL_TABLE, quiet = 0, first = 0;
+    int format = CLI_TABLE, quiet = 0, first = 0;
     for (int o; (o = cli_getopt(argc, argv, ":f:qhV", cmd_counters_options, &first)) != -1;) {
         if (o == 'h') return cli_help(cmd_counters_usage);
         if (o == 'V') return cli_version();
         if (o == 'q') {
             quiet = 1;
         } else if (o == 'f') {
-            format = cl_parse_format(optarg);
+            format = cli_parse_format(optarg);
             if (format < 0) return cli_usage_error("counters", "unknown --format", optarg);
         } else {
             return cli_option_error("counters", o, argv, cmd_counters_options);

@@ -149,24 +149,24 @@ static int by_i64(const void *a, const void *b) {
 }
 
 /* A thread's pid and tid as the overlay writes them: numbers, string ids through the copy's map. */
-static int thread_ids(cl_idmap *ids, const md_model *m, const md_thread *th, int64_t *pid,
+static int thread_ids(cli_idmap *ids, const md_model *m, const md_thread *th, int64_t *pid,
                       int64_t *tid) {
     *pid = th->pid;
     *tid = th->tid;
     if (th->pid_kind == MD_ID_STR) {
         const char *s = md_str(m, th->pid_str);
-        STROBE_FORWARD_IF_ERR(cl_idmap_pid(ids, s, strlen(s), pid));
+        STROBE_FORWARD_IF_ERR(cli_idmap_pid(ids, s, strlen(s), pid));
     }
     if (th->tid_kind == MD_ID_STR) {
         const char *s = md_str(m, th->tid_str);
-        STROBE_FORWARD_IF_ERR(cl_idmap_tid(ids, *pid, s, strlen(s), tid));
+        STROBE_FORWARD_IF_ERR(cli_idmap_tid(ids, *pid, s, strlen(s), tid));
     }
     return 0;
 }
 
 /* One flow point of edge e at node n (HTA's get_flow_event), after *nev events (counted).
  * @return 0 or STROBE_ENOMEM. */
-static int put_flow(FILE *f, const cp_graph *g, cl_idmap *ids, const cp_edge *e, uint32_t n,
+static int put_flow(FILE *f, const cp_graph *g, cli_idmap *ids, const cp_edge *e, uint32_t n,
                     size_t id, int start, size_t *nev, int critical) {
     const md_model *m = &g->r->m;
     const cp_row *w = &g->rows[g->nodes[n].row];
@@ -183,7 +183,7 @@ static int put_flow(FILE *f, const cp_graph *g, cl_idmap *ids, const cp_edge *e,
     STROBE_FORWARD_IF_ERR(thread_ids(ids, m, &m->threads[ev.thread], &pid, &tid));
     fprintf(f, "%s\n{\"ph\":\"%s\",\"id\":%zu,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
             (*nev)++ ? "," : "", start ? "s" : "f", id, pid, tid);
-    cl_put_us(f, t);
+    cli_put_us(f, t);
     fprintf(f,
             ",\"cat\":\"%s\",\"name\":\"critical_path\",%s\"args\":{\"weight\":%" PRId64
             ",\"critical\":%s}}",
@@ -221,7 +221,7 @@ static void put_critical(FILE *f, const strobe_rd_event *ev) {
 
 /* The flows of the path's edges of HTA's default types (DEFAULT_EDGE_TYPES_IN_VIZ), after *nev
  * events (counted). @return 0 or STROBE_ENOMEM. */
-static int put_flows(FILE *f, const cp_graph *g, cl_idmap *ids, size_t *nev, int all_edges) {
+static int put_flows(FILE *f, const cp_graph *g, cli_idmap *ids, size_t *nev, int all_edges) {
     size_t id = 0;
     int rc = 0;
     if (all_edges) {
@@ -253,17 +253,17 @@ static int put_flows(FILE *f, const cp_graph *g, cl_idmap *ids, size_t *nev, int
 
 /* Ends the event array: the path's flows, the names of the ids the map made, the bracket.
  * @return 0 or STROBE_ENOMEM. */
-static int end_events(FILE *f, const cp_graph *g, const ctx *c, cl_idmap *ids, size_t nev) {
+static int end_events(FILE *f, const cp_graph *g, const ctx *c, cli_idmap *ids, size_t nev) {
     int rc = put_flows(f, g, ids, &nev, c->all_events && c->all_edges);
-    if (rc == 0) cl_idmap_put_names(ids, f, nev);
+    if (rc == 0) cli_idmap_put_names(ids, f, nev);
     fputs("\n]", f);
     return rc;
 }
 
 /* Writes event ev, marked critical or as it is, its string ids as numbers of the map.
  * @return 0, STROBE_ENOMEM or STROBE_EFORMAT. */
-static int put_event(FILE *f, cl_idmap *ids, const strobe_rd_event *ev, int is_crit) {
-    if (!cl_idmap_wants(ev)) {
+static int put_event(FILE *f, cli_idmap *ids, const strobe_rd_event *ev, int is_crit) {
+    if (!cli_idmap_wants(ev)) {
         if (is_crit)
             put_critical(f, ev);
         else
@@ -278,7 +278,7 @@ static int put_event(FILE *f, cl_idmap *ids, const strobe_rd_event *ev, int is_c
         put_critical(mf, ev);
     else
         fwrite(ev->raw, 1, ev->raw_len, mf);
-    int rc = fclose(mf) == 0 ? cl_idmap_put_event(ids, f, ev, buf, len) : STROBE_ENOMEM;
+    int rc = fclose(mf) == 0 ? cli_idmap_put_event(ids, f, ev, buf, len) : STROBE_ENOMEM;
     free(buf);
     return rc;
 }
@@ -432,8 +432,8 @@ static int overlay(const cp_graph *g, const ctx *c) {
         return HTA_REPORTED;
     }
     /* String ids become numbers, named by metadata events (idmap.h). */
-    cl_idmap ids = {0};
-    int wrc = cl_idmap_reserve(&ids, m); /* the writer's error, not the reader's */
+    cli_idmap ids = {0};
+    int wrc = cli_idmap_reserve(&ids, m); /* the writer's error, not the reader's */
     strobe_rd *rd = NULL;
     int rc = wrc ? wrc : strobe_rd_open(&rd, m->path, NULL);
     strobe_rd_item it;
@@ -449,7 +449,7 @@ static int overlay(const cp_graph *g, const ctx *c) {
             }
             if (strcmp(it.meta->key.s, "traceEvents") == 0) continue;
             fputs(members++ ? ",\n" : "\n", f);
-            cl_json_str(f, it.meta->key.s);
+            cli_json_str(f, it.meta->key.s);
             fputc(':', f);
             fwrite(it.meta->value.raw, 1, it.meta->value.len, f);
             continue;
@@ -483,7 +483,7 @@ static int overlay(const cp_graph *g, const ctx *c) {
                 : rd ? strobe_rd_errmsg(rd)
                      : "cannot read the trace");
     strobe_rd_close(rd);
-    cl_idmap_free(&ids);
+    cli_idmap_free(&ids);
     free(crit);
     free(drop);
     if (fclose(f) != 0 && rc == 0) {

@@ -98,7 +98,7 @@ static const char *const metric_missing[] = {
 
 /* Adds each stack of slot 0 of `f` with a weight as a sample of value w * scale (and w first,
  * with two_values). @return the samples added. */
-static uint64_t add_folded(cli_pprof *p, const cl_fold *f, int two_values, int64_t scale) {
+static uint64_t add_folded(cli_pprof *p, const cli_fold *f, int two_values, int64_t scale) {
     uint64_t *loc_of = calloc(f->names.count, sizeof *loc_of), *locs = NULL, added = 0;
     size_t cap = 0;
     if (loc_of == NULL) p->err = STROBE_ENOMEM;
@@ -192,12 +192,12 @@ static int build(cli_pprof *p, const md_model *m, int metric, int64_t hz) {
         }
         if (hr == 0) cli_heap_free(&h);
     }
-    static const cl_fold_metric fold_of[] = {CL_FOLD_SELF_CPU, CL_FOLD_SELF_CUDA_OP,
-                                             CL_FOLD_SAMPLES, CL_FOLD_MEMORY};
-    cl_fold f;
+    static const cli_fold_metric fold_of[] = {CLI_FOLD_SELF_CPU, CLI_FOLD_SELF_CUDA_OP,
+                                              CLI_FOLD_SAMPLES, CLI_FOLD_MEMORY};
+    cli_fold f;
     uint64_t n = 0;
-    int err = cl_fold_init(&f);
-    if (!err) err = cl_fold_add(&f, m, fold_of[metric], CL_FOLD_STACK, 0, &n);
+    int err = cli_fold_init(&f);
+    if (!err) err = cli_fold_add(&f, m, fold_of[metric], CLI_FOLD_STACK, 0, &n);
     if (!err) {
         if (metric == M_SAMPLES) {
             int64_t period = 1000000000 / hz;
@@ -214,7 +214,7 @@ static int build(cli_pprof *p, const md_model *m, int metric, int64_t hz) {
         }
         err = p->err;
     }
-    cl_fold_free(&f);
+    cli_fold_free(&f);
     return err ? err : n == 0;
 }
 

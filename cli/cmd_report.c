@@ -458,7 +458,7 @@ typedef struct sum_arg {
 
 static int j_summary(FILE *out, void *arg) {
     sum_arg *a = arg;
-    return cl_summary_json(out, a->m, REPORT_MAX_ROWS, &a->rows);
+    return cli_summary_json(out, a->m, REPORT_MAX_ROWS, &a->rows);
 }
 /* strobe record --heap's allocation sites; null without them. */
 static int j_heap(FILE *out, void *arg) {
@@ -468,13 +468,13 @@ static int j_heap(FILE *out, void *arg) {
     return rc == 1 ? 0 : rc;
 }
 static int j_kernels(FILE *out, void *arg) {
-    return cl_kernels_json(out, arg, REPORT_MAX_ROWS);
+    return cli_kernels_json(out, arg, REPORT_MAX_ROWS);
 }
 static int j_steps(FILE *out, void *arg) {
-    return cl_steps_json(out, arg);
+    return cli_steps_json(out, arg);
 }
 static int j_by_type(FILE *out, void *arg) {
-    return cl_kernels_by_type_json(out, arg);
+    return cli_kernels_by_type_json(out, arg);
 }
 static int j_breakdown(FILE *out, void *arg) {
     return hta_json(out, &hta_cmd_breakdown, arg, NULL);
@@ -498,15 +498,15 @@ static int j_ranks(FILE *out, void *arg) {
 /* The TensorBoard plugin's figures (strobe steps --overview, summary --tensor-cores, kernels
  * --tb-view), for report_tb.c's section. */
 static int j_tb_overview(FILE *out, void *arg) {
-    return cl_steps_overview_json(out, arg);
+    return cli_steps_overview_json(out, arg);
 }
 
 static int j_tb_operators(FILE *out, void *arg) {
-    return cl_tb_op_table(out, arg, REPORT_MAX_ROWS, CL_JSON, CLI_NAME_WIDTH_DEFAULT);
+    return cli_tb_op_table(out, arg, REPORT_MAX_ROWS, CLI_JSON, CLI_NAME_WIDTH_DEFAULT);
 }
 
 static int j_tb_kernels(FILE *out, void *arg) {
-    return cl_kernels_tb_json(out, arg, REPORT_MAX_ROWS);
+    return cli_kernels_tb_json(out, arg, REPORT_MAX_ROWS);
 }
 
 static int put_tb(FILE *out, md_model *m) {

@@ -73,17 +73,17 @@ const char cmd_stacks_usage[] =
     "EXIT STATUS\n"
     "    0 success; 2 bad input (the trace cannot be read) or bad usage.\n";
 
-/* Folds the trace for `metric` (CL_FOLD_SELF_CPU, CL_FOLD_SELF_CUDA_OP or CL_FOLD_SAMPLES) and
+/* Folds the trace for `metric` (CLI_FOLD_SELF_CPU, CLI_FOLD_SELF_CUDA_OP or CLI_FOLD_SAMPLES) and
  * prints the folded lines: times in ns printed in us, samples as counts. @return 0, 1 when the
  * metric is samples and the trace has none, or STROBE_ENOMEM. */
-static int run(const md_model *m, cl_fold_metric metric) {
-    cl_fold f;
+static int run(const md_model *m, cli_fold_metric metric) {
+    cli_fold f;
     uint64_t samples = 0;
-    int err = cl_fold_init(&f);
-    if (!err) err = cl_fold_add(&f, m, metric, CL_FOLD_STACK, 0, &samples);
-    if (!err) err = cl_fold_print(&f, stdout, metric == CL_FOLD_SAMPLES ? 1 : 1000);
-    cl_fold_free(&f);
-    return err ? err : metric == CL_FOLD_SAMPLES && samples == 0;
+    int err = cli_fold_init(&f);
+    if (!err) err = cli_fold_add(&f, m, metric, CLI_FOLD_STACK, 0, &samples);
+    if (!err) err = cli_fold_print(&f, stdout, metric == CLI_FOLD_SAMPLES ? 1 : 1000);
+    cli_fold_free(&f);
+    return err ? err : metric == CLI_FOLD_SAMPLES && samples == 0;
 }
 
 static int usage_error(const char *msg, const char *arg) {
@@ -134,7 +134,7 @@ int cmd_stacks(int argc, char **argv) {
     if (rc == CLI_OK) {
         cli_say_skipped("stacks", path, m);
         if (samples) {
-            int src = run(m, CL_FOLD_SAMPLES);
+            int src = run(m, CLI_FOLD_SAMPLES);
             if (src == 1) {
                 fprintf(stderr,
                         "strobe stacks: %s: no CPU samples (events of category cpu_sample) in the "
@@ -145,7 +145,7 @@ int cmd_stacks(int argc, char **argv) {
                 rc = cli_finish("stacks", path, src, CLI_OK);
             }
         } else {
-            int src = run(m, cuda ? CL_FOLD_SELF_CUDA_OP : CL_FOLD_SELF_CPU);
+            int src = run(m, cuda ? CLI_FOLD_SELF_CUDA_OP : CLI_FOLD_SELF_CPU);
             rc = cli_finish("stacks", path, src != 0 ? STROBE_ENOMEM : 0, CLI_OK);
         }
         md_free(m);

@@ -413,7 +413,7 @@ const char *cli_out_reason(int rc, int sys_errno) {
 
 void cli_print_id(const md_model *m, int64_t num, uint8_t kind, int json) {
     if (kind == MD_ID_STR && json)
-        cl_json_str(stdout, md_str(m, (uint32_t)num));
+        cli_json_str(stdout, md_str(m, (uint32_t)num));
     else if (kind == MD_ID_STR)
         printf("\"%s\"", cli_esc(md_str(m, (uint32_t)num)));
     else if (kind == MD_ID_NONE)

@@ -18,14 +18,14 @@ size_t cli_utf8_seq(const char *s, size_t n) {
     return len;
 }
 
-int cl_parse_format(const char *s) {
-    if (strcmp(s, "table") == 0) return CL_TABLE;
-    if (strcmp(s, "csv") == 0) return CL_CSV;
-    if (strcmp(s, "json") == 0) return CL_JSON;
-    return CL_FORMAT_UNKNOWN;
+int cli_parse_format(const char *s) {
+    if (strcmp(s, "table") == 0) return CLI_TABLE;
+    if (strcmp(s, "csv") == 0) return CLI_CSV;
+    if (strcmp(s, "json") == 0) return CLI_JSON;
+    return CLI_FORMAT_UNKNOWN;
 }
 
-void cl_csv_str(FILE *out, const char *s) {
+void cli_csv_str(FILE *out, const char *s) {
     if (strpbrk(s, ",\"\r\n") == NULL) {
         fputs(s, out);
         return;
@@ -38,7 +38,7 @@ void cl_csv_str(FILE *out, const char *s) {
     fputc('"', out);
 }
 
-void cl_json_str(FILE *out, const char *s) {
+void cli_json_str(FILE *out, const char *s) {
     fputc('"', out);
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
@@ -59,7 +59,7 @@ void cl_json_str(FILE *out, const char *s) {
     fputc('"', out);
 }
 
-void cl_put_us(FILE *out, long long ns) {
+void cli_put_us(FILE *out, long long ns) {
     /* Integer arithmetic, so that 1.005 us prints as 1.005 and not 1.004999. */
     unsigned long long a = ns < 0 ? 0ull - (unsigned long long)ns : (unsigned long long)ns;
     fprintf(out, "%s%llu.%03llu", ns < 0 ? "-" : "", a / 1000, a % 1000);

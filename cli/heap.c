@@ -312,7 +312,7 @@ int cli_heap_json(FILE *out, const char *json, size_t top) {
             cli_heap_free(&h);
             return STROBE_ENOMEM;
         }
-        cl_json_str(out, stack); /* escaped as every JSON string of the CLI's */
+        cli_json_str(out, stack); /* escaped as every JSON string of the CLI's */
         free(stack);
         fputs("}", out);
     }

@@ -815,7 +815,7 @@ static const char *table_head(const char *col) {
 
 void hta_table_print(const hta_table *t, int format, FILE *out) {
     size_t nc = t->ncols < HTA_MAX_COLS ? t->ncols : HTA_MAX_COLS;
-    if (format == CL_TABLE) {
+    if (format == CLI_TABLE) {
         size_t w[HTA_MAX_COLS] = {0};
         for (size_t c = 0; c < nc; c++) {
             w[c] = strobe__utf8_len(t->heads ? t->heads[c] : table_head(t->cols[c])) + 2;
@@ -838,16 +838,16 @@ void hta_table_print(const hta_table *t, int format, FILE *out) {
             fputc('\n', out);
         }
         strobe__table_separator(out, w, nc);
-    } else if (format == CL_CSV) {
+    } else if (format == CLI_CSV) {
         for (size_t c = 0; c < nc; c++) {
             if (c) fputc(',', out);
-            cl_csv_str(out, t->cols[c]);
+            cli_csv_str(out, t->cols[c]);
         }
         fputc('\n', out);
         for (size_t r = 0; r < t->n; r++) {
             for (size_t c = 0; c < nc; c++) {
                 if (c) fputc(',', out);
-                cl_csv_str(out, t->cells[r * nc + c]);
+                cli_csv_str(out, t->cells[r * nc + c]);
             }
             fputc('\n', out);
         }
@@ -858,10 +858,10 @@ void hta_table_print(const hta_table *t, int format, FILE *out) {
             for (size_t c = 0; c < nc; c++) {
                 const char *v = t->cells[r * nc + c];
                 if (c) fputs(", ", out);
-                cl_json_str(out, t->cols[c]);
+                cli_json_str(out, t->cols[c]);
                 fputs(": ", out);
                 if (t->text[c])
-                    cl_json_str(out, v);
+                    cli_json_str(out, v);
                 else
                     fputs(v[0] ? v : "null", out);
             }
@@ -901,12 +901,12 @@ int hta_table_row(hta_table *t, size_t n, const hta_cell *cells) {
 }
 
 void hta_emit(FILE *out, int format, const hta_table *t, const char *const *keys, size_t n) {
-    int object = n > 1 && format == CL_JSON;
+    int object = n > 1 && format == CLI_JSON;
     if (object) fputc('{', out);
     for (size_t k = 0; k < n; k++) {
         if (k) fputs(object ? ", " : "\n", out);
         if (object) {
-            cl_json_str(out, keys[k]);
+            cli_json_str(out, keys[k]);
             fputs(": ", out);
         }
         hta_table_print(&t[k], format, out);
@@ -934,7 +934,7 @@ static int run_emit(FILE *out, int format, const hta_command *c, const hta_set *
 }
 
 int hta_json(FILE *out, const hta_command *c, const hta_set *s, void *ctx) {
-    return run_emit(out, CL_JSON, c, s, ctx);
+    return run_emit(out, CLI_JSON, c, s, ctx);
 }
 
 int hta_main(const hta_command *c, void *ctx, int argc, char **argv) {
@@ -942,14 +942,14 @@ int hta_main(const hta_command *c, void *ctx, int argc, char **argv) {
 }
 
 int hta_main_rows(const hta_command *c, void *ctx, int argc, char **argv, int no_cpu_rows) {
-    int format = CL_TABLE, quiet = 0, first = 0;
+    int format = CLI_TABLE, quiet = 0, first = 0;
     for (int o; (o = cli_getopt(argc, argv, c->shortopts, c->options, &first)) != -1;) {
         if (o == 'h') return cli_help(c->usage);
         if (o == 'V') return cli_version();
         if (o == 'q') {
             quiet = 1;
         } else if (o == 'f') {
-            format = cl_parse_format(optarg);
+            format = cli_parse_format(optarg);
             if (format < 0) return cli_usage_error(c->name, "unknown --format", optarg);
         } else {
             int rc =

@@ -193,7 +193,7 @@ typedef struct hta_table {
 
 /* Adds a row of t->ncols cells (copied). @return 0 or STROBE_ENOMEM. */
 int hta_table_add(hta_table *t, const char *const *cells);
-/* Prints the table in format (CL_TABLE, CL_CSV, CL_JSON). */
+/* Prints the table in format (CLI_TABLE, CLI_CSV, CLI_JSON). */
 void hta_table_print(const hta_table *t, int format, FILE *out);
 void hta_table_free(hta_table *t);
 

@@ -574,7 +574,7 @@ static void out_str(ks_out *o, const char *s) {
     out_write(o, s, strlen(s));
 }
 
-/* A JSON string through cl_json_str (a memory stream, then out). */
+/* A JSON string through cli_json_str (a memory stream, then out). */
 static void out_json_str(ks_out *o, const char *s) {
     char *buf = NULL;
     size_t len = 0;
@@ -583,7 +583,7 @@ static void out_json_str(ks_out *o, const char *s) {
         o->err = 1;
         return;
     }
-    cl_json_str(mf, s);
+    cli_json_str(mf, s);
     if (fclose(mf) != 0) o->err = 1;
     out_write(o, buf, len);
     free(buf);
@@ -796,25 +796,25 @@ static ssize_t out_cookie_write(void *cookie, const char *buf, size_t n) {
 
 /* Writes event e as write_event() does, its string ids as numbers of the map `ids`, through of
  * (a FILE over o). */
-static int write_mapped(ks_out *o, FILE *of, cl_idmap *ids, const strobe_rd_event *e,
+static int write_mapped(ks_out *o, FILE *of, cli_idmap *ids, const strobe_rd_event *e,
                         const ks_syms *sy, const ks_mark *marks, size_t nmarks,
                         const ks_pattern *pat) {
-    if (!cl_idmap_wants(e)) return write_event(o, e, sy, marks, nmarks, pat);
+    if (!cli_idmap_wants(e)) return write_event(o, e, sy, marks, nmarks, pat);
     ks_out mo = {0};
     char *buf = NULL;
     size_t len = 0;
     if ((mo.f = open_memstream(&buf, &len)) == NULL) return STROBE_ENOMEM;
     int rc = write_event(&mo, e, sy, marks, nmarks, pat);
     if (fclose(mo.f) != 0 || mo.err) rc = rc ? rc : STROBE_ENOMEM;
-    if (rc == 0) rc = cl_idmap_put_event(ids, of, e, buf, len);
+    if (rc == 0) rc = cli_idmap_put_event(ids, of, e, buf, len);
     if (rc == 0 && fflush(of) != 0) o->err = 1;
     free(buf);
     return rc;
 }
 
 /* Ends the event array, after nev events: the names of the ids the map made, the bracket. */
-static void end_events(ks_out *o, FILE *of, const cl_idmap *ids, size_t nev) {
-    cl_idmap_put_names(ids, of, nev);
+static void end_events(ks_out *o, FILE *of, const cli_idmap *ids, size_t nev) {
+    cli_idmap_put_names(ids, of, nev);
     if (fflush(of) != 0) o->err = 1;
     out_str(o, "\n]");
 }
@@ -828,8 +828,8 @@ static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *
     int rc = syms_build(s, &sy);
     if (rc == 0) rc = collect_marks(g, res, m, opt->top_k, &marks, &nmarks);
     ks_out o = {0};
-    cl_idmap ids = {0};
-    if (rc == 0) rc = cl_idmap_reserve(&ids, m);
+    cli_idmap ids = {0};
+    if (rc == 0) rc = cli_idmap_reserve(&ids, m);
     if (rc == 0) {
         if (cli_ends_with(opt->out, ".gz"))
             o.gz = gzopen(opt->out, "wb");
@@ -886,7 +886,7 @@ static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *
     }
     int close_err = 0;
     if (of && fclose(of) != 0) close_err = 1;
-    cl_idmap_free(&ids);
+    cli_idmap_free(&ids);
     if (o.gz) close_err = gzclose(o.gz) != Z_OK;
     if (o.f) close_err = fclose(o.f) != 0;
     if (rc == 0 && (o.err || close_err)) {
@@ -936,7 +936,7 @@ static int run(const kseq_opts *o, const hta_set *s) {
 }
 
 int kseq_main(int argc, char **argv) {
-    kseq_opts o = {NULL, NULL, 3, 5, 0, CL_TABLE, 0};
+    kseq_opts o = {NULL, NULL, 3, 5, 0, CLI_TABLE, 0};
     int first = 0, seq = 0;
     for (int c; (c = cli_getopt(argc, argv, ":n:f:o:qhV", cmd_kernels_options, &first)) != -1;) {
         unsigned long long v;
@@ -949,7 +949,7 @@ int kseq_main(int argc, char **argv) {
             o.quiet = 1;
             break;
         case 'f':
-            o.format = cl_parse_format(optarg);
+            o.format = cli_parse_format(optarg);
             if (o.format < 0) return cli_usage_error("kernels", "unknown --format", optarg);
             break;
         case KSEQ_OPT_SEQUENCES:

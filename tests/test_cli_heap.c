@@ -81,7 +81,7 @@ int main(void) {
     size_t len = 0, rows = 0;
     FILE *out = open_memstream(&text, &len);
     REQUIRE(out != NULL);
-    CHECK_EQ(cl_summary_json(out, &m, 0, &rows), 0);
+    CHECK_EQ(cli_summary_json(out, &m, 0, &rows), 0);
     fclose(out);
     CHECK(strstr(text, "3271") != NULL);
     if (strstr(text, "3271") == NULL) printf("summary: %s\n", text);
