@@ -413,10 +413,10 @@ out:
 #define BT_KERNELS 10
 #define BT_RATIO 0.8
 
-static const int bt_types[3] = {HTA_COMPUTATION, HTA_COMMUNICATION, HTA_MEMORY};
+static const int bt_types[3] = {CLI_HTA_COMPUTATION, CLI_HTA_COMMUNICATION, CLI_HTA_MEMORY};
 
-static int bt_of_type(const hta_rank *r, const hta_row *w, void *arg) {
-    return hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == *(const int *)arg;
+static int bt_of_type(const cli_hta_rank *r, const cli_hta_row *w, void *arg) {
+    return cli_hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == *(const int *)arg;
 }
 
 typedef struct bt_edge {
@@ -440,7 +440,7 @@ static void bt_label_name(unsigned bits, char *buf, size_t n) {
         if (!(bits & (1u << k))) continue;
         size_t len = strlen(buf);
         snprintf(buf + len, n - len, "%s%s", len ? " overlapping " : "",
-                 hta_type_name(bt_types[k]));
+                 cli_hta_type_name(bt_types[k]));
     }
 }
 
@@ -454,14 +454,14 @@ static int bt_label_cmp(const void *a, const void *b) {
 }
 
 typedef struct bt_out {
-    hta_named s;
+    cli_hta_named s;
     int type;
     int64_t rank;
 } bt_out;
 
 static int bt_out_cmp(const void *a, const void *b) {
     const bt_out *x = a, *y = b;
-    int c = strcmp(hta_type_name(x->type), hta_type_name(y->type));
+    int c = strcmp(cli_hta_type_name(x->type), cli_hta_type_name(y->type));
     if (c) return c;
     c = strcmp(x->s.name, y->s.name);
     if (c) return c;
@@ -469,30 +469,30 @@ static int bt_out_cmp(const void *a, const void *b) {
 }
 
 /* Per-kernel rows of one rank and type, appended to *out. */
-static int bt_kernels(const hta_rank *r, int type, bt_out **out, size_t *nout, size_t *cap) {
+static int bt_kernels(const cli_hta_rank *r, int type, bt_out **out, size_t *nout, size_t *cap) {
     size_t n = 0;
     for (size_t k = 0; k < r->count; k++)
         if (bt_of_type(r, &r->rows[k], (void *)&type)) n += r->rows[k].mult;
-    hta_dur *d = malloc((n ? n : 1) * sizeof *d);
+    cli_hta_dur *d = malloc((n ? n : 1) * sizeof *d);
     int64_t *v = malloc((n ? n : 1) * sizeof *v);
-    hta_named *names = malloc((n ? n : 1) * sizeof *names);
+    cli_hta_named *names = malloc((n ? n : 1) * sizeof *names);
     int rc = d && v && names ? 0 : STROBE_ENOMEM;
     size_t nn = 0;
     if (!rc) {
         size_t j = 0;
         for (size_t k = 0; k < r->count; k++) {
-            const hta_row *w = &r->rows[k];
+            const cli_hta_row *w = &r->rows[k];
             if (!bt_of_type(r, w, (void *)&type)) continue;
             for (uint32_t c = 0; c < w->mult; c++) {
                 d[j].name = md_str(&r->m, md_name_of(&r->m, w->ev));
                 d[j++].dur = w->end - w->ts;
             }
         }
-        nn = hta_name_table(d, n, v, names);
+        nn = cli_hta_name_table(d, n, v, names);
     }
     /* The first names whose cumulated sum is within the quantile keep their row (as one
      * value: sum = max = min = mean, std 0); the others are one row over their sums. */
-    long rows = rc ? 0 : hta_name_others(names, nn, v, BT_KERNELS, BT_RATIO, NULL, NULL);
+    long rows = rc ? 0 : cli_hta_name_others(names, nn, v, BT_KERNELS, BT_RATIO, NULL, NULL);
     if (rows < 0) rc = (int)rows;
     for (size_t k = 0; !rc && k < (size_t)rows; k++) {
         if (*nout == *cap) {
@@ -520,21 +520,21 @@ static void bt_num(char *buf, size_t n, double x) {
     snprintf(buf, n, "%.15g", x);
 }
 
-static int by_type_run(FILE *fp, const hta_set *s, int format, int memory) {
+static int by_type_run(FILE *fp, const cli_hta_set *s, int format, int memory) {
     int ntypes = memory ? 3 : 2;
     int64_t sums[8] = {0};
     bt_out *out = NULL;
     size_t nout = 0, cap = 0;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
-        const hta_rank *r = &s->ranks[k];
+        const cli_hta_rank *r = &s->ranks[k];
         size_t room = 2 * (r->count ? r->count : 1);
         int64_t *iv = malloc(room * sizeof *iv);
         bt_edge *ed = malloc(room * sizeof *ed);
         size_t ne = 0;
         if (iv == NULL || ed == NULL) rc = STROBE_ENOMEM;
         for (int t = 0; rc == 0 && t < ntypes; t++) {
-            size_t n = hta_merge(r, bt_of_type, (void *)&bt_types[t], iv);
+            size_t n = cli_hta_merge(r, bt_of_type, (void *)&bt_types[t], iv);
             for (size_t i = 0; i < n; i++) {
                 ed[ne++] = (bt_edge){iv[2 * i], 1 << t};
                 ed[ne++] = (bt_edge){iv[2 * i + 1], -(1 << t)};
@@ -568,14 +568,14 @@ static int by_type_run(FILE *fp, const hta_set *s, int format, int memory) {
     static const char *const kcols[] = {"name",   "sum (ns)",  "max (ns)",    "min (ns)",
                                         "stddev", "mean (ns)", "kernel_type", "rank"};
     static const uint8_t ktext[] = {1, 0, 0, 0, 0, 0, 1, 0};
-    hta_table tt = {tcols, ttext, 3, NULL, 0, 0}, kt = {kcols, ktext, 8, NULL, 0, 0};
+    cli_hta_table tt = {tcols, ttext, 3, NULL, 0, 0}, kt = {kcols, ktext, 8, NULL, 0, 0};
     for (size_t k = 0; rc == 0 && k < nl; k++) {
         char b[3][80];
         bt_label_name(labels[k].bits, b[0], sizeof b[0]);
         snprintf(b[1], sizeof b[1], "%" PRId64, labels[k].sum);
-        hta_pct(b[2], sizeof b[2], (double)labels[k].sum / (double)all * 100.0, 1);
+        cli_hta_pct(b[2], sizeof b[2], (double)labels[k].sum / (double)all * 100.0, 1);
         const char *cells[3] = {b[0], b[1], b[2]};
-        rc = hta_table_add(&tt, cells);
+        rc = cli_hta_table_add(&tt, cells);
     }
     for (size_t k = 0; rc == 0 && k < nout; k++) {
         const bt_out *o = &out[k];
@@ -586,19 +586,19 @@ static int by_type_run(FILE *fp, const hta_set *s, int format, int memory) {
         bt_num(b[4], sizeof b[4], o->s.std);
         bt_num(b[5], sizeof b[5], o->s.mean);
         snprintf(b[7], sizeof b[7], "%" PRId64, o->rank);
-        const char *cells[8] = {o->s.name, b[1], b[2], b[3], b[4], b[5], hta_type_name(o->type),
+        const char *cells[8] = {o->s.name, b[1], b[2], b[3], b[4], b[5], cli_hta_type_name(o->type),
                                 b[7]};
-        rc = hta_table_add(&kt, cells);
+        rc = cli_hta_table_add(&kt, cells);
     }
     if (rc == 0) {
         if (format == CLI_JSON) fputs("{\"kernel_types\": ", fp);
-        hta_table_print(&tt, format, fp);
+        cli_hta_table_print(&tt, format, fp);
         fputs(format == CLI_JSON ? ", \"kernels\": " : "\n", fp);
-        hta_table_print(&kt, format, fp);
+        cli_hta_table_print(&kt, format, fp);
         if (format == CLI_JSON) fputs("}\n", fp);
     }
-    hta_table_free(&tt);
-    hta_table_free(&kt);
+    cli_hta_table_free(&tt);
+    cli_hta_table_free(&kt);
     free(out);
     return rc;
 }
@@ -970,7 +970,7 @@ const struct option cmd_kernels_options[] = {
     CLI_OPTION_NAME_WIDTH,
     {"by-type", no_argument, NULL, CLI_LONG_ONLY + 1},
     {"memory", no_argument, NULL, CLI_LONG_ONLY + 2},
-    KSEQ_OPTIONS,
+    CLI_KSEQ_OPTIONS,
     {"tb-view", no_argument, NULL, CLI_LONG_ONLY + 32},
     {"tb-by-op", no_argument, NULL, CLI_LONG_ONLY + 33},
     CLI_OPTION_QUIET,
@@ -979,7 +979,7 @@ const struct option cmd_kernels_options[] = {
 };
 
 int cmd_kernels(int argc, char **argv) {
-    if (kseq_wanted(argc, argv)) return kseq_main(argc, argv); /* --sequences (kseq.c) */
+    if (cli_kseq_wanted(argc, argv)) return cli_kseq_main(argc, argv); /* --sequences (kseq.c) */
     const char *path = NULL;
     size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
     int format = CLI_TABLE, quiet = 0, first = 0, by_type = 0, memory = 0, tb_view = 0;
@@ -1026,11 +1026,11 @@ int cmd_kernels(int argc, char **argv) {
         return usage_error("--tb-view and --tb-by-op do not go with --by-type", NULL);
     if (by_type) {
         if (first >= argc) return usage_error("give a trace or a folder", NULL);
-        hta_set s;
-        if (hta_load(&s, "kernels", argv + first, (size_t)(argc - first), quiet) != 0)
+        cli_hta_set s;
+        if (cli_hta_load(&s, "kernels", argv + first, (size_t)(argc - first), quiet) != 0)
             return CLI_BAD_INPUT;
         int work = by_type_run(stdout, &s, format, memory);
-        hta_free(&s);
+        cli_hta_free(&s);
         return cli_finish("kernels", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
     }
     if (cli_trace_operand("kernels", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
@@ -1061,6 +1061,6 @@ int cli_kernels_tb_json(FILE *out, const md_model *m, size_t limit) {
     return tb_run(out, m, limit, CLI_JSON, CLI_NAME_WIDTH_DEFAULT);
 }
 
-int cli_kernels_by_type_json(FILE *out, const hta_set *s) {
+int cli_kernels_by_type_json(FILE *out, const cli_hta_set *s) {
     return by_type_run(out, s, CLI_JSON, 0);
 }

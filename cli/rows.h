@@ -22,8 +22,9 @@ int cli_kernels_json(FILE *out, const md_model *m, size_t limit);
 /* `strobe kernels --tb-view -f json -n limit` (0: all). @return 0 or STROBE_ENOMEM. */
 int cli_kernels_tb_json(FILE *out, const md_model *m, size_t limit);
 
-/* `strobe kernels --by-type -f json` over traces loaded by hta_load. @return 0 or STROBE_ENOMEM. */
-int cli_kernels_by_type_json(FILE *out, const hta_set *s);
+/* `strobe kernels --by-type -f json` over traces loaded by cli_hta_load. @return 0 or
+ * STROBE_ENOMEM. */
+int cli_kernels_by_type_json(FILE *out, const cli_hta_set *s);
 
 /* `strobe steps -f json`. @return 0 or STROBE_ENOMEM. */
 int cli_steps_json(FILE *out, const md_model *m);
