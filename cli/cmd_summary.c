@@ -17,7 +17,8 @@
 #include "cli.h"
 #include "common.h"
 #include "emit.h"
-#include "heap.h"
+#include "heap_print.h"
+#include "model/heap.h"
 #include "model/oplink.h"
 #include "model/model.h"
 #include "rows.h"
@@ -483,8 +484,8 @@ static int build(summary *s) {
     }
     free(w.stack);
     /* strobe record --heap samples the CPU [memory] events by bytes: each counts as the bytes it
-     * stands for (heap.h). */
-    int64_t heap_rate = cli_heap_rate(m->heap_json);
+     * stands for (model/heap.h). */
+    int64_t heap_rate = md_heap_rate(m->heap_json);
     for (size_t i = 0; i < m->count && !err; i++) {
         const md_event e_ev = md_at(m, i), *e = &e_ev;
         int cls = row_class_of(e->kind);
@@ -530,7 +531,7 @@ static int build(summary *s) {
             }
         } else if (e->kind == MD_MEMORY) {
             int dev = e->mem_device > 0;
-            int64_t bytes = dev ? e->bytes : cli_heap_weigh(e->bytes, heap_rate);
+            int64_t bytes = dev ? e->bytes : md_heap_weigh(e->bytes, heap_rate);
             row *r = &s->rows[ro];
             if (dev)
                 r->self_dev_mem = sat_add(r->self_dev_mem, bytes);
@@ -1202,13 +1203,13 @@ int cmd_summary(int argc, char **argv) {
             size_t shown = limit == 0 || limit > s->count ? s->count : limit;
             /* strobe record --heap's allocation sites follow the table; a trace of them alone
              * (no operators) prints them instead of an empty table. */
-            cli_heap heap;
-            int has_heap = format == CLI_TABLE && cli_heap_read(s->m->heap_json, &heap) == 0;
+            md_heap heap;
+            int has_heap = format == CLI_TABLE && md_heap_read(s->m->heap_json, &heap) == 0;
             if (format == CLI_TABLE && !(has_heap && s->count == 0)) work = print_table(s, shown);
             if (has_heap) {
                 if (s->count) fputc('\n', stdout);
                 cli_heap_print(stdout, &heap, limit ? limit : 10, 6);
-                cli_heap_free(&heap);
+                md_heap_free(&heap);
             }
             if (format != CLI_TABLE) work = print_machine(stdout, s, shown, format == CLI_JSON);
             /* After the table, so that the hint is the last thing on a terminal. */

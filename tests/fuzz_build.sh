@@ -35,8 +35,8 @@ FLAGS=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
 READER=("$SRC"/src/reader/*.c)
 MODEL=("$SRC"/src/model/*.c "$SRC/cli/common.c" "$SRC/cli/emit.c"
     "$SRC/cli/cmd_check.c" "$SRC/cli/cmd_info.c" "$SRC/cli/cmd_summary.c" "$SRC/cli/cmd_kernels.c"
-    "$SRC/cli/cmd_stacks.c" "$SRC/cli/folded.c" "$SRC/cli/flame.c" "$SRC/cli/cmd_convert.c" "$SRC/cli/merge.c"
-    "$SRC/cli/hta.c" "$SRC/cli/heap.c" "$SRC/cli/kseq.c" "$SRC/cli/tb.c" "$SRC/cli/idmap.c"
+    "$SRC/cli/cmd_stacks.c" "$SRC/cli/flame.c" "$SRC/cli/cmd_convert.c" "$SRC/cli/merge.c"
+    "$SRC/cli/hta.c" "$SRC/cli/heap_print.c" "$SRC/cli/kseq.c" "$SRC/cli/tb.c" "$SRC/cli/idmap.c"
     "$SRC"/src/util/*.c
     "$SRC"/src/trace/*.c)
 
