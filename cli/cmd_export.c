@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -14,6 +13,7 @@
 #include "model/folded.h"
 #include "model/heap.h"
 #include "model/model.h"
+#include "outfile.h"
 #include "pprof.h"
 #include "strobe/error.h"
 
@@ -218,55 +218,6 @@ static int build(cli_pprof *p, const md_model *m, int metric, int64_t hz) {
     return err ? err : n == 0;
 }
 
-/* ---- the output file ----------------------------------------------------------------------- */
-
-/* As in `strobe flamegraph`: -o OUT is written to a temporary file in OUT's folder and renamed
- * over OUT once complete, so that a failure leaves an existing OUT as it was and no partial file;
- * an OUT that exists and is not a regular file (/dev/null, a pipe) is written directly. */
-typedef struct out_file {
-    const char *path;
-    char tmp[4200]; /* "" when written directly */
-    FILE *f;
-} out_file;
-
-/* @return 0, or an errno value. */
-static int out_open(out_file *o, const char *path) {
-    struct stat st;
-    o->path = path;
-    o->tmp[0] = '\0';
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        o->f = fopen(path, "wb");
-        return o->f ? 0 : errno;
-    }
-    const char *slash = strrchr(path, '/');
-    int dir = slash ? (int)(slash - path + 1) : 0;
-    if (snprintf(o->tmp, sizeof o->tmp, "%.*s.strobe-export.XXXXXX", dir, path) >=
-        (int)sizeof o->tmp)
-        return ENAMETOOLONG;
-    int fd = mkstemp(o->tmp);
-    if (fd < 0) return errno;
-    /* mkstemp makes the file private; the output gets the mode a new file would. */
-    mode_t mask = umask(0);
-    umask(mask);
-    int err = fchmod(fd, 0666 & ~mask) != 0 ? errno : 0;
-    if (err == 0 && (o->f = fdopen(fd, "wb")) == NULL) err = errno;
-    if (err) {
-        close(fd);
-        unlink(o->tmp);
-    }
-    return err;
-}
-
-/* Closes the output; with ok, renames it over OUT, else removes it. @return 0 or an errno
- * value. */
-static int out_close(out_file *o, int ok) {
-    int err = fclose(o->f) != 0 ? errno : 0;
-    if (o->tmp[0] == '\0') return err;
-    if (ok && err == 0 && rename(o->tmp, o->path) != 0) err = errno;
-    if (!ok || err) unlink(o->tmp);
-    return err;
-}
-
 /* ---- the command --------------------------------------------------------------------------- */
 
 enum { OPT_PPROF = CLI_LONG_ONLY + 1, OPT_METRIC, OPT_SAMPLES, OPT_HZ };
@@ -297,8 +248,8 @@ static const char *base_name(const char *path) {
  * the one-line error. */
 static int write_out(cli_pprof *p, const char *out_path) {
     int to_file = strcmp(out_path, "-") != 0, err_no = 0, oerr = 0;
-    out_file of = {0};
-    if (to_file && (oerr = out_open(&of, out_path)) != 0) {
+    cli_outfile of = {0};
+    if (to_file && (oerr = cli_outfile_open(&of, out_path, "wb", "export")) != 0) {
         fprintf(stderr, "strobe export: %s: %s\n", cli_esc(out_path), strerror(oerr));
         return CLI_BAD_INPUT;
     }
@@ -307,7 +258,7 @@ static int write_out(cli_pprof *p, const char *out_path) {
         err_no = errno;
         work = STROBE_EIO;
     }
-    if (to_file && (oerr = out_close(&of, work == 0)) != 0 && work == 0) {
+    if (to_file && (oerr = cli_outfile_close(&of, work == 0)) != 0 && work == 0) {
         err_no = oerr;
         work = STROBE_EIO;
     }

@@ -6,11 +6,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "common.h"
+#include "outfile.h"
 #include "flame.h"
 #include "model/model.h"
 #include "strobe/error.h"
@@ -146,55 +145,6 @@ static void unload(md_model *m) {
     free(m);
 }
 
-/* ---- the output file ----------------------------------------------------------------------- */
-
-/* -o OUT is written to a temporary file in OUT's folder and renamed over OUT once complete, so
- * that a failure leaves an existing OUT as it was and no partial file. An OUT that exists and is
- * not a regular file (/dev/null, a pipe) is written directly: a rename would replace it. */
-typedef struct out_file {
-    const char *path;
-    char tmp[4200]; /* "" when written directly */
-    FILE *f;
-} out_file;
-
-/* @return 0, or an errno value. */
-static int out_open(out_file *o, const char *path) {
-    struct stat st;
-    o->path = path;
-    o->tmp[0] = '\0';
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        o->f = fopen(path, "w");
-        return o->f ? 0 : errno;
-    }
-    const char *slash = strrchr(path, '/');
-    int dir = slash ? (int)(slash - path + 1) : 0;
-    if (snprintf(o->tmp, sizeof o->tmp, "%.*s.strobe-flamegraph.XXXXXX", dir, path) >=
-        (int)sizeof o->tmp)
-        return ENAMETOOLONG;
-    int fd = mkstemp(o->tmp);
-    if (fd < 0) return errno;
-    /* mkstemp makes the file private; the output gets the mode a new file would. */
-    mode_t mask = umask(0);
-    umask(mask);
-    int err = fchmod(fd, 0666 & ~mask) != 0 ? errno : 0;
-    if (err == 0 && (o->f = fdopen(fd, "w")) == NULL) err = errno;
-    if (err) {
-        close(fd);
-        unlink(o->tmp);
-    }
-    return err;
-}
-
-/* Closes the output; with ok, renames it over OUT, else removes it. @return 0 or an errno
- * value. */
-static int out_close(out_file *o, int ok) {
-    int err = fclose(o->f) != 0 ? errno : 0;
-    if (o->tmp[0] == '\0') return err;
-    if (ok && err == 0 && rename(o->tmp, o->path) != 0) err = errno;
-    if (!ok || err) unlink(o->tmp);
-    return err;
-}
-
 int cmd_flamegraph(int argc, char **argv) {
     cli_flame_opts o = {0};
     const char *out_path = NULL;
@@ -277,15 +227,15 @@ int cmd_flamegraph(int argc, char **argv) {
 
     /* The output is opened once the traces are read, so that a bad trace leaves no file. */
     int to_file = out_path && strcmp(out_path, "-") != 0;
-    out_file of = {0};
-    int rc = CLI_OK, oerr = to_file ? out_open(&of, out_path) : 0;
+    cli_outfile of = {0};
+    int rc = CLI_OK, oerr = to_file ? cli_outfile_open(&of, out_path, "w", "flamegraph") : 0;
     if (oerr) {
         fprintf(stderr, "strobe flamegraph: %s: %s\n", cli_esc(out_path), strerror(oerr));
         rc = CLI_BAD_INPUT;
     } else {
         char err[256] = "";
         int work = cli_flame_svg_diff(to_file ? of.f : stdout, base, test, &o, err, sizeof err);
-        if (to_file && (oerr = out_close(&of, work == 0)) != 0 && work == 0) {
+        if (to_file && (oerr = cli_outfile_close(&of, work == 0)) != 0 && work == 0) {
             snprintf(err, sizeof err, "%s", strerror(oerr));
             work = STROBE_EIO;
         }

@@ -619,7 +619,7 @@ static void env_free(env_list *e) {
 /* --heap's sampling rate: one [memory] event every 512 KiB allocated, on average. tcmalloc's
  * default of 2 MiB is made for heap profiles taken all the time in production; a recording is
  * shorter and its timeline shows the events, so four times as many: a busy PyTorch process that
- * allocates some 10 GB a second then writes some 20 000 events a second (README). */
+ * allocates some 10 GB a second then writes some 20 000 events a second (docs/GUIDE.md). */
 #define HEAP_RATE_DEFAULT (UINT64_C(512) << 10)
 
 static int parse_size(const char *v, uint64_t *out) {

@@ -6,6 +6,21 @@ may be spread over several chunks, and whose samples name a node each. Traces wr
 have "cpu_sample" instants with a "Call stack" (innermost first, ";"-separated); both are read.
 """
 
+import re
+
+# A Python frame: torch's "file.py(LINE): function" (as strobe's sampler names them, and older
+# traces kept them), or "function (file.py)" (a CPU profile's node: one per function,
+# src/trace/json_profile.c).
+PY = re.compile(r"\.py\(\d+\): |\(.*\.py\)$")
+TORCH = re.compile(r"\.py\(\d+\): (.*)$")
+PROFILE = re.compile(r"^(.*) \(.*\.py\)$")
+
+
+def py_func(frame):
+    """The function a Python frame names, in either form; None for another frame."""
+    m = TORCH.search(frame) or PROFILE.match(frame)
+    return m.group(1) if m else None
+
 
 def frame_name(call_frame):
     """The frame's text as the "Call stack" of an instant gives it: "name (file)" or "name"."""

@@ -1,8 +1,8 @@
 #!/bin/sh
 # layering.sh: checks every #include "..." under include/strobe/, src/, cli/ and python/src/ (C,
-# and the torch observer's C++) against the dependency rule in tests/layers.txt, and that README.md shows the
-# same rule. Each violation is reported as FILE:LINE with the include and the reason; the test
-# fails if there is any.
+# and the torch observer's C++) against the dependency rule in tests/layers.txt, and that
+# docs/ARCHITECTURE.md shows the same rule. Each violation is reported as FILE:LINE with the
+# include and the reason; the test fails if there is any.
 # Usage: layering.sh SOURCE_DIR [LAYERS_FILE]
 set -u
 root=$1
@@ -60,21 +60,23 @@ END { exit fail }
 ' - $files
 fail=$?
 
-# The README shows the rule rows verbatim, in a code block after "<!-- tests/layers.txt -->".
+# docs/ARCHITECTURE.md shows the rule rows verbatim, in a code block after
+# "<!-- tests/layers.txt -->".
 rules=$(grep -v '^[[:space:]]*#' "$layers" | grep -v '^except ' | grep ':')
-readme_rows=$(awk '/<!-- tests\/layers.txt -->/ { on = 1; next }
-                   on && /^```/ { if (in_block) exit; in_block = 1; next }
-                   on && in_block { print }' README.md)
-if [ "$readme_rows" != "$rules" ]; then
-    echo "README.md: the rule after <!-- tests/layers.txt --> differs from $layers:"
+doc=docs/ARCHITECTURE.md
+doc_rows=$(awk '/<!-- tests\/layers.txt -->/ { on = 1; next }
+                on && /^```/ { if (in_block) exit; in_block = 1; next }
+                on && in_block { print }' "$doc")
+if [ "$doc_rows" != "$rules" ]; then
+    echo "$doc: the rule after <!-- tests/layers.txt --> differs from $layers:"
     printf '%s\n' "$rules" >"${TMPDIR:-/tmp}/layering.rules.$$"
-    printf '%s\n' "$readme_rows" | diff "${TMPDIR:-/tmp}/layering.rules.$$" - | sed 's/^/  /'
+    printf '%s\n' "$doc_rows" | diff "${TMPDIR:-/tmp}/layering.rules.$$" - | sed 's/^/  /'
     rm -f "${TMPDIR:-/tmp}/layering.rules.$$"
     fail=1
 fi
 
 if [ $fail -ne 0 ]; then
-    echo "FAIL  includes break the dependency rule (tests/layers.txt, README \"How it works\")"
+    echo "FAIL  includes break the dependency rule (tests/layers.txt, docs/ARCHITECTURE.md)"
     exit 1
 fi
 echo "ok  every include follows tests/layers.txt"

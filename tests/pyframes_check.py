@@ -6,20 +6,11 @@ thread_main), at least 80% of the samples have the thread's hot function as thei
 frame, and there are at least 50 of each; of the samples through compress_loop, at least half have
 native frames (libz) above (leafward of) the innermost Python frame, compress_loop. With --none:
 no frame is a Python frame. Prints the counts; exits 1 on a failure."""
-import re
+import os
 import sys
 
-# A Python frame: torch's "file.py(LINE): function" (a .pftrace's samples), or "function
-# (file.py)" (a JSON trace's CPU profile, one node per function: src/trace/json_profile.c).
-PY = re.compile(r"\.py\(\d+\): |\(.*\.py\)$")
-TORCH = re.compile(r"\.py\(\d+\): (.*)$")
-PROFILE = re.compile(r"^(.*) \(.*\.py\)$")
-
-
-def func(frame):
-    """The function a Python frame names, in either form; None for another frame."""
-    m = TORCH.search(frame) or PROFILE.match(frame)
-    return m.group(1) if m else None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_profile import PY, py_func as func  # noqa: E402
 
 
 def main():

@@ -21,7 +21,8 @@
  * environment asks for it: KINETO_USE_DAEMON set, or STROBE_DYNOLOG=1 (STROBE_DYNOLOG=0: never).
  * Either starts the endpoint as STROBE_ONDEMAND=1 does. Its thread then registers the process with
  * the daemon and polls it for configs (every 5 s, STROBE_DYNOLOG_POLL_MS to change); a gputrace
- * config starts a trace as a trigger would, under the same output path rules (README, "dynolog").
+ * config starts a trace as a trigger would, under the same output path rules (docs/GUIDE.md,
+ * "dynolog").
  *
  * Contents: the client interface, options, start and stop. */
 #ifndef STROBE_ONDEMAND_H

@@ -105,8 +105,8 @@ typedef struct strobe_config {
      * replay)": not the kernel's own duration. Per range
      * (STROBE_CUDA_METRICS_PER_RANGE) is not supported yet (STROBE_ENOTSUP). NULL: none. */
     const char *cuda_metrics;
-    /* Streaming (see README, "Streaming and the flight recorder"): the file strobe writes while
-     * the session runs (copied). A background thread turns every full chunk into events and
+    /* Streaming (see docs/GUIDE.md, "Streaming and the flight recorder"): the file strobe writes
+     * while the session runs (copied). A background thread turns every full chunk into events and
      * appends them, so memory stays within buffer_bytes whatever the duration; the hot path never
      * waits for it, and drops and counts records when the disk falls behind. The file is a
      * complete JSON trace after every append (complete events, written when each range ends), so

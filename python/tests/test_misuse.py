@@ -1,7 +1,7 @@
 """Bad input to strobe.profiler (issue 29's adversarial plan): profilers used across threads,
 exceptions inside record_function blocks, profilers and ranges garbage-collected while running,
 and interpreter exit with a profiler running. Each misuse must give a clear Python exception or
-the documented behaviour (README, "Python: strobe.profiler"), never a crash, a hang or a silently
+the documented behaviour (docs/GUIDE.md, "Python: strobe.profiler"), never a crash, a hang or a silently
 wrong trace. Run like test_profiler.py (tests/python_tests.sh)."""
 import gc
 import json

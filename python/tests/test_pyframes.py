@@ -6,7 +6,6 @@ python_frames=False leaves Python frames out. Skips where the interpreter is not
 3.12, or where perf sampling is refused."""
 import json
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -17,20 +16,9 @@ from strobe.profiler import profile
 
 # The repository's tests/cpu_profile.py reads the samples (Chrome's CPU profile events) back.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
-from cpu_profile import samples_by_tid  # noqa: E402
+from cpu_profile import PY, samples_by_tid, py_func as func  # noqa: E402
 
 OUT = os.environ.get("STROBE_TEST_TRACE_DIR")
-# A Python frame: "file.py(LINE): function" as torch names frames, or "function (file.py)" as a
-# JSON trace's CPU profile names them (one node per function: src/trace/json_profile.c).
-PY = re.compile(r"\.py\(\d+\): |\(.*\.py\)$")
-TORCH = re.compile(r"\.py\(\d+\): (.*)$")
-PROFILE = re.compile(r"^(.*) \(.*\.py\)$")
-
-
-def func(frame):
-    """The function a Python frame names, in either form; None for another frame."""
-    m = TORCH.search(frame) or PROFILE.match(frame)
-    return m.group(1) if m else None
 
 
 def hot_main(seconds):

@@ -6,8 +6,8 @@
  * the tick rate measured between the process's first clock reading and the stop reading.
  * STROBE_CLOCK=monotonic in the environment forces the vDSO clock.
  *
- * STROBE_CLOCK_SKEW_NS=N (a test knob, README): N nanoseconds (signed) are added to the realtime
- * side of every anchor, and so to every time the process's traces hold and to
+ * STROBE_CLOCK_SKEW_NS=N (a test knob, docs/GUIDE.md): N nanoseconds (signed) are added to the
+ * realtime side of every anchor, and so to every time the process's traces hold and to
  * strobe_clock_now_ns(): tests skew one process's clock against the others' on one machine. */
 #ifndef STROBE_CLOCK_H
 #define STROBE_CLOCK_H

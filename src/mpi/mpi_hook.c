@@ -447,8 +447,8 @@ static int measure(sync_m *m) {
     return 0;
 }
 
-/* Writes strobe_clock_sync from the measurements made (README, "Jobs on many ranks"): offset and
- * t_ref from the first, the drift from the two. */
+/* Writes strobe_clock_sync from the measurements made (docs/GUIDE.md, "Jobs on many ranks"): offset
+ * and t_ref from the first, the drift from the two. */
 static void write_sync(void) {
     if (!have_first) return;
     sync_m a = first_m;

@@ -50,7 +50,6 @@
  * goes through the same checks as `strobe trigger`'s (outpath.c). */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,14 +92,6 @@ typedef struct dyno_req {
 _Static_assert(sizeof(dyno_meta) == sizeof(size_t) + DYNO_TYPE_SIZE, "Metadata layout");
 _Static_assert(sizeof(dyno_ctxt) == 16, "LibkinetoContext layout");
 _Static_assert(offsetof(dyno_req, pids) == 16, "LibkinetoRequest layout");
-
-static void set_err(char *err, size_t cap, const char *fmt, ...) {
-    if (err == NULL || cap == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- enabling -------------------------------------------------------------------------------- */
 
@@ -197,12 +188,12 @@ int strobe__dyno_open(char *name, size_t cap, char *err, size_t errcap) {
         o += snprintf(uuid + o, sizeof uuid - (size_t)o, "%02x", u[i]);
     }
     if (snprintf(name, cap, "dynoconfigclient%s", uuid) >= (int)cap) {
-        set_err(err, errcap, "the client's name does not fit");
+        strobe__od_errf(err, errcap, "the client's name does not fit");
         return STROBE_ERANGE;
     }
     int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
-        set_err(err, errcap, "socket: %s", strerror(errno));
+        strobe__od_errf(err, errcap, "socket: %s", strerror(errno));
         return STROBE_ESYS;
     }
     int one = 1;
@@ -210,7 +201,7 @@ int strobe__dyno_open(char *name, size_t cap, char *err, size_t errcap) {
     socklen_t len = set_addr(&sa, name);
     if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) != 0 ||
         bind(fd, (struct sockaddr *)&sa, len) != 0) {
-        set_err(err, errcap, "cannot bind @%s: %s", name, strerror(errno));
+        strobe__od_errf(err, errcap, "cannot bind @%s: %s", name, strerror(errno));
         close(fd);
         return STROBE_ESYS;
     }
@@ -277,7 +268,7 @@ int strobe__dyno_recv(int fd, const char *daemon, int *kind, char *payload, size
     ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
     if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
-        set_err(err, errcap, "recvmsg: %s", strerror(errno));
+        strobe__od_errf(err, errcap, "recvmsg: %s", strerror(errno));
         return STROBE_ESYS;
     }
     /* Descriptors passed to us (SCM_RIGHTS) are closed at once: the protocol passes none. */
@@ -291,8 +282,8 @@ int strobe__dyno_recv(int fd, const char *daemon, int *kind, char *payload, size
                 close(((int *)CMSG_DATA(c))[k]);
     }
     if (cred == NULL || (cred->uid != geteuid() && cred->uid != 0)) {
-        set_err(err, errcap, "a message from uid %ld (pid %ld), neither this user nor root",
-                cred ? (long)cred->uid : -1L, cred ? (long)cred->pid : -1L);
+        strobe__od_errf(err, errcap, "a message from uid %ld (pid %ld), neither this user nor root",
+                        cred ? (long)cred->uid : -1L, cred ? (long)cred->pid : -1L);
         return STROBE_EINVAL;
     }
     size_t dn = strlen(daemon);
@@ -302,17 +293,18 @@ int strobe__dyno_recv(int fd, const char *daemon, int *kind, char *payload, size
     /* The daemon's address is '\0', its name, and maybe the trailing '\0' Endpoint.h adds. */
     if (alen < dn + 1 || alen > dn + 2 || sa.sun_path[0] != '\0' ||
         memcmp(sa.sun_path + 1, daemon, dn) != 0 || (alen == dn + 2 && sa.sun_path[dn + 1])) {
-        set_err(err, errcap, "a message from pid %ld, not from the daemon @%s", (long)cred->pid,
-                daemon);
+        strobe__od_errf(err, errcap, "a message from pid %ld, not from the daemon @%s",
+                        (long)cred->pid, daemon);
         return STROBE_EINVAL;
     }
     if ((size_t)n < sizeof m) {
-        set_err(err, errcap, "a message of %zd bytes, shorter than its header (%zu)", n, sizeof m);
+        strobe__od_errf(err, errcap, "a message of %zd bytes, shorter than its header (%zu)", n,
+                        sizeof m);
         return STROBE_EFORMAT;
     }
     if ((mh.msg_flags & MSG_TRUNC) || m.size != (size_t)n - sizeof m) {
-        set_err(err, errcap, "a message whose header says %zu bytes but that carries %zd", m.size,
-                n - (ssize_t)sizeof m);
+        strobe__od_errf(err, errcap, "a message whose header says %zu bytes but that carries %zd",
+                        m.size, n - (ssize_t)sizeof m);
         return STROBE_EFORMAT;
     }
     if (memchr(m.type, '\0', sizeof m.type) == NULL) m.type[sizeof m.type - 1] = '\0';
@@ -328,7 +320,7 @@ int strobe__dyno_recv(int fd, const char *daemon, int *kind, char *payload, size
                                   m.type[i] >= 0x20 && m.type[i] < 0x7f ? "%c" : "\\x%02x",
                                   (unsigned char)m.type[i]);
         shown[o] = '\0';
-        set_err(err, errcap, "a message of unknown type \"%s\" (%zu bytes)", shown, m.size);
+        strobe__od_errf(err, errcap, "a message of unknown type \"%s\" (%zu bytes)", shown, m.size);
         return STROBE_EFORMAT;
     }
     *len = m.size;
@@ -397,14 +389,15 @@ int strobe__dyno_parse_config(const char *text, size_t len, strobe__od_request *
             ll--;
         if (ll == 0 || line[0] == '#') continue;
         if (ll >= sizeof buf || memchr(line, '\0', ll) != NULL) {
-            set_err(err, errcap, "a config line of %zu bytes, too long or with a NUL byte", ll);
+            strobe__od_errf(err, errcap, "a config line of %zu bytes, too long or with a NUL byte",
+                            ll);
             return STROBE_EFORMAT;
         }
         memcpy(buf, line, ll);
         buf[ll] = '\0';
         char *eq = strchr(buf, '=');
         if (eq == NULL) {
-            set_err(err, errcap, "a config line without '=': %.80s", buf);
+            strobe__od_errf(err, errcap, "a config line without '=': %.80s", buf);
             return STROBE_EFORMAT;
         }
         *eq = '\0';
@@ -417,7 +410,7 @@ int strobe__dyno_parse_config(const char *text, size_t len, strobe__od_request *
         int bad = 0;
         if (strcmp(key, "ACTIVITIES_LOG_FILE") == 0) {
             if (with_pid(v, rq->output, sizeof rq->output) != 0) {
-                set_err(err, errcap, "ACTIVITIES_LOG_FILE is too long");
+                strobe__od_errf(err, errcap, "ACTIVITIES_LOG_FILE is too long");
                 return STROBE_ERANGE;
             }
             have_file = activity_keys = 1;
@@ -464,7 +457,7 @@ int strobe__dyno_parse_config(const char *text, size_t len, strobe__od_request *
         /* Other keys (REQUEST_TRACE_ID, the event profiler's, logging levels) change nothing
          * here: libkineto, too, goes on past keys a config does not use. */
         if (bad) {
-            set_err(err, errcap, "%s=%.40s is not a number in range", key, v);
+            strobe__od_errf(err, errcap, "%s=%.40s is not a number in range", key, v);
             return STROBE_EFORMAT;
         }
     }
@@ -480,6 +473,6 @@ int strobe__dyno_parse_config(const char *text, size_t len, strobe__od_request *
         rq->duration_ms = 500; /* libkineto's default trace duration */
     }
     if (start_time > 0 && note && notecap)
-        set_err(note, notecap, "PROFILE_START_TIME is not supported: the trace starts now");
+        strobe__od_errf(note, notecap, "PROFILE_START_TIME is not supported: the trace starts now");
     return 1;
 }

@@ -811,7 +811,8 @@ int strobe__heap_sites_report(const char *path, int top) {
     syms = real.calloc(un + 1, sizeof *syms);
     if (syms == NULL) goto out;
     if (un && (sym = strobe__symbolize(pcs, un, syms)) == NULL) goto out;
-    /* The trace's strobe_heap entry: this process's totals and table (README, "strobe record"). */
+    /* The trace's strobe_heap entry: this process's totals and table (docs/GUIDE.md, "Profile any
+     * program"). */
     js = open_memstream(&json, &json_len);
     if (js == NULL) goto out;
     fprintf(js,

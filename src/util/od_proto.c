@@ -11,7 +11,7 @@
 
 #include "strobe/error.h"
 
-static void set_err(char *err, size_t cap, const char *fmt, ...) {
+void strobe__od_errf(char *err, size_t cap, const char *fmt, ...) {
     if (err == NULL || cap == 0) return;
     va_list ap;
     va_start(ap, fmt);
@@ -149,7 +149,8 @@ static const struct {
             for (k_ = 0; k_ < sizeof table / sizeof table[0]; k_++)                                \
                 if (strlen(table[k_].name) == n_ && memcmp(table[k_].name, p_, n_) == 0) break;    \
             if (k_ == sizeof table / sizeof table[0]) {                                            \
-                set_err(err, errcap, "unknown %s '%.*s'", what, (int)(n_ > 40 ? 40 : n_), p_);     \
+                strobe__od_errf(err, errcap, "unknown %s '%.*s'", what, (int)(n_ > 40 ? 40 : n_),  \
+                                p_);                                                               \
                 return STROBE_EFORMAT;                                                             \
             }                                                                                      \
             bits_ |= table[k_].bit;                                                                \
@@ -165,20 +166,20 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
     memset(req, 0, sizeof *req);
     req->roundup = 1;
     if (line == NULL) {
-        set_err(err, errcap, "no request");
+        strobe__od_errf(err, errcap, "no request");
         return STROBE_EFORMAT;
     }
     len = trim_len(line, len);
     if (len == 0) {
-        set_err(err, errcap, "empty request");
+        strobe__od_errf(err, errcap, "empty request");
         return STROBE_EFORMAT;
     }
     if (len >= STROBE__OD_MAX_LINE) {
-        set_err(err, errcap, "request longer than %d bytes", STROBE__OD_MAX_LINE - 1);
+        strobe__od_errf(err, errcap, "request longer than %d bytes", STROBE__OD_MAX_LINE - 1);
         return STROBE_EFORMAT;
     }
     if (memchr(line, '\0', len) || memchr(line, '\n', len)) {
-        set_err(err, errcap, "request holds a NUL or a newline");
+        strobe__od_errf(err, errcap, "request holds a NUL or a newline");
         return STROBE_EFORMAT;
     }
     size_t v = 0;
@@ -195,7 +196,7 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
         if (strlen(verbs[i].name) == v && memcmp(verbs[i].name, line, v) == 0)
             req->verb = verbs[i].verb;
     if (req->verb == 0) {
-        set_err(err, errcap, "unknown request '%.*s'", (int)(v > 40 ? 40 : v), line);
+        strobe__od_errf(err, errcap, "unknown request '%.*s'", (int)(v > 40 ? 40 : v), line);
         return STROBE_EFORMAT;
     }
     /* Each key once: a bit per known key. */
@@ -205,7 +206,7 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
     size_t i = v;
     while (i < len) {
         if (line[i] != ' ' || i + 1 >= len || line[i + 1] == ' ') {
-            set_err(err, errcap, "words must be separated by single spaces");
+            strobe__od_errf(err, errcap, "words must be separated by single spaces");
             return STROBE_EFORMAT;
         }
         i++;
@@ -214,14 +215,14 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
             i++;
         const char *eq = memchr(line + w, '=', i - w);
         if (eq == NULL || eq == line + w) {
-            set_err(err, errcap, "'%.*s' is not key=value", (int)(i - w > 40 ? 40 : i - w),
-                    line + w);
+            strobe__od_errf(err, errcap, "'%.*s' is not key=value", (int)(i - w > 40 ? 40 : i - w),
+                            line + w);
             return STROBE_EFORMAT;
         }
         size_t klen = (size_t)(eq - (line + w));
         if (decode(eq + 1, (size_t)(line + i - eq - 1), val, sizeof val) < 0) {
-            set_err(err, errcap, "bad value for '%.*s' (bad escape, or too long)",
-                    (int)(klen > 40 ? 40 : klen), line + w);
+            strobe__od_errf(err, errcap, "bad value for '%.*s' (bad escape, or too long)",
+                            (int)(klen > 40 ? 40 : klen), line + w);
             return STROBE_EFORMAT;
         }
         static const struct {
@@ -235,42 +236,46 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
             if (strlen(keys[k].name) == klen && memcmp(keys[k].name, line + w, klen) == 0)
                 bit = keys[k].bit;
         if (bit == 0) {
-            set_err(err, errcap, "unknown key '%.*s'", (int)(klen > 40 ? 40 : klen), line + w);
+            strobe__od_errf(err, errcap, "unknown key '%.*s'", (int)(klen > 40 ? 40 : klen),
+                            line + w);
             return STROBE_EFORMAT;
         }
         if (seen & bit) {
-            set_err(err, errcap, "key '%.*s' given twice", (int)klen, line + w);
+            strobe__od_errf(err, errcap, "key '%.*s' given twice", (int)klen, line + w);
             return STROBE_EFORMAT;
         }
         seen |= bit;
         switch (bit) {
         case K_DUR:
             if (strobe__od_parse_num(val, STROBE__OD_MAX_DURATION_MS, &req->duration_ms) != 0) {
-                set_err(err, errcap, "duration_ms must be 1..%lld", STROBE__OD_MAX_DURATION_MS);
+                strobe__od_errf(err, errcap, "duration_ms must be 1..%lld",
+                                STROBE__OD_MAX_DURATION_MS);
                 return STROBE_EFORMAT;
             }
             break;
         case K_ITER:
             if (strobe__od_parse_num(val, STROBE__OD_MAX_ITERATIONS, &req->iterations) != 0) {
-                set_err(err, errcap, "iterations must be 1..%lld", STROBE__OD_MAX_ITERATIONS);
+                strobe__od_errf(err, errcap, "iterations must be 1..%lld",
+                                STROBE__OD_MAX_ITERATIONS);
                 return STROBE_EFORMAT;
             }
             break;
         case K_ROUND:
             if (strobe__od_parse_num(val, STROBE__OD_MAX_ITERATIONS, &req->roundup) != 0) {
-                set_err(err, errcap, "roundup must be 1..%lld", STROBE__OD_MAX_ITERATIONS);
+                strobe__od_errf(err, errcap, "roundup must be 1..%lld", STROBE__OD_MAX_ITERATIONS);
                 return STROBE_EFORMAT;
             }
             break;
         case K_TMO:
             if (strobe__od_parse_num(val, STROBE__OD_MAX_TIMEOUT_MS, &req->timeout_ms) != 0) {
-                set_err(err, errcap, "timeout_ms must be 1..%lld", STROBE__OD_MAX_TIMEOUT_MS);
+                strobe__od_errf(err, errcap, "timeout_ms must be 1..%lld",
+                                STROBE__OD_MAX_TIMEOUT_MS);
                 return STROBE_EFORMAT;
             }
             break;
         case K_OUT:
             if (val[0] != '/') {
-                set_err(err, errcap, "output must be an absolute path");
+                strobe__od_errf(err, errcap, "output must be an absolute path");
                 return STROBE_EFORMAT;
             }
             strcpy(req->output, val);
@@ -301,25 +306,26 @@ int strobe__od_parse_request(const char *line, size_t len, strobe__od_request *r
         break;
     }
     if (seen & ~allowed) {
-        set_err(err, errcap, "a key this request does not take");
+        strobe__od_errf(err, errcap, "a key this request does not take");
         return STROBE_EFORMAT;
     }
     if ((seen & required) != required) {
-        set_err(err, errcap, "%s",
-                (required & ~seen & K_OUT) ? "output= is required" : "duration_ms= is required");
+        strobe__od_errf(err, errcap, "%s",
+                        (required & ~seen & K_OUT) ? "output= is required"
+                                                   : "duration_ms= is required");
         return STROBE_EFORMAT;
     }
     if (req->verb == STROBE__OD_TRIGGER) {
         if ((seen & K_DUR) && (seen & K_ITER)) {
-            set_err(err, errcap, "duration_ms and iterations exclude each other");
+            strobe__od_errf(err, errcap, "duration_ms and iterations exclude each other");
             return STROBE_EFORMAT;
         }
         if (!(seen & (K_DUR | K_ITER))) {
-            set_err(err, errcap, "one of duration_ms= or iterations= is required");
+            strobe__od_errf(err, errcap, "one of duration_ms= or iterations= is required");
             return STROBE_EFORMAT;
         }
         if ((seen & K_ROUND) && !(seen & K_ITER)) {
-            set_err(err, errcap, "roundup goes with iterations");
+            strobe__od_errf(err, errcap, "roundup goes with iterations");
             return STROBE_EFORMAT;
         }
     }
@@ -403,30 +409,30 @@ int strobe__od_prepare_dir(const char *dir, int create, char *err, size_t errcap
     struct stat sb;
     if (lstat(dir, &sb) != 0) {
         if (errno != ENOENT || !create) {
-            set_err(err, errcap, "%s: %s", dir, strerror(errno));
+            strobe__od_errf(err, errcap, "%s: %s", dir, strerror(errno));
             return STROBE_ESYS;
         }
         if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-            set_err(err, errcap, "cannot create %s: %s", dir, strerror(errno));
+            strobe__od_errf(err, errcap, "cannot create %s: %s", dir, strerror(errno));
             return STROBE_ESYS;
         }
         if (lstat(dir, &sb) != 0) {
-            set_err(err, errcap, "%s: %s", dir, strerror(errno));
+            strobe__od_errf(err, errcap, "%s: %s", dir, strerror(errno));
             return STROBE_ESYS;
         }
     }
     if (!S_ISDIR(sb.st_mode)) {
-        set_err(err, errcap, "%s is not a folder (a link or a file is refused)", dir);
+        strobe__od_errf(err, errcap, "%s is not a folder (a link or a file is refused)", dir);
         return STROBE_EINVAL;
     }
     if (sb.st_uid != geteuid()) {
-        set_err(err, errcap, "%s belongs to uid %lu, not to this user", dir,
-                (unsigned long)sb.st_uid);
+        strobe__od_errf(err, errcap, "%s belongs to uid %lu, not to this user", dir,
+                        (unsigned long)sb.st_uid);
         return STROBE_EINVAL;
     }
     if (sb.st_mode & 022) {
-        set_err(err, errcap, "%s is writable by other users (mode %03o)", dir,
-                (unsigned)(sb.st_mode & 0777));
+        strobe__od_errf(err, errcap, "%s is writable by other users (mode %03o)", dir,
+                        (unsigned)(sb.st_mode & 0777));
         return STROBE_EINVAL;
     }
     return 0;

@@ -59,6 +59,11 @@ typedef struct strobe__od_request {
     char output[STROBE__OD_MAX_PATH];
 } strobe__od_request;
 
+/* Writes a printf-style message into err[0..cap) (nothing where err is NULL or cap 0): the
+ * on-demand code's way to say why it refused something. */
+void strobe__od_errf(char *err, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Parses one request line (without or with its trailing newline; `len` bytes, not necessarily
  * NUL-terminated). @return 0, or STROBE_EFORMAT with a message in err (always NUL-terminated). The
  * verbs' required and exclusive keys are checked here. */
