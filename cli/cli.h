@@ -16,6 +16,11 @@
 #define CLI_FINDINGS 1
 #define CLI_BAD_INPUT 2
 
+/* The whole command line (argv[0]: the program; argv[1]: a command or an option such as --help),
+ * as `strobe` runs it: main.c's main() and the Python extension's `python -m strobe` call it
+ * (dispatch.c). Returns an exit code. */
+int cli_main(int argc, char **argv);
+
 /* Each subcommand: argv[0] is the subcommand's name. Returns an exit code. */
 int cmd_summary(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);

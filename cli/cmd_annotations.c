@@ -39,7 +39,7 @@
  * (BreakdownAnalysis in hta/analyzers/breakdown_analysis.py, with its helpers
  * _get_gpu_kernel_interval_dataframe, _get_gpu_user_anno_interval_dataframe and
  * _associate_gpu_kernels_with_user_annotations), over the rank's rows after the restriction:
- *   - the kernels: GPUKernelFilter's rows (hta_is_gpu_row: stream >= 0 and correlation >= 0, or
+ *   - the kernels: GPUKernelFilter's rows (cli_hta_is_gpu_row: stream >= 0 and correlation >= 0, or
  *     "Event Sync" / "Context Sync"), each [ts, end) closed on the left;
  *   - the annotations: the rows of cat "gpu_user_annotation", [ts, end) closed on the left,
  *     sorted by dur, longest first, and walked in that order per (pid, tid): every kernel with
@@ -117,7 +117,7 @@ const char cmd_annotations_usage[] =
     "                   names: name, sum (us), max (us), min (us), mean (us), stddev, rank;\n"
     "                   with --kernels those listed above)\n"
     // clang-format off
-    HTA_USAGE_STD_OPTIONS
+    CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit, no such\n"
     "    rank) or usage.\n";
@@ -158,7 +158,7 @@ static int allowed(const an_args *a, const char *name) {
 
 /* A name's row of one rank. */
 typedef struct an_row {
-    hta_named s;
+    cli_hta_named s;
     int64_t rank;
 } an_row;
 
@@ -169,45 +169,46 @@ static int by_name_rank(const void *a, const void *b) {
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/* hta_name_others's keep: names an --allowlist pattern finds. */
+/* cli_hta_name_others's keep: names an --allowlist pattern finds. */
 static int keep_allowed(const void *ctx, const char *name) {
     return allowed(ctx, name);
 }
 
 /* Whether a row of the rank is one of the annotations asked for. */
-static int is_annotation(const hta_rank *r, const hta_row *w, const char *cat) {
+static int is_annotation(const cli_hta_rank *r, const cli_hta_row *w, const char *cat) {
     return strcmp(md_str(&r->m, md_cat_of(&r->m, w->ev)), cat) == 0;
 }
 
 /* One rank's rows, appended to *out. */
-static int rank_rows(const hta_rank *r, const an_args *a, an_row **out, size_t *nout, size_t *cap) {
+static int rank_rows(const cli_hta_rank *r, const an_args *a, an_row **out, size_t *nout,
+                     size_t *cap) {
     const char *cat = a->cpu ? "user_annotation" : "gpu_user_annotation";
     size_t num = a->num;
     size_t n = 0;
     for (int pass = 0; pass < 2; pass++) {
-        hta_row cw;
-        for (size_t k = 0, j = 0; pass ? k < r->count : hta_cpu_next(r, &j, &cw); k++, j++) {
-            const hta_row *w = pass ? &r->rows[k] : &cw;
+        cli_hta_row cw;
+        for (size_t k = 0, j = 0; pass ? k < r->count : cli_hta_cpu_next(r, &j, &cw); k++, j++) {
+            const cli_hta_row *w = pass ? &r->rows[k] : &cw;
             if (is_annotation(r, w, cat)) n += w->mult;
         }
     }
     if (n == 0) return 0;
-    hta_dur *d = malloc(n * sizeof *d);
+    cli_hta_dur *d = malloc(n * sizeof *d);
     int64_t *v = malloc(n * sizeof *v);
-    hta_named *names = malloc(n * sizeof *names);
+    cli_hta_named *names = malloc(n * sizeof *names);
     int rc = d && v && names ? 0 : STROBE_ENOMEM;
     size_t nn = 0, j = 0;
     for (int pass = 0; !rc && pass < 2; pass++) {
-        hta_row cw;
-        for (size_t k = 0, i = 0; pass ? k < r->count : hta_cpu_next(r, &i, &cw); k++, i++) {
-            const hta_row *w = pass ? &r->rows[k] : &cw;
+        cli_hta_row cw;
+        for (size_t k = 0, i = 0; pass ? k < r->count : cli_hta_cpu_next(r, &i, &cw); k++, i++) {
+            const cli_hta_row *w = pass ? &r->rows[k] : &cw;
             if (!is_annotation(r, w, cat)) continue;
             for (uint32_t m = 0; m < w->mult; m++)
-                d[j++] = (hta_dur){md_str(&r->m, md_name_of(&r->m, w->ev)), w->end - w->ts};
+                d[j++] = (cli_hta_dur){md_str(&r->m, md_name_of(&r->m, w->ev)), w->end - w->ts};
         }
     }
-    if (!rc) nn = hta_name_table(d, n, v, names);
-    long rows = rc ? 0 : hta_name_others(names, nn, v, num, AN_RATIO, keep_allowed, a);
+    if (!rc) nn = cli_hta_name_table(d, n, v, names);
+    long rows = rc ? 0 : cli_hta_name_others(names, nn, v, num, AN_RATIO, keep_allowed, a);
     if (rows < 0) rc = (int)rows;
     for (size_t k = 0; !rc && k < (size_t)rows; k++) {
         if (*nout == *cap) {
@@ -233,14 +234,14 @@ static int rank_rows(const hta_rank *r, const an_args *a, an_row **out, size_t *
 
 /* A kernel (GPUKernelFilter's row) and the annotation it takes. */
 typedef struct an_kernel {
-    hta_row w;
+    cli_hta_row w;
     uint32_t thread;
     uint32_t ann; /* the annotation's event, or UINT32_MAX (HTA's -1) */
 } an_kernel;
 
 /* A gpu_user_annotation row: [ts, end) on its thread (pid, tid). */
 typedef struct an_anno {
-    hta_row w;
+    cli_hta_row w;
     uint32_t thread;
 } an_anno;
 
@@ -259,44 +260,46 @@ static int by_dur_desc(const void *a, const void *b) {
 }
 
 /* Whether the traces hold a gpu_user_annotation row (HTA's shared symbol table has the name). */
-static int any_gpu_annotation(const hta_set *s) {
+static int any_gpu_annotation(const cli_hta_set *s) {
     for (size_t k = 0; k < s->count; k++) {
         const md_model *m = &s->ranks[k].m;
         for (uint32_t i = 0; i < m->count; i++) {
             md_event e = md_at(m, i);
-            if (hta_is_row(m, &e) && strcmp(md_str(m, e.cat), "gpu_user_annotation") == 0) return 1;
+            if (cli_hta_is_row(m, &e) && strcmp(md_str(m, e.cat), "gpu_user_annotation") == 0)
+                return 1;
         }
     }
     return 0;
 }
 
 /* A pid or tid cell: its number; empty (null) for a string or absent id. */
-static hta_cell id_cell(int64_t v, uint8_t kind) {
-    return kind == MD_ID_NUM ? HTA_INT(v) : HTA_TEXT("");
+static cli_hta_cell id_cell(int64_t v, uint8_t kind) {
+    return kind == MD_ID_NUM ? CLI_HTA_INT(v) : CLI_HTA_TEXT("");
 }
 
 /* A symbol column's text: the name, shortened unless full (buf: room for strlen(name) + 1). */
 static const char *sym(const char *name, int full, char *buf) {
     if (full) return name;
-    hta_shorten_name(name, buf);
+    cli_hta_shorten_name(name, buf);
     return buf;
 }
 
 /* The rank's kernels, rows of t (see the top of the file). */
-static int kernel_rows(const hta_set *s, const hta_rank *r, const an_args *a, hta_table *t) {
+static int kernel_rows(const cli_hta_set *s, const cli_hta_rank *r, const an_args *a,
+                       cli_hta_table *t) {
     const md_model *m = &r->m;
     an_kernel *ks = NULL;
     an_anno *as = NULL;
     size_t nk = 0, na = 0, ck = 0, ca = 0;
     int rc = 0;
     for (int pass = 0; !rc && pass < 2; pass++) {
-        hta_row cw;
-        for (size_t k = 0, j = 0; !rc && (pass ? k < r->count : hta_cpu_next(r, &j, &cw));
+        cli_hta_row cw;
+        for (size_t k = 0, j = 0; !rc && (pass ? k < r->count : cli_hta_cpu_next(r, &j, &cw));
              k++, j++) {
-            const hta_row *w = pass ? &r->rows[k] : &cw;
+            const cli_hta_row *w = pass ? &r->rows[k] : &cw;
             md_event e = md_at(m, w->ev);
             int anno = strcmp(md_str(m, e.cat), "gpu_user_annotation") == 0;
-            int kern = hta_is_gpu_row(m, &e);
+            int kern = cli_hta_is_gpu_row(m, &e);
             if (anno) {
                 if (na == ca) {
                     size_t nc = ca ? 2 * ca : 64;
@@ -354,10 +357,11 @@ static int kernel_rows(const hta_set *s, const hta_rank *r, const an_args *a, ht
                    *sa = sym(ann, a->full_names, buf + ln + lc);
         int64_t ts = ks[k].w.ts, end = ks[k].w.end;
         for (uint32_t c = 0; !rc && c < ks[k].w.mult; c++)
-            rc = HTA_ROW(t, HTA_INT(ts - s->min_ts), HTA_INT(end - ts), HTA_INT(end - s->min_ts),
-                         id_cell(th->pid, th->pid_kind), id_cell(th->tid, th->tid_kind),
-                         HTA_INT(e.stream), HTA_INT(e.corr), HTA_TEXT(sn), HTA_TEXT(sc),
-                         HTA_TEXT(sa));
+            rc = CLI_HTA_ROW(t, CLI_HTA_INT(ts - s->min_ts), CLI_HTA_INT(end - ts),
+                             CLI_HTA_INT(end - s->min_ts), id_cell(th->pid, th->pid_kind),
+                             id_cell(th->tid, th->tid_kind), CLI_HTA_INT(e.stream),
+                             CLI_HTA_INT(e.corr), CLI_HTA_TEXT(sn), CLI_HTA_TEXT(sc),
+                             CLI_HTA_TEXT(sa));
     }
     free(buf);
     free(ks);
@@ -370,13 +374,13 @@ static const char *const kcols[] = {
     "stream", "correlation", "s_name", "s_cat", "s_user_annotation"};
 static const uint8_t ktext[10] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1};
 
-static int run_kernels(const hta_set *s, const an_args *a, hta_table *t) {
-    const hta_rank *r = NULL;
+static int run_kernels(const cli_hta_set *s, const an_args *a, cli_hta_table *t) {
+    const cli_hta_rank *r = NULL;
     for (size_t k = 0; k < s->count && r == NULL; k++)
         if (!a->has_rank || s->ranks[k].rank == a->rank) r = &s->ranks[k];
     if (r == NULL) {
         fprintf(stderr, "strobe annotations: no rank %" PRId64 " in the traces\n", a->rank);
-        return HTA_REPORTED;
+        return CLI_HTA_REPORTED;
     }
     t->cols = kcols;
     t->text = ktext;
@@ -389,17 +393,17 @@ static int run_kernels(const hta_set *s, const an_args *a, hta_table *t) {
     return kernel_rows(s, r, a, t);
 }
 
-static int run(const hta_set *s, void *ctx, hta_table *t) {
+static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
     const an_args *a = ctx;
     if (a->kernels && (a->cpu || a->has_num || a->nallow)) {
         fprintf(stderr, "strobe annotations: --cpu, --num and --allowlist are the breakdown's, "
                         "not --kernels' (strobe annotations --help)\n");
-        return HTA_REPORTED;
+        return CLI_HTA_REPORTED;
     }
     if (!a->kernels && (a->has_rank || a->full_names)) {
         fprintf(stderr, "strobe annotations: --rank and --full-names go with --kernels "
                         "(strobe annotations --help)\n");
-        return HTA_REPORTED;
+        return CLI_HTA_REPORTED;
     }
     if (a->kernels) return run_kernels(s, a, t);
     const char *cat = a->cpu ? "user_annotation" : "gpu_user_annotation";
@@ -410,9 +414,10 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
         rc = rank_rows(&s->ranks[k], a, &rows, &n, &cap);
     if (rc == 0 && n > 1) cli_qsort(rows, n, sizeof *rows, by_name_rank);
     for (size_t k = 0; rc == 0 && k < n; k++)
-        rc = HTA_ROW(t, HTA_TEXT(rows[k].s.name), HTA_INT(rows[k].s.sum), HTA_INT(rows[k].s.max),
-                     HTA_INT(rows[k].s.min), HTA_NUM(rows[k].s.mean), HTA_NUM(rows[k].s.std),
-                     HTA_INT(rows[k].rank));
+        rc = CLI_HTA_ROW(t, CLI_HTA_TEXT(rows[k].s.name), CLI_HTA_INT(rows[k].s.sum),
+                         CLI_HTA_INT(rows[k].s.max), CLI_HTA_INT(rows[k].s.min),
+                         CLI_HTA_NUM(rows[k].s.mean), CLI_HTA_NUM(rows[k].s.std),
+                         CLI_HTA_INT(rows[k].rank));
     if (rc == 0 && n == 0)
         fprintf(stderr, "strobe annotations: no %s event in the traces (HTA returns None)\n", cat);
     free(rows);
@@ -457,7 +462,7 @@ static int option(void *ctx, int c, const char *arg) {
         }
         a->nallow++;
     } else {
-        return HTA_UNKNOWN_OPTION;
+        return CLI_HTA_UNKNOWN_OPTION;
     }
     return 0;
 }
@@ -466,18 +471,18 @@ static const char *const cols[] = {"name",      "sum (us)", "max (us)", "min (us
                                    "mean (us)", "stddev",   "rank"};
 static const uint8_t text[7] = {1, 0, 0, 0, 0, 0, 0};
 
-static const hta_command command = {"annotations",
-                                    cmd_annotations_usage,
-                                    cmd_annotations_options,
-                                    ":f:n:qhV",
-                                    option,
-                                    run,
-                                    {{NULL, cols, text, 7}},
-                                    1};
+static const cli_hta_command command = {"annotations",
+                                        cmd_annotations_usage,
+                                        cmd_annotations_options,
+                                        ":f:n:qhV",
+                                        option,
+                                        run,
+                                        {{NULL, cols, text, 7}},
+                                        1};
 
 int cmd_annotations(int argc, char **argv) {
     an_args a = {0, 1000, NULL, 0, 0, 0, 0, 0, 0, 0};
-    int rc = hta_main(&command, &a, argc, argv);
+    int rc = cli_hta_main(&command, &a, argc, argv);
     for (size_t k = 0; k < a.nallow; k++)
         regfree(&a.allow[k]);
     free(a.allow);

@@ -47,7 +47,7 @@ const char cmd_breakdown_usage[] =
     "                   names: rank, idle_time, compute_time, non_compute_time, kernel_time,\n"
     "                   idle_time_pctg, compute_time_pctg, non_compute_time_pctg)\n"
     // clang-format off
-    HTA_USAGE_STD_OPTIONS
+    CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
@@ -58,9 +58,9 @@ const struct option cmd_breakdown_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int is_compute(const hta_rank *r, const hta_row *w, void *arg) {
+static int is_compute(const cli_hta_rank *r, const cli_hta_row *w, void *arg) {
     (void)arg;
-    return hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == HTA_COMPUTATION;
+    return cli_hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == CLI_HTA_COMPUTATION;
 }
 
 static int64_t run_time(const int64_t *iv, size_t n) {
@@ -70,25 +70,25 @@ static int64_t run_time(const int64_t *iv, size_t n) {
     return t;
 }
 
-static int run(const hta_set *s, void *ctx, hta_table *t) {
+static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
     (void)ctx;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
-        const hta_rank *r = &s->ranks[k];
+        const cli_hta_rank *r = &s->ranks[k];
         int64_t *iv = malloc(2 * (r->count ? r->count : 1) * sizeof *iv);
         if (iv == NULL) return STROBE_ENOMEM;
-        size_t n = hta_merge(r, NULL, NULL, iv);
+        size_t n = cli_hta_merge(r, NULL, NULL, iv);
         int64_t kernel = n ? iv[2 * n - 1] - iv[0] : 0;
         int64_t idle = kernel - run_time(iv, n);
-        n = hta_merge(r, is_compute, NULL, iv);
+        n = cli_hta_merge(r, is_compute, NULL, iv);
         int64_t compute = run_time(iv, n);
         int64_t other = kernel - compute - idle;
         free(iv);
         double kt = (double)kernel;
-        rc =
-            HTA_ROW(t, HTA_INT(r->rank), HTA_INT(idle), HTA_INT(compute), HTA_INT(other),
-                    HTA_INT(kernel), HTA_PCT(100.0 * ((double)idle / kt)),
-                    HTA_PCT(100.0 * ((double)compute / kt)), HTA_PCT(100.0 * ((double)other / kt)));
+        rc = CLI_HTA_ROW(
+            t, CLI_HTA_INT(r->rank), CLI_HTA_INT(idle), CLI_HTA_INT(compute), CLI_HTA_INT(other),
+            CLI_HTA_INT(kernel), CLI_HTA_PCT(100.0 * ((double)idle / kt)),
+            CLI_HTA_PCT(100.0 * ((double)compute / kt)), CLI_HTA_PCT(100.0 * ((double)other / kt)));
     }
     return rc;
 }
@@ -98,15 +98,15 @@ static const char *const cols[] = {
     "kernel_time", "idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"};
 static const uint8_t text[8] = {0};
 
-const hta_command hta_cmd_breakdown = {"breakdown",
-                                       cmd_breakdown_usage,
-                                       cmd_breakdown_options,
-                                       ":f:qhV",
-                                       NULL,
-                                       run,
-                                       {{NULL, cols, text, 8}},
-                                       1};
+const cli_hta_command cli_hta_cmd_breakdown = {"breakdown",
+                                               cmd_breakdown_usage,
+                                               cmd_breakdown_options,
+                                               ":f:qhV",
+                                               NULL,
+                                               run,
+                                               {{NULL, cols, text, 8}},
+                                               1};
 
 int cmd_breakdown(int argc, char **argv) {
-    return hta_main_rows(&hta_cmd_breakdown, NULL, argc, argv, 1); /* no CPU rows */
+    return cli_hta_main_rows(&cli_hta_cmd_breakdown, NULL, argc, argv, 1); /* no CPU rows */
 }

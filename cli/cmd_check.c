@@ -18,7 +18,7 @@
 #include "common.h"
 #include "emit.h"
 #include "strobe/error.h"
-#include "model.h"
+#include "model/model.h"
 #include "reader/trace_reader.h"
 
 const char cmd_check_usage[] =
@@ -512,7 +512,7 @@ static int report(const checker *c) {
 
 static void json_event(const md_model *m, const md_event *e) {
     printf("{\"index\": %u, \"name\": ", e->index);
-    cl_json_str(stdout, md_str(m, e->name));
+    cli_json_str(stdout, md_str(m, e->name));
     printf(", \"ts_us\": ");
     if (e->has_time)
         print_us(file_ts(m, e));
@@ -535,11 +535,11 @@ static void json_example(const checker *c, int kind, const example *x) {
     json_event(m, e);
     if (kind == P_BAD_EVENT && e->bad_why) {
         printf(", \"reason\": ");
-        cl_json_str(stdout, md_str(m, e->bad_why));
+        cli_json_str(stdout, md_str(m, e->bad_why));
     }
     if (kind == P_FLOW_WITHOUT_END || kind == P_FLOW_WITHOUT_START) {
         printf(", \"cat\": ");
-        cl_json_str(stdout, md_str(m, e->cat));
+        cli_json_str(stdout, md_str(m, e->cat));
         printf(", \"flow_id\": ");
         cli_print_id(m, e->flow_id, e->flow_kind, 1);
     }
@@ -564,7 +564,7 @@ static int report_json(const checker *c) {
     for (int k = 0; k < P_COUNT; k++)
         total += c->p[k].count;
     printf("{\"file\": ");
-    cl_json_str(stdout, m->path);
+    cli_json_str(stdout, m->path);
     printf(", \"events\": %zu, \"metadata_events\": %llu, \"problems\": %llu,\n \"findings\": [",
            m->count, (unsigned long long)m->metadata_events, (unsigned long long)total);
     int n = 0;
@@ -577,7 +577,7 @@ static int report_json(const checker *c) {
             printf(", \"reasons\": [");
             for (size_t r = 0; r < c->nreasons; r++) {
                 printf("%s{\"reason\": ", r ? ", " : "");
-                cl_json_str(stdout, c->reasons[r] ? md_str(m, c->reasons[r]) : "bad event");
+                cli_json_str(stdout, c->reasons[r] ? md_str(m, c->reasons[r]) : "bad event");
                 printf(", \"count\": %llu}", (unsigned long long)c->reason_counts[r]);
             }
             putchar(']');

@@ -65,7 +65,7 @@ const char cmd_counters_usage[] =
     "    -f, --format F table (default), csv or json (an array of rows keyed by the column\n"
     "                   names)\n"
     // clang-format off
-    HTA_USAGE_STD_OPTIONS
+    CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit, too many\n"
     "    counters, standard input) or usage.\n";
@@ -108,7 +108,7 @@ typedef struct ct_names {
 static long name_id(ct_names *nm, const char *s, size_t len) {
     for (size_t k = 0; k < nm->n; k++)
         if (strlen(nm->v[k]) == len && memcmp(nm->v[k], s, len) == 0) return (long)k;
-    if (nm->n >= HTA_MAX_COLS - CT_FIXED) return STROBE_ERANGE;
+    if (nm->n >= CLI_HTA_MAX_COLS - CT_FIXED) return STROBE_ERANGE;
     if (nm->n == nm->cap) {
         size_t cap = nm->cap ? nm->cap * 2 : 16;
         char **v = realloc(nm->v, cap * sizeof *v);
@@ -183,7 +183,7 @@ static void file_free(ct_file *f) {
 }
 
 /* Reads the counters of path's cuda_profiler_range X events into f (names into nm).
- * @return 0, a negative STROBE_E* code, or HTA_REPORTED after a message. */
+ * @return 0, a negative STROBE_E* code, or CLI_HTA_REPORTED after a message. */
 static int read_counters(const char *path, ct_names *nm, ct_file *f) {
     strobe_rd *rd = NULL;
     int rc = strobe_rd_open(&rd, path, NULL);
@@ -213,19 +213,19 @@ static int read_counters(const char *path, ct_names *nm, ct_file *f) {
     }
     if (rc == STROBE_ERANGE) {
         fprintf(stderr, "strobe counters: %s: more than %d counters: more than a table holds\n",
-                cli_esc(path), HTA_MAX_COLS - CT_FIXED);
-        rc = HTA_REPORTED;
+                cli_esc(path), CLI_HTA_MAX_COLS - CT_FIXED);
+        rc = CLI_HTA_REPORTED;
     } else if (rc < 0 && rc != STROBE_ENOMEM) {
         fprintf(stderr, "strobe counters: %s\n",
                 cli_esc(rd && strobe_rd_errmsg(rd)[0] ? strobe_rd_errmsg(rd) : path));
-        rc = HTA_REPORTED;
+        rc = CLI_HTA_REPORTED;
     }
     strobe_rd_close(rd);
     return rc;
 }
 
 static int by_ts(const void *a, const void *b) {
-    const hta_row *x = a, *y = b;
+    const cli_hta_row *x = a, *y = b;
     if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
     return (x->ev > y->ev) - (x->ev < y->ev);
 }
@@ -236,17 +236,18 @@ static int starts_with(const char *s, const char *p) {
 
 /* The kept rows of r (CPU rows and rows with a stream) for which want(m, ev) holds, sorted by
  * ts then file order, into *out. @return their number, or STROBE_ENOMEM. */
-static long kept_rows(const hta_rank *r, int (*want)(const md_model *, uint32_t), hta_row **out) {
+static long kept_rows(const cli_hta_rank *r, int (*want)(const md_model *, uint32_t),
+                      cli_hta_row **out) {
     const md_model *m = &r->m;
     size_t n = 0, cap = 64;
-    hta_row *v = malloc(cap * sizeof *v), w;
+    cli_hta_row *v = malloc(cap * sizeof *v), w;
     if (v == NULL) return STROBE_ENOMEM;
     for (int pass = 0; pass < 2; pass++) {
         size_t lim = pass ? r->count : 0;
-        for (size_t i = 0; pass == 0 && hta_cpu_next(r, &i, &w); i++) {
+        for (size_t i = 0; pass == 0 && cli_hta_cpu_next(r, &i, &w); i++) {
             if (!want(m, w.ev)) continue;
             if (n == cap) {
-                hta_row *g = realloc(v, (cap *= 2) * sizeof *v);
+                cli_hta_row *g = realloc(v, (cap *= 2) * sizeof *v);
                 if (g == NULL) {
                     free(v);
                     return STROBE_ENOMEM;
@@ -258,7 +259,7 @@ static long kept_rows(const hta_rank *r, int (*want)(const md_model *, uint32_t)
         for (size_t k = 0; k < lim; k++) {
             if (!want(m, r->rows[k].ev)) continue;
             if (n == cap) {
-                hta_row *g = realloc(v, (cap *= 2) * sizeof *v);
+                cli_hta_row *g = realloc(v, (cap *= 2) * sizeof *v);
                 if (g == NULL) {
                     free(v);
                     return STROBE_ENOMEM;
@@ -309,10 +310,10 @@ static int buf_add(ct_buf *b, const char *s) {
 }
 
 /* The rows of rank r into t; the file's counters in f (sorted by index), names in order[]. */
-static int rank_rows(const hta_set *s, const hta_rank *r, const ct_file *f, const size_t *order,
-                     size_t nc, hta_table *t) {
+static int rank_rows(const cli_hta_set *s, const cli_hta_rank *r, const ct_file *f,
+                     const size_t *order, size_t nc, cli_hta_table *t) {
     const md_model *m = &r->m;
-    hta_row *kern = NULL, *launch = NULL;
+    cli_hta_row *kern = NULL, *launch = NULL;
     long nk = kept_rows(r, is_kernel, &kern);
     long nl = nk < 0 ? nk : kept_rows(r, is_launch, &launch);
     int rc = nk < 0 ? (int)nk : nl < 0 ? (int)nl : 0;
@@ -328,25 +329,25 @@ static int rank_rows(const hta_set *s, const hta_rank *r, const ct_file *f, cons
     ct_buf ops = {0};
     if (rc == 0 && (cells == NULL || stack == NULL)) rc = STROBE_ENOMEM;
     for (long k = 0; rc == 0 && k < nk; k++) {
-        const hta_row *kw = &kern[k], *lw = &launch[k];
+        const cli_hta_row *kw = &kern[k], *lw = &launch[k];
         /* The launch's cpu_op ancestors, innermost first, then sorted by ts (outermost first). */
         size_t depth = 0;
         for (uint32_t p = md_parent(m, lw->ev); p != MD_NONE; p = md_parent(m, p))
             if (strcmp(md_str(m, md_cat_of(m, p)), "cpu_op") == 0) stack[depth++] = p;
-        hta_row *sw = malloc((depth ? depth : 1) * sizeof *sw);
+        cli_hta_row *sw = malloc((depth ? depth : 1) * sizeof *sw);
         if (sw == NULL) {
             rc = STROBE_ENOMEM;
             break;
         }
         for (size_t d = 0; d < depth; d++) {
-            hta_row_at(r, stack[d], &sw[d]);
+            cli_hta_row_at(r, stack[d], &sw[d]);
             sw[d].mult = (uint32_t)(depth - d); /* outer first on equal ts */
         }
         for (size_t a = 1; a < depth; a++) /* insertion sort: ts, then outer first */
             for (size_t b = a; b > 0 && (sw[b].ts < sw[b - 1].ts ||
                                          (sw[b].ts == sw[b - 1].ts && sw[b].mult < sw[b - 1].mult));
                  b--) {
-                hta_row x = sw[b];
+                cli_hta_row x = sw[b];
                 sw[b] = sw[b - 1];
                 sw[b - 1] = x;
             }
@@ -379,7 +380,7 @@ static int rank_rows(const hta_set *s, const hta_rank *r, const ct_file *f, cons
             const char *v = ce && id < ce->nvalues ? ce->values[id] : NULL;
             cells[CT_FIXED + c] = v ? v : "-1";
         }
-        if (rc == 0) rc = hta_table_add(t, cells);
+        if (rc == 0) rc = cli_hta_table_add(t, cells);
         free(sw);
     }
     free(ops.s);
@@ -396,7 +397,7 @@ static int by_name(const void *a, const void *b) {
     return strcmp(g_names->v[*(const size_t *)a], g_names->v[*(const size_t *)b]);
 }
 
-static int run(const hta_set *s, int format) {
+static int run(const cli_hta_set *s, int format) {
     ct_names nm = {0};
     ct_file *files = calloc(s->count ? s->count : 1, sizeof *files);
     size_t *order = NULL;
@@ -431,14 +432,14 @@ static int run(const hta_set *s, int format) {
         for (size_t c = 0; c < nm.n; c++)
             cols[CT_FIXED + c] = nm.v[order[c]];
     }
-    hta_table t = {cols, text, CT_FIXED + nm.n, NULL, 0, 0};
+    cli_hta_table t = {cols, text, CT_FIXED + nm.n, NULL, 0, 0};
     for (size_t k = 0; rc == 0 && any && k < s->count; k++)
         rc = rank_rows(s, &s->ranks[k], &files[k], order, nm.n, &t);
     if (rc == 0 && !any)
         fprintf(stderr, "strobe counters: no events of cat " CT_CAT
                         " (was the trace taken in CUPTI's profiler mode?)\n");
-    if (rc == 0) hta_table_print(&t, format, stdout);
-    hta_table_free(&t);
+    if (rc == 0) cli_hta_table_print(&t, format, stdout);
+    cli_hta_table_free(&t);
     for (size_t k = 0; files && k < s->count; k++)
         file_free(&files[k]);
     free(files);
@@ -452,14 +453,14 @@ static int run(const hta_set *s, int format) {
 }
 
 int cmd_counters(int argc, char **argv) {
-    int format = CL_TABLE, quiet = 0, first = 0;
+    int format = CLI_TABLE, quiet = 0, first = 0;
     for (int o; (o = cli_getopt(argc, argv, ":f:qhV", cmd_counters_options, &first)) != -1;) {
         if (o == 'h') return cli_help(cmd_counters_usage);
         if (o == 'V') return cli_version();
         if (o == 'q') {
             quiet = 1;
         } else if (o == 'f') {
-            format = cl_parse_format(optarg);
+            format = cli_parse_format(optarg);
             if (format < 0) return cli_usage_error("counters", "unknown --format", optarg);
         } else {
             return cli_option_error("counters", o, argv, cmd_counters_options);
@@ -469,11 +470,11 @@ int cmd_counters(int argc, char **argv) {
     for (int k = first; k < argc; k++)
         if (strcmp(argv[k], "-") == 0)
             return cli_usage_error("counters", "the trace is read twice: give a file, not", "-");
-    hta_set s;
-    if (hta_load(&s, "counters", argv + first, (size_t)(argc - first), quiet) != 0)
+    cli_hta_set s;
+    if (cli_hta_load(&s, "counters", argv + first, (size_t)(argc - first), quiet) != 0)
         return CLI_BAD_INPUT;
     int work = run(&s, format);
-    hta_free(&s);
-    if (work == HTA_REPORTED) return CLI_BAD_INPUT;
+    cli_hta_free(&s);
+    if (work == CLI_HTA_REPORTED) return CLI_BAD_INPUT;
     return cli_finish("counters", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
 }

@@ -96,7 +96,7 @@ const char cmd_critical_path_usage[] =
     "                   path_nodes, path_edges, critical_events, graph_nodes, graph_edges,\n"
     "                   window_start, window_end (us)\n"
     // clang-format off
-    HTA_USAGE_STD_OPTIONS
+    CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, no such annotation or instance, an\n"
     "    invalid graph) or usage.\n";
@@ -127,7 +127,7 @@ const struct option cmd_critical_path_options[] = {
 };
 
 typedef struct ctx {
-    cp_opts o;
+    cli_cp_opts o;
     int64_t rank;
     int has_rank;
     const char *out;
@@ -149,27 +149,27 @@ static int by_i64(const void *a, const void *b) {
 }
 
 /* A thread's pid and tid as the overlay writes them: numbers, string ids through the copy's map. */
-static int thread_ids(cl_idmap *ids, const md_model *m, const md_thread *th, int64_t *pid,
+static int thread_ids(cli_idmap *ids, const md_model *m, const md_thread *th, int64_t *pid,
                       int64_t *tid) {
     *pid = th->pid;
     *tid = th->tid;
     if (th->pid_kind == MD_ID_STR) {
         const char *s = md_str(m, th->pid_str);
-        STROBE_FORWARD_IF_ERR(cl_idmap_pid(ids, s, strlen(s), pid));
+        STROBE_FORWARD_IF_ERR(cli_idmap_pid(ids, s, strlen(s), pid));
     }
     if (th->tid_kind == MD_ID_STR) {
         const char *s = md_str(m, th->tid_str);
-        STROBE_FORWARD_IF_ERR(cl_idmap_tid(ids, *pid, s, strlen(s), tid));
+        STROBE_FORWARD_IF_ERR(cli_idmap_tid(ids, *pid, s, strlen(s), tid));
     }
     return 0;
 }
 
 /* One flow point of edge e at node n (HTA's get_flow_event), after *nev events (counted).
  * @return 0 or STROBE_ENOMEM. */
-static int put_flow(FILE *f, const cp_graph *g, cl_idmap *ids, const cp_edge *e, uint32_t n,
-                    size_t id, int start, size_t *nev, int critical) {
+static int put_flow(FILE *f, const cli_cp_graph *g, cli_idmap *ids, const cli_cp_edge *e,
+                    uint32_t n, size_t id, int start, size_t *nev, int critical) {
     const md_model *m = &g->r->m;
-    const cp_row *w = &g->rows[g->nodes[n].row];
+    const cli_cp_row *w = &g->rows[g->nodes[n].row];
     md_event ev = md_at(m, w->ev);
     int64_t t = ev.ts, pid, tid;
     if (!g->nodes[n].is_start) {
@@ -183,11 +183,11 @@ static int put_flow(FILE *f, const cp_graph *g, cl_idmap *ids, const cp_edge *e,
     STROBE_FORWARD_IF_ERR(thread_ids(ids, m, &m->threads[ev.thread], &pid, &tid));
     fprintf(f, "%s\n{\"ph\":\"%s\",\"id\":%zu,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":",
             (*nev)++ ? "," : "", start ? "s" : "f", id, pid, tid);
-    cl_put_us(f, t);
+    cli_put_us(f, t);
     fprintf(f,
             ",\"cat\":\"%s\",\"name\":\"critical_path\",%s\"args\":{\"weight\":%" PRId64
             ",\"critical\":%s}}",
-            cp_edge_type_name(e->type), start ? "" : "\"bp\":\"e\",", e->weight,
+            cli_cp_edge_type_name(e->type), start ? "" : "\"bp\":\"e\",", e->weight,
             critical ? "true" : "false");
     return 0;
 }
@@ -221,7 +221,7 @@ static void put_critical(FILE *f, const strobe_rd_event *ev) {
 
 /* The flows of the path's edges of HTA's default types (DEFAULT_EDGE_TYPES_IN_VIZ), after *nev
  * events (counted). @return 0 or STROBE_ENOMEM. */
-static int put_flows(FILE *f, const cp_graph *g, cl_idmap *ids, size_t *nev, int all_edges) {
+static int put_flows(FILE *f, const cli_cp_graph *g, cli_idmap *ids, size_t *nev, int all_edges) {
     size_t id = 0;
     int rc = 0;
     if (all_edges) {
@@ -230,8 +230,8 @@ static int put_flows(FILE *f, const cp_graph *g, cl_idmap *ids, size_t *nev, int
         for (size_t i = 0; on && i + 1 < g->npath; i++)
             on[g->path_edges[i]] = 1;
         for (size_t k = 0; k < g->nedges && rc == 0; k++) {
-            const cp_edge *e = &g->edges[k];
-            if (e->type == CP_KERNEL_LAUNCH_DELAY && e->weight == 0) continue;
+            const cli_cp_edge *e = &g->edges[k];
+            if (e->type == CLI_CP_KERNEL_LAUNCH_DELAY && e->weight == 0) continue;
             rc = put_flow(f, g, ids, e, e->u, id, 1, nev, on && on[k]);
             if (rc == 0) rc = put_flow(f, g, ids, e, e->v, id, 0, nev, on && on[k]);
             id++;
@@ -240,9 +240,9 @@ static int put_flows(FILE *f, const cp_graph *g, cl_idmap *ids, size_t *nev, int
         return rc;
     }
     for (size_t i = 0; i + 1 < g->npath && rc == 0; i++) {
-        const cp_edge *e = &g->edges[g->path_edges[i]];
-        if (e->type != CP_DEPENDENCY && e->type != CP_KERNEL_LAUNCH_DELAY &&
-            e->type != CP_SYNC_DEPENDENCY)
+        const cli_cp_edge *e = &g->edges[g->path_edges[i]];
+        if (e->type != CLI_CP_DEPENDENCY && e->type != CLI_CP_KERNEL_LAUNCH_DELAY &&
+            e->type != CLI_CP_SYNC_DEPENDENCY)
             continue;
         rc = put_flow(f, g, ids, e, e->u, id, 1, nev, 1);
         if (rc == 0) rc = put_flow(f, g, ids, e, e->v, id, 0, nev, 1);
@@ -253,17 +253,17 @@ static int put_flows(FILE *f, const cp_graph *g, cl_idmap *ids, size_t *nev, int
 
 /* Ends the event array: the path's flows, the names of the ids the map made, the bracket.
  * @return 0 or STROBE_ENOMEM. */
-static int end_events(FILE *f, const cp_graph *g, const ctx *c, cl_idmap *ids, size_t nev) {
+static int end_events(FILE *f, const cli_cp_graph *g, const ctx *c, cli_idmap *ids, size_t nev) {
     int rc = put_flows(f, g, ids, &nev, c->all_events && c->all_edges);
-    if (rc == 0) cl_idmap_put_names(ids, f, nev);
+    if (rc == 0) cli_idmap_put_names(ids, f, nev);
     fputs("\n]", f);
     return rc;
 }
 
 /* Writes event ev, marked critical or as it is, its string ids as numbers of the map.
  * @return 0, STROBE_ENOMEM or STROBE_EFORMAT. */
-static int put_event(FILE *f, cl_idmap *ids, const strobe_rd_event *ev, int is_crit) {
-    if (!cl_idmap_wants(ev)) {
+static int put_event(FILE *f, cli_idmap *ids, const strobe_rd_event *ev, int is_crit) {
+    if (!cli_idmap_wants(ev)) {
         if (is_crit)
             put_critical(f, ev);
         else
@@ -278,7 +278,7 @@ static int put_event(FILE *f, cl_idmap *ids, const strobe_rd_event *ev, int is_c
         put_critical(mf, ev);
     else
         fwrite(ev->raw, 1, ev->raw_len, mf);
-    int rc = fclose(mf) == 0 ? cl_idmap_put_event(ids, f, ev, buf, len) : STROBE_ENOMEM;
+    int rc = fclose(mf) == 0 ? cli_idmap_put_event(ids, f, ev, buf, len) : STROBE_ENOMEM;
     free(buf);
     return rc;
 }
@@ -322,7 +322,7 @@ static int is_kept_cat(const char *cat) {
  * arrows ...) pointing at nothing, which viewers report: a flow is kept only when each of its
  * points lies in a complete event that is kept, on its thread, and it has a start and an end.
  * The file indexes of the flow events to leave out go to *drop (sorted). */
-static int dropped_flows(const cp_graph *g, const int64_t *crit, size_t nc, int64_t **drop,
+static int dropped_flows(const cli_cp_graph *g, const int64_t *crit, size_t nc, int64_t **drop,
                          size_t *ndrop) {
     const md_model *m = &g->r->m;
     kept_x *kx = malloc((m->count + 1) * sizeof *kx);
@@ -407,7 +407,7 @@ static FILE *open_out(const char *out, const char *in) {
     return f;
 }
 
-static int overlay(const cp_graph *g, const ctx *c) {
+static int overlay(const cli_cp_graph *g, const ctx *c) {
     const md_model *m = &g->r->m;
     int64_t *crit = malloc((g->npath + 1) * sizeof *crit);
     if (crit == NULL) return STROBE_ENOMEM;
@@ -429,11 +429,11 @@ static int overlay(const cp_graph *g, const ctx *c) {
                                 : strerror(errno));
         free(crit);
         free(drop);
-        return HTA_REPORTED;
+        return CLI_HTA_REPORTED;
     }
     /* String ids become numbers, named by metadata events (idmap.h). */
-    cl_idmap ids = {0};
-    int wrc = cl_idmap_reserve(&ids, m); /* the writer's error, not the reader's */
+    cli_idmap ids = {0};
+    int wrc = cli_idmap_reserve(&ids, m); /* the writer's error, not the reader's */
     strobe_rd *rd = NULL;
     int rc = wrc ? wrc : strobe_rd_open(&rd, m->path, NULL);
     strobe_rd_item it;
@@ -449,7 +449,7 @@ static int overlay(const cp_graph *g, const ctx *c) {
             }
             if (strcmp(it.meta->key.s, "traceEvents") == 0) continue;
             fputs(members++ ? ",\n" : "\n", f);
-            cl_json_str(f, it.meta->key.s);
+            cli_json_str(f, it.meta->key.s);
             fputc(':', f);
             fwrite(it.meta->value.raw, 1, it.meta->value.len, f);
             continue;
@@ -483,14 +483,14 @@ static int overlay(const cp_graph *g, const ctx *c) {
                 : rd ? strobe_rd_errmsg(rd)
                      : "cannot read the trace");
     strobe_rd_close(rd);
-    cl_idmap_free(&ids);
+    cli_idmap_free(&ids);
     free(crit);
     free(drop);
     if (fclose(f) != 0 && rc == 0) {
         fprintf(stderr, "strobe critical-path: %s: %s\n", cli_esc(c->out), strerror(errno));
-        return HTA_REPORTED;
+        return CLI_HTA_REPORTED;
     }
-    return rc == STROBE_ENOMEM ? rc : rc < 0 ? HTA_REPORTED : 0;
+    return rc == STROBE_ENOMEM ? rc : rc < 0 ? CLI_HTA_REPORTED : 0;
 }
 
 /* ---- the tables ----------------------------------------------------------------------------- */
@@ -499,7 +499,7 @@ static int by_bound(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int tables(const cp_graph *g, hta_table *t) {
+static int tables(const cli_cp_graph *g, cli_hta_table *t) {
     const md_model *m = &g->r->m;
     int rc = 0;
     size_t ne = g->npath - 1;
@@ -507,24 +507,24 @@ static int tables(const cp_graph *g, hta_table *t) {
     if (bounds == NULL) return STROBE_ENOMEM;
     int64_t total = 0;
     for (size_t i = 0; rc == 0 && i < ne; i++) {
-        const cp_edge *e = &g->edges[g->path_edges[i]];
-        bounds[i] = cp_bound_by(g, e);
+        const cli_cp_edge *e = &g->edges[g->path_edges[i]];
+        bounds[i] = cli_cp_bound_by(g, e);
         total += e->weight;
-        hta_cell name = HTA_TEXT(""), cat = HTA_TEXT(""), idx = HTA_NUM(NAN), pid = HTA_NUM(NAN),
-                 tid = HTA_NUM(NAN), stream = HTA_NUM(NAN);
-        if (e->attr != CP_NONE) {
-            const cp_row *w = &g->rows[e->attr];
+        cli_hta_cell name = CLI_HTA_TEXT(""), cat = CLI_HTA_TEXT(""), idx = CLI_HTA_NUM(NAN),
+                     pid = CLI_HTA_NUM(NAN), tid = CLI_HTA_NUM(NAN), stream = CLI_HTA_NUM(NAN);
+        if (e->attr != CLI_CP_NONE) {
+            const cli_cp_row *w = &g->rows[e->attr];
             const md_thread *th = &m->threads[md_thread_of(m, w->ev)];
-            name = HTA_TEXT(md_str(m, w->name));
-            cat = HTA_TEXT(md_str(m, w->cat));
-            idx = HTA_INT(w->idx);
-            pid = th->pid_kind == MD_ID_NUM ? HTA_INT(th->pid) : HTA_NUM(NAN);
-            tid = th->tid_kind == MD_ID_NUM ? HTA_INT(th->tid) : HTA_NUM(NAN);
-            stream = HTA_INT(w->stream);
+            name = CLI_HTA_TEXT(md_str(m, w->name));
+            cat = CLI_HTA_TEXT(md_str(m, w->cat));
+            idx = CLI_HTA_INT(w->idx);
+            pid = th->pid_kind == MD_ID_NUM ? CLI_HTA_INT(th->pid) : CLI_HTA_NUM(NAN);
+            tid = th->tid_kind == MD_ID_NUM ? CLI_HTA_INT(th->tid) : CLI_HTA_NUM(NAN);
+            stream = CLI_HTA_INT(w->stream);
         }
-        rc = HTA_ROW(&t[1], HTA_INT(g->nodes[e->u].ts), HTA_INT(e->weight),
-                     HTA_TEXT(cp_edge_type_name(e->type)), idx, name, cat, pid, tid, stream,
-                     HTA_TEXT(bounds[i]));
+        rc = CLI_HTA_ROW(&t[1], CLI_HTA_INT(g->nodes[e->u].ts), CLI_HTA_INT(e->weight),
+                         CLI_HTA_TEXT(cli_cp_edge_type_name(e->type)), idx, name, cat, pid, tid,
+                         stream, CLI_HTA_TEXT(bounds[i]));
     }
     /* summary(): per bound_by, in its sorted order, the share of the path's duration. */
     const char **sorted = malloc((ne + 1) * sizeof *sorted);
@@ -538,8 +538,8 @@ static int tables(const cp_graph *g, hta_table *t) {
             int64_t sum = 0;
             for (size_t i = 0; i < ne; i++)
                 if (strcmp(bounds[i], sorted[a]) == 0) sum += g->edges[g->path_edges[i]].weight;
-            rc = HTA_ROW(&t[0], HTA_TEXT(sorted[a]), HTA_INT(sum),
-                         HTA_NUM(total ? (double)sum / (double)total * 100.0 : NAN));
+            rc = CLI_HTA_ROW(&t[0], CLI_HTA_TEXT(sorted[a]), CLI_HTA_INT(sum),
+                             CLI_HTA_NUM(total ? (double)sum / (double)total * 100.0 : NAN));
         }
     }
     size_t events = 0;
@@ -551,36 +551,36 @@ static int tables(const cp_graph *g, hta_table *t) {
         events += !seen;
     }
     if (rc == 0)
-        rc = HTA_ROW(&t[2], HTA_INT(g->length), HTA_INT(g->npath), HTA_INT(ne), HTA_INT(events),
-                     HTA_INT(g->graph_nodes), HTA_INT(g->nedges), HTA_INT(g->win_lo),
-                     HTA_INT(g->win_hi));
+        rc = CLI_HTA_ROW(&t[2], CLI_HTA_INT(g->length), CLI_HTA_INT(g->npath), CLI_HTA_INT(ne),
+                         CLI_HTA_INT(events), CLI_HTA_INT(g->graph_nodes), CLI_HTA_INT(g->nedges),
+                         CLI_HTA_INT(g->win_lo), CLI_HTA_INT(g->win_hi));
     free(bounds);
     free(sorted);
     return rc;
 }
 
-static int run(const hta_set *s, void *vc, hta_table *t) {
+static int run(const cli_hta_set *s, void *vc, cli_hta_table *t) {
     ctx *c = vc;
-    const hta_rank *r = NULL;
+    const cli_hta_rank *r = NULL;
     for (size_t k = 0; k < s->count && r == NULL; k++)
         if (!c->has_rank || s->ranks[k].rank == c->rank) r = &s->ranks[k];
     if (r == NULL) {
         fprintf(stderr, "strobe critical-path: no rank %" PRId64 " in the traces\n", c->rank);
-        return HTA_REPORTED;
+        return CLI_HTA_REPORTED;
     }
     if (strcmp(r->m.path, "-") == 0) {
         fprintf(stderr, "strobe critical-path: the trace must be a file (it is read twice), not "
                         "standard input\n");
-        return HTA_REPORTED;
+        return CLI_HTA_REPORTED;
     }
-    cp_graph g;
+    cli_cp_graph g;
     c->o.t0 = s->min_ts == INT64_MAX ? 0 : s->min_ts;
-    int rc = cp_analyze(&g, r, &c->o);
-    if (rc == HTA_REPORTED)
+    int rc = cli_cp_analyze(&g, r, &c->o);
+    if (rc == CLI_HTA_REPORTED)
         fprintf(stderr, "strobe critical-path: %s: %s\n", cli_esc(r->m.path), g.err);
     if (rc == 0) rc = tables(&g, t);
     if (rc == 0 && c->out) rc = overlay(&g, c);
-    cp_free(&g);
+    cli_cp_free(&g);
     return rc;
 }
 
@@ -665,7 +665,7 @@ static int option(void *vc, int o, const char *arg) {
     case OPT_DATA_LOAD:
         return data_load_option(c, arg);
     default:
-        return HTA_UNKNOWN_OPTION;
+        return CLI_HTA_UNKNOWN_OPTION;
     }
 }
 
@@ -678,7 +678,7 @@ static const char *const gcols[] = {"length",      "path_nodes",  "path_edges", 
                                     "graph_nodes", "graph_edges", "window_start", "window_end"};
 static const uint8_t gtext[8] = {0};
 
-const hta_command hta_cmd_critical_path = {
+const cli_hta_command hta_cmd_critical_path = {
     "critical-path",
     cmd_critical_path_usage,
     cmd_critical_path_options,
@@ -691,7 +691,7 @@ const hta_command hta_cmd_critical_path = {
 int cmd_critical_path(int argc, char **argv) {
     ctx c = {
         {"ProfilerStep", 0, 0, 0, 0, NULL, NULL, 0}, 0, 0, NULL, 0, 0, NULL, NULL, 0, 0, NULL, 0};
-    int rc = hta_main(&hta_cmd_critical_path, &c, argc, argv);
+    int rc = cli_hta_main(&hta_cmd_critical_path, &c, argc, argv);
     for (size_t k = 0; k < c.ndl; k++)
         regfree(&c.dl_re[k]);
     for (size_t k = 0; k < c.ntexts; k++)

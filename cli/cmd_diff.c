@@ -29,8 +29,8 @@
 #include "cli.h"
 #include "common.h"
 #include "emit.h"
-#include "model.h"
-#include "step.h"
+#include "model/model.h"
+#include "model/step.h"
 #include "strobe/error.h"
 #include "util/strpool.h"
 #include "util/table.h"
@@ -154,7 +154,7 @@ static int collect(const md_model *m, int has_step, int64_t step, trace_rows *ou
         for (size_t i = 0; i < m->count; i++) {
             const md_event e_ev = md_at(m, i), *e = &e_ev;
             int64_t n;
-            if (cl_is_step(m, e, &n)) {
+            if (md_is_step(m, e, &n)) {
                 steps[nsteps++] = (step_range){e->ts, e->ts + e->dur, n};
                 if (n == step) found = 1;
             }
@@ -339,21 +339,21 @@ static void print_machine(const drow *rows, size_t n, int json) {
         const drow *r = &rows[k];
         if (json) {
             printf("%s\n {\"%s\": ", k ? "," : "", columns[0]);
-            cl_json_str(stdout, r->name);
+            cli_json_str(stdout, r->name);
             printf(", \"%s\": \"%s\", \"%s\": %" PRIu64 ", \"%s\": %" PRIu64 ", \"%s\": ",
                    columns[1], r->gpu ? "gpu" : "cpu", columns[2], r->count[0], columns[3],
                    r->count[1], columns[4]);
-            cl_put_us(stdout, r->dur[0]);
+            cli_put_us(stdout, r->dur[0]);
             printf(", \"%s\": ", columns[5]);
-            cl_put_us(stdout, r->dur[1]);
+            cli_put_us(stdout, r->dur[1]);
             printf(", \"%s\": \"%s\"}", columns[6], status_of(r));
         } else {
-            cl_csv_str(stdout, r->name);
+            cli_csv_str(stdout, r->name);
             printf(",%s,%" PRIu64 ",%" PRIu64 ",", r->gpu ? "gpu" : "cpu", r->count[0],
                    r->count[1]);
-            cl_put_us(stdout, r->dur[0]);
+            cli_put_us(stdout, r->dur[0]);
             putchar(',');
-            cl_put_us(stdout, r->dur[1]);
+            cli_put_us(stdout, r->dur[1]);
             printf(",%s\n", status_of(r));
         }
     }
@@ -384,7 +384,7 @@ static const char *shown_path(const char *path) {
 
 int cmd_diff(int argc, char **argv) {
     size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
-    int format = CL_TABLE, quiet = 0, first = 0, has_step = 0;
+    int format = CLI_TABLE, quiet = 0, first = 0, has_step = 0;
     int64_t step = 0;
     for (int c; (c = cli_getopt(argc, argv, ":n:f:qhV", cmd_diff_options, &first)) != -1;) {
         unsigned long long n;
@@ -406,7 +406,7 @@ int cmd_diff(int argc, char **argv) {
             has_step = 1;
             break;
         case 'f':
-            format = cl_parse_format(optarg);
+            format = cli_parse_format(optarg);
             if (format < 0) return usage_error("unknown --format", optarg);
             break;
         case CLI_OPT_NAME_WIDTH:
@@ -467,10 +467,10 @@ int cmd_diff(int argc, char **argv) {
         if (!work && rows == NULL) work = STROBE_ENOMEM;
         if (!work) {
             size_t shown = limit == 0 || limit > n ? n : limit;
-            if (format == CL_TABLE)
+            if (format == CLI_TABLE)
                 print_table(rows, shown, name_width);
             else
-                print_machine(rows, shown, format == CL_JSON);
+                print_machine(rows, shown, format == CLI_JSON);
         }
         free(rows);
         rc = cli_finish("diff", work ? path[loaded - 1] : path[1], work, CLI_OK);

@@ -1,6 +1,6 @@
 /* cmd_export.c: `strobe export --pprof`, a trace's stacks as a pprof profile (profile.proto,
  * gzip'd) for `go tool pprof`, Pyroscope, Parca and Grafana. The stacks are those of
- * `strobe stacks` (folded.c); the encoding is pprof.c's.
+ * `strobe stacks` (model/folded.c); the encoding is pprof.c's.
  *
  * Contents: usage, the sources (folded stacks, heap sites), the output file, the command. */
 #include <errno.h>
@@ -10,10 +10,10 @@
 
 #include "cli.h"
 #include "common.h"
+#include "model/folded.h"
+#include "model/heap.h"
+#include "model/model.h"
 #include "outfile.h"
-#include "folded.h"
-#include "heap.h"
-#include "model.h"
 #include "pprof.h"
 #include "strobe/error.h"
 
@@ -98,7 +98,7 @@ static const char *const metric_missing[] = {
 
 /* Adds each stack of slot 0 of `f` with a weight as a sample of value w * scale (and w first,
  * with two_values). @return the samples added. */
-static uint64_t add_folded(cli_pprof *p, const cl_fold *f, int two_values, int64_t scale) {
+static uint64_t add_folded(cli_pprof *p, const md_fold *f, int two_values, int64_t scale) {
     uint64_t *loc_of = calloc(f->names.count, sizeof *loc_of), *locs = NULL, added = 0;
     size_t cap = 0;
     if (loc_of == NULL) p->err = STROBE_ENOMEM;
@@ -138,12 +138,12 @@ static uint64_t add_folded(cli_pprof *p, const cl_fold *f, int two_values, int64
 
 /* Adds the heap sites of `h`, and the rest of its totals under "[other sites]". @return the
  * samples added. */
-static uint64_t add_heap(cli_pprof *p, const cli_heap *h) {
+static uint64_t add_heap(cli_pprof *p, const md_heap *h) {
     uint64_t *locs = NULL, added = 0;
     size_t cap = 0;
     int64_t calls = (int64_t)h->calls, bytes = h->bytes, leaked = h->leaked;
     for (size_t i = 0; i < h->n && !p->err; i++) {
-        const cli_heap_site *st = &h->sites[i];
+        const md_heap_site *st = &h->sites[i];
         if (st->nframes > cap) {
             uint64_t *q = realloc(locs, st->nframes * sizeof *q);
             if (q == NULL) {
@@ -177,8 +177,8 @@ static uint64_t add_heap(cli_pprof *p, const cli_heap *h) {
  * for it, or STROBE_ENOMEM. */
 static int build(cli_pprof *p, const md_model *m, int metric, int64_t hz) {
     if (metric == M_MEMORY && m->heap_json != NULL) {
-        cli_heap h;
-        int hr = cli_heap_read(m->heap_json, &h);
+        md_heap h;
+        int hr = md_heap_read(m->heap_json, &h);
         if (hr == STROBE_ENOMEM) return hr;
         if (hr == 0 && h.n > 0) {
             cli_pprof_sample_type(p, "alloc_objects", "count");
@@ -187,17 +187,17 @@ static int build(cli_pprof *p, const md_model *m, int metric, int64_t hz) {
             cli_pprof_default_type(p, "alloc_space");
             if (h.sample_rate > 0) cli_pprof_period(p, "space", "bytes", h.sample_rate);
             uint64_t n = add_heap(p, &h);
-            cli_heap_free(&h);
+            md_heap_free(&h);
             return p->err ? p->err : n == 0;
         }
-        if (hr == 0) cli_heap_free(&h);
+        if (hr == 0) md_heap_free(&h);
     }
-    static const cl_fold_metric fold_of[] = {CL_FOLD_SELF_CPU, CL_FOLD_SELF_CUDA_OP,
-                                             CL_FOLD_SAMPLES, CL_FOLD_MEMORY};
-    cl_fold f;
+    static const md_fold_metric fold_of[] = {MD_FOLD_SELF_CPU, MD_FOLD_SELF_CUDA_OP,
+                                             MD_FOLD_SAMPLES, MD_FOLD_MEMORY};
+    md_fold f;
     uint64_t n = 0;
-    int err = cl_fold_init(&f);
-    if (!err) err = cl_fold_add(&f, m, fold_of[metric], CL_FOLD_STACK, 0, &n);
+    int err = md_fold_init(&f);
+    if (!err) err = md_fold_add(&f, m, fold_of[metric], MD_FOLD_STACK, 0, &n);
     if (!err) {
         if (metric == M_SAMPLES) {
             int64_t period = 1000000000 / hz;
@@ -214,7 +214,7 @@ static int build(cli_pprof *p, const md_model *m, int metric, int64_t hz) {
         }
         err = p->err;
     }
-    cl_fold_free(&f);
+    md_fold_free(&f);
     return err ? err : n == 0;
 }
 

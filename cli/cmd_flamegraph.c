@@ -11,7 +11,7 @@
 #include "common.h"
 #include "outfile.h"
 #include "flame.h"
-#include "model.h"
+#include "model/model.h"
 #include "strobe/error.h"
 
 const char cmd_flamegraph_usage[] =

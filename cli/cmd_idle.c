@@ -48,7 +48,7 @@ const char cmd_idle_usage[] =
     "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
     "                   names: rank, stream, idle_category, idle_time, idle_time_ratio)\n"
     // clang-format off
-    HTA_USAGE_STD_OPTIONS
+    CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
@@ -98,10 +98,10 @@ static int by_first(const void *a, const void *b) {
 
 static const char *const cat_names[3] = {"host_wait", "kernel_wait", "other"};
 
-static int rank_rows(const hta_set *s, const hta_rank *r, int64_t delay, hta_table *t) {
+static int rank_rows(const cli_hta_set *s, const cli_hta_rank *r, int64_t delay, cli_hta_table *t) {
     const md_model *m = &r->m;
     size_t nev = m->count ? m->count : 1;
-    /* The kept rows, a bit per event (their ts: hta_row_at). */
+    /* The kept rows, a bit per event (their ts: cli_hta_row_at). */
     uint64_t *kept = calloc(nev / 64 + 1, sizeof *kept);
     pair *cpu = malloc(nev * sizeof *cpu);
     size_t total = 0;
@@ -121,16 +121,16 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t delay, hta_tab
     uint32_t event0 = UINT32_MAX;
     for (size_t i = 0; i < m->count; i++) {
         const md_event e_ev = md_at(m, i), *e = &e_ev;
-        if (!hta_is_row(m, e)) continue;
+        if (!cli_hta_is_row(m, e)) continue;
         if (e->index == 0) event0 = (uint32_t)i;
-        if (e->corr != -1 && !hta_is_gpu_row(m, e)) cpu[nc++] = (pair){e->corr, (uint32_t)i};
+        if (e->corr != -1 && !cli_hta_is_gpu_row(m, e)) cpu[nc++] = (pair){e->corr, (uint32_t)i};
     }
     qsort(cpu, nc, sizeof *cpu, by_pair);
     for (size_t k = 0; k < r->count; k++) {
-        const hta_row *w = &r->rows[k];
+        const cli_hta_row *w = &r->rows[k];
         const md_event e_ev = md_at(m, w->ev), *e = &e_ev;
         uint32_t rt = UINT32_MAX;
-        if (e->corr != -1 && hta_is_gpu_row(m, e)) {
+        if (e->corr != -1 && cli_hta_is_gpu_row(m, e)) {
             size_t lo = 0, hi = nc;
             while (lo < hi) { /* the last CPU row of this correlation */
                 size_t mid = lo + (hi - lo) / 2;
@@ -143,15 +143,15 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t delay, hta_tab
                  : e->corr >= 0                        ? event0
                                                        : UINT32_MAX;
         }
-        hta_row rt_row = {0, 0, 0, 0};
-        if (rt != UINT32_MAX) hta_row_at(r, rt, &rt_row);
+        cli_hta_row rt_row = {0, 0, 0, 0};
+        if (rt != UINT32_MAX) cli_hta_row_at(r, rt, &rt_row);
         for (uint32_t c = 0; c < w->mult; c++) {
             krow *x = &rows[n++];
-            x->stream = hta_stream(r, w->ev);
+            x->stream = cli_hta_stream(r, w->ev);
             x->ts = w->ts;
             x->end = w->end;
             x->order =
-                (s->restricted && !s->mtia && !hta_is_gpu_row(m, e) ? (uint64_t)1 << 32 : 0) +
+                (s->restricted && !s->mtia && !cli_hta_is_gpu_row(m, e) ? (uint64_t)1 << 32 : 0) +
                 w->ev;
             x->has_runtime = rt != UINT32_MAX && (kept[rt / 64] >> (rt % 64) & 1);
             x->runtime = x->has_runtime ? rt_row.ts : 0;
@@ -179,8 +179,9 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t delay, hta_tab
         int64_t all = sum[0] + sum[1] + sum[2];
         for (int c = 0; rc == 0 && c < 3; c++) {
             if (!present[c]) continue;
-            rc = HTA_ROW(t, HTA_INT(r->rank), HTA_INT(so[k].stream), HTA_TEXT(cat_names[c]),
-                         HTA_INT(sum[c]), HTA_PCT((double)sum[c] / (double)all));
+            rc = CLI_HTA_ROW(t, CLI_HTA_INT(r->rank), CLI_HTA_INT(so[k].stream),
+                             CLI_HTA_TEXT(cat_names[c]), CLI_HTA_INT(sum[c]),
+                             CLI_HTA_PCT((double)sum[c] / (double)all));
         }
     }
 out:
@@ -191,7 +192,7 @@ out:
     return rc;
 }
 
-static int run(const hta_set *s, void *ctx, hta_table *t) {
+static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
     int64_t delay = *(const int64_t *)ctx;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++)
@@ -201,7 +202,7 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
 
 static int option(void *ctx, int c, const char *arg) {
     unsigned long long v;
-    if (c != CLI_LONG_ONLY + 1) return HTA_UNKNOWN_OPTION;
+    if (c != CLI_LONG_ONLY + 1) return CLI_HTA_UNKNOWN_OPTION;
     if (cli_parse_count("idle", "--consecutive-kernel-delay", arg, INT64_MAX, &v))
         return CLI_BAD_INPUT;
     *(int64_t *)ctx = (int64_t)v;
@@ -212,10 +213,10 @@ static const char *const cols[] = {"rank", "stream", "idle_category", "idle_time
                                    "idle_time_ratio"};
 static const uint8_t text[5] = {0, 0, 1, 0, 0};
 
-const hta_command hta_cmd_idle = {
+const cli_hta_command cli_hta_cmd_idle = {
     "idle", cmd_idle_usage, cmd_idle_options, ":f:qhV", option, run, {{NULL, cols, text, 5}}, 1};
 
 int cmd_idle(int argc, char **argv) {
     int64_t delay = 30;
-    return hta_main(&hta_cmd_idle, &delay, argc, argv);
+    return cli_hta_main(&cli_hta_cmd_idle, &delay, argc, argv);
 }

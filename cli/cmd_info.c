@@ -10,7 +10,7 @@
 #include "common.h"
 #include "emit.h"
 #include "strobe/error.h"
-#include "model.h"
+#include "model/model.h"
 #include "reader/trace_reader.h"
 #include "util/err.h"
 
@@ -299,7 +299,7 @@ static void report(const md_model *m, const facts *f) {
 static void report_json(const md_model *m, const facts *f) {
     FILE *out = stdout;
     printf("{\"file\": ");
-    cl_json_str(out, m->path);
+    cli_json_str(out, m->path);
     printf(",\n \"schema_version\": ");
     if (m->has_schema)
         printf("%lld", (long long)m->schema_version);
@@ -332,7 +332,7 @@ static void report_json(const md_model *m, const facts *f) {
         printf("%s\n  {\"pid\": ", i ? "," : "");
         cli_print_id(m, m->procs[i].pid, m->procs[i].pid_kind, 1);
         printf(", \"name\": ");
-        cl_json_str(out, md_str(m, m->procs[i].name));
+        cli_json_str(out, md_str(m, m->procs[i].name));
         putchar('}');
     }
     printf("],\n \"threads\": [");
@@ -344,7 +344,7 @@ static void report_json(const md_model *m, const facts *f) {
         cli_print_id(m, t->tid, t->tid_kind, 1);
         printf(", \"events\": %zu, \"name\": ", t->count);
         if (t->name)
-            cl_json_str(out, md_str(m, t->name));
+            cli_json_str(out, md_str(m, t->name));
         else
             printf("null");
         putchar('}');
@@ -362,19 +362,19 @@ static void report_json(const md_model *m, const facts *f) {
     printf(",\n \"by_phase\": {");
     for (size_t i = 0; i < f->phases.n; i++) {
         printf("%s", i ? ", " : "");
-        cl_json_str(out, (char[]){(char)f->phases.keys[i], '\0'});
+        cli_json_str(out, (char[]){(char)f->phases.keys[i], '\0'});
         printf(": %llu", (unsigned long long)f->phases.counts[i]);
     }
     printf("},\n \"by_category\": {");
     for (size_t i = 0; i < f->cats.n; i++) {
         printf("%s", i ? ", " : "");
-        cl_json_str(out, md_str(m, (uint32_t)f->cats.keys[i]));
+        cli_json_str(out, md_str(m, (uint32_t)f->cats.keys[i]));
         printf(": %llu", (unsigned long long)f->cats.counts[i]);
     }
     printf("},\n \"metadata_keys\": [");
     for (size_t i = 0; i < m->meta_count; i++) {
         printf("%s", i ? ", " : "");
-        cl_json_str(out, md_str(m, m->meta_keys[i]));
+        cli_json_str(out, md_str(m, m->meta_keys[i]));
     }
     printf("]}\n");
 }

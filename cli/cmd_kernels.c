@@ -14,7 +14,7 @@
 #include "emit.h"
 #include "hta.h"
 #include "kseq.h"
-#include "model.h"
+#include "model/model.h"
 #include "rows.h"
 #include "strobe/error.h"
 #include "tb.h"
@@ -282,7 +282,7 @@ static int run(FILE *out, const md_model *m, size_t limit, int format, size_t na
     qsort(rows, nrows, sizeof *rows, by_total);
     size_t shown = limit == 0 || limit > nrows ? nrows : limit;
     char b[6][64];
-    if (format == CL_TABLE) {
+    if (format == CLI_TABLE) {
         size_t longest = 4;
         for (size_t k = 0; k < shown; k++) {
             size_t len = strobe__utf8_len(cli_esc(md_str(m, rows[k].name)));
@@ -339,11 +339,11 @@ static int run(FILE *out, const md_model *m, size_t limit, int format, size_t na
         }
         strobe__table_separator(out, sw, 6);
     } else {
-        int json = format == CL_JSON;
+        int json = format == CLI_JSON;
         fprintf(out, json ? "{\"kernel_time_total_us\": "
                           : "Name,# of Calls,Total,Avg,Min,Max,%% GPU time\n");
         if (json) {
-            cl_put_us(out, all);
+            cli_put_us(out, all);
             fprintf(out, ",\n \"kernels\": [");
         }
         for (size_t k = 0; k < shown; k++) {
@@ -351,18 +351,18 @@ static int run(FILE *out, const md_model *m, size_t limit, int format, size_t na
             double pct = all ? (double)r->total * 100.0 / (double)all : 0.0;
             if (json) {
                 fprintf(out, "%s\n  {\"Name\": ", k ? "," : "");
-                cl_json_str(out, md_str(m, r->name));
+                cli_json_str(out, md_str(m, r->name));
                 fprintf(out, ", \"# of Calls\": %" PRIu64 ", \"Total\": ", r->calls);
             } else {
-                cl_csv_str(out, md_str(m, r->name));
+                cli_csv_str(out, md_str(m, r->name));
                 fprintf(out, ",%" PRIu64 ",", r->calls);
             }
-            cl_put_us(out, r->total);
+            cli_put_us(out, r->total);
             fprintf(out, json ? ", \"Avg\": %.3f, \"Min\": " : ",%.3f,",
                     (double)r->total / 1000.0 / (double)r->calls);
-            cl_put_us(out, r->min);
+            cli_put_us(out, r->min);
             fprintf(out, json ? ", \"Max\": " : ",");
-            cl_put_us(out, r->max);
+            cli_put_us(out, r->max);
             fprintf(out, json ? ", \"%% GPU time\": %.4f}" : ",%.4f\n", pct);
         }
         fprintf(out, json ? "\n ],\n \"streams\": [" : "\nDevice,Stream,Busy,Idle,Span\n");
@@ -372,21 +372,21 @@ static int run(FILE *out, const md_model *m, size_t limit, int format, size_t na
             stream_name(m, s, b[1], sizeof b[1]);
             if (json) {
                 fprintf(out, "%s\n  {\"Device\": ", k ? "," : "");
-                cl_json_str(out, b[0]);
+                cli_json_str(out, b[0]);
                 fprintf(out, ", \"Stream\": ");
-                cl_json_str(out, b[1]);
+                cli_json_str(out, b[1]);
                 fprintf(out, ", \"Busy\": ");
             } else {
-                cl_csv_str(out, b[0]);
+                cli_csv_str(out, b[0]);
                 fputc(',', out);
-                cl_csv_str(out, b[1]);
+                cli_csv_str(out, b[1]);
                 fputc(',', out);
             }
-            cl_put_us(out, s->busy);
+            cli_put_us(out, s->busy);
             fprintf(out, json ? ", \"Idle\": " : ",");
-            cl_put_us(out, s->span - s->busy);
+            cli_put_us(out, s->span - s->busy);
             fprintf(out, json ? ", \"Span\": " : ",");
-            cl_put_us(out, s->span);
+            cli_put_us(out, s->span);
             fprintf(out, json ? "}" : "\n");
         }
         if (json) fprintf(out, "\n ]}\n");
@@ -413,10 +413,10 @@ out:
 #define BT_KERNELS 10
 #define BT_RATIO 0.8
 
-static const int bt_types[3] = {HTA_COMPUTATION, HTA_COMMUNICATION, HTA_MEMORY};
+static const int bt_types[3] = {CLI_HTA_COMPUTATION, CLI_HTA_COMMUNICATION, CLI_HTA_MEMORY};
 
-static int bt_of_type(const hta_rank *r, const hta_row *w, void *arg) {
-    return hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == *(const int *)arg;
+static int bt_of_type(const cli_hta_rank *r, const cli_hta_row *w, void *arg) {
+    return cli_hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == *(const int *)arg;
 }
 
 typedef struct bt_edge {
@@ -440,7 +440,7 @@ static void bt_label_name(unsigned bits, char *buf, size_t n) {
         if (!(bits & (1u << k))) continue;
         size_t len = strlen(buf);
         snprintf(buf + len, n - len, "%s%s", len ? " overlapping " : "",
-                 hta_type_name(bt_types[k]));
+                 cli_hta_type_name(bt_types[k]));
     }
 }
 
@@ -454,14 +454,14 @@ static int bt_label_cmp(const void *a, const void *b) {
 }
 
 typedef struct bt_out {
-    hta_named s;
+    cli_hta_named s;
     int type;
     int64_t rank;
 } bt_out;
 
 static int bt_out_cmp(const void *a, const void *b) {
     const bt_out *x = a, *y = b;
-    int c = strcmp(hta_type_name(x->type), hta_type_name(y->type));
+    int c = strcmp(cli_hta_type_name(x->type), cli_hta_type_name(y->type));
     if (c) return c;
     c = strcmp(x->s.name, y->s.name);
     if (c) return c;
@@ -469,30 +469,30 @@ static int bt_out_cmp(const void *a, const void *b) {
 }
 
 /* Per-kernel rows of one rank and type, appended to *out. */
-static int bt_kernels(const hta_rank *r, int type, bt_out **out, size_t *nout, size_t *cap) {
+static int bt_kernels(const cli_hta_rank *r, int type, bt_out **out, size_t *nout, size_t *cap) {
     size_t n = 0;
     for (size_t k = 0; k < r->count; k++)
         if (bt_of_type(r, &r->rows[k], (void *)&type)) n += r->rows[k].mult;
-    hta_dur *d = malloc((n ? n : 1) * sizeof *d);
+    cli_hta_dur *d = malloc((n ? n : 1) * sizeof *d);
     int64_t *v = malloc((n ? n : 1) * sizeof *v);
-    hta_named *names = malloc((n ? n : 1) * sizeof *names);
+    cli_hta_named *names = malloc((n ? n : 1) * sizeof *names);
     int rc = d && v && names ? 0 : STROBE_ENOMEM;
     size_t nn = 0;
     if (!rc) {
         size_t j = 0;
         for (size_t k = 0; k < r->count; k++) {
-            const hta_row *w = &r->rows[k];
+            const cli_hta_row *w = &r->rows[k];
             if (!bt_of_type(r, w, (void *)&type)) continue;
             for (uint32_t c = 0; c < w->mult; c++) {
                 d[j].name = md_str(&r->m, md_name_of(&r->m, w->ev));
                 d[j++].dur = w->end - w->ts;
             }
         }
-        nn = hta_name_table(d, n, v, names);
+        nn = cli_hta_name_table(d, n, v, names);
     }
     /* The first names whose cumulated sum is within the quantile keep their row (as one
      * value: sum = max = min = mean, std 0); the others are one row over their sums. */
-    long rows = rc ? 0 : hta_name_others(names, nn, v, BT_KERNELS, BT_RATIO, NULL, NULL);
+    long rows = rc ? 0 : cli_hta_name_others(names, nn, v, BT_KERNELS, BT_RATIO, NULL, NULL);
     if (rows < 0) rc = (int)rows;
     for (size_t k = 0; !rc && k < (size_t)rows; k++) {
         if (*nout == *cap) {
@@ -520,21 +520,21 @@ static void bt_num(char *buf, size_t n, double x) {
     snprintf(buf, n, "%.15g", x);
 }
 
-static int by_type_run(FILE *fp, const hta_set *s, int format, int memory) {
+static int by_type_run(FILE *fp, const cli_hta_set *s, int format, int memory) {
     int ntypes = memory ? 3 : 2;
     int64_t sums[8] = {0};
     bt_out *out = NULL;
     size_t nout = 0, cap = 0;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
-        const hta_rank *r = &s->ranks[k];
+        const cli_hta_rank *r = &s->ranks[k];
         size_t room = 2 * (r->count ? r->count : 1);
         int64_t *iv = malloc(room * sizeof *iv);
         bt_edge *ed = malloc(room * sizeof *ed);
         size_t ne = 0;
         if (iv == NULL || ed == NULL) rc = STROBE_ENOMEM;
         for (int t = 0; rc == 0 && t < ntypes; t++) {
-            size_t n = hta_merge(r, bt_of_type, (void *)&bt_types[t], iv);
+            size_t n = cli_hta_merge(r, bt_of_type, (void *)&bt_types[t], iv);
             for (size_t i = 0; i < n; i++) {
                 ed[ne++] = (bt_edge){iv[2 * i], 1 << t};
                 ed[ne++] = (bt_edge){iv[2 * i + 1], -(1 << t)};
@@ -568,14 +568,14 @@ static int by_type_run(FILE *fp, const hta_set *s, int format, int memory) {
     static const char *const kcols[] = {"name",   "sum (ns)",  "max (ns)",    "min (ns)",
                                         "stddev", "mean (ns)", "kernel_type", "rank"};
     static const uint8_t ktext[] = {1, 0, 0, 0, 0, 0, 1, 0};
-    hta_table tt = {tcols, ttext, 3, NULL, 0, 0}, kt = {kcols, ktext, 8, NULL, 0, 0};
+    cli_hta_table tt = {tcols, ttext, 3, NULL, 0, 0}, kt = {kcols, ktext, 8, NULL, 0, 0};
     for (size_t k = 0; rc == 0 && k < nl; k++) {
         char b[3][80];
         bt_label_name(labels[k].bits, b[0], sizeof b[0]);
         snprintf(b[1], sizeof b[1], "%" PRId64, labels[k].sum);
-        hta_pct(b[2], sizeof b[2], (double)labels[k].sum / (double)all * 100.0, 1);
+        cli_hta_pct(b[2], sizeof b[2], (double)labels[k].sum / (double)all * 100.0, 1);
         const char *cells[3] = {b[0], b[1], b[2]};
-        rc = hta_table_add(&tt, cells);
+        rc = cli_hta_table_add(&tt, cells);
     }
     for (size_t k = 0; rc == 0 && k < nout; k++) {
         const bt_out *o = &out[k];
@@ -586,19 +586,19 @@ static int by_type_run(FILE *fp, const hta_set *s, int format, int memory) {
         bt_num(b[4], sizeof b[4], o->s.std);
         bt_num(b[5], sizeof b[5], o->s.mean);
         snprintf(b[7], sizeof b[7], "%" PRId64, o->rank);
-        const char *cells[8] = {o->s.name, b[1], b[2], b[3], b[4], b[5], hta_type_name(o->type),
+        const char *cells[8] = {o->s.name, b[1], b[2], b[3], b[4], b[5], cli_hta_type_name(o->type),
                                 b[7]};
-        rc = hta_table_add(&kt, cells);
+        rc = cli_hta_table_add(&kt, cells);
     }
     if (rc == 0) {
-        if (format == CL_JSON) fputs("{\"kernel_types\": ", fp);
-        hta_table_print(&tt, format, fp);
-        fputs(format == CL_JSON ? ", \"kernels\": " : "\n", fp);
-        hta_table_print(&kt, format, fp);
-        if (format == CL_JSON) fputs("}\n", fp);
+        if (format == CLI_JSON) fputs("{\"kernel_types\": ", fp);
+        cli_hta_table_print(&tt, format, fp);
+        fputs(format == CLI_JSON ? ", \"kernels\": " : "\n", fp);
+        cli_hta_table_print(&kt, format, fp);
+        if (format == CLI_JSON) fputs("}\n", fp);
     }
-    hta_table_free(&tt);
-    hta_table_free(&kt);
+    cli_hta_table_free(&tt);
+    cli_hta_table_free(&kt);
     free(out);
     return rc;
 }
@@ -643,17 +643,17 @@ static int tb_run(FILE *out, const md_model *m, size_t limit, int format, size_t
         int64_t d = md_dur(m, (uint32_t)i);
         if (row_of[name] == MD_NONE) {
             rows[nrows] = (tbrow){.name = name, .min = d, .max = d};
-            rows[nrows].tc = cl_tb_tc_kernel(md_str(m, name));
+            rows[nrows].tc = cli_tb_tc_kernel(md_str(m, name));
             row_of[name] = (uint32_t)nrows++;
         }
         tbrow *r = &rows[row_of[name]];
-        const md_kargs *a = cl_tb_kargs(m, (uint32_t)i);
+        const md_kargs *a = cli_tb_kargs(m, (uint32_t)i);
         r->calls++;
         r->total = md_add_sat(r->total, d);
         if (d < r->min) r->min = d;
         if (d > r->max) r->max = d;
-        r->bps += cl_tb_blocks_per_sm(a) * (double)d;
-        r->occ += cl_tb_occupancy(a) * (double)d;
+        r->bps += cli_tb_blocks_per_sm(a) * (double)d;
+        r->occ += cli_tb_occupancy(a) * (double)d;
     }
     g_m = m;
     qsort(rows, nrows, sizeof *rows, tb_by_total);
@@ -668,7 +668,7 @@ static int tb_run(FILE *out, const md_model *m, size_t limit, int format, size_t
                                      "Mean Blocks Per SM",
                                      "Mean Est. Achieved Occupancy (%)"};
     size_t w[9] = {0, 19, 10, 21, 20, 19, 19, 20, 34};
-    if (format == CL_TABLE) {
+    if (format == CLI_TABLE) {
         size_t longest = 4;
         for (size_t k = 0; k < shown; k++) {
             size_t len = strobe__utf8_len(cli_esc(md_str(m, rows[k].name)));
@@ -680,7 +680,7 @@ static int tb_run(FILE *out, const md_model *m, size_t limit, int format, size_t
             strobe__table_cell(out, hk[c], w[c], 0, 0);
         fputc('\n', out);
         strobe__table_separator(out, w, 9);
-    } else if (format == CL_CSV) {
+    } else if (format == CLI_CSV) {
         for (int c = 0; c < 9; c++)
             fprintf(out, "%s%s", c ? "," : "", hk[c]);
         fputc('\n', out);
@@ -692,7 +692,7 @@ static int tb_run(FILE *out, const md_model *m, size_t limit, int format, size_t
         double bps = r->total > 0 ? r->bps / (double)r->total : 0;
         double occ = r->total > 0 ? r->occ / (double)r->total : 0;
         double mean = (double)r->total / 1000.0 / (double)r->calls;
-        if (format == CL_TABLE) {
+        if (format == CLI_TABLE) {
             char b[8][64];
             snprintf(b[0], sizeof b[0], "%s", r->tc ? "Yes" : "No");
             snprintf(b[1], sizeof b[1], "%" PRIu64, r->calls);
@@ -708,32 +708,32 @@ static int tb_run(FILE *out, const md_model *m, size_t limit, int format, size_t
             fputc('\n', out);
             continue;
         }
-        int json = format == CL_JSON;
+        int json = format == CLI_JSON;
         if (json) {
             fprintf(out, "%s\n {\"Name\": ", k ? "," : "");
-            cl_json_str(out, md_str(m, r->name));
+            cli_json_str(out, md_str(m, r->name));
             fprintf(out, ", \"Tensor Cores Used\": \"%s\", \"Calls\": %" PRIu64,
                     r->tc ? "Yes" : "No", r->calls);
         } else {
-            cl_csv_str(out, md_str(m, r->name));
+            cli_csv_str(out, md_str(m, r->name));
             fprintf(out, ",%s,%" PRIu64, r->tc ? "Yes" : "No", r->calls);
         }
         fputs(json ? ", \"Total Duration (us)\": " : ",", out);
-        cl_put_us(out, r->total);
+        cli_put_us(out, r->total);
         fprintf(out, json ? ", \"Mean Duration (us)\": %.3f, \"Max Duration (us)\": " : ",%.3f,",
                 mean);
-        cl_put_us(out, r->max);
+        cli_put_us(out, r->max);
         fputs(json ? ", \"Min Duration (us)\": " : ",", out);
-        cl_put_us(out, r->min);
+        cli_put_us(out, r->min);
         fprintf(out,
                 json ? ", \"Mean Blocks Per SM\": %.6f, \"Mean Est. Achieved Occupancy (%%)\": "
                        "%.6f}"
                      : ",%.6f,%.6f\n",
                 bps, occ);
     }
-    if (format == CL_TABLE)
+    if (format == CLI_TABLE)
         strobe__table_separator(out, w, 9);
-    else if (format == CL_JSON)
+    else if (format == CLI_JSON)
         fputs(nrows && shown ? "\n]\n" : "]\n", out);
     free(row_of);
     free(rows);
@@ -800,8 +800,8 @@ static void dims_text(const char *raw, char *buf, size_t n) {
 }
 
 static int tb_op_run(FILE *out, const md_model *m, size_t limit, int format, size_t name_width) {
-    cl_tb_ops t;
-    int err = cl_tb_ops_get(m, 0, &t);
+    cli_tb_ops t;
+    int err = cli_tb_ops_get(m, 0, &t);
     if (err) return err;
     kop *k = malloc((m->kargs_count + m->count / 64 + 1) * sizeof *k);
     size_t n = 0, cap = m->kargs_count + m->count / 64 + 1;
@@ -818,7 +818,7 @@ static int tb_op_run(FILE *out, const md_model *m, size_t limit, int format, siz
             k = g;
             cap *= 2;
         }
-        const md_kargs *a = cl_tb_kargs(m, (uint32_t)i);
+        const md_kargs *a = cli_tb_kargs(m, (uint32_t)i);
         k[n++] = (kop){.name = md_name_of(m, (uint32_t)i),
                        .op = t.owner[i],
                        .grid = a ? a->grid : 0,
@@ -841,13 +841,13 @@ static int tb_op_run(FILE *out, const md_model *m, size_t limit, int format, siz
                 g[ng - 1].eligible = k[i].op != MD_NONE && t.eligible[k[i].op];
             }
             kopg *r = &g[ng - 1];
-            const md_kargs *a = cl_tb_kargs(m, k[i].ev);
+            const md_kargs *a = cli_tb_kargs(m, k[i].ev);
             r->calls++;
             r->total = md_add_sat(r->total, k[i].dur);
             if (k[i].dur < r->min) r->min = k[i].dur;
             if (k[i].dur > r->max) r->max = k[i].dur;
-            r->bps += cl_tb_blocks_per_sm(a) * (double)k[i].dur;
-            r->occ += cl_tb_occupancy(a) * (double)k[i].dur;
+            r->bps += cli_tb_blocks_per_sm(a) * (double)k[i].dur;
+            r->occ += cli_tb_occupancy(a) * (double)k[i].dur;
         }
         qsort(g, ng, sizeof *g, kopg_by_total);
     }
@@ -869,7 +869,7 @@ static int tb_op_run(FILE *out, const md_model *m, size_t limit, int format, siz
     enum { NC = 15 };
     size_t shown = limit == 0 || limit > ng ? ng : limit;
     size_t w[NC] = {0, 0, 14, 14, 21, 15, 16, 19, 10, 21, 20, 19, 19, 20, 34};
-    if (!err && format == CL_TABLE) {
+    if (!err && format == CLI_TABLE) {
         size_t longest = 4, lop = 8;
         for (size_t r = 0; r < shown; r++) {
             const kop *x = &k[g[r].first];
@@ -885,7 +885,7 @@ static int tb_op_run(FILE *out, const md_model *m, size_t limit, int format, siz
             strobe__table_cell(out, hk[c], w[c], 0, 0);
         fputc('\n', out);
         strobe__table_separator(out, w, NC);
-    } else if (!err && format == CL_CSV) {
+    } else if (!err && format == CLI_CSV) {
         for (int c = 0; c < NC; c++)
             fprintf(out, "%s%s", c ? "," : "", hk[c]);
         fputc('\n', out);
@@ -901,7 +901,7 @@ static int tb_op_run(FILE *out, const md_model *m, size_t limit, int format, siz
         dims_text(md_str(m, x->block), v[3], sizeof v[3]);
         snprintf(v[4], sizeof v[4], "%" PRId64, x->regs);
         snprintf(v[5], sizeof v[5], "%" PRId64, x->smem);
-        snprintf(v[6], sizeof v[6], "%s", cl_tb_tc_kernel(md_str(m, x->name)) ? "Yes" : "No");
+        snprintf(v[6], sizeof v[6], "%s", cli_tb_tc_kernel(md_str(m, x->name)) ? "Yes" : "No");
         snprintf(v[7], sizeof v[7], "%s", q->eligible ? "Yes" : "No");
         snprintf(v[8], sizeof v[8], "%" PRIu64, q->calls);
         snprintf(v[9], sizeof v[9], "%.3f", (double)q->total / 1000.0);
@@ -912,7 +912,7 @@ static int tb_op_run(FILE *out, const md_model *m, size_t limit, int format, siz
         double occ = q->total > 0 ? q->occ / (double)q->total : 0;
         const char *name = md_str(m, x->name);
         const char *op = x->op == MD_NONE ? "N/A" : md_str(m, md_name_of(m, x->op));
-        if (format == CL_TABLE) {
+        if (format == CLI_TABLE) {
             snprintf(v[13], sizeof v[13], "%.2f", bps);
             snprintf(v[14], sizeof v[14], "%.2f", occ);
             strobe__table_cell(out, cli_esc(name), w[0], 0, name_width - 3);
@@ -922,16 +922,16 @@ static int tb_op_run(FILE *out, const md_model *m, size_t limit, int format, siz
             fputc('\n', out);
             continue;
         }
-        int json = format == CL_JSON;
+        int json = format == CLI_JSON;
         if (json) {
             fprintf(out, "%s\n {\"Name\": ", r ? "," : "");
-            cl_json_str(out, name);
+            cli_json_str(out, name);
             fputs(", \"Operator\": ", out);
-            cl_json_str(out, op);
+            cli_json_str(out, op);
             fputs(", \"Grid\": ", out);
-            cl_json_str(out, v[2]);
+            cli_json_str(out, v[2]);
             fputs(", \"Block\": ", out);
-            cl_json_str(out, v[3]);
+            cli_json_str(out, v[3]);
             fprintf(out,
                     ", \"Register Per Thread\": %s, \"Shared Memory\": %s, \"Kernel Uses TC\": "
                     "\"%s\", \"Op is TC Eligible\": \"%s\", \"Calls\": %s",
@@ -942,25 +942,25 @@ static int tb_op_run(FILE *out, const md_model *m, size_t limit, int format, siz
                     "Est. Achieved Occupancy (%%)\": %.6f}",
                     v[9], v[10], v[11], v[12], bps, occ);
         } else {
-            cl_csv_str(out, name);
+            cli_csv_str(out, name);
             fputc(',', out);
-            cl_csv_str(out, op);
+            cli_csv_str(out, op);
             fputc(',', out);
-            cl_csv_str(out, v[2]);
+            cli_csv_str(out, v[2]);
             fputc(',', out);
-            cl_csv_str(out, v[3]);
+            cli_csv_str(out, v[3]);
             for (int c = 4; c < 13; c++)
                 fprintf(out, ",%s", v[c]);
             fprintf(out, ",%.6f,%.6f\n", bps, occ);
         }
     }
-    if (!err && format == CL_TABLE)
+    if (!err && format == CLI_TABLE)
         strobe__table_separator(out, w, NC);
-    else if (!err && format == CL_JSON)
+    else if (!err && format == CLI_JSON)
         fputs(shown ? "\n]\n" : "]\n", out);
     free(k);
     free(g);
-    cl_tb_ops_free(&t);
+    cli_tb_ops_free(&t);
     return err;
 }
 
@@ -970,7 +970,7 @@ const struct option cmd_kernels_options[] = {
     CLI_OPTION_NAME_WIDTH,
     {"by-type", no_argument, NULL, CLI_LONG_ONLY + 1},
     {"memory", no_argument, NULL, CLI_LONG_ONLY + 2},
-    KSEQ_OPTIONS,
+    CLI_KSEQ_OPTIONS,
     {"tb-view", no_argument, NULL, CLI_LONG_ONLY + 32},
     {"tb-by-op", no_argument, NULL, CLI_LONG_ONLY + 33},
     CLI_OPTION_QUIET,
@@ -979,10 +979,10 @@ const struct option cmd_kernels_options[] = {
 };
 
 int cmd_kernels(int argc, char **argv) {
-    if (kseq_wanted(argc, argv)) return kseq_main(argc, argv); /* --sequences (kseq.c) */
+    if (cli_kseq_wanted(argc, argv)) return cli_kseq_main(argc, argv); /* --sequences (kseq.c) */
     const char *path = NULL;
     size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
-    int format = CL_TABLE, quiet = 0, first = 0, by_type = 0, memory = 0, tb_view = 0;
+    int format = CLI_TABLE, quiet = 0, first = 0, by_type = 0, memory = 0, tb_view = 0;
     for (int c; (c = cli_getopt(argc, argv, ":n:f:qhV", cmd_kernels_options, &first)) != -1;) {
         unsigned long long n;
         switch (c) {
@@ -999,7 +999,7 @@ int cmd_kernels(int argc, char **argv) {
             limit = (size_t)n;
             break;
         case 'f':
-            format = cl_parse_format(optarg);
+            format = cli_parse_format(optarg);
             if (format < 0) return usage_error("unknown --format", optarg);
             break;
         case CLI_LONG_ONLY + 1:
@@ -1026,11 +1026,11 @@ int cmd_kernels(int argc, char **argv) {
         return usage_error("--tb-view and --tb-by-op do not go with --by-type", NULL);
     if (by_type) {
         if (first >= argc) return usage_error("give a trace or a folder", NULL);
-        hta_set s;
-        if (hta_load(&s, "kernels", argv + first, (size_t)(argc - first), quiet) != 0)
+        cli_hta_set s;
+        if (cli_hta_load(&s, "kernels", argv + first, (size_t)(argc - first), quiet) != 0)
             return CLI_BAD_INPUT;
         int work = by_type_run(stdout, &s, format, memory);
-        hta_free(&s);
+        cli_hta_free(&s);
         return cli_finish("kernels", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
     }
     if (cli_trace_operand("kernels", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
@@ -1053,14 +1053,14 @@ int cmd_kernels(int argc, char **argv) {
 
 /* ---- for the report ----------------------------------------------------------------------- */
 
-int cl_kernels_json(FILE *out, const md_model *m, size_t limit) {
-    return run(out, m, limit, CL_JSON, CLI_NAME_WIDTH_DEFAULT);
+int cli_kernels_json(FILE *out, const md_model *m, size_t limit) {
+    return run(out, m, limit, CLI_JSON, CLI_NAME_WIDTH_DEFAULT);
 }
 
-int cl_kernels_tb_json(FILE *out, const md_model *m, size_t limit) {
-    return tb_run(out, m, limit, CL_JSON, CLI_NAME_WIDTH_DEFAULT);
+int cli_kernels_tb_json(FILE *out, const md_model *m, size_t limit) {
+    return tb_run(out, m, limit, CLI_JSON, CLI_NAME_WIDTH_DEFAULT);
 }
 
-int cl_kernels_by_type_json(FILE *out, const hta_set *s) {
-    return by_type_run(out, s, CL_JSON, 0);
+int cli_kernels_by_type_json(FILE *out, const cli_hta_set *s) {
+    return by_type_run(out, s, CLI_JSON, 0);
 }

@@ -3,9 +3,9 @@
  * include_memory_events True).
  *
  * HTA's definitions, over a rank's rows (see hta.h): the launch correlations are those of the
- * rows hta_is_launch() takes (CUDA's, ROCm's and MTIA's launches, copies and memsets); the CPU rows
- * (stream -1) and the GPU rows (stream != -1) with such a correlation are joined on it (an inner
- * join: every pair), in the CPU rows' order, then the GPU rows'. A pair's row: correlation,
+ * rows cli_hta_is_launch() takes (CUDA's, ROCm's and MTIA's launches, copies and memsets); the CPU
+ * rows (stream -1) and the GPU rows (stream != -1) with such a correlation are joined on it (an
+ * inner join: every pair), in the CPU rows' order, then the GPU rows'. A pair's row: correlation,
  * cpu_duration and gpu_duration (HTA's durations, end - ts), and launch_delay = gpu ts - cpu ts +
  * cpu_duration (HTA's formula as written). The summaries are those of HTA's plots: short kernels
  * (cpu_duration <= runtime cutoff, 50, and gpu_duration < cpu_duration), runtime outliers
@@ -69,7 +69,7 @@ const char cmd_launches_usage[] =
     "                   kernel_sequence, occurrence_count, avg_aten_op_launch_delay,\n"
     "                   avg_runtime_delay)\n"
     // clang-format off
-    HTA_USAGE_STD_OPTIONS
+    CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
@@ -86,11 +86,11 @@ const struct option cmd_launches_options[] = {
 
 typedef struct gpu_ref {
     int64_t corr;
-    const hta_row *w;
+    const cli_hta_row *w;
 } gpu_ref;
 
 static int by_row_ev(const void *a, const void *b) {
-    const hta_row *x = a, *y = b;
+    const cli_hta_row *x = a, *y = b;
     return (x->ev > y->ev) - (x->ev < y->ev);
 }
 
@@ -109,12 +109,12 @@ typedef struct cutoffs {
     size_t nsort;
 } cutoffs;
 
-static int run(const hta_set *s, void *ctx, hta_table *t) {
+static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
     int64_t runtime_cut = ((const cutoffs *)ctx)->runtime,
             delay_cut = ((const cutoffs *)ctx)->delay;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
-        const hta_rank *r = &s->ranks[k];
+        const cli_hta_rank *r = &s->ranks[k];
         const md_model *m = &r->m;
         size_t cap = r->cpu_count + r->count + 1;
         int64_t *corrs = malloc(cap * sizeof *corrs);
@@ -122,23 +122,23 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
         size_t nc = 0, ng = 0;
         uint64_t shorts = 0, slow = 0, late = 0;
         if (corrs == NULL || g == NULL) rc = STROBE_ENOMEM;
-        hta_row cpu_row;
-        for (size_t i = 0; rc == 0 && hta_cpu_next(r, &i, &cpu_row); i++)
-            if (hta_is_launch(md_str(m, md_name_of(m, cpu_row.ev))))
+        cli_hta_row cpu_row;
+        for (size_t i = 0; rc == 0 && cli_hta_cpu_next(r, &i, &cpu_row); i++)
+            if (cli_hta_is_launch(md_str(m, md_name_of(m, cpu_row.ev))))
                 corrs[nc++] = md_at(m, cpu_row.ev).corr;
         for (size_t i = 0; rc == 0 && i < r->count; i++)
-            if (hta_is_launch(md_str(m, md_name_of(m, r->rows[i].ev))))
+            if (cli_hta_is_launch(md_str(m, md_name_of(m, r->rows[i].ev))))
                 corrs[nc++] = md_at(m, r->rows[i].ev).corr;
-        if (rc == 0) hta_sort_i64(corrs, nc);
+        if (rc == 0) cli_hta_sort_i64(corrs, nc);
         for (size_t i = 0; rc == 0 && i < r->count; i++) {
             int64_t c = md_at(m, r->rows[i].ev).corr;
-            if (hta_find_i64(corrs, nc, c) >= 0) g[ng++] = (gpu_ref){c, &r->rows[i]};
+            if (cli_hta_find_i64(corrs, nc, c) >= 0) g[ng++] = (gpu_ref){c, &r->rows[i]};
         }
         if (rc == 0) qsort(g, ng, sizeof *g, by_corr);
-        for (size_t i = 0; rc == 0 && hta_cpu_next(r, &i, &cpu_row); i++) {
-            const hta_row *cw = &cpu_row;
+        for (size_t i = 0; rc == 0 && cli_hta_cpu_next(r, &i, &cpu_row); i++) {
+            const cli_hta_row *cw = &cpu_row;
             int64_t c = md_at(m, cw->ev).corr;
-            if (hta_find_i64(corrs, nc, c) < 0) continue;
+            if (cli_hta_find_i64(corrs, nc, c) < 0) continue;
             size_t lo = 0, hi = ng;
             while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
@@ -148,12 +148,13 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
                     hi = mid;
             }
             for (size_t j = lo; rc == 0 && j < ng && g[j].corr == c; j++) {
-                const hta_row *gw = g[j].w;
+                const cli_hta_row *gw = g[j].w;
                 int64_t cpu_dur = cw->end - cw->ts, gpu_dur = gw->end - gw->ts;
                 int64_t delay = gw->ts - cw->ts + cpu_dur;
                 for (uint32_t copy = 0; rc == 0 && copy < gw->mult; copy++) {
-                    rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(c), HTA_INT(cpu_dur),
-                                 HTA_INT(gpu_dur), HTA_INT(delay));
+                    rc =
+                        CLI_HTA_ROW(&t[0], CLI_HTA_INT(r->rank), CLI_HTA_INT(c),
+                                    CLI_HTA_INT(cpu_dur), CLI_HTA_INT(gpu_dur), CLI_HTA_INT(delay));
                     shorts += cpu_dur <= runtime_cut && gpu_dur < cpu_dur;
                     slow += cpu_dur > runtime_cut;
                     late += delay > delay_cut;
@@ -163,7 +164,8 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
         free(corrs);
         free(g);
         if (rc) break;
-        rc = HTA_ROW(&t[1], HTA_INT(r->rank), HTA_INT(shorts), HTA_INT(slow), HTA_INT(late));
+        rc = CLI_HTA_ROW(&t[1], CLI_HTA_INT(r->rank), CLI_HTA_INT(shorts), CLI_HTA_INT(slow),
+                         CLI_HTA_INT(late));
     }
     return rc;
 }
@@ -178,7 +180,7 @@ static int option(void *ctx, int c, const char *arg) {
         if (!cut->by_op) return cli_usage_error("launches", "--sort-by goes with --by-op", NULL);
         return parse_sort_by(cut, arg);
     }
-    if (c != CLI_LONG_ONLY + 1 && c != CLI_LONG_ONLY + 2) return HTA_UNKNOWN_OPTION;
+    if (c != CLI_LONG_ONLY + 1 && c != CLI_LONG_ONLY + 2) return CLI_HTA_UNKNOWN_OPTION;
     if (cut->by_op) return cli_usage_error("launches", "the cutoffs do not go with --by-op", NULL);
     const char *name = c == CLI_LONG_ONLY + 1 ? "--runtime-cutoff" : "--launch-delay-cutoff";
     if (cli_parse_count("launches", name, arg, INT64_MAX, &v)) return CLI_BAD_INPUT;
@@ -192,14 +194,14 @@ static const char *const scols[] = {"rank", "short_kernels", "runtime_outliers",
                                     "launch_delay_outliers"};
 static const uint8_t text[5] = {0};
 
-static const hta_command command = {"launches",
-                                    cmd_launches_usage,
-                                    cmd_launches_options,
-                                    ":f:qhV",
-                                    option,
-                                    run,
-                                    {{"launches", cols, text, 5}, {"summary", scols, text, 4}},
-                                    2};
+static const cli_hta_command command = {"launches",
+                                        cmd_launches_usage,
+                                        cmd_launches_options,
+                                        ":f:qhV",
+                                        option,
+                                        run,
+                                        {{"launches", cols, text, 5}, {"summary", scols, text, 4}},
+                                        2};
 
 /* ---- HTA's aten op kernels and delays (--by-op) ----------------------------------------------
  * CudaKernelAnalysis.get_aten_op_kernels_and_delay (hta/analyzers/cuda_kernel_analysis.py; the
@@ -249,7 +251,7 @@ static int parse_sort_by(cutoffs *cut, const char *arg) {
     return 0;
 }
 
-/* --by-op among the options (a first pass over them; hta_main parses them again). */
+/* --by-op among the options (a first pass over them; cli_hta_main parses them again). */
 static int wants_by_op(int argc, char **argv) {
     int first = 0, by = 0;
     for (int o; (o = cli_getopt(argc, argv, ":f:qhV", cmd_launches_options, &first)) != -1;)
@@ -382,24 +384,24 @@ static double bo_round3(double x) {
 }
 
 /* One rank's rows into t. */
-static int by_op_rank(const hta_rank *r, const cutoffs *cut, hta_table *t) {
+static int by_op_rank(const cli_hta_rank *r, const cutoffs *cut, cli_hta_table *t) {
     const md_model *m = &r->m;
     size_t cap = r->cpu_count + r->count + 1, nops = 0, nl = 0, nk = 0, ns = 0, size = 1;
     bo_op *ops = malloc(cap * sizeof *ops);
-    hta_row *launches = malloc(cap * sizeof *launches);
+    cli_hta_row *launches = malloc(cap * sizeof *launches);
     bo_kernel *kern = malloc(cap * sizeof *kern);
     bo_stat *st = malloc(cap * sizeof *st);
     int64_t *tr = NULL;
     bo_call *calls = NULL;
     bo_group *groups = NULL;
     size_t ncalls = 0, ngroups = 0;
-    hta_iters it = {0};
+    cli_hta_iters it = {0};
     int rc = ops && launches && kern && st ? 0 : STROBE_ENOMEM;
-    if (rc == 0) rc = hta_iters_init(&it, r);
+    if (rc == 0) rc = cli_hta_iters_init(&it, r);
     /* The aten ops and the launches among the kept rows, CPU rows and rows with a stream. */
-    hta_row w;
+    cli_hta_row w;
     for (size_t i = 0, k = 0, cpu_done = 0; rc == 0;) {
-        if (!cpu_done && hta_cpu_next(r, &i, &w)) {
+        if (!cpu_done && cli_hta_cpu_next(r, &i, &w)) {
             i++;
         } else if (cpu_done = 1, k < r->count) {
             w = r->rows[k++];
@@ -421,7 +423,7 @@ static int by_op_rank(const hta_rank *r, const cutoffs *cut, hta_table *t) {
     /* The kernels, by their CPU partner: the last CPU row of their correlation id. */
     for (size_t k = 0; rc == 0 && k < r->count; k++) {
         const md_event e = md_at(m, r->rows[k].ev);
-        if (!hta_is_gpu_row(m, &e) || e.corr == -1) continue;
+        if (!cli_hta_is_gpu_row(m, &e) || e.corr == -1) continue;
         size_t lo = 0, hi = it.ncorr;
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
@@ -449,7 +451,7 @@ static int by_op_rank(const hta_rank *r, const cutoffs *cut, hta_table *t) {
             tr[k] = tr[2 * k] > tr[2 * k + 1] ? tr[2 * k] : tr[2 * k + 1];
     }
     for (size_t l = 0; rc == 0 && l < nl; l++) {
-        const hta_row *lw = &launches[l];
+        const cli_hta_row *lw = &launches[l];
         size_t lo = 0, hi = nk; /* the launch's first kernel */
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
@@ -511,15 +513,16 @@ static int by_op_rank(const hta_rank *r, const cutoffs *cut, hta_table *t) {
     g_bo_cut = cut;
     if (rc == 0) qsort(groups, ngroups, sizeof *groups, bo_group_cmp);
     for (size_t g = 0; rc == 0 && g < ngroups; g++)
-        rc = HTA_ROW(t, HTA_INT(r->rank), HTA_TEXT(groups[g].name), HTA_TEXT(groups[g].seq),
-                     HTA_INT(groups[g].count), HTA_NUM(bo_round3(groups[g].op_delay)),
-                     HTA_NUM(bo_round3(groups[g].rt_delay)));
+        rc = CLI_HTA_ROW(t, CLI_HTA_INT(r->rank), CLI_HTA_TEXT(groups[g].name),
+                         CLI_HTA_TEXT(groups[g].seq), CLI_HTA_INT(groups[g].count),
+                         CLI_HTA_NUM(bo_round3(groups[g].op_delay)),
+                         CLI_HTA_NUM(bo_round3(groups[g].rt_delay)));
     for (size_t c = 0; calls && c < ncalls; c++)
         free(calls[c].seq);
     free(calls);
     free(groups);
     free(tr);
-    hta_iters_free(&it);
+    cli_hta_iters_free(&it);
     free(ops);
     free(launches);
     free(kern);
@@ -527,19 +530,19 @@ static int by_op_rank(const hta_rank *r, const cutoffs *cut, hta_table *t) {
     return rc;
 }
 
-static int run_by_op(const hta_set *s, void *ctx, hta_table *t) {
+static int run_by_op(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++)
         rc = by_op_rank(&s->ranks[k], ctx, t);
     return rc;
 }
 
-static const hta_command by_op_command = {
+static const cli_hta_command by_op_command = {
     "launches", cmd_launches_usage, cmd_launches_options,          ":f:qhV",
     option,     run_by_op,          {{NULL, bo_cols, bo_text, 6}}, 1};
 
 int cmd_launches(int argc, char **argv) {
     cutoffs cut = {50, 100, 0, {3}, 1};
     cut.by_op = wants_by_op(argc, argv);
-    return hta_main(cut.by_op ? &by_op_command : &command, &cut, argc, argv);
+    return cli_hta_main(cut.by_op ? &by_op_command : &command, &cut, argc, argv);
 }

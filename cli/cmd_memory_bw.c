@@ -51,7 +51,7 @@ const char cmd_memory_bw_usage[] =
     "                   name, count, mean, std, min, 25%, 50%, 75%, max (GB/s); with --series\n"
     "                   rank, ts, pid, name, memory_bw_gbps)\n"
     // clang-format off
-    HTA_USAGE_STD_OPTIONS
+    CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit, standard\n"
     "    input) or usage.\n";
@@ -64,55 +64,57 @@ const struct option cmd_memory_bw_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* Rank r's series, its args read from its file. @return 0, HTA_REPORTED or a STROBE_E* code. */
-static int rank_series(const hta_set *s, const hta_rank *r, hta_bw *b) {
+/* Rank r's series, its args read from its file. @return 0, CLI_HTA_REPORTED or a STROBE_E* code. */
+static int rank_series(const cli_hta_set *s, const cli_hta_rank *r, cli_hta_bw *b) {
     memset(b, 0, sizeof *b);
     if (strcmp(r->m.path, "-") == 0) {
         fprintf(stderr,
                 "strobe memory-bw: standard input cannot be read twice: give the trace's file\n");
-        return HTA_REPORTED;
+        return CLI_HTA_REPORTED;
     }
-    hta_bw_arg *a;
+    cli_hta_bw_arg *a;
     size_t na;
-    int rc = hta_bw_args("memory-bw", r->m.path, &a, &na);
+    int rc = cli_hta_bw_args("memory-bw", r->m.path, &a, &na);
     if (rc == STROBE_ENOMEM) return rc;
-    if (rc) return HTA_REPORTED;
-    rc = hta_bw_series(s, r, a, na, b);
+    if (rc) return CLI_HTA_REPORTED;
+    rc = cli_hta_bw_series(s, r, a, na, b);
     free(a);
     return rc;
 }
 
-static int run(const hta_set *s, void *ctx, hta_table *t) {
+static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
     int series = *(const int *)ctx, rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
-        const hta_rank *r = &s->ranks[k];
-        hta_bw b;
+        const cli_hta_rank *r = &s->ranks[k];
+        cli_hta_bw b;
         rc = rank_series(s, r, &b);
         double *v = rc == 0 ? malloc((b.n ? b.n : 1) * sizeof *v) : NULL;
         if (rc == 0 && v == NULL) rc = STROBE_ENOMEM;
         for (size_t i = 0; rc == 0 && series && i < b.n; i++)
-            rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(b.p[i].ts - s->min_ts),
-                         HTA_INT(b.p[i].pid), HTA_TEXT(b.kinds[b.p[i].kind]), HTA_NUM(b.p[i].gbps));
+            rc = CLI_HTA_ROW(&t[0], CLI_HTA_INT(r->rank), CLI_HTA_INT(b.p[i].ts - s->min_ts),
+                             CLI_HTA_INT(b.p[i].pid), CLI_HTA_TEXT(b.kinds[b.p[i].kind]),
+                             CLI_HTA_NUM(b.p[i].gbps));
         for (size_t i = 0, j; rc == 0 && !series && i < b.n; i = j) {
             size_t nv = 0;
             for (j = i; j < b.n && b.p[j].kind == b.p[i].kind; j++)
                 if (b.p[j].gbps > 0) v[nv++] = b.p[j].gbps;
             if (nv == 0) continue;
             double d[8];
-            hta_describe(v, nv, d);
-            rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_TEXT(b.kinds[b.p[i].kind]), HTA_INT(nv),
-                         HTA_NUM(d[1]), HTA_NUM(d[2]), HTA_NUM(d[3]), HTA_NUM(d[4]), HTA_NUM(d[5]),
-                         HTA_NUM(d[6]), HTA_NUM(d[7]));
+            cli_hta_describe(v, nv, d);
+            rc = CLI_HTA_ROW(&t[0], CLI_HTA_INT(r->rank), CLI_HTA_TEXT(b.kinds[b.p[i].kind]),
+                             CLI_HTA_INT(nv), CLI_HTA_NUM(d[1]), CLI_HTA_NUM(d[2]),
+                             CLI_HTA_NUM(d[3]), CLI_HTA_NUM(d[4]), CLI_HTA_NUM(d[5]),
+                             CLI_HTA_NUM(d[6]), CLI_HTA_NUM(d[7]));
         }
         free(v);
-        hta_bw_free(&b);
+        cli_hta_bw_free(&b);
     }
     return rc;
 }
 
 static int option(void *ctx, int c, const char *arg) {
     (void)arg;
-    if (c != CLI_LONG_ONLY + 1) return HTA_UNKNOWN_OPTION;
+    if (c != CLI_LONG_ONLY + 1) return CLI_HTA_UNKNOWN_OPTION;
     *(int *)ctx = 1;
     return 0;
 }
@@ -130,7 +132,7 @@ static const char *const sheads[] = {"rank", "ts (us)", "pid", "name", "memory_b
 
 int cmd_memory_bw(int argc, char **argv) {
     /* --series chooses the table: a first pass over a copy of argv (getopt permutes it) finds
-     * it, however abbreviated; the errors are hta_main's to report. */
+     * it, however abbreviated; the errors are cli_hta_main's to report. */
     char **copy = malloc(((size_t)argc + 1) * sizeof *copy);
     if (copy == NULL) return cli_finish("memory-bw", "traces", STROBE_ENOMEM, CLI_OK);
     memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
@@ -138,14 +140,14 @@ int cmd_memory_bw(int argc, char **argv) {
     for (int o; (o = cli_getopt(argc, copy, ":f:qhV", cmd_memory_bw_options, &first)) != -1;)
         series |= o == CLI_LONG_ONLY + 1;
     free(copy);
-    const hta_command c = {"memory-bw",
-                           cmd_memory_bw_usage,
-                           cmd_memory_bw_options,
-                           ":f:qhV",
-                           option,
-                           run,
-                           {series ? (hta_columns){"series", scols, stext, 5, sheads}
-                                   : (hta_columns){"summary", cols, text, 10, heads}},
-                           1};
-    return hta_main(&c, &series, argc, argv);
+    const cli_hta_command c = {"memory-bw",
+                               cmd_memory_bw_usage,
+                               cmd_memory_bw_options,
+                               ":f:qhV",
+                               option,
+                               run,
+                               {series ? (cli_hta_columns){"series", scols, stext, 5, sheads}
+                                       : (cli_hta_columns){"summary", cols, text, 10, heads}},
+                               1};
+    return cli_hta_main(&c, &series, argc, argv);
 }

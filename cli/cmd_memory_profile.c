@@ -85,11 +85,11 @@ int cmd_memory_profile(int argc, char **argv) {
     if (rq.duration_ms == 0) return cli_usage_error(cmd, "--duration-ms is required", NULL);
     if (output == NULL || output[0] == '\0')
         return cli_usage_error(cmd, "--output is required", NULL);
-    odc_target t;
+    cli_odc_target t;
     memset(&t, 0, sizeof t);
     t.pid = (long)pid;
     t.fd = -1;
-    if (odc_output_path(output, -1, t.output, sizeof t.output) != 0)
+    if (cli_odc_output_path(output, -1, t.output, sizeof t.output) != 0)
         return cli_usage_error(cmd, "output path too long", output);
-    return odc_run(&t, 1, &rq, timeout ? timeout : rq.duration_ms + 60000, 0);
+    return cli_odc_run(&t, 1, &rq, timeout ? timeout : rq.duration_ms + 60000, 0);
 }

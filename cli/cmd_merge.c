@@ -376,7 +376,7 @@ static int make_meta(const file_list *l, int64_t world, char **dist, size_t *dle
     FILE *o = open_memstream(dist, dlen);
     if (o == NULL) return STROBE_ENOMEM;
     fputs("{\"backend\": ", o);
-    cl_json_str(o, l->v[0].backend[0] ? l->v[0].backend : "unknown");
+    cli_json_str(o, l->v[0].backend[0] ? l->v[0].backend : "unknown");
     fprintf(o, ", \"world_size\": %" PRId64 "}", world);
     if (fclose(o) != 0) return STROBE_ENOMEM;
     o = open_memstream(merge, mlen);
@@ -386,17 +386,17 @@ static int make_meta(const file_list *l, int64_t world, char **dist, size_t *dle
     for (size_t i = 0; i < l->n && !job; i++)
         job = l->v[i].job;
     if (job)
-        cl_json_str(o, job);
+        cli_json_str(o, job);
     else
         fputs("null", o);
     fprintf(o, ", \"world_size\": %" PRId64 ", \"reference_rank\": 0, \"ranks\": [", world);
     for (size_t i = 0; i < l->n; i++) {
         const rank_file *f = &l->v[i];
         fprintf(o, "%s{\"rank\": %" PRId64 ", \"file\": ", i ? ", " : "", f->rank);
-        cl_json_str(o, f->path);
+        cli_json_str(o, f->path);
         fputs(", \"host\": ", o);
         if (f->host)
-            cl_json_str(o, f->host);
+            cli_json_str(o, f->host);
         else
             fputs("null", o);
         fprintf(o,

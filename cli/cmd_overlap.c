@@ -35,7 +35,7 @@ const char cmd_overlap_usage[] =
     "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
     "                   names: rank, comp_comm_overlap_pctg)\n"
     // clang-format off
-    HTA_USAGE_STD_OPTIONS
+    CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
@@ -46,8 +46,8 @@ const struct option cmd_overlap_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int of_type(const hta_rank *r, const hta_row *w, void *arg) {
-    return hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == *(const int *)arg;
+static int of_type(const cli_hta_rank *r, const cli_hta_row *w, void *arg) {
+    return cli_hta_kernel_type(md_str(&r->m, md_name_of(&r->m, w->ev))) == *(const int *)arg;
 }
 
 /* The length of the intersection of two sets of disjoint intervals, each sorted by start. */
@@ -66,11 +66,11 @@ static int64_t both(const int64_t *a, size_t na, const int64_t *b, size_t nb) {
     return t;
 }
 
-static int run(const hta_set *s, void *ctx, hta_table *t) {
+static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
     (void)ctx;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
-        const hta_rank *r = &s->ranks[k];
+        const cli_hta_rank *r = &s->ranks[k];
         size_t cap = 2 * (r->count ? r->count : 1);
         int64_t *comm = malloc(cap * sizeof *comm), *comp = malloc(cap * sizeof *comp);
         if (comm == NULL || comp == NULL) {
@@ -78,15 +78,16 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
             free(comp);
             return STROBE_ENOMEM;
         }
-        int tc = HTA_COMMUNICATION, tp = HTA_COMPUTATION;
-        size_t nc = hta_merge(r, of_type, &tc, comm), np = hta_merge(r, of_type, &tp, comp);
+        int tc = CLI_HTA_COMMUNICATION, tp = CLI_HTA_COMPUTATION;
+        size_t nc = cli_hta_merge(r, of_type, &tc, comm), np = cli_hta_merge(r, of_type, &tp, comp);
         int64_t comm_time = 0;
         for (size_t i = 0; i < nc; i++)
             comm_time += comm[2 * i + 1] - comm[2 * i];
         int64_t over = both(comm, nc, comp, np);
         free(comm);
         free(comp);
-        rc = HTA_ROW(t, HTA_INT(r->rank), HTA_PCT(100.0 * ((double)over / (double)comm_time)));
+        rc = CLI_HTA_ROW(t, CLI_HTA_INT(r->rank),
+                         CLI_HTA_PCT(100.0 * ((double)over / (double)comm_time)));
     }
     return rc;
 }
@@ -94,10 +95,10 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
 static const char *const cols[] = {"rank", "comp_comm_overlap_pctg"};
 static const uint8_t text[2] = {0};
 
-const hta_command hta_cmd_overlap = {
+const cli_hta_command cli_hta_cmd_overlap = {
     "overlap", cmd_overlap_usage, cmd_overlap_options, ":f:qhV", NULL, run, {{NULL, cols, text, 2}},
     1};
 
 int cmd_overlap(int argc, char **argv) {
-    return hta_main_rows(&hta_cmd_overlap, NULL, argc, argv, 1); /* no CPU rows */
+    return cli_hta_main_rows(&cli_hta_cmd_overlap, NULL, argc, argv, 1); /* no CPU rows */
 }

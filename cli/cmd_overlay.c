@@ -149,13 +149,13 @@ static void putf(text *t, const char *fmt, ...) {
 }
 
 /* The counter events of rank r, each on a line of its own starting with ",\n  ". @return 0,
- * HTA_REPORTED or a STROBE_E* code. */
-static int counter_events(const hta_set *s, const hta_rank *r, int want, int64_t shift_us, text *t,
-                          size_t *nq, size_t *nb) {
+ * CLI_HTA_REPORTED or a STROBE_E* code. */
+static int counter_events(const cli_hta_set *s, const cli_hta_rank *r, int want, int64_t shift_us,
+                          text *t, size_t *nq, size_t *nb) {
     int rc = 0;
     if (want & WANT_QUEUE) {
-        hta_queue q;
-        rc = hta_queue_series(s, r, &q);
+        cli_hta_queue q;
+        rc = cli_hta_queue_series(s, r, &q);
         for (size_t i = 0; rc == 0 && i < q.n; i++)
             putf(t,
                  ",\n  {\"ph\": \"C\", \"name\": \"Queue Length\", \"pid\": %" PRId64
@@ -168,15 +168,15 @@ static int counter_events(const hta_set *s, const hta_rank *r, int want, int64_t
                     "the queue lengths (HTA counts a kernel only from its launch)\n",
                     q.unlaunched, q.unlaunched == 1 ? "" : "s");
         *nq = q.n;
-        hta_queue_free(&q);
+        cli_hta_queue_free(&q);
     }
     if (rc == 0 && (want & WANT_BW)) {
-        hta_bw_arg *a;
+        cli_hta_bw_arg *a;
         size_t na;
-        rc = hta_bw_args("overlay", r->m.path, &a, &na);
-        if (rc && rc != STROBE_ENOMEM) return HTA_REPORTED;
-        hta_bw b;
-        if (rc == 0) rc = hta_bw_series(s, r, a, na, &b);
+        rc = cli_hta_bw_args("overlay", r->m.path, &a, &na);
+        if (rc && rc != STROBE_ENOMEM) return CLI_HTA_REPORTED;
+        cli_hta_bw b;
+        if (rc == 0) rc = cli_hta_bw_series(s, r, a, na, &b);
         free(a);
         for (size_t i = 0; rc == 0 && i < b.n; i++) {
             char v[STROBE__JSON_DOUBLE_MAX + 1];
@@ -187,7 +187,7 @@ static int counter_events(const hta_set *s, const hta_rank *r, int want, int64_t
                  b.kinds[b.p[i].kind], b.p[i].pid, b.p[i].ts - shift_us, v);
         }
         if (rc == 0) *nb = b.n;
-        if (rc == 0) hta_bw_free(&b);
+        if (rc == 0) cli_hta_bw_free(&b);
     }
     if (rc == 0 && t->oom) rc = STROBE_ENOMEM;
     return rc;
@@ -403,9 +403,9 @@ int cmd_overlay(int argc, char **argv) {
         return CLI_BAD_INPUT;
     }
     char *paths[1] = {(char *)in};
-    hta_set s;
-    if (hta_load(&s, "overlay", paths, 1, quiet) != 0) return CLI_BAD_INPUT;
-    const hta_rank *r = &s.ranks[0];
+    cli_hta_set s;
+    if (cli_hta_load(&s, "overlay", paths, 1, quiet) != 0) return CLI_BAD_INPUT;
+    const cli_hta_rank *r = &s.ranks[0];
     text t = {0};
     size_t nq = 0, nb = 0, nmeta = 0;
     char **keys = NULL, **values = NULL, *props = NULL;
@@ -420,8 +420,8 @@ int cmd_overlay(int argc, char **argv) {
     }
     int rc = counter_events(&s, r, want, shift_us, &t, &nq, &nb);
     if (rc == 0) rc = top_members(in, &keys, &values, &nmeta, &props);
-    hta_free(&s);
-    if (rc == HTA_REPORTED || (rc < 0 && rc != STROBE_ENOMEM)) {
+    cli_hta_free(&s);
+    if (rc == CLI_HTA_REPORTED || (rc < 0 && rc != STROBE_ENOMEM)) {
         free(t.p);
         free(props);
         free_members(keys, values, nmeta);
@@ -439,9 +439,9 @@ int cmd_overlay(int argc, char **argv) {
                                 .progress = !quiet};
         cli_merge_stats st;
         if (cli_merge_ex("overlay", &mi, 1, copy, &mo, &st) != 0) {
-            rc = HTA_REPORTED;
+            rc = CLI_HTA_REPORTED;
         } else {
-            rc = splice_counters(copy, out, &t, props) ? HTA_REPORTED : 0;
+            rc = splice_counters(copy, out, &t, props) ? CLI_HTA_REPORTED : 0;
             unlink(copy);
             if (rc == 0 && st.skipped)
                 fprintf(stderr,
@@ -459,7 +459,7 @@ int cmd_overlay(int argc, char **argv) {
     free(t.p);
     free(props);
     free_members(keys, values, nmeta);
-    if (rc == HTA_REPORTED) return CLI_BAD_INPUT;
+    if (rc == CLI_HTA_REPORTED) return CLI_BAD_INPUT;
     if (rc == 0 && !quiet)
         fprintf(stderr, "strobe overlay: %s: %zu queue length and %zu bandwidth counter events\n",
                 cli_esc(out), nq, nb);

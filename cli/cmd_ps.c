@@ -37,7 +37,7 @@ const char cmd_ps_usage[] =
 /* Asks one process for its status. @return 0 with the reply in line, or a negative STROBE_E* code
  * with err. */
 static int ask_status(long pid, char *line, size_t cap, char *err, size_t errcap) {
-    int fd = odc_connect(pid, err, errcap);
+    int fd = cli_odc_connect(pid, err, errcap);
     if (fd < 0) return fd;
     static const char req[] = "status\n";
     if (write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
@@ -89,7 +89,7 @@ int cmd_ps(int argc, char **argv) {
     if (first < argc) return cli_usage_error("ps", "unexpected argument", argv[first]);
     long *pids;
     int stale;
-    int n = odc_list("ps", &pids, &stale);
+    int n = cli_odc_list("ps", &pids, &stale);
     if (n < 0) return CLI_BAD_INPUT;
     printf("%-8s %-9s %-8s %s\n", "PID", "STATE", "STEPS", "COMMAND");
     for (int i = 0; i < n; i++) {

@@ -68,7 +68,7 @@ const char cmd_queue_usage[] =
     "                   \"kernels_without_launch\": [...]}: rank, ts, pid, tid, stream,\n"
     "                   queue_length)\n"
     // clang-format off
-    HTA_USAGE_STD_OPTIONS
+    CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
@@ -82,20 +82,20 @@ const struct option cmd_queue_options[] = {
 };
 
 /* Says, and puts in table t, how many of rank r's kernels have no launch. */
-static int unlaunched_row(const hta_rank *r, const hta_queue *q, hta_table *t) {
+static int unlaunched_row(const cli_hta_rank *r, const cli_hta_queue *q, cli_hta_table *t) {
     if (q->unlaunched)
         fprintf(stderr,
                 "strobe queue: rank %" PRId64 ": %" PRIu64
                 " kernel%s without their launch: not counted (HTA counts a kernel only from its "
                 "launch)\n",
                 r->rank, q->unlaunched, q->unlaunched == 1 ? "" : "s");
-    return HTA_ROW(t, HTA_INT(r->rank), HTA_INT(q->unlaunched));
+    return CLI_HTA_ROW(t, CLI_HTA_INT(r->rank), CLI_HTA_INT(q->unlaunched));
 }
 
-static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_table *t,
-                     hta_table *bt, hta_table *ut) {
-    hta_queue q;
-    int rc = hta_queue_series(s, r, &q);
+static int rank_rows(const cli_hta_set *s, const cli_hta_rank *r, int64_t max_len, cli_hta_table *t,
+                     cli_hta_table *bt, cli_hta_table *ut) {
+    cli_hta_queue q;
+    int rc = cli_hta_queue_series(s, r, &q);
     double *v = malloc((q.n ? q.n : 1) * sizeof *v);
     if (rc == 0 && v == NULL) rc = STROBE_ENOMEM;
     int blocked = 0;
@@ -116,32 +116,33 @@ static int rank_rows(const hta_set *s, const hta_rank *r, int64_t max_len, hta_t
             blocked_time = full;
         }
         double d[8];
-        hta_describe(v, b - a, d);
-        rc = HTA_ROW(t, HTA_INT(r->rank), HTA_INT(q.p[a].stream), HTA_INT(b - a), HTA_NUM(d[1]),
-                     HTA_NUM(d[2]), HTA_NUM(d[3]), HTA_NUM(d[4]), HTA_NUM(d[5]), HTA_NUM(d[6]),
-                     HTA_NUM(d[7]));
+        cli_hta_describe(v, b - a, d);
+        rc = CLI_HTA_ROW(t, CLI_HTA_INT(r->rank), CLI_HTA_INT(q.p[a].stream), CLI_HTA_INT(b - a),
+                         CLI_HTA_NUM(d[1]), CLI_HTA_NUM(d[2]), CLI_HTA_NUM(d[3]), CLI_HTA_NUM(d[4]),
+                         CLI_HTA_NUM(d[5]), CLI_HTA_NUM(d[6]), CLI_HTA_NUM(d[7]));
     }
     if (rc == 0 && blocked) {
         int64_t lo = INT64_MAX, hi = INT64_MIN;
         for (int pass = 0; pass < 2; pass++) {
-            hta_row cw;
-            for (size_t k = 0, j = 0; pass == 0 ? k < r->count : hta_cpu_next(r, &j, &cw);
+            cli_hta_row cw;
+            for (size_t k = 0, j = 0; pass == 0 ? k < r->count : cli_hta_cpu_next(r, &j, &cw);
                  k++, j++) {
-                const hta_row *w = pass == 0 ? &r->rows[k] : &cw;
+                const cli_hta_row *w = pass == 0 ? &r->rows[k] : &cw;
                 if (w->ts < lo) lo = w->ts;
                 if (w->ts > hi) hi = w->ts;
             }
         }
-        rc = HTA_ROW(bt, HTA_INT(r->rank), HTA_INT(blocked_stream), HTA_INT(blocked_time),
-                     HTA_NUM((double)blocked_time / (double)(hi - lo)));
+        rc = CLI_HTA_ROW(bt, CLI_HTA_INT(r->rank), CLI_HTA_INT(blocked_stream),
+                         CLI_HTA_INT(blocked_time),
+                         CLI_HTA_NUM((double)blocked_time / (double)(hi - lo)));
     }
     if (rc == 0) rc = unlaunched_row(r, &q, ut);
-    hta_queue_free(&q);
+    cli_hta_queue_free(&q);
     free(v);
     return rc;
 }
 
-static int run(const hta_set *s, void *ctx, hta_table *t) {
+static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
     int64_t max_len = *(const int64_t *)ctx;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++)
@@ -150,19 +151,19 @@ static int run(const hta_set *s, void *ctx, hta_table *t) {
 }
 
 /* --series: HTA's get_queue_length_time_series, every point of every stream of every rank. */
-static int run_series(const hta_set *s, void *ctx, hta_table *t) {
+static int run_series(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
     (void)ctx;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
-        const hta_rank *r = &s->ranks[k];
-        hta_queue q;
-        rc = hta_queue_series(s, r, &q);
+        const cli_hta_rank *r = &s->ranks[k];
+        cli_hta_queue q;
+        rc = cli_hta_queue_series(s, r, &q);
         for (size_t i = 0; rc == 0 && i < q.n; i++)
-            rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(q.p[i].ts - s->min_ts),
-                         HTA_INT(q.p[i].pid), HTA_INT(q.p[i].tid), HTA_INT(q.p[i].stream),
-                         HTA_INT(q.p[i].len));
+            rc = CLI_HTA_ROW(&t[0], CLI_HTA_INT(r->rank), CLI_HTA_INT(q.p[i].ts - s->min_ts),
+                             CLI_HTA_INT(q.p[i].pid), CLI_HTA_INT(q.p[i].tid),
+                             CLI_HTA_INT(q.p[i].stream), CLI_HTA_INT(q.p[i].len));
         if (rc == 0) rc = unlaunched_row(r, &q, &t[1]);
-        hta_queue_free(&q);
+        cli_hta_queue_free(&q);
     }
     return rc;
 }
@@ -170,7 +171,7 @@ static int run_series(const hta_set *s, void *ctx, hta_table *t) {
 static int option(void *ctx, int c, const char *arg) {
     unsigned long long v;
     if (c == CLI_LONG_ONLY + 2) return 0; /* --series: chosen before (cmd_queue) */
-    if (c != CLI_LONG_ONLY + 1) return HTA_UNKNOWN_OPTION;
+    if (c != CLI_LONG_ONLY + 1) return CLI_HTA_UNKNOWN_OPTION;
     if (cli_parse_count("queue", "--max-queue-length", arg, INT64_MAX, &v)) return CLI_BAD_INPUT;
     *(int64_t *)ctx = (int64_t)v;
     return 0;
@@ -184,18 +185,18 @@ static const char *const bcols[] = {"rank", "stream", "duration_at_max_queue_len
 static const char *const ucols[] = {"rank", "kernels_without_launch"};
 static const char *const scols[] = {"rank", "ts", "pid", "tid", "stream", "queue_length"};
 
-const hta_command hta_cmd_queue = {"queue",
-                                   cmd_queue_usage,
-                                   cmd_queue_options,
-                                   ":f:qhV",
-                                   option,
-                                   run,
-                                   {{"summary", cols, text, 10},
-                                    {"blocked", bcols, text, 4},
-                                    {"kernels_without_launch", ucols, text, 2}},
-                                   3};
+const cli_hta_command cli_hta_cmd_queue = {"queue",
+                                           cmd_queue_usage,
+                                           cmd_queue_options,
+                                           ":f:qhV",
+                                           option,
+                                           run,
+                                           {{"summary", cols, text, 10},
+                                            {"blocked", bcols, text, 4},
+                                            {"kernels_without_launch", ucols, text, 2}},
+                                           3};
 
-static const hta_command queue_series = {
+static const cli_hta_command queue_series = {
     "queue",
     cmd_queue_usage,
     cmd_queue_options,
@@ -208,7 +209,7 @@ static const hta_command queue_series = {
 int cmd_queue(int argc, char **argv) {
     int64_t max_len = 1024;
     /* --series chooses the tables: a first pass over a copy of argv (getopt permutes it) finds
-     * it, however abbreviated; the errors are hta_main's to report. */
+     * it, however abbreviated; the errors are cli_hta_main's to report. */
     char **copy = malloc(((size_t)argc + 1) * sizeof *copy);
     if (copy == NULL) return cli_finish("queue", "traces", STROBE_ENOMEM, CLI_OK);
     memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
@@ -216,5 +217,5 @@ int cmd_queue(int argc, char **argv) {
     for (int o; (o = cli_getopt(argc, copy, ":f:qhV", cmd_queue_options, &first)) != -1;)
         series |= o == CLI_LONG_ONLY + 2;
     free(copy);
-    return hta_main(series ? &queue_series : &hta_cmd_queue, &max_len, argc, argv);
+    return cli_hta_main(series ? &queue_series : &cli_hta_cmd_queue, &max_len, argc, argv);
 }

@@ -10,7 +10,7 @@
  *     earliest row of all ranks, before the restriction), dur, and end = ts + dur.
  *   - profiler steps (get_profiler_steps): the distinct iters of that table but -1, sorted; the
  *     selection (profiler_steps, --steps) keeps those of the given ones; none is an error.
- *   - the rows of all ranks whose iteration (hta_iteration, HTA's add_iteration) is selected:
+ *   - the rows of all ranks whose iteration (cli_hta_iteration, HTA's add_iteration) is selected:
  *     t_min, their smallest ts; mean_iter_time = (their largest ts + dur - t_min) / the number of
  *     distinct iterations among them; min_duration = mean_iter_time * 0.01.
  *   - long communication kernels: those rows with stream > 0, iteration > 0, dur >= min_duration
@@ -76,7 +76,7 @@ const char cmd_ranks_usage[] =
     "                   {\"steps\": [rows keyed by rank, iter, ts, dur, end],\n"
     "                   \"stragglers\": [rows keyed by rank, is_straggler]}\n"
     // clang-format off
-    HTA_USAGE_STD_OPTIONS
+    CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit, --steps\n"
     "    names no profiler step) or usage.\n";
@@ -133,23 +133,23 @@ static int by_count(const void *a, const void *b) { /* n descending, then rank *
 }
 
 /* The available profiler steps (sorted, distinct, without -1) into *out. */
-static int profiler_steps(const hta_set *s, int64_t **out, size_t *n) {
+static int profiler_steps(const cli_hta_set *s, int64_t **out, size_t *n) {
     size_t total = 0, k = 0;
     for (size_t r = 0; r < s->count; r++)
         total += s->ranks[r].cpu_count;
     int64_t *v = malloc((total ? total : 1) * sizeof *v);
     if (v == NULL) return STROBE_ENOMEM;
     for (size_t r = 0; r < s->count; r++) {
-        const hta_rank *rk = &s->ranks[r];
-        hta_row w;
-        for (size_t i = 0; hta_cpu_next(rk, &i, &w); i++) {
+        const cli_hta_rank *rk = &s->ranks[r];
+        cli_hta_row w;
+        for (size_t i = 0; cli_hta_cpu_next(rk, &i, &w); i++) {
             const char *name = md_str(&rk->m, md_name_of(&rk->m, w.ev));
             if (strncmp(name, "ProfilerStep", 12) != 0) continue;
-            int64_t it = hta_step_number(name);
+            int64_t it = cli_hta_step_number(name);
             if (it != -1) v[k++] = it;
         }
     }
-    hta_sort_i64(v, k);
+    cli_hta_sort_i64(v, k);
     size_t d = 0;
     for (size_t i = 0; i < k; i++)
         if (d == 0 || v[d - 1] != v[i]) v[d++] = v[i];
@@ -164,11 +164,13 @@ typedef struct strag_args {
     long k; /* num_candidates */
 } strag_args;
 
-/* HTA's potential stragglers into t (rank, is_straggler). @return 0, STROBE_ENOMEM, or HTA_REPORTED
- * after a message (--steps names no profiler step). *why is set when HTA would raise an error. */
-static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const char **why) {
+/* HTA's potential stragglers into t (rank, is_straggler). @return 0, STROBE_ENOMEM, or
+ * CLI_HTA_REPORTED after a message (--steps names no profiler step). *why is set when HTA would
+ * raise an error. */
+static int stragglers(const cli_hta_set *s, const strag_args *a, cli_hta_table *t,
+                      const char **why) {
     int64_t *avail = NULL, *sel = NULL;
-    hta_iters *its = calloc(s->count ? s->count : 1, sizeof *its);
+    cli_hta_iters *its = calloc(s->count ? s->count : 1, sizeof *its);
     size_t navail = 0, nsel = 0, nk = 0, nlast = 0;
     kern *ks = NULL;
     uint8_t *seen = NULL;
@@ -184,8 +186,8 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
     }
     if (a->want) {
         for (size_t i = 0; i < a->nwant; i++)
-            if (hta_find_i64(avail, navail, a->want[i]) >= 0) sel[nsel++] = a->want[i];
-        hta_sort_i64(sel, nsel);
+            if (cli_hta_find_i64(avail, navail, a->want[i]) >= 0) sel[nsel++] = a->want[i];
+        cli_hta_sort_i64(sel, nsel);
         size_t d = 0;
         for (size_t i = 0; i < nsel; i++)
             if (d == 0 || sel[d - 1] != sel[i]) sel[d++] = sel[i];
@@ -195,7 +197,7 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
             for (size_t i = 0; i < navail; i++)
                 fprintf(stderr, "%s%" PRId64, i ? ", " : "", avail[i]);
             fprintf(stderr, "%s)\n", navail ? "" : "none");
-            rc = HTA_REPORTED;
+            rc = CLI_HTA_REPORTED;
             goto done;
         }
     } else {
@@ -215,13 +217,14 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
     int64_t t_min = INT64_MAX, t_max = INT64_MIN;
     size_t nkrows = 0;
     for (size_t r = 0; rc == 0 && r < s->count; r++) {
-        const hta_rank *rk = &s->ranks[r];
-        rc = hta_iters_init(&its[r], rk);
+        const cli_hta_rank *rk = &s->ranks[r];
+        rc = cli_hta_iters_init(&its[r], rk);
         for (int pass = 0; rc == 0 && pass < 2; pass++) {
-            hta_row cw;
-            for (size_t i = 0, j = 0; pass ? hta_cpu_next(rk, &j, &cw) : i < rk->count; i++, j++) {
-                const hta_row *w = pass ? &cw : &rk->rows[i];
-                long at = hta_find_i64(sel, nsel, hta_iteration(&its[r], w->ev));
+            cli_hta_row cw;
+            for (size_t i = 0, j = 0; pass ? cli_hta_cpu_next(rk, &j, &cw) : i < rk->count;
+                 i++, j++) {
+                const cli_hta_row *w = pass ? &cw : &rk->rows[i];
+                long at = cli_hta_find_i64(sel, nsel, cli_hta_iteration(&its[r], w->ev));
                 if (at < 0) continue;
                 seen[at] = 1;
                 if (w->ts < t_min) t_min = w->ts;
@@ -245,14 +248,15 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
         goto done;
     }
     for (size_t r = 0; r < s->count; r++) {
-        const hta_rank *rk = &s->ranks[r];
+        const cli_hta_rank *rk = &s->ranks[r];
         for (size_t i = 0; i < rk->count; i++) {
-            const hta_row *w = &rk->rows[i];
+            const cli_hta_row *w = &rk->rows[i];
             const md_event e_ev = md_at(&rk->m, w->ev), *e = &e_ev;
-            int64_t it = hta_iteration(&its[r], w->ev);
+            int64_t it = cli_hta_iteration(&its[r], w->ev);
             const char *name = md_str(&rk->m, e->name);
-            if (e->stream <= 0 || it == HTA_NO_ITER || it <= 0 || hta_find_i64(sel, nsel, it) < 0 ||
-                !((double)(w->end - w->ts) >= min_dur) || strncmp(name, "ncclKernel", 10) != 0)
+            if (e->stream <= 0 || it == CLI_HTA_NO_ITER || it <= 0 ||
+                cli_hta_find_i64(sel, nsel, it) < 0 || !((double)(w->end - w->ts) >= min_dur) ||
+                strncmp(name, "ncclKernel", 10) != 0)
                 continue;
             ks[nk++] = (kern){rk->rank, e->stream, it, w->ts, w->end - w->ts, name, i, 0};
         }
@@ -343,11 +347,11 @@ static int stragglers(const hta_set *s, const strag_args *a, hta_table *t, const
     }
     qsort(counts, ncounts, sizeof *counts, by_count);
     for (size_t c = 0; rc == 0 && c < ncounts && c < (size_t)k; c++) {
-        rc = HTA_ROW(t, HTA_INT(counts[c].rank), HTA_INT(counts[c].n));
+        rc = CLI_HTA_ROW(t, CLI_HTA_INT(counts[c].rank), CLI_HTA_INT(counts[c].n));
     }
 done:
     for (size_t r = 0; its && r < s->count; r++)
-        hta_iters_free(&its[r]);
+        cli_hta_iters_free(&its[r]);
     free(its);
     free(avail);
     free(sel);
@@ -358,20 +362,20 @@ done:
     return rc;
 }
 
-static int run(const hta_set *s, void *ctx, hta_table *t) {
+static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
     static const strag_args defaults = {NULL, 0, 2}; /* the report's (hta.h): no options */
     const strag_args *a = ctx ? ctx : &defaults;
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
-        const hta_rank *r = &s->ranks[k];
-        hta_row cw;
-        for (size_t i = 0; rc == 0 && hta_cpu_next(r, &i, &cw); i++) {
-            const hta_row *w = &cw;
+        const cli_hta_rank *r = &s->ranks[k];
+        cli_hta_row cw;
+        for (size_t i = 0; rc == 0 && cli_hta_cpu_next(r, &i, &cw); i++) {
+            const cli_hta_row *w = &cw;
             const char *name = md_str(&r->m, md_name_of(&r->m, w->ev));
             if (strncmp(name, "ProfilerStep", 12) != 0) continue;
-            rc = HTA_ROW(&t[0], HTA_INT(r->rank), HTA_INT(hta_step_number(name)),
-                         HTA_INT(w->ts - s->min_ts), HTA_INT(w->end - w->ts),
-                         HTA_INT(w->end - s->min_ts));
+            rc = CLI_HTA_ROW(&t[0], CLI_HTA_INT(r->rank), CLI_HTA_INT(cli_hta_step_number(name)),
+                             CLI_HTA_INT(w->ts - s->min_ts), CLI_HTA_INT(w->end - w->ts),
+                             CLI_HTA_INT(w->end - s->min_ts));
         }
     }
     const char *why = NULL;
@@ -423,7 +427,7 @@ static int option(void *ctx, int c, const char *arg) {
             return cli_usage_error("ranks", "--steps needs numbers separated by commas", arg);
         a->nwant = (size_t)n;
     } else {
-        return HTA_UNKNOWN_OPTION;
+        return CLI_HTA_UNKNOWN_OPTION;
     }
     return 0;
 }
@@ -432,18 +436,19 @@ static const char *const cols[] = {"rank", "iter", "ts", "dur", "end"};
 static const uint8_t text[5] = {0};
 static const char *const scols[] = {"rank", "is_straggler"};
 
-const hta_command hta_cmd_ranks = {"ranks",
-                                   cmd_ranks_usage,
-                                   cmd_ranks_options,
-                                   ":f:k:qhV",
-                                   option,
-                                   run,
-                                   {{"steps", cols, text, 5}, {"stragglers", scols, text, 2}},
-                                   2};
+const cli_hta_command cli_hta_cmd_ranks = {
+    "ranks",
+    cmd_ranks_usage,
+    cmd_ranks_options,
+    ":f:k:qhV",
+    option,
+    run,
+    {{"steps", cols, text, 5}, {"stragglers", scols, text, 2}},
+    2};
 
 int cmd_ranks(int argc, char **argv) {
     strag_args a = {NULL, 0, 2};
-    int rc = hta_main(&hta_cmd_ranks, &a, argc, argv);
+    int rc = cli_hta_main(&cli_hta_cmd_ranks, &a, argc, argv);
     free(a.want);
     return rc;
 }

@@ -352,7 +352,7 @@ static int find_program(const char *prog, char *out, size_t size) {
 #endif
 
 /* An address in the module that holds the CLI, for dladdr(). */
-static const char cl_record_anchor = 0;
+static const char cli_record_anchor = 0;
 
 /* The library to inject: STROBE_RECORD_LIB, else beside the strobe binary (the build tree), else
  * in the library folder relative to it (an install). When the CLI is compiled into the Python
@@ -377,7 +377,7 @@ static int find_library(char *out, size_t size) {
         exe[n] = '\0';
         Dl_info info;
         char mod[PATH_MAX];
-        if (dladdr(&cl_record_anchor, &info) != 0 && info.dli_fname != NULL &&
+        if (dladdr(&cli_record_anchor, &info) != 0 && info.dli_fname != NULL &&
             realpath(info.dli_fname, mod) != NULL && strcmp(mod, exe) != 0) {
             *strrchr(mod, '/') = '\0';
             snprintf(cand, sizeof cand, "%s/lib/libstrobe_record.so", mod);

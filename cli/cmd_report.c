@@ -2,7 +2,7 @@
  * trace (or the ranks of one job) to the eye: the commands' tables and HTA's breakdowns as
  * sortable tables and charts, utilization and memory over time, warnings and metadata.
  *
- * The page is data and a renderer: the numbers are the commands' own (rows.h and hta_json() run
+ * The page is data and a renderer: the numbers are the commands' own (rows.h and cli_hta_json() run
  * their analyses and write the JSON they print with -f json), gathered here into one JSON object
  * that the page embeds in a <script type="application/json">; the page's inline script
  * (report_page.c) draws the tables and the SVG charts from it. Nothing is fetched: the file opens
@@ -22,9 +22,10 @@
 #include "common.h"
 #include "emit.h"
 #include "flame.h"
-#include "heap.h"
+#include "heap_print.h"
+#include "model/heap.h"
 #include "hta.h"
-#include "model.h"
+#include "model/model.h"
 #include "report.h"
 #include "rows.h"
 #include "strobe/error.h"
@@ -88,7 +89,7 @@ const struct option cmd_report_options[] = {
 
 /* ---- the escaping writer ------------------------------------------------------------------- */
 
-void report_html_text(FILE *out, const char *s) {
+void cli_report_html_text(FILE *out, const char *s) {
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
@@ -113,7 +114,7 @@ void report_html_text(FILE *out, const char *s) {
     }
 }
 
-void report_script_json(FILE *out, const char *json, size_t n) {
+void cli_report_script_json(FILE *out, const char *json, size_t n) {
     /* '<' occurs in JSON text only inside strings, where \u003c means the same: so no "</script"
      * nor "<!--" can end or change the script element. */
     for (size_t i = 0, k; i < n; i = k + 1) {
@@ -415,7 +416,7 @@ static int put_meta(FILE *out, const md_model *m, int64_t rank) {
 
 /* ---- the page ------------------------------------------------------------------------------ */
 
-void report_flame(FILE *out, const md_model *m) {
+void cli_report_flame(FILE *out, const md_model *m) {
     /* The graph `strobe flamegraph` draws (self CPU time by stack), inline: no XML declaration,
      * its styles and script scoped by its own id. */
     cli_flame_opts o = {0};
@@ -425,7 +426,7 @@ void report_flame(FILE *out, const md_model *m) {
     fputs("<div id=\"flamegraph\">\n", out);
     if (cli_flame_svg(out, m, &o, err, sizeof err) != 0) {
         fputs("<p class=\"note\">No flame graph: ", out);
-        report_html_text(out, err);
+        cli_report_html_text(out, err);
         fputs("</p>", out);
     }
     fputs("</div>\n", out);
@@ -442,13 +443,13 @@ static int put_section(FILE *out, const char *key, json_fn fn, void *arg) {
     int rc = fn(mem, arg);
     if (fclose(mem) != 0 && rc == 0) rc = STROBE_ENOMEM;
     fprintf(out, ",\n\"%s\": ", key);
-    /* A command that said why it has no result (HTA_REPORTED: on stderr) gives null. */
+    /* A command that said why it has no result (CLI_HTA_REPORTED: on stderr) gives null. */
     if (rc == 0 && len > 0)
         fwrite(buf, 1, len, out);
     else
         fputs("null", out);
     free(buf);
-    return rc == HTA_REPORTED ? 0 : rc;
+    return rc == CLI_HTA_REPORTED ? 0 : rc;
 }
 
 typedef struct sum_arg {
@@ -458,7 +459,7 @@ typedef struct sum_arg {
 
 static int j_summary(FILE *out, void *arg) {
     sum_arg *a = arg;
-    return cl_summary_json(out, a->m, REPORT_MAX_ROWS, &a->rows);
+    return cli_summary_json(out, a->m, REPORT_MAX_ROWS, &a->rows);
 }
 /* strobe record --heap's allocation sites; null without them. */
 static int j_heap(FILE *out, void *arg) {
@@ -468,45 +469,45 @@ static int j_heap(FILE *out, void *arg) {
     return rc == 1 ? 0 : rc;
 }
 static int j_kernels(FILE *out, void *arg) {
-    return cl_kernels_json(out, arg, REPORT_MAX_ROWS);
+    return cli_kernels_json(out, arg, REPORT_MAX_ROWS);
 }
 static int j_steps(FILE *out, void *arg) {
-    return cl_steps_json(out, arg);
+    return cli_steps_json(out, arg);
 }
 static int j_by_type(FILE *out, void *arg) {
-    return cl_kernels_by_type_json(out, arg);
+    return cli_kernels_by_type_json(out, arg);
 }
 static int j_breakdown(FILE *out, void *arg) {
-    return hta_json(out, &hta_cmd_breakdown, arg, NULL);
+    return cli_hta_json(out, &cli_hta_cmd_breakdown, arg, NULL);
 }
 static int j_overlap(FILE *out, void *arg) {
-    return hta_json(out, &hta_cmd_overlap, arg, NULL);
+    return cli_hta_json(out, &cli_hta_cmd_overlap, arg, NULL);
 }
 static int j_idle(FILE *out, void *arg) {
     int64_t delay = 30; /* the command's default --consecutive-kernel-delay */
-    return hta_json(out, &hta_cmd_idle, arg, &delay);
+    return cli_hta_json(out, &cli_hta_cmd_idle, arg, &delay);
 }
 static int j_queue(FILE *out, void *arg) {
     int64_t max_len = 1024; /* the command's default --max-queue-length */
-    return hta_json(out, &hta_cmd_queue, arg, &max_len);
+    return cli_hta_json(out, &cli_hta_cmd_queue, arg, &max_len);
 }
 static int j_ranks(FILE *out, void *arg) {
-    return hta_json(out, &hta_cmd_ranks, arg, NULL);
+    return cli_hta_json(out, &cli_hta_cmd_ranks, arg, NULL);
 }
 
 /* The data object the page draws from. @return 0 or a negative STROBE_E* code. */
 /* The TensorBoard plugin's figures (strobe steps --overview, summary --tensor-cores, kernels
  * --tb-view), for report_tb.c's section. */
 static int j_tb_overview(FILE *out, void *arg) {
-    return cl_steps_overview_json(out, arg);
+    return cli_steps_overview_json(out, arg);
 }
 
 static int j_tb_operators(FILE *out, void *arg) {
-    return cl_tb_op_table(out, arg, REPORT_MAX_ROWS, CL_JSON, CLI_NAME_WIDTH_DEFAULT);
+    return cli_tb_op_table(out, arg, REPORT_MAX_ROWS, CLI_JSON, CLI_NAME_WIDTH_DEFAULT);
 }
 
 static int j_tb_kernels(FILE *out, void *arg) {
-    return cl_kernels_tb_json(out, arg, REPORT_MAX_ROWS);
+    return cli_kernels_tb_json(out, arg, REPORT_MAX_ROWS);
 }
 
 static int put_tb(FILE *out, md_model *m) {
@@ -516,7 +517,7 @@ static int put_tb(FILE *out, md_model *m) {
     return rc;
 }
 
-static int put_data(FILE *out, hta_set *s, const char *title) {
+static int put_data(FILE *out, cli_hta_set *s, const char *title) {
     md_model *m = &s->ranks[0].m;
     int rc = 0;
     fputs("{\"title\": ", out);
@@ -571,7 +572,7 @@ static int put_data(FILE *out, hta_set *s, const char *title) {
     return rc;
 }
 
-static int write_page(FILE *out, hta_set *s, const char *title) {
+static int write_page(FILE *out, cli_hta_set *s, const char *title) {
     char *data = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&data, &len);
@@ -582,33 +583,33 @@ static int write_page(FILE *out, hta_set *s, const char *title) {
         fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
               "<meta name=\"generator\" content=\"strobe report\">\n<title>",
               out);
-        report_html_text(out, title);
+        cli_report_html_text(out, title);
         fputs("</title>\n<style>\n", out);
-        fputs(report_page_css, out);
+        fputs(cli_report_page_css, out);
         fputs("</style>\n</head>\n<body>\n<header><h1>", out);
-        report_html_text(out, title);
+        cli_report_html_text(out, title);
         fputs("</h1><p class=\"sub\">strobe report</p></header>\n", out);
         /* The sections, the TensorBoard plugin's (report_tb.c) and the flame graph in their
          * places among them. */
-        const char *body = report_page_body;
-        const char *tb = strstr(body, REPORT_TB_MARK);
-        const char *mark = strstr(body, REPORT_FLAME_MARK);
+        const char *body = cli_report_page_body;
+        const char *tb = strstr(body, CLI_REPORT_TB_MARK);
+        const char *mark = strstr(body, CLI_REPORT_FLAME_MARK);
         if (tb && mark && tb < mark) {
             fwrite(body, 1, (size_t)(tb - body), out);
-            fputs(report_tb_body, out);
-            body = tb + strlen(REPORT_TB_MARK);
+            fputs(cli_report_tb_body, out);
+            body = tb + strlen(CLI_REPORT_TB_MARK);
         }
         size_t before = mark ? (size_t)(mark - body) : strlen(body);
         fwrite(body, 1, before, out);
         fputc('\n', out);
-        report_flame(out, &s->ranks[0].m);
-        if (mark) fputs(mark + strlen(REPORT_FLAME_MARK), out);
+        cli_report_flame(out, &s->ranks[0].m);
+        if (mark) fputs(mark + strlen(CLI_REPORT_FLAME_MARK), out);
         fputs("<script type=\"application/json\" id=\"strobe-data\">", out);
-        report_script_json(out, data, len);
+        cli_report_script_json(out, data, len);
         fputs("</script>\n<script>\n", out);
-        fputs(report_page_script, out);
+        fputs(cli_report_page_script, out);
         fputs("</script>\n<script>\n", out);
-        fputs(report_tb_script, out);
+        fputs(cli_report_tb_script, out);
         fputs("</script>\n</body>\n</html>\n", out);
     }
     free(data);
@@ -642,8 +643,8 @@ int cmd_report(int argc, char **argv) {
     if (output == NULL)
         return cli_usage_error("report", "give the output file (-o OUT.html)", NULL);
     if (first >= argc) return cli_usage_error("report", "give a trace or a folder", NULL);
-    hta_set s;
-    if (hta_load(&s, "report", argv + first, (size_t)(argc - first), quiet) != 0)
+    cli_hta_set s;
+    if (cli_hta_load(&s, "report", argv + first, (size_t)(argc - first), quiet) != 0)
         return CLI_BAD_INPUT;
     if (title == NULL) {
         const char *p = s.ranks[0].m.path, *slash = strrchr(p, '/');
@@ -652,11 +653,11 @@ int cmd_report(int argc, char **argv) {
     FILE *out = strcmp(output, "-") == 0 ? stdout : fopen(output, "w");
     if (out == NULL) {
         fprintf(stderr, "strobe report: %s: %s\n", cli_esc(output), strerror(errno));
-        hta_free(&s);
+        cli_hta_free(&s);
         return CLI_BAD_INPUT;
     }
     int work = write_page(out, &s, title);
-    hta_free(&s);
+    cli_hta_free(&s);
     if (out != stdout) {
         /* fclose writes what the buffer holds: where a write failed before, it fails again
          * with errno set (ENOSPC). A regular file left partial is removed. */

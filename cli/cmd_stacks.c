@@ -1,7 +1,7 @@
 /* cmd_stacks.c: `strobe stacks`, folded stacks (Brendan Gregg's format) for flamegraph.pl and
  * speedscope, weighted by self CPU or self device time.
  *
- * Contents: usage, the command. The stacks are folded by folded.c, which `strobe flamegraph`
+ * Contents: usage, the command. The stacks are folded by model/folded.c, which `strobe flamegraph`
  * shares.
  *
  * Each operator (and runtime call) is one sample of its self time. Its frames, root first, are:
@@ -21,8 +21,8 @@
 
 #include "cli.h"
 #include "common.h"
-#include "folded.h"
-#include "model.h"
+#include "model/folded.h"
+#include "model/model.h"
 #include "strobe/error.h"
 
 const char cmd_stacks_usage[] =
@@ -73,17 +73,17 @@ const char cmd_stacks_usage[] =
     "EXIT STATUS\n"
     "    0 success; 2 bad input (the trace cannot be read) or bad usage.\n";
 
-/* Folds the trace for `metric` (CL_FOLD_SELF_CPU, CL_FOLD_SELF_CUDA_OP or CL_FOLD_SAMPLES) and
+/* Folds the trace for `metric` (MD_FOLD_SELF_CPU, MD_FOLD_SELF_CUDA_OP or MD_FOLD_SAMPLES) and
  * prints the folded lines: times in ns printed in us, samples as counts. @return 0, 1 when the
  * metric is samples and the trace has none, or STROBE_ENOMEM. */
-static int run(const md_model *m, cl_fold_metric metric) {
-    cl_fold f;
+static int run(const md_model *m, md_fold_metric metric) {
+    md_fold f;
     uint64_t samples = 0;
-    int err = cl_fold_init(&f);
-    if (!err) err = cl_fold_add(&f, m, metric, CL_FOLD_STACK, 0, &samples);
-    if (!err) err = cl_fold_print(&f, stdout, metric == CL_FOLD_SAMPLES ? 1 : 1000);
-    cl_fold_free(&f);
-    return err ? err : metric == CL_FOLD_SAMPLES && samples == 0;
+    int err = md_fold_init(&f);
+    if (!err) err = md_fold_add(&f, m, metric, MD_FOLD_STACK, 0, &samples);
+    if (!err) err = md_fold_print(&f, stdout, metric == MD_FOLD_SAMPLES ? 1 : 1000);
+    md_fold_free(&f);
+    return err ? err : metric == MD_FOLD_SAMPLES && samples == 0;
 }
 
 static int usage_error(const char *msg, const char *arg) {
@@ -134,7 +134,7 @@ int cmd_stacks(int argc, char **argv) {
     if (rc == CLI_OK) {
         cli_say_skipped("stacks", path, m);
         if (samples) {
-            int src = run(m, CL_FOLD_SAMPLES);
+            int src = run(m, MD_FOLD_SAMPLES);
             if (src == 1) {
                 fprintf(stderr,
                         "strobe stacks: %s: no CPU samples (events of category cpu_sample) in the "
@@ -145,7 +145,7 @@ int cmd_stacks(int argc, char **argv) {
                 rc = cli_finish("stacks", path, src, CLI_OK);
             }
         } else {
-            int src = run(m, cuda ? CL_FOLD_SELF_CUDA_OP : CL_FOLD_SELF_CPU);
+            int src = run(m, cuda ? MD_FOLD_SELF_CUDA_OP : MD_FOLD_SELF_CPU);
             rc = cli_finish("stacks", path, src != 0 ? STROBE_ENOMEM : 0, CLI_OK);
         }
         md_free(m);

@@ -38,9 +38,9 @@
 #include "cli.h"
 #include "common.h"
 #include "emit.h"
-#include "model.h"
+#include "model/model.h"
 #include "rows.h"
-#include "step.h"
+#include "model/step.h"
 #include "strobe/error.h"
 #include "tb.h"
 #include "util/table.h"
@@ -215,7 +215,7 @@ static int cpu_role(const md_model *m, int kind, uint32_t cat, const char *name)
     if (kind == MD_RUNTIME || kind == MD_DRIVER) return R_RUNTIME;
     if (!is_cpu_kind(m, kind, cat)) return -1;
     if ((kind == MD_CPU_OP || kind == MD_USER_ANNOTATION || kind == MD_GPU_USER_ANNOTATION) &&
-        cl_step_number(name, &n))
+        md_step_number(name, &n))
         return -1; /* a step, or the device's copy of one */
     if (kind != MD_OTHER && is_dataloader_name(name)) return R_DATALOADER;
     return is_comm_name(name) ? R_COMM : R_CPU;
@@ -455,10 +455,10 @@ static int analyse(const md_model *m, result *res) {
             role = R_RUNTIME;
             if (e->corr >= 0) calls[ncalls++] = (call){s, t, e->corr};
         } else if (is_cpu_type(m, e)) {
-            if (cl_is_step(m, e, &n)) {
+            if (md_is_step(m, e, &n)) {
                 st[ns++] = (step){.s = s, .e = t, .n = n};
                 is_step = 1;
-            } else if (e->kind == MD_GPU_USER_ANNOTATION && cl_step_number(name, &n)) {
+            } else if (e->kind == MD_GPU_USER_ANNOTATION && md_step_number(name, &n)) {
                 continue; /* the device's copy of a step's range */
             } else if (e->kind != MD_OTHER && is_dataloader_name(name)) {
                 role = R_DATALOADER;
@@ -519,7 +519,7 @@ out:
 
 static void print_rows(FILE *out, const result *res, int format) {
     static const char *const total = "Total";
-    if (format == CL_TABLE) {
+    if (format == CLI_TABLE) {
         size_t w[R_COUNT + 2];
         w[0] = 10;
         for (int c = 1; c < R_COUNT + 2; c++)
@@ -546,7 +546,7 @@ static void print_rows(FILE *out, const result *res, int format) {
         strobe__table_separator(out, w, R_COUNT + 2);
         return;
     }
-    int json = format == CL_JSON;
+    int json = format == CLI_JSON;
     if (json) {
         fputc('[', out);
     } else {
@@ -567,7 +567,7 @@ static void print_rows(FILE *out, const result *res, int format) {
                 fprintf(out, ", \"%s\": ", r < R_COUNT ? role_names[r] : total);
             else
                 fputc(',', out);
-            cl_put_us(out, v);
+            cli_put_us(out, v);
         }
         fprintf(out, json ? "}" : "\n");
     }
@@ -583,7 +583,7 @@ static void print_rows(FILE *out, const result *res, int format) {
  * written out in parentheses. */
 typedef struct ovw {
     double avg[R_COUNT + 1]; /* ns; avg[R_COUNT]: the step */
-    cl_tb_metrics gpu;
+    cli_tb_metrics gpu;
     char *recs[8];
     size_t nrecs;
 } ovw;
@@ -610,7 +610,7 @@ static int build_overview(const md_model *m, const result *res, ovw *o) {
     }
     for (int r = 0; r <= R_COUNT && res->nsteps; r++)
         o->avg[r] /= (double)res->nsteps;
-    int err = cl_tb_metrics_get(m, S, E, &o->gpu);
+    int err = cli_tb_metrics_get(m, S, E, &o->gpu);
     if (err) return err;
     char b[1024];
     double total = o->avg[R_COUNT];
@@ -625,7 +625,7 @@ static int build_overview(const md_model *m, const result *res, ovw *o) {
             dl * 100);
         err = add_rec(o, b);
     }
-    const cl_tb_metrics *g = &o->gpu;
+    const cli_tb_metrics *g = &o->gpu;
     if (!err && g->use_dp && g->devices_used > 1)
         err = add_rec(o, "It is recommended to use DistributedDataParallel instead of DataParallel "
                          "(https://pytorch.org/docs/stable/notes/cuda.html#cuda-nn-ddp-instead) to "
@@ -699,7 +699,7 @@ static int build_overview(const md_model *m, const result *res, ovw *o) {
 }
 
 static void free_overview(ovw *o) {
-    cl_tb_metrics_free(&o->gpu);
+    cli_tb_metrics_free(&o->gpu);
     for (size_t k = 0; k < o->nrecs; k++)
         free(o->recs[k]);
 }
@@ -712,7 +712,7 @@ static void put_pct(FILE *out, double frac, int json) {
         fprintf(out, json ? "%.6f" : "%.2f %%", frac * 100);
 }
 
-static void print_gpu_table(FILE *out, const cl_tb_gpu *d) {
+static void print_gpu_table(FILE *out, const cli_tb_gpu *d) {
     fprintf(out, "GPU %" PRId32 ":\n", d->id);
     if (d->name[0]) fprintf(out, "  %-32s %s\n", "Name", cli_esc(d->name));
     if (d->mem >= 0) fprintf(out, "  %-32s %.2f GB\n", "Memory", (double)d->mem / 1073741824.0);
@@ -733,10 +733,10 @@ static void print_gpu_table(FILE *out, const cl_tb_gpu *d) {
     fputc('\n', out);
 }
 
-static void print_gpu_json(FILE *out, const cl_tb_gpu *d) {
+static void print_gpu_json(FILE *out, const cli_tb_gpu *d) {
     fprintf(out, "{\"id\": %" PRId32 ", \"name\": ", d->id);
     if (d->name[0])
-        cl_json_str(out, d->name);
+        cli_json_str(out, d->name);
     else
         fputs("null", out);
     if (d->mem >= 0)
@@ -773,14 +773,14 @@ static int print_overview(FILE *out, const md_model *m, const result *res, int f
         return err;
     }
     double total = o.avg[R_COUNT];
-    if (format == CL_JSON) {
+    if (format == CLI_JSON) {
         fputs("{\"steps\": ", out);
-        print_rows(out, res, CL_JSON);
+        print_rows(out, res, CLI_JSON);
         fputs(", \"average\": {\"Average Step Time\": ", out);
-        cl_put_us(out, llround(total));
+        cli_put_us(out, llround(total));
         for (int r = 0; r < R_COUNT; r++) {
             fprintf(out, ", \"%s\": {\"us\": ", role_names[r]);
-            cl_put_us(out, llround(o.avg[r]));
+            cli_put_us(out, llround(o.avg[r]));
             fprintf(out, ", \"pct\": %.6f}", total > 0 ? 100 * o.avg[r] / total : 0.0);
         }
         fputs("},\n \"gpus\": [", out);
@@ -793,11 +793,11 @@ static int print_overview(FILE *out, const md_model *m, const result *res, int f
         fputs(" \"recommendations\": [", out);
         for (size_t k = 0; k < o.nrecs; k++) {
             fputs(k ? ",\n  " : "\n  ", out);
-            cl_json_str(out, o.recs[k]);
+            cli_json_str(out, o.recs[k]);
         }
         fprintf(out, "%s]}\n", o.nrecs ? "\n " : "");
     } else {
-        print_rows(out, res, CL_TABLE);
+        print_rows(out, res, CLI_TABLE);
         char b[64];
         fputs("\nAverage Step Time\n", out);
         strobe__fmt_time_ns(b, sizeof b, llround(total));
@@ -832,7 +832,7 @@ const struct option cmd_steps_options[] = {
 
 int cmd_steps(int argc, char **argv) {
     const char *path = NULL;
-    int format = CL_TABLE, quiet = 0, first = 0, overview = 0;
+    int format = CLI_TABLE, quiet = 0, first = 0, overview = 0;
     for (int c; (c = cli_getopt(argc, argv, ":f:qhV", cmd_steps_options, &first)) != -1;) {
         switch (c) {
         case 'h':
@@ -843,7 +843,7 @@ int cmd_steps(int argc, char **argv) {
             quiet = 1;
             break;
         case 'f':
-            format = cl_parse_format(optarg);
+            format = cli_parse_format(optarg);
             if (format < 0) return cli_usage_error("steps", "unknown --format", optarg);
             break;
         case CLI_LONG_ONLY + 1:
@@ -853,7 +853,7 @@ int cmd_steps(int argc, char **argv) {
             return cli_option_error("steps", c, argv, cmd_steps_options);
         }
     }
-    if (overview && format == CL_CSV)
+    if (overview && format == CLI_CSV)
         return cli_usage_error("steps", "--overview is table or json, not", "csv");
     if (cli_trace_operand("steps", argc, argv, first, &path) != 0) return CLI_BAD_INPUT;
     md_model *m = malloc(sizeof *m);
@@ -878,19 +878,19 @@ int cmd_steps(int argc, char **argv) {
 
 /* ---- for the report ----------------------------------------------------------------------- */
 
-int cl_steps_overview_json(FILE *out, const md_model *m) {
+int cli_steps_overview_json(FILE *out, const md_model *m) {
     result res;
     int work = analyse(m, &res);
-    if (work == 0) work = print_overview(out, m, &res, CL_JSON);
+    if (work == 0) work = print_overview(out, m, &res, CLI_JSON);
     free(res.steps);
     free(res.costs);
     return work;
 }
 
-int cl_steps_json(FILE *out, const md_model *m) {
+int cli_steps_json(FILE *out, const md_model *m) {
     result res;
     int work = analyse(m, &res);
-    if (work == 0) print_rows(out, &res, CL_JSON);
+    if (work == 0) print_rows(out, &res, CLI_JSON);
     free(res.steps);
     free(res.costs);
     return work;

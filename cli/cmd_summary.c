@@ -5,8 +5,8 @@
  *   usage        the man page
  *   grouping     the row of each event: by name, name and shapes, name and stack frames, or
  *                name and module
- *   building     self and total CPU time, device time through the correlation chain (link.h),
- *                memory, FLOPs, perf counters
+ *   building     self and total CPU time, device time through the correlation chain
+ *                (model/oplink.h), memory, FLOPs, perf counters
  *   sorting      the --sort keys
  *   output       torch's table (util/table.h), CSV and JSON */
 #include <inttypes.h>
@@ -17,9 +17,10 @@
 #include "cli.h"
 #include "common.h"
 #include "emit.h"
-#include "heap.h"
-#include "link.h"
-#include "model.h"
+#include "heap_print.h"
+#include "model/heap.h"
+#include "model/oplink.h"
+#include "model/model.h"
 #include "rows.h"
 #include "strobe/error.h"
 #include "tb.h"
@@ -173,7 +174,7 @@ static int row_class_of(int kind) {
     if (kind == MD_USER_ANNOTATION) return R_CPU_UA;
     if (kind == MD_GPU_USER_ANNOTATION) return R_DEV_UA;
     if (md_is_device_work(kind) || kind == MD_SYNC) return R_DEV;
-    return cl_is_row(kind) ? R_CPU : R_NONE;
+    return md_is_row(kind) ? R_CPU : R_NONE;
 }
 
 /* A sort key as torch reads it: "cuda", "xpu" and "privateuse1" stand for "device"
@@ -205,7 +206,7 @@ typedef struct row {
 } row;
 
 typedef struct summary {
-    md_model *m; /* the trace: &model for the command, the caller's for cl_summary_json */
+    md_model *m; /* the trace: &model for the command, the caller's for cli_summary_json */
     md_model model;
     strobe__pool pool;
     strobe__strtab aux; /* stack keys */
@@ -328,7 +329,7 @@ static int row_of_event(summary *s, const md_event *e, uint32_t *out) {
     md_model *m = s->m;
     *out = MD_NONE;
     int cls = row_class_of(e->kind);
-    if (cls == R_NONE || !e->has_time || e->bad || cl_left_out(md_str(m, e->name))) return 0;
+    if (cls == R_NONE || !e->has_time || e->bad || md_left_out(md_str(m, e->name))) return 0;
     int64_t aux = 0;
     if (s->group == 1 && e->shapes) aux = shapes_key(s, md_str(m, e->shapes));
     if (s->group == 2 && e->stack) aux = stack_key(s, md_str(m, e->stack));
@@ -342,11 +343,11 @@ static int row_of_event(summary *s, const md_event *e, uint32_t *out) {
     return 0;
 }
 
-/* An open event of torch's CPU tree on one thread (cl_cpu_tree's nesting, see link.h). */
+/* An open event of torch's CPU tree on one thread (md_cpu_tree's nesting, see model/oplink.h). */
 typedef struct open_ev {
     uint32_t i, first; /* the event; its first child */
     uint8_t nchild;    /* its children, held at 2 */
-    uint8_t merged;    /* the only child of one of its name (see link.h) */
+    uint8_t merged;    /* the only child of one of its name (see model/oplink.h) */
     uint32_t row;      /* its row (not merged) */
     int64_t end, self; /* its end; its self time so far (not merged) */
 } open_ev;
@@ -400,7 +401,7 @@ static void add_self(summary *s, const open_ev *o) {
 
 /* Builds the rows thread by thread, with a stack of open events (no array per event but a bit):
  * pass 1 marks the merged events (torch's _remove_dup_nodes: an event that is the only child of
- * one of its name; cl_cpu_tree's top-down merging comes to this, as a merged event's parent ends
+ * one of its name; md_cpu_tree's top-down merging comes to this, as a merged event's parent ends
  * with the child count of its only child), pass 2 adds calls, times and perf values, and a pass
  * in file order adds device work, FLOPs (doubles: summed in file order) and memory. The events
  * that own device work or memory and are merged have their parent kept in a map. */
@@ -409,7 +410,7 @@ static int build(summary *s) {
     int err = 0;
     s->np = m->perf_count;
     size_t n = m->count ? m->count : 1;
-    /* zeroed: cl_link() sets 1 + the owner where there is one, so that a trace without device
+    /* zeroed: md_link() sets 1 + the owner where there is one, so that a trace without device
      * work or memory events never touches its pages */
     uint32_t *owner = calloc(n, sizeof *owner);
     merged_bits = calloc((n + 7) / 8, 1);
@@ -425,7 +426,7 @@ static int build(summary *s) {
     if (step < 0 || strobe__strtab_intern(&s->aux, "", 0) != 0) err = STROBE_ENOMEM;
     s->step_name = step < 0 ? 0 : (uint32_t)step;
     s->dev_name = md_device_name(m);
-    if (!err) err = cl_link(m, owner);
+    if (!err) err = md_link(m, owner);
     for (int pass = 1; pass <= 2 && !err; pass++) {
         for (size_t t = 0; t < m->thread_count && !err; t++) {
             const md_thread *th = &m->threads[t];
@@ -433,7 +434,7 @@ static int build(summary *s) {
             for (size_t k = 0; k < th->count && !err; k++) {
                 uint32_t i = th->order[k];
                 const md_event e_ev = md_at(m, i), *e = &e_ev;
-                if (!cl_in_cpu_tree(m, e)) continue;
+                if (!md_in_cpu_tree(m, e)) continue;
                 open_ev *o = tree_push(&w, i, e->ts, md_add_sat(e->ts, e->dur),
                                        pass == 1 ? mark_merged : add_self, s);
                 if (o == NULL) {
@@ -483,8 +484,8 @@ static int build(summary *s) {
     }
     free(w.stack);
     /* strobe record --heap samples the CPU [memory] events by bytes: each counts as the bytes it
-     * stands for (heap.h). */
-    int64_t heap_rate = cli_heap_rate(m->heap_json);
+     * stands for (model/heap.h). */
+    int64_t heap_rate = md_heap_rate(m->heap_json);
     for (size_t i = 0; i < m->count && !err; i++) {
         const md_event e_ev = md_at(m, i), *e = &e_ev;
         int cls = row_class_of(e->kind);
@@ -505,7 +506,7 @@ static int build(summary *s) {
             if ((err = row_of_event(s, e, &ri)) != 0) break;
             if (ri != MD_NONE) s->rows[ri].flops += e->flops;
         }
-        uint32_t o = owner[i] - 1; /* MD_NONE where 0 (cl_link) */
+        uint32_t o = owner[i] - 1; /* MD_NONE where 0 (md_link) */
         if (o == MD_NONE || e->bad) continue;
         /* What a merged event owns is its parent's, as torch lifts its kernels up. */
         if (is_merged(o)) {
@@ -521,7 +522,7 @@ static int build(summary *s) {
         if (md_is_device_work(e->kind)) {
             s->rows[ro].self_dev = sat_add(s->rows[ro].self_dev, e->dur);
             /* Merged events are not counted twice: their parent is on the way up too. */
-            for (uint32_t a = o; a != MD_NONE && !err; a = cl_op_parent(m, a)) {
+            for (uint32_t a = o; a != MD_NONE && !err; a = md_op_parent(m, a)) {
                 const md_event ae = md_at(m, a);
                 uint32_t ra;
                 if (is_merged(a) || (err = row_of_event(s, &ae, &ra)) != 0 || ra == MD_NONE)
@@ -530,13 +531,13 @@ static int build(summary *s) {
             }
         } else if (e->kind == MD_MEMORY) {
             int dev = e->mem_device > 0;
-            int64_t bytes = dev ? e->bytes : cli_heap_weigh(e->bytes, heap_rate);
+            int64_t bytes = dev ? e->bytes : md_heap_weigh(e->bytes, heap_rate);
             row *r = &s->rows[ro];
             if (dev)
                 r->self_dev_mem = sat_add(r->self_dev_mem, bytes);
             else
                 r->self_cpu_mem = sat_add(r->self_cpu_mem, bytes);
-            for (uint32_t a = o; a != MD_NONE && !err; a = cl_op_parent(m, a)) {
+            for (uint32_t a = o; a != MD_NONE && !err; a = md_op_parent(m, a)) {
                 const md_event ae = md_at(m, a);
                 uint32_t ra;
                 if (is_merged(a) || (err = row_of_event(s, &ae, &ra)) != 0 || ra == MD_NONE)
@@ -923,13 +924,13 @@ static void put_raw(FILE *out, const summary *s, const row *r, int c, int json) 
     }
     switch (c) {
     case C_NAME:
-        json ? cl_json_str(out, md_str(s->m, r->name)) : cl_csv_str(out, md_str(s->m, r->name));
+        json ? cli_json_str(out, md_str(s->m, r->name)) : cli_csv_str(out, md_str(s->m, r->name));
         break;
     case C_SHAPES:
     case C_MODULE:
     case C_SOURCE:
-        json ? cl_json_str(out, strobe__strtab_str(&s->aux, r->aux))
-             : cl_csv_str(out, strobe__strtab_str(&s->aux, r->aux));
+        json ? cli_json_str(out, strobe__strtab_str(&s->aux, r->aux))
+             : cli_csv_str(out, strobe__strtab_str(&s->aux, r->aux));
         break;
     case C_SELF_PCT:
         fprintf(out, "%.4f", pct_base ? (double)r->self_ns * 100.0 / pct_base : 0.0);
@@ -941,19 +942,19 @@ static void put_raw(FILE *out, const summary *s, const row *r, int c, int json) 
         fprintf(out, "%.4f", dev_base ? (double)r->self_dev * 100.0 / dev_base : 0.0);
         break;
     case C_SELF:
-        cl_put_us(out, r->self_ns);
+        cli_put_us(out, r->self_ns);
         break;
     case C_TOTAL:
-        cl_put_us(out, r->total_ns);
+        cli_put_us(out, r->total_ns);
         break;
     case C_AVG:
         fprintf(out, "%.3f", r->calls ? (double)r->total_ns / 1000.0 / (double)r->calls : 0.0);
         break;
     case C_SELF_DEV:
-        cl_put_us(out, r->self_dev);
+        cli_put_us(out, r->self_dev);
         break;
     case C_DEV_TOTAL:
-        cl_put_us(out, r->total_dev);
+        cli_put_us(out, r->total_dev);
         break;
     case C_DEV_AVG:
         fprintf(out, "%.3f", r->calls ? (double)r->total_dev / 1000.0 / (double)r->calls : 0.0);
@@ -989,7 +990,7 @@ static int print_machine(FILE *out, const summary *s, size_t shown, int json) {
     if (!json) {
         for (size_t c = 0; c < nc; c++) {
             if (c) fputc(',', out);
-            cl_csv_str(out, col_name(s, cols[c], head, sizeof head));
+            cli_csv_str(out, col_name(s, cols[c], head, sizeof head));
         }
         fputc('\n', out);
         for (size_t k = 0; k < shown; k++) {
@@ -1003,10 +1004,10 @@ static int print_machine(FILE *out, const summary *s, size_t shown, int json) {
         return 0;
     }
     fprintf(out, "{\"self_cpu_time_total_us\": ");
-    cl_put_us(out, s->self_total);
+    cli_put_us(out, s->self_total);
     if (s->has_dev) {
         fprintf(out, ", \"self_cuda_time_total_us\": ");
-        cl_put_us(out, s->self_dev_total);
+        cli_put_us(out, s->self_dev_total);
         fprintf(out, ", \"device\": \"%s\"", s->dev_name);
     }
     fprintf(out, ",\n \"rows\": [");
@@ -1014,7 +1015,7 @@ static int print_machine(FILE *out, const summary *s, size_t shown, int json) {
         fprintf(out, "%s\n  {", k ? "," : "");
         for (size_t c = 0; c < nc; c++) {
             if (c) fprintf(out, ", ");
-            cl_json_str(out, col_name(s, cols[c], head, sizeof head));
+            cli_json_str(out, col_name(s, cols[c], head, sizeof head));
             fprintf(out, ": ");
             put_raw(out, s, &s->rows[k], cols[c], 1);
         }
@@ -1087,7 +1088,7 @@ static int tensor_cores_run(const char *path, int quiet, size_t limit, int forma
     int rc = cli_load(m, "summary", path, quiet);
     if (rc == CLI_OK) {
         cli_say_skipped("summary", path, m);
-        int work = cl_tb_op_table(stdout, m, limit, format, name_width) != 0 ? STROBE_ENOMEM : 0;
+        int work = cli_tb_op_table(stdout, m, limit, format, name_width) != 0 ? STROBE_ENOMEM : 0;
         rc = cli_finish("summary", path, work, CLI_OK);
         md_free(m);
     }
@@ -1111,7 +1112,7 @@ int cmd_summary(int argc, char **argv) {
     const char *path = NULL, *perf_name = NULL;
     sort_key key = S_CPU_TOTAL;
     size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
-    int format = CL_TABLE, group = 0, stack_n = 5, quiet = 0, first = 0, tensor_cores = 0;
+    int format = CLI_TABLE, group = 0, stack_n = 5, quiet = 0, first = 0, tensor_cores = 0;
     for (int c; (c = cli_getopt(argc, argv, ":s:n:f:qhV", cmd_summary_options, &first)) != -1;) {
         const char *v = optarg;
         unsigned long long n;
@@ -1166,7 +1167,7 @@ int cmd_summary(int argc, char **argv) {
             }
             break;
         case 'f':
-            format = cl_parse_format(v);
+            format = cli_parse_format(v);
             if (format < 0) return usage_error("unknown --format", v);
             break;
         case CLI_OPT_NAME_WIDTH:
@@ -1202,15 +1203,15 @@ int cmd_summary(int argc, char **argv) {
             size_t shown = limit == 0 || limit > s->count ? s->count : limit;
             /* strobe record --heap's allocation sites follow the table; a trace of them alone
              * (no operators) prints them instead of an empty table. */
-            cli_heap heap;
-            int has_heap = format == CL_TABLE && cli_heap_read(s->m->heap_json, &heap) == 0;
-            if (format == CL_TABLE && !(has_heap && s->count == 0)) work = print_table(s, shown);
+            md_heap heap;
+            int has_heap = format == CLI_TABLE && md_heap_read(s->m->heap_json, &heap) == 0;
+            if (format == CLI_TABLE && !(has_heap && s->count == 0)) work = print_table(s, shown);
             if (has_heap) {
                 if (s->count) fputc('\n', stdout);
                 cli_heap_print(stdout, &heap, limit ? limit : 10, 6);
-                cli_heap_free(&heap);
+                md_heap_free(&heap);
             }
-            if (format != CL_TABLE) work = print_machine(stdout, s, shown, format == CL_JSON);
+            if (format != CLI_TABLE) work = print_machine(stdout, s, shown, format == CLI_JSON);
             /* After the table, so that the hint is the last thing on a terminal. */
             if (work == 0 && s->count == 0 && s->m->heap_json == NULL) {
                 fflush(stdout);
@@ -1226,7 +1227,7 @@ int cmd_summary(int argc, char **argv) {
 
 /* ---- for the report ----------------------------------------------------------------------- */
 
-int cl_summary_json(FILE *out, md_model *m, size_t limit, size_t *rows) {
+int cli_summary_json(FILE *out, md_model *m, size_t limit, size_t *rows) {
     summary *s = calloc(1, sizeof *s);
     if (s == NULL) return STROBE_ENOMEM;
     s->m = m;

@@ -237,7 +237,7 @@ int cmd_trigger(int argc, char **argv) {
     size_t n = 0;
     if (all) {
         int stale;
-        int c = odc_list(cmd, &pids, &stale);
+        int c = cli_odc_list(cmd, &pids, &stale);
         if (c < 0) return CLI_BAD_INPUT;
         if (c == 0) {
             fprintf(stderr, "strobe trigger: no process of this user serves an endpoint (run it "
@@ -252,7 +252,7 @@ int cmd_trigger(int argc, char **argv) {
         pids[0] = pid;
         n = 1;
     }
-    odc_target *t = calloc(n, sizeof *t);
+    cli_odc_target *t = calloc(n, sizeof *t);
     if (t == NULL) {
         free(pids);
         fprintf(stderr, "strobe trigger: out of memory\n");
@@ -264,13 +264,13 @@ int cmd_trigger(int argc, char **argv) {
         t[i].pid = pids[i];
         t[i].fd = -1;
         long tag = n > 1 && !per_process ? pids[i] : -1;
-        if (odc_output_path(output, tag, t[i].output, sizeof t[i].output) != 0) {
+        if (cli_odc_output_path(output, tag, t[i].output, sizeof t[i].output) != 0) {
             free(t);
             free(pids);
             return cli_usage_error(cmd, "output path too long", output);
         }
     }
-    int code = odc_run(t, n, &rq, wait, no_wait);
+    int code = cli_odc_run(t, n, &rq, wait, no_wait);
     free(t);
     free(pids);
     return code;

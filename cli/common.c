@@ -19,21 +19,6 @@
 
 /* ---- escaping ------------------------------------------------------------------------------ */
 
-size_t cli_utf8_seq(const char *s, size_t n) {
-    const unsigned char *p = (const unsigned char *)s;
-    if (n == 0) return 0;
-    if (p[0] < 0x80) return 1;
-    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
-    if (len == 0 || p[0] > 0xf4 || (p[0] & 0xfe) == 0xc0 || len > n) return 0;
-    for (size_t k = 1; k < len; k++)
-        if ((p[k] & 0xc0) != 0x80) return 0;
-    if (len == 3 && p[0] == 0xe0 && p[1] < 0xa0) return 0;  /* overlong */
-    if (len == 3 && p[0] == 0xed && p[1] >= 0xa0) return 0; /* surrogate */
-    if (len == 4 && p[0] == 0xf0 && p[1] < 0x90) return 0;  /* overlong */
-    if (len == 4 && p[0] == 0xf4 && p[1] >= 0x90) return 0; /* beyond U+10FFFF */
-    return len;
-}
-
 /* Writes the escape of the character at p (which needs one) into out; @return bytes consumed. */
 static size_t escape_one(const unsigned char *p, size_t n, char *out) {
     unsigned char c = p[0];
@@ -428,7 +413,7 @@ const char *cli_out_reason(int rc, int sys_errno) {
 
 void cli_print_id(const md_model *m, int64_t num, uint8_t kind, int json) {
     if (kind == MD_ID_STR && json)
-        cl_json_str(stdout, md_str(m, (uint32_t)num));
+        cli_json_str(stdout, md_str(m, (uint32_t)num));
     else if (kind == MD_ID_STR)
         printf("\"%s\"", cli_esc(md_str(m, (uint32_t)num)));
     else if (kind == MD_ID_NONE)

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 
 /* ---- escaping ------------------------------------------------------------------------------ */
 
@@ -24,9 +24,7 @@
 const char *cli_esc(const char *s);
 /* The same for s[0..len), which may hold NUL bytes (written as \x00). */
 const char *cli_esc_n(const char *s, size_t len);
-/* The length of the valid UTF-8 sequence (1 to 4 bytes) at s[0..n), or 0 when it is not one
- * (a stray continuation byte, an overlong form, a surrogate, a cut sequence). */
-size_t cli_utf8_seq(const char *s, size_t n);
+/* cli_utf8_seq(), which cli_esc() uses, is in emit.h with the writers that share it. */
 
 /* ---- options ------------------------------------------------------------------------------- */
 

@@ -15,23 +15,23 @@
 #include "reader/trace_reader.h"
 #include "strobe/error.h"
 
-static const char *const type_names[CP_EDGE_TYPES] = {
+static const char *const type_names[CLI_CP_EDGE_TYPES] = {
     "critical_path_operator", "critical_path_dependency", "critical_path_kernel_launch_delay",
     "critical_path_kernel_kernel_delay", "critical_path_sync_dependency"};
 
-const char *cp_edge_type_name(int type) {
-    return type >= 0 && type < CP_EDGE_TYPES ? type_names[type] : "";
+const char *cli_cp_edge_type_name(int type) {
+    return type >= 0 && type < CLI_CP_EDGE_TYPES ? type_names[type] : "";
 }
 
-static const char *row_name(const cp_graph *g, uint32_t row) {
+static const char *row_name(const cli_cp_graph *g, uint32_t row) {
     return md_str(&g->r->m, g->rows[row].name);
 }
 
-static const char *row_cat(const cp_graph *g, uint32_t row) {
+static const char *row_cat(const cli_cp_graph *g, uint32_t row) {
     return md_str(&g->r->m, g->rows[row].cat);
 }
 
-uint32_t cp_row_of(const cp_graph *g, int64_t idx) {
+uint32_t cli_cp_row_of(const cli_cp_graph *g, int64_t idx) {
     size_t lo = 0, hi = g->nrows;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -40,7 +40,7 @@ uint32_t cp_row_of(const cp_graph *g, int64_t idx) {
         else
             hi = mid;
     }
-    return lo < g->nrows && g->rows[lo].idx == idx ? (uint32_t)lo : CP_NONE;
+    return lo < g->nrows && g->rows[lo].idx == idx ? (uint32_t)lo : CLI_CP_NONE;
 }
 
 /* ---- rows ---------------------------------------------------------------------------------- */
@@ -57,15 +57,15 @@ static int by_corr_ent(const void *a, const void *b) {
 }
 
 static int by_row_idx(const void *a, const void *b) {
-    const cp_row *x = a, *y = b;
+    const cli_cp_row *x = a, *y = b;
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
 /* The rank's kept rows, with HTA's index_correlation (add_correlation in hta/common/trace.py,
  * computed before the restriction): min(correlation, 0), then for a GPUKernelFilter row the last
  * other row of its correlation in file order, and for another row the last GPUKernelFilter row. */
-static int load_rows(cp_graph *g, const hta_set *s) {
-    const hta_rank *r = g->r;
+static int load_rows(cli_cp_graph *g, const cli_hta_set *s) {
+    const cli_hta_rank *r = g->r;
     const md_model *m = &r->m;
     uint64_t *kept = calloc(m->count / 64 + 1, sizeof *kept);
     corr_ent *ce = malloc((m->count ? m->count : 1) * sizeof *ce);
@@ -74,13 +74,14 @@ static int load_rows(cp_graph *g, const hta_set *s) {
     if (rc) goto out;
     for (size_t k = 0; k < r->count; k++)
         if (r->rows[k].mult) kept[r->rows[k].ev / 64] |= (uint64_t)1 << (r->rows[k].ev % 64);
-    hta_row w;
-    for (size_t i = 0; hta_cpu_next(r, &i, &w); i++)
+    cli_hta_row w;
+    for (size_t i = 0; cli_hta_cpu_next(r, &i, &w); i++)
         kept[i / 64] |= (uint64_t)1 << (i % 64);
     for (size_t i = 0; i < m->count; i++) {
         md_event e = md_at(m, (uint32_t)i);
-        if (!hta_is_row(m, &e)) continue;
-        if (e.corr != -1) ce[nce++] = (corr_ent){e.corr, e.index, (uint8_t)hta_is_gpu_row(m, &e)};
+        if (!cli_hta_is_row(m, &e)) continue;
+        if (e.corr != -1)
+            ce[nce++] = (corr_ent){e.corr, e.index, (uint8_t)cli_hta_is_gpu_row(m, &e)};
         if (kept[i / 64] >> (i % 64) & 1) nkept++;
     }
     cli_qsort(ce, nce, sizeof *ce, by_corr_ent);
@@ -92,20 +93,20 @@ static int load_rows(cp_graph *g, const hta_set *s) {
     for (size_t i = 0; i < m->count; i++) {
         if (!(kept[i / 64] >> (i % 64) & 1)) continue;
         md_event e = md_at(m, (uint32_t)i);
-        cp_row *row = &g->rows[g->nrows++];
-        hta_row_at(r, (uint32_t)i, &w);
-        *row = (cp_row){.ev = (uint32_t)i,
-                        .idx = e.index,
-                        .ts = w.ts - s->min_ts,
-                        .dur = w.end - w.ts,
-                        .stream = hta_stream(r, (uint32_t)i),
-                        .corr = e.corr,
-                        .ic = e.corr < 0 ? e.corr : 0,
-                        .wait_stream = -1,
-                        .wait_corr = -1,
-                        .name = e.name,
-                        .cat = e.cat,
-                        .gpu = (uint8_t)hta_is_gpu_row(m, &e)};
+        cli_cp_row *row = &g->rows[g->nrows++];
+        cli_hta_row_at(r, (uint32_t)i, &w);
+        *row = (cli_cp_row){.ev = (uint32_t)i,
+                            .idx = e.index,
+                            .ts = w.ts - s->min_ts,
+                            .dur = w.end - w.ts,
+                            .stream = cli_hta_stream(r, (uint32_t)i),
+                            .corr = e.corr,
+                            .ic = e.corr < 0 ? e.corr : 0,
+                            .wait_stream = -1,
+                            .wait_corr = -1,
+                            .name = e.name,
+                            .cat = e.cat,
+                            .gpu = (uint8_t)cli_hta_is_gpu_row(m, &e)};
         if (e.corr == -1) continue;
         size_t lo = 0, hi = nce;
         while (lo < hi) {
@@ -127,8 +128,8 @@ out:
 
 /* The wait_on_stream and wait_on_cuda_event_record_corr_id args of the cuda_sync events, which the
  * model does not keep: a second pass over the file, when it has cuda_sync rows. @return 0,
- * STROBE_ENOMEM, or HTA_REPORTED. */
-static int load_wait_args(cp_graph *g, int *has_wait_col) {
+ * STROBE_ENOMEM, or CLI_HTA_REPORTED. */
+static int load_wait_args(cli_cp_graph *g, int *has_wait_col) {
     /* Kineto writes these args on cuda_sync events only: without one, the pass is not needed. */
     int any = 0;
     for (size_t k = 0; k < g->nrows && !any; k++)
@@ -159,8 +160,8 @@ static int load_wait_args(cp_graph *g, int *has_wait_col) {
         if (v[0].raw == NULL && v[1].raw == NULL) continue;
         /* pandas makes a column of an arg any event has; rows without it hold -1 there. */
         if (v[1].raw) *has_wait_col = 1;
-        uint32_t row = cp_row_of(g, (int64_t)ev->index);
-        if (row == CP_NONE) continue;
+        uint32_t row = cli_cp_row_of(g, (int64_t)ev->index);
+        if (row == CLI_CP_NONE) continue;
         int64_t x;
         if (v[0].raw && strobe_rd_value_int(&v[0], &x) == 0) g->rows[row].wait_stream = x;
         if (v[1].raw && strobe_rd_value_int(&v[1], &x) == 0) g->rows[row].wait_corr = x;
@@ -171,7 +172,7 @@ static int load_wait_args(cp_graph *g, int *has_wait_col) {
             return rc;
         }
         snprintf(g->err, sizeof g->err, "%s", rd ? strobe_rd_errmsg(rd) : "cannot read the trace");
-        rc = HTA_REPORTED;
+        rc = CLI_HTA_REPORTED;
     }
     strobe_rd_close(rd);
     return rc;
@@ -190,7 +191,7 @@ static int by_ic(const void *a, const void *b) {
     return (x->row > y->row) - (x->row < y->row);
 }
 
-static int clip(cp_graph *g, const cp_opts *o) {
+static int clip(cli_cp_graph *g, const cli_cp_opts *o) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     if (o->annotation[0] == '\0') {
         for (size_t k = 0; k < g->nrows; k++) {
@@ -210,13 +211,13 @@ static int clip(cp_graph *g, const cp_opts *o) {
         if (n == 0) {
             snprintf(g->err, sizeof g->err, "could not find annotation '%s' in the trace",
                      o->annotation);
-            return HTA_REPORTED;
+            return CLI_HTA_REPORTED;
         }
         if (o->inst_lo >= n) {
             snprintf(g->err, sizeof g->err,
                      "annotation '%s' has %ld instance%s (0 .. %ld): there is no instance %ld",
                      o->annotation, n, n == 1 ? "" : "s", n - 1, o->inst_lo);
-            return HTA_REPORTED;
+            return CLI_HTA_REPORTED;
         }
     }
     g->win_lo = lo;
@@ -230,7 +231,7 @@ static int clip(cp_graph *g, const cp_opts *o) {
         if (g->rows[k].stream == -1) v[nv++] = (ic_ent){g->rows[k].ic, (uint32_t)k};
     cli_qsort(v, nv, sizeof *v, by_ic);
     for (size_t k = 0; k < g->nrows; k++) {
-        cp_row *w = &g->rows[k];
+        cli_cp_row *w = &g->rows[k];
         if (w->stream == -1) {
             w->clip = w->ts >= lo && w->ts <= hi && w->dur > 0;
         } else {
@@ -244,7 +245,7 @@ static int clip(cp_graph *g, const cp_opts *o) {
                     b = mid;
             }
             for (; a < nv && v[a].ic == w->idx && !w->clip; a++) {
-                const cp_row *c = &g->rows[v[a].row];
+                const cli_cp_row *c = &g->rows[v[a].row];
                 w->clip = c->ts >= lo && c->ts <= hi && c->dur > 0;
             }
         }
@@ -264,20 +265,20 @@ static const char *const blocking_calls[] = {"cudaDeviceSynchronize",
                                              "cudaMemcpyAsync"};
 
 /* Whether a data_load_events pattern is found, as plain text, in the row's name (find_matches). */
-static int is_data_load_row(const cp_graph *g, uint32_t k) {
+static int is_data_load_row(const cli_cp_graph *g, uint32_t k) {
     for (size_t p = 0; p < g->o->ndata_load; p++)
         if (strstr(row_name(g, k), g->o->data_load[p])) return 1;
     return 0;
 }
 
 /* bound_by's data_loading test (see critpath.h), for each clipped CPU row: a pattern, as a
- * regular expression, found in its name as hta_shorten_name shortens it. */
-static int mark_data_load(cp_graph *g) {
+ * regular expression, found in its name as cli_hta_shorten_name shortens it. */
+static int mark_data_load(cli_cp_graph *g) {
     if (g->o->ndata_load == 0) return 0;
     char *buf = NULL;
     size_t cap = 0;
     for (size_t k = 0; k < g->nrows; k++) {
-        cp_row *w = &g->rows[k];
+        cli_cp_row *w = &g->rows[k];
         if (!w->clip || w->stream >= 0) continue;
         const char *name = row_name(g, (uint32_t)k);
         size_t need = strlen(name) + 1;
@@ -290,7 +291,7 @@ static int mark_data_load(cp_graph *g) {
             buf = b;
             cap = need;
         }
-        hta_shorten_name(name, buf);
+        cli_hta_shorten_name(name, buf);
         for (size_t p = 0; !w->data_load && p < g->o->ndata_load; p++)
             w->data_load = regexec(&g->o->data_load_re[p], buf, 0, NULL, 0) == 0;
     }
@@ -298,8 +299,8 @@ static int mark_data_load(cp_graph *g) {
     return 0;
 }
 
-static int is_node_row(const cp_graph *g, uint32_t k) {
-    const cp_row *w = &g->rows[k];
+static int is_node_row(const cli_cp_graph *g, uint32_t k) {
+    const cli_cp_row *w = &g->rows[k];
     if (!w->clip) return 0;
     const char *cat = row_cat(g, k);
     return strcmp(cat, "cpu_op") == 0 || strcmp(cat, "cuda_runtime") == 0 ||
@@ -308,13 +309,13 @@ static int is_node_row(const cp_graph *g, uint32_t k) {
 }
 
 static int by_node(const void *a, const void *b) {
-    const cp_node *x = a, *y = b;
+    const cli_cp_node *x = a, *y = b;
     if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
     if (x->is_start != y->is_start) return x->is_start ? -1 : 1;
     return (x->row > y->row) - (x->row < y->row);
 }
 
-static int make_nodes(cp_graph *g) {
+static int make_nodes(cli_cp_graph *g) {
     size_t n = 0;
     for (size_t k = 0; k < g->nrows; k++)
         n += is_node_row(g, (uint32_t)k);
@@ -323,14 +324,14 @@ static int make_nodes(cp_graph *g) {
     g->end_of = malloc((g->nrows + 1) * sizeof *g->end_of);
     if (g->nodes == NULL || g->start_of == NULL || g->end_of == NULL) return STROBE_ENOMEM;
     for (size_t k = 0; k < g->nrows; k++) {
-        g->start_of[k] = g->end_of[k] = CP_NONE;
+        g->start_of[k] = g->end_of[k] = CLI_CP_NONE;
         if (!is_node_row(g, (uint32_t)k)) continue;
-        const cp_row *w = &g->rows[k];
+        const cli_cp_row *w = &g->rows[k];
         uint8_t blocking = 0;
         for (size_t b = 0; b < sizeof blocking_calls / sizeof *blocking_calls; b++)
             if (strcmp(row_name(g, (uint32_t)k), blocking_calls[b]) == 0) blocking = 1;
-        g->nodes[g->nnodes++] = (cp_node){(uint32_t)k, w->ts, 1, blocking};
-        g->nodes[g->nnodes++] = (cp_node){(uint32_t)k, w->ts + w->dur, 0, blocking};
+        g->nodes[g->nnodes++] = (cli_cp_node){(uint32_t)k, w->ts, 1, blocking};
+        g->nodes[g->nnodes++] = (cli_cp_node){(uint32_t)k, w->ts + w->dur, 0, blocking};
     }
     cli_qsort(g->nodes, g->nnodes, sizeof *g->nodes, by_node);
     for (size_t i = 0; i < g->nnodes; i++) {
@@ -347,7 +348,7 @@ static uint64_t pair_hash(uint32_t u, uint32_t v) {
     return x ^ (x >> 29);
 }
 
-static int grow_slots(cp_graph *g) {
+static int grow_slots(cli_cp_graph *g) {
     size_t cap = g->slot_cap ? g->slot_cap * 2 : 1024;
     uint64_t *s = calloc(cap, sizeof *s);
     if (s == NULL) return STROBE_ENOMEM;
@@ -366,16 +367,16 @@ static int grow_slots(cp_graph *g) {
 /* HTA's _add_edge_helper: weight dest.ts - src.ts, 0 for dependencies and when zero_weight. As
  * networkx's add_edge, a second edge between the same nodes replaces the first one's data in its
  * place. *out: the edge's number. @return 0, STROBE_ENOMEM, or 1 (src is dest: no edge). */
-static int add_edge(cp_graph *g, uint32_t src, uint32_t dst, int type, int zero_weight,
+static int add_edge(cli_cp_graph *g, uint32_t src, uint32_t dst, int type, int zero_weight,
                     size_t *out) {
-    if (src == dst || src == CP_NONE || dst == CP_NONE) return 1;
-    int64_t w = type == CP_DEPENDENCY || type == CP_SYNC_DEPENDENCY || zero_weight
+    if (src == dst || src == CLI_CP_NONE || dst == CLI_CP_NONE) return 1;
+    int64_t w = type == CLI_CP_DEPENDENCY || type == CLI_CP_SYNC_DEPENDENCY || zero_weight
                     ? 0
                     : g->nodes[dst].ts - g->nodes[src].ts;
     if (2 * (g->nedges + 1) > g->slot_cap && grow_slots(g)) return STROBE_ENOMEM;
     size_t h = pair_hash(src, dst) & (g->slot_cap - 1);
     for (; g->slots[h]; h = (h + 1) & (g->slot_cap - 1)) {
-        cp_edge *e = &g->edges[g->slots[h] - 1];
+        cli_cp_edge *e = &g->edges[g->slots[h] - 1];
         if (e->u == src && e->v == dst) {
             e->type = type;
             e->weight = w;
@@ -385,24 +386,24 @@ static int add_edge(cp_graph *g, uint32_t src, uint32_t dst, int type, int zero_
     }
     if (g->nedges == g->edge_cap) {
         size_t cap = g->edge_cap ? g->edge_cap * 2 : 1024;
-        cp_edge *e = realloc(g->edges, cap * sizeof *e);
+        cli_cp_edge *e = realloc(g->edges, cap * sizeof *e);
         if (e == NULL) return STROBE_ENOMEM;
         g->edges = e;
         g->edge_cap = cap;
     }
-    g->edges[g->nedges] = (cp_edge){src, dst, type, w, CP_NONE};
+    g->edges[g->nedges] = (cli_cp_edge){src, dst, type, w, CLI_CP_NONE};
     g->slots[h] = ++g->nedges;
     if (out) *out = g->nedges - 1;
     return 0;
 }
 
 /* HTA's _attribute_edge: spans and kernel-kernel delays are attributed to an event. src_parent:
- * the row of the call-stack parent of the source (CP_NONE: the root). */
-static void attribute(cp_graph *g, size_t k, uint32_t src_parent) {
-    cp_edge *e = &g->edges[k];
-    if (e->type != CP_OPERATOR_KERNEL && e->type != CP_KERNEL_KERNEL_DELAY) return;
-    const cp_node *src = &g->nodes[e->u], *dst = &g->nodes[e->v];
-    if (e->type == CP_KERNEL_KERNEL_DELAY || src->is_start)
+ * the row of the call-stack parent of the source (CLI_CP_NONE: the root). */
+static void attribute(cli_cp_graph *g, size_t k, uint32_t src_parent) {
+    cli_cp_edge *e = &g->edges[k];
+    if (e->type != CLI_CP_OPERATOR_KERNEL && e->type != CLI_CP_KERNEL_KERNEL_DELAY) return;
+    const cli_cp_node *src = &g->nodes[e->u], *dst = &g->nodes[e->v];
+    if (e->type == CLI_CP_KERNEL_KERNEL_DELAY || src->is_start)
         e->attr = src->row;
     else if (!dst->is_start)
         e->attr = dst->row;
@@ -441,17 +442,17 @@ typedef struct walk {
     long depth;
 } walk;
 
-static int enter(cp_graph *g, walk *s, uint32_t row, uint32_t parent) {
+static int enter(cli_cp_graph *g, walk *s, uint32_t row, uint32_t parent) {
     uint32_t sn = g->start_of[row], en = g->end_of[row];
-    if (sn == CP_NONE || en == CP_NONE) return 0;
+    if (sn == CLI_CP_NONE || en == CLI_CP_NONE) return 0;
     int rc;
-    if (s->depth == 0 && s->last_highlevel != CP_NONE &&
-        (rc = add_edge(g, s->last_highlevel, sn, CP_DEPENDENCY, 0, NULL)) < 0)
+    if (s->depth == 0 && s->last_highlevel != CLI_CP_NONE &&
+        (rc = add_edge(g, s->last_highlevel, sn, CLI_CP_DEPENDENCY, 0, NULL)) < 0)
         return rc;
     s->depth++;
-    if (s->last_node != CP_NONE) {
+    if (s->last_node != CLI_CP_NONE) {
         size_t k;
-        rc = add_edge(g, s->last_node, sn, CP_OPERATOR_KERNEL, 0, &k);
+        rc = add_edge(g, s->last_node, sn, CLI_CP_OPERATOR_KERNEL, 0, &k);
         if (rc < 0) return rc;
         if (rc == 0) attribute(g, k, s->last_parent);
     }
@@ -460,18 +461,18 @@ static int enter(cp_graph *g, walk *s, uint32_t row, uint32_t parent) {
     return 0;
 }
 
-static int leave(cp_graph *g, walk *s, uint32_t row, uint32_t parent) {
+static int leave(cli_cp_graph *g, walk *s, uint32_t row, uint32_t parent) {
     uint32_t sn = g->start_of[row], en = g->end_of[row];
-    if (sn == CP_NONE || en == CP_NONE) return 0;
+    if (sn == CLI_CP_NONE || en == CLI_CP_NONE) return 0;
     s->depth--;
-    if (s->last_node != CP_NONE) {
+    if (s->last_node != CLI_CP_NONE) {
         size_t k;
-        int rc = add_edge(g, s->last_node, en, CP_OPERATOR_KERNEL, g->nodes[sn].blocking, &k);
+        int rc = add_edge(g, s->last_node, en, CLI_CP_OPERATOR_KERNEL, g->nodes[sn].blocking, &k);
         if (rc < 0) return rc;
         if (rc == 0) attribute(g, k, s->last_parent);
     }
     if (s->depth == 0) {
-        s->last_node = CP_NONE;
+        s->last_node = CLI_CP_NONE;
         s->last_highlevel = en;
     } else {
         s->last_node = en;
@@ -483,20 +484,20 @@ static int leave(cp_graph *g, walk *s, uint32_t row, uint32_t parent) {
 /* One CPU thread's call stack (rows[0..n), clipped rows of the thread): built as
  * CallStackGraph builds it (a start pushes the row as a child of the top of the stack, an end
  * pops the top, whichever it is), then walked depth first (dfs_traverse). */
-static int thread_stack(cp_graph *g, const uint32_t *rows, size_t n) {
+static int thread_stack(cli_cp_graph *g, const uint32_t *rows, size_t n) {
     cs_ev *ev = malloc((2 * n + 1) * sizeof *ev);
     uint32_t *parent = malloc((n + 1) * sizeof *parent), *first = malloc((n + 1) * sizeof *first);
     uint32_t *next = malloc((n + 1) * sizeof *next), *last = malloc((n + 1) * sizeof *last);
     uint32_t *stack = malloc((n + 1) * sizeof *stack), *cursor = malloc((n + 1) * sizeof *cursor);
-    uint32_t roots_first = CP_NONE, roots_last = CP_NONE;
+    uint32_t roots_first = CLI_CP_NONE, roots_last = CLI_CP_NONE;
     int rc = ev && parent && first && next && last && stack && cursor ? 0 : STROBE_ENOMEM;
     if (rc) goto out;
     for (size_t k = 0; k < n; k++) {
-        const cp_row *w = &g->rows[rows[k]];
+        const cli_cp_row *w = &g->rows[rows[k]];
         int64_t d = w->dur > 0 ? w->dur : 0;
         ev[2 * k] = (cs_ev){w->idx, w->ts, d, 1, (uint32_t)k};
         ev[2 * k + 1] = (cs_ev){w->idx, w->ts + d, d, -1, (uint32_t)k};
-        parent[k] = first[k] = next[k] = last[k] = CP_NONE;
+        parent[k] = first[k] = next[k] = last[k] = CLI_CP_NONE;
     }
     cli_qsort(ev, 2 * n, sizeof *ev, compare_events);
     size_t top = 0;
@@ -506,11 +507,11 @@ static int thread_stack(cp_graph *g, const uint32_t *rows, size_t n) {
             if (top) top--;
             continue;
         }
-        uint32_t p = top ? stack[top - 1] : CP_NONE;
+        uint32_t p = top ? stack[top - 1] : CLI_CP_NONE;
         parent[k] = p;
-        uint32_t *f = p == CP_NONE ? &roots_first : &first[p];
-        uint32_t *l = p == CP_NONE ? &roots_last : &last[p];
-        if (*f == CP_NONE)
+        uint32_t *f = p == CLI_CP_NONE ? &roots_first : &first[p];
+        uint32_t *l = p == CLI_CP_NONE ? &roots_last : &last[p];
+        if (*f == CLI_CP_NONE)
             *f = k;
         else
             next[*l] = k;
@@ -518,14 +519,14 @@ static int thread_stack(cp_graph *g, const uint32_t *rows, size_t n) {
         stack[top++] = k;
     }
     /* Depth first: cursor[d] is the next child to enter at depth d. */
-    walk s = {CP_NONE, CP_NONE, CP_NONE, 0};
+    walk s = {CLI_CP_NONE, CLI_CP_NONE, CLI_CP_NONE, 0};
     size_t d = 0;
     cursor[0] = roots_first;
     for (;;) {
         uint32_t k = cursor[d];
-        if (k != CP_NONE) {
+        if (k != CLI_CP_NONE) {
             uint32_t p = parent[k];
-            rc = enter(g, &s, rows[k], p == CP_NONE ? CP_NONE : rows[p]);
+            rc = enter(g, &s, rows[k], p == CLI_CP_NONE ? CLI_CP_NONE : rows[p]);
             if (rc) goto out;
             stack[d] = k;
             cursor[++d] = first[k];
@@ -534,7 +535,7 @@ static int thread_stack(cp_graph *g, const uint32_t *rows, size_t n) {
         if (d == 0) break;
         k = stack[--d];
         uint32_t p = parent[k];
-        rc = leave(g, &s, rows[k], p == CP_NONE ? CP_NONE : rows[p]);
+        rc = leave(g, &s, rows[k], p == CLI_CP_NONE ? CLI_CP_NONE : rows[p]);
         if (rc) goto out;
         cursor[d] = next[k];
     }
@@ -568,7 +569,7 @@ static int by_thread(const void *a, const void *b) {
 
 /* HTA's _construct_graph_from_call_stacks: the clipped rows grouped by (pid, tid), in that order;
  * a group whose rows all have a negative stream is a CPU thread. */
-static int call_stacks(cp_graph *g) {
+static int call_stacks(cli_cp_graph *g) {
     const md_model *m = &g->r->m;
     th_ent *v = malloc((g->clipped + 1) * sizeof *v);
     uint32_t *rows = malloc((g->clipped + 1) * sizeof *rows);
@@ -645,7 +646,7 @@ static int is_launch_name(const char *n);
 
 /* The queue length after each row's step (ql[row], Q_NONE where it has none; a row with several
  * steps keeps its last, as the join on the series' index does). */
-static int queue_lengths(cp_graph *g, int64_t *ql) {
+static int queue_lengths(cli_cp_graph *g, int64_t *ql) {
     kref *ks = malloc((g->nrows + 1) * sizeof *ks);    /* rows with a stream, by correlation */
     int64_t *lc = malloc((g->nrows + 1) * sizeof *lc); /* the launches' correlations */
     qstep *st = NULL;
@@ -653,21 +654,21 @@ static int queue_lengths(cp_graph *g, int64_t *ql) {
     int rc = ks && lc ? 0 : STROBE_ENOMEM;
     if (rc) goto out;
     for (size_t k = 0; k < g->nrows; k++) {
-        const cp_row *w = &g->rows[k];
+        const cli_cp_row *w = &g->rows[k];
         ql[k] = Q_NONE;
         if (w->stream != -1) ks[nks++] = (kref){w->corr, (uint32_t)k};
         if (w->ic > 0 && is_launch_name(row_name(g, (uint32_t)k))) lc[nlc++] = w->corr;
     }
     cli_qsort(ks, nks, sizeof *ks, by_kref);
-    hta_sort_i64(lc, nlc);
+    cli_hta_sort_i64(lc, nlc);
     st = malloc(cap * sizeof *st);
     if (st == NULL) {
         rc = STROBE_ENOMEM;
         goto out;
     }
     for (size_t k = 0; k < g->nrows; k++) {
-        const cp_row *w = &g->rows[k];
-        if (w->stream != -1 && hta_find_i64(lc, nlc, w->corr) >= 0)
+        const cli_cp_row *w = &g->rows[k];
+        if (w->stream != -1 && cli_hta_find_i64(lc, nlc, w->corr) >= 0)
             st[n++] = (qstep){w->stream, w->ts, (uint32_t)k, -1};
         if (!(w->ic > 0 && is_launch_name(row_name(g, (uint32_t)k)))) continue;
         size_t lo = 0, hi = nks;
@@ -710,12 +711,12 @@ typedef struct launch {
     int64_t ts, stream, gpu, pid, tid;
 } launch;
 
-static int64_t thread_pid(const cp_graph *g, uint32_t row) {
+static int64_t thread_pid(const cli_cp_graph *g, uint32_t row) {
     const md_model *m = &g->r->m;
     return m->threads[md_thread_of(m, g->rows[row].ev)].pid;
 }
 
-static int64_t thread_tid(const cp_graph *g, uint32_t row) {
+static int64_t thread_tid(const cli_cp_graph *g, uint32_t row) {
     const md_model *m = &g->r->m;
     return m->threads[md_thread_of(m, g->rows[row].ev)].tid;
 }
@@ -727,10 +728,10 @@ static int by_launch_ts(const void *a, const void *b) {
 }
 
 /* The kernel (a row with a stream and index_correlation > 0) row k's index_correlation names. */
-static uint32_t kernel_of(const cp_graph *g, uint32_t k) {
-    if (g->rows[k].ic <= 0) return CP_NONE;
-    uint32_t kr = cp_row_of(g, g->rows[k].ic);
-    if (kr == CP_NONE || g->rows[kr].stream == -1 || g->rows[kr].ic <= 0) return CP_NONE;
+static uint32_t kernel_of(const cli_cp_graph *g, uint32_t k) {
+    if (g->rows[k].ic <= 0) return CLI_CP_NONE;
+    uint32_t kr = cli_cp_row_of(g, g->rows[k].ic);
+    if (kr == CLI_CP_NONE || g->rows[kr].stream == -1 || g->rows[kr].ic <= 0) return CLI_CP_NONE;
     return kr;
 }
 
@@ -755,7 +756,7 @@ static void sync_free(sync_tabs *t) {
     free(t->wait_next);
 }
 
-static int has_name(const cp_graph *g, const char *name) {
+static int has_name(const cli_cp_graph *g, const char *name) {
     for (size_t k = 0; k < g->nrows; k++)
         if (strcmp(row_name(g, (uint32_t)k), name) == 0) return 1;
     return 0;
@@ -774,7 +775,7 @@ static size_t launches_upto(const sync_tabs *t, int64_t x) {
     return lo;
 }
 
-static int sync_tables(cp_graph *g, sync_tabs *t) {
+static int sync_tables(cli_cp_graph *g, sync_tabs *t) {
     memset(t, 0, sizeof *t);
     size_t n = g->nrows + 1;
     t->l = malloc(n * sizeof *t->l);
@@ -787,7 +788,7 @@ static int sync_tables(cp_graph *g, sync_tabs *t) {
     for (size_t k = 0; k < g->nrows; k++) {
         if (!is_launch_name(row_name(g, (uint32_t)k))) continue;
         uint32_t kr = kernel_of(g, (uint32_t)k);
-        if (kr == CP_NONE) continue;
+        if (kr == CLI_CP_NONE) continue;
         t->l[t->nl++] = (launch){(uint32_t)k,
                                  g->rows[k].ts,
                                  g->rows[kr].stream,
@@ -805,7 +806,7 @@ static int sync_tables(cp_graph *g, sync_tabs *t) {
     if (has_name(g, "cudaEventRecord")) {
         for (size_t k = 0; k < g->nrows; k++) {
             if (strcmp(row_name(g, (uint32_t)k), "cudaEventRecord") != 0) continue;
-            const cp_row *rec = &g->rows[k];
+            const cli_cp_row *rec = &g->rows[k];
             int64_t stream = -1, gpu = -1;
             for (size_t j = 0; j < nwaits && stream == -1; j++)
                 if (g->rows[waits[j]].wait_corr == rec->corr) {
@@ -828,11 +829,11 @@ static int sync_tables(cp_graph *g, sync_tabs *t) {
         for (size_t k = 0; k < g->nrows; k++) {
             if (strcmp(row_name(g, (uint32_t)k), "cudaStreamWaitEvent") != 0) continue;
             uint32_t kr = kernel_of(g, (uint32_t)k);
-            if (kr == CP_NONE) continue;
+            if (kr == CLI_CP_NONE) continue;
             int64_t stream = g->rows[kr].stream, pid = thread_pid(g, (uint32_t)k),
                     tid = thread_tid(g, (uint32_t)k), ts = g->rows[k].ts;
-            uint32_t nx = CP_NONE;
-            for (size_t i = launches_upto(t, ts); i < t->nl && nx == CP_NONE; i++)
+            uint32_t nx = CLI_CP_NONE;
+            for (size_t i = launches_upto(t, ts); i < t->nl && nx == CLI_CP_NONE; i++)
                 if (t->l[i].stream == stream && t->l[i].pid == pid && t->l[i].tid == tid)
                     nx = t->l[i].row;
             t->wait_row[t->nwait] = (uint32_t)k;
@@ -843,7 +844,7 @@ static int sync_tables(cp_graph *g, sync_tabs *t) {
 }
 
 /* HTA's _construct_graph_from_kernels. */
-static int kernels(cp_graph *g, const cp_opts *o, int has_wait_col) {
+static int kernels(cli_cp_graph *g, const cli_cp_opts *o, int has_wait_col) {
     int64_t *ql = malloc((g->nrows + 1) * sizeof *ql);
     kref *ks = malloc((g->nrows + 1) * sizeof *ks);
     uint32_t *last = malloc((g->nrows + 1) * sizeof *last); /* per stream slot: end node */
@@ -856,8 +857,8 @@ static int kernels(cp_graph *g, const cp_opts *o, int has_wait_col) {
     if (rc == 0) rc = sync_tables(g, &t);
     if (rc) goto out;
     for (size_t k = 0; k < g->nrows; k++) {
-        const cp_row *w = &g->rows[k];
-        ksync[k] = CP_NONE;
+        const cli_cp_row *w = &g->rows[k];
+        ksync[k] = CLI_CP_NONE;
         const char *name = row_name(g, (uint32_t)k);
         if (!w->clip || w->ic < 0) continue;
         if (w->stream == -1 && strcmp(name, "Event Sync") != 0 && strcmp(name, "Context Sync") != 0)
@@ -869,12 +870,12 @@ static int kernels(cp_graph *g, const cp_opts *o, int has_wait_col) {
     cli_qsort(ks, nk, sizeof *ks, by_kref);
     for (size_t i = 0; i < nk; i++) {
         uint32_t k = ks[i].row;
-        const cp_row *w = &g->rows[k];
+        const cli_cp_row *w = &g->rows[k];
         const char *name = row_name(g, k);
         size_t slot = 0;
         if (strcmp(row_cat(g, k), "cuda_sync") == 0) {
-            uint32_t rt = cp_row_of(g, w->ic);
-            uint32_t rt_end = rt == CP_NONE ? CP_NONE : g->end_of[rt];
+            uint32_t rt = cli_cp_row_of(g, w->ic);
+            uint32_t rt_end = rt == CLI_CP_NONE ? CLI_CP_NONE : g->end_of[rt];
             int swe = strcmp(name, "Stream Wait Event") == 0;
             if (swe || strcmp(name, "Event Sync") == 0) {
                 if (!has_wait_col || !t.has_records) continue;
@@ -882,70 +883,75 @@ static int kernels(cp_graph *g, const cp_opts *o, int has_wait_col) {
                 for (size_t j = 0; j < t.nrec; j++)
                     if (t.rec_corr[j] == w->wait_corr) prev = t.rec_prev[j];
                 if (prev == -1) continue;
-                uint32_t pl = cp_row_of(g, prev);
-                uint32_t src = pl == CP_NONE ? CP_NONE : cp_row_of(g, g->rows[pl].ic);
-                if (src == CP_NONE) continue;
+                uint32_t pl = cli_cp_row_of(g, prev);
+                uint32_t src = pl == CLI_CP_NONE ? CLI_CP_NONE : cli_cp_row_of(g, g->rows[pl].ic);
+                if (src == CLI_CP_NONE) continue;
                 if (swe) {
-                    uint32_t dl = CP_NONE;
+                    uint32_t dl = CLI_CP_NONE;
                     for (size_t j = 0; j < t.nwait; j++)
                         if (t.wait_row[j] == rt) dl = t.wait_next[j];
-                    uint32_t dst = dl == CP_NONE ? CP_NONE : cp_row_of(g, g->rows[dl].ic);
-                    if (dst != CP_NONE) ksync[dst] = src;
-                } else if (g->end_of[src] != CP_NONE && rt_end != CP_NONE) {
-                    if ((rc = add_edge(g, g->end_of[src], rt_end, CP_SYNC_DEPENDENCY, 0, NULL)) < 0)
+                    uint32_t dst =
+                        dl == CLI_CP_NONE ? CLI_CP_NONE : cli_cp_row_of(g, g->rows[dl].ic);
+                    if (dst != CLI_CP_NONE) ksync[dst] = src;
+                } else if (g->end_of[src] != CLI_CP_NONE && rt_end != CLI_CP_NONE) {
+                    if ((rc = add_edge(g, g->end_of[src], rt_end, CLI_CP_SYNC_DEPENDENCY, 0,
+                                       NULL)) < 0)
                         goto out;
                 }
                 continue;
             }
             int ctx = strcmp(name, "Context Sync") == 0;
             if (!ctx && strcmp(name, "Stream Sync") != 0) continue;
-            for (size_t j = 0; j < ns && rt_end != CP_NONE; j++) {
+            for (size_t j = 0; j < ns && rt_end != CLI_CP_NONE; j++) {
                 if (!ctx && streams[j] != w->stream) continue;
-                if ((rc = add_edge(g, last[j], rt_end, CP_SYNC_DEPENDENCY, 0, NULL)) < 0) goto out;
+                if ((rc = add_edge(g, last[j], rt_end, CLI_CP_SYNC_DEPENDENCY, 0, NULL)) < 0)
+                    goto out;
             }
             continue;
         }
         uint32_t sn = g->start_of[k], en = g->end_of[k];
         size_t ek;
-        if ((rc = add_edge(g, sn, en, CP_OPERATOR_KERNEL, 0, &ek)) < 0) goto out;
-        if (rc == 0) attribute(g, ek, CP_NONE);
+        if ((rc = add_edge(g, sn, en, CLI_CP_OPERATOR_KERNEL, 0, &ek)) < 0) goto out;
+        if (rc == 0) attribute(g, ek, CLI_CP_NONE);
         rc = 0;
-        uint32_t sync_src = ksync[k], sync_end = CP_NONE;
+        uint32_t sync_src = ksync[k], sync_end = CLI_CP_NONE;
         int added = 0, launch_added = 0;
-        if (sync_src != CP_NONE) {
+        if (sync_src != CLI_CP_NONE) {
             sync_end = g->end_of[sync_src];
-            if (sync_end == CP_NONE) {
-                sync_src = CP_NONE;
+            if (sync_end == CLI_CP_NONE) {
+                sync_src = CLI_CP_NONE;
             } else {
-                if ((rc = add_edge(g, sync_end, sn, CP_SYNC_DEPENDENCY, 0, NULL)) < 0) goto out;
+                if ((rc = add_edge(g, sync_end, sn, CLI_CP_SYNC_DEPENDENCY, 0, NULL)) < 0) goto out;
                 rc = 0;
                 added = 1;
             }
-            ksync[k] = CP_NONE;
+            ksync[k] = CLI_CP_NONE;
         }
         for (slot = 0; slot < ns && streams[slot] != w->stream; slot++)
             ;
-        uint32_t prev = slot < ns ? last[slot] : CP_NONE;
-        uint32_t rt = cp_row_of(g, w->ic);
-        int64_t rt_ts = rt == CP_NONE ? INT64_MIN : g->rows[rt].ts;
-        int64_t qr = rt == CP_NONE ? Q_NONE : ql[rt];
-        if (rt != CP_NONE && qr == 1 && ql[k] == 0 &&
-            (prev == CP_NONE || g->nodes[prev].ts < rt_ts) &&
-            (sync_src == CP_NONE || g->nodes[sync_end].ts < rt_ts) && g->start_of[rt] != CP_NONE) {
-            if ((rc = add_edge(g, g->start_of[rt], sn, CP_KERNEL_LAUNCH_DELAY, 0, NULL)) < 0)
+        uint32_t prev = slot < ns ? last[slot] : CLI_CP_NONE;
+        uint32_t rt = cli_cp_row_of(g, w->ic);
+        int64_t rt_ts = rt == CLI_CP_NONE ? INT64_MIN : g->rows[rt].ts;
+        int64_t qr = rt == CLI_CP_NONE ? Q_NONE : ql[rt];
+        if (rt != CLI_CP_NONE && qr == 1 && ql[k] == 0 &&
+            (prev == CLI_CP_NONE || g->nodes[prev].ts < rt_ts) &&
+            (sync_src == CLI_CP_NONE || g->nodes[sync_end].ts < rt_ts) &&
+            g->start_of[rt] != CLI_CP_NONE) {
+            if ((rc = add_edge(g, g->start_of[rt], sn, CLI_CP_KERNEL_LAUNCH_DELAY, 0, NULL)) < 0)
                 goto out;
             rc = 0;
             added = launch_added = 1;
-        } else if (prev != CP_NONE &&
-                   (sync_src == CP_NONE || g->nodes[sync_end].ts < g->nodes[prev].ts)) {
-            if ((rc = add_edge(g, prev, sn, CP_KERNEL_KERNEL_DELAY, 0, &ek)) < 0) goto out;
-            if (rc == 0) attribute(g, ek, CP_NONE);
+        } else if (prev != CLI_CP_NONE &&
+                   (sync_src == CLI_CP_NONE || g->nodes[sync_end].ts < g->nodes[prev].ts)) {
+            if ((rc = add_edge(g, prev, sn, CLI_CP_KERNEL_KERNEL_DELAY, 0, &ek)) < 0) goto out;
+            if (rc == 0) attribute(g, ek, CLI_CP_NONE);
             rc = 0;
             added = 1;
         }
         (void)added; /* HTA logs a warning when no edge leads to the kernel */
-        if (o->zero_weight_launch && !launch_added && rt != CP_NONE && g->start_of[rt] != CP_NONE) {
-            if ((rc = add_edge(g, g->start_of[rt], sn, CP_KERNEL_LAUNCH_DELAY, 1, NULL)) < 0)
+        if (o->zero_weight_launch && !launch_added && rt != CLI_CP_NONE &&
+            g->start_of[rt] != CLI_CP_NONE) {
+            if ((rc = add_edge(g, g->start_of[rt], sn, CLI_CP_KERNEL_LAUNCH_DELAY, 1, NULL)) < 0)
                 goto out;
             rc = 0;
         }
@@ -964,17 +970,17 @@ out:
 
 /* ---- checks and the longest path ------------------------------------------------------------ */
 
-static int validate(cp_graph *g) {
+static int validate(cli_cp_graph *g) {
     for (size_t k = 0; k < g->nedges; k++) {
-        const cp_edge *e = &g->edges[k];
-        if (e->type != CP_SYNC_DEPENDENCY) continue;
+        const cli_cp_edge *e = &g->edges[k];
+        if (e->type != CLI_CP_SYNC_DEPENDENCY) continue;
         int64_t a = g->rows[g->nodes[e->u].row].stream, b = g->rows[g->nodes[e->v].row].stream;
         if (a != -1 && a == b) {
             snprintf(g->err, sizeof g->err,
                      "a synchronization edge joins two kernels of stream %" PRId64
                      " (events %" PRId64 " and %" PRId64 "): the graph is not valid",
                      a, g->rows[g->nodes[e->u].row].idx, g->rows[g->nodes[e->v].row].idx);
-            return HTA_REPORTED;
+            return CLI_HTA_REPORTED;
         }
     }
     return 0;
@@ -985,7 +991,7 @@ static int validate(cp_graph *g) {
  * topological_sort's (generations of nodes whose predecessors are done); each node takes its
  * first best predecessor, a node with a negative best starts afresh, and the path ends at the
  * first node of the best length. */
-static int longest(cp_graph *g) {
+static int longest(cli_cp_graph *g) {
     size_t nn = g->nnodes, ne = g->nedges;
     uint32_t *order = malloc((nn + 1) * sizeof *order), *pos = malloc((nn + 1) * sizeof *pos);
     uint32_t *indeg = calloc(nn + 1, sizeof *indeg), *soff = calloc(nn + 2, sizeof *soff);
@@ -999,11 +1005,11 @@ static int longest(cp_graph *g) {
     if (rc) goto out;
     size_t no = 0;
     for (size_t i = 0; i < nn; i++)
-        pos[i] = CP_NONE;
+        pos[i] = CLI_CP_NONE;
     for (size_t k = 0; k < ne; k++) {
         uint32_t uv[2] = {g->edges[k].u, g->edges[k].v};
         for (int j = 0; j < 2; j++)
-            if (pos[uv[j]] == CP_NONE) {
+            if (pos[uv[j]] == CLI_CP_NONE) {
                 pos[uv[j]] = (uint32_t)no;
                 order[no++] = uv[j];
             }
@@ -1014,7 +1020,7 @@ static int longest(cp_graph *g) {
     if (no < 2) {
         snprintf(g->err, sizeof g->err,
                  "no edge in the window (%zu clipped rows): there is no path to find", g->clipped);
-        rc = HTA_REPORTED;
+        rc = CLI_HTA_REPORTED;
         goto out;
     }
     for (size_t i = 0; i < nn; i++) {
@@ -1056,7 +1062,7 @@ static int longest(cp_graph *g) {
                  "the graph has a cycle (%zu of its %zu nodes are on or after one): no longest "
                  "path",
                  no - nt, no);
-        rc = HTA_REPORTED;
+        rc = CLI_HTA_REPORTED;
         goto out;
     }
     size_t best = 0;
@@ -1066,7 +1072,7 @@ static int longest(cp_graph *g) {
         uint32_t bu = v;
         int any = 0;
         for (uint32_t j = poff[v]; j < poff[v + 1]; j++) {
-            const cp_edge *e = &g->edges[padj[j]];
+            const cli_cp_edge *e = &g->edges[padj[j]];
             int64_t d = dist[e->u] + (e->weight < 0 ? 0 : e->weight);
             if (!any || d > bd) {
                 bd = d;
@@ -1105,7 +1111,7 @@ static int longest(cp_graph *g) {
     }
     if (np < 2) {
         snprintf(g->err, sizeof g->err, "the longest path has a single node: no path to show");
-        rc = HTA_REPORTED;
+        rc = CLI_HTA_REPORTED;
     }
 out:
     free(order);
@@ -1121,11 +1127,11 @@ out:
     return rc;
 }
 
-int cp_analyze(cp_graph *g, const hta_rank *r, const cp_opts *o) {
+int cli_cp_analyze(cli_cp_graph *g, const cli_hta_rank *r, const cli_cp_opts *o) {
     memset(g, 0, sizeof *g);
     g->r = r;
     g->o = o;
-    hta_set one = {0};
+    cli_hta_set one = {0};
     one.min_ts = o->t0;
     int has_wait_col = 0;
     int rc = load_rows(g, &one);
@@ -1140,7 +1146,7 @@ int cp_analyze(cp_graph *g, const hta_rank *r, const cp_opts *o) {
     return rc;
 }
 
-void cp_free(cp_graph *g) {
+void cli_cp_free(cli_cp_graph *g) {
     free(g->rows);
     free(g->nodes);
     free(g->start_of);
@@ -1152,13 +1158,13 @@ void cp_free(cp_graph *g) {
     memset(g, 0, sizeof *g);
 }
 
-const char *cp_bound_by(const cp_graph *g, const cp_edge *e) {
-    if (e->type == CP_KERNEL_KERNEL_DELAY) return "gpu_kernel_kernel_overhead";
-    if (e->type == CP_KERNEL_LAUNCH_DELAY) return "gpu_kernel_launch_overhead";
-    if (e->type != CP_OPERATOR_KERNEL || e->attr == CP_NONE) return "";
+const char *cli_cp_bound_by(const cli_cp_graph *g, const cli_cp_edge *e) {
+    if (e->type == CLI_CP_KERNEL_KERNEL_DELAY) return "gpu_kernel_kernel_overhead";
+    if (e->type == CLI_CP_KERNEL_LAUNCH_DELAY) return "gpu_kernel_launch_overhead";
+    if (e->type != CLI_CP_OPERATOR_KERNEL || e->attr == CLI_CP_NONE) return "";
     if (g->rows[e->attr].stream < 0)
         return g->rows[e->attr].data_load ? "data_loading" : "cpu_bound";
-    if (hta_kernel_type(row_name(g, e->attr)) == HTA_COMMUNICATION)
+    if (cli_hta_kernel_type(row_name(g, e->attr)) == CLI_HTA_COMMUNICATION)
         return "gpu_communication_bound";
     return "gpu_compute_bound";
 }

@@ -30,7 +30,7 @@
  *     name, whatever its regex characters;
  *   - bound_by: an operator edge attributed to a CPU row (stream < 0) is "data_loading", not
  *     "cpu_bound", when a pattern, as a regular expression (re.search, not escaped), is found in
- *     the row's s_name: its name as hta_shorten_name shortens it. Here the patterns are POSIX
+ *     the row's s_name: its name as cli_hta_shorten_name shortens it. Here the patterns are POSIX
  *     extended regular expressions (Python's \d, \w, lazy quantifiers... are not).
  * The two readings of one pattern differ: "DataLoader)" finds
  * "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" as text, but its s_name
@@ -48,21 +48,21 @@
 
 /* CPEdgeType, in HTA's order. */
 enum {
-    CP_OPERATOR_KERNEL = 0,
-    CP_DEPENDENCY,
-    CP_KERNEL_LAUNCH_DELAY,
-    CP_KERNEL_KERNEL_DELAY,
-    CP_SYNC_DEPENDENCY,
-    CP_EDGE_TYPES
+    CLI_CP_OPERATOR_KERNEL = 0,
+    CLI_CP_DEPENDENCY,
+    CLI_CP_KERNEL_LAUNCH_DELAY,
+    CLI_CP_KERNEL_KERNEL_DELAY,
+    CLI_CP_SYNC_DEPENDENCY,
+    CLI_CP_EDGE_TYPES
 };
 
 /* The type's value as HTA writes it ("critical_path_operator" ...). */
-const char *cp_edge_type_name(int type);
+const char *cli_cp_edge_type_name(int type);
 
-#define CP_NONE UINT32_MAX
+#define CLI_CP_NONE UINT32_MAX
 
 /* A row of the rank (see hta.h), with what the analysis reads of it. */
-typedef struct cp_row {
+typedef struct cli_cp_row {
     uint32_t ev;     /* the model's event */
     int64_t idx;     /* HTA's index: the event's position in the file's traceEvents */
     int64_t ts, dur; /* HTA's times, us */
@@ -74,22 +74,22 @@ typedef struct cp_row {
     uint8_t gpu;                    /* a GPUKernelFilter row */
     uint8_t clip;                   /* in the clipped rows */
     uint8_t data_load;              /* a clipped CPU row bound_by calls data_loading */
-} cp_row;
+} cli_cp_row;
 
-typedef struct cp_node {
+typedef struct cli_cp_node {
     uint32_t row;
     int64_t ts;
     uint8_t is_start, blocking;
-} cp_node;
+} cli_cp_node;
 
-typedef struct cp_edge {
+typedef struct cli_cp_edge {
     uint32_t u, v; /* nodes */
     int type;
     int64_t weight; /* as HTA's CPEdge.weight (may be negative) */
-    uint32_t attr;  /* the row the edge is attributed to, CP_NONE */
-} cp_edge;
+    uint32_t attr;  /* the row the edge is attributed to, CLI_CP_NONE */
+} cli_cp_edge;
 
-typedef struct cp_opts {
+typedef struct cli_cp_opts {
     const char *annotation; /* "" for the whole rank */
     long inst_lo, inst_hi;
     int zero_weight_launch; /* HTA's CRITICAL_PATH_ADD_ZERO_WEIGHT_LAUNCH_EDGE=1 */
@@ -99,16 +99,16 @@ typedef struct cp_opts {
     const char *const *data_load;
     const regex_t *data_load_re;
     size_t ndata_load;
-} cp_opts;
+} cli_cp_opts;
 
-typedef struct cp_graph {
-    const hta_rank *r;
-    cp_row *rows; /* the rank's rows, by idx */
+typedef struct cli_cp_graph {
+    const cli_hta_rank *r;
+    cli_cp_row *rows; /* the rank's rows, by idx */
     size_t nrows;
-    cp_node *nodes;
+    cli_cp_node *nodes;
     size_t nnodes;
-    uint32_t *start_of, *end_of; /* per row: its nodes, CP_NONE */
-    cp_edge *edges;              /* in the order they were added */
+    uint32_t *start_of, *end_of; /* per row: its nodes, CLI_CP_NONE */
+    cli_cp_edge *edges;          /* in the order they were added */
     size_t nedges, edge_cap;
     uint64_t *slots; /* (u, v) -> edge + 1, open addressing */
     size_t slot_cap;
@@ -117,24 +117,24 @@ typedef struct cp_graph {
     uint32_t *path_edges; /* its npath - 1 edges */
     int64_t length;       /* the path's length (negative weights as 0), us */
     int64_t win_lo, win_hi;
-    const cp_opts *o;   /* the options, while cp_analyze runs */
-    size_t graph_nodes; /* nodes with an edge (networkx's graph) */
-    size_t clipped;     /* clipped rows */
-    char err[512];      /* why the analysis failed (HTA_REPORTED) */
-} cp_graph;
+    const cli_cp_opts *o; /* the options, while cli_cp_analyze runs */
+    size_t graph_nodes;   /* nodes with an edge (networkx's graph) */
+    size_t clipped;       /* clipped rows */
+    char err[512];        /* why the analysis failed (CLI_HTA_REPORTED) */
+} cli_cp_graph;
 
 /* Builds the graph of rank r and finds its critical path. @return 0, STROBE_ENOMEM, or
- * HTA_REPORTED with g->err set (no annotation, no instance, an invalid graph). cp_free() in
+ * CLI_HTA_REPORTED with g->err set (no annotation, no instance, an invalid graph). cli_cp_free() in
  * every case. */
-int cp_analyze(cp_graph *g, const hta_rank *r, const cp_opts *o);
-void cp_free(cp_graph *g);
+int cli_cp_analyze(cli_cp_graph *g, const cli_hta_rank *r, const cli_cp_opts *o);
+void cli_cp_free(cli_cp_graph *g);
 
 /* HTA's bound_by of path edge e: "cpu_bound", "data_loading" (see data_load_events above),
  * "gpu_compute_bound", "gpu_communication_bound", "gpu_kernel_kernel_overhead",
  * "gpu_kernel_launch_overhead" or "" (dependencies). */
-const char *cp_bound_by(const cp_graph *g, const cp_edge *e);
+const char *cli_cp_bound_by(const cli_cp_graph *g, const cli_cp_edge *e);
 
-/* The row of file index idx, or CP_NONE. */
-uint32_t cp_row_of(const cp_graph *g, int64_t idx);
+/* The row of file index idx, or CLI_CP_NONE. */
+uint32_t cli_cp_row_of(const cli_cp_graph *g, int64_t idx);
 
 #endif

@@ -17,7 +17,8 @@
 #include <string.h>
 
 #include "common.h"
-#include "folded.h"
+#include "emit.h"
+#include "model/folded.h"
 #include "strobe/error.h"
 
 /* ---- metrics ------------------------------------------------------------------------------- */
@@ -38,16 +39,16 @@ const char *cli_flame_metric_name(int metric) {
     return metric >= 0 && metric < CLI_FLAME_METRIC_COUNT ? metric_names[metric] : "?";
 }
 
-static cl_fold_metric fold_metric(int metric) {
+static md_fold_metric fold_metric(int metric) {
     switch (metric) {
     case CLI_FLAME_SELF_DEVICE:
-        return CL_FOLD_SELF_DEVICE;
+        return MD_FOLD_SELF_DEVICE;
     case CLI_FLAME_SAMPLES:
-        return CL_FOLD_SAMPLES;
+        return MD_FOLD_SAMPLES;
     case CLI_FLAME_MEMORY:
-        return CL_FOLD_MEMORY;
+        return MD_FOLD_MEMORY;
     default:
-        return CL_FOLD_SELF_CPU;
+        return MD_FOLD_SELF_CPU;
     }
 }
 
@@ -161,14 +162,14 @@ static void name_hash(const char *s, double v[3]) {
 static const struct {
     const char *label;
     unsigned char base[3], span[3];
-} palette[CL_FRAME_KIND_COUNT] = {
-    [CL_FRAME_OTHER] = {"other", {190, 190, 190}, {20, 20, 20}},
-    [CL_FRAME_OP] = {"operator", {205, 60, 40}, {50, 90, 40}},
-    [CL_FRAME_USER] = {"user range", {150, 100, 205}, {40, 40, 45}},
-    [CL_FRAME_PYTHON] = {"Python", {60, 180, 60}, {60, 60, 50}},
-    [CL_FRAME_DEVICE] = {"kernel / device", {50, 170, 185}, {50, 55, 55}},
-    [CL_FRAME_RUNTIME] = {"runtime", {200, 195, 60}, {45, 45, 30}},
-    [CL_FRAME_SAMPLE] = {"sample frame", {225, 110, 0}, {30, 120, 55}},
+} palette[MD_FRAME_KIND_COUNT] = {
+    [MD_FRAME_OTHER] = {"other", {190, 190, 190}, {20, 20, 20}},
+    [MD_FRAME_OP] = {"operator", {205, 60, 40}, {50, 90, 40}},
+    [MD_FRAME_USER] = {"user range", {150, 100, 205}, {40, 40, 45}},
+    [MD_FRAME_PYTHON] = {"Python", {60, 180, 60}, {60, 60, 50}},
+    [MD_FRAME_DEVICE] = {"kernel / device", {50, 170, 185}, {50, 55, 55}},
+    [MD_FRAME_RUNTIME] = {"runtime", {200, 195, 60}, {45, 45, 30}},
+    [MD_FRAME_SAMPLE] = {"sample frame", {225, 110, 0}, {30, 120, 55}},
 };
 
 static void kind_colour(int kind, const char *name, int rgb[3]) {
@@ -241,7 +242,7 @@ static int by_parent_name(const void *a, const void *b) {
 
 /* Inclusive values (negative self values, which torch's self times can be, count as 0), order,
  * offsets, depths and what is shown. @return 0 or STROBE_ENOMEM. */
-static int layout_make(layout *l, const cl_fold *f, int two, double min_px, double width_px) {
+static int layout_make(layout *l, const md_fold *f, int two, double min_px, double width_px) {
     size_t n = f->count;
     memset(l, 0, sizeof *l);
     l->n = n;
@@ -481,9 +482,9 @@ static void write_head(const svg *s, const char *sub) {
 }
 
 /* The legend: a swatch and a word per kind of frame the graph shows (diff: per direction). */
-static void write_legend(const svg *s, const cl_fold *f, const layout *l) {
-    const char *labels[CL_FRAME_KIND_COUNT];
-    int colours[CL_FRAME_KIND_COUNT][3];
+static void write_legend(const svg *s, const md_fold *f, const layout *l) {
+    const char *labels[MD_FRAME_KIND_COUNT];
+    int colours[MD_FRAME_KIND_COUNT][3];
     size_t n = 0;
     if (s->diff) {
         static const char *const words[] = {"grew", "shrank", "unchanged"};
@@ -493,10 +494,10 @@ static void write_legend(const svg *s, const cl_fold *f, const layout *l) {
             diff_colour(rels[k], colours[n++]);
         }
     } else {
-        int present[CL_FRAME_KIND_COUNT] = {0};
+        int present[MD_FRAME_KIND_COUNT] = {0};
         for (size_t k = 1; k < l->n; k++)
             if (l->shown[k]) present[f->nodes[k].kind] = 1;
-        for (int k = 1; k < CL_FRAME_KIND_COUNT; k++) {
+        for (int k = 1; k < MD_FRAME_KIND_COUNT; k++) {
             if (!present[k]) continue;
             labels[n] = palette[k].label;
             for (int c = 0; c < 3; c++)
@@ -521,7 +522,7 @@ static void write_legend(const svg *s, const cl_fold *f, const layout *l) {
 }
 
 /* @return 0 or STROBE_ENOMEM. */
-static int write_frames(const svg *s, const cl_fold *f, const layout *l) {
+static int write_frames(const svg *s, const md_fold *f, const layout *l) {
     FILE *out = s->out;
     char v[64], b[64], d[64];
     char *lab = NULL; /* the label of a Python frame (frame_label) */
@@ -626,7 +627,7 @@ static void write_script(const svg *s, int64_t total) {
 }
 
 /* Writes the whole document for tree `f` (one slot, or two for a diff). */
-static int write_svg(FILE *out, const cl_fold *f, int diff, const cli_flame_opts *o, const char *id,
+static int write_svg(FILE *out, const md_fold *f, int diff, const cli_flame_opts *o, const char *id,
                      unsigned width, double min_px, char *err, size_t errlen) {
     layout l;
     int rc = layout_make(&l, f, diff, min_px, width - 2.0 * XPAD);
@@ -720,17 +721,17 @@ int cli_flame_svg_diff(FILE *out, const md_model *base, const md_model *test,
     if (o == NULL) o = &defaults;
     int rc = check_opts(o, &id, &width, &min_px, err, errlen);
     if (rc) return rc;
-    cl_fold f;
-    cl_fold_metric metric = fold_metric(o->metric);
-    cl_fold_group group = o->group_by == CLI_FLAME_BY_RANGE ? CL_FOLD_RANGE : CL_FOLD_STACK;
-    rc = cl_fold_init(&f);
-    if (!rc) rc = cl_fold_add(&f, test, metric, group, 0, NULL);
-    if (!rc && base) rc = cl_fold_add(&f, base, metric, group, 1, NULL);
+    md_fold f;
+    md_fold_metric metric = fold_metric(o->metric);
+    md_fold_group group = o->group_by == CLI_FLAME_BY_RANGE ? MD_FOLD_RANGE : MD_FOLD_STACK;
+    rc = md_fold_init(&f);
+    if (!rc) rc = md_fold_add(&f, test, metric, group, 0, NULL);
+    if (!rc && base) rc = md_fold_add(&f, base, metric, group, 1, NULL);
     if (rc) {
         if (errlen) snprintf(err, errlen, "out of memory");
     } else {
         rc = write_svg(out, &f, base != NULL, o, id, width, min_px, err, errlen);
     }
-    cl_fold_free(&f);
+    md_fold_free(&f);
     return rc;
 }

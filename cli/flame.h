@@ -5,16 +5,16 @@
  * details on hover, zooms on click, and searches by regular expression, summing the share of the
  * frames that match (a match inside a match is counted once).
  *
- * The frames come from the folded-stack builder that `strobe stacks` uses (folded.h). */
+ * The frames come from the folded-stack builder that `strobe stacks` uses (model/folded.h). */
 #ifndef STROBE_CLI_FLAME_H
 #define STROBE_CLI_FLAME_H
 
 #include <stddef.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 
-/* What weighs a frame (see cl_fold_metric). */
+/* What weighs a frame (see md_fold_metric). */
 typedef enum cli_flame_metric {
     CLI_FLAME_SELF_CPU = 0, /* self CPU time of operators, user ranges and runtime calls (ns) */
     CLI_FLAME_SELF_DEVICE,  /* device time of kernels, copies and memsets, under the CPU stack of
@@ -24,7 +24,7 @@ typedef enum cli_flame_metric {
     CLI_FLAME_METRIC_COUNT
 } cli_flame_metric;
 
-/* Which frames a stack has (see cl_fold_group). */
+/* Which frames a stack has (see md_fold_group). */
 typedef enum cli_flame_group {
     CLI_FLAME_BY_STACK = 0, /* "Call stack" Python frames, then the operators (`strobe stacks`) */
     CLI_FLAME_BY_RANGE      /* the nesting of operators and user ranges only */

@@ -2,7 +2,7 @@
  *
  * Contents: loading (folders, ranks, jobs), HTA's times, the profiler-step restriction (and HTA's
  * MTIA branch of it), HTA's definitions (kernel types, launches), interval merging, output helpers
- * (tables, typed cells), the commands' frame (hta_main). */
+ * (tables, typed cells), the commands' frame (cli_hta_main). */
 #include "hta.h"
 
 #include <errno.h>
@@ -76,7 +76,7 @@ static double us_double(int64_t ns) {
 }
 
 /* A row HTA keeps (see hta.h), or not. */
-int hta_is_row(const md_model *m, const md_event *e) {
+int cli_hta_is_row(const md_model *m, const md_event *e) {
     if (e->bad || !e->has_time) return 0;
     const char *cat = md_str(m, e->cat);
     if (cat[0] == '\0' || strcmp(cat, "Trace") == 0) return 0;
@@ -84,7 +84,7 @@ int hta_is_row(const md_model *m, const md_event *e) {
     return e->kind == MD_MEMORY && e->ph == 'i' && strcmp(cat, "cpu_instant_event") == 0;
 }
 
-int hta_is_gpu_row(const md_model *m, const md_event *e) {
+int cli_hta_is_gpu_row(const md_model *m, const md_event *e) {
     if (e->stream >= 0 && e->corr >= 0) return 1;
     const char *n = md_str(m, e->name);
     return strcmp(n, "Event Sync") == 0 || strcmp(n, "Context Sync") == 0;
@@ -101,13 +101,13 @@ static int by_i64(const void *a, const void *b) {
 }
 
 static int by_row_ts(const void *a, const void *b) {
-    const hta_row *x = a, *y = b;
+    const cli_hta_row *x = a, *y = b;
     if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
     return (x->ev > y->ev) - (x->ev < y->ev);
 }
 
 /* Row w of event i: HTA's times, in whole microseconds from the trace's base. */
-static void rank_row(const md_model *m, const md_event *e, uint32_t i, hta_row *w) {
+static void rank_row(const md_model *m, const md_event *e, uint32_t i, cli_hta_row *w) {
     int64_t base = m->has_base ? m->base_time_ns : 0;
     double ts = us_double(md_sub_sat(e->ts, base)), dur = us_double(e->dur);
     w->ts = (int64_t)ceil(ts);
@@ -116,7 +116,7 @@ static void rank_row(const md_model *m, const md_event *e, uint32_t i, hta_row *
     w->mult = 1;
 }
 
-int hta_cpu_next(const hta_rank *r, size_t *i, hta_row *w) {
+int cli_hta_cpu_next(const cli_hta_rank *r, size_t *i, cli_hta_row *w) {
     const md_model *m = &r->m;
     size_t k = *i;
     if (r->cpu_bits == NULL || k >= m->count) return 0;
@@ -128,12 +128,12 @@ int hta_cpu_next(const hta_rank *r, size_t *i, hta_row *w) {
     }
     k += (size_t)__builtin_ctzll(word);
     if (k >= m->count) return 0;
-    hta_row_at(r, (uint32_t)k, w);
+    cli_hta_row_at(r, (uint32_t)k, w);
     *i = k;
     return 1;
 }
 
-void hta_row_at(const hta_rank *r, uint32_t i, hta_row *w) {
+void cli_hta_row_at(const cli_hta_rank *r, uint32_t i, cli_hta_row *w) {
     md_event e;
     e.ts = md_ts(&r->m, i);
     e.dur = md_dur(&r->m, i);
@@ -145,21 +145,21 @@ void hta_row_at(const hta_rank *r, uint32_t i, hta_row *w) {
  * row: a first one for the counts and the restriction's limit, one for the kept CPU rows'
  * correlations (only when there are GPU rows for them to count), and one that fills the rows (of
  * their exact size) and the CPU rows' bits. */
-static int build_rank(hta_rank *r, int restrict_steps, int no_cpu_rows) {
+static int build_rank(cli_hta_rank *r, int restrict_steps, int no_cpu_rows) {
     const md_model *m = &r->m;
     size_t n_stream = 0, n_other = 0, ncpu = 0, ngpu = 0, nc = 0;
     int64_t last_step = INT64_MIN, first_cpu = INT64_MAX;
     for (size_t i = 0; i < m->count; i++) {
         const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
-        if (!hta_is_row(m, e)) continue;
-        hta_row w;
+        if (!cli_hta_is_row(m, e)) continue;
+        cli_hta_row w;
         rank_row(m, e, (uint32_t)i, &w);
         if (e->stream != -1)
             n_stream++;
         else
             n_other++;
         if (w.ts < r->min_ts) r->min_ts = w.ts;
-        if (hta_is_gpu_row(m, e)) {
+        if (cli_hta_is_gpu_row(m, e)) {
             ngpu++;
             continue;
         }
@@ -176,14 +176,14 @@ static int build_rank(hta_rank *r, int restrict_steps, int no_cpu_rows) {
         if (corrs == NULL) return STROBE_ENOMEM;
         for (size_t i = 0; i < m->count; i++) {
             const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
-            if (!hta_is_row(m, e) || hta_is_gpu_row(m, e)) continue;
-            hta_row w;
+            if (!cli_hta_is_row(m, e) || cli_hta_is_gpu_row(m, e)) continue;
+            cli_hta_row w;
             rank_row(m, e, (uint32_t)i, &w);
             if (w.ts < limit) corrs[nc++] = e->corr;
         }
         qsort(corrs, nc, sizeof *corrs, by_i64);
     }
-    hta_row *all = malloc((n_stream ? n_stream : 1) * sizeof *all);
+    cli_hta_row *all = malloc((n_stream ? n_stream : 1) * sizeof *all);
     uint64_t *cpu = no_cpu_rows ? NULL : calloc(m->count / 64 + 1, sizeof *cpu);
     if (all == NULL || (cpu == NULL && !no_cpu_rows)) {
         free(corrs);
@@ -194,10 +194,10 @@ static int build_rank(hta_rank *r, int restrict_steps, int no_cpu_rows) {
     size_t kept = 0, ncpu_kept = 0;
     for (size_t i = 0; i < m->count; i++) {
         const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
-        if (!hta_is_row(m, e)) continue;
-        hta_row w;
+        if (!cli_hta_is_row(m, e)) continue;
+        cli_hta_row w;
         rank_row(m, e, (uint32_t)i, &w);
-        if (restrict_rows && !hta_is_gpu_row(m, e)) {
+        if (restrict_rows && !cli_hta_is_gpu_row(m, e)) {
             w.mult = w.ts < limit;
         } else if (restrict_rows) {
             size_t lo = 0, hi = nc;
@@ -237,18 +237,18 @@ static int is_cpu_cat(const char *cat);
 static int is_kernel_cat(const char *cat);
 
 static int by_fix_ev(const void *a, const void *b) {
-    const hta_fix *x = a, *y = b;
+    const cli_hta_fix *x = a, *y = b;
     return (x->ev > y->ev) - (x->ev < y->ev);
 }
 
-static const hta_fix *find_fix(const hta_rank *r, uint32_t ev) {
+static const cli_hta_fix *find_fix(const cli_hta_rank *r, uint32_t ev) {
     if (r->nfix == 0) return NULL;
-    hta_fix key = {.ev = ev};
+    cli_hta_fix key = {.ev = ev};
     return bsearch(&key, r->fix, r->nfix, sizeof *r->fix, by_fix_ev);
 }
 
-int64_t hta_stream(const hta_rank *r, uint32_t ev) {
-    const hta_fix *f = find_fix(r, ev);
+int64_t cli_hta_stream(const cli_hta_rank *r, uint32_t ev) {
+    const cli_hta_fix *f = find_fix(r, ev);
     if (f && f->has_stream) return f->stream;
     return md_at(&r->m, ev).stream;
 }
@@ -274,16 +274,16 @@ typedef struct mtia_step {
  *   - such a memory kernel with stream -1 takes its tid as its stream (HTA's astype("int32"):
  *     the tid wrapped to 32 bits; a tid that is not a number, on which HTA's astype fails, leaves
  *     it -1), and one with iteration -1 the iteration of the last step row, in file order, whose
- *     span holds it (hta_fix; hta_stream and hta_iteration read them). */
-static int build_rank_mtia(hta_rank *r, int no_cpu_rows) {
+ *     span holds it (cli_hta_fix; cli_hta_stream and cli_hta_iteration read them). */
+static int build_rank_mtia(cli_hta_rank *r, int no_cpu_rows) {
     const md_model *m = &r->m;
     size_t nsteps = 0, ncpu = 0, nmem = 0, nroom = 0, nc = 0, ns = 0;
     int has_step = 0;
     int64_t t_start = INT64_MAX, t_end = INT64_MIN;
     for (size_t i = 0; i < m->count; i++) {
         const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
-        if (!hta_is_row(m, e)) continue;
-        hta_row w;
+        if (!cli_hta_is_row(m, e)) continue;
+        cli_hta_row w;
         rank_row(m, e, (uint32_t)i, &w);
         if (w.ts < r->min_ts) r->min_ts = w.ts;
         const char *name = md_str(m, e->name);
@@ -298,24 +298,24 @@ static int build_rank_mtia(hta_rank *r, int no_cpu_rows) {
         if (w.ts < t_start) t_start = w.ts;
         if (w.end > t_end) t_end = w.end;
     }
-    hta_iters it = {0};
+    cli_hta_iters it = {0};
     mtia_step *steps = malloc((nsteps ? nsteps : 1) * sizeof *steps);
     int64_t *corrs = malloc((ncpu ? ncpu : 1) * sizeof *corrs);
-    hta_row *all = malloc((nroom ? nroom : 1) * sizeof *all);
-    hta_fix *fix = malloc((nmem ? nmem : 1) * sizeof *fix);
+    cli_hta_row *all = malloc((nroom ? nroom : 1) * sizeof *all);
+    cli_hta_fix *fix = malloc((nmem ? nmem : 1) * sizeof *fix);
     uint64_t *cpu = no_cpu_rows ? NULL : calloc(m->count / 64 + 1, sizeof *cpu);
     int rc = steps && corrs && all && fix && (cpu || no_cpu_rows) ? 0 : STROBE_ENOMEM;
-    if (rc == 0 && nmem) rc = hta_iters_init(&it, r);
+    if (rc == 0 && nmem) rc = cli_hta_iters_init(&it, r);
     /* The steps (iterations as HTA's add_iteration set them) and the kept CPU events'
      * correlations. */
     for (size_t i = 0; rc == 0 && i < m->count; i++) {
         const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
-        if (!hta_is_row(m, e)) continue;
-        hta_row w;
+        if (!cli_hta_is_row(m, e)) continue;
+        cli_hta_row w;
         rank_row(m, e, (uint32_t)i, &w);
         const char *name = md_str(m, e->name);
         if (is_step(name))
-            steps[ns++] = (mtia_step){w.ts, w.end, nmem ? hta_iteration(&it, (uint32_t)i) : -1};
+            steps[ns++] = (mtia_step){w.ts, w.end, nmem ? cli_hta_iteration(&it, (uint32_t)i) : -1};
         if (has_step && is_cpu_cat(md_str(m, e->cat)) && w.ts >= t_start && w.end <= t_end &&
             e->corr != -1)
             corrs[nc++] = e->corr;
@@ -324,27 +324,27 @@ static int build_rank_mtia(hta_rank *r, int no_cpu_rows) {
     size_t kept = 0, ncpu_kept = 0, nfix = 0;
     for (size_t i = 0; rc == 0 && i < m->count; i++) {
         const md_event e_ev = md_at(m, (uint32_t)i), *e = &e_ev;
-        if (!hta_is_row(m, e)) continue;
-        hta_row w;
+        if (!cli_hta_is_row(m, e)) continue;
+        cli_hta_row w;
         rank_row(m, e, (uint32_t)i, &w);
         const char *name = md_str(m, e->name), *cat = md_str(m, e->cat);
         int keep = has_step && is_cpu_cat(cat) && w.ts >= t_start && w.end <= t_end;
         if (!keep && e->corr != -1 && is_kernel_cat(cat))
-            keep = hta_find_i64(corrs, nc, e->corr) >= 0;
+            keep = cli_hta_find_i64(corrs, nc, e->corr) >= 0;
         int64_t stream = e->stream;
         if (is_memory_name(name)) {
             const mtia_step *in = NULL; /* the last step, in file order, that holds its ts */
             for (size_t k = 0; k < ns; k++)
                 if (steps[k].ts <= w.ts && w.ts <= steps[k].end) in = &steps[k];
             if (in) {
-                hta_fix f = {.ev = (uint32_t)i};
+                cli_hta_fix f = {.ev = (uint32_t)i};
                 const md_thread *t = &m->threads[md_thread_of(m, (uint32_t)i)];
                 if (stream == -1 && t->tid_kind == MD_ID_NUM) {
                     stream = (int32_t)(uint32_t)(uint64_t)t->tid;
                     f.has_stream = 1;
                     f.stream = stream;
                 }
-                if (hta_iteration(&it, (uint32_t)i) == -1) {
+                if (cli_hta_iteration(&it, (uint32_t)i) == -1) {
                     f.has_iter = 1;
                     f.iter = in->iter;
                 }
@@ -360,7 +360,7 @@ static int build_rank_mtia(hta_rank *r, int no_cpu_rows) {
             ncpu_kept++;
         }
     }
-    hta_iters_free(&it);
+    cli_hta_iters_free(&it);
     free(steps);
     free(corrs);
     if (rc) {
@@ -386,7 +386,7 @@ static int is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
-int64_t hta_step_number(const char *name) {
+int64_t cli_hta_step_number(const char *name) {
     if (strncmp(name, "ProfilerStep", 12) != 0) return -1;
     const char *p = name + 12;
     while (is_space(*p))
@@ -401,7 +401,7 @@ int64_t hta_step_number(const char *name) {
     return n;
 }
 
-typedef hta_corr_row corr_row;
+typedef cli_hta_corr_row corr_row;
 
 static int by_corr(const void *a, const void *b) {
     const corr_row *x = a, *y = b;
@@ -417,7 +417,7 @@ static void row_times(const md_model *m, const md_event *e, int64_t *ts, int64_t
     *end = (int64_t)floor(t + d);
 }
 
-int hta_iters_init(hta_iters *it, const hta_rank *r) {
+int cli_hta_iters_init(cli_hta_iters *it, const cli_hta_rank *r) {
     const md_model *m = &r->m;
     size_t n = m->count ? m->count : 1;
     memset(it, 0, sizeof *it);
@@ -426,32 +426,33 @@ int hta_iters_init(hta_iters *it, const hta_rank *r) {
     it->steps = malloc(3 * n * sizeof *it->steps);
     it->cr = malloc(n * sizeof *it->cr);
     if (it->steps == NULL || it->cr == NULL) {
-        hta_iters_free(it);
+        cli_hta_iters_free(it);
         return STROBE_ENOMEM;
     }
     for (size_t i = 0; i < m->count; i++) {
         const md_event e_ev = md_at(m, i), *e = &e_ev;
-        if (!hta_is_row(m, e)) continue;
+        if (!cli_hta_is_row(m, e)) continue;
         const char *name = md_str(m, e->name);
         if (strncmp(name, "ProfilerStep", 12) == 0) {
             int64_t *st = &it->steps[3 * it->nsteps++];
             row_times(m, e, &st[0], &st[1]);
-            st[2] = hta_step_number(name);
+            st[2] = cli_hta_step_number(name);
         }
-        if (e->corr != -1 && !hta_is_gpu_row(m, e)) it->cr[it->ncorr++] = (corr_row){e->corr, i};
+        if (e->corr != -1 && !cli_hta_is_gpu_row(m, e))
+            it->cr[it->ncorr++] = (corr_row){e->corr, i};
     }
     qsort(it->cr, it->ncorr, sizeof *it->cr, by_corr);
     return 0;
 }
 
-void hta_iters_free(hta_iters *it) {
+void cli_hta_iters_free(cli_hta_iters *it) {
     free(it->steps);
     free(it->cr);
     memset(it, 0, sizeof *it);
 }
 
 /* The iteration of a CPU row by its time: the last step, in file order, that holds its ts. */
-static int64_t cpu_iteration(const hta_iters *it, const md_event *e) {
+static int64_t cpu_iteration(const cli_hta_iters *it, const md_event *e) {
     int64_t ts, end, v = -1;
     row_times(&it->r->m, e, &ts, &end);
     for (size_t k = 0; k < it->nsteps; k++)
@@ -464,15 +465,15 @@ static int is_timed_row(const md_model *m, const md_event *e) {
     return e->stream < 0 || (e->stream == 0 && strcmp(md_str(m, e->cat), "cpu_op") == 0);
 }
 
-int64_t hta_iteration(const hta_iters *it, uint32_t ev) {
+int64_t cli_hta_iteration(const cli_hta_iters *it, uint32_t ev) {
     const md_model *m = &it->r->m;
-    const hta_fix *f = find_fix(it->r, ev);
+    const cli_hta_fix *f = find_fix(it->r, ev);
     if (f && f->has_iter) return f->iter;
     const md_event e_ev = md_at(m, ev), *e = &e_ev;
-    if (!hta_is_row(m, e)) return HTA_NO_ITER;
+    if (!cli_hta_is_row(m, e)) return CLI_HTA_NO_ITER;
     if (is_timed_row(m, e)) return cpu_iteration(it, e);
     /* The rows with a stream, by their CPU row's. */
-    if (e->stream <= 0 || !hta_is_gpu_row(m, e)) return HTA_NO_ITER; /* none (NaN) */
+    if (e->stream <= 0 || !cli_hta_is_gpu_row(m, e)) return CLI_HTA_NO_ITER; /* none (NaN) */
     if (e->corr == -1) return -1;
     size_t lo = 0, hi = it->ncorr;
     while (lo < hi) { /* the first entry past e->corr */
@@ -486,20 +487,21 @@ int64_t hta_iteration(const hta_iters *it, uint32_t ev) {
     const md_event c_ev = md_at(m, it->cr[lo - 1].ev), *c = &c_ev;
     /* The partner's iteration as it is then: set when it is a CPU row by its time. */
     if (c->stream < 0 || c->stream == 0)
-        return is_timed_row(m, c) ? cpu_iteration(it, c) : HTA_NO_ITER;
-    return HTA_NO_ITER;
+        return is_timed_row(m, c) ? cpu_iteration(it, c) : CLI_HTA_NO_ITER;
+    return CLI_HTA_NO_ITER;
 }
 
 static int by_rank(const void *a, const void *b) {
-    const hta_rank *x = a, *y = b;
+    const cli_hta_rank *x = a, *y = b;
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
-    return hta_load_rows(s, cmd, paths, n, quiet, 0);
+int cli_hta_load(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
+    return cli_hta_load_rows(s, cmd, paths, n, quiet, 0);
 }
 
-int hta_load_rows(hta_set *s, const char *cmd, char **paths, size_t n, int quiet, int no_cpu_rows) {
+int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet,
+                      int no_cpu_rows) {
     memset(s, 0, sizeof *s);
     path_list l = {0};
     int rc = 0;
@@ -515,7 +517,7 @@ int hta_load_rows(hta_set *s, const char *cmd, char **paths, size_t n, int quiet
         if (s->ranks == NULL) rc = STROBE_ENOMEM;
     }
     for (size_t k = 0; rc == 0 && k < l.n; k++) {
-        hta_rank *r = &s->ranks[k];
+        cli_hta_rank *r = &s->ranks[k];
         if (cli_load(&r->m, cmd, l.v[k], quiet) != CLI_OK) {
             rc = -1;
             break;
@@ -560,7 +562,7 @@ int hta_load_rows(hta_set *s, const char *cmd, char **paths, size_t n, int quiet
         for (size_t i = 0; i < m->count && !s->restricted; i++) {
             const char *name = md_str(m, md_name_of(m, i));
             const md_event e = md_at(m, i);
-            if (!hta_is_row(m, &e) || !is_step(name)) continue;
+            if (!cli_hta_is_row(m, &e) || !is_step(name)) continue;
             if (step == NULL)
                 step = name;
             else if (strcmp(step, name) != 0)
@@ -583,13 +585,13 @@ int hta_load_rows(hta_set *s, const char *cmd, char **paths, size_t n, int quiet
     free(l.v);
     if (rc != 0 && rc != -1) fprintf(stderr, "strobe %s: %s\n", cmd, strobe_strerror(rc));
     if (rc) {
-        hta_free(s);
+        cli_hta_free(s);
         return CLI_BAD_INPUT;
     }
     return 0;
 }
 
-void hta_free(hta_set *s) {
+void cli_hta_free(cli_hta_set *s) {
     for (size_t k = 0; k < s->count; k++) {
         md_free(&s->ranks[k].m);
         free(s->ranks[k].rows);
@@ -602,7 +604,7 @@ void hta_free(hta_set *s) {
 
 /* ---- HTA's definitions ----------------------------------------------------------------------
  * The one table of the names HTA classifies by pattern, which every HTA command uses through
- * hta_kernel_type() and hta_is_launch(). HTA's patterns are Python re patterns applied with
+ * cli_hta_kernel_type() and cli_hta_is_launch(). HTA's patterns are Python re patterns applied with
  * re.match (anchored at the start only, "." stopping at a newline); each is written here, as HTA
  * writes it, beside its alternatives, of three shapes, which is all these patterns need:
  *   DEF_PREFIX  "^x"      the name starts with x
@@ -706,24 +708,24 @@ static int is_kernel_cat(const char *cat) {
     return def_match(def_kernel_cat, cat);
 }
 
-int hta_kernel_type(const char *name) {
+int cli_hta_kernel_type(const char *name) {
     /* HTA's get_kernel_type order: communication, then memory, then computation. */
-    if (def_match(def_communication, name)) return HTA_COMMUNICATION;
-    if (def_match(def_memory, name)) return HTA_MEMORY;
-    return HTA_COMPUTATION;
+    if (def_match(def_communication, name)) return CLI_HTA_COMMUNICATION;
+    if (def_match(def_memory, name)) return CLI_HTA_MEMORY;
+    return CLI_HTA_COMPUTATION;
 }
 
-int hta_is_launch(const char *name) {
+int cli_hta_is_launch(const char *name) {
     return def_match(def_launch, name);
 }
 
 /* ---- merging, output ----------------------------------------------------------------------- */
 
-void hta_sort_i64(int64_t *v, size_t n) {
+void cli_hta_sort_i64(int64_t *v, size_t n) {
     qsort(v, n, sizeof *v, by_i64);
 }
 
-long hta_find_i64(const int64_t *v, size_t n, int64_t x) {
+long cli_hta_find_i64(const int64_t *v, size_t n, int64_t x) {
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -735,19 +737,20 @@ long hta_find_i64(const int64_t *v, size_t n, int64_t x) {
     return lo < n && v[lo] == x ? (long)lo : -1;
 }
 
-const char *hta_type_name(int type) {
-    return type == HTA_COMMUNICATION ? "COMMUNICATION"
-           : type == HTA_MEMORY      ? "MEMORY"
-                                     : "COMPUTATION";
+const char *cli_hta_type_name(int type) {
+    return type == CLI_HTA_COMMUNICATION ? "COMMUNICATION"
+           : type == CLI_HTA_MEMORY      ? "MEMORY"
+                                         : "COMPUTATION";
 }
 
-size_t hta_merge(const hta_rank *r, int (*keep)(const hta_rank *, const hta_row *, void *),
-                 void *arg, int64_t *out) {
+size_t cli_hta_merge(const cli_hta_rank *r,
+                     int (*keep)(const cli_hta_rank *, const cli_hta_row *, void *), void *arg,
+                     int64_t *out) {
     size_t k = 0;
     int64_t cummax = 0; /* the largest end of the rows so far */
     int seen = 0;
     for (size_t i = 0; i < r->count; i++) {
-        const hta_row *w = &r->rows[i];
+        const cli_hta_row *w = &r->rows[i];
         if (keep && !keep(r, w, arg)) continue;
         if (!seen || w->ts > cummax) {
             out[2 * k] = w->ts;
@@ -764,7 +767,7 @@ size_t hta_merge(const hta_rank *r, int (*keep)(const hta_rank *, const hta_row 
 
 /* ---- tables -------------------------------------------------------------------------------- */
 
-int hta_table_add(hta_table *t, const char *const *cells) {
+int cli_hta_table_add(cli_hta_table *t, const char *const *cells) {
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 16;
         char **v = realloc(t->cells, cap * t->ncols * sizeof *v);
@@ -813,10 +816,10 @@ static const char *table_head(const char *col) {
     return col;
 }
 
-void hta_table_print(const hta_table *t, int format, FILE *out) {
-    size_t nc = t->ncols < HTA_MAX_COLS ? t->ncols : HTA_MAX_COLS;
-    if (format == CL_TABLE) {
-        size_t w[HTA_MAX_COLS] = {0};
+void cli_hta_table_print(const cli_hta_table *t, int format, FILE *out) {
+    size_t nc = t->ncols < CLI_HTA_MAX_COLS ? t->ncols : CLI_HTA_MAX_COLS;
+    if (format == CLI_TABLE) {
+        size_t w[CLI_HTA_MAX_COLS] = {0};
         for (size_t c = 0; c < nc; c++) {
             w[c] = strobe__utf8_len(t->heads ? t->heads[c] : table_head(t->cols[c])) + 2;
             for (size_t r = 0; r < t->n; r++) {
@@ -838,16 +841,16 @@ void hta_table_print(const hta_table *t, int format, FILE *out) {
             fputc('\n', out);
         }
         strobe__table_separator(out, w, nc);
-    } else if (format == CL_CSV) {
+    } else if (format == CLI_CSV) {
         for (size_t c = 0; c < nc; c++) {
             if (c) fputc(',', out);
-            cl_csv_str(out, t->cols[c]);
+            cli_csv_str(out, t->cols[c]);
         }
         fputc('\n', out);
         for (size_t r = 0; r < t->n; r++) {
             for (size_t c = 0; c < nc; c++) {
                 if (c) fputc(',', out);
-                cl_csv_str(out, t->cells[r * nc + c]);
+                cli_csv_str(out, t->cells[r * nc + c]);
             }
             fputc('\n', out);
         }
@@ -858,10 +861,10 @@ void hta_table_print(const hta_table *t, int format, FILE *out) {
             for (size_t c = 0; c < nc; c++) {
                 const char *v = t->cells[r * nc + c];
                 if (c) fputs(", ", out);
-                cl_json_str(out, t->cols[c]);
+                cli_json_str(out, t->cols[c]);
                 fputs(": ", out);
                 if (t->text[c])
-                    cl_json_str(out, v);
+                    cli_json_str(out, v);
                 else
                     fputs(v[0] ? v : "null", out);
             }
@@ -871,7 +874,7 @@ void hta_table_print(const hta_table *t, int format, FILE *out) {
     }
 }
 
-void hta_table_free(hta_table *t) {
+void cli_hta_table_free(cli_hta_table *t) {
     for (size_t k = 0; k < t->n * t->ncols; k++)
         free(t->cells[k]);
     free(t->cells);
@@ -879,37 +882,38 @@ void hta_table_free(hta_table *t) {
     t->n = t->cap = 0;
 }
 
-int hta_table_row(hta_table *t, size_t n, const hta_cell *cells) {
-    if (n != t->ncols || n > HTA_MAX_COLS) return STROBE_EINVAL;
-    char b[HTA_MAX_COLS][40];
-    const char *text[HTA_MAX_COLS];
+int cli_hta_table_row(cli_hta_table *t, size_t n, const cli_hta_cell *cells) {
+    if (n != t->ncols || n > CLI_HTA_MAX_COLS) return STROBE_EINVAL;
+    char b[CLI_HTA_MAX_COLS][40];
+    const char *text[CLI_HTA_MAX_COLS];
     for (size_t c = 0; c < n; c++) {
-        const hta_cell *v = &cells[c];
+        const cli_hta_cell *v = &cells[c];
         text[c] = b[c];
-        if (v->kind == HTA_CELL_TEXT)
+        if (v->kind == CLI_HTA_CELL_TEXT)
             text[c] = v->s;
-        else if (v->kind == HTA_CELL_INT)
+        else if (v->kind == CLI_HTA_CELL_INT)
             snprintf(b[c], sizeof b[c], "%" PRId64, v->i);
         else if (!isfinite(v->d))
             b[c][0] = '\0';
-        else if (v->kind == HTA_CELL_PCT)
+        else if (v->kind == CLI_HTA_CELL_PCT)
             snprintf(b[c], sizeof b[c], "%.2f", v->d);
         else
             snprintf(b[c], sizeof b[c], "%.15g", v->d);
     }
-    return hta_table_add(t, text);
+    return cli_hta_table_add(t, text);
 }
 
-void hta_emit(FILE *out, int format, const hta_table *t, const char *const *keys, size_t n) {
-    int object = n > 1 && format == CL_JSON;
+void cli_hta_emit(FILE *out, int format, const cli_hta_table *t, const char *const *keys,
+                  size_t n) {
+    int object = n > 1 && format == CLI_JSON;
     if (object) fputc('{', out);
     for (size_t k = 0; k < n; k++) {
         if (k) fputs(object ? ", " : "\n", out);
         if (object) {
-            cl_json_str(out, keys[k]);
+            cli_json_str(out, keys[k]);
             fputs(": ", out);
         }
-        hta_table_print(&t[k], format, out);
+        cli_hta_table_print(&t[k], format, out);
     }
     if (object) fputs("}\n", out);
 }
@@ -917,65 +921,67 @@ void hta_emit(FILE *out, int format, const hta_table *t, const char *const *keys
 /* ---- the commands' frame ------------------------------------------------------------------- */
 
 /* Runs command c over the loaded traces and prints its tables in format. @return as c->run. */
-static int run_emit(FILE *out, int format, const hta_command *c, const hta_set *s, void *ctx) {
-    hta_table t[HTA_MAX_TABLES] = {{0}};
-    const char *keys[HTA_MAX_TABLES] = {0};
-    size_t n = c->ntables < HTA_MAX_TABLES ? c->ntables : HTA_MAX_TABLES;
+static int run_emit(FILE *out, int format, const cli_hta_command *c, const cli_hta_set *s,
+                    void *ctx) {
+    cli_hta_table t[CLI_HTA_MAX_TABLES] = {{0}};
+    const char *keys[CLI_HTA_MAX_TABLES] = {0};
+    size_t n = c->ntables < CLI_HTA_MAX_TABLES ? c->ntables : CLI_HTA_MAX_TABLES;
     for (size_t k = 0; k < n; k++) {
-        const hta_columns *h = &c->tables[k];
-        t[k] = (hta_table){h->cols, h->text, h->ncols, NULL, 0, 0, h->heads};
+        const cli_hta_columns *h = &c->tables[k];
+        t[k] = (cli_hta_table){h->cols, h->text, h->ncols, NULL, 0, 0, h->heads};
         keys[k] = h->key;
     }
     int work = c->run(s, ctx, t);
-    if (work == 0) hta_emit(out, format, t, keys, n);
+    if (work == 0) cli_hta_emit(out, format, t, keys, n);
     for (size_t k = 0; k < n; k++)
-        hta_table_free(&t[k]);
+        cli_hta_table_free(&t[k]);
     return work;
 }
 
-int hta_json(FILE *out, const hta_command *c, const hta_set *s, void *ctx) {
-    return run_emit(out, CL_JSON, c, s, ctx);
+int cli_hta_json(FILE *out, const cli_hta_command *c, const cli_hta_set *s, void *ctx) {
+    return run_emit(out, CLI_JSON, c, s, ctx);
 }
 
-int hta_main(const hta_command *c, void *ctx, int argc, char **argv) {
-    return hta_main_rows(c, ctx, argc, argv, 0);
+int cli_hta_main(const cli_hta_command *c, void *ctx, int argc, char **argv) {
+    return cli_hta_main_rows(c, ctx, argc, argv, 0);
 }
 
-int hta_main_rows(const hta_command *c, void *ctx, int argc, char **argv, int no_cpu_rows) {
-    int format = CL_TABLE, quiet = 0, first = 0;
+int cli_hta_main_rows(const cli_hta_command *c, void *ctx, int argc, char **argv, int no_cpu_rows) {
+    int format = CLI_TABLE, quiet = 0, first = 0;
     for (int o; (o = cli_getopt(argc, argv, c->shortopts, c->options, &first)) != -1;) {
         if (o == 'h') return cli_help(c->usage);
         if (o == 'V') return cli_version();
         if (o == 'q') {
             quiet = 1;
         } else if (o == 'f') {
-            format = cl_parse_format(optarg);
+            format = cli_parse_format(optarg);
             if (format < 0) return cli_usage_error(c->name, "unknown --format", optarg);
         } else {
-            int rc =
-                c->option && o != '?' && o != ':' ? c->option(ctx, o, optarg) : HTA_UNKNOWN_OPTION;
-            if (rc == HTA_UNKNOWN_OPTION) return cli_option_error(c->name, o, argv, c->options);
+            int rc = c->option && o != '?' && o != ':' ? c->option(ctx, o, optarg)
+                                                       : CLI_HTA_UNKNOWN_OPTION;
+            if (rc == CLI_HTA_UNKNOWN_OPTION) return cli_option_error(c->name, o, argv, c->options);
             if (rc) return rc;
         }
     }
     if (first >= argc) return cli_usage_error(c->name, "give a trace or a folder", NULL);
-    hta_set s;
-    if (hta_load_rows(&s, c->name, argv + first, (size_t)(argc - first), quiet, no_cpu_rows) != 0)
+    cli_hta_set s;
+    if (cli_hta_load_rows(&s, c->name, argv + first, (size_t)(argc - first), quiet, no_cpu_rows) !=
+        0)
         return CLI_BAD_INPUT;
     int work = run_emit(stdout, format, c, &s, ctx);
-    hta_free(&s);
-    if (work == HTA_REPORTED) return CLI_BAD_INPUT;
+    cli_hta_free(&s);
+    if (work == CLI_HTA_REPORTED) return CLI_BAD_INPUT;
     return cli_finish(c->name, argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
 }
 
-void hta_pct(char *buf, size_t n, double x, int digits) {
+void cli_hta_pct(char *buf, size_t n, double x, int digits) {
     if (!isfinite(x))
         buf[0] = '\0';
     else
         snprintf(buf, n, "%.*f", digits, x);
 }
 
-double hta_quantile(int64_t *v, size_t n, double q) {
+double cli_hta_quantile(int64_t *v, size_t n, double q) {
     qsort(v, n, sizeof *v, by_i64);
     double pos = q * (double)(n - 1);
     size_t lo = (size_t)floor(pos), hi = lo + 1 < n ? lo + 1 : n - 1;
@@ -984,7 +990,7 @@ double hta_quantile(int64_t *v, size_t n, double q) {
 }
 
 /* Sum, max, min, mean, std (n - 1; 0 for one value) of v[0..n), n > 0. */
-static void describe(const int64_t *v, size_t n, hta_named *o) {
+static void describe(const int64_t *v, size_t n, cli_hta_named *o) {
     o->sum = 0;
     o->max = o->min = v[0];
     for (size_t k = 0; k < n; k++) {
@@ -1000,16 +1006,16 @@ static void describe(const int64_t *v, size_t n, hta_named *o) {
 }
 
 static int by_dur_name(const void *a, const void *b) {
-    return strcmp(((const hta_dur *)a)->name, ((const hta_dur *)b)->name);
+    return strcmp(((const cli_hta_dur *)a)->name, ((const cli_hta_dur *)b)->name);
 }
 
 static int by_sum(const void *a, const void *b) {
-    const hta_named *x = a, *y = b;
+    const cli_hta_named *x = a, *y = b;
     if (x->sum != y->sum) return x->sum > y->sum ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
-size_t hta_name_table(hta_dur *d, size_t n, int64_t *v, hta_named *names) {
+size_t cli_hta_name_table(cli_hta_dur *d, size_t n, int64_t *v, cli_hta_named *names) {
     size_t nn = 0;
     qsort(d, n, sizeof *d, by_dur_name);
     for (size_t i = 0, e; i < n; i = e) {
@@ -1022,15 +1028,15 @@ size_t hta_name_table(hta_dur *d, size_t n, int64_t *v, hta_named *names) {
     return nn;
 }
 
-long hta_name_others(hta_named *names, size_t nn, int64_t *v, size_t num, double ratio,
-                     int (*keep)(const void *ctx, const char *name), const void *ctx) {
+long cli_hta_name_others(cli_hta_named *names, size_t nn, int64_t *v, size_t num, double ratio,
+                         int (*keep)(const void *ctx, const char *name), const void *ctx) {
     if (nn <= num) return (long)nn;
     int64_t *c = malloc(nn * sizeof *c);
     if (c == NULL) return STROBE_ENOMEM;
     int64_t cum = 0;
     for (size_t k = 0; k < nn; k++)
         c[k] = v[k] = cum += names[k].sum;
-    double q = hta_quantile(c, nn, ratio);
+    double q = cli_hta_quantile(c, nn, ratio);
     free(c);
     size_t kept = 0, other = 0;
     for (size_t k = 0; k < nn; k++) {
@@ -1038,7 +1044,7 @@ long hta_name_others(hta_named *names, size_t nn, int64_t *v, size_t num, double
             v[other++] = names[k].sum;
             continue;
         }
-        hta_named *o = &names[kept++];
+        cli_hta_named *o = &names[kept++];
         *o = names[k];
         o->max = o->min = o->sum;
         o->mean = (double)o->sum;
@@ -1051,7 +1057,7 @@ long hta_name_others(hta_named *names, size_t nn, int64_t *v, size_t num, double
     return (long)kept;
 }
 
-void hta_shorten_name(const char *name, char *out) {
+void cli_hta_shorten_name(const char *name, char *out) {
     size_t n = 0;
     for (const char *c = name; *c; c++) {
         if (c[0] == '-' && c[1] == '>') {

@@ -25,9 +25,9 @@
  *     (first step's ts to the last step's end: the last step included), the kernels (cat:
  *     kernel..., gpu_mem..., mtia_ccp_events) with one of their correlations, once each, and the
  *     memory kernels (Memcpy, Memset, dma... names) that start within a step; such a memory
- *     kernel without a stream takes its tid as its stream (hta_stream), and without an iteration
- *     its step's (_fix_mtia_memory_kernels). Every other row is dropped; rows are in file order.
- *     build_rank_mtia in hta.c has the details.
+ *     kernel without a stream takes its tid as its stream (cli_hta_stream), and without an
+ *     iteration its step's (_fix_mtia_memory_kernels). Every other row is dropped; rows are in
+ *     file order. build_rank_mtia in hta.c has the details.
  *   - the analyses then take the rows with stream != -1 as "GPU kernels" (so copies, memsets,
  *     cuda_sync events and any CPU row with a stream count as well).
  *   - HTA's definitions by name, one table in hta.c (its comment cites each pattern; re.match:
@@ -57,68 +57,72 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 
-enum { HTA_COMPUTATION = 0, HTA_COMMUNICATION = 1, HTA_MEMORY = 2 };
+enum { CLI_HTA_COMPUTATION = 0, CLI_HTA_COMMUNICATION = 1, CLI_HTA_MEMORY = 2 };
 
 /* A row HTA keeps, with HTA's times (microseconds, integers). */
-typedef struct hta_row {
+typedef struct cli_hta_row {
     int64_t ts, end;
     uint32_t ev;   /* the model's event */
     uint32_t mult; /* copies of it HTA's merge makes (1 for CPU rows) */
-} hta_row;
+} cli_hta_row;
 
 /* A row whose stream or iteration HTA's MTIA branch sets (_fix_mtia_memory_kernels). */
-typedef struct hta_fix {
+typedef struct cli_hta_fix {
     uint32_t ev;
     uint8_t has_stream, has_iter;
     int64_t stream, iter;
-} hta_fix;
+} cli_hta_fix;
 
-typedef struct hta_rank {
+typedef struct cli_hta_rank {
     md_model m;
     int64_t rank;
-    hta_row *rows; /* kept rows with stream != -1 ("GPU kernels"), sorted by ts */
+    cli_hta_row *rows; /* kept rows with stream != -1 ("GPU kernels"), sorted by ts */
     size_t count;
-    uint64_t *cpu_bits; /* the kept rows with stream -1: bit i (word i / 64) of event i set; read
-                           them with hta_cpu_next (a bit per event, not a row per CPU operator) */
+    uint64_t
+        *cpu_bits; /* the kept rows with stream -1: bit i (word i / 64) of event i set; read
+                      them with cli_hta_cpu_next (a bit per event, not a row per CPU operator) */
     size_t cpu_count;
-    int64_t min_ts; /* the earliest row's ts, before the restriction (INT64_MAX: no row) */
-    hta_fix *fix;   /* the MTIA branch's memory kernels, by event (NULL: none) */
+    int64_t min_ts;   /* the earliest row's ts, before the restriction (INT64_MAX: no row) */
+    cli_hta_fix *fix; /* the MTIA branch's memory kernels, by event (NULL: none) */
     size_t nfix;
-} hta_rank;
+} cli_hta_rank;
 
-typedef struct hta_set {
-    hta_rank *ranks; /* sorted by rank */
+typedef struct cli_hta_set {
+    cli_hta_rank *ranks; /* sorted by rank */
     size_t count;
     int restricted; /* the profiler-step restriction applied */
     int mtia;       /* ... by HTA's MTIA branch (rows then in file order, not kernels first) */
     int64_t min_ts; /* the earliest row of all ranks (HTA's _align_all_ranks makes it 0) */
-} hta_set;
+} cli_hta_set;
 
 /* Loads the traces named by paths[0..n) (a folder stands for its .json and .json.gz files), one
  * rank each, and applies HTA's restriction. Refuses (one line on stderr, naming the files) a
  * folder without traces, traces without a rank, two traces of one rank, and traces of different
  * jobs (distributedInfo.world_size differs); says how many malformed events each file had.
- * @return 0, or CLI_BAD_INPUT after the message; hta_free() in every case. */
-int hta_load(hta_set *s, const char *cmd, char **paths, size_t n, int quiet);
-/* hta_load() that marks no hta_rank.cpu_bits rows when no_cpu_rows (cpu_bits NULL, cpu_count 0). */
-int hta_load_rows(hta_set *s, const char *cmd, char **paths, size_t n, int quiet, int no_cpu_rows);
-void hta_free(hta_set *s);
+ * @return 0, or CLI_BAD_INPUT after the message; cli_hta_free() in every case. */
+int cli_hta_load(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet);
+/* cli_hta_load() that marks no cli_hta_rank.cpu_bits rows when no_cpu_rows (cpu_bits NULL,
+ * cpu_count 0). */
+int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet,
+                      int no_cpu_rows);
+void cli_hta_free(cli_hta_set *s);
 
 /* The rank's first kept CPU row (stream -1) at or after event *i, in file order: sets *i to its
  * event and *w to the row (mult 1). @return 1, or 0 when there is none. Walks them all as
- *   for (size_t i = 0; hta_cpu_next(r, &i, &w); i++) ... */
-int hta_cpu_next(const hta_rank *r, size_t *i, hta_row *w);
-/* Event i's row, kept or not: HTA's times (as in rows and hta_cpu_next), mult 1. */
-void hta_row_at(const hta_rank *r, uint32_t i, hta_row *w);
+ *   for (size_t i = 0; cli_hta_cpu_next(r, &i, &w); i++) ... */
+int cli_hta_cpu_next(const cli_hta_rank *r, size_t *i, cli_hta_row *w);
+/* Event i's row, kept or not: HTA's times (as in rows and cli_hta_cpu_next), mult 1. */
+void cli_hta_row_at(const cli_hta_rank *r, uint32_t i, cli_hta_row *w);
 
-/* Event ev's stream as HTA has it after loading: the MTIA branch's (hta_fix), else the file's. */
-int64_t hta_stream(const hta_rank *r, uint32_t ev);
+/* Event ev's stream as HTA has it after loading: the MTIA branch's (cli_hta_fix), else the file's.
+ */
+int64_t cli_hta_stream(const cli_hta_rank *r, uint32_t ev);
 
 /* A row HTA keeps of the file (before the restriction), and a row of its GPUKernelFilter. */
-int hta_is_row(const md_model *m, const md_event *e);
-int hta_is_gpu_row(const md_model *m, const md_event *e);
+int cli_hta_is_row(const md_model *m, const md_event *e);
+int cli_hta_is_gpu_row(const md_model *m, const md_event *e);
 
 /* HTA's add_iteration (hta/common/trace.py), over the rank's rows before the restriction:
  *   - the steps are the rows whose name starts with "ProfilerStep", in file order, numbered by
@@ -126,61 +130,62 @@ int hta_is_gpu_row(const md_model *m, const md_event *e);
  *   - a row with stream < 0, or stream 0 and cat "cpu_op", is in the iteration of the last step
  *     (in file order) with step.ts <= ts < step.ts + step.dur, else in -1;
  *   - a row with stream > 0 is in the iteration of the row its index_correlation names: for a GPU
- *     row (hta_is_gpu_row), the CPU row with its correlation (!= -1; the last in file order when
- *     there are several, as pandas' assignment keeps), else -1. Rows with stream 0 otherwise have
- *     none (HTA's NaN), and so here do CPU rows with stream > 0 (in HTA none when they have a GPU
- *     partner, whose iteration is not set yet, else -1: no analysis here looks at them). (HTA's
- * index_correlation > 0 test also leaves out the file's first row as a partner; that row, whose
- * index is 0, is taken here like any other.) */
-#define HTA_NO_ITER INT64_MIN
-typedef struct hta_corr_row {
+ *     row (cli_hta_is_gpu_row), the CPU row with its correlation (!= -1; the last in file
+ *     order when there are several, as pandas' assignment keeps), else -1. Rows with stream 0
+ *     otherwise have none (HTA's NaN), and so here do CPU rows with stream > 0 (in HTA none when
+ *     they have a GPU partner, whose iteration is not set yet, else -1: no analysis here looks at
+ *     them). (HTA's index_correlation > 0 test also leaves out the file's first row as a
+ *     partner; that row, whose index is 0, is taken here like any other.) */
+#define CLI_HTA_NO_ITER INT64_MIN
+typedef struct cli_hta_corr_row {
     int64_t corr;
     size_t ev;
-} hta_corr_row;
-/* What an event's iteration is computed from (hta_iters_init: one pass over the rank), so that
+} cli_hta_corr_row;
+/* What an event's iteration is computed from (cli_hta_iters_init: one pass over the rank), so that
  * no value per event is kept: the steps (ts, end, number) and the CPU rows with a correlation. */
-typedef struct hta_iters {
-    const hta_rank *r;
+typedef struct cli_hta_iters {
+    const cli_hta_rank *r;
     int64_t *steps;
     size_t nsteps;
-    hta_corr_row *cr;
+    cli_hta_corr_row *cr;
     size_t ncorr;
-} hta_iters;
-/* @return 0 or STROBE_ENOMEM; hta_iters_free() in every case. */
-int hta_iters_init(hta_iters *it, const hta_rank *r);
-void hta_iters_free(hta_iters *it);
-/* Model event ev's iteration: its number, -1, or HTA_NO_ITER when none or no row. */
-int64_t hta_iteration(const hta_iters *it, uint32_t ev);
+} cli_hta_iters;
+/* @return 0 or STROBE_ENOMEM; cli_hta_iters_free() in every case. */
+int cli_hta_iters_init(cli_hta_iters *it, const cli_hta_rank *r);
+void cli_hta_iters_free(cli_hta_iters *it);
+/* Model event ev's iteration: its number, -1, or CLI_HTA_NO_ITER when none or no row. */
+int64_t cli_hta_iteration(const cli_hta_iters *it, uint32_t ev);
 
 /* The N of "ProfilerStep\s*#\s*(\d+)" at the start of name, or -1. */
-int64_t hta_step_number(const char *name);
+int64_t cli_hta_step_number(const char *name);
 
 /* A launch as HTA's launch statistics and queue lengths take it (see the definitions above):
  * CUDA's, ROCm's (hip...) and MTIA's (runFunction...) kernel launches, copies and memsets. */
-int hta_is_launch(const char *name);
+int cli_hta_is_launch(const char *name);
 
 /* Sorts v[0..n) in increasing order; the index of x in the sorted v[0..n) (the first one), or
  * -1. */
-void hta_sort_i64(int64_t *v, size_t n);
-long hta_find_i64(const int64_t *v, size_t n, int64_t x);
+void cli_hta_sort_i64(int64_t *v, size_t n);
+long cli_hta_find_i64(const int64_t *v, size_t n, int64_t x);
 
-/* HTA's kernel type of a name (see the definitions above): HTA_COMMUNICATION, HTA_MEMORY or
- * HTA_COMPUTATION. */
-int hta_kernel_type(const char *name);
+/* HTA's kernel type of a name (see the definitions above): CLI_HTA_COMMUNICATION, CLI_HTA_MEMORY or
+ * CLI_HTA_COMPUTATION. */
+int cli_hta_kernel_type(const char *name);
 /* "COMPUTATION", "COMMUNICATION", "MEMORY". */
-const char *hta_type_name(int type);
+const char *cli_hta_type_name(int type);
 
 /* merge_kernel_intervals over rows[0..n) sorted by ts, keeping those for which keep(row) is true
  * (all when keep is NULL): writes the merged [ts, end) pairs to out (room for 2n) and returns
  * their number. */
-size_t hta_merge(const hta_rank *r, int (*keep)(const hta_rank *, const hta_row *, void *),
-                 void *arg, int64_t *out);
+size_t cli_hta_merge(const cli_hta_rank *r,
+                     int (*keep)(const cli_hta_rank *, const cli_hta_row *, void *), void *arg,
+                     int64_t *out);
 
 /* A result table: named columns, rows of cells as text, printed as a table, CSV, or JSON (an
  * array of row objects keyed by the column names; a cell of a column whose text[] is 0 is a
  * number, and null when empty). */
-#define HTA_MAX_COLS 64 /* columns printed at most */
-typedef struct hta_table {
+#define CLI_HTA_MAX_COLS 64 /* columns printed at most */
+typedef struct cli_hta_table {
     const char *const *cols;
     const uint8_t *text;
     size_t ncols;
@@ -189,114 +194,114 @@ typedef struct hta_table {
     /* The table format's header of each column, where the command gives them (its unit in the
      * name: "mean (GB/s)"); NULL: HTA's names, with the unit of HTA's times (us). */
     const char *const *heads;
-} hta_table;
+} cli_hta_table;
 
 /* Adds a row of t->ncols cells (copied). @return 0 or STROBE_ENOMEM. */
-int hta_table_add(hta_table *t, const char *const *cells);
-/* Prints the table in format (CL_TABLE, CL_CSV, CL_JSON). */
-void hta_table_print(const hta_table *t, int format, FILE *out);
-void hta_table_free(hta_table *t);
+int cli_hta_table_add(cli_hta_table *t, const char *const *cells);
+/* Prints the table in format (CLI_TABLE, CLI_CSV, CLI_JSON). */
+void cli_hta_table_print(const cli_hta_table *t, int format, FILE *out);
+void cli_hta_table_free(cli_hta_table *t);
 
 /* A typed cell of a row, written as the commands print it: an integer; text; HTA's round(x, 2)
- * (HTA_PCT); a double as %.15g (HTA_NUM). A double that is not finite is an empty cell (HTA's
- * NaN: null in JSON). */
-enum { HTA_CELL_INT, HTA_CELL_TEXT, HTA_CELL_PCT, HTA_CELL_NUM };
-typedef struct hta_cell {
+ * (CLI_HTA_PCT); a double as %.15g (CLI_HTA_NUM). A double that is not finite is an empty cell
+ * (HTA's NaN: null in JSON). */
+enum { CLI_HTA_CELL_INT, CLI_HTA_CELL_TEXT, CLI_HTA_CELL_PCT, CLI_HTA_CELL_NUM };
+typedef struct cli_hta_cell {
     int kind;
     int64_t i;
     double d;
     const char *s;
-} hta_cell;
-#define HTA_INT(x) ((hta_cell){HTA_CELL_INT, (int64_t)(x), 0.0, NULL})
-#define HTA_TEXT(x) ((hta_cell){HTA_CELL_TEXT, 0, 0.0, (x)})
-#define HTA_PCT(x) ((hta_cell){HTA_CELL_PCT, 0, (double)(x), NULL})
-#define HTA_NUM(x) ((hta_cell){HTA_CELL_NUM, 0, (double)(x), NULL})
+} cli_hta_cell;
+#define CLI_HTA_INT(x) ((cli_hta_cell){CLI_HTA_CELL_INT, (int64_t)(x), 0.0, NULL})
+#define CLI_HTA_TEXT(x) ((cli_hta_cell){CLI_HTA_CELL_TEXT, 0, 0.0, (x)})
+#define CLI_HTA_PCT(x) ((cli_hta_cell){CLI_HTA_CELL_PCT, 0, (double)(x), NULL})
+#define CLI_HTA_NUM(x) ((cli_hta_cell){CLI_HTA_CELL_NUM, 0, (double)(x), NULL})
 /* Adds a row of n typed cells. @return 0, STROBE_EINVAL when n is not t->ncols, or
  * STROBE_ENOMEM. */
-int hta_table_row(hta_table *t, size_t n, const hta_cell *cells);
-#define HTA_ROW(t, ...)                                                                            \
-    hta_table_row((t), sizeof((const hta_cell[]){__VA_ARGS__}) / sizeof(hta_cell),                 \
-                  (const hta_cell[]){__VA_ARGS__})
+int cli_hta_table_row(cli_hta_table *t, size_t n, const cli_hta_cell *cells);
+#define CLI_HTA_ROW(t, ...)                                                                        \
+    cli_hta_table_row((t), sizeof((const cli_hta_cell[]){__VA_ARGS__}) / sizeof(cli_hta_cell),     \
+                      (const cli_hta_cell[]){__VA_ARGS__})
 
-/* Prints tables t[0..n) in format: one as hta_table_print does; several one after another with a
- * blank line between them, or in JSON as one object whose keys[k] holds t[k]'s array. */
-void hta_emit(FILE *out, int format, const hta_table *t, const char *const *keys, size_t n);
+/* Prints tables t[0..n) in format: one as cli_hta_table_print does; several one after another with
+ * a blank line between them, or in JSON as one object whose keys[k] holds t[k]'s array. */
+void cli_hta_emit(FILE *out, int format, const cli_hta_table *t, const char *const *keys, size_t n);
 
 /* ---- the commands' frame ---------------------------------------------------------------------
- * Every HTA command is one hta_command run by hta_main: options (-f, -q, -h, -V here, the
- * command's own through its option callback), the traces loaded by hta_load, the command's run
- * filling its tables, those printed by hta_emit, and the exit status. */
-#define HTA_MAX_TABLES 4
+ * Every HTA command is one cli_hta_command run by cli_hta_main: options (-f, -q, -h, -V here, the
+ * command's own through its option callback), the traces loaded by cli_hta_load, the command's run
+ * filling its tables, those printed by cli_hta_emit, and the exit status. */
+#define CLI_HTA_MAX_TABLES 4
 /* The end of the OPTIONS every HTA command's usage text has, and its EXIT STATUS heading. */
-#define HTA_USAGE_STD_OPTIONS                                                                      \
+#define CLI_HTA_USAGE_STD_OPTIONS                                                                  \
     "    -q, --quiet    no progress line on standard error\n"                                      \
     "    -h, --help     show this text\n"                                                          \
     "    -V, --version  show strobe's version\n"                                                   \
     "\n"                                                                                           \
     "EXIT STATUS\n"
-#define HTA_UNKNOWN_OPTION (-1)
-#define HTA_REPORTED 1 /* a run's bad input, said on stderr (never a STROBE_E* code) */
-typedef struct hta_columns {
+#define CLI_HTA_UNKNOWN_OPTION (-1)
+#define CLI_HTA_REPORTED 1 /* a run's bad input, said on stderr (never a STROBE_E* code) */
+typedef struct cli_hta_columns {
     const char *key; /* the table's key in the JSON object when a command prints several */
     const char *const *cols;
-    const uint8_t *text; /* per column: 1 text, 0 a number (see hta_table) */
+    const uint8_t *text; /* per column: 1 text, 0 a number (see cli_hta_table) */
     size_t ncols;
-    const char *const *heads; /* the table format's headers, or NULL (see hta_table) */
-} hta_columns;
+    const char *const *heads; /* the table format's headers, or NULL (see cli_hta_table) */
+} cli_hta_columns;
 
-typedef struct hta_command {
+typedef struct cli_hta_command {
     const char *name; /* "breakdown" */
     const char *usage;
     const struct option *options;
     const char *shortopts; /* getopt's, with ":f:qhV" in it */
     /* An option other than -f, -q, -h, -V, with its value (NULL: the command has none).
-     * @return 0 when taken, HTA_UNKNOWN_OPTION, or an exit status (after a message). */
+     * @return 0 when taken, CLI_HTA_UNKNOWN_OPTION, or an exit status (after a message). */
     int (*option)(void *ctx, int c, const char *arg);
     /* Fills tables[0..ntables) (set up from the columns below) from the loaded traces.
-     * @return 0, a negative STROBE_E* code, or HTA_REPORTED after a message on stderr (bad
+     * @return 0, a negative STROBE_E* code, or CLI_HTA_REPORTED after a message on stderr (bad
      * input: nothing is printed, exit 2). */
-    int (*run)(const hta_set *s, void *ctx, hta_table *tables);
-    hta_columns tables[HTA_MAX_TABLES];
+    int (*run)(const cli_hta_set *s, void *ctx, cli_hta_table *tables);
+    cli_hta_columns tables[CLI_HTA_MAX_TABLES];
     size_t ntables;
-} hta_command;
+} cli_hta_command;
 
 /* Runs the command c on argv (argv[0] its name) with the command's own state ctx.
  * @return the exit status. */
-int hta_main(const hta_command *c, void *ctx, int argc, char **argv);
-/* hta_main() for a command whose run reads no CPU rows (no_cpu_rows 1): those rows, one per
- * CPU operator, are then not built (see hta_load_rows). */
-int hta_main_rows(const hta_command *c, void *ctx, int argc, char **argv, int no_cpu_rows);
+int cli_hta_main(const cli_hta_command *c, void *ctx, int argc, char **argv);
+/* cli_hta_main() for a command whose run reads no CPU rows (no_cpu_rows 1): those rows, one per
+ * CPU operator, are then not built (see cli_hta_load_rows). */
+int cli_hta_main_rows(const cli_hta_command *c, void *ctx, int argc, char **argv, int no_cpu_rows);
 
-/* Runs command c's analysis over traces loaded by hta_load, with the command's state ctx (as its
- * cmd_* function sets it up; NULL where the command takes none, and for ranks: its defaults), and
- * writes its tables as `-f json` prints them. @return 0, a negative STROBE_E* code, or
- * HTA_REPORTED (said on stderr; nothing written). */
-int hta_json(FILE *out, const hta_command *c, const hta_set *s, void *ctx);
+/* Runs command c's analysis over traces loaded by cli_hta_load, with the command's state ctx (as
+ * its cmd_* function sets it up; NULL where the command takes none, and for ranks: its defaults),
+ * and writes its tables as `-f json` prints them. @return 0, a negative STROBE_E* code, or
+ * CLI_HTA_REPORTED (said on stderr; nothing written). */
+int cli_hta_json(FILE *out, const cli_hta_command *c, const cli_hta_set *s, void *ctx);
 
 /* The commands, for the report (cmd_report.c), which runs them over its traces. */
-extern const hta_command hta_cmd_breakdown, hta_cmd_overlap, hta_cmd_idle, hta_cmd_queue,
-    hta_cmd_ranks;
+extern const cli_hta_command cli_hta_cmd_breakdown, cli_hta_cmd_overlap, cli_hta_cmd_idle,
+    cli_hta_cmd_queue, cli_hta_cmd_ranks;
 
 /* numpy's linear quantile q of v[0..n) (n > 0), which it sorts: the kernel and annotation
  * breakdowns' duration_ratio cut. */
-double hta_quantile(int64_t *v, size_t n, double q);
+double cli_hta_quantile(int64_t *v, size_t n, double q);
 
 /* A duration of a named event, and the durations of one name described as HTA's kernel and
  * annotation breakdowns describe them: sum, max, min, mean, std (n - 1; 0 for one value). */
-typedef struct hta_dur {
+typedef struct cli_hta_dur {
     const char *name;
     int64_t dur;
-} hta_dur;
+} cli_hta_dur;
 
-typedef struct hta_named {
+typedef struct cli_hta_named {
     const char *name;
     int64_t sum, max, min;
     double mean, std;
-} hta_named;
+} cli_hta_named;
 
 /* Groups d[0..n) (sorted here) by name into names[] (room for n), sorted by sum, largest first,
  * then by name; v is scratch for n values. @return the number of names. */
-size_t hta_name_table(hta_dur *d, size_t n, int64_t *v, hta_named *names);
+size_t cli_hta_name_table(cli_hta_dur *d, size_t n, int64_t *v, cli_hta_named *names);
 
 /* HTA's "others" rule over names[0..nn) sorted by sum: when there are more than `num` names,
  * a name keeps its row (as one value: sum = max = min = mean, std 0) while the cumulated sum
@@ -304,17 +309,17 @@ size_t hta_name_table(hta_dur *d, size_t n, int64_t *v, hta_named *names);
  * `num`, or when keep(ctx, name) says so (the allowlist); the others become one row "others"
  * described over their sums. v is scratch for nn values. @return the rows left in names, or
  * STROBE_ENOMEM. */
-long hta_name_others(hta_named *names, size_t nn, int64_t *v, size_t num, double ratio,
-                     int (*keep)(const void *ctx, const char *name), const void *ctx);
+long cli_hta_name_others(cli_hta_named *names, size_t nn, int64_t *v, size_t num, double ratio,
+                         int (*keep)(const void *ctx, const char *name), const void *ctx);
 
 /* HTA's shorten_name (hta/utils/utils.py), which decode_symbol_id_to_symbol_name applies to the
  * s_name, s_cat and s_user_annotation columns: name with "->" removed, a '>' dropping what was
  * written since the last '<' with it and a ')' what was written since the last '(' (innermost
  * brackets first), then only the text after the last space. Written to out, which has room for
  * strlen(name) + 1. */
-void hta_shorten_name(const char *name, char *out);
+void cli_hta_shorten_name(const char *name, char *out);
 
 /* HTA's round(x, digits) as text; "" (null, HTA's NaN) when x is not finite. */
-void hta_pct(char *buf, size_t n, double x, int digits);
+void cli_hta_pct(char *buf, size_t n, double x, int digits);
 
 #endif

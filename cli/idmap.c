@@ -16,19 +16,19 @@
 #define IDMAP_LO 0xC00000
 #define IDMAP_SPAN 0x3FFFFF
 
-typedef struct cl_idmap_str {
+typedef struct cli_idmap_str {
     char *s;
     size_t len;
     int64_t num;
     uint8_t is_pid; /* used as a pid: a process to name */
     uint8_t named;  /* as a pid, by a process_name event */
-} cl_idmap_str;
+} cli_idmap_str;
 
-typedef struct cl_idmap_thread {
+typedef struct cli_idmap_thread {
     int64_t pid, tid;
     size_t str; /* index in strs */
     uint8_t named;
-} cl_idmap_thread;
+} cli_idmap_thread;
 
 static void *grow(void *p, size_t *cap, size_t need, size_t size) {
     if (need <= *cap) return p;
@@ -53,12 +53,12 @@ static uint64_t next_key(uint64_t k) {
 /* ---- the numbers taken ---------------------------------------------------------------------- */
 
 /* Negative numbers need no entry: a string's number is never negative. */
-static int take(cl_idmap *m, int64_t num) {
+static int take(cli_idmap *m, int64_t num) {
     if (num < 0) return 0;
     return strobe__u64map_put(&m->used, (uint64_t)num, NULL) ? 0 : STROBE_ENOMEM;
 }
 
-int cl_idmap_reserve(cl_idmap *m, const md_model *md) {
+int cli_idmap_reserve(cli_idmap *m, const md_model *md) {
     for (size_t i = 0; i < md->thread_count; i++) {
         const md_thread *t = &md->threads[i];
         if (t->pid_kind == MD_ID_NUM) STROBE_FORWARD_IF_ERR(take(m, t->pid));
@@ -73,7 +73,7 @@ int cl_idmap_reserve(cl_idmap *m, const md_model *md) {
 
 /* The index of string s[0..len) in m->strs, added with its number when new. @return the index, or
  * STROBE_ENOMEM. */
-static long str_of(cl_idmap *m, const char *s, size_t len) {
+static long str_of(cli_idmap *m, const char *s, size_t len) {
     uint64_t h = 1469598103934665603ull; /* FNV-1a, as strobe convert hashes an id */
     for (size_t i = 0; i < len; i++)
         h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
@@ -83,12 +83,12 @@ static long str_of(cl_idmap *m, const char *s, size_t len) {
         uint64_t *slot = strobe__u64map_put(&m->str_index, k, &inserted);
         STROBE_RETURN_IF(slot == NULL, STROBE_ENOMEM);
         if (!inserted && *slot != 0) {
-            const cl_idmap_str *e = &m->strs[*slot - 1];
+            const cli_idmap_str *e = &m->strs[*slot - 1];
             if (e->len == len && memcmp(e->s, s, len) == 0) return (long)(*slot - 1);
             k = next_key(k);
             continue;
         }
-        cl_idmap_str *v = grow(m->strs, &m->capstrs, m->nstrs + 1, sizeof *v);
+        cli_idmap_str *v = grow(m->strs, &m->capstrs, m->nstrs + 1, sizeof *v);
         char *copy = malloc(len + 1);
         if (v != NULL) m->strs = v;
         if (v == NULL || copy == NULL) {
@@ -113,13 +113,13 @@ static long str_of(cl_idmap *m, const char *s, size_t len) {
             *slot = 0;
             return STROBE_ENOMEM;
         }
-        m->strs[m->nstrs] = (cl_idmap_str){.s = copy, .len = len, .num = num};
+        m->strs[m->nstrs] = (cli_idmap_str){.s = copy, .len = len, .num = num};
         *slot = ++m->nstrs;
         return (long)(m->nstrs - 1);
     }
 }
 
-int cl_idmap_pid(cl_idmap *m, const char *s, size_t len, int64_t *out) {
+int cli_idmap_pid(cli_idmap *m, const char *s, size_t len, int64_t *out) {
     if (strobe__rd_digits_int(s, len, out)) return 0;
     long k = str_of(m, s, len);
     if (k < 0) return (int)k;
@@ -131,7 +131,7 @@ int cl_idmap_pid(cl_idmap *m, const char *s, size_t len, int64_t *out) {
 /* ---- the threads ---------------------------------------------------------------------------- */
 
 /* The thread (pid, tid) of string k, added when new. @return its index, or STROBE_ENOMEM. */
-static long thread_of(cl_idmap *m, int64_t pid, int64_t tid, size_t k) {
+static long thread_of(cli_idmap *m, int64_t pid, int64_t tid, size_t k) {
     uint64_t x = (uint64_t)pid * 0x9e3779b97f4a7c15ull ^ (uint64_t)tid;
     x ^= x >> 31;
     for (uint64_t key = key_of(x);; key = next_key(key)) {
@@ -139,24 +139,25 @@ static long thread_of(cl_idmap *m, int64_t pid, int64_t tid, size_t k) {
         uint64_t *slot = strobe__u64map_put(&m->thread_index, key, &inserted);
         STROBE_RETURN_IF(slot == NULL, STROBE_ENOMEM);
         if (!inserted && *slot != 0) {
-            const cl_idmap_thread *t = &m->threads[*slot - 1];
+            const cli_idmap_thread *t = &m->threads[*slot - 1];
             if (t->pid == pid && t->tid == tid) return (long)(*slot - 1);
             continue;
         }
-        cl_idmap_thread *v = grow(m->threads, &m->capthreads, m->nthreads + 1, sizeof *v);
+        cli_idmap_thread *v = grow(m->threads, &m->capthreads, m->nthreads + 1, sizeof *v);
         if (v == NULL) {
             *slot = 0;
             return STROBE_ENOMEM;
         }
         m->threads = v;
-        m->threads[m->nthreads] = (cl_idmap_thread){.pid = pid, .tid = tid, .str = k};
+        m->threads[m->nthreads] = (cli_idmap_thread){.pid = pid, .tid = tid, .str = k};
         *slot = ++m->nthreads;
         return (long)(m->nthreads - 1);
     }
 }
 
-/* As cl_idmap_tid(); the thread is marked to name only when has_pid. */
-static int tid_num(cl_idmap *m, int has_pid, int64_t pid, const char *s, size_t len, int64_t *out) {
+/* As cli_idmap_tid(); the thread is marked to name only when has_pid. */
+static int tid_num(cli_idmap *m, int has_pid, int64_t pid, const char *s, size_t len,
+                   int64_t *out) {
     if (strobe__rd_digits_int(s, len, out)) return 0;
     long k = str_of(m, s, len);
     if (k < 0) return (int)k;
@@ -164,27 +165,27 @@ static int tid_num(cl_idmap *m, int has_pid, int64_t pid, const char *s, size_t 
     return has_pid && thread_of(m, pid, *out, (size_t)k) < 0 ? STROBE_ENOMEM : 0;
 }
 
-int cl_idmap_tid(cl_idmap *m, int64_t pid, const char *s, size_t len, int64_t *out) {
+int cli_idmap_tid(cli_idmap *m, int64_t pid, const char *s, size_t len, int64_t *out) {
     return tid_num(m, 1, pid, s, len, out);
 }
 
 /* ---- the events' rewrite -------------------------------------------------------------------- */
 
-int cl_idmap_wants(const strobe_rd_event *e) {
+int cli_idmap_wants(const strobe_rd_event *e) {
     return e->pid.kind == STROBE_RD_ID_STRING || e->tid.kind == STROBE_RD_ID_STRING;
 }
 
 /* The number e's pid is written as, its own or its string's, and *has_pid = 1; *has_pid = 0 when
  * it has none (a bad event, whose threads are not named). */
-static int event_pid(cl_idmap *m, const strobe_rd_event *e, int *has_pid, int64_t *pid) {
+static int event_pid(cli_idmap *m, const strobe_rd_event *e, int *has_pid, int64_t *pid) {
     *pid = e->pid.num;
     *has_pid = e->pid.has_num || (e->pid.kind == STROBE_RD_ID_STRING && e->pid.str.s);
-    if (!e->pid.has_num && *has_pid) return cl_idmap_pid(m, e->pid.str.s, e->pid.str.len, pid);
+    if (!e->pid.has_num && *has_pid) return cli_idmap_pid(m, e->pid.str.s, e->pid.str.len, pid);
     return 0;
 }
 
 /* Marks the names that metadata event e gives a mapped process or thread. */
-static void note_name(cl_idmap *m, const strobe_rd_event *e, int64_t pid) {
+static void note_name(cli_idmap *m, const strobe_rd_event *e, int64_t pid) {
     if (e->ph.s == NULL || strcmp(e->ph.s, "M") != 0 || e->name.s == NULL) return;
     if (strcmp(e->name.s, "process_name") == 0 && e->pid.kind == STROBE_RD_ID_STRING) {
         for (size_t k = 0; k < m->nstrs; k++)
@@ -192,14 +193,14 @@ static void note_name(cl_idmap *m, const strobe_rd_event *e, int64_t pid) {
     } else if (strcmp(e->name.s, "thread_name") == 0 && e->tid.kind == STROBE_RD_ID_STRING &&
                !e->tid.has_num && e->tid.str.s) {
         int64_t tid;
-        if (cl_idmap_tid(m, pid, e->tid.str.s, e->tid.str.len, &tid) != 0) return;
+        if (cli_idmap_tid(m, pid, e->tid.str.s, e->tid.str.len, &tid) != 0) return;
         for (size_t k = 0; k < m->nthreads; k++)
             if (m->threads[k].pid == pid && m->threads[k].tid == tid) m->threads[k].named = 1;
     }
 }
 
-int cl_idmap_put_event(cl_idmap *m, FILE *out, const strobe_rd_event *e, const char *text,
-                       size_t len) {
+int cli_idmap_put_event(cli_idmap *m, FILE *out, const strobe_rd_event *e, const char *text,
+                        size_t len) {
     int has_pid;
     int64_t pid;
     STROBE_FORWARD_IF_ERR(event_pid(m, e, &has_pid, &pid));
@@ -226,7 +227,7 @@ int cl_idmap_put_event(cl_idmap *m, FILE *out, const strobe_rd_event *e, const c
         if (t != STROBE_JP_STRING || !(is_pid || is_tid)) continue;
         int64_t num;
         if (is_pid)
-            rc = cl_idmap_pid(m, jp.str, jp.str_len, &num);
+            rc = cli_idmap_pid(m, jp.str, jp.str_len, &num);
         else
             rc = tid_num(m, has_pid, pid, jp.str, jp.str_len, &num);
         if (rc != 0) break;
@@ -250,26 +251,26 @@ static size_t put_name(FILE *out, size_t nev, const char *what, int64_t pid, int
     fprintf(out, "%s{\"name\":\"%s\",\"ph\":\"M\",\"ts\":0,\"pid\":%" PRId64 ",\"tid\":%" PRId64,
             nev ? ",\n" : "\n", what, pid, tid);
     fputs(",\"args\":{\"name\":", out);
-    cl_json_str(out, name);
+    cli_json_str(out, name);
     fputs("}}", out);
     return nev + 1;
 }
 
-size_t cl_idmap_put_names(const cl_idmap *m, FILE *out, size_t nev) {
+size_t cli_idmap_put_names(const cli_idmap *m, FILE *out, size_t nev) {
     for (size_t k = 0; k < m->nstrs; k++) {
-        const cl_idmap_str *s = &m->strs[k];
+        const cli_idmap_str *s = &m->strs[k];
         if (s->is_pid && !s->named && s->len > 0)
             nev = put_name(out, nev, "process_name", s->num, 0, s->s);
     }
     for (size_t k = 0; k < m->nthreads; k++) {
-        const cl_idmap_thread *t = &m->threads[k];
+        const cli_idmap_thread *t = &m->threads[k];
         if (!t->named && m->strs[t->str].len > 0)
             nev = put_name(out, nev, "thread_name", t->pid, t->tid, m->strs[t->str].s);
     }
     return nev;
 }
 
-void cl_idmap_free(cl_idmap *m) {
+void cli_idmap_free(cli_idmap *m) {
     for (size_t k = 0; k < m->nstrs; k++)
         free(m->strs[k].s);
     free(m->strs);

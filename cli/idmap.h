@@ -18,49 +18,49 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "reader/trace_reader.h"
 #include "util/u64map.h"
 
-/* A zeroed struct is an empty map; cl_idmap_free() frees it. */
-typedef struct cl_idmap {
-    struct cl_idmap_str *strs; /* the strings mapped, in order of first use */
+/* A zeroed struct is an empty map; cli_idmap_free() frees it. */
+typedef struct cli_idmap {
+    struct cli_idmap_str *strs; /* the strings mapped, in order of first use */
     size_t nstrs, capstrs;
-    struct cl_idmap_thread *threads; /* the threads with a mapped string tid */
+    struct cli_idmap_thread *threads; /* the threads with a mapped string tid */
     size_t nthreads, capthreads;
     strobe__u64map str_index;    /* the string's hash -> index in strs + 1 */
     strobe__u64map thread_index; /* (pid, tid) hashed -> index in threads + 1 */
     strobe__u64map used;         /* the numbers taken: the trace's own, and the strings' */
-} cl_idmap;
+} cli_idmap;
 
 /* Takes the numeric pids and tids of the model's threads and processes (the trace's events), so
  * that no string is mapped onto one. @return 0 or STROBE_ENOMEM. */
-int cl_idmap_reserve(cl_idmap *m, const md_model *md);
+int cli_idmap_reserve(cli_idmap *m, const md_model *md);
 
 /* The number of the pid string s[0..len) in *out; a string that is not decimal marks the process
  * as one to name. @return 0 or STROBE_ENOMEM. */
-int cl_idmap_pid(cl_idmap *m, const char *s, size_t len, int64_t *out);
+int cli_idmap_pid(cli_idmap *m, const char *s, size_t len, int64_t *out);
 
 /* The number of the tid string s[0..len) in *out; a string that is not decimal marks the thread
  * (pid: its process's number, as written) as one to name. @return 0 or STROBE_ENOMEM. */
-int cl_idmap_tid(cl_idmap *m, int64_t pid, const char *s, size_t len, int64_t *out);
+int cli_idmap_tid(cli_idmap *m, int64_t pid, const char *s, size_t len, int64_t *out);
 
-/* 1 when event e has a string pid or tid, which cl_idmap_put_event() rewrites; 0 otherwise. */
-int cl_idmap_wants(const strobe_rd_event *e);
+/* 1 when event e has a string pid or tid, which cli_idmap_put_event() rewrites; 0 otherwise. */
+int cli_idmap_wants(const strobe_rd_event *e);
 
 /* Writes text[0..len), event e as the caller writes it (one JSON object, which may differ from
  * e->raw in other members), to out with each string "pid" and "tid" value replaced by its
  * number. A thread_name or process_name event of a mapped id marks it named. @return 0,
  * STROBE_ENOMEM, or STROBE_EFORMAT when text is not one JSON object. */
-int cl_idmap_put_event(cl_idmap *m, FILE *out, const strobe_rd_event *e, const char *text,
-                       size_t len);
+int cli_idmap_put_event(cli_idmap *m, FILE *out, const strobe_rd_event *e, const char *text,
+                        size_t len);
 
 /* Writes a process_name event for each mapped process and a thread_name event for each mapped
  * thread that no event named (an empty string names nothing), each after ",\n" (after "\n" when
  * nev is 0). @return nev plus the number of events written. */
-size_t cl_idmap_put_names(const cl_idmap *m, FILE *out, size_t nev);
+size_t cli_idmap_put_names(const cli_idmap *m, FILE *out, size_t nev);
 
 /* Frees the map; the struct is an empty map again. */
-void cl_idmap_free(cl_idmap *m);
+void cli_idmap_free(cli_idmap *m);
 
 #endif

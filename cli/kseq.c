@@ -55,10 +55,10 @@
 #include "reader/trace_reader.h"
 #include "strobe/error.h"
 
-int kseq_wanted(int argc, char **argv) {
+int cli_kseq_wanted(int argc, char **argv) {
     int first = 0, want = 0;
     for (int o; (o = cli_getopt(argc, argv, ":n:f:o:qhV", cmd_kernels_options, &first)) != -1;)
-        want |= o == KSEQ_OPT_OUTPUT || (o >= KSEQ_OPT_SEQUENCES && o <= KSEQ_OPT_RANK);
+        want |= o == CLI_KSEQ_OPT_OUTPUT || (o >= CLI_KSEQ_OPT_SEQUENCES && o <= CLI_KSEQ_OPT_RANK);
     return want;
 }
 
@@ -73,7 +73,7 @@ typedef struct kseq_opts {
 
 /* A node: a CPU row of a CPU thread, or a kernel (thread MD_NONE) under its launch. */
 typedef struct ks_node {
-    hta_row w;
+    cli_hta_row w;
     uint32_t thread;
     int32_t depth;
     uint32_t size;    /* the node and its CPU descendants: nodes [k, k + size) in CPU order */
@@ -83,7 +83,7 @@ typedef struct ks_node {
 
 typedef struct ks_kernel {
     uint32_t parent; /* its launch's node */
-    hta_row w;
+    cli_hta_row w;
 } ks_kernel;
 
 typedef struct ks_graph {
@@ -151,17 +151,17 @@ static void graph_free(ks_graph *g) {
     memset(g, 0, sizeof *g);
 }
 
-static int graph_build(const hta_rank *r, ks_graph *g) {
+static int graph_build(const cli_hta_rank *r, ks_graph *g) {
     const md_model *m = &r->m;
     memset(g, 0, sizeof *g);
     g->nodes = malloc((r->cpu_count + 1) * sizeof *g->nodes);
     g->kern = malloc((r->count + 1) * sizeof *g->kern);
     uint32_t *stack = malloc((r->cpu_count + 1) * sizeof *stack);
     uint32_t *evs = malloc((r->cpu_count + 1) * sizeof *evs);
-    hta_iters it = {0};
-    int rc = g->nodes && g->kern && stack && evs ? hta_iters_init(&it, r) : STROBE_ENOMEM;
-    hta_row w;
-    for (size_t i = 0; rc == 0 && hta_cpu_next(r, &i, &w); i++) {
+    cli_hta_iters it = {0};
+    int rc = g->nodes && g->kern && stack && evs ? cli_hta_iters_init(&it, r) : STROBE_ENOMEM;
+    cli_hta_row w;
+    for (size_t i = 0; rc == 0 && cli_hta_cpu_next(r, &i, &w); i++) {
         uint32_t t = md_thread_of(m, w.ev);
         const md_thread *th = &m->threads[t];
         if ((th->pid_kind == MD_ID_NUM && th->pid == 0) ||
@@ -228,7 +228,7 @@ static int graph_build(const hta_rank *r, ks_graph *g) {
     uint32_t last_ev = MD_NONE;
     for (size_t k = 0; rc == 0 && k < r->count; k++) {
         const md_event e = md_at(m, r->rows[k].ev);
-        if (!hta_is_gpu_row(m, &e) || e.corr == -1 || r->rows[k].ev == last_ev) continue;
+        if (!cli_hta_is_gpu_row(m, &e) || e.corr == -1 || r->rows[k].ev == last_ev) continue;
         last_ev = r->rows[k].ev; /* a kernel the restriction repeats is one node */
         size_t lo = 0, hi = it.ncorr;
         while (lo < hi) {
@@ -269,7 +269,7 @@ static int graph_build(const hta_rank *r, ks_graph *g) {
     free(node_of);
     free(stack);
     free(evs);
-    hta_iters_free(&it);
+    cli_hta_iters_free(&it);
     if (rc) graph_free(g);
     return rc;
 }
@@ -347,12 +347,13 @@ static void kernels_under(const ks_graph *g, uint32_t k, size_t *lo, size_t *hi)
 }
 
 static int kw_cmp(const void *a, const void *b) {
-    const hta_row *x = a, *y = b;
+    const cli_hta_row *x = a, *y = b;
     if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
     return (x->ev > y->ev) - (x->ev < y->ev);
 }
 
-static int find_patterns(const hta_rank *r, const ks_graph *g, const kseq_opts *o, ks_result *res) {
+static int find_patterns(const cli_hta_rank *r, const ks_graph *g, const kseq_opts *o,
+                         ks_result *res) {
     const md_model *m = &r->m;
     memset(res, 0, sizeof *res);
     int32_t min_depth = INT32_MAX;
@@ -369,7 +370,7 @@ static int find_patterns(const hta_rank *r, const ks_graph *g, const kseq_opts *
     size_t cap = 16;
     res->roots = malloc(cap * sizeof *res->roots);
     if (res->roots == NULL) return STROBE_ENOMEM;
-    hta_row *kw = malloc((g->nk + 1) * sizeof *kw);
+    cli_hta_row *kw = malloc((g->nk + 1) * sizeof *kw);
     if (kw == NULL) return STROBE_ENOMEM;
     int rc = 0;
     for (size_t k = 0; rc == 0 && min_depth != INT32_MAX && k < g->n + g->nk; k++) {
@@ -527,13 +528,13 @@ static void syms_free(ks_syms *t) {
     memset(t, 0, sizeof *t);
 }
 
-static int syms_build(const hta_set *s, ks_syms *t) {
+static int syms_build(const cli_hta_set *s, ks_syms *t) {
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
         const md_model *m = &s->ranks[k].m;
         for (size_t i = 0; rc == 0 && i < m->count; i++) {
             const md_event e = md_at(m, (uint32_t)i);
-            if (!hta_is_row(m, &e)) continue;
+            if (!cli_hta_is_row(m, &e)) continue;
             rc = sym_add(t, md_str(m, e.cat));
             if (rc == 0) rc = sym_add(t, md_str(m, e.name));
         }
@@ -574,7 +575,7 @@ static void out_str(ks_out *o, const char *s) {
     out_write(o, s, strlen(s));
 }
 
-/* A JSON string through cl_json_str (a memory stream, then out). */
+/* A JSON string through cli_json_str (a memory stream, then out). */
 static void out_json_str(ks_out *o, const char *s) {
     char *buf = NULL;
     size_t len = 0;
@@ -583,7 +584,7 @@ static void out_json_str(ks_out *o, const char *s) {
         o->err = 1;
         return;
     }
-    cl_json_str(mf, s);
+    cli_json_str(mf, s);
     if (fclose(mf) != 0) o->err = 1;
     out_write(o, buf, len);
     free(buf);
@@ -796,31 +797,32 @@ static ssize_t out_cookie_write(void *cookie, const char *buf, size_t n) {
 
 /* Writes event e as write_event() does, its string ids as numbers of the map `ids`, through of
  * (a FILE over o). */
-static int write_mapped(ks_out *o, FILE *of, cl_idmap *ids, const strobe_rd_event *e,
+static int write_mapped(ks_out *o, FILE *of, cli_idmap *ids, const strobe_rd_event *e,
                         const ks_syms *sy, const ks_mark *marks, size_t nmarks,
                         const ks_pattern *pat) {
-    if (!cl_idmap_wants(e)) return write_event(o, e, sy, marks, nmarks, pat);
+    if (!cli_idmap_wants(e)) return write_event(o, e, sy, marks, nmarks, pat);
     ks_out mo = {0};
     char *buf = NULL;
     size_t len = 0;
     if ((mo.f = open_memstream(&buf, &len)) == NULL) return STROBE_ENOMEM;
     int rc = write_event(&mo, e, sy, marks, nmarks, pat);
     if (fclose(mo.f) != 0 || mo.err) rc = rc ? rc : STROBE_ENOMEM;
-    if (rc == 0) rc = cl_idmap_put_event(ids, of, e, buf, len);
+    if (rc == 0) rc = cli_idmap_put_event(ids, of, e, buf, len);
     if (rc == 0 && fflush(of) != 0) o->err = 1;
     free(buf);
     return rc;
 }
 
 /* Ends the event array, after nev events: the names of the ids the map made, the bracket. */
-static void end_events(ks_out *o, FILE *of, const cl_idmap *ids, size_t nev) {
-    cl_idmap_put_names(ids, of, nev);
+static void end_events(ks_out *o, FILE *of, const cli_idmap *ids, size_t nev) {
+    cli_idmap_put_names(ids, of, nev);
     if (fflush(of) != 0) o->err = 1;
     out_str(o, "\n]");
 }
 
-/* Writes the overlaid trace of `path` to o->out. @return 0, a STROBE_E* code, or HTA_REPORTED. */
-static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *s,
+/* Writes the overlaid trace of `path` to o->out. @return 0, a STROBE_E* code, or CLI_HTA_REPORTED.
+ */
+static int write_overlay(const kseq_opts *opt, const char *path, const cli_hta_set *s,
                          const ks_graph *g, const ks_result *res, const md_model *m) {
     ks_syms sy = {0};
     ks_mark *marks = NULL;
@@ -828,8 +830,8 @@ static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *
     int rc = syms_build(s, &sy);
     if (rc == 0) rc = collect_marks(g, res, m, opt->top_k, &marks, &nmarks);
     ks_out o = {0};
-    cl_idmap ids = {0};
-    if (rc == 0) rc = cl_idmap_reserve(&ids, m);
+    cli_idmap ids = {0};
+    if (rc == 0) rc = cli_idmap_reserve(&ids, m);
     if (rc == 0) {
         if (cli_ends_with(opt->out, ".gz"))
             o.gz = gzopen(opt->out, "wb");
@@ -837,7 +839,7 @@ static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *
             o.f = fopen(opt->out, "wb");
         if (o.gz == NULL && o.f == NULL) {
             fprintf(stderr, "strobe kernels: %s: %s\n", cli_esc(opt->out), strerror(errno));
-            rc = HTA_REPORTED;
+            rc = CLI_HTA_REPORTED;
         }
     }
     FILE *of = NULL;
@@ -848,7 +850,7 @@ static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *
     strobe_rd *rd = NULL;
     if (rc == 0 && (rc = strobe_rd_open(&rd, path, NULL)) != 0) {
         fprintf(stderr, "strobe kernels: %s\n", cli_esc(strobe_rd_errmsg(rd)));
-        rc = HTA_REPORTED;
+        rc = CLI_HTA_REPORTED;
     }
     strobe_rd_item it;
     int nmeta = 0, events_open = 0, r;
@@ -877,7 +879,7 @@ static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *
     }
     if (rc == 0 && r < 0) {
         fprintf(stderr, "strobe kernels: %s\n", cli_esc(strobe_rd_errmsg(rd)));
-        rc = HTA_REPORTED;
+        rc = CLI_HTA_REPORTED;
     }
     if (rc == 0) {
         if (nev == 0) out_str(&o, nmeta++ ? ",\n\"traceEvents\": [" : "{\n\"traceEvents\": [");
@@ -886,12 +888,12 @@ static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *
     }
     int close_err = 0;
     if (of && fclose(of) != 0) close_err = 1;
-    cl_idmap_free(&ids);
+    cli_idmap_free(&ids);
     if (o.gz) close_err = gzclose(o.gz) != Z_OK;
     if (o.f) close_err = fclose(o.f) != 0;
     if (rc == 0 && (o.err || close_err)) {
         fprintf(stderr, "strobe kernels: %s: write failed\n", cli_esc(opt->out));
-        rc = HTA_REPORTED;
+        rc = CLI_HTA_REPORTED;
     }
     if (rc != 0 && (o.gz || o.f)) unlink(opt->out);
     strobe_rd_close(rd);
@@ -902,14 +904,14 @@ static int write_overlay(const kseq_opts *opt, const char *path, const hta_set *
 
 /* ---- the command --------------------------------------------------------------------------- */
 
-static int run(const kseq_opts *o, const hta_set *s) {
-    const hta_rank *r = NULL;
+static int run(const kseq_opts *o, const cli_hta_set *s) {
+    const cli_hta_rank *r = NULL;
     for (size_t k = 0; k < s->count; k++)
         if (s->ranks[k].rank == o->rank) r = &s->ranks[k];
     if (r == NULL) {
         fprintf(stderr, "strobe kernels: no trace of rank %" PRId64 " among those given\n",
                 o->rank);
-        return HTA_REPORTED;
+        return CLI_HTA_REPORTED;
     }
     ks_graph g;
     ks_result res = {0};
@@ -918,25 +920,25 @@ static int run(const kseq_opts *o, const hta_set *s) {
     static const char *const cols[] = {"pattern", "count", "GPU kernel duration (us)",
                                        "CPU op duration (us)"};
     static const uint8_t text[] = {1, 0, 0, 0};
-    hta_table t = {cols, text, 4, NULL, 0, 0};
+    cli_hta_table t = {cols, text, 4, NULL, 0, 0};
     for (size_t p = 0; rc == 0 && p < res.npat; p++)
-        rc = HTA_ROW(&t, HTA_TEXT(res.pat[p].text), HTA_INT(res.pat[p].count),
-                     HTA_INT(res.pat[p].gpu), HTA_INT(res.pat[p].cpu));
+        rc = CLI_HTA_ROW(&t, CLI_HTA_TEXT(res.pat[p].text), CLI_HTA_INT(res.pat[p].count),
+                         CLI_HTA_INT(res.pat[p].gpu), CLI_HTA_INT(res.pat[p].cpu));
     if (rc == 0 && res.npat == 0)
         fprintf(stderr,
                 "strobe kernels: no operator whose name holds \"%s\" launched %llu kernels or "
                 "more%s\n",
                 cli_esc(o->op), o->min_len, o->out ? "; no overlaid trace written" : "");
     if (rc == 0 && res.npat && o->out) rc = write_overlay(o, r->m.path, s, &g, &res, &r->m);
-    if (rc == 0) hta_table_print(&t, o->format, stdout);
-    hta_table_free(&t);
+    if (rc == 0) cli_hta_table_print(&t, o->format, stdout);
+    cli_hta_table_free(&t);
     result_free(&res);
     graph_free(&g);
     return rc;
 }
 
-int kseq_main(int argc, char **argv) {
-    kseq_opts o = {NULL, NULL, 3, 5, 0, CL_TABLE, 0};
+int cli_kseq_main(int argc, char **argv) {
+    kseq_opts o = {NULL, NULL, 3, 5, 0, CLI_TABLE, 0};
     int first = 0, seq = 0;
     for (int c; (c = cli_getopt(argc, argv, ":n:f:o:qhV", cmd_kernels_options, &first)) != -1;) {
         unsigned long long v;
@@ -949,30 +951,30 @@ int kseq_main(int argc, char **argv) {
             o.quiet = 1;
             break;
         case 'f':
-            o.format = cl_parse_format(optarg);
+            o.format = cli_parse_format(optarg);
             if (o.format < 0) return cli_usage_error("kernels", "unknown --format", optarg);
             break;
-        case KSEQ_OPT_SEQUENCES:
+        case CLI_KSEQ_OPT_SEQUENCES:
             seq = 1;
             break;
-        case KSEQ_OPT_OPERATOR:
+        case CLI_KSEQ_OPT_OPERATOR:
             if (optarg[0] == '\0')
                 return cli_usage_error("kernels", "--operator needs a name", NULL);
             o.op = optarg;
             break;
-        case KSEQ_OPT_MIN_LEN:
+        case CLI_KSEQ_OPT_MIN_LEN:
             if (cli_parse_count("kernels", "--min-pattern-len", optarg, UINT32_MAX, &o.min_len))
                 return CLI_BAD_INPUT;
             break;
-        case KSEQ_OPT_TOP_K:
+        case CLI_KSEQ_OPT_TOP_K:
             if (cli_parse_count("kernels", "--top-k", optarg, SIZE_MAX, &o.top_k))
                 return CLI_BAD_INPUT;
             break;
-        case KSEQ_OPT_RANK:
+        case CLI_KSEQ_OPT_RANK:
             if (cli_parse_count("kernels", "--rank", optarg, INT64_MAX, &v)) return CLI_BAD_INPUT;
             o.rank = (int64_t)v;
             break;
-        case KSEQ_OPT_OUTPUT:
+        case CLI_KSEQ_OPT_OUTPUT:
             o.out = optarg;
             break;
         case '?':
@@ -994,11 +996,11 @@ int kseq_main(int argc, char **argv) {
         if (strcmp(argv[k], "-") == 0)
             return cli_usage_error("kernels", "with -o the trace is read twice: give a file, not",
                                    "-");
-    hta_set s;
-    if (hta_load(&s, "kernels", argv + first, (size_t)(argc - first), o.quiet) != 0)
+    cli_hta_set s;
+    if (cli_hta_load(&s, "kernels", argv + first, (size_t)(argc - first), o.quiet) != 0)
         return CLI_BAD_INPUT;
     int work = run(&o, &s);
-    hta_free(&s);
-    if (work == HTA_REPORTED) return CLI_BAD_INPUT;
+    cli_hta_free(&s);
+    if (work == CLI_HTA_REPORTED) return CLI_BAD_INPUT;
     return cli_finish("kernels", argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
 }

@@ -2,7 +2,7 @@
 #include "od_client.h"
 
 #include "common.h"
-#include "model.h"
+#include "model/model.h"
 #include "util/err.h"
 
 #include <dirent.h>
@@ -43,7 +43,7 @@ static long sock_pid(const char *name) {
     return pid;
 }
 
-int odc_list(const char *cmd, long **pids, int *stale) {
+int cli_odc_list(const char *cmd, long **pids, int *stale) {
     char dir[256], err[512];
     *pids = NULL;
     *stale = 0;
@@ -95,7 +95,7 @@ int odc_list(const char *cmd, long **pids, int *stale) {
     return (int)n;
 }
 
-int odc_connect(long pid, char *err, size_t errcap) {
+int cli_odc_connect(long pid, char *err, size_t errcap) {
     char dir[256];
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strobe__od_socket_dir(dir, sizeof dir) != 0 ||
@@ -121,7 +121,7 @@ int odc_connect(long pid, char *err, size_t errcap) {
     return fd;
 }
 
-int odc_output_path(const char *path, long pid, char *out, size_t cap) {
+int cli_odc_output_path(const char *path, long pid, char *out, size_t cap) {
     char abs[STROBE__OD_MAX_PATH];
     int n;
     if (path[0] == '/') {
@@ -179,7 +179,7 @@ static long long count_events(const char *path) {
 }
 
 /* Handles one reply line of target t. */
-static void on_line(odc_target *t, const strobe__od_request *req, int no_wait) {
+static void on_line(cli_odc_target *t, const strobe__od_request *req, int no_wait) {
     char w0[16], v[STROBE__OD_MAX_LINE];
     if (strobe__od_word0(t->line, t->len, w0, sizeof w0) != 0) w0[0] = '\0';
     if (strcmp(w0, "ok") == 0) {
@@ -221,8 +221,8 @@ static void on_line(odc_target *t, const strobe__od_request *req, int no_wait) {
     }
 }
 
-int odc_run(odc_target *t, size_t n, const strobe__od_request *req, int64_t timeout_ms,
-            int no_wait) {
+int cli_odc_run(cli_odc_target *t, size_t n, const strobe__od_request *req, int64_t timeout_ms,
+                int no_wait) {
     signal(SIGPIPE, SIG_IGN);
     for (size_t i = 0; i < n; i++) {
         char err[512], line[STROBE__OD_MAX_LINE + 1];
@@ -239,7 +239,7 @@ int odc_run(odc_target *t, size_t n, const strobe__od_request *req, int64_t time
             t[i].outcome = 2;
             continue;
         }
-        t[i].fd = odc_connect(t[i].pid, err, sizeof err);
+        t[i].fd = cli_odc_connect(t[i].pid, err, sizeof err);
         if (t[i].fd < 0) {
             printf("%ld: did not trace: %s\n", t[i].pid, err);
             t[i].outcome = 2;
@@ -269,7 +269,7 @@ int odc_run(odc_target *t, size_t n, const strobe__od_request *req, int64_t time
         if (rc < 0 && errno != EINTR) break;
         for (size_t k = 0; rc > 0 && k < m; k++) {
             if (pf[k].revents == 0) continue;
-            odc_target *x = &t[map[k]];
+            cli_odc_target *x = &t[map[k]];
             ssize_t r = read(x->fd, x->line + x->len, sizeof x->line - x->len);
             if (r <= 0) {
                 printf("%ld: did not trace: the process %s before the trace was written\n", x->pid,

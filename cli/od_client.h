@@ -11,14 +11,14 @@
 /* Lists the pids with a socket in the socket folder, ascending, into a malloc()ed array.
  * Sockets whose process is gone are removed (and counted in *stale). @return the count, or a
  * negative STROBE_E* code with a message on stderr (the folder is unusable). */
-int odc_list(const char *cmd, long **pids, int *stale);
+int cli_odc_list(const char *cmd, long **pids, int *stale);
 
 /* Connects to pid's endpoint. @return the socket, or a negative STROBE_E* code with a reason in
  * err. */
-int odc_connect(long pid, char *err, size_t errcap);
+int cli_odc_connect(long pid, char *err, size_t errcap);
 
-/* One exchange with one process, for odc_run(). */
-typedef struct odc_target {
+/* One exchange with one process, for cli_odc_run(). */
+typedef struct cli_odc_target {
     long pid;
     int fd;                         /* -1 once finished */
     char line[STROBE__OD_MAX_LINE]; /* the partial reply being read */
@@ -26,19 +26,19 @@ typedef struct odc_target {
     int accepted; /* an "ok" came */
     int outcome;  /* 0 waiting, 1 done, 2 did not trace */
     char output[STROBE__OD_MAX_PATH];
-} odc_target;
+} cli_odc_target;
 
 /* Sends each target its request (req with output set per target) and waits until each has
  * answered "done", "failed" or "error", or left, or timeout_ms passed (then it is reported as
  * still running, and its trace may still be written). With no_wait, the "ok" ends the wait.
  * One line per process on stdout. @return CLI exit code: 0 when every process traced (or, with
  * no_wait, accepted), 1 otherwise. */
-int odc_run(odc_target *t, size_t n, const strobe__od_request *req, int64_t timeout_ms,
-            int no_wait);
+int cli_odc_run(cli_odc_target *t, size_t n, const strobe__od_request *req, int64_t timeout_ms,
+                int no_wait);
 
 /* Makes `path` absolute (against the working directory) into out; with pid >= 0 inserts ".PID"
  * before the file name's first dot (or appends it). @return 0, STROBE_ERANGE (too long) or
  * STROBE_ESYS (no working directory). */
-int odc_output_path(const char *path, long pid, char *out, size_t cap);
+int cli_odc_output_path(const char *path, long pid, char *out, size_t cap);
 
 #endif

@@ -9,7 +9,7 @@
 #include "report.h"
 
 /* clang-format off */
-const char report_page_css[] =
+const char cli_report_page_css[] =
     "body { font: 14px/1.4 system-ui, sans-serif; margin: 0 24px 40px; color: #1d2330; background: #fff; }\n"
     "header { border-bottom: 2px solid #3b5bdb; margin-bottom: 8px; }\n"
     "h1 { font-size: 22px; margin: 16px 0 0; word-break: break-all; }\n"
@@ -43,13 +43,13 @@ const char report_page_css[] =
     "#script-error { background: #ffe3e3; border-left: 4px solid #e03131; padding: 6px 10px; }\n"
     "pre { background: #f4f5f8; padding: 6px; overflow-x: auto; font-size: 12px; }\n";
 
-const char report_page_body[] =
+const char cli_report_page_body[] =
     "<script>window.addEventListener(\"error\", function (e) { var d = document.documentElement; d.setAttribute(\"data-script-errors\", String(Number(d.getAttribute(\"data-script-errors\") || 0) + 1)); var p = document.getElementById(\"script-error\"); if (!p) { p = document.createElement(\"p\"); p.id = \"script-error\"; document.body.insertBefore(p, document.body.firstChild); } p.textContent = \"The report's script failed: \" + e.message; });</script>\n"
     "<nav><a href=\"#overview\">Overview</a><a href=\"#steps\">Steps</a><a href=\"#tb-gpu\">GPU Summary</a><a href=\"#utilization\">Utilization</a><a href=\"#memory\">Memory</a><a href=\"#hta\">Breakdowns</a><a href=\"#operators\">Operators</a><a href=\"#kernels\">Kernels</a><a href=\"#heap\">Heap</a><a href=\"#ranks\">Ranks</a><a href=\"#flame\">Flame graph</a><a href=\"#warnings\">Warnings</a><a href=\"#metadata\">Metadata</a></nav>\n"
     "<noscript><p class=\"warn\">This report draws its tables and charts with its inline script: allow scripts to see them.</p></noscript>\n"
     "<section id=\"overview\"><h2>Overview</h2><div class=\"body\"></div></section>\n"
     "<section id=\"steps\"><h2>Step time breakdown</h2><div class=\"body\"></div></section>\n"
-    REPORT_TB_MARK "\n"
+    CLI_REPORT_TB_MARK "\n"
     "<section id=\"utilization\"><h2>Device utilization over time</h2><div class=\"body\"></div></section>\n"
     "<section id=\"memory\"><h2>Memory over time</h2><div class=\"body\"></div></section>\n"
     "<section id=\"hta\"><h2>HTA breakdowns</h2><div class=\"body\"></div></section>\n"
@@ -57,11 +57,11 @@ const char report_page_body[] =
     "<section id=\"kernels\"><h2>Kernels</h2><div class=\"body\"></div></section>\n"
     "<section id=\"heap\"><h2>Heap allocation sites</h2><div class=\"body\"></div></section>\n"
     "<section id=\"ranks\"><h2>Ranks</h2><div class=\"body\"></div></section>\n"
-    "<section id=\"flame\"><h2>Flame graph</h2>" REPORT_FLAME_MARK "</section>\n"
+    "<section id=\"flame\"><h2>Flame graph</h2>" CLI_REPORT_FLAME_MARK "</section>\n"
     "<section id=\"warnings\"><h2>Warnings</h2><div class=\"body\"></div></section>\n"
     "<section id=\"metadata\"><h2>Metadata</h2><div class=\"body\"></div></section>\n";
 
-const char report_page_script[] =
+const char cli_report_page_script[] =
     "\"use strict\";\n"
     "(function () {\n"
     "  var D = JSON.parse(document.getElementById(\"strobe-data\").textContent);\n"

@@ -5,11 +5,11 @@
  * reads the same data whatever the page's main script does. */
 #include "report.h"
 
-const char report_tb_body[] =
+const char cli_report_tb_body[] =
     "<section id=\"tb-gpu\"><h2>GPU Summary and recommendations (TensorBoard plugin)</h2>"
     "<div class=\"body\"></div></section>\n";
 
-const char report_tb_script[] =
+const char cli_report_tb_script[] =
     "\"use strict\";\n"
     "(function () {\n"
     "  var D = JSON.parse(document.getElementById(\"strobe-data\").textContent);\n"

@@ -17,8 +17,8 @@
 /* HTA's row order of a row with a stream: file order, and when restricted the kept kernels
  * (GPUKernelFilter rows) before the CPU rows that have a stream (HTA concatenates them so; its
  * MTIA branch keeps a set of row indices: file order). */
-static uint64_t row_order(const hta_set *s, const md_model *m, const md_event *e, uint32_t ev) {
-    return (s->restricted && !s->mtia && !hta_is_gpu_row(m, e) ? (uint64_t)1 << 32 : 0) + ev;
+static uint64_t row_order(const cli_hta_set *s, const md_model *m, const md_event *e, uint32_t ev) {
+    return (s->restricted && !s->mtia && !cli_hta_is_gpu_row(m, e) ? (uint64_t)1 << 32 : 0) + ev;
 }
 
 /* The pid and tid of event ev's thread, as numbers (0 for a string id that is not one). */
@@ -33,7 +33,7 @@ static void event_ids(const md_model *m, uint32_t ev, int64_t *pid, int64_t *tid
 typedef struct kref {
     int64_t corr;
     uint64_t order;
-    const hta_row *w;
+    const cli_hta_row *w;
 } kref;
 
 static int by_kref(const void *a, const void *b) {
@@ -43,16 +43,16 @@ static int by_kref(const void *a, const void *b) {
 }
 
 static int by_qpoint(const void *a, const void *b) {
-    const hta_qpoint *x = a, *y = b;
+    const cli_hta_qpoint *x = a, *y = b;
     if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
     if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int push_qpoint(hta_queue *q, size_t *cap, hta_qpoint p) {
+static int push_qpoint(cli_hta_queue *q, size_t *cap, cli_hta_qpoint p) {
     if (q->n == *cap) {
         size_t c = *cap ? 2 * *cap : 64;
-        hta_qpoint *g = realloc(q->p, c * sizeof *g);
+        cli_hta_qpoint *g = realloc(q->p, c * sizeof *g);
         if (g == NULL) return STROBE_ENOMEM;
         q->p = g;
         *cap = c;
@@ -74,7 +74,7 @@ static size_t first_kref(const kref *ks, size_t n, int64_t corr) {
     return lo;
 }
 
-int hta_queue_series(const hta_set *s, const hta_rank *r, hta_queue *q) {
+int cli_hta_queue_series(const cli_hta_set *s, const cli_hta_rank *r, cli_hta_queue *q) {
     const md_model *m = &r->m;
     memset(q, 0, sizeof *q);
     size_t nk = 0, nl = 0, nks = 0, nlc = 0, cap = 0;
@@ -88,12 +88,13 @@ int hta_queue_series(const hta_set *s, const hta_rank *r, hta_queue *q) {
     /* Correlations with a GPUKernelFilter row, before the restriction. */
     for (size_t i = 0; i < m->count; i++) {
         const md_event e_ev = md_at(m, i), *e = &e_ev;
-        if (hta_is_row(m, e) && hta_is_gpu_row(m, e) && e->corr != -1) linked[nl++] = e->corr;
+        if (cli_hta_is_row(m, e) && cli_hta_is_gpu_row(m, e) && e->corr != -1)
+            linked[nl++] = e->corr;
     }
-    hta_sort_i64(linked, nl);
+    cli_hta_sort_i64(linked, nl);
     /* The kernels by correlation, in HTA's row order, each copy once. */
     for (size_t k = 0; k < r->count; k++) {
-        const hta_row *w = &r->rows[k];
+        const cli_hta_row *w = &r->rows[k];
         const md_event e_ev = md_at(m, w->ev), *e = &e_ev;
         for (uint32_t c = 0; c < w->mult; c++)
             ks[nks++] = (kref){e->corr, row_order(s, m, e, w->ev), w};
@@ -102,37 +103,37 @@ int hta_queue_series(const hta_set *s, const hta_rank *r, hta_queue *q) {
     /* Launches, in HTA's row order (kept kernels' rows first when restricted, then CPU rows):
      * +1 on the stream of each kernel of their correlation. */
     for (int pass = 0; rc == 0 && pass < 2; pass++) {
-        hta_row cw;
+        cli_hta_row cw;
         for (size_t k = 0, ev = 0;
-             rc == 0 && (pass == 0 ? k < r->count : hta_cpu_next(r, &ev, &cw)); k++, ev++) {
-            const hta_row *w = pass == 0 ? &r->rows[k] : &cw;
+             rc == 0 && (pass == 0 ? k < r->count : cli_hta_cpu_next(r, &ev, &cw)); k++, ev++) {
+            const cli_hta_row *w = pass == 0 ? &r->rows[k] : &cw;
             const md_event e_ev = md_at(m, w->ev), *e = &e_ev;
-            if (!hta_is_launch(md_str(m, e->name)) || hta_is_gpu_row(m, e) || e->corr == -1 ||
-                hta_find_i64(linked, nl, e->corr) < 0)
+            if (!cli_hta_is_launch(md_str(m, e->name)) || cli_hta_is_gpu_row(m, e) ||
+                e->corr == -1 || cli_hta_find_i64(linked, nl, e->corr) < 0)
                 continue;
             lc[nlc++] = e->corr;
             uint64_t order =
                 (s->restricted && !s->mtia && pass == 1 ? (uint64_t)1 << 32 : 0) + w->ev;
             for (size_t j = first_kref(ks, nks, e->corr);
                  rc == 0 && j < nks && ks[j].corr == e->corr; j++) {
-                hta_qpoint p = {
-                    .ts = w->ts, .stream = hta_stream(r, ks[j].w->ev), .len = 1, .seq = order};
+                cli_hta_qpoint p = {
+                    .ts = w->ts, .stream = cli_hta_stream(r, ks[j].w->ev), .len = 1, .seq = order};
                 event_ids(m, ks[j].w->ev, &p.pid, &p.tid);
                 rc = push_qpoint(q, &cap, p);
             }
         }
     }
-    hta_sort_i64(lc, nlc);
+    cli_hta_sort_i64(lc, nlc);
     /* Kernels: -1 when a launch has their correlation (HTA's semi-join), else counted apart. */
     for (size_t k = 0; rc == 0 && k < nks; k++) {
-        if (ks[k].corr == -1 || hta_find_i64(lc, nlc, ks[k].corr) < 0) {
+        if (ks[k].corr == -1 || cli_hta_find_i64(lc, nlc, ks[k].corr) < 0) {
             q->unlaunched++;
             continue;
         }
-        hta_qpoint p = {.ts = ks[k].w->ts,
-                        .stream = hta_stream(r, ks[k].w->ev),
-                        .len = -1,
-                        .seq = ((uint64_t)1 << 40) + ks[k].order};
+        cli_hta_qpoint p = {.ts = ks[k].w->ts,
+                            .stream = cli_hta_stream(r, ks[k].w->ev),
+                            .len = -1,
+                            .seq = ((uint64_t)1 << 40) + ks[k].order};
         event_ids(m, ks[k].w->ev, &p.pid, &p.tid);
         rc = push_qpoint(q, &cap, p);
     }
@@ -149,11 +150,11 @@ out:
     free(linked);
     free(lc);
     free(ks);
-    if (rc) hta_queue_free(q);
+    if (rc) cli_hta_queue_free(q);
     return rc;
 }
 
-void hta_queue_free(hta_queue *q) {
+void cli_hta_queue_free(cli_hta_queue *q) {
     free(q->p);
     memset(q, 0, sizeof *q);
 }
@@ -162,7 +163,7 @@ void hta_queue_free(hta_queue *q) {
 
 static const char bw_key[] = "memory bandwidth (GB/s)";
 
-int hta_bw_args(const char *cmd, const char *path, hta_bw_arg **out, size_t *n) {
+int cli_hta_bw_args(const char *cmd, const char *path, cli_hta_bw_arg **out, size_t *n) {
     static const char *const keys[] = {bw_key};
     *out = NULL;
     *n = 0;
@@ -187,7 +188,7 @@ int hta_bw_args(const char *cmd, const char *path, hta_bw_arg **out, size_t *n) 
         if (v.type != STROBE_RD_T_NUMBER || strobe_rd_value_double(&v, &d) != 0) continue;
         if (*n == cap) {
             size_t c = cap ? 2 * cap : 64;
-            hta_bw_arg *g = realloc(*out, c * sizeof *g);
+            cli_hta_bw_arg *g = realloc(*out, c * sizeof *g);
             if (g == NULL) {
                 rc = STROBE_ENOMEM;
                 break;
@@ -195,7 +196,7 @@ int hta_bw_args(const char *cmd, const char *path, hta_bw_arg **out, size_t *n) 
             *out = g;
             cap = c;
         }
-        (*out)[(*n)++] = (hta_bw_arg){e->index, d};
+        (*out)[(*n)++] = (cli_hta_bw_arg){e->index, d};
     }
     if (rc < 0 && rc != STROBE_ENOMEM) {
         const char *why =
@@ -213,7 +214,7 @@ int hta_bw_args(const char *cmd, const char *path, hta_bw_arg **out, size_t *n) 
      * begins; sort to be sure. */
     for (size_t k = 1; k < *n; k++) {
         if ((*out)[k - 1].index <= (*out)[k].index) continue;
-        hta_bw_arg t = (*out)[k];
+        cli_hta_bw_arg t = (*out)[k];
         size_t j = k;
         while (j > 0 && (*out)[j - 1].index > t.index) {
             (*out)[j] = (*out)[j - 1];
@@ -225,16 +226,16 @@ int hta_bw_args(const char *cmd, const char *path, hta_bw_arg **out, size_t *n) 
 }
 
 /* HTA's get_memory_kernel_type of name, into kind. */
-static void memory_kind(const char *name, char kind[HTA_BW_KIND_MAX]) {
+static void memory_kind(const char *name, char kind[CLI_HTA_BW_KIND_MAX]) {
     if (strncmp(name, "Memset", 6) == 0)
-        snprintf(kind, HTA_BW_KIND_MAX, "Memset");
+        snprintf(kind, CLI_HTA_BW_KIND_MAX, "Memset");
     else if (strncmp(name, "Memcpy", 6) != 0)
-        snprintf(kind, HTA_BW_KIND_MAX, "Memcpy Unknown");
+        snprintf(kind, CLI_HTA_BW_KIND_MAX, "Memcpy Unknown");
     else
-        snprintf(kind, HTA_BW_KIND_MAX, "%.11s", name);
+        snprintf(kind, CLI_HTA_BW_KIND_MAX, "%.11s", name);
 }
 
-static double bw_of(const hta_bw_arg *a, size_t na, uint64_t index) {
+static double bw_of(const cli_hta_bw_arg *a, size_t na, uint64_t index) {
     size_t lo = 0, hi = na;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -247,7 +248,7 @@ static double bw_of(const hta_bw_arg *a, size_t na, uint64_t index) {
 }
 
 static int by_bwpoint(const void *a, const void *b) {
-    const hta_bwpoint *x = a, *y = b;
+    const cli_hta_bwpoint *x = a, *y = b;
     if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
     if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
     return (x->seq > y->seq) - (x->seq < y->seq);
@@ -257,7 +258,8 @@ static int by_kind(const void *a, const void *b) {
     return strcmp((const char *)a, (const char *)b);
 }
 
-int hta_bw_series(const hta_set *s, const hta_rank *r, const hta_bw_arg *a, size_t na, hta_bw *b) {
+int cli_hta_bw_series(const cli_hta_set *s, const cli_hta_rank *r, const cli_hta_bw_arg *a,
+                      size_t na, cli_hta_bw *b) {
     const md_model *m = &r->m;
     memset(b, 0, sizeof *b);
     size_t nk = 0;
@@ -270,29 +272,29 @@ int hta_bw_series(const hta_set *s, const hta_rank *r, const hta_bw_arg *a, size
     /* The kinds, in name order (pandas' groupby). */
     for (size_t k = 0; k < r->count; k++) {
         const char *name = md_str(m, md_name_of(m, r->rows[k].ev));
-        if (hta_kernel_type(name) != HTA_MEMORY) continue;
-        char kind[HTA_BW_KIND_MAX];
+        if (cli_hta_kernel_type(name) != CLI_HTA_MEMORY) continue;
+        char kind[CLI_HTA_BW_KIND_MAX];
         memory_kind(name, kind);
         size_t j = 0;
         while (j < b->nkinds && strcmp(b->kinds[j], kind) != 0)
             j++;
         if (j < b->nkinds) continue;
         if (b->nkinds == capk) {
-            char(*g)[HTA_BW_KIND_MAX] = realloc(b->kinds, 2 * capk * sizeof *g);
+            char(*g)[CLI_HTA_BW_KIND_MAX] = realloc(b->kinds, 2 * capk * sizeof *g);
             if (g == NULL) goto oom;
             b->kinds = g;
             capk *= 2;
         }
-        memcpy(b->kinds[b->nkinds++], kind, HTA_BW_KIND_MAX);
+        memcpy(b->kinds[b->nkinds++], kind, CLI_HTA_BW_KIND_MAX);
     }
     cli_qsort(b->kinds, b->nkinds, sizeof *b->kinds, by_kind);
     /* Starts (HTA's first half of the concatenation) and ends, each in row order. */
     for (size_t k = 0; k < r->count; k++) {
-        const hta_row *w = &r->rows[k];
+        const cli_hta_row *w = &r->rows[k];
         const md_event e_ev = md_at(m, w->ev), *e = &e_ev;
         const char *name = md_str(m, e->name);
-        if (hta_kernel_type(name) != HTA_MEMORY) continue;
-        char kind[HTA_BW_KIND_MAX];
+        if (cli_hta_kernel_type(name) != CLI_HTA_MEMORY) continue;
+        char kind[CLI_HTA_BW_KIND_MAX];
         memory_kind(name, kind);
         size_t j = 0;
         while (strcmp(b->kinds[j], kind) != 0)
@@ -303,8 +305,8 @@ int hta_bw_series(const hta_set *s, const hta_rank *r, const hta_bw_arg *a, size
         double v = bw_of(a, na, e->index);
         uint64_t order = row_order(s, m, e, w->ev);
         for (uint32_t c = 0; c < w->mult; c++) {
-            b->p[b->n++] = (hta_bwpoint){w->ts, pid, j, v, order};
-            b->p[b->n++] = (hta_bwpoint){w->ts + dur, pid, j, -v, ((uint64_t)1 << 40) + order};
+            b->p[b->n++] = (cli_hta_bwpoint){w->ts, pid, j, v, order};
+            b->p[b->n++] = (cli_hta_bwpoint){w->ts + dur, pid, j, -v, ((uint64_t)1 << 40) + order};
         }
     }
     cli_qsort(b->p, b->n, sizeof *b->p, by_bwpoint);
@@ -316,11 +318,11 @@ int hta_bw_series(const hta_set *s, const hta_rank *r, const hta_bw_arg *a, size
     }
     return 0;
 oom:
-    hta_bw_free(b);
+    cli_hta_bw_free(b);
     return STROBE_ENOMEM;
 }
 
-void hta_bw_free(hta_bw *b) {
+void cli_hta_bw_free(cli_hta_bw *b) {
     free(b->p);
     free(b->kinds);
     memset(b, 0, sizeof *b);
@@ -341,7 +343,7 @@ static double quantile(const double *v, size_t n, double q) {
     return t >= 0.5 ? v[hi] - diff * (1.0 - t) : v[lo] + diff * t;
 }
 
-void hta_describe(double *v, size_t n, double out[8]) {
+void cli_hta_describe(double *v, size_t n, double out[8]) {
     double sum = 0, ss = 0;
     for (size_t i = 0; i < n; i++)
         sum += v[i];

@@ -21,8 +21,9 @@
  *     descendants'; device self and total likewise for all device work. op_agg.py: the
  *     operator view's tc_self_ratio = tc_self / device self, tc_total_ratio = tc_total / device
  *     total (0 when the denominator is 0).
- * Operators, their nesting and the device work each launched are strobe's (link.h), the same as
- * strobe summary's and the plugin's own operator view's (tests/cli/check_tb_operator_view.py).
+ * Operators, their nesting and the device work each launched are strobe's (model/oplink.h), the
+ * same as strobe summary's and the plugin's own operator view's
+ * (tests/cli/check_tb_operator_view.py).
  *
  * Contents: allowlists, device properties (and the memory rule), GPU metrics, operator tree,
  * the operator view's table. */
@@ -34,16 +35,16 @@
 #include <string.h>
 
 #include "emit.h"
-#include "link.h"
+#include "model/oplink.h"
 #include "reader/trace_reader.h"
-#include "step.h"
+#include "model/step.h"
 #include "common.h"
 #include "strobe/error.h"
 #include "util/table.h"
 
 /* ---- allowlists ----------------------------------------------------------------------------- */
 
-int cl_tb_tc_kernel(const char *name) {
+int cli_tb_tc_kernel(const char *name) {
     static const char *const pats[] = {"h884",
                                        "s884",
                                        "h1688",
@@ -67,7 +68,7 @@ int cl_tb_tc_kernel(const char *name) {
     return 0;
 }
 
-int cl_tb_tc_op(const char *name) {
+int cli_tb_tc_op(const char *name) {
     static const char *const ops[] = {"aten::_convolution",
                                       "aten::_convolution_nogroup",
                                       "aten::conv1d",
@@ -119,11 +120,11 @@ int cl_tb_tc_op(const char *name) {
     return 0;
 }
 
-double cl_tb_blocks_per_sm(const md_kargs *k) {
+double cli_tb_blocks_per_sm(const md_kargs *k) {
     return k && !isnan(k->blocks_per_sm) ? k->blocks_per_sm : 0;
 }
 
-double cl_tb_occupancy(const md_kargs *k) {
+double cli_tb_occupancy(const md_kargs *k) {
     return k && !isnan(k->occupancy) ? k->occupancy : 0;
 }
 
@@ -161,10 +162,10 @@ static void each_device(const md_model *m,
 
 /* The plugin finds a device's properties at its index in the array (_get_gpu_info). */
 static void fill_props(void *ctx, size_t k, const char *obj, size_t len) {
-    cl_tb_metrics *t = ctx;
+    cli_tb_metrics *t = ctx;
     if (k == 0) t->major0 = (int)member_int(obj, len, "computeMajor", -1);
     for (size_t g = 0; g < t->ngpus; g++) {
-        cl_tb_gpu *d = &t->gpus[g];
+        cli_tb_gpu *d = &t->gpus[g];
         if (d->id < 0 || (size_t)d->id != k) continue;
         strobe_rd_value v;
         size_t n = 0;
@@ -179,7 +180,7 @@ static void fill_props(void *ctx, size_t k, const char *obj, size_t len) {
 
 /* The memory rule: device k's totalGlobalMem against its peak. */
 typedef struct mem_ctx {
-    cl_tb_metrics *t;
+    cli_tb_metrics *t;
     const md_model *m;
 } mem_ctx;
 
@@ -224,7 +225,7 @@ static int by_endpoint(const void *a, const void *b) {
 }
 
 /* m->kargs is in event order: a binary search. */
-const md_kargs *cl_tb_kargs(const md_model *m, uint32_t i) {
+const md_kargs *cli_tb_kargs(const md_model *m, uint32_t i) {
     size_t lo = 0, hi = m->kargs_count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -242,7 +243,7 @@ static int64_t clip_len(int64_t s, int64_t e, int64_t S, int64_t E) {
 }
 
 /* One device's figures from its kernels k[0..n) (v: blocks per SM), in file order. */
-static int device_metrics(cl_tb_gpu *d, kspan *k, size_t n, const double *occ, const uint8_t *tc,
+static int device_metrics(cli_tb_gpu *d, kspan *k, size_t n, const double *occ, const uint8_t *tc,
                           int64_t S, int64_t E) {
     double span = E > S ? (double)(E - S) : 0;
     /* Est. Achieved Occupancy and the Tensor Core share: kernel by kernel, clipped to [S, E). */
@@ -304,11 +305,11 @@ static int device_metrics(cl_tb_gpu *d, kspan *k, size_t n, const double *occ, c
 }
 
 static int by_id(const void *a, const void *b) {
-    const cl_tb_gpu *x = a, *y = b;
+    const cli_tb_gpu *x = a, *y = b;
     return (x->id > y->id) - (x->id < y->id);
 }
 
-int cl_tb_metrics_get(const md_model *m, int64_t S, int64_t E, cl_tb_metrics *t) {
+int cli_tb_metrics_get(const md_model *m, int64_t S, int64_t E, cli_tb_metrics *t) {
     memset(t, 0, sizeof *t);
     t->major0 = -1;
     t->mem_dev = -1;
@@ -327,11 +328,11 @@ int cl_tb_metrics_get(const md_model *m, int64_t S, int64_t E, cl_tb_metrics *t)
         md_class c = md_class_of(m, (uint32_t)i);
         if (c.kind != MD_KERNEL || c.ph != 'X') continue;
         int64_t s = md_ts(m, (uint32_t)i), e = s + md_dur(m, (uint32_t)i);
-        int is_tc = cl_tb_tc_kernel(md_str(m, md_name_of(m, (uint32_t)i)));
+        int is_tc = cli_tb_tc_kernel(md_str(m, md_name_of(m, (uint32_t)i)));
         t->has_kernel = 1;
         all += (double)(e - s);
         if (is_tc) tc_all += (double)(e - s);
-        const md_kargs *a = cl_tb_kargs(m, (uint32_t)i);
+        const md_kargs *a = cli_tb_kargs(m, (uint32_t)i);
         if (a == NULL || a->device < 0) continue; /* the plugin places a kernel by its "device" */
         k[n] = (kspan){s, e, a->blocks_per_sm};
         occ[n] = a->occupancy;
@@ -346,7 +347,7 @@ int cl_tb_metrics_get(const md_model *m, int64_t S, int64_t E, cl_tb_metrics *t)
         while (g < t->ngpus && t->gpus[g].id != dev[i])
             g++;
         if (g < t->ngpus) continue;
-        cl_tb_gpu *gp = realloc(t->gpus, (t->ngpus + 1) * sizeof *gp);
+        cli_tb_gpu *gp = realloc(t->gpus, (t->ngpus + 1) * sizeof *gp);
         if (gp == NULL) {
             err = STROBE_ENOMEM;
             break;
@@ -395,16 +396,16 @@ int cl_tb_metrics_get(const md_model *m, int64_t S, int64_t E, cl_tb_metrics *t)
     }
     t->devices_used = (int)t->ngpus;
     if (!err) {
-        cl_tb_ops ops;
-        err = cl_tb_ops_get(m, 0, &ops);
+        cli_tb_ops ops;
+        err = cli_tb_ops_get(m, 0, &ops);
         if (!err) t->tc_eligible_ratio = ops.tc_eligible_ratio;
-        cl_tb_ops_free(&ops);
+        cli_tb_ops_free(&ops);
     }
-    if (err) cl_tb_metrics_free(t);
+    if (err) cli_tb_metrics_free(t);
     return err;
 }
 
-void cl_tb_metrics_free(cl_tb_metrics *t) {
+void cli_tb_metrics_free(cli_tb_metrics *t) {
     free(t->gpus);
     t->gpus = NULL;
     t->ngpus = 0;
@@ -412,12 +413,12 @@ void cl_tb_metrics_free(cl_tb_metrics *t) {
 
 /* ---- operator tree -------------------------------------------------------------------------- */
 
-int cl_tb_view_op(const md_model *m, uint32_t i) {
+int cli_tb_view_op(const md_model *m, uint32_t i) {
     if (md_kind_of(m, i) != MD_CPU_OP) return 0;
     const char *n = md_str(m, md_name_of(m, i));
     size_t len = strlen(n);
     int64_t step;
-    if (cl_step_number(n, &step)) return 0;
+    if (md_step_number(n, &step)) return 0;
     if (strncmp(n, "enumerate(DataLoader)#", 22) == 0 && len >= 9 &&
         strcmp(n + len - 9, ".__next__") == 0)
         return 0;
@@ -426,7 +427,7 @@ int cl_tb_view_op(const md_model *m, uint32_t i) {
            strcmp(n, "DistributedDataParallel.forward") != 0;
 }
 
-void cl_tb_ops_free(cl_tb_ops *t) {
+void cli_tb_ops_free(cli_tb_ops *t) {
     free(t->eligible);
     free(t->dev_self);
     free(t->dev_total);
@@ -439,7 +440,7 @@ void cl_tb_ops_free(cl_tb_ops *t) {
     memset(t, 0, sizeof *t);
 }
 
-int cl_tb_ops_get(const md_model *m, int totals, cl_tb_ops *t) {
+int cli_tb_ops_get(const md_model *m, int totals, cli_tb_ops *t) {
     size_t n = m->count ? m->count : 1;
     memset(t, 0, sizeof *t);
     t->eligible = calloc(n, 1);
@@ -460,8 +461,8 @@ int cl_tb_ops_get(const md_model *m, int totals, cl_tb_ops *t) {
     if (!t->eligible || !t->tc_self || !t->kern_self || !t->parent || !t->merged || !self ||
         !owner || !below)
         err = STROBE_ENOMEM;
-    if (!err) err = cl_cpu_tree(m, t->parent, self, t->merged);
-    if (!err) err = cl_link(m, owner);
+    if (!err) err = md_cpu_tree(m, t->parent, self, t->merged);
+    if (!err) err = md_link(m, owner);
     /* Device work to the operator that launched it (a merged one's to the event it joined). */
     for (size_t i = 0; i < m->count && !err; i++) {
         if (owner[i] == 0) continue;
@@ -476,20 +477,20 @@ int cl_tb_ops_get(const md_model *m, int totals, cl_tb_ops *t) {
         if (totals) t->dev_self[o] += d;
         if (c.kind == MD_KERNEL) {
             t->kern_self[o] += d;
-            if (cl_tb_tc_kernel(md_str(m, md_name_of(m, (uint32_t)i)))) t->tc_self[o] += d;
+            if (cli_tb_tc_kernel(md_str(m, md_name_of(m, (uint32_t)i)))) t->tc_self[o] += d;
         }
     }
     /* Totals, and eligibility (named, or launched a TC kernel; then up through CPU operators). */
     for (size_t i = 0; i < m->count && !err; i++) {
         int kind = md_kind_of(m, (uint32_t)i);
-        if (!cl_is_op(kind) || t->merged[i]) continue;
+        if (!md_is_op(kind) || t->merged[i]) continue;
         if (totals && (t->dev_self[i] || t->tc_self[i])) {
             for (uint32_t p = (uint32_t)i; p != MD_NONE; p = t->parent[p]) {
                 t->dev_total[p] += t->dev_self[i];
                 t->tc_total[p] += t->tc_self[i];
             }
         }
-        if (!(kind == MD_CPU_OP && cl_tb_tc_op(md_str(m, md_name_of(m, (uint32_t)i)))) &&
+        if (!(kind == MD_CPU_OP && cli_tb_tc_op(md_str(m, md_name_of(m, (uint32_t)i)))) &&
             t->tc_self[i] == 0)
             continue;
         t->eligible[i] = 1;
@@ -507,7 +508,7 @@ int cl_tb_ops_get(const md_model *m, int totals, cl_tb_ops *t) {
     for (size_t i = 0; i < m->count && !err; i++) {
         if (t->kern_self[i] == 0 || t->merged[i]) continue;
         if (t->eligible[i] && !below[i]) bottom += (double)t->kern_self[i];
-        if (cl_tb_view_op(m, (uint32_t)i)) all += (double)t->kern_self[i];
+        if (cli_tb_view_op(m, (uint32_t)i)) all += (double)t->kern_self[i];
     }
     t->tc_eligible_ratio = all > 0 ? bottom / all : 0;
     /* owner[i]: 1 + the operator, 0 where none; as the header says: the operator or MD_NONE. */
@@ -515,14 +516,14 @@ int cl_tb_ops_get(const md_model *m, int totals, cl_tb_ops *t) {
         owner[i] -= 1;
     free(self);
     free(below);
-    if (err) cl_tb_ops_free(t);
+    if (err) cli_tb_ops_free(t);
     return err;
 }
 
 /* ---- the operator view's table (summary --tensor-cores) ------------------------------------- */
 
 /* run_generator.py _generate_op_table, grouped by name (op_agg.py aggregate_ops): the operator
- * view's operators (cl_tb_view_op), not merged; calls, device self and total, host self and total
+ * view's operators (cli_tb_view_op), not merged; calls, device self and total, host self and total
  * summed; eligibility that of the name's first call (by start); the ratios of the sums. Sorted by
  * device self duration when the trace has device work, else by host self duration (the plugin's
  * order), then by name. */
@@ -551,10 +552,10 @@ static double pct(int64_t a, int64_t b) {
     return b > 0 ? 100.0 * (double)a / (double)b : 0;
 }
 
-int cl_tb_op_table(FILE *out, const md_model *m, size_t limit, int format, size_t name_width) {
-    int json = format == CL_JSON, table = format == CL_TABLE;
-    cl_tb_ops t;
-    int err = cl_tb_ops_get(m, 1, &t);
+int cli_tb_op_table(FILE *out, const md_model *m, size_t limit, int format, size_t name_width) {
+    int json = format == CLI_JSON, table = format == CLI_TABLE;
+    cli_tb_ops t;
+    int err = cli_tb_ops_get(m, 1, &t);
     if (err) return err;
     size_t nstr = m->strings.count ? m->strings.count : 1;
     uint32_t *row_of = malloc(nstr * sizeof *row_of);
@@ -563,17 +564,17 @@ int cl_tb_op_table(FILE *out, const md_model *m, size_t limit, int format, size_
     uint32_t *parent = malloc((m->count ? m->count : 1) * sizeof *parent);
     uint8_t *merged = calloc(m->count ? m->count : 1, 1);
     if (!row_of || !rows || !self || !parent || !merged) err = STROBE_ENOMEM;
-    if (!err) err = cl_cpu_tree(m, parent, self, merged);
+    if (!err) err = md_cpu_tree(m, parent, self, merged);
     size_t nrows = 0;
     int any_dev = 0;
     for (size_t k = 0; k < nstr && !err; k++)
         row_of[k] = MD_NONE;
     for (size_t i = 0; i < m->count && !err; i++) {
         if (t.dev_self[i]) any_dev = 1;
-        if (merged[i] || !cl_tb_view_op(m, (uint32_t)i)) continue;
+        if (merged[i] || !cli_tb_view_op(m, (uint32_t)i)) continue;
         if ((m->ev_flags[i] & (MD_F_TIME | MD_F_BAD)) != MD_F_TIME) continue;
         const md_event e = md_at(m, (uint32_t)i);
-        if (!cl_in_cpu_tree(m, &e)) continue;
+        if (!md_in_cpu_tree(m, &e)) continue;
         if (row_of[e.name] == MD_NONE) {
             rows[nrows] = (oprow){.name = e.name, .first = (uint32_t)i, .first_ts = e.ts};
             row_of[e.name] = (uint32_t)nrows++;
@@ -644,10 +645,10 @@ int cl_tb_op_table(FILE *out, const md_model *m, size_t limit, int format, size_
             }
             if (json) {
                 fprintf(out, "%s\n {\"Name\": ", k ? "," : "");
-                cl_json_str(out, md_str(m, r->name));
+                cli_json_str(out, md_str(m, r->name));
                 fprintf(out, ", \"Calls\": %" PRIu64, r->calls);
             } else {
-                cl_csv_str(out, md_str(m, r->name));
+                cli_csv_str(out, md_str(m, r->name));
                 fprintf(out, ",%" PRIu64, r->calls);
             }
             for (int c = 0; c < 4; c++) {
@@ -671,6 +672,6 @@ int cl_tb_op_table(FILE *out, const md_model *m, size_t limit, int format, size_
     free(self);
     free(parent);
     free(merged);
-    cl_tb_ops_free(&t);
+    cli_tb_ops_free(&t);
     return err;
 }

@@ -9,18 +9,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 
 /* Whether a kernel of this name uses Tensor Cores: its name contains one of the plugin's
  * patterns (tensor_core.py, TC_Allowlist: "h884", "s1688", "xmma_gemm" ...). */
-int cl_tb_tc_kernel(const char *name);
+int cli_tb_tc_kernel(const char *name);
 
 /* Whether an operator of this name is on the plugin's list of Tensor Core eligible operators
  * (tensor_core.py, TC_OP_Allowlist: "aten::conv2d", "aten::mm", "AddmmBackward" ...). */
-int cl_tb_tc_op(const char *name);
+int cli_tb_tc_op(const char *name);
 
 /* One device of the GPU Summary. Fractions are 0..1; occupancy is in percent, as the trace's. */
-typedef struct cl_tb_gpu {
+typedef struct cli_tb_gpu {
     int32_t id;
     char name[128];       /* deviceProperties' "name"; "" when none */
     int64_t mem;          /* totalGlobalMem, bytes; -1 when none */
@@ -31,12 +31,12 @@ typedef struct cl_tb_gpu {
     double tc_ratio;      /* Kernel Time using Tensor Cores; NAN when the trace has no kernel */
     uint64_t bps_kernels; /* kernels with a positive "blocks per SM" */
     uint64_t occ_kernels; /* kernels with a non-negative "est. achieved occupancy %" */
-} cl_tb_gpu;
+} cli_tb_gpu;
 
 /* The GPU figures of a trace over the steps' span [steps_s, steps_e) (the first step's start to
  * the last step's end, as strobe steps finds them). */
-typedef struct cl_tb_metrics {
-    cl_tb_gpu *gpus; /* by id */
+typedef struct cli_tb_metrics {
+    cli_tb_gpu *gpus; /* by id */
     size_t ngpus;
     int has_kernel;
     double tc_used_ratio;     /* TC kernels' share of all kernels' time (kernel_parser.py) */
@@ -46,45 +46,45 @@ typedef struct cl_tb_metrics {
     /* The first device (in the order the trace's [memory] events name them) whose peak "Total
      * Allocated" passes 90% of its totalGlobalMem (data.py), -1 when none; the peak and memory. */
     int64_t mem_dev, mem_peak, mem_total;
-} cl_tb_metrics;
+} cli_tb_metrics;
 
-/* Fills *out (free with cl_tb_metrics_free). @return 0 or STROBE_ENOMEM. */
-int cl_tb_metrics_get(const md_model *m, int64_t steps_s, int64_t steps_e, cl_tb_metrics *out);
-void cl_tb_metrics_free(cl_tb_metrics *t);
+/* Fills *out (free with cli_tb_metrics_free). @return 0 or STROBE_ENOMEM. */
+int cli_tb_metrics_get(const md_model *m, int64_t steps_s, int64_t steps_e, cli_tb_metrics *out);
+void cli_tb_metrics_free(cli_tb_metrics *t);
 
 /* The operator tree's Tensor Core figures (node.py OperatorNode.fill_stats), per event of
- * m->count: for operators of torch's CPU tree (link.h cl_cpu_tree), 0 elsewhere. */
-typedef struct cl_tb_ops {
+ * m->count: for operators of torch's CPU tree (model/oplink.h md_cpu_tree), 0 elsewhere. */
+typedef struct cli_tb_ops {
     uint8_t *eligible;             /* tc_eligible */
     int64_t *dev_self, *dev_total; /* device time (kernels, copies, memsets), ns */
     int64_t *tc_self, *tc_total;   /* time of Tensor Core kernels, ns */
     int64_t *kern_self;            /* kernels only, launched directly */
-    uint32_t *parent;              /* cl_cpu_tree's */
-    uint8_t *merged;               /* cl_cpu_tree's */
+    uint32_t *parent;              /* md_cpu_tree's */
+    uint8_t *merged;               /* md_cpu_tree's */
     uint32_t *owner; /* device work: the operator that launched it (not merged), else MD_NONE */
-    double tc_eligible_ratio; /* see cl_tb_metrics */
-} cl_tb_ops;
+    double tc_eligible_ratio; /* see cli_tb_metrics */
+} cli_tb_ops;
 
 /* Whether an operator is one of the operator view's rows (node.py is_operator_node): a CPU
  * operator but ProfilerStep#N, enumerate(DataLoader)#...__next__, Optimizer.* and
  * (Distributed)DataParallel.forward. */
-int cl_tb_view_op(const md_model *m, uint32_t i);
+int cli_tb_view_op(const md_model *m, uint32_t i);
 
-/* Fills *t (free with cl_tb_ops_free); dev_self, dev_total and tc_total only when `totals` is
+/* Fills *t (free with cli_tb_ops_free); dev_self, dev_total and tc_total only when `totals` is
  * set (NULL otherwise: the overview does not need them). @return 0 or STROBE_ENOMEM. */
-int cl_tb_ops_get(const md_model *m, int totals, cl_tb_ops *t);
-void cl_tb_ops_free(cl_tb_ops *t);
+int cli_tb_ops_get(const md_model *m, int totals, cli_tb_ops *t);
+void cli_tb_ops_free(cli_tb_ops *t);
 
 /* Event i's launch figures (model.h md_kargs), or NULL when it has none. */
-const md_kargs *cl_tb_kargs(const md_model *m, uint32_t i);
+const md_kargs *cli_tb_kargs(const md_model *m, uint32_t i);
 
 /* The kernel view's figures of one kernel event (kargs: its md_kargs, or NULL). */
-double cl_tb_blocks_per_sm(const md_kargs *k); /* 0 when absent, as the plugin fills None */
-double cl_tb_occupancy(const md_kargs *k);
+double cli_tb_blocks_per_sm(const md_kargs *k); /* 0 when absent, as the plugin fills None */
+double cli_tb_occupancy(const md_kargs *k);
 
 /* The operator view's table with its Tensor Core columns (strobe summary --tensor-cores): one row
- * per operator name, in format CL_TABLE, CL_CSV or CL_JSON (emit.h), its first `limit` rows
+ * per operator name, in format CLI_TABLE, CLI_CSV or CLI_JSON (emit.h), its first `limit` rows
  * (0: all), names cut at name_width in the table. @return 0 or STROBE_ENOMEM. */
-int cl_tb_op_table(FILE *out, const md_model *m, size_t limit, int format, size_t name_width);
+int cli_tb_op_table(FILE *out, const md_model *m, size_t limit, int format, size_t name_width);
 
 #endif

@@ -1,10 +1,10 @@
 """Builds strobe's Python package: strobe._strobe, a C extension that carries libstrobe.
 
-The extension is compiled from the repository's own sources (../src, ../cli), so nothing needs
-installing first: only a C compiler, the Python headers, setuptools and zlib's headers. The
-in-tree build backend (strobe_build.py) calls this file, so that `pip install
---no-build-isolation ./python` works offline without the `wheel` package; `python setup.py
-build_ext --inplace` works too, for development.
+The extension is compiled from the repository's own sources (../src, with the trace model in
+../src/model, and ../cli), so nothing needs installing first: only a C compiler, the Python
+headers, setuptools and zlib's headers. The in-tree build backend (strobe_build.py) calls this
+file, so that `pip install --no-build-isolation ./python` works offline without the `wheel`
+package; `python setup.py build_ext --inplace` works too, for development.
 
 Beside the extension, the build makes what `strobe record` preloads, from the same objects:
 strobe/lib/libstrobe_record.so (record_hook.c and malloc_hook.c over the library, as
@@ -43,21 +43,20 @@ def version():
 
 
 def sources():
-    """The library's sources as CMakeLists.txt assembles them, the trace reader and the CLI
-    (for strobe.load and `python -m strobe`), and the binding's own."""
+    """The library's sources as CMakeLists.txt assembles them, the trace reader, the trace model
+    and the CLI (for strobe.load and `python -m strobe`), and the binding's own."""
     if not os.path.isfile(os.path.join(ROOT, "src", "core", "session.c")):
         sys.exit("strobe: the library's sources are not at %s (set STROBE_SOURCE_DIR)" % ROOT)
     src = []
     # Every folder of src/ (a new one is found without a change here), but the preloaded
     # libraries (src/preload, and src/mpi, the MPI interposer preloaded by `strobe record --mpi`,
-    # built only where mpi.h is: programs of their own); of src/ itself backends.c, not the shared
-    # library's exported entry points (inject_export.c).
+    # built only where mpi.h is: programs of their own); not src/ itself, the shared library's
+    # exported entry points (inject_export.c). The backends' table is src/devices/backends.c.
     for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, "src")):
         dirnames[:] = sorted(d for d in dirnames if d not in ("preload", "mpi"))
         if os.path.samefile(dirpath, os.path.join(ROOT, "src")):
             continue
         src += sorted(os.path.join(dirpath, f) for f in filenames if f.endswith(".c"))
-    src.append(os.path.join(ROOT, "src", "backends.c"))
     src += sorted(p for p in glob.glob(os.path.join(ROOT, "cli", "*.c"))
                   if os.path.basename(p) != "main.c")
     src += sorted(glob.glob(os.path.join(HERE, "src", "*.c")))
@@ -214,13 +213,14 @@ class BuildExt(build_ext):
                 if src not in failed:
                     self.strobe_hook_objects[os.path.basename(src)] = o
             # The library's own objects, for the preloaded libraries: src/ but the trace reader
-            # (STROBE_SOURCES in CMakeLists.txt), not the CLI's nor the binding's.
+            # and the trace model (STROBE_SOURCES in CMakeLists.txt), not the CLI's nor the
+            # binding's.
             lib_src = os.path.join(ROOT, "src")
-            reader = os.path.join(lib_src, "reader")
+            offline = [os.path.join(lib_src, d) for d in ("reader", "model")]
             self.strobe_library_objects = [
                 o for o in objects
                 if os.path.commonpath([build[o][0], lib_src]) == lib_src
-                and os.path.commonpath([build[o][0], reader]) != reader]
+                and all(os.path.commonpath([build[o][0], d]) != d for d in offline)]
             return objects
 
         cc.compile = compile
@@ -335,8 +335,10 @@ class BuildExt(build_ext):
 
 cupti = cupti_include()
 macros = [("_GNU_SOURCE", None), ("STROBE_BUILDING", "1")]
-# Not cli/: its link.h would hide the system's <link.h>. Its sources find their own headers.
-include_dirs = [os.path.join(ROOT, "include"), os.path.join(ROOT, "src"), os.path.join(HERE, "src")]
+# The repository's root for the binding's "cli/cli.h" (cli_main()); the CLI's sources find their
+# own headers beside them, and the trace model's ("model/model.h") under src/.
+include_dirs = [os.path.join(ROOT, "include"), os.path.join(ROOT, "src"), ROOT,
+                os.path.join(HERE, "src")]
 if cupti:
     macros.append(("STROBE_HAVE_CUPTI_HEADERS", "1"))
     include_dirs.append(cupti)

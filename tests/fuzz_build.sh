@@ -5,9 +5,9 @@
 # Usage: fuzz_build.sh SOURCE_DIR WORK_DIR
 #
 # Writes into WORK_DIR: fuzz_reader (tests/fuzz_reader.c with the trace reader), fuzz_model
-# (tests/fuzz_model.c with the CLI's model, its subcommands check, info, summary, kernels, stacks and
-# convert, the HTA analyses kernels uses, the reader, the trace layer convert writes through, the
-# util layer, the log and the error table), both compiled with clang
+# (tests/fuzz_model.c with the trace model, src/model, the CLI's subcommands check, info, summary,
+# kernels, stacks and convert, the HTA analyses kernels uses, the reader, the trace layer convert
+# writes through, the util layer with the log and the error table), both compiled with clang
 # -fsanitize=fuzzer,address,undefined, and trace.dict (tokens of the trace format). FUZZ_CC picks the
 # compiler (default clang). Exits 0 when built, 77 when the compiler or libFuzzer is missing, 1 when
 # a harness does not compile.
@@ -33,13 +33,12 @@ fi
 FLAGS=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
     -fno-sanitize-recover=undefined -I"$SRC/include" -I"$SRC/src" -I"$SRC/src/reader" -I"$SRC/cli")
 READER=("$SRC"/src/reader/*.c)
-MODEL=("$SRC/cli/model.c" "$SRC/cli/common.c" "$SRC/cli/link.c" "$SRC/cli/emit.c"
+MODEL=("$SRC"/src/model/*.c "$SRC/cli/common.c" "$SRC/cli/emit.c"
     "$SRC/cli/cmd_check.c" "$SRC/cli/cmd_info.c" "$SRC/cli/cmd_summary.c" "$SRC/cli/cmd_kernels.c"
-    "$SRC/cli/cmd_stacks.c" "$SRC/cli/folded.c" "$SRC/cli/flame.c" "$SRC/cli/cmd_convert.c" "$SRC/cli/outfile.c" "$SRC/cli/merge.c"
-    "$SRC/cli/hta.c" "$SRC/cli/heap.c" "$SRC/cli/kseq.c" "$SRC/cli/tb.c" "$SRC/cli/idmap.c"
-    "$SRC/cli/step.c"
+    "$SRC/cli/cmd_stacks.c" "$SRC/cli/flame.c" "$SRC/cli/cmd_convert.c" "$SRC/cli/outfile.c" "$SRC/cli/merge.c"
+    "$SRC/cli/hta.c" "$SRC/cli/heap_print.c" "$SRC/cli/kseq.c" "$SRC/cli/tb.c" "$SRC/cli/idmap.c"
     "$SRC"/src/util/*.c
-    "$SRC"/src/trace/*.c "$SRC/src/core/log.c" "$SRC/src/core/error.c")
+    "$SRC"/src/trace/*.c)
 
 echo "building the harnesses with $("$CC" --version | head -n 1)"
 "$CC" "${FLAGS[@]}" "$SRC/tests/fuzz_reader.c" "${READER[@]}" -lz -o "$WORK/fuzz_reader" &

@@ -1,4 +1,4 @@
-/* fuzz_model.c: libFuzzer harness for the CLI's trace model (cli/model.c) and the subcommands
+/* fuzz_model.c: libFuzzer harness for the trace model (src/model/model.c) and the subcommands
  * that analyse it: check, info, summary, kernels, stacks, convert both ways, and flame graphs.
  *
  * Build and run: tests/fuzz_bounded.sh (30 s, a CTest test) or scripts/fuzz.sh --minutes N; both
@@ -22,7 +22,7 @@
 
 #include "cli.h"
 #include "flame.h"
-#include "model.h"
+#include "model/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

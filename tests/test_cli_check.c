@@ -19,7 +19,7 @@
 
 #include "check.h"
 #include "cli.h"
-#include "model.h"
+#include "model/model.h"
 
 static char out_path[4096];
 

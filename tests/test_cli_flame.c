@@ -13,7 +13,7 @@
 
 #include "check.h"
 #include "flame.h"
-#include "model.h"
+#include "model/model.h"
 #include "strobe/error.h"
 
 static const char one[] =

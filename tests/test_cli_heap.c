@@ -1,4 +1,4 @@
-/* test_cli_heap.c: cli/heap.h, strobe record --heap's allocation sites read back from a trace:
+/* test_cli_heap.c: model/heap.h, strobe record --heap's allocation sites read back from a trace:
  * two processes whose sites share a stack are one site (sums and peaks added), the totals add up,
  * the order by peak and by bytes, the weight of a sampled [memory] event (and the summary's
  * memory columns weighed by it), and bad JSON refused.
@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "heap.h"
-#include "model.h"
+#include "model/heap.h"
+#include "model/model.h"
 #include "rows.h"
 #include "strobe/error.h"
 
@@ -44,8 +44,8 @@ int main(void) {
     REQUIRE(md_load_mem(&m, trace, sizeof trace - 1, "heap.json") == 0);
     REQUIRE(m.heap_json != NULL);
 
-    cli_heap h;
-    CHECK_EQ(cli_heap_read(m.heap_json, &h), 0);
+    md_heap h;
+    CHECK_EQ(md_heap_read(m.heap_json, &h), 0);
     CHECK_EQ(h.processes, 2);
     CHECK_EQ(h.sample_rate, 1000);
     CHECK_EQ(h.calls, 14);
@@ -57,41 +57,41 @@ int main(void) {
     CHECK_EQ(h.site_count, 4);
     CHECK_EQ(h.n, 2);
     /* By peak: B (2990) before A (300 + 20); by bytes: A (4020) first. */
-    cli_heap_sort(&h, 1);
+    md_heap_sort(&h, 1);
     CHECK_STR(h.sites[0].frames[0], "b \"q\" (x.c:2)");
     CHECK_EQ(h.sites[1].calls, 7);
     CHECK_EQ(h.sites[1].bytes, 4020);
     CHECK_EQ(h.sites[1].peak, 320);
     CHECK_EQ(h.sites[1].nframes, 2);
     CHECK_STR(h.sites[1].frames[1], "main (x.c:9)");
-    cli_heap_sort(&h, 0);
+    md_heap_sort(&h, 0);
     CHECK_STR(h.sites[0].frames[0], "a (x.c:1)");
-    cli_heap_free(&h);
+    md_heap_free(&h);
 
     /* The weights: below the rate, bytes / (1 - exp(-bytes / rate)), frees too; at or above it,
      * the bytes. */
-    CHECK_EQ(cli_heap_rate(m.heap_json), 1000);
-    CHECK_EQ(cli_heap_weigh(500, 1000), llround(500 / (1 - exp(-0.5))));
-    CHECK_EQ(cli_heap_weigh(-500, 1000), -llround(500 / (1 - exp(-0.5))));
-    CHECK_EQ(cli_heap_weigh(2000, 1000), 2000);
-    CHECK_EQ(cli_heap_weigh(500, 0), 500);
+    CHECK_EQ(md_heap_rate(m.heap_json), 1000);
+    CHECK_EQ(md_heap_weigh(500, 1000), llround(500 / (1 - exp(-0.5))));
+    CHECK_EQ(md_heap_weigh(-500, 1000), -llround(500 / (1 - exp(-0.5))));
+    CHECK_EQ(md_heap_weigh(2000, 1000), 2000);
+    CHECK_EQ(md_heap_weigh(500, 0), 500);
 
     /* The summary's memory columns weigh the sampled events: 1271 + 2000 bytes in "op". */
     char *text = NULL;
     size_t len = 0, rows = 0;
     FILE *out = open_memstream(&text, &len);
     REQUIRE(out != NULL);
-    CHECK_EQ(cl_summary_json(out, &m, 0, &rows), 0);
+    CHECK_EQ(cli_summary_json(out, &m, 0, &rows), 0);
     fclose(out);
     CHECK(strstr(text, "3271") != NULL);
     if (strstr(text, "3271") == NULL) printf("summary: %s\n", text);
     free(text);
 
     /* Bad JSON: refused, nothing kept. */
-    CHECK_EQ(cli_heap_read("{\"sites\": [{\"stack\": [1}]}", &h), STROBE_EINVAL);
+    CHECK_EQ(md_heap_read("{\"sites\": [{\"stack\": [1}]}", &h), STROBE_EINVAL);
     CHECK_EQ(h.n, 0);
-    CHECK_EQ(cli_heap_read("[1]", &h), STROBE_EINVAL);
-    CHECK_EQ(cli_heap_read(NULL, &h), 1);
+    CHECK_EQ(md_heap_read("[1]", &h), STROBE_EINVAL);
+    CHECK_EQ(md_heap_read(NULL, &h), 1);
     md_free(&m);
     return check_result();
 }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "core/hooks.h"
 #include "core/torch_api.h"
 #include "strobe/strobe.h"
@@ -1044,7 +1045,7 @@ static PyObject *mod_cli(PyObject *m, PyObject *arg) {
     fflush(stdout);
     fflush(stderr);
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = strobe_py_cli_main((int)n, argv);
+    Py_BEGIN_ALLOW_THREADS rc = cli_main((int)n, argv);
     fflush(stdout);
     fflush(stderr);
     Py_END_ALLOW_THREADS free(argv);

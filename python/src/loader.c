@@ -1,12 +1,12 @@
-/* loader.c: strobe.load(path): a trace read by the CLI's model (cli/model.c, streaming, any format
- * the CLI reads) turned into the tuples Result.events() gives, so that strobe.profiler's
+/* loader.c: strobe.load(path): a trace read by the trace model (src/model/model.c, streaming, any
+ * format the CLI reads) turned into the tuples Result.events() gives, so that strobe.profiler's
  * key_averages() and events() work on it as on a session's result. */
 #include "loader.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#include "../../cli/model.h"
+#include "model/model.h"
 #include "strobe/result.h"
 
 int strobe_py_load_init(void) {

@@ -1,5 +1,4 @@
-/* loader.h: strobe.load() over the CLI's trace model (cli/model.c), and `python -m strobe` (the
- * CLI's main, compiled in as strobe_py_cli_main). */
+/* loader.h: strobe.load() over the trace model (src/model/model.c). */
 #ifndef STROBE_PY_LOADER_H
 #define STROBE_PY_LOADER_H
 
@@ -11,8 +10,5 @@
  * Steals the reference to `keep` (the object that owns path). */
 PyObject *strobe_py_load(const char *path, PyObject *keep);
 int strobe_py_load_init(void);
-
-/* The CLI's main() (cli/main.c, renamed by cli_main.c). */
-int strobe_py_cli_main(int argc, char **argv);
 
 #endif

@@ -169,4 +169,26 @@ int64_t strobe__dec_time(const strobe__decoder *d, strobe__dec_thread *t, uint64
 /* The thread's module path as a JSON string (NULL when no module is open). */
 const char *strobe__dec_module_path(strobe__dec_thread *t, size_t *len);
 
+/* The size of the record at p (avail bytes left in its chunk), and in *starts_event (may be NULL)
+ * the number of events it starts. 0 for a record that cannot be read (unknown kind, or longer
+ * than what is left), which cannot happen unless memory was overwritten: the rest of the chunk is
+ * then skipped. Shared by the collector and the streaming decoder; defined in decode.c. */
+size_t strobe__rec_size_any(const char *p, size_t avail, int *starts_event);
+/* The two records a range is made of, read inline (stop decodes millions of them); the others
+ * through strobe__rec_size_any(). A chunk's records are 8-byte aligned: avail >= 8 here. */
+static inline size_t strobe__rec_size(const char *p, size_t avail, int *starts_event) {
+    uint64_t w0;
+    __builtin_memcpy(&w0, p, 8);
+    unsigned kind = STROBE__REC_KIND(w0);
+    if (kind == STROBE__REC_END) {
+        if (starts_event) *starts_event = 0;
+        return 8;
+    }
+    if (kind == STROBE__REC_BEGIN_SITE && avail >= 16) {
+        if (starts_event) *starts_event = 1;
+        return 16;
+    }
+    return strobe__rec_size_any(p, avail, starts_event);
+}
+
 #endif /* STROBE_CORE_DECODE_H */

@@ -1,6 +1,6 @@
 /* device.h: the seam between the session and the device backends (CUDA through CUPTI, in
- * src/devices/). The core knows backends only through this table, filled in src/backends.c, so that
- * the dependencies point one way (backends -> core). */
+ * src/devices/). The core knows backends only through this table, filled in
+ * src/devices/backends.c, so that the dependencies point one way (backends -> core). */
 #ifndef STROBE_DEVICE_H
 #define STROBE_DEVICE_H
 
@@ -62,7 +62,7 @@ int strobe__cuda_inject(void);
  * (no CUPTI, another subscriber, a build without the CUPTI headers). */
 int strobe__cuda_watch_profiler(void (*fn)(int start), char *why, size_t why_size);
 
-/* The backends this build has, NULL-terminated (src/backends.c). */
+/* The backends this build has, NULL-terminated (src/devices/backends.c). */
 extern const strobe__device_backend *const strobe__device_backends[];
 
 #endif

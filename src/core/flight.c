@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "stream.h"
 #include "stream_internal.h"
 #include "strobe/error.h"
@@ -49,7 +49,7 @@ void strobe__flight_ring_add(strobe__stream *st, strobe__chunk *c) {
         if (st->ring_head == NULL) st->ring_tail = NULL;
         st->ring_now -= st->s->chunk_bytes;
         st->ring_recycled++;
-        strobe__stream_pool_push(st, old);
+        strobe__chunk_pool_push(st, old);
     }
 }
 
@@ -150,7 +150,7 @@ int strobe__flight_dump(strobe__session *s, const char *path) {
         /* The chunks closed since the background thread last looked belong to the window; taken
          * after the copies, so that a chunk handed over while they were taken is in the ring,
          * whole, and the copy of its beginning is dropped. */
-        strobe__flight_ring_add(st, strobe__stream_queue_take(st));
+        strobe__flight_ring_add(st, strobe__chunk_queue_take(st));
         for (size_t i = 0; i < n; i++) {
             strobe__chunk *tail;
             fakes[i].first = ring_chain(st, order[i], &tail);
@@ -263,7 +263,7 @@ void strobe__flight_release(strobe__stream *st) {
 }
 
 void strobe__flight_finish(strobe__stream *st) {
-    strobe__chunk *batch = strobe__stream_queue_take(st);
+    strobe__chunk *batch = strobe__chunk_queue_take(st);
     pthread_mutex_lock(&st->ring_lock);
     strobe__flight_ring_add(st, batch);
     for (strobe__tstate *t = st->s->threads; t; t = t->sess_next) {

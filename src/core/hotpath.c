@@ -11,13 +11,14 @@
  *   busy set and drops its record (counted in stats.signal_dropped) instead of interleaving with
  *   the interrupted record.
  *
- * Contents: enter/leave, buffer refill, filter stack, record writers, public entry points. */
+ * Contents: enter/leave, reserve (chunks.c refills), filter stack, record writers, public entry
+ * points. */
 #include <string.h>
 
+#include "chunks.h"
 #include "hooks.h"
 #include "record.h"
 #include "state.h"
-#include "stream.h"
 #include "strobe/instrument.h"
 #include "strobe/op.h"
 #include "util/json_check.h"
@@ -69,7 +70,7 @@ static int admit(strobe__tstate *t, int counts) {
     }
     if (UNLIKELY(t->full)) {
         /* A streaming session recycles chunks: the thread records again once one is free. */
-        if (t->sess->stream == NULL || !strobe__stream_refill(t, 0, 0)) {
+        if (t->sess->stream == NULL || !strobe__chunk_refill(t, 0, 0)) {
             t->dropped += (uint64_t)counts;
             leave(t);
             return 0;
@@ -115,41 +116,6 @@ static inline int fast_enter(strobe__tstate *t, unsigned mask, size_t need) {
         return 1;
     leave(t);
     return 0;
-}
-
-void strobe__mark_full(strobe__tstate *t) {
-    /* The reserve at the end of the current chunk always has room for the TRUNC record that
-     * tells the collector when this thread stopped recording. */
-    if (t->cur != NULL) {
-        *(uint64_t *)t->pos = STROBE__REC_WORD(STROBE__REC_TRUNC, strobe__now_raw());
-        strobe__pos_publish(t, t->pos + (8));
-    }
-    t->full = 1;
-    t->slow |= STROBE__SLOW_FULL;
-}
-
-int strobe__chunk_refill(strobe__tstate *t, size_t need, int counts) {
-    strobe__session *s = t->sess;
-    if (s->stream != NULL) return strobe__stream_refill(t, need, counts);
-    size_t cb = s->chunk_bytes;
-    uint64_t off = __atomic_fetch_add(&s->arena_next, (uint64_t)cb, __ATOMIC_RELAXED);
-    if (off + cb > s->arena_bytes || need > cb - STROBE__CHUNK_HDR - STROBE__CHUNK_RESERVE) {
-        strobe__mark_full(t); /* the cap is reached */
-        t->dropped += (uint64_t)counts;
-        return 0;
-    }
-    strobe__chunk *c = (strobe__chunk *)(s->arena + off);
-    c->next = NULL;
-    c->used = 0;
-    if (t->cur != NULL) {
-        t->cur->used = (uint64_t)(t->pos - (char *)(t->cur + 1));
-        t->cur->next = c;
-    } else {
-        t->first = c;
-    }
-    strobe__cur_publish(t, c, (char *)(c + 1));
-    t->end = (char *)c + cb - STROBE__CHUNK_RESERVE;
-    return 1;
 }
 
 /* Makes room for `need` bytes; 0 when the record must be dropped (already counted). */

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util/bigmem.h"
+#include "chunks.h"
 #include "details.h"
 #include "dist.h"
 #include "hooks.h"
@@ -142,7 +142,7 @@ static void session_free(strobe__session *s, int unmap_arena) {
     free(s->steps);
     strobe__sampler_free(s->sampler);
     strobe__stream_free(s);
-    if (unmap_arena) strobe__big_unmap(s->arena, s->arena_bytes);
+    if (unmap_arena) strobe__arena_unmap(s);
     strobe_result_free(s->result);
     free(s);
 }
@@ -475,17 +475,7 @@ static int begin_session(const strobe_config *user_cfg, int record) {
                       (cfg->with_flops ? STROBE__ACTIVE_FLOPS : 0) |
                       (cfg->with_modules ? STROBE__ACTIVE_MODULES : 0) |
                       (cfg->profile_memory ? STROBE__ACTIVE_MEMORY : 0);
-        s->arena = strobe__big_map(s->arena_bytes, 1);
-        if (s->arena == NULL) rc = STROBE_ENOMEM;
-    }
-    if (rc == 0 && cfg->prefault_bytes) {
-        /* Faulting pages in now keeps page faults out of the hot path for the first chunks. */
-        size_t pre = cfg->prefault_bytes < s->arena_bytes ? cfg->prefault_bytes : s->arena_bytes;
-#ifdef MADV_POPULATE_WRITE
-        if (madvise(s->arena, pre, MADV_POPULATE_WRITE) != 0)
-#endif
-            for (size_t off = 0; off < pre; off += 4096)
-                s->arena[off] = 0;
+        rc = strobe__arena_map(s, cfg->prefault_bytes);
     }
     if (rc) {
         session_free(s, 1);

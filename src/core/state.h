@@ -18,7 +18,7 @@
 #include "clock.h"
 #include "perf.h"
 #include "hooks.h"
-#include "log.h"
+#include "util/log.h"
 #include "record.h"
 #include "strobe/session.h"
 
@@ -207,15 +207,7 @@ void strobe__registry_sweep(void);
 /* Marks every state except the caller's as exited (in a child after fork). */
 void strobe__registry_after_fork_child(void);
 
-/* hotpath.c */
-/* Takes a new chunk for t (the current one is full). Writes a TRUNC record and marks the thread
- * full when the arena is exhausted, counting the lost record as a dropped event when `counts`.
- * @return 1 when a chunk with `need` free bytes is current. */
-int strobe__chunk_refill(strobe__tstate *t, size_t need, int counts);
-
-/* Ends t's recording for want of buffer: writes the TRUNC record (when t has a chunk) into the
- * reserve kept for it and sends t's records to the slow path, which drops and counts them. */
-void strobe__mark_full(strobe__tstate *t);
+/* chunks.c: strobe__chunk_refill() and strobe__mark_full() are in chunks.h. */
 
 /* Records a backend event (backend.c's entry point; times already on the session's clock). */
 void strobe__backend_record(int64_t start_ns, int64_t end_ns, int64_t debug_handle,
@@ -226,27 +218,6 @@ void strobe__backend_record(int64_t start_ns, int64_t end_ns, int64_t debug_hand
 
 /* collect.c */
 struct strobe_result;
-/* The size of the record at p (avail bytes left in its chunk), and in *starts_event (may be NULL)
- * the number of events it starts. 0 for a record that cannot be read (unknown kind, or longer
- * than what is left), which cannot happen unless memory was overwritten: the rest of the chunk is
- * then skipped. Shared by the collector and the streaming decoder. */
-size_t strobe__rec_size_any(const char *p, size_t avail, int *starts_event);
-/* The two records a range is made of, read inline (stop decodes millions of them); the others
- * through strobe__rec_size_any(). A chunk's records are 8-byte aligned: avail >= 8 here. */
-static inline size_t strobe__rec_size(const char *p, size_t avail, int *starts_event) {
-    uint64_t w0;
-    __builtin_memcpy(&w0, p, 8);
-    unsigned kind = STROBE__REC_KIND(w0);
-    if (kind == STROBE__REC_END) {
-        if (starts_event) *starts_event = 0;
-        return 8;
-    }
-    if (kind == STROBE__REC_BEGIN_SITE && avail >= 16) {
-        if (starts_event) *starts_event = 1;
-        return 16;
-    }
-    return strobe__rec_size_any(p, avail, starts_event);
-}
 /* Builds the result from the session's quiesced threads. @return 0 or STROBE_ENOMEM. */
 int strobe__collect(strobe__session *s, const strobe__clock_conv *conv, int64_t stop_ns,
                     struct strobe_result *r);

@@ -1,22 +1,16 @@
-/* stream.c: streaming output and the flight recorder (see stream.h): the chunk pool and queue,
- * the background thread, and the session's calls (start, run, finish, free). What the stream
- * writes is stream_out.c's; the flight recorder's ring and dumps are flight.c's; the symbols of
- * streamed stacks stream_sym.c's (all behind stream_internal.h).
+/* stream.c: streaming output and the flight recorder (see stream.h): the background thread, and
+ * the session's calls (start, run, finish, free). What the stream writes is stream_out.c's; the
+ * flight recorder's ring and dumps are flight.c's; the symbols of streamed stacks stream_sym.c's
+ * (all behind stream_internal.h).
  *
- * Contents: 1. chunk pool and queue (lock-free), 2. refill, 3. the background thread, 4. start,
- * finish, free.
+ * Contents: 1. the background thread, 2. start, finish, free. The chunk pool and queue and the
+ * refill that feeds them are chunks.c's.
  *
- * Why the pieces are shaped as they are:
- * - The free pool is a stack of chunk indexes with a tag in the head word, so that a pop that
- *   raced with a pop and a push (ABA) fails its compare-and-swap. Only the background thread (or
- *   stop) pushes; any recording thread pops. The queue of full chunks is a plain lock-free stack
- *   that the background thread empties at once and reverses: every thread pushes its own chunks
- *   in order, so the reversed batch keeps each thread's order.
- * - The background thread polls every few milliseconds instead of being woken: a wake-up would
- *   put a system call into the recording thread's refill. Stop and the flight signal wake it
- *   early through a futex word, not a pipe: a program that closes every descriptor (a daemon) or
- *   dup2()s over a range of numbers would take a pipe away, and poll() on a closed descriptor
- *   returns at once, which made the thread spin. */
+ * Why the background thread is shaped as it is: it polls every few milliseconds instead of being
+ * woken: a wake-up would put a system call into the recording thread's refill. Stop and the flight
+ * signal wake it early through a futex word, not a pipe: a program that closes every descriptor (a
+ * daemon) or dup2()s over a range of numbers would take a pipe away, and poll() on a closed
+ * descriptor returns at once, which made the thread spin. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -30,7 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "chunks.h"
+#include "util/log.h"
 #include "ownfd.h"
 #include "ownthread.h"
 #include "stream.h"
@@ -40,111 +35,7 @@
 
 #define POLL_MS 5
 
-/* ---- 1. chunk pool and queue ------------------------------------------------------------- */
-
-static strobe__chunk *chunk_at(const strobe__session *s, uint32_t index) {
-    return (strobe__chunk *)(s->arena + (size_t)index * s->chunk_bytes);
-}
-
-static uint32_t chunk_index(const strobe__session *s, const strobe__chunk *c) {
-    return (uint32_t)(((const char *)c - s->arena) / s->chunk_bytes);
-}
-
-static strobe__chunk *pool_pop(strobe__stream *st) {
-    strobe__session *s = st->s;
-    uint64_t top = __atomic_load_n(&st->free_top, __ATOMIC_ACQUIRE);
-    for (;;) {
-        uint32_t i1 = (uint32_t)top;
-        if (i1 == 0) return NULL;
-        strobe__chunk *c = chunk_at(s, i1 - 1);
-        uint64_t next = __atomic_load_n(&c->free_next, __ATOMIC_RELAXED);
-        uint64_t want = (((top >> 32) + 1) << 32) | (uint32_t)next;
-        if (__atomic_compare_exchange_n(&st->free_top, &top, want, 1, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE))
-            return c;
-    }
-}
-
-void strobe__stream_pool_push(strobe__stream *st, strobe__chunk *c) {
-    uint64_t idx1 = (uint64_t)chunk_index(st->s, c) + 1;
-    uint64_t top = __atomic_load_n(&st->free_top, __ATOMIC_RELAXED);
-    for (;;) {
-        __atomic_store_n(&c->free_next, (uint64_t)(uint32_t)top, __ATOMIC_RELAXED);
-        uint64_t want = (((top >> 32) + 1) << 32) | idx1;
-        if (__atomic_compare_exchange_n(&st->free_top, &top, want, 1, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED))
-            return;
-    }
-}
-
-static void queue_push(strobe__stream *st, strobe__chunk *c) {
-    void *top = __atomic_load_n(&st->queue, __ATOMIC_RELAXED);
-    do {
-        c->qnext = top;
-    } while (
-        !__atomic_compare_exchange_n(&st->queue, &top, c, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-}
-
-strobe__chunk *strobe__stream_queue_take(strobe__stream *st) {
-    strobe__chunk *c = __atomic_exchange_n(&st->queue, NULL, __ATOMIC_ACQUIRE), *fifo = NULL;
-    while (c) {
-        strobe__chunk *next = c->qnext;
-        c->qnext = fifo;
-        fifo = c;
-        c = next;
-    }
-    return fifo;
-}
-
-/* ---- 2. refill --------------------------------------------------------------------------- */
-
-int strobe__stream_refill(strobe__tstate *t, size_t need, int counts) {
-    strobe__session *s = t->sess;
-    strobe__stream *st = s->stream;
-    size_t cb = s->chunk_bytes;
-    if (need > cb - STROBE__CHUNK_HDR - STROBE__CHUNK_RESERVE) {
-        t->dropped += (uint64_t)counts;
-        return 0;
-    }
-    strobe__chunk *c = pool_pop(st);
-    if (c == NULL) {
-        /* The bump allocator is only advanced while it has room, so that a thread retrying
-         * from a full buffer does not push it ever further past the end. */
-        uint64_t off = __atomic_load_n(&s->arena_next, __ATOMIC_RELAXED);
-        while (off + cb <= s->arena_bytes) {
-            if (__atomic_compare_exchange_n(&s->arena_next, &off, off + cb, 1, __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED)) {
-                c = (strobe__chunk *)(s->arena + off);
-                break;
-            }
-        }
-    }
-    if (c == NULL) {
-        if (!t->full) strobe__mark_full(t);
-        t->dropped += (uint64_t)counts;
-        return 0;
-    }
-    c->next = NULL;
-    c->used = 0;
-    c->qnext = NULL;
-    c->owner = t;
-    c->last_raw = 0;
-    if (t->cur != NULL) {
-        t->cur->used = (uint64_t)(t->pos - (char *)(t->cur + 1));
-        t->cur->last_raw = strobe__now_raw();
-        queue_push(st, t->cur);
-    }
-    t->first = c;
-    strobe__cur_publish(t, c, (char *)(c + 1));
-    t->end = (char *)c + cb - STROBE__CHUNK_RESERVE;
-    if (t->full) {
-        t->full = 0;
-        t->slow &= (uint8_t)~STROBE__SLOW_FULL;
-    }
-    return 1;
-}
-
-/* ---- 3. the background thread ------------------------------------------------------------- */
+/* ---- 1. the background thread ------------------------------------------------------------- */
 
 void strobe__stream_wake(strobe__stream *st, int dump) {
     __atomic_fetch_or(&st->wake, STROBE__WAKE | (dump ? STROBE__WAKE_DUMP : 0u), __ATOMIC_RELEASE);
@@ -189,7 +80,7 @@ static void *stream_main(void *arg) {
             continue;
         }
         if (st->mode == MODE_STREAM) {
-            int rc = strobe__stream_batch(st, strobe__stream_queue_take(st));
+            int rc = strobe__stream_batch(st, strobe__chunk_queue_take(st));
             if (rc && !errors_logged++)
                 strobe__log(STROBE_LOG_ERROR, "stream %s: %s%s", st->path,
                             rc == STROBE_EIO && st->a.sys_errno ? strerror(st->a.sys_errno)
@@ -199,7 +90,7 @@ static void *stream_main(void *arg) {
             /* Taken under the lock, so that a dump taking the queue meanwhile cannot put newer
              * chunks in the ring before older ones. */
             pthread_mutex_lock(&st->ring_lock);
-            strobe__flight_ring_add(st, strobe__stream_queue_take(st));
+            strobe__flight_ring_add(st, strobe__chunk_queue_take(st));
             pthread_mutex_unlock(&st->ring_lock);
             if (dump) strobe__flight_signal_dump(st);
         }
@@ -208,7 +99,7 @@ static void *stream_main(void *arg) {
     return NULL;
 }
 
-/* ---- 4. start, finish, free --------------------------------------------------------------- */
+/* ---- 2. start, finish, free --------------------------------------------------------------- */
 
 int strobe__stream_check_config(const strobe_config *cfg) {
     int ring = cfg->ring_bytes != 0 || cfg->ring_ms != 0;

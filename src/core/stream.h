@@ -2,12 +2,12 @@
  * that do not keep every chunk until stop).
  *
  * Both hand a thread's full chunk to a background thread at the moment the thread takes a new one
- * (strobe__chunk_refill, the hot path's slow path), through a lock-free queue, and take the new
- * chunk from a pool of recycled ones before the arena's bump allocator. Streaming turns the
- * queued chunks into events and appends them to a file; the flight recorder keeps the newest
- * ones in a ring and recycles the oldest. Neither ever makes a recording thread wait: when no
- * chunk is free, records are dropped and counted, and recording resumes on the next record
- * that finds a free chunk. */
+ * (strobe__chunk_refill, the hot path's slow path, in chunks.c), through a lock-free queue, and
+ * take the new chunk from a pool of recycled ones before the arena's bump allocator. Streaming
+ * turns the queued chunks into events and appends them to a file; the flight recorder keeps the
+ * newest ones in a ring and recycles the oldest. Neither ever makes a recording thread wait: when
+ * no chunk is free, records are dropped and counted, and recording resumes on the next record that
+ * finds a free chunk. */
 #ifndef STROBE_STREAM_H
 #define STROBE_STREAM_H
 
@@ -31,13 +31,6 @@ int strobe__stream_start(strobe__session *s);
  * is final then). @return 0, the output's error or STROBE_ESYS. Does nothing for a session without
  * a stream. */
 int strobe__stream_run(strobe__session *s);
-
-/* The refill of a streaming or flight-recorder session (strobe__chunk_refill's contract): closes
- * the thread's current chunk and publishes it, then makes a recycled or new chunk current. When
- * none is free, writes a TRUNC record, marks the thread full and counts the record as dropped
- * when `counts`; a later call with the thread full resumes recording when a chunk is free.
- * Lock-free; async-signal-safe. @return 1 when a chunk with `need` free bytes is current. */
-int strobe__stream_refill(strobe__tstate *t, size_t need, int counts);
 
 /* Finishes at stop, after quiescence: stops the background thread, then (streaming) writes every
  * remaining record and closes the ranges still open at `stop_ns` (strobe__stream_complete ends

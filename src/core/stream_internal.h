@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "chunks.h"
 #include "decode.h"
 #include "details.h"
 #include "state.h"
@@ -191,10 +192,7 @@ typedef struct strobe__stream {
 /* Wakes the background thread, asking for a flight dump when `dump`. Async-signal-safe (an atomic
  * or and a futex wake). */
 void strobe__stream_wake(strobe__stream *st, int dump);
-/* Returns a chunk to the free pool (the background thread or stop only). */
-void strobe__stream_pool_push(strobe__stream *st, strobe__chunk *c);
-/* Takes every queued chunk, oldest first. */
-strobe__chunk *strobe__stream_queue_take(strobe__stream *st);
+/* The pool of free chunks and the queue of full ones are chunks.c's (chunks.h). */
 
 /* ---- stream_out.c: the decoder's events written through the format's writer ---- */
 /* Sets up the decoder (every mode). */

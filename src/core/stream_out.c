@@ -39,7 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "ownfd.h"
 #include "record.h"
 #include "stack.h"
@@ -911,7 +911,7 @@ int strobe__stream_batch(strobe__stream *st, strobe__chunk *c) {
         thr *h = thr_find(st, c->owner);
         int drc = h ? decode(st, h, (const char *)(c + 1), (size_t)c->used) : STROBE_ENOMEM;
         if (rc == 0) rc = drc;
-        strobe__stream_pool_push(st, c);
+        strobe__chunk_pool_push(st, c);
         if (out_pending(st) >= FLUSH_BYTES) out_flush(st, 0);
         c = next;
     }
@@ -1003,7 +1003,7 @@ int strobe__stream_header(strobe__stream *st) {
 }
 
 int strobe__stream_out_finish(strobe__stream *st, const strobe__clock_conv *conv, int64_t stop_ns) {
-    int rc = strobe__stream_batch(st, strobe__stream_queue_take(st));
+    int rc = strobe__stream_batch(st, strobe__chunk_queue_take(st));
     st->conv = *conv;
     if (wants_syms(st)) {
         for (strobe__tstate *t = st->s->threads; t && rc == 0; t = t->sess_next)

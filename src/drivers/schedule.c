@@ -17,7 +17,7 @@
 #include "strobe/error.h"
 #include "strobe/instrument.h"
 #include "core/hooks.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "strobe/result.h"
 #include "util/err.h"
 #include "util/struct_in.h"

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/hooks.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "markers_int.h"
 #include "strobe/error.h"
 #include "strobe/markers.h"

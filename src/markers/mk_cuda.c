@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "util/log.h"
 #include "markers_int.h"
 #include "strobe/error.h"
 #include "strobe/markers.h"

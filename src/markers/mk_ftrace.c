@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "util/log.h"
 #include "markers_int.h"
 #include "strobe/error.h"
 

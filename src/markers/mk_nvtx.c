@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "util/log.h"
 #include "markers_int.h"
 #include "nvtx/nvtx_abi.h"
 #include "strobe/markers.h"

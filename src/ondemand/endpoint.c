@@ -28,7 +28,7 @@
 
 #include "od_internal.h"
 #include "core/hooks.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "core/ownthread.h"
 #include "strobe/error.h"
 #include "strobe/instrument.h"

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "util/log.h"
 #include "strobe/error.h"
 #include "writer.h"
 

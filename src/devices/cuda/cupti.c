@@ -100,7 +100,7 @@ int strobe__cuda_watch_profiler(void (*fn)(int start), char *why, size_t why_siz
 
 #include <cupti.h>
 
-#include "core/log.h"
+#include "util/log.h"
 #include "cupti_convert.h"
 #include "strobe/backend.h"
 #include "util/strpool.h"

@@ -67,7 +67,7 @@ int strobe__cupti_metrics_parse(const char *list, char *buf, size_t buf_size, co
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
-#include "core/log.h"
+#include "util/log.h"
 #include "strobe/backend.h"
 
 #include "cupti_host_api.h"

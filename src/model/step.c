@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-int cl_step_number(const char *name, int64_t *n) {
+int md_step_number(const char *name, int64_t *n) {
     static const char prefix[] = "ProfilerStep";
     if (strncmp(name, prefix, sizeof prefix - 1) != 0) return 0;
     const char *p = name + sizeof prefix - 1;
@@ -22,8 +22,8 @@ int cl_step_number(const char *name, int64_t *n) {
     return 1;
 }
 
-int cl_is_step(const md_model *m, const md_event *e, int64_t *n) {
+int md_is_step(const md_model *m, const md_event *e, int64_t *n) {
     if (e->kind != MD_CPU_OP && e->kind != MD_USER_ANNOTATION) return 0;
     if (e->ph != 'X' || !e->has_time || e->bad) return 0;
-    return cl_step_number(md_str(m, e->name), n);
+    return md_step_number(md_str(m, e->name), n);
 }

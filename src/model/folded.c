@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "heap.h"
-#include "link.h"
+#include "oplink.h"
 #include "strobe/error.h"
 
 /* ---- nodes --------------------------------------------------------------------------------- */
@@ -19,7 +19,7 @@
 /* The frame name made safe in f->scratch: ';' and control characters (C0, DEL and the C1
  * controls U+0080..U+009F, two bytes in UTF-8) become one '_' each, so that a stack stays one
  * line of frames. @return its length, or -1 when out of memory. */
-static int64_t safe_name(cl_fold *f, const char *s, size_t n) {
+static int64_t safe_name(md_fold *f, const char *s, size_t n) {
     if (n + 1 > f->scratch_cap) {
         size_t cap = f->scratch_cap ? f->scratch_cap : 256;
         while (cap < n + 1)
@@ -45,10 +45,10 @@ static int64_t safe_name(cl_fold *f, const char *s, size_t n) {
 
 /* The node of frame s[0..n) under `parent`, made when new with `kind`. @return the node, or
  * MD_NONE when out of memory. */
-static uint32_t child(cl_fold *f, uint32_t parent, const char *s, size_t n, int kind) {
+static uint32_t child(md_fold *f, uint32_t parent, const char *s, size_t n, int kind) {
     if (f->count == f->cap) {
         size_t cap = f->cap * 2;
-        cl_fold_node *p = cap < MD_NONE ? realloc(f->nodes, cap * sizeof *p) : NULL;
+        md_fold_node *p = cap < MD_NONE ? realloc(f->nodes, cap * sizeof *p) : NULL;
         if (p == NULL) return MD_NONE;
         f->nodes = p;
         f->cap = cap;
@@ -61,24 +61,24 @@ static uint32_t child(cl_fold *f, uint32_t parent, const char *s, size_t n, int 
     uint64_t *v = strobe__u64map_put(&f->children, (uint64_t)parent << 32 | (uint64_t)name, &fresh);
     if (v == NULL) return MD_NONE;
     if (!fresh) return (uint32_t)*v;
-    f->nodes[f->count] = (cl_fold_node){parent, (uint32_t)name, (uint8_t)kind, {0, 0}};
+    f->nodes[f->count] = (md_fold_node){parent, (uint32_t)name, (uint8_t)kind, {0, 0}};
     *v = f->count;
     return (uint32_t)f->count++;
 }
 
-int cl_fold_init(cl_fold *f) {
+int md_fold_init(md_fold *f) {
     memset(f, 0, sizeof *f);
     strobe__strtab_init(&f->names, &f->pool);
     int64_t name = strobe__strtab_intern(&f->names, "all", 3);
     f->nodes = malloc(1024 * sizeof *f->nodes);
     if (name < 0 || f->nodes == NULL) return STROBE_ENOMEM;
     f->cap = 1024;
-    f->nodes[0] = (cl_fold_node){MD_NONE, (uint32_t)name, CL_FRAME_OTHER, {0, 0}};
+    f->nodes[0] = (md_fold_node){MD_NONE, (uint32_t)name, MD_FRAME_OTHER, {0, 0}};
     f->count = 1;
     return 0;
 }
 
-void cl_fold_free(cl_fold *f) {
+void md_fold_free(md_fold *f) {
     free(f->nodes);
     free(f->scratch);
     strobe__u64map_free(&f->children);
@@ -89,11 +89,11 @@ void cl_fold_free(cl_fold *f) {
 
 /* ---- the stack of an event ----------------------------------------------------------------- */
 
-/* One cl_fold_add(): the tree, the trace, and what is memoized for it. */
+/* One md_fold_add(): the tree, the trace, and what is memoized for it. */
 typedef struct fold_ctx {
-    cl_fold *f;
+    md_fold *f;
     const md_model *m;
-    cl_fold_group group;
+    md_fold_group group;
     struct memo_slot {
         uint32_t ev, node;
     } * memo;               /* events' nodes of their own frame, the last few (a cache) */
@@ -115,26 +115,26 @@ static struct memo_slot *memo_slot_of(const fold_ctx *c, uint32_t x) {
 static int frame_kind(int md) {
     switch (md) {
     case MD_CPU_OP:
-        return CL_FRAME_OP;
+        return MD_FRAME_OP;
     case MD_USER_ANNOTATION:
-        return CL_FRAME_USER;
+        return MD_FRAME_USER;
     case MD_PYTHON:
-        return CL_FRAME_PYTHON;
+        return MD_FRAME_PYTHON;
     case MD_KERNEL:
     case MD_MEMCPY:
     case MD_MEMSET:
-        return CL_FRAME_DEVICE;
+        return MD_FRAME_DEVICE;
     case MD_RUNTIME:
     case MD_DRIVER:
-        return CL_FRAME_RUNTIME;
+        return MD_FRAME_RUNTIME;
     default:
-        return CL_FRAME_OTHER;
+        return MD_FRAME_OTHER;
     }
 }
 
 /* The parent of each event's frame, in c->up: the innermost operator enclosing it on its thread
- * (cl_op_parent) that contains it whole. An event that starts inside an operator and ends after
- * it (a partial overlap) is not below it, as it is not its child in torch's tree (cl_cpu_selfs),
+ * (md_op_parent) that contains it whole. An event that starts inside an operator and ends after
+ * it (a partial overlap) is not below it, as it is not its child in torch's tree (md_cpu_selfs),
  * which does not take its time from that operator's self time either: a chain of events each
  * overlapping the next would otherwise give one stack as deep as the chain per event (n events,
  * n^2/2 frames), and a flame graph in which each is as wide as all the rest. Each thread's events
@@ -144,10 +144,10 @@ static int frame_kind(int md) {
 static int fold_parents(fold_ctx *c) {
     const md_model *m = c->m;
     /* Where every event lies whole in its enclosing operator (traces without partial overlaps,
-     * the usual case), the parents are cl_op_parent's, and no array is made (up_of). */
+     * the usual case), the parents are md_op_parent's, and no array is made (up_of). */
     int overlaps = 0;
     for (size_t i = 0; i < m->count && !overlaps; i++) {
-        uint32_t p = cl_op_parent(m, (uint32_t)i);
+        uint32_t p = md_op_parent(m, (uint32_t)i);
         overlaps = p != MD_NONE && md_add_sat(md_ts(m, p), md_dur(m, p)) <
                                        md_add_sat(md_ts(m, (uint32_t)i), md_dur(m, (uint32_t)i));
     }
@@ -157,7 +157,7 @@ static int fold_parents(fold_ctx *c) {
     for (size_t t = 0; t < m->thread_count; t++) {
         const md_thread *th = &m->threads[t];
         for (size_t k = 0; k < th->count; k++) {
-            uint32_t i = th->order[k], p = cl_op_parent(m, i);
+            uint32_t i = th->order[k], p = md_op_parent(m, i);
             int64_t end = md_add_sat(md_ts(m, i), md_dur(m, i));
             while (p != MD_NONE && md_add_sat(md_ts(m, p), md_dur(m, p)) < end)
                 p = c->up[p];
@@ -169,7 +169,7 @@ static int fold_parents(fold_ctx *c) {
 
 /* Event i's frame's parent (fold_parents). */
 static uint32_t up_of(const fold_ctx *c, uint32_t i) {
-    return c->up ? c->up[i] : cl_op_parent(c->m, i);
+    return c->up ? c->up[i] : md_op_parent(c->m, i);
 }
 
 /* The node of the frames of a "Call stack" (Kineto writes them innermost first, joined by ';';
@@ -193,7 +193,7 @@ static uint32_t stack_node(fold_ctx *c, strobe__u64map *memo, uint32_t stack, in
     return node;
 }
 
-/* The node of event i's own frame: the node of its "Call stack" (CL_FOLD_STACK) or else of its
+/* The node of event i's own frame: the node of its "Call stack" (MD_FOLD_STACK) or else of its
  * enclosing operator (c->up), with its name below. @return the node, or MD_NONE when out of memory.
  */
 static uint32_t event_node(fold_ctx *c, uint32_t i) {
@@ -215,8 +215,8 @@ static uint32_t event_node(fold_ctx *c, uint32_t i) {
         }
         c->chain[n++] = x;
         uint32_t stack = (m->ev_flags[x] & MD_F_COLD) ? md_at(m, x).stack : 0; /* a cold field */
-        if (c->group == CL_FOLD_STACK && stack) {
-            base = stack_node(c, &c->stacks, stack, CL_FRAME_PYTHON);
+        if (c->group == MD_FOLD_STACK && stack) {
+            base = stack_node(c, &c->stacks, stack, MD_FRAME_PYTHON);
             break;
         }
     }
@@ -232,10 +232,10 @@ static uint32_t event_node(fold_ctx *c, uint32_t i) {
  * for an event that has none. @return MD_NONE when out of memory. */
 static uint32_t owner_node(fold_ctx *c, uint32_t owner, const char *outside) {
     if (owner != MD_NONE) return event_node(c, owner);
-    return child(c->f, 0, outside, strlen(outside), CL_FRAME_OTHER);
+    return child(c->f, 0, outside, strlen(outside), MD_FRAME_OTHER);
 }
 
-static void add(cl_fold *f, uint32_t node, int slot, int64_t w) {
+static void add(md_fold *f, uint32_t node, int slot, int64_t w) {
     f->nodes[node].self[slot] = md_add_sat(f->nodes[node].self[slot], w);
 }
 
@@ -257,10 +257,10 @@ typedef struct self_fold {
     uint32_t *key;  /* per node from base: the first event whose stack passes through it */
 } self_fold;
 
-/* cl_cpu_selfs()'s callback: an event with a self time is a sample. */
+/* md_cpu_selfs()'s callback: an event with a self time is a sample. */
 static int fold_self(void *ctx, uint32_t i, int64_t self) {
     self_fold *sf = ctx;
-    cl_fold *f = sf->c->f;
+    md_fold *f = sf->c->f;
     if (self == 0) return 0;
     uint32_t node = event_node(sf->c, i);
     if (node == MD_NONE) return STROBE_ENOMEM;
@@ -289,7 +289,7 @@ static int fold_self(void *ctx, uint32_t i, int64_t self) {
  * it ends, so each node is walked once (an event's nodes were walked at each event, n^2/2 nodes
  * for n nested ranges, as the events come innermost first). @return 0 or STROBE_ENOMEM. */
 static int first_events(self_fold *sf) {
-    cl_fold *f = sf->c->f;
+    md_fold *f = sf->c->f;
     size_t n = f->count - sf->base;
     if (n == 0) return 0;
     sf->key = malloc(n * sizeof *sf->key);
@@ -307,10 +307,10 @@ static int first_events(self_fold *sf) {
         if (i == MD_NONE || sf->key[k] != i) continue;
         for (uint32_t y = sf->base + (uint32_t)k;
              y != MD_NONE && y >= sf->base && sf->key[y - sf->base] == i; y = f->nodes[y].parent) {
-            f->nodes[y].kind = CL_FRAME_PYTHON;
+            f->nodes[y].kind = MD_FRAME_PYTHON;
             if (x == MD_NONE) continue;
             f->nodes[y].kind = (uint8_t)frame_kind(md_kind_of(sf->c->m, x));
-            int stack = sf->c->group == CL_FOLD_STACK && (sf->c->m->ev_flags[x] & MD_F_COLD) &&
+            int stack = sf->c->group == MD_FOLD_STACK && (sf->c->m->ev_flags[x] & MD_F_COLD) &&
                         md_at(sf->c->m, x).stack;
             x = stack ? MD_NONE : up_of(sf->c, x);
         }
@@ -331,11 +331,11 @@ static int by_first_event(const void *a, const void *b) {
 /* Numbers the nodes from sf->base by (first event, depth), and the child map anew. @return 0 or
  * STROBE_ENOMEM. */
 static int renumber(self_fold *sf) {
-    cl_fold *f = sf->c->f;
+    md_fold *f = sf->c->f;
     size_t n = f->count - sf->base;
     if (n == 0) return 0;
     node_order *ord = malloc(n * sizeof *ord);
-    cl_fold_node *old = malloc(n * sizeof *old);
+    md_fold_node *old = malloc(n * sizeof *old);
     uint32_t *to = malloc(n * sizeof *to);
     int err = ord && old && to ? 0 : STROBE_ENOMEM;
     for (size_t k = 0; !err && k < n; k++) {
@@ -350,7 +350,7 @@ static int renumber(self_fold *sf) {
         for (size_t r = 0; r < n; r++)
             to[ord[r].node] = sf->base + (uint32_t)r;
         for (size_t k = 0; k < n; k++) {
-            cl_fold_node x = old[k];
+            md_fold_node x = old[k];
             if (x.parent != MD_NONE && x.parent >= sf->base) x.parent = to[x.parent - sf->base];
             f->nodes[to[k]] = x;
         }
@@ -369,7 +369,7 @@ static int renumber(self_fold *sf) {
     return err;
 }
 
-int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_group group, int slot,
+int md_fold_add(md_fold *f, const md_model *m, md_fold_metric metric, md_fold_group group, int slot,
                 uint64_t *samples) {
     size_t nev = m->count ? m->count : 1;
     fold_ctx c = {.f = f, .m = m, .group = group};
@@ -382,10 +382,10 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
     for (size_t k = 0; k < (size_t)1 << MEMO_BITS; k++)
         c.memo[k].ev = MD_NONE;
     if (fold_parents(&c)) goto done;
-    if (metric == CL_FOLD_SELF_CPU) {
+    if (metric == MD_FOLD_SELF_CPU) {
         /* Each event of the CPU tree with a self time is a sample, thread by thread. */
         self_fold sf = {.c = &c, .slot = slot, .base = (uint32_t)f->count};
-        err = cl_cpu_selfs(m, fold_self, &sf);
+        err = md_cpu_selfs(m, fold_self, &sf);
         if (!err) err = first_events(&sf);
         if (!err) err = renumber(&sf);
         free(sf.own);
@@ -393,48 +393,48 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
         count = sf.count;
         goto done;
     }
-    /* zeroed: cl_link() sets 1 + the owner where there is one, so that a trace without device
+    /* zeroed: md_link() sets 1 + the owner where there is one, so that a trace without device
      * work or memory events never touches its pages */
-    if (metric != CL_FOLD_SAMPLES && (owner = calloc(nev, sizeof *owner)) == NULL) goto done;
+    if (metric != MD_FOLD_SAMPLES && (owner = calloc(nev, sizeof *owner)) == NULL) goto done;
 
     switch (metric) {
-    case CL_FOLD_SELF_CPU:
+    case MD_FOLD_SELF_CPU:
         break;
-    case CL_FOLD_SELF_CUDA_OP:
+    case MD_FOLD_SELF_CUDA_OP:
         /* A weight per operator (touched only where device work is), then each row that has
          * one is a sample. */
         w = calloc(nev, sizeof *w);
         if (w == NULL) goto done;
-        if (cl_link(m, owner)) goto done;
+        if (md_link(m, owner)) goto done;
         for (size_t i = 0; i < m->count; i++) {
             uint32_t o = owner[i] - 1; /* MD_NONE where 0 */
             if (md_is_device_work(md_kind_of(m, (uint32_t)i)) && o != MD_NONE)
                 w[o] = md_add_sat(w[o], md_dur(m, (uint32_t)i));
         }
         for (size_t i = 0; i < m->count; i++) {
-            if (w[i] == 0 || !cl_is_row(md_kind_of(m, (uint32_t)i))) continue;
+            if (w[i] == 0 || !md_is_row(md_kind_of(m, (uint32_t)i))) continue;
             uint32_t node = event_node(&c, (uint32_t)i);
             if (node == MD_NONE) goto done;
             add(f, node, slot, w[i]);
             count++;
         }
         break;
-    case CL_FOLD_MEMORY: {
+    case MD_FOLD_MEMORY: {
         /* A trace of strobe record --heap: its allocation sites' bytes under their native call
          * stacks (root first), the sites it leaves out under "[other sites]"; its [memory]
          * events, a sample of the same bytes, are not added again. */
-        cli_heap h;
-        int hr = cli_heap_read(m->heap_json, &h);
+        md_heap h;
+        int hr = md_heap_read(m->heap_json, &h);
         if (hr == STROBE_ENOMEM) goto done;
         if (hr == 0 && h.n > 0) {
             int64_t rest = h.bytes;
             for (size_t i = 0; i < h.n; i++) {
-                const cli_heap_site *st = &h.sites[i];
+                const md_heap_site *st = &h.sites[i];
                 uint32_t node = 0;
                 for (size_t k = st->nframes; k-- > 0 && node != MD_NONE;)
-                    node = child(f, node, st->frames[k], strlen(st->frames[k]), CL_FRAME_SAMPLE);
+                    node = child(f, node, st->frames[k], strlen(st->frames[k]), MD_FRAME_SAMPLE);
                 if (node == MD_NONE) {
-                    cli_heap_free(&h);
+                    md_heap_free(&h);
                     goto done;
                 }
                 add(f, node, slot, st->bytes);
@@ -443,36 +443,36 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
             }
             if (rest > 0) {
                 static const char other[] = "[other sites]";
-                uint32_t node = child(f, 0, other, sizeof other - 1, CL_FRAME_OTHER);
+                uint32_t node = child(f, 0, other, sizeof other - 1, MD_FRAME_OTHER);
                 if (node == MD_NONE) {
-                    cli_heap_free(&h);
+                    md_heap_free(&h);
                     goto done;
                 }
                 add(f, node, slot, rest);
             }
-            cli_heap_free(&h);
+            md_heap_free(&h);
             break;
         }
-        if (hr == 0) cli_heap_free(&h);
+        if (hr == 0) md_heap_free(&h);
     }
         /* fall through */
-    case CL_FOLD_SELF_DEVICE:
-        if (cl_link(m, owner)) goto done;
+    case MD_FOLD_SELF_DEVICE:
+        if (md_link(m, owner)) goto done;
         for (size_t i = 0; i < m->count; i++) {
             int kind = md_kind_of(m, (uint32_t)i);
-            if (!(metric == CL_FOLD_SELF_DEVICE ? md_is_device_work(kind) : kind == MD_MEMORY))
+            if (!(metric == MD_FOLD_SELF_DEVICE ? md_is_device_work(kind) : kind == MD_MEMORY))
                 continue;
             const md_event ev = md_at(m, (uint32_t)i), *e = &ev;
             uint32_t node, o = owner[i] - 1; /* MD_NONE where 0 */
-            if (metric == CL_FOLD_SELF_DEVICE && md_is_device_work(e->kind) && e->dur > 0) {
+            if (metric == MD_FOLD_SELF_DEVICE && md_is_device_work(e->kind) && e->dur > 0) {
                 /* The launching operator's frames (the root where none is known), then the
                  * kernel's name. */
                 node = o != MD_NONE ? event_node(&c, o) : 0;
                 const char *name = md_str(m, e->name);
-                if (node != MD_NONE) node = child(f, node, name, strlen(name), CL_FRAME_DEVICE);
+                if (node != MD_NONE) node = child(f, node, name, strlen(name), MD_FRAME_DEVICE);
                 if (node == MD_NONE) goto done;
                 add(f, node, slot, e->dur);
-            } else if (metric == CL_FOLD_MEMORY && e->kind == MD_MEMORY && e->bytes > 0 &&
+            } else if (metric == MD_FOLD_MEMORY && e->kind == MD_MEMORY && e->bytes > 0 &&
                        e->has_time && !e->bad) {
                 if ((node = owner_node(&c, o, outside_ranges)) == MD_NONE) goto done;
                 add(f, node, slot, e->bytes);
@@ -482,7 +482,7 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
             count++;
         }
         break;
-    case CL_FOLD_SAMPLES: {
+    case MD_FOLD_SAMPLES: {
         /* strobe writes them as instants of category cpu_sample, with their native stack. */
         uint32_t cat = 0;
         for (size_t i = 0; i < m->count && cat == 0; i++)
@@ -493,8 +493,8 @@ int cl_fold_add(cl_fold *f, const md_model *m, cl_fold_metric metric, cl_fold_gr
             const md_event ev = md_at(m, (uint32_t)i), *e = &ev;
             if (e->cat != cat || e->ph != 'i' || e->stack == 0) continue;
             uint32_t node;
-            if (group == CL_FOLD_STACK) {
-                node = stack_node(&c, &c.natives, e->stack, CL_FRAME_SAMPLE);
+            if (group == MD_FOLD_STACK) {
+                node = stack_node(&c, &c.natives, e->stack, MD_FRAME_SAMPLE);
                 if (node == 0) continue; /* a stack of no frames */
             } else {
                 node = owner_node(&c, up_of(&c, (uint32_t)i), outside_ranges);
@@ -554,7 +554,7 @@ typedef struct walk_at {
     size_t len;
 } walk_at;
 
-int cl_fold_print(const cl_fold *f, FILE *out, int64_t unit) {
+int md_fold_print(const md_fold *f, FILE *out, int64_t unit) {
     size_t n = f->count;
     uint32_t *first = calloc(n + 1, sizeof *first); /* per node: its items from first[node] */
     uint8_t *below = calloc(n, 1);                  /* per node: it has children */
@@ -578,7 +578,7 @@ int cl_fold_print(const cl_fold *f, FILE *out, int64_t unit) {
                  (stack = malloc(n * sizeof *stack)) == NULL))
         err = STROBE_ENOMEM;
     for (size_t k = 1; !err && k < n; k++) {
-        const cl_fold_node *x = &f->nodes[k];
+        const md_fold_node *x = &f->nodes[k];
         item it = {f->names.strs[x->name], (uint32_t)f->names.lens[x->name], (uint32_t)k << 1};
         /* first[p] is moved on past the items placed; set back below */
         if (x->self[0] != 0) items[first[x->parent]++] = it;

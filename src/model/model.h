@@ -20,8 +20,8 @@
  *
  * Handles stay valid until md_free; a decoded md_event is a copy (writing to it changes nothing
  * in the model). */
-#ifndef STROBE_CLI_MODEL_H
-#define STROBE_CLI_MODEL_H
+#ifndef STROBE_MODEL_MODEL_H
+#define STROBE_MODEL_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>

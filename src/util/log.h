@@ -1,7 +1,7 @@
 /* log.h: the library's diagnostics (log.c), for every layer: a message goes to the sink set with
  * strobe_set_log_fn(), or nowhere. Any thread. */
-#ifndef STROBE_CORE_LOG_H
-#define STROBE_CORE_LOG_H
+#ifndef STROBE_UTIL_LOG_H
+#define STROBE_UTIL_LOG_H
 
 #include "strobe/session.h"
 
@@ -11,4 +11,4 @@ void strobe__log(strobe_log_level level, const char *fmt, ...)
 #endif
     ;
 
-#endif /* STROBE_CORE_LOG_H */
+#endif /* STROBE_UTIL_LOG_H */

@@ -1,16 +1,16 @@
 /* heap.c: strobe record --heap's allocation sites ("strobe_heap") read from a trace (heap.h).
  *
  * Contents: a small walker over the array's elements (the reader's strobe_rd_obj_get reads an
- * object's members, not an array's elements); reading and summing the processes; the table. */
+ * object's members, not an array's elements); reading and summing the processes. The table and
+ * the report's JSON are the CLI's (cli/heap_print.c). */
 #include "heap.h"
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "emit.h"
 #include "reader/trace_reader.h"
 #include "strobe/error.h"
 
@@ -61,7 +61,7 @@ static int64_t get_int(const char *obj, size_t len, const char *key) {
 
 /* ---- reading -------------------------------------------------------------------------------- */
 
-static int same_stack(const cli_heap_site *a, char **frames, size_t n) {
+static int same_stack(const md_heap_site *a, char **frames, size_t n) {
     if (a->nframes != n) return 0;
     for (size_t i = 0; i < n; i++)
         if (strcmp(a->frames[i], frames[i]) != 0) return 0;
@@ -75,7 +75,7 @@ static void free_frames(char **frames, size_t n) {
 }
 
 /* Adds one site object (obj, len) to h. @return 0, STROBE_EINVAL or STROBE_ENOMEM. */
-static int add_site(cli_heap *h, const char *obj, size_t len, size_t *cap) {
+static int add_site(md_heap *h, const char *obj, size_t len, size_t *cap) {
     strobe_rd_value st;
     char **frames = NULL;
     size_t nf = 0, fcap = 0;
@@ -103,7 +103,7 @@ static int add_site(cli_heap *h, const char *obj, size_t len, size_t *cap) {
             return STROBE_EINVAL;
         }
     }
-    cli_heap_site *s = NULL;
+    md_heap_site *s = NULL;
     for (size_t i = 0; i < h->n && s == NULL; i++)
         if (same_stack(&h->sites[i], frames, nf)) s = &h->sites[i];
     if (s != NULL) {
@@ -111,7 +111,7 @@ static int add_site(cli_heap *h, const char *obj, size_t len, size_t *cap) {
     } else {
         if (h->n == *cap) {
             size_t c2 = *cap ? 2 * *cap : 64;
-            cli_heap_site *w = realloc(h->sites, c2 * sizeof *w);
+            md_heap_site *w = realloc(h->sites, c2 * sizeof *w);
             if (w == NULL) goto oom;
             h->sites = w;
             *cap = c2;
@@ -132,7 +132,7 @@ oom:
     return STROBE_ENOMEM;
 }
 
-int cli_heap_read(const char *json, cli_heap *h) {
+int md_heap_read(const char *json, md_heap *h) {
     memset(h, 0, sizeof *h);
     if (json == NULL) return 1;
     size_t end = strlen(json), pos = 0, cap = 0;
@@ -169,13 +169,13 @@ int cli_heap_read(const char *json, cli_heap *h) {
     }
     if (rc == 0 && r < 0) rc = STROBE_EINVAL;
     if (rc != 0) {
-        cli_heap_free(h);
+        md_heap_free(h);
         return rc;
     }
     return h->processes ? 0 : 1;
 }
 
-int64_t cli_heap_rate(const char *json) {
+int64_t md_heap_rate(const char *json) {
     size_t end = json ? strlen(json) : 0, pos = 0;
     const char *proc;
     size_t plen;
@@ -187,13 +187,13 @@ int64_t cli_heap_rate(const char *json) {
     return rate;
 }
 
-int64_t cli_heap_weigh(int64_t b, int64_t rate) {
+int64_t md_heap_weigh(int64_t b, int64_t rate) {
     double m = b < 0 ? -(double)b : (double)b;
     if (rate <= 0 || m >= (double)rate || m == 0) return b;
     return (int64_t)llround((double)b / -expm1(-m / (double)rate));
 }
 
-void cli_heap_free(cli_heap *h) {
+void md_heap_free(md_heap *h) {
     for (size_t i = 0; i < h->n; i++)
         free_frames(h->sites[i].frames, h->sites[i].nframes);
     free(h->sites);
@@ -201,122 +201,19 @@ void cli_heap_free(cli_heap *h) {
 }
 
 static int by_peak(const void *a, const void *b) {
-    const cli_heap_site *x = a, *y = b;
+    const md_heap_site *x = a, *y = b;
     if (x->peak != y->peak) return x->peak > y->peak ? -1 : 1;
     if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
     return 0;
 }
 
 static int by_bytes(const void *a, const void *b) {
-    const cli_heap_site *x = a, *y = b;
+    const md_heap_site *x = a, *y = b;
     if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
     if (x->peak != y->peak) return x->peak > y->peak ? -1 : 1;
     return 0;
 }
 
-void cli_heap_sort(cli_heap *h, int peak) {
+void md_heap_sort(md_heap *h, int peak) {
     if (h->n) qsort(h->sites, h->n, sizeof *h->sites, peak ? by_peak : by_bytes);
-}
-
-/* ---- the table ------------------------------------------------------------------------------ */
-
-static void print_sites(FILE *out, cli_heap *h, int peak, size_t top, size_t depth) {
-    cli_heap_sort(h, peak);
-    fprintf(out, "\nTop call sites by %s:\n", peak ? "peak live bytes" : "bytes allocated");
-    fprintf(out, "  %14s %14s %10s %10s %14s  %s\n", "peak live", "bytes", "calls", "temporary",
-            "leaked", "call stack (innermost first)");
-    for (size_t i = 0; i < h->n && i < top; i++) {
-        const cli_heap_site *s = &h->sites[i];
-        fprintf(out,
-                "  %14" PRId64 " %14" PRId64 " %10" PRIu64 " %10" PRIu64 " %14" PRId64 "  %s\n",
-                s->peak, s->bytes, s->calls, s->temporary, s->leaked,
-                s->nframes ? cli_esc(s->frames[0]) : "??");
-        for (size_t f = 1; f < s->nframes && f < depth; f++)
-            fprintf(out, "  %68s  <- %s\n", "", cli_esc(s->frames[f]));
-    }
-    if (h->n > top) fprintf(out, "  (%zu more sites in the trace)\n", h->n - top);
-}
-
-void cli_heap_print(FILE *out, cli_heap *h, size_t top, size_t depth) {
-    fprintf(out,
-            "Heap (strobe record --heap): %zu process%s, %" PRIu64 " allocation calls, %" PRId64
-            " bytes allocated, %" PRIu64 " temporary allocations, %" PRId64
-            " bytes peak live, %" PRId64 " bytes leaked at exit; %" PRIu64 " call sites",
-            h->processes, h->processes == 1 ? "" : "es", h->calls, h->bytes, h->temporary, h->peak,
-            h->leaked, h->site_count);
-    if ((uint64_t)h->n < h->site_count) fprintf(out, " (the trace holds the %zu largest)", h->n);
-    fputc('\n', out);
-    if (h->sample_rate)
-        fprintf(out,
-                "  [memory] events: allocations sampled one every %" PRId64
-                " bytes on average, and their frees\n",
-                h->sample_rate);
-    if (h->missed_calls)
-        fprintf(out,
-                "  %" PRIu64 " allocations (%" PRId64
-                " bytes) had no site (no stack, or too many sites)\n",
-                h->missed_calls, h->missed_bytes);
-    if (h->unmapped_blocks)
-        fprintf(out,
-                "  %" PRIu64 " blocks were not mapped to their site (the map was full): their "
-                "frees were not counted, their sites' peak and leaked bytes are too high\n",
-                h->unmapped_blocks);
-    print_sites(out, h, 1, top, depth);
-    print_sites(out, h, 0, top, depth);
-}
-
-/* ---- for the report ------------------------------------------------------------------------- */
-
-/* The site's frames joined by " <- " (malloc'd), or NULL. */
-static char *joined_stack(const cli_heap_site *s) {
-    size_t n = 1;
-    for (size_t f = 0; f < s->nframes; f++)
-        n += strlen(s->frames[f]) + 4;
-    char *out = malloc(n), *p = out;
-    if (out == NULL) return NULL;
-    for (size_t f = 0; f < s->nframes; f++) {
-        if (f) {
-            memcpy(p, " <- ", 4);
-            p += 4;
-        }
-        size_t len = strlen(s->frames[f]);
-        memcpy(p, s->frames[f], len);
-        p += len;
-    }
-    *p = '\0';
-    return out;
-}
-
-int cli_heap_json(FILE *out, const char *json, size_t top) {
-    cli_heap h;
-    int rc = cli_heap_read(json, &h);
-    if (rc == 1) return 1;
-    if (rc != 0) return rc;
-    cli_heap_sort(&h, 1);
-    fprintf(out,
-            "{\"processes\": %zu, \"sample_rate\": %" PRId64 ", \"calls\": %" PRIu64
-            ", \"bytes\": %" PRId64 ", \"temporary\": %" PRIu64 ", \"peak\": %" PRId64
-            ", \"leaked\": %" PRId64 ", \"site_count\": %" PRIu64 ", \"missed_calls\": %" PRIu64
-            ", \"sites\": [",
-            h.processes, h.sample_rate, h.calls, h.bytes, h.temporary, h.peak, h.leaked,
-            h.site_count, h.missed_calls);
-    for (size_t i = 0; i < h.n && i < top; i++) {
-        const cli_heap_site *s = &h.sites[i];
-        fprintf(out,
-                "%s\n{\"Peak live bytes\": %" PRId64 ", \"Bytes allocated\": %" PRId64
-                ", \"Calls\": %" PRIu64 ", \"Temporary\": %" PRIu64 ", \"Leaked at exit\": %" PRId64
-                ", \"Call stack\": ",
-                i ? "," : "", s->peak, s->bytes, s->calls, s->temporary, s->leaked);
-        char *stack = joined_stack(s);
-        if (stack == NULL) {
-            cli_heap_free(&h);
-            return STROBE_ENOMEM;
-        }
-        cl_json_str(out, stack); /* escaped as every JSON string of the CLI's */
-        free(stack);
-        fputs("}", out);
-    }
-    fputs("]}", out);
-    cli_heap_free(&h);
-    return 0;
 }

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "state.h"
+#include "log.h"
 
 static strobe_log_fn log_fn;
 static void *log_ctx;

@@ -1,8 +1,8 @@
-/* link.c: operator ancestry and the device-work correlation chain (see link.h).
+/* oplink.c: operator ancestry and the device-work correlation chain (see oplink.h).
  *
  * Contents: ancestry walks, id -> event lookups (util/u64map.h), the operator at a time on a
- * thread, and cl_link. */
-#include "link.h"
+ * thread, and md_link. */
+#include "oplink.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,23 +11,23 @@
 #include "strobe/error.h"
 #include "util/u64map.h"
 
-uint32_t cl_row_parent(const md_model *m, uint32_t i) {
+uint32_t md_row_parent(const md_model *m, uint32_t i) {
     uint32_t p = md_parent(m, i);
-    while (p != MD_NONE && !cl_is_row(md_kind_of(m, p)))
+    while (p != MD_NONE && !md_is_row(md_kind_of(m, p)))
         p = md_parent(m, p);
     return p;
 }
 
-uint32_t cl_op_parent(const md_model *m, uint32_t i) {
+uint32_t md_op_parent(const md_model *m, uint32_t i) {
     uint32_t p = md_parent(m, i);
-    while (p != MD_NONE && !cl_is_op(md_kind_of(m, p)))
+    while (p != MD_NONE && !md_is_op(md_kind_of(m, p)))
         p = md_parent(m, p);
     return p;
 }
 
 /* ---- torch's CPU tree ---------------------------------------------------------------------- */
 
-int cl_left_out(const char *name) {
+int md_left_out(const char *name) {
     static const char *const names[] = {
         "[memory]",
         "[OutOfMemory]",
@@ -43,11 +43,11 @@ int cl_left_out(const char *name) {
     return 0;
 }
 
-int cl_in_cpu_tree(const md_model *m, const md_event *e) {
-    return cl_is_row(e->kind) && e->has_time && !e->bad && !cl_left_out(md_str(m, e->name));
+int md_in_cpu_tree(const md_model *m, const md_event *e) {
+    return md_is_row(e->kind) && e->has_time && !e->bad && !md_left_out(md_str(m, e->name));
 }
 
-int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *merged) {
+int md_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *merged) {
     /* Children per event, held at 2: only "exactly one" matters. */
     uint32_t *stack = NULL;
     uint8_t *nchild = calloc(m->count ? m->count : 1, sizeof *nchild);
@@ -65,7 +65,7 @@ int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *mer
         for (size_t k = 0; k < th->count; k++) {
             uint32_t i = th->order[k];
             const md_event e_ev = md_at(m, i), *e = &e_ev;
-            if (!cl_in_cpu_tree(m, e)) continue;
+            if (!md_in_cpu_tree(m, e)) continue;
             int64_t end = md_add_sat(e->ts, e->dur);
             while (depth) {
                 uint32_t top = stack[depth - 1];
@@ -99,7 +99,7 @@ int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *mer
         for (size_t k = 0; k < th->count; k++) {
             uint32_t i = th->order[k], p = parent[i];
             const md_event e = md_at(m, i);
-            if (!cl_in_cpu_tree(m, &e)) continue;
+            if (!md_in_cpu_tree(m, &e)) continue;
             while (p != MD_NONE && merged[p])
                 p = parent[p];
             parent[i] = p;
@@ -111,7 +111,7 @@ int cl_cpu_tree(const md_model *m, uint32_t *parent, int64_t *self, uint8_t *mer
     }
     for (size_t i = 0; i < m->count; i++) {
         const md_event e = md_at(m, i);
-        if (merged[i] || !cl_in_cpu_tree(m, &e)) continue;
+        if (merged[i] || !md_in_cpu_tree(m, &e)) continue;
         self[i] = md_add_sat(self[i], md_dur(m, i));
         if (parent[i] != MD_NONE) self[parent[i]] = md_sub_sat(self[parent[i]], md_dur(m, i));
     }
@@ -140,7 +140,7 @@ static int bit(const uint8_t *b, uint32_t i) {
     return b[i >> 3] >> (i & 7) & 1;
 }
 
-/* Pops the top: in pass 1 its only child is merged into it when of its name (cl_cpu_tree's
+/* Pops the top: in pass 1 its only child is merged into it when of its name (md_cpu_tree's
  * top-down merging comes to this: a merged event's parent ends up with the child count of its
  * only child); in pass 2 its self time is complete. */
 static int self_pop(self_walk *w, int pass) {
@@ -153,7 +153,7 @@ static int self_pop(self_walk *w, int pass) {
     return o->merged ? 0 : w->fn(w->ctx, o->i, o->self);
 }
 
-int cl_cpu_selfs(const md_model *m, int (*fn)(void *ctx, uint32_t i, int64_t self), void *ctx) {
+int md_cpu_selfs(const md_model *m, int (*fn)(void *ctx, uint32_t i, int64_t self), void *ctx) {
     self_walk w = {.m = m, .fn = fn, .ctx = ctx};
     int err = 0;
     w.merged = calloc((m->count + 8) / 8, 1);
@@ -164,7 +164,7 @@ int cl_cpu_selfs(const md_model *m, int (*fn)(void *ctx, uint32_t i, int64_t sel
             for (size_t k = 0; k < th->count && !err; k++) {
                 uint32_t i = th->order[k];
                 const md_event e_ev = md_at(m, i), *e = &e_ev;
-                if (!cl_in_cpu_tree(m, e)) continue;
+                if (!md_in_cpu_tree(m, e)) continue;
                 int64_t end = md_add_sat(e->ts, e->dur);
                 while (w.depth && !err) {
                     const open_ev *top = &w.stack[w.depth - 1];
@@ -244,7 +244,7 @@ static uint32_t op_at(const md_model *m, const md_thread *t, int64_t ts) {
     uint32_t p = t->order[lo - 1];
     while (p != MD_NONE) {
         const md_event e_ev = md_at(m, p), *e = &e_ev;
-        if (cl_is_op(e->kind) && e->ts <= ts && ts < e->ts + e->dur) return p;
+        if (md_is_op(e->kind) && e->ts <= ts && ts < e->ts + e->dur) return p;
         p = e->parent;
     }
     return MD_NONE;
@@ -305,13 +305,13 @@ static int string_twins(const md_model *m, uint32_t *twin) {
     return 0;
 }
 
-int cl_link(const md_model *m, uint32_t *owner) {
+int md_link(const md_model *m, uint32_t *owner) {
     /* Size the maps by what goes into them, so that they never need to grow. */
     size_t nc = 0, ne = 0;
     for (size_t i = 0; i < m->count; i++) {
         const md_event e_ev = md_at(m, i), *e = &e_ev;
         if ((e->kind == MD_RUNTIME || e->kind == MD_DRIVER) && e->corr >= 0) nc++;
-        if (cl_is_op(e->kind) && e->ext_id >= 0) ne++;
+        if (md_is_op(e->kind) && e->ext_id >= 0) ne++;
     }
     strobe__u64map by_corr = {0}, by_ext = {0};
     if (strobe__u64map_reserve(&by_corr, nc + 1) || strobe__u64map_reserve(&by_ext, ne + 1)) {
@@ -326,7 +326,7 @@ int cl_link(const md_model *m, uint32_t *owner) {
             if (v == NULL) goto nomem;
             *v = i;
         }
-        if (cl_is_op(e->kind) && e->ext_id >= 0) {
+        if (md_is_op(e->kind) && e->ext_id >= 0) {
             /* Nested operators may share an External id; the innermost (latest start) is the one
              * that launched the work. */
             int fresh;
@@ -346,11 +346,11 @@ int cl_link(const md_model *m, uint32_t *owner) {
         uint32_t o = MD_NONE;
         if (md_is_device_work(e->kind)) {
             uint32_t rt = idmap_get(&by_corr, e->corr);
-            if (rt != MD_NONE) o = cl_op_parent(m, rt);
+            if (rt != MD_NONE) o = md_op_parent(m, rt);
             if (o == MD_NONE) o = idmap_get(&by_ext, e->ext_id);
             if (o == MD_NONE && rt != MD_NONE) o = idmap_get(&by_ext, md_at(m, rt).ext_id);
         } else if (e->kind == MD_MEMORY && e->has_time) {
-            o = cl_op_parent(m, (uint32_t)i);
+            o = md_op_parent(m, (uint32_t)i);
             if (o == MD_NONE && twin[e->thread] != MD_NONE)
                 o = op_at(m, &m->threads[twin[e->thread]], e->ts);
         }
