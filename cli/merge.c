@@ -276,7 +276,7 @@ static void keep_args(merger *m, mitem *it, const strobe_rd_event *e) {
 }
 
 /* An id from the reader: the number; a string that is not one ("stream 7", Kineto's "Spans") a
- * stable number made from it, as strobe convert and cl_idmap make it (FNV-1a, in 24 bits above
+ * stable number made from it, as strobe convert and cli_idmap make it (FNV-1a, in 24 bits above
  * Linux's pid range), so that two string ids stay two tracks; 0 when absent. */
 static int64_t id_num(const strobe_rd_id *id) {
     if (id->has_num) return id->num;
