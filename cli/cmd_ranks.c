@@ -27,7 +27,14 @@
  *     sort_values keeps them), the first num_candidates; ranks with 0 can be among them.
  * Where HTA raises an error (no profiler step, no long communication kernel, no kernel that two
  * ranks share, an iteration with fewer ranks than candidates), no rank is listed and standard
- * error says why. */
+ * error says why.
+ *
+ * --collectives (collectives() below) matches each collective across ranks instead, from the
+ * args torch's record_param_comms, strobe record --mpi and the NCCL plugin give its CPU-side
+ * event (md_comm): its process group, and its sequence number in that group ("Seq", or where the
+ * recorder gives none, its place among the rank's collectives of that group in time order: MPI
+ * and NCCL need every rank of a group to call its collectives in one order). The last rank to
+ * arrive (latest start) made the others wait; HTA's potential stragglers are printed beside. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -48,6 +55,7 @@ const char cmd_ranks_usage[] =
     "SYNOPSIS\n"
     "    strobe ranks [OPTIONS] TRACE...\n"
     "    strobe ranks [-k K] [--steps N,...] [-f table|csv|json] [-q] TRACE...\n"
+    "    strobe ranks --collectives [-k K] [--steps N,...] [-f F] [-q] TRACE...\n"
     "\n"
     "DESCRIPTION\n"
     "    Holistic Trace Analysis's iteration table (extract_iteration_info) and straggler\n"
@@ -68,13 +76,28 @@ const char cmd_ranks_usage[] =
     "    raises an error (no profiler step, no such kernel, none that two ranks share, a step\n"
     "    with fewer ranks than K) no rank is listed and standard error says why.\n"
     "\n"
+    "    Stragglers per collective (--collectives): each collective (an event whose args have\n"
+    "    \"Collective name\", as torch's record_param_comms, strobe record --mpi and the NCCL\n"
+    "    plugin write them; sends, receives and the NCCL plugin's :task events left out) is\n"
+    "    matched across ranks by its process group (\"Process Group Name\", \"pg\", \"Process\n"
+    "    Group ID\" or \"Process Group Ranks\") and sequence number (\"Seq\"; without it, its\n"
+    "    place among the rank's collectives of that group in time order). A collective on two\n"
+    "    ranks or more is a row: pg, seq, collective, ranks, last_rank (the rank that started\n"
+    "    it last; the lowest of equal ones), last_start (from the earliest event of all ranks),\n"
+    "    wait_sum and wait_max (the sum and largest of last_start minus each rank's start: the\n"
+    "    wait it caused), in microseconds. Per rank: collectives, last (how often it was\n"
+    "    last), caused_wait and max_caused_wait (the waits of the collectives it was last in),\n"
+    "    and waited (its own waits for the last rank). HTA's potential stragglers follow.\n"
+    "\n"
     "OPTIONS\n"
     "    -k, --candidates K  how many stragglers to list (HTA's num_candidates; default 2)\n"
     "    --steps N,...  the profiler steps to look at (HTA's profiler_steps; default all);\n"
     "                   naming none of the trace's is an error\n"
     "    -f, --format F table (default), csv (the two tables, a blank line between) or json:\n"
     "                   {\"steps\": [rows keyed by rank, iter, ts, dur, end],\n"
-    "                   \"stragglers\": [rows keyed by rank, is_straggler]}\n"
+    "                   \"stragglers\": [rows keyed by rank, is_straggler]}; with --collectives\n"
+    "                   {\"collectives\": [...], \"by_rank\": [...], \"stragglers\": [...]}\n"
+    "    --collectives  stragglers per collective instead of the steps (see above)\n"
     // clang-format off
     CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
@@ -85,6 +108,7 @@ const struct option cmd_ranks_options[] = {
     {"format", required_argument, NULL, 'f'},
     {"candidates", required_argument, NULL, 'k'},
     {"steps", required_argument, NULL, 'S'},
+    {"collectives", no_argument, NULL, CLI_LONG_ONLY + 1},
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -384,6 +408,153 @@ static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
     return rc;
 }
 
+/* ---- stragglers per collective (--collectives) ----------------------------------------------- */
+
+/* One rank's arrival at a collective: its CPU-side event. */
+typedef struct arrival {
+    const char *pg, *coll;
+    int64_t seq;  /* "Seq", or (seq_given 0) the place among the rank's calls of the group */
+    int64_t rank; /* distributedInfo.rank */
+    size_t at;    /* index of the rank in the set */
+    int64_t ts;   /* ns */
+    uint32_t ev;
+    int seq_given;
+} arrival;
+
+static int by_rank_pg_time(const void *a, const void *b) { /* rank, pg, ts, event */
+    const arrival *x = a, *y = b;
+    if (x->at != y->at) return x->at < y->at ? -1 : 1;
+    int c = strcmp(x->pg, y->pg);
+    if (c) return c;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+static int by_pg_seq_rank(const void *a, const void *b) { /* pg, seq, rank, ts, event */
+    const arrival *x = a, *y = b;
+    int c = strcmp(x->pg, y->pg);
+    if (c) return c;
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    if (x->at != y->at) return x->at < y->at ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+/* A call that is not a collective of its whole group: point-to-point operations. */
+static int is_p2p(const char *coll) {
+    static const char *const p2p[] = {"send", "recv", "sendrecv", "isend", "irecv"};
+    for (size_t k = 0; k < sizeof p2p / sizeof *p2p; k++)
+        if (strcmp(coll, p2p[k]) == 0) return 1;
+    return 0;
+}
+
+/* The collectives of every rank into *out (malloc'd), with their sequence numbers. */
+static int arrivals(const cli_hta_set *s, arrival **out, size_t *n) {
+    size_t total = 0, k = 0;
+    for (size_t r = 0; r < s->count; r++)
+        total += s->ranks[r].m.comm_count;
+    arrival *v = malloc((total ? total : 1) * sizeof *v);
+    if (v == NULL) return STROBE_ENOMEM;
+    for (size_t r = 0; r < s->count; r++) {
+        const md_model *m = &s->ranks[r].m;
+        for (size_t i = 0; i < m->comm_count; i++) {
+            const md_comm *c = &m->comms[i];
+            const char *name = md_str(m, md_name_of(m, c->ev)), *coll = md_str(m, c->coll);
+            size_t len = strlen(name);
+            /* The NCCL plugin's v5 task events repeat their API call's; device events (torch's
+             * NCCL kernels can carry the args too) do not say when the rank arrived. */
+            if (!(m->ev_flags[c->ev] & MD_F_TIME) || md_is_device_work(md_kind_of(m, c->ev)) ||
+                (len >= 5 && strcmp(name + len - 5, ":task") == 0) || is_p2p(coll))
+                continue;
+            v[k++] = (arrival){md_str(m, c->pg), coll,  c->seq,     s->ranks[r].rank, r,
+                               md_ts(m, c->ev),  c->ev, c->seq >= 0};
+        }
+    }
+    /* Sequence numbers where the recorder gave none: the place in time order in the group. */
+    qsort(v, k, sizeof *v, by_rank_pg_time);
+    int64_t next = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (i == 0 || v[i].at != v[i - 1].at || strcmp(v[i].pg, v[i - 1].pg) != 0) next = 0;
+        if (!v[i].seq_given) v[i].seq = next++;
+    }
+    qsort(v, k, sizeof *v, by_pg_seq_rank);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+/* Per rank, over the collectives it took part in. */
+typedef struct rank_wait {
+    int64_t collectives, last, caused, caused_max, waited;
+} rank_wait;
+
+/* Fills t[0] (the collectives) and t[1] (per rank). @return 0 or STROBE_ENOMEM; *none is set when
+ * no collective ran on two ranks or more. */
+static int collective_waits(const cli_hta_set *s, cli_hta_table *t, int *none) {
+    arrival *v = NULL;
+    size_t n = 0;
+    rank_wait *w = calloc(s->count ? s->count : 1, sizeof *w);
+    int rc = w ? arrivals(s, &v, &n) : STROBE_ENOMEM;
+    int64_t t0 = INT64_MAX;
+    for (size_t r = 0; r < s->count; r++) {
+        const md_model *m = &s->ranks[r].m;
+        if (m->min_ts <= m->max_ts && m->min_ts < t0) t0 = m->min_ts;
+    }
+    *none = 1;
+    for (size_t i = 0, j; rc == 0 && i < n; i = j) {
+        /* One collective: its (pg, seq); each rank's first arrival (the earliest). */
+        size_t ranks = 0, last = i;
+        int64_t first = v[i].ts;
+        for (j = i; j < n && v[j].seq == v[i].seq && strcmp(v[j].pg, v[i].pg) == 0; j++) {
+            if (j > i && v[j].at == v[j - 1].at) continue;
+            ranks++;
+            if (v[j].ts > v[last].ts) last = j;
+            if (v[j].ts < first) first = v[j].ts;
+        }
+        if (ranks < 2) continue;
+        *none = 0;
+        int64_t sum = 0, end = v[last].ts;
+        for (size_t q = i; q < j; q++) {
+            if (q > i && v[q].at == v[q - 1].at) continue;
+            sum += end - v[q].ts;
+            w[v[q].at].collectives++;
+            w[v[q].at].waited += end - v[q].ts;
+        }
+        rank_wait *lw = &w[v[last].at];
+        lw->last++;
+        lw->caused += sum;
+        if (end - first > lw->caused_max) lw->caused_max = end - first;
+        rc = CLI_HTA_ROW(&t[0], CLI_HTA_TEXT(v[i].pg), CLI_HTA_INT(v[i].seq),
+                         CLI_HTA_TEXT(v[i].coll), CLI_HTA_INT(ranks), CLI_HTA_INT(v[last].rank),
+                         CLI_HTA_NUM((double)(end - t0) / 1e3), CLI_HTA_NUM((double)sum / 1e3),
+                         CLI_HTA_NUM((double)(end - first) / 1e3));
+    }
+    for (size_t r = 0; rc == 0 && !*none && r < s->count; r++)
+        rc = CLI_HTA_ROW(&t[1], CLI_HTA_INT(s->ranks[r].rank), CLI_HTA_INT(w[r].collectives),
+                         CLI_HTA_INT(w[r].last), CLI_HTA_NUM((double)w[r].caused / 1e3),
+                         CLI_HTA_NUM((double)w[r].caused_max / 1e3),
+                         CLI_HTA_NUM((double)w[r].waited / 1e3));
+    free(v);
+    free(w);
+    return rc;
+}
+
+/* --collectives: the waits per collective and per rank, and HTA's potential stragglers. With
+ * ctx NULL (the report), the defaults, and nothing said on stderr. */
+static int run_collectives(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
+    static const strag_args defaults = {NULL, 0, 2};
+    const strag_args *a = ctx ? ctx : &defaults;
+    int none = 1;
+    int rc = collective_waits(s, t, &none);
+    if (rc == 0 && none && ctx)
+        fprintf(stderr, "strobe ranks: no collective ran on two ranks or more (no event with a "
+                        "\"Collective name\" arg that two ranks share)\n");
+    const char *why = NULL;
+    if (rc == 0) rc = stragglers(s, a, &t[2], &why);
+    if (rc == 0 && why && ctx) fprintf(stderr, "strobe ranks: no potential stragglers: %s\n", why);
+    return rc;
+}
+
 /* "N[,N...]" into *out. @return the count, or -1 when malformed. */
 static long parse_steps(const char *arg, int64_t **out) {
     size_t n = 1;
@@ -426,7 +597,7 @@ static int option(void *ctx, int c, const char *arg) {
         if (n < 0)
             return cli_usage_error("ranks", "--steps needs numbers separated by commas", arg);
         a->nwant = (size_t)n;
-    } else {
+    } else if (c != CLI_LONG_ONLY + 1) { /* --collectives: cmd_ranks picks the command */
         return CLI_HTA_UNKNOWN_OPTION;
     }
     return 0;
@@ -446,9 +617,42 @@ const cli_hta_command cli_hta_cmd_ranks = {
     {{"steps", cols, text, 5}, {"stragglers", scols, text, 2}},
     2};
 
+static const char *const ccols[] = {"pg",        "seq",        "collective", "ranks",
+                                    "last_rank", "last_start", "wait_sum",   "wait_max"};
+static const uint8_t ctext[8] = {1, 0, 1, 0, 0, 0, 0, 0};
+static const char *const wcols[] = {"rank",        "collectives",     "last",
+                                    "caused_wait", "max_caused_wait", "waited"};
+static const uint8_t wtext[6] = {0};
+
+const cli_hta_command cli_hta_cmd_collectives = {"ranks",
+                                                 cmd_ranks_usage,
+                                                 cmd_ranks_options,
+                                                 ":f:k:qhV",
+                                                 option,
+                                                 run_collectives,
+                                                 {{"collectives", ccols, ctext, 8},
+                                                  {"by_rank", wcols, wtext, 6},
+                                                  {"stragglers", scols, text, 2}},
+                                                 3};
+
+/* The command that argv asks for: ranks' own, or with --collectives the collectives' (parsing
+ * the options as ranks does: cli_hta_main parses them again, and reports what is wrong). */
+static const cli_hta_command *ranks_command(int argc, char **argv) {
+    static cli_hta_command c;
+    int first = 0, coll = 0;
+    for (int o; (o = cli_getopt(argc, argv, cli_hta_cmd_ranks.shortopts, cli_hta_cmd_ranks.options,
+                                &first)) != -1;)
+        coll |= o == CLI_LONG_ONLY + 1;
+    if (!coll) return &cli_hta_cmd_ranks;
+    c = cli_hta_cmd_collectives;
+    c.shortopts = cli_hta_cmd_ranks.shortopts; /* ranks' options, whatever they become */
+    c.options = cli_hta_cmd_ranks.options;
+    return &c;
+}
+
 int cmd_ranks(int argc, char **argv) {
     strag_args a = {NULL, 0, 2};
-    int rc = cli_hta_main(&cli_hta_cmd_ranks, &a, argc, argv);
+    int rc = cli_hta_main(ranks_command(argc, argv), &a, argc, argv);
     free(a.want);
     return rc;
 }

@@ -281,6 +281,8 @@ int cli_hta_json(FILE *out, const cli_hta_command *c, const cli_hta_set *s, void
 /* The commands, for the report (cmd_report.c), which runs them over its traces. */
 extern const cli_hta_command cli_hta_cmd_breakdown, cli_hta_cmd_overlap, cli_hta_cmd_idle,
     cli_hta_cmd_queue, cli_hta_cmd_ranks;
+/* strobe ranks --collectives: stragglers per collective (cmd_ranks.c), for the report. */
+extern const cli_hta_command cli_hta_cmd_collectives;
 
 /* numpy's linear quantile q of v[0..n) (n > 0), which it sorts: the kernel and annotation
  * breakdowns' duration_ratio cut. */

@@ -243,6 +243,12 @@ enum {
     A_BLOCK,
     A_DEVID,
     A_TOTAL_ALLOC,
+    A_COLL,
+    A_PG_NAME,
+    A_PG,
+    A_PG_ID,
+    A_PG_RANKS,
+    A_SEQ,
     A_N
 };
 static const char *const arg_keys[A_N] = {[A_EXT] = "External id",
@@ -263,7 +269,13 @@ static const char *const arg_keys[A_N] = {[A_EXT] = "External id",
                                           [A_GRID] = "grid",
                                           [A_BLOCK] = "block",
                                           [A_DEVID] = "Device Id",
-                                          [A_TOTAL_ALLOC] = "Total Allocated"};
+                                          [A_TOTAL_ALLOC] = "Total Allocated",
+                                          [A_COLL] = "Collective name",
+                                          [A_PG_NAME] = "Process Group Name",
+                                          [A_PG] = "pg",
+                                          [A_PG_ID] = "Process Group ID",
+                                          [A_PG_RANKS] = "Process Group Ranks",
+                                          [A_SEQ] = "Seq"};
 
 static int64_t arg_int(const strobe_rd_value *a, int key, int alt, int64_t dflt) {
     int64_t out;
@@ -761,6 +773,32 @@ static int add_kargs(md_model *m, const strobe_rd_value *a) {
     return 0;
 }
 
+/* The call about to be stored as event m->count, when its args name a collective (md_comm). */
+static int add_comm(md_model *m, const strobe_rd_value *a) {
+    if (!a[A_COLL].raw || a[A_COLL].type != STROBE_RD_T_STRING) return 0;
+    if (m->comm_count == m->comm_cap) {
+        size_t cap = m->comm_cap ? 2 * m->comm_cap : 256;
+        md_comm *c = realloc(m->comms, cap * sizeof *c);
+        if (c == NULL) return STROBE_ENOMEM;
+        m->comms = c;
+        m->comm_cap = cap;
+    }
+    md_comm *c = &m->comms[m->comm_count];
+    int64_t coll = arg_text(m, &a[A_COLL], 1), pg = 0;
+    /* The group's name where the recorder gives one, else its id or its list of ranks: torch's
+     * older traces have only "Process Group ID", strobe record --mpi only the ranks. */
+    static const int pg_keys[] = {A_PG_NAME, A_PG, A_PG_ID, A_PG_RANKS};
+    for (size_t k = 0; k < sizeof pg_keys / sizeof *pg_keys && pg == 0; k++)
+        pg = arg_text(m, &a[pg_keys[k]], 1);
+    if (coll < 0 || pg < 0) return STROBE_ENOMEM;
+    c->ev = (uint32_t)m->count;
+    c->coll = (uint32_t)coll;
+    c->pg = (uint32_t)pg;
+    c->seq = arg_int(a, A_SEQ, -1, -1);
+    m->comm_count++;
+    return 0;
+}
+
 static int add_event(md_model *m, const strobe_rd_event *e) {
     if (reserve_event(m)) return STROBE_ENOMEM;
     int err = 0;
@@ -847,6 +885,7 @@ static int add_event(md_model *m, const strobe_rd_event *e) {
         x->module = (uint32_t)module;
     }
     if (x->kind == MD_KERNEL && e->args && add_kargs(m, a) != 0) return STROBE_ENOMEM;
+    if (e->args && add_comm(m, a) != 0) return STROBE_ENOMEM;
     if (perf_reserve(m)) return STROBE_ENOMEM;
     perf_values(m, m->count, e);
     /* Read before the trace said whether it has a base time (baseTimeNanoseconds after
@@ -1340,6 +1379,7 @@ void md_free(md_model *m) {
     free(m->perf_names);
     free(m->perf);
     free(m->kargs);
+    free(m->comms);
     free(m->thread_slots);
     free(m->proc_slots);
     strobe__strtab_release(&m->strings);

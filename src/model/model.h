@@ -185,6 +185,18 @@ typedef struct md_kargs {
     uint32_t grid, block; /* raw JSON text of "grid", "block" ("[50, 1, 1]"), interned */
 } md_kargs;
 
+/* A collective or point-to-point call as torch's record_param_comms, strobe record --mpi and the
+ * NCCL plugin describe it in their args (a side table: few events are such calls). Any event with
+ * a string "Collective name" arg has one. */
+typedef struct md_comm {
+    uint32_t ev;   /* the event */
+    uint32_t coll; /* "Collective name" ("allreduce", "send" ...), string id */
+    uint32_t pg;   /* its process group: the text of the first of "Process Group Name", "pg",
+                      "Process Group ID" and "Process Group Ranks" that it has (string id; 0:
+                      none) */
+    int64_t seq;   /* "Seq", the group's sequence number of the call; -1 when absent */
+} md_comm;
+
 typedef struct md_model {
     char path[4096];
     strobe__pool pool;
@@ -246,6 +258,8 @@ typedef struct md_model {
     uint32_t device_props;        /* raw JSON text of deviceProperties; 0 when absent */
     md_kargs *kargs; /* one per kernel event (kind MD_KERNEL) with args, in event order */
     size_t kargs_count, kargs_cap;
+    md_comm *comms; /* one per event with a "Collective name" arg, in event order */
+    size_t comm_count, comm_cap;
     /* The highest "Total Allocated" of the [memory] events of each device that is not the CPU
      * ("Device Type" not 0), by "Device Id": the TensorBoard plugin's memory peaks. */
     struct md_mem_peak {
