@@ -494,6 +494,10 @@ static int j_queue(FILE *out, void *arg) {
 static int j_ranks(FILE *out, void *arg) {
     return cli_hta_json(out, &cli_hta_cmd_ranks, arg, NULL);
 }
+/* strobe ranks --collectives: stragglers per collective, with its defaults. */
+static int j_collectives(FILE *out, void *arg) {
+    return cli_hta_json(out, &cli_hta_cmd_collectives, arg, NULL);
+}
 
 /* The data object the page draws from. @return 0 or a negative STROBE_E* code. */
 /* The TensorBoard plugin's figures (strobe steps --overview, summary --tensor-cores, kernels
@@ -545,6 +549,7 @@ static int put_data(FILE *out, cli_hta_set *s, const char *title) {
     if (rc == 0) rc = put_section(out, "idle", j_idle, s);
     if (rc == 0) rc = put_section(out, "queue", j_queue, s);
     if (rc == 0 && s->count > 1) rc = put_section(out, "ranks_steps", j_ranks, s);
+    if (rc == 0 && s->count > 1) rc = put_section(out, "ranks_collectives", j_collectives, s);
     if (rc == 0) rc = put_tb(out, m);
     /* Time series: each rank's over its own span (its first event to its last end), in at most
      * REPORT_BUCKETS buckets; "time" is the first rank's, which memory uses too. */

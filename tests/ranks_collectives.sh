@@ -6,7 +6,8 @@
 #      waits it caused add up; the same without "Seq" (sequence numbers from the order).
 #   2. With noise: every collective's last rank and waits equal the generator's own answer
 #      (--truth), and HTA's potential stragglers list first the rank slowed at most steps.
-#   3. -j 1 and -j 2, and mpirun -np 2 and -np 4, give the same bytes as one process, where the
+#   3. strobe report's "ranks_collectives" section is the command's JSON.
+#   4. -j 1 and -j 2, and mpirun -np 2 and -np 4, give the same bytes as one process, where the
 #      CLI takes -j / runs split under MPI (each part skips with its reason otherwise).
 # Exit 0 passed, 1 failed.
 set -u
@@ -88,7 +89,20 @@ if not st or st[0]["rank"] != 6:
 sys.exit(0 if ok else 1)
 EOF
 
-# ---- 3. the same bytes with -j and under MPI ---------------------------------------------------
+# ---- 3. strobe report's section holds the command's answer -------------------------------------
+"$strobe" report -q -o "$out/report.html" "$d" 2>"$out/report.err" || bad "strobe report failed: $(cat "$out/report.err")"
+"$py" - "$out/report.html" "$d.json" <<'EOF' || bad "report: its ranks_collectives differs from strobe ranks --collectives"
+import json, re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+m = re.search(r'<script type="application/json" id="strobe-data">(.*?)</script>', page, re.S)
+data = json.loads(m.group(1)) if m else {}
+want = json.load(open(sys.argv[2]))
+if data.get("ranks_collectives") != want:
+    print("report: %s..., want %s..." % (str(data.get("ranks_collectives"))[:200], str(want)[:200]))
+    sys.exit(1)
+EOF
+
+# ---- 4. the same bytes with -j and under MPI ---------------------------------------------------
 "$strobe" ranks --collectives -q -f json "$d" >"$out/one.json" 2>/dev/null
 if "$strobe" ranks --help | grep -Eq -- '(^|[ ,])-j[ ,]'; then
     for j in 1 2; do
