@@ -466,8 +466,13 @@ static int arrivals(const cli_hta_set *s, arrival **out, size_t *n) {
             if (!(m->ev_flags[c->ev] & MD_F_TIME) || md_is_device_work(md_kind_of(m, c->ev)) ||
                 (len >= 5 && strcmp(name + len - 5, ":task") == 0) || is_p2p(coll))
                 continue;
-            v[k++] = (arrival){md_str(m, c->pg), coll,  c->seq,     s->ranks[r].rank, r,
-                               md_ts(m, c->ev),  c->ev, c->seq >= 0};
+            arrival *x = &v[k++];
+            *x = (arrival){.pg = md_str(m, c->pg), .coll = coll, .seq = c->seq};
+            x->rank = s->ranks[r].rank;
+            x->at = r;
+            x->ts = md_ts(m, c->ev);
+            x->ev = c->ev;
+            x->seq_given = c->seq >= 0;
         }
     }
     /* Sequence numbers where the recorder gave none: the place in time order in the group. */
