@@ -3,7 +3,7 @@
 measure `strobe ranks --collectives` (stragglers per collective) on as many ranks as wanted.
 
   bench/gen_job.py --ranks N --steps S [--slow RANK:STEP:MS]... [--noise-us U] [--size-mb MB]
-                   [--no-seq] [--seed SEED] [--truth FILE] OUTDIR
+                   [--skew RANK:MS]... [--no-seq] [--seed SEED] [--truth FILE] OUTDIR
 
 Each rank's trace (OUTDIR/rank_<r>.json, Kineto's format, distributedInfo.rank r) has S steps
 (ProfilerStep#k). A step is compute (cpu_op aten::mm, each launching a gemm kernel on stream 7)
@@ -14,6 +14,8 @@ an ncclKernel on stream 20 that ends on every rank when the last rank's has run.
 starts on every rank when the allreduce ends, so that clocks and step starts agree across ranks.
 --slow RANK:STEP:MS (repeatable) makes RANK's compute in STEP longer by MS milliseconds.
 --no-seq leaves "Seq" out (as strobe record --mpi does): the sequence is then the order.
+--skew RANK:MS (repeatable) writes RANK's times MS ms late, with the "strobe_clock_sync" that
+`strobe record` would have measured (offset_ns -MS ms), so that only aligned clocks agree.
 --size-mb pads each trace to about MB megabytes with small cpu_op events on a thread of their
 own before the first step (the same bytes in every file, written once: fast for 1,000 ranks).
 --truth FILE writes what an exact analysis finds, computed here from the timeline: per
@@ -43,12 +45,24 @@ def parse_slow(text):
     return r, s, int(ms * 1000)
 
 
-def padding(size_bytes):
-    """Small cpu_op events on tid 99, 1 us apart, before the first step: the same for every rank."""
+def padding(size_bytes, shift=0):
+    """Small cpu_op events on tid 99, 1 us apart, before the first step: the same for every rank
+    whose clock is not skewed (shift, us)."""
     ev = '{"ph":"X","cat":"cpu_op","name":"aten::empty","pid":1,"tid":99,"ts":%d,"dur":1},\n'
     n = max(0, size_bytes // (len(ev) + 6))
     n = min(n, T0 - 10)
-    return "".join(ev % (10 + i) for i in range(n))
+    return "".join(ev % (10 + i + shift) for i in range(n))
+
+
+def parse_skew(text):
+    try:
+        r, ms = text.split(":")
+        r, ms = int(r), int(ms)
+    except ValueError:
+        raise argparse.ArgumentTypeError("--skew needs RANK:MS (whole ms), got %r" % text)
+    if r < 0 or abs(ms) * 1000 >= T0 - 10:
+        raise argparse.ArgumentTypeError("--skew needs RANK:MS, |MS| < %d, got %r" % (T0 // 1000 - 1, text))
+    return r, ms
 
 
 def main():
@@ -58,6 +72,7 @@ def main():
     ap.add_argument("--slow", type=parse_slow, action="append", default=[])
     ap.add_argument("--noise-us", type=int, default=100)
     ap.add_argument("--size-mb", type=float, default=0)
+    ap.add_argument("--skew", type=parse_skew, action="append", default=[])
     ap.add_argument("--no-seq", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--truth")
@@ -86,13 +101,16 @@ def main():
         ends.append(end)
         t = end + 50
 
-    pad = padding(int(a.size_mb * 1e6))
+    pad_bytes = int(a.size_mb * 1e6)
+    pad = padding(pad_bytes)
+    skew = {r: ms * 1000 for r, ms in a.skew}
     for r in range(a.ranks):
+        sh = skew.get(r, 0)
         out = []
         w = out.append
         corr = 1000
         for k in range(a.steps):
-            s, arr, end = starts[k], arrivals[k][r], ends[k]
+            s, arr, end = starts[k] + sh, arrivals[k][r] + sh, ends[k] + sh
             w('{"ph":"X","cat":"user_annotation","name":"ProfilerStep#%d","pid":1,"tid":1,'
               '"ts":%d,"dur":%d},\n' % (k, s, end + 20 - s))
             # Compute: MM_PER_STEP operators sharing [s + 5, arr - 5).
@@ -125,9 +143,10 @@ def main():
               % (KERNEL, arr + 10, end - arr - 10, corr, corr))
         body = "".join(out)
         with open(os.path.join(a.outdir, "rank_%d.json" % r), "w") as f:
+            clock = ',"strobe_clock_sync":{"offset_ns":%d}' % (-sh * 1000) if sh else ""
             f.write('{"schemaVersion":1,"distributedInfo":{"backend":"nccl","rank":%d,'
-                    '"world_size":%d},\n"traceEvents":[\n' % (r, a.ranks))
-            f.write(pad)
+                    '"world_size":%d}%s,\n"traceEvents":[\n' % (r, a.ranks, clock))
+            f.write(padding(pad_bytes, sh) if sh else pad)
             f.write(body)
             f.write('{"ph":"M","name":"process_name","pid":1,"tid":0,'
                     '"args":{"name":"python"}}\n]}\n')

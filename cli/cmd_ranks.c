@@ -34,7 +34,9 @@
  * event (md_comm): its process group, and its sequence number in that group ("Seq", or where the
  * recorder gives none, its place among the rank's collectives of that group in time order: MPI
  * and NCCL need every rank of a group to call its collectives in one order). The last rank to
- * arrive (latest start) made the others wait; HTA's potential stragglers are printed beside. */
+ * arrive (latest start) made the others wait; HTA's potential stragglers are printed beside.
+ * Arrivals are on rank 0's clock where strobe record measured the rank's ("strobe_clock_sync",
+ * applied as strobe merge applies it); HTA's stragglers take the times as they are, as HTA does. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -45,6 +47,8 @@
 #include "cli.h"
 #include "common.h"
 #include "hta.h"
+#include "merge.h"
+#include "reader/trace_reader.h"
 #include "strobe/error.h"
 
 const char cmd_ranks_usage[] =
@@ -87,7 +91,9 @@ const char cmd_ranks_usage[] =
     "    wait_sum and wait_max (the sum and largest of last_start minus each rank's start: the\n"
     "    wait it caused), in microseconds. Per rank: collectives, last (how often it was\n"
     "    last), caused_wait and max_caused_wait (the waits of the collectives it was last in),\n"
-    "    and waited (its own waits for the last rank). HTA's potential stragglers follow.\n"
+    "    and waited (its own waits for the last rank). Where strobe record measured a rank's\n"
+    "    clock against rank 0's (strobe_clock_sync), its times are put on rank 0's clock first,\n"
+    "    as strobe merge does. HTA's potential stragglers follow.\n"
     "\n"
     "OPTIONS\n"
     "    -k, --candidates K  how many stragglers to list (HTA's num_candidates; default 2)\n"
@@ -448,6 +454,25 @@ static int is_p2p(const char *coll) {
     return 0;
 }
 
+/* The rank's clock against rank 0's, as strobe record measured it ("strobe_clock_sync") and
+ * strobe merge applies it (cmd_merge.c's rules: no drift without t_ref_ns, nor one of 10% or
+ * more); none (times as they are) without it. */
+static void rank_clock(const md_model *m, cli_merge_input *in) {
+    memset(in, 0, sizeof *in);
+    if (m->clock_sync == 0) return;
+    const char *j = md_str(m, m->clock_sync);
+    size_t len = strlen(j);
+    strobe_rd_value v;
+    in->has_clock = strobe_rd_obj_get(j, len, "offset_ns", &v) == 1 &&
+                    strobe_rd_value_int(&v, &in->offset_ns) == 0;
+    if (strobe_rd_obj_get(j, len, "t_ref_ns", &v) != 1 || strobe_rd_value_int(&v, &in->t_ref_ns))
+        in->t_ref_ns = 0;
+    if (strobe_rd_obj_get(j, len, "drift_ppb", &v) != 1 ||
+        strobe_rd_value_double(&v, &in->drift_ppb) != 0 || in->t_ref_ns == 0 ||
+        !(in->drift_ppb > -1e8 && in->drift_ppb < 1e8))
+        in->drift_ppb = 0;
+}
+
 /* The collectives of every rank into *out (malloc'd), with their sequence numbers. */
 static int arrivals(const cli_hta_set *s, arrival **out, size_t *n) {
     size_t total = 0, k = 0;
@@ -457,6 +482,8 @@ static int arrivals(const cli_hta_set *s, arrival **out, size_t *n) {
     if (v == NULL) return STROBE_ENOMEM;
     for (size_t r = 0; r < s->count; r++) {
         const md_model *m = &s->ranks[r].m;
+        cli_merge_input clock;
+        rank_clock(m, &clock);
         for (size_t i = 0; i < m->comm_count; i++) {
             const md_comm *c = &m->comms[i];
             const char *name = md_str(m, md_name_of(m, c->ev)), *coll = md_str(m, c->coll);
@@ -470,7 +497,7 @@ static int arrivals(const cli_hta_set *s, arrival **out, size_t *n) {
             *x = (arrival){.pg = md_str(m, c->pg), .coll = coll, .seq = c->seq};
             x->rank = s->ranks[r].rank;
             x->at = r;
-            x->ts = md_ts(m, c->ev);
+            x->ts = cli_merge_align(&clock, md_ts(m, c->ev));
             x->ev = c->ev;
             x->seq_given = c->seq >= 0;
         }
@@ -503,7 +530,10 @@ static int collective_waits(const cli_hta_set *s, cli_hta_table *t, int *none) {
     int64_t t0 = INT64_MAX;
     for (size_t r = 0; r < s->count; r++) {
         const md_model *m = &s->ranks[r].m;
-        if (m->min_ts <= m->max_ts && m->min_ts < t0) t0 = m->min_ts;
+        cli_merge_input clock;
+        rank_clock(m, &clock);
+        int64_t first = cli_merge_align(&clock, m->min_ts);
+        if (m->min_ts <= m->max_ts && first < t0) t0 = first;
     }
     *none = 1;
     for (size_t i = 0, j; rc == 0 && i < n; i = j) {

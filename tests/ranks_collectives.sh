@@ -4,6 +4,8 @@
 #   1. No noise: each injected delay is found exactly (the slowed rank last, wait_max the delay,
 #      wait_sum (ranks - 1) x the delay), the steps without one have no wait, and per rank the
 #      waits it caused add up; the same without "Seq" (sequence numbers from the order).
+#   1b. Ranks whose clocks are skewed, with the offsets strobe record writes (strobe_clock_sync):
+#      the same answer as with one clock.
 #   2. With noise: every collective's last rank and waits equal the generator's own answer
 #      (--truth), and HTA's potential stragglers list first the rank slowed at most steps.
 #   3. strobe report's "ranks_collectives" section is the command's JSON.
@@ -65,6 +67,25 @@ if waited != caused or caused != 5 * (5000 + 12500 + 1000):
 sys.exit(0 if ok else 1)
 EOF
 done
+
+# ---- 1b. skewed clocks: strobe_clock_sync's offsets are applied, as strobe merge applies them ---
+for sk in plain skewed; do
+    flag=
+    [ "$sk" = skewed ] && flag="--skew 1:50 --skew 4:-30"
+    "$py" "$gen" --ranks 6 --steps 8 --noise-us 0 --slow 3:2:5 --size-mb 0.05 $flag "$out/$sk" || bad "gen_job.py failed"
+    "$strobe" ranks --collectives -q -f json "$out/$sk" >"$out/$sk.json" 2>"$out/$sk.err" || bad "$sk: strobe failed: $(cat "$out/$sk.err")"
+done
+"$py" - "$out/plain.json" "$out/skewed.json" <<'EOF' || bad "skewed clocks: the waits differ from the same job's with one clock"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+for key in ("collectives", "by_rank"):
+    if a[key] != b[key]:
+        print("%s: one clock %s..., skewed %s..." % (key, str(a[key])[:300], str(b[key])[:300]))
+        sys.exit(1)
+if not any(r["wait_max"] == 5000 and r["last_rank"] == 3 for r in b["collectives"]):
+    print("skewed: rank 3's 5 ms at step 2 not found")
+    sys.exit(1)
+EOF
 
 # ---- 2. with noise: the generator's own answer, and HTA's ---------------------------------------
 d="$out/noisy"

@@ -1247,6 +1247,14 @@ static int load_from(md_model *m, strobe_rd *rd, int rc) {
                 rc = dist_info(m, &it.meta->value);
                 if (rc) break;
             }
+            if (strcmp(md_str(m, (uint32_t)key), "strobe_clock_sync") == 0) {
+                int64_t id = intern(m, it.meta->value.raw, it.meta->value.len);
+                if (id < 0) {
+                    rc = (int)id;
+                    break;
+                }
+                m->clock_sync = (uint32_t)id;
+            }
             if (strcmp(md_str(m, (uint32_t)key), "device_type") == 0) {
                 rc = device_type(m, &it.meta->value);
                 if (rc) break;

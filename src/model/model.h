@@ -270,6 +270,9 @@ typedef struct md_model {
      * absent or not integers; dist_info its raw JSON text, 0 when absent. */
     int64_t rank, world_size;
     uint32_t dist_info;
+    /* strobe record's "strobe_clock_sync" (the rank's clock against rank 0's: offset_ns, t_ref_ns,
+     * drift_ppb, as src/trace/kineto.h has it): its raw JSON text, 0 when absent. */
+    uint32_t clock_sync;
     /* The top-level "device_type" (HTA's get_device_type reads it: "MTIA" takes its MTIA
      * branch), decoded, as the last one written (Python's json keeps the last of a repeated
      * key); 0 when absent, not a string, or holding a NUL. */
