@@ -9,7 +9,8 @@
 # args, the rank's metadata, and the skew cancelled by the recorded clock offsets. A second run
 # writes .pftrace (from MPI_Init_thread); a third records mpirun itself (every rank in one trace,
 # without a distributedInfo); --mpi without its library is refused. The traces pass SHARED_DIR's
-# validators when SHARED_DIR has them. Skips (77) without mpirun or python3.
+# validators when SHARED_DIR has them; `strobe ranks --collectives` matches the ranks'
+# collectives on rank 0's clock. Skips (77) without mpirun or python3.
 set -u
 STROBE=$1 PROG=$2 SHARED=$3 WORK=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -147,6 +148,31 @@ EOP
     grep -q "several ranks" whole.log || { echo "FAIL no note on several ranks: $(cat whole.log)"; fail=1; }
 else
     echo "FAIL strobe record --mpi -- mpirun: $(tail -5 whole.log)"
+    fail=1
+fi
+
+# strobe ranks --collectives on the 4 ranks: every collective matched (the split communicators'
+# allreduce as groups of their own, without "Seq": by their order), and the waits on rank 0's clock
+# (strobe_clock_sync), so that ranks 1 and 2's skew of +50 and -30 ms leaves no wait near it.
+mkdir -p coll
+cp out_0.json out_1.json out_2.json out_3.json coll/ 2>/dev/null
+if "$STROBE" ranks --collectives -q -f json coll >coll.json 2>coll.log; then
+    python3 - coll.json <<'EOP' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d["collectives"]
+world = [r for r in rows if r["pg"] == "[0, 1, 2, 3]"]
+split = sorted(r["pg"] for r in rows if r["ranks"] == 2)
+barriers = [r for r in world if r["collective"] == "barrier"]
+late = [r for r in rows if r["wait_max"] >= 20000]
+if len(barriers) < 20 or split != ["[0, 2]", "[1, 3]"] or late or \
+        any(r["ranks"] != 4 for r in world):
+    print("FAIL ranks --collectives: %d barriers, split groups %r, waits of 20 ms or more %r"
+          % (len(barriers), split, late[:3]))
+    sys.exit(1)
+EOP
+else
+    echo "FAIL strobe ranks --collectives: $(cat coll.log)"
     fail=1
 fi
 
