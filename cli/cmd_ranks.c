@@ -473,42 +473,50 @@ static void rank_clock(const md_model *m, cli_merge_input *in) {
         in->drift_ppb = 0;
 }
 
-/* The collectives of every rank into *out (malloc'd), with their sequence numbers. */
+/* Rank s->ranks[at]'s collectives into v (room for its comm_count), with their sequence numbers
+ * and on rank 0's clock. Reads that rank alone: the part of the work that is per rank.
+ * @return their number. */
+static size_t rank_arrivals(const cli_hta_set *s, size_t at, arrival *v) {
+    const md_model *m = &s->ranks[at].m;
+    cli_merge_input clock;
+    rank_clock(m, &clock);
+    size_t k = 0;
+    for (size_t i = 0; i < m->comm_count; i++) {
+        const md_comm *c = &m->comms[i];
+        const char *name = md_str(m, md_name_of(m, c->ev)), *coll = md_str(m, c->coll);
+        size_t len = strlen(name);
+        /* The NCCL plugin's v5 task events repeat their API call's; device events (torch's
+         * NCCL kernels can carry the args too) do not say when the rank arrived. */
+        if (!(m->ev_flags[c->ev] & MD_F_TIME) || md_is_device_work(md_kind_of(m, c->ev)) ||
+            (len >= 5 && strcmp(name + len - 5, ":task") == 0) || is_p2p(coll))
+            continue;
+        arrival *x = &v[k++];
+        *x = (arrival){.pg = md_str(m, c->pg), .coll = coll, .seq = c->seq};
+        x->rank = s->ranks[at].rank;
+        x->at = at;
+        x->ts = cli_merge_align(&clock, md_ts(m, c->ev));
+        x->ev = c->ev;
+        x->seq_given = c->seq >= 0;
+    }
+    /* Sequence numbers where the recorder gave none: the place in time order in the group. */
+    qsort(v, k, sizeof *v, by_rank_pg_time);
+    int64_t next = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (i == 0 || strcmp(v[i].pg, v[i - 1].pg) != 0) next = 0;
+        if (!v[i].seq_given) v[i].seq = next++;
+    }
+    return k;
+}
+
+/* The collectives of every rank into *out (malloc'd), sorted by group, sequence and rank. */
 static int arrivals(const cli_hta_set *s, arrival **out, size_t *n) {
     size_t total = 0, k = 0;
     for (size_t r = 0; r < s->count; r++)
         total += s->ranks[r].m.comm_count;
     arrival *v = malloc((total ? total : 1) * sizeof *v);
     if (v == NULL) return STROBE_ENOMEM;
-    for (size_t r = 0; r < s->count; r++) {
-        const md_model *m = &s->ranks[r].m;
-        cli_merge_input clock;
-        rank_clock(m, &clock);
-        for (size_t i = 0; i < m->comm_count; i++) {
-            const md_comm *c = &m->comms[i];
-            const char *name = md_str(m, md_name_of(m, c->ev)), *coll = md_str(m, c->coll);
-            size_t len = strlen(name);
-            /* The NCCL plugin's v5 task events repeat their API call's; device events (torch's
-             * NCCL kernels can carry the args too) do not say when the rank arrived. */
-            if (!(m->ev_flags[c->ev] & MD_F_TIME) || md_is_device_work(md_kind_of(m, c->ev)) ||
-                (len >= 5 && strcmp(name + len - 5, ":task") == 0) || is_p2p(coll))
-                continue;
-            arrival *x = &v[k++];
-            *x = (arrival){.pg = md_str(m, c->pg), .coll = coll, .seq = c->seq};
-            x->rank = s->ranks[r].rank;
-            x->at = r;
-            x->ts = cli_merge_align(&clock, md_ts(m, c->ev));
-            x->ev = c->ev;
-            x->seq_given = c->seq >= 0;
-        }
-    }
-    /* Sequence numbers where the recorder gave none: the place in time order in the group. */
-    qsort(v, k, sizeof *v, by_rank_pg_time);
-    int64_t next = 0;
-    for (size_t i = 0; i < k; i++) {
-        if (i == 0 || v[i].at != v[i - 1].at || strcmp(v[i].pg, v[i - 1].pg) != 0) next = 0;
-        if (!v[i].seq_given) v[i].seq = next++;
-    }
+    for (size_t r = 0; r < s->count; r++)
+        k += rank_arrivals(s, r, v + k);
     qsort(v, k, sizeof *v, by_pg_seq_rank);
     *out = v;
     *n = k;
