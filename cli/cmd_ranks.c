@@ -58,8 +58,8 @@ const char cmd_ranks_usage[] =
     "\n"
     "SYNOPSIS\n"
     "    strobe ranks [OPTIONS] TRACE...\n"
-    "    strobe ranks [-k K] [--steps N,...] [-f table|csv|json] [-q] TRACE...\n"
-    "    strobe ranks --collectives [-k K] [--steps N,...] [-f F] [-q] TRACE...\n"
+    "    strobe ranks [-k K] [--steps N,...] [-f table|csv|json] [-j N] [-q] TRACE...\n"
+    "    strobe ranks --collectives [-k K] [--steps N,...] [-f F] [-j N] [-q] TRACE...\n"
     "\n"
     "DESCRIPTION\n"
     "    Holistic Trace Analysis's iteration table (extract_iteration_info) and straggler\n"
@@ -105,6 +105,7 @@ const char cmd_ranks_usage[] =
     "                   {\"collectives\": [...], \"by_rank\": [...], \"stragglers\": [...]}\n"
     "    --collectives  stragglers per collective instead of the steps (see above)\n"
     // clang-format off
+    CLI_JOBS_USAGE
     CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit, --steps\n"
@@ -115,6 +116,7 @@ const struct option cmd_ranks_options[] = {
     {"candidates", required_argument, NULL, 'k'},
     {"steps", required_argument, NULL, 'S'},
     {"collectives", no_argument, NULL, CLI_LONG_ONLY + 1},
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -654,7 +656,7 @@ const cli_hta_command cli_hta_cmd_ranks = {
     "ranks",
     cmd_ranks_usage,
     cmd_ranks_options,
-    ":f:k:qhV",
+    ":f:k:j:qhV",
     option,
     run,
     {{"steps", cols, text, 5}, {"stragglers", scols, text, 2}},
@@ -670,7 +672,7 @@ static const uint8_t wtext[6] = {0};
 const cli_hta_command cli_hta_cmd_collectives = {"ranks",
                                                  cmd_ranks_usage,
                                                  cmd_ranks_options,
-                                                 ":f:k:qhV",
+                                                 ":f:k:j:qhV",
                                                  option,
                                                  run_collectives,
                                                  {{"collectives", ccols, ctext, 8},

@@ -71,6 +71,9 @@ const char cmd_report_usage[] =
     "OPTIONS\n"
     "    -o, --output F the HTML file to write (required; - is standard output)\n"
     "    --title T      the page's title (default: the first trace's file name)\n"
+    // clang-format off
+    CLI_JOBS_USAGE
+    // clang-format on
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
     "    -V, --version  show strobe's version\n"
@@ -82,6 +85,7 @@ const char cmd_report_usage[] =
 const struct option cmd_report_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"title", required_argument, NULL, CLI_LONG_ONLY + 1},
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -626,7 +630,7 @@ static int write_page(FILE *out, cli_hta_set *s, const char *title) {
 int cmd_report(int argc, char **argv) {
     const char *output = NULL, *title = NULL;
     int quiet = 0, first = 0;
-    for (int c; (c = cli_getopt(argc, argv, ":o:qhV", cmd_report_options, &first)) != -1;) {
+    for (int c; (c = cli_getopt(argc, argv, ":o:j:qhV", cmd_report_options, &first)) != -1;) {
         switch (c) {
         case 'h':
             return cli_help(cmd_report_usage);
@@ -638,6 +642,11 @@ int cmd_report(int argc, char **argv) {
         case 'o':
             output = optarg;
             break;
+        case 'j': {
+            int rc = cli_parse_jobs("report", optarg);
+            if (rc) return rc;
+            break;
+        }
         case CLI_LONG_ONLY + 1:
             title = optarg;
             break;

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -355,6 +356,10 @@ int cli_load(md_model *m, const char *cmd, const char *path, int quiet) {
     cli_progress *p = cli_progress_start(cmd, path, quiet);
     int rc = md_load(m, path);
     cli_progress_stop(p);
+    return cli_load_said(m, cmd, path, rc);
+}
+
+int cli_load_said(md_model *m, const char *cmd, const char *path, int rc) {
     if (rc == 0) {
         /* Read all the same, as a cut JSON array is; but a cut packet loses events, so say so. */
         if (m->pf_cut)
@@ -487,4 +492,77 @@ int cli_folder_files(const char *dir, int (*want)(const char *name), const struc
 
 void cli_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
     if (n > 1) qsort(base, n, size, cmp);
+}
+
+/* ---- jobs ---------------------------------------------------------------------------------- */
+
+int cli_jobs;
+
+int cli_jobs_for(size_t n) {
+    long jobs = cli_jobs;
+    if (jobs <= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof set, &set) == 0)
+            jobs = CPU_COUNT(&set);
+        else
+            jobs = sysconf(_SC_NPROCESSORS_ONLN);
+    }
+    if (jobs > (long)n) jobs = (long)n;
+    return jobs < 1 ? 1 : (int)jobs;
+}
+
+int cli_parse_jobs(const char *cmd, const char *arg) {
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (errno || end == arg || *end || v < 1 || v > 4096)
+        return cli_usage_error(cmd, "--jobs needs a number from 1 to 4096", arg);
+    cli_jobs = (int)v;
+    return 0;
+}
+
+typedef struct par_state {
+    pthread_mutex_t lock;
+    size_t next, n;
+    int stop;
+    int (*work)(void *arg, size_t i);
+    void *arg;
+} par_state;
+
+static void *par_worker(void *p) {
+    par_state *s = p;
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        size_t i = s->next;
+        int go = !s->stop && i < s->n;
+        if (go) s->next++;
+        pthread_mutex_unlock(&s->lock);
+        if (!go) return NULL;
+        if (s->work(s->arg, i) != 0) {
+            pthread_mutex_lock(&s->lock);
+            s->stop = 1;
+            pthread_mutex_unlock(&s->lock);
+        }
+    }
+}
+
+void cli_parallel(size_t n, int jobs, int (*work)(void *arg, size_t i), void *arg) {
+    par_state s = {.next = 0, .n = n, .stop = 0, .work = work, .arg = arg};
+    if (jobs <= 1 || n <= 1) {
+        for (size_t i = 0; i < n; i++)
+            if (work(arg, i) != 0) break;
+        return;
+    }
+    pthread_t *t = malloc((size_t)jobs * sizeof *t);
+    pthread_mutex_init(&s.lock, NULL);
+    int started = 0;
+    for (; t && started < jobs; started++)
+        if (pthread_create(&t[started], NULL, par_worker, &s) != 0) break;
+    /* With no thread started (no memory for them) the caller's own does the work. */
+    if (started == 0) par_worker(&s);
+    for (int k = 0; k < started; k++)
+        pthread_join(t[k], NULL);
+    pthread_mutex_destroy(&s.lock);
+    free(t);
 }

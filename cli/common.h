@@ -133,6 +133,9 @@ void cli_free_paths(char **paths, size_t n);
  * prints "strobe CMD: PATH: problem" on stderr (escaped: the problem may quote the file), frees
  * *m and returns CLI_BAD_INPUT; on success returns 0 and the caller md_free()s *m. */
 int cli_load(md_model *m, const char *cmd, const char *path, int quiet);
+/* The second half of cli_load, for a model md_load() filled (rc its result) on another thread:
+ * prints cli_load's warnings, or its error (freeing *m). @return as cli_load. */
+int cli_load_said(md_model *m, const char *cmd, const char *path, int rc);
 
 /* Says on stderr, when the model read from `path` had malformed events, "strobe CMD: PATH: N
  * malformed event(s) skipped; `strobe check` lists them" (the line every command that reads a
@@ -153,5 +156,29 @@ const char *cli_out_reason(int rc, int sys_errno);
  * (quoted; escaped for the terminal, or as a JSON string when `json`), or absent ("(none)", or
  * null in JSON). */
 void cli_print_id(const md_model *m, int64_t num, uint8_t kind, int json);
+
+/* ---- jobs ---------------------------------------------------------------------------------- */
+
+/* Commands that read several traces read them on threads: -j N, --jobs N. cli_jobs is the number
+ * given (0: none given, then the cores this process may run on). */
+extern int cli_jobs;
+/* The workers to use for n inputs: cli_jobs, or the cores available (sched_getaffinity), at most
+ * n and at least 1. */
+int cli_jobs_for(size_t n);
+/* Parses -j's value into cli_jobs. @return 0, or the usage error's exit status after its
+ * message. */
+int cli_parse_jobs(const char *cmd, const char *arg);
+/* The option -j, --jobs N (getopt's "j:"), and its usage lines. */
+#define CLI_OPTION_JOBS                                                                            \
+    { "jobs", required_argument, NULL, 'j' }
+#define CLI_JOBS_USAGE                                                                             \
+    "    -j, --jobs N   read N traces at a time, each on its own thread (default: the cores\n"     \
+    "                   available); the output is the same for every N\n"
+/* Calls work(arg, i) once for each i in [0, n), on `jobs` threads (the caller's own when 1), the
+ * i's handed out in increasing order. Once a call returns non-zero, no greater i is handed out
+ * (those already running finish): the caller finds the first failure by looking at its results
+ * in order, as a sequential loop would stop at it. Where no thread can be started, the caller's
+ * does all the work. */
+void cli_parallel(size_t n, int jobs, int (*work)(void *arg, size_t i), void *arg);
 
 #endif

@@ -496,6 +496,36 @@ static int by_rank(const void *a, const void *b) {
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
+/* The loading on threads (cli_parallel): trace i into ranks[i].m, md_load's result in rc[i]
+ * (LOAD_PENDING: not read, after a failure). */
+#define LOAD_PENDING 1
+typedef struct load_job {
+    cli_hta_rank *ranks;
+    char **paths;
+    int *rc;
+} load_job;
+
+static int load_one(void *arg, size_t i) {
+    load_job *j = arg;
+    j->rc[i] = md_load(&j->ranks[i].m, j->paths[i]);
+    return j->rc[i];
+}
+
+/* Rank i's rows (build_rank or build_rank_mtia), its result in rc[i]; min_ts set first. */
+typedef struct build_job {
+    cli_hta_set *s;
+    int no_cpu_rows;
+    int *rc;
+} build_job;
+
+static int build_one(void *arg, size_t i) {
+    build_job *j = arg;
+    cli_hta_rank *r = &j->s->ranks[i];
+    j->rc[i] = j->s->mtia ? build_rank_mtia(r, j->no_cpu_rows)
+                          : build_rank(r, j->s->restricted, j->no_cpu_rows);
+    return j->rc[i];
+}
+
 int cli_hta_load(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
     return cli_hta_load_rows(s, cmd, paths, n, quiet, 0);
 }
@@ -516,9 +546,24 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
         s->ranks = calloc(l.n ? l.n : 1, sizeof *s->ranks);
         if (s->ranks == NULL) rc = STROBE_ENOMEM;
     }
+    /* The traces are read on cli_jobs threads (md_load keeps no state outside its model), and
+     * what loading says is said here, in file order, as one thread would say it: the first
+     * trace that cannot be read ends the command, naming it. */
+    int jobs = cli_jobs_for(l.n);
+    int *load_rc = NULL;
+    if (rc == 0 && jobs > 1) {
+        load_rc = calloc(l.n ? l.n : 1, sizeof *load_rc);
+        if (load_rc == NULL) rc = STROBE_ENOMEM;
+        for (size_t k = 0; k < l.n && load_rc; k++)
+            load_rc[k] = LOAD_PENDING;
+        load_job lj = {s->ranks, l.v, load_rc};
+        if (rc == 0) cli_parallel(l.n, jobs, load_one, &lj);
+    }
     for (size_t k = 0; rc == 0 && k < l.n; k++) {
         cli_hta_rank *r = &s->ranks[k];
-        if (cli_load(&r->m, cmd, l.v[k], quiet) != CLI_OK) {
+        int loaded = load_rc ? cli_load_said(&r->m, cmd, l.v[k], load_rc[k])
+                             : cli_load(&r->m, cmd, l.v[k], quiet);
+        if (loaded != CLI_OK) {
             rc = -1;
             break;
         }
@@ -574,12 +619,23 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
         strcmp(md_str(&s->ranks[0].m, s->ranks[0].m.device_type), "MTIA") == 0)
         s->mtia = 1;
     s->min_ts = INT64_MAX;
-    for (size_t k = 0; rc == 0 && k < s->count; k++) {
-        rc = s->mtia ? build_rank_mtia(&s->ranks[k], no_cpu_rows)
-                     : build_rank(&s->ranks[k], s->restricted, no_cpu_rows);
-        if (rc == 0 && s->ranks[k].min_ts < s->min_ts) s->min_ts = s->ranks[k].min_ts;
+    if (rc == 0 && s->count) {
+        /* Each rank's rows on the threads too; the results are taken in rank order. */
+        int *build_rc = calloc(s->count, sizeof *build_rc);
+        if (build_rc == NULL) rc = STROBE_ENOMEM;
+        build_job bj = {s, no_cpu_rows, build_rc};
+        if (rc == 0) cli_parallel(s->count, cli_jobs_for(s->count), build_one, &bj);
+        for (size_t k = 0; rc == 0 && k < s->count; k++) {
+            rc = build_rc[k];
+            if (rc == 0 && s->ranks[k].min_ts < s->min_ts) s->min_ts = s->ranks[k].min_ts;
+        }
+        free(build_rc);
     }
     if (s->min_ts == INT64_MAX) s->min_ts = 0;
+    /* A trace the threads read that was not looked at above (after one that failed). */
+    for (size_t k = s->count; load_rc && k < l.n; k++)
+        if (load_rc[k] != LOAD_PENDING) md_free(&s->ranks[k].m);
+    free(load_rc);
     for (size_t k = 0; k < l.n; k++)
         free(l.v[k]);
     free(l.v);
@@ -953,6 +1009,9 @@ int cli_hta_main_rows(const cli_hta_command *c, void *ctx, int argc, char **argv
         if (o == 'V') return cli_version();
         if (o == 'q') {
             quiet = 1;
+        } else if (o == 'j') {
+            int rc = cli_parse_jobs(c->name, optarg);
+            if (rc) return rc;
         } else if (o == 'f') {
             format = cli_parse_format(optarg);
             if (format < 0) return cli_usage_error(c->name, "unknown --format", optarg);
