@@ -47,12 +47,14 @@ const char cmd_breakdown_usage[] =
     "                   names: rank, idle_time, compute_time, non_compute_time, kernel_time,\n"
     "                   idle_time_pctg, compute_time_pctg, non_compute_time_pctg)\n"
     // clang-format off
+    CLI_JOBS_USAGE
     CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
 const struct option cmd_breakdown_options[] = {
     {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -101,7 +103,7 @@ static const uint8_t text[8] = {0};
 const cli_hta_command cli_hta_cmd_breakdown = {"breakdown",
                                                cmd_breakdown_usage,
                                                cmd_breakdown_options,
-                                               ":f:qhV",
+                                               ":f:j:qhV",
                                                NULL,
                                                run,
                                                {{NULL, cols, text, 8}},

@@ -64,6 +64,9 @@ const char cmd_diff_usage[] =
     "    -f, --format F table (default), csv or json (an array of row objects); csv and json\n"
     "                   give durations in microseconds\n"
     "    --name-width N the name column's widest (default 55); csv and json keep whole names\n"
+    // clang-format off
+    CLI_JOBS_USAGE
+    // clang-format on
     "    -q, --quiet    no progress line on standard error\n"
     "    -h, --help     show this text\n"
     "    -V, --version  show strobe's version\n"
@@ -369,6 +372,7 @@ const struct option cmd_diff_options[] = {
     {"limit", required_argument, NULL, 'n'},
     {"format", required_argument, NULL, 'f'},
     CLI_OPTION_NAME_WIDTH,
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -382,17 +386,51 @@ static const char *shown_path(const char *path) {
     return strcmp(path, "-") == 0 ? "<stdin>" : cli_esc(path);
 }
 
+/* The rows keep copies of their names, so that one trace at a time is held. @return 0 or
+ * STROBE_ENOMEM. */
+static int keep_names(trace_rows *tr) {
+    for (size_t k = 0; k < tr->count; k++) {
+        const char *name = strobe__pool_strdup(&tr->names, tr->rows[k].name);
+        if (name == NULL) return STROBE_ENOMEM;
+        tr->rows[k].name = name;
+    }
+    return 0;
+}
+
+/* The two traces read and reduced to rows on two threads (cli_parallel): trace k into m[k] and
+ * tr[k], md_load's result in load[k], the reduction's in work[k]. */
+typedef struct diff_job {
+    md_model *m;
+    const char **path;
+    int has_step;
+    int64_t step;
+    trace_rows *tr;
+    int *load, *work;
+} diff_job;
+
+static int diff_one(void *arg, size_t k) {
+    diff_job *j = arg;
+    j->load[k] = md_load(&j->m[k], j->path[k]);
+    if (j->load[k]) return 0; /* the other trace is still read, as its messages may come first */
+    j->work[k] = collect(&j->m[k], j->has_step, j->step, &j->tr[k]);
+    if (j->work[k] == 0) j->work[k] = keep_names(&j->tr[k]);
+    return 0;
+}
+
 int cmd_diff(int argc, char **argv) {
     size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
     int format = CLI_TABLE, quiet = 0, first = 0, has_step = 0;
     int64_t step = 0;
-    for (int c; (c = cli_getopt(argc, argv, ":n:f:qhV", cmd_diff_options, &first)) != -1;) {
+    for (int c; (c = cli_getopt(argc, argv, ":n:f:j:qhV", cmd_diff_options, &first)) != -1;) {
         unsigned long long n;
         switch (c) {
         case 'h':
             return cli_help(cmd_diff_usage);
         case 'V':
             return cli_version();
+        case 'j':
+            if (cli_parse_jobs("diff", optarg) != 0) return CLI_BAD_INPUT;
+            break;
         case 'q':
             quiet = 1;
             break;
@@ -432,11 +470,18 @@ int cmd_diff(int argc, char **argv) {
     trace_rows tr[2] = {{NULL, 0, {0}}, {NULL, 0, {0}}};
     int freed[2] = {0, 0};
     int loaded = 0, rc = CLI_OK, work = 0;
+    /* With two workers both traces are read and reduced to rows at once (each held until its
+     * messages are said, in order, below); with one, a trace at a time. */
+    int par_load[2] = {0, 0}, par_work[2] = {0, 0};
+    diff_job dj = {m, path, has_step, step, tr, par_load, par_work};
+    int par = cli_jobs_for(2) > 1;
+    if (par) cli_parallel(2, 2, diff_one, &dj);
     for (; loaded < 2; loaded++) {
-        rc = cli_load(&m[loaded], "diff", path[loaded], quiet);
+        rc = par ? cli_load_said(&m[loaded], "diff", path[loaded], par_load[loaded])
+                 : cli_load(&m[loaded], "diff", path[loaded], quiet);
         if (rc != CLI_OK) break;
         cli_say_skipped("diff", path[loaded], &m[loaded]);
-        work = collect(&m[loaded], has_step, step, &tr[loaded]);
+        work = par ? par_work[loaded] : collect(&m[loaded], has_step, step, &tr[loaded]);
         if (work == STROBE_EINVAL) {
             fprintf(stderr, "strobe diff: %s: no ProfilerStep#%" PRId64 " in the trace\n",
                     shown_path(path[loaded]), step);
@@ -448,12 +493,7 @@ int cmd_diff(int argc, char **argv) {
             loaded++;
             break;
         }
-        /* The rows keep copies of their names, so that one trace at a time is held. */
-        for (size_t k = 0; k < tr[loaded].count && !work; k++) {
-            const char *name = strobe__pool_strdup(&tr[loaded].names, tr[loaded].rows[k].name);
-            if (name == NULL) work = STROBE_ENOMEM;
-            tr[loaded].rows[k].name = name;
-        }
+        if (!par) work = keep_names(&tr[loaded]);
         if (work) {
             loaded++;
             break;
@@ -479,7 +519,7 @@ int cmd_diff(int argc, char **argv) {
         free(tr[k].rows);
         strobe__pool_release(&tr[k].names);
     }
-    for (int k = 0; k < loaded; k++)
+    for (int k = 0; k < (par ? 2 : loaded); k++)
         if (!freed[k]) md_free(&m[k]);
     free(m);
     return rc;

@@ -48,6 +48,7 @@ const char cmd_idle_usage[] =
     "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
     "                   names: rank, stream, idle_category, idle_time, idle_time_ratio)\n"
     // clang-format off
+    CLI_JOBS_USAGE
     CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
@@ -55,6 +56,7 @@ const char cmd_idle_usage[] =
 const struct option cmd_idle_options[] = {
     {"consecutive-kernel-delay", required_argument, NULL, CLI_LONG_ONLY + 1},
     {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -214,7 +216,7 @@ static const char *const cols[] = {"rank", "stream", "idle_category", "idle_time
 static const uint8_t text[5] = {0, 0, 1, 0, 0};
 
 const cli_hta_command cli_hta_cmd_idle = {
-    "idle", cmd_idle_usage, cmd_idle_options, ":f:qhV", option, run, {{NULL, cols, text, 5}}, 1};
+    "idle", cmd_idle_usage, cmd_idle_options, ":f:j:qhV", option, run, {{NULL, cols, text, 5}}, 1};
 
 int cmd_idle(int argc, char **argv) {
     int64_t delay = 30;

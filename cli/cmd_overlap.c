@@ -35,12 +35,14 @@ const char cmd_overlap_usage[] =
     "    -f, --format F table (default), csv or json (an array of rows keyed by HTA's column\n"
     "                   names: rank, comp_comm_overlap_pctg)\n"
     // clang-format off
+    CLI_JOBS_USAGE
     CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
 
 const struct option cmd_overlap_options[] = {
     {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -95,9 +97,14 @@ static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
 static const char *const cols[] = {"rank", "comp_comm_overlap_pctg"};
 static const uint8_t text[2] = {0};
 
-const cli_hta_command cli_hta_cmd_overlap = {
-    "overlap", cmd_overlap_usage, cmd_overlap_options, ":f:qhV", NULL, run, {{NULL, cols, text, 2}},
-    1};
+const cli_hta_command cli_hta_cmd_overlap = {"overlap",
+                                             cmd_overlap_usage,
+                                             cmd_overlap_options,
+                                             ":f:j:qhV",
+                                             NULL,
+                                             run,
+                                             {{NULL, cols, text, 2}},
+                                             1};
 
 int cmd_overlap(int argc, char **argv) {
     return cli_hta_main_rows(&cli_hta_cmd_overlap, NULL, argc, argv, 1); /* no CPU rows */
