@@ -442,6 +442,12 @@ int cli_hta_iters_init(cli_hta_iters *it, const cli_hta_rank *r) {
             it->cr[it->ncorr++] = (corr_row){e->corr, i};
     }
     qsort(it->cr, it->ncorr, sizeof *it->cr, by_corr);
+    /* Steps in file order that start one after another and do not overlap (a profiler's, as a
+     * rule) hold a time in one step at most, found by a binary search (cpu_iteration). */
+    it->sorted = 1;
+    for (size_t k = 1; k < it->nsteps && it->sorted; k++)
+        it->sorted = it->steps[3 * (k - 1)] < it->steps[3 * k] &&
+                     it->steps[3 * (k - 1) + 1] <= it->steps[3 * k];
     return 0;
 }
 
@@ -455,6 +461,17 @@ void cli_hta_iters_free(cli_hta_iters *it) {
 static int64_t cpu_iteration(const cli_hta_iters *it, const md_event *e) {
     int64_t ts, end, v = -1;
     row_times(&it->r->m, e, &ts, &end);
+    if (it->sorted) {
+        size_t lo = 0, hi = it->nsteps;
+        while (lo < hi) { /* the first step that starts after ts */
+            size_t mid = lo + (hi - lo) / 2;
+            if (it->steps[3 * mid] <= ts)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        return lo && ts < it->steps[3 * (lo - 1) + 1] ? it->steps[3 * (lo - 1) + 2] : -1;
+    }
     for (size_t k = 0; k < it->nsteps; k++)
         if (it->steps[3 * k] <= ts && ts < it->steps[3 * k + 1]) v = it->steps[3 * k + 2];
     return v;

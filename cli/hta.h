@@ -149,6 +149,7 @@ typedef struct cli_hta_iters {
     size_t nsteps;
     cli_hta_corr_row *cr;
     size_t ncorr;
+    int sorted; /* the steps start in file order and do not overlap */
 } cli_hta_iters;
 /* @return 0 or STROBE_ENOMEM; cli_hta_iters_free() in every case. */
 int cli_hta_iters_init(cli_hta_iters *it, const cli_hta_rank *r);
