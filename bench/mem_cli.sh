@@ -25,9 +25,10 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo '{"traceEvents":[]}' > "$tmp/empty.json"
-# rss CMD TRACE: max RSS in KB of `strobe CMD TRACE` (diff compares the trace with itself)
+# rss CMD TRACE: max RSS in KB of `strobe CMD TRACE` (diff compares the trace with itself, one
+# trace at a time: with -j 2, its default on two cores or more, it holds both at once)
 rss() {
-    if [ "$1" = diff ]; then set -- "diff $2" "$2"; fi
+    if [ "$1" = diff ]; then set -- "diff -j 1 $2" "$2"; fi
     # shellcheck disable=SC2086
     /usr/bin/time -f %M -o "$tmp/t" $strobe $1 "$2" > /dev/null 2>&1
     tail -n 1 "$tmp/t"

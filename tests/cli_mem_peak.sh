@@ -21,7 +21,9 @@ echo '{"traceEvents":[]}' > "$work/empty.json"
 size=$(wc -c < "$trace")
 # rss CMD TRACE: max RSS (KB) of a run that must succeed (check exits 0 on a clean trace)
 rss() {
-    if [ "$1" = diff ]; then set -- "$1" "$2" "$2"; fi
+    # diff one trace at a time (-j 1): with two workers, its default on two cores or more, it
+    # holds both traces at once, by design.
+    if [ "$1" = diff ]; then set -- "$1" -j 1 "$2" "$2"; fi
     cmd=$1
     shift
     /usr/bin/time -f %M -o "$work/time" "$strobe" "$cmd" -q "$@" > /dev/null || {
