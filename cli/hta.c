@@ -15,6 +15,8 @@
 #include "cli.h"
 #include "common.h"
 #include "emit.h"
+#include "mpi.h"
+#include "model/wire.h"
 #include "util/table.h"
 #include "strobe/error.h"
 
@@ -543,6 +545,96 @@ static int build_one(void *arg, size_t i) {
     return j->rc[i];
 }
 
+/* ---- under MPI ----------------------------------------------------------------------------
+ * Each file of a process's share is two messages to rank 0, in file order: md_load's result (an
+ * int32), then, unless the file was not read (LOAD_PENDING), the model (md_pack) or, when it could
+ * not be read, md_load's message. Rank 0 then sends each process the exit status (an int32). */
+
+static int mpi_send_int(int32_t v) {
+    return cli_mpi_send(0, &v, sizeof v);
+}
+
+/* A process other than rank 0: its share to rank 0, then it ends with the status rank 0 sends. */
+static void mpi_serve(cli_hta_rank *ranks, char **paths, size_t lo, size_t hi, const int *load_rc) {
+    int bad = 0;
+    for (size_t k = lo; k < hi && !bad; k++) {
+        md_model *m = &ranks[k].m;
+        int32_t rc = load_rc[k];
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        if (rc == 0 && md_pack(m, &buf, &len) != 0) {
+            rc = STROBE_ENOMEM;
+            snprintf(m->err, sizeof m->err, "%.960s: %s", paths[k], strobe_strerror(rc));
+        }
+        bad = mpi_send_int(rc) != 0;
+        if (!bad && rc == 0) bad = cli_mpi_send(0, buf, len) != 0;
+        if (!bad && rc != 0 && rc != LOAD_PENDING)
+            bad = cli_mpi_send(0, m->err, strlen(m->err) + 1) != 0;
+        free(buf);
+        md_free(m);
+    }
+    uint8_t *v = NULL;
+    uint64_t vlen = 0;
+    int32_t status = CLI_BAD_INPUT;
+    if (bad || cli_mpi_recv(0, &v, &vlen) != 0) {
+        cli_mpi_abort(CLI_BAD_INPUT);
+        exit(CLI_BAD_INPUT);
+    }
+    if (vlen == sizeof status) memcpy(&status, v, sizeof status);
+    free(v);
+    cli_mpi_finish();
+    exit(status);
+}
+
+/* Rank 0: the other processes' shares into ranks[] and load_rc[], as if read here. */
+static void mpi_gather(cli_hta_rank *ranks, char **paths, size_t n, int size, int *load_rc) {
+    for (int p = 1; p < size; p++) {
+        size_t lo = n * (size_t)p / (size_t)size, hi = n * (size_t)(p + 1) / (size_t)size;
+        for (size_t k = lo; k < hi; k++) {
+            md_model *m = &ranks[k].m;
+            uint8_t *buf = NULL;
+            uint64_t len = 0;
+            int32_t rc = 0;
+            if (cli_mpi_recv(p, &buf, &len) != 0 || len != sizeof rc) {
+                fprintf(stderr, "strobe: MPI: no answer from process %d\n", p);
+                cli_mpi_abort(CLI_BAD_INPUT);
+                exit(CLI_BAD_INPUT);
+            }
+            memcpy(&rc, buf, sizeof rc);
+            free(buf);
+            load_rc[k] = rc;
+            if (rc == LOAD_PENDING) continue;
+            if (cli_mpi_recv(p, &buf, &len) != 0) {
+                fprintf(stderr, "strobe: MPI: %s: not received from process %d\n",
+                        cli_esc(paths[k]), p);
+                cli_mpi_abort(CLI_BAD_INPUT);
+                exit(CLI_BAD_INPUT);
+            }
+            if (rc == 0) {
+                load_rc[k] = md_unpack(m, buf, (size_t)len);
+                if (load_rc[k])
+                    snprintf(m->err, sizeof m->err, "%.960s: %s", paths[k],
+                             strobe_strerror(load_rc[k]));
+            } else {
+                memset(m, 0, sizeof *m);
+                snprintf(m->err, sizeof m->err, "%.*s", (int)(len ? len - 1 : 0),
+                         (const char *)buf);
+            }
+            free(buf);
+        }
+    }
+}
+
+/* Rank 0: the exit status to every other process, and MPI ended. */
+static void mpi_verdict(int size, int32_t status) {
+    for (int p = 1; p < size; p++)
+        if (cli_mpi_send(p, &status, sizeof status) != 0) {
+            cli_mpi_abort(CLI_BAD_INPUT);
+            exit(CLI_BAD_INPUT);
+        }
+    cli_mpi_finish();
+}
+
 int cli_hta_load(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
     return cli_hta_load_rows(s, cmd, paths, n, quiet, 0);
 }
@@ -566,15 +658,24 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
     /* The traces are read on cli_jobs threads (md_load keeps no state outside its model), and
      * what loading says is said here, in file order, as one thread would say it: the first
      * trace that cannot be read ends the command, naming it. */
-    int jobs = cli_jobs_for(l.n);
+    /* Under an MPI launcher each process reads its share (a run of files in name order); the
+     * others hand theirs to rank 0 (as md_pack buffers) and end, and rank 0 goes on as if it had
+     * read them all. */
+    int jobs = cli_jobs_for(l.n), mpi_rank = 0, mpi_size = 1;
+    if (rc == 0 && cli_mpi_launched_size() > 1 && cli_mpi_start(cmd, &mpi_rank, &mpi_size) != 0)
+        rc = -1;
+    size_t lo = l.n * (size_t)mpi_rank / (size_t)mpi_size,
+           hi = l.n * (size_t)(mpi_rank + 1) / (size_t)mpi_size;
     int *load_rc = NULL;
-    if (rc == 0 && jobs > 1) {
+    if (rc == 0 && (jobs > 1 || mpi_size > 1)) {
         load_rc = calloc(l.n ? l.n : 1, sizeof *load_rc);
         if (load_rc == NULL) rc = STROBE_ENOMEM;
         for (size_t k = 0; k < l.n && load_rc; k++)
             load_rc[k] = LOAD_PENDING;
-        load_job lj = {s->ranks, l.v, load_rc};
-        if (rc == 0) cli_parallel(l.n, jobs, load_one, &lj);
+        load_job lj = {s->ranks + lo, l.v + lo, load_rc + lo};
+        if (rc == 0) cli_parallel(hi - lo, cli_jobs_for(hi - lo), load_one, &lj);
+        if (rc == 0 && mpi_rank != 0) mpi_serve(s->ranks, l.v, lo, hi, load_rc); /* no return */
+        if (rc == 0 && mpi_size > 1) mpi_gather(s->ranks, l.v, l.n, mpi_size, load_rc);
     }
     for (size_t k = 0; rc == 0 && k < l.n; k++) {
         cli_hta_rank *r = &s->ranks[k];
@@ -657,6 +758,7 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
         free(l.v[k]);
     free(l.v);
     if (rc != 0 && rc != -1) fprintf(stderr, "strobe %s: %s\n", cmd, strobe_strerror(rc));
+    if (mpi_size > 1) mpi_verdict(mpi_size, rc ? CLI_BAD_INPUT : 0);
     if (rc) {
         cli_hta_free(s);
         return CLI_BAD_INPUT;
