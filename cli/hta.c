@@ -554,9 +554,24 @@ static int mpi_send_int(int32_t v) {
     return cli_mpi_send(0, &v, sizeof v);
 }
 
+/* The list of files a process was given (FNV-1a over the paths, each with its NUL): every process
+ * must split the same list, which a program that runs strobe under a launcher with arguments of
+ * its own rank would not give. */
+static uint64_t list_hash(char **paths, size_t n) {
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t k = 0; k < n; k++)
+        for (const char *p = paths[k];; p++) {
+            h = (h ^ (uint8_t)*p) * 0x100000001b3u;
+            if (*p == '\0') break;
+        }
+    return h;
+}
+
 /* A process other than rank 0: its share to rank 0, then it ends with the status rank 0 sends. */
-static void mpi_serve(cli_hta_rank *ranks, char **paths, size_t lo, size_t hi, const int *load_rc) {
-    int bad = 0;
+static void mpi_serve(cli_hta_rank *ranks, char **paths, size_t n, size_t lo, size_t hi,
+                      const int *load_rc) {
+    uint64_t h = list_hash(paths, n);
+    int bad = cli_mpi_send(0, &h, sizeof h) != 0;
     for (size_t k = lo; k < hi && !bad; k++) {
         md_model *m = &ranks[k].m;
         int32_t rc = load_rc[k];
@@ -588,8 +603,21 @@ static void mpi_serve(cli_hta_rank *ranks, char **paths, size_t lo, size_t hi, c
 
 /* Rank 0: the other processes' shares into ranks[] and load_rc[], as if read here. */
 static void mpi_gather(cli_hta_rank *ranks, char **paths, size_t n, int size, int *load_rc) {
+    uint64_t h = list_hash(paths, n);
     for (int p = 1; p < size; p++) {
         size_t lo = n * (size_t)p / (size_t)size, hi = n * (size_t)(p + 1) / (size_t)size;
+        uint8_t *hb = NULL;
+        uint64_t hlen = 0;
+        int same = cli_mpi_recv(p, &hb, &hlen) == 0 && hlen == sizeof h && memcmp(hb, &h, 8) == 0;
+        free(hb);
+        if (!same) {
+            fprintf(stderr,
+                    "strobe: MPI: process %d was given other traces than rank 0 (each process of "
+                    "the launch must be given the same ones)\n",
+                    p);
+            cli_mpi_abort(CLI_BAD_INPUT);
+            exit(CLI_BAD_INPUT);
+        }
         for (size_t k = lo; k < hi; k++) {
             md_model *m = &ranks[k].m;
             uint8_t *buf = NULL;
@@ -674,7 +702,8 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
             load_rc[k] = LOAD_PENDING;
         load_job lj = {s->ranks + lo, l.v + lo, load_rc + lo};
         if (rc == 0) cli_parallel(hi - lo, cli_jobs_for(hi - lo), load_one, &lj);
-        if (rc == 0 && mpi_rank != 0) mpi_serve(s->ranks, l.v, lo, hi, load_rc); /* no return */
+        if (rc == 0 && mpi_rank != 0)
+            mpi_serve(s->ranks, l.v, l.n, lo, hi, load_rc); /* no return */
         if (rc == 0 && mpi_size > 1) mpi_gather(s->ranks, l.v, l.n, mpi_size, load_rc);
     }
     for (size_t k = 0; rc == 0 && k < l.n; k++) {
