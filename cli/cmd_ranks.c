@@ -66,6 +66,7 @@ const char cmd_ranks_usage[] =
     "    detection (get_potential_stragglers), with its definitions. TRACE is a trace, or a\n"
     "    folder of rank traces, read as strobe breakdown reads them (ranks, HTA's times in\n"
     "    microseconds, its profiler-step restriction, which leaves out the last step).\n"
+    "    Under mpirun (or srun) the processes share the files and rank 0 writes the output.\n"
     "\n"
     "    Steps: one row per ProfilerStep event: rank, iter (its number), ts (from the earliest\n"
     "    event of all ranks), dur (the step time) and end.\n"

@@ -1,0 +1,75 @@
+#!/bin/sh
+# bench_ranks.sh: time and memory of `strobe ranks` on a generated job (issue 35), read with -j 1,
+# -j 2 and -j JOBS threads and under `mpirun -np 2` and `-np 4`, against one `cat` of all the files
+# (the floor), in one run. RANKS rank traces of about MB megabytes each (tests/cli/jobgen.py).
+# Each strobe run's output is compared with -j 1's (they must be the same bytes). Peak memory:
+# GNU time's max RSS for one process; under mpirun, the VmHWM of every strobe process the run
+# starts, polled every 0.1 s (rank 0's, and the sum).
+#
+#   bench/bench_ranks.sh [--strobe PATH] [--ranks N] [--mb MB] [--jobs N] [--dir DIR] [--keep]
+#
+# Defaults: build/strobe, 1000 ranks, 2 MB, --jobs the cores (nproc), a folder under /tmp, deleted
+# at the end unless --keep (or when --dir names one that already has the traces: then they are
+# used as they are). The mpirun runs are skipped, saying so, without mpirun.
+set -eu
+strobe=build/strobe
+ranks=1000
+mb=2
+jobs=$(nproc)
+dir=
+keep=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --strobe) strobe=$2; shift 2 ;;
+    --ranks) ranks=$2; shift 2 ;;
+    --mb) mb=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --dir) dir=$2; shift 2 ;;
+    --keep) keep=1; shift ;;
+    *) echo "bench_ranks.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+if [ -z "$dir" ]; then dir=$work/job; fi
+trap 'rm -rf "$work"; [ "$keep" = 1 ] || [ "$dir" != "$work/job" ] || rm -rf "$dir"' EXIT
+if [ ! -d "$dir" ] || [ -z "$(ls "$dir")" ]; then
+    python3 "$here/tests/cli/jobgen.py" big "$dir" "$ranks" "$mb"
+fi
+echo "$(find "$dir" -type f | wc -l) files, $(du -sh "$dir" | cut -f1); $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+/usr/bin/time -f "cat DIR/* > /dev/null: %e s wall, %M KB peak" sh -c "cat '$dir'/* > /dev/null"
+for j in 1 2 "$jobs"; do
+    /usr/bin/time -o "$work/time" -f "strobe ranks -j $j: %e s wall, %U s user, %S s sys, %M KB peak" \
+        "$strobe" ranks -q -j "$j" -f json "$dir" > "$work/out.$j" 2> "$work/err"
+    cat "$work/time"
+done
+# hwm CMD...: runs CMD; prints the wall time and the VmHWM of the strobe processes it starts.
+hwm() {
+    start=$(date +%s.%N)
+    "$@" > "$work/out.mpi" 2> "$work/err" &
+    pid=$!
+    : > "$work/hwm"
+    while kill -0 "$pid" 2>/dev/null; do
+        for p in $pid $(pgrep -P "$pid" || true); do
+            [ "$(cat "/proc/$p/comm" 2>/dev/null)" = strobe ] || continue
+            awk -v p="$p" '/^VmHWM/ { print p, $2 }' "/proc/$p/status" 2>/dev/null >> "$work/hwm" || true
+        done
+        sleep 0.1
+    done
+    wait "$pid" || echo "(exit status $?)"
+    end=$(date +%s.%N)
+    awk -v s="$start" -v e="$end" '{ if ($2 > m[$1]) m[$1] = $2 }
+        END { for (p in m) { t += m[p]; if (m[p] > b) b = m[p] }
+              printf "%.2f s wall, largest process %d KB, %d processes %d KB\n", e - s, b, length(m), t }' "$work/hwm"
+}
+if command -v mpirun > /dev/null; then
+    for np in 2 4; do
+        printf "mpirun -np %s strobe ranks: " "$np"
+        hwm mpirun --allow-run-as-root --oversubscribe -np "$np" "$strobe" ranks -q -f json "$dir"
+        cmp -s "$work/out.1" "$work/out.mpi" || echo "  DIFFERS from -j 1"
+    done
+else
+    echo "mpirun absent: the MPI runs skipped"
+fi
+for j in 2 "$jobs"; do cmp -s "$work/out.1" "$work/out.$j" || echo "strobe ranks -j $j DIFFERS from -j 1"; done
+echo "outputs: $(wc -c < "$work/out.1") bytes each"
