@@ -5,7 +5,8 @@ folder is there, on its traces given together. A rank file that cannot be read f
 under -j 2 as under -j 1, naming that file (the first one in name order when several cannot).
 Under `mpirun -np 2` and `-np 4` (skipped, saying so, without mpirun): ranks, report and breakdown
 the same as -j 1, nothing on the other processes' stdout, an unreadable rank failing the command
-with its name, and processes given different traces refused.
+with its name, processes given different traces refused, and each shared trace's report the same
+when its model is read by process 1 and handed to rank 0.
 
     python3 check_jobs.py STROBE SHARED_DIR OUT_DIR
 """
@@ -84,6 +85,22 @@ def mpi(job, bad):
         if p.returncode == 0 or "rank3.json" not in err or p.stdout:
             FAILED.append("mpirun -np %d ranks on a folder with an unreadable rank3.json: exit %d, "
                           "stdout %r, stderr %r" % (np, p.returncode, p.stdout[:100], err[-500:]))
+    # Every shared trace's report (summary, kernels, steps, memory, flame graph, metadata: most of
+    # the model) from a model read by process 1 and rebuilt by rank 0 (model/wire.c).
+    traces = os.path.join(SHARED, "traces")
+    if os.path.isdir(traces):
+        for name in sorted(n for n in os.listdir(traces) if ".json" in n):
+            path = os.path.join(traces, name)
+            want = run(["report", "-q", "-j", "1", "-o", page, path])
+            want_page = open(page, "rb").read() if os.path.exists(page) else b""
+            p = subprocess.run(launch + ["-np", "2", STROBE, "report", "-q", "-o", page, path],
+                               capture_output=True, timeout=300)
+            got_page = open(page, "rb").read() if os.path.exists(page) else b""
+            if p.returncode != want[0] or got_page != want_page or not p.stderr.startswith(want[2]):
+                FAILED.append("mpirun -np 2 report %s: exit %d (want %d), page %s, stderr %r"
+                              % (name, p.returncode, want[0],
+                                 "the same" if got_page == want_page else "differs",
+                                 p.stderr[-300:]))
     # Each process given its own rank's trace: refused, not merged wrongly.
     p = subprocess.run(launch + ["-np", "2", "sh", "-c",
                                  STROBE + " ranks -q " + job + "/rank${OMPI_COMM_WORLD_RANK:-$PMI_RANK}.json"],
