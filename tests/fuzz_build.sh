@@ -36,14 +36,14 @@ READER=("$SRC"/src/reader/*.c)
 MODEL=("$SRC"/src/model/*.c "$SRC/cli/common.c" "$SRC/cli/emit.c"
     "$SRC/cli/cmd_check.c" "$SRC/cli/cmd_info.c" "$SRC/cli/cmd_summary.c" "$SRC/cli/cmd_kernels.c"
     "$SRC/cli/cmd_stacks.c" "$SRC/cli/flame.c" "$SRC/cli/cmd_convert.c" "$SRC/cli/outfile.c" "$SRC/cli/merge.c"
-    "$SRC/cli/hta.c" "$SRC/cli/heap_print.c" "$SRC/cli/kseq.c" "$SRC/cli/tb.c" "$SRC/cli/idmap.c"
+    "$SRC/cli/hta.c" "$SRC/cli/mpi.c" "$SRC/cli/heap_print.c" "$SRC/cli/kseq.c" "$SRC/cli/tb.c" "$SRC/cli/idmap.c"
     "$SRC"/src/util/*.c
     "$SRC"/src/trace/*.c)
 
 echo "building the harnesses with $("$CC" --version | head -n 1)"
 "$CC" "${FLAGS[@]}" "$SRC/tests/fuzz_reader.c" "${READER[@]}" -lz -o "$WORK/fuzz_reader" &
 reader=$!
-"$CC" "${FLAGS[@]}" "$SRC/tests/fuzz_model.c" "${MODEL[@]}" "${READER[@]}" -lz -lm \
+"$CC" "${FLAGS[@]}" "$SRC/tests/fuzz_model.c" "${MODEL[@]}" "${READER[@]}" -lz -lm -ldl -pthread \
     -o "$WORK/fuzz_model" || exit 1
 wait "$reader" || exit 1
 
