@@ -507,6 +507,17 @@ int cli_jobs_for(size_t n) {
             jobs = CPU_COUNT(&set);
         else
             jobs = sysconf(_SC_NPROCESSORS_ONLN);
+        /* Processes of one launch on this machine share its cores, unless the launcher bound
+         * each to cores of its own (then the affinity above has fewer than all of them). */
+        static const char *const local[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"};
+        for (size_t k = 0; k < sizeof local / sizeof local[0]; k++) {
+            const char *v = getenv(local[k]);
+            long per = v ? strtol(v, NULL, 10) : 0;
+            if (per > 1 && jobs >= sysconf(_SC_NPROCESSORS_ONLN)) {
+                jobs /= per;
+                break;
+            }
+        }
     }
     if (jobs > (long)n) jobs = (long)n;
     return jobs < 1 ? 1 : (int)jobs;

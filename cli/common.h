@@ -162,8 +162,8 @@ void cli_print_id(const md_model *m, int64_t num, uint8_t kind, int json);
 /* Commands that read several traces read them on threads: -j N, --jobs N. cli_jobs is the number
  * given (0: none given, then the cores this process may run on). */
 extern int cli_jobs;
-/* The workers to use for n inputs: cli_jobs, or the cores available (sched_getaffinity), at most
- * n and at least 1. */
+/* The workers to use for n inputs: cli_jobs, or the cores available (sched_getaffinity; under an
+ * MPI launcher, shared by the launch's processes on this machine), at most n and at least 1. */
 int cli_jobs_for(size_t n);
 /* Parses -j's value into cli_jobs. @return 0, or the usage error's exit status after its
  * message. */
