@@ -601,11 +601,25 @@ static void mpi_serve(cli_hta_rank *ranks, char **paths, size_t n, size_t lo, si
     exit(status);
 }
 
+/* Process p's share of the n files: a run of them in name order, [*lo, *hi). Standard input,
+ * which the launcher gives rank 0 alone, makes all of them rank 0's. */
+static void mpi_share(char **paths, size_t n, int p, int size, size_t *lo, size_t *hi) {
+    for (size_t k = 0; k < n; k++)
+        if (strcmp(paths[k], "-") == 0) {
+            *lo = p == 0 ? 0 : n;
+            *hi = n;
+            return;
+        }
+    *lo = n * (size_t)p / (size_t)size;
+    *hi = n * (size_t)(p + 1) / (size_t)size;
+}
+
 /* Rank 0: the other processes' shares into ranks[] and load_rc[], as if read here. */
 static void mpi_gather(cli_hta_rank *ranks, char **paths, size_t n, int size, int *load_rc) {
     uint64_t h = list_hash(paths, n);
     for (int p = 1; p < size; p++) {
-        size_t lo = n * (size_t)p / (size_t)size, hi = n * (size_t)(p + 1) / (size_t)size;
+        size_t lo, hi;
+        mpi_share(paths, n, p, size, &lo, &hi);
         uint8_t *hb = NULL;
         uint64_t hlen = 0;
         int same = cli_mpi_recv(p, &hb, &hlen) == 0 && hlen == sizeof h && memcmp(hb, &h, 8) == 0;
@@ -692,8 +706,8 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
     int jobs = cli_jobs_for(l.n), mpi_rank = 0, mpi_size = 1;
     if (rc == 0 && cli_mpi_launched_size() > 1 && cli_mpi_start(cmd, &mpi_rank, &mpi_size) != 0)
         rc = -1;
-    size_t lo = l.n * (size_t)mpi_rank / (size_t)mpi_size,
-           hi = l.n * (size_t)(mpi_rank + 1) / (size_t)mpi_size;
+    size_t lo = 0, hi = l.n;
+    if (mpi_size > 1) mpi_share(l.v, l.n, mpi_rank, mpi_size, &lo, &hi);
     int *load_rc = NULL;
     if (rc == 0 && (jobs > 1 || mpi_size > 1)) {
         load_rc = calloc(l.n ? l.n : 1, sizeof *load_rc);

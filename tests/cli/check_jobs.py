@@ -5,8 +5,8 @@ folder is there, on its traces given together. A rank file that cannot be read f
 under -j 2 as under -j 1, naming that file (the first one in name order when several cannot).
 Under `mpirun -np 2` and `-np 4` (skipped, saying so, without mpirun): ranks, report and breakdown
 the same as -j 1, nothing on the other processes' stdout, an unreadable rank failing the command
-with its name, processes given different traces refused, and each shared trace's report the same
-when its model is read by process 1 and handed to rank 0.
+with its name, processes given different traces refused, standard input read by rank 0, and each shared trace's
+report the same when its model is read by process 1 and handed to rank 0.
 
     python3 check_jobs.py STROBE SHARED_DIR OUT_DIR
 """
@@ -101,6 +101,15 @@ def mpi(job, bad):
                               % (name, p.returncode, want[0],
                                  "the same" if got_page == want_page else "differs",
                                  p.stderr[-300:]))
+    # Standard input, which only rank 0 gets, is read by rank 0.
+    one = os.path.join(job, "rank0.json")
+    want = run(["breakdown", "-q", "-j", "1", "-f", "json", one])
+    with open(one, "rb") as f:
+        p = subprocess.run(launch + ["-np", "2", STROBE, "breakdown", "-q", "-f", "json", "-"],
+                           stdin=f, capture_output=True, timeout=300)
+    if p.returncode != 0 or p.stdout != want[1]:
+        FAILED.append("mpirun -np 2 breakdown - (standard input): exit %d, stdout %s that of -j 1"
+                      % (p.returncode, "the same as" if p.stdout == want[1] else "not"))
     # Each process given its own rank's trace: refused, not merged wrongly.
     p = subprocess.run(launch + ["-np", "2", "sh", "-c",
                                  STROBE + " ranks -q " + job + "/rank${OMPI_COMM_WORLD_RANK:-$PMI_RANK}.json"],
