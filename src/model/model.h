@@ -197,6 +197,7 @@ typedef struct md_comm {
     int64_t seq;   /* "Seq", the group's sequence number of the call; -1 when absent */
 } md_comm;
 
+/* A model crosses processes as one buffer (wire.c): a pointer added here needs its column there. */
 typedef struct md_model {
     char path[4096];
     strobe__pool pool;

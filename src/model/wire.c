@@ -78,6 +78,7 @@ static void put_column(wbuf *b, const void *p, size_t bytes) {
     X(perf_names, (m)->perf_count * sizeof *(m)->perf_names)                                       \
     X(perf, (m)->count *(m)->perf_count * sizeof *(m)->perf)                                       \
     X(kargs, (m)->kargs_count * sizeof *(m)->kargs)                                                \
+    X(comms, (m)->comm_count * sizeof *(m)->comms)                                                 \
     X(thread_slots, (m)->thread_slot_cap * sizeof *(m)->thread_slots)                              \
     X(proc_slots, (m)->proc_slot_cap * sizeof *(m)->proc_slots)
 
@@ -191,6 +192,7 @@ int md_unpack(md_model *m, const uint8_t *buf, size_t len) {
     m->proc_cap = m->proc_count;
     m->meta_cap = m->meta_count;
     m->kargs_cap = m->kargs_count;
+    m->comm_cap = m->comm_count;
     m->perf_cap = m->perf ? m->count : 0;
     if (rc) {
         if (m->threads == NULL) m->thread_count = 0;
