@@ -117,6 +117,7 @@ const char cmd_annotations_usage[] =
     "                   names: name, sum (us), max (us), min (us), mean (us), stddev, rank;\n"
     "                   with --kernels those listed above)\n"
     // clang-format off
+    CLI_JOBS_USAGE
     CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit, no such\n"
@@ -130,6 +131,7 @@ const struct option cmd_annotations_options[] = {
     {"rank", required_argument, NULL, CLI_LONG_ONLY + 3},
     {"full-names", no_argument, NULL, CLI_LONG_ONLY + 4},
     {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -474,7 +476,7 @@ static const uint8_t text[7] = {1, 0, 0, 0, 0, 0, 0};
 static const cli_hta_command command = {"annotations",
                                         cmd_annotations_usage,
                                         cmd_annotations_options,
-                                        ":f:n:qhV",
+                                        ":f:n:j:qhV",
                                         option,
                                         run,
                                         {{NULL, cols, text, 7}},

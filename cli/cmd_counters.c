@@ -65,6 +65,7 @@ const char cmd_counters_usage[] =
     "    -f, --format F table (default), csv or json (an array of rows keyed by the column\n"
     "                   names)\n"
     // clang-format off
+    CLI_JOBS_USAGE
     CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit, too many\n"
@@ -72,6 +73,7 @@ const char cmd_counters_usage[] =
 
 const struct option cmd_counters_options[] = {
     {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -454,11 +456,14 @@ static int run(const cli_hta_set *s, int format) {
 
 int cmd_counters(int argc, char **argv) {
     int format = CLI_TABLE, quiet = 0, first = 0;
-    for (int o; (o = cli_getopt(argc, argv, ":f:qhV", cmd_counters_options, &first)) != -1;) {
+    for (int o; (o = cli_getopt(argc, argv, ":f:j:qhV", cmd_counters_options, &first)) != -1;) {
         if (o == 'h') return cli_help(cmd_counters_usage);
         if (o == 'V') return cli_version();
         if (o == 'q') {
             quiet = 1;
+        } else if (o == 'j') {
+            int rc = cli_parse_jobs("counters", optarg);
+            if (rc) return rc;
         } else if (o == 'f') {
             format = cli_parse_format(optarg);
             if (format < 0) return cli_usage_error("counters", "unknown --format", optarg);

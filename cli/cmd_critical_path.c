@@ -96,6 +96,7 @@ const char cmd_critical_path_usage[] =
     "                   path_nodes, path_edges, critical_events, graph_nodes, graph_edges,\n"
     "                   window_start, window_end (us)\n"
     // clang-format off
+    CLI_JOBS_USAGE
     CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, no such annotation or instance, an\n"
@@ -121,6 +122,7 @@ const struct option cmd_critical_path_options[] = {
     {"all-events", no_argument, NULL, OPT_ALL_EVENTS},
     {"show-all-edges", no_argument, NULL, OPT_ALL_EDGES},
     {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -682,7 +684,7 @@ const cli_hta_command hta_cmd_critical_path = {
     "critical-path",
     cmd_critical_path_usage,
     cmd_critical_path_options,
-    ":o:f:qhV",
+    ":o:f:j:qhV",
     option,
     run,
     {{"summary", scols, stext, 3}, {"path", pcols, ptext, 10}, {"graph", gcols, gtext, 8}},

@@ -27,9 +27,9 @@ const char cmd_kernels_usage[] =
     "SYNOPSIS\n"
     "    strobe kernels [OPTIONS] TRACE\n"
     "    strobe kernels TRACE [-n N] [-f table|csv|json] [--name-width N] [-q]\n"
-    "    strobe kernels --by-type [--memory] [-f table|csv|json] [-q] TRACE...\n"
+    "    strobe kernels --by-type [--memory] [-j N] [-f table|csv|json] [-q] TRACE...\n"
     "    strobe kernels --sequences --operator NAME [--min-pattern-len N] [--top-k N]\n"
-    "                   [--rank R] [-o OUT] [-f table|csv|json] [-q] TRACE...\n"
+    "                   [--rank R] [-o OUT] [-j N] [-f table|csv|json] [-q] TRACE...\n"
     "\n"
     "DESCRIPTION\n"
     "    Reads TRACE (\"-\" is standard input) and prints one row per kernel name (cat kernel, or "
@@ -86,6 +86,10 @@ const char cmd_kernels_usage[] =
     "    --top-k N      the patterns written to the overlaid trace (default 5)\n"
     "    --rank R       the rank analysed (default 0)\n"
     "    -o, --output OUT         write HTA's overlaid trace to OUT\n"
+    // clang-format off
+    CLI_JOBS_USAGE
+    // clang-format on
+    "                   (with --by-type or --sequences)\n"
     "    --tb-view      the TensorBoard profiler plugin's kernel view instead: per kernel name,\n"
     "                   Tensor Cores Used (the name shows Tensor Cores: the plugin's list, h884,\n"
     "                   s1688, xmma_gemm ...), Calls, Total, Mean, Max and Min Duration (us),\n"
@@ -973,6 +977,7 @@ const struct option cmd_kernels_options[] = {
     CLI_KSEQ_OPTIONS,
     {"tb-view", no_argument, NULL, CLI_LONG_ONLY + 32},
     {"tb-by-op", no_argument, NULL, CLI_LONG_ONLY + 33},
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -982,8 +987,8 @@ int cmd_kernels(int argc, char **argv) {
     if (cli_kseq_wanted(argc, argv)) return cli_kseq_main(argc, argv); /* --sequences (kseq.c) */
     const char *path = NULL;
     size_t limit = 0, name_width = CLI_NAME_WIDTH_DEFAULT;
-    int format = CLI_TABLE, quiet = 0, first = 0, by_type = 0, memory = 0, tb_view = 0;
-    for (int c; (c = cli_getopt(argc, argv, ":n:f:qhV", cmd_kernels_options, &first)) != -1;) {
+    int format = CLI_TABLE, quiet = 0, first = 0, by_type = 0, memory = 0, tb_view = 0, jobs = 0;
+    for (int c; (c = cli_getopt(argc, argv, ":n:f:j:qhV", cmd_kernels_options, &first)) != -1;) {
         unsigned long long n;
         switch (c) {
         case 'h':
@@ -1001,6 +1006,10 @@ int cmd_kernels(int argc, char **argv) {
         case 'f':
             format = cli_parse_format(optarg);
             if (format < 0) return usage_error("unknown --format", optarg);
+            break;
+        case 'j':
+            if (cli_parse_jobs("kernels", optarg) != 0) return CLI_BAD_INPUT;
+            jobs = 1;
             break;
         case CLI_LONG_ONLY + 1:
             by_type = 1;
@@ -1022,6 +1031,9 @@ int cmd_kernels(int argc, char **argv) {
         }
     }
     if (memory && !by_type) return usage_error("--memory goes with --by-type", NULL);
+    /* One trace is read on one thread: -j would change nothing, so it is refused where it
+     * cannot apply rather than ignored. */
+    if (jobs && !by_type) return usage_error("-j goes with --by-type or --sequences", NULL);
     if (tb_view && by_type)
         return usage_error("--tb-view and --tb-by-op do not go with --by-type", NULL);
     if (by_type) {

@@ -69,6 +69,7 @@ const char cmd_launches_usage[] =
     "                   kernel_sequence, occurrence_count, avg_aten_op_launch_delay,\n"
     "                   avg_runtime_delay)\n"
     // clang-format off
+    CLI_JOBS_USAGE
     CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
@@ -79,6 +80,7 @@ const struct option cmd_launches_options[] = {
     {"by-op", no_argument, NULL, CLI_LONG_ONLY + 3},
     {"sort-by", required_argument, NULL, CLI_LONG_ONLY + 4},
     {"format", required_argument, NULL, 'f'},
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -197,7 +199,7 @@ static const uint8_t text[5] = {0};
 static const cli_hta_command command = {"launches",
                                         cmd_launches_usage,
                                         cmd_launches_options,
-                                        ":f:qhV",
+                                        ":f:j:qhV",
                                         option,
                                         run,
                                         {{"launches", cols, text, 5}, {"summary", scols, text, 4}},
@@ -254,7 +256,7 @@ static int parse_sort_by(cutoffs *cut, const char *arg) {
 /* --by-op among the options (a first pass over them; cli_hta_main parses them again). */
 static int wants_by_op(int argc, char **argv) {
     int first = 0, by = 0;
-    for (int o; (o = cli_getopt(argc, argv, ":f:qhV", cmd_launches_options, &first)) != -1;)
+    for (int o; (o = cli_getopt(argc, argv, ":f:j:qhV", cmd_launches_options, &first)) != -1;)
         by |= o == CLI_LONG_ONLY + 3;
     return by;
 }
@@ -538,7 +540,7 @@ static int run_by_op(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
 }
 
 static const cli_hta_command by_op_command = {
-    "launches", cmd_launches_usage, cmd_launches_options,          ":f:qhV",
+    "launches", cmd_launches_usage, cmd_launches_options,          ":f:j:qhV",
     option,     run_by_op,          {{NULL, bo_cols, bo_text, 6}}, 1};
 
 int cmd_launches(int argc, char **argv) {

@@ -51,6 +51,7 @@ const char cmd_memory_bw_usage[] =
     "                   name, count, mean, std, min, 25%, 50%, 75%, max (GB/s); with --series\n"
     "                   rank, ts, pid, name, memory_bw_gbps)\n"
     // clang-format off
+    CLI_JOBS_USAGE
     CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit, standard\n"
@@ -59,6 +60,7 @@ const char cmd_memory_bw_usage[] =
 const struct option cmd_memory_bw_options[] = {
     {"format", required_argument, NULL, 'f'},
     {"series", no_argument, NULL, CLI_LONG_ONLY + 1},
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -137,13 +139,13 @@ int cmd_memory_bw(int argc, char **argv) {
     if (copy == NULL) return cli_finish("memory-bw", "traces", STROBE_ENOMEM, CLI_OK);
     memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
     int series = 0, first = 0;
-    for (int o; (o = cli_getopt(argc, copy, ":f:qhV", cmd_memory_bw_options, &first)) != -1;)
+    for (int o; (o = cli_getopt(argc, copy, ":f:j:qhV", cmd_memory_bw_options, &first)) != -1;)
         series |= o == CLI_LONG_ONLY + 1;
     free(copy);
     const cli_hta_command c = {"memory-bw",
                                cmd_memory_bw_usage,
                                cmd_memory_bw_options,
-                               ":f:qhV",
+                               ":f:j:qhV",
                                option,
                                run,
                                {series ? (cli_hta_columns){"series", scols, stext, 5, sheads}

@@ -68,6 +68,7 @@ const char cmd_queue_usage[] =
     "                   \"kernels_without_launch\": [...]}: rank, ts, pid, tid, stream,\n"
     "                   queue_length)\n"
     // clang-format off
+    CLI_JOBS_USAGE
     CLI_HTA_USAGE_STD_OPTIONS
     // clang-format on
     "    0 success; 2 bad input (a trace cannot be read, ranks or jobs do not fit) or usage.\n";
@@ -76,6 +77,7 @@ const struct option cmd_queue_options[] = {
     {"max-queue-length", required_argument, NULL, CLI_LONG_ONLY + 1},
     {"format", required_argument, NULL, 'f'},
     {"series", no_argument, NULL, CLI_LONG_ONLY + 2},
+    CLI_OPTION_JOBS,
     CLI_OPTION_QUIET,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
@@ -188,7 +190,7 @@ static const char *const scols[] = {"rank", "ts", "pid", "tid", "stream", "queue
 const cli_hta_command cli_hta_cmd_queue = {"queue",
                                            cmd_queue_usage,
                                            cmd_queue_options,
-                                           ":f:qhV",
+                                           ":f:j:qhV",
                                            option,
                                            run,
                                            {{"summary", cols, text, 10},
@@ -200,7 +202,7 @@ static const cli_hta_command queue_series = {
     "queue",
     cmd_queue_usage,
     cmd_queue_options,
-    ":f:qhV",
+    ":f:j:qhV",
     option,
     run_series,
     {{"series", scols, text, 6}, {"kernels_without_launch", ucols, text, 2}},
@@ -214,7 +216,7 @@ int cmd_queue(int argc, char **argv) {
     if (copy == NULL) return cli_finish("queue", "traces", STROBE_ENOMEM, CLI_OK);
     memcpy(copy, argv, ((size_t)argc + 1) * sizeof *copy);
     int series = 0, first = 0;
-    for (int o; (o = cli_getopt(argc, copy, ":f:qhV", cmd_queue_options, &first)) != -1;)
+    for (int o; (o = cli_getopt(argc, copy, ":f:j:qhV", cmd_queue_options, &first)) != -1;)
         series |= o == CLI_LONG_ONLY + 2;
     free(copy);
     return cli_hta_main(series ? &queue_series : &cli_hta_cmd_queue, &max_len, argc, argv);

@@ -57,7 +57,7 @@
 
 int cli_kseq_wanted(int argc, char **argv) {
     int first = 0, want = 0;
-    for (int o; (o = cli_getopt(argc, argv, ":n:f:o:qhV", cmd_kernels_options, &first)) != -1;)
+    for (int o; (o = cli_getopt(argc, argv, ":n:f:o:j:qhV", cmd_kernels_options, &first)) != -1;)
         want |= o == CLI_KSEQ_OPT_OUTPUT || (o >= CLI_KSEQ_OPT_SEQUENCES && o <= CLI_KSEQ_OPT_RANK);
     return want;
 }
@@ -940,7 +940,7 @@ static int run(const kseq_opts *o, const cli_hta_set *s) {
 int cli_kseq_main(int argc, char **argv) {
     kseq_opts o = {NULL, NULL, 3, 5, 0, CLI_TABLE, 0};
     int first = 0, seq = 0;
-    for (int c; (c = cli_getopt(argc, argv, ":n:f:o:qhV", cmd_kernels_options, &first)) != -1;) {
+    for (int c; (c = cli_getopt(argc, argv, ":n:f:o:j:qhV", cmd_kernels_options, &first)) != -1;) {
         unsigned long long v;
         switch (c) {
         case 'h':
@@ -953,6 +953,9 @@ int cli_kseq_main(int argc, char **argv) {
         case 'f':
             o.format = cli_parse_format(optarg);
             if (o.format < 0) return cli_usage_error("kernels", "unknown --format", optarg);
+            break;
+        case 'j':
+            if (cli_parse_jobs("kernels", optarg) != 0) return CLI_BAD_INPUT;
             break;
         case CLI_KSEQ_OPT_SEQUENCES:
             seq = 1;
