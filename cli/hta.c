@@ -44,13 +44,13 @@ static int json_name(const char *name) {
 }
 
 /* A folder's .json and .json.gz files, in name order. @return 0, STROBE_ENOMEM, or -1 after a
- * message (unreadable, or no trace in it). */
-static int list_folder(path_list *l, const char *cmd, const char *dir) {
+ * message when `say` (unreadable, or no trace in it). */
+static int list_folder(path_list *l, const char *cmd, const char *dir, int say) {
     char **paths;
     size_t n;
     int rc = cli_folder_files(dir, json_name, NULL, &paths, &n);
     if (rc == -1) {
-        fprintf(stderr, "strobe %s: %s: %s\n", cmd, cli_esc(dir), strerror(errno));
+        if (say) fprintf(stderr, "strobe %s: %s: %s\n", cmd, cli_esc(dir), strerror(errno));
         return -1;
     }
     for (size_t i = 0; i < n && rc == 0; i++)
@@ -58,8 +58,9 @@ static int list_folder(path_list *l, const char *cmd, const char *dir) {
     cli_free_paths(paths, n);
     if (rc) return rc;
     if (n == 0) {
-        fprintf(stderr, "strobe %s: %s: no trace (.json or .json.gz file) in this folder\n", cmd,
-                cli_esc(dir));
+        if (say)
+            fprintf(stderr, "strobe %s: %s: no trace (.json or .json.gz file) in this folder\n",
+                    cmd, cli_esc(dir));
         return -1;
     }
     return 0;
@@ -686,10 +687,14 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
     memset(s, 0, sizeof *s);
     path_list l = {0};
     int rc = 0;
+    /* Under an MPI launcher, what fails before the split (listing a folder, memory, starting
+     * MPI) fails every process alike: rank 0 alone says it, as after the split, and the others
+     * end silently with a non-zero status. */
+    int say = cli_mpi_launched_size() <= 1 || cli_mpi_launched_rank() == 0;
     for (size_t k = 0; rc == 0 && k < n; k++) {
         struct stat st;
         if (strcmp(paths[k], "-") != 0 && stat(paths[k], &st) == 0 && S_ISDIR(st.st_mode))
-            rc = list_folder(&l, cmd, paths[k]);
+            rc = list_folder(&l, cmd, paths[k], say);
         else
             rc = push_path(&l, paths[k]);
     }
@@ -800,7 +805,7 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
     for (size_t k = 0; k < l.n; k++)
         free(l.v[k]);
     free(l.v);
-    if (rc != 0 && rc != -1) fprintf(stderr, "strobe %s: %s\n", cmd, strobe_strerror(rc));
+    if (rc != 0 && rc != -1 && say) fprintf(stderr, "strobe %s: %s\n", cmd, strobe_strerror(rc));
     if (mpi_size > 1) mpi_verdict(mpi_size, rc ? CLI_BAD_INPUT : 0);
     if (rc) {
         cli_hta_free(s);

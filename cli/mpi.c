@@ -48,6 +48,24 @@ int cli_mpi_launched_size(void) {
     return n;
 }
 
+int cli_mpi_launched_rank(void) {
+    /* The variable that goes with the size cli_mpi_launched_size found, in its order. */
+    const char *v = NULL;
+    if (env_size("OMPI_COMM_WORLD_SIZE") > 1)
+        v = getenv("OMPI_COMM_WORLD_RANK");
+    else if (env_size("PMI_SIZE") > 1)
+        v = getenv("PMI_RANK");
+    else if (getenv("PMIX_RANK") && env_size("PMIX_SIZE") > 1)
+        v = getenv("PMIX_RANK");
+    else if (getenv("SLURM_PROCID") && env_size("SLURM_NTASKS") > 1)
+        v = getenv("SLURM_PROCID");
+    if (v == NULL || *v == '\0') return 0;
+    char *end;
+    long r = strtol(v, &end, 10);
+    /* A rank that cannot be read counts as 0: a message said twice is better than none. */
+    return *end == '\0' && r > 0 && r < INT_MAX ? (int)r : 0;
+}
+
 static int load(void) {
     static const struct {
         const char *name;
@@ -89,11 +107,14 @@ static int comm_query(void *fn, int *out) {
 }
 
 int cli_mpi_start(const char *cmd, int *rank, int *size) {
+    /* Every process fails alike here: rank 0 alone says so, the others end silently. */
+    int say = cli_mpi_launched_rank() == 0;
     if (load() != 0) {
-        fprintf(stderr,
-                "strobe %s: started by an MPI launcher, and no MPI library could be loaded "
-                "(libmpi.so.40 of Open MPI, libmpi.so.12 of MPICH): %s\n",
-                cmd, dlerror() ? "not found" : "symbols missing");
+        if (say)
+            fprintf(stderr,
+                    "strobe %s: started by an MPI launcher, and no MPI library could be loaded "
+                    "(libmpi.so.40 of Open MPI, libmpi.so.12 of MPICH): %s\n",
+                    cmd, dlerror() ? "not found" : "symbols missing");
         mpi.flavor = FLAVOR_NONE;
         return -1;
     }
@@ -101,7 +122,7 @@ int cli_mpi_start(const char *cmd, int *rank, int *size) {
     int provided = 0;
     if (mpi.init_thread(NULL, NULL, 1, &provided) != 0 || comm_query(mpi.rank, rank) != 0 ||
         comm_query(mpi.size, size) != 0) {
-        fprintf(stderr, "strobe %s: MPI_Init_thread failed\n", cmd);
+        if (say) fprintf(stderr, "strobe %s: MPI_Init_thread failed\n", cmd);
         mpi.flavor = FLAVOR_NONE;
         return -1;
     }

@@ -14,6 +14,10 @@
 /* The processes of the launch this process is one of, from the launcher's variables (1: not under
  * a launcher, or alone). */
 int cli_mpi_launched_size(void);
+/* This process's rank in that launch, from the same launcher's variables (0: not under a launcher,
+ * alone, or a rank that cannot be read). Before MPI is started, it tells which process is to
+ * print what every process finds alike: only rank 0 does. */
+int cli_mpi_launched_rank(void);
 
 /* Starts MPI (MPI_Init_thread, MPI_THREAD_FUNNELED) on the library found. @return 0 with *rank and
  * *size set, or -1 after a message on stderr (no libmpi could be loaded or started). */
