@@ -135,6 +135,8 @@ else
 fi
 if ! command -v mpirun >/dev/null 2>&1; then
     echo "SKIP part: no mpirun"
+elif [ -n "${STROBE_TEST_NO_MPI:-}" ]; then
+    echo "SKIP part: mpirun: $STROBE_TEST_NO_MPI"
 elif ! "$strobe" ranks --help | grep -qi 'mpirun'; then
     echo "SKIP part: strobe ranks --help says nothing of mpirun (no MPI split in this build)"
 else

@@ -58,6 +58,11 @@ def mpi(job, bad):
     if mpirun is None:
         print("mpirun absent: the MPI part skipped")
         return
+    if os.environ.get("STROBE_TEST_NO_MPI"):
+        # Open MPI's libraries are not built with the sanitizers: LeakSanitizer reports their
+        # allocations at exit and ThreadSanitizer their threads' (CI: every run exited 134 or 66).
+        print("the MPI part skipped: %s" % os.environ["STROBE_TEST_NO_MPI"])
+        return
     launch = [mpirun, "--allow-run-as-root", "--oversubscribe"]
     page = os.path.join(OUT, "page_mpi.html")
     cases = [("ranks", ["ranks", "-q", "-f", "json", job], None),
