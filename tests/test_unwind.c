@@ -221,16 +221,18 @@ int main(int argc, char **argv) {
         /* Deeper than the copy: the frame-pointer chain completes the walks. */
         CHECK_INT(deep_share(r), >=, 90);
         /* Walks that stopped early were completed from the frame-pointer chain. Under TSan the
-         * 8 KiB copy held the whole recursion (no walk stopped early), elsewhere it does not. */
+         * 8 KiB copy holds the whole recursion, so a walk stops early only where the chain has no
+         * frame pointers either (a sanitizer runtime's frame): there it may stay uncompleted. */
         long long incomplete = -1, completed = -1;
         const char *pi = meta ? strstr(meta, "\"unwind_incomplete\": ") : NULL;
         const char *pc = meta ? strstr(meta, "\"unwind_fp_completed\": ") : NULL;
         if (pi) incomplete = strtoll(pi + strlen("\"unwind_incomplete\": "), NULL, 10);
         if (pc) completed = strtoll(pc + strlen("\"unwind_fp_completed\": "), NULL, 10);
         CHECK(incomplete >= 0 && completed >= 0);
-        CHECK(incomplete == 0 || completed > 0);
+        CHECK_INT(completed, <=, incomplete);
 #if !UNWIND_TEST_SANITIZED
         CHECK_INT(incomplete, >, 0);
+        CHECK_INT(completed, >, 0);
 #endif
         CHECK(meta && strstr(meta, "\"callchain\": \"dwarf") != NULL);
         CHECK(meta && strstr(meta, "\"module_refreshes\": 0") == NULL);
