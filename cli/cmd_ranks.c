@@ -165,23 +165,285 @@ static int by_count(const void *a, const void *b) { /* n descending, then rank *
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/* The available profiler steps (sorted, distinct, without -1) into *out. */
-static int profiler_steps(const cli_hta_set *s, int64_t **out, size_t *n) {
-    size_t total = 0, k = 0;
-    for (size_t r = 0; r < s->count; r++)
-        total += s->ranks[r].cpu_count;
-    int64_t *v = malloc((total ? total : 1) * sizeof *v);
-    if (v == NULL) return STROBE_ENOMEM;
-    for (size_t r = 0; r < s->count; r++) {
-        const cli_hta_rank *rk = &s->ranks[r];
-        cli_hta_row w;
-        for (size_t i = 0; cli_hta_cpu_next(rk, &i, &w); i++) {
-            const char *name = md_str(&rk->m, md_name_of(&rk->m, w.ev));
-            if (strncmp(name, "ProfilerStep", 12) != 0) continue;
-            int64_t it = cli_hta_step_number(name);
-            if (it != -1) v[k++] = it;
+/* ---- what one rank gives (reduce) ------------------------------------------------------------
+ * Both analyses need of a rank only: its ProfilerStep rows; per iteration, the earliest start and
+ * the latest end of its rows; its long-kernel candidates (ncclKernel rows on a stream, in an
+ * iteration above 0); its collectives' arrivals (on rank 0's clock, numbered in their group); and
+ * its first event on rank 0's clock. rank_reduce writes them into one flat buffer (rr_head, then
+ * each array, then the strings, NUL-terminated, that the arrays name by offset), so that a folder
+ * of ranks is reduced rank by rank as it is read, and under MPI the buffers travel to rank 0.
+ * The analysis reads the same buffers whether the ranks were reduced as read (run_reduced) or
+ * after loading them whole (run, the report's): one code path. */
+typedef struct rr_head {
+    int64_t first, has_first; /* the rank's first event on rank 0's clock */
+    uint64_t nsteps, next, nkern, narr, nstr;
+} rr_head;
+typedef struct rr_step {
+    int64_t iter, ts, end; /* iter: the step's number, -1 when none */
+} rr_step;
+typedef struct rr_ext {
+    int64_t iter, ts, end; /* the iteration's rows: the smallest ts, the largest end */
+} rr_ext;
+typedef struct rr_kern {
+    int64_t stream, iter, ts, dur;
+    uint64_t seq, name; /* the row's place in the rank's rows; the name's offset */
+} rr_kern;
+typedef struct rr_arr {
+    int64_t seq, ts;
+    uint64_t pg, coll; /* offsets */
+    uint32_t ev;
+    int32_t seq_given;
+} rr_arr;
+
+/* A rank's buffer read back (pointers into it). */
+typedef struct rr_view {
+    const rr_head *h;
+    const rr_step *steps;
+    const rr_ext *ext;
+    const rr_kern *kern;
+    const rr_arr *arr;
+    const char *str;
+    int64_t rank;
+} rr_view;
+
+/* One rank's arrival at a collective: its CPU-side event. */
+typedef struct arrival {
+    const char *pg, *coll;
+    int64_t seq;  /* "Seq", or (seq_given 0) the place among the rank's calls of the group */
+    int64_t rank; /* distributedInfo.rank */
+    size_t at;    /* index of the rank in the set */
+    int64_t ts;   /* ns */
+    uint32_t ev;
+    int seq_given;
+} arrival;
+
+static int by_rank_pg_time(const void *a, const void *b) { /* rank, pg, ts, event */
+    const arrival *x = a, *y = b;
+    if (x->at != y->at) return x->at < y->at ? -1 : 1;
+    int c = strcmp(x->pg, y->pg);
+    if (c) return c;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+static int by_pg_seq_rank(const void *a, const void *b) { /* pg, seq, rank, ts, event */
+    const arrival *x = a, *y = b;
+    int c = strcmp(x->pg, y->pg);
+    if (c) return c;
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    if (x->at != y->at) return x->at < y->at ? -1 : 1;
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    return (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+/* A call that is not a collective of its whole group: point-to-point operations. */
+static int is_p2p(const char *coll) {
+    static const char *const p2p[] = {"send", "recv", "sendrecv", "isend", "irecv"};
+    for (size_t k = 0; k < sizeof p2p / sizeof *p2p; k++)
+        if (strcmp(coll, p2p[k]) == 0) return 1;
+    return 0;
+}
+
+/* The rank's clock against rank 0's, as strobe record measured it ("strobe_clock_sync") and
+ * strobe merge applies it (cmd_merge.c's rules: no drift without t_ref_ns, nor one of 10% or
+ * more); none (times as they are) without it. */
+static void rank_clock(const md_model *m, cli_merge_input *in) {
+    memset(in, 0, sizeof *in);
+    if (m->clock_sync == 0) return;
+    const char *j = md_str(m, m->clock_sync);
+    size_t len = strlen(j);
+    strobe_rd_value v;
+    in->has_clock = strobe_rd_obj_get(j, len, "offset_ns", &v) == 1 &&
+                    strobe_rd_value_int(&v, &in->offset_ns) == 0;
+    if (strobe_rd_obj_get(j, len, "t_ref_ns", &v) != 1 || strobe_rd_value_int(&v, &in->t_ref_ns))
+        in->t_ref_ns = 0;
+    if (strobe_rd_obj_get(j, len, "drift_ppb", &v) != 1 ||
+        strobe_rd_value_double(&v, &in->drift_ppb) != 0 || in->t_ref_ns == 0 ||
+        !(in->drift_ppb > -1e8 && in->drift_ppb < 1e8))
+        in->drift_ppb = 0;
+}
+
+/* The rank's collectives into v (room for its comm_count), with their sequence numbers and on
+ * rank 0's clock, sorted by group and time. @return their number. */
+static size_t rank_arrivals(const cli_hta_rank *rk, arrival *v) {
+    const md_model *m = &rk->m;
+    cli_merge_input clock;
+    rank_clock(m, &clock);
+    size_t k = 0;
+    for (size_t i = 0; i < m->comm_count; i++) {
+        const md_comm *c = &m->comms[i];
+        const char *name = md_str(m, md_name_of(m, c->ev)), *coll = md_str(m, c->coll);
+        size_t len = strlen(name);
+        /* The NCCL plugin's v5 task events repeat their API call's; device events (torch's
+         * NCCL kernels can carry the args too) do not say when the rank arrived. */
+        if (!(m->ev_flags[c->ev] & MD_F_TIME) || md_is_device_work(md_kind_of(m, c->ev)) ||
+            (len >= 5 && strcmp(name + len - 5, ":task") == 0) || is_p2p(coll))
+            continue;
+        arrival *x = &v[k++];
+        *x = (arrival){.pg = md_str(m, c->pg), .coll = coll, .seq = c->seq};
+        x->rank = rk->rank;
+        x->ts = cli_merge_align(&clock, md_ts(m, c->ev));
+        x->ev = c->ev;
+        x->seq_given = c->seq >= 0;
+    }
+    /* Sequence numbers where the recorder gave none: the place in time order in the group. */
+    qsort(v, k, sizeof *v, by_rank_pg_time);
+    int64_t next = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (i == 0 || strcmp(v[i].pg, v[i - 1].pg) != 0) next = 0;
+        if (!v[i].seq_given) v[i].seq = next++;
+    }
+    return k;
+}
+
+static int by_ext(const void *a, const void *b) {
+    const rr_ext *x = a, *y = b;
+    return (x->iter > y->iter) - (x->iter < y->iter);
+}
+
+/* Appends s with its NUL to the strings at *at; @return its offset. */
+static uint64_t put_str(char *str, size_t *at, const char *s) {
+    size_t n = strlen(s) + 1, off = *at;
+    memcpy(str + off, s, n);
+    *at += n;
+    return off;
+}
+
+/* cli_hta_command.reduce: rank rk's part (see above). */
+static int rank_reduce(const cli_hta_rank *rk, uint8_t **out, size_t *len) {
+    const md_model *m = &rk->m;
+    cli_hta_iters its;
+    size_t nrows = rk->count + rk->cpu_count, nsteps = 0, next = 0, nkern = 0, narr = 0, nstr = 0;
+    rr_step *steps = malloc((rk->cpu_count ? rk->cpu_count : 1) * sizeof *steps);
+    rr_ext *ext = malloc((nrows ? nrows : 1) * sizeof *ext);
+    rr_kern *kr = malloc((rk->count ? rk->count : 1) * sizeof *kr);
+    const char **kname = malloc((rk->count ? rk->count : 1) * sizeof *kname);
+    arrival *arr = malloc((m->comm_count ? m->comm_count : 1) * sizeof *arr);
+    uint8_t *b = NULL;
+    int rc = cli_hta_iters_init(&its, rk);
+    if (steps == NULL || ext == NULL || kr == NULL || kname == NULL || arr == NULL)
+        rc = STROBE_ENOMEM;
+    cli_hta_row cw;
+    for (size_t i = 0; rc == 0 && cli_hta_cpu_next(rk, &i, &cw); i++) {
+        const char *name = md_str(m, md_name_of(m, cw.ev));
+        if (strncmp(name, "ProfilerStep", 12) == 0)
+            steps[nsteps++] = (rr_step){cli_hta_step_number(name), cw.ts, cw.end};
+    }
+    /* The iterations' extents: every row's (GPU rows, then CPU rows), merged per iteration. */
+    for (int pass = 0; rc == 0 && pass < 2; pass++) {
+        for (size_t i = 0, j = 0; pass ? cli_hta_cpu_next(rk, &j, &cw) : i < rk->count; i++, j++) {
+            const cli_hta_row *w = pass ? &cw : &rk->rows[i];
+            int64_t it = cli_hta_iteration(&its, w->ev);
+            if (it != CLI_HTA_NO_ITER) ext[next++] = (rr_ext){it, w->ts, w->end};
         }
     }
+    qsort(ext, next, sizeof *ext, by_ext);
+    size_t d = 0;
+    for (size_t i = 0; i < next; i++) {
+        if (d && ext[d - 1].iter == ext[i].iter) {
+            if (ext[i].ts < ext[d - 1].ts) ext[d - 1].ts = ext[i].ts;
+            if (ext[i].end > ext[d - 1].end) ext[d - 1].end = ext[i].end;
+        } else {
+            ext[d++] = ext[i];
+        }
+    }
+    next = d;
+    for (size_t i = 0; rc == 0 && i < rk->count; i++) {
+        const cli_hta_row *w = &rk->rows[i];
+        const md_event e = md_at(m, w->ev);
+        int64_t it = cli_hta_iteration(&its, w->ev);
+        const char *name = md_str(m, e.name);
+        if (e.stream <= 0 || it == CLI_HTA_NO_ITER || it <= 0 ||
+            strncmp(name, "ncclKernel", 10) != 0)
+            continue;
+        kname[nkern] = name;
+        kr[nkern++] = (rr_kern){e.stream, it, w->ts, w->end - w->ts, i, 0};
+        nstr += strlen(name) + 1;
+    }
+    if (rc == 0) narr = rank_arrivals(rk, arr);
+    for (size_t i = 0; i < narr; i++)
+        nstr += strlen(arr[i].pg) + strlen(arr[i].coll) + 2;
+    rr_head h = {0, 0, nsteps, next, nkern, narr, nstr};
+    cli_merge_input clock;
+    if (rc == 0) rank_clock(m, &clock);
+    if (rc == 0 && m->min_ts <= m->max_ts) {
+        h.first = cli_merge_align(&clock, m->min_ts);
+        h.has_first = 1;
+    }
+    size_t total = sizeof h + nsteps * sizeof *steps + next * sizeof *ext + nkern * sizeof *kr +
+                   narr * sizeof(rr_arr) + nstr;
+    if (rc == 0 && (b = malloc(total ? total : 1)) == NULL) rc = STROBE_ENOMEM;
+    if (rc == 0) {
+        size_t at = 0, sat = 0;
+        char *str = (char *)b + total - nstr;
+        memcpy(b, &h, sizeof h);
+        at += sizeof h;
+        memcpy(b + at, steps, nsteps * sizeof *steps);
+        at += nsteps * sizeof *steps;
+        memcpy(b + at, ext, next * sizeof *ext);
+        at += next * sizeof *ext;
+        for (size_t i = 0; i < nkern; i++)
+            kr[i].name = put_str(str, &sat, kname[i]);
+        memcpy(b + at, kr, nkern * sizeof *kr);
+        at += nkern * sizeof *kr;
+        for (size_t i = 0; i < narr; i++) {
+            rr_arr x = {arr[i].seq, arr[i].ts, 0, 0, arr[i].ev, arr[i].seq_given};
+            x.pg = put_str(str, &sat, arr[i].pg);
+            x.coll = put_str(str, &sat, arr[i].coll);
+            memcpy(b + at, &x, sizeof x);
+            at += sizeof x;
+        }
+        *out = b;
+        *len = total;
+    }
+    cli_hta_iters_free(&its);
+    free(steps);
+    free(ext);
+    free(kr);
+    free(kname);
+    free(arr);
+    return rc;
+}
+
+/* Rank buffer b[0..len) as a view. @return 0, or STROBE_EINVAL when rank_reduce did not write
+ * it (a buffer from another process is checked before it is read). */
+static int rr_read(const uint8_t *b, size_t len, int64_t rank, rr_view *v) {
+    rr_head h;
+    if (b == NULL || len < sizeof h) return STROBE_EINVAL;
+    memcpy(&h, b, sizeof h);
+    const uint64_t lim = (uint64_t)len;
+    if (h.nsteps > lim || h.next > lim || h.nkern > lim || h.narr > lim || h.nstr > lim ||
+        sizeof h + h.nsteps * sizeof(rr_step) + h.next * sizeof(rr_ext) +
+                h.nkern * sizeof(rr_kern) + h.narr * sizeof(rr_arr) + h.nstr !=
+            lim)
+        return STROBE_EINVAL;
+    v->h = (const rr_head *)(const void *)b;
+    v->steps = (const rr_step *)(const void *)(b + sizeof h);
+    v->ext = (const rr_ext *)(const void *)(v->steps + h.nsteps);
+    v->kern = (const rr_kern *)(const void *)(v->ext + h.next);
+    v->arr = (const rr_arr *)(const void *)(v->kern + h.nkern);
+    v->str = (const char *)(v->arr + h.narr);
+    v->rank = rank;
+    if (h.nstr && v->str[h.nstr - 1] != '\0') return STROBE_EINVAL;
+    for (size_t i = 0; i < h.nkern; i++)
+        if (v->kern[i].name >= h.nstr) return STROBE_EINVAL;
+    for (size_t i = 0; i < h.narr; i++)
+        if (v->arr[i].pg >= h.nstr || v->arr[i].coll >= h.nstr) return STROBE_EINVAL;
+    return 0;
+}
+
+/* ---- the analyses, over the ranks' views --------------------------------------------------- */
+
+/* The available profiler steps (sorted, distinct, without -1) into *out. */
+static int profiler_steps(const rr_view *rv, size_t nr, int64_t **out, size_t *n) {
+    size_t total = 0, k = 0;
+    for (size_t r = 0; r < nr; r++)
+        total += rv[r].h->nsteps;
+    int64_t *v = malloc((total ? total : 1) * sizeof *v);
+    if (v == NULL) return STROBE_ENOMEM;
+    for (size_t r = 0; r < nr; r++)
+        for (size_t i = 0; i < rv[r].h->nsteps; i++)
+            if (rv[r].steps[i].iter != -1) v[k++] = rv[r].steps[i].iter;
     cli_hta_sort_i64(v, k);
     size_t d = 0;
     for (size_t i = 0; i < k; i++)
@@ -200,16 +462,15 @@ typedef struct strag_args {
 /* HTA's potential stragglers into t (rank, is_straggler). @return 0, STROBE_ENOMEM, or
  * CLI_HTA_REPORTED after a message (--steps names no profiler step). *why is set when HTA would
  * raise an error. */
-static int stragglers(const cli_hta_set *s, const strag_args *a, cli_hta_table *t,
+static int stragglers(const rr_view *rv, size_t nr, const strag_args *a, cli_hta_table *t,
                       const char **why) {
     int64_t *avail = NULL, *sel = NULL;
-    cli_hta_iters *its = calloc(s->count ? s->count : 1, sizeof *its);
     size_t navail = 0, nsel = 0, nk = 0, nlast = 0;
     kern *ks = NULL;
     uint8_t *seen = NULL;
     count *counts = NULL;
     double *vals = NULL;
-    int rc = its ? profiler_steps(s, &avail, &navail) : STROBE_ENOMEM;
+    int rc = profiler_steps(rv, nr, &avail, &navail);
     if (rc) goto done;
     long k = a->k < 1 ? 1 : a->k;
     sel = malloc((a->want ? a->nwant : navail) * sizeof *sel + 1);
@@ -249,24 +510,17 @@ static int stragglers(const cli_hta_set *s, const strag_args *a, cli_hta_table *
     }
     int64_t t_min = INT64_MAX, t_max = INT64_MIN;
     size_t nkrows = 0;
-    for (size_t r = 0; rc == 0 && r < s->count; r++) {
-        const cli_hta_rank *rk = &s->ranks[r];
-        rc = cli_hta_iters_init(&its[r], rk);
-        for (int pass = 0; rc == 0 && pass < 2; pass++) {
-            cli_hta_row cw;
-            for (size_t i = 0, j = 0; pass ? cli_hta_cpu_next(rk, &j, &cw) : i < rk->count;
-                 i++, j++) {
-                const cli_hta_row *w = pass ? &cw : &rk->rows[i];
-                long at = cli_hta_find_i64(sel, nsel, cli_hta_iteration(&its[r], w->ev));
-                if (at < 0) continue;
-                seen[at] = 1;
-                if (w->ts < t_min) t_min = w->ts;
-                if (w->end > t_max) t_max = w->end;
-            }
+    for (size_t r = 0; r < nr; r++) {
+        for (size_t i = 0; i < rv[r].h->next; i++) {
+            const rr_ext *x = &rv[r].ext[i];
+            long at = cli_hta_find_i64(sel, nsel, x->iter);
+            if (at < 0) continue;
+            seen[at] = 1;
+            if (x->ts < t_min) t_min = x->ts;
+            if (x->end > t_max) t_max = x->end;
         }
-        nkrows += rk->count;
+        nkrows += rv[r].h->nkern;
     }
-    if (rc) goto done;
     size_t niters = 0;
     for (size_t i = 0; i < nsel; i++)
         niters += seen[i];
@@ -280,18 +534,12 @@ static int stragglers(const cli_hta_set *s, const strag_args *a, cli_hta_table *
         rc = STROBE_ENOMEM;
         goto done;
     }
-    for (size_t r = 0; r < s->count; r++) {
-        const cli_hta_rank *rk = &s->ranks[r];
-        for (size_t i = 0; i < rk->count; i++) {
-            const cli_hta_row *w = &rk->rows[i];
-            const md_event e_ev = md_at(&rk->m, w->ev), *e = &e_ev;
-            int64_t it = cli_hta_iteration(&its[r], w->ev);
-            const char *name = md_str(&rk->m, e->name);
-            if (e->stream <= 0 || it == CLI_HTA_NO_ITER || it <= 0 ||
-                cli_hta_find_i64(sel, nsel, it) < 0 || !((double)(w->end - w->ts) >= min_dur) ||
-                strncmp(name, "ncclKernel", 10) != 0)
-                continue;
-            ks[nk++] = (kern){rk->rank, e->stream, it, w->ts, w->end - w->ts, name, i, 0};
+    for (size_t r = 0; r < nr; r++) {
+        for (size_t i = 0; i < rv[r].h->nkern; i++) {
+            const rr_kern *x = &rv[r].kern[i];
+            if (cli_hta_find_i64(sel, nsel, x->iter) < 0 || !((double)x->dur >= min_dur)) continue;
+            ks[nk++] = (kern){rv[r].rank, x->stream,           x->iter, x->ts,
+                              x->dur,     rv[r].str + x->name, x->seq,  0};
         }
     }
     if (nk == 0) {
@@ -383,9 +631,6 @@ static int stragglers(const cli_hta_set *s, const strag_args *a, cli_hta_table *
         rc = CLI_HTA_ROW(t, CLI_HTA_INT(counts[c].rank), CLI_HTA_INT(counts[c].n));
     }
 done:
-    for (size_t r = 0; its && r < s->count; r++)
-        cli_hta_iters_free(&its[r]);
-    free(its);
     free(avail);
     free(sel);
     free(seen);
@@ -395,131 +640,51 @@ done:
     return rc;
 }
 
-static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
-    static const strag_args defaults = {NULL, 0, 2}; /* the report's (hta.h): no options */
-    const strag_args *a = ctx ? ctx : &defaults;
+/* The ranks' views: of their buffers (reduced), or of buffers made here from their models (the
+ * report's whole ranks: bufs, freed by the caller). @return 0, STROBE_ENOMEM or STROBE_EINVAL. */
+static int views(const cli_hta_set *s, int reduced, rr_view *v, uint8_t **bufs) {
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < s->count; k++) {
         const cli_hta_rank *r = &s->ranks[k];
-        cli_hta_row cw;
-        for (size_t i = 0; rc == 0 && cli_hta_cpu_next(r, &i, &cw); i++) {
-            const cli_hta_row *w = &cw;
-            const char *name = md_str(&r->m, md_name_of(&r->m, w->ev));
-            if (strncmp(name, "ProfilerStep", 12) != 0) continue;
-            rc = CLI_HTA_ROW(&t[0], CLI_HTA_INT(r->rank), CLI_HTA_INT(cli_hta_step_number(name)),
+        size_t len = r->red_len;
+        if (!reduced) rc = rank_reduce(r, &bufs[k], &len);
+        if (rc == 0) rc = rr_read(reduced ? r->red : bufs[k], len, r->rank, &v[k]);
+    }
+    return rc;
+}
+
+/* The steps and HTA's stragglers. */
+static int steps(const cli_hta_set *s, const rr_view *v, const strag_args *a, cli_hta_table *t) {
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < s->count; k++)
+        for (size_t i = 0; rc == 0 && i < v[k].h->nsteps; i++) {
+            const rr_step *w = &v[k].steps[i];
+            rc = CLI_HTA_ROW(&t[0], CLI_HTA_INT(v[k].rank), CLI_HTA_INT(w->iter),
                              CLI_HTA_INT(w->ts - s->min_ts), CLI_HTA_INT(w->end - w->ts),
                              CLI_HTA_INT(w->end - s->min_ts));
         }
-    }
     const char *why = NULL;
-    if (rc == 0) rc = stragglers(s, a, &t[1], &why);
+    if (rc == 0) rc = stragglers(v, s->count, a, &t[1], &why);
     if (rc == 0 && why) fprintf(stderr, "strobe ranks: no potential stragglers: %s\n", why);
     return rc;
 }
 
 /* ---- stragglers per collective (--collectives) ----------------------------------------------- */
 
-/* One rank's arrival at a collective: its CPU-side event. */
-typedef struct arrival {
-    const char *pg, *coll;
-    int64_t seq;  /* "Seq", or (seq_given 0) the place among the rank's calls of the group */
-    int64_t rank; /* distributedInfo.rank */
-    size_t at;    /* index of the rank in the set */
-    int64_t ts;   /* ns */
-    uint32_t ev;
-    int seq_given;
-} arrival;
-
-static int by_rank_pg_time(const void *a, const void *b) { /* rank, pg, ts, event */
-    const arrival *x = a, *y = b;
-    if (x->at != y->at) return x->at < y->at ? -1 : 1;
-    int c = strcmp(x->pg, y->pg);
-    if (c) return c;
-    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
-    return (x->ev > y->ev) - (x->ev < y->ev);
-}
-
-static int by_pg_seq_rank(const void *a, const void *b) { /* pg, seq, rank, ts, event */
-    const arrival *x = a, *y = b;
-    int c = strcmp(x->pg, y->pg);
-    if (c) return c;
-    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
-    if (x->at != y->at) return x->at < y->at ? -1 : 1;
-    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
-    return (x->ev > y->ev) - (x->ev < y->ev);
-}
-
-/* A call that is not a collective of its whole group: point-to-point operations. */
-static int is_p2p(const char *coll) {
-    static const char *const p2p[] = {"send", "recv", "sendrecv", "isend", "irecv"};
-    for (size_t k = 0; k < sizeof p2p / sizeof *p2p; k++)
-        if (strcmp(coll, p2p[k]) == 0) return 1;
-    return 0;
-}
-
-/* The rank's clock against rank 0's, as strobe record measured it ("strobe_clock_sync") and
- * strobe merge applies it (cmd_merge.c's rules: no drift without t_ref_ns, nor one of 10% or
- * more); none (times as they are) without it. */
-static void rank_clock(const md_model *m, cli_merge_input *in) {
-    memset(in, 0, sizeof *in);
-    if (m->clock_sync == 0) return;
-    const char *j = md_str(m, m->clock_sync);
-    size_t len = strlen(j);
-    strobe_rd_value v;
-    in->has_clock = strobe_rd_obj_get(j, len, "offset_ns", &v) == 1 &&
-                    strobe_rd_value_int(&v, &in->offset_ns) == 0;
-    if (strobe_rd_obj_get(j, len, "t_ref_ns", &v) != 1 || strobe_rd_value_int(&v, &in->t_ref_ns))
-        in->t_ref_ns = 0;
-    if (strobe_rd_obj_get(j, len, "drift_ppb", &v) != 1 ||
-        strobe_rd_value_double(&v, &in->drift_ppb) != 0 || in->t_ref_ns == 0 ||
-        !(in->drift_ppb > -1e8 && in->drift_ppb < 1e8))
-        in->drift_ppb = 0;
-}
-
-/* Rank s->ranks[at]'s collectives into v (room for its comm_count), with their sequence numbers
- * and on rank 0's clock. Reads that rank alone: the part of the work that is per rank.
- * @return their number. */
-static size_t rank_arrivals(const cli_hta_set *s, size_t at, arrival *v) {
-    const md_model *m = &s->ranks[at].m;
-    cli_merge_input clock;
-    rank_clock(m, &clock);
-    size_t k = 0;
-    for (size_t i = 0; i < m->comm_count; i++) {
-        const md_comm *c = &m->comms[i];
-        const char *name = md_str(m, md_name_of(m, c->ev)), *coll = md_str(m, c->coll);
-        size_t len = strlen(name);
-        /* The NCCL plugin's v5 task events repeat their API call's; device events (torch's
-         * NCCL kernels can carry the args too) do not say when the rank arrived. */
-        if (!(m->ev_flags[c->ev] & MD_F_TIME) || md_is_device_work(md_kind_of(m, c->ev)) ||
-            (len >= 5 && strcmp(name + len - 5, ":task") == 0) || is_p2p(coll))
-            continue;
-        arrival *x = &v[k++];
-        *x = (arrival){.pg = md_str(m, c->pg), .coll = coll, .seq = c->seq};
-        x->rank = s->ranks[at].rank;
-        x->at = at;
-        x->ts = cli_merge_align(&clock, md_ts(m, c->ev));
-        x->ev = c->ev;
-        x->seq_given = c->seq >= 0;
-    }
-    /* Sequence numbers where the recorder gave none: the place in time order in the group. */
-    qsort(v, k, sizeof *v, by_rank_pg_time);
-    int64_t next = 0;
-    for (size_t i = 0; i < k; i++) {
-        if (i == 0 || strcmp(v[i].pg, v[i - 1].pg) != 0) next = 0;
-        if (!v[i].seq_given) v[i].seq = next++;
-    }
-    return k;
-}
-
 /* The collectives of every rank into *out (malloc'd), sorted by group, sequence and rank. */
-static int arrivals(const cli_hta_set *s, arrival **out, size_t *n) {
+static int arrivals(const rr_view *rv, size_t nr, arrival **out, size_t *n) {
     size_t total = 0, k = 0;
-    for (size_t r = 0; r < s->count; r++)
-        total += s->ranks[r].m.comm_count;
+    for (size_t r = 0; r < nr; r++)
+        total += rv[r].h->narr;
     arrival *v = malloc((total ? total : 1) * sizeof *v);
     if (v == NULL) return STROBE_ENOMEM;
-    for (size_t r = 0; r < s->count; r++)
-        k += rank_arrivals(s, r, v + k);
+    for (size_t r = 0; r < nr; r++)
+        for (size_t i = 0; i < rv[r].h->narr; i++) {
+            const rr_arr *x = &rv[r].arr[i];
+            v[k++] = (arrival){
+                rv[r].str + x->pg, rv[r].str + x->coll, x->seq, rv[r].rank, r, x->ts, x->ev,
+                x->seq_given};
+        }
     qsort(v, k, sizeof *v, by_pg_seq_rank);
     *out = v;
     *n = k;
@@ -533,19 +698,14 @@ typedef struct rank_wait {
 
 /* Fills t[0] (the collectives) and t[1] (per rank). @return 0 or STROBE_ENOMEM; *none is set when
  * no collective ran on two ranks or more. */
-static int collective_waits(const cli_hta_set *s, cli_hta_table *t, int *none) {
+static int collective_waits(const rr_view *rv, size_t nr, cli_hta_table *t, int *none) {
     arrival *v = NULL;
     size_t n = 0;
-    rank_wait *w = calloc(s->count ? s->count : 1, sizeof *w);
-    int rc = w ? arrivals(s, &v, &n) : STROBE_ENOMEM;
+    rank_wait *w = calloc(nr ? nr : 1, sizeof *w);
+    int rc = w ? arrivals(rv, nr, &v, &n) : STROBE_ENOMEM;
     int64_t t0 = INT64_MAX;
-    for (size_t r = 0; r < s->count; r++) {
-        const md_model *m = &s->ranks[r].m;
-        cli_merge_input clock;
-        rank_clock(m, &clock);
-        int64_t first = cli_merge_align(&clock, m->min_ts);
-        if (m->min_ts <= m->max_ts && first < t0) t0 = first;
-    }
+    for (size_t r = 0; r < nr; r++)
+        if (rv[r].h->has_first && rv[r].h->first < t0) t0 = rv[r].h->first;
     *none = 1;
     for (size_t i = 0, j; rc == 0 && i < n; i = j) {
         /* One collective: its (pg, seq); each rank's first arrival (the earliest). */
@@ -575,8 +735,8 @@ static int collective_waits(const cli_hta_set *s, cli_hta_table *t, int *none) {
                          CLI_HTA_NUM((double)(end - t0) / 1e3), CLI_HTA_NUM((double)sum / 1e3),
                          CLI_HTA_NUM((double)(end - first) / 1e3));
     }
-    for (size_t r = 0; rc == 0 && !*none && r < s->count; r++)
-        rc = CLI_HTA_ROW(&t[1], CLI_HTA_INT(s->ranks[r].rank), CLI_HTA_INT(w[r].collectives),
+    for (size_t r = 0; rc == 0 && !*none && r < nr; r++)
+        rc = CLI_HTA_ROW(&t[1], CLI_HTA_INT(rv[r].rank), CLI_HTA_INT(w[r].collectives),
                          CLI_HTA_INT(w[r].last), CLI_HTA_NUM((double)w[r].caused / 1e3),
                          CLI_HTA_NUM((double)w[r].caused_max / 1e3),
                          CLI_HTA_NUM((double)w[r].waited / 1e3));
@@ -587,18 +747,47 @@ static int collective_waits(const cli_hta_set *s, cli_hta_table *t, int *none) {
 
 /* --collectives: the waits per collective and per rank, and HTA's potential stragglers. With
  * ctx NULL (the report), the defaults, and nothing said on stderr. */
-static int run_collectives(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
+static int collectives(const cli_hta_set *s, const rr_view *v, void *ctx, cli_hta_table *t) {
     static const strag_args defaults = {NULL, 0, 2};
     const strag_args *a = ctx ? ctx : &defaults;
     int none = 1;
-    int rc = collective_waits(s, t, &none);
+    int rc = collective_waits(v, s->count, t, &none);
     if (rc == 0 && none && ctx)
         fprintf(stderr, "strobe ranks: no collective ran on two ranks or more (no event with a "
                         "\"Collective name\" arg that two ranks share)\n");
     const char *why = NULL;
-    if (rc == 0) rc = stragglers(s, a, &t[2], &why);
+    if (rc == 0) rc = stragglers(v, s->count, a, &t[2], &why);
     if (rc == 0 && why && ctx) fprintf(stderr, "strobe ranks: no potential stragglers: %s\n", why);
     return rc;
+}
+
+/* The analysis (collectives or the steps) over the set, reduced or whole. */
+static int analyse(const cli_hta_set *s, void *ctx, cli_hta_table *t, int reduced, int coll) {
+    static const strag_args defaults = {NULL, 0, 2}; /* the report's (hta.h): no options */
+    size_t n = s->count ? s->count : 1;
+    rr_view *v = calloc(n, sizeof *v);
+    uint8_t **bufs = reduced ? NULL : calloc(n, sizeof *bufs);
+    int rc = v == NULL || (!reduced && bufs == NULL) ? STROBE_ENOMEM : views(s, reduced, v, bufs);
+    if (rc == 0 && coll) rc = collectives(s, v, ctx, t);
+    if (rc == 0 && !coll) rc = steps(s, v, ctx ? ctx : &defaults, t);
+    for (size_t k = 0; bufs && k < s->count; k++)
+        free(bufs[k]);
+    free(bufs);
+    free(v);
+    return rc;
+}
+
+static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
+    return analyse(s, ctx, t, 0, 0);
+}
+static int run_reduced(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
+    return analyse(s, ctx, t, 1, 0);
+}
+static int run_collectives(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
+    return analyse(s, ctx, t, 0, 1);
+}
+static int run_collectives_reduced(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
+    return analyse(s, ctx, t, 1, 1);
 }
 
 /* "N[,N...]" into *out. @return the count, or -1 when malformed. */
@@ -661,7 +850,9 @@ const cli_hta_command cli_hta_cmd_ranks = {
     option,
     run,
     {{"steps", cols, text, 5}, {"stragglers", scols, text, 2}},
-    2};
+    2,
+    rank_reduce,
+    run_reduced};
 
 static const char *const ccols[] = {"pg",        "seq",        "collective", "ranks",
                                     "last_rank", "last_start", "wait_sum",   "wait_max"};
@@ -679,7 +870,9 @@ const cli_hta_command cli_hta_cmd_collectives = {"ranks",
                                                  {{"collectives", ccols, ctext, 8},
                                                   {"by_rank", wcols, wtext, 6},
                                                   {"stragglers", scols, text, 2}},
-                                                 3};
+                                                 3,
+                                                 rank_reduce,
+                                                 run_collectives_reduced};
 
 /* The command that argv asks for: ranks' own, or with --collectives the collectives' (parsing
  * the options as ranks does: cli_hta_main parses them again, and reports what is wrong). */

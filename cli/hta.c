@@ -546,6 +546,167 @@ static int build_one(void *arg, size_t i) {
     return j->rc[i];
 }
 
+/* ---- reduced ranks --------------------------------------------------------------------------
+ * With a command that reduces ranks (cli_hta_command.reduce), the thread that reads a rank also
+ * builds its rows and reduces it, then strips its model (md_strip): what loading decides over all
+ * ranks together (the restriction, HTA's MTIA branch) is not known yet, so the rank is reduced as
+ * restricted and, when the rank alone does not settle it (fewer than two step names of its own),
+ * as not restricted too. Both travel in one envelope (cli_hta_rank.red until the choice is made):
+ *   red_env, the rank's first step name (step_len bytes), the restricted reduction (len_r), the
+ *   other (len_u; has_u), each padded to 8 bytes.
+ * Where the decision takes HTA's MTIA branch (rank 0's device_type "MTIA", restricted), whose rows
+ * differ, the traces are read again as a command without reduce reads them (FALLBACK). */
+typedef struct red_env {
+    int32_t multi;    /* the rank has two step names or more: restricted whatever the others */
+    int32_t mtia;     /* its device_type is "MTIA" */
+    int32_t build_rc; /* building or reducing failed (STROBE_ENOMEM), or 0 */
+    int32_t has_u;
+    int64_t rank, min_ts; /* cli_hta_rank's, as the reading thread set them */
+    uint64_t step_len, len_r, len_u;
+} red_env;
+
+#define RED_FALLBACK 3
+#define RED_PAD(n) (((n) + 7u) & ~(size_t)7u)
+
+typedef struct reduce_job {
+    const cli_hta_command *c;
+    cli_hta_rank *ranks;
+    char **paths;
+    size_t n; /* all the files (a lone trace without a rank is rank 0) */
+    int no_cpu_rows, progress, quiet;
+    const char *cmd;
+    int *rc;
+} reduce_job;
+
+static void free_rows(cli_hta_rank *r) {
+    free(r->rows);
+    free(r->cpu_bits);
+    free(r->fix);
+    r->rows = NULL;
+    r->cpu_bits = NULL;
+    r->fix = NULL;
+    r->count = r->cpu_count = r->nfix = 0;
+}
+
+/* Rank i read, reduced (restricted, and unrestricted unless it restricts alone) and stripped:
+ * cli_hta_rank.red holds the envelope. md_load's result in rc[i]; a failure to build or reduce
+ * goes in the envelope (it is said after the checks, as loading says it). */
+static int reduce_one(void *arg, size_t i) {
+    reduce_job *j = arg;
+    cli_hta_rank *r = &j->ranks[i];
+    cli_progress *p = j->progress ? cli_progress_start(j->cmd, j->paths[i], j->quiet) : NULL;
+    j->rc[i] = md_load(&r->m, j->paths[i]);
+    cli_progress_stop(p);
+    if (j->rc[i]) return j->rc[i];
+    const md_model *m = &r->m;
+    red_env env = {0};
+    const char *first = NULL;
+    for (size_t k = 0; k < m->count && !env.multi; k++) {
+        const char *name = md_str(m, md_name_of(m, k));
+        const md_event e = md_at(m, k);
+        if (!cli_hta_is_row(m, &e) || !is_step(name)) continue;
+        if (first == NULL)
+            first = name;
+        else if (strcmp(first, name) != 0)
+            env.multi = 1;
+    }
+    env.mtia = m->device_type && strcmp(md_str(m, m->device_type), "MTIA") == 0;
+    env.step_len = first ? strlen(first) : 0;
+    r->rank = m->rank;
+    if (r->rank < 0 && j->n == 1) r->rank = 0;
+    r->min_ts = INT64_MAX;
+    uint8_t *part[2] = {NULL, NULL};
+    size_t len[2] = {0, 0};
+    int rc = 0;
+    for (int u = 0; rc == 0 && u < (env.multi ? 1 : 2); u++) {
+        r->min_ts = INT64_MAX;
+        rc = build_rank(r, !u, j->no_cpu_rows);
+        if (rc == 0) rc = j->c->reduce(r, &part[u], &len[u]);
+        free_rows(r);
+    }
+    env.build_rc = rc;
+    env.has_u = part[1] != NULL;
+    env.rank = r->rank;
+    env.min_ts = r->min_ts;
+    env.len_r = rc ? 0 : len[0];
+    env.len_u = rc ? 0 : len[1];
+    size_t total = sizeof env + RED_PAD(env.step_len) + RED_PAD(env.len_r) + RED_PAD(env.len_u);
+    uint8_t *b = calloc(1, total);
+    if (b == NULL) {
+        env.build_rc = STROBE_ENOMEM;
+        env.step_len = env.len_r = env.len_u = 0;
+        env.has_u = 0;
+        total = sizeof env;
+        b = calloc(1, total);
+    }
+    if (b) {
+        size_t at = sizeof env;
+        if (env.step_len) memcpy(b + at, first, env.step_len);
+        at += RED_PAD(env.step_len);
+        if (env.len_r) memcpy(b + at, part[0], env.len_r);
+        at += RED_PAD(env.len_r);
+        if (env.len_u) memcpy(b + at, part[1], env.len_u);
+        memcpy(b, &env, sizeof env);
+    }
+    free(part[0]);
+    free(part[1]);
+    r->red = b;
+    r->red_len = b ? total : 0;
+    md_strip(&r->m);
+    return 0;
+}
+
+/* Rank r's envelope, checked (it may come from another process). @return NULL when malformed. */
+static const red_env *envelope(const cli_hta_rank *r) {
+    static const red_env none = {.build_rc = STROBE_ENOMEM};
+    if (r->red == NULL) return &none; /* no memory for it */
+    if (r->red_len < sizeof(red_env)) return NULL;
+    const red_env *e = (const red_env *)(const void *)r->red;
+    if (e->step_len > r->red_len || e->len_r > r->red_len || e->len_u > r->red_len ||
+        sizeof *e + RED_PAD(e->step_len) + RED_PAD(e->len_r) + RED_PAD(e->len_u) != r->red_len)
+        return NULL;
+    return e;
+}
+
+/* Whether the reduced ranks, all read, take the restriction, and HTA's MTIA branch with it (as
+ * cli_hta_load_rows decides from the models). ranks are sorted by rank. */
+static void red_decide(const cli_hta_rank *ranks, size_t n, int *restricted, int *mtia) {
+    const char *step = NULL;
+    size_t step_len = 0;
+    *restricted = *mtia = 0;
+    for (size_t k = 0; k < n && !*restricted; k++) {
+        const red_env *e = envelope(&ranks[k]);
+        if (e == NULL || e->step_len == 0) {
+            if (e && e->multi) *restricted = 1;
+            continue;
+        }
+        const char *name = (const char *)(ranks[k].red + sizeof *e);
+        if (e->multi)
+            *restricted = 1;
+        else if (step == NULL)
+            step = name, step_len = e->step_len;
+        else if (step_len != e->step_len || memcmp(step, name, step_len) != 0)
+            *restricted = 1;
+    }
+    const red_env *e0 = n ? envelope(&ranks[0]) : NULL;
+    *mtia = *restricted && e0 && e0->mtia;
+}
+
+/* Replaces rank r's envelope by the reduction chosen. @return 0, the envelope's build_rc, or
+ * STROBE_EINVAL for a malformed envelope. */
+static int red_choose(cli_hta_rank *r, int restricted) {
+    const red_env *e = envelope(r);
+    if (e == NULL) return STROBE_EINVAL;
+    if (e->build_rc) return e->build_rc;
+    if (!restricted && !e->has_u) return STROBE_EINVAL; /* it restricts alone: cannot be */
+    size_t at = sizeof *e + RED_PAD(e->step_len) + (restricted ? 0 : RED_PAD(e->len_r));
+    size_t len = restricted ? e->len_r : e->len_u;
+    r->min_ts = e->min_ts;
+    memmove(r->red, r->red + at, len);
+    r->red_len = len;
+    return 0;
+}
+
 /* ---- under MPI ----------------------------------------------------------------------------
  * Each file of a process's share is two messages to rank 0, in file order: md_load's result (an
  * int32), then, unless the file was not read (LOAD_PENDING), the model (md_pack) or, when it could
@@ -570,10 +731,23 @@ static uint64_t list_hash(char **paths, size_t n) {
 
 /* A process other than rank 0: its share to rank 0, then it ends with the status rank 0 sends. */
 static void mpi_serve(cli_hta_rank *ranks, char **paths, size_t n, size_t lo, size_t hi,
-                      const int *load_rc) {
+                      const int *load_rc, int reduced) {
     uint64_t h = list_hash(paths, n);
     int bad = cli_mpi_send(0, &h, sizeof h) != 0;
-    for (size_t k = lo; k < hi && !bad; k++) {
+    for (size_t k = lo; k < hi && !bad && reduced; k++) {
+        /* A reduced rank: its stripped model (no pointers: sent as it is) and its envelope. */
+        md_model *m = &ranks[k].m;
+        int32_t rc = load_rc[k];
+        bad = mpi_send_int(rc) != 0;
+        if (!bad && rc == 0) bad = cli_mpi_send(0, m, sizeof *m) != 0;
+        if (!bad && rc == 0) bad = cli_mpi_send(0, ranks[k].red, ranks[k].red_len) != 0;
+        if (!bad && rc != 0 && rc != LOAD_PENDING)
+            bad = cli_mpi_send(0, m->err, strlen(m->err) + 1) != 0;
+        free(ranks[k].red);
+        ranks[k].red = NULL;
+        md_free(m);
+    }
+    for (size_t k = lo; k < hi && !bad && !reduced; k++) {
         md_model *m = &ranks[k].m;
         int32_t rc = load_rc[k];
         uint8_t *buf = NULL;
@@ -616,7 +790,8 @@ static void mpi_share(char **paths, size_t n, int p, int size, size_t *lo, size_
 }
 
 /* Rank 0: the other processes' shares into ranks[] and load_rc[], as if read here. */
-static void mpi_gather(cli_hta_rank *ranks, char **paths, size_t n, int size, int *load_rc) {
+static void mpi_gather(cli_hta_rank *ranks, char **paths, size_t n, int size, int *load_rc,
+                       int reduced) {
     uint64_t h = list_hash(paths, n);
     for (int p = 1; p < size; p++) {
         size_t lo, hi;
@@ -653,7 +828,20 @@ static void mpi_gather(cli_hta_rank *ranks, char **paths, size_t n, int size, in
                 cli_mpi_abort(CLI_BAD_INPUT);
                 exit(CLI_BAD_INPUT);
             }
-            if (rc == 0) {
+            if (rc == 0 && reduced) {
+                /* The stripped model, then the envelope (checked where it is used). */
+                int whole = len == sizeof *m;
+                if (whole) memcpy(m, buf, sizeof *m);
+                free(buf);
+                buf = NULL;
+                if (!whole || cli_mpi_recv(p, &ranks[k].red, &len) != 0) {
+                    fprintf(stderr, "strobe: MPI: %s: not received from process %d\n",
+                            cli_esc(paths[k]), p);
+                    cli_mpi_abort(CLI_BAD_INPUT);
+                    exit(CLI_BAD_INPUT);
+                }
+                ranks[k].red_len = (size_t)len;
+            } else if (rc == 0) {
                 load_rc[k] = md_unpack(m, buf, (size_t)len);
                 if (load_rc[k])
                     snprintf(m->err, sizeof m->err, "%.960s: %s", paths[k],
@@ -678,19 +866,19 @@ static void mpi_verdict(int size, int32_t status) {
     cli_mpi_finish();
 }
 
-int cli_hta_load(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
-    return cli_hta_load_rows(s, cmd, paths, n, quiet, 0);
-}
-
-int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet,
-                      int no_cpu_rows) {
+/* cli_hta_load_rows, and with red (a command with reduce) each rank reduced (see "reduced
+ * ranks"): then RED_FALLBACK, with nothing said and s freed, where the traces take HTA's MTIA
+ * branch. no_mpi: read every file here even under a launcher (the fallback's second reading, on
+ * rank 0 alone). */
+static int load_set(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet,
+                    int no_cpu_rows, const cli_hta_command *red, int no_mpi) {
     memset(s, 0, sizeof *s);
     path_list l = {0};
     int rc = 0;
     /* Under an MPI launcher, what fails before the split (listing a folder, memory, starting
      * MPI) fails every process alike: rank 0 alone says it, as after the split, and the others
      * end silently with a non-zero status. */
-    int say = cli_mpi_launched_size() <= 1 || cli_mpi_launched_rank() == 0;
+    int say = no_mpi || cli_mpi_launched_size() <= 1 || cli_mpi_launched_rank() == 0;
     for (size_t k = 0; rc == 0 && k < n; k++) {
         struct stat st;
         if (strcmp(paths[k], "-") != 0 && stat(paths[k], &st) == 0 && S_ISDIR(st.st_mode))
@@ -708,22 +896,66 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
     /* Under an MPI launcher each process reads its share (a run of files in name order); the
      * others hand theirs to rank 0 (as md_pack buffers) and end, and rank 0 goes on as if it had
      * read them all. */
+    /* With red, each rank is reduced on the thread that reads it, on one thread too (with the
+     * progress line -q turns off). */
     int jobs = cli_jobs_for(l.n), mpi_rank = 0, mpi_size = 1;
-    if (rc == 0 && cli_mpi_launched_size() > 1 && cli_mpi_start(cmd, &mpi_rank, &mpi_size) != 0)
+    if (rc == 0 && !no_mpi && cli_mpi_launched_size() > 1 &&
+        cli_mpi_start(cmd, &mpi_rank, &mpi_size) != 0)
         rc = -1;
     size_t lo = 0, hi = l.n;
     if (mpi_size > 1) mpi_share(l.v, l.n, mpi_rank, mpi_size, &lo, &hi);
     int *load_rc = NULL;
-    if (rc == 0 && (jobs > 1 || mpi_size > 1)) {
+    if (rc == 0 && (jobs > 1 || mpi_size > 1 || red)) {
         load_rc = calloc(l.n ? l.n : 1, sizeof *load_rc);
         if (load_rc == NULL) rc = STROBE_ENOMEM;
         for (size_t k = 0; k < l.n && load_rc; k++)
             load_rc[k] = LOAD_PENDING;
+        int jl = cli_jobs_for(hi - lo);
         load_job lj = {s->ranks + lo, l.v + lo, load_rc + lo};
-        if (rc == 0) cli_parallel(hi - lo, cli_jobs_for(hi - lo), load_one, &lj);
+        reduce_job rj = {red,   s->ranks + lo, l.v + lo,
+                         l.n,   no_cpu_rows,   jl == 1 && mpi_size == 1,
+                         quiet, cmd,           load_rc + lo};
+        if (rc == 0 && red) cli_parallel(hi - lo, jl, reduce_one, &rj);
+        if (rc == 0 && !red) cli_parallel(hi - lo, jl, load_one, &lj);
         if (rc == 0 && mpi_rank != 0)
-            mpi_serve(s->ranks, l.v, l.n, lo, hi, load_rc); /* no return */
-        if (rc == 0 && mpi_size > 1) mpi_gather(s->ranks, l.v, l.n, mpi_size, load_rc);
+            mpi_serve(s->ranks, l.v, l.n, lo, hi, load_rc, red != NULL); /* no return */
+        if (rc == 0 && mpi_size > 1) mpi_gather(s->ranks, l.v, l.n, mpi_size, load_rc, red != NULL);
+    }
+    /* HTA's MTIA branch, which reduced ranks cannot take: told before anything is said, from
+     * ranks that all read well and have a rank (where one does not, that is said as usual). */
+    if (rc == 0 && red && load_rc) {
+        int all = 1;
+        size_t low = SIZE_MAX;
+        for (size_t k = 0; k < l.n && all; k++) {
+            const red_env *e = load_rc[k] == 0 ? envelope(&s->ranks[k]) : NULL;
+            all = e != NULL && e->rank >= 0;
+            if (all && (low == SIZE_MAX || e->rank < envelope(&s->ranks[low])->rank)) low = k;
+        }
+        int restricted = 0, mtia = 0;
+        if (all && l.n) {
+            /* The lowest rank first, as the sort below puts it (red_decide reads ranks[0]). */
+            cli_hta_rank t = s->ranks[0];
+            s->ranks[0] = s->ranks[low];
+            s->ranks[low] = t;
+            red_decide(s->ranks, l.n, &restricted, &mtia);
+            t = s->ranks[0];
+            s->ranks[0] = s->ranks[low];
+            s->ranks[low] = t;
+        }
+        if (all && mtia) {
+            if (mpi_size > 1) mpi_verdict(mpi_size, 0); /* the others are done */
+            for (size_t k = 0; k < l.n; k++) {
+                md_free(&s->ranks[k].m);
+                free(s->ranks[k].red);
+            }
+            free(s->ranks);
+            s->ranks = NULL;
+            free(load_rc);
+            for (size_t k = 0; k < l.n; k++)
+                free(l.v[k]);
+            free(l.v);
+            return RED_FALLBACK;
+        }
     }
     for (size_t k = 0; rc == 0 && k < l.n; k++) {
         cli_hta_rank *r = &s->ranks[k];
@@ -738,6 +970,10 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
         cli_say_skipped(cmd, l.v[k], &r->m);
         r->rank = r->m.rank;
         if (r->rank < 0 && l.n == 1) r->rank = 0;
+        if (red && envelope(r) == NULL) {
+            fprintf(stderr, "strobe %s: %s: malformed reduction received\n", cmd, shown(l.v[k]));
+            rc = -1;
+        }
         if (r->rank < 0) {
             fprintf(stderr,
                     "strobe %s: %s: no rank (distributedInfo.rank) in this trace, which is one of "
@@ -768,7 +1004,13 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
     }
     /* Two or more profiler steps, all ranks together, restrict every rank. */
     const char *step = NULL;
-    for (size_t k = 0; rc == 0 && k < s->count && !s->restricted; k++) {
+    if (rc == 0 && red) {
+        int mtia;
+        red_decide(s->ranks, s->count, &s->restricted, &mtia);
+        for (size_t k = 0; rc == 0 && k < s->count; k++)
+            rc = red_choose(&s->ranks[k], s->restricted);
+    }
+    for (size_t k = 0; rc == 0 && !red && k < s->count && !s->restricted; k++) {
         const md_model *m = &s->ranks[k].m;
         for (size_t i = 0; i < m->count && !s->restricted; i++) {
             const char *name = md_str(m, md_name_of(m, i));
@@ -785,7 +1027,9 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
         strcmp(md_str(&s->ranks[0].m, s->ranks[0].m.device_type), "MTIA") == 0)
         s->mtia = 1;
     s->min_ts = INT64_MAX;
-    if (rc == 0 && s->count) {
+    for (size_t k = 0; rc == 0 && red && k < s->count; k++)
+        if (s->ranks[k].min_ts < s->min_ts) s->min_ts = s->ranks[k].min_ts;
+    if (rc == 0 && s->count && !red) {
         /* Each rank's rows on the threads too; the results are taken in rank order. */
         int *build_rc = calloc(s->count, sizeof *build_rc);
         if (build_rc == NULL) rc = STROBE_ENOMEM;
@@ -799,8 +1043,10 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
     }
     if (s->min_ts == INT64_MAX) s->min_ts = 0;
     /* A trace the threads read that was not looked at above (after one that failed). */
-    for (size_t k = s->count; load_rc && k < l.n; k++)
+    for (size_t k = s->count; load_rc && k < l.n; k++) {
         if (load_rc[k] != LOAD_PENDING) md_free(&s->ranks[k].m);
+        free(s->ranks[k].red);
+    }
     free(load_rc);
     for (size_t k = 0; k < l.n; k++)
         free(l.v[k]);
@@ -814,12 +1060,22 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
     return 0;
 }
 
+int cli_hta_load(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
+    return load_set(s, cmd, paths, n, quiet, 0, NULL, 0);
+}
+
+int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet,
+                      int no_cpu_rows) {
+    return load_set(s, cmd, paths, n, quiet, no_cpu_rows, NULL, 0);
+}
+
 void cli_hta_free(cli_hta_set *s) {
     for (size_t k = 0; k < s->count; k++) {
         md_free(&s->ranks[k].m);
         free(s->ranks[k].rows);
         free(s->ranks[k].cpu_bits);
         free(s->ranks[k].fix);
+        free(s->ranks[k].red);
     }
     free(s->ranks);
     memset(s, 0, sizeof *s);
@@ -1143,9 +1399,10 @@ void cli_hta_emit(FILE *out, int format, const cli_hta_table *t, const char *con
 
 /* ---- the commands' frame ------------------------------------------------------------------- */
 
-/* Runs command c over the loaded traces and prints its tables in format. @return as c->run. */
+/* Runs command c over the loaded traces (reduced: c->run_reduced over their reductions) and
+ * prints its tables in format. @return as c->run. */
 static int run_emit(FILE *out, int format, const cli_hta_command *c, const cli_hta_set *s,
-                    void *ctx) {
+                    void *ctx, int reduced) {
     cli_hta_table t[CLI_HTA_MAX_TABLES] = {{0}};
     const char *keys[CLI_HTA_MAX_TABLES] = {0};
     size_t n = c->ntables < CLI_HTA_MAX_TABLES ? c->ntables : CLI_HTA_MAX_TABLES;
@@ -1154,7 +1411,7 @@ static int run_emit(FILE *out, int format, const cli_hta_command *c, const cli_h
         t[k] = (cli_hta_table){h->cols, h->text, h->ncols, NULL, 0, 0, h->heads};
         keys[k] = h->key;
     }
-    int work = c->run(s, ctx, t);
+    int work = reduced ? c->run_reduced(s, ctx, t) : c->run(s, ctx, t);
     if (work == 0) cli_hta_emit(out, format, t, keys, n);
     for (size_t k = 0; k < n; k++)
         cli_hta_table_free(&t[k]);
@@ -1162,7 +1419,7 @@ static int run_emit(FILE *out, int format, const cli_hta_command *c, const cli_h
 }
 
 int cli_hta_json(FILE *out, const cli_hta_command *c, const cli_hta_set *s, void *ctx) {
-    return run_emit(out, CLI_JSON, c, s, ctx);
+    return run_emit(out, CLI_JSON, c, s, ctx, 0);
 }
 
 int cli_hta_main(const cli_hta_command *c, void *ctx, int argc, char **argv) {
@@ -1191,10 +1448,16 @@ int cli_hta_main_rows(const cli_hta_command *c, void *ctx, int argc, char **argv
     }
     if (first >= argc) return cli_usage_error(c->name, "give a trace or a folder", NULL);
     cli_hta_set s;
-    if (cli_hta_load_rows(&s, c->name, argv + first, (size_t)(argc - first), quiet, no_cpu_rows) !=
-        0)
-        return CLI_BAD_INPUT;
-    int work = run_emit(stdout, format, c, &s, ctx);
+    char **paths = argv + first;
+    size_t n = (size_t)(argc - first);
+    const cli_hta_command *red = c->reduce && c->run_reduced ? c : NULL;
+    int rc = load_set(&s, c->name, paths, n, quiet, no_cpu_rows, red, 0);
+    if (rc == RED_FALLBACK) {
+        red = NULL;
+        rc = load_set(&s, c->name, paths, n, quiet, no_cpu_rows, NULL, 1);
+    }
+    if (rc != 0) return CLI_BAD_INPUT;
+    int work = run_emit(stdout, format, c, &s, ctx, red != NULL);
     cli_hta_free(&s);
     if (work == CLI_HTA_REPORTED) return CLI_BAD_INPUT;
     return cli_finish(c->name, argc - first == 1 ? argv[first] : "traces", work, CLI_OK);

@@ -87,6 +87,10 @@ typedef struct cli_hta_rank {
     int64_t min_ts;   /* the earliest row's ts, before the restriction (INT64_MAX: no row) */
     cli_hta_fix *fix; /* the MTIA branch's memory kernels, by event (NULL: none) */
     size_t nfix;
+    /* With a command that reduces ranks (cli_hta_command.reduce): what it kept of this rank
+     * (malloc'd), the model then stripped (md_strip) and the rows freed. */
+    uint8_t *red;
+    size_t red_len;
 } cli_hta_rank;
 
 typedef struct cli_hta_set {
@@ -264,6 +268,15 @@ typedef struct cli_hta_command {
     int (*run)(const cli_hta_set *s, void *ctx, cli_hta_table *tables);
     cli_hta_columns tables[CLI_HTA_MAX_TABLES];
     size_t ntables;
+    /* Optional (NULL: none), for a command whose analysis needs of each rank a small part of it
+     * (strobe ranks: its steps, long NCCL kernels and collectives). reduce writes that part of
+     * rank r (its rows built) into one flat malloc'd buffer, and run_reduced runs the analysis
+     * over the set's buffers (cli_hta_rank.red), giving what run gives. cli_hta_main then reduces
+     * each rank on the thread that read it and strips its model at once: memory holds the ranks
+     * being read (one per worker) and the buffers, not every rank's model, and under MPI the
+     * buffers travel to rank 0 instead of the models. @return 0 or a negative STROBE_E* code. */
+    int (*reduce)(const cli_hta_rank *r, uint8_t **out, size_t *len);
+    int (*run_reduced)(const cli_hta_set *s, void *ctx, cli_hta_table *tables);
 } cli_hta_command;
 
 /* Runs the command c on argv (argv[0] its name) with the command's own state ctx.

@@ -1394,3 +1394,35 @@ void md_free(md_model *m) {
     strobe__pool_release(&m->pool);
     memset(m, 0, sizeof *m);
 }
+
+void md_strip(md_model *m) {
+    /* The scalars md_strip keeps (model.h), taken before md_free clears the model. */
+    int64_t rank = m->rank, world_size = m->world_size, min_ts = m->min_ts, max_ts = m->max_ts;
+    int64_t base = m->base_time_ns, gz_bytes = m->gz_trailing_bytes;
+    int64_t gz_offset = m->gz_trailing_offset, cut_offset = m->pf_cut_offset;
+    uint64_t bad = m->bad_events, bad_meta = m->bad_metadata_events, perf = m->perf_dropped;
+    int has_base = m->has_base, gz_zeros = m->gz_trailing_zeros, cut = m->pf_cut;
+    int unterminated = m->unterminated, perfetto = m->perfetto;
+    char path[sizeof m->path], err[sizeof m->err];
+    memcpy(path, m->path, sizeof path);
+    memcpy(err, m->err, sizeof err);
+    md_free(m);
+    memcpy(m->path, path, sizeof path);
+    memcpy(m->err, err, sizeof err);
+    m->rank = rank;
+    m->world_size = world_size;
+    m->min_ts = min_ts;
+    m->max_ts = max_ts;
+    m->base_time_ns = base;
+    m->has_base = has_base;
+    m->gz_trailing_bytes = gz_bytes;
+    m->gz_trailing_offset = gz_offset;
+    m->gz_trailing_zeros = gz_zeros;
+    m->pf_cut = cut;
+    m->pf_cut_offset = cut_offset;
+    m->bad_events = bad;
+    m->bad_metadata_events = bad_meta;
+    m->perf_dropped = perf;
+    m->unterminated = unterminated;
+    m->perfetto = perfetto;
+}

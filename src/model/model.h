@@ -310,6 +310,12 @@ int md_load(md_model *m, const char *path);
  * the path in messages. The data is not needed after the call. */
 int md_load_mem(md_model *m, const void *data, size_t len, const char *name);
 void md_free(md_model *m);
+/* md_free() that keeps the model's scalars: its path, err, rank and world_size, its span (min_ts,
+ * max_ts), its base time and what loading warns of (bad_events, perf_dropped, the gzip and
+ * Perfetto cut fields). Its events, strings and every string id go (md_str must not be called on
+ * it), so that a command that keeps a small result of each of many traces can drop the rest while
+ * still naming the trace in its messages. md_free() still applies (it frees nothing more). */
+void md_strip(md_model *m);
 
 /* Hot-record flag bits (md_model.ev_flags). */
 enum {
