@@ -1249,21 +1249,37 @@ size_t cli_hta_merge(const cli_hta_rank *r,
 int cli_hta_table_add(cli_hta_table *t, const char *const *cells) {
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 16;
-        char **v = realloc(t->cells, cap * t->ncols * sizeof *v);
+        size_t *v = realloc(t->cells, cap * t->ncols * sizeof *v);
         if (v == NULL) return STROBE_ENOMEM;
         t->cells = v;
         t->cap = cap;
     }
+    size_t need = t->len;
+    for (size_t c = 0; c < t->ncols; c++)
+        need += strlen(cells[c] ? cells[c] : "") + 1;
+    if (need > t->buf_cap) {
+        size_t cap = t->buf_cap ? t->buf_cap : 256;
+        while (cap < need)
+            cap *= 2;
+        char *b = realloc(t->buf, cap);
+        if (b == NULL) return STROBE_ENOMEM;
+        t->buf = b;
+        t->buf_cap = cap;
+    }
     for (size_t c = 0; c < t->ncols; c++) {
-        t->cells[t->n * t->ncols + c] = strdup(cells[c] ? cells[c] : "");
-        if (t->cells[t->n * t->ncols + c] == NULL) {
-            for (size_t d = 0; d < c; d++)
-                free(t->cells[t->n * t->ncols + d]);
-            return STROBE_ENOMEM;
-        }
+        const char *v = cells[c] ? cells[c] : "";
+        size_t len = strlen(v) + 1;
+        t->cells[t->n * t->ncols + c] = t->len;
+        memcpy(t->buf + t->len, v, len);
+        t->len += len;
     }
     t->n++;
     return 0;
+}
+
+/* Cell i's text. */
+static const char *cell(const cli_hta_table *t, size_t i) {
+    return t->buf + t->cells[i];
 }
 
 /* The table format's header of column `col`: HTA's name with the unit of its values. HTA's times
@@ -1302,7 +1318,7 @@ void cli_hta_table_print(const cli_hta_table *t, int format, FILE *out) {
         for (size_t c = 0; c < nc; c++) {
             w[c] = strobe__utf8_len(t->heads ? t->heads[c] : table_head(t->cols[c])) + 2;
             for (size_t r = 0; r < t->n; r++) {
-                size_t len = strobe__utf8_len(cli_esc(t->cells[r * nc + c])) + 2;
+                size_t len = strobe__utf8_len(cli_esc(cell(t, r * nc + c))) + 2;
                 if (len > w[c]) w[c] = len;
             }
             if (t->text[c] && w[c] > 62) w[c] = 62;
@@ -1315,7 +1331,7 @@ void cli_hta_table_print(const cli_hta_table *t, int format, FILE *out) {
         strobe__table_separator(out, w, nc);
         for (size_t r = 0; r < t->n; r++) {
             for (size_t c = 0; c < nc; c++)
-                strobe__table_cell(out, cli_esc(t->cells[r * nc + c]), w[c], t->text[c],
+                strobe__table_cell(out, cli_esc(cell(t, r * nc + c)), w[c], t->text[c],
                                    t->text[c] ? 59 : 0);
             fputc('\n', out);
         }
@@ -1329,7 +1345,7 @@ void cli_hta_table_print(const cli_hta_table *t, int format, FILE *out) {
         for (size_t r = 0; r < t->n; r++) {
             for (size_t c = 0; c < nc; c++) {
                 if (c) fputc(',', out);
-                cli_csv_str(out, t->cells[r * nc + c]);
+                cli_csv_str(out, cell(t, r * nc + c));
             }
             fputc('\n', out);
         }
@@ -1338,7 +1354,7 @@ void cli_hta_table_print(const cli_hta_table *t, int format, FILE *out) {
         for (size_t r = 0; r < t->n; r++) {
             fputs(r ? ",\n {" : "\n {", out);
             for (size_t c = 0; c < nc; c++) {
-                const char *v = t->cells[r * nc + c];
+                const char *v = cell(t, r * nc + c);
                 if (c) fputs(", ", out);
                 cli_json_str(out, t->cols[c]);
                 fputs(": ", out);
@@ -1354,11 +1370,11 @@ void cli_hta_table_print(const cli_hta_table *t, int format, FILE *out) {
 }
 
 void cli_hta_table_free(cli_hta_table *t) {
-    for (size_t k = 0; k < t->n * t->ncols; k++)
-        free(t->cells[k]);
     free(t->cells);
+    free(t->buf);
     t->cells = NULL;
-    t->n = t->cap = 0;
+    t->buf = NULL;
+    t->n = t->cap = t->len = t->buf_cap = 0;
 }
 
 int cli_hta_table_row(cli_hta_table *t, size_t n, const cli_hta_cell *cells) {

@@ -194,11 +194,15 @@ typedef struct cli_hta_table {
     const char *const *cols;
     const uint8_t *text;
     size_t ncols;
-    char **cells;
+    /* Cell i (row i / ncols) is the NUL-terminated text at buf + cells[i]: one buffer for all the
+     * cells, not an allocation each (a job's steps table has millions). */
+    size_t *cells;
     size_t n, cap;
     /* The table format's header of each column, where the command gives them (its unit in the
      * name: "mean (GB/s)"); NULL: HTA's names, with the unit of HTA's times (us). */
     const char *const *heads;
+    char *buf;
+    size_t len, buf_cap;
 } cli_hta_table;
 
 /* Adds a row of t->ncols cells (copied). @return 0 or STROBE_ENOMEM. */
