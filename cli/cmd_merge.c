@@ -261,7 +261,7 @@ static int read_meta(rank_file *f) {
     }
     if (rc < 0 && events == 0 && found == 0) {
         fprintf(
-            stderr, "strobe merge: %s\n",
+            cm_err, "strobe merge: %s\n",
             cli_esc(rd && strobe_rd_errmsg(rd)[0] ? strobe_rd_errmsg(rd) : strobe_strerror(rc)));
         strobe_rd_close(rd);
         return CLI_BAD_INPUT;
