@@ -1439,6 +1439,10 @@ typedef struct merge_run {
 static int take_group(merge_run *r, group *g, size_t i) {
     merger *m = &r->m, *gm = &g->m;
     const cli_merge_options *opt = m->opt;
+    if (g == &no_memory) {
+        m->oom = 1;
+        return STROBE_ENOMEM;
+    }
     if (g->err_len) fwrite(g->err, 1, g->err_len, stderr);
     r->st.cut += g->cut;
     r->st.empty += g->empty;
@@ -1913,8 +1917,12 @@ static int merge_apart(merge_run *r, size_t n, int jobs, int *served) {
             if (from == 0) group_taken(&c);
         }
         /* The others send every group of theirs: those not written are received and dropped. */
-        for (; size > 1 && i < n; i++)
-            if (i % size) free_group(receive_group(r, (int)(i % size), i));
+        for (; size > 1 && i < n; i++) {
+            uint8_t *buf = NULL;
+            uint64_t len = 0;
+            if (i % size && cli_mpi_recv((int)(i % size), &buf, &len) != 0) mpi_fail();
+            free(buf);
+        }
     }
     collectors_stop(&c);
     return rc;
