@@ -5,8 +5,9 @@
  * event is merged (distributedInfo, strobe_job, strobe_clock_sync: the keys src/trace/kineto.h
  * defines, STROBE_KINETO_KEY_DISTRIBUTED_INFO, _JOB and _CLOCK_SYNC, spelled out here as cli/ does
  * not include src/trace); the checks that the traces are one job; the merge itself (cli_merge_ex
- * in merge.c, which reads, aligns and writes one rank at a time, so that memory holds one rank's
- * events however many ranks there are); and what is said about it.
+ * in merge.c, which reads and aligns the ranks on -j threads, or across the processes of an MPI
+ * launch, and writes them in rank order from one writer, so that memory holds about 2 x jobs
+ * ranks' events however many ranks there are); and what is said about it.
  *
  * Clocks. A rank's strobe_clock_sync says that its time t is t + O + (t - T) * D / 1e9 on rank
  * 0's clock; every time of the rank is mapped so before it is written. A rank without it is merged

@@ -1,8 +1,9 @@
 /* merge.c: several traces into one (merge.h).
  *
  * Contents: collecting (tracks, events, args kept as raw text); binding flows to slices; writing
- * (tracks, then each track's events in time order with a stack of open slices per lane); the
- * options convert and merge share.
+ * (tracks, then each track's events in time order with a stack of open slices per lane);
+ * collecting on threads and under MPI (a job's ranks, written by one writer); the options convert
+ * and merge share.
  *
  * The inputs are merged a group at a time: a group is a run of inputs that share process ids (the
  * parts of one program), or one input whose processes are its own (a rank of a job). Every event

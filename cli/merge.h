@@ -18,7 +18,8 @@
  * Memory. The inputs that share process ids (the parts of one program) are held in memory
  * together, as their events must be sorted per track before they are written. An input whose
  * processes are its own (own_pids: a rank of a job) is read, written and freed before the next
- * one is read: a job's merge.holds one rank at a time, however many ranks there are. */
+ * one is read: a job's merge holds one rank at a time, however many ranks there are, or with
+ * cli_merge_options.jobs workers, at most 2 x jobs ranks read ahead of the one being written. */
 #ifndef STROBE_CLI_MERGE_H
 #define STROBE_CLI_MERGE_H
 
