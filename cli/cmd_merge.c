@@ -5,8 +5,9 @@
  * event is merged (distributedInfo, strobe_job, strobe_clock_sync: the keys src/trace/kineto.h
  * defines, STROBE_KINETO_KEY_DISTRIBUTED_INFO, _JOB and _CLOCK_SYNC, spelled out here as cli/ does
  * not include src/trace); the checks that the traces are one job; the merge itself (cli_merge_ex
- * in merge.c, which reads, aligns and writes one rank at a time, so that memory holds one rank's
- * events however many ranks there are); and what is said about it.
+ * in merge.c, which reads and aligns the ranks on -j threads, or across the processes of an MPI
+ * launch, and writes them in rank order from one writer, so that memory holds about 2 x jobs
+ * ranks' events however many ranks there are); and what is said about it.
  *
  * Clocks. A rank's strobe_clock_sync says that its time t is t + O + (t - T) * D / 1e9 on rank
  * 0's clock; every time of the rank is mapped so before it is written. A rank without it is merged
@@ -23,6 +24,7 @@
 #include "common.h"
 #include "emit.h"
 #include "merge.h"
+#include "mpi.h"
 #include "reader/trace_reader.h"
 #include "strobe/error.h"
 
@@ -31,7 +33,7 @@ const char cmd_merge_usage[] =
     "    strobe merge - the rank traces of one job as one trace, clocks aligned\n"
     "\n"
     "SYNOPSIS\n"
-    "    strobe merge [-q] [--overlap=lanes|cut] DIR|TRACE... -o OUT\n"
+    "    strobe merge [-q] [-j N] [--overlap=lanes|cut] DIR|TRACE... -o OUT\n"
     "\n"
     "DESCRIPTION\n"
     "    Reads the per-rank traces of one job (a folder's .json, .json.gz, .pftrace and\n"
@@ -50,7 +52,11 @@ const char cmd_merge_usage[] =
     "\n"
     "    The format of OUT is chosen by its name, as strobe convert chooses it: \".pftrace\"\n"
     "    writes Perfetto's format, anything else Kineto JSON; \".gz\" compresses. The ranks\n"
-    "    are read and written one at a time: memory holds one rank's events, not the job's.\n"
+    "    are read on -j threads, at most 2 x N of them ahead of the one writer, which writes\n"
+    "    them in rank order: memory holds about 2 x N ranks' events, not the job's, and the\n"
+    "    output is the same bytes for every N. With -j 1 a progress line shows the rank being\n"
+    "    read (on a terminal); with more, none is shown. Under mpirun (or srun) process p of P\n"
+    "    reads ranks p, p + P ... and sends them to rank 0, which writes the output alone.\n"
     "\n"
     "    Refused (exit 2, naming the files): traces of different jobs (strobe_job's id or\n"
     "    distributedInfo's world_size differ), two traces of one rank, a rank outside\n"
@@ -64,7 +70,7 @@ const char cmd_merge_usage[] =
     "    --overlap POLICY   a slice that overlaps its parent without nesting ends with its\n"
     "                       parent (cut, the default) or goes on a lane of its own under\n"
     "                       its thread (lanes, as strobe convert does)\n"
-    "    -q, --quiet        only problems on standard error\n"
+    "    -q, --quiet        only problems on standard error\n" CLI_JOBS_USAGE
     "    -h, --help         show this text\n"
     "    -V, --version      show strobe's version\n"
     "\n"
@@ -76,9 +82,15 @@ const struct option cmd_merge_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"overlap", required_argument, NULL, 'O'},
     CLI_OPTION_QUIET,
+    CLI_OPTION_JOBS,
     CLI_OPTIONS_STD,
     {NULL, 0, NULL, 0},
 };
+
+/* Where the command's own messages go: stderr, but in a process other than rank 0 under an MPI
+ * launcher, where every process finds the same problems before the split and rank 0 alone says
+ * them (and what merging says comes to rank 0 with the ranks read). */
+static FILE *cm_err;
 
 /* ---- the inputs ------------------------------------------------------------------------------ */
 
@@ -140,18 +152,18 @@ static int list_folder(file_list *l, const char *dir, const struct stat *skip) {
     size_t n;
     int rc = cli_folder_files(dir, is_trace_name, skip, &paths, &n);
     if (rc == -1) {
-        fprintf(stderr, "strobe merge: %s: %s\n", cli_esc(dir), strerror(errno));
+        fprintf(cm_err, "strobe merge: %s: %s\n", cli_esc(dir), strerror(errno));
         return CLI_BAD_INPUT;
     }
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = push_file(l, paths[i]);
     cli_free_paths(paths, n);
     if (rc) {
-        fprintf(stderr, "strobe merge: out of memory\n");
+        fprintf(cm_err, "strobe merge: out of memory\n");
         return CLI_BAD_INPUT;
     }
     if (n == 0) {
-        fprintf(stderr,
+        fprintf(cm_err,
                 "strobe merge: %s: no trace (.json, .json.gz, .pftrace or .pftrace.gz file) in "
                 "this folder\n",
                 cli_esc(dir));
@@ -250,7 +262,7 @@ static int read_meta(rank_file *f) {
     }
     if (rc < 0 && events == 0 && found == 0) {
         fprintf(
-            stderr, "strobe merge: %s\n",
+            cm_err, "strobe merge: %s\n",
             cli_esc(rd && strobe_rd_errmsg(rd)[0] ? strobe_rd_errmsg(rd) : strobe_strerror(rc)));
         strobe_rd_close(rd);
         return CLI_BAD_INPUT;
@@ -279,7 +291,7 @@ static int check_job(file_list *l, int64_t *world) {
     if (with > 0 && with < l->n) {
         for (size_t i = 0; i < l->n; i++)
             if (!l->v[i].has_rank) {
-                fprintf(stderr,
+                fprintf(cm_err,
                         "strobe merge: %s has no rank (distributedInfo.rank) and other traces "
                         "have: not one job's traces\n",
                         cli_esc(l->v[i].path));
@@ -292,7 +304,7 @@ static int check_job(file_list *l, int64_t *world) {
             l->v[i].rank = (int64_t)i;
             l->v[i].world = (int64_t)l->n;
         }
-        fprintf(stderr,
+        fprintf(cm_err,
                 "strobe merge: warning: no trace has a rank (distributedInfo): merged as "
                 "ranks 0..%zu in the order given\n",
                 l->n - 1);
@@ -303,7 +315,7 @@ static int check_job(file_list *l, int64_t *world) {
         const rank_file *f = &l->v[i];
         if (f->world > 0) {
             if (wf && f->world != *world) {
-                fprintf(stderr,
+                fprintf(cm_err,
                         "strobe merge: %s (world_size %" PRId64 ") and %s (world_size %" PRId64
                         ") are not of one job\n",
                         cli_esc(wf->path), *world, cli_esc(f->path), f->world);
@@ -314,8 +326,8 @@ static int check_job(file_list *l, int64_t *world) {
         }
         if (f->job) {
             if (jf && strcmp(jf->job, f->job) != 0) {
-                fprintf(stderr, "strobe merge: %s (job %s) ", cli_esc(jf->path), cli_esc(jf->job));
-                fprintf(stderr, "and %s (job %s) are not of one job\n", cli_esc(f->path),
+                fprintf(cm_err, "strobe merge: %s (job %s) ", cli_esc(jf->path), cli_esc(jf->job));
+                fprintf(cm_err, "and %s (job %s) are not of one job\n", cli_esc(f->path),
                         cli_esc(f->job));
                 return CLI_BAD_INPUT;
             }
@@ -326,12 +338,12 @@ static int check_job(file_list *l, int64_t *world) {
     for (size_t i = 0; i < l->n; i++) {
         const rank_file *f = &l->v[i];
         if (i > 0 && f->rank == l->v[i - 1].rank) {
-            fprintf(stderr, "strobe merge: %s and %s are both rank %" PRId64 "\n",
+            fprintf(cm_err, "strobe merge: %s and %s are both rank %" PRId64 "\n",
                     cli_esc(l->v[i - 1].path), cli_esc(f->path), f->rank);
             return CLI_BAD_INPUT;
         }
         if (*world > 0 && f->rank >= *world) {
-            fprintf(stderr,
+            fprintf(cm_err,
                     "strobe merge: %s: rank %" PRId64 " is outside the job's 0..%" PRId64 "\n",
                     cli_esc(f->path), f->rank, *world - 1);
             return CLI_BAD_INPUT;
@@ -339,7 +351,7 @@ static int check_job(file_list *l, int64_t *world) {
         /* The renumbered pids must stay below 2^24, what Perfetto's Kineto tracks hold, and flow
          * ids (the rank's index above bit 40, merge.c) below 2^53, what JSON readers hold. */
         if (f->rank >= MAX_RANKS) {
-            fprintf(stderr,
+            fprintf(cm_err,
                     "strobe merge: %s: rank %" PRId64 " is beyond the %d ranks merge takes\n",
                     cli_esc(f->path), f->rank, MAX_RANKS);
             return CLI_BAD_INPUT;
@@ -354,17 +366,17 @@ static void say_missing(const file_list *l, int64_t world) {
     size_t j = 0, shown = 0;
     int64_t missing = world - (int64_t)l->n;
     if (missing <= 0) return;
-    fprintf(stderr,
+    fprintf(cm_err,
             "strobe merge: warning: %" PRId64 " of %" PRId64 " ranks have no trace:", missing,
             world);
     for (int64_t r = 0; r < world && shown < 20; r++) {
         while (j < l->n && l->v[j].rank < r)
             j++;
         if (j < l->n && l->v[j].rank == r) continue;
-        fprintf(stderr, " %" PRId64, r);
+        fprintf(cm_err, " %" PRId64, r);
         shown++;
     }
-    fprintf(stderr, "%s (merged without them)\n", missing > 20 ? " ..." : "");
+    fprintf(cm_err, "%s (merged without them)\n", missing > 20 ? " ..." : "");
 }
 
 /* ---- the merged trace's metadata ------------------------------------------------------------- */
@@ -438,7 +450,7 @@ static int merge_job(file_list *l, const char *out, int quiet, int overlap) {
     size_t dlen = 0, mlen = 0;
     int rc = in && state ? make_meta(l, world, &dist, &dlen, &meta, &mlen) : STROBE_ENOMEM;
     if (rc) {
-        fprintf(stderr, "strobe merge: out of memory\n");
+        fprintf(cm_err, "strobe merge: out of memory\n");
         free(in);
         free(state);
         free(dist);
@@ -463,7 +475,7 @@ static int merge_job(file_list *l, const char *out, int quiet, int overlap) {
                                   .t_ref_ns = f->t_ref_ns,
                                   .drift_ppb = f->drift_ppb};
         if (!f->has_clock && f->rank != 0)
-            fprintf(stderr,
+            fprintf(cm_err,
                     "strobe merge: warning: rank %" PRId64 " (%s) has no strobe_clock_sync: "
                     "merged unshifted (offset 0)\n",
                     f->rank, cli_esc(f->path));
@@ -495,32 +507,54 @@ static int merge_job(file_list *l, const char *out, int quiet, int overlap) {
                              .state = state,
                              .progress = !quiet,
                              .overlap = overlap};
+    /* Under an MPI launcher every process has made the same checks; the ranks are split now. */
+    int mpi_rank = 0, mpi_size = 1;
+    if (cli_mpi_launched_size() > 1 && cli_mpi_start("merge", &mpi_rank, &mpi_size) != 0) {
+        free(in);
+        free(state);
+        free(dist);
+        free(meta);
+        return CLI_BAD_INPUT;
+    }
+    size_t share = mpi_size > 1 ? (l->n + (size_t)mpi_size - 1) / (size_t)mpi_size : l->n;
+    opt.jobs = cli_jobs_for(share);
+    opt.mpi_rank = mpi_rank;
+    opt.mpi_size = mpi_size;
     cli_merge_stats st;
     rc = cli_merge_ex("merge", in, l->n, out, &opt, &st);
+    if (mpi_size > 1) cli_mpi_finish();
+    if (mpi_rank != 0) {
+        /* Rank 0 says what became of the merge. */
+        free(in);
+        free(state);
+        free(dist);
+        free(meta);
+        return rc == 0 ? CLI_OK : CLI_BAD_INPUT;
+    }
     for (size_t i = 0; i < l->n; i++) {
         if (state[i] == CLI_MERGE_SHORT)
-            fprintf(stderr,
+            fprintf(cm_err,
                     "strobe merge: warning: rank %" PRId64 " (%s) is short (its trace was cut, "
                     "as when the rank was killed mid-run): merged up to where it ends\n",
                     l->v[i].rank, cli_esc(l->v[i].path));
         else if (state[i] == CLI_MERGE_FAILED && rc == 0)
-            fprintf(stderr,
+            fprintf(cm_err,
                     "strobe merge: warning: rank %" PRId64 " (%s) could not be read: "
                     "left out\n",
                     l->v[i].rank, cli_esc(l->v[i].path));
     }
     if (rc == 0 && !quiet)
-        fprintf(stderr, "strobe merge: wrote %s: %zu rank%s, %zu process%s, %llu event%s\n",
+        fprintf(cm_err, "strobe merge: wrote %s: %zu rank%s, %zu process%s, %llu event%s\n",
                 cli_esc(out), l->n, l->n == 1 ? "" : "s", st.processes,
                 st.processes == 1 ? "" : "es", (unsigned long long)st.events,
                 st.events == 1 ? "" : "s");
     if (rc == 0 && st.clipped)
-        fprintf(stderr,
+        fprintf(cm_err,
                 "strobe merge: %llu slice(s) ended after the slice around them: ended "
                 "with it\n",
                 (unsigned long long)st.clipped);
     if (rc == 0 && st.on_lanes)
-        fprintf(stderr,
+        fprintf(cm_err,
                 "strobe merge: %llu slice(s) overlap a slice without nesting in it: kept whole "
                 "on %llu extra track(s) of their thread\n",
                 (unsigned long long)st.on_lanes, (unsigned long long)st.lanes);
@@ -540,6 +574,11 @@ int cmd_merge(int argc, char **argv) {
     if (first >= argc) return cli_usage_error("merge", "a folder or traces are required", NULL);
     if (out == NULL) return cli_usage_error("merge", "-o OUT is required", NULL);
     if (out[0] == '\0') return cli_usage_error("merge", "OUT is empty", NULL);
+    cm_err = stderr;
+    if (cli_mpi_launched_size() > 1 && cli_mpi_launched_rank() != 0) {
+        FILE *null = fopen("/dev/null", "w");
+        if (null) cm_err = null;
+    }
     file_list l = {0};
     int rc = CLI_OK;
     struct stat out_st;
@@ -547,16 +586,17 @@ int cmd_merge(int argc, char **argv) {
     for (int i = first; rc == CLI_OK && i < argc; i++) {
         struct stat st;
         if (stat(argv[i], &st) != 0) {
-            fprintf(stderr, "strobe merge: %s: %s\n", cli_esc(argv[i]), strerror(errno));
+            fprintf(cm_err, "strobe merge: %s: %s\n", cli_esc(argv[i]), strerror(errno));
             rc = CLI_BAD_INPUT;
         } else if (S_ISDIR(st.st_mode)) {
             rc = list_folder(&l, argv[i], has_out ? &out_st : NULL);
         } else if (push_file(&l, argv[i]) != 0) {
-            fprintf(stderr, "strobe merge: out of memory\n");
+            fprintf(cm_err, "strobe merge: out of memory\n");
             rc = CLI_BAD_INPUT;
         }
     }
     if (rc == CLI_OK) rc = merge_job(&l, out, quiet, overlap);
     free_files(&l);
+    if (cm_err != stderr) fclose(cm_err);
     return cli_finish("merge", out, 0, rc);
 }

@@ -92,6 +92,22 @@ const char *cli_esc(const char *s) {
     return s ? escape(s, strlen(s), 1) : "(null)";
 }
 
+void cli_put_esc(FILE *f, const char *s) {
+    if (s == NULL) s = "(null)";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len = strlen(s), i = 0, step = 0;
+    while (i < len) {
+        if (needs_escape(p + i, len - i, &step)) {
+            char esc[8];
+            i += escape_one(p + i, len - i, esc);
+            fputs(esc, f);
+        } else {
+            fwrite(p + i, 1, step, f);
+            i += step;
+        }
+    }
+}
+
 /* ---- options ------------------------------------------------------------------------------- */
 
 int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,

@@ -24,6 +24,9 @@
 const char *cli_esc(const char *s);
 /* The same for s[0..len), which may hold NUL bytes (written as \x00). */
 const char *cli_esc_n(const char *s, size_t len);
+/* cli_esc(s) written to f, with no buffer shared: for messages made on several threads at once
+ * (strobe merge's workers). */
+void cli_put_esc(FILE *f, const char *s);
 /* cli_utf8_seq(), which cli_esc() uses, is in emit.h with the writers that share it. */
 
 /* ---- options ------------------------------------------------------------------------------- */

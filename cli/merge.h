@@ -18,7 +18,8 @@
  * Memory. The inputs that share process ids (the parts of one program) are held in memory
  * together, as their events must be sorted per track before they are written. An input whose
  * processes are its own (own_pids: a rank of a job) is read, written and freed before the next
- * one is read: a job's merge holds one rank at a time, however many ranks there are. */
+ * one is read: a job's merge holds one rank at a time, however many ranks there are, or with
+ * cli_merge_options.jobs workers, at most 2 x jobs ranks read ahead of the one being written. */
 #ifndef STROBE_CLI_MERGE_H
 #define STROBE_CLI_MERGE_H
 
@@ -84,6 +85,14 @@ typedef struct cli_merge_options {
      * the output (not only those a merge carries), every track it names is declared, and an
      * input that ends in an error, or holds nothing, is an error (merge.c lists the rest). */
     int whole;
+    /* Inputs that are all own_pids (a job's ranks), without whole: collected on `jobs` threads
+     * (above 1) while the caller's thread writes them in input order, at most 2 x jobs ahead
+     * of it, with no progress line; the output is the same bytes as with one. Under MPI
+     * (mpi_size above 1, started by the caller: cli_mpi_start), process mpi_rank collects
+     * inputs mpi_rank, + mpi_size ... and sends them to rank 0, which writes them all (the
+     * others write nothing, say nothing, and return rank 0's result). */
+    int jobs;
+    int mpi_rank, mpi_size;
 } cli_merge_options;
 
 enum { CLI_MERGE_CUT = 0, CLI_MERGE_LANES = 1 };

@@ -17,6 +17,7 @@ if [ "${1:-}" = "--test" ]; then
   want+=(chromium) # cli_report_browser: the HTML report opened headless, its DOM and a screenshot
   want+=(libopenmpi-dev openmpi-bin) # strobe record --mpi and test_mpi_record (issue 20)
   want+=(golang-go) # cli_export_pprof: `go tool pprof` reads strobe export --pprof's files back
+  want+=(time) # GNU time (/usr/bin/time): strobe's own peak RSS in cli_merge_jobs and cli_mem_peak
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -3,7 +3,8 @@
     python3 check_merge_memory.py STROBE OUT_DIR [MB]
 
 A job of 8 ranks of about MB megabytes each (jobgen.py big; default 5) is merged to .pftrace
-twice: its first 2 ranks, then all 8. The merge holds one rank in memory at a time, and the
+twice with -j 1: its first 2 ranks, then all 8. The merge holds one rank in memory at a time
+(-j 1; with N workers it holds up to 2 x N, which check_merge_jobs.py bounds), and the
 Perfetto writer bounds what it keeps per sequence and forgets a rank's sequences after it
 (strobe_writer_flush_interned): the peak RSS of the 8-rank merge must stay within MARGIN_MB of
 the 2-rank one's. Before that bound, every rank's interned names (a step number in each
@@ -47,8 +48,8 @@ def peak_rss_mb(*args):
 
 
 out2, out8 = os.path.join(out, "two.pftrace"), os.path.join(out, "eight.pftrace")
-rss2 = peak_rss_mb("merge", "-q", job2, "-o", out2)
-rss8 = peak_rss_mb("merge", "-q", job8, "-o", out8)
+rss2 = peak_rss_mb("merge", "-q", "-j", "1", job2, "-o", out2)
+rss8 = peak_rss_mb("merge", "-q", "-j", "1", job8, "-o", out8)
 print("merge to .pftrace, max RSS: 2 ranks %.1f MB, 8 ranks %.1f MB (%.1f MB each of ~%g MB)"
       % (rss2, rss8, (rss8 - rss2) / 6, mb))
 failed = 0
