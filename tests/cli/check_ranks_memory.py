@@ -7,8 +7,8 @@ analysed with -j 1 and -j 2, with and without --collectives. Each rank is reduce
 long NCCL kernels and collectives on the thread that reads it, and its model freed at once
 (cli_hta_command.reduce): the 40-rank peak RSS must stay within a tenth of the 36 ranks' bytes
 more than the 4-rank one. When every rank's model was kept until the analysis, the 36 ranks more
-cost about a quarter of their bytes (18 MB for 70 MB). Each run's max RSS is its own (os.wait4;
-it includes the forked Python's, about 15 MB, a floor both runs share); each output is compared with -j 1's, and the 40-rank run must find the injected
+cost about a third of their bytes (26 MB for 70 MB). Each run's max RSS is its own (GNU time's
+%M; see run() for the fallback without it); each output is compared with -j 1's, and the 40-rank run must find the injected
 straggler (rank 7, 9 ms late at step 3) as the last rank of that step's collectives.
 
 Not under sanitizers (their allocators hold freed memory back: CMake leaves the test out there).
@@ -32,15 +32,26 @@ for n in names[:4]:
     os.symlink(os.path.join(big, n), os.path.join(small, n))
 
 
+TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
 def run(*args):
-    """strobe with args: (its own max RSS in bytes, stdout); exits on failure."""
-    p = subprocess.Popen([strobe] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    """strobe with args: (its own max RSS in bytes, stdout); exits on failure. By GNU time where
+    it is installed (scripts/deps.sh --test installs it), else by os.wait4, whose figure starts
+    at the forked Python's RSS (fork, then exec, keep the high-water mark): a floor of ~15 MB
+    that both runs share, under which growth is not seen."""
+    t = os.path.join(out, "time.txt")
+    pre = [TIME, "-f", "%M", "-o", t] if TIME else []
+    p = subprocess.Popen(pre + [strobe] + list(args), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
     stdout = p.stdout.read()
     stderr = p.stderr.read()
     _, status, usage = os.wait4(p.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit("FAIL: strobe %s: exit %d: %s" % (" ".join(args), os.waitstatus_to_exitcode(status),
-                                                    stderr.decode()[:300]))
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit("FAIL: strobe %s: exit %d: %s" % (" ".join(args), code, stderr.decode()[:300]))
+    if TIME:
+        return int(open(t).read().split()[-1]) * 1024, stdout
     return usage.ru_maxrss * 1024, stdout
 
 
