@@ -6,10 +6,11 @@
 # GNU time's max RSS for one process; under mpirun, the VmHWM of every strobe process the run
 # starts, polled every 0.1 s (rank 0's, and the sum). With --merge, `strobe merge DIR -o X.pftrace`
 # is run the same ways too (each output compared with -j 1's, then deleted); --no-ranks leaves the
-# ranks runs out.
+# ranks runs out. --collectives runs `strobe ranks --collectives` instead of the steps (for a job
+# of bench/gen_job.py, given with --dir: jobgen.py's traces have no collectives).
 #
 #   bench/bench_ranks.sh [--strobe PATH] [--ranks N] [--mb MB] [--jobs N] [--dir DIR] [--keep]
-#                        [--merge] [--no-ranks]
+#                        [--merge] [--no-ranks] [--collectives]
 #
 # Defaults: build/strobe, 1000 ranks, 2 MB, --jobs the cores (nproc), a folder under /tmp, deleted
 # at the end unless --keep (or when --dir names one that already has the traces: then they are
@@ -23,6 +24,7 @@ dir=
 keep=0
 run_ranks=1
 run_merge=0
+coll=
 while [ $# -gt 0 ]; do
     case $1 in
     --strobe) strobe=$2; shift 2 ;;
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=1; shift ;;
     --merge) run_merge=1; shift ;;
     --no-ranks) run_ranks=0; shift ;;
+    --collectives) coll=--collectives; shift ;;
     *) echo "bench_ranks.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -48,7 +51,7 @@ echo "$(find "$dir" -type f | wc -l) files, $(du -sh "$dir" | cut -f1); $(grep -
 for j in 1 2 "$jobs"; do
     [ "$run_ranks" = 1 ] || break
     /usr/bin/time -o "$work/time" -f "strobe ranks -j $j: %e s wall, %U s user, %S s sys, %M KB peak" \
-        "$strobe" ranks -q -j "$j" -f json "$dir" > "$work/out.$j" 2> "$work/err"
+        "$strobe" ranks $coll -q -j "$j" -f json "$dir" > "$work/out.$j" 2> "$work/err"
     cat "$work/time"
 done
 # hwm CMD...: runs CMD; prints the wall time and the VmHWM of the strobe processes it starts.
@@ -75,7 +78,7 @@ if [ "$run_ranks" = 0 ]; then
 elif command -v mpirun > /dev/null; then
     for np in 2 4; do
         printf "mpirun -np %s strobe ranks: " "$np"
-        hwm mpirun --allow-run-as-root --oversubscribe -np "$np" "$strobe" ranks -q -f json "$dir"
+        hwm mpirun --allow-run-as-root --oversubscribe -np "$np" "$strobe" ranks $coll -q -f json "$dir"
         cmp -s "$work/out.1" "$work/out.mpi" || echo "  DIFFERS from -j 1"
     done
 else
