@@ -297,7 +297,13 @@ typedef struct cli_hta_command {
      * threads share it). cli_hta_main then reduces each rank as reduce would, with no code of
      * the command's: run over the rank alone (the set's restriction being the reduction's) into
      * recording tables, its messages kept; and prints the ranks' rows and messages, in rank
-     * order, as run over the whole set would. 0: reduce and run_reduced, or whole models. */
+     * order, as run over the whole set would. 0: reduce and run_reduced, or whole models.
+     * Per rank: breakdown, overlap, idle, queue, memory-bw, launches (and their variants).
+     * Whole models still: annotations (rows sorted by name across the ranks, its "no such event"
+     * is said once for all), counters (its columns are every rank's counter names),
+     * critical-path (one rank, its times from every rank's min_ts, read again from its file),
+     * report (it runs several commands over one loading); kernels --by-type (means and
+     * deviations over ranks) and --sequences (one symbol table for all) load on their own. */
     int per_rank;
 } cli_hta_command;
 
