@@ -1406,10 +1406,17 @@ static int replay_rank(const cli_hta_rank *r, cli_hta_table *t, size_t nt) {
     return rc ? rc : head.status;
 }
 
-static int rows_replay(const cli_hta_set *s, cli_hta_table *t, size_t nt) {
+/* Each rank's reduction is freed once its rows are in the tables: the peak is then about the
+ * larger of the reductions and the tables (a job's queue --series has hundreds of MB of each), not
+ * both. */
+static int rows_replay(cli_hta_set *s, cli_hta_table *t, size_t nt) {
     int rc = 0;
-    for (size_t k = 0; rc == 0 && k < s->count; k++)
+    for (size_t k = 0; rc == 0 && k < s->count; k++) {
         rc = replay_rank(&s->ranks[k], t, nt);
+        free(s->ranks[k].red);
+        s->ranks[k].red = NULL;
+        s->ranks[k].red_len = 0;
+    }
     return rc;
 }
 
@@ -1587,10 +1594,11 @@ void cli_hta_emit(FILE *out, int format, const cli_hta_table *t, const char *con
 
 /* ---- the commands' frame ------------------------------------------------------------------- */
 
-/* Runs command c over the loaded traces (reduced: c->run_reduced over their reductions) and
+/* Runs command c over the loaded traces s, or over their reductions when reduced is s (then
+ * c->run_reduced, or for a per_rank command its rows replayed, which frees the reductions), and
  * prints its tables in format. @return as c->run. */
 static int run_emit(FILE *out, int format, const cli_hta_command *c, const cli_hta_set *s,
-                    void *ctx, int reduced) {
+                    void *ctx, cli_hta_set *reduced) {
     cli_hta_table t[CLI_HTA_MAX_TABLES] = {{0}};
     const char *keys[CLI_HTA_MAX_TABLES] = {0};
     size_t n = c->ntables < CLI_HTA_MAX_TABLES ? c->ntables : CLI_HTA_MAX_TABLES;
@@ -1601,7 +1609,7 @@ static int run_emit(FILE *out, int format, const cli_hta_command *c, const cli_h
         keys[k] = h->key;
     }
     int work = !reduced      ? c->run(s, ctx, t)
-               : c->per_rank ? rows_replay(s, t, n)
+               : c->per_rank ? rows_replay(reduced, t, n)
                              : c->run_reduced(s, ctx, t);
     if (work == 0) cli_hta_emit(out, format, t, keys, n);
     for (size_t k = 0; k < n; k++)
@@ -1610,7 +1618,7 @@ static int run_emit(FILE *out, int format, const cli_hta_command *c, const cli_h
 }
 
 int cli_hta_json(FILE *out, const cli_hta_command *c, const cli_hta_set *s, void *ctx) {
-    return run_emit(out, CLI_JSON, c, s, ctx, 0);
+    return run_emit(out, CLI_JSON, c, s, ctx, NULL);
 }
 
 int cli_hta_main(const cli_hta_command *c, void *ctx, int argc, char **argv) {
@@ -1648,7 +1656,7 @@ int cli_hta_main_rows(const cli_hta_command *c, void *ctx, int argc, char **argv
         rc = load_set(&s, c->name, paths, n, quiet, no_cpu_rows, NULL, NULL, 1);
     }
     if (rc != 0) return CLI_BAD_INPUT;
-    int work = run_emit(stdout, format, c, &s, ctx, red != NULL);
+    int work = run_emit(stdout, format, c, &s, ctx, red ? &s : NULL);
     cli_hta_free(&s);
     if (work == CLI_HTA_REPORTED) return CLI_BAD_INPUT;
     return cli_finish(c->name, argc - first == 1 ? argv[first] : "traces", work, CLI_OK);
