@@ -107,7 +107,10 @@ const cli_hta_command cli_hta_cmd_breakdown = {"breakdown",
                                                NULL,
                                                run,
                                                {{NULL, cols, text, 8}},
-                                               1};
+                                               1,
+                                               NULL,
+                                               NULL,
+                                               1 /* per_rank */};
 
 int cmd_breakdown(int argc, char **argv) {
     return cli_hta_main_rows(&cli_hta_cmd_breakdown, NULL, argc, argv, 1); /* no CPU rows */

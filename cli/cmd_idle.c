@@ -215,8 +215,17 @@ static const char *const cols[] = {"rank", "stream", "idle_category", "idle_time
                                    "idle_time_ratio"};
 static const uint8_t text[5] = {0, 0, 1, 0, 0};
 
-const cli_hta_command cli_hta_cmd_idle = {
-    "idle", cmd_idle_usage, cmd_idle_options, ":f:j:qhV", option, run, {{NULL, cols, text, 5}}, 1};
+const cli_hta_command cli_hta_cmd_idle = {"idle",
+                                          cmd_idle_usage,
+                                          cmd_idle_options,
+                                          ":f:j:qhV",
+                                          option,
+                                          run,
+                                          {{NULL, cols, text, 5}},
+                                          1,
+                                          NULL,
+                                          NULL,
+                                          1 /* per_rank */};
 
 int cmd_idle(int argc, char **argv) {
     int64_t delay = 30;

@@ -203,7 +203,10 @@ static const cli_hta_command command = {"launches",
                                         option,
                                         run,
                                         {{"launches", cols, text, 5}, {"summary", scols, text, 4}},
-                                        2};
+                                        2,
+                                        NULL,
+                                        NULL,
+                                        1 /* per_rank */};
 
 /* ---- HTA's aten op kernels and delays (--by-op) ----------------------------------------------
  * CudaKernelAnalysis.get_aten_op_kernels_and_delay (hta/analyzers/cuda_kernel_analysis.py; the
@@ -312,7 +315,8 @@ typedef struct bo_stat {
     int64_t op_delay, rt_delay;
 } bo_stat;
 
-static const md_model *g_bo_m;
+/* The rank's model for the sort, per thread: ranks are reduced on several at once (per_rank). */
+static _Thread_local const md_model *g_bo_m;
 
 static int bo_stat_cmp(const void *a, const void *b) {
     const bo_stat *x = a, *y = b;
@@ -344,7 +348,8 @@ typedef struct bo_group {
     size_t order; /* place in the (name, seq) order: the sort's tie-breaker */
 } bo_group;
 
-static const cutoffs *g_bo_cut;
+/* The sort's cutoffs, per thread: ranks are reduced on several at once (per_rank). */
+static _Thread_local const cutoffs *g_bo_cut;
 
 static int bo_group_cmp(const void *a, const void *b) {
     const bo_group *x = a, *y = b;
@@ -539,9 +544,17 @@ static int run_by_op(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
     return rc;
 }
 
-static const cli_hta_command by_op_command = {
-    "launches", cmd_launches_usage, cmd_launches_options,          ":f:j:qhV",
-    option,     run_by_op,          {{NULL, bo_cols, bo_text, 6}}, 1};
+static const cli_hta_command by_op_command = {"launches",
+                                              cmd_launches_usage,
+                                              cmd_launches_options,
+                                              ":f:j:qhV",
+                                              option,
+                                              run_by_op,
+                                              {{NULL, bo_cols, bo_text, 6}},
+                                              1,
+                                              NULL,
+                                              NULL,
+                                              1 /* per_rank */};
 
 int cmd_launches(int argc, char **argv) {
     cutoffs cut = {50, 100, 0, {3}, 1};

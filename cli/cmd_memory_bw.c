@@ -70,7 +70,7 @@ const struct option cmd_memory_bw_options[] = {
 static int rank_series(const cli_hta_set *s, const cli_hta_rank *r, cli_hta_bw *b) {
     memset(b, 0, sizeof *b);
     if (strcmp(r->m.path, "-") == 0) {
-        fprintf(stderr,
+        fprintf(cli_hta_err(),
                 "strobe memory-bw: standard input cannot be read twice: give the trace's file\n");
         return CLI_HTA_REPORTED;
     }
@@ -93,7 +93,7 @@ static int run(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
         double *v = rc == 0 ? malloc((b.n ? b.n : 1) * sizeof *v) : NULL;
         if (rc == 0 && v == NULL) rc = STROBE_ENOMEM;
         for (size_t i = 0; rc == 0 && series && i < b.n; i++)
-            rc = CLI_HTA_ROW(&t[0], CLI_HTA_INT(r->rank), CLI_HTA_INT(b.p[i].ts - s->min_ts),
+            rc = CLI_HTA_ROW(&t[0], CLI_HTA_INT(r->rank), CLI_HTA_TS(b.p[i].ts),
                              CLI_HTA_INT(b.p[i].pid), CLI_HTA_TEXT(b.kinds[b.p[i].kind]),
                              CLI_HTA_NUM(b.p[i].gbps));
         for (size_t i = 0, j; rc == 0 && !series && i < b.n; i = j) {
@@ -150,6 +150,9 @@ int cmd_memory_bw(int argc, char **argv) {
                                run,
                                {series ? (cli_hta_columns){"series", scols, stext, 5, sheads}
                                        : (cli_hta_columns){"summary", cols, text, 10, heads}},
-                               1};
+                               1,
+                               NULL,
+                               NULL,
+                               1 /* per_rank */};
     return cli_hta_main(&c, &series, argc, argv);
 }

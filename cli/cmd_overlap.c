@@ -104,7 +104,10 @@ const cli_hta_command cli_hta_cmd_overlap = {"overlap",
                                              NULL,
                                              run,
                                              {{NULL, cols, text, 2}},
-                                             1};
+                                             1,
+                                             NULL,
+                                             NULL,
+                                             1 /* per_rank */};
 
 int cmd_overlap(int argc, char **argv) {
     return cli_hta_main_rows(&cli_hta_cmd_overlap, NULL, argc, argv, 1); /* no CPU rows */

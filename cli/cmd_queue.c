@@ -86,7 +86,7 @@ const struct option cmd_queue_options[] = {
 /* Says, and puts in table t, how many of rank r's kernels have no launch. */
 static int unlaunched_row(const cli_hta_rank *r, const cli_hta_queue *q, cli_hta_table *t) {
     if (q->unlaunched)
-        fprintf(stderr,
+        fprintf(cli_hta_err(),
                 "strobe queue: rank %" PRId64 ": %" PRIu64
                 " kernel%s without their launch: not counted (HTA counts a kernel only from its "
                 "launch)\n",
@@ -161,7 +161,7 @@ static int run_series(const cli_hta_set *s, void *ctx, cli_hta_table *t) {
         cli_hta_queue q;
         rc = cli_hta_queue_series(s, r, &q);
         for (size_t i = 0; rc == 0 && i < q.n; i++)
-            rc = CLI_HTA_ROW(&t[0], CLI_HTA_INT(r->rank), CLI_HTA_INT(q.p[i].ts - s->min_ts),
+            rc = CLI_HTA_ROW(&t[0], CLI_HTA_INT(r->rank), CLI_HTA_TS(q.p[i].ts),
                              CLI_HTA_INT(q.p[i].pid), CLI_HTA_INT(q.p[i].tid),
                              CLI_HTA_INT(q.p[i].stream), CLI_HTA_INT(q.p[i].len));
         if (rc == 0) rc = unlaunched_row(r, &q, &t[1]);
@@ -196,7 +196,10 @@ const cli_hta_command cli_hta_cmd_queue = {"queue",
                                            {{"summary", cols, text, 10},
                                             {"blocked", bcols, text, 4},
                                             {"kernels_without_launch", ucols, text, 2}},
-                                           3};
+                                           3,
+                                           NULL,
+                                           NULL,
+                                           1 /* per_rank */};
 
 static const cli_hta_command queue_series = {
     "queue",
@@ -206,7 +209,10 @@ static const cli_hta_command queue_series = {
     option,
     run_series,
     {{"series", scols, text, 6}, {"kernels_without_launch", ucols, text, 2}},
-    2};
+    2,
+    NULL,
+    NULL,
+    1 /* per_rank */};
 
 int cmd_queue(int argc, char **argv) {
     int64_t max_len = 1024;

@@ -47,9 +47,11 @@ static int needs_escape(const unsigned char *p, size_t n, size_t *len) {
 
 /* s[0..len), NUL-terminated there when `terminated`, which lets it be returned as it is. */
 static const char *escape(const char *s, size_t len, int terminated) {
-    static char *bufs[8];
-    static size_t caps[8];
-    static unsigned next;
+    /* Per thread: the HTA commands computed rank by rank say their messages on the thread that
+     * read the rank (cli_hta_err). */
+    static _Thread_local char *bufs[8];
+    static _Thread_local size_t caps[8];
+    static _Thread_local unsigned next;
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, step = 0;
     while (i < len && !needs_escape(p + i, len - i, &step))

@@ -2,7 +2,8 @@
  *
  * Contents: loading (folders, ranks, jobs), HTA's times, the profiler-step restriction (and HTA's
  * MTIA branch of it), HTA's definitions (kernel types, launches), interval merging, output helpers
- * (tables, typed cells), the commands' frame (cli_hta_main). */
+ * (tables, typed cells), per-rank commands (their rows recorded rank by rank), the commands'
+ * frame (cli_hta_main). */
 #include "hta.h"
 
 #include <errno.h>
@@ -547,8 +548,9 @@ static int build_one(void *arg, size_t i) {
 }
 
 /* ---- reduced ranks --------------------------------------------------------------------------
- * With a command that reduces ranks (cli_hta_command.reduce), the thread that reads a rank also
- * builds its rows and reduces it, then strips its model (md_strip): what loading decides over all
+ * With a command that reduces ranks (cli_hta_command.reduce, or per_rank: rows_reduce below, its
+ * run over the rank alone), the thread that reads a rank also builds its rows and reduces it,
+ * then strips its model (md_strip): what loading decides over all
  * ranks together (the restriction, HTA's MTIA branch) is not known yet, so the rank is reduced as
  * restricted and, when the rank alone does not settle it (fewer than two step names of its own),
  * as not restricted too. Both travel in one envelope (cli_hta_rank.red until the choice is made):
@@ -568,8 +570,12 @@ typedef struct red_env {
 #define RED_FALLBACK 3
 #define RED_PAD(n) (((n) + 7u) & ~(size_t)7u)
 
+static int rows_reduce(const cli_hta_command *c, void *ctx, const cli_hta_rank *r, int restricted,
+                       uint8_t **out, size_t *len);
+
 typedef struct reduce_job {
     const cli_hta_command *c;
+    void *ctx; /* the command's state, for a per_rank command's run */
     cli_hta_rank *ranks;
     char **paths;
     size_t n; /* all the files (a lone trace without a rank is rank 0) */
@@ -621,7 +627,9 @@ static int reduce_one(void *arg, size_t i) {
     for (int u = 0; rc == 0 && u < (env.multi ? 1 : 2); u++) {
         r->min_ts = INT64_MAX;
         rc = build_rank(r, !u, j->no_cpu_rows);
-        if (rc == 0) rc = j->c->reduce(r, &part[u], &len[u]);
+        if (rc == 0)
+            rc = j->c->per_rank ? rows_reduce(j->c, j->ctx, r, !u, &part[u], &len[u])
+                                : j->c->reduce(r, &part[u], &len[u]);
         free_rows(r);
     }
     env.build_rc = rc;
@@ -871,7 +879,7 @@ static void mpi_verdict(int size, int32_t status) {
  * branch. no_mpi: read every file here even under a launcher (the fallback's second reading, on
  * rank 0 alone). */
 static int load_set(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet,
-                    int no_cpu_rows, const cli_hta_command *red, int no_mpi) {
+                    int no_cpu_rows, const cli_hta_command *red, void *ctx, int no_mpi) {
     memset(s, 0, sizeof *s);
     path_list l = {0};
     int rc = 0;
@@ -912,9 +920,9 @@ static int load_set(cli_hta_set *s, const char *cmd, char **paths, size_t n, int
             load_rc[k] = LOAD_PENDING;
         int jl = cli_jobs_for(hi - lo);
         load_job lj = {s->ranks + lo, l.v + lo, load_rc + lo};
-        reduce_job rj = {red,   s->ranks + lo, l.v + lo,
-                         l.n,   no_cpu_rows,   jl == 1 && mpi_size == 1,
-                         quiet, cmd,           load_rc + lo};
+        reduce_job rj = {
+            red,   ctx, s->ranks + lo, l.v + lo, l.n, no_cpu_rows, jl == 1 && mpi_size == 1,
+            quiet, cmd, load_rc + lo};
         if (rc == 0 && red) cli_parallel(hi - lo, jl, reduce_one, &rj);
         if (rc == 0 && !red) cli_parallel(hi - lo, jl, load_one, &lj);
         if (rc == 0 && mpi_rank != 0)
@@ -1061,12 +1069,12 @@ static int load_set(cli_hta_set *s, const char *cmd, char **paths, size_t n, int
 }
 
 int cli_hta_load(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet) {
-    return load_set(s, cmd, paths, n, quiet, 0, NULL, 0);
+    return load_set(s, cmd, paths, n, quiet, 0, NULL, NULL, 0);
 }
 
 int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, int quiet,
                       int no_cpu_rows) {
-    return load_set(s, cmd, paths, n, quiet, no_cpu_rows, NULL, 0);
+    return load_set(s, cmd, paths, n, quiet, no_cpu_rows, NULL, NULL, 0);
 }
 
 void cli_hta_free(cli_hta_set *s) {
@@ -1244,6 +1252,174 @@ size_t cli_hta_merge(const cli_hta_rank *r,
     return k;
 }
 
+/* ---- per-rank commands ----------------------------------------------------------------------
+ * A per_rank command's run over one rank alone gives that rank's rows of the whole run, and its
+ * messages, but for the times, which are relative to the set's min_ts (known when every rank is
+ * read). rows_reduce runs it, on the thread that read the rank, into recording tables: each row
+ * becomes its typed cells (CLI_HTA_TS ones with the rank's raw time), and what the run writes to
+ * cli_hta_err() is kept. The reduction, in one buffer (it may travel under MPI):
+ *   rows_head; the messages (msg_len bytes, padded to 8); the rows, each its table's index (a
+ *   uint32) then its cells, each a kind byte and an int64, a double, or a uint32 length and text.
+ * rows_replay then writes each rank's messages to stderr and adds its rows to the real tables,
+ * rank after rank, stopping after a rank whose run failed, as the run over the set would. */
+typedef struct cli_hta_rec {
+    uint8_t *b;
+    size_t len, cap;
+} cli_hta_rec;
+
+typedef struct rows_head {
+    int32_t status; /* the run's result over the rank (0, CLI_HTA_REPORTED, a STROBE_E* code) */
+    uint32_t pad;
+    uint64_t msg_len;
+} rows_head;
+
+static _Thread_local FILE *rows_err;
+
+FILE *cli_hta_err(void) {
+    return rows_err ? rows_err : stderr;
+}
+
+static int rec_put(cli_hta_rec *r, const void *p, size_t n) {
+    if (r->len + n > r->cap) {
+        size_t cap = r->cap ? r->cap : 256;
+        while (cap < r->len + n)
+            cap *= 2;
+        uint8_t *b = realloc(r->b, cap);
+        if (b == NULL) return STROBE_ENOMEM;
+        r->b = b;
+        r->cap = cap;
+    }
+    memcpy(r->b + r->len, p, n);
+    r->len += n;
+    return 0;
+}
+
+static int rec_row(cli_hta_rec *r, uint32_t index, size_t n, const cli_hta_cell *cells) {
+    int rc = rec_put(r, &index, sizeof index);
+    for (size_t c = 0; rc == 0 && c < n; c++) {
+        const cli_hta_cell *v = &cells[c];
+        uint8_t kind = (uint8_t)v->kind;
+        rc = rec_put(r, &kind, 1);
+        if (rc) break;
+        if (v->kind == CLI_HTA_CELL_TEXT) {
+            const char *text = v->s ? v->s : "";
+            size_t len = strlen(text) + 1; /* with its NUL, read in place */
+            if (len > UINT32_MAX) return STROBE_EINVAL;
+            uint32_t l32 = (uint32_t)len;
+            rc = rec_put(r, &l32, sizeof l32);
+            if (rc == 0) rc = rec_put(r, text, len);
+        } else if (v->kind == CLI_HTA_CELL_INT || v->kind == CLI_HTA_CELL_TS) {
+            rc = rec_put(r, &v->i, sizeof v->i);
+        } else {
+            rc = rec_put(r, &v->d, sizeof v->d);
+        }
+    }
+    return rc;
+}
+
+static int rows_reduce(const cli_hta_command *c, void *ctx, const cli_hta_rank *r, int restricted,
+                       uint8_t **out, size_t *len) {
+    cli_hta_rec rec = {0};
+    cli_hta_table t[CLI_HTA_MAX_TABLES] = {{0}};
+    size_t n = c->ntables < CLI_HTA_MAX_TABLES ? c->ntables : CLI_HTA_MAX_TABLES;
+    for (size_t k = 0; k < n; k++) {
+        const cli_hta_columns *h = &c->tables[k];
+        t[k] = (cli_hta_table){h->cols, h->text, h->ncols, NULL, 0, 0, h->heads};
+        t[k].rec = &rec;
+        t[k].rec_index = (uint32_t)k;
+    }
+    char *msg = NULL;
+    size_t msg_len = 0;
+    FILE *err = open_memstream(&msg, &msg_len);
+    if (err == NULL) return STROBE_ENOMEM;
+    /* The rank alone, with the reduction's restriction; HTA's MTIA branch is never reduced. */
+    cli_hta_set one = {(cli_hta_rank *)r, 1, restricted, 0, 0};
+    rows_err = err;
+    int status = c->run(&one, ctx, t);
+    rows_err = NULL;
+    int rc = fclose(err) == 0 && msg ? 0 : STROBE_ENOMEM;
+    rows_head head = {status, 0, msg_len};
+    size_t total = sizeof head + RED_PAD(msg_len) + rec.len;
+    uint8_t *b = rc == 0 ? calloc(1, total) : NULL;
+    if (b) {
+        memcpy(b, &head, sizeof head);
+        if (msg_len) memcpy(b + sizeof head, msg, msg_len);
+        if (rec.len) memcpy(b + sizeof head + RED_PAD(msg_len), rec.b, rec.len);
+    }
+    free(msg);
+    free(rec.b);
+    if (b == NULL) return STROBE_ENOMEM;
+    *out = b;
+    *len = total;
+    return 0;
+}
+
+/* Reads n bytes at *at of b[0..len) into p. @return 0, or -1 past the end. */
+static int rec_get(const uint8_t *b, size_t len, size_t *at, void *p, size_t n) {
+    if (n > len - *at) return -1;
+    memcpy(p, b + *at, n);
+    *at += n;
+    return 0;
+}
+
+/* Rank r's recorded rows into t[0..nt), its messages to stderr. @return the run's status, or
+ * STROBE_EINVAL for a malformed reduction (it may come from another process). */
+static int replay_rank(const cli_hta_rank *r, cli_hta_table *t, size_t nt) {
+    rows_head head;
+    size_t at = 0;
+    if (rec_get(r->red, r->red_len, &at, &head, sizeof head) || head.msg_len > r->red_len - at ||
+        RED_PAD(head.msg_len) > r->red_len - at)
+        return STROBE_EINVAL;
+    fwrite(r->red + at, 1, head.msg_len, stderr);
+    at += RED_PAD(head.msg_len);
+    int rc = 0;
+    while (rc == 0 && at < r->red_len) {
+        uint32_t index;
+        cli_hta_cell cells[CLI_HTA_MAX_COLS];
+        if (rec_get(r->red, r->red_len, &at, &index, sizeof index) || index >= nt ||
+            t[index].ncols > CLI_HTA_MAX_COLS)
+            return STROBE_EINVAL;
+        for (size_t c = 0; c < t[index].ncols; c++) {
+            uint8_t kind;
+            cli_hta_cell *v = &cells[c];
+            memset(v, 0, sizeof *v);
+            if (rec_get(r->red, r->red_len, &at, &kind, 1)) return STROBE_EINVAL;
+            v->kind = kind;
+            if (kind == CLI_HTA_CELL_TEXT) {
+                uint32_t l32;
+                /* The text with its NUL, read where it lies. */
+                if (rec_get(r->red, r->red_len, &at, &l32, sizeof l32) || l32 == 0 ||
+                    l32 > r->red_len - at || r->red[at + l32 - 1] != '\0')
+                    return STROBE_EINVAL;
+                v->s = (const char *)(r->red + at);
+                at += l32;
+            } else if (kind == CLI_HTA_CELL_INT || kind == CLI_HTA_CELL_TS) {
+                if (rec_get(r->red, r->red_len, &at, &v->i, sizeof v->i)) return STROBE_EINVAL;
+            } else if (kind == CLI_HTA_CELL_PCT || kind == CLI_HTA_CELL_NUM) {
+                if (rec_get(r->red, r->red_len, &at, &v->d, sizeof v->d)) return STROBE_EINVAL;
+            } else {
+                return STROBE_EINVAL;
+            }
+        }
+        rc = cli_hta_table_row(&t[index], t[index].ncols, cells);
+    }
+    return rc ? rc : head.status;
+}
+
+/* Each rank's reduction is freed once its rows are in the tables: the peak is then about the
+ * larger of the reductions and the tables (a job's queue --series has hundreds of MB of each), not
+ * both. */
+static int rows_replay(cli_hta_set *s, cli_hta_table *t, size_t nt) {
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < s->count; k++) {
+        rc = replay_rank(&s->ranks[k], t, nt);
+        free(s->ranks[k].red);
+        s->ranks[k].red = NULL;
+        s->ranks[k].red_len = 0;
+    }
+    return rc;
+}
+
 /* ---- tables -------------------------------------------------------------------------------- */
 
 int cli_hta_table_add(cli_hta_table *t, const char *const *cells) {
@@ -1379,6 +1555,7 @@ void cli_hta_table_free(cli_hta_table *t) {
 
 int cli_hta_table_row(cli_hta_table *t, size_t n, const cli_hta_cell *cells) {
     if (n != t->ncols || n > CLI_HTA_MAX_COLS) return STROBE_EINVAL;
+    if (t->rec) return rec_row(t->rec, t->rec_index, n, cells);
     char b[CLI_HTA_MAX_COLS][40];
     const char *text[CLI_HTA_MAX_COLS];
     for (size_t c = 0; c < n; c++) {
@@ -1388,6 +1565,8 @@ int cli_hta_table_row(cli_hta_table *t, size_t n, const cli_hta_cell *cells) {
             text[c] = v->s;
         else if (v->kind == CLI_HTA_CELL_INT)
             snprintf(b[c], sizeof b[c], "%" PRId64, v->i);
+        else if (v->kind == CLI_HTA_CELL_TS)
+            snprintf(b[c], sizeof b[c], "%" PRId64, v->i - t->t0);
         else if (!isfinite(v->d))
             b[c][0] = '\0';
         else if (v->kind == CLI_HTA_CELL_PCT)
@@ -1415,19 +1594,23 @@ void cli_hta_emit(FILE *out, int format, const cli_hta_table *t, const char *con
 
 /* ---- the commands' frame ------------------------------------------------------------------- */
 
-/* Runs command c over the loaded traces (reduced: c->run_reduced over their reductions) and
+/* Runs command c over the loaded traces s, or over their reductions when reduced is s (then
+ * c->run_reduced, or for a per_rank command its rows replayed, which frees the reductions), and
  * prints its tables in format. @return as c->run. */
 static int run_emit(FILE *out, int format, const cli_hta_command *c, const cli_hta_set *s,
-                    void *ctx, int reduced) {
+                    void *ctx, cli_hta_set *reduced) {
     cli_hta_table t[CLI_HTA_MAX_TABLES] = {{0}};
     const char *keys[CLI_HTA_MAX_TABLES] = {0};
     size_t n = c->ntables < CLI_HTA_MAX_TABLES ? c->ntables : CLI_HTA_MAX_TABLES;
     for (size_t k = 0; k < n; k++) {
         const cli_hta_columns *h = &c->tables[k];
         t[k] = (cli_hta_table){h->cols, h->text, h->ncols, NULL, 0, 0, h->heads};
+        t[k].t0 = s->min_ts;
         keys[k] = h->key;
     }
-    int work = reduced ? c->run_reduced(s, ctx, t) : c->run(s, ctx, t);
+    int work = !reduced      ? c->run(s, ctx, t)
+               : c->per_rank ? rows_replay(reduced, t, n)
+                             : c->run_reduced(s, ctx, t);
     if (work == 0) cli_hta_emit(out, format, t, keys, n);
     for (size_t k = 0; k < n; k++)
         cli_hta_table_free(&t[k]);
@@ -1435,7 +1618,7 @@ static int run_emit(FILE *out, int format, const cli_hta_command *c, const cli_h
 }
 
 int cli_hta_json(FILE *out, const cli_hta_command *c, const cli_hta_set *s, void *ctx) {
-    return run_emit(out, CLI_JSON, c, s, ctx, 0);
+    return run_emit(out, CLI_JSON, c, s, ctx, NULL);
 }
 
 int cli_hta_main(const cli_hta_command *c, void *ctx, int argc, char **argv) {
@@ -1466,14 +1649,14 @@ int cli_hta_main_rows(const cli_hta_command *c, void *ctx, int argc, char **argv
     cli_hta_set s;
     char **paths = argv + first;
     size_t n = (size_t)(argc - first);
-    const cli_hta_command *red = c->reduce && c->run_reduced ? c : NULL;
-    int rc = load_set(&s, c->name, paths, n, quiet, no_cpu_rows, red, 0);
+    const cli_hta_command *red = (c->reduce && c->run_reduced) || c->per_rank ? c : NULL;
+    int rc = load_set(&s, c->name, paths, n, quiet, no_cpu_rows, red, ctx, 0);
     if (rc == RED_FALLBACK) {
         red = NULL;
-        rc = load_set(&s, c->name, paths, n, quiet, no_cpu_rows, NULL, 1);
+        rc = load_set(&s, c->name, paths, n, quiet, no_cpu_rows, NULL, NULL, 1);
     }
     if (rc != 0) return CLI_BAD_INPUT;
-    int work = run_emit(stdout, format, c, &s, ctx, red != NULL);
+    int work = run_emit(stdout, format, c, &s, ctx, red ? &s : NULL);
     cli_hta_free(&s);
     if (work == CLI_HTA_REPORTED) return CLI_BAD_INPUT;
     return cli_finish(c->name, argc - first == 1 ? argv[first] : "traces", work, CLI_OK);

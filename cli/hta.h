@@ -203,6 +203,13 @@ typedef struct cli_hta_table {
     const char *const *heads;
     char *buf;
     size_t len, buf_cap;
+    /* What a CLI_HTA_TS cell is printed relative to: the set's min_ts (run_emit sets it). */
+    int64_t t0;
+    /* Recording (cli_hta_command.per_rank's reduction): non-NULL, cli_hta_table_row appends the
+     * row's typed cells to it, tagged with rec_index (the table's place in the command's), instead
+     * of text to the table; the reduction's rows are printed later, when t0 is known. */
+    struct cli_hta_rec *rec;
+    uint32_t rec_index;
 } cli_hta_table;
 
 /* Adds a row of t->ncols cells (copied). @return 0 or STROBE_ENOMEM. */
@@ -212,9 +219,11 @@ void cli_hta_table_print(const cli_hta_table *t, int format, FILE *out);
 void cli_hta_table_free(cli_hta_table *t);
 
 /* A typed cell of a row, written as the commands print it: an integer; text; HTA's round(x, 2)
- * (CLI_HTA_PCT); a double as %.15g (CLI_HTA_NUM). A double that is not finite is an empty cell
- * (HTA's NaN: null in JSON). */
-enum { CLI_HTA_CELL_INT, CLI_HTA_CELL_TEXT, CLI_HTA_CELL_PCT, CLI_HTA_CELL_NUM };
+ * (CLI_HTA_PCT); a double as %.15g (CLI_HTA_NUM); a time of HTA's (a cli_hta_row's ts or end),
+ * printed as the integer x - t0, the set's min_ts (CLI_HTA_TS: what HTA's _align_all_ranks
+ * makes it; a rank reduced alone does not know min_ts yet). A double that is not finite is an
+ * empty cell (HTA's NaN: null in JSON). */
+enum { CLI_HTA_CELL_INT, CLI_HTA_CELL_TEXT, CLI_HTA_CELL_PCT, CLI_HTA_CELL_NUM, CLI_HTA_CELL_TS };
 typedef struct cli_hta_cell {
     int kind;
     int64_t i;
@@ -225,6 +234,7 @@ typedef struct cli_hta_cell {
 #define CLI_HTA_TEXT(x) ((cli_hta_cell){CLI_HTA_CELL_TEXT, 0, 0.0, (x)})
 #define CLI_HTA_PCT(x) ((cli_hta_cell){CLI_HTA_CELL_PCT, 0, (double)(x), NULL})
 #define CLI_HTA_NUM(x) ((cli_hta_cell){CLI_HTA_CELL_NUM, 0, (double)(x), NULL})
+#define CLI_HTA_TS(x) ((cli_hta_cell){CLI_HTA_CELL_TS, (int64_t)(x), 0.0, NULL})
 /* Adds a row of n typed cells. @return 0, STROBE_EINVAL when n is not t->ncols, or
  * STROBE_ENOMEM. */
 int cli_hta_table_row(cli_hta_table *t, size_t n, const cli_hta_cell *cells);
@@ -281,7 +291,26 @@ typedef struct cli_hta_command {
      * buffers travel to rank 0 instead of the models. @return 0 or a negative STROBE_E* code. */
     int (*reduce)(const cli_hta_rank *r, uint8_t **out, size_t *len);
     int (*run_reduced)(const cli_hta_set *s, void *ctx, cli_hta_table *tables);
+    /* 1 for a command whose run computes each rank's rows from that rank alone: one loop over
+     * s->ranks in order that stops at the first failure, s->count, s->min_ts and the other ranks
+     * unread, its times as CLI_HTA_TS cells, its messages to cli_hta_err(), ctx only read (the
+     * threads share it). cli_hta_main then reduces each rank as reduce would, with no code of
+     * the command's: run over the rank alone (the set's restriction being the reduction's) into
+     * recording tables, its messages kept; and prints the ranks' rows and messages, in rank
+     * order, as run over the whole set would. 0: reduce and run_reduced, or whole models.
+     * Per rank: breakdown, overlap, idle, queue, memory-bw, launches (and their variants).
+     * Whole models still: annotations (rows sorted by name across the ranks, its "no such event"
+     * is said once for all), counters (its columns are every rank's counter names),
+     * critical-path (one rank, its times from every rank's min_ts, read again from its file),
+     * report (it runs several commands over one loading); kernels --by-type (means and
+     * deviations over ranks) and --sequences (one symbol table for all) load on their own. */
+    int per_rank;
 } cli_hta_command;
+
+/* Where a command's run writes its messages: stderr, or, while cli_hta_main reduces a rank on
+ * this thread (cli_hta_command.per_rank), a buffer whose text it writes to stderr in rank order
+ * afterwards. */
+FILE *cli_hta_err(void);
 
 /* Runs the command c on argv (argv[0] its name) with the command's own state ctx.
  * @return the exit status. */

@@ -201,7 +201,7 @@ int cli_hta_bw_args(const char *cmd, const char *path, cli_hta_bw_arg **out, siz
     if (rc < 0 && rc != STROBE_ENOMEM) {
         const char *why =
             rd && strobe_rd_errmsg(rd)[0] ? strobe_rd_errmsg(rd) : strobe_strerror(rc);
-        fprintf(stderr, "strobe %s: %s: %s\n", cmd, cli_esc(path), cli_esc(why));
+        fprintf(cli_hta_err(), "strobe %s: %s: %s\n", cmd, cli_esc(path), cli_esc(why));
     }
     strobe_rd_close(rd);
     if (rc < 0) {
