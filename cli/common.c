@@ -46,11 +46,22 @@ static int needs_escape(const unsigned char *p, size_t n, size_t *len) {
 }
 
 /* s[0..len), NUL-terminated there when `terminated`, which lets it be returned as it is. */
+/* Per thread: the HTA commands computed rank by rank say their messages on the thread that read
+ * the rank (cli_hta_err). A worker thread gives its buffers back as it ends (esc_release). */
+static _Thread_local char *esc_bufs[8];
+static _Thread_local size_t esc_caps[8];
+
+static void esc_release(void) {
+    for (size_t k = 0; k < 8; k++) {
+        free(esc_bufs[k]);
+        esc_bufs[k] = NULL;
+        esc_caps[k] = 0;
+    }
+}
+
 static const char *escape(const char *s, size_t len, int terminated) {
-    /* Per thread: the HTA commands computed rank by rank say their messages on the thread that
-     * read the rank (cli_hta_err). */
-    static _Thread_local char *bufs[8];
-    static _Thread_local size_t caps[8];
+    char **bufs = esc_bufs;
+    size_t *caps = esc_caps;
     static _Thread_local unsigned next;
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, step = 0;
@@ -559,21 +570,28 @@ typedef struct par_state {
     void *arg;
 } par_state;
 
-static void *par_worker(void *p) {
-    par_state *s = p;
+/* The work items' loop, on the caller's thread or one of its own (own: a thread cli_parallel
+ * started, whose escaping buffers go with it). */
+static void par_loop(par_state *s) {
     for (;;) {
         pthread_mutex_lock(&s->lock);
         size_t i = s->next;
         int go = !s->stop && i < s->n;
         if (go) s->next++;
         pthread_mutex_unlock(&s->lock);
-        if (!go) return NULL;
+        if (!go) return;
         if (s->work(s->arg, i) != 0) {
             pthread_mutex_lock(&s->lock);
             s->stop = 1;
             pthread_mutex_unlock(&s->lock);
         }
     }
+}
+
+static void *par_worker(void *p) {
+    par_loop(p);
+    esc_release();
+    return NULL;
 }
 
 void cli_parallel(size_t n, int jobs, int (*work)(void *arg, size_t i), void *arg) {
@@ -589,7 +607,7 @@ void cli_parallel(size_t n, int jobs, int (*work)(void *arg, size_t i), void *ar
     for (; t && started < jobs; started++)
         if (pthread_create(&t[started], NULL, par_worker, &s) != 0) break;
     /* With no thread started (no memory for them) the caller's own does the work. */
-    if (started == 0) par_worker(&s);
+    if (started == 0) par_loop(&s);
     for (int k = 0; k < started; k++)
         pthread_join(t[k], NULL);
     pthread_mutex_destroy(&s.lock);
