@@ -296,9 +296,41 @@ static size_t rank_arrivals(const cli_hta_rank *rk, arrival *v) {
     return k;
 }
 
-static int by_ext(const void *a, const void *b) {
-    const rr_ext *x = a, *y = b;
-    return (x->iter > y->iter) - (x->iter < y->iter);
+/* Widens iteration it's extent in (*v)[0..*n), sorted by iteration, by [ts, end], adding the
+ * iteration when it is new (at the end, where a profiler's steps come in order). *last is the
+ * extent found the time before: a rank's rows come an iteration at a time. @return 0 or
+ * STROBE_ENOMEM. */
+static int ext_add(rr_ext **v, size_t *n, size_t *cap, size_t *last, int64_t it, int64_t ts,
+                   int64_t end) {
+    size_t at = *last;
+    if (at >= *n || (*v)[at].iter != it) {
+        size_t lo = 0, hi = *n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if ((*v)[mid].iter < it)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        at = lo;
+    }
+    if (at == *n || (*v)[at].iter != it) {
+        if (*n == *cap) {
+            size_t c = *cap ? *cap * 2 : 16;
+            rr_ext *g = realloc(*v, c * sizeof *g);
+            if (g == NULL) return STROBE_ENOMEM;
+            *v = g;
+            *cap = c;
+        }
+        memmove(*v + at + 1, *v + at, (*n - at) * sizeof **v);
+        (*v)[at] = (rr_ext){it, ts, end};
+        (*n)++;
+    }
+    rr_ext *x = &(*v)[at];
+    if (ts < x->ts) x->ts = ts;
+    if (end > x->end) x->end = end;
+    *last = at;
+    return 0;
 }
 
 /* Appends s with its NUL to the strings at *at; @return its offset. */
@@ -313,17 +345,23 @@ static uint64_t put_str(char *str, size_t *at, const char *s) {
 static int rank_reduce(const cli_hta_rank *rk, uint8_t **out, size_t *len) {
     const md_model *m = &rk->m;
     cli_hta_iters its;
-    size_t nrows = rk->count + rk->cpu_count, nsteps = 0, next = 0, nkern = 0, narr = 0, nstr = 0;
-    rr_step *steps = malloc((rk->cpu_count ? rk->cpu_count : 1) * sizeof *steps);
-    rr_ext *ext = malloc((nrows ? nrows : 1) * sizeof *ext);
-    rr_kern *kr = malloc((rk->count ? rk->count : 1) * sizeof *kr);
-    const char **kname = malloc((rk->count ? rk->count : 1) * sizeof *kname);
+    size_t nsteps = 0, next = 0, cap_ext = 0, last_ext = 0, nkern = 0, narr = 0, nstr = 0;
+    /* The arrays counted first, each of its size: a rank has millions of rows, few of them
+     * steps or NCCL kernels. */
+    size_t max_steps = 0, max_kern = 0;
+    cli_hta_row cw;
+    for (size_t i = 0; cli_hta_cpu_next(rk, &i, &cw); i++)
+        max_steps += strncmp(md_str(m, md_name_of(m, cw.ev)), "ProfilerStep", 12) == 0;
+    for (size_t i = 0; i < rk->count; i++)
+        max_kern += strncmp(md_str(m, md_name_of(m, rk->rows[i].ev)), "ncclKernel", 10) == 0;
+    rr_step *steps = malloc((max_steps ? max_steps : 1) * sizeof *steps);
+    rr_ext *ext = NULL;
+    rr_kern *kr = malloc((max_kern ? max_kern : 1) * sizeof *kr);
+    const char **kname = malloc((max_kern ? max_kern : 1) * sizeof *kname);
     arrival *arr = malloc((m->comm_count ? m->comm_count : 1) * sizeof *arr);
     uint8_t *b = NULL;
     int rc = cli_hta_iters_init(&its, rk);
-    if (steps == NULL || ext == NULL || kr == NULL || kname == NULL || arr == NULL)
-        rc = STROBE_ENOMEM;
-    cli_hta_row cw;
+    if (steps == NULL || kr == NULL || kname == NULL || arr == NULL) rc = STROBE_ENOMEM;
     for (size_t i = 0; rc == 0 && cli_hta_cpu_next(rk, &i, &cw); i++) {
         const char *name = md_str(m, md_name_of(m, cw.ev));
         if (strncmp(name, "ProfilerStep", 12) == 0)
@@ -331,23 +369,14 @@ static int rank_reduce(const cli_hta_rank *rk, uint8_t **out, size_t *len) {
     }
     /* The iterations' extents: every row's (GPU rows, then CPU rows), merged per iteration. */
     for (int pass = 0; rc == 0 && pass < 2; pass++) {
-        for (size_t i = 0, j = 0; pass ? cli_hta_cpu_next(rk, &j, &cw) : i < rk->count; i++, j++) {
+        for (size_t i = 0, j = 0; rc == 0 && (pass ? cli_hta_cpu_next(rk, &j, &cw) : i < rk->count);
+             i++, j++) {
             const cli_hta_row *w = pass ? &cw : &rk->rows[i];
             int64_t it = cli_hta_iteration(&its, w->ev);
-            if (it != CLI_HTA_NO_ITER) ext[next++] = (rr_ext){it, w->ts, w->end};
+            if (it != CLI_HTA_NO_ITER)
+                rc = ext_add(&ext, &next, &cap_ext, &last_ext, it, w->ts, w->end);
         }
     }
-    qsort(ext, next, sizeof *ext, by_ext);
-    size_t d = 0;
-    for (size_t i = 0; i < next; i++) {
-        if (d && ext[d - 1].iter == ext[i].iter) {
-            if (ext[i].ts < ext[d - 1].ts) ext[d - 1].ts = ext[i].ts;
-            if (ext[i].end > ext[d - 1].end) ext[d - 1].end = ext[i].end;
-        } else {
-            ext[d++] = ext[i];
-        }
-    }
-    next = d;
     for (size_t i = 0; rc == 0 && i < rk->count; i++) {
         const cli_hta_row *w = &rk->rows[i];
         const md_event e = md_at(m, w->ev);
