@@ -1,18 +1,24 @@
-"""check_hta_memory.py: the HTA commands computed rank by rank hold the ranks being read, not all.
+"""check_hta_memory.py: the HTA commands that reduce ranks hold the ranks being read, not all.
 
     python3 check_hta_memory.py STROBE OUT_DIR
 
-The commands whose tables are rows of one rank each (cli_hta_command.per_rank: breakdown,
-overlap, idle, queue, memory-bw, launches, with their variants) reduce each rank to its recorded
-rows on the thread that reads it and free its model at once. Each runs with -j 1 and -j 2 on a
-job of 40 ranks of about 2 MB (bench/gen_job.py, 6 steps) and on its first 4 ranks: the 40-rank
-peak RSS must stay within a tenth of the 36 ranks' bytes more than the 4-rank one (with every
-model kept, as before, they cost about a quarter of their bytes: 18 MB for 70 MB). Each run's max
-RSS is its own (os.wait4; it includes the forked Python's, about 15 MB, a floor both share), and
--j 2's output must be -j 1's.
+`strobe ranks` (and --collectives) reduces each rank to its steps, long NCCL kernels and
+collectives (cli_hta_command.reduce); the commands whose tables are rows of one rank each
+(cli_hta_command.per_rank: breakdown, overlap, idle, queue, memory-bw, launches, with their
+variants) reduce each rank to its recorded rows. Both happen on the thread that read the rank,
+which frees its model at once. Each command runs with -j 1 and -j 2 on a job of 40 ranks of about
+2 MB (bench/gen_job.py, 6 steps, rank 7 slowed 9 ms at step 3) and on its first 4 ranks: the
+40-rank peak RSS must stay within a tenth of the 36 ranks' bytes more than the 4-rank one. With
+every model kept, as before, they cost about a third of their bytes (17 to 26 MB for 70 MB).
+-j 2's output must be -j 1's, and `ranks --collectives` must find rank 7's delay.
+
+Each run's peak is GNU time's %M where it is installed (scripts/deps.sh --test installs it), else
+os.wait4's, whose figure starts at the forked Python's RSS (fork, then exec, keep the high-water
+mark): a floor of ~15 MB both runs share, under which growth is not seen.
 
 Not under sanitizers (their allocators hold freed memory back: CMake leaves the test out there).
 """
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +26,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GEN = os.path.join(HERE, "..", "..", "bench", "gen_job.py")
+TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 strobe, out = sys.argv[1], sys.argv[2]
 shutil.rmtree(out, ignore_errors=True)
 big, small = os.path.join(out, "job40"), os.path.join(out, "job4")
@@ -33,18 +40,24 @@ for n in names[:4]:
 
 def run(*args):
     """strobe with args: (its own max RSS in bytes, stdout); exits on failure."""
-    p = subprocess.Popen([strobe] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t = os.path.join(out, "time.txt")
+    pre = [TIME, "-f", "%M", "-o", t] if TIME else []
+    p = subprocess.Popen(pre + [strobe] + list(args), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
     stdout = p.stdout.read()
     stderr = p.stderr.read()
     _, status, usage = os.wait4(p.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit("FAIL: strobe %s: exit %d: %s" % (" ".join(args), os.waitstatus_to_exitcode(status),
-                                                    stderr.decode()[:300]))
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit("FAIL: strobe %s: exit %d: %s" % (" ".join(args), code, stderr.decode()[:300]))
+    if TIME:
+        return int(open(t).read().split()[-1]) * 1024, stdout
     return usage.ru_maxrss * 1024, stdout
 
 
-COMMANDS = [["breakdown"], ["overlap"], ["idle"], ["queue"], ["queue", "--series"],
-            ["memory-bw"], ["memory-bw", "--series"], ["launches"], ["launches", "--by-op"]]
+COMMANDS = [["ranks"], ["ranks", "--collectives"], ["breakdown"], ["overlap"], ["idle"],
+            ["queue"], ["queue", "--series"], ["memory-bw"], ["memory-bw", "--series"],
+            ["launches"], ["launches", "--by-op"]]
 failed = []
 extra = sum(os.path.getsize(os.path.join(big, n)) for n in names[4:])
 for cmd in COMMANDS:
@@ -64,6 +77,10 @@ for cmd in COMMANDS:
             want = text
         elif text != want:
             failed.append("%s: -j %s differs from -j 1" % (" ".join(cmd), j))
+    if cmd == ["ranks", "--collectives"]:
+        late = [c for c in json.loads(want)["collectives"] if c["last_rank"] == 7]
+        if not late or max(c["wait_max"] for c in late) < 9000:
+            failed.append("--collectives: rank 7's 9 ms at step 3 not found: %r" % late[:3])
 for f in failed:
     print("FAIL:", f)
 sys.exit(1 if failed else 0)
