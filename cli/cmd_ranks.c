@@ -409,7 +409,7 @@ static int rank_reduce(const cli_hta_rank *rk, uint8_t **out, size_t *len) {
         at += sizeof h;
         memcpy(b + at, steps, nsteps * sizeof *steps);
         at += nsteps * sizeof *steps;
-        memcpy(b + at, ext, next * sizeof *ext);
+        if (next) memcpy(b + at, ext, next * sizeof *ext); /* ext is NULL without iterations */
         at += next * sizeof *ext;
         for (size_t i = 0; i < nkern; i++)
             kr[i].name = put_str(str, &sat, kname[i]);
