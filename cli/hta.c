@@ -573,6 +573,23 @@ typedef struct red_env {
 static int rows_reduce(const cli_hta_command *c, void *ctx, const cli_hta_rank *r, int restricted,
                        uint8_t **out, size_t *len);
 
+/* The rank's first step name among its rows (ProfilerStep#N, in file order; NULL: none), with
+ * *multi set when it has another: what the restriction is decided from, all ranks together. */
+static const char *first_step(const md_model *m, int *multi) {
+    const char *first = NULL;
+    *multi = 0;
+    for (size_t i = 0; i < m->count && !*multi; i++) {
+        const char *name = md_str(m, md_name_of(m, i));
+        const md_event e = md_at(m, i);
+        if (!cli_hta_is_row(m, &e) || !is_step(name)) continue;
+        if (first == NULL)
+            first = name;
+        else if (strcmp(first, name) != 0)
+            *multi = 1;
+    }
+    return first;
+}
+
 typedef struct reduce_job {
     const cli_hta_command *c;
     void *ctx; /* the command's state, for a per_rank command's run */
@@ -606,16 +623,9 @@ static int reduce_one(void *arg, size_t i) {
     if (j->rc[i]) return j->rc[i];
     const md_model *m = &r->m;
     red_env env = {0};
-    const char *first = NULL;
-    for (size_t k = 0; k < m->count && !env.multi; k++) {
-        const char *name = md_str(m, md_name_of(m, k));
-        const md_event e = md_at(m, k);
-        if (!cli_hta_is_row(m, &e) || !is_step(name)) continue;
-        if (first == NULL)
-            first = name;
-        else if (strcmp(first, name) != 0)
-            env.multi = 1;
-    }
+    int multi;
+    const char *first = first_step(m, &multi);
+    env.multi = multi;
     env.mtia = m->device_type && strcmp(md_str(m, m->device_type), "MTIA") == 0;
     env.step_len = first ? strlen(first) : 0;
     r->rank = m->rank;
@@ -677,8 +687,9 @@ static const red_env *envelope(const cli_hta_rank *r) {
 }
 
 /* Whether the reduced ranks, all read, take the restriction, and HTA's MTIA branch with it (as
- * cli_hta_load_rows decides from the models). ranks are sorted by rank. */
-static void red_decide(const cli_hta_rank *ranks, size_t n, int *restricted, int *mtia) {
+ * cli_hta_load_rows decides from the models): ranks[low] is the lowest rank. */
+static void red_decide(const cli_hta_rank *ranks, size_t n, size_t low, int *restricted,
+                       int *mtia) {
     const char *step = NULL;
     size_t step_len = 0;
     *restricted = *mtia = 0;
@@ -696,7 +707,7 @@ static void red_decide(const cli_hta_rank *ranks, size_t n, int *restricted, int
         else if (step_len != e->step_len || memcmp(step, name, step_len) != 0)
             *restricted = 1;
     }
-    const red_env *e0 = n ? envelope(&ranks[0]) : NULL;
+    const red_env *e0 = low < n ? envelope(&ranks[low]) : NULL;
     *mtia = *restricted && e0 && e0->mtia;
 }
 
@@ -940,16 +951,7 @@ static int load_set(cli_hta_set *s, const char *cmd, char **paths, size_t n, int
             if (all && (low == SIZE_MAX || e->rank < envelope(&s->ranks[low])->rank)) low = k;
         }
         int restricted = 0, mtia = 0;
-        if (all && l.n) {
-            /* The lowest rank first, as the sort below puts it (red_decide reads ranks[0]). */
-            cli_hta_rank t = s->ranks[0];
-            s->ranks[0] = s->ranks[low];
-            s->ranks[low] = t;
-            red_decide(s->ranks, l.n, &restricted, &mtia);
-            t = s->ranks[0];
-            s->ranks[0] = s->ranks[low];
-            s->ranks[low] = t;
-        }
+        if (all && l.n) red_decide(s->ranks, l.n, low, &restricted, &mtia);
         if (all && mtia) {
             if (mpi_size > 1) mpi_verdict(mpi_size, 0); /* the others are done */
             for (size_t k = 0; k < l.n; k++) {
@@ -1014,21 +1016,19 @@ static int load_set(cli_hta_set *s, const char *cmd, char **paths, size_t n, int
     const char *step = NULL;
     if (rc == 0 && red) {
         int mtia;
-        red_decide(s->ranks, s->count, &s->restricted, &mtia);
+        red_decide(s->ranks, s->count, 0, &s->restricted, &mtia); /* sorted by rank */
         for (size_t k = 0; rc == 0 && k < s->count; k++)
             rc = red_choose(&s->ranks[k], s->restricted);
     }
     for (size_t k = 0; rc == 0 && !red && k < s->count && !s->restricted; k++) {
-        const md_model *m = &s->ranks[k].m;
-        for (size_t i = 0; i < m->count && !s->restricted; i++) {
-            const char *name = md_str(m, md_name_of(m, i));
-            const md_event e = md_at(m, i);
-            if (!cli_hta_is_row(m, &e) || !is_step(name)) continue;
-            if (step == NULL)
-                step = name;
-            else if (strcmp(step, name) != 0)
-                s->restricted = 1;
-        }
+        int multi;
+        const char *first = first_step(&s->ranks[k].m, &multi);
+        if (multi)
+            s->restricted = 1;
+        else if (first && step == NULL)
+            step = first;
+        else if (first && strcmp(step, first) != 0)
+            s->restricted = 1;
     }
     /* HTA's branch by the first rank's device_type (Trace.get_device_type). */
     if (rc == 0 && s->restricted && s->count && s->ranks[0].m.device_type &&
@@ -1080,9 +1080,7 @@ int cli_hta_load_rows(cli_hta_set *s, const char *cmd, char **paths, size_t n, i
 void cli_hta_free(cli_hta_set *s) {
     for (size_t k = 0; k < s->count; k++) {
         md_free(&s->ranks[k].m);
-        free(s->ranks[k].rows);
-        free(s->ranks[k].cpu_bits);
-        free(s->ranks[k].fix);
+        free_rows(&s->ranks[k]);
         free(s->ranks[k].red);
     }
     free(s->ranks);
@@ -1262,11 +1260,6 @@ size_t cli_hta_merge(const cli_hta_rank *r,
  *   uint32) then its cells, each a kind byte and an int64, a double, or a uint32 length and text.
  * rows_replay then writes each rank's messages to stderr and adds its rows to the real tables,
  * rank after rank, stopping after a rank whose run failed, as the run over the set would. */
-typedef struct cli_hta_rec {
-    uint8_t *b;
-    size_t len, cap;
-} cli_hta_rec;
-
 typedef struct rows_head {
     int32_t status; /* the run's result over the rank (0, CLI_HTA_REPORTED, a STROBE_E* code) */
     uint32_t pad;
@@ -1279,47 +1272,31 @@ FILE *cli_hta_err(void) {
     return rows_err ? rows_err : stderr;
 }
 
-static int rec_put(cli_hta_rec *r, const void *p, size_t n) {
-    if (r->len + n > r->cap) {
-        size_t cap = r->cap ? r->cap : 256;
-        while (cap < r->len + n)
-            cap *= 2;
-        uint8_t *b = realloc(r->b, cap);
-        if (b == NULL) return STROBE_ENOMEM;
-        r->b = b;
-        r->cap = cap;
-    }
-    memcpy(r->b + r->len, p, n);
-    r->len += n;
-    return 0;
-}
-
-static int rec_row(cli_hta_rec *r, uint32_t index, size_t n, const cli_hta_cell *cells) {
-    int rc = rec_put(r, &index, sizeof index);
-    for (size_t c = 0; rc == 0 && c < n; c++) {
+static int rec_row(md_wbuf *r, uint32_t index, size_t n, const cli_hta_cell *cells) {
+    md_put(r, &index, sizeof index);
+    for (size_t c = 0; c < n; c++) {
         const cli_hta_cell *v = &cells[c];
         uint8_t kind = (uint8_t)v->kind;
-        rc = rec_put(r, &kind, 1);
-        if (rc) break;
+        md_put(r, &kind, 1);
         if (v->kind == CLI_HTA_CELL_TEXT) {
             const char *text = v->s ? v->s : "";
             size_t len = strlen(text) + 1; /* with its NUL, read in place */
             if (len > UINT32_MAX) return STROBE_EINVAL;
             uint32_t l32 = (uint32_t)len;
-            rc = rec_put(r, &l32, sizeof l32);
-            if (rc == 0) rc = rec_put(r, text, len);
+            md_put(r, &l32, sizeof l32);
+            md_put(r, text, len);
         } else if (v->kind == CLI_HTA_CELL_INT || v->kind == CLI_HTA_CELL_TS) {
-            rc = rec_put(r, &v->i, sizeof v->i);
+            md_put(r, &v->i, sizeof v->i);
         } else {
-            rc = rec_put(r, &v->d, sizeof v->d);
+            md_put(r, &v->d, sizeof v->d);
         }
     }
-    return rc;
+    return r->oom ? STROBE_ENOMEM : 0;
 }
 
 static int rows_reduce(const cli_hta_command *c, void *ctx, const cli_hta_rank *r, int restricted,
                        uint8_t **out, size_t *len) {
-    cli_hta_rec rec = {0};
+    md_wbuf rec = {0};
     cli_hta_table t[CLI_HTA_MAX_TABLES] = {{0}};
     size_t n = c->ntables < CLI_HTA_MAX_TABLES ? c->ntables : CLI_HTA_MAX_TABLES;
     for (size_t k = 0; k < n; k++) {
@@ -1344,21 +1321,21 @@ static int rows_reduce(const cli_hta_command *c, void *ctx, const cli_hta_rank *
     if (b) {
         memcpy(b, &head, sizeof head);
         if (msg_len) memcpy(b + sizeof head, msg, msg_len);
-        if (rec.len) memcpy(b + sizeof head + RED_PAD(msg_len), rec.b, rec.len);
+        if (rec.len) memcpy(b + sizeof head + RED_PAD(msg_len), rec.p, rec.len);
     }
     free(msg);
-    free(rec.b);
+    free(rec.p);
     if (b == NULL) return STROBE_ENOMEM;
     *out = b;
     *len = total;
     return 0;
 }
 
-/* Reads n bytes at *at of b[0..len) into p. @return 0, or -1 past the end. */
-static int rec_get(const uint8_t *b, size_t len, size_t *at, void *p, size_t n) {
-    if (n > len - *at) return -1;
-    memcpy(p, b + *at, n);
-    *at += n;
+/* The next n bytes of b into p. @return 0, or -1 past the end. */
+static int rec_get(md_rbuf *b, void *p, size_t n) {
+    const uint8_t *s = md_take(b, n);
+    if (s == NULL) return -1;
+    memcpy(p, s, n);
     return 0;
 }
 
@@ -1366,37 +1343,36 @@ static int rec_get(const uint8_t *b, size_t len, size_t *at, void *p, size_t n) 
  * STROBE_EINVAL for a malformed reduction (it may come from another process). */
 static int replay_rank(const cli_hta_rank *r, cli_hta_table *t, size_t nt) {
     rows_head head;
-    size_t at = 0;
-    if (rec_get(r->red, r->red_len, &at, &head, sizeof head) || head.msg_len > r->red_len - at ||
-        RED_PAD(head.msg_len) > r->red_len - at)
+    md_rbuf b = {r->red, r->red_len, 0, 0};
+    const uint8_t *msg = NULL;
+    if (rec_get(&b, &head, sizeof head) || head.msg_len > b.len ||
+        (msg = md_take(&b, RED_PAD(head.msg_len))) == NULL)
         return STROBE_EINVAL;
-    fwrite(r->red + at, 1, head.msg_len, stderr);
-    at += RED_PAD(head.msg_len);
+    fwrite(msg, 1, head.msg_len, stderr);
     int rc = 0;
-    while (rc == 0 && at < r->red_len) {
+    while (rc == 0 && b.at < b.len) {
         uint32_t index;
         cli_hta_cell cells[CLI_HTA_MAX_COLS];
-        if (rec_get(r->red, r->red_len, &at, &index, sizeof index) || index >= nt ||
-            t[index].ncols > CLI_HTA_MAX_COLS)
+        if (rec_get(&b, &index, sizeof index) || index >= nt || t[index].ncols > CLI_HTA_MAX_COLS)
             return STROBE_EINVAL;
         for (size_t c = 0; c < t[index].ncols; c++) {
             uint8_t kind;
             cli_hta_cell *v = &cells[c];
             memset(v, 0, sizeof *v);
-            if (rec_get(r->red, r->red_len, &at, &kind, 1)) return STROBE_EINVAL;
+            if (rec_get(&b, &kind, 1)) return STROBE_EINVAL;
             v->kind = kind;
             if (kind == CLI_HTA_CELL_TEXT) {
                 uint32_t l32;
+                const uint8_t *text = NULL;
                 /* The text with its NUL, read where it lies. */
-                if (rec_get(r->red, r->red_len, &at, &l32, sizeof l32) || l32 == 0 ||
-                    l32 > r->red_len - at || r->red[at + l32 - 1] != '\0')
+                if (rec_get(&b, &l32, sizeof l32) || l32 == 0 ||
+                    (text = md_take(&b, l32)) == NULL || text[l32 - 1] != '\0')
                     return STROBE_EINVAL;
-                v->s = (const char *)(r->red + at);
-                at += l32;
+                v->s = (const char *)text;
             } else if (kind == CLI_HTA_CELL_INT || kind == CLI_HTA_CELL_TS) {
-                if (rec_get(r->red, r->red_len, &at, &v->i, sizeof v->i)) return STROBE_EINVAL;
+                if (rec_get(&b, &v->i, sizeof v->i)) return STROBE_EINVAL;
             } else if (kind == CLI_HTA_CELL_PCT || kind == CLI_HTA_CELL_NUM) {
-                if (rec_get(r->red, r->red_len, &at, &v->d, sizeof v->d)) return STROBE_EINVAL;
+                if (rec_get(&b, &v->d, sizeof v->d)) return STROBE_EINVAL;
             } else {
                 return STROBE_EINVAL;
             }
@@ -1430,32 +1406,19 @@ int cli_hta_table_add(cli_hta_table *t, const char *const *cells) {
         t->cells = v;
         t->cap = cap;
     }
-    size_t need = t->len;
-    for (size_t c = 0; c < t->ncols; c++)
-        need += strlen(cells[c] ? cells[c] : "") + 1;
-    if (need > t->buf_cap) {
-        size_t cap = t->buf_cap ? t->buf_cap : 256;
-        while (cap < need)
-            cap *= 2;
-        char *b = realloc(t->buf, cap);
-        if (b == NULL) return STROBE_ENOMEM;
-        t->buf = b;
-        t->buf_cap = cap;
-    }
     for (size_t c = 0; c < t->ncols; c++) {
         const char *v = cells[c] ? cells[c] : "";
-        size_t len = strlen(v) + 1;
-        t->cells[t->n * t->ncols + c] = t->len;
-        memcpy(t->buf + t->len, v, len);
-        t->len += len;
+        t->cells[t->n * t->ncols + c] = t->text_buf.len;
+        md_put(&t->text_buf, v, strlen(v) + 1);
     }
+    if (t->text_buf.oom) return STROBE_ENOMEM;
     t->n++;
     return 0;
 }
 
 /* Cell i's text. */
 static const char *cell(const cli_hta_table *t, size_t i) {
-    return t->buf + t->cells[i];
+    return (const char *)t->text_buf.p + t->cells[i];
 }
 
 /* The table format's header of column `col`: HTA's name with the unit of its values. HTA's times
@@ -1547,10 +1510,10 @@ void cli_hta_table_print(const cli_hta_table *t, int format, FILE *out) {
 
 void cli_hta_table_free(cli_hta_table *t) {
     free(t->cells);
-    free(t->buf);
+    free(t->text_buf.p);
     t->cells = NULL;
-    t->buf = NULL;
-    t->n = t->cap = t->len = t->buf_cap = 0;
+    t->n = t->cap = 0;
+    memset(&t->text_buf, 0, sizeof t->text_buf);
 }
 
 int cli_hta_table_row(cli_hta_table *t, size_t n, const cli_hta_cell *cells) {

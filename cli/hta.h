@@ -58,6 +58,7 @@
 #include <stdio.h>
 
 #include "model/model.h"
+#include "model/wire.h"
 
 enum { CLI_HTA_COMPUTATION = 0, CLI_HTA_COMMUNICATION = 1, CLI_HTA_MEMORY = 2 };
 
@@ -194,21 +195,20 @@ typedef struct cli_hta_table {
     const char *const *cols;
     const uint8_t *text;
     size_t ncols;
-    /* Cell i (row i / ncols) is the NUL-terminated text at buf + cells[i]: one buffer for all the
-     * cells, not an allocation each (a job's steps table has millions). */
+    /* Cell i (row i / ncols) is the NUL-terminated text at text_buf.p + cells[i]: one buffer for
+     * all the cells, not an allocation each (a job's steps table has millions). */
     size_t *cells;
     size_t n, cap;
     /* The table format's header of each column, where the command gives them (its unit in the
      * name: "mean (GB/s)"); NULL: HTA's names, with the unit of HTA's times (us). */
     const char *const *heads;
-    char *buf;
-    size_t len, buf_cap;
+    md_wbuf text_buf;
     /* What a CLI_HTA_TS cell is printed relative to: the set's min_ts (run_emit sets it). */
     int64_t t0;
     /* Recording (cli_hta_command.per_rank's reduction): non-NULL, cli_hta_table_row appends the
      * row's typed cells to it, tagged with rec_index (the table's place in the command's), instead
      * of text to the table; the reduction's rows are printed later, when t0 is known. */
-    struct cli_hta_rec *rec;
+    md_wbuf *rec;
     uint32_t rec_index;
 } cli_hta_table;
 

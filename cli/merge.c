@@ -51,6 +51,7 @@
 #include <sys/stat.h>
 
 #include "common.h"
+#include "model/wire.h"
 #include "mpi.h"
 #include "reader/json_pull.h"
 #include "reader/trace_reader.h"
@@ -629,6 +630,21 @@ static void collect_whole_meta(merger *m, const strobe_rd_meta *mt) {
 
 /* Reads one input; *state gets its CLI_MERGE_*. @return 0, or -1 when nothing of it could be
  * read. */
+/* Appends text[0..len) (elements of a "strobe_heap" array) to m's heap, after a comma when it
+ * has some; out of memory, sets oom on `who` (the merger whose step failed). */
+static void heap_append(merger *m, merger *who, const char *text, size_t len) {
+    char *h = realloc(m->heap, m->heap_len + len + 2);
+    if (h == NULL) {
+        who->oom = 1;
+        return;
+    }
+    if (m->heap_len) h[m->heap_len++] = ',';
+    memcpy(h + m->heap_len, text, len);
+    m->heap_len += len;
+    h[m->heap_len] = '\0';
+    m->heap = h;
+}
+
 static int collect_input(merger *m, const cli_merge_input *in, size_t index, size_t *cut,
                          size_t *empty, int *state) {
     strobe_rd_options opt;
@@ -691,17 +707,7 @@ static int collect_input(merger *m, const cli_merge_input *in, size_t index, siz
                 }
             } else if (strcmp(mt->key.s, "strobe_heap") == 0 &&
                        mt->value.type == STROBE_RD_T_ARRAY && mt->value.len > 2) {
-                size_t add = mt->value.len - 2; /* less the brackets */
-                char *h = realloc(m->heap, m->heap_len + add + 2);
-                if (h == NULL) {
-                    m->oom = 1;
-                } else {
-                    if (m->heap_len) h[m->heap_len++] = ',';
-                    memcpy(h + m->heap_len, mt->value.raw + 1, add);
-                    m->heap_len += add;
-                    h[m->heap_len] = '\0';
-                    m->heap = h;
-                }
+                heap_append(m, m, mt->value.raw + 1, mt->value.len - 2); /* less the brackets */
             } else if (strcmp(mt->key.s, "deviceProperties") == 0 && m->device_props == NULL &&
                        mt->value.type == STROBE_RD_T_ARRAY && mt->value.len > 2) {
                 m->device_props = strndup(mt->value.raw, mt->value.len);
@@ -1457,17 +1463,7 @@ static int take_group(merge_run *r, group *g, size_t i) {
     }
     if (m->trace_id == NULL) m->trace_id = gm->trace_id, gm->trace_id = NULL;
     if (m->device_props == NULL) m->device_props = gm->device_props, gm->device_props = NULL;
-    if (gm->heap) {
-        char *h = realloc(m->heap, m->heap_len + gm->heap_len + 2);
-        if (h == NULL) {
-            gm->oom = 1;
-        } else {
-            if (m->heap_len) h[m->heap_len++] = ',';
-            memcpy(h + m->heap_len, gm->heap, gm->heap_len + 1);
-            m->heap_len += gm->heap_len;
-            m->heap = h;
-        }
-    }
+    if (gm->heap) heap_append(m, gm, gm->heap, gm->heap_len);
     m->session_taken |= gm->session_taken;
     int rc = 0;
     if (gm->too_many) {
@@ -1584,56 +1580,16 @@ static void collectors_stop(collectors *c) {
 
 /* ---- a group packed for rank 0 ---- */
 
-typedef struct pbuf {
-    uint8_t *p;
-    size_t n, cap;
-    int oom;
-} pbuf;
-
-static void put(pbuf *b, const void *src, size_t n) {
-    if (b->oom || n == 0) return;
-    b->p = grow(b->p, &b->cap, b->n + n, 1, &b->oom);
-    if (b->oom) return;
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
-}
-
-static void put_u64(pbuf *b, uint64_t v) {
-    put(b, &v, sizeof v);
-}
-
 /* A string that may be NULL: its length + 1 (0: NULL), then its bytes. */
-static void put_str(pbuf *b, const char *s, size_t len) {
-    put_u64(b, s ? len + 1 : 0);
-    if (s) put(b, s, len);
-}
-
-typedef struct gbuf {
-    const uint8_t *p;
-    size_t n, at;
-    int bad;
-} gbuf;
-
-static const uint8_t *take(gbuf *b, size_t n) {
-    if (b->bad || n > b->n - b->at) {
-        b->bad = 1;
-        return NULL;
-    }
-    b->at += n;
-    return b->p + b->at - n;
-}
-
-static uint64_t take_u64(gbuf *b) {
-    uint64_t v = 0;
-    const uint8_t *s = take(b, sizeof v);
-    if (s) memcpy(&v, s, sizeof v);
-    return v;
+static void put_str(md_wbuf *b, const char *s, size_t len) {
+    md_put_u64(b, s ? len + 1 : 0);
+    if (s) md_put(b, s, len);
 }
 
 /* n records of `size` bytes, malloc'd (NULL when none or bad). */
-static void *take_array(gbuf *b, size_t n, size_t size) {
+static void *take_array(md_rbuf *b, size_t n, size_t size) {
     if (n == 0) return NULL;
-    if (n > (b->n - b->at) / size) {
+    if (n > (b->len - b->at) / size) {
         b->bad = 1;
         return NULL;
     }
@@ -1642,15 +1598,15 @@ static void *take_array(gbuf *b, size_t n, size_t size) {
         b->bad = 1;
         return NULL;
     }
-    memcpy(d, take(b, n * size), n * size);
+    memcpy(d, md_take(b, n * size), n * size);
     return d;
 }
 
 /* A put_str string, malloc'd and NUL-terminated (*len without the NUL). */
-static char *take_str(gbuf *b, size_t *len) {
-    uint64_t l = take_u64(b);
+static char *take_str(md_rbuf *b, size_t *len) {
+    uint64_t l = md_take_u64(b);
     if (l == 0 || b->bad) return NULL;
-    if (l - 1 > b->n - b->at) {
+    if (l - 1 > b->len - b->at) {
         b->bad = 1;
         return NULL;
     }
@@ -1659,7 +1615,7 @@ static char *take_str(gbuf *b, size_t *len) {
         b->bad = 1;
         return NULL;
     }
-    memcpy(s, take(b, l - 1), l - 1);
+    memcpy(s, md_take(b, l - 1), l - 1);
     s[l - 1] = '\0';
     if (len) *len = l - 1;
     return s;
@@ -1669,7 +1625,7 @@ static char *take_str(gbuf *b, size_t *len) {
  * bound to the items by then, and not needed). @return 0 or STROBE_ENOMEM. */
 static int pack_group(const group *g, uint8_t **out, size_t *len) {
     const merger *m = &g->m;
-    pbuf b = {0};
+    md_wbuf b = {0};
     const uint64_t head[] = {(uint64_t)g->state,
                              (uint64_t)g->read,
                              g->cut,
@@ -1685,34 +1641,34 @@ static int pack_group(const group *g, uint8_t **out, size_t *len) {
                              m->dropped,
                              m->npids};
     for (size_t k = 0; k < sizeof head / sizeof head[0]; k++)
-        put_u64(&b, head[k]);
-    put(&b, m->pids, m->npids * sizeof *m->pids);
+        md_put_u64(&b, head[k]);
+    md_put(&b, m->pids, m->npids * sizeof *m->pids);
     put_str(&b, g->err, g->err_len);
     put_str(&b, m->trace_id, m->trace_id ? strlen(m->trace_id) : 0);
     put_str(&b, m->device_props, m->device_props ? strlen(m->device_props) : 0);
     put_str(&b, m->heap, m->heap_len);
-    put_u64(&b, m->strs.count);
+    md_put_u64(&b, m->strs.count);
     for (size_t k = 0; k < m->strs.count; k++)
         put_str(&b, m->strs.strs[k], m->strs.lens[k]);
-    put_u64(&b, m->ntracks);
+    md_put_u64(&b, m->ntracks);
     for (size_t k = 0; k < m->ntracks; k++) {
         mtrack t = m->tracks[k];
         t.open = NULL;
         t.nopen = t.capopen = 0;
-        put(&b, &t, sizeof t);
+        md_put(&b, &t, sizeof t);
     }
-    put_u64(&b, m->nitems);
-    put(&b, m->items, m->nitems * sizeof *m->items);
-    put_u64(&b, m->nextra);
-    put(&b, m->extra, m->nextra * sizeof *m->extra);
-    put_u64(&b, m->narena);
-    put(&b, m->arena, m->narena);
+    md_put_u64(&b, m->nitems);
+    md_put(&b, m->items, m->nitems * sizeof *m->items);
+    md_put_u64(&b, m->nextra);
+    md_put(&b, m->extra, m->nextra * sizeof *m->extra);
+    md_put_u64(&b, m->narena);
+    md_put(&b, m->arena, m->narena);
     if (b.oom) {
         free(b.p);
         return STROBE_ENOMEM;
     }
     *out = b.p;
-    *len = b.n;
+    *len = b.len;
     return 0;
 }
 
@@ -1725,36 +1681,36 @@ static group *unpack_group(const uint8_t *buf, size_t len, const char *cmd,
     group_init(g, cmd, opt, json);
     merger *m = &g->m;
     m->cur = in;
-    gbuf b = {.p = buf, .n = len};
-    g->state = (int)take_u64(&b);
-    g->read = (int)take_u64(&b);
-    g->cut = take_u64(&b);
-    g->empty = take_u64(&b);
-    m->too_many = (int)take_u64(&b);
-    m->oom = (int)take_u64(&b);
-    m->session_taken = (int)take_u64(&b);
-    m->has_base = (int)take_u64(&b);
-    m->base = (int64_t)take_u64(&b);
-    m->skipped = take_u64(&b);
-    m->out_of_range = take_u64(&b);
-    m->wide_ids = take_u64(&b);
-    m->dropped = take_u64(&b);
-    m->npids = take_u64(&b);
+    md_rbuf b = {.p = buf, .len = len};
+    g->state = (int)md_take_u64(&b);
+    g->read = (int)md_take_u64(&b);
+    g->cut = md_take_u64(&b);
+    g->empty = md_take_u64(&b);
+    m->too_many = (int)md_take_u64(&b);
+    m->oom = (int)md_take_u64(&b);
+    m->session_taken = (int)md_take_u64(&b);
+    m->has_base = (int)md_take_u64(&b);
+    m->base = (int64_t)md_take_u64(&b);
+    m->skipped = md_take_u64(&b);
+    m->out_of_range = md_take_u64(&b);
+    m->wide_ids = md_take_u64(&b);
+    m->dropped = md_take_u64(&b);
+    m->npids = md_take_u64(&b);
     if (m->npids > CLI_MERGE_MAX_PIDS) b.bad = 1;
-    const uint8_t *pids = take(&b, m->npids * sizeof *m->pids);
+    const uint8_t *pids = md_take(&b, m->npids * sizeof *m->pids);
     if (pids) memcpy(m->pids, pids, m->npids * sizeof *m->pids);
     g->err = take_str(&b, &g->err_len);
     m->trace_id = take_str(&b, NULL);
     m->device_props = take_str(&b, NULL);
     m->heap = take_str(&b, &m->heap_len);
-    uint64_t nstrs = take_u64(&b);
+    uint64_t nstrs = md_take_u64(&b);
     for (uint64_t k = 0; k < nstrs && !b.bad; k++) {
         size_t l = 0;
         char *s = take_str(&b, &l);
         if (s == NULL || intern(m, s, l) != k) b.bad = 1;
         free(s);
     }
-    m->ntracks = m->captracks = take_u64(&b);
+    m->ntracks = m->captracks = md_take_u64(&b);
     m->tracks = take_array(&b, m->ntracks, sizeof *m->tracks);
     for (size_t k = 0; k < m->ntracks && !b.bad; k++) {
         int inserted = 0;
@@ -1765,11 +1721,11 @@ static group *unpack_group(const uint8_t *buf, size_t len, const char *cmd,
         else if (inserted)
             *slot = k + 1;
     }
-    m->nitems = m->capitems = take_u64(&b);
+    m->nitems = m->capitems = md_take_u64(&b);
     m->items = take_array(&b, m->nitems, sizeof *m->items);
-    m->nextra = m->capextra = take_u64(&b);
+    m->nextra = m->capextra = md_take_u64(&b);
     m->extra = take_array(&b, m->nextra, sizeof *m->extra);
-    m->narena = m->caparena = take_u64(&b);
+    m->narena = m->caparena = md_take_u64(&b);
     m->arena = take_array(&b, m->narena, 1);
     /* Every index within what came: the bytes are another process's, read as records. */
     size_t nstr = m->strs.count;
@@ -1786,7 +1742,7 @@ static group *unpack_group(const uint8_t *buf, size_t len, const char *cmd,
             b.bad = 1;
     }
 #undef BAD_STR
-    if (b.bad || b.at != b.n) {
+    if (b.bad || b.at != b.len) {
         if (m->tracks == NULL) m->ntracks = m->captracks = 0;
         if (m->items == NULL) m->nitems = m->capitems = 0;
         if (m->extra == NULL) m->nextra = m->capextra = 0;

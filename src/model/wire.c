@@ -13,14 +13,8 @@
 
 #include "strobe/error.h"
 
-typedef struct wbuf {
-    uint8_t *p;
-    size_t len, cap;
-    int oom;
-} wbuf;
-
-static void put(wbuf *b, const void *src, size_t n) {
-    if (b->oom) return;
+void md_put(md_wbuf *b, const void *src, size_t n) {
+    if (b->oom || n == 0) return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n)
@@ -33,23 +27,23 @@ static void put(wbuf *b, const void *src, size_t n) {
         b->p = p;
         b->cap = cap;
     }
-    if (n) memcpy(b->p + b->len, src, n);
+    memcpy(b->p + b->len, src, n);
     b->len += n;
 }
 
-static void put_u64(wbuf *b, uint64_t v) {
-    put(b, &v, sizeof v);
+void md_put_u64(md_wbuf *b, uint64_t v) {
+    md_put(b, &v, sizeof v);
 }
 
 #define NULL_COLUMN UINT64_MAX
 
-static void put_column(wbuf *b, const void *p, size_t bytes) {
+static void put_column(md_wbuf *b, const void *p, size_t bytes) {
     if (p == NULL) {
-        put_u64(b, NULL_COLUMN);
+        md_put_u64(b, NULL_COLUMN);
         return;
     }
-    put_u64(b, bytes);
-    put(b, p, bytes);
+    md_put_u64(b, bytes);
+    md_put(b, p, bytes);
 }
 
 /* Every column of the model: its pointer field and its length in bytes. One list, so that packing
@@ -83,12 +77,12 @@ static void put_column(wbuf *b, const void *p, size_t bytes) {
     X(proc_slots, (m)->proc_slot_cap * sizeof *(m)->proc_slots)
 
 int md_pack(const md_model *m, uint8_t **out, size_t *len) {
-    wbuf b = {0};
-    put(&b, m, sizeof *m);
-    put_u64(&b, m->strings.count);
+    md_wbuf b = {0};
+    md_put(&b, m, sizeof *m);
+    md_put_u64(&b, m->strings.count);
     for (size_t id = 0; id < m->strings.count; id++) {
-        put_u64(&b, m->strings.lens[id]);
-        put(&b, m->strings.strs[id], m->strings.lens[id]);
+        md_put_u64(&b, m->strings.lens[id]);
+        md_put(&b, m->strings.strs[id], m->strings.lens[id]);
     }
 #define PACK(field, bytes) put_column(&b, m->field, (bytes));
     COLUMNS(PACK, m)
@@ -104,13 +98,7 @@ int md_pack(const md_model *m, uint8_t **out, size_t *len) {
     return 0;
 }
 
-typedef struct rbuf {
-    const uint8_t *p;
-    size_t len, at;
-    int bad;
-} rbuf;
-
-static const uint8_t *take(rbuf *r, size_t n) {
+const uint8_t *md_take(md_rbuf *r, size_t n) {
     if (r->bad || n > r->len - r->at) {
         r->bad = 1;
         return NULL;
@@ -120,21 +108,21 @@ static const uint8_t *take(rbuf *r, size_t n) {
     return p;
 }
 
-static uint64_t take_u64(rbuf *r) {
+uint64_t md_take_u64(md_rbuf *r) {
     uint64_t v = 0;
-    const uint8_t *p = take(r, sizeof v);
+    const uint8_t *p = md_take(r, sizeof v);
     if (p) memcpy(&v, p, sizeof v);
     return v;
 }
 
 /* A column of exactly `bytes` bytes (as the model's counts say) into a new array at *dst. */
-static int take_column(rbuf *r, void *dst, size_t bytes) {
-    uint64_t n = take_u64(r);
+static int take_column(md_rbuf *r, void *dst, size_t bytes) {
+    uint64_t n = md_take_u64(r);
     void *p = NULL;
     if (r->bad) return STROBE_EINVAL;
     if (n != NULL_COLUMN) {
         if (n != bytes) return STROBE_EINVAL;
-        const uint8_t *src = take(r, (size_t)n);
+        const uint8_t *src = md_take(r, (size_t)n);
         if (src == NULL) return STROBE_EINVAL;
         p = malloc(n ? (size_t)n : 1);
         if (p == NULL) return STROBE_ENOMEM;
@@ -145,8 +133,8 @@ static int take_column(rbuf *r, void *dst, size_t bytes) {
 }
 
 int md_unpack(md_model *m, const uint8_t *buf, size_t len) {
-    rbuf r = {buf, len, 0, 0};
-    const uint8_t *raw = take(&r, sizeof *m);
+    md_rbuf r = {buf, len, 0, 0};
+    const uint8_t *raw = md_take(&r, sizeof *m);
     memset(m, 0, sizeof *m);
     if (raw == NULL) return STROBE_EINVAL;
     md_model scalars;
@@ -159,10 +147,10 @@ int md_unpack(md_model *m, const uint8_t *buf, size_t len) {
 #undef CLEAR
     strobe__strtab_init(&m->strings, &m->pool);
     int rc = 0;
-    uint64_t nstr = take_u64(&r);
+    uint64_t nstr = md_take_u64(&r);
     for (uint64_t id = 0; rc == 0 && !r.bad && id < nstr; id++) {
-        uint64_t n = take_u64(&r);
-        const uint8_t *s = take(&r, (size_t)n);
+        uint64_t n = md_take_u64(&r);
+        const uint8_t *s = md_take(&r, (size_t)n);
         if (s == NULL) break;
         int64_t got = strobe__strtab_intern(&m->strings, (const char *)s, (size_t)n);
         if (got < 0)

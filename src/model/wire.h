@@ -11,6 +11,26 @@
 
 #include "model/model.h"
 
+/* A growing buffer that such flat records are written into, and a reader over one; every command
+ * that hands its own records between threads or processes writes them with these. md_put appends
+ * n bytes (nothing once out of memory: oom is then set, and the caller checks it at the end);
+ * md_take returns the next n bytes of the record, or NULL past its end (bad is then set). */
+typedef struct md_wbuf {
+    uint8_t *p;
+    size_t len, cap;
+    int oom;
+} md_wbuf;
+void md_put(md_wbuf *b, const void *src, size_t n);
+void md_put_u64(md_wbuf *b, uint64_t v);
+
+typedef struct md_rbuf {
+    const uint8_t *p;
+    size_t len, at;
+    int bad;
+} md_rbuf;
+const uint8_t *md_take(md_rbuf *r, size_t n);
+uint64_t md_take_u64(md_rbuf *r);
+
 /* Writes model m (loaded by md_load, or failed: then its scalars and err only) into a malloc'd
  * buffer *out of *len bytes. @return 0 or STROBE_ENOMEM. */
 int md_pack(const md_model *m, uint8_t **out, size_t *len);
