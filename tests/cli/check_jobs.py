@@ -54,16 +54,9 @@ def same_for_all_jobs(what, args, jobs=(1, 2, 4), out_file=None):
 
 def mpi(job, bad):
     """The same commands under mpirun: the output of -j 1, from rank 0 alone."""
-    mpirun = shutil.which("mpirun")
-    if mpirun is None:
-        print("mpirun absent: the MPI part skipped")
+    launch = jobgen.mpi_launcher()
+    if launch is None:
         return
-    if os.environ.get("STROBE_TEST_NO_MPI"):
-        # Open MPI's libraries are not built with the sanitizers: LeakSanitizer reports their
-        # allocations at exit and ThreadSanitizer their threads' (CI: every run exited 134 or 66).
-        print("the MPI part skipped: %s" % os.environ["STROBE_TEST_NO_MPI"])
-        return
-    launch = [mpirun, "--allow-run-as-root", "--oversubscribe"]
     page = os.path.join(OUT, "page_mpi.html")
     cases = [("ranks", ["ranks", "-q", "-f", "json", job], None),
              ("report", ["report", "-q", "-o", page, job], page),

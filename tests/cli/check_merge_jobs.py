@@ -104,14 +104,9 @@ def unreadable(job):
 
 
 def mpi(job, bad, wants):
-    mpirun = shutil.which("mpirun")
-    if mpirun is None:
-        print("mpirun absent: the MPI part skipped")
+    launch = jobgen.mpi_launcher()
+    if launch is None:
         return
-    if os.environ.get("STROBE_TEST_NO_MPI"):
-        print("the MPI part skipped: %s" % os.environ["STROBE_TEST_NO_MPI"])
-        return
-    launch = [mpirun, "--allow-run-as-root", "--oversubscribe"]
     for fmt, want in wants:
         out = os.path.join(OUT, "merged." + fmt)  # the name -j 1 wrote, which strobe says
         for np in (2, 4):

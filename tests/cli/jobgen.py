@@ -177,6 +177,22 @@ def big(folder, ranks, mb):
             f.write('\n], "traceName": "rank %d"}\n' % r)
 
 
+def mpi_launcher():
+    """The mpirun command line the tests launch with, or None after saying why the MPI part is
+    skipped: without mpirun, or under the sanitizers (STROBE_TEST_NO_MPI: Open MPI's libraries are
+    not built with them; LeakSanitizer reports their allocations at exit and ThreadSanitizer their
+    threads, and CI's runs exited 134 or 66)."""
+    import shutil
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        print("mpirun absent: the MPI part skipped")
+        return None
+    if os.environ.get("STROBE_TEST_NO_MPI"):
+        print("the MPI part skipped: %s" % os.environ["STROBE_TEST_NO_MPI"])
+        return None
+    return [mpirun, "--allow-run-as-root", "--oversubscribe"]
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "big":
         big(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
